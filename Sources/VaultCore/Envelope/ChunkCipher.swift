@@ -1,0 +1,105 @@
+import Dispatch
+import Foundation
+
+/// Seals and opens payload chunks: XChaCha20-Poly1305 under the payload key, with the nonce
+/// `15 zero bytes ‖ chunk counter (8, big-endian) ‖ flag (1)`, flag 1 on the final chunk only
+/// (age's STREAM construction). Each chunk is independent, so a batch of chunks is processed
+/// on every core at once.
+final class ChunkCipher: Sendable {
+    private let key: SecretBytes
+    /// How many threads a batch uses: one per core.
+    static let workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
+    init(payloadKey: SecretBytes) {
+        precondition(payloadKey.count == EnvelopeFormat.keySize, "internal error: payload key size")
+        key = payloadKey
+    }
+
+    /// The 24-byte nonce of chunk `index`.
+    static func withNonce<R>(index: UInt64, last: Bool, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        withUnsafeTemporaryAllocation(byteCount: EnvelopeFormat.nonceSize, alignment: 8) { n in
+            n.initializeMemory(as: UInt8.self, repeating: 0)
+            n.storeBytes(of: index.bigEndian, toByteOffset: 15, as: UInt64.self)
+            n[23] = last ? 1 : 0
+            return body(UnsafeRawBufferPointer(n))
+        }
+    }
+
+    func seal(_ plain: UnsafeRawBufferPointer, index: UInt64, last: Bool, into out: UnsafeMutableRawBufferPointer) {
+        Self.withNonce(index: index, last: last) { nonce in
+            key.withUnsafeBytes { k in
+                XChaCha20Poly1305.seal(plain, into: out, ad: UnsafeRawBufferPointer(start: nil, count: 0), nonce: nonce, key: k)
+            }
+        }
+    }
+
+    func open(_ sealed: UnsafeRawBufferPointer, index: UInt64, last: Bool, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        Self.withNonce(index: index, last: last) { nonce in
+            key.withUnsafeBytes { k in
+                XChaCha20Poly1305.open(sealed, into: out, ad: UnsafeRawBufferPointer(start: nil, count: 0), nonce: nonce, key: k)
+            }
+        }
+    }
+
+    /// Seals `count` consecutive chunks of `plain` (all full except perhaps the last) into
+    /// `sealed`, in parallel. Chunk `i` gets counter `firstIndex + i`; the last one is flagged
+    /// final when `final` is true. Returns the number of sealed bytes.
+    func sealBatch(_ plain: UnsafeRawBufferPointer, firstIndex: UInt64, final: Bool,
+                   into sealed: UnsafeMutableRawBufferPointer) -> Int {
+        let cs = EnvelopeFormat.chunkSize, ss = EnvelopeFormat.sealedChunkSize
+        let count = max(1, (plain.count + cs - 1) / cs)
+        Self.forEachShare(count) { i in
+            let start = i * cs, end = min(start + cs, plain.count)
+            let p = UnsafeRawBufferPointer(rebasing: plain[start..<end])
+            let o = UnsafeMutableRawBufferPointer(rebasing: sealed[i * ss..<(i * ss + p.count + EnvelopeFormat.tagSize)])
+            seal(p, index: firstIndex + UInt64(i), last: final && i == count - 1, into: o)
+        }
+        return plain.count + count * EnvelopeFormat.tagSize
+    }
+
+    /// Opens the chunks in `sealed` (all full except perhaps the last) into `plain`, in
+    /// parallel. Returns nil when all verify, else the smallest failing chunk offset in the batch.
+    func openBatch(_ sealed: UnsafeRawBufferPointer, firstIndex: UInt64, final: Bool,
+                   into plain: UnsafeMutableRawBufferPointer) -> Int? {
+        let cs = EnvelopeFormat.chunkSize, ss = EnvelopeFormat.sealedChunkSize
+        let count = (sealed.count + ss - 1) / ss
+        let failures = FailureSet()
+        Self.forEachShare(count) { i in
+            let start = i * ss, end = min(start + ss, sealed.count)
+            let s = UnsafeRawBufferPointer(rebasing: sealed[start..<end])
+            let o = UnsafeMutableRawBufferPointer(rebasing: plain[i * cs..<(i * cs + s.count - EnvelopeFormat.tagSize)])
+            if !open(s, index: firstIndex + UInt64(i), last: final && i == count - 1, into: o) { failures.add(i) }
+        }
+        return failures.first
+    }
+
+    /// Runs `body(i)` for `0..<count`, split into one contiguous share per core.
+    private static func forEachShare(_ count: Int, _ body: (Int) -> Void) {
+        let shares = min(workers, count)
+        if shares <= 1 {
+            for i in 0..<count { body(i) }
+            return
+        }
+        withoutActuallyEscaping(body) { body in
+            let work = UncheckedSendable(body)
+            DispatchQueue.concurrentPerform(iterations: shares) { s in
+                for i in (s * count / shares)..<((s + 1) * count / shares) { work.value(i) }
+            }
+        }
+    }
+}
+
+/// The smallest index that failed, collected from several threads.
+private final class FailureSet: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Int?
+    func add(_ i: Int) { lock.lock(); value = min(value ?? i, i); lock.unlock() }
+    var first: Int? { lock.lock(); defer { lock.unlock() }; return value }
+}
+
+/// Hands a value to `concurrentPerform`, whose closure must be `@Sendable`. Used only where
+/// the threads touch disjoint parts of a buffer and the call returns after all of them finish.
+struct UncheckedSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

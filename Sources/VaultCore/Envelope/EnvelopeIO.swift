@@ -1,0 +1,62 @@
+import Foundation
+
+/// Where an envelope is written: payload bytes in order after a reserved header area, then
+/// the header at offset 0 once the plaintext digest is known.
+public protocol EnvelopeOutput: AnyObject, Sendable {
+    /// Reserves `headerSize` bytes at the start; payload bytes follow.
+    func reserveHeader(_ headerSize: Int) throws
+    /// Appends payload bytes.
+    func append(_ bytes: UnsafeRawBufferPointer) throws
+    /// Writes the finished header over the reserved area.
+    func writeHeader(_ header: [UInt8]) throws
+}
+
+/// Where an envelope is read from.
+public protocol EnvelopeInput: AnyObject {
+    /// Reads at most `buffer.count` bytes; 0 at the end.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+    /// The total length, when known up front (regular files, memory).
+    func totalSize() throws -> UInt64?
+}
+
+extension FileDescriptor: EnvelopeOutput, EnvelopeInput {
+    public func reserveHeader(_ headerSize: Int) throws { try seek(to: UInt64(headerSize)) }
+    public func append(_ bytes: UnsafeRawBufferPointer) throws { try write(bytes) }
+    public func writeHeader(_ header: [UInt8]) throws { try write(header, at: 0) }
+    public func totalSize() throws -> UInt64? { isRegularFile ? try size() : nil }
+}
+
+/// An envelope in memory (fixtures, tests, fuzzing).
+public final class MemoryEnvelope: EnvelopeOutput, EnvelopeInput, @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = NSLock()
+    private var storage: [UInt8]
+    private var position = 0
+
+    /// An empty envelope to write into, or existing bytes to read.
+    public init(_ bytes: [UInt8] = []) { storage = bytes }
+
+    /// The bytes written so far.
+    public var bytes: [UInt8] { lock.lock(); defer { lock.unlock() }; return storage }
+
+    public func reserveHeader(_ headerSize: Int) throws {
+        lock.lock(); defer { lock.unlock() }
+        storage = [UInt8](repeating: 0, count: headerSize)
+    }
+    public func append(_ bytes: UnsafeRawBufferPointer) throws {
+        lock.lock(); defer { lock.unlock() }
+        storage.append(contentsOf: bytes)
+    }
+    public func writeHeader(_ header: [UInt8]) throws {
+        lock.lock(); defer { lock.unlock() }
+        storage.replaceSubrange(0..<header.count, with: header)
+    }
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        lock.lock(); defer { lock.unlock() }
+        let n = min(buffer.count, storage.count - position)
+        storage.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[position..<position + n])) }
+        position += n
+        return n
+    }
+    public func totalSize() throws -> UInt64? { UInt64(storage.count) }
+}

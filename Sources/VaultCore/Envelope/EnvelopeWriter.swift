@@ -1,0 +1,81 @@
+import Crypto
+
+/// Writes one document as an envelope: reserves the header, streams the payload through a
+/// ``StreamWriter`` while hashing the plaintext (SHA-256), then seals the metadata (now that
+/// size and digest are known) and writes the header at offset 0.
+///
+/// The caller writes into a temporary file and renames it into place only after ``finish()``
+/// and an fsync, so a half-written envelope is never visible as a document.
+public final class EnvelopeWriter {
+    /// The new document's id.
+    public let documentID: DocumentID
+    private let output: any EnvelopeOutput
+    private let keyring: Keyring
+    private let documentKey: SecretBytes
+    private var template: DocumentMetadata
+    private let random: any RandomSource
+    private var hasher = SHA256()
+    private let stream: StreamWriter
+
+    /// Starts an envelope.
+    /// - Parameters:
+    ///   - metadata: name, content type, tags and time; `size` and `sha256` are filled in by ``finish()``.
+    public init(output: any EnvelopeOutput, keyring: Keyring, documentID: DocumentID, metadata: DocumentMetadata,
+                random: any RandomSource = SystemRandom()) throws {
+        var template = metadata
+        template.size = 0
+        template.sha256 = [UInt8](repeating: 0, count: 32)
+        try template.validate()
+        self.template = template
+        self.documentID = documentID
+        self.output = output
+        self.keyring = keyring
+        self.random = random
+        documentKey = try SecretBytes.random(count: EnvelopeFormat.keySize, using: random)
+        let payloadKey = try SubkeyDerivation.derive(from: documentKey, id: EnvelopeFormat.payloadSubkeyID,
+                                                     context: EnvelopeFormat.subkeyContext)
+        // The metadata encoding has fixed-width size and digest fields, so the header size is known now.
+        try output.reserveHeader(EnvelopeFormat.fixedHeaderSize + template.encoded().count + EnvelopeFormat.tagSize)
+        stream = StreamWriter(cipher: ChunkCipher(payloadKey: payloadKey)) { [output] bytes in try output.append(bytes) }
+    }
+
+    /// Plaintext bytes written so far.
+    public var plaintextCount: UInt64 { stream.plaintextCount }
+
+    /// Adds plaintext.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        hasher.update(bufferPointer: bytes)
+        try stream.write(bytes)
+    }
+
+    /// Seals the final chunk and writes the header. Returns the document's metadata.
+    public func finish() throws -> DocumentMetadata {
+        try stream.finish()
+        var meta = template
+        meta.size = stream.plaintextCount
+        meta.sha256 = Array(hasher.finalize())
+        let header = try Self.sealHeader(documentKey: documentKey, keyring: keyring, documentID: documentID,
+                                         metadata: meta, random: random)
+        try output.writeHeader(header.serialized())
+        return meta
+    }
+
+    /// Builds the header: wraps the document key under the keyring's KEK (authenticating the
+    /// header prefix), and seals the metadata under the metadata subkey (authenticating the
+    /// whole fixed header).
+    static func sealHeader(documentKey: SecretBytes, keyring: Keyring, documentID: DocumentID,
+                           metadata: DocumentMetadata, random: any RandomSource) throws -> EnvelopeHeader {
+        let plainMeta = metadata.encoded()
+        var header = EnvelopeHeader(
+            kdf: keyring.kdf, salt: keyring.salt, keyCheck: keyring.keyCheck, documentID: documentID,
+            wrapNonce: random.bytes(EnvelopeFormat.nonceSize),
+            wrappedKey: [UInt8](repeating: 0, count: EnvelopeFormat.wrappedKeySize),
+            metadataNonce: random.bytes(EnvelopeFormat.nonceSize),
+            sealedMetadata: [UInt8](repeating: 0, count: plainMeta.count + EnvelopeFormat.tagSize))
+        header.wrappedKey = XChaCha20Poly1305.sealKey(documentKey, ad: header.keyWrapAD, nonce: header.wrapNonce, key: keyring.kek)
+        let metaKey = try SubkeyDerivation.derive(from: documentKey, id: EnvelopeFormat.metadataSubkeyID,
+                                                  context: EnvelopeFormat.subkeyContext)
+        header.sealedMetadata = XChaCha20Poly1305.seal(plainMeta, ad: header.metadataAD, nonce: header.metadataNonce, key: metaKey)
+        return header
+    }
+}

@@ -1,0 +1,51 @@
+/// The key-encryption key of one unlock, with the public values that identify it.
+///
+/// Argon2id runs once, when the keyring is made; every envelope of the vault is then opened
+/// with the same key. An envelope whose KDF parameters, salt or key check differ from the
+/// keyring's was sealed under another password or vault, or its header is damaged.
+public final class Keyring: Sendable {
+    /// Argon2id parameters.
+    public let kdf: KDFParameters
+    /// Argon2id salt.
+    public let salt: [UInt8]
+    /// Check value of ``kek``.
+    public let keyCheck: [UInt8]
+    let kek: SecretBytes
+
+    init(kdf: KDFParameters, salt: [UInt8], kek: SecretBytes) {
+        self.kdf = kdf
+        self.salt = salt
+        self.kek = kek
+        keyCheck = PasswordKDF.keyCheck(for: kek)
+    }
+
+    /// Runs Argon2id for a new salt (vault creation).
+    public static func create(password: SecretBytes, kdf: KDFParameters, random: any RandomSource) throws -> Keyring {
+        let salt = random.bytes(PasswordKDF.saltSize)
+        return Keyring(kdf: kdf, salt: salt, kek: try PasswordKDF.deriveKey(password: password, salt: salt, parameters: kdf))
+    }
+
+    /// Runs Argon2id and checks the result against a stored key check.
+    /// - Throws: ``VaultError/Code/wrongPassword`` when the check does not match.
+    public static func unlock(password: SecretBytes, kdf: KDFParameters, salt: [UInt8], keyCheck: [UInt8]) throws -> Keyring {
+        let kek = try PasswordKDF.deriveKey(password: password, salt: salt, parameters: kdf)
+        guard PasswordKDF.matches(kek: kek, check: keyCheck) else {
+            throw VaultError(.wrongPassword, "wrong password", hint: "check VAULT_PASSWORD or the password file")
+        }
+        return Keyring(kdf: kdf, salt: salt, kek: kek)
+    }
+
+    /// Unlocks a single envelope with its own KDF parameters (no vault needed).
+    public static func unlock(password: SecretBytes, envelope header: EnvelopeHeader) throws -> Keyring {
+        try unlock(password: password, kdf: header.kdf, salt: header.salt, keyCheck: header.keyCheck)
+    }
+
+    /// The key-encryption key for `header`, if it was sealed under this keyring.
+    func kek(for header: EnvelopeHeader) throws -> SecretBytes {
+        guard header.kdf == kdf, header.salt == salt, header.keyCheck == keyCheck else {
+            throw VaultError(.headerAuthenticationFailed, "its password block does not match this vault",
+                             hint: "the header is damaged, or the envelope comes from another vault")
+        }
+        return kek
+    }
+}

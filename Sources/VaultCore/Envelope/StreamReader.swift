@@ -1,0 +1,108 @@
+/// Decrypts an envelope payload, releasing plaintext only after it has authenticated.
+///
+/// Reads a batch of sealed chunks plus one byte of look-ahead, so it knows whether the last
+/// chunk in hand is the final one without trusting any length field. The batch is opened on
+/// all cores; ``next()`` returns its plaintext only if every chunk in it verified.
+///
+/// Errors: a chunk that fails is ``VaultError/Code/chunkAuthenticationFailed``; input that
+/// ends without a final chunk (or inside a tag) is ``VaultError/Code/truncated``; bytes after a
+/// chunk that opens as final are ``VaultError/Code/trailingData``. Errors are sticky.
+public final class StreamReader {
+    /// Fills the buffer from the start as far as it can; returns the bytes read, 0 at the end.
+    public typealias Source = (UnsafeMutableRawBufferPointer) throws -> Int
+
+    private enum State { case reading, done, failed(VaultError) }
+
+    private let cipher: ChunkCipher
+    private let source: Source
+    private let sealed: UnsafeMutableRawBufferPointer   // batch of sealed chunks + 1 look-ahead byte
+    private let plain: UnsafeMutableRawBufferPointer
+    private var have = 0                                // bytes in `sealed`
+    private var nextIndex: UInt64 = 0
+    private var state = State.reading
+    /// Plaintext bytes released so far (all authenticated).
+    public private(set) var releasedCount: UInt64 = 0
+
+    /// A reader of `batchChunks` chunks at a time. The default (15) keeps each batch's
+    /// plaintext a multiple of 3 bytes, which the base64 stage relies on to work in parallel.
+    init(cipher: ChunkCipher, batchChunks: Int = 15, source: @escaping Source) {
+        self.cipher = cipher
+        self.source = source
+        sealed = .allocate(byteCount: batchChunks * EnvelopeFormat.sealedChunkSize + 1, alignment: 64)
+        plain = .allocate(byteCount: batchChunks * EnvelopeFormat.chunkSize, alignment: 64)
+    }
+
+    deinit {
+        Sodium.wipe(plain)
+        plain.deallocate()
+        sealed.deallocate()
+    }
+
+    /// The next batch of authenticated plaintext (valid until the next call), or nil after
+    /// the final chunk has been verified and the input has ended.
+    public func next() throws -> UnsafeRawBufferPointer? {
+        switch state {
+        case .done: return nil
+        case .failed(let e): throw e
+        case .reading: break
+        }
+        do {
+            return try step()
+        } catch {
+            state = .failed(.from(error))
+            throw error
+        }
+    }
+
+    private func step() throws -> UnsafeRawBufferPointer? {
+        let ss = EnvelopeFormat.sealedChunkSize, tag = EnvelopeFormat.tagSize
+        while have < sealed.count {
+            let n = try source(UnsafeMutableRawBufferPointer(rebasing: sealed[have...]))
+            if n == 0 { break }
+            have += n
+        }
+        let atEnd = have < sealed.count
+        if !atEnd {
+            // A whole batch and more data after it: every chunk in the batch is non-final.
+            let batch = sealed.count - 1
+            try open(UnsafeRawBufferPointer(rebasing: sealed[0..<batch]), final: false)
+            sealed[0] = sealed[batch]
+            have = 1
+            return UnsafeRawBufferPointer(rebasing: plain[0..<(batch / ss * EnvelopeFormat.chunkSize)])
+        }
+        // The input has ended: the last chunk in hand must be the final one.
+        if have == 0 {
+            throw VaultError(.truncated, nextIndex == 0 ? "payload is empty (no chunks)" : "payload ends without a final chunk")
+        }
+        let last = have - (have - 1) / ss * ss
+        if last < tag || (last == tag && (nextIndex > 0 || have > ss)) {
+            throw VaultError(.truncated, "payload ends inside chunk \(nextIndex + UInt64((have - 1) / ss))")
+        }
+        try open(UnsafeRawBufferPointer(rebasing: sealed[0..<have]), final: true)
+        state = .done
+        return UnsafeRawBufferPointer(rebasing: plain[0..<(have - ((have + ss - 1) / ss) * tag)])
+    }
+
+    private func open(_ batch: UnsafeRawBufferPointer, final: Bool) throws {
+        let ss = EnvelopeFormat.sealedChunkSize
+        let count = (batch.count + ss - 1) / ss
+        if let bad = cipher.openBatch(batch, firstIndex: nextIndex, final: final, into: plain) {
+            let index = nextIndex + UInt64(bad)
+            // A chunk that fails as non-final but opens as final has data after it: that data
+            // is trailing (age's rule for a full-length final chunk).
+            if !(final && bad == count - 1) {
+                let s = UnsafeRawBufferPointer(rebasing: batch[bad * ss..<min(batch.count, (bad + 1) * ss)])
+                let cs = EnvelopeFormat.chunkSize
+                let scratch = UnsafeMutableRawBufferPointer(rebasing: plain[bad * cs..<(bad * cs + s.count - EnvelopeFormat.tagSize)])
+                let isFinal = cipher.open(s, index: index, last: true, into: scratch)
+                Sodium.wipe(plain)
+                if isFinal { throw VaultError(.trailingData, "data follows the final chunk (chunk \(index))") }
+            }
+            Sodium.wipe(plain)
+            throw VaultError(.chunkAuthenticationFailed, "chunk \(index) failed authentication",
+                             hint: "the document is damaged or was tampered with")
+        }
+        nextIndex += UInt64((batch.count + ss - 1) / ss)
+        releasedCount += UInt64(batch.count - ((batch.count + ss - 1) / ss) * EnvelopeFormat.tagSize)
+    }
+}

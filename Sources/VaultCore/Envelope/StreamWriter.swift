@@ -1,0 +1,149 @@
+import Dispatch
+import Foundation
+
+/// Encrypts a byte stream into sealed 64 KiB chunks (the envelope payload).
+///
+/// A small state machine: `open` → `finished`, or `failed` for good (sticky: every later
+/// call throws the same error). Plaintext is gathered into a batch of whole chunks; a full
+/// batch is sealed on all cores only when at least one more byte arrives, so the final chunk is
+/// always known when ``finish()`` is called, and it is never empty unless the stream is.
+///
+/// Sealed batches are handed to `sink` on a background thread while the next batch is being
+/// filled, so encryption and writing overlap; there are two sealed buffers, and the writer
+/// waits for a buffer's write to finish before it reuses it.
+public final class StreamWriter {
+    /// Receives sealed payload bytes, in order, on one thread at a time.
+    public typealias Sink = @Sendable (UnsafeRawBufferPointer) throws -> Void
+
+    private enum State { case open, finished, failed(VaultError) }
+
+    private let cipher: ChunkCipher
+    private let sink: Sink
+    private let plain: UnsafeMutableRawBufferPointer
+    private var filled = 0
+    private var nextIndex: UInt64 = 0
+    private var state = State.open
+    private let output: OverlappedOutput
+
+    /// Bytes of plaintext accepted so far.
+    public private(set) var plaintextCount: UInt64 = 0
+    /// Bytes of sealed payload produced so far.
+    public private(set) var payloadCount: UInt64 = 0
+
+    /// A writer sealing with `cipher`; `batchChunks` chunks are sealed at a time.
+    init(cipher: ChunkCipher, batchChunks: Int = 16, sink: @escaping Sink) {
+        precondition(batchChunks >= 1, "internal error: batch size")
+        self.cipher = cipher
+        self.sink = sink
+        plain = .allocate(byteCount: batchChunks * EnvelopeFormat.chunkSize, alignment: 64)
+        output = OverlappedOutput(bufferSize: batchChunks * EnvelopeFormat.sealedChunkSize, sink: sink)
+    }
+
+    deinit {
+        Sodium.wipe(plain)
+        plain.deallocate()
+    }
+
+    /// Adds plaintext.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        try checkOpen()
+        var rest = bytes
+        while !rest.isEmpty {
+            if filled == plain.count { try flush(final: false) }
+            let n = min(rest.count, plain.count - filled)
+            UnsafeMutableRawBufferPointer(rebasing: plain[filled..<filled + n]).copyMemory(from: UnsafeRawBufferPointer(rebasing: rest[0..<n]))
+            filled += n
+            plaintextCount += UInt64(n)
+            rest = UnsafeRawBufferPointer(rebasing: rest[n...])
+        }
+    }
+
+    /// Seals the final chunk and waits until every byte has reached the sink.
+    public func finish() throws {
+        try checkOpen()
+        try flush(final: true)
+        do { try output.drain() } catch { state = .failed(.from(error)); throw error }
+        state = .finished
+    }
+
+    private func checkOpen() throws {
+        switch state {
+        case .open: return
+        case .finished: throw VaultError(.internal, "stream writer used after finish")
+        case .failed(let e): throw e
+        }
+    }
+
+    private func flush(final: Bool) throws {
+        do {
+            let buffer = try output.acquire()
+            let n = cipher.sealBatch(UnsafeRawBufferPointer(rebasing: plain[0..<filled]), firstIndex: nextIndex,
+                                     final: final, into: buffer)
+            nextIndex += UInt64(max(1, (filled + EnvelopeFormat.chunkSize - 1) / EnvelopeFormat.chunkSize))
+            payloadCount += UInt64(n)
+            filled = 0
+            output.submit(count: n)
+        } catch {
+            state = .failed(.from(error))
+            throw error
+        }
+    }
+}
+
+/// Two output buffers and a serial background queue: while one buffer is being written by
+/// the sink, the other is being filled.
+final class OverlappedOutput: @unchecked Sendable {
+    // @unchecked: `buffers`, `current` and `error` are guarded by `lock` or by the semaphores'
+    // hand-over (a buffer is touched by the producer only after its write has signalled).
+    private let buffers: [UnsafeMutableRawBufferPointer]
+    private let free: [DispatchSemaphore]
+    private var current = 0
+    private let queue = DispatchQueue(label: "vault.output")
+    private let lock = NSLock()
+    private var error: VaultError?
+    private let sink: StreamWriter.Sink
+
+    init(bufferSize: Int, sink: @escaping StreamWriter.Sink) {
+        buffers = (0..<2).map { _ in .allocate(byteCount: bufferSize, alignment: 64) }
+        free = (0..<2).map { _ in DispatchSemaphore(value: 1) }
+        self.sink = sink
+    }
+
+    deinit {
+        // Wait for writes in flight; give the permit back (libdispatch traps if a semaphore is
+        // freed below its initial value).
+        for s in free { s.wait(); s.signal() }
+        for b in buffers { b.deallocate() }
+    }
+
+    /// The next buffer to fill, once its previous write is done.
+    func acquire() throws -> UnsafeMutableRawBufferPointer {
+        free[current].wait()
+        if let e = takeError() { free[current].signal(); throw e }
+        return buffers[current]
+    }
+
+    /// Queues the first `count` bytes of the acquired buffer for writing.
+    func submit(count: Int) {
+        let i = current
+        let bytes = UnsafeRawBufferPointer(rebasing: buffers[i][0..<count])
+        current = 1 - current
+        nonisolated(unsafe) let b = bytes
+        queue.async { [self] in
+            if peekError() == nil {
+                do { try sink(b) } catch { record(.from(error)) }
+            }
+            free[i].signal()
+        }
+    }
+
+    /// Waits for every queued write; throws the first write error.
+    func drain() throws {
+        queue.sync {}
+        if let e = takeError() { throw e }
+    }
+
+    private func record(_ e: VaultError) { lock.lock(); if error == nil { error = e }; lock.unlock() }
+    private func peekError() -> VaultError? { lock.lock(); defer { lock.unlock() }; return error }
+    private func takeError() -> VaultError? { peekError() }
+}

@@ -1,0 +1,119 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A vault directory on disk, before it is unlocked.
+///
+/// Layout: `vault.json` (public parameters, wrapped vault key), `objects/<id>.vlt` (one
+/// envelope per document: the truth), `index.vlt` (encrypted cache of the records), `lock`
+/// (writers take an exclusive `flock` on it). Directories are 0700, files 0600.
+public struct VaultStore: Sendable {
+    /// The vault directory.
+    public let root: String
+    var configPath: String { root + "/vault.json" }
+    var objectsPath: String { root + "/objects" }
+    var indexPath: String { root + "/index.vlt" }
+    var lockPath: String { root + "/lock" }
+    func objectPath(_ id: DocumentID) -> String { "\(objectsPath)/\(id.hex).vlt" }
+
+    /// A store at `root`; nothing is read yet.
+    public init(root: String) {
+        var r = root
+        while r.count > 1 && r.hasSuffix("/") { r.removeLast() }
+        self.root = r
+    }
+
+    /// True when `root` holds a `vault.json`.
+    public var exists: Bool { FileSystem.kind(of: configPath) == .file }
+
+    /// Creates a new vault: directories, a random vault key wrapped under the password, an
+    /// empty index. Runs Argon2id once.
+    /// - Throws: ``VaultError/Code/alreadyExists`` if `root` is a vault or a non-empty directory.
+    public func create(password: SecretBytes, kdf: KDFParameters, random: any RandomSource = SystemRandom(),
+                       now: Date = Date()) throws -> Vault {
+        switch FileSystem.kind(of: root) {
+        case .missing:
+            let parent = FileSystem.directory(of: root)
+            guard FileSystem.kind(of: parent) == .directory else {
+                throw VaultError(.notFound, "cannot create a vault in \(root): \(parent) does not exist")
+            }
+            try FileSystem.makeDirectory(root)
+        case .directory:
+            if exists { throw VaultError(.alreadyExists, "a vault already exists at \(root)") }
+            guard try FileSystem.list(root).isEmpty else {
+                throw VaultError(.alreadyExists, "\(root) exists and is not empty", hint: "choose an empty or new directory")
+            }
+            guard chmod(root, 0o700) == 0 else { throw VaultError.posix("cannot set permissions on", root) }
+        case .file, .other:
+            throw VaultError(.alreadyExists, "\(root) exists and is not a directory")
+        }
+        try FileSystem.makeDirectory(objectsPath)
+        try password.withUnsafeBytes { p in
+            if p.isEmpty { throw VaultError(.usage, "the password is empty") }
+        }
+        let keyring = try Keyring.create(password: password, kdf: kdf, random: random)
+        let vaultKey = try SecretBytes.random(count: EnvelopeFormat.keySize, using: random)
+        let iso = ISO8601DateFormatter()
+        var config = VaultConfig(
+            format: VaultConfig.currentFormat, id: Hex.encode(random.bytes(16)), created: iso.string(from: now),
+            kdf: .init(algorithm: "argon2id13", opsLimit: kdf.opsLimit, memLimitKiB: kdf.memLimitKiB),
+            salt: keyring.salt.base64, keyCheck: keyring.keyCheck.base64, wrappedKey: .init(nonce: "", ciphertext: ""))
+        let nonce = random.bytes(EnvelopeFormat.nonceSize)
+        config.wrappedKey = .init(nonce: nonce.base64,
+                                  ciphertext: XChaCha20Poly1305.sealKey(vaultKey, ad: config.wrapAD, nonce: nonce, key: keyring.kek).base64)
+        let vault = Vault(store: self, config: config, keyring: keyring, vaultKey: vaultKey, random: random)
+        try FileSystem.writeAtomically(indexPath, VaultIndex(records: [:]).sealed(vaultKey: vaultKey, vaultID: config.id, random: random))
+        // vault.json last: its presence is what makes the directory a vault.
+        try FileSystem.writeAtomically(configPath, config.encoded())
+        _ = try FileDescriptor.openOrCreate(lockPath)
+        return vault
+    }
+
+    /// Reads `vault.json` and unlocks the vault: one Argon2id run, then the key check, so a
+    /// wrong password is reported before any document is touched.
+    public func unlock(password: SecretBytes, random: any RandomSource = SystemRandom()) throws -> Vault {
+        let config = try readConfig()
+        guard let salt = [UInt8](base64: config.salt), salt.count == PasswordKDF.saltSize,
+              let check = [UInt8](base64: config.keyCheck), check.count == PasswordKDF.keyCheckSize,
+              let nonce = [UInt8](base64: config.wrappedKey.nonce), nonce.count == EnvelopeFormat.nonceSize,
+              let wrapped = [UInt8](base64: config.wrappedKey.ciphertext) else {
+            throw VaultError(.vaultDamaged, "\(configPath) has a malformed field")
+        }
+        let keyring = try Keyring.unlock(password: password, kdf: config.parameters, salt: salt, keyCheck: check)
+        guard let vaultKey = try XChaCha20Poly1305.openKey(wrapped, ad: config.wrapAD, nonce: nonce, key: keyring.kek) else {
+            throw VaultError(.vaultDamaged, "the vault key in \(configPath) failed authentication")
+        }
+        return Vault(store: self, config: config, keyring: keyring, vaultKey: vaultKey, random: random)
+    }
+
+    func readConfig() throws -> VaultConfig {
+        switch FileSystem.kind(of: root) {
+        case .missing:
+            throw VaultError(.notFound, "no vault at \(root)", hint: "create one with 'vault init', or pass --vault DIR")
+        case .directory:
+            guard exists else {
+                throw VaultError(.notFound, "\(root) is not a vault (it has no vault.json)", hint: "create one with 'vault init'")
+            }
+        default:
+            throw VaultError(.notFound, "\(root) is not a vault directory")
+        }
+        return try VaultConfig.decode(try FileSystem.readFile(configPath, limit: 1 << 20), path: configPath)
+    }
+
+    /// Runs `body` holding the vault's exclusive writer lock.
+    func withLock<R>(_ body: () throws -> R) throws -> R {
+        let f = try FileDescriptor.openOrCreate(lockPath)
+        _ = try f.lockExclusive()
+        defer { f.unlock() }
+        return try body()
+    }
+
+    /// The ids of the objects on disk.
+    func objectIDs() throws -> Set<DocumentID> {
+        Set(try FileSystem.list(objectsPath).compactMap { name -> DocumentID? in
+            guard name.hasSuffix(".vlt") else { return nil }
+            return DocumentID(hex: String(name.dropLast(4)))
+        })
+    }
+}

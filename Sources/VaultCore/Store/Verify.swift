@@ -1,0 +1,83 @@
+/// The result of ``Vault/verify(_:progress:)``.
+public struct VerifyReport: Sendable {
+    /// One document's outcome.
+    public struct Entry: Sendable {
+        /// The document id.
+        public var id: DocumentID
+        /// Its name, from the envelope if it opened, else from the index, else nil.
+        public var name: String?
+        /// Its plaintext size, when known.
+        public var size: UInt64?
+        /// Why it failed, or nil if every chunk and the digest verified.
+        public var error: VaultError?
+    }
+
+    /// What was found about the index.
+    public enum IndexState: String, Sendable {
+        /// It authenticated and matched the objects.
+        case ok
+        /// It was missing or named other documents (normal after a crash); it was rebuilt.
+        case rebuilt
+        /// It failed authentication or disagreed with an envelope; it was rebuilt.
+        case damaged
+    }
+
+    /// Per-document outcomes, in stable order.
+    public var documents: [Entry]
+    /// The index's state.
+    public var index: IndexState
+    /// The documents that failed.
+    public var damaged: [Entry] { documents.filter { $0.error != nil } }
+    /// True when every document and the index verified.
+    public var isClean: Bool { damaged.isEmpty && index != .damaged }
+}
+
+extension Vault {
+    /// Authenticates every chunk of each selected document (all when `ids` is nil), compares
+    /// the plaintext's SHA-256 with the recorded one, and checks the index against what the
+    /// envelopes say, rebuilding it when it is stale or damaged.
+    /// - Parameter progress: called after each verified batch with (bytes done, bytes total).
+    public func verify(_ ids: [DocumentID]? = nil, progress: ((UInt64, UInt64) -> Void)? = nil) throws -> VerifyReport {
+        let state = try loadIndex()
+        let selected = try ids ?? Array(store.objectIDs())
+        let known = state.index.records
+        let ordered = selected.sorted { a, b in
+            let ka = known[a].map { $0.metadata.addedAtMillis } ?? .max, kb = known[b].map { $0.metadata.addedAtMillis } ?? .max
+            return (ka, a) < (kb, b)
+        }
+        let total = ordered.reduce(UInt64(0)) { $0 + (known[$1]?.metadata.size ?? 0) }
+        var done: UInt64 = 0
+        var entries: [VerifyReport.Entry] = []
+        var indexState: VerifyReport.IndexState = switch state.status {
+        case .current: .ok
+        case .missing, .stale: .rebuilt
+        case .damaged: .damaged
+        }
+        for id in ordered {
+            var entry = VerifyReport.Entry(id: id, name: known[id]?.metadata.name, size: known[id]?.metadata.size)
+            do {
+                let reader = try open(id, verifyDigest: true)
+                entry.name = reader.metadata.name
+                entry.size = reader.metadata.size
+                if let record = known[id], record.metadata != reader.metadata { indexState = .damaged }
+                while let batch = try reader.next() {
+                    done += UInt64(batch.count)
+                    progress?(done, max(total, done))
+                }
+            } catch {
+                entry.error = VaultError.from(error)
+            }
+            entries.append(entry)
+        }
+        if indexState != .ok {
+            try store.withLock {
+                var fresh = try loadIndex().index
+                for entry in entries where entry.error == nil {
+                    if let r = try? open(entry.id) { fresh.records[entry.id] = DocumentRecord(id: entry.id, metadata: r.metadata) }
+                }
+                try saveIndex(fresh)
+            }
+        }
+        return VerifyReport(documents: entries, index: indexState)
+    }
+}

@@ -1,0 +1,130 @@
+/// The one error type of VaultCore.
+///
+/// Every failure carries a ``Code`` that callers can switch on (the CLI maps codes to exit
+/// codes; the fixture vectors name them in their `expect:` line), a message that names the
+/// file or document involved, an optional hint saying what to do next, and the underlying
+/// cause when there is one. Messages never contain a password, a key or document contents.
+public struct VaultError: Error, CustomStringConvertible, Sendable {
+    /// What kind of failure this is. Extensible: new codes are new static members.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The password does not unlock the vault or envelope.
+        public static let wrongPassword = Code(rawValue: "wrong-password")
+        /// The bytes are not a vault envelope, or a header field is out of range.
+        public static let headerMalformed = Code(rawValue: "header-malformed")
+        /// The envelope was written by a format version this build does not read.
+        public static let unsupportedVersion = Code(rawValue: "unsupported-version")
+        /// The envelope asks for password-hashing parameters above the `sensitive` level.
+        public static let kdfParametersRejected = Code(rawValue: "kdf-parameters-rejected")
+        /// The header (wrapped key or metadata) failed authentication.
+        public static let headerAuthenticationFailed = Code(rawValue: "header-authentication-failed")
+        /// A payload chunk failed authentication (bit flip, reordering, foreign chunk).
+        public static let chunkAuthenticationFailed = Code(rawValue: "chunk-authentication-failed")
+        /// The data ends before its final chunk.
+        public static let truncated = Code(rawValue: "truncated")
+        /// Bytes follow the final chunk.
+        public static let trailingData = Code(rawValue: "trailing-data")
+        /// The decrypted plaintext does not match the digest recorded at add time.
+        public static let digestMismatch = Code(rawValue: "digest-mismatch")
+        /// A vault file other than an envelope (vault.json, index) is damaged.
+        public static let vaultDamaged = Code(rawValue: "vault-damaged")
+        /// No document, vault or file by that name or id.
+        public static let notFound = Code(rawValue: "not-found")
+        /// An id prefix or name matches more than one document.
+        public static let ambiguous = Code(rawValue: "ambiguous")
+        /// The target already exists and would be overwritten.
+        public static let alreadyExists = Code(rawValue: "already-exists")
+        /// The request is invalid (bad option value, missing password, empty name, ...).
+        public static let usage = Code(rawValue: "usage")
+        /// The operating system refused an operation (permissions, disk full, ...).
+        public static let io = Code(rawValue: "io")
+        /// Some documents were processed and some were skipped.
+        public static let partial = Code(rawValue: "partial")
+        /// A broken invariant or failing library call that is not the user's doing.
+        public static let `internal` = Code(rawValue: "internal")
+
+        /// True for the codes that mean stored data failed a check.
+        public var isDamage: Bool {
+            [.headerMalformed, .unsupportedVersion, .kdfParametersRejected, .headerAuthenticationFailed,
+             .chunkAuthenticationFailed, .truncated, .trailingData, .digestMismatch, .vaultDamaged].contains(self)
+        }
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// One line saying what happened, naming the file or document.
+    public var message: String
+    /// What the user can do about it, if anything useful can be said.
+    public var hint: String?
+    /// The lower-level error this one wraps.
+    public var cause: (any Error)?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, hint: String? = nil, cause: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.cause = cause
+    }
+
+    /// The message, then the cause if it adds anything.
+    public var description: String {
+        if let cause, !(cause is VaultError) { return "\(message) (\(cause))" }
+        return message
+    }
+
+    /// The same error with its message prefixed by a context such as a document id.
+    public func context(_ prefix: String) -> VaultError {
+        var copy = self
+        copy.message = "\(prefix): \(message)"
+        return copy
+    }
+}
+
+/// An `errno` value with its text, kept as the cause of ``VaultError/Code/io`` errors.
+public struct POSIXErrorCode: Error, CustomStringConvertible, Sendable {
+    /// The `errno` value.
+    public let value: Int32
+    /// The operating system's text for it.
+    public var description: String { String(cString: strerror(value)) }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension VaultError {
+    /// An I/O error for `operation` on `path`, from the current `errno`.
+    static func posix(_ operation: String, _ path: String, errno err: Int32 = errno) -> VaultError {
+        let cause = POSIXErrorCode(value: err)
+        switch err {
+        case ENOENT:
+            return VaultError(.notFound, "\(operation) \(path): no such file or directory", cause: cause)
+        case ENOSPC, EDQUOT:
+            return VaultError(.io, "\(operation) \(path): no space left on device",
+                              hint: "free some space and run the command again; nothing was changed", cause: cause)
+        case EFBIG:
+            return VaultError(.io, "\(operation) \(path): file too large for this file system or limit",
+                              hint: "nothing was changed", cause: cause)
+        case EACCES, EPERM:
+            return VaultError(.io, "\(operation) \(path): permission denied", cause: cause)
+        case EISDIR:
+            return VaultError(.usage, "\(path) is a directory", cause: cause)
+        default:
+            return VaultError(.io, "\(operation) \(path): \(cause)", cause: cause)
+        }
+    }
+}
+
+extension VaultError {
+    /// `error` as a VaultError: itself if it is one, else an internal error wrapping it.
+    public static func from(_ error: any Error) -> VaultError {
+        if let e = error as? VaultError { return e }
+        return VaultError(.internal, "unexpected error: \(error)", cause: error)
+    }
+}

@@ -1,0 +1,29 @@
+import ArgumentParser
+import VaultCore
+
+extension KDFLevel: ExpressibleByArgument {}
+
+extension VaultCommand {
+    /// `vault init`: create a vault.
+    struct Init: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a new, empty vault.",
+            discussion: "Asks for the password twice on a terminal. The directory must not exist or must be empty.")
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var root: VaultCommand
+
+        @Option(help: "How hard the password is to guess offline: interactive (64 MiB, ~0.1 s), moderate (256 MiB, ~0.7 s) or sensitive (1 GiB, ~3.5 s).")
+        var kdf: KDFLevel = .moderate
+
+        func run() async throws { try await run(parent: root.global) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            let store = options.store
+            if store.exists { throw VaultError(.alreadyExists, "a vault already exists at \(store.root)") }
+            let password = try PasswordReader.read(file: options.passwordFile, confirm: true)
+            let vault = try store.create(password: password, kdf: kdf.parameters)
+            Terminal.err("vault: created \(store.root) (Argon2id \(kdf.rawValue), id \(vault.id.prefix(12)))")
+        }
+    }
+}

@@ -1,0 +1,30 @@
+import ArgumentParser
+import VaultCore
+
+/// The documented exit codes (docs/CLI.md). Each ``VaultError/Code`` maps to one.
+enum ExitStatus {
+    static let success: Int32 = 0
+    static let failure: Int32 = 1
+    static let partial: Int32 = 2
+    static let notFound: Int32 = 3
+    static let ambiguous: Int32 = 4
+    static let usage: Int32 = 64
+    static let damaged: Int32 = 65
+    static let exists: Int32 = 73
+    static let io: Int32 = 74
+    static let wrongPassword: Int32 = 77
+
+    static func code(for error: VaultError) -> Int32 {
+        if error.code.isDamage { return damaged }
+        switch error.code {
+        case .wrongPassword: return wrongPassword
+        case .notFound: return notFound
+        case .ambiguous: return ambiguous
+        case .alreadyExists: return exists
+        case .usage: return usage
+        case .io: return io
+        case .partial: return partial
+        default: return failure
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import VaultCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Everything the CLI says goes through here. Output rules (docs/CLI.md): results on stdout;
+/// errors, warnings and progress on stderr, prefixed `vault:`; hints on a second line.
+enum Terminal {
+    static func isTTY(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+
+    /// Writes raw bytes to a descriptor (stdout), all of them.
+    static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw VaultError.posixWrite(fd == 1 ? "standard output" : "descriptor \(fd)")
+            }
+            done += n
+        }
+    }
+
+    /// Prints text to stdout.
+    static func out(_ text: String) {
+        var t = text
+        t.withUTF8 { try? write(1, UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Prints a line to stderr.
+    static func err(_ line: String) {
+        var t = line + "\n"
+        t.withUTF8 { try? write(2, UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Prints an error as `vault: message` and, if there is one, `vault: hint: ...`.
+    static func report(_ error: VaultError) {
+        err("vault: \(printable(error.description))")
+        if let hint = error.hint { err("vault: hint: \(hint)") }
+    }
+
+    /// A warning on stderr.
+    static func warn(_ message: String) { err("vault: warning: \(printable(message))") }
+
+    /// `text` with control characters escaped, so a hostile document name cannot move the
+    /// cursor or fake output lines.
+    static func printable(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value):
+                out += String(format: "\\x%02x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// Human size: 1023 B, 1.5 KiB, 12.3 MiB, ...
+    static func size(_ bytes: UInt64) -> String {
+        if bytes < 1024 { return "\(bytes) B" }
+        let units = ["KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes) / 1024
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
+        return String(format: value < 10 ? "%.1f %@" : "%.0f %@", value, units[unit])
+    }
+}
+
+extension VaultError {
+    static func posixWrite(_ what: String) -> VaultError {
+        let e = errno
+        if e == ENOSPC { return VaultError(.io, "cannot write to \(what): no space left on device") }
+        return VaultError(.io, "cannot write to \(what): \(String(cString: strerror(e)))")
+    }
+}
