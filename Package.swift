@@ -18,10 +18,12 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
         ),
+        .target(name: "CVaultSystem"),
         .target(
             name: "VaultCore",
             dependencies: [
                 "CSodium",
+                "CVaultSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

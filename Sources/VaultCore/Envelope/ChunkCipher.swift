@@ -103,3 +103,16 @@ struct UncheckedSendable<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
 }
+
+/// Runs `a` and `b` at the same time (on two cores when there are two) and returns when both
+/// are done. They must touch disjoint memory.
+func concurrently(_ a: () -> Void, _ b: () -> Void) {
+    withoutActuallyEscaping(a) { a in
+        withoutActuallyEscaping(b) { b in
+            let work = UncheckedSendable((a, b))
+            DispatchQueue.concurrentPerform(iterations: 2) { i in
+                if i == 0 { work.value.0() } else { work.value.1() }
+            }
+        }
+    }
+}

@@ -14,7 +14,7 @@ public final class EnvelopeWriter {
     private let documentKey: SecretBytes
     private var template: DocumentMetadata
     private let random: any RandomSource
-    private var hasher = SHA256()
+    private let hasher = Hasher()
     private let stream: StreamWriter
 
     /// Starts an envelope.
@@ -36,7 +36,8 @@ public final class EnvelopeWriter {
                                                      context: EnvelopeFormat.subkeyContext)
         // The metadata encoding has fixed-width size and digest fields, so the header size is known now.
         try output.reserveHeader(EnvelopeFormat.fixedHeaderSize + template.encoded().count + EnvelopeFormat.tagSize)
-        stream = StreamWriter(cipher: ChunkCipher(payloadKey: payloadKey)) { [output] bytes in try output.append(bytes) }
+        stream = StreamWriter(cipher: ChunkCipher(payloadKey: payloadKey), observer: { [hasher] in hasher.sha.update(bufferPointer: $0) },
+                              sink: { [output] bytes in try output.append(bytes) })
     }
 
     /// Plaintext bytes written so far.
@@ -44,7 +45,6 @@ public final class EnvelopeWriter {
 
     /// Adds plaintext.
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
-        hasher.update(bufferPointer: bytes)
         try stream.write(bytes)
     }
 
@@ -53,7 +53,7 @@ public final class EnvelopeWriter {
         try stream.finish()
         var meta = template
         meta.size = stream.plaintextCount
-        meta.sha256 = Array(hasher.finalize())
+        meta.sha256 = Array(hasher.sha.finalize())
         let header = try Self.sealHeader(documentKey: documentKey, keyring: keyring, documentID: documentID,
                                          metadata: meta, random: random)
         try output.writeHeader(header.serialized())
@@ -78,4 +78,9 @@ public final class EnvelopeWriter {
         header.sealedMetadata = XChaCha20Poly1305.seal(plainMeta, ad: header.metadataAD, nonce: header.metadataNonce, key: metaKey)
         return header
     }
+}
+
+/// The running SHA-256, updated by the stream writer's observer (one batch at a time, in order).
+private final class Hasher: @unchecked Sendable {
+    var sha = SHA256()
 }

@@ -76,6 +76,16 @@ public final class StreamReader {
         }
         let last = have - (have - 1) / ss * ss
         if last < tag || (last == tag && (nextIndex > 0 || have > ss)) {
+            // Too short to be a chunk. If the chunk before it opens as final, it is trailing
+            // data after a full final chunk; otherwise the payload was cut.
+            if have > ss {
+                let prev = (have - 1) / ss - 1
+                let s = UnsafeRawBufferPointer(rebasing: sealed[prev * ss..<(prev + 1) * ss])
+                let scratch = UnsafeMutableRawBufferPointer(rebasing: plain[0..<EnvelopeFormat.chunkSize])
+                let isFinal = cipher.open(s, index: nextIndex + UInt64(prev), last: true, into: scratch)
+                Sodium.wipe(scratch)
+                if isFinal { throw VaultError(.trailingData, "data follows the final chunk (chunk \(nextIndex + UInt64(prev)))") }
+            }
             throw VaultError(.truncated, "payload ends inside chunk \(nextIndex + UInt64((have - 1) / ss))")
         }
         try open(UnsafeRawBufferPointer(rebasing: sealed[0..<have]), final: true)

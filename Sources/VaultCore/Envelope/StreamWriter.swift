@@ -30,11 +30,18 @@ public final class StreamWriter {
     /// Bytes of sealed payload produced so far.
     public private(set) var payloadCount: UInt64 = 0
 
+    /// Sees each batch of plaintext, in order, while that batch is being sealed on the other core.
+    public typealias Observer = (UnsafeRawBufferPointer) -> Void
+    private let observer: Observer?
+
     /// A writer sealing with `cipher`; `batchChunks` chunks are sealed at a time.
-    init(cipher: ChunkCipher, batchChunks: Int = 16, sink: @escaping Sink) {
+    /// - Parameter observer: run on each batch concurrently with its sealing (the envelope
+    ///   writer hashes the plaintext here, so hashing costs no wall time).
+    init(cipher: ChunkCipher, batchChunks: Int = 16, observer: Observer? = nil, sink: @escaping Sink) {
         precondition(batchChunks >= 1, "internal error: batch size")
         self.cipher = cipher
         self.sink = sink
+        self.observer = observer
         plain = .allocate(byteCount: batchChunks * EnvelopeFormat.chunkSize, alignment: 64)
         output = OverlappedOutput(bufferSize: batchChunks * EnvelopeFormat.sealedChunkSize, sink: sink)
     }
@@ -77,8 +84,14 @@ public final class StreamWriter {
     private func flush(final: Bool) throws {
         do {
             let buffer = try output.acquire()
-            let n = cipher.sealBatch(UnsafeRawBufferPointer(rebasing: plain[0..<filled]), firstIndex: nextIndex,
-                                     final: final, into: buffer)
+            let batch = UnsafeRawBufferPointer(rebasing: plain[0..<filled])
+            var n = 0
+            if let observer {
+                concurrently({ observer(batch) },
+                             { n = cipher.sealBatch(batch, firstIndex: nextIndex, final: final, into: buffer) })
+            } else {
+                n = cipher.sealBatch(batch, firstIndex: nextIndex, final: final, into: buffer)
+            }
             nextIndex += UInt64(max(1, (filled + EnvelopeFormat.chunkSize - 1) / EnvelopeFormat.chunkSize))
             payloadCount += UInt64(n)
             filled = 0

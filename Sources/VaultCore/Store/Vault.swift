@@ -54,7 +54,7 @@ public final class Vault: @unchecked Sendable {
         let type = contentType ?? ContentType.sniff(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
         let template = DocumentMetadata(name: name, contentType: type, size: 0, sha256: [UInt8](repeating: 0, count: 32),
                                         addedAtMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), tags: tags)
-        let writer = try EnvelopeWriter(output: file, keyring: keyring, documentID: id, metadata: template, random: random)
+        let writer = try EnvelopeWriter(output: SequentialFileOutput(file: file), keyring: keyring, documentID: id, metadata: template, random: random)
         while n > 0 {
             try writer.write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             progress?(writer.plaintextCount)

@@ -1,0 +1,16 @@
+#ifndef VAULT_SYSTEM_H
+#define VAULT_SYSTEM_H
+#include <stdint.h>
+
+/* Linux calls that Swift's Glibc module does not import (they need _GNU_SOURCE).
+   Each returns 0 on success and -1 with errno set; elsewhere they are no-ops returning 0. */
+
+/* Starts writeback of a file range without waiting (sync_file_range SYNC_FILE_RANGE_WRITE),
+   so that a later fsync finds the data already on its way to the disk. */
+int vault_start_writeback(int fd, int64_t offset, int64_t length);
+
+/* Waits for writeback of a range to finish, then starts it for the same range, so dirty
+   pages stay bounded (WAIT_BEFORE | WRITE | WAIT_AFTER). */
+int vault_wait_writeback(int fd, int64_t offset, int64_t length);
+
+#endif

@@ -1,0 +1,41 @@
+import CVaultSystem
+
+/// Appends to a file and keeps the kernel writing it back while it grows.
+///
+/// Every 8 MiB it starts writeback of the new range and waits for the range before it, so
+/// the disk works in parallel with encryption, dirty memory stays around 16 MiB, and the
+/// closing `fsync` has little left to do. (Measured here: a 1 GiB add spent 1.04 s in its final
+/// fsync without this.)
+public final class SequentialFileOutput: EnvelopeOutput, @unchecked Sendable {
+    // @unchecked: used by one thread at a time (the stream writer's background queue).
+    /// The file being written.
+    public let file: FileDescriptor
+    private var position: UInt64 = 0
+    private var started: UInt64 = 0
+    private var previous: (UInt64, UInt64)?
+    static let window: UInt64 = 8 << 20
+
+    /// Output to `file`, starting at its current position 0.
+    public init(file: FileDescriptor) { self.file = file }
+
+    /// Bytes appended so far (including any reserved header).
+    public var count: UInt64 { position }
+
+    public func reserveHeader(_ headerSize: Int) throws {
+        try file.seek(to: UInt64(headerSize))
+        position = UInt64(headerSize)
+    }
+
+    public func append(_ bytes: UnsafeRawBufferPointer) throws {
+        try file.write(bytes)
+        position += UInt64(bytes.count)
+        if position - started >= Self.window {
+            _ = vault_start_writeback(file.fd, Int64(started), Int64(position - started))
+            if let (offset, length) = previous { _ = vault_wait_writeback(file.fd, Int64(offset), Int64(length)) }
+            previous = (started, position - started)
+            started = position
+        }
+    }
+
+    public func writeHeader(_ header: [UInt8]) throws { try file.write(header, at: 0) }
+}

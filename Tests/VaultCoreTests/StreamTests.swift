@@ -1,0 +1,154 @@
+import Testing
+@testable import VaultCore
+
+/// The chunk writer and reader over the boundary matrix: lengths around the 64 KiB chunk ×
+/// write sizes; plus truncation, trailing data, reordering and bit flips on the raw payload.
+@Suite struct StreamTests {
+    static let chunk = EnvelopeFormat.chunkSize
+    static let lengths = [0, 1, chunk - 1, chunk, chunk + 1, 2 * chunk + 7, 16 * chunk, 16 * chunk + 1, 31 * chunk + 5]
+    static let writeSizes = [1, 4096, chunk - 1, chunk, chunk + 1]
+
+    static func cipher() -> ChunkCipher {
+        ChunkCipher(payloadKey: try! SecretBytes.random(count: 32, using: DeterministicRandom(seed: "payload")))
+    }
+
+    /// Writes `plain` through a StreamWriter in pieces of `step` bytes.
+    static func seal(_ plain: [UInt8], step: Int, cipher: ChunkCipher = cipher()) throws -> [UInt8] {
+        let out = MemoryEnvelope()
+        let w = StreamWriter(cipher: cipher) { try out.append($0) }
+        var i = 0
+        while i < plain.count {
+            let n = min(step, plain.count - i)
+            try plain.withUnsafeBytes { try w.write(UnsafeRawBufferPointer(rebasing: $0[i..<i + n])) }
+            i += n
+        }
+        try w.finish()
+        return out.bytes
+    }
+
+    /// Reads everything back, in reads of at most `step` bytes from the source.
+    static func open(_ payload: [UInt8], step: Int = .max, cipher: ChunkCipher = cipher()) -> ([UInt8], VaultError?) {
+        let input = MemoryEnvelope(payload)
+        let r = StreamReader(cipher: cipher) { buf in
+            try input.read(into: UnsafeMutableRawBufferPointer(rebasing: buf[0..<min(buf.count, step)]))
+        }
+        var out: [UInt8] = []
+        do {
+            while let b = try r.next() { out += b }
+            return (out, nil)
+        } catch {
+            return (out, VaultError.from(error))
+        }
+    }
+
+    @Test(arguments: lengths, writeSizes)
+    func roundTrip(length: Int, step: Int) throws {
+        let plain = testBytes(length, seed: UInt64(length))
+        let payload = try Self.seal(plain, step: step)
+        #expect(UInt64(payload.count) == EnvelopeSize.payloadSize(plaintextSize: UInt64(length)))
+        #expect(EnvelopeSize.plaintextSize(payloadSize: UInt64(payload.count)) == UInt64(length))
+        let (back, error) = Self.open(payload, step: step)
+        #expect(error == nil)
+        #expect(back == plain)
+    }
+
+    @Test func emptyStreamIsOneEmptyFinalChunk() throws {
+        let payload = try Self.seal([], step: 1)
+        #expect(payload.count == EnvelopeFormat.tagSize)
+    }
+
+    @Test(arguments: [1, 2 * 65536 + 7, 3 * 65536])
+    func truncationAtEveryChunkBoundaryAndInsideTags(length: Int) throws {
+        let payload = try Self.seal(testBytes(length), step: Self.chunk)
+        let ss = EnvelopeFormat.sealedChunkSize
+        var cuts = Set<Int>([0])
+        for k in stride(from: ss, to: payload.count, by: ss) { cuts.formUnion([k, k - 1, k - 8, k + 1]) }
+        cuts.formUnion([payload.count - 1, payload.count - 8, payload.count - 16])
+        for cut in cuts.sorted() where cut >= 0 && cut < payload.count {
+            let (released, error) = Self.open(Array(payload.prefix(cut)))
+            #expect(error != nil, "cut at \(cut) of \(payload.count) was not detected")
+            #expect([.truncated, .chunkAuthenticationFailed].contains(error?.code), "cut at \(cut): \(String(describing: error))")
+            #expect(released.count <= length, "released more than the plaintext")
+        }
+    }
+
+    @Test func trailingDataAfterAFullFinalChunk() throws {
+        let payload = try Self.seal(testBytes(Self.chunk), step: Self.chunk)
+        for extra in [1, 16, 17, 100, EnvelopeFormat.sealedChunkSize] {
+            let (_, error) = Self.open(payload + testBytes(extra, seed: 9))
+            #expect(error?.code == .trailingData, "extra \(extra): \(String(describing: error))")
+        }
+    }
+
+    @Test func trailingDataAfterAShortFinalChunkFailsAuthentication() throws {
+        let payload = try Self.seal(testBytes(100), step: 100)
+        let (released, error) = Self.open(payload + [1, 2, 3])
+        #expect(error?.code == .chunkAuthenticationFailed)
+        #expect(released.isEmpty)
+    }
+
+    @Test func swappedAndDuplicatedChunksAreRejected() throws {
+        let ss = EnvelopeFormat.sealedChunkSize
+        let payload = try Self.seal(testBytes(3 * Self.chunk + 10), step: Self.chunk)
+        let c = (0..<4).map { Array(payload[($0 * ss)..<min(payload.count, ($0 + 1) * ss)]) }
+        for variant in [c[1] + c[0] + c[2] + c[3], c[0] + c[2] + c[1] + c[3], c[0] + c[0] + c[2] + c[3], c[0] + c[1] + c[3]] {
+            let (_, error) = Self.open(variant)
+            #expect(error?.code == .chunkAuthenticationFailed || error?.code == .truncated)
+        }
+    }
+
+    @Test func bitFlipInEachChunkAndTagIsRejectedAndReleasesNothingAfterIt() throws {
+        let ss = EnvelopeFormat.sealedChunkSize
+        let plain = testBytes(40 * Self.chunk + 3)
+        let payload = try Self.seal(plain, step: Self.chunk)
+        let chunks = (payload.count + ss - 1) / ss
+        for k in 0..<chunks {
+            let end = min(payload.count, (k + 1) * ss)
+            for offset in Set([k * ss, min(k * ss + 1000, end - 1), end - 1]) {
+                var bad = payload
+                bad[offset] ^= 0x40
+                let (released, error) = Self.open(bad)
+                #expect(error?.code == .chunkAuthenticationFailed, "flip at \(offset)")
+                // Batches of 15 chunks: nothing of the failing batch is released.
+                #expect(released.count <= (k / 15) * 15 * Self.chunk)
+                #expect(Array(plain.prefix(released.count)) == released)
+            }
+        }
+    }
+
+    @Test func aChunkFromAnotherKeyIsRejected() throws {
+        let other = ChunkCipher(payloadKey: try SecretBytes.random(count: 32, using: DeterministicRandom(seed: "other")))
+        let ss = EnvelopeFormat.sealedChunkSize
+        let a = try Self.seal(testBytes(2 * Self.chunk + 5), step: Self.chunk)
+        let b = try Self.seal(testBytes(2 * Self.chunk + 5), step: Self.chunk, cipher: other)
+        let spliced = Array(a[0..<ss]) + Array(b[ss..<(2 * ss)]) + Array(a[(2 * ss)...])
+        #expect(Self.open(spliced).1?.code == .chunkAuthenticationFailed)
+    }
+
+    @Test func errorsAreSticky() throws {
+        var payload = try Self.seal(testBytes(100), step: 100)
+        payload[0] ^= 1
+        let input = MemoryEnvelope(payload)
+        let r = StreamReader(cipher: Self.cipher()) { try input.read(into: $0) }
+        let first = #expect(throws: VaultError.self) { try r.next() }
+        let second = #expect(throws: VaultError.self) { try r.next() }
+        #expect(first?.code == second?.code)
+        #expect(first?.message == second?.message)
+    }
+
+    @Test func writerRejectsUseAfterFinish() throws {
+        let w = StreamWriter(cipher: Self.cipher()) { _ in }
+        try w.finish()
+        #expect(throws: VaultError.self) { try [1, 2].withUnsafeBytes { try w.write($0) } }
+    }
+
+    @Test func sizeArithmeticRejectsImpossibleLengths() {
+        #expect(EnvelopeSize.plaintextSize(payloadSize: 15) == nil)
+        #expect(EnvelopeSize.plaintextSize(payloadSize: 16) == 0)
+        #expect(EnvelopeSize.plaintextSize(payloadSize: UInt64(EnvelopeFormat.sealedChunkSize + 16)) == nil)
+        #expect(EnvelopeSize.plaintextSize(payloadSize: UInt64(EnvelopeFormat.sealedChunkSize + 17)) == UInt64(Self.chunk + 1))
+        for n: UInt64 in [0, 1, 65535, 65536, 65537, 1 << 30] {
+            #expect(EnvelopeSize.plaintextSize(payloadSize: EnvelopeSize.payloadSize(plaintextSize: n)) == n)
+        }
+    }
+}
