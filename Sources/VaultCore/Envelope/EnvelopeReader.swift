@@ -84,9 +84,21 @@ public final class EnvelopeReader {
         return total
     }
 
+    /// Prefixed to the messages of payload errors (the store sets "document <id>").
+    public var context: String?
+
     /// The next batch of authenticated plaintext (valid until the next call), or nil at the end.
     /// - Throws: a payload error; with `verifyDigest`, ``VaultError/Code/digestMismatch`` at the end.
     public func next() throws -> UnsafeRawBufferPointer? {
+        do {
+            return try nextBatch()
+        } catch {
+            let e = VaultError.from(error)
+            throw context.map { e.context($0) } ?? e
+        }
+    }
+
+    private func nextBatch() throws -> UnsafeRawBufferPointer? {
         guard let batch = try stream.next() else {
             if let h = hasher {
                 hasher = nil

@@ -111,17 +111,27 @@ public final class Vault: @unchecked Sendable {
         }
     }
 
-    /// Opens a document's envelope for reading (header checked and authenticated).
+    /// Opens a document's envelope for reading (header checked and authenticated). Errors,
+    /// now and from the reader later, name the document.
     public func open(_ id: DocumentID, verifyDigest: Bool = false) throws -> EnvelopeReader {
-        let path = store.objectPath(id)
         do {
-            let file = try FileDescriptor.openForReading(path)
-            return try EnvelopeReader(input: file, keyring: keyring, expectedID: id, verifyDigest: verifyDigest)
-        } catch let e as VaultError where e.code == .notFound {
-            throw VaultError(.notFound, "document \(id) has no object file (it was removed?)")
+            let reader = try openEnvelope(id, verifyDigest: verifyDigest)
+            reader.context = "document \(id)"
+            return reader
         } catch {
             throw VaultError.from(error).context("document \(id)")
         }
+    }
+
+    /// Opens an envelope; errors do not name the document (for callers that report ids themselves).
+    func openEnvelope(_ id: DocumentID, verifyDigest: Bool = false) throws -> EnvelopeReader {
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.openForReading(store.objectPath(id))
+        } catch let e as VaultError where e.code == .notFound {
+            throw VaultError(.notFound, "its object file is missing (was it removed?)")
+        }
+        return try EnvelopeReader(input: file, keyring: keyring, expectedID: id, verifyDigest: verifyDigest)
     }
 
     // MARK: Removing
@@ -168,7 +178,7 @@ public final class Vault: @unchecked Sendable {
         index.records = index.records.filter { ids.contains($0.key) }
         for id in ids where index.records[id] == nil {
             do {
-                let reader = try open(id)
+                let reader = try openEnvelope(id)
                 index.records[id] = DocumentRecord(id: id, metadata: reader.metadata)
             } catch {
                 unreadable.append((id, VaultError.from(error)))

@@ -56,7 +56,7 @@ extension Vault {
         for id in ordered {
             var entry = VerifyReport.Entry(id: id, name: known[id]?.metadata.name, size: known[id]?.metadata.size)
             do {
-                let reader = try open(id, verifyDigest: true)
+                let reader = try openEnvelope(id, verifyDigest: true)
                 entry.name = reader.metadata.name
                 entry.size = reader.metadata.size
                 if let record = known[id], record.metadata != reader.metadata { indexState = .damaged }
@@ -73,7 +73,7 @@ extension Vault {
             try store.withLock {
                 var fresh = try loadIndex().index
                 for entry in entries where entry.error == nil {
-                    if let r = try? open(entry.id) { fresh.records[entry.id] = DocumentRecord(id: entry.id, metadata: r.metadata) }
+                    if let r = try? openEnvelope(entry.id) { fresh.records[entry.id] = DocumentRecord(id: entry.id, metadata: r.metadata) }
                 }
                 try saveIndex(fresh)
             }

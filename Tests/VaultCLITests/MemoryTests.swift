@@ -1,0 +1,33 @@
+import Foundation
+import Testing
+
+/// Peak memory of whole `vault` processes (measured with wait4, so tests running in parallel
+/// in this process do not affect it): it must not grow with the document's size.
+@Suite(.serialized) struct MemoryTests {
+    @Test func addAndGetOfOneGiBUseAtMost16MiBMoreThanOfOneKiB() throws {
+        let s = Sandbox()
+        s.initVault()
+        s.write("small.bin", .random(1024))
+        let big = s.path("big.bin")
+        let block = [UInt8].random(1 << 20, seed: 9)
+        FileManager.default.createFile(atPath: big, contents: nil)
+        let h = try FileHandle(forWritingTo: URL(fileURLWithPath: big))
+        for _ in 0..<1024 { h.write(Data(block)) }
+        try h.close()
+
+        let addSmall = s.measure("add", "small.bin")
+        let addBig = s.measure("add", "big.bin")
+        #expect(addSmall.status == 0 && addBig.status == 0)
+        try FileManager.default.removeItem(atPath: big)
+        let getSmall = s.measure("get", "small.bin", "-o", s.path("small.out"))
+        let getBig = s.measure("get", "big.bin", "-o", s.path("big.out"))
+        #expect(getSmall.status == 0 && getBig.status == 0, "\(getBig.stderr)")
+        let size = try FileManager.default.attributesOfItem(atPath: s.path("big.out"))[.size] as? Int
+        #expect(size == 1 << 30)
+        let addDelta = addBig.maxRSSKiB - addSmall.maxRSSKiB, getDelta = getBig.maxRSSKiB - getSmall.maxRSSKiB
+        print("peak RSS: add 1 KiB \(addSmall.maxRSSKiB) KiB, 1 GiB \(addBig.maxRSSKiB) KiB (+\(addDelta)); get 1 KiB \(getSmall.maxRSSKiB) KiB, 1 GiB \(getBig.maxRSSKiB) KiB (+\(getDelta))")
+        #expect(addSmall.maxRSSKiB > 60 * 1024, "the figure includes Argon2id's 64 MiB, so it is vault's own")
+        #expect(addDelta <= 16 * 1024)
+        #expect(getDelta <= 16 * 1024)
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the built `vault` binary as a child process: stdin from bytes, stdout and stderr to
+/// temp files, and `wait4` for the exit status and the child's own peak RSS (so parallel
+/// tests in this process do not pollute the memory figure).
+struct CLIResult {
+    var status: Int32
+    var stdout: [UInt8]
+    var stderr: String
+    var maxRSSKiB: Int
+    var out: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+final class Sandbox {
+    let dir: String
+    var env: [String: String]
+
+    init() {
+        var template = Array("\(NSTemporaryDirectory())/vault-cli-XXXXXX".utf8CString)
+        dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        env = ["PATH": "/usr/bin:/bin", "HOME": dir, "VAULT_DIR": dir + "/vault", "VAULT_PASSWORD": "correct horse battery",
+               "SWIFT_BACKTRACE": "enable=no"]
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: dir) }
+
+    func path(_ name: String) -> String { dir + "/" + name }
+
+    func write(_ name: String, _ bytes: [UInt8]) {
+        FileManager.default.createFile(atPath: path(name), contents: Data(bytes))
+    }
+
+    static var binary: String {
+        if let b = ProcessInfo.processInfo.environment["VAULT_BIN"] { return b }
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [here, here.deletingLastPathComponent()] {
+            let p = candidate.appendingPathComponent("vault").path
+            if FileManager.default.isExecutableFile(atPath: p) { return p }
+        }
+        return here.appendingPathComponent("vault").path
+    }
+
+    /// Starts the binary without waiting. Returns the pid.
+    /// - Parameter measured: run under GNU time, which reports the peak RSS of vault alone. (A
+    ///   process started from this one by posix_spawn inherits this process's high-water mark
+    ///   at exec, so wait4's figure would be ours; time forks from a 2 MB process instead.)
+    func spawn(_ args: [String], env extra: [String: String?] = [:], stdin: [UInt8] = [], stdinPath: String? = nil,
+               measured: Bool = false) -> pid_t {
+        let inPath = stdinPath ?? path(".stdin-\(UUID().uuidString)")
+        if stdinPath == nil { write(String(inPath.split(separator: "/").last!), stdin) }
+        lastOut = path(".stdout-\(UUID().uuidString)")
+        lastErr = path(".stderr-\(UUID().uuidString)")
+        var environment = env
+        for (k, v) in extra { environment[k] = v }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 0, inPath, O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, lastOut, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, lastErr, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // A new session: the child has no controlling terminal, as under CI.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        posix_spawnattr_setflags(&attributes, Int16(0x80 /* POSIX_SPAWN_SETSID */))
+        defer { posix_spawnattr_destroy(&attributes) }
+        // sh changes directory, then execs vault in the same process, so wait4's figures are vault's.
+        lastRSS = measured ? path(".rss-\(UUID().uuidString)") : nil
+        let timePrefix = lastRSS.map { ["/usr/bin/time", "-q", "-f", "%M", "-o", $0] } ?? []
+        if measured { precondition(FileManager.default.isExecutableFile(atPath: "/usr/bin/time"), "GNU time is needed: apt-get install time") }
+        let argv = (timePrefix + ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", dir, Self.binary] + args).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, measured ? "/usr/bin/time" : "/bin/sh", &actions, &attributes, argv, envp)
+        precondition(rc == 0, "cannot start \(Self.binary): \(rc)")
+        return pid
+    }
+
+    private var lastOut = "", lastErr = "", lastRSS: String?
+
+    /// Waits for `pid` and collects what it printed.
+    func wait(_ pid: pid_t) -> CLIResult {
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        let exited = (status & 0x7f) == 0
+        let code = exited ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let out = (try? Data(contentsOf: URL(fileURLWithPath: lastOut))).map(Array.init) ?? []
+        let err = (try? String(contentsOfFile: lastErr, encoding: .utf8)) ?? ""
+        var rss = 0
+        if let f = lastRSS, let text = try? String(contentsOfFile: f, encoding: .utf8) {
+            rss = Int(text.split(separator: "\n").last { Int($0) != nil } ?? "") ?? 0
+            try? FileManager.default.removeItem(atPath: f)
+        }
+        try? FileManager.default.removeItem(atPath: lastOut)
+        try? FileManager.default.removeItem(atPath: lastErr)
+        return CLIResult(status: code, stdout: out, stderr: err, maxRSSKiB: rss)
+    }
+
+    /// Runs the binary to completion.
+    @discardableResult
+    func run(_ args: String..., env: [String: String?] = [:], stdin: [UInt8] = []) -> CLIResult {
+        wait(spawn(args, env: env, stdin: stdin))
+    }
+
+    func run(_ args: [String], env: [String: String?] = [:], stdin: [UInt8] = []) -> CLIResult {
+        wait(spawn(args, env: env, stdin: stdin))
+    }
+
+    /// Runs the binary under GNU time and reports its own peak RSS.
+    func measure(_ args: String...) -> CLIResult {
+        wait(spawn(args, measured: true))
+    }
+
+    /// `vault init --kdf interactive`, checked.
+    func initVault() {
+        let r = run("init", "--kdf", "interactive")
+        precondition(r.status == 0, "init failed: \(r.stderr)")
+    }
+
+    /// The vault's objects.
+    var objects: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path("vault/objects"))) ?? []).sorted()
+    }
+
+    /// Repository root (for Fixtures/).
+    static var repository: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+    }
+}
+
+extension Array where Element == UInt8 {
+    static func random(_ n: Int, seed: UInt64 = 42) -> [UInt8] {
+        var s = seed | 1
+        return (0..<n).map { _ in s ^= s << 13; s ^= s >> 7; s ^= s << 17; return UInt8(truncatingIfNeeded: s) }
+    }
+}
