@@ -1,0 +1,37 @@
+# vault — the two set-up commands are `make demo` and `make test`; both install what is missing.
+SWIFT ?= swift
+BIN   := .build/debug/vault
+
+.PHONY: all deps build test demo bench fixtures release clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+# Builds, then runs every test: unit, vectors, CLI tests on the built binary, peak-memory tests.
+test: build
+	$(SWIFT) test
+
+# The main job on sample documents, in a throwaway vault.
+demo: build
+	@scripts/demo.sh $(BIN)
+
+# Throughput and peak memory on generated data, next to age where it is installed.
+bench:
+	@scripts/install-deps.sh age || true
+	@$(MAKE) --no-print-directory release
+	@scripts/bench.sh .build/release/vault
+
+# Rewrites Fixtures/envelope/*.vector from the committed generator (fixed seed: same bytes).
+fixtures: build
+	VAULT_REGENERATE_FIXTURES=1 $(SWIFT) test --filter VectorTests
+
+clean:
+	rm -rf .build

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# `make bench`: throughput and peak memory of vault on generated data, beside age.
+# Figures, not pass/fail. Method: whole-process wall time and peak RSS from GNU time; the
+# median of RUNS runs (default 3) after `sync`; inputs in the page cache; MB/s = 10^6 bytes of
+# plaintext per second. vault runs with --kdf interactive (age's recipient mode has no KDF).
+set -euo pipefail
+vault="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+RUNS="${RUNS:-3}"
+work="$(mktemp -d "${BENCH_DIR:-/var/tmp}/vault-bench-XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+export VAULT_DIR="$work/vault" VAULT_PASSWORD="bench password"
+
+# median_of CMD...: runs CMD $RUNS times; prints "seconds peakKiB" of the median run.
+median_of() {
+    local results=()
+    for _ in $(seq "$RUNS"); do
+        sync
+        /usr/bin/time -q -o "$work/time" -f '%e %M' "$@" >/dev/null 2>"$work/stderr" || { cat "$work/stderr" >&2; return 1; }
+        results+=("$(tail -1 "$work/time")")
+        [ -n "${AFTER_EACH:-}" ] && eval "$AFTER_EACH"
+    done
+    printf '%s\n' "${results[@]}" | sort -n | sed -n "$(( (RUNS + 1) / 2 ))p"
+}
+row() { # name bytes "seconds kib"
+    local s=${3% *} k=${3#* }
+    awk -v n="$1" -v b="$2" -v s="$s" -v k="$k" 'BEGIN { printf "%-44s %8.2f s %9.0f MB/s %8.1f MiB\n", n, s, b / s / 1e6, k / 1024 }'
+}
+
+echo "vault bench — $(nproc) cores, $(uname -r), $(date -u +%F)"
+echo "method: median of $RUNS runs, wall time and peak RSS from GNU time, after sync; MB/s = 10^6 B of plaintext/s"
+echo
+
+GIB=$((1 << 30))
+head -c 1048576 /dev/urandom > "$work/block"
+for _ in $(seq 1024); do cat "$work/block"; done > "$work/big.bin"
+cat "$work/big.bin" > /dev/null
+"$vault" init --kdf interactive 2>/dev/null
+printf '%-44s %10s %14s %12s\n' "1 GiB document" "time" "throughput" "peak RSS"
+
+AFTER_EACH='rm -rf "$VAULT_DIR"/objects/*.vlt "$VAULT_DIR"/index.vlt' \
+    r=$(median_of "$vault" add "$work/big.bin"); row "vault add (SHA-256, encrypt, fsync)" $GIB "$r"
+r=$(median_of dd if="$work/big.bin" of="$work/dd.bin" bs=1M conv=fsync); row "dd conv=fsync (durable-write floor of this disk)" $GIB "$r"; rm -f "$work/dd.bin"
+if [ -d /dev/shm ] && [ "$(df -k --output=avail /dev/shm | tail -1)" -gt $((3 << 20)) ]; then
+    # The same add with the vault in memory: what the CPU pipeline alone achieves.
+    shm=$(mktemp -d /dev/shm/vault-bench-XXXXXX)
+    VAULT_DIR="$shm/v" "$vault" init --kdf interactive 2>/dev/null
+    AFTER_EACH='rm -rf "$shm"/v/objects/*.vlt "$shm"/v/index.vlt' \
+        r=$(VAULT_DIR="$shm/v" median_of "$vault" add "$work/big.bin"); row "vault add, vault on tmpfs (CPU-bound)" $GIB "$r"
+    rm -rf "$shm"
+fi
+id=$("$vault" add "$work/big.bin")
+AFTER_EACH='rm -f "$work/out.bin"' r=$(median_of "$vault" get "$id" -o "$work/out.bin"); row "vault get -o FILE (decrypt, verify, fsync)" $GIB "$r"
+"$vault" get "$id" -o "$work/out.bin"; cmp "$work/out.bin" "$work/big.bin"; rm -f "$work/out.bin"
+
+if command -v age >/dev/null 2>&1; then
+    age-keygen -o "$work/key.txt" 2>/dev/null
+    recipient=$(grep -o 'age1[0-9a-z]*' "$work/key.txt")
+    AFTER_EACH='rm -f "$work/big.age"' r=$(median_of age -r "$recipient" -o "$work/big.age" "$work/big.bin"); row "age -r (encrypt to file, no fsync)" $GIB "$r"
+    AFTER_EACH='rm -f "$work/big.age"' r=$(median_of sh -c "age -r $recipient -o '$work/big.age' '$work/big.bin' && sync '$work/big.age'"); row "age -r, then sync the file" $GIB "$r"
+    age -r "$recipient" -o "$work/big.age" "$work/big.bin"
+    AFTER_EACH='rm -f "$work/out.bin"' r=$(median_of age -d -i "$work/key.txt" -o "$work/out.bin" "$work/big.age"); row "age -d (decrypt to file, no fsync)" $GIB "$r"
+else
+    echo "(age is not installed: no age figures; 'apt-get install age' to compare)"
+fi

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what building and testing vault needs on a fresh Debian/Ubuntu machine:
+# libsodium-dev (the vault's cryptography) and GNU time (peak-memory tests and bench).
+# As root it uses apt-get; otherwise it says what to install and fails.
+set -euo pipefail
+
+missing=()
+pkg-config --exists libsodium 2>/dev/null || missing+=(libsodium-dev)
+[ -x /usr/bin/time ] || missing+=(time)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+for extra in "$@"; do
+    case "$extra" in
+        age) command -v age >/dev/null 2>&1 || missing+=(age) ;;
+    esac
+done
+
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "vault: installing ${missing[*]} with apt-get" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+    echo "vault: missing ${missing[*]}" >&2
+    echo "vault: hint: install them with your package manager, e.g. sudo apt-get install ${missing[*]}" >&2
+    exit 1
+fi
