@@ -19,11 +19,13 @@ let package = Package(
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
         ),
         .target(name: "CVaultSystem"),
+        .target(name: "CBase64"),
         .target(
             name: "VaultCore",
             dependencies: [
                 "CSodium",
                 "CVaultSystem",
+                "CBase64",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

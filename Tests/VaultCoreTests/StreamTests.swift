@@ -109,8 +109,8 @@ import Testing
                 bad[offset] ^= 0x40
                 let (released, error) = Self.open(bad)
                 #expect(error?.code == .chunkAuthenticationFailed, "flip at \(offset)")
-                // Batches of 15 chunks: nothing of the failing batch is released.
-                #expect(released.count <= (k / 15) * 15 * Self.chunk)
+                // Batches of 12 chunks: nothing of the failing batch is released.
+                #expect(released.count <= (k / 12) * 12 * Self.chunk)
                 #expect(Array(plain.prefix(released.count)) == released)
             }
         }

@@ -23,9 +23,9 @@ public final class StreamReader {
     /// Plaintext bytes released so far (all authenticated).
     public private(set) var releasedCount: UInt64 = 0
 
-    /// A reader of `batchChunks` chunks at a time. The default (15) keeps each batch's
+    /// A reader of `batchChunks` chunks at a time. The default (12) keeps each batch's
     /// plaintext a multiple of 3 bytes, which the base64 stage relies on to work in parallel.
-    init(cipher: ChunkCipher, batchChunks: Int = 15, source: @escaping Source) {
+    init(cipher: ChunkCipher, batchChunks: Int = 12, source: @escaping Source) {
         self.cipher = cipher
         self.source = source
         sealed = .allocate(byteCount: batchChunks * EnvelopeFormat.sealedChunkSize + 1, alignment: 64)

@@ -1,0 +1,83 @@
+/// One planned payload: which documents, in which order, and its exact length.
+public struct ExportBatch: Sendable {
+    /// 1-based position in the run.
+    public let index: Int
+    /// The documents, in payload order.
+    public var records: [DocumentRecord]
+    /// The payload's exact length in bytes.
+    public var length: UInt64
+    /// The payload's file name in an export folder (`batch-0001.json`).
+    public var fileName: String { "batch-" + String(repeating: "0", count: max(0, 4 - String(index).count)) + "\(index).json" }
+}
+
+/// How documents are cut into batches.
+public struct BatchLimits: Sendable {
+    /// Most documents per payload (default 20).
+    public var documents: Int
+    /// Most bytes per payload, if limited.
+    public var bytes: UInt64?
+
+    /// Limits; `documents` must be at least 1.
+    public init(documents: Int = 20, bytes: UInt64? = nil) {
+        self.documents = documents
+        self.bytes = bytes
+    }
+}
+
+/// Cuts a selection into batches, in order, greedily: a batch takes the next document while
+/// it has fewer than `limits.documents` and the payload stays within `limits.bytes`.
+public enum BatchPlanner {
+    /// The batches for `records`.
+    /// - Throws: ``VaultError/Code/usage`` naming the first document whose payload alone
+    ///   exceeds the byte limit — before any work starts.
+    public static func plan(_ records: [DocumentRecord], limits: BatchLimits, shape: PayloadShape) throws -> [ExportBatch] {
+        precondition(limits.documents >= 1, "internal error: batch size must be at least 1")
+        if let max = limits.bytes {
+            for r in records {
+                let alone = PayloadFraming.length(of: [r], shape: shape)
+                if alone > max {
+                    throw VaultError(.usage, "document \(r.id.hex.prefix(12)) (\(r.metadata.name)) needs a \(alone)-byte payload, more than --max-bytes \(max)",
+                                     hint: "raise --max-bytes to at least \(alone), or leave this document out")
+                }
+            }
+        }
+        var batches: [ExportBatch] = []
+        var current: [DocumentRecord] = []
+        var length = UInt64(PayloadFraming.open.count + PayloadFraming.close.count)
+        for r in records {
+            let entry = PayloadEntry(r, shape: shape).length + (current.isEmpty ? 0 : 1)
+            if !current.isEmpty && (current.count >= limits.documents || limits.bytes.map { length + entry > $0 } == true) {
+                batches.append(ExportBatch(index: batches.count + 1, records: current, length: length))
+                current = []
+                length = UInt64(PayloadFraming.open.count + PayloadFraming.close.count)
+            }
+            length += PayloadEntry(r, shape: shape).length + (current.isEmpty ? 0 : 1)
+            current.append(r)
+        }
+        if !current.isEmpty || batches.isEmpty {
+            batches.append(ExportBatch(index: batches.count + 1, records: current, length: length))
+        }
+        return batches
+    }
+}
+
+/// What the export pipeline reports as it works. Byte counts are plaintext bytes that have
+/// authenticated; totals are known before the first payload byte is written.
+public enum ExportEvent: Sendable {
+    /// The run is planned.
+    case started(runID: String, documents: Int, batches: Int, plaintextBytes: UInt64, payloadBytes: UInt64)
+    /// A payload begins.
+    case batchStarted(index: Int, of: Int, documents: Int, payloadBytes: UInt64)
+    /// A document begins (`position` counts from 1 over the whole run).
+    case documentStarted(id: DocumentID, name: String, size: UInt64, position: Int, of: Int)
+    /// Plaintext bytes authenticated so far, of the total (which shrinks only when a document is skipped).
+    case progress(done: UInt64, total: UInt64)
+    /// A document is in the payload, whole.
+    case documentFinished(id: DocumentID)
+    /// A document failed and was cut back out of the payload (`--skip-bad`).
+    case documentSkipped(id: DocumentID, name: String, error: VaultError)
+    /// A payload is complete.
+    case batchFinished(index: Int, of: Int, file: String?, payloadBytes: UInt64, sha256: String?, documents: Int, skipped: Int)
+    /// Every batch is done.
+    case finished(batches: Int, documents: Int, skipped: Int, payloadBytes: UInt64)
+}

@@ -1,0 +1,235 @@
+import Crypto
+import Foundation
+
+/// What an export is asked to do.
+public struct ExportOptions: Sendable {
+    /// Batch limits.
+    public var limits = BatchLimits()
+    /// Payload shape.
+    public var shape = PayloadShape.objects
+    /// Cut damaged documents out and go on, instead of stopping.
+    public var skipBad = false
+    /// Replace existing batch files.
+    public var force = false
+
+    /// Default options: 20 documents per batch, no byte limit, objects, stop on damage.
+    public init() {}
+}
+
+/// The outcome of an export.
+public struct ExportSummary: Sendable {
+    /// The run's id.
+    public var runID: String
+    /// Batches written.
+    public var batches: [ManifestBatch]
+    /// Documents in the payloads.
+    public var documents: Int { batches.reduce(0) { $0 + $1.documents.count } }
+    /// Documents cut out (`--skip-bad`).
+    public var skipped: [ManifestSkip] { batches.flatMap(\.skipped) }
+    /// Payload bytes written.
+    public var payloadBytes: UInt64 { batches.reduce(0) { $0 + $1.bytes } }
+}
+
+/// One batch in `manifest.json`.
+public struct ManifestBatch: Codable, Sendable {
+    /// File name in the export folder (nil on stdout).
+    public var file: String?
+    /// Ids of the documents in the payload, in order.
+    public var documents: [String]
+    /// Documents cut out of this batch.
+    public var skipped: [ManifestSkip]
+    /// Payload length.
+    public var bytes: UInt64
+    /// SHA-256 of the payload (hex).
+    public var sha256: String?
+    /// `complete` once the file is in place; `pending` before.
+    public var status: String
+}
+
+/// A document left out of a batch, and why.
+public struct ManifestSkip: Codable, Sendable {
+    /// Its id.
+    public var id: String
+    /// Its name.
+    public var name: String
+    /// The error code.
+    public var code: String
+    /// The error message.
+    public var error: String
+}
+
+/// `manifest.json` of an export folder.
+struct Manifest: Codable {
+    var runId: String
+    var created: String
+    var shape: String
+    var batchSize: Int
+    var maxBytes: UInt64?
+    var batches: [ManifestBatch]
+}
+
+/// Runs an export: plans every batch (exact lengths, limits checked) before any work, then
+/// produces each payload through a ``PayloadProducer``.
+public final class Exporter {
+    /// The run id (random).
+    public let runID: String
+    /// The planned batches.
+    public let batches: [ExportBatch]
+    private let vault: Vault
+    private let options: ExportOptions
+    private let onEvent: (ExportEvent) -> Void
+    private let progress: ProgressCounter
+
+    /// Plans the export of `records` (in this order).
+    /// - Throws: ``VaultError/Code/usage`` if a document alone exceeds the byte limit.
+    public init(vault: Vault, records: [DocumentRecord], options: ExportOptions,
+                onEvent: @escaping (ExportEvent) -> Void = { _ in }) throws {
+        self.vault = vault
+        self.options = options
+        self.onEvent = onEvent
+        runID = UUID().uuidString.lowercased()
+        batches = try BatchPlanner.plan(records, limits: options.limits, shape: options.shape)
+        progress = ProgressCounter(total: records.reduce(0) { $0 + $1.metadata.size }, documents: records.count)
+    }
+
+    /// Total payload bytes of the plan.
+    public var payloadBytes: UInt64 { batches.reduce(0) { $0 + $1.length } }
+
+    // MARK: To a folder
+
+    /// Writes `batch-0001.json`, … and `manifest.json` into `directory` (created 0700 if
+    /// missing). Each payload goes to a temporary file renamed into place when complete.
+    public func write(toDirectory directory: String) throws -> ExportSummary {
+        try prepare(directory)
+        let created = ISO8601DateFormatter().string(from: Date())
+        var manifest = Manifest(runId: runID, created: created, shape: options.shape.rawValue, batchSize: options.limits.documents,
+                                maxBytes: options.limits.bytes,
+                                batches: batches.map { ManifestBatch(file: $0.fileName, documents: $0.records.map(\.id.hex), skipped: [],
+                                                                      bytes: $0.length, sha256: nil, status: "pending") })
+        started()
+        for batch in batches {
+            manifest.batches[batch.index - 1] = try writeBatch(batch, in: directory)
+            try FileSystem.writeAtomically(directory + "/manifest.json", Self.encode(manifest))
+        }
+        let summary = ExportSummary(runID: runID, batches: manifest.batches)
+        onEvent(.finished(batches: batches.count, documents: summary.documents, skipped: summary.skipped.count, payloadBytes: summary.payloadBytes))
+        return summary
+    }
+
+    private func prepare(_ directory: String) throws {
+        switch FileSystem.kind(of: directory) {
+        case .missing:
+            try FileSystem.makeDirectory(directory)
+        case .directory:
+            guard access(directory, W_OK) == 0 else {
+                throw VaultError(.io, "cannot write to \(directory): permission denied", hint: "nothing was exported")
+            }
+            if !options.force {
+                let existing = (batches.map(\.fileName) + ["manifest.json"]).filter { FileSystem.kind(of: directory + "/" + $0) != .missing }
+                if !existing.isEmpty {
+                    throw VaultError(.alreadyExists, "\(directory) already holds \(existing.prefix(3).joined(separator: ", "))\(existing.count > 3 ? ", …" : "")",
+                                     hint: "use --force to replace them, or another --out folder")
+                }
+            }
+        default:
+            throw VaultError(.usage, "--out \(directory) is not a directory", hint: "give a folder, or - for standard output")
+        }
+    }
+
+    private func started() {
+        onEvent(.started(runID: runID, documents: progress.documents, batches: batches.count,
+                         plaintextBytes: progress.total, payloadBytes: payloadBytes))
+    }
+
+    private func writeBatch(_ batch: ExportBatch, in directory: String) throws -> ManifestBatch {
+        onEvent(.batchStarted(index: batch.index, of: batches.count, documents: batch.records.count, payloadBytes: batch.length))
+        let final = directory + "/" + batch.fileName
+        let temp = "\(directory)/.\(batch.fileName).tmp-\(Hex.encode(SystemRandom().bytes(6)))"
+        let file = try FileDescriptor.createExclusive(temp)
+        var done = false
+        defer { if !done { try? FileSystem.remove(temp) } }
+        let sink = HashingFileSink(file: file)
+        let producer = PayloadProducer(vault: vault, records: batch.records, shape: options.shape, progress: progress,
+                                       positionBase: batches[..<(batch.index - 1)].reduce(0) { $0 + $1.records.count }, onEvent: onEvent)
+        var skipped: [ManifestSkip] = []
+        while true {
+            do {
+                guard let block = try producer.next() else { break }
+                sink.submit(block)
+            } catch let f as DocumentFailure {
+                try sink.drain()
+                guard options.skipBad else { throw f.error }
+                try sink.rewind(to: f.startOffset)
+                producer.skipFailedDocument(at: f.startOffset)
+                skipped.append(ManifestSkip(id: f.record.id.hex, name: f.record.metadata.name, code: f.error.code.rawValue, error: f.error.message))
+            }
+        }
+        let digest = try sink.finish()
+        let kept = batch.records.filter { producer.written.contains($0.id) }
+        let expected = PayloadFraming.length(of: kept, shape: options.shape)
+        guard sink.count == expected else {
+            throw VaultError(.internal, "\(batch.fileName): wrote \(sink.count) bytes, expected \(expected)")
+        }
+        file.close()
+        if options.force { try FileSystem.rename(temp, to: final) } else { try FileSystem.link(temp, to: final); try FileSystem.remove(temp) }
+        done = true
+        onEvent(.batchFinished(index: batch.index, of: batches.count, file: batch.fileName, payloadBytes: expected, sha256: digest,
+                               documents: kept.count, skipped: skipped.count))
+        return ManifestBatch(file: batch.fileName, documents: kept.map(\.id.hex), skipped: skipped, bytes: expected, sha256: digest, status: "complete")
+    }
+
+    // MARK: To a stream
+
+    /// Streams the single batch to `output` (standard output). With `skipBad`, each document is
+    /// verified in full before its entry starts — a stream cannot be cut back — and damaged ones
+    /// are left out.
+    public func write(to output: FileDescriptor) throws -> ExportSummary {
+        guard batches.count == 1 else {
+            throw VaultError(.usage, "--out - writes a single batch, but the selection needs \(batches.count)",
+                             hint: "use --out DIR, raise --batch-size/--max-bytes, or select fewer documents")
+        }
+        started()
+        var batch = batches[0]
+        var skipped: [ManifestSkip] = []
+        if options.skipBad {
+            var good: [DocumentRecord] = []
+            for r in batch.records {
+                do {
+                    let reader = try vault.open(r.id)
+                    while try reader.next() != nil {}
+                    good.append(r)
+                } catch {
+                    let e = VaultError.from(error)
+                    onEvent(.documentSkipped(id: r.id, name: r.metadata.name, error: e))
+                    progress.skip(remaining: r.metadata.size)
+                    skipped.append(ManifestSkip(id: r.id.hex, name: r.metadata.name, code: e.code.rawValue, error: e.message))
+                }
+            }
+            batch.records = good
+            batch.length = PayloadFraming.length(of: good, shape: options.shape)
+        }
+        onEvent(.batchStarted(index: 1, of: 1, documents: batch.records.count, payloadBytes: batch.length))
+        let producer = PayloadProducer(vault: vault, records: batch.records, shape: options.shape, progress: progress, onEvent: onEvent)
+        var count: UInt64 = 0
+        do {
+            while let block = try producer.next() {
+                defer { block.release() }
+                try output.write(block.bytes)
+                count += UInt64(block.bytes.count)
+            }
+        } catch let f as DocumentFailure {
+            throw f.error
+        }
+        precondition(count == batch.length, "internal error: streamed \(count) bytes, planned \(batch.length)")
+        onEvent(.batchFinished(index: 1, of: 1, file: nil, payloadBytes: count, sha256: nil, documents: batch.records.count, skipped: skipped.count))
+        onEvent(.finished(batches: 1, documents: batch.records.count, skipped: skipped.count, payloadBytes: count))
+        return ExportSummary(runID: runID, batches: [ManifestBatch(file: nil, documents: batch.records.map(\.id.hex), skipped: skipped,
+                                                                   bytes: count, sha256: nil, status: "complete")])
+    }
+
+    static func encode(_ manifest: Manifest) -> [UInt8] {
+        let e = JSONEncoder()
+        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return Array(try! e.encode(manifest)) + [0x0a]
+    }
+}

@@ -1,0 +1,231 @@
+import Dispatch
+
+/// A document that failed while its entry was being produced, with the payload offset where
+/// its entry began (before its separating comma): cut the payload back to it to remove it.
+public struct DocumentFailure: Error, Sendable {
+    /// The document.
+    public let record: DocumentRecord
+    /// Why it failed.
+    public let error: VaultError
+    /// Payload offset where its entry began.
+    public let startOffset: UInt64
+}
+
+/// A block of payload bytes lent by a ``PayloadProducer``; give it back with ``release()``.
+public final class PayloadBlock: @unchecked Sendable {
+    // @unchecked: the bytes are written by the producer before the block is handed out and
+    // only read afterwards; `release` hands ownership back through a semaphore.
+    /// The bytes (valid until released).
+    public private(set) var bytes: UnsafeRawBufferPointer
+    /// Payload offset of the first byte.
+    public let offset: UInt64
+    private let free: DispatchSemaphore
+
+    init(bytes: UnsafeRawBufferPointer, offset: UInt64, free: DispatchSemaphore) {
+        self.bytes = bytes
+        self.offset = offset
+        self.free = free
+    }
+
+    /// Returns the buffer to the producer.
+    public func release() { free.signal() }
+}
+
+/// Produces one batch payload block by block, in constant memory: opens each document,
+/// takes its plaintext batch by batch as the chunks authenticate (decrypted on every core),
+/// base64-encodes it (on every core) and frames it canonically.
+///
+/// Blocks come from a small ring; ``next()`` waits until the consumer has released the
+/// block it is about to reuse, so a slow consumer (a disk, a network) holds the producer back
+/// and memory stays bounded. A document that fails throws ``DocumentFailure``; bytes produced
+/// before its entry began are always delivered first. After a failure, ``skipFailedDocument()``
+/// continues with the next document (the consumer has cut its output back to the failure's
+/// `startOffset`).
+public final class PayloadProducer {
+    private let vault: Vault
+    private let records: [DocumentRecord]
+    private let shape: PayloadShape
+    private let onEvent: (ExportEvent) -> Void
+    private let progress: ProgressCounter
+    private let positionBase: Int
+
+    private let buffers: [UnsafeMutableRawBufferPointer]
+    private let free: [DispatchSemaphore]
+    private var ring = 0
+
+    private var pending: [UInt8] = PayloadFraming.open
+    private var pendingAt = 0
+    private var documentIndex = -1
+    private var reader: EnvelopeReader?
+    private var encoder = Base64StreamEncoder()
+    private var entriesWritten = 0
+    private var entryStart: UInt64 = 0
+    private var verifiedOfDocument: UInt64 = 0
+    private var emitted: UInt64 = 0
+    private var closed = false
+    private var finished = false
+    private var failure: DocumentFailure?
+    private var failed = false
+
+    /// Plaintext chunks per decrypted batch: 12, a multiple of 3 so each batch's base64 splits
+    /// evenly between cores, and small enough that memory stays a few MiB.
+    static let batchChunks = 12
+    /// Blocks in the ring: enough that encoding runs ahead while the consumer writes and hashes.
+    static let ringDepth = 6
+    static let blockSize = Int(Base64.encodedLength(UInt64(batchChunks * EnvelopeFormat.chunkSize))) + 64 << 10
+
+    /// The ids of the documents whose entries are complete.
+    public private(set) var written: [DocumentID] = []
+
+    init(vault: Vault, records: [DocumentRecord], shape: PayloadShape, progress: ProgressCounter,
+         positionBase: Int = 0, onEvent: @escaping (ExportEvent) -> Void) {
+        self.vault = vault
+        self.records = records
+        self.shape = shape
+        self.progress = progress
+        self.positionBase = positionBase
+        self.onEvent = onEvent
+        buffers = (0..<Self.ringDepth).map { _ in .allocate(byteCount: Self.blockSize, alignment: 64) }
+        free = (0..<Self.ringDepth).map { _ in DispatchSemaphore(value: 1) }
+    }
+
+    deinit {
+        for s in free { s.wait(); s.signal() }
+        for b in buffers { Sodium.wipe(b); b.deallocate() }
+    }
+
+    /// Payload bytes produced so far.
+    public var offset: UInt64 { emitted }
+
+    /// The next block, or nil when the payload is complete.
+    /// - Throws: ``DocumentFailure`` when a document fails (after any bytes before it were delivered).
+    public func next() throws -> PayloadBlock? {
+        if let f = failure { failure = nil; failed = true; throw f }
+        precondition(!failed, "internal error: producer used after a failure without skipFailedDocument()")
+        if finished { return nil }
+        free[ring].wait()
+        let buffer = buffers[ring]
+        var fill = 0
+        do {
+            try produce(into: buffer, fill: &fill)
+        } catch let f as DocumentFailure {
+            // Deliver what came before the failed entry; throw on the next call.
+            let keep = Int(max(0, Int64(f.startOffset) - Int64(emitted)))
+            if keep == 0 { free[ring].signal(); failed = true; throw f }
+            failure = f
+            fill = keep
+        }
+        let block = PayloadBlock(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<fill]), offset: emitted, free: free[ring])
+        emitted += UInt64(fill)
+        ring = (ring + 1) % buffers.count
+        return block
+    }
+
+    /// After a ``DocumentFailure``: forgets the failed document and goes on with the next.
+    public func skipFailedDocument(at startOffset: UInt64) {
+        let record = records[documentIndex]
+        onEvent(.documentSkipped(id: record.id, name: record.metadata.name, error: lastError ?? VaultError(.internal, "skipped")))
+        progress.skip(remaining: record.metadata.size - verifiedOfDocument)
+        onEvent(.progress(done: progress.done, total: progress.total))
+        reader = nil
+        encoder = Base64StreamEncoder()
+        pending = []
+        pendingAt = 0
+        emitted = startOffset
+        failed = false
+        failure = nil
+    }
+
+    private var lastError: VaultError?
+
+    private func produce(into buffer: UnsafeMutableRawBufferPointer, fill: inout Int) throws {
+        while true {
+            // Framing bytes first.
+            if pendingAt < pending.count {
+                let n = min(pending.count - pendingAt, buffer.count - fill)
+                pending.withUnsafeBytes { p in
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[fill..<fill + n]).copyMemory(from: UnsafeRawBufferPointer(rebasing: p[pendingAt..<pendingAt + n]))
+                }
+                fill += n
+                pendingAt += n
+                if fill == buffer.count { return }
+                continue
+            }
+            if closed { finished = true; return }
+            guard let reader else {
+                try startNextDocument(at: emitted + UInt64(fill))
+                continue
+            }
+            // Room for a whole decrypted batch's base64?
+            let room = buffer.count - fill
+            if room < Base64StreamEncoder.maxOutput(for: Self.batchChunks * EnvelopeFormat.chunkSize) { return }
+            let record = records[documentIndex]
+            let batch: UnsafeRawBufferPointer?
+            do {
+                batch = try reader.next()
+            } catch {
+                lastError = VaultError.from(error).context("document \(record.id)")
+                throw DocumentFailure(record: record, error: lastError!, startOffset: entryStart)
+            }
+            if let batch {
+                fill += encoder.encode(batch, into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...]))
+                verifiedOfDocument += UInt64(batch.count)
+                progress.add(UInt64(batch.count))
+                onEvent(.progress(done: progress.done, total: progress.total))
+            } else {
+                fill += encoder.finish(into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...]))
+                self.reader = nil
+                pending = PayloadEntry(record, shape: shape).suffix
+                pendingAt = 0
+                entriesWritten += 1
+                written.append(record.id)
+                onEvent(.documentFinished(id: record.id))
+            }
+        }
+    }
+
+    private func startNextDocument(at offset: UInt64) throws {
+        documentIndex += 1
+        guard documentIndex < records.count else {
+            pending = PayloadFraming.close
+            pendingAt = 0
+            closed = true
+            return
+        }
+        let record = records[documentIndex]
+        entryStart = offset
+        verifiedOfDocument = 0
+        onEvent(.documentStarted(id: record.id, name: record.metadata.name, size: record.metadata.size,
+                                 position: positionBase + documentIndex + 1, of: progress.documents))
+        do {
+            let r = try vault.open(record.id)
+            guard r.metadata == record.metadata else {
+                throw VaultError(.vaultDamaged, "document \(record.id): its envelope disagrees with the index",
+                                 hint: "run 'vault verify' to rebuild the index")
+            }
+            reader = r
+        } catch {
+            lastError = VaultError.from(error)
+            throw DocumentFailure(record: record, error: lastError!, startOffset: entryStart)
+        }
+        encoder = Base64StreamEncoder()
+        pending = (entriesWritten > 0 ? [PayloadFraming.separator] : []) + PayloadEntry(record, shape: shape).prefix
+        pendingAt = 0
+    }
+}
+
+/// Authenticated plaintext bytes done and the total, shared by the batches of one run.
+final class ProgressCounter: @unchecked Sendable {
+    // @unchecked: used from the producing thread only.
+    private(set) var done: UInt64 = 0
+    private(set) var total: UInt64
+    let documents: Int
+
+    init(total: UInt64, documents: Int) {
+        self.total = total
+        self.documents = documents
+    }
+
+    func add(_ n: UInt64) { done += n }
+    func skip(remaining: UInt64) { total -= remaining }
+}
