@@ -30,4 +30,27 @@ import Testing
         #expect(addDelta <= 16 * 1024)
         #expect(getDelta <= 16 * 1024)
     }
+
+    @Test func exporting20x50MiBUsesAtMost8MiBMoreThan1x1MiB() throws {
+        let s = Sandbox()
+        s.initVault()
+        let block = [UInt8].random(1 << 20, seed: 3)
+        for i in 0..<21 {
+            let path = s.path("d\(i).bin")
+            FileManager.default.createFile(atPath: path, contents: nil)
+            let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+            for _ in 0..<(i == 0 ? 1 : 50) { h.write(Data(block)) }
+            try h.close()
+            #expect(s.run("add", path, "--tag", i == 0 ? "small" : "big").status == 0)
+            try FileManager.default.removeItem(atPath: path)
+        }
+        let small = s.measure("export", "--tag", "small", "--out", "small", "--progress", "none")
+        let big = s.measure("export", "--tag", "big", "--out", "big", "--progress", "none")
+        #expect(small.status == 0 && big.status == 0, "\(big.stderr)")
+        let size = try FileManager.default.attributesOfItem(atPath: s.path("big/batch-0001.json"))[.size] as? Int ?? 0
+        #expect(size > 20 * 50 << 20 * 4 / 3)
+        print("peak RSS: export 1 x 1 MiB \(small.maxRSSKiB) KiB, 20 x 50 MiB \(big.maxRSSKiB) KiB (+\(big.maxRSSKiB - small.maxRSSKiB))")
+        #expect(small.maxRSSKiB > 60 * 1024)
+        #expect(big.maxRSSKiB - small.maxRSSKiB <= 8 * 1024)
+    }
 }

@@ -164,7 +164,7 @@ public final class PayloadProducer {
             do {
                 batch = try reader.next()
             } catch {
-                lastError = VaultError.from(error).context("document \(record.id)")
+                lastError = VaultError.from(error)   // the reader already names the document
                 throw DocumentFailure(record: record, error: lastError!, startOffset: entryStart)
             }
             if let batch {

@@ -1,0 +1,253 @@
+import Crypto
+import Foundation
+import Testing
+@testable import VaultCore
+
+@Suite struct Base64Tests {
+    /// The streaming encoder, fed in two pieces split at every offset, equals a one-shot
+    /// (Foundation) encoding; so does every length around the 3-byte group and the parallel split.
+    @Test func streamingEncoderAtEverySplitOffset() {
+        let input = testBytes(1000, seed: 3)
+        let expected = Array(Data(input).base64EncodedData())
+        for split in 0...input.count {
+            var e = Base64StreamEncoder()
+            var out = [UInt8](repeating: 0, count: Base64StreamEncoder.maxOutput(for: input.count) + 8)
+            let n = out.withUnsafeMutableBytes { o in
+                input.withUnsafeBytes { i in
+                    var w = e.encode(UnsafeRawBufferPointer(rebasing: i[0..<split]), into: o)
+                    w += e.encode(UnsafeRawBufferPointer(rebasing: i[split...]), into: UnsafeMutableRawBufferPointer(rebasing: o[w...]))
+                    return w + e.finish(into: UnsafeMutableRawBufferPointer(rebasing: o[w...]))
+                }
+            }
+            #expect(Array(out[0..<n]) == expected, "split at \(split)")
+        }
+    }
+
+    @Test(arguments: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 47, 48, 49, 262_143, 262_144, 262_145, 786_432, 786_433, 1_000_001])
+    func oneShotMatchesFoundation(length: Int) {
+        let input = testBytes(length, seed: UInt64(length))
+        var out = [UInt8](repeating: 0, count: Int(Base64.encodedLength(UInt64(length))))
+        let n = out.withUnsafeMutableBytes { o in input.withUnsafeBytes { Base64.encode($0, into: o) } }
+        #expect(n == out.count)
+        #expect(out == Array(Data(input).base64EncodedData()))
+    }
+
+    @Test func manySmallPiecesEqualOneShot() {
+        let input = testBytes(70_000, seed: 11)
+        var e = Base64StreamEncoder()
+        var out: [UInt8] = []
+        var i = 0, step = 1
+        while i < input.count {
+            let n = min(step, input.count - i)
+            var piece = [UInt8](repeating: 0, count: Base64StreamEncoder.maxOutput(for: n))
+            let w = piece.withUnsafeMutableBytes { p in input.withUnsafeBytes { e.encode(UnsafeRawBufferPointer(rebasing: $0[i..<i + n]), into: p) } }
+            out += piece[0..<w]
+            i += n
+            step = step % 7 + 1
+        }
+        var tail = [UInt8](repeating: 0, count: 4)
+        let w = tail.withUnsafeMutableBytes { e.finish(into: $0) }
+        out += tail[0..<w]
+        #expect(out == Array(Data(input).base64EncodedData()))
+    }
+}
+
+@Suite struct ExportTests {
+    /// A vault in a temp dir with documents of the given sizes and names.
+    final class Fixture {
+        let dir = TempDir()
+        let vault: Vault
+        var originals: [DocumentID: [UInt8]] = [:]
+        var records: [DocumentRecord] = []
+
+        init(sizes: [Int], names: [String]? = nil, tags: [String] = []) throws {
+            vault = try VaultStore(root: dir.file("vault")).create(password: TestKeys.password(), kdf: .minimum)
+            for (i, size) in sizes.enumerated() {
+                let bytes = testBytes(size, seed: UInt64(i + 1))
+                let path = dir.file("in-\(i)")
+                FileManager.default.createFile(atPath: path, contents: Data(bytes))
+                let r = try vault.add(from: FileDescriptor.openForReading(path), name: names?[i] ?? "doc-\(i).bin",
+                                      contentType: "application/octet-stream", tags: tags,
+                                      now: Date(timeIntervalSince1970: 1_700_000_000 + Double(i)))
+                originals[r.id] = bytes
+                records.append(r)
+            }
+        }
+
+        /// The payload built independently of the pipeline: Foundation base64, hand framing.
+        func reference(_ records: [DocumentRecord], shape: PayloadShape) -> [UInt8] {
+            let entries = records.map { r -> String in
+                let b64 = Data(originals[r.id]!).base64EncodedString()
+                guard shape == .objects else { return "\"\(b64)\"" }
+                let m = r.metadata
+                return "{\"Id\":\"\(r.id.hex)\",\"Name\":\(JSONString.quote(m.name)),\"ContentType\":\"\(m.contentType)\",\"Size\":\(m.size),"
+                    + "\"SHA256\":\"\(Hex.encode(Array(SHA256.hash(data: originals[r.id]!))))\",\"Data\":\"\(b64)\"}"
+            }
+            return Array(("{\"Files\":[" + entries.joined(separator: ",") + "]}").utf8)
+        }
+
+        func export(_ options: ExportOptions, records: [DocumentRecord]? = nil, events: EventLog? = nil) throws -> (ExportSummary, String) {
+            let out = dir.file("out-\(UUID().uuidString.prefix(8))")
+            let exporter = try Exporter(vault: vault, records: records ?? self.records, options: options, onEvent: { events?.add($0) })
+            return (try exporter.write(toDirectory: out), out)
+        }
+
+        func damage(_ id: DocumentID, at offsetFromEnd: Int) throws {
+            let path = vault.store.objectPath(id)
+            var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            bytes[bytes.count - offsetFromEnd] ^= 0x10
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+        }
+    }
+
+    final class EventLog: @unchecked Sendable {
+        var events: [ExportEvent] = []
+        func add(_ e: ExportEvent) { events.append(e) }
+        var progress: [(UInt64, UInt64)] { events.compactMap { if case .progress(let d, let t) = $0 { (d, t) } else { nil } } }
+    }
+
+    /// Parses a payload with a JSON parser, decodes every document, checks bytes and SHA-256.
+    static func checkPayload(_ path: String, _ f: Fixture, expect ids: [DocumentID]) throws {
+        let raw = try Data(contentsOf: URL(fileURLWithPath: path))
+        let json = try JSONSerialization.jsonObject(with: raw) as! [String: Any]
+        let files = json["Files"] as! [[String: Any]]
+        #expect(files.map { $0["Id"] as! String } == ids.map(\.hex))
+        for file in files {
+            let id = DocumentID(hex: file["Id"] as! String)!
+            let data = Data(base64Encoded: file["Data"] as! String)!
+            #expect(Array(data) == f.originals[id], "\(id) bytes")
+            #expect(file["SHA256"] as? String == Hex.encode(Array(SHA256.hash(data: data))))
+            #expect(file["Size"] as? Int == data.count)
+        }
+    }
+
+    @Test func sizesAroundGroupsAndChunksGiveExactCanonicalBytes() throws {
+        let sizes = [0, 1, 2, 3, 4, 5, 65535, 65536, 65537, 200_000, 786_432, 786_433, 1_572_865]
+        let f = try Fixture(sizes: sizes)
+        for shape in PayloadShape.allCases {
+            var o = ExportOptions()
+            o.shape = shape
+            let (summary, out) = try f.export(o)
+            #expect(summary.batches.count == 1)
+            let raw = Array(try Data(contentsOf: URL(fileURLWithPath: out + "/batch-0001.json")))
+            #expect(raw == f.reference(f.records, shape: shape), "\(shape) payload differs from the reference")
+            #expect(UInt64(raw.count) == PayloadFraming.length(of: f.records, shape: shape))
+            #expect(summary.batches[0].bytes == UInt64(raw.count))
+            #expect(summary.batches[0].sha256 == Hex.encode(Array(SHA256.hash(data: raw))))
+            if shape == .objects { try Self.checkPayload(out + "/batch-0001.json", f, expect: f.records.map(\.id)) }
+        }
+    }
+
+    @Test func fortyFiveDocumentsMakeBatchesOf20_20_5() throws {
+        let f = try Fixture(sizes: (0..<45).map { $0 * 37 })
+        let events = EventLog()
+        let (summary, out) = try f.export(ExportOptions(), events: events)
+        #expect(summary.batches.map { $0.documents.count } == [20, 20, 5])
+        #expect(summary.batches.map(\.file) == ["batch-0001.json", "batch-0002.json", "batch-0003.json"])
+        for (i, b) in summary.batches.enumerated() {
+            try Self.checkPayload(out + "/" + b.file!, f, expect: Array(f.records[(i * 20)..<min(45, i * 20 + 20)].map(\.id)))
+            let size = try FileManager.default.attributesOfItem(atPath: out + "/" + b.file!)[.size] as! Int
+            #expect(UInt64(size) == b.bytes)
+        }
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as! [String: Any]
+        let batches = manifest["batches"] as! [[String: Any]]
+        #expect(batches.map { $0["status"] as! String } == ["complete", "complete", "complete"])
+        #expect(manifest["runId"] as? String == summary.runID)
+        // Progress only increases and ends at the total; totals were announced first.
+        let p = events.progress
+        #expect(!p.isEmpty)
+        #expect(zip(p, p.dropFirst()).allSatisfy { $0.0 <= $1.0 && $0.1 >= $1.1 })
+        #expect(p.last!.0 == p.last!.1)
+        if case .started(_, 45, 3, let plain, let payload) = events.events.first {
+            #expect(plain == p.last!.1)
+            #expect(payload == summary.payloadBytes)
+        } else {
+            Issue.record("the first event is not .started with the totals")
+        }
+    }
+
+    @Test func namesNeedingEscapes() throws {
+        let names = ["quote\"d", "back\\slash", "new\nline", "tab\there", "ctrl\u{01}\u{1F}", "emoji 🎉 ünï 文件", "slash/kept", "del\u{7F}"]
+        let f = try Fixture(sizes: names.map { _ in 10 }, names: names)
+        let (_, out) = try f.export(ExportOptions())
+        let raw = Array(try Data(contentsOf: URL(fileURLWithPath: out + "/batch-0001.json")))
+        #expect(raw == f.reference(f.records, shape: .objects))
+        let text = String(decoding: raw, as: UTF8.self)
+        #expect(text.contains(#""Name":"quote\"d""#) && text.contains(#""Name":"back\\slash""#))
+        #expect(text.contains(#""Name":"new\nline""#) && text.contains(#""Name":"tab\there""#))
+        #expect(text.contains(#""Name":"ctrl\u0001\u001f""#) && text.contains("\"Name\":\"emoji 🎉 ünï 文件\""))
+        #expect(text.contains(#""Name":"slash/kept""#) && text.contains("\"Name\":\"del\u{7F}\""))
+        let files = (try JSONSerialization.jsonObject(with: Data(raw)) as! [String: Any])["Files"] as! [[String: Any]]
+        #expect(files.map { $0["Name"] as! String } == names)
+    }
+
+    @Test func maxBytesSplitsAndRejectsAnOversizedDocument() throws {
+        let f = try Fixture(sizes: [3000, 3000, 3000, 3000, 9000])
+        var o = ExportOptions()
+        let one = PayloadFraming.length(of: [f.records[0]], shape: .objects)
+        let two = PayloadFraming.length(of: Array(f.records[0..<2]), shape: .objects)
+        o.limits = BatchLimits(documents: 20, bytes: two + 10)
+        let big = PayloadFraming.length(of: [f.records[4]], shape: .objects)
+        #expect(big > two + 10)
+        let e = #expect(throws: VaultError.self) { try f.export(o) }
+        #expect(e?.code == .usage)
+        #expect(e?.message.contains(f.records[4].id.hex.prefix(12)) == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: f.dir.path).filter { $0.hasPrefix("out-") }.isEmpty,
+                "nothing is written when the plan fails")
+        o.limits = BatchLimits(documents: 20, bytes: max(two + 10, big))
+        let (summary, out) = try f.export(o)
+        #expect(summary.batches.map { $0.documents.count } == [2, 2, 1])
+        for b in summary.batches {
+            #expect(b.bytes <= max(two + 10, big))
+            let size = try FileManager.default.attributesOfItem(atPath: out + "/" + b.file!)[.size] as! Int
+            #expect(UInt64(size) == b.bytes)
+        }
+        #expect(one < two)
+    }
+
+    @Test func aDamagedDocumentStopsTheExportAndLeavesNoPayload() throws {
+        let f = try Fixture(sizes: [1000, 300_000, 2000])
+        try f.damage(f.records[1].id, at: 100)
+        let out = f.dir.file("stopped")
+        let exporter = try Exporter(vault: f.vault, records: f.records, options: ExportOptions())
+        let e = #expect(throws: VaultError.self) { try exporter.write(toDirectory: out) }
+        #expect(e?.code == .chunkAuthenticationFailed)
+        #expect(e?.message.contains(f.records[1].id.hex) == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out).isEmpty, "no batch file, no temp file, no manifest")
+    }
+
+    @Test(arguments: [0, 1, 2])
+    func skipBadCutsTheDocumentOutAndTheJSONStaysValid(position: Int) throws {
+        let f = try Fixture(sizes: [1000, 900_000, 2001])
+        let bad = f.records[position]
+        try f.damage(bad.id, at: 20)     // in the final chunk: the document fails after releasing data
+        var o = ExportOptions()
+        o.skipBad = true
+        let events = EventLog()
+        let (summary, out) = try f.export(o, events: events)
+        let kept = f.records.filter { $0.id != bad.id }
+        let raw = Array(try Data(contentsOf: URL(fileURLWithPath: out + "/batch-0001.json")))
+        #expect(raw == f.reference(kept, shape: .objects))
+        try Self.checkPayload(out + "/batch-0001.json", f, expect: kept.map(\.id))
+        #expect(summary.skipped.map(\.id) == [bad.id.hex])
+        #expect(summary.batches[0].sha256 == Hex.encode(Array(SHA256.hash(data: raw))))
+        let p = events.progress
+        #expect(zip(p, p.dropFirst()).allSatisfy { $0.0 <= $1.0 })
+        #expect(p.last!.0 == p.last!.1)
+        #expect(events.events.contains { if case .documentSkipped(let id, _, _) = $0 { id == bad.id } else { false } })
+    }
+
+    @Test func streamOutputIsOneBatchAndSkipsWithoutCutting() throws {
+        let f = try Fixture(sizes: [10, 70_000, 20])
+        try f.damage(f.records[1].id, at: 5)
+        let path = f.dir.file("stdout.json")
+        var o = ExportOptions()
+        o.skipBad = true
+        let summary = try Exporter(vault: f.vault, records: f.records, options: o).write(to: FileDescriptor.createExclusive(path))
+        #expect(summary.skipped.count == 1)
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: path))) == f.reference([f.records[0], f.records[2]], shape: .objects))
+        o.limits = BatchLimits(documents: 2)
+        let e = #expect(throws: VaultError.self) { try Exporter(vault: f.vault, records: f.records, options: o).write(to: FileDescriptor.createExclusive(f.dir.file("x"))) }
+        #expect(e?.code == .usage)
+    }
+}
