@@ -27,5 +27,16 @@ cmp "$work/receipt.jpg" "$here/Fixtures/documents/receipt.jpg" && echo "receipt.
 step vault verify
 "$vault" verify
 
+step vault export --tag demo --batch-size 4 --out "\$work/outbox" --progress bar
+"$vault" export --tag demo --batch-size 4 --out "$work/outbox" --progress bar
+ls -l "$work/outbox"
+python3 - "$work/outbox" <<'PY'
+import base64, glob, hashlib, json, os, sys
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "batch-*.json"))):
+    files = json.load(open(path))["Files"]
+    ok = all(hashlib.sha256(base64.b64decode(f["Data"])).hexdigest() == f["SHA256"] for f in files)
+    print(f"{os.path.basename(path)}: {len(files)} documents, every SHA-256 checks: {ok}")
+PY
+
 step "VAULT_PASSWORD=wrong vault list   # a wrong password is refused before any document is read"
 VAULT_PASSWORD=wrong "$vault" list || echo "(exit code $?)"

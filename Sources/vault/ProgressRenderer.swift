@@ -47,7 +47,7 @@ final class ProgressRenderer: @unchecked Sendable {
 
     private func bar(_ event: ExportEvent) {
         switch event {
-        case .started(_, _, _, let plain, _): total = plain
+        case .started(_, _, _, let plain, _): total = plain; return
         case .batchStarted(let i, let n, _, _): batch = (i, n)
         case .documentStarted(_, let name, _, let pos, let of): document = (pos, of, name)
         case .progress(let d, let t): done = d; total = t
