@@ -41,6 +41,12 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         public static let usage = Code(rawValue: "usage")
         /// The operating system refused an operation (permissions, disk full, ...).
         public static let io = Code(rawValue: "io")
+        /// The upload server refused the credentials (401, 403).
+        public static let uploadUnauthorized = Code(rawValue: "upload-unauthorized")
+        /// The upload server rejected a batch for good (4xx other than 401, 403, 408, 429).
+        public static let uploadRejected = Code(rawValue: "upload-rejected")
+        /// The upload gave up after its retries (network, timeouts, 5xx): run it again to resume.
+        public static let uploadFailed = Code(rawValue: "upload-failed")
         /// Some documents were processed and some were skipped.
         public static let partial = Code(rawValue: "partial")
         /// A broken invariant or failing library call that is not the user's doing.

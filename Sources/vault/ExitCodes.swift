@@ -9,6 +9,9 @@ enum ExitStatus {
     static let notFound: Int32 = 3
     static let ambiguous: Int32 = 4
     static let usage: Int32 = 64
+    static let uploadRejected: Int32 = 69
+    static let uploadFailed: Int32 = 75
+    static let uploadUnauthorized: Int32 = 76
     static let damaged: Int32 = 65
     static let exists: Int32 = 73
     static let io: Int32 = 74
@@ -24,6 +27,9 @@ enum ExitStatus {
         case .usage: return usage
         case .io: return io
         case .partial: return partial
+        case .uploadRejected: return uploadRejected
+        case .uploadFailed: return uploadFailed
+        case .uploadUnauthorized: return uploadUnauthorized
         default: return failure
         }
     }

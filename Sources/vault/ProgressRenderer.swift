@@ -45,6 +45,68 @@ final class ProgressRenderer: @unchecked Sendable {
         if drawn { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)); drawn = false }
     }
 
+    /// Upload events: the bar counts payload bytes sent; retries and skips are shown as lines.
+    func handle(_ event: UploadEvent) {
+        switch (mode, event) {
+        case (.json, _): uploadJSON(event)
+        case (.bar, .started(_, let batches, _, let bytes, let confirmed, let resumed)):
+            total = bytes
+            batch = (confirmed, batches)
+            if resumed { clear(); Terminal.err("vault: resuming: \(confirmed) of \(batches) batches already confirmed") }
+        case (.bar, .attempt(let b, let n, let attempt, _, _)):
+            batch = (b, n)
+            document = (b, n, attempt > 1 ? "attempt \(attempt)" : "")
+            draw(force: false, label: "upload")
+        case (.bar, .sent(let d, let t)):
+            done = d
+            total = t
+            draw(force: false, label: "upload")
+        case (.bar, .retry(let b, let attempt, let delay, let reason)):
+            clear()
+            Terminal.warn(String(format: "batch %d: %@; retrying in %.1f s (attempt %d)", b, reason, delay, attempt + 1))
+        case (.bar, .split(let b, _)):
+            clear()
+            Terminal.warn("batch \(b) is too large for the server; splitting it in two")
+        case (.bar, .skipped(let id, let name, let e)):
+            clear()
+            Terminal.warn("skipped \(id.hex.prefix(12)) \(name): \(e.message)")
+        case (.bar, .finished):
+            draw(force: true, label: "upload")
+            clear()
+        default: break
+        }
+    }
+
+    private func uploadJSON(_ event: UploadEvent) {
+        let line: String
+        switch event {
+        case .started(let run, let batches, let docs, let bytes, let confirmed, let resumed):
+            line = "{\"event\":\"started\",\"runId\":\"\(run)\",\"batches\":\(batches),\"documents\":\(docs),\"payloadBytes\":\(bytes),\"confirmedBatches\":\(confirmed),\"resumed\":\(resumed)}"
+        case .attempt(let b, let n, let attempt, let docs, let bytes):
+            line = "{\"event\":\"attempt\",\"batch\":\(b),\"of\":\(n),\"attempt\":\(attempt),\"documents\":\(docs),\"payloadBytes\":\(bytes)}"
+        case .sent(let d, let t):
+            let now = Date()
+            guard d == t || now.timeIntervalSince(lastDraw) >= 0.1 else { return }
+            lastDraw = now
+            line = "{\"event\":\"sent\",\"done\":\(d),\"total\":\(t)}"
+        case .retry(let b, let attempt, let delay, let reason):
+            line = "{\"event\":\"retry\",\"batch\":\(b),\"attempt\":\(attempt),\"delay\":\(String(format: "%.3f", delay)),\"reason\":\(JSONString.quote(reason))}"
+        case .split(let b, let parts):
+            line = "{\"event\":\"split\",\"batch\":\(b),\"into\":[\(parts.map(String.init).joined(separator: ","))]}"
+        case .confirmed(let b, let n, let status, let duplicate):
+            line = "{\"event\":\"confirmed\",\"batch\":\(b),\"of\":\(n),\"status\":\(status),\"duplicate\":\(duplicate)}"
+        case .skipped(let id, let name, let e):
+            line = "{\"event\":\"documentSkipped\",\"id\":\"\(id.hex)\",\"name\":\(JSONString.quote(name)),\"code\":\"\(e.code.rawValue)\",\"error\":\(JSONString.quote(e.message))}"
+        case .document(let e):
+            if case .progress = e { return }
+            json(e)
+            return
+        case .finished(let batches, let docs, let bytes, let retries, let skipped):
+            line = "{\"event\":\"finished\",\"batches\":\(batches),\"documents\":\(docs),\"payloadBytes\":\(bytes),\"retries\":\(retries),\"skipped\":\(skipped)}"
+        }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
     private func bar(_ event: ExportEvent) {
         switch event {
         case .started(_, _, _, let plain, _): total = plain; return
@@ -63,7 +125,7 @@ final class ProgressRenderer: @unchecked Sendable {
         draw(force: false)
     }
 
-    private func draw(force: Bool) {
+    private func draw(force: Bool, label: String? = nil) {
         let now = Date()
         guard force || now.timeIntervalSince(lastDraw) >= 0.1 else { return }
         lastDraw = now
@@ -75,8 +137,9 @@ final class ProgressRenderer: @unchecked Sendable {
         let eta = rate > 0 && total > done ? String(format: "ETA %.0fs", Double(total - done) / rate) : ""
         let name = Terminal.printable(document.2)
         let shortName = name.count > 24 ? String(name.prefix(23)) + "…" : name
-        let line = String(format: "batch %d/%d  doc %d/%d %@  [%@%@] %.1f/%.1f MB  %.0f MB/s  %@",
-                          batch.0, batch.1, document.0, document.1, shortName,
+        let what = label == nil ? String(format: "doc %d/%d %@", document.0, document.1, shortName) : shortName
+        let line = String(format: "batch %d/%d  %@  [%@%@] %.1f/%.1f MB  %.0f MB/s  %@",
+                          batch.0, batch.1, what,
                           String(repeating: "#", count: filled), String(repeating: "-", count: width - filled),
                           Double(done) / 1e6, Double(total) / 1e6, rate / 1e6, eta)
         FileHandle.standardError.write(Data(("\r\u{1B}[2K" + line).utf8))

@@ -12,7 +12,7 @@ struct VaultCommand: AsyncParsableCommand {
             prompt on the terminal; never from the command line. Exit codes are listed in docs/CLI.md.
             """,
         version: "0.1.0",
-        subcommands: [Init.self, Add.self, List.self, Get.self, Remove.self, Verify.self, Export.self]
+        subcommands: [Init.self, Add.self, List.self, Get.self, Remove.self, Verify.self, Export.self, Upload.self]
     )
 
     @OptionGroup var global: GlobalOptions

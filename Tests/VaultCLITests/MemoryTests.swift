@@ -31,7 +31,7 @@ import Testing
         #expect(getDelta <= 16 * 1024)
     }
 
-    @Test func exporting20x50MiBUsesAtMost8MiBMoreThan1x1MiB() throws {
+    @Test func exportingAndUploading20x50MiBUseAtMost8MiBMoreThan1x1MiB() throws {
         let s = Sandbox()
         s.initVault()
         let block = [UInt8].random(1 << 20, seed: 3)
@@ -46,6 +46,15 @@ import Testing
         }
         let small = s.measure("export", "--tag", "small", "--out", "small", "--progress", "none")
         let big = s.measure("export", "--tag", "big", "--out", "big", "--progress", "none")
+        // Upload the same selections to the receiver (it only hashes bodies, in sink mode).
+        let r = Receiver(in: s, token: nil, mode: "sink")
+        let upSmall = s.measure("upload", "--tag", "small", "--url", r.url, "--progress", "none")
+        let upBig = s.measure("upload", "--tag", "big", "--url", r.url, "--progress", "none")
+        #expect(upSmall.status == 0 && upBig.status == 0, "\(upBig.stderr)")
+        #expect(r.statuses == ["200", "200"])
+        #expect((r.log.last?["bytes"] as? Int ?? 0) > 20 * 50 << 20 * 4 / 3)
+        print("peak RSS: upload 1 x 1 MiB \(upSmall.maxRSSKiB) KiB, 20 x 50 MiB \(upBig.maxRSSKiB) KiB (+\(upBig.maxRSSKiB - upSmall.maxRSSKiB))")
+        #expect(upBig.maxRSSKiB - upSmall.maxRSSKiB <= 8 * 1024)
         #expect(small.status == 0 && big.status == 0, "\(big.stderr)")
         let size = try FileManager.default.attributesOfItem(atPath: s.path("big/batch-0001.json"))[.size] as? Int ?? 0
         #expect(size > 20 * 50 << 20 * 4 / 3)

@@ -64,7 +64,7 @@ final class Sandbox {
         // A new session: the child has no controlling terminal, as under CI.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
-        posix_spawnattr_setflags(&attributes, Int16(0x80 /* POSIX_SPAWN_SETSID */))
+        Sandbox.resetSignals(&attributes, flags: 0x80 /* POSIX_SPAWN_SETSID */)
         defer { posix_spawnattr_destroy(&attributes) }
         // sh changes directory, then execs vault in the same process, so wait4's figures are vault's.
         lastRSS = measured ? path(".rss-\(UUID().uuidString)") : nil
@@ -80,6 +80,18 @@ final class Sandbox {
     }
 
     private var lastOut = "", lastErr = "", lastRSS: String?
+
+    /// Children start with no blocked signals and default handlers: the test runner's worker
+    /// threads (libdispatch) block signals, and posix_spawn would pass that mask on.
+    static func resetSignals(_ attributes: inout posix_spawnattr_t, flags: Int32 = 0) {
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(flags | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    }
 
     /// Waits for `pid` and collects what it printed.
     func wait(_ pid: pid_t) -> CLIResult {

@@ -1,0 +1,136 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Where and how batches are sent.
+public struct UploadTarget: Sendable {
+    /// The URL every batch is sent to.
+    public var url: String
+    /// `POST` or `PUT`.
+    public var method: String
+    /// Extra headers (`--header`).
+    public var headers: [(String, String)]
+    /// The `Authorization` header value (from the environment), if any.
+    public var authorization: String?
+    /// Seconds without progress (connecting, writing or reading) before a request fails.
+    public var idleTimeout: Double
+
+    /// A target.
+    public init(url: String, method: String = "POST", headers: [(String, String)] = [], authorization: String? = nil,
+                idleTimeout: Double = 60) {
+        self.url = url
+        self.method = method
+        self.headers = headers
+        self.authorization = authorization
+        self.idleTimeout = idleTimeout
+    }
+
+    /// `scheme://host[:port]/path`: no credentials, no query (which may carry a token).
+    public var redacted: String {
+        guard let c = URLComponents(string: url), let scheme = c.scheme, let host = c.host else { return "(invalid URL)" }
+        return "\(scheme)://\(host)\(c.port.map { ":\($0)" } ?? "")\(c.path.isEmpty ? "/" : c.path)"
+    }
+}
+
+/// The server's answer to one request.
+public struct UploadResponse: Sendable {
+    /// HTTP status.
+    public var status: Int
+    /// Reason phrase.
+    public var reason: String
+    /// `Retry-After`, if given.
+    public var retryAfter: String?
+    /// The first 4 KiB of the body, as text.
+    public var body: String
+}
+
+/// Sends one batch payload and returns the answer; a transport error is thrown.
+protocol UploadTransport: Sendable {
+    func send(_ body: PayloadBody, headers: [(String, String)]) async throws -> UploadResponse
+    func shutdown() async
+}
+
+/// The payload of one batch as an async sequence of buffers for async-http-client: each
+/// block from the ``PayloadProducer`` is copied into a `ByteBuffer` and handed back, so at
+/// most the producer's ring plus the client's in-flight buffers are in memory. The client
+/// pulls with back-pressure, so the sent count is real progress (within a socket buffer).
+final class PayloadBody: AsyncSequence, @unchecked Sendable {
+    // @unchecked: the client pulls the iterator from one task at a time; `failure` and `sent`
+    // are read by the uploader only after the request has finished.
+    typealias Element = ByteBuffer
+    private let producer: PayloadProducer
+    let length: UInt64
+    private let onSent: @Sendable (UInt64) -> Void
+    private(set) var failure: DocumentFailure?
+    private(set) var sent: UInt64 = 0
+
+    init(producer: PayloadProducer, length: UInt64, onSent: @escaping @Sendable (UInt64) -> Void) {
+        self.producer = producer
+        self.length = length
+        self.onSent = onSent
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let body: PayloadBody
+        mutating func next() async throws -> ByteBuffer? { try body.nextBuffer() }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self) }
+
+    private func nextBuffer() throws -> ByteBuffer? {
+        do {
+            guard let block = try producer.next() else { return nil }
+            defer { block.release() }
+            let buffer = ByteBuffer(bytes: block.bytes)
+            sent += UInt64(block.bytes.count)
+            onSent(sent)
+            return buffer
+        } catch let f as DocumentFailure {
+            // Stop the body here: the request is aborted, so the server never receives a
+            // complete payload holding the failed document.
+            failure = f
+            throw f
+        }
+    }
+}
+
+/// ``UploadTransport`` over swift-server/async-http-client.
+final class HTTPTransport: UploadTransport {
+    private let client: HTTPClient
+    private let target: UploadTarget
+
+    init(target: UploadTarget) {
+        var config = HTTPClient.Configuration()
+        let idle = TimeAmount.milliseconds(Int64(target.idleTimeout * 1000))
+        config.timeout = .init(connect: .seconds(10), read: idle, write: idle)
+        // A streamed body cannot be sent twice, so redirects are not followed.
+        config.redirectConfiguration = .disallow
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)
+        self.target = target
+    }
+
+    func send(_ body: PayloadBody, headers: [(String, String)]) async throws -> UploadResponse {
+        var request = HTTPClientRequest(url: target.url)
+        request.method = HTTPMethod(rawValue: target.method)
+        for (k, v) in headers { request.headers.add(name: k, value: v) }
+        request.body = .stream(body, length: .known(Int64(body.length)))
+        let response = try await client.execute(request, deadline: .distantFuture)
+        var text = ""
+        do {
+            var collected = ByteBuffer()
+            for try await var part in response.body {
+                if collected.readableBytes < 4096 { collected.writeBuffer(&part) }
+            }
+            text = collected.getString(at: collected.readerIndex, length: min(4096, collected.readableBytes)) ?? ""
+        } catch {
+            // The status is what matters; an unreadable error body is not.
+        }
+        return UploadResponse(status: Int(response.status.code), reason: response.status.reasonPhrase,
+                              retryAfter: response.headers.first(name: "Retry-After"), body: text)
+    }
+
+    func shutdown() async {
+        try? await client.shutdown()
+    }
+}

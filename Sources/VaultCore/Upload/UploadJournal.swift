@@ -1,0 +1,92 @@
+import Crypto
+import Foundation
+
+/// The upload journal: what each batch of an upload job has become, kept in the vault
+/// (`uploads/<job>.json`, 0600) so an interrupted upload resumes where it stopped and a
+/// confirmed batch is never sent again. It holds ids, sizes, digests of payloads and states
+/// only: no plaintext, no credentials, and the target only as scheme, host, port and path.
+public struct UploadJournal: Codable, Sendable {
+    /// One batch's state.
+    public struct Batch: Codable, Sendable {
+        /// Ids of the documents in the payload, in order.
+        public var documents: [String]
+        /// Exact payload length.
+        public var bytes: UInt64
+        /// `pending`, `confirmed`.
+        public var status: String
+        /// Attempts made so far.
+        public var attempts: Int
+        /// The Idempotency-Key it was (or will be) sent with.
+        public var key: String
+        /// HTTP status of the last answer, if any.
+        public var httpStatus: Int?
+        /// When the server confirmed it (ISO 8601).
+        public var confirmedAt: String?
+    }
+
+    /// A document left out with `--skip-bad`.
+    public struct Skip: Codable, Sendable {
+        /// Its id.
+        public var id: String
+        /// The error code.
+        public var code: String
+    }
+
+    /// Journal format version.
+    public var version = 1
+    /// The job: a digest of the target, method, shape, limits and the selected documents.
+    public var job: String
+    /// The run id (random, kept across resumes; part of every Idempotency-Key).
+    public var runId: String
+    /// Where it goes (no credentials, no query).
+    public var target: String
+    /// Created and last updated (ISO 8601).
+    public var created: String
+    public var updated: String
+    /// The batches, in order (413 may split one into two).
+    public var batches: [Batch]
+    /// Documents left out.
+    public var skipped: [Skip] = []
+
+    /// True when every batch is confirmed.
+    public var isComplete: Bool { batches.allSatisfy { $0.status == "confirmed" } }
+
+    /// The Idempotency-Key of a batch: SHA-256 over the run id, the batch's 1-based index and
+    /// each document's id and plaintext SHA-256, as lower-case hex.
+    public static func idempotencyKey(runID: String, index: Int, records: [DocumentRecord]) -> String {
+        var h = SHA256()
+        h.update(data: Array("vault-upload/1\n\(runID)\n\(index)\n".utf8))
+        for r in records { h.update(data: Array("\(r.id.hex):\(Hex.encode(r.metadata.sha256))\n".utf8)) }
+        return Hex.encode(Array(h.finalize()))
+    }
+
+    /// The job id of an upload: the same command over the same documents gives the same job.
+    public static func jobID(target: String, method: String, shape: PayloadShape, limits: BatchLimits,
+                             records: [DocumentRecord]) -> String {
+        var h = SHA256()
+        h.update(data: Array("vault-upload-job/1\n\(target)\n\(method)\n\(shape.rawValue)\n\(limits.documents)\n\(limits.bytes.map(String.init) ?? "-")\n".utf8))
+        for r in records { h.update(data: Array("\(r.id.hex):\(Hex.encode(r.metadata.sha256))\n".utf8)) }
+        return String(Hex.encode(Array(h.finalize())).prefix(32))
+    }
+
+    static func path(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).json" }
+
+    static func load(from store: VaultStore, job: String) throws -> UploadJournal? {
+        let p = path(in: store, job: job)
+        guard FileSystem.kind(of: p) == .file else { return nil }
+        do {
+            return try JSONDecoder().decode(UploadJournal.self, from: Data(FileSystem.readFile(p, limit: 16 << 20)))
+        } catch {
+            throw VaultError(.vaultDamaged, "the upload journal \(p) is unreadable", hint: "remove it to start the upload afresh", cause: error)
+        }
+    }
+
+    mutating func save(to store: VaultStore) throws {
+        updated = ISO8601DateFormatter().string(from: Date())
+        let dir = store.root + "/uploads"
+        if FileSystem.kind(of: dir) == .missing { try FileSystem.makeDirectory(dir) }
+        let e = JSONEncoder()
+        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        try FileSystem.writeAtomically(Self.path(in: store, job: job), Array(try e.encode(self)) + [0x0a])
+    }
+}

@@ -1,0 +1,293 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+
+/// What an upload is asked to do.
+public struct UploadOptions: Sendable {
+    /// Where batches go.
+    public var target: UploadTarget
+    /// Batch limits.
+    public var limits = BatchLimits()
+    /// Payload shape.
+    public var shape = PayloadShape.objects
+    /// Cut damaged documents out and go on, instead of stopping.
+    public var skipBad = false
+    /// Retries and backoff.
+    public var policy = RetryPolicy()
+    /// Start a new run even if a journal of the same job exists.
+    public var newRun = false
+    /// Fail unless a journal of this job exists (`--resume`).
+    public var requireJournal = false
+
+    /// Options for `target`.
+    public init(target: UploadTarget) { self.target = target }
+}
+
+/// What the uploader reports as it works.
+public enum UploadEvent: Sendable {
+    /// The run is planned (or resumed): totals, and how much was confirmed before.
+    case started(runID: String, batches: Int, documents: Int, payloadBytes: UInt64, confirmedBatches: Int, resumed: Bool)
+    /// An attempt at a batch begins.
+    case attempt(batch: Int, of: Int, attempt: Int, documents: Int, payloadBytes: UInt64)
+    /// Payload bytes handed to the network for the whole run: confirmed batches plus the current
+    /// attempt (it falls back to the batch's start when an attempt is retried).
+    case sent(done: UInt64, total: UInt64)
+    /// An attempt failed and will be retried after `delay` seconds.
+    case retry(batch: Int, attempt: Int, delay: Double, reason: String)
+    /// A batch was too large for the server and was split in two.
+    case split(batch: Int, into: [Int])
+    /// The server confirmed a batch.
+    case confirmed(batch: Int, of: Int, status: Int, duplicate: Bool)
+    /// A document was left out (`--skip-bad`).
+    case skipped(id: DocumentID, name: String, error: VaultError)
+    /// Document-level events from the payload producer.
+    case document(ExportEvent)
+    /// Every batch is confirmed.
+    case finished(batches: Int, documents: Int, payloadBytes: UInt64, retries: Int, skipped: Int)
+}
+
+/// The outcome of an upload.
+public struct UploadSummary: Sendable {
+    /// The run id.
+    public var runID: String
+    /// Batches in the run, and how many of them were already confirmed before this command.
+    public var batches: Int
+    public var alreadyConfirmed: Int
+    /// Documents delivered.
+    public var documents: Int
+    /// Payload bytes of the run.
+    public var payloadBytes: UInt64
+    /// Retries this command made.
+    public var retries: Int
+    /// Documents left out.
+    public var skipped: Int
+}
+
+/// Streams batch payloads to a server, one batch at a time, journaling each batch's state.
+///
+/// For each unconfirmed batch: a request with the exact `Content-Length`, `Content-Type:
+/// application/json`, an `Idempotency-Key` and `X-Vault-Batch: i/n`, its body produced while
+/// it is sent. 2xx confirms it (journaled at once); 408, 429, 5xx, timeouts and connection errors
+/// are retried with exponential backoff, full jitter and `Retry-After`, a bounded number of
+/// times; 401/403 stop at once; 413 splits a multi-document batch in two (and fails for a single
+/// document, naming the limit); other 4xx stop with the server's message. A document that fails
+/// authentication aborts the request, so the server never gets a complete body holding it.
+public final class Uploader: @unchecked Sendable {
+    // @unchecked: run() is used from one task; the event sink tolerates calls from the
+    // client's body-pulling task, which never overlap with the uploader's own.
+    private let vault: Vault
+    private let records: [DocumentID: DocumentRecord]
+    private let order: [DocumentRecord]
+    private let options: UploadOptions
+    private let onEvent: @Sendable (UploadEvent) -> Void
+    private let transport: any UploadTransport
+    private let job: String
+
+    /// Prepares an upload of `records` (in this order).
+    public convenience init(vault: Vault, records: [DocumentRecord], options: UploadOptions,
+                            onEvent: @escaping @Sendable (UploadEvent) -> Void = { _ in }) {
+        self.init(vault: vault, records: records, options: options, transport: HTTPTransport(target: options.target), onEvent: onEvent)
+    }
+
+    init(vault: Vault, records: [DocumentRecord], options: UploadOptions, transport: any UploadTransport,
+         onEvent: @escaping @Sendable (UploadEvent) -> Void) {
+        self.vault = vault
+        self.order = records
+        self.records = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        self.options = options
+        self.transport = transport
+        self.onEvent = onEvent
+        job = UploadJournal.jobID(target: options.target.url, method: options.target.method, shape: options.shape,
+                                  limits: options.limits, records: records)
+    }
+
+    /// Runs (or resumes) the upload.
+    public func run() async throws -> UploadSummary {
+        defer { Task { [transport] in await transport.shutdown() } }
+        let lock = try FileDescriptor.openOrCreate(try lockPath())
+        guard try lock.lockExclusive(wait: false) else {
+            throw VaultError(.usage, "another upload of the same documents to the same place is running")
+        }
+        defer { lock.unlock() }
+        var journal = try openJournal()
+        let confirmedBefore = journal.batches.filter { $0.status == "confirmed" }.count
+        let total = journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }
+        onEvent(.started(runID: journal.runId, batches: journal.batches.count, documents: journal.batches.reduce(0) { $0 + $1.documents.count },
+                         payloadBytes: total, confirmedBatches: confirmedBefore, resumed: confirmedBefore > 0 || journal.batches.contains { $0.attempts > 0 }))
+        var retries = 0
+        var i = 0
+        while i < journal.batches.count {
+            if journal.batches[i].status == "confirmed" { i += 1; continue }
+            retries += try await send(index: i, journal: &journal)
+            i += 1
+        }
+        let summary = UploadSummary(runID: journal.runId, batches: journal.batches.count, alreadyConfirmed: confirmedBefore,
+                                    documents: journal.batches.reduce(0) { $0 + $1.documents.count },
+                                    payloadBytes: journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }, retries: retries,
+                                    skipped: journal.skipped.count)
+        onEvent(.finished(batches: summary.batches, documents: summary.documents, payloadBytes: summary.payloadBytes,
+                          retries: retries, skipped: summary.skipped))
+        return summary
+    }
+
+    private func lockPath() throws -> String {
+        let dir = vault.store.root + "/uploads"
+        if FileSystem.kind(of: dir) == .missing { try FileSystem.makeDirectory(dir) }
+        return "\(dir)/\(job).lock"
+    }
+
+    private func openJournal() throws -> UploadJournal {
+        if !options.newRun, let existing = try UploadJournal.load(from: vault.store, job: job) {
+            // Every document of the journal must still be in the selection.
+            for b in existing.batches { for id in b.documents where DocumentID(hex: id).flatMap({ records[$0] }) == nil {
+                throw VaultError(.vaultDamaged, "the upload journal names document \(id), which is not in this selection")
+            } }
+            return existing
+        }
+        if options.requireJournal {
+            throw VaultError(.notFound, "there is no interrupted upload of these documents to \(options.target.redacted)",
+                             hint: "run the upload without --resume to start one")
+        }
+        let planned = try BatchPlanner.plan(order, limits: options.limits, shape: options.shape)
+        let runID = UUID().uuidString.lowercased()
+        let now = ISO8601DateFormatter().string(from: Date())
+        var journal = UploadJournal(job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
+        journal.batches = planned.map { b in
+            UploadJournal.Batch(documents: b.records.map(\.id.hex), bytes: b.length, status: "pending", attempts: 0,
+                                key: UploadJournal.idempotencyKey(runID: runID, index: b.index, records: b.records))
+        }
+        try journal.save(to: vault.store)
+        return journal
+    }
+
+    private func batchRecords(_ b: UploadJournal.Batch) -> [DocumentRecord] {
+        b.documents.compactMap { DocumentID(hex: $0).flatMap { records[$0] } }
+    }
+
+    /// Renumbers keys after the batch list changed (a split or a skip): index and documents
+    /// are part of the key; batches after `from` have never been sent.
+    private func rekey(_ journal: inout UploadJournal, from: Int) {
+        for j in from..<journal.batches.count where journal.batches[j].status != "confirmed" {
+            journal.batches[j].key = UploadJournal.idempotencyKey(runID: journal.runId, index: j + 1,
+                                                                   records: batchRecords(journal.batches[j]))
+        }
+    }
+
+    /// Sends batch `i` until it is confirmed; returns the number of retries it took.
+    private func send(index i: Int, journal: inout UploadJournal) async throws -> Int {
+        var retries = 0
+        var attempt = 0
+        while true {
+            let batch = journal.batches[i]
+            let docs = batchRecords(batch)
+            let n = journal.batches.count
+            let before = journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes }
+            let total = journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }
+            attempt += 1
+            journal.batches[i].attempts += 1
+            try journal.save(to: vault.store)
+            onEvent(.attempt(batch: i + 1, of: n, attempt: attempt, documents: docs.count, payloadBytes: batch.bytes))
+            let progress = ProgressCounter(total: docs.reduce(0) { $0 + $1.metadata.size }, documents: docs.count)
+            let events = onEvent
+            let producer = PayloadProducer(vault: vault, records: docs, shape: options.shape, progress: progress) { events(.document($0)) }
+            let body = PayloadBody(producer: producer, length: batch.bytes) { sent in events(.sent(done: before + sent, total: total)) }
+            var headers: [(String, String)] = [
+                ("Content-Type", "application/json"),
+                ("Idempotency-Key", batch.key),
+                ("X-Vault-Batch", "\(i + 1)/\(n)"),
+            ]
+            if let auth = options.target.authorization { headers.append(("Authorization", auth)) }
+            headers += options.target.headers
+
+            let reason: String
+            var retryAfter: Double?
+            do {
+                let response = try await transport.send(body, headers: headers)
+                journal.batches[i].httpStatus = response.status
+                switch RetryPolicy.decide(status: response.status) {
+                case .confirmed:
+                    journal.batches[i].status = "confirmed"
+                    journal.batches[i].confirmedAt = ISO8601DateFormatter().string(from: Date())
+                    try journal.save(to: vault.store)
+                    onEvent(.confirmed(batch: i + 1, of: n, status: response.status, duplicate: response.body.contains("\"duplicate\": true")))
+                    return retries
+                case .authentication:
+                    try journal.save(to: vault.store)
+                    throw VaultError(.uploadUnauthorized, "the server refused the credentials (\(response.status) \(response.reason))",
+                                     hint: "check VAULT_UPLOAD_TOKEN, or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD")
+                case .tooLarge:
+                    if docs.count > 1 {
+                        let half = docs.count / 2
+                        journal.batches.replaceSubrange(i...i, with: [Array(docs[..<half]), Array(docs[half...])].map { part in
+                            UploadJournal.Batch(documents: part.map(\.id.hex), bytes: PayloadFraming.length(of: part, shape: options.shape),
+                                                status: "pending", attempts: 0, key: "")
+                        })
+                        rekey(&journal, from: i)
+                        try journal.save(to: vault.store)
+                        onEvent(.split(batch: i + 1, into: [i + 1, i + 2]))
+                        attempt = 0
+                        continue
+                    }
+                    try journal.save(to: vault.store)
+                    throw VaultError(.uploadRejected,
+                                     "document \(docs[0].id.hex.prefix(12)) (\(docs[0].metadata.name)) makes a \(batch.bytes)-byte payload, larger than the server accepts (413 \(response.reason))\(Self.serverSays(response))",
+                                     hint: "raise the server's size limit, or leave this document out")
+                case .reject:
+                    try journal.save(to: vault.store)
+                    throw VaultError(.uploadRejected, "the server rejected batch \(i + 1)/\(n): \(response.status) \(response.reason)\(Self.serverSays(response))")
+                case .retry:
+                    reason = "\(response.status) \(response.reason)"
+                    retryAfter = RetryPolicy.parseRetryAfter(response.retryAfter)
+                }
+            } catch let e as VaultError {
+                throw e
+            } catch {
+                if let f = body.failure {
+                    guard options.skipBad else { throw f.error }
+                    journal.batches[i].documents.removeAll { $0 == f.record.id.hex }
+                    journal.batches[i].bytes = PayloadFraming.length(of: batchRecords(journal.batches[i]), shape: options.shape)
+                    journal.skipped.append(.init(id: f.record.id.hex, code: f.error.code.rawValue))
+                    rekey(&journal, from: i)
+                    try journal.save(to: vault.store)
+                    onEvent(.skipped(id: f.record.id, name: f.record.metadata.name, error: f.error))
+                    attempt -= 1
+                    continue
+                }
+                if error is CancellationError { throw error }
+                reason = Self.describe(error)
+            }
+            try journal.save(to: vault.store)
+            guard attempt < options.policy.maxAttempts else {
+                let confirmed = journal.batches.filter { $0.status == "confirmed" }.count
+                throw VaultError(.uploadFailed, "batch \(i + 1)/\(n) failed \(attempt) time\(attempt == 1 ? "" : "s"), last: \(reason)",
+                                 hint: "\(confirmed) of \(n) batches are confirmed; run the same command again to resume")
+            }
+            let delay = options.policy.delay(afterAttempt: attempt, retryAfter: retryAfter, unit: Double.random(in: 0..<1))
+            onEvent(.retry(batch: i + 1, attempt: attempt, delay: delay, reason: reason))
+            retries += 1
+            try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+        }
+    }
+
+    private static func serverSays(_ r: UploadResponse) -> String {
+        let text = r.body.trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? "" : ": " + String(text.prefix(300))
+    }
+
+    /// A transport error in words (no URL with credentials: the client's errors carry none).
+    static func describe(_ error: any Error) -> String {
+        if let io = error as? IOError { return "connection error: " + String(cString: strerror(io.errnoCode)).lowercased() }
+        if let h = error as? HTTPClientError {
+            switch h {
+            case .readTimeout: return "no answer within the --timeout"
+            case .writeTimeout: return "the server stopped reading within the --timeout"
+            case .connectTimeout: return "could not connect within 10 s"
+            case .remoteConnectionClosed: return "the server closed the connection"
+            default: break
+            }
+        }
+        let text = String(describing: error)
+        if text.contains("Connection refused") || text.contains("connectionRefused") { return "connection refused" }
+        return text.count > 200 ? String(text.prefix(200)) + "…" : text
+    }
+}

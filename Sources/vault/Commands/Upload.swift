@@ -1,0 +1,159 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+
+extension VaultCommand {
+    /// `vault upload`: stream batch payloads to a server.
+    struct Upload: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stream documents as {\"Files\":[...]} batch payloads to a server, resumably.",
+            discussion: """
+                Each batch is produced while it is sent (no plaintext temporary files), with its exact \
+                Content-Length, an Idempotency-Key and X-Vault-Batch: i/n. Credentials come from \
+                VAULT_UPLOAD_TOKEN (Bearer) or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD (Basic). \
+                A journal in the vault records confirmed batches: running the same command again, \
+                or with --resume, sends only what is not confirmed. See docs/UPLOAD.md.
+                """)
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var root: VaultCommand
+        @OptionGroup var progressOptions: ProgressOptions
+
+        @Option(help: "Where to send the batches (http:// or https://).")
+        var url: String
+
+        @Argument(help: ArgumentHelp("Documents to upload (default: all), by id prefix or name.", valueName: "id-or-name"))
+        var documents: [String] = []
+
+        @Option(help: "Only documents with this tag.")
+        var tag: String?
+
+        @Option(help: "Most documents per payload.")
+        var batchSize: Int = 20
+
+        @Option(help: ArgumentHelp("Most bytes per payload; K, M and G suffixes are powers of 1024.", valueName: "n"))
+        var maxBytes: ByteCount?
+
+        @Option(help: "objects or strings, as for export.")
+        var shape: PayloadShape = .objects
+
+        @Option(help: "HTTP method: POST or PUT.")
+        var method: String = "POST"
+
+        @Option(name: .customLong("header"), help: ArgumentHelp("An extra request header, 'Name: value'; repeat for several.", valueName: "header"))
+        var headers: [String] = []
+
+        @Option(help: "Retries per batch after the first attempt (network errors, timeouts, 408, 429, 5xx).")
+        var retries: Int = 5
+
+        @Option(help: ArgumentHelp("Seconds without progress (connecting, sending or waiting for the answer) before an attempt fails.", valueName: "seconds"))
+        var timeout: Double = 60
+
+        @Flag(help: "Leave documents that fail authentication out and go on (exit code 2).")
+        var skipBad = false
+
+        @Flag(help: "Only continue an interrupted upload of the same documents to the same URL; fail if there is none.")
+        var resume = false
+
+        @Flag(help: "Start a new run even if an earlier upload of the same documents was confirmed or interrupted.")
+        var newRun = false
+
+        static let reserved = ["authorization", "content-length", "content-type", "idempotency-key", "x-vault-batch", "host", "transfer-encoding"]
+
+        func validate() throws {
+            if batchSize < 1 { throw ValidationError("--batch-size must be at least 1.") }
+            if retries < 0 { throw ValidationError("--retries cannot be negative.") }
+            if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds.") }
+            if !["POST", "PUT"].contains(method.uppercased()) { throw ValidationError("--method must be POST or PUT.") }
+            if resume && newRun { throw ValidationError("--resume and --new-run contradict each other.") }
+            guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), ["http", "https"].contains(scheme),
+                  let host = c.host, !host.isEmpty else {
+                throw ValidationError("--url must be an http:// or https:// URL with a host.")
+            }
+            if c.user != nil || c.password != nil {
+                throw ValidationError("Put no credentials in --url; use VAULT_UPLOAD_TOKEN or VAULT_UPLOAD_USER/VAULT_UPLOAD_PASSWORD.")
+            }
+            for h in headers {
+                let parts = h.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2, !parts[0].trimmingCharacters(in: .whitespaces).isEmpty,
+                      parts[0].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
+                    throw ValidationError("--header must look like 'Name: value', not '\(h)'.")
+                }
+                if Self.reserved.contains(parts[0].lowercased()) {
+                    throw ValidationError(parts[0].lowercased() == "authorization"
+                        ? "Credentials never go on the command line; use VAULT_UPLOAD_TOKEN or VAULT_UPLOAD_USER/VAULT_UPLOAD_PASSWORD."
+                        : "--header cannot set \(parts[0]); vault sets it.")
+                }
+            }
+        }
+
+        func run() async throws { try await run(parent: root.global) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            let env = ProcessInfo.processInfo.environment
+            var authorization: String?
+            if let token = env["VAULT_UPLOAD_TOKEN"], !token.isEmpty {
+                authorization = "Bearer " + token
+            } else if env["VAULT_UPLOAD_USER"] != nil || env["VAULT_UPLOAD_PASSWORD"] != nil {
+                guard let user = env["VAULT_UPLOAD_USER"], let password = env["VAULT_UPLOAD_PASSWORD"] else {
+                    throw VaultError(.usage, "VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD must be set together")
+                }
+                authorization = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+            }
+            let components = URLComponents(string: url)!
+            if components.scheme?.lowercased() == "http", let host = components.host, !Self.isLoopback(host) {
+                Terminal.warn("sending documents unencrypted over http:// to \(host); use https://")
+            }
+            let vault = try options.unlock()
+            let all = try vault.records().records
+            var selected = all
+            if !documents.isEmpty {
+                var ids = Set<DocumentID>()
+                for q in documents { ids.insert(try vault.resolve(q, in: all).id) }
+                selected = all.filter { ids.contains($0.id) }
+            }
+            if let tag { selected = selected.filter { $0.metadata.tags.contains(tag) } }
+            if selected.isEmpty {
+                throw VaultError(.notFound, tag != nil ? "no documents have the tag '\(tag!)'" : "there are no documents to upload")
+            }
+            var target = UploadTarget(url: url, method: method.uppercased(), authorization: authorization, idleTimeout: timeout)
+            target.headers = headers.map { h in
+                let p = h.split(separator: ":", maxSplits: 1)
+                return (p[0].trimmingCharacters(in: .whitespaces), p[1].trimmingCharacters(in: .whitespaces))
+            }
+            var uploadOptions = UploadOptions(target: target)
+            uploadOptions.limits = BatchLimits(documents: batchSize, bytes: maxBytes?.value)
+            uploadOptions.shape = shape
+            uploadOptions.skipBad = skipBad
+            uploadOptions.policy = RetryPolicy(retries: retries)
+            uploadOptions.newRun = newRun
+            uploadOptions.requireJournal = resume
+            let renderer = ProgressRenderer(mode: progressOptions.resolved)
+            let started = Date()
+            let summary: UploadSummary
+            do {
+                summary = try await Uploader(vault: vault, records: selected, options: uploadOptions, onEvent: renderer.handle).run()
+            } catch {
+                renderer.clear()
+                throw error
+            }
+            renderer.clear()
+            let seconds = Date().timeIntervalSince(started)
+            let sent = summary.batches - summary.alreadyConfirmed
+            var line = sent == 0
+                ? "vault: nothing to send: all \(summary.batches) batches of run \(summary.runID.prefix(8)) were already confirmed"
+                : String(format: "vault: uploaded %d document%@ in %d batch%@ (%@) to %@ in %.1f s, %d retr%@",
+                         summary.documents, summary.documents == 1 ? "" : "s", summary.batches, summary.batches == 1 ? "" : "es",
+                         Terminal.size(summary.payloadBytes), target.redacted, seconds, summary.retries, summary.retries == 1 ? "y" : "ies")
+            if sent > 0 && summary.alreadyConfirmed > 0 { line += "; resumed: \(summary.alreadyConfirmed) batch(es) were already confirmed" }
+            Terminal.err(line)
+            if summary.skipped > 0 {
+                throw VaultError(.partial, "\(summary.skipped) damaged document(s) were left out", hint: "run 'vault verify' for details")
+            }
+        }
+
+        static func isLoopback(_ host: String) -> Bool {
+            host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        }
+    }
+}

@@ -1,0 +1,192 @@
+import Foundation
+import Testing
+
+/// `vault upload` against the fault-injecting receiver on 127.0.0.1.
+@Suite struct UploadCLITests {
+    static let token = ["VAULT_UPLOAD_TOKEN": "test-token"] as [String: String?]
+
+    /// Adds `count` documents; returns (ids, originals by id).
+    static func add(_ s: Sandbox, count: Int, size: (Int) -> Int = { 1000 + $0 * 17 }) -> ([String], [String: [UInt8]]) {
+        var ids: [String] = [], originals: [String: [UInt8]] = [:]
+        for i in 0..<count {
+            let bytes = [UInt8].random(size(i), seed: UInt64(i + 7))
+            let r = s.run("add", "-", "--name", "doc \(i).bin", stdin: bytes)
+            precondition(r.status == 0, r.stderr)
+            let id = r.out.trimmingCharacters(in: .newlines)
+            ids.append(id)
+            originals[id] = bytes
+        }
+        return (ids, originals)
+    }
+
+    static func checkStore(_ r: Receiver, _ originals: [String: [UInt8]]) throws {
+        for (id, bytes) in originals {
+            #expect(Array(try Data(contentsOf: URL(fileURLWithPath: r.storePath + "/" + id))) == bytes, "\(id) differs at the receiver")
+        }
+    }
+
+    @Test func fortyFiveDocumentsArriveExactlyOnceAndByteIdentical() throws {
+        let s = Sandbox()
+        s.initVault()
+        let (ids, originals) = Self.add(s, count: 45)
+        let r = Receiver(in: s)
+        let up = s.run(["upload", "--url", r.url, "--progress", "json"], env: Self.token)
+        #expect(up.status == 0, "\(up.stderr)")
+        #expect(r.accepted == ids)
+        #expect(r.statuses == ["200", "200", "200"])
+        try Self.checkStore(r, originals)
+        let batches = r.log.map { $0["batch"] as? String }
+        #expect(batches == ["1/3", "2/3", "3/3"])
+        #expect(Set(r.log.compactMap { $0["key"] as? String }).count == 3)
+        #expect(up.stderr.split(separator: "\n").last?.hasPrefix("vault: uploaded 45 documents in 3 batches") == true)
+        // The same command again sends nothing: the journal says every batch is confirmed.
+        let again = s.run(["upload", "--url", r.url], env: Self.token)
+        #expect(again.status == 0)
+        #expect(again.stderr.hasPrefix("vault: nothing to send: all 3 batches of run "))
+        #expect(r.log.count == 3)
+        // The journal holds no credentials and no plaintext.
+        let journals = try FileManager.default.contentsOfDirectory(atPath: s.path("vault/uploads")).filter { $0.hasSuffix(".json") }
+        #expect(journals.count == 1)
+        let journal = try String(contentsOfFile: s.path("vault/uploads/" + journals[0]), encoding: .utf8)
+        #expect(!journal.contains("test-token") && !journal.contains("doc 0.bin"))
+        #expect(journal.contains("\"status\" : \"confirmed\""))
+    }
+
+    @Test func faultsAreSurvived() throws {
+        let s = Sandbox()
+        s.initVault()
+        let (ids, originals) = Self.add(s, count: 6, size: { 200_000 + $0 })
+        let plan = """
+            [{"action": "drop", "after": 100000},
+             {"action": "status", "status": 503, "retryAfter": 1},
+             {"action": "status", "status": 429},
+             {"action": "slow", "rate": 2000000},
+             {"action": "status", "status": 500},
+             {"action": "ok"}]
+            """
+        let r = Receiver(in: s, faults: plan)
+        let started = Date()
+        let up = s.run(["upload", "--url", r.url, "--batch-size", "3", "--progress", "json"], env: Self.token)
+        #expect(up.status == 0, "\(up.stderr)")
+        #expect(r.statuses == ["reset", "503", "429", "200", "500", "200"])
+        #expect(r.accepted == ids)
+        try Self.checkStore(r, originals)
+        #expect(up.stderr.contains("\"event\":\"retry\",\"batch\":1,\"attempt\":2,\"delay\":1.000,\"reason\":\"503 Service Unavailable\""),
+                "Retry-After is honoured")
+        #expect(up.stderr.contains("\"reason\":\"connection error: connection reset by peer\"") || up.stderr.contains("\"reason\":\"the server closed the connection\""))
+        #expect(up.stderr.contains("\"retries\":4"))
+        #expect(Date().timeIntervalSince(started) >= 1.0)
+        #expect(!r.statuses.contains("411"), "every request carried Content-Length")
+    }
+
+    @Test func tooLargeSplitsThenNamesTheLimitForOneDocument() throws {
+        let s = Sandbox()
+        s.initVault()
+        let (ids, originals) = Self.add(s, count: 4, size: { _ in 30_000 })
+        let r = Receiver(in: s, maxBytes: 90_000)
+        let up = s.run(["upload", "--url", r.url, "--progress", "json"], env: Self.token)
+        #expect(up.status == 0, "\(up.stderr)")
+        #expect(r.statuses == ["413", "200", "200"])
+        #expect(r.log.map { $0["batch"] as? String } == ["1/1", "1/2", "2/2"])
+        #expect(r.accepted == ids)
+        try Self.checkStore(r, originals)
+        #expect(up.stderr.contains("{\"event\":\"split\",\"batch\":1,\"into\":[1,2]}"))
+
+        let big = s.run("add", "-", "--name", "big.bin", stdin: .random(100_000))
+        let bigID = big.out.trimmingCharacters(in: .newlines)
+        let one = s.run(["upload", bigID, "--url", r.url], env: Self.token)
+        #expect(one.status == 69)
+        #expect(one.stderr.hasPrefix("vault: document \(bigID.prefix(12)) (big.bin) makes a 133547-byte payload, larger than the server accepts (413 Payload Too Large): {\"error\": \"payload of 133547 bytes is larger than the limit of 90000 bytes\", \"limit\": 90000}\n"), "\(one.stderr)")
+        #expect(one.stderr.hasSuffix("vault: hint: raise the server's size limit, or leave this document out\n"))
+    }
+
+    @Test func credentialsAndRejections() throws {
+        let s = Sandbox()
+        s.initVault()
+        _ = Self.add(s, count: 2)
+        let r = Receiver(in: s, token: nil, user: "alice", password: "s3cret")
+        let wrong = s.run(["upload", "--url", r.url], env: ["VAULT_UPLOAD_USER": "alice", "VAULT_UPLOAD_PASSWORD": "nope"])
+        #expect(wrong.status == 76)
+        #expect(wrong.stderr == "vault: the server refused the credentials (403 Forbidden)\nvault: hint: check VAULT_UPLOAD_TOKEN, or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD\n")
+        #expect(r.statuses == ["403"], "no retries on an authentication failure")
+        let none = s.run(["upload", "--url", r.url])
+        #expect(none.status == 76)
+        #expect(none.stderr.hasPrefix("vault: the server refused the credentials (401 Unauthorized)\n"))
+        let ok = s.run(["upload", "--url", r.url, "--new-run"], env: ["VAULT_UPLOAD_USER": "alice", "VAULT_UPLOAD_PASSWORD": "s3cret"])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(!ok.stderr.contains("s3cret") && !wrong.stderr.contains("nope"))
+
+        let rejecting = Receiver(in: s, faults: #"[{"action": "status", "status": 422, "message": "schema says no"}]"#)
+        let rej = s.run(["upload", "--url", rejecting.url], env: Self.token)
+        #expect(rej.status == 69)
+        #expect(rej.stderr == "vault: the server rejected batch 1/1: 422 Unprocessable Entity: {\"error\": \"schema says no\"}\n")
+        #expect(rejecting.statuses == ["422"])
+
+        let argv = s.run(["upload", "--url", r.url, "--header", "Authorization: Bearer x"])
+        #expect(argv.status == 64)
+        #expect(argv.stderr.contains("Credentials never go on the command line"))
+        let insecure = s.run(["upload", "--url", "http://example.invalid/upload"], env: ["VAULT_PASSWORD": "wrong"])
+        #expect(insecure.stderr.hasPrefix("vault: warning: sending documents unencrypted over http:// to example.invalid; use https://\n"))
+        #expect(insecure.status == 77, "the wrong password stops it before any connection")
+    }
+
+    @Test func retriesRunOutThenTheSameCommandResumes() throws {
+        let s = Sandbox()
+        s.initVault()
+        let (ids, _) = Self.add(s, count: 4)
+        let r = Receiver(in: s, faults: #"[{"action": "ok"}, {"action": "status", "status": 503}, {"action": "status", "status": 503}]"#)
+        let first = s.run(["upload", "--url", r.url, "--batch-size", "2", "--retries", "1"], env: Self.token)
+        #expect(first.status == 75)
+        #expect(first.stderr == "vault: batch 2/2 failed 2 times, last: 503 Service Unavailable\nvault: hint: 1 of 2 batches are confirmed; run the same command again to resume\n")
+        let second = s.run(["upload", "--url", r.url, "--batch-size", "2", "--resume"], env: Self.token)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stderr.contains("resumed: 1 batch(es) were already confirmed"))
+        #expect(r.accepted == ids)
+        #expect(r.log.filter { $0["batch"] as? String == "1/2" }.count == 1, "the confirmed batch is not sent again")
+        let noJournal = s.run(["upload", "--url", r.url + "/other", "--resume"], env: Self.token)
+        #expect(noJournal.status == 3)
+    }
+
+    @Test func aDamagedDocumentAbortsItsRequest() throws {
+        let s = Sandbox()
+        s.initVault()
+        let (ids, _) = Self.add(s, count: 3, size: { _ in 300_000 })
+        let object = s.path("vault/objects/\(ids[1]).vlt")
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: object)))
+        bytes[bytes.count - 30] ^= 4
+        try Data(bytes).write(to: URL(fileURLWithPath: object))
+        let r = Receiver(in: s)
+        let stop = s.run(["upload", "--url", r.url], env: Self.token)
+        #expect(stop.status == 65)
+        #expect(stop.stderr.hasPrefix("vault: document \(ids[1]): chunk 4 failed authentication\n"))
+        #expect(r.accepted.isEmpty, "the server never received a complete body holding the damaged document")
+        let skip = s.run(["upload", "--url", r.url, "--skip-bad", "--new-run"], env: Self.token)
+        #expect(skip.status == 2, "\(skip.stderr)")
+        #expect(r.accepted == [ids[0], ids[2]])
+    }
+
+    @Test func killedMidwayAndResumedDeliversEveryDocumentOnce() throws {
+        let s = Sandbox()
+        s.initVault()
+        let (ids, originals) = Self.add(s, count: 6, size: { _ in 1 << 20 })
+        // Slow reads (4 MB/s) give time to kill the client during the second batch.
+        let plan = "[" + (0..<6).map { _ in #"{"action": "slow", "rate": 4000000}"# }.joined(separator: ",") + "]"
+        let r = Receiver(in: s, faults: plan)
+        let pid = s.spawn(["upload", "--url", r.url, "--batch-size", "2"], env: Self.token)
+        var firstConfirmed = false
+        for _ in 0..<400 {
+            if r.log.contains(where: { $0["batch"] as? String == "1/3" && ($0["status"] as? Int) == 200 }) { firstConfirmed = true; break }
+            usleep(20_000)
+        }
+        usleep(150_000)
+        kill(pid, SIGKILL)
+        _ = s.wait(pid)
+        #expect(firstConfirmed)
+        let resumed = s.run(["upload", "--url", r.url, "--batch-size", "2"], env: Self.token)
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(r.accepted.sorted() == ids.sorted())
+        #expect(Set(r.accepted).count == r.accepted.count, "every document exactly once")
+        #expect(r.log.filter { $0["batch"] as? String == "1/3" }.count == 1, "the confirmed batch was not sent twice")
+        try Self.checkStore(r, originals)
+    }
+}
