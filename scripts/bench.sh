@@ -63,6 +63,14 @@ else
     echo "(age is not installed: no age figures; 'apt-get install age' to compare)"
 fi
 
+# The upload peer: the test receiver in sink mode (it hashes each body; no JSON parsing).
+receiver_pid=
+trap '[ -n "$receiver_pid" ] && kill "$receiver_pid" 2>/dev/null; rm -rf "$work"' EXIT
+python3 "$(dirname "$0")/receiver.py" --port-file "$work/port" --mode sink --quiet 2>/dev/null &
+receiver_pid=$!
+for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.05; done
+upload_url="http://127.0.0.1:$(cat "$work/port")/batches"
+
 # --- export: 20 documents, decrypt + base64 + canonical JSON to a file ---------------------------
 echo
 printf '%-44s %10s %14s %12s\n' "export, 20 documents" "time" "throughput" "peak RSS"
@@ -77,6 +85,8 @@ for mib in 10 50; do
     row "vault export 20 x $mib MiB (objects)" $bytes "$r"
     AFTER_EACH='rm -rf "$work/out"' r=$(median_of "$vault" export --out "$work/out" --progress none --shape strings)
     row "vault export 20 x $mib MiB (strings)" $bytes "$r"
+    r=$(median_of "$vault" upload --url "$upload_url" --new-run --progress none)
+    row "vault upload 20 x $mib MiB (local receiver)" $bytes "$r"
     if command -v age >/dev/null 2>&1; then
         for f in "$docs"/doc*.bin; do age -r "$recipient" -o "$f.age" "$f"; done
         # The shell pipeline it replaces: age -d | base64 -w0 into {"Files":["…",…]}.
@@ -94,3 +104,5 @@ done
 echo
 echo "export figures are whole commands: process start, Argon2id (interactive), planning, decrypting,"
 echo "authenticating, base64, writing the payload and its SHA-256 for the manifest (no fsync)."
+echo "upload figures stream the same payloads over HTTP to scripts/receiver.py on 127.0.0.1 (sink mode:"
+echo "it reads and hashes each body); the receiver shares the two cores with vault."

@@ -4,7 +4,8 @@ set -euo pipefail
 vault="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/vault-demo-XXXXXX")"
-trap 'rm -rf "$work"' EXIT
+receiver_pid=
+trap '[ -n "$receiver_pid" ] && kill "$receiver_pid" 2>/dev/null; rm -rf "$work"' EXIT
 
 export VAULT_DIR="$work/vault"
 export VAULT_PASSWORD="demo password (never use a password from an example)"
@@ -37,6 +38,22 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "batch-*.json"))):
     ok = all(hashlib.sha256(base64.b64decode(f["Data"])).hexdigest() == f["SHA256"] for f in files)
     print(f"{os.path.basename(path)}: {len(files)} documents, every SHA-256 checks: {ok}")
 PY
+
+# A local back office: the test receiver on 127.0.0.1, on a port the OS picks. Its first
+# answer is an injected 503, to show a retry.
+echo '[{"action": "status", "status": 503, "retryAfter": 1}]' > "$work/plan.json"
+python3 "$here/scripts/receiver.py" --port-file "$work/port" --store "$work/received" --token demo-token \
+    --fault-plan "$work/plan.json" --quiet &
+receiver_pid=$!
+for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.05; done
+url="http://127.0.0.1:$(cat "$work/port")/batches"
+
+step "VAULT_UPLOAD_TOKEN=… vault upload --url $url --batch-size 4 --progress bar"
+VAULT_UPLOAD_TOKEN=demo-token "$vault" upload --url "$url" --batch-size 4 --progress bar
+echo "the receiver checked every document's SHA-256 and stored $(ls "$work/received" | wc -l) documents"
+
+step "vault upload --url $url --batch-size 4   # again: the journal says every batch is confirmed"
+VAULT_UPLOAD_TOKEN=demo-token "$vault" upload --url "$url" --batch-size 4
 
 step "VAULT_PASSWORD=wrong vault list   # a wrong password is refused before any document is read"
 VAULT_PASSWORD=wrong "$vault" list || echo "(exit code $?)"

@@ -138,10 +138,10 @@ final class ProgressRenderer: @unchecked Sendable {
         let name = Terminal.printable(document.2)
         let shortName = name.count > 24 ? String(name.prefix(23)) + "…" : name
         let what = label == nil ? String(format: "doc %d/%d %@", document.0, document.1, shortName) : shortName
-        let line = String(format: "batch %d/%d  %@  [%@%@] %.1f/%.1f MB  %.0f MB/s  %@",
+        let line = String(format: "batch %d/%d  %@  [%@%@] %.1f/%.1f MB  %.*f MB/s  %@",
                           batch.0, batch.1, what,
                           String(repeating: "#", count: filled), String(repeating: "-", count: width - filled),
-                          Double(done) / 1e6, Double(total) / 1e6, rate / 1e6, eta)
+                          Double(done) / 1e6, Double(total) / 1e6, rate < 10e6 ? 1 : 0, rate / 1e6, eta)
         FileHandle.standardError.write(Data(("\r\u{1B}[2K" + line).utf8))
         drawn = true
     }
