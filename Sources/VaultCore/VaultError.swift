@@ -76,9 +76,9 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         self.cause = cause
     }
 
-    /// The message, then the cause if it adds anything.
+    /// The message, then the cause if it adds anything (an `errno` is already in the message).
     public var description: String {
-        if let cause, !(cause is VaultError) { return "\(message) (\(cause))" }
+        if let cause, !(cause is VaultError), !(cause is POSIXErrorCode) { return "\(message) (\(cause))" }
         return message
     }
 

@@ -50,7 +50,14 @@ extension VaultCommand {
             for input in inputs {
                 let file = input.path == "-" ? FileDescriptor.standard(0, name: "standard input")
                                              : try FileDescriptor.openForReading(input.path)
-                let record = try vault.add(from: file, name: name ?? input.name, contentType: contentType, tags: tags)
+                let record: DocumentRecord
+                do {
+                    record = try vault.add(from: file, name: name ?? input.name, contentType: contentType, tags: tags)
+                } catch {
+                    let e = VaultError.from(error)
+                    throw VaultError(e.code, "cannot add \(input.path == "-" ? "standard input" : input.path): \(e.message)",
+                                     hint: e.hint ?? "it was not added", cause: e.cause)
+                }
                 Terminal.out(record.id.hex + "\n")
             }
         }

@@ -47,8 +47,9 @@ final class Sandbox {
     /// - Parameter measured: run under GNU time, which reports the peak RSS of vault alone. (A
     ///   process started from this one by posix_spawn inherits this process's high-water mark
     ///   at exec, so wait4's figure would be ours; time forks from a 2 MB process instead.)
+    /// - Parameter fileSizeLimitKiB: run under `ulimit -f` (in KiB).
     func spawn(_ args: [String], env extra: [String: String?] = [:], stdin: [UInt8] = [], stdinPath: String? = nil,
-               measured: Bool = false) -> pid_t {
+               measured: Bool = false, fileSizeLimitKiB: Int? = nil) -> pid_t {
         let inPath = stdinPath ?? path(".stdin-\(UUID().uuidString)")
         if stdinPath == nil { write(String(inPath.split(separator: "/").last!), stdin) }
         lastOut = path(".stdout-\(UUID().uuidString)")
@@ -70,16 +71,20 @@ final class Sandbox {
         lastRSS = measured ? path(".rss-\(UUID().uuidString)") : nil
         let timePrefix = lastRSS.map { ["/usr/bin/time", "-q", "-f", "%M", "-o", $0] } ?? []
         if measured { precondition(FileManager.default.isExecutableFile(atPath: "/usr/bin/time"), "GNU time is needed: apt-get install time") }
-        let argv = (timePrefix + ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", dir, Self.binary] + args).map { strdup($0) } + [nil]
+        let limit = fileSizeLimitKiB.map { "ulimit -f \($0) && " } ?? ""
+        let argv = (timePrefix + ["/bin/sh", "-c", "cd \"$0\" && \(limit)exec \"$@\"", dir, Self.binary] + args).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, measured ? "/usr/bin/time" : "/bin/sh", &actions, &attributes, argv, envp)
         precondition(rc == 0, "cannot start \(Self.binary): \(rc)")
+        outputs[pid] = (lastOut, lastErr, lastRSS)
         return pid
     }
 
     private var lastOut = "", lastErr = "", lastRSS: String?
+    /// Output files of each running child, so several can run at once.
+    private var outputs: [pid_t: (out: String, err: String, rss: String?)] = [:]
 
     /// Children start with no blocked signals and default handlers: the test runner's worker
     /// threads (libdispatch) block signals, and posix_spawn would pass that mask on.
@@ -98,6 +103,7 @@ final class Sandbox {
         var status: Int32 = 0
         var usage = rusage()
         while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        if let o = outputs.removeValue(forKey: pid) { (lastOut, lastErr, lastRSS) = o }
         let exited = (status & 0x7f) == 0
         let code = exited ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         let out = (try? Data(contentsOf: URL(fileURLWithPath: lastOut))).map(Array.init) ?? []
@@ -120,6 +126,11 @@ final class Sandbox {
 
     func run(_ args: [String], env: [String: String?] = [:], stdin: [UInt8] = []) -> CLIResult {
         wait(spawn(args, env: env, stdin: stdin))
+    }
+
+    /// Runs the binary with a file-size limit (`ulimit -f`, KiB).
+    func run(_ args: [String], fileSizeLimitKiB: Int) -> CLIResult {
+        wait(spawn(args, fileSizeLimitKiB: fileSizeLimitKiB))
     }
 
     /// Runs the binary under GNU time and reports its own peak RSS.
