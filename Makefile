@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN   := .build/debug/vault
 
-.PHONY: all deps build test demo bench fixtures release clean
+.PHONY: all deps build test demo bench fixtures release stress fuzz clean
 
 all: build
 
@@ -28,6 +28,10 @@ bench:
 	@scripts/install-deps.sh age || true
 	@$(MAKE) --no-print-directory release
 	@scripts/bench.sh .build/release/vault
+
+# The long crash-safety run: SIGKILL add/remove/export at 60 random moments, checking invariants.
+stress: build
+	python3 scripts/crash_test.py --vault-bin $(BIN) --runs 60
 
 # Rewrites Fixtures/envelope/*.vector from the committed generator (fixed seed: same bytes).
 fixtures: build

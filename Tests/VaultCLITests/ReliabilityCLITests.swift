@@ -278,3 +278,22 @@ extension Array where Element == UInt8 {
         return false
     }
 }
+
+/// A few runs of the crash-safety script (`make stress` runs 60).
+@Suite struct CrashSafetyTests {
+    @Test func killedAddsRemovesAndExportsLeaveAConsistentVault() throws {
+        let r = Process()
+        r.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        r.arguments = ["python3", Sandbox.repository.appendingPathComponent("scripts/crash_test.py").path,
+                       "--vault-bin", Sandbox.binary, "--runs", "6"]
+        let out = Pipe()
+        r.standardOutput = out
+        r.standardError = out
+        try r.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        r.waitUntilExit()
+        print(text.split(separator: "\n").last ?? "")
+        #expect(r.terminationStatus == 0, "\(text)")
+        #expect(text.contains("6 runs (seed "))
+    }
+}
