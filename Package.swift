@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "VaultCore", targets: ["VaultCore"]),
+        .library(name: "VaultUpload", targets: ["VaultUpload"]),
         .executable(name: "vault", targets: ["vault"]),
     ],
     dependencies: [
@@ -29,6 +30,13 @@ let package = Package(
                 "CVaultSystem",
                 "CBase64",
                 .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .target(
+            name: "VaultUpload",
+            dependencies: [
+                "VaultCore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -38,12 +46,17 @@ let package = Package(
             name: "vault",
             dependencies: [
                 "VaultCore",
+                "VaultUpload",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
             name: "VaultCoreTests",
             dependencies: ["VaultCore"]
+        ),
+        .testTarget(
+            name: "VaultUploadTests",
+            dependencies: ["VaultUpload", "VaultCore"]
         ),
         .testTarget(
             name: "VaultCLITests",

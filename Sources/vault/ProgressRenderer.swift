@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VaultCore
+import VaultUpload
 
 /// `--progress auto|bar|json|none`.
 enum ProgressMode: String, ExpressibleByArgument, CaseIterable {

@@ -77,7 +77,7 @@ public final class PayloadProducer {
     /// The ids of the documents whose entries are complete.
     public private(set) var written: [DocumentID] = []
 
-    init(vault: Vault, records: [DocumentRecord], shape: PayloadShape, progress: ProgressCounter,
+    package init(vault: Vault, records: [DocumentRecord], shape: PayloadShape, progress: ProgressCounter,
          positionBase: Int = 0, onEvent: @escaping (ExportEvent) -> Void) {
         self.vault = vault
         self.records = records
@@ -215,17 +215,17 @@ public final class PayloadProducer {
 }
 
 /// Authenticated plaintext bytes done and the total, shared by the batches of one run.
-final class ProgressCounter: @unchecked Sendable {
+package final class ProgressCounter: @unchecked Sendable {
     // @unchecked: used from the producing thread only.
-    private(set) var done: UInt64 = 0
-    private(set) var total: UInt64
-    let documents: Int
+    package private(set) var done: UInt64 = 0
+    package private(set) var total: UInt64
+    package let documents: Int
 
-    init(total: UInt64, documents: Int) {
+    package init(total: UInt64, documents: Int) {
         self.total = total
         self.documents = documents
     }
 
-    func add(_ n: UInt64) { done += n }
-    func skip(remaining: UInt64) { total -= remaining }
+    package func add(_ n: UInt64) { done += n }
+    package func skip(remaining: UInt64) { total -= remaining }
 }

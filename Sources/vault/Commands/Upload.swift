@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VaultCore
+import VaultUpload
 
 extension VaultCommand {
     /// `vault upload`: stream batch payloads to a server.

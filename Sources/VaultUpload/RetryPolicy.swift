@@ -1,4 +1,5 @@
 import Foundation
+import VaultCore
 
 /// How an upload reacts to each outcome: which answers are retried, how long to wait, and
 /// when to give up. Pure: the caller supplies the randomness and the clock.

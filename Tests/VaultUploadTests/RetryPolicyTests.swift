@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import VaultCore
+import VaultCore
+@testable import VaultUpload
 
 @Suite struct RetryPolicyTests {
     @Test func classification() {
@@ -37,9 +38,9 @@ import Testing
 
     @Test func idempotencyKeysDependOnRunIndexAndDocuments() throws {
         let a = DocumentRecord(id: DocumentID(bytes: [UInt8](repeating: 1, count: 16)),
-                               metadata: DocumentMetadata(name: "a", contentType: "a/b", size: 1, sha256: testBytes(32), addedAtMillis: 0, tags: []))
+                               metadata: DocumentMetadata(name: "a", contentType: "a/b", size: 1, sha256: [UInt8](repeating: 1, count: 32), addedAtMillis: 0, tags: []))
         var b = a
-        b.metadata.sha256 = testBytes(32, seed: 9)
+        b.metadata.sha256 = [UInt8](repeating: 2, count: 32)
         let k = UploadJournal.idempotencyKey(runID: "run", index: 1, records: [a])
         #expect(k.count == 64)
         #expect(k == UploadJournal.idempotencyKey(runID: "run", index: 1, records: [a]))

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import VaultCore
 
 /// The upload journal: what each batch of an upload job has become, kept in the vault
 /// (`uploads/<job>.json`, 0600) so an interrupted upload resumes where it stopped and a

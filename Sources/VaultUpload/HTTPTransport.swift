@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import VaultCore
 import NIOCore
 import NIOHTTP1
 
