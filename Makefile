@@ -33,6 +33,10 @@ bench:
 stress: build
 	python3 scripts/crash_test.py --vault-bin $(BIN) --runs 60
 
+# libFuzzer over the header parser and the reader, seeded with the fixture vectors (FUZZ_SECONDS=120).
+fuzz: deps
+	@scripts/fuzz.sh
+
 # Rewrites Fixtures/envelope/*.vector from the committed generator (fixed seed: same bytes).
 fixtures: build
 	VAULT_REGENERATE_FIXTURES=1 $(SWIFT) test --filter VectorTests
