@@ -199,7 +199,9 @@ public final class Vault: @unchecked Sendable {
             guard let names = try? FileSystem.list(dir) else { continue }
             for name in names where name.hasPrefix(".tmp-") {
                 let path = "\(dir)/\(name)"
-                guard let f = try? FileDescriptor.openOrCreate(path), (try? f.lockExclusive(wait: false)) == true else { continue }
+                // Read-only and never O_CREAT: a temp file another writer has just renamed away
+                // must not be re-created here.
+                guard let f = try? FileDescriptor.openForReading(path), (try? f.lockExclusive(wait: false)) == true else { continue }
                 var st = stat()
                 if fstat(f.fd, &st) == 0, time(nil) - st.st_mtim.tv_sec > 60 { try? FileSystem.remove(path) }
             }
