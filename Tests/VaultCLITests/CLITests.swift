@@ -152,12 +152,7 @@ import Testing
         s.initVault()
         s.write("small.txt", Array("small".utf8))
         #expect(s.run("add", "small.txt").status == 0)
-        let big = s.path("big.bin")
-        let block = [UInt8].random(1 << 20, seed: 5)
-        FileManager.default.createFile(atPath: big, contents: nil)
-        let h = try FileHandle(forWritingTo: URL(fileURLWithPath: big))
-        for _ in 0..<384 { h.write(Data(block)) }
-        try h.close()
+        try s.writeLarge("big.bin", mebibytes: 384, seed: 5)
 
         let pid = s.spawn(["add", "big.bin"])
         var grown = false

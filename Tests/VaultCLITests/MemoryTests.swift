@@ -8,12 +8,8 @@ import Testing
         let s = Sandbox()
         s.initVault()
         s.write("small.bin", .random(1024))
+        try s.writeLarge("big.bin", mebibytes: 1024, seed: 9)
         let big = s.path("big.bin")
-        let block = [UInt8].random(1 << 20, seed: 9)
-        FileManager.default.createFile(atPath: big, contents: nil)
-        let h = try FileHandle(forWritingTo: URL(fileURLWithPath: big))
-        for _ in 0..<1024 { h.write(Data(block)) }
-        try h.close()
 
         let addSmall = s.measure("add", "small.bin")
         let addBig = s.measure("add", "big.bin")
@@ -34,13 +30,9 @@ import Testing
     @Test func exportingAndUploading20x50MiBUseAtMost8MiBMoreThan1x1MiB() throws {
         let s = Sandbox()
         s.initVault()
-        let block = [UInt8].random(1 << 20, seed: 3)
         for i in 0..<21 {
             let path = s.path("d\(i).bin")
-            FileManager.default.createFile(atPath: path, contents: nil)
-            let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-            for _ in 0..<(i == 0 ? 1 : 50) { h.write(Data(block)) }
-            try h.close()
+            try s.writeLarge("d\(i).bin", mebibytes: i == 0 ? 1 : 50, seed: 3)
             #expect(s.run("add", path, "--tag", i == 0 ? "small" : "big").status == 0)
             try FileManager.default.removeItem(atPath: path)
         }

@@ -21,11 +21,7 @@ extension VaultCommand {
         @ParentCommand var root: VaultCommand
         @OptionGroup var progressOptions: ProgressOptions
 
-        @Argument(help: ArgumentHelp("Documents to export (default: all), by id prefix or name.", valueName: "id-or-name"))
-        var documents: [String] = []
-
-        @Option(help: "Only documents with this tag.")
-        var tag: String?
+        @OptionGroup var selection: SelectionOptions
 
         @Option(help: ArgumentHelp("A folder for the batch files, or - for standard output.", valueName: "dir|-"))
         var out: String
@@ -58,17 +54,7 @@ extension VaultCommand {
                 throw VaultError(.usage, "refusing to write the payload to a terminal", hint: "redirect standard output, or use --out DIR")
             }
             let vault = try options.unlock()
-            let all = try vault.records().records
-            var selected = all
-            if !documents.isEmpty {
-                var ids = Set<DocumentID>()
-                for q in documents { ids.insert(try vault.resolve(q, in: all).id) }
-                selected = all.filter { ids.contains($0.id) }
-            }
-            if let tag { selected = selected.filter { $0.metadata.tags.contains(tag) } }
-            if selected.isEmpty {
-                throw VaultError(.notFound, tag != nil ? "no documents have the tag '\(tag!)'" : "there are no documents to export")
-            }
+            let selected = try selection.records(in: vault, verb: "export")
             var exportOptions = ExportOptions()
             exportOptions.limits = BatchLimits(documents: batchSize, bytes: maxBytes?.value)
             exportOptions.shape = shape

@@ -23,11 +23,7 @@ extension VaultCommand {
         @Option(help: "Where to send the batches (http:// or https://).")
         var url: String
 
-        @Argument(help: ArgumentHelp("Documents to upload (default: all), by id prefix or name.", valueName: "id-or-name"))
-        var documents: [String] = []
-
-        @Option(help: "Only documents with this tag.")
-        var tag: String?
+        @OptionGroup var selection: SelectionOptions
 
         @Option(help: "Most documents per payload.")
         var batchSize: Int = 20
@@ -106,17 +102,7 @@ extension VaultCommand {
                 Terminal.warn("sending documents unencrypted over http:// to \(host); use https://")
             }
             let vault = try options.unlock()
-            let all = try vault.records().records
-            var selected = all
-            if !documents.isEmpty {
-                var ids = Set<DocumentID>()
-                for q in documents { ids.insert(try vault.resolve(q, in: all).id) }
-                selected = all.filter { ids.contains($0.id) }
-            }
-            if let tag { selected = selected.filter { $0.metadata.tags.contains(tag) } }
-            if selected.isEmpty {
-                throw VaultError(.notFound, tag != nil ? "no documents have the tag '\(tag!)'" : "there are no documents to upload")
-            }
+            let selected = try selection.records(in: vault, verb: "upload")
             var target = UploadTarget(url: url, method: method.uppercased(), authorization: authorization, idleTimeout: timeout)
             target.headers = headers.map { h in
                 let p = h.split(separator: ":", maxSplits: 1)

@@ -33,6 +33,15 @@ final class Sandbox {
         FileManager.default.createFile(atPath: path(name), contents: Data(bytes))
     }
 
+    /// Writes `count` MiB of pseudo-random data (one repeated random MiB) without holding it in memory.
+    func writeLarge(_ name: String, mebibytes count: Int, seed: UInt64) throws {
+        let block = Data([UInt8].random(1 << 20, seed: seed))
+        FileManager.default.createFile(atPath: path(name), contents: nil)
+        let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path(name)))
+        for _ in 0..<count { h.write(block) }
+        try h.close()
+    }
+
     static var binary: String {
         if let b = ProcessInfo.processInfo.environment["VAULT_BIN"] { return b }
         let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
