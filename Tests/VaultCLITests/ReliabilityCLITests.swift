@@ -297,3 +297,39 @@ extension Array where Element == UInt8 {
         #expect(text.contains("6 runs (seed "))
     }
 }
+
+/// The no-echo terminal prompt (`script` provides the terminal).
+@Suite struct PasswordPromptTests {
+    static func initOnTTY(_ s: Sandbox, vault: String, answers: [String]) -> String {
+        let r = Process()
+        r.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        r.arguments = ["-qec", "\(Sandbox.binary) init --kdf interactive; echo \"[exit $?]\"", "/dev/null"]
+        var env = s.env
+        env["VAULT_PASSWORD"] = nil
+        env["VAULT_DIR"] = vault
+        r.environment = env
+        let input = Pipe(), output = Pipe()
+        r.standardInput = input
+        r.standardOutput = output
+        try? r.run()
+        for a in answers {
+            usleep(400_000)
+            input.fileHandleForWriting.write(Data((a + "\n").utf8))
+        }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        r.waitUntilExit()
+        return text.replacingOccurrences(of: "\r", with: "")
+    }
+
+    @Test func initAsksTwiceWithoutEcho() {
+        let s = Sandbox()
+        let ok = Self.initOnTTY(s, vault: s.path("v1"), answers: ["tty secret", "tty secret"])
+        #expect(ok.hasPrefix("Vault password: \nRepeat password: \nvault: created \(s.path("v1"))"), "\(ok)")
+        #expect(ok.hasSuffix("[exit 0]\n"))
+        #expect(!ok.contains("tty secret"), "the password is not echoed")
+        #expect(s.run(["list", "--vault", s.path("v1")], env: ["VAULT_PASSWORD": "tty secret"]).status == 0)
+        let mismatch = Self.initOnTTY(s, vault: s.path("v2"), answers: ["tty secret", "something else"])
+        #expect(mismatch.contains("vault: the passwords do not match\n[exit 64]"), "\(mismatch)")
+        #expect(!FileManager.default.fileExists(atPath: s.path("v2/vault.json")))
+    }
+}
