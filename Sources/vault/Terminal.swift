@@ -9,29 +9,20 @@ import Glibc
 enum Terminal {
     static func isTTY(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 
-    /// Writes raw bytes to a descriptor (stdout), all of them.
-    static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {
-        var done = 0
-        while done < bytes.count {
-            let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw VaultError.posixWrite(fd == 1 ? "standard output" : "descriptor \(fd)")
-            }
-            done += n
-        }
-    }
+    /// Standard output and error, written through the same retrying writer as files.
+    static let stdout = FileDescriptor.standard(1, name: "standard output")
+    static let stderr = FileDescriptor.standard(2, name: "standard error")
 
     /// Prints text to stdout.
     static func out(_ text: String) {
         var t = text
-        t.withUTF8 { try? write(1, UnsafeRawBufferPointer($0)) }
+        t.withUTF8 { try? stdout.write(UnsafeRawBufferPointer($0)) }
     }
 
     /// Prints a line to stderr.
     static func err(_ line: String) {
         var t = line + "\n"
-        t.withUTF8 { try? write(2, UnsafeRawBufferPointer($0)) }
+        t.withUTF8 { try? stderr.write(UnsafeRawBufferPointer($0)) }
     }
 
     /// Prints an error as `vault: message` and, if there is one, `vault: hint: ...`.
@@ -68,13 +59,5 @@ enum Terminal {
         var unit = 0
         while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
         return String(format: value < 10 ? "%.1f %@" : "%.0f %@", value, units[unit])
-    }
-}
-
-extension VaultError {
-    static func posixWrite(_ what: String) -> VaultError {
-        let e = errno
-        if e == ENOSPC { return VaultError(.io, "cannot write to \(what): no space left on device") }
-        return VaultError(.io, "cannot write to \(what): \(String(cString: strerror(e)))")
     }
 }

@@ -26,14 +26,7 @@ extension VaultCommand {
         @Option(help: ArgumentHelp("A folder for the batch files, or - for standard output.", valueName: "dir|-"))
         var out: String
 
-        @Option(help: "Most documents per payload.")
-        var batchSize: Int = 20
-
-        @Option(help: ArgumentHelp("Most bytes per payload; K, M and G suffixes are powers of 1024.", valueName: "n"))
-        var maxBytes: ByteCount?
-
-        @Option(help: "objects: {\"Id\",\"Name\",\"ContentType\",\"Size\",\"SHA256\",\"Data\"} per document; strings: bare base64 strings.")
-        var shape: PayloadShape = .objects
+        @OptionGroup var batching: BatchOptions
 
         @Flag(help: "Cut documents that fail authentication out of their payload and go on (exit code 2).")
         var skipBad = false
@@ -42,7 +35,6 @@ extension VaultCommand {
         var force = false
 
         func validate() throws {
-            if batchSize < 1 { throw ValidationError("--batch-size must be at least 1.") }
             if out.isEmpty { throw ValidationError("--out needs a folder or -.") }
         }
 
@@ -56,8 +48,8 @@ extension VaultCommand {
             let vault = try options.unlock()
             let selected = try selection.records(in: vault, verb: "export")
             var exportOptions = ExportOptions()
-            exportOptions.limits = BatchLimits(documents: batchSize, bytes: maxBytes?.value)
-            exportOptions.shape = shape
+            exportOptions.limits = batching.limits
+            exportOptions.shape = batching.shape
             exportOptions.skipBad = skipBad
             exportOptions.force = force
             let renderer = ProgressRenderer(mode: progressOptions.resolved)

@@ -48,7 +48,7 @@ extension VaultCommand {
                     throw VaultError(.usage, "refusing to write \(reader.metadata.contentType) data to a terminal",
                                      hint: "use -o FILE, or redirect standard output")
                 }
-                while let batch = try reader.next() { try Terminal.write(1, batch) }
+                while let batch = try reader.next() { try Terminal.stdout.write(batch) }
                 return
             }
             try Self.writeFile(reader, to: output!, force: force)

@@ -25,14 +25,7 @@ extension VaultCommand {
 
         @OptionGroup var selection: SelectionOptions
 
-        @Option(help: "Most documents per payload.")
-        var batchSize: Int = 20
-
-        @Option(help: ArgumentHelp("Most bytes per payload; K, M and G suffixes are powers of 1024.", valueName: "n"))
-        var maxBytes: ByteCount?
-
-        @Option(help: "objects or strings, as for export.")
-        var shape: PayloadShape = .objects
+        @OptionGroup var batching: BatchOptions
 
         @Option(help: "HTTP method: POST or PUT.")
         var method: String = "POST"
@@ -58,7 +51,6 @@ extension VaultCommand {
         static let reserved = ["authorization", "content-length", "content-type", "idempotency-key", "x-vault-batch", "host", "transfer-encoding"]
 
         func validate() throws {
-            if batchSize < 1 { throw ValidationError("--batch-size must be at least 1.") }
             if retries < 0 { throw ValidationError("--retries cannot be negative.") }
             if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds.") }
             if !["POST", "PUT"].contains(method.uppercased()) { throw ValidationError("--method must be POST or PUT.") }
@@ -109,8 +101,8 @@ extension VaultCommand {
                 return (p[0].trimmingCharacters(in: .whitespaces), p[1].trimmingCharacters(in: .whitespaces))
             }
             var uploadOptions = UploadOptions(target: target)
-            uploadOptions.limits = BatchLimits(documents: batchSize, bytes: maxBytes?.value)
-            uploadOptions.shape = shape
+            uploadOptions.limits = batching.limits
+            uploadOptions.shape = batching.shape
             uploadOptions.skipBad = skipBad
             uploadOptions.policy = RetryPolicy(retries: retries)
             uploadOptions.newRun = newRun
