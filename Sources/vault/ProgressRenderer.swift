@@ -111,7 +111,7 @@ final class ProgressRenderer: @unchecked Sendable {
     private func bar(_ event: ExportEvent) {
         switch event {
         case .started(_, _, _, let plain, _): total = plain; return
-        case .batchStarted(let i, let n, _, _): batch = (i, n)
+        case .batchStarted(let i, let n, _, _): batch = (i, n); return
         case .documentStarted(_, let name, _, let pos, let of): document = (pos, of, name)
         case .progress(let d, let t): done = d; total = t
         case .documentSkipped(let id, let name, let e):
