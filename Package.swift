@@ -52,7 +52,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultCoreTests",
-            dependencies: ["VaultCore"]
+            dependencies: ["VaultCore", "CBase64"]
         ),
         .testTarget(
             name: "VaultUploadTests",

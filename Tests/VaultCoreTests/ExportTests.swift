@@ -1,3 +1,4 @@
+import CBase64
 import Crypto
 import Foundation
 import Testing
@@ -30,6 +31,36 @@ import Testing
         let n = out.withUnsafeMutableBytes { o in input.withUnsafeBytes { Base64.encode($0, into: o) } }
         #expect(n == out.count)
         #expect(out == Array(Data(input).base64EncodedData()))
+    }
+
+    /// Both code paths of the C encoder, at every length up to 200 (all tails of the 24-byte
+    /// AVX2 step and the 6-byte scalar step) and a few larger ones, equal Foundation.
+    @Test func bothCodePathsMatchFoundation() throws {
+        typealias Encode = (UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UInt8>?) -> Int
+        var paths: [(String, Encode)] = [("scalar", vault_base64_encode_scalar)]
+        if vault_base64_has_avx2() != 0 { paths.append(("avx2", vault_base64_encode_avx2)) }
+        let input = testBytes(70_001, seed: 5)
+        for length in Array(0...200) + [1023, 1024, 65_536, 70_001] {
+            let slice = Array(input[0..<length])
+            let expected = Array(Data(slice).base64EncodedData())
+            for (name, encode) in paths {
+                // One spare byte past the end, which must stay untouched.
+                var out = [UInt8](repeating: 0xA5, count: expected.count + 1)
+                let n = out.withUnsafeMutableBufferPointer { o in
+                    slice.withUnsafeBufferPointer { encode($0.baseAddress, length, o.baseAddress) }
+                }
+                #expect(n == expected.count, "\(name) at length \(length)")
+                #expect(Array(out[0..<expected.count]) == expected, "\(name) at length \(length)")
+                #expect(out.last == 0xA5, "\(name) wrote past the end at length \(length)")
+            }
+        }
+        // A patterned input through a whole number of steps.
+        let all: [UInt8] = (0..<240).map { i -> UInt8 in UInt8(truncatingIfNeeded: i * 37 + 11) }
+        for (name, encode) in paths {
+            var out = [UInt8](repeating: 0, count: all.count / 3 * 4)
+            _ = out.withUnsafeMutableBufferPointer { o in all.withUnsafeBufferPointer { encode($0.baseAddress, all.count, o.baseAddress) } }
+            #expect(out == Array(Data(all).base64EncodedData()), "\(name)")
+        }
     }
 
     @Test func manySmallPiecesEqualOneShot() {
