@@ -190,7 +190,8 @@ public final class Uploader: @unchecked Sendable {
             onEvent(.attempt(batch: i + 1, of: n, attempt: attempt, documents: docs.count, payloadBytes: batch.bytes))
             let progress = ProgressCounter(total: docs.reduce(0) { $0 + $1.metadata.size }, documents: docs.count)
             let events = onEvent
-            let producer = PayloadProducer(vault: vault, records: docs, shape: options.shape, progress: progress) { events(.document($0)) }
+            let producer = PayloadProducer(vault: vault, records: docs, shape: options.shape, progress: progress,
+                                           threads: Parallelism.besideOneStage) { events(.document($0)) }
             let body = PayloadBody(producer: producer, length: batch.bytes) { sent in events(.sent(done: before + sent, total: total)) }
             var headers: [(String, String)] = [
                 ("Content-Type", "application/json"),

@@ -13,4 +13,8 @@ int vault_start_writeback(int fd, int64_t offset, int64_t length);
    pages stay bounded (WAIT_BEFORE | WRITE | WAIT_AFTER). */
 int vault_wait_writeback(int fd, int64_t offset, int64_t length);
 
+/* Allocates disk space for bytes [0, length) without changing the file size
+   (fallocate FALLOC_FL_KEEP_SIZE). Fails with EOPNOTSUPP where that is not supported. */
+int vault_reserve(int fd, int64_t length);
+
 #endif

@@ -7,12 +7,13 @@ import Foundation
 /// on every core at once.
 final class ChunkCipher: Sendable {
     private let key: SecretBytes
-    /// How many threads a batch uses: one per core.
-    static let workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// How many threads a batch uses.
+    let threads: Int
 
-    init(payloadKey: SecretBytes) {
+    init(payloadKey: SecretBytes, threads: Int = Parallelism.allCores) {
         precondition(payloadKey.count == EnvelopeFormat.keySize, "internal error: payload key size")
         key = payloadKey
+        self.threads = max(1, threads)
     }
 
     /// The 24-byte nonce of chunk `index`.
@@ -48,7 +49,7 @@ final class ChunkCipher: Sendable {
                    into sealed: UnsafeMutableRawBufferPointer) -> Int {
         let cs = EnvelopeFormat.chunkSize, ss = EnvelopeFormat.sealedChunkSize
         let count = max(1, (plain.count + cs - 1) / cs)
-        Self.forEachShare(count) { i in
+        forEachShare(count) { i in
             let start = i * cs, end = min(start + cs, plain.count)
             let p = UnsafeRawBufferPointer(rebasing: plain[start..<end])
             let o = UnsafeMutableRawBufferPointer(rebasing: sealed[i * ss..<(i * ss + p.count + EnvelopeFormat.tagSize)])
@@ -64,7 +65,7 @@ final class ChunkCipher: Sendable {
         let cs = EnvelopeFormat.chunkSize, ss = EnvelopeFormat.sealedChunkSize
         let count = (sealed.count + ss - 1) / ss
         let failures = FailureSet()
-        Self.forEachShare(count) { i in
+        forEachShare(count) { i in
             let start = i * ss, end = min(start + ss, sealed.count)
             let s = UnsafeRawBufferPointer(rebasing: sealed[start..<end])
             let o = UnsafeMutableRawBufferPointer(rebasing: plain[i * cs..<(i * cs + s.count - EnvelopeFormat.tagSize)])
@@ -73,9 +74,9 @@ final class ChunkCipher: Sendable {
         return failures.first
     }
 
-    /// Runs `body(i)` for `0..<count`, split into one contiguous share per core.
-    private static func forEachShare(_ count: Int, _ body: (Int) -> Void) {
-        let shares = min(workers, count)
+    /// Runs `body(i)` for `0..<count`, split into one contiguous share per thread.
+    private func forEachShare(_ count: Int, _ body: (Int) -> Void) {
+        let shares = min(threads, count)
         if shares <= 1 {
             for i in 0..<count { body(i) }
             return

@@ -21,7 +21,9 @@ public final class EnvelopeReader {
     ///   - expectedID: when given, the envelope must hold this document (the store passes the
     ///     id from the object's file name, so swapped files are caught).
     ///   - verifyDigest: also hash the plaintext and compare it with the recorded SHA-256 at the end.
-    public init(input: any EnvelopeInput, keyring: Keyring, expectedID: DocumentID? = nil, verifyDigest: Bool = false) throws {
+    ///   - threads: how many threads open each batch of chunks (default: one per core).
+    public init(input: any EnvelopeInput, keyring: Keyring, expectedID: DocumentID? = nil, verifyDigest: Bool = false,
+                threads: Int? = nil) throws {
         header = try Self.readHeader(input)
         let kek = try keyring.kek(for: header)
         guard let documentKey = try XChaCha20Poly1305.openKey(header.wrappedKey, ad: header.keyWrapAD,
@@ -52,7 +54,7 @@ public final class EnvelopeReader {
         }
         let payloadKey = try SubkeyDerivation.derive(from: documentKey, id: EnvelopeFormat.payloadSubkeyID,
                                                      context: EnvelopeFormat.subkeyContext)
-        stream = StreamReader(cipher: ChunkCipher(payloadKey: payloadKey)) { buffer in try input.read(into: buffer) }
+        stream = StreamReader(cipher: ChunkCipher(payloadKey: payloadKey, threads: threads ?? Parallelism.allCores)) { buffer in try input.read(into: buffer) }
         hasher = verifyDigest ? SHA256() : nil
     }
 

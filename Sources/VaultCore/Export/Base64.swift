@@ -10,14 +10,16 @@ public enum Base64 {
     public static func encodedLength(_ count: UInt64) -> UInt64 { (count + 2) / 3 * 4 }
 
     /// Encodes `input` into `output` (at least ``encodedLength(_:)`` bytes); returns the bytes written.
-    /// Large inputs are split at multiples of 3 bytes and encoded on every core.
+    /// Large inputs are split at multiples of 3 bytes and encoded on `threads` threads (default:
+    /// one per core).
     @discardableResult
-    public static func encode(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
+    public static func encode(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
+                              threads: Int = Parallelism.allCores) -> Int {
         let n = input.count
         precondition(UInt64(output.count) >= encodedLength(UInt64(n)), "internal error: base64 output too small")
         guard n > 0 else { return 0 }
         let whole = n / 3 * 3
-        let shares = n >= 256 << 10 ? ChunkCipher.workers : 1
+        let shares = n >= 256 << 10 ? max(1, threads) : 1
         if shares > 1 && whole > 0 {
             let groups = whole / 3
             let i = UncheckedSendable((input, output))
@@ -43,9 +45,10 @@ public enum Base64 {
 public struct Base64StreamEncoder {
     private var carry: (UInt8, UInt8) = (0, 0)
     private var carried = 0
+    private let threads: Int
 
-    /// A fresh encoder.
-    public init() {}
+    /// A fresh encoder that splits large pieces over `threads` threads (default: one per core).
+    public init(threads: Int = Parallelism.allCores) { self.threads = threads }
 
     /// Most bytes ``encode(_:into:)`` can write for `count` more input bytes.
     public static func maxOutput(for count: Int) -> Int { (count + 2) / 3 * 4 + 4 }
@@ -67,7 +70,7 @@ public struct Base64StreamEncoder {
         }
         let whole = rest.count / 3 * 3
         written += Base64.encode(UnsafeRawBufferPointer(rebasing: rest[0..<whole]),
-                                 into: UnsafeMutableRawBufferPointer(rebasing: output[written...]))
+                                 into: UnsafeMutableRawBufferPointer(rebasing: output[written...]), threads: threads)
         for b in rest[whole...] { if carried == 0 { carry.0 = b } else { carry.1 = b }; carried += 1 }
         return written
     }

@@ -148,9 +148,18 @@ public final class Exporter {
         let file = try FileDescriptor.createExclusive(temp)
         var done = false
         defer { if !done { try? FileSystem.remove(temp) } }
+        do {
+            try file.reserve(batch.length)
+        } catch let e as VaultError where [ENOSPC, EDQUOT].contains((e.cause as? POSIXErrorCode)?.value ?? 0) {
+            // A full disk is found before any decryption, with what the batch needs.
+            let mib = (Double(batch.length) / 1_048_576 * 10).rounded(.up) / 10
+            throw VaultError(.io, "no room for \(batch.fileName) in \(directory): it needs \(mib) MiB (no space left on device)",
+                             hint: "free some space and run the command again; completed batches and the manifest stay", cause: e.cause)
+        }
         let sink = HashingFileSink(file: file)
         let producer = PayloadProducer(vault: vault, records: batch.records, shape: options.shape, progress: progress,
-                                       positionBase: batches[..<(batch.index - 1)].reduce(0) { $0 + $1.records.count }, onEvent: onEvent)
+                                       positionBase: batches[..<(batch.index - 1)].reduce(0) { $0 + $1.records.count },
+                                       threads: Parallelism.besideOneStage, onEvent: onEvent)
         var skipped: [ManifestSkip] = []
         while true {
             do {

@@ -48,6 +48,7 @@ public final class PayloadProducer {
     private let onEvent: (ExportEvent) -> Void
     private let progress: ProgressCounter
     private let positionBase: Int
+    private let threads: Int
 
     private let buffers: [UnsafeMutableRawBufferPointer]
     private let free: [DispatchSemaphore]
@@ -77,13 +78,17 @@ public final class PayloadProducer {
     /// The ids of the documents whose entries are complete.
     public private(set) var written: [DocumentID] = []
 
+    /// - Parameter threads: how many threads decrypt and encode each batch. Give fewer than
+    ///   ``Parallelism/allCores`` when the consumer has heavy work of its own (hashing, a network
+    ///   stack): see ``Parallelism/besideOneStage``.
     package init(vault: Vault, records: [DocumentRecord], shape: PayloadShape, progress: ProgressCounter,
-         positionBase: Int = 0, onEvent: @escaping (ExportEvent) -> Void) {
+         positionBase: Int = 0, threads: Int = Parallelism.allCores, onEvent: @escaping (ExportEvent) -> Void) {
         self.vault = vault
         self.records = records
         self.shape = shape
         self.progress = progress
         self.positionBase = positionBase
+        self.threads = threads
         self.onEvent = onEvent
         buffers = (0..<Self.ringDepth).map { _ in .allocate(byteCount: Self.blockSize, alignment: 64) }
         free = (0..<Self.ringDepth).map { _ in DispatchSemaphore(value: 1) }
@@ -128,7 +133,7 @@ public final class PayloadProducer {
         progress.skip(remaining: record.metadata.size - verifiedOfDocument)
         onEvent(.progress(done: progress.done, total: progress.total))
         reader = nil
-        encoder = Base64StreamEncoder()
+        encoder = Base64StreamEncoder(threads: threads)
         pending = []
         pendingAt = 0
         emitted = startOffset
@@ -198,7 +203,7 @@ public final class PayloadProducer {
         onEvent(.documentStarted(id: record.id, name: record.metadata.name, size: record.metadata.size,
                                  position: positionBase + documentIndex + 1, of: progress.documents))
         do {
-            let r = try vault.open(record.id)
+            let r = try vault.open(record.id, threads: threads)
             guard r.metadata == record.metadata else {
                 throw VaultError(.vaultDamaged, "document \(record.id): its envelope disagrees with the index",
                                  hint: "run 'vault verify' to rebuild the index")
@@ -208,7 +213,7 @@ public final class PayloadProducer {
             lastError = VaultError.from(error)
             throw DocumentFailure(record: record, error: lastError!, startOffset: entryStart)
         }
-        encoder = Base64StreamEncoder()
+        encoder = Base64StreamEncoder(threads: threads)
         pending = (entriesWritten > 0 ? [PayloadFraming.separator] : []) + PayloadEntry(record, shape: shape).prefix
         pendingAt = 0
     }

@@ -1,3 +1,4 @@
+import CVaultSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -128,6 +129,21 @@ public final class FileDescriptor: @unchecked Sendable {
     /// Moves the file position.
     public func seek(to offset: UInt64) throws {
         guard lseek(fd, off_t(offset), SEEK_SET) >= 0 else { throw VaultError.posix("cannot seek in", path) }
+    }
+
+    /// Reserves disk space for `length` bytes without changing the file's size, so a full disk
+    /// is reported before any work and the file system allocates the extents once (on ext4
+    /// that also skips delayed-allocation bookkeeping on every write). File systems that cannot
+    /// reserve space are left to allocate as they write.
+    public func reserve(_ length: UInt64) throws {
+        guard length > 0 else { return }
+        while vault_reserve(fd, Int64(length)) != 0 {
+            switch errno {
+            case EINTR: continue
+            case EOPNOTSUPP, ENOSYS, EINVAL: return
+            default: throw VaultError.posix("cannot reserve \(length) bytes for", path)
+            }
+        }
     }
 
     /// Cuts the file to `size` bytes.
