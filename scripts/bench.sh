@@ -83,6 +83,7 @@ for mib in 10 50; do
     bytes=$((20 * (mib << 20)))
     AFTER_EACH='rm -rf "$work/out"' r=$(median_of "$vault" export --out "$work/out" --progress none)
     row "vault export 20 x $mib MiB (objects)" $bytes "$r"
+    export_s=${r% *}
     AFTER_EACH='rm -rf "$work/out"' r=$(median_of "$vault" export --out "$work/out" --progress none --shape strings)
     row "vault export 20 x $mib MiB (strings)" $bytes "$r"
     r=$(median_of "$vault" upload --url "$upload_url" --new-run --progress none)
@@ -98,6 +99,11 @@ set -e
 PIPE
         AFTER_EACH='rm -f "$work/pipeline.json"' r=$(median_of sh "$work/pipeline.sh")
         row "age -d | base64 -w0 pipeline, 20 x $mib MiB" $bytes "$r"
+        # The issue's target: 3x the pipeline, whose anchor in research/perf-anchors.md is 214 MB/s.
+        awk -v b="$bytes" -v e="$export_s" -v p="${r% *}" 'BEGIN {
+            v = b / e / 1e6
+            printf "  -> vault export is %.1fx the pipeline in this run, %.1fx its 214 MB/s anchor (target 3x = 642 MB/s: %s)\n",
+                   p / e, v / 214, (v >= 642 ? "met" : "not met") }'
     fi
     rm -rf "$docs" "$VAULT_DIR"
 done
