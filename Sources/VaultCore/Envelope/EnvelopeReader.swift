@@ -23,7 +23,7 @@ public final class EnvelopeReader {
     ///   - verifyDigest: also hash the plaintext and compare it with the recorded SHA-256 at the end.
     ///   - threads: how many threads open each batch of chunks (default: one per core).
     public init(input: any EnvelopeInput, keyring: Keyring, expectedID: DocumentID? = nil, verifyDigest: Bool = false,
-                threads: Int? = nil) throws {
+                threads: Int = Parallelism.allCores) throws {
         header = try Self.readHeader(input)
         let kek = try keyring.kek(for: header)
         guard let documentKey = try XChaCha20Poly1305.openKey(header.wrappedKey, ad: header.keyWrapAD,
@@ -54,7 +54,7 @@ public final class EnvelopeReader {
         }
         let payloadKey = try SubkeyDerivation.derive(from: documentKey, id: EnvelopeFormat.payloadSubkeyID,
                                                      context: EnvelopeFormat.subkeyContext)
-        stream = StreamReader(cipher: ChunkCipher(payloadKey: payloadKey, threads: threads ?? Parallelism.allCores)) { buffer in try input.read(into: buffer) }
+        stream = StreamReader(cipher: ChunkCipher(payloadKey: payloadKey, threads: threads)) { buffer in try input.read(into: buffer) }
         hasher = verifyDigest ? SHA256() : nil
     }
 

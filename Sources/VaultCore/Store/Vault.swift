@@ -114,7 +114,7 @@ public final class Vault: @unchecked Sendable {
     /// Opens a document's envelope for reading (header checked and authenticated). Errors,
     /// now and from the reader later, name the document. `threads` is how many threads open
     /// each batch of chunks (default: one per core).
-    public func open(_ id: DocumentID, verifyDigest: Bool = false, threads: Int? = nil) throws -> EnvelopeReader {
+    public func open(_ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores) throws -> EnvelopeReader {
         do {
             let reader = try openEnvelope(id, verifyDigest: verifyDigest, threads: threads)
             reader.context = "document \(id)"
@@ -125,7 +125,7 @@ public final class Vault: @unchecked Sendable {
     }
 
     /// Opens an envelope; errors do not name the document (for callers that report ids themselves).
-    func openEnvelope(_ id: DocumentID, verifyDigest: Bool = false, threads: Int? = nil) throws -> EnvelopeReader {
+    func openEnvelope(_ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores) throws -> EnvelopeReader {
         let file: FileDescriptor
         do {
             file = try FileDescriptor.openForReading(store.objectPath(id))
