@@ -100,10 +100,12 @@ PIPE
         AFTER_EACH='rm -f "$work/pipeline.json"' r=$(median_of sh "$work/pipeline.sh")
         row "age -d | base64 -w0 pipeline, 20 x $mib MiB" $bytes "$r"
         # The issue's target: 3x the pipeline, whose anchor in research/perf-anchors.md is 214 MB/s.
-        awk -v b="$bytes" -v e="$export_s" -v p="${r% *}" 'BEGIN {
+        # The target is set on 20 x 50 MiB; for 20 x 10 MiB the ratios are printed alone.
+        awk -v b="$bytes" -v e="$export_s" -v p="${r% *}" -v mib="$mib" 'BEGIN {
             v = b / e / 1e6
-            printf "  -> vault export is %.1fx the pipeline in this run, %.1fx its 214 MB/s anchor (target 3x = 642 MB/s: %s)\n",
-                   p / e, v / 214, (v >= 642 ? "met" : "not met") }'
+            printf "  -> vault export is %.1fx the pipeline in this run, %.1fx its 214 MB/s anchor", p / e, v / 214
+            if (mib == 50) printf " (target on 20 x 50 MiB: 3x = 642 MB/s, %s)", (v >= 642 ? "met" : "not met")
+            printf "\n" }'
     fi
     rm -rf "$docs" "$VAULT_DIR"
 done
