@@ -71,6 +71,16 @@ receiver_pid=$!
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.05; done
 upload_url="http://127.0.0.1:$(cat "$work/port")/batches"
 
+# --- the export's base64 encoder alone (issue: >= 1 GB/s, not sodium_bin2base64) ---------------
+echo
+root="$(cd "$(dirname "$0")/.." && pwd)"
+if ${CC:-cc} -O2 -o "$work/base64_bench" "$root/scripts/base64_bench.c" "$root/Sources/CBase64/vault_base64.c" \
+        -I "$root/Sources/CBase64/include" -lsodium 2>/dev/null; then
+    "$work/base64_bench"
+else
+    echo "(no C compiler with libsodium headers: base64 figures skipped)"
+fi
+
 # --- export: 20 documents, decrypt + base64 + canonical JSON to a file ---------------------------
 echo
 printf '%-44s %10s %14s %12s\n' "export, 20 documents" "time" "throughput" "peak RSS"
