@@ -2,7 +2,11 @@
 SWIFT ?= swift
 BIN   := .build/debug/vault
 
-.PHONY: all deps build test demo bench fixtures release stress fuzz clean
+.PHONY: all deps build test demo bench fixtures release stress fuzz man man-check clean
+
+# The manual page's date: the one in docs/vault.1 (change it with the page).
+MAN_DATE ?= 2026-11-22
+MAN_OUT  := .build/plugins/GenerateManual/outputs/vault/vault.1
 
 all: build
 
@@ -15,9 +19,22 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-# Builds, then runs every test: unit, vectors, CLI tests on the built binary, peak-memory tests.
-test: build
+# Builds, then runs every test: unit, vectors, CLI tests on the built binary, peak-memory tests,
+# and checks that docs/vault.1 is what the commands generate.
+test: build man-check
 	$(SWIFT) test
+
+# docs/vault.1 from the command definitions (swift-argument-parser's generate-manual plugin).
+man: deps
+	$(SWIFT) package generate-manual --configuration debug --date $(MAN_DATE)
+	cp $(MAN_OUT) docs/vault.1
+
+# Fails when docs/vault.1 is out of date.
+man-check: deps
+	@$(SWIFT) package generate-manual --configuration debug --date $(MAN_DATE) > /dev/null
+	@diff -u docs/vault.1 $(MAN_OUT) > /dev/null || { diff -u docs/vault.1 $(MAN_OUT) | head -20; \
+		echo "vault: docs/vault.1 is out of date" >&2; echo "vault: hint: run 'make man' and commit docs/vault.1" >&2; exit 1; }
+	@echo "docs/vault.1 is current"
 
 # The main job on sample documents, in a throwaway vault.
 demo: build

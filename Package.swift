@@ -60,7 +60,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultCLITests",
-            dependencies: ["vault"]
+            dependencies: ["vault", .product(name: "Crypto", package: "swift-crypto")]
         ),
     ]
 )

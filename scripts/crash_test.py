@@ -70,7 +70,7 @@ def main():
             op = rng.choice(["add", "remove", "export"]) if before else "add"
             out = os.path.join(work, f"export-{n}")
             if op == "add":
-                cmd, delay = ["add", big, "--name", f"big {n}"], rng.uniform(0, 0.8)
+                cmd, delay = ["add", big, "--name", f"big {n}", "--allow-duplicate"], rng.uniform(0, 0.8)
             elif op == "remove":
                 victim = rng.choice(sorted(before))
                 cmd, delay = ["remove", victim], rng.uniform(0, 0.25)

@@ -31,3 +31,44 @@ int vault_reserve(int fd, int64_t length) {
     return -1;
 #endif
 }
+
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+static volatile int vault_interrupt_fd = -1;
+
+/* Async-signal-safe: writes the signal number to the pipe the watcher thread reads. */
+static void vault_on_signal(int sig) {
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    if (vault_interrupt_fd >= 0) { ssize_t r = write(vault_interrupt_fd, &b, 1); (void)r; }
+    errno = saved;
+}
+
+int vault_install_interrupt_handlers(int write_fd) {
+    vault_interrupt_fd = write_fd;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = vault_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    int signals[] = {SIGINT, SIGTERM, SIGHUP};
+    for (unsigned i = 0; i < sizeof signals / sizeof signals[0]; i++) {
+        if (sigaction(signals[i], &sa, NULL) != 0) return -1;
+    }
+    return 0;
+}
+
+int vault_disable_core_dumps(void) {
+    struct rlimit none = {0, 0};
+    if (setrlimit(RLIMIT_CORE, &none) != 0) return -1;
+#ifdef __linux__
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return -1;
+#endif
+    return 0;
+}

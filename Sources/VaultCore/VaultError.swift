@@ -37,6 +37,10 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         public static let ambiguous = Code(rawValue: "ambiguous")
         /// The target already exists and would be overwritten.
         public static let alreadyExists = Code(rawValue: "already-exists")
+        /// A document with the same contents (SHA-256) is already in the vault.
+        public static let duplicate = Code(rawValue: "duplicate")
+        /// A stream (standard output) can take one batch, and the selection needs several.
+        public static let singleBatchNeeded = Code(rawValue: "single-batch-needed")
         /// The request is invalid (bad option value, missing password, empty name, ...).
         public static let usage = Code(rawValue: "usage")
         /// The operating system refused an operation (permissions, disk full, ...).

@@ -14,7 +14,7 @@ public struct UploadTarget: Sendable {
     public var headers: [(String, String)]
     /// The `Authorization` header value (from the environment), if any.
     public var authorization: String?
-    /// Seconds without progress (connecting, writing or reading) before a request fails.
+    /// Seconds without progress (connecting, writing or reading) before an attempt fails.
     public var idleTimeout: Double
 
     /// A target.
@@ -31,6 +31,32 @@ public struct UploadTarget: Sendable {
     public var redacted: String {
         guard let c = URLComponents(string: url), let scheme = c.scheme, let host = c.host else { return "(invalid URL)" }
         return "\(scheme)://\(host)\(c.port.map { ":\($0)" } ?? "")\(c.path.isEmpty ? "/" : c.path)"
+    }
+}
+
+extension UploadTarget {
+    /// True when `host` (as a URL gives it, IPv6 with or without brackets) is literally a
+    /// loopback address: `localhost`, an IPv4 address in 127.0.0.0/8 in dotted-quad form, or
+    /// `::1`. Decided by parsing the address, never by a prefix: `127.attacker.example` is a
+    /// name that anyone can point anywhere, and is not loopback.
+    public static func isLoopback(host: String) -> Bool {
+        var h = host.lowercased()
+        if h.hasPrefix("[") && h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
+        if h == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, h, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, h, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { $0.elementsEqual([UInt8](repeating: 0, count: 15) + [1]) }
+        }
+        return false
+    }
+
+    /// True for `http://` to a host that is not a loopback literal: documents (and any
+    /// credentials) would cross a network in the clear.
+    public var isCleartextOverNetwork: Bool {
+        guard let c = URLComponents(string: url), c.scheme?.lowercased() == "http" else { return false }
+        return !Self.isLoopback(host: c.host ?? "")
     }
 }
 
@@ -104,7 +130,11 @@ final class HTTPTransport: UploadTransport {
     init(target: UploadTarget) {
         var config = HTTPClient.Configuration()
         let idle = TimeAmount.milliseconds(Int64(target.idleTimeout * 1000))
-        config.timeout = .init(connect: .seconds(10), read: idle, write: idle)
+        // The same bound for connecting, and no retrying inside the client: a refused
+        // connection fails at once and a silent address within the timeout, and the uploader's
+        // own policy (backoff, jitter, bounded attempts) decides about trying again.
+        config.timeout = .init(connect: idle, read: idle, write: idle)
+        config.connectionPool.retryConnectionEstablishment = false
         // A streamed body cannot be sent twice, so redirects are not followed.
         config.redirectConfiguration = .disallow
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)

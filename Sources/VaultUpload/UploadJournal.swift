@@ -52,22 +52,26 @@ public struct UploadJournal: Codable, Sendable {
     /// True when every batch is confirmed.
     public var isComplete: Bool { batches.allSatisfy { $0.status == "confirmed" } }
 
-    /// The Idempotency-Key of a batch: SHA-256 over the run id, the batch's 1-based index and
-    /// each document's id and plaintext SHA-256, as lower-case hex.
-    public static func idempotencyKey(runID: String, index: Int, records: [DocumentRecord]) -> String {
-        var h = SHA256()
-        h.update(data: Array("vault-upload/1\n\(runID)\n\(index)\n".utf8))
-        for r in records { h.update(data: Array("\(r.id.hex):\(Hex.encode(r.metadata.sha256))\n".utf8)) }
-        return Hex.encode(Array(h.finalize()))
+    /// The ``Vault/keyedDigest(purpose:_:)`` purpose of journal values.
+    static let digestPurpose: UInt64 = 1
+
+    /// The Idempotency-Key of a batch: a keyed digest (see ``Vault/keyedDigest(purpose:_:)``) of
+    /// the run id, the batch's 1-based index and each document's id and plaintext SHA-256, as
+    /// lower-case hex. Keyed, because the journal is stored in the clear: an unkeyed hash over
+    /// document digests would let anyone with the vault folder confirm a guessed document.
+    public static func idempotencyKey(vault: Vault, runID: String, index: Int, records: [DocumentRecord]) throws -> String {
+        var message = Array("vault-upload/2\n\(runID)\n\(index)\n".utf8)
+        for r in records { message += Array("\(r.id.hex):\(Hex.encode(r.metadata.sha256))\n".utf8) }
+        return try vault.keyedDigest(purpose: digestPurpose, message)
     }
 
     /// The job id of an upload: the same command over the same documents gives the same job.
-    public static func jobID(target: String, method: String, shape: PayloadShape, limits: BatchLimits,
-                             records: [DocumentRecord]) -> String {
-        var h = SHA256()
-        h.update(data: Array("vault-upload-job/1\n\(target)\n\(method)\n\(shape.rawValue)\n\(limits.documents)\n\(limits.bytes.map(String.init) ?? "-")\n".utf8))
-        for r in records { h.update(data: Array("\(r.id.hex):\(Hex.encode(r.metadata.sha256))\n".utf8)) }
-        return String(Hex.encode(Array(h.finalize())).prefix(32))
+    /// Keyed like ``idempotencyKey(vault:runID:index:records:)``.
+    public static func jobID(vault: Vault, target: String, method: String, shape: PayloadShape, limits: BatchLimits,
+                             records: [DocumentRecord]) throws -> String {
+        var message = Array("vault-upload-job/2\n\(target)\n\(method)\n\(shape.rawValue)\n\(limits.documents)\n\(limits.bytes.map(String.init) ?? "-")\n".utf8)
+        for r in records { message += Array("\(r.id.hex):\(Hex.encode(r.metadata.sha256))\n".utf8) }
+        return String(try vault.keyedDigest(purpose: digestPurpose, message).prefix(32))
     }
 
     static func path(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).json" }
@@ -88,6 +92,6 @@ public struct UploadJournal: Codable, Sendable {
         if FileSystem.kind(of: dir) == .missing { try FileSystem.makeDirectory(dir) }
         let e = JSONEncoder()
         e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        try FileSystem.writeAtomically(Self.path(in: store, job: job), Array(try e.encode(self)) + [0x0a])
+        try AtomicFile.write(Array(try e.encode(self)) + [0x0a], to: Self.path(in: store, job: job))
     }
 }

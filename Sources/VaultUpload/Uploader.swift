@@ -86,19 +86,19 @@ public final class Uploader: @unchecked Sendable {
 
     /// Prepares an upload of `records` (in this order).
     public convenience init(vault: Vault, records: [DocumentRecord], options: UploadOptions,
-                            onEvent: @escaping @Sendable (UploadEvent) -> Void = { _ in }) {
-        self.init(vault: vault, records: records, options: options, transport: HTTPTransport(target: options.target), onEvent: onEvent)
+                            onEvent: @escaping @Sendable (UploadEvent) -> Void = { _ in }) throws {
+        try self.init(vault: vault, records: records, options: options, transport: HTTPTransport(target: options.target), onEvent: onEvent)
     }
 
     init(vault: Vault, records: [DocumentRecord], options: UploadOptions, transport: any UploadTransport,
-         onEvent: @escaping @Sendable (UploadEvent) -> Void) {
+         onEvent: @escaping @Sendable (UploadEvent) -> Void) throws {
         self.vault = vault
         self.order = records
         self.records = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         self.options = options
         self.transport = transport
         self.onEvent = onEvent
-        job = UploadJournal.jobID(target: options.target.url, method: options.target.method, shape: options.shape,
+        job = try UploadJournal.jobID(vault: vault, target: options.target.url, method: options.target.method, shape: options.shape,
                                   limits: options.limits, records: records)
     }
 
@@ -153,9 +153,9 @@ public final class Uploader: @unchecked Sendable {
         let runID = UUID().uuidString.lowercased()
         let now = ISO8601DateFormatter().string(from: Date())
         var journal = UploadJournal(job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
-        journal.batches = planned.map { b in
+        journal.batches = try planned.map { b in
             UploadJournal.Batch(documents: b.records.map(\.id.hex), bytes: b.length, status: "pending", attempts: 0,
-                                key: UploadJournal.idempotencyKey(runID: runID, index: b.index, records: b.records))
+                                key: try UploadJournal.idempotencyKey(vault: vault, runID: runID, index: b.index, records: b.records))
         }
         try journal.save(to: vault.store)
         return journal
@@ -167,10 +167,10 @@ public final class Uploader: @unchecked Sendable {
 
     /// Renumbers keys after the batch list changed (a split or a skip): index and documents
     /// are part of the key; batches after `from` have never been sent.
-    private func rekey(_ journal: inout UploadJournal, from: Int) {
+    private func rekey(_ journal: inout UploadJournal, from: Int) throws {
         for j in from..<journal.batches.count where journal.batches[j].status != "confirmed" {
-            journal.batches[j].key = UploadJournal.idempotencyKey(runID: journal.runId, index: j + 1,
-                                                                   records: batchRecords(journal.batches[j]))
+            journal.batches[j].key = try UploadJournal.idempotencyKey(vault: vault, runID: journal.runId, index: j + 1,
+                                                                       records: batchRecords(journal.batches[j]))
         }
     }
 
@@ -224,7 +224,7 @@ public final class Uploader: @unchecked Sendable {
                             UploadJournal.Batch(documents: part.map(\.id.hex), bytes: PayloadFraming.length(of: part, shape: options.shape),
                                                 status: "pending", attempts: 0, key: "")
                         })
-                        rekey(&journal, from: i)
+                        try rekey(&journal, from: i)
                         try journal.save(to: vault.store)
                         onEvent(.split(batch: i + 1, into: [i + 1, i + 2]))
                         attempt = 0
@@ -249,14 +249,14 @@ public final class Uploader: @unchecked Sendable {
                     journal.batches[i].documents.removeAll { $0 == f.record.id.hex }
                     journal.batches[i].bytes = PayloadFraming.length(of: batchRecords(journal.batches[i]), shape: options.shape)
                     journal.skipped.append(.init(id: f.record.id.hex, code: f.error.code.rawValue))
-                    rekey(&journal, from: i)
+                    try rekey(&journal, from: i)
                     try journal.save(to: vault.store)
                     onEvent(.skipped(id: f.record.id, name: f.record.metadata.name, error: f.error))
                     attempt -= 1
                     continue
                 }
                 if error is CancellationError { throw error }
-                reason = Self.describe(error)
+                reason = Self.describe(error, timeout: options.target.idleTimeout)
             }
             try journal.save(to: vault.store)
             guard attempt < options.policy.maxAttempts else {
@@ -277,13 +277,14 @@ public final class Uploader: @unchecked Sendable {
     }
 
     /// A transport error in words (no URL with credentials: the client's errors carry none).
-    static func describe(_ error: any Error) -> String {
+    static func describe(_ error: any Error, timeout: Double) -> String {
+        let seconds = String(format: "%g s", timeout)
         if let io = error as? IOError { return "connection error: " + String(cString: strerror(io.errnoCode)).lowercased() }
         if let h = error as? HTTPClientError {
             switch h {
-            case .readTimeout: return "no answer within the --timeout"
-            case .writeTimeout: return "the server stopped reading within the --timeout"
-            case .connectTimeout: return "could not connect within 10 s"
+            case .readTimeout: return "no answer within \(seconds)"
+            case .writeTimeout: return "the server stopped reading for \(seconds)"
+            case .connectTimeout: return "could not connect within \(seconds)"
             case .remoteConnectionClosed: return "the server closed the connection"
             default: break
             }

@@ -16,6 +16,7 @@ enum ExitStatus {
     static let exists: Int32 = 73
     static let io: Int32 = 74
     static let wrongPassword: Int32 = 77
+    static let interrupted: Int32 = 130
 
     static func code(for error: VaultError) -> Int32 {
         if error.code.isDamage { return damaged }
@@ -23,8 +24,8 @@ enum ExitStatus {
         case .wrongPassword: return wrongPassword
         case .notFound: return notFound
         case .ambiguous: return ambiguous
-        case .alreadyExists: return exists
-        case .usage: return usage
+        case .alreadyExists, .duplicate: return exists
+        case .usage, .singleBatchNeeded: return usage
         case .io: return io
         case .partial: return partial
         case .uploadRejected: return uploadRejected

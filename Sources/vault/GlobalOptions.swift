@@ -4,10 +4,10 @@ import VaultCore
 
 /// Options every command takes; they may come before or after the command name.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The vault directory (default: $VAULT_DIR, else $XDG_DATA_HOME/vault or ~/.local/share/vault).", valueName: "dir"))
+    @Option(name: .long, help: ArgumentHelp("The vault directory (default: $VAULT_DIR, else $XDG_DATA_HOME/vault or ~/.local/share/vault).", valueName: "dir"), completion: .directory)
     var vault: String?
 
-    @Option(name: .long, help: ArgumentHelp("Read the password from this file (one trailing newline is ignored) instead of $VAULT_PASSWORD or a prompt.", valueName: "file"))
+    @Option(name: .long, help: ArgumentHelp("Read the password from this file (one trailing newline is ignored) instead of $VAULT_PASSWORD or a prompt.", valueName: "file"), completion: .file())
     var passwordFile: String?
 
     /// These options, with any unset value taken from `outer` (the options given before the command name).
@@ -20,11 +20,10 @@ struct GlobalOptions: ParsableArguments {
 
     /// The vault directory: `--vault`, `$VAULT_DIR`, `$XDG_DATA_HOME/vault`, or `~/.local/share/vault`.
     var store: VaultStore {
-        let env = ProcessInfo.processInfo.environment
         if let v = vault { return VaultStore(root: v) }
-        if let v = env["VAULT_DIR"], !v.isEmpty { return VaultStore(root: v) }
-        if let x = env["XDG_DATA_HOME"], !x.isEmpty { return VaultStore(root: x + "/vault") }
-        return VaultStore(root: (env["HOME"] ?? NSHomeDirectory()) + "/.local/share/vault")
+        if let v = environment("VAULT_DIR"), !v.isEmpty { return VaultStore(root: v) }
+        if let x = environment("XDG_DATA_HOME"), !x.isEmpty { return VaultStore(root: x + "/vault") }
+        return VaultStore(root: (environment("HOME") ?? NSHomeDirectory()) + "/.local/share/vault")
     }
 
     /// Reads the password and unlocks the vault (one Argon2id run).

@@ -15,10 +15,9 @@ enum PasswordReader {
         let password: SecretBytes
         if let file {
             password = try fromFile(file)
-        } else if let env = getenv("VAULT_PASSWORD") {
-            let n = strlen(env)
-            guard n <= maxLength else { throw VaultError(.usage, "VAULT_PASSWORD is longer than \(maxLength) bytes") }
-            password = try SecretBytes(copying: UnsafeRawBufferPointer(start: env, count: n))
+        } else if let env = EnvironmentSecrets.value("VAULT_PASSWORD") {
+            guard env.count <= maxLength else { throw VaultError(.usage, "VAULT_PASSWORD is longer than \(maxLength) bytes") }
+            password = env
         } else {
             password = try fromTerminal(confirm: confirm)
         }
@@ -63,13 +62,22 @@ enum PasswordReader {
         _ = text.withCString { Glibc.write(tty, $0, strlen($0)) }
         var old = termios()
         let hasTermios = tcgetattr(tty, &old) == 0
+        var restore: Interrupts.Token?
         if hasTermios {
             var noEcho = old
             noEcho.c_lflag &= ~tcflag_t(ECHO)
+            // An interrupt at the prompt must not leave the terminal without echo.
+            let saved = old
+            restore = Interrupts.register {
+                var t = saved
+                tcsetattr(tty, TCSANOW, &t)
+                _ = Glibc.write(tty, "\n", 1)
+            }
             tcsetattr(tty, TCSAFLUSH, &noEcho)
         }
         defer {
             if hasTermios { tcsetattr(tty, TCSAFLUSH, &old) }
+            restore.map(Interrupts.unregister)
             _ = Glibc.write(tty, "\n", 1)
         }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength + 1, alignment: 1)

@@ -9,21 +9,14 @@ struct SelectionOptions: ParsableArguments {
     @Option(help: "Only documents with this tag.")
     var tag: String?
 
-    /// The selected records in stable order (oldest first). Naming documents and a tag selects
-    /// the named documents that have the tag.
+    /// What the arguments select.
+    var selection: DocumentSelection { DocumentSelection(queries: documents, tag: tag) }
+
+    /// The selected records in stable order (oldest first); at least one.
     /// - Throws: ``VaultError/Code/notFound`` when nothing is selected; resolution errors.
     func records(in vault: VaultCore.Vault, verb: String) throws -> [DocumentRecord] {
-        let all = try vault.records().records
-        var selected = all
-        if !documents.isEmpty {
-            var ids = Set<DocumentID>()
-            for q in documents { ids.insert(try vault.resolve(q, in: all).id) }
-            selected = all.filter { ids.contains($0.id) }
-        }
-        if let tag { selected = selected.filter { $0.metadata.tags.contains(tag) } }
-        if selected.isEmpty {
-            throw VaultError(.notFound, tag.map { "no documents have the tag '\($0)'" } ?? "there are no documents to \(verb)")
-        }
+        let selected = try selection.apply(to: vault.records().records)
+        if selected.isEmpty { throw VaultError(.notFound, "there are no documents to \(verb)") }
         return selected
     }
 }

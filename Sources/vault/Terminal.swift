@@ -19,6 +19,12 @@ enum Terminal {
         t.withUTF8 { try? stdout.write(UnsafeRawBufferPointer($0)) }
     }
 
+    /// Writes text to stderr as it is (progress bars, JSON lines).
+    static func raw(_ text: String) {
+        var t = text
+        t.withUTF8 { try? stderr.write(UnsafeRawBufferPointer($0)) }
+    }
+
     /// Prints a line to stderr.
     static func err(_ line: String) {
         var t = line + "\n"
@@ -29,6 +35,15 @@ enum Terminal {
     static func report(_ error: VaultError) {
         err("vault: \(printable(error.description))")
         if let hint = error.hint { err("vault: hint: \(hint)") }
+    }
+
+    /// Set while a progress line is on screen without its newline.
+    nonisolated(unsafe) static var lineOpen = false
+
+    /// Says `vault: interrupted` on a line of its own (called on the interrupt thread).
+    static func interrupted() {
+        if lineOpen { err("") }
+        err("vault: interrupted")
     }
 
     /// A warning on stderr.

@@ -1,5 +1,8 @@
 import ArgumentParser
 import VaultCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `vault`: the root command.
 @main
@@ -9,11 +12,51 @@ struct VaultCommand: AsyncParsableCommand {
         abstract: "Keep documents password-encrypted on disk and ship them in batches.",
         discussion: """
             The password comes from --password-file FILE, else $VAULT_PASSWORD, else a no-echo \
-            prompt on the terminal; never from the command line. Exit codes are listed in docs/CLI.md.
+            prompt on the terminal; never from the command line.
+
+            Examples:
+              vault init
+              vault add scan.pdf && vault list
+              vault export --out outbox/
+
+            Exit codes:
+              0    success
+              1    internal error
+              2    partial success: some documents were skipped
+              3    not found (vault, document, input file, password file, tag)
+              4    ambiguous id prefix or name
+              64   usage: bad arguments, no password, refused http://, binary to a terminal
+              65   damaged data (an envelope, the index, vault.json)
+              69   upload: the server rejected a batch
+              73   the output or vault exists, or the document is already in the vault
+              74   I/O error (permissions, disk full, file too large)
+              75   upload: retries ran out; run the same command again to resume
+              76   upload: the server refused the credentials
+              77   wrong password
+              130  interrupted (SIGINT, SIGTERM, SIGHUP); no partial output is left
             """,
         version: "0.1.0",
         subcommands: [Init.self, Add.self, List.self, Get.self, Remove.self, Verify.self, Export.self, Upload.self]
     )
 
     @OptionGroup var global: GlobalOptions
+
+    /// Before any parsing: no core dumps, secrets out of the environment, and interrupts that
+    /// remove temporary files, restore the terminal, print `vault: interrupted` and exit 130.
+    static func main() async {
+        do {
+            try Interrupts.disableCoreDumps()
+            try EnvironmentSecrets.capture()
+            try Interrupts.install { _ in
+                Terminal.interrupted()
+                _exit(ExitStatus.interrupted)
+            }
+        } catch let e as VaultError {
+            Terminal.report(e)
+            Glibc.exit(ExitStatus.failure)
+        } catch {
+            Glibc.exit(ExitStatus.failure)
+        }
+        await main(nil)
+    }
 }

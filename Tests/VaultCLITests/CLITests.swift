@@ -24,7 +24,7 @@ import Testing
         let listed = try Self.listJSON(s)
         let expectedTypes = ["receipt.jpg": "image/jpeg", "scan.png": "image/png", "contract.pdf": "application/pdf",
                              "diagram.gif": "image/gif", "photo.tiff": "image/tiff", "photo.webp": "image/webp",
-                             "notes.txt": "text/plain", "archive.bin": "application/octet-stream", "empty.txt": "application/octet-stream"]
+                             "notes.txt": "text/plain", "archive.bin": "application/octet-stream", "empty.txt": "text/plain"]
         for (id, name) in zip(ids, names) {
             let original = Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/" + name)))
             let entry = try #require(listed.first { $0["id"] as? String == id })
@@ -143,7 +143,7 @@ import Testing
         #expect(get.status == 65)
         #expect(get.stderr == "vault: document \(badID): chunk 3 failed authentication\nvault: hint: the document is damaged or was tampered with\n")
         #expect(!FileManager.default.fileExists(atPath: s.path("restored.bin")))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: s.dir).filter { $0.hasPrefix(".vault-get") }.isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: s.dir).filter { $0.hasPrefix(".vault-tmp-") }.isEmpty)
         #expect(s.run("get", "good.bin", "-o", s.path("good.out")).status == 0)
     }
 
@@ -157,7 +157,7 @@ import Testing
         let pid = s.spawn(["add", "big.bin"])
         var grown = false
         for _ in 0..<600 {
-            if let temp = s.objects.first(where: { $0.hasPrefix(".tmp-") }),
+            if let temp = s.objects.first(where: { $0.hasPrefix(".vault-tmp-") }),
                let size = try? FileManager.default.attributesOfItem(atPath: s.path("vault/objects/" + temp))[.size] as? Int,
                size > 32 << 20 { grown = true; break }
             usleep(10_000)

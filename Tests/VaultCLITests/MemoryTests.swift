@@ -32,7 +32,7 @@ import Testing
         s.initVault()
         for i in 0..<21 {
             let path = s.path("d\(i).bin")
-            try s.writeLarge("d\(i).bin", mebibytes: i == 0 ? 1 : 50, seed: 3)
+            try s.writeLarge("d\(i).bin", mebibytes: i == 0 ? 1 : 50, seed: UInt64(i + 3))
             #expect(s.run("add", path, "--tag", i == 0 ? "small" : "big").status == 0)
             try FileManager.default.removeItem(atPath: path)
         }

@@ -36,17 +36,42 @@ import VaultCore
         #expect(RetryPolicy.parseRetryAfter("Wed, 31 Dec 2025 23:59:00 GMT", now: now) == 0)
     }
 
-    @Test func idempotencyKeysDependOnRunIndexAndDocuments() throws {
+    /// A throwaway vault (the smallest Argon2id parameters: this test is about the keyed digest).
+    static func vault() throws -> Vault {
+        let dir = NSTemporaryDirectory() + "/vault-upload-test-" + UUID().uuidString
+        let password = try Array("pw".utf8).withUnsafeBytes { try SecretBytes(copying: $0) }
+        return try VaultStore(root: dir).create(password: password, kdf: KDFParameters(opsLimit: 1, memLimitKiB: 8))
+    }
+
+    @Test func idempotencyKeysDependOnTheVaultKeyRunIndexAndDocuments() throws {
         let a = DocumentRecord(id: DocumentID(bytes: [UInt8](repeating: 1, count: 16)),
                                metadata: DocumentMetadata(name: "a", contentType: "a/b", size: 1, sha256: [UInt8](repeating: 1, count: 32), addedAtMillis: 0, tags: []))
         var b = a
         b.metadata.sha256 = [UInt8](repeating: 2, count: 32)
-        let k = UploadJournal.idempotencyKey(runID: "run", index: 1, records: [a])
+        let v = try Self.vault(), other = try Self.vault()
+        defer { try? FileManager.default.removeItem(atPath: v.store.root); try? FileManager.default.removeItem(atPath: other.store.root) }
+        let k = try UploadJournal.idempotencyKey(vault: v, runID: "run", index: 1, records: [a])
         #expect(k.count == 64)
-        #expect(k == UploadJournal.idempotencyKey(runID: "run", index: 1, records: [a]))
-        #expect(k != UploadJournal.idempotencyKey(runID: "run2", index: 1, records: [a]))
-        #expect(k != UploadJournal.idempotencyKey(runID: "run", index: 2, records: [a]))
-        #expect(k != UploadJournal.idempotencyKey(runID: "run", index: 1, records: [b]))
+        #expect(k == (try UploadJournal.idempotencyKey(vault: v, runID: "run", index: 1, records: [a])))
+        #expect(k != (try UploadJournal.idempotencyKey(vault: v, runID: "run2", index: 1, records: [a])))
+        #expect(k != (try UploadJournal.idempotencyKey(vault: v, runID: "run", index: 2, records: [a])))
+        #expect(k != (try UploadJournal.idempotencyKey(vault: v, runID: "run", index: 1, records: [b])))
+        #expect(k != (try UploadJournal.idempotencyKey(vault: other, runID: "run", index: 1, records: [a])), "another vault key, another key")
         #expect(UploadTarget(url: "https://h.example:8443/in/box?token=abc").redacted == "https://h.example:8443/in/box")
+    }
+
+    @Test func loopbackIsDecidedByParsingTheAddress() {
+        for host in ["localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "127.255.255.255", "::1", "[::1]", "0:0:0:0:0:0:0:1"] {
+            #expect(UploadTarget.isLoopback(host: host), "\(host)")
+        }
+        for host in ["127.attacker.example", "127.0.0.1.nip.io", "localhost.example", "128.0.0.1", "10.0.0.1", "::2", "[::ffff:127.0.0.1]x",
+                     "2130706433", "0x7f.1", "127.1", "", "example.com", "::"] {
+            #expect(!UploadTarget.isLoopback(host: host), "\(host)")
+        }
+        #expect(UploadTarget(url: "http://127.attacker.example/x").isCleartextOverNetwork)
+        #expect(UploadTarget(url: "http://192.168.1.1/x").isCleartextOverNetwork)
+        #expect(!UploadTarget(url: "https://example.com/x").isCleartextOverNetwork)
+        #expect(!UploadTarget(url: "http://[::1]:8080/x").isCleartextOverNetwork)
+        #expect(!UploadTarget(url: "http://127.0.0.1:8080/x").isCleartextOverNetwork)
     }
 }

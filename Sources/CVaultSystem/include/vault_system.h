@@ -17,4 +17,12 @@ int vault_wait_writeback(int fd, int64_t offset, int64_t length);
    (fallocate FALLOC_FL_KEEP_SIZE). Fails with EOPNOTSUPP where that is not supported. */
 int vault_reserve(int fd, int64_t length);
 
+/* Installs SIGINT, SIGTERM and SIGHUP handlers that write the signal number (one byte) to
+   write_fd, for a thread that reads the other end and cleans up (self-pipe). */
+int vault_install_interrupt_handlers(int write_fd);
+
+/* No core dumps (RLIMIT_CORE 0) and, on Linux, not dumpable (PR_SET_DUMPABLE 0): no core file
+   or ptrace by the same user can read keys or passwords out of this process. */
+int vault_disable_core_dumps(void);
+
 #endif

@@ -8,6 +8,13 @@ public struct ExportBatch: Sendable {
     public var length: UInt64
     /// The payload's file name in an export folder (`batch-0001.json`).
     public var fileName: String { "batch-" + String(repeating: "0", count: max(0, 4 - String(index).count)) + "\(index).json" }
+
+    /// True for names ``fileName`` produces: `batch-` and four or more digits, then `.json`.
+    public static func isFileName(_ name: String) -> Bool {
+        guard name.hasPrefix("batch-"), name.hasSuffix(".json") else { return false }
+        let digits = name.dropFirst(6).dropLast(5)
+        return digits.count >= 4 && digits.allSatisfy { $0.isASCII && $0.isNumber }
+    }
 }
 
 /// How documents are cut into batches.
@@ -36,8 +43,8 @@ public enum BatchPlanner {
             for r in records {
                 let alone = PayloadFraming.length(of: [r], shape: shape)
                 if alone > max {
-                    throw VaultError(.usage, "document \(r.id.hex.prefix(12)) (\(r.metadata.name)) needs a \(alone)-byte payload, more than --max-bytes \(max)",
-                                     hint: "raise --max-bytes to at least \(alone), or leave this document out")
+                    throw VaultError(.usage, "document \(r.id.hex.prefix(12)) (\(r.metadata.name)) needs a \(alone)-byte payload, more than the limit of \(max) bytes",
+                                     hint: "raise the limit to at least \(alone) bytes, or leave this document out")
                 }
             }
         }

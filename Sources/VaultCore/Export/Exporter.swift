@@ -42,8 +42,20 @@ public struct ManifestBatch: Codable, Sendable {
     public var bytes: UInt64
     /// SHA-256 of the payload (hex).
     public var sha256: String?
-    /// `complete` once the file is in place; `pending` before.
-    public var status: String
+    /// Where the batch stands.
+    public var status: BatchStatus
+}
+
+/// Where a batch of an export (or upload) stands.
+public enum BatchStatus: String, Codable, Sendable {
+    /// Not written (or sent) yet.
+    case pending
+    /// The payload file is in place (or the server confirmed it).
+    case complete
+    /// The run stopped with an error before this batch was done.
+    case failed
+    /// The run was interrupted (SIGINT, SIGTERM, SIGHUP) before this batch was done.
+    case interrupted
 }
 
 /// A document left out of a batch, and why.
@@ -66,6 +78,49 @@ struct Manifest: Codable {
     var batchSize: Int
     var maxBytes: UInt64?
     var batches: [ManifestBatch]
+}
+
+/// `manifest.json` on disk, rewritten (atomically) under a lock that an interrupt also takes,
+/// so a batch file and its `complete` entry appear together and nothing changes after an
+/// interrupt has marked the run.
+final class ManifestFile: @unchecked Sendable {
+    // @unchecked: `manifest` is touched only with `lock` held.
+    static let name = "manifest.json"
+    private let lock = NSLock()
+    private var manifest: Manifest
+    private let path: String
+
+    init(path: String, manifest: Manifest) {
+        self.path = path
+        self.manifest = manifest
+    }
+
+    /// The batches as they stand.
+    var batches: [ManifestBatch] {
+        lock.lock(); defer { lock.unlock() }
+        return manifest.batches
+    }
+
+    /// Changes the manifest and writes it.
+    func update(_ body: (inout Manifest) throws -> Void) throws {
+        lock.lock(); defer { lock.unlock() }
+        try body(&manifest)
+        try AtomicFile.write(Exporter.encode(manifest), to: path)
+    }
+
+    /// Marks every unfinished batch `status`, or removes the manifest if no batch is complete.
+    /// - Parameter holdingLock: keep the lock (on an interrupt, the process is about to exit and
+    ///   nothing may change the folder after this).
+    func finish(as status: BatchStatus, holdingLock: Bool) {
+        lock.lock()
+        defer { if !holdingLock { lock.unlock() } }
+        guard manifest.batches.contains(where: { $0.status == .complete }) else {
+            try? FileSystem.remove(path)
+            return
+        }
+        for i in manifest.batches.indices where manifest.batches[i].status == .pending { manifest.batches[i].status = status }
+        try? AtomicFile.write(Exporter.encode(manifest), to: path)
+    }
 }
 
 /// Runs an export: plans every batch (exact lengths, limits checked) before any work, then
@@ -98,42 +153,55 @@ public final class Exporter {
     // MARK: To a folder
 
     /// Writes `batch-0001.json`, … and `manifest.json` into `directory` (created 0700 if
-    /// missing). Each payload goes to a temporary file renamed into place when complete.
+    /// missing). The manifest lists every planned batch from the start; each payload goes to a
+    /// temporary file renamed into place when complete, and its entry turns `complete` in the same
+    /// step. An error stops the run with the unfinished batches `failed`; an interrupt (see
+    /// ``Interrupts``) with them `interrupted`. A run that completed no batch leaves no manifest.
     public func write(toDirectory directory: String) throws -> ExportSummary {
         try prepare(directory)
-        let created = ISO8601DateFormatter().string(from: Date())
-        var manifest = Manifest(runId: runID, created: created, shape: options.shape.rawValue, batchSize: options.limits.documents,
-                                maxBytes: options.limits.bytes,
-                                batches: batches.map { ManifestBatch(file: $0.fileName, documents: $0.records.map(\.id.hex), skipped: [],
-                                                                      bytes: $0.length, sha256: nil, status: "pending") })
+        let manifest = ManifestFile(path: directory + "/" + ManifestFile.name, manifest: Manifest(
+            runId: runID, created: ISO8601DateFormatter().string(from: Date()), shape: options.shape.rawValue,
+            batchSize: options.limits.documents, maxBytes: options.limits.bytes,
+            batches: batches.map { ManifestBatch(file: $0.fileName, documents: $0.records.map(\.id.hex), skipped: [],
+                                                 bytes: $0.length, sha256: nil, status: .pending) }))
+        try manifest.update { _ in }
+        let interrupt = Interrupts.register { manifest.finish(as: .interrupted, holdingLock: true) }
+        defer { Interrupts.unregister(interrupt) }
         started()
-        for batch in batches {
-            manifest.batches[batch.index - 1] = try writeBatch(batch, in: directory)
-            try FileSystem.writeAtomically(directory + "/manifest.json", Self.encode(manifest))
+        do {
+            for batch in batches { try writeBatch(batch, in: directory, manifest: manifest) }
+        } catch {
+            manifest.finish(as: .failed, holdingLock: false)
+            throw error
         }
         let summary = ExportSummary(runID: runID, batches: manifest.batches)
         onEvent(.finished(batches: batches.count, documents: summary.documents, skipped: summary.skipped.count, payloadBytes: summary.payloadBytes))
         return summary
     }
 
+    /// Checks the folder (creating it if missing), sweeps temporary files killed exports left,
+    /// and with `force` removes the batch files and manifest of earlier runs, so the folder never
+    /// holds a batch file its manifest does not list.
     private func prepare(_ directory: String) throws {
         switch FileSystem.kind(of: directory) {
         case .missing:
             try FileSystem.makeDirectory(directory)
+            return
         case .directory:
             guard access(directory, W_OK) == 0 else {
                 throw VaultError(.io, "cannot write to \(directory): permission denied", hint: "nothing was exported")
             }
-            if !options.force {
-                let existing = (batches.map(\.fileName) + ["manifest.json"]).filter { FileSystem.kind(of: directory + "/" + $0) != .missing }
-                if !existing.isEmpty {
-                    throw VaultError(.alreadyExists, "\(directory) already holds \(existing.prefix(3).joined(separator: ", "))\(existing.count > 3 ? ", …" : "")",
-                                     hint: "use --force to replace them, or another --out folder")
-                }
-            }
         default:
-            throw VaultError(.usage, "--out \(directory) is not a directory", hint: "give a folder, or - for standard output")
+            throw VaultError(.usage, "\(directory) is not a directory")
         }
+        AtomicFile.sweep(directory)
+        let earlier = try FileSystem.list(directory).filter { $0 == ManifestFile.name || ExportBatch.isFileName($0) }.sorted()
+        guard !earlier.isEmpty else { return }
+        guard options.force else {
+            throw VaultError(.alreadyExists, "\(directory) already holds \(earlier.prefix(3).joined(separator: ", "))\(earlier.count > 3 ? ", …" : "")")
+        }
+        for name in earlier { try FileSystem.remove(directory + "/" + name) }
+        try FileSystem.syncDirectory(directory)
     }
 
     private func started() {
@@ -141,13 +209,10 @@ public final class Exporter {
                          plaintextBytes: progress.total, payloadBytes: payloadBytes))
     }
 
-    private func writeBatch(_ batch: ExportBatch, in directory: String) throws -> ManifestBatch {
+    private func writeBatch(_ batch: ExportBatch, in directory: String, manifest: ManifestFile) throws {
         onEvent(.batchStarted(index: batch.index, of: batches.count, documents: batch.records.count, payloadBytes: batch.length))
-        let final = directory + "/" + batch.fileName
-        let temp = "\(directory)/.\(batch.fileName).tmp-\(Hex.encode(SystemRandom().bytes(6)))"
-        let file = try FileDescriptor.createExclusive(temp)
-        var done = false
-        defer { if !done { try? FileSystem.remove(temp) } }
+        let payload = try AtomicFile(destination: directory + "/" + batch.fileName)
+        let file = payload.file
         do {
             try file.reserve(batch.length)
         } catch let e as VaultError where [ENOSPC, EDQUOT].contains((e.cause as? POSIXErrorCode)?.value ?? 0) {
@@ -179,12 +244,15 @@ public final class Exporter {
         guard sink.count == expected else {
             throw VaultError(.internal, "\(batch.fileName): wrote \(sink.count) bytes, expected \(expected)")
         }
-        file.close()
-        if options.force { try FileSystem.rename(temp, to: final) } else { try FileSystem.link(temp, to: final); try FileSystem.remove(temp) }
-        done = true
+        // Payloads are not fsynced: they can be made again from the vault, and the manifest's
+        // length and SHA-256 tell a complete file from a torn one.
+        try manifest.update { m in
+            try payload.commit(replace: false, sync: false)
+            m.batches[batch.index - 1] = ManifestBatch(file: batch.fileName, documents: kept.map(\.id.hex), skipped: skipped,
+                                                       bytes: expected, sha256: digest, status: .complete)
+        }
         onEvent(.batchFinished(index: batch.index, of: batches.count, file: batch.fileName, payloadBytes: expected, sha256: digest,
                                documents: kept.count, skipped: skipped.count))
-        return ManifestBatch(file: batch.fileName, documents: kept.map(\.id.hex), skipped: skipped, bytes: expected, sha256: digest, status: "complete")
     }
 
     // MARK: To a stream
@@ -194,8 +262,7 @@ public final class Exporter {
     /// are left out.
     public func write(to output: FileDescriptor) throws -> ExportSummary {
         guard batches.count == 1 else {
-            throw VaultError(.usage, "--out - writes a single batch, but the selection needs \(batches.count)",
-                             hint: "use --out DIR, raise --batch-size/--max-bytes, or select fewer documents")
+            throw VaultError(.singleBatchNeeded, "a stream holds a single batch, but the selection needs \(batches.count)")
         }
         started()
         var batch = batches[0]
@@ -233,7 +300,7 @@ public final class Exporter {
         onEvent(.batchFinished(index: 1, of: 1, file: nil, payloadBytes: count, sha256: nil, documents: batch.records.count, skipped: skipped.count))
         onEvent(.finished(batches: 1, documents: batch.records.count, skipped: skipped.count, payloadBytes: count))
         return ExportSummary(runID: runID, batches: [ManifestBatch(file: nil, documents: batch.records.map(\.id.hex), skipped: skipped,
-                                                                   bytes: count, sha256: nil, status: "complete")])
+                                                                   bytes: count, sha256: nil, status: .complete)])
     }
 
     static func encode(_ manifest: Manifest) -> [UInt8] {

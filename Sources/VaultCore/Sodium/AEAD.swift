@@ -107,3 +107,17 @@ enum SubkeyDerivation {
         }
     }
 }
+
+/// Keyed BLAKE2b (libsodium's `crypto_generichash` with a key): a MAC, for values stored in the
+/// clear that must not be computable without the key.
+enum KeyedHash {
+    /// 32-byte BLAKE2b of `message` keyed by `key`.
+    static func digest(_ message: [UInt8], key: SecretBytes) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        let rc = key.withUnsafeBytes { k in
+            crypto_generichash(&out, 32, message, UInt64(message.count), k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+        }
+        precondition(rc == 0, "internal error: crypto_generichash failed")
+        return out
+    }
+}

@@ -27,50 +27,65 @@ public final class Vault: @unchecked Sendable {
     /// The vault's Argon2id parameters.
     public var kdf: KDFParameters { keyring.kdf }
 
+    /// A keyed digest (BLAKE2b under a subkey of the vault key) of `message`, as lower-case hex:
+    /// for names and keys that vault stores or sends in the clear and that depend on document
+    /// contents (upload job ids, Idempotency-Keys). Without the password nobody can compute one,
+    /// so such a value cannot confirm a guessed document.
+    /// - Parameter purpose: one subkey per purpose (e.g. 1: upload journal).
+    public func keyedDigest(purpose: UInt64, _ message: [UInt8]) throws -> String {
+        let key = try SubkeyDerivation.derive(from: vaultKey, id: purpose, context: Self.keyedDigestContext)
+        return Hex.encode(KeyedHash.digest(message, key: key))
+    }
+
+    /// The `crypto_kdf` context of ``keyedDigest(purpose:_:)`` subkeys.
+    static let keyedDigestContext = "vaultmac"
+
     // MARK: Adding
 
     /// Encrypts everything `input` yields into a new document.
     ///
-    /// The envelope is written to a temporary file in `objects/` (locked, so a cleaner never
-    /// takes it for an orphan), fsynced and renamed to `<id>.vlt` — the commit point — then the
-    /// index is updated under the writer lock. A crash before the rename leaves only a temp file,
-    /// removed by a later writer; a crash after it leaves a stale index, rebuilt on next use.
+    /// The envelope is written to a temporary file in `objects/` (see ``AtomicFile``) and
+    /// fsynced; then, under the writer lock, it is checked against the index for a duplicate,
+    /// renamed to `<id>.vlt` — the commit point — and the index is updated. A crash before the
+    /// rename leaves only a temporary file, swept by a later writer; a crash after it leaves a
+    /// stale index, rebuilt on next use. A failure to take the lock leaves nothing added.
     /// - Parameters:
-    ///   - contentType: the MIME type, or nil to detect it from the first bytes.
+    ///   - contentType: the MIME type, or nil to detect it from the first bytes (or, for an empty
+    ///     input, from the name's extension).
+    ///   - allowDuplicate: add it even when a document with the same SHA-256 is in the vault;
+    ///     otherwise that is ``VaultError/Code/duplicate`` and nothing is added.
     ///   - progress: called with the plaintext bytes read so far.
     public func add(from input: FileDescriptor, name: String, contentType: String? = nil, tags: [String] = [],
-                    now: Date = Date(), progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
+                    allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
         let id = DocumentID.random(using: random)
-        let temp = "\(store.objectsPath)/.tmp-\(id.hex)"
-        let file = try FileDescriptor.createExclusive(temp)
-        _ = try file.lockExclusive()
-        var committed = false
-        defer { if !committed { try? FileSystem.remove(temp) } }
+        let object = try AtomicFile(destination: store.objectPath(id), random: random)
 
         let bufferSize = 1 << 20
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 64)
         defer { Sodium.wipe(buffer); buffer.deallocate() }
         var n = try input.readFully(into: buffer)
-        let type = contentType ?? ContentType.sniff(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        let type = contentType ?? ContentType.detect(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), name: name)
         let template = DocumentMetadata(name: name, contentType: type, size: 0, sha256: [UInt8](repeating: 0, count: 32),
                                         addedAtMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), tags: tags)
-        let writer = try EnvelopeWriter(output: SequentialFileOutput(file: file), keyring: keyring, documentID: id, metadata: template, random: random)
+        let writer = try EnvelopeWriter(output: SequentialFileOutput(file: object.file), keyring: keyring, documentID: id,
+                                        metadata: template, random: random)
         while n > 0 {
             try writer.write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             progress?(writer.plaintextCount)
             n = try input.read(into: buffer)
         }
         let metadata = try writer.finish()
-        try file.sync()
-        try FileSystem.rename(temp, to: store.objectPath(id))
-        committed = true
-        try FileSystem.syncDirectory(store.objectsPath)
+        try object.file.sync()   // outside the lock, so concurrent adds do not wait on each other's disk
         let record = DocumentRecord(id: id, metadata: metadata)
         try store.withLock {
             var index = try loadIndex().index
+            if !allowDuplicate, let twin = Array(index.records.values).stableOrder().first(where: { $0.metadata.sha256 == metadata.sha256 }) {
+                throw VaultError(.duplicate, "its contents are already in the vault as \(twin.id) (\(twin.metadata.name))")
+            }
+            try object.commit(replace: false)
             index.records[id] = record
             try saveIndex(index)
-            removeStaleTemporaries()
+            sweepTemporaries()
         }
         return record
     }
@@ -89,26 +104,6 @@ public final class Vault: @unchecked Sendable {
             }
         }
         return (Array(state.index.records.values).stableOrder(), state.unreadable.sorted { $0.0 < $1.0 })
-    }
-
-    /// The document a user means by `query`: a unique id prefix (at least 4 hex digits) or an
-    /// exact name.
-    /// - Throws: ``VaultError/Code/notFound`` or ``VaultError/Code/ambiguous`` (naming the candidates).
-    public func resolve(_ query: String, in records: [DocumentRecord]) throws -> DocumentRecord {
-        let lower = query.lowercased()
-        let isHex = lower.count >= 4 && lower.allSatisfy { $0.isHexDigit }
-        var matches = records.filter { $0.metadata.name == query }
-        if isHex { matches += records.filter { $0.id.hex.hasPrefix(lower) && $0.metadata.name != query } }
-        switch matches.count {
-        case 1: return matches[0]
-        case 0:
-            let hint = lower.count < 4 && lower.allSatisfy(\.isHexDigit) ? "an id prefix needs at least 4 characters" : "see 'vault list'"
-            throw VaultError(.notFound, "no document matches '\(query)'", hint: hint)
-        default:
-            let names = matches.prefix(5).map { "\($0.id.hex.prefix(12)) \($0.metadata.name)" }.joined(separator: ", ")
-            throw VaultError(.ambiguous, "'\(query)' matches \(matches.count) documents: \(names)",
-                             hint: "use a longer id prefix")
-        }
     }
 
     /// Opens a document's envelope for reading (header checked and authenticated). Errors,
@@ -189,23 +184,12 @@ public final class Vault: @unchecked Sendable {
     }
 
     func saveIndex(_ index: VaultIndex) throws {
-        try FileSystem.writeAtomically(store.indexPath, index.sealed(vaultKey: vaultKey, vaultID: config.id, random: random),
-                                       random: random)
+        try AtomicFile.write(index.sealed(vaultKey: vaultKey, vaultID: config.id, random: random), to: store.indexPath, random: random)
     }
 
-    /// Removes temporary files left by writers that died. Called with the writer lock held: a
-    /// temp file whose own lock can be taken, and that has not changed for a minute, is an orphan.
-    func removeStaleTemporaries() {
-        for dir in [store.objectsPath, store.root] {
-            guard let names = try? FileSystem.list(dir) else { continue }
-            for name in names where name.hasPrefix(".tmp-") {
-                let path = "\(dir)/\(name)"
-                // Read-only and never O_CREAT: a temp file another writer has just renamed away
-                // must not be re-created here.
-                guard let f = try? FileDescriptor.openForReading(path), (try? f.lockExclusive(wait: false)) == true else { continue }
-                var st = stat()
-                if fstat(f.fd, &st) == 0, time(nil) - st.st_mtim.tv_sec > 60 { try? FileSystem.remove(path) }
-            }
-        }
+    /// Removes temporary files that killed writers left in the vault's folders.
+    func sweepTemporaries() {
+        AtomicFile.sweep(store.objectsPath)
+        AtomicFile.sweep(store.root)
     }
 }

@@ -63,9 +63,9 @@ public struct VaultStore: Sendable {
         config.wrappedKey = .init(nonce: nonce.base64,
                                   ciphertext: XChaCha20Poly1305.sealKey(vaultKey, ad: config.wrapAD, nonce: nonce, key: keyring.kek).base64)
         let vault = Vault(store: self, config: config, keyring: keyring, vaultKey: vaultKey, random: random)
-        try FileSystem.writeAtomically(indexPath, VaultIndex(records: [:]).sealed(vaultKey: vaultKey, vaultID: config.id, random: random))
+        try AtomicFile.write(VaultIndex(records: [:]).sealed(vaultKey: vaultKey, vaultID: config.id, random: random), to: indexPath, random: random)
         // vault.json last: its presence is what makes the directory a vault.
-        try FileSystem.writeAtomically(configPath, config.encoded())
+        try AtomicFile.write(config.encoded(), to: configPath, random: random)
         _ = try FileDescriptor.openOrCreate(lockPath)
         return vault
     }
@@ -80,6 +80,7 @@ public struct VaultStore: Sendable {
               let wrapped = [UInt8](base64: config.wrappedKey.ciphertext) else {
             throw VaultError(.vaultDamaged, "\(configPath) has a malformed field")
         }
+        try checkPasswordBlock(of: config, salt: salt, keyCheck: check)
         let keyring = try Keyring.unlock(password: password, kdf: config.parameters, salt: salt, keyCheck: check)
         guard let vaultKey = try XChaCha20Poly1305.openKey(wrapped, ad: config.wrapAD, nonce: nonce, key: keyring.kek) else {
             throw VaultError(.vaultDamaged, "the vault key in \(configPath) failed authentication")
@@ -87,10 +88,27 @@ public struct VaultStore: Sendable {
         return Vault(store: self, config: config, keyring: keyring, vaultKey: vaultKey, random: random)
     }
 
+    /// Every envelope carries the vault's KDF parameters, salt and key check. When vault.json's
+    /// differ from all of the first envelopes that parse, vault.json was edited or damaged: say
+    /// so before Argon2id runs, rather than report a wrong password.
+    func checkPasswordBlock(of config: VaultConfig, salt: [UInt8], keyCheck: [UInt8]) throws {
+        var compared = 0
+        for id in ((try? objectIDs()) ?? []).sorted().prefix(8) {
+            guard let file = try? FileDescriptor.openForReading(objectPath(id)),
+                  let header = try? EnvelopeReader.readHeader(file) else { continue }
+            if header.kdf == config.parameters && header.salt == salt && header.keyCheck == keyCheck { return }
+            compared += 1
+        }
+        if compared > 0 {
+            throw VaultError(.vaultDamaged, "\(configPath) does not match its envelopes (KDF parameters, salt or key check differ)",
+                             hint: "restore vault.json from a backup; the documents themselves are unchanged")
+        }
+    }
+
     func readConfig() throws -> VaultConfig {
         switch FileSystem.kind(of: root) {
         case .missing:
-            throw VaultError(.notFound, "no vault at \(root)", hint: "create one with 'vault init', or pass --vault DIR")
+            throw VaultError(.notFound, "no vault at \(root)", hint: "create one with 'vault init'")
         case .directory:
             guard exists else {
                 throw VaultError(.notFound, "\(root) is not a vault (it has no vault.json)", hint: "create one with 'vault init'")

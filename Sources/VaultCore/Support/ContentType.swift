@@ -37,6 +37,24 @@ public enum ContentType {
         return false
     }
 
+    /// The type of a document named `name` whose first bytes are `head`: from the bytes when
+    /// there are any (``sniff(_:)``), from the name's extension when there are none (an empty
+    /// `notes.txt` is still text), else `application/octet-stream`.
+    public static func detect(_ head: UnsafeRawBufferPointer, name: String) -> String {
+        guard head.isEmpty else { return sniff(head) }
+        let ext = name.split(separator: ".", omittingEmptySubsequences: false).last.map { $0.lowercased() }
+        guard name.contains("."), let ext else { return octetStream }
+        return byExtension[ext] ?? octetStream
+    }
+
+    /// Types an empty file's extension tells.
+    static let byExtension = [
+        "txt": "text/plain", "text": "text/plain", "md": "text/markdown", "csv": "text/csv", "html": "text/html",
+        "htm": "text/html", "xml": "application/xml", "json": "application/json", "pdf": "application/pdf",
+        "jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp",
+        "tif": "image/tiff", "tiff": "image/tiff", "heic": "image/heic", "heif": "image/heif",
+    ]
+
     /// True for types that are safe to print on a terminal.
     public static func isText(_ type: String) -> Bool {
         type.hasPrefix("text/") || type == "application/json"

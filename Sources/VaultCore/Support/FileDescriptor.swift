@@ -36,11 +36,12 @@ public final class FileDescriptor: @unchecked Sendable {
         return f
     }
 
-    /// Creates a new file with `mode`; fails if it exists.
-    public static func createExclusive(_ path: String, mode: mode_t = 0o600) throws -> FileDescriptor {
+    /// Creates a new file with `mode`; fails if it exists. Errors name the file `name`
+    /// (default: `path`), so a temporary file's errors can name its destination.
+    public static func createExclusive(_ path: String, mode: mode_t = 0o600, name: String? = nil) throws -> FileDescriptor {
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw VaultError.posix("cannot create", path) }
-        return FileDescriptor(fd: fd, path: path)
+        guard fd >= 0 else { throw VaultError.posix("cannot create", name ?? path) }
+        return FileDescriptor(fd: fd, path: name ?? path)
     }
 
     /// Opens (creating if needed) a file for reading and writing.

@@ -4,8 +4,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Directory and rename helpers for crash-safe writes: temp file in the same directory,
-/// fsync, rename, fsync the directory.
+/// Paths, directories, renames and links; crash-safe writes go through ``AtomicFile``.
 public enum FileSystem {
     /// What is at a path.
     public enum Kind: Sendable { case missing, file, directory, other }
@@ -81,24 +80,8 @@ public enum FileSystem {
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
-    /// Writes `bytes` to `path` crash-safely: a temp file beside it (mode `mode`), fsync,
-    /// rename over `path`, fsync the directory. A crash leaves the old file or the new one.
-    public static func writeAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600,
-                                       random: any RandomSource = SystemRandom()) throws {
-        let dir = directory(of: path)
-        let temp = "\(dir)/.tmp-\(Hex.encode(random.bytes(8)))"
-        do {
-            let f = try FileDescriptor.createExclusive(temp, mode: mode)
-            try f.write(bytes)
-            try f.sync()
-            f.close()
-            try rename(temp, to: path)
-            try syncDirectory(dir)
-        } catch {
-            try? remove(temp)
-            throw error
-        }
-    }
+    /// The modification time (seconds) of a `stat` result.
+    public static func modificationTime(_ st: stat) -> time_t { st.st_mtim.tv_sec }
 
     /// Reads a whole (small) file.
     public static func readFile(_ path: String, limit: Int = 64 << 20) throws -> [UInt8] {

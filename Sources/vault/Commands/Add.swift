@@ -11,12 +11,17 @@ extension VaultCommand {
                 Each file becomes one document; its id is printed on its own line as soon as it is \
                 stored. Use - to read standard input (needs --name). The content type is detected \
                 from the first bytes unless --type is given.
+
+                Examples:
+                  vault add scan.pdf receipt.jpg --tag 2026
+                  vault add -r inbox/
+                  cat photo.heic | vault add - --name photo.heic
                 """)
 
         @OptionGroup var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
-        @Argument(help: ArgumentHelp("Files to add; - reads standard input; directories need -r.", valueName: "path"))
+        @Argument(help: ArgumentHelp("Files to add; - reads standard input; directories need -r.", valueName: "path"), completion: .file())
         var paths: [String]
 
         @Option(help: "The document name (default: the file name). Only with a single path.")
@@ -28,8 +33,21 @@ extension VaultCommand {
         @Option(name: .customLong("tag"), help: ArgumentHelp("A tag for every added document; repeat for several.", valueName: "tag"))
         var tags: [String] = []
 
+        @Flag(help: "Add a file even when a document with the same contents is already in the vault.")
+        var allowDuplicate = false
+
         @Flag(name: [.short, .customLong("recursive")], help: "Add the files inside directories, recursively (names are paths relative to the directory).")
         var recursive = false
+
+        @OptionGroup var result: ResultOptions
+
+        /// `add --json`: what was added, and what was not (with why).
+        struct Result: Encodable {
+            struct Added: Encodable { var id, path, name, contentType: String; var size: UInt64; var sha256: String }
+            struct NotAdded: Encodable { var path, code, message: String }
+            var added: [Added] = []
+            var notAdded: [NotAdded] = []
+        }
 
         func validate() throws {
             if paths.isEmpty { throw ValidationError("Give at least one file to add.") }
@@ -47,18 +65,40 @@ extension VaultCommand {
                 throw VaultError(.usage, "--name needs exactly one file, but \(paths[0]) holds \(inputs.count)")
             }
             let vault = try options.unlock()
+            var duplicates = 0
+            var outcome = Result()
+            defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
             for input in inputs {
                 let file = input.path == "-" ? FileDescriptor.standard(0, name: "standard input")
                                              : try FileDescriptor.openForReading(input.path)
+                let shown = input.path == "-" ? "standard input" : input.path
                 let record: DocumentRecord
                 do {
-                    record = try vault.add(from: file, name: name ?? input.name, contentType: contentType, tags: tags)
+                    record = try vault.add(from: file, name: name ?? input.name, contentType: contentType, tags: tags,
+                                           allowDuplicate: allowDuplicate)
+                } catch let e as VaultError where e.code == .duplicate {
+                    guard inputs.count > 1 else {
+                        outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
+                        throw VaultError(.duplicate, "\(shown) was not added: \(e.message)", hint: "use --allow-duplicate to add it anyway")
+                    }
+                    // The others are still added; the exit code says some were not.
+                    Terminal.warn("\(shown) was not added: \(e.message)")
+                    outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
+                    duplicates += 1
+                    continue
                 } catch {
                     let e = VaultError.from(error)
-                    throw VaultError(e.code, "cannot add \(input.path == "-" ? "standard input" : input.path): \(e.message)",
-                                     hint: e.hint ?? "it was not added", cause: e.cause)
+                    outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
+                    throw VaultError(e.code, "cannot add \(shown): \(e.message)", hint: e.hint ?? "it was not added", cause: e.cause)
                 }
-                Terminal.out(record.id.hex + "\n")
+                let m = record.metadata
+                outcome.added.append(.init(id: record.id.hex, path: shown, name: m.name, contentType: m.contentType, size: m.size,
+                                           sha256: Hex.encode(m.sha256)))
+                if !result.json { Terminal.out(record.id.hex + "\n") }
+            }
+            if duplicates > 0 {
+                throw VaultError(.duplicate, "\(duplicates) of \(inputs.count) files were already in the vault and not added",
+                                 hint: "use --allow-duplicate to add them anyway")
             }
         }
 
@@ -90,20 +130,29 @@ extension VaultCommand {
             return out
         }
 
-        /// Regular files under `dir`, sorted, not following symbolic links.
+        /// Regular files under `dir`, sorted, not following symbolic links. A folder or file that
+        /// cannot be read fails the whole command, as an unreadable file named on the command line does.
         private func walk(_ dir: String) throws -> [Input] {
-            let base = URL(fileURLWithPath: dir).standardizedFileURL.path
-            guard let e = FileManager.default.enumerator(atPath: base) else {
-                throw VaultError(.io, "cannot list \(dir)")
-            }
             var found: [Input] = []
-            while let rel = e.nextObject() as? String {
-                let full = base + "/" + rel
-                var st = stat()
-                guard lstat(full, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
-                guard access(full, R_OK) == 0 else { throw VaultError(.io, "\(full): permission denied", hint: "nothing was added") }
-                found.append(Input(path: full, name: rel))
+            func visit(_ path: String, _ relative: String) throws {
+                let names: [String]
+                do { names = try FileSystem.list(path) } catch let e as VaultError {
+                    throw VaultError(e.code, "\(e.message)", hint: "nothing was added", cause: e.cause)
+                }
+                for name in names {
+                    let full = path + "/" + name, rel = relative.isEmpty ? name : relative + "/" + name
+                    var st = stat()
+                    guard lstat(full, &st) == 0 else { throw VaultError(.io, "cannot read \(full)", hint: "nothing was added") }
+                    switch st.st_mode & S_IFMT {
+                    case S_IFDIR: try visit(full, rel)
+                    case S_IFREG:
+                        guard access(full, R_OK) == 0 else { throw VaultError(.io, "\(full): permission denied", hint: "nothing was added") }
+                        found.append(Input(path: full, name: rel))
+                    default: continue   // symbolic links, devices, sockets: not documents
+                    }
+                }
             }
+            try visit(URL(fileURLWithPath: dir).standardizedFileURL.path, "")
             return found.sorted { $0.name < $1.name }
         }
     }

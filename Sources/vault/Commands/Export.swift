@@ -15,6 +15,11 @@ extension VaultCommand {
                 batch-0001.json, ... and manifest.json; --out - streams a single batch to stdout. \
                 A damaged document stops the export (no incomplete file is left), or with --skip-bad \
                 is cut out of its payload and the export goes on (exit code 2). See docs/EXPORT.md.
+
+                Examples:
+                  vault export --out outbox/
+                  vault export --tag 2026 --max-bytes 32M --out outbox/ --progress bar
+                  vault export 79d6 scan.pdf --out - > payload.json
                 """)
 
         @OptionGroup var global: GlobalOptions
@@ -23,7 +28,7 @@ extension VaultCommand {
 
         @OptionGroup var selection: SelectionOptions
 
-        @Option(help: ArgumentHelp("A folder for the batch files, or - for standard output.", valueName: "dir|-"))
+        @Option(help: ArgumentHelp("A folder for the batch files, or - for standard output.", valueName: "dir|-"), completion: .directory)
         var out: String
 
         @OptionGroup var batching: BatchOptions
@@ -31,11 +36,25 @@ extension VaultCommand {
         @Flag(help: "Cut documents that fail authentication out of their payload and go on (exit code 2).")
         var skipBad = false
 
-        @Flag(help: "Replace existing batch files and manifest in the folder.")
+        @Flag(help: "Replace the batch files and manifest of an earlier export in the folder (and remove those the new run does not write).")
         var force = false
+
+        @OptionGroup var result: ResultOptions
 
         func validate() throws {
             if out.isEmpty { throw ValidationError("--out needs a folder or -.") }
+            if out == "-" && result.json { throw ValidationError("--json needs --out DIR: with --out - standard output carries the payload.") }
+        }
+
+        /// `export --json`.
+        struct Result: Encodable {
+            var runId: String
+            var out: String
+            var documents: Int
+            var payloadBytes: UInt64
+            var seconds: Double
+            var batches: [ManifestBatch]
+            var skipped: [ManifestSkip]
         }
 
         func run() async throws { try await run(parent: root.global) }
@@ -44,6 +63,9 @@ extension VaultCommand {
             let toStdout = out == "-"
             if toStdout && Terminal.isTTY(1) {
                 throw VaultError(.usage, "refusing to write the payload to a terminal", hint: "redirect standard output, or use --out DIR")
+            }
+            if !toStdout, ![.missing, .directory].contains(FileSystem.kind(of: out)) {
+                throw VaultError(.usage, "--out \(out) is not a directory", hint: "give a folder, or - for standard output")
             }
             let vault = try options.unlock()
             let selected = try selection.records(in: vault, verb: "export")
@@ -59,6 +81,14 @@ extension VaultCommand {
             do {
                 summary = toStdout ? try exporter.write(to: FileDescriptor.standard(1, name: "standard output"))
                                    : try exporter.write(toDirectory: out)
+            } catch var e as VaultError {
+                renderer.clear()
+                switch e.code {
+                case .alreadyExists: e.hint = "use --force to replace them, or another --out folder"
+                case .singleBatchNeeded: e.hint = "use --out DIR, raise --batch-size/--max-bytes, or select fewer documents"
+                default: break
+                }
+                throw e
             } catch {
                 renderer.clear()
                 throw error
@@ -66,11 +96,17 @@ extension VaultCommand {
             renderer.clear()
             let seconds = Date().timeIntervalSince(started)
             let where_ = toStdout ? "standard output" : out
-            Terminal.err(String(format: "vault: exported %d document%@ in %d batch%@ (%@) to %@ in %.1f s",
-                                summary.documents, summary.documents == 1 ? "" : "s", summary.batches.count,
-                                summary.batches.count == 1 ? "" : "es", Terminal.size(summary.payloadBytes), where_, seconds))
+            if result.json {
+                Terminal.out(JSONOutput.line(Result(runId: summary.runID, out: where_, documents: summary.documents, payloadBytes: summary.payloadBytes,
+                                                    seconds: (seconds * 1000).rounded() / 1000, batches: summary.batches, skipped: summary.skipped)))
+            }
+            if progressOptions.printsSummary {
+                Terminal.err(String(format: "vault: exported %d document%@ in %d batch%@ (%@) to %@ in %.1f s",
+                                    summary.documents, summary.documents == 1 ? "" : "s", summary.batches.count,
+                                    summary.batches.count == 1 ? "" : "es", Terminal.size(summary.payloadBytes), where_, seconds))
+            }
             if !summary.skipped.isEmpty {
-                if progressOptions.resolved != .bar {
+                if [.none].contains(progressOptions.resolved) {
                     for s in summary.skipped { Terminal.warn("skipped \(s.id.prefix(12)) \(s.name): \(s.error)") }
                 }
                 throw VaultError(.partial, "\(summary.skipped.count) damaged document(s) were left out",

@@ -11,6 +11,11 @@ extension VaultCommand {
                 With -o FILE the plaintext goes to a temporary file beside FILE that is renamed into \
                 place only after every chunk has authenticated, so a damaged document never leaves a \
                 partial file. Binary content is never written to a terminal.
+
+                Examples:
+                  vault get scan.pdf -o scan.pdf
+                  vault get 79d6 > notes.txt
+                  vault get 79d6 -o copy.pdf --force
                 """)
 
         @OptionGroup var global: GlobalOptions
@@ -19,7 +24,7 @@ extension VaultCommand {
         @Argument(help: ArgumentHelp("A unique id prefix (4+ digits) or an exact name.", valueName: "id-or-name"))
         var document: String
 
-        @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file (mode 0600); - for standard output (the default).", valueName: "file"))
+        @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file (mode 0600); - for standard output (the default).", valueName: "file"), completion: .file())
         var output: String?
 
         @Flag(help: "Replace the output file if it exists.")
@@ -41,7 +46,7 @@ extension VaultCommand {
                 }
             }
             let vault = try options.unlock()
-            let record = try vault.resolve(document, in: vault.records().records)
+            let record = try DocumentSelection.resolve(document, in: vault.records().records)
             let reader = try vault.open(record.id)
             if toStdout {
                 if Terminal.isTTY(1) && !ContentType.isText(reader.metadata.contentType) {
@@ -54,24 +59,13 @@ extension VaultCommand {
             try Self.writeFile(reader, to: output!, force: force)
         }
 
-        /// Streams into a temp file beside `path`, fsyncs, then renames it into place.
+        /// Streams into a temporary file beside `path` (swept there if a killed `get` left one),
+        /// fsyncs, then renames it into place: a damaged document or an interrupt leaves no file.
         static func writeFile(_ reader: EnvelopeReader, to path: String, force: Bool) throws {
-            let dir = FileSystem.directory(of: path)
-            let temp = "\(dir)/.vault-get-\(Hex.encode(SystemRandom().bytes(8)))"
-            let file = try FileDescriptor.createExclusive(temp)
-            var done = false
-            defer { if !done { try? FileSystem.remove(temp) } }
-            while let batch = try reader.next() { try file.write(batch) }
-            try file.sync()
-            file.close()
-            if force {
-                try FileSystem.rename(temp, to: path)
-            } else {
-                try FileSystem.link(temp, to: path)
-                try FileSystem.remove(temp)
-            }
-            done = true
-            try FileSystem.syncDirectory(dir)
+            AtomicFile.sweep(FileSystem.directory(of: path))
+            let output = try AtomicFile(destination: path)
+            while let batch = try reader.next() { try output.file.write(batch) }
+            try output.commit(replace: force)
         }
     }
 }

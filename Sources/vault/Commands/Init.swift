@@ -8,7 +8,14 @@ extension VaultCommand {
     struct Init: VaultSubcommand {
         static let configuration = CommandConfiguration(
             abstract: "Create a new, empty vault.",
-            discussion: "Asks for the password twice on a terminal. The directory must not exist or must be empty.")
+            discussion: """
+                Asks for the password twice on a terminal. The directory must not exist or must be empty.
+
+                Examples:
+                  vault init                      # asks for the password twice
+                  vault --vault ~/scans init --kdf sensitive
+                  vault init --password-file pw.txt --kdf interactive
+                """)
 
         @OptionGroup var global: GlobalOptions
         @ParentCommand var root: VaultCommand

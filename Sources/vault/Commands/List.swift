@@ -7,7 +7,14 @@ extension VaultCommand {
     struct List: VaultSubcommand {
         static let configuration = CommandConfiguration(
             abstract: "List the documents in the vault, oldest first.",
-            discussion: "The table shows a 12-digit id prefix; any unique prefix of 4 or more digits names a document.")
+            discussion: """
+                The table shows a 12-digit id prefix; any unique prefix of 4 or more digits names a document.
+
+                Examples:
+                  vault list
+                  vault list --tag 2026
+                  vault list --json
+                """)
 
         @OptionGroup var global: GlobalOptions
         @ParentCommand var root: VaultCommand
@@ -23,7 +30,7 @@ extension VaultCommand {
         func execute(_ options: GlobalOptions) async throws {
             let vault = try options.unlock()
             let (all, unreadable) = try vault.records()
-            let records = all.filter { tag == nil || $0.metadata.tags.contains(tag!) }
+            let records = try DocumentSelection(tag: tag).apply(to: all)
             Terminal.out(json ? Self.json(records) : Self.table(records))
             if !unreadable.isEmpty {
                 for (id, e) in unreadable { Terminal.warn("document \(id) cannot be read: \(e.message)") }
@@ -32,19 +39,19 @@ extension VaultCommand {
             }
         }
 
-        static func iso(_ millis: Int64) -> String {
-            let f = ISO8601DateFormatter()
-            return f.string(from: Date(timeIntervalSince1970: Double(millis) / 1000))
+        /// One document in `list --json`.
+        struct Listed: Encodable {
+            var id, name, contentType: String
+            var size: UInt64
+            var sha256, added: String
+            var tags: [String]
         }
 
         static func json(_ records: [DocumentRecord]) -> String {
-            let items = records.map { r -> String in
-                let m = r.metadata
-                let tags = m.tags.map(JSONString.quote).joined(separator: ",")
-                return "{\"id\":\"\(r.id.hex)\",\"name\":\(JSONString.quote(m.name)),\"contentType\":\(JSONString.quote(m.contentType)),"
-                    + "\"size\":\(m.size),\"sha256\":\"\(Hex.encode(m.sha256))\",\"added\":\"\(iso(m.addedAtMillis))\",\"tags\":[\(tags)]}"
-            }
-            return "[" + items.joined(separator: ",\n") + "]\n"
+            JSONOutput.line(records.map { r in
+                Listed(id: r.id.hex, name: r.metadata.name, contentType: r.metadata.contentType, size: r.metadata.size,
+                       sha256: Hex.encode(r.metadata.sha256), added: JSONOutput.iso(millis: r.metadata.addedAtMillis), tags: r.metadata.tags)
+            })
         }
 
         static func table(_ records: [DocumentRecord]) -> String {

@@ -14,6 +14,11 @@ extension VaultCommand {
                 VAULT_UPLOAD_TOKEN (Bearer) or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD (Basic). \
                 A journal in the vault records confirmed batches: running the same command again, \
                 or with --resume, sends only what is not confirmed. See docs/UPLOAD.md.
+
+                Examples:
+                  VAULT_UPLOAD_TOKEN=... vault upload --url https://backoffice.example/batches
+                  vault upload --url https://backoffice.example/batches --tag 2026 --progress json
+                  vault upload --url https://backoffice.example/batches --resume
                 """)
 
         @OptionGroup var global: GlobalOptions
@@ -48,6 +53,24 @@ extension VaultCommand {
         @Flag(help: "Start a new run even if an earlier upload of the same documents was confirmed or interrupted.")
         var newRun = false
 
+        @OptionGroup var result: ResultOptions
+
+        /// `upload --json`.
+        struct Result: Encodable {
+            var runId: String
+            var target: String
+            var batches: Int
+            var alreadyConfirmed: Int
+            var documents: Int
+            var payloadBytes: UInt64
+            var retries: Int
+            var skipped: Int
+            var seconds: Double
+        }
+
+        @Flag(help: "Allow http:// to a host that is not a loopback address (documents cross the network unencrypted; credentials are still never sent).")
+        var insecureHTTP = false
+
         static let reserved = ["authorization", "content-length", "content-type", "idempotency-key", "x-vault-batch", "host", "transfer-encoding"]
 
         func validate() throws {
@@ -79,23 +102,21 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
-            let env = ProcessInfo.processInfo.environment
-            var authorization: String?
-            if let token = env["VAULT_UPLOAD_TOKEN"], !token.isEmpty {
-                authorization = "Bearer " + token
-            } else if env["VAULT_UPLOAD_USER"] != nil || env["VAULT_UPLOAD_PASSWORD"] != nil {
-                guard let user = env["VAULT_UPLOAD_USER"], let password = env["VAULT_UPLOAD_PASSWORD"] else {
-                    throw VaultError(.usage, "VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD must be set together")
+            var target = UploadTarget(url: url, method: method.uppercased(), authorization: try Self.authorization(), idleTimeout: timeout)
+            if target.isCleartextOverNetwork {
+                let host = URLComponents(string: url)?.host ?? url
+                guard insecureHTTP else {
+                    throw VaultError(.usage, "refusing to send documents unencrypted over http:// to \(host)",
+                                     hint: "use https://, or --insecure-http on a network you trust")
                 }
-                authorization = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
-            }
-            let components = URLComponents(string: url)!
-            if components.scheme?.lowercased() == "http", let host = components.host, !Self.isLoopback(host) {
-                Terminal.warn("sending documents unencrypted over http:// to \(host); use https://")
+                if target.authorization != nil {
+                    throw VaultError(.usage, "refusing to send credentials unencrypted over http:// to \(host)",
+                                     hint: "use https://, or unset VAULT_UPLOAD_TOKEN, VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD")
+                }
+                Terminal.warn("sending documents unencrypted over http:// to \(host)")
             }
             let vault = try options.unlock()
             let selected = try selection.records(in: vault, verb: "upload")
-            var target = UploadTarget(url: url, method: method.uppercased(), authorization: authorization, idleTimeout: timeout)
             target.headers = headers.map { h in
                 let p = h.split(separator: ":", maxSplits: 1)
                 return (p[0].trimmingCharacters(in: .whitespaces), p[1].trimmingCharacters(in: .whitespaces))
@@ -118,21 +139,37 @@ extension VaultCommand {
             }
             renderer.clear()
             let seconds = Date().timeIntervalSince(started)
+            if result.json {
+                Terminal.out(JSONOutput.line(Result(runId: summary.runID, target: target.redacted, batches: summary.batches,
+                                                    alreadyConfirmed: summary.alreadyConfirmed, documents: summary.documents,
+                                                    payloadBytes: summary.payloadBytes, retries: summary.retries, skipped: summary.skipped,
+                                                    seconds: (seconds * 1000).rounded() / 1000)))
+            }
             let sent = summary.batches - summary.alreadyConfirmed
-            var line = sent == 0
-                ? "vault: nothing to send: all \(summary.batches) batches of run \(summary.runID.prefix(8)) were already confirmed"
-                : String(format: "vault: uploaded %d document%@ in %d batch%@ (%@) to %@ in %.1f s, %d retr%@",
-                         summary.documents, summary.documents == 1 ? "" : "s", summary.batches, summary.batches == 1 ? "" : "es",
-                         Terminal.size(summary.payloadBytes), target.redacted, seconds, summary.retries, summary.retries == 1 ? "y" : "ies")
-            if sent > 0 && summary.alreadyConfirmed > 0 { line += "; resumed: \(summary.alreadyConfirmed) batch(es) were already confirmed" }
-            Terminal.err(line)
+            if progressOptions.printsSummary {
+                var line = sent == 0
+                    ? "vault: nothing to send: all \(summary.batches) batches of run \(summary.runID.prefix(8)) were already confirmed"
+                    : String(format: "vault: uploaded %d document%@ in %d batch%@ (%@) to %@ in %.1f s, %d retr%@",
+                             summary.documents, summary.documents == 1 ? "" : "s", summary.batches, summary.batches == 1 ? "" : "es",
+                             Terminal.size(summary.payloadBytes), target.redacted, seconds, summary.retries, summary.retries == 1 ? "y" : "ies")
+                if sent > 0 && summary.alreadyConfirmed > 0 { line += "; resumed: \(summary.alreadyConfirmed) batch(es) were already confirmed" }
+                Terminal.err(line)
+            }
             if summary.skipped > 0 {
                 throw VaultError(.partial, "\(summary.skipped) damaged document(s) were left out", hint: "run 'vault verify' for details")
             }
         }
 
-        static func isLoopback(_ host: String) -> Bool {
-            host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        /// The `Authorization` header from the credentials taken out of the environment.
+        static func authorization() throws -> String? {
+            func text(_ s: SecretBytes) -> String { s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
+            if let token = EnvironmentSecrets.value("VAULT_UPLOAD_TOKEN"), token.count > 0 { return "Bearer " + text(token) }
+            let user = EnvironmentSecrets.value("VAULT_UPLOAD_USER"), password = EnvironmentSecrets.value("VAULT_UPLOAD_PASSWORD")
+            guard user != nil || password != nil else { return nil }
+            guard let user, let password else {
+                throw VaultError(.usage, "VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD must be set together")
+            }
+            return "Basic " + Data((text(user) + ":" + text(password)).utf8).base64EncodedString()
         }
     }
 }

@@ -6,7 +6,14 @@ extension VaultCommand {
     struct Verify: VaultSubcommand {
         static let configuration = CommandConfiguration(
             abstract: "Authenticate every chunk of every document (or the ones given) and check the index.",
-            discussion: "Exits 0 when everything verified and 65 when anything is damaged; damaged documents are named.")
+            discussion: """
+                Exits 0 when everything verified and 65 when anything is damaged; damaged documents are named.
+
+                Examples:
+                  vault verify
+                  vault verify 79d6 scan.pdf
+                  vault verify --json
+                """)
 
         @OptionGroup var global: GlobalOptions
         @ParentCommand var root: VaultCommand
@@ -21,11 +28,7 @@ extension VaultCommand {
 
         func execute(_ options: GlobalOptions) async throws {
             let vault = try options.unlock()
-            var ids: [DocumentID]?
-            if !documents.isEmpty {
-                let records = try vault.records().records
-                ids = try documents.map { try vault.resolve($0, in: records).id }
-            }
+            let ids = documents.isEmpty ? nil : try DocumentSelection(queries: documents).apply(to: vault.records().records).map(\.id)
             let report = try vault.verify(ids)
             Terminal.out(json ? Self.json(report) : Self.text(report))
             if !report.isClean {
@@ -45,15 +48,27 @@ extension VaultCommand {
             return lines.joined(separator: "\n") + "\n"
         }
 
-        static func json(_ r: VerifyReport) -> String {
-            let docs = r.documents.map { e -> String in
-                var s = "{\"id\":\"\(e.id.hex)\",\"name\":\(e.name.map(JSONString.quote) ?? "null"),\"status\":\"\(e.error == nil ? "ok" : "damaged")\""
-                if let error = e.error {
-                    s += ",\"error\":{\"code\":\"\(error.code.rawValue)\",\"message\":\(JSONString.quote(error.message))}"
-                }
-                return s + "}"
+        /// `verify --json`.
+        struct Report: Encodable {
+            struct Document: Encodable {
+                var id: String
+                var name: String?
+                var status: String
+                var error: Failure?
             }
-            return "{\"documents\":[\(docs.joined(separator: ","))],\"index\":\"\(r.index.rawValue)\",\"ok\":\(r.documents.count - r.damaged.count),\"damaged\":\(r.damaged.count)}\n"
+            struct Failure: Encodable { var code, message: String }
+            var documents: [Document]
+            var index: String
+            var ok, damaged: Int
+        }
+
+        static func json(_ r: VerifyReport) -> String {
+            JSONOutput.line(Report(
+                documents: r.documents.map { e in
+                    Report.Document(id: e.id.hex, name: e.name, status: e.error == nil ? "ok" : "damaged",
+                                    error: e.error.map { Report.Failure(code: $0.code.rawValue, message: $0.message) })
+                },
+                index: r.index.rawValue, ok: r.documents.count - r.damaged.count, damaged: r.damaged.count))
         }
     }
 }

@@ -12,6 +12,11 @@ struct CLIResult {
     var stderr: String
     var maxRSSKiB: Int
     var out: String { String(decoding: stdout, as: UTF8.self) }
+
+    /// The `--progress json` events on stderr, parsed; a line that is not a JSON object is nil.
+    var events: [[String: Any]?] {
+        stderr.split(separator: "\n").map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+    }
 }
 
 final class Sandbox {
@@ -58,7 +63,7 @@ final class Sandbox {
     ///   at exec, so wait4's figure would be ours; time forks from a 2 MB process instead.)
     /// - Parameter fileSizeLimitKiB: run under `ulimit -f` (in KiB).
     func spawn(_ args: [String], env extra: [String: String?] = [:], stdin: [UInt8] = [], stdinPath: String? = nil,
-               measured: Bool = false, fileSizeLimitKiB: Int? = nil) -> pid_t {
+               measured: Bool = false, fileSizeLimitKiB: Int? = nil, wrapper: [String] = []) -> pid_t {
         let inPath = stdinPath ?? path(".stdin-\(UUID().uuidString)")
         if stdinPath == nil { write(String(inPath.split(separator: "/").last!), stdin) }
         lastOut = path(".stdout-\(UUID().uuidString)")
@@ -81,7 +86,7 @@ final class Sandbox {
         let timePrefix = lastRSS.map { ["/usr/bin/time", "-q", "-f", "%M", "-o", $0] } ?? []
         if measured { precondition(FileManager.default.isExecutableFile(atPath: "/usr/bin/time"), "GNU time is needed: apt-get install time") }
         let limit = fileSizeLimitKiB.map { "ulimit -f \($0) && " } ?? ""
-        let argv = (timePrefix + ["/bin/sh", "-c", "cd \"$0\" && \(limit)exec \"$@\"", dir, Self.binary] + args).map { strdup($0) } + [nil]
+        let argv = (timePrefix + ["/bin/sh", "-c", "cd \"$0\" && \(limit)exec \"$@\"", dir] + wrapper + [Self.binary] + args).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
         var pid: pid_t = 0
@@ -137,6 +142,19 @@ final class Sandbox {
         wait(spawn(args, env: env, stdin: stdin))
     }
 
+    /// Runs the binary as the unprivileged user 65534 (nobody), through util-linux's setpriv:
+    /// permission checks apply to it, as they do to any user but root.
+    func runAsNobody(_ args: [String], env: [String: String?] = [:]) -> CLIResult {
+        wait(spawn(args, env: env, wrapper: Self.nobody))
+    }
+
+    /// Runs a shell command in the sandbox folder; `$1` is the vault binary.
+    func shell(_ command: String, env: [String: String?] = [:]) -> CLIResult {
+        wait(spawn([], env: env, wrapper: ["/bin/sh", "-c", command, "sh"]))
+    }
+
+    static let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
     /// Runs the binary with a file-size limit (`ulimit -f`, KiB).
     func run(_ args: [String], fileSizeLimitKiB: Int) -> CLIResult {
         wait(spawn(args, fileSizeLimitKiB: fileSizeLimitKiB))
@@ -167,7 +185,8 @@ final class Sandbox {
 
 extension Array where Element == UInt8 {
     static func random(_ n: Int, seed: UInt64 = 42) -> [UInt8] {
-        var s = seed | 1
+        // Scrambled first: distinct seeds must give distinct bytes (vault refuses duplicates).
+        var s = seed &* 0x9E37_79B9_7F4A_7C15 | 1
         return (0..<n).map { _ in s ^= s << 13; s ^= s >> 7; s ^= s << 17; return UInt8(truncatingIfNeeded: s) }
     }
 }

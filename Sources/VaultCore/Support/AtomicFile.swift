@@ -1,0 +1,106 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A file written under a temporary name beside its destination and committed by a rename:
+/// the one way vault writes a file (objects, the index, vault.json, journals, manifests,
+/// batch payloads, `get -o` outputs).
+///
+/// The temporary name is `.vault-tmp-<pid>-<random>`. The file is registered with
+/// ``Interrupts`` before it exists (an interrupt removes it), held under an `flock` while it is
+/// written, and removed when the object goes away uncommitted. ``sweep(_:)`` removes the ones a
+/// killed process left behind. Errors name the destination, not the temporary name.
+public final class AtomicFile {
+    /// The prefix of every temporary file vault creates.
+    public static let temporaryPrefix = ".vault-tmp-"
+
+    /// The open temporary file; errors from it name the destination.
+    public let file: FileDescriptor
+    /// Where the file goes on ``commit(replace:sync:)``.
+    public let destination: String
+    /// The temporary file's path.
+    public let temporaryPath: String
+    private let directory: String
+    private var token: Interrupts.Token?
+
+    /// Creates the temporary file (mode `mode`) in `destination`'s directory.
+    public init(destination: String, mode: mode_t = 0o600, random: any RandomSource = SystemRandom()) throws {
+        self.destination = destination
+        directory = FileSystem.directory(of: destination)
+        temporaryPath = "\(directory)/\(Self.temporaryPrefix)\(getpid())-\(Hex.encode(random.bytes(8)))"
+        let token = Interrupts.register(path: temporaryPath)
+        do {
+            file = try FileDescriptor.createExclusive(temporaryPath, mode: mode, name: destination)
+            _ = try file.lockExclusive()
+        } catch {
+            Interrupts.unregister(token)
+            throw error
+        }
+        self.token = token
+    }
+
+    deinit { discard() }
+
+    /// Puts the file in place. With `sync`, the data is flushed first and the directory after,
+    /// so the file survives a power cut once this returns.
+    /// - Parameter replace: replace an existing destination; otherwise fail with
+    ///   ``VaultError/Code/alreadyExists`` and keep it.
+    public func commit(replace: Bool, sync: Bool = true) throws {
+        guard let token else { preconditionFailure("internal error: \(destination) committed twice") }
+        if sync { try file.sync() }
+        if replace {
+            try FileSystem.rename(temporaryPath, to: destination)
+        } else {
+            try FileSystem.link(temporaryPath, to: destination)
+            try FileSystem.remove(temporaryPath)
+        }
+        Interrupts.unregister(token)
+        self.token = nil
+        file.close()
+        if sync { try FileSystem.syncDirectory(directory) }
+    }
+
+    /// Removes the temporary file (nothing happens if it was committed).
+    public func discard() {
+        guard let token else { return }
+        unlink(temporaryPath)
+        Interrupts.unregister(token)
+        self.token = nil
+        file.close()
+    }
+
+    /// Writes `bytes` to `path` crash-safely, replacing what is there.
+    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600,
+                             random: any RandomSource = SystemRandom()) throws {
+        let f = try AtomicFile(destination: path, mode: mode, random: random)
+        try f.file.write(bytes)
+        try f.commit(replace: true)
+    }
+
+    /// How old an unlocked temporary file of a live process must be before it counts as left over.
+    static let abandonedAfter: time_t = 60
+
+    /// Removes temporary files in `directory` that a killed writer left behind: those whose
+    /// `flock` can be taken and whose process is gone (or that are older than a minute, in case
+    /// its pid was reused). Files of this process and of running writers are left alone.
+    public static func sweep(_ directory: String) {
+        guard let names = try? FileSystem.list(directory) else { return }
+        for name in names where name.hasPrefix(temporaryPrefix) {
+            let path = "\(directory)/\(name)"
+            let pid = name.dropFirst(temporaryPrefix.count).split(separator: "-").first.flatMap { pid_t($0) }
+            if pid == getpid() { continue }
+            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            // Locked: a writer is at work. Never O_CREAT here: a file just renamed away stays away.
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
+            var st = stat()
+            guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            let gone = pid.map { kill($0, 0) != 0 && errno == ESRCH } ?? true
+            if gone || time(nil) - FileSystem.modificationTime(st) > abandonedAfter { unlink(path) }
+        }
+    }
+}

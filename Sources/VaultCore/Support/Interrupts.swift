@@ -1,0 +1,101 @@
+import CVaultSystem
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What must happen if the process is interrupted (SIGINT, SIGTERM, SIGHUP): temporary files
+/// that hold plaintext or payload bytes are removed, and registered actions run (restore the
+/// terminal's echo, mark a manifest `interrupted`).
+///
+/// Temporary files are registered *before* they are created, and the interrupt path ends by
+/// taking the registry's lock for good: a file created after the sweep cannot exist, because
+/// its registration would wait forever. The process then exits, so the lock is never released.
+public enum Interrupts {
+    /// Identifies one registration, to withdraw it.
+    public struct Token: Hashable, Sendable { fileprivate let value: Int }
+
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var paths: [Int: String] = [:]
+    nonisolated(unsafe) private static var actions: [Int: () -> Void] = [:]
+    nonisolated(unsafe) private static var next = 0
+    nonisolated(unsafe) private static var interrupted = false
+
+    /// Registers a temporary file to remove on interrupt.
+    public static func register(path: String) -> Token {
+        lock.lock(); defer { lock.unlock() }
+        next += 1
+        paths[next] = path
+        return Token(value: next)
+    }
+
+    /// Registers an action to run on interrupt (before temporary files are removed). Actions
+    /// run on the interrupt thread while the main work may still be running: they must take
+    /// whatever lock protects the state they touch.
+    public static func register(action: @escaping () -> Void) -> Token {
+        lock.lock(); defer { lock.unlock() }
+        next += 1
+        actions[next] = action
+        return Token(value: next)
+    }
+
+    /// Withdraws a registration (the file was committed or removed; the action is moot).
+    public static func unregister(_ token: Token) {
+        lock.lock(); defer { lock.unlock() }
+        paths[token.value] = nil
+        actions[token.value] = nil
+    }
+
+    /// True once an interrupt has begun.
+    public static var isInterrupted: Bool {
+        lock.lock(); defer { lock.unlock() }
+        return interrupted
+    }
+
+    /// Runs the actions, then removes every registered file and keeps the lock, so nothing new
+    /// can be registered (or created) before the process exits. Call only on the way out.
+    public static func cleanUpForExit() {
+        lock.lock()
+        interrupted = true
+        let pending = actions.sorted { $0.key < $1.key }.map(\.value)
+        actions = [:]
+        lock.unlock()
+        for action in pending { action() }
+        lock.lock()
+        for path in paths.values { unlink(path) }
+        paths = [:]
+        // The lock stays taken: the process is about to exit.
+    }
+
+    /// Installs handlers for SIGINT, SIGTERM and SIGHUP. On the first signal a watcher thread
+    /// runs ``cleanUpForExit()`` and then `onInterrupt` (which should print and exit).
+    /// - Throws: ``VaultError/Code/internal`` if the handlers cannot be installed.
+    public static func install(onInterrupt: @escaping @Sendable (Int32) -> Void) throws {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw VaultError(.internal, "cannot create the interrupt pipe") }
+        let readEnd = fds[0]
+        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        let watcher = Thread {
+            var signal: UInt8 = 0
+            while read(readEnd, &signal, 1) != 1 {
+                if errno != EINTR { return }
+            }
+            cleanUpForExit()
+            onInterrupt(Int32(signal))
+        }
+        watcher.name = "vault.interrupts"
+        watcher.start()
+        guard vault_install_interrupt_handlers(fds[1]) == 0 else {
+            throw VaultError(.internal, "cannot install signal handlers")
+        }
+    }
+
+    /// Turns off core dumps and (on Linux) marks the process not dumpable, so neither a core
+    /// file nor another process of the same user can read secrets out of its memory.
+    public static func disableCoreDumps() throws {
+        guard vault_disable_core_dumps() == 0 else { throw VaultError(.internal, "cannot disable core dumps") }
+    }
+}

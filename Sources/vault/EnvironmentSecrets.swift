@@ -1,0 +1,36 @@
+import Foundation
+import VaultCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The secrets the environment may carry, moved at start into secret memory: each value is
+/// copied into ``SecretBytes``, overwritten with zeros where the process keeps it (the block
+/// `/proc/PID/environ` shows), and unset. Nothing copies the environment into Swift strings
+/// before this runs, and nothing reads these variables afterwards.
+enum EnvironmentSecrets {
+    /// The password and the upload credentials.
+    static let names = ["VAULT_PASSWORD", "VAULT_UPLOAD_TOKEN", "VAULT_UPLOAD_USER", "VAULT_UPLOAD_PASSWORD"]
+
+    // Written once by capture() before any command runs, then only read.
+    nonisolated(unsafe) private static var values: [String: SecretBytes] = [:]
+
+    /// Moves the variables in ``names`` out of the environment. Call first thing in `main`.
+    static func capture() throws {
+        for name in names {
+            guard let value = getenv(name) else { continue }
+            let count = strlen(value)
+            values[name] = try SecretBytes(copying: UnsafeRawBufferPointer(start: value, count: count))
+            memset(value, 0, count)
+            unsetenv(name)
+        }
+    }
+
+    /// The value `name` had, if it was set.
+    static func value(_ name: String) -> SecretBytes? { values[name] }
+}
+
+/// A variable that holds no secret, read without copying the whole environment.
+func environment(_ name: String) -> String? {
+    getenv(name).map { String(cString: $0) }
+}
