@@ -29,7 +29,7 @@ import Testing
     /// Reads everything back, in reads of at most `step` bytes from the source.
     static func open(_ payload: [UInt8], step: Int = .max, cipher: ChunkCipher = cipher()) -> ([UInt8], VaultError?) {
         let input = MemoryEnvelope(payload)
-        let r = StreamReader(cipher: cipher) { buf in
+        let r = StreamReader(cipher: cipher, batching: .reading) { buf in
             try input.read(into: UnsafeMutableRawBufferPointer(rebasing: buf[0..<min(buf.count, step)]))
         }
         var out: [UInt8] = []
@@ -129,7 +129,7 @@ import Testing
         var payload = try Self.seal(testBytes(100), step: 100)
         payload[0] ^= 1
         let input = MemoryEnvelope(payload)
-        let r = StreamReader(cipher: Self.cipher()) { try input.read(into: $0) }
+        let r = StreamReader(cipher: Self.cipher(), batching: .reading) { try input.read(into: $0) }
         let first = #expect(throws: VaultError.self) { try r.next() }
         let second = #expect(throws: VaultError.self) { try r.next() }
         #expect(first?.code == second?.code)

@@ -22,8 +22,9 @@ public final class EnvelopeReader {
     ///     id from the object's file name, so swapped files are caught).
     ///   - verifyDigest: also hash the plaintext and compare it with the recorded SHA-256 at the end.
     ///   - threads: how many threads open each batch of chunks (default: one per core).
+    ///   - batching: how many chunks each ``next()`` opens and releases.
     public init(input: any EnvelopeInput, keyring: Keyring, expectedID: DocumentID? = nil, verifyDigest: Bool = false,
-                threads: Int = Parallelism.allCores) throws {
+                threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading) throws {
         header = try Self.readHeader(input)
         let kek = try keyring.kek(for: header)
         guard let documentKey = try XChaCha20Poly1305.openKey(header.wrappedKey, ad: header.keyWrapAD,
@@ -54,7 +55,9 @@ public final class EnvelopeReader {
         }
         let payloadKey = try SubkeyDerivation.derive(from: documentKey, id: EnvelopeFormat.payloadSubkeyID,
                                                      context: EnvelopeFormat.subkeyContext)
-        stream = StreamReader(cipher: ChunkCipher(payloadKey: payloadKey, threads: threads)) { buffer in try input.read(into: buffer) }
+        stream = StreamReader(cipher: ChunkCipher(payloadKey: payloadKey, threads: threads), batching: batching) { buffer in
+            try input.read(into: buffer)
+        }
         hasher = verifyDigest ? SHA256() : nil
     }
 

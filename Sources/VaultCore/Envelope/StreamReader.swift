@@ -23,13 +23,13 @@ public final class StreamReader {
     /// Plaintext bytes released so far (all authenticated).
     public private(set) var releasedCount: UInt64 = 0
 
-    /// A reader of `batchChunks` chunks at a time. The default (12) keeps each batch's
-    /// plaintext a multiple of 3 bytes, which the base64 stage relies on to work in parallel.
-    init(cipher: ChunkCipher, batchChunks: Int = 12, source: @escaping Source) {
+    /// A reader of `batching.chunks` chunks at a time (one byte more is read, to see whether
+    /// the input ends after them).
+    init(cipher: ChunkCipher, batching: ChunkBatching, source: @escaping Source) {
         self.cipher = cipher
         self.source = source
-        sealed = .allocate(byteCount: batchChunks * EnvelopeFormat.sealedChunkSize + 1, alignment: 64)
-        plain = .allocate(byteCount: batchChunks * EnvelopeFormat.chunkSize, alignment: 64)
+        sealed = .allocate(byteCount: batching.sealedBytes + 1, alignment: 64)
+        plain = .allocate(byteCount: batching.plaintextBytes, alignment: 64)
     }
 
     deinit {

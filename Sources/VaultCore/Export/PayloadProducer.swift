@@ -49,48 +49,65 @@ public final class PayloadProducer {
     private let progress: ProgressCounter
     private let positionBase: Int
     private let threads: Int
+    private let batching: ChunkBatching
 
     private let buffers: [UnsafeMutableRawBufferPointer]
     private let free: [DispatchSemaphore]
     private var ring = 0
 
+    /// Where the producer stands. Framing bytes (`pending`) are written out before any step.
+    private enum State {
+        /// Between entries: the next document starts, or the payload closes.
+        case between
+        /// Inside a document's entry, reading it batch by batch.
+        case inDocument(EnvelopeReader)
+        /// The closing framing is pending; then the payload is complete.
+        case closing
+        /// Every byte was produced.
+        case finished
+        /// A document failed; the bytes before its entry are out, the failure is thrown next.
+        case failurePending(DocumentFailure)
+        /// The failure was thrown; only ``skipFailedDocument(at:)`` goes on.
+        case failed(DocumentFailure)
+    }
+    private var state = State.between
     private var pending: [UInt8] = PayloadFraming.open
     private var pendingAt = 0
     private var documentIndex = -1
-    private var reader: EnvelopeReader?
-    private var encoder = Base64StreamEncoder()
+    private var encoder: Base64StreamEncoder
     private var entriesWritten = 0
     private var entryStart: UInt64 = 0
     private var verifiedOfDocument: UInt64 = 0
     private var emitted: UInt64 = 0
-    private var closed = false
-    private var finished = false
-    private var failure: DocumentFailure?
-    private var failed = false
 
-    /// Plaintext chunks per decrypted batch: 12, a multiple of 3 so each batch's base64 splits
-    /// evenly between cores, and small enough that memory stays a few MiB.
-    static let batchChunks = 12
     /// Blocks in the ring: enough that encoding runs ahead while the consumer writes and hashes.
     static let ringDepth = 6
-    static let blockSize = Int(Base64.encodedLength(UInt64(batchChunks * EnvelopeFormat.chunkSize))) + 64 << 10
+    /// Room for a whole batch's base64, and some framing, per block.
+    private let blockSize: Int
 
     /// The ids of the documents whose entries are complete.
     public private(set) var written: [DocumentID] = []
 
-    /// - Parameter threads: how many threads decrypt and encode each batch. Give fewer than
-    ///   ``Parallelism/allCores`` when the consumer has heavy work of its own (hashing, a network
-    ///   stack): see ``Parallelism/besideOneStage``.
+    /// - Parameters:
+    ///   - threads: how many threads decrypt and encode each batch. Give fewer than
+    ///     ``Parallelism/allCores`` when the consumer has heavy work of its own (hashing, a network
+    ///     stack): see ``Parallelism/besideOneStage``.
+    ///   - batching: the chunks per decrypted batch, passed down to each document's reader; its
+    ///     plaintext must be whole base64 groups (a multiple of 3 chunks) to be encoded in parallel.
     package init(vault: Vault, records: [DocumentRecord], shape: PayloadShape, progress: ProgressCounter,
-         positionBase: Int = 0, threads: Int = Parallelism.allCores, onEvent: @escaping (ExportEvent) -> Void) {
+                 positionBase: Int = 0, threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading,
+                 onEvent: @escaping (ExportEvent) -> Void) {
         self.vault = vault
         self.records = records
         self.shape = shape
         self.progress = progress
         self.positionBase = positionBase
         self.threads = threads
+        self.batching = batching
         self.onEvent = onEvent
-        buffers = (0..<Self.ringDepth).map { _ in .allocate(byteCount: Self.blockSize, alignment: 64) }
+        encoder = Base64StreamEncoder(threads: threads)
+        blockSize = Base64StreamEncoder.maxOutput(for: batching.plaintextBytes) + 64 << 10
+        buffers = (0..<Self.ringDepth).map { [blockSize] _ in .allocate(byteCount: blockSize, alignment: 64) }
         free = (0..<Self.ringDepth).map { _ in DispatchSemaphore(value: 1) }
     }
 
@@ -105,9 +122,12 @@ public final class PayloadProducer {
     /// The next block, or nil when the payload is complete.
     /// - Throws: ``DocumentFailure`` when a document fails (after any bytes before it were delivered).
     public func next() throws -> PayloadBlock? {
-        if let f = failure { failure = nil; failed = true; throw f }
-        precondition(!failed, "internal error: producer used after a failure without skipFailedDocument()")
-        if finished { return nil }
+        switch state {
+        case .failurePending(let f): state = .failed(f); throw f
+        case .failed: preconditionFailure("internal error: producer used after a failure without skipFailedDocument()")
+        case .finished: return nil
+        case .between, .inDocument, .closing: break
+        }
         free[ring].wait()
         let buffer = buffers[ring]
         var fill = 0
@@ -116,8 +136,8 @@ public final class PayloadProducer {
         } catch let f as DocumentFailure {
             // Deliver what came before the failed entry; throw on the next call.
             let keep = Int(max(0, Int64(f.startOffset) - Int64(emitted)))
-            if keep == 0 { free[ring].signal(); failed = true; throw f }
-            failure = f
+            if keep == 0 { free[ring].signal(); state = .failed(f); throw f }
+            state = .failurePending(f)
             fill = keep
         }
         let block = PayloadBlock(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<fill]), offset: emitted, free: free[ring])
@@ -128,20 +148,16 @@ public final class PayloadProducer {
 
     /// After a ``DocumentFailure``: forgets the failed document and goes on with the next.
     public func skipFailedDocument(at startOffset: UInt64) {
-        let record = records[documentIndex]
-        onEvent(.documentSkipped(id: record.id, name: record.metadata.name, error: lastError ?? VaultError(.internal, "skipped")))
-        progress.skip(remaining: record.metadata.size - verifiedOfDocument)
+        guard case .failed(let f) = state else { preconditionFailure("internal error: nothing failed to skip") }
+        onEvent(.documentSkipped(id: f.record.id, name: f.record.metadata.name, error: f.error))
+        progress.skip(remaining: f.record.metadata.size - verifiedOfDocument)
         onEvent(.progress(done: progress.done, total: progress.total))
-        reader = nil
         encoder = Base64StreamEncoder(threads: threads)
         pending = []
         pendingAt = 0
         emitted = startOffset
-        failed = false
-        failure = nil
+        state = .between
     }
-
-    private var lastError: VaultError?
 
     private func produce(into buffer: UnsafeMutableRawBufferPointer, fill: inout Int) throws {
         while true {
@@ -156,35 +172,39 @@ public final class PayloadProducer {
                 if fill == buffer.count { return }
                 continue
             }
-            if closed { finished = true; return }
-            guard let reader else {
+            switch state {
+            case .between:
                 try startNextDocument(at: emitted + UInt64(fill))
-                continue
-            }
-            // Room for a whole decrypted batch's base64?
-            let room = buffer.count - fill
-            if room < Base64StreamEncoder.maxOutput(for: Self.batchChunks * EnvelopeFormat.chunkSize) { return }
-            let record = records[documentIndex]
-            let batch: UnsafeRawBufferPointer?
-            do {
-                batch = try reader.next()
-            } catch {
-                lastError = VaultError.from(error)   // the reader already names the document
-                throw DocumentFailure(record: record, error: lastError!, startOffset: entryStart)
-            }
-            if let batch {
-                fill += encoder.encode(batch, into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...]))
-                verifiedOfDocument += UInt64(batch.count)
-                progress.add(UInt64(batch.count))
-                onEvent(.progress(done: progress.done, total: progress.total))
-            } else {
-                fill += encoder.finish(into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...]))
-                self.reader = nil
-                pending = PayloadEntry(record, shape: shape).suffix
-                pendingAt = 0
-                entriesWritten += 1
-                written.append(record.id)
-                onEvent(.documentFinished(id: record.id))
+            case .closing:
+                state = .finished
+                return
+            case .inDocument(let reader):
+                // Room for a whole decrypted batch's base64?
+                if buffer.count - fill < Base64StreamEncoder.maxOutput(for: batching.plaintextBytes) { return }
+                let record = records[documentIndex]
+                let batch: UnsafeRawBufferPointer?
+                do {
+                    batch = try reader.next()
+                } catch {
+                    // The reader already names the document.
+                    throw DocumentFailure(record: record, error: VaultError.from(error), startOffset: entryStart)
+                }
+                if let batch {
+                    fill += encoder.encode(batch, into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...]))
+                    verifiedOfDocument += UInt64(batch.count)
+                    progress.add(UInt64(batch.count))
+                    onEvent(.progress(done: progress.done, total: progress.total))
+                } else {
+                    fill += encoder.finish(into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...]))
+                    state = .between
+                    pending = PayloadEntry(record, shape: shape).suffix
+                    pendingAt = 0
+                    entriesWritten += 1
+                    written.append(record.id)
+                    onEvent(.documentFinished(id: record.id))
+                }
+            case .finished, .failurePending, .failed:
+                preconditionFailure("internal error: producing in a finished or failed state")
             }
         }
     }
@@ -194,7 +214,7 @@ public final class PayloadProducer {
         guard documentIndex < records.count else {
             pending = PayloadFraming.close
             pendingAt = 0
-            closed = true
+            state = .closing
             return
         }
         let record = records[documentIndex]
@@ -203,15 +223,14 @@ public final class PayloadProducer {
         onEvent(.documentStarted(id: record.id, name: record.metadata.name, size: record.metadata.size,
                                  position: positionBase + documentIndex + 1, of: progress.documents))
         do {
-            let r = try vault.open(record.id, threads: threads)
+            let r = try vault.open(record.id, threads: threads, batching: batching)
             guard r.metadata == record.metadata else {
                 throw VaultError(.vaultDamaged, "document \(record.id): its envelope disagrees with the index",
                                  hint: "run 'vault verify' to rebuild the index")
             }
-            reader = r
+            state = .inDocument(r)
         } catch {
-            lastError = VaultError.from(error)
-            throw DocumentFailure(record: record, error: lastError!, startOffset: entryStart)
+            throw DocumentFailure(record: record, error: VaultError.from(error), startOffset: entryStart)
         }
         encoder = Base64StreamEncoder(threads: threads)
         pending = (entriesWritten > 0 ? [PayloadFraming.separator] : []) + PayloadEntry(record, shape: shape).prefix

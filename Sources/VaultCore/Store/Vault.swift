@@ -108,10 +108,11 @@ public final class Vault: @unchecked Sendable {
 
     /// Opens a document's envelope for reading (header checked and authenticated). Errors,
     /// now and from the reader later, name the document. `threads` is how many threads open
-    /// each batch of chunks (default: one per core).
-    public func open(_ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores) throws -> EnvelopeReader {
+    /// each batch of chunks (default: one per core); `batching`, how many chunks a batch holds.
+    public func open(_ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores,
+                     batching: ChunkBatching = .reading) throws -> EnvelopeReader {
         do {
-            let reader = try openEnvelope(id, verifyDigest: verifyDigest, threads: threads)
+            let reader = try openEnvelope(id, verifyDigest: verifyDigest, threads: threads, batching: batching)
             reader.context = "document \(id)"
             return reader
         } catch {
@@ -120,14 +121,16 @@ public final class Vault: @unchecked Sendable {
     }
 
     /// Opens an envelope; errors do not name the document (for callers that report ids themselves).
-    func openEnvelope(_ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores) throws -> EnvelopeReader {
+    func openEnvelope(_ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores,
+                      batching: ChunkBatching = .reading) throws -> EnvelopeReader {
         let file: FileDescriptor
         do {
             file = try FileDescriptor.openForReading(store.objectPath(id))
         } catch let e as VaultError where e.code == .notFound {
             throw VaultError(.notFound, "its object file is missing (was it removed?)")
         }
-        return try EnvelopeReader(input: file, keyring: keyring, expectedID: id, verifyDigest: verifyDigest, threads: threads)
+        return try EnvelopeReader(input: file, keyring: keyring, expectedID: id, verifyDigest: verifyDigest, threads: threads,
+                                  batching: batching)
     }
 
     // MARK: Removing
