@@ -49,9 +49,6 @@ public struct UploadJournal: Codable, Sendable {
     /// Documents left out.
     public var skipped: [Skip] = []
 
-    /// True when every batch is confirmed.
-    public var isComplete: Bool { batches.allSatisfy { $0.status == "confirmed" } }
-
     /// The ``Vault/keyedDigest(purpose:_:)`` purpose of journal values.
     static let digestPurpose: UInt64 = 1
 

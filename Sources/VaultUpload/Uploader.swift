@@ -146,8 +146,7 @@ public final class Uploader: @unchecked Sendable {
             return existing
         }
         if options.requireJournal {
-            throw VaultError(.notFound, "there is no interrupted upload of these documents to \(options.target.redacted)",
-                             hint: "run the upload without --resume to start one")
+            throw VaultError(.notFound, "there is no interrupted upload of these documents to \(options.target.redacted)")
         }
         let planned = try BatchPlanner.plan(order, limits: options.limits, shape: options.shape)
         let runID = UUID().uuidString.lowercased()

@@ -15,12 +15,6 @@ enum Sodium {
         }
     }
 
-    /// The libsodium version string, for diagnostics.
-    static var version: String {
-        _ = status
-        return String(cString: sodium_version_string())
-    }
-
     /// Constant-time comparison of two equally long byte ranges.
     static func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
         guard a.count == b.count else { return false }

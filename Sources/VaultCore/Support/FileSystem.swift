@@ -20,13 +20,6 @@ public enum FileSystem {
         }
     }
 
-    /// The permission bits of `path`, or nil if it does not exist.
-    public static func mode(of path: String) -> mode_t? {
-        var st = stat()
-        guard lstat(path, &st) == 0 else { return nil }
-        return st.st_mode & 0o7777
-    }
-
     /// Creates a directory with `mode` (exactly, regardless of umask).
     public static func makeDirectory(_ path: String, mode: mode_t = 0o700) throws {
         guard mkdir(path, mode) == 0 else { throw VaultError.posix("cannot create directory", path) }

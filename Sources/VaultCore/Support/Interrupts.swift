@@ -21,7 +21,6 @@ public enum Interrupts {
     nonisolated(unsafe) private static var paths: [Int: String] = [:]
     nonisolated(unsafe) private static var actions: [Int: () -> Void] = [:]
     nonisolated(unsafe) private static var next = 0
-    nonisolated(unsafe) private static var interrupted = false
 
     /// Registers a temporary file to remove on interrupt.
     public static func register(path: String) -> Token {
@@ -48,17 +47,10 @@ public enum Interrupts {
         actions[token.value] = nil
     }
 
-    /// True once an interrupt has begun.
-    public static var isInterrupted: Bool {
-        lock.lock(); defer { lock.unlock() }
-        return interrupted
-    }
-
     /// Runs the actions, then removes every registered file and keeps the lock, so nothing new
     /// can be registered (or created) before the process exits. Call only on the way out.
     public static func cleanUpForExit() {
         lock.lock()
-        interrupted = true
         let pending = actions.sorted { $0.key < $1.key }.map(\.value)
         actions = [:]
         lock.unlock()

@@ -133,6 +133,10 @@ extension VaultCommand {
             let summary: UploadSummary
             do {
                 summary = try await Uploader(vault: vault, records: selected, options: uploadOptions, onEvent: renderer.handle).run()
+            } catch var e as VaultError {
+                renderer.clear()
+                if e.code == .notFound && resume && e.hint == nil { e.hint = "run the upload without --resume to start one" }
+                throw e
             } catch {
                 renderer.clear()
                 throw error
