@@ -121,6 +121,32 @@ import Glibc
         }
     }
 
+    @Test func anInterruptedUploadLeavesItsJournalAndResumes() throws {
+        let s = Sandbox()
+        s.initVault()
+        let (ids, originals) = UploadCLITests.add(s, count: 2, size: { 600_000 + $0 })
+        // The first batch is read slowly (about 4 s), so the signal lands while it is sent.
+        let r = Receiver(in: s, token: nil, faults: #"[{"action": "slow", "rate": 400000}]"#)
+        let pid = s.spawn(["upload", "--url", r.url, "--batch-size", "1", "--progress", "none"])
+        var sending = false
+        for _ in 0..<500 where !sending {
+            sending = FileManager.default.fileExists(atPath: s.path("vault/uploads")) && r.log.isEmpty
+                && Self.entries(s.path("vault/uploads")).contains { $0.hasSuffix(".json") }
+            usleep(10_000)
+        }
+        usleep(500_000)
+        kill(pid, SIGINT)
+        let stopped = s.wait(pid)
+        #expect(sending)
+        #expect(stopped.status == 130, "\(stopped.stderr)")
+        #expect(stopped.stderr == "vault: interrupted\n")
+        #expect(!Self.entries(s.path("vault/uploads")).contains { $0.hasPrefix(".vault-tmp-") })
+        let again = s.run("upload", "--url", r.url, "--batch-size", "1", "--progress", "none")
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(Set(r.accepted) == Set(ids) && r.accepted.count == 2, "each document arrives once: \(r.accepted)")
+        try UploadCLITests.checkStore(r, originals)
+    }
+
     @Test func anInterruptAtThePasswordPromptRestoresTheTerminal() throws {
         let s = Sandbox()
         s.initVault()

@@ -164,9 +164,10 @@ public final class Exporter {
             batchSize: options.limits.documents, maxBytes: options.limits.bytes,
             batches: batches.map { ManifestBatch(file: $0.fileName, documents: $0.records.map(\.id.hex), skipped: [],
                                                  bytes: $0.length, sha256: nil, status: .pending) }))
-        try manifest.update { _ in }
+        // Registered before the manifest exists, so no interrupt can leave it unmarked.
         let interrupt = Interrupts.register { manifest.finish(as: .interrupted, holdingLock: true) }
         defer { Interrupts.unregister(interrupt) }
+        try manifest.update { _ in }
         started()
         do {
             for batch in batches { try writeBatch(batch, in: directory, manifest: manifest) }
