@@ -30,6 +30,7 @@ let package = Package(
                 "CVaultSystem",
                 "CBase64",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .target(
@@ -52,7 +53,8 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultCoreTests",
-            dependencies: ["VaultCore", "CBase64"]
+            dependencies: ["VaultCore", "CBase64", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "CryptoExtras", package: "swift-crypto")]
         ),
         .testTarget(
             name: "VaultUploadTests",

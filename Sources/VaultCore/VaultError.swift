@@ -37,6 +37,10 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         public static let ambiguous = Code(rawValue: "ambiguous")
         /// The target already exists and would be overwritten.
         public static let alreadyExists = Code(rawValue: "already-exists")
+        /// An imported message's HMAC does not match (wrong password or key, or a changed file).
+        public static let hmacMismatch = Code(rawValue: "hmac-mismatch")
+        /// An imported message's padding is invalid although its HMAC matched.
+        public static let badPadding = Code(rawValue: "bad-padding")
         /// A document with the same contents (SHA-256) is already in the vault.
         public static let duplicate = Code(rawValue: "duplicate")
         /// A stream (standard output) can take one batch, and the selection needs several.
@@ -59,7 +63,7 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         /// True for the codes that mean stored data failed a check.
         public var isDamage: Bool {
             [.headerMalformed, .unsupportedVersion, .kdfParametersRejected, .headerAuthenticationFailed,
-             .chunkAuthenticationFailed, .truncated, .trailingData, .digestMismatch, .vaultDamaged].contains(self)
+             .chunkAuthenticationFailed, .truncated, .trailingData, .digestMismatch, .vaultDamaged, .hmacMismatch, .badPadding].contains(self)
         }
     }
 

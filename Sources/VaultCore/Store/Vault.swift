@@ -55,7 +55,7 @@ public final class Vault: @unchecked Sendable {
     ///   - allowDuplicate: add it even when a document with the same SHA-256 is in the vault;
     ///     otherwise that is ``VaultError/Code/duplicate`` and nothing is added.
     ///   - progress: called with the plaintext bytes read so far.
-    public func add(from input: FileDescriptor, name: String, contentType: String? = nil, tags: [String] = [],
+    public func add(from input: any ByteSource, name: String, contentType: String? = nil, tags: [String] = [],
                     allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
         let id = DocumentID.random(using: random)
         let object = try AtomicFile(destination: store.objectPath(id), random: random)

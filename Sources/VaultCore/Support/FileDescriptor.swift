@@ -75,17 +75,6 @@ public final class FileDescriptor: @unchecked Sendable {
         }
     }
 
-    /// Reads until `buffer` is full or the file ends; returns the bytes read.
-    public func readFully(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        var total = 0
-        while total < buffer.count {
-            let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]))
-            if n == 0 { break }
-            total += n
-        }
-        return total
-    }
-
     /// Reads up to `count` bytes as an array (for headers and small files).
     public func read(upTo count: Int) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)

@@ -1,0 +1,21 @@
+/// Bytes that arrive in pieces: a file, standard input, or a decrypting reader such as
+/// ``RNCryptorReader``. What ``Vault/add(from:name:contentType:tags:allowDuplicate:now:progress:)`` encrypts.
+public protocol ByteSource: AnyObject {
+    /// Reads at most `buffer.count` bytes; 0 at the end. An error ends the source.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+}
+
+extension ByteSource {
+    /// Reads until `buffer` is full or the source ends; returns the bytes read.
+    public func readFully(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        var total = 0
+        while total < buffer.count {
+            let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]))
+            if n == 0 { break }
+            total += n
+        }
+        return total
+    }
+}
+
+extension FileDescriptor: ByteSource {}
