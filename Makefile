@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN   := .build/debug/vault
 
-.PHONY: all deps build test demo bench fixtures release stress fuzz man man-check clean
+.PHONY: all deps peers build test demo bench fixtures release stress fuzz man man-check clean
 
 # The manual page's date: the one in docs/vault.1 (change it with the page).
 MAN_DATE ?= 2026-11-22
@@ -19,10 +19,15 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-# Builds, then runs every test: unit, vectors, CLI tests on the built binary, peak-memory tests,
-# and checks that docs/vault.1 is what the commands generate.
-test: build man-check
+# Builds, installs the test peers, then runs every test: unit, vectors, CLI tests on the built
+# binary, interoperability with the PyPI rncryptor package, peak-memory tests; and checks that
+# docs/vault.1 is what the commands generate.
+test: build man-check peers
 	$(SWIFT) test
+
+# Test peers this project did not write, in .build-peers/ (the rncryptor package from PyPI).
+peers:
+	@scripts/install-peers.sh
 
 # docs/vault.1 from the command definitions (swift-argument-parser's generate-manual plugin).
 man: deps

@@ -9,8 +9,8 @@ import Glibc
 /// `/proc/PID/environ` shows), and unset. Nothing copies the environment into Swift strings
 /// before this runs, and nothing reads these variables afterwards.
 enum EnvironmentSecrets {
-    /// The password and the upload credentials.
-    static let names = ["VAULT_PASSWORD", "VAULT_UPLOAD_TOKEN", "VAULT_UPLOAD_USER", "VAULT_UPLOAD_PASSWORD"]
+    /// The vault password, an import's password, and the upload credentials.
+    static let names = ["VAULT_PASSWORD", "VAULT_IMPORT_PASSWORD", "VAULT_UPLOAD_TOKEN", "VAULT_UPLOAD_USER", "VAULT_UPLOAD_PASSWORD"]
 
     // Written once by capture() before any command runs, then only read.
     nonisolated(unsafe) private static var values: [String: SecretBytes] = [:]

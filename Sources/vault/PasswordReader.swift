@@ -9,25 +9,44 @@ import Glibc
 enum PasswordReader {
     static let maxLength = 4096
 
-    /// The password, read from the first source that is present.
+    /// Where one password comes from: the vault's, or another (an import's).
+    struct Source {
+        /// The environment variable.
+        var variable: String
+        /// The option naming a file.
+        var fileOption: String
+        /// The prompt on the terminal.
+        var prompt: String
+        /// What it unlocks, for messages.
+        var what: String
+
+        static let vault = Source(variable: "VAULT_PASSWORD", fileOption: "--password-file", prompt: "Vault password: ", what: "vault")
+        static let rncryptor = Source(variable: "VAULT_IMPORT_PASSWORD", fileOption: "--from-password-file",
+                                      prompt: "RNCryptor password: ", what: "RNCryptor")
+    }
+
+    /// The password, read from the first source that is present: the file, the environment
+    /// variable (taken out of the environment at start), or a no-echo prompt.
     /// - Parameter confirm: ask twice on a terminal (vault creation).
-    static func read(file: String?, confirm: Bool = false) throws -> SecretBytes {
+    static func read(file: String?, from source: Source = .vault, confirm: Bool = false) throws -> SecretBytes {
         let password: SecretBytes
         if let file {
             password = try fromFile(file)
-        } else if let env = EnvironmentSecrets.value("VAULT_PASSWORD") {
-            guard env.count <= maxLength else { throw VaultError(.usage, "VAULT_PASSWORD is longer than \(maxLength) bytes") }
+        } else if let env = EnvironmentSecrets.value(source.variable) {
+            guard env.count <= maxLength else { throw VaultError(.usage, "\(source.variable) is longer than \(maxLength) bytes") }
             password = env
         } else {
-            password = try fromTerminal(confirm: confirm)
+            password = try fromTerminal(source, confirm: confirm)
         }
         if password.count == 0 {
-            throw VaultError(.usage, "the password is empty", hint: "a vault password must have at least one character")
+            throw VaultError(.usage, source.what == "vault" ? "the password is empty" : "the \(source.what) password is empty",
+                             hint: "a \(source.what) password must have at least one character")
         }
         return password
     }
 
-    private static func fromFile(_ path: String) throws -> SecretBytes {
+    /// A file's bytes without one trailing newline (LF or CRLF), at most ``maxLength`` of them.
+    static func fromFile(_ path: String) throws -> SecretBytes {
         let f: FileDescriptor
         do { f = try FileDescriptor.openForReading(path) } catch let e as VaultError {
             throw VaultError(e.code, "password file: \(e.message)", hint: e.hint)
@@ -42,14 +61,15 @@ enum PasswordReader {
         return try SecretBytes(copying: UnsafeRawBufferPointer(rebasing: buffer[0..<end]))
     }
 
-    private static func fromTerminal(confirm: Bool) throws -> SecretBytes {
+    private static func fromTerminal(_ source: Source, confirm: Bool) throws -> SecretBytes {
         let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard tty >= 0 else {
-            throw VaultError(.usage, "no password given and no terminal to ask on",
-                             hint: "set VAULT_PASSWORD or pass --password-file FILE")
+            throw VaultError(.usage, source.what == "vault" ? "no password given and no terminal to ask on"
+                                                             : "no \(source.what) password given and no terminal to ask on",
+                             hint: "set \(source.variable) or pass \(source.fileOption) FILE")
         }
         defer { close(tty) }
-        let first = try prompt(tty, "Vault password: ")
+        let first = try prompt(tty, source.prompt)
         if confirm {
             let second = try prompt(tty, "Repeat password: ")
             let same = first.withUnsafeBytes { a in second.withUnsafeBytes { b in a.elementsEqual(b) } }

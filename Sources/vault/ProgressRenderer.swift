@@ -100,6 +100,28 @@ final class ProgressRenderer: @unchecked Sendable {
         }
     }
 
+    /// Import events: the bar counts RNCryptor bytes read; skipped and failed files are named
+    /// (as warnings, or as events in `json`).
+    func handle(_ event: ImportEvent) {
+        locked { r in
+            switch (r.mode, event) {
+            case (.json, .progress(let d, let t)):
+                r.emit(JSONOutput.line(Event("progress", done: d, total: t)), throttled: d != t)
+            case (.json, _):
+                r.emit(Self.line(event, elapsed: Date().timeIntervalSince(r.start)), throttled: false)
+            case (_, .fileSkipped(let path, let e)):
+                r.say("vault: warning: skipped \(path): \(e.message)")
+            case (_, .fileFailed(let path, let e)):
+                r.say("vault: warning: cannot import \(path): \(e.message)")
+            case (.bar, .started(_, let bytes)): r.total = bytes
+            case (.bar, .fileStarted(let pos, let of, let name)): r.document = (pos, of, name)
+            case (.bar, .progress(let d, let t)): r.done = d; r.total = t
+            case (.bar, .finished): r.draw()
+            default: break
+            }
+        }
+    }
+
     private func update(_ event: ExportEvent) {
         switch event {
         case .started(_, _, _, let plain, _): total = plain
@@ -174,7 +196,8 @@ final class ProgressRenderer: @unchecked Sendable {
     static func compose(batch: (Int, Int), document: (Int, Int, String), label: String?, done: UInt64, total: UInt64,
                         rate: Double, width: Int) -> String {
         let room = max(width - 1, 20)
-        let head = "batch \(batch.0)/\(batch.1)  " + (label ?? "doc \(document.0)/\(document.1)")
+        let head = batch.1 == 0 && label == nil ? "file \(document.0)/\(document.1)"
+                                                : "batch \(batch.0)/\(batch.1)  " + (label ?? "doc \(document.0)/\(document.1)")
         let name = label == nil ? Terminal.printable(document.2) : ""
         let figures = "\(Terminal.size(done))/\(Terminal.size(total))"
         let speed = "\(Terminal.size(UInt64(rate)))/s"
@@ -264,6 +287,11 @@ final class ProgressRenderer: @unchecked Sendable {
         var duplicate: Bool?
         var retries: Int?
         var seconds: Double?
+        var files: Int?
+        var bytes: UInt64?
+        var path: String?
+        var imported: Int?
+        var failed: Int?
 
         init(_ event: String, done: UInt64? = nil, total: UInt64? = nil) {
             self.event = event
@@ -292,6 +320,21 @@ final class ProgressRenderer: @unchecked Sendable {
             e.documents = docs; e.skipped = skipped
         case .finished(let batches, let docs, let skipped, let bytes):
             e = Event("finished"); e.batches = batches; e.documents = docs; e.skipped = skipped; e.payloadBytes = bytes
+            e.seconds = (elapsed * 1000).rounded() / 1000
+        }
+        return JSONOutput.line(e)
+    }
+
+    static func line(_ event: ImportEvent, elapsed: Double) -> String {
+        var e: Event
+        switch event {
+        case .started(let files, let bytes): e = Event("started"); e.files = files; e.bytes = bytes
+        case .fileStarted(let pos, let of, let name): e = Event("fileStarted"); e.position = pos; e.of = of; e.name = name
+        case .progress(let d, let t): e = Event("progress", done: d, total: t)
+        case .fileSkipped(let path, let err): e = Event("fileSkipped"); e.path = path; e.code = err.code.rawValue; e.error = err.message
+        case .fileFailed(let path, let err): e = Event("fileFailed"); e.path = path; e.code = err.code.rawValue; e.error = err.message
+        case .finished(let imported, let failed, let skipped):
+            e = Event("finished"); e.imported = imported; e.failed = failed; e.skipped = skipped
             e.seconds = (elapsed * 1000).rounded() / 1000
         }
         return JSONOutput.line(e)

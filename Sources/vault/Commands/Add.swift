@@ -60,7 +60,7 @@ extension VaultCommand {
 
         func execute(_ options: GlobalOptions) async throws {
             // Check every input before asking for the password or storing anything.
-            let inputs = try expandInputs()
+            let inputs = try InputFiles.expand(paths, recursive: recursive, stdinName: name ?? "stdin", verb: "add")
             if inputs.count > 1 && name != nil {
                 throw VaultError(.usage, "--name needs exactly one file, but \(paths[0]) holds \(inputs.count)")
             }
@@ -100,60 +100,6 @@ extension VaultCommand {
                 throw VaultError(.duplicate, "\(duplicates) of \(inputs.count) files were already in the vault and not added",
                                  hint: "use --allow-duplicate to add them anyway")
             }
-        }
-
-        private struct Input { var path: String; var name: String }
-
-        private func expandInputs() throws -> [Input] {
-            var out: [Input] = []
-            for path in paths {
-                if path == "-" { out.append(Input(path: "-", name: name ?? "stdin")); continue }
-                switch FileSystem.kind(of: path) {
-                case .missing:
-                    throw VaultError(.notFound, "\(path): no such file", hint: "nothing was added")
-                case .directory:
-                    guard recursive else {
-                        throw VaultError(.usage, "\(path) is a directory", hint: "use -r to add the files inside it; nothing was added")
-                    }
-                    let files = try walk(path)
-                    if files.isEmpty { Terminal.warn("\(path) holds no files") }
-                    out += files
-                case .file:
-                    out.append(Input(path: path, name: URL(fileURLWithPath: path).lastPathComponent))
-                case .other:
-                    throw VaultError(.usage, "\(path) is not a regular file", hint: "nothing was added")
-                }
-                if case .file = FileSystem.kind(of: path), access(path, R_OK) != 0 {
-                    throw VaultError(.io, "\(path): permission denied", hint: "nothing was added")
-                }
-            }
-            return out
-        }
-
-        /// Regular files under `dir`, sorted, not following symbolic links. A folder or file that
-        /// cannot be read fails the whole command, as an unreadable file named on the command line does.
-        private func walk(_ dir: String) throws -> [Input] {
-            var found: [Input] = []
-            func visit(_ path: String, _ relative: String) throws {
-                let names: [String]
-                do { names = try FileSystem.list(path) } catch let e as VaultError {
-                    throw VaultError(e.code, "\(e.message)", hint: "nothing was added", cause: e.cause)
-                }
-                for name in names {
-                    let full = path + "/" + name, rel = relative.isEmpty ? name : relative + "/" + name
-                    var st = stat()
-                    guard lstat(full, &st) == 0 else { throw VaultError(.io, "cannot read \(full)", hint: "nothing was added") }
-                    switch st.st_mode & S_IFMT {
-                    case S_IFDIR: try visit(full, rel)
-                    case S_IFREG:
-                        guard access(full, R_OK) == 0 else { throw VaultError(.io, "\(full): permission denied", hint: "nothing was added") }
-                        found.append(Input(path: full, name: rel))
-                    default: continue   // symbolic links, devices, sockets: not documents
-                    }
-                }
-            }
-            try visit(URL(fileURLWithPath: dir).standardizedFileURL.path, "")
-            return found.sorted { $0.name < $1.name }
         }
     }
 }

@@ -1,0 +1,221 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension VaultCommand {
+    /// `vault import --rncryptor`: bring RNCryptor v3 files in as documents.
+    struct Import: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            commandName: "import",
+            abstract: "Import RNCryptor v3 files as documents, verified before they count.",
+            discussion: """
+                Each file is read once, in constant memory: its HMAC is computed and its AES-256-CBC \
+                decrypted as it streams into a new sealed envelope, and the document is committed only \
+                when the HMAC (constant-time) and the padding check out; otherwise nothing is added and \
+                the error names the file and why (hmac-mismatch, bad-padding, unsupported-version, \
+                truncated). Password-based files take the RNCryptor password from --from-password-file, \
+                $VAULT_IMPORT_PASSWORD or a prompt (it may differ from the vault's); key-based files \
+                need --from-key-file. A file whose contents are already in the vault is skipped, so an \
+                interrupted import can simply be run again.
+
+                Examples:
+                  vault import --rncryptor scans/*.rncryptor --tag legacy
+                  vault import --rncryptor -r old-app-export/ --skip-bad --progress bar
+                  vault import --rncryptor photo.enc --from-key-file keys.bin --remove-source
+                """)
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var root: VaultCommand
+        @OptionGroup var progressOptions: ProgressOptions
+
+        @Flag(help: "The files are RNCryptor v3 messages (the only format import reads).")
+        var rncryptor = false
+
+        @Argument(help: ArgumentHelp("RNCryptor files; folders need -r.", valueName: "path"), completion: .file())
+        var paths: [String]
+
+        @Flag(name: [.short, .customLong("recursive")], help: "Import the files inside folders, recursively.")
+        var recursive = false
+
+        @Option(help: ArgumentHelp("Read the RNCryptor password from this file (one trailing newline is ignored).", valueName: "file"),
+                completion: .file())
+        var fromPasswordFile: String?
+
+        @Option(help: ArgumentHelp("For key-based files: a file holding the 32-byte encryption key then the 32-byte HMAC key (64 bytes, or 128 hex digits).", valueName: "file"),
+                completion: .file())
+        var fromKeyFile: String?
+
+        @Option(help: "The document name (default: the file name without .rncryptor or .enc). Only with a single file.")
+        var name: String?
+
+        @Option(name: .customLong("type"), help: ArgumentHelp("The MIME type (default: detected from the decrypted content).", valueName: "mime"))
+        var contentType: String?
+
+        @Option(name: .customLong("tag"), help: ArgumentHelp("A tag for every imported document; repeat for several.", valueName: "tag"))
+        var tags: [String] = []
+
+        @Flag(help: "Delete each source file once its document is committed and the vault synced.")
+        var removeSource = false
+
+        @Flag(help: "Go on after a file that fails (it is named; exit code 2 at the end).")
+        var skipBad = false
+
+        @Flag(help: "Import a file even when its contents are already in the vault.")
+        var allowDuplicate = false
+
+        @OptionGroup var result: ResultOptions
+
+        func validate() throws {
+            if !rncryptor { throw ValidationError("Give --rncryptor: RNCryptor v3 is the format import reads.") }
+            if paths.isEmpty { throw ValidationError("Give at least one file to import.") }
+            if paths.contains("-") { throw ValidationError("import reads files, not standard input.") }
+            if name != nil && paths.count > 1 { throw ValidationError("--name needs exactly one path.") }
+            if fromKeyFile != nil && fromPasswordFile != nil { throw ValidationError("Give --from-key-file or --from-password-file, not both.") }
+        }
+
+        /// `import --json`.
+        struct Result: Encodable {
+            struct Imported: Encodable { var id, path, name, contentType: String; var size: UInt64; var sha256: String }
+            struct NotImported: Encodable { var path, code, message: String }
+            var imported: [Imported] = []
+            var failed: [NotImported] = []
+            var skipped: [NotImported] = []
+        }
+
+        func run() async throws { try await run(parent: root.global) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            // Every input and the RNCryptor credentials before the vault password.
+            let inputs = try InputFiles.expand(paths, recursive: recursive, stdinName: "", verb: "import")
+            if inputs.count > 1 && name != nil {
+                throw VaultError(.usage, "--name needs exactly one file, but \(paths[0]) holds \(inputs.count)")
+            }
+            let keys = try credentials()
+            let vault = try options.unlock()
+            let sizes = inputs.map { (try? FileDescriptor.openForReading($0.path).size()) ?? 0 }
+            let total = sizes.reduce(0, +)
+            let renderer = ProgressRenderer(mode: progressOptions.resolved)
+            renderer.handle(ImportEvent.started(files: inputs.count, bytes: total))
+            var outcome = Result()
+            var done: UInt64 = 0
+            let started = Date()
+            defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
+            for (i, input) in inputs.enumerated() {
+                let documentName = name ?? Self.documentName(input.name)
+                renderer.handle(ImportEvent.fileStarted(position: i + 1, of: inputs.count, name: documentName))
+                do {
+                    let file = try FileDescriptor.openForReading(input.path)
+                    let reader = try RNCryptorReader(input: file, keys: keys)
+                    let base = done
+                    let record = try vault.add(from: reader, name: documentName, contentType: contentType, tags: tags,
+                                               allowDuplicate: allowDuplicate) { _ in
+                        renderer.handle(ImportEvent.progress(done: base + reader.consumed, total: total))
+                    }
+                    if removeSource {
+                        // The document is committed and the vault's folder synced: the source can go.
+                        try FileSystem.remove(input.path)
+                        try FileSystem.syncDirectory(FileSystem.directory(of: input.path))
+                    }
+                    let m = record.metadata
+                    outcome.imported.append(.init(id: record.id.hex, path: input.path, name: m.name, contentType: m.contentType,
+                                                  size: m.size, sha256: Hex.encode(m.sha256)))
+                    if !result.json { Terminal.out(record.id.hex + "\n") }
+                } catch let e as VaultError where e.code == .duplicate {
+                    renderer.handle(ImportEvent.fileSkipped(path: input.path, error: e))
+                    outcome.skipped.append(.init(path: input.path, code: e.code.rawValue, message: e.message))
+                } catch {
+                    let e = VaultError.from(error)
+                    outcome.failed.append(.init(path: input.path, code: e.code.rawValue, message: e.message))
+                    guard skipBad else {
+                        renderer.clear()
+                        throw VaultError(e.code, "cannot import \(input.path): \(e.message)",
+                                         hint: e.code == .hmacMismatch ? "check the RNCryptor password or keys; nothing was added from this file"
+                                                                       : "nothing was added from this file", cause: e.cause)
+                    }
+                    renderer.handle(ImportEvent.fileFailed(path: input.path, error: e))
+                }
+                done += sizes[i]
+                renderer.handle(ImportEvent.progress(done: done, total: total))
+            }
+            renderer.handle(ImportEvent.finished(imported: outcome.imported.count, failed: outcome.failed.count, skipped: outcome.skipped.count))
+            renderer.clear()
+            if progressOptions.printsSummary {
+                let bytes = outcome.imported.reduce(UInt64(0)) { $0 + $1.size }
+                Terminal.err(String(format: "vault: imported %d of %d file%@ (%@) in %.1f s; %d failed, %d skipped (already in the vault)",
+                                    outcome.imported.count, inputs.count, inputs.count == 1 ? "" : "s", Terminal.size(bytes),
+                                    Date().timeIntervalSince(started), outcome.failed.count, outcome.skipped.count))
+            }
+            if !outcome.failed.isEmpty {
+                throw VaultError(.partial, "\(outcome.failed.count) of \(inputs.count) files could not be imported", hint: "they are named above")
+            }
+        }
+
+        /// The RNCryptor credentials: the two keys, or the password.
+        private func credentials() throws -> RNCryptorKeys {
+            guard let fromKeyFile else {
+                return try RNCryptorKeys(password: PasswordReader.read(file: fromPasswordFile, from: .rncryptor))
+            }
+            let raw = try Self.readKeyFile(fromKeyFile)
+            // 64 raw bytes, or 128 hex digits (and a newline).
+            let bytes: SecretBytes = try raw.withUnsafeBytes { whole in
+                if whole.count == 2 * RNCryptorFormat.keySize { return raw }
+                var b = whole
+                while let last = b.last, last == 0x0A || last == 0x0D { b = UnsafeRawBufferPointer(rebasing: b.dropLast()) }
+                guard b.count == 4 * RNCryptorFormat.keySize, b.allSatisfy({ $0 < 0x80 && Character(UnicodeScalar($0)).isHexDigit }) else {
+                    throw VaultError(.usage, "\(fromKeyFile) must hold 64 bytes (encryption key, then HMAC key) or 128 hex digits")
+                }
+                var decoded = [UInt8](repeating: 0, count: 2 * RNCryptorFormat.keySize)
+                defer { decoded.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+                for i in decoded.indices { decoded[i] = UInt8(Self.nibble(b[2 * i]) << 4 | Self.nibble(b[2 * i + 1])) }
+                return try decoded.withUnsafeBytes { try SecretBytes(copying: $0) }
+            }
+            return try bytes.withUnsafeBytes { b in
+                try RNCryptorKeys(encryptionKey: SecretBytes(copying: UnsafeRawBufferPointer(rebasing: b[..<RNCryptorFormat.keySize])),
+                                  hmacKey: SecretBytes(copying: UnsafeRawBufferPointer(rebasing: b[RNCryptorFormat.keySize...])))
+            }
+        }
+
+        /// A key file's bytes (at most 256), straight into secret memory.
+        private static func readKeyFile(_ path: String) throws -> SecretBytes {
+            let file: FileDescriptor
+            do { file = try FileDescriptor.openForReading(path) } catch let e as VaultError {
+                throw VaultError(e.code, "key file: \(e.message)", hint: e.hint)
+            }
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 257, alignment: 1)
+            defer { buffer.initializeMemory(as: UInt8.self, repeating: 0); buffer.deallocate() }
+            let n = try file.readFully(into: buffer)
+            guard n <= 256 else { throw VaultError(.usage, "\(path) is too long for a key file") }
+            return try SecretBytes(copying: UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+        }
+
+        private static func nibble(_ c: UInt8) -> UInt8 {
+            switch c {
+            case 0x30...0x39: c - 0x30
+            case 0x41...0x46: c - 0x41 + 10
+            default: c - 0x61 + 10
+            }
+        }
+
+        /// The file name without an `.rncryptor` or `.enc` suffix (any case).
+        static func documentName(_ fileName: String) -> String {
+            for suffix in [".rncryptor", ".enc"] where fileName.lowercased().hasSuffix(suffix) && fileName.count > suffix.count {
+                return String(fileName.dropLast(suffix.count))
+            }
+            return fileName
+        }
+    }
+}
+
+/// What `import` reports as it works, for the progress renderer.
+enum ImportEvent {
+    case started(files: Int, bytes: UInt64)
+    case fileStarted(position: Int, of: Int, name: String)
+    /// RNCryptor bytes read so far, of the total of every file.
+    case progress(done: UInt64, total: UInt64)
+    case fileSkipped(path: String, error: VaultError)
+    case fileFailed(path: String, error: VaultError)
+    case finished(imported: Int, failed: Int, skipped: Int)
+}

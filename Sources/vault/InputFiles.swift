@@ -1,0 +1,65 @@
+import Foundation
+import VaultCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The files a command reads, checked before anything is stored: `add` and `import`.
+enum InputFiles {
+    /// One input: its path (`-` for standard input) and the name it gets.
+    struct Input { var path: String; var name: String }
+
+    /// The regular files `paths` name, folders expanded (with `recursive`) into their files,
+    /// sorted by relative path. Anything missing, unreadable, or a folder without `recursive`
+    /// fails the whole command before anything is stored ("nothing was <verb>ed").
+    static func expand(_ paths: [String], recursive: Bool, stdinName: String, verb: String) throws -> [Input] {
+        let nothing = "nothing was \(verb == "add" ? "added" : verb + "ed")"
+        var out: [Input] = []
+        for path in paths {
+            if path == "-" { out.append(Input(path: "-", name: stdinName)); continue }
+            switch FileSystem.kind(of: path) {
+            case .missing:
+                throw VaultError(.notFound, "\(path): no such file", hint: nothing)
+            case .directory:
+                guard recursive else {
+                    throw VaultError(.usage, "\(path) is a directory", hint: "use -r to \(verb) the files inside it; \(nothing)")
+                }
+                let files = try walk(path, nothing: nothing)
+                if files.isEmpty { Terminal.warn("\(path) holds no files") }
+                out += files
+            case .file:
+                guard access(path, R_OK) == 0 else { throw VaultError(.io, "\(path): permission denied", hint: nothing) }
+                out.append(Input(path: path, name: URL(fileURLWithPath: path).lastPathComponent))
+            case .other:
+                throw VaultError(.usage, "\(path) is not a regular file", hint: nothing)
+            }
+        }
+        return out
+    }
+
+    /// Regular files under `dir`, sorted, not following symbolic links. A folder or file that
+    /// cannot be read fails the whole command, as an unreadable file named on the command line does.
+    private static func walk(_ dir: String, nothing: String) throws -> [Input] {
+        var found: [Input] = []
+        func visit(_ path: String, _ relative: String) throws {
+            let names: [String]
+            do { names = try FileSystem.list(path) } catch let e as VaultError {
+                throw VaultError(e.code, e.message, hint: nothing, cause: e.cause)
+            }
+            for name in names {
+                let full = path + "/" + name, rel = relative.isEmpty ? name : relative + "/" + name
+                var st = stat()
+                guard lstat(full, &st) == 0 else { throw VaultError(.io, "cannot read \(full)", hint: nothing) }
+                switch st.st_mode & S_IFMT {
+                case S_IFDIR: try visit(full, rel)
+                case S_IFREG:
+                    guard access(full, R_OK) == 0 else { throw VaultError(.io, "\(full): permission denied", hint: nothing) }
+                    found.append(Input(path: full, name: rel))
+                default: continue   // symbolic links, devices, sockets: not documents
+                }
+            }
+        }
+        try visit(URL(fileURLWithPath: dir).standardizedFileURL.path, "")
+        return found.sorted { $0.name < $1.name }
+    }
+}
