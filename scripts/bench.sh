@@ -63,6 +63,25 @@ else
     echo "(age is not installed: no age figures; 'apt-get install age' to compare)"
 fi
 
+# --- import: an RNCryptor v3 file of the same 1 GiB, made by the PyPI rncryptor package ----------
+peer="$(dirname "$0")/../.build-peers/venv/bin/python"
+if [ -x "$peer" ]; then
+    echo
+    printf '%-44s %10s %14s %12s\n' "import, 1 GiB RNCryptor v3 file" "time" "throughput" "peak RSS"
+    OUT="$work/big.rncryptor" IN="$work/big.bin" IMPORT_PW="bench import" "$peer" -c 'import os, rncryptor; open(os.environ["OUT"], "wb").write(rncryptor.RNCryptor().encrypt(open(os.environ["IN"], "rb").read(), os.environ["IMPORT_PW"]))'
+    AFTER_EACH='rm -rf "$VAULT_DIR"/objects/*.vlt "$VAULT_DIR"/index.vlt' \
+        r=$(VAULT_IMPORT_PASSWORD="bench import" median_of "$vault" import --rncryptor "$work/big.rncryptor" --allow-duplicate --progress none)
+    row "vault import --rncryptor (HMAC, AES-CBC, seal, fsync)" $GIB "$r"
+    AFTER_EACH='rm -rf "$VAULT_DIR"/objects/*.vlt "$VAULT_DIR"/index.vlt' \
+        r=$(median_of "$vault" add --allow-duplicate "$work/big.bin"); row "vault add of the same plaintext" $GIB "$r"
+    AFTER_EACH='rm -f "$work/out.bin"' r=$(OUT="$work/out.bin" IN="$work/big.rncryptor" IMPORT_PW="bench import" median_of "$peer" -c \
+        'import os, rncryptor; open(os.environ["OUT"], "wb").write(rncryptor.RNCryptor().decrypt(open(os.environ["IN"], "rb").read(), os.environ["IMPORT_PW"]))')
+    row "python rncryptor.decrypt (PyPI, to a file)" $GIB "$r"
+    rm -f "$work/big.rncryptor"
+else
+    echo "(the rncryptor peer is not installed: no import figures; 'make peers')"
+fi
+
 # The upload peer: the test receiver in sink mode (it hashes each body; no JSON parsing).
 receiver_pid=
 trap '[ -n "$receiver_pid" ] && kill "$receiver_pid" 2>/dev/null; rm -rf "$work"' EXIT
