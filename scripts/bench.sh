@@ -75,7 +75,10 @@ if [ -x "$peer" ]; then
     AFTER_EACH='rm -rf "$VAULT_DIR"/objects/*.vlt "$VAULT_DIR"/index.vlt' \
         r=$(median_of "$vault" add --allow-duplicate "$work/big.bin"); row "vault add of the same plaintext" $GIB "$r"
     AFTER_EACH='rm -f "$work/out.bin"' r=$(OUT="$work/out.bin" IN="$work/big.rncryptor" IMPORT_PW="bench import" median_of "$peer" -c \
-        'import os, rncryptor; open(os.environ["OUT"], "wb").write(rncryptor.RNCryptor().decrypt(open(os.environ["IN"], "rb").read(), os.environ["IMPORT_PW"]))')
+        'import os, rncryptor
+class Binary(rncryptor.RNCryptor):   # the package decodes plaintext as UTF-8; documents are bytes
+    def post_decrypt_data(self, data): return data[:-data[-1]]
+open(os.environ["OUT"], "wb").write(Binary().decrypt(open(os.environ["IN"], "rb").read(), os.environ["IMPORT_PW"]))')
     row "python rncryptor.decrypt (PyPI, to a file)" $GIB "$r"
     rm -f "$work/big.rncryptor"
 else

@@ -59,6 +59,17 @@ import Glibc
         // The same files again: all skipped as already in the vault, exit 0 (a re-run is harmless).
         let again = s.run(["import", "--rncryptor", "-r", "in"], env: Self.env)
         #expect(again.status == 0 && again.stderr.hasSuffix("0 failed, 7 skipped (already in the vault)\n"), "\(again.stderr)")
+        // Progress counts files and RNCryptor bytes; with json, the finished event is the summary.
+        let json = s.run(["import", "--rncryptor", "-r", "in", "--progress", "json"], env: Self.env)
+        let events = json.events.compactMap { $0 }
+        #expect(events.count == json.events.count, "only JSON lines: \(json.stderr)")
+        let bytes = try FileManager.default.contentsOfDirectory(atPath: s.path("in"))
+            .reduce(0) { $0 + (try FileManager.default.attributesOfItem(atPath: s.path("in/" + $1))[.size] as! Int) }
+        #expect(events.first?["event"] as? String == "started" && events.first?["files"] as? Int == 7 && events.first?["bytes"] as? Int == bytes)
+        #expect(events.filter { $0["event"] as? String == "fileStarted" }.map { $0["position"] as? Int } == Array(1...7))
+        #expect(events.filter { $0["event"] as? String == "fileSkipped" }.count == 7)
+        let last = events.last ?? [:]
+        #expect(last["event"] as? String == "finished" && last["imported"] as? Int == 0 && last["skipped"] as? Int == 7 && last["failed"] as? Int == 0)
         // A wrong password: exit 65, nothing added, the file named.
         let wrong = s.run(["import", "--rncryptor", "in/doc-1.bin.rncryptor", "--allow-duplicate"], env: ["VAULT_IMPORT_PASSWORD": "wrong"])
         #expect(wrong.status == 65)
