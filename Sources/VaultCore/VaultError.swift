@@ -1,3 +1,5 @@
+import SystemPackage
+
 /// The one error type of VaultCore.
 ///
 /// Every failure carries a ``Code`` that callers can switch on (the CLI maps codes to exit
@@ -98,40 +100,44 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// An `errno` value with its text, kept as the cause of ``VaultError/Code/io`` errors.
+/// An operating-system error (`errno`), kept as the cause of ``VaultError/Code/io`` errors.
 public struct POSIXErrorCode: Error, CustomStringConvertible, Sendable {
-    /// The `errno` value.
-    public let value: Int32
+    /// The error.
+    public let errno: Errno
+    /// Its `errno` value.
+    public var value: Int32 { errno.rawValue }
     /// The operating system's text for it.
-    public var description: String { String(cString: strerror(value)) }
+    public var description: String { errno.description }
 }
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 extension VaultError {
-    /// An I/O error for `operation` on `path`, from the current `errno`.
-    static func posix(_ operation: String, _ path: String, errno err: Int32 = errno) -> VaultError {
-        let cause = POSIXErrorCode(value: err)
+    /// An error for `operation` on `path` from a system call's `error` (an `Errno`; anything
+    /// else is passed through ``from(_:)``).
+    static func posix(_ operation: String, _ path: String, _ error: any Error) -> VaultError {
+        guard let err = error as? Errno else { return from(error) }
+        let cause = POSIXErrorCode(errno: err)
         switch err {
-        case ENOENT:
+        case .noSuchFileOrDirectory:
             return VaultError(.notFound, "\(operation) \(path): no such file or directory", cause: cause)
-        case ENOSPC, EDQUOT:
+        case .noSpace, .diskQuotaExceeded:
             return VaultError(.io, "\(operation) \(path): no space left on device",
                               hint: "free some space and run the command again; nothing was changed", cause: cause)
-        case EFBIG:
+        case .fileTooLarge:
             return VaultError(.io, "\(operation) \(path): file too large for this file system or limit",
                               hint: "nothing was changed", cause: cause)
-        case EACCES, EPERM:
+        case .permissionDenied, .notPermitted:
             return VaultError(.io, "\(operation) \(path): permission denied", cause: cause)
-        case EISDIR:
+        case .isDirectory:
             return VaultError(.usage, "\(path) is a directory", cause: cause)
         default:
             return VaultError(.io, "\(operation) \(path): \(cause)", cause: cause)
         }
+    }
+
+    /// True when this error's cause is a full disk or an exceeded quota.
+    public var isNoSpace: Bool {
+        guard let e = (cause as? POSIXErrorCode)?.errno else { return false }
+        return e == .noSpace || e == .diskQuotaExceeded
     }
 }
 

@@ -1,8 +1,5 @@
 import Foundation
 import VaultCore
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The secrets the environment may carry, moved at start into secret memory: each value is
 /// copied into ``SecretBytes``, overwritten with zeros where the process keeps it (the block
@@ -18,11 +15,7 @@ enum EnvironmentSecrets {
     /// Moves the variables in ``names`` out of the environment. Call first thing in `main`.
     static func capture() throws {
         for name in names {
-            guard let value = getenv(name) else { continue }
-            let count = strlen(value)
-            values[name] = try SecretBytes(copying: UnsafeRawBufferPointer(start: value, count: count))
-            memset(value, 0, count)
-            unsetenv(name)
+            values[name] = try Platform.takeEnvironmentValue(name) { try SecretBytes(copying: $0) }
         }
     }
 
@@ -32,5 +25,5 @@ enum EnvironmentSecrets {
 
 /// A variable that holds no secret, read without copying the whole environment.
 func environment(_ name: String) -> String? {
-    getenv(name).map { String(cString: $0) }
+    Platform.environment(name)
 }

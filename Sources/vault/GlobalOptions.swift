@@ -58,9 +58,7 @@ protocol VaultSubcommand: AsyncParsableCommand {
 
 extension VaultSubcommand {
     func run(parent: GlobalOptions) async throws {
-        // Past a file-size limit (ulimit -f) the kernel would kill us with SIGXFSZ, leaving a
-        // temp file and no message; ignored, the write fails with EFBIG and is reported.
-        signal(SIGXFSZ, SIG_IGN)
+        Platform.ignoreFileSizeSignal()
         do {
             try await execute(global.merged(with: parent))
         } catch let e as VaultError {

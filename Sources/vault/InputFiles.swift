@@ -1,8 +1,6 @@
 import Foundation
+import SystemPackage
 import VaultCore
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The files a command reads, checked before anything is stored: `add` and `import`.
 enum InputFiles {
@@ -28,7 +26,7 @@ enum InputFiles {
                 if files.isEmpty { Terminal.warn("\(path) holds no files") }
                 out += files
             case .file:
-                guard access(path, R_OK) == 0 else { throw VaultError(.io, "\(path): permission denied", hint: nothing) }
+                guard Platform.isReadable(path) else { throw VaultError(.io, "\(path): permission denied", hint: nothing) }
                 out.append(Input(path: path, name: URL(fileURLWithPath: path).lastPathComponent))
             case .other:
                 throw VaultError(.usage, "\(path) is not a regular file", hint: nothing)
@@ -48,12 +46,13 @@ enum InputFiles {
             }
             for name in names {
                 let full = path + "/" + name, rel = relative.isEmpty ? name : relative + "/" + name
-                var st = stat()
-                guard lstat(full, &st) == 0 else { throw VaultError(.io, "cannot read \(full)", hint: nothing) }
-                switch st.st_mode & S_IFMT {
-                case S_IFDIR: try visit(full, rel)
-                case S_IFREG:
-                    guard access(full, R_OK) == 0 else { throw VaultError(.io, "\(full): permission denied", hint: nothing) }
+                guard let st = try? FilePath(full).stat(followTargetSymlink: false) else {
+                    throw VaultError(.io, "cannot read \(full)", hint: nothing)
+                }
+                switch st.type {
+                case .directory: try visit(full, rel)
+                case .regular:
+                    guard Platform.isReadable(full) else { throw VaultError(.io, "\(full): permission denied", hint: nothing) }
                     found.append(Input(path: full, name: rel))
                 default: continue   // symbolic links, devices, sockets: not documents
                 }

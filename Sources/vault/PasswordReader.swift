@@ -1,8 +1,6 @@
 import Foundation
+import SystemPackage
 import VaultCore
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Gets the vault password without it ever passing through argv or a Swift `String`:
 /// `--password-file FILE`, else `VAULT_PASSWORD`, else a no-echo prompt on the terminal.
@@ -47,8 +45,8 @@ enum PasswordReader {
 
     /// A file's bytes without one trailing newline (LF or CRLF), at most ``maxLength`` of them.
     static func fromFile(_ path: String) throws -> SecretBytes {
-        let f: FileDescriptor
-        do { f = try FileDescriptor.openForReading(path) } catch let e as VaultError {
+        let f: VaultCore.FileDescriptor
+        do { f = try VaultCore.FileDescriptor.openForReading(path) } catch let e as VaultError {
             throw VaultError(e.code, "password file: \(e.message)", hint: e.hint)
         }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength + 2, alignment: 1)
@@ -62,13 +60,12 @@ enum PasswordReader {
     }
 
     private static func fromTerminal(_ source: Source, confirm: Bool) throws -> SecretBytes {
-        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard tty >= 0 else {
+        guard let tty = Platform.openControllingTerminal() else {
             throw VaultError(.usage, source.what == "vault" ? "no password given and no terminal to ask on"
                                                              : "no \(source.what) password given and no terminal to ask on",
                              hint: "set \(source.variable) or pass \(source.fileOption) FILE")
         }
-        defer { close(tty) }
+        defer { try? tty.close() }
         let first = try prompt(tty, source.prompt)
         if confirm {
             let second = try prompt(tty, "Repeat password: ")
@@ -78,35 +75,27 @@ enum PasswordReader {
         return first
     }
 
-    private static func prompt(_ tty: Int32, _ text: String) throws -> SecretBytes {
-        _ = text.withCString { Glibc.write(tty, $0, strlen($0)) }
-        var old = termios()
-        let hasTermios = tcgetattr(tty, &old) == 0
-        var restore: Interrupts.Token?
-        if hasTermios {
-            var noEcho = old
-            noEcho.c_lflag &= ~tcflag_t(ECHO)
-            // An interrupt at the prompt must not leave the terminal without echo.
-            let saved = old
-            restore = Interrupts.register {
-                var t = saved
-                tcsetattr(tty, TCSANOW, &t)
-                _ = Glibc.write(tty, "\n", 1)
+    private static func prompt(_ tty: SystemPackage.FileDescriptor, _ text: String) throws -> SecretBytes {
+        _ = try? tty.writeAll(text.utf8)
+        let settings = Platform.disableEcho(tty)
+        // An interrupt at the prompt must not leave the terminal without echo.
+        let restore = settings.map { saved in
+            Interrupts.register {
+                Platform.restore(saved, on: tty, now: true)
+                _ = try? tty.writeAll("\n".utf8)
             }
-            tcsetattr(tty, TCSAFLUSH, &noEcho)
         }
         defer {
-            if hasTermios { tcsetattr(tty, TCSAFLUSH, &old) }
+            if let settings { Platform.restore(settings, on: tty) }
             restore.map(Interrupts.unregister)
-            _ = Glibc.write(tty, "\n", 1)
+            _ = try? tty.writeAll("\n".utf8)
         }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength + 1, alignment: 1)
         defer { buffer.initializeMemory(as: UInt8.self, repeating: 0); buffer.deallocate() }
         var n = 0
-        while n < buffer.count {
-            let k = Glibc.read(tty, buffer.baseAddress! + n, 1)
-            if k < 0 && errno == EINTR { continue }
-            if k <= 0 || buffer[n] == 0x0A { break }
+        // One byte at a time, so nothing after the line is consumed; read() retries EINTR.
+        while n < buffer.count, let k = try? tty.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[n..<n + 1])), k == 1 {
+            if buffer[n] == 0x0A { break }
             n += 1
         }
         if n > 0 && buffer[n - 1] == 0x0D { n -= 1 }

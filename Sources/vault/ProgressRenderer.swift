@@ -3,9 +3,6 @@ import Dispatch
 import Foundation
 import VaultCore
 import VaultUpload
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `--progress auto|bar|json|none`.
 enum ProgressMode: String, ExpressibleByArgument, CaseIterable {
@@ -161,8 +158,7 @@ final class ProgressRenderer: @unchecked Sendable {
 
     /// The terminal's width in columns (TIOCGWINSZ on stderr), else $COLUMNS, else 80.
     static var width: Int {
-        var size = winsize()
-        if ioctl(2, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        if let columns = Platform.terminalColumns(2) { return columns }
         return environment("COLUMNS").flatMap(Int.init).flatMap { $0 > 0 ? $0 : nil } ?? 80
     }
 

@@ -1,13 +1,10 @@
 import Foundation
 import VaultCore
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Everything the CLI says goes through here. Output rules (docs/CLI.md): results on stdout;
 /// errors, warnings and progress on stderr, prefixed `vault:`; hints on a second line.
 enum Terminal {
-    static func isTTY(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+    static func isTTY(_ fd: Int32) -> Bool { Platform.isTerminal(fd) }
 
     /// Standard output and error, written through the same retrying writer as files.
     static let stdout = FileDescriptor.standard(1, name: "standard output")

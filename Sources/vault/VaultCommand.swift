@@ -1,8 +1,5 @@
 import ArgumentParser
 import VaultCore
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `vault`: the root command.
 @main
@@ -49,13 +46,13 @@ struct VaultCommand: AsyncParsableCommand {
             try EnvironmentSecrets.capture()
             try Interrupts.install { _ in
                 Terminal.interrupted()
-                _exit(ExitStatus.interrupted)
+                Platform.exitNow(ExitStatus.interrupted)
             }
         } catch let e as VaultError {
             Terminal.report(e)
-            Glibc.exit(ExitStatus.failure)
+            Platform.exit(ExitStatus.failure)
         } catch {
-            Glibc.exit(ExitStatus.failure)
+            Platform.exit(ExitStatus.failure)
         }
         await main(nil)
     }

@@ -281,4 +281,43 @@ import Testing
         let e = #expect(throws: VaultError.self) { try Exporter(vault: f.vault, records: f.records, options: o).write(to: FileDescriptor.createExclusive(f.dir.file("x"))) }
         #expect(e?.code == .singleBatchNeeded)
     }
+
+    /// An app's own sink: collects what it is given, and can fail like a dropped stream.
+    final class CollectingSink: PayloadSink {
+        var bytes: [UInt8] = []
+        var calls = 0
+        var failAfter: Int?
+        func write(_ chunk: UnsafeRawBufferPointer) throws {
+            calls += 1
+            if let failAfter, calls > failAfter { throw VaultError(.io, "the app's stream closed") }
+            bytes += chunk
+        }
+    }
+
+    @Test func aFileHandleAndAnAppsOwnSinkGetTheSamePayloadAsTheFolder() throws {
+        let f = try Fixture(sizes: [0, 1, 65_536, 3 << 20, 777])
+        let (folder, out) = try f.export(ExportOptions())
+        let reference = Array(try Data(contentsOf: URL(fileURLWithPath: out + "/" + folder.batches[0].file!)))
+        #expect(reference == f.reference(f.records, shape: .objects))
+
+        let path = f.dir.file("handle.json")
+        FileManager.default.createFile(atPath: path, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        var events: [ExportEvent] = []
+        let viaHandle = try Exporter(vault: f.vault, records: f.records, options: ExportOptions(), onEvent: { events.append($0) }).write(to: handle)
+        try handle.close()
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: path))) == reference)
+        #expect(viaHandle.payloadBytes == UInt64(reference.count))
+        // Progress callbacks are the same as for the folder: they end at the total.
+        let progress = events.compactMap { if case .progress(let d, let t) = $0 { (d, t) } else { nil } }
+        #expect(progress.last.map { $0.0 == $0.1 && $0.1 == f.records.reduce(0) { $0 + $1.metadata.size } } == true)
+
+        let sink = CollectingSink()
+        _ = try Exporter(vault: f.vault, records: f.records, options: ExportOptions()).write(to: sink)
+        #expect(sink.bytes == reference)
+        let failing = CollectingSink()
+        failing.failAfter = 1
+        let e = #expect(throws: VaultError.self) { try Exporter(vault: f.vault, records: f.records, options: ExportOptions()).write(to: failing) }
+        #expect(e?.message == "the app's stream closed")
+    }
 }

@@ -189,7 +189,7 @@ public final class Exporter {
             try FileSystem.makeDirectory(directory)
             return
         case .directory:
-            guard access(directory, W_OK) == 0 else {
+            guard Platform.isWritable(directory) else {
                 throw VaultError(.io, "cannot write to \(directory): permission denied", hint: "nothing was exported")
             }
         default:
@@ -216,7 +216,7 @@ public final class Exporter {
         let file = payload.file
         do {
             try file.reserve(batch.length)
-        } catch let e as VaultError where [ENOSPC, EDQUOT].contains((e.cause as? POSIXErrorCode)?.value ?? 0) {
+        } catch let e as VaultError where e.isNoSpace {
             // A full disk is found before any decryption, with what the batch needs.
             let mib = (Double(batch.length) / 1_048_576 * 10).rounded(.up) / 10
             throw VaultError(.io, "no room for \(batch.fileName) in \(directory): it needs \(mib) MiB (no space left on device)",
@@ -258,10 +258,10 @@ public final class Exporter {
 
     // MARK: To a stream
 
-    /// Streams the single batch to `output` (standard output). With `skipBad`, each document is
-    /// verified in full before its entry starts — a stream cannot be cut back — and damaged ones
-    /// are left out.
-    public func write(to output: FileDescriptor) throws -> ExportSummary {
+    /// Streams the single batch to `output`: standard output, a `FileHandle` an app holds, or
+    /// any other ``PayloadSink``. With `skipBad`, each document is verified in full before its
+    /// entry starts — a stream cannot be cut back — and damaged ones are left out.
+    public func write(to output: some PayloadSink) throws -> ExportSummary {
         guard batches.count == 1 else {
             throw VaultError(.singleBatchNeeded, "a stream holds a single batch, but the selection needs \(batches.count)")
         }

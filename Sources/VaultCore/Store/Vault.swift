@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// An unlocked vault: the key-encryption key (one Argon2id run) and the vault key, with the
 /// document operations. Every operation opens envelopes with the same keyring.

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A vault directory on disk, before it is unlocked.
 ///
@@ -44,7 +41,7 @@ public struct VaultStore: Sendable {
             guard try FileSystem.list(root).isEmpty else {
                 throw VaultError(.alreadyExists, "\(root) exists and is not empty", hint: "choose an empty or new directory")
             }
-            guard chmod(root, 0o700) == 0 else { throw VaultError.posix("cannot set permissions on", root) }
+            try FileSystem.setPermissions(root, .ownerReadWriteExecute)
         case .file, .other:
             throw VaultError(.alreadyExists, "\(root) exists and is not a directory")
         }

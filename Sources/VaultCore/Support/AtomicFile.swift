@@ -1,9 +1,4 @@
-import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemPackage
 
 /// A file written under a temporary name beside its destination and committed by a rename:
 /// the one way vault writes a file (objects, the index, vault.json, journals, manifests,
@@ -26,14 +21,14 @@ public final class AtomicFile {
     private let directory: String
     private var token: Interrupts.Token?
 
-    /// Creates the temporary file (mode `mode`) in `destination`'s directory.
-    public init(destination: String, mode: mode_t = 0o600, random: any RandomSource = SystemRandom()) throws {
+    /// Creates the temporary file (with `permissions`) in `destination`'s directory.
+    public init(destination: String, permissions: FilePermissions = .ownerReadWrite, random: any RandomSource = SystemRandom()) throws {
         self.destination = destination
         directory = FileSystem.directory(of: destination)
-        temporaryPath = "\(directory)/\(Self.temporaryPrefix)\(getpid())-\(Hex.encode(random.bytes(8)))"
+        temporaryPath = "\(directory)/\(Self.temporaryPrefix)\(Platform.processID)-\(Hex.encode(random.bytes(8)))"
         let token = Interrupts.register(path: temporaryPath)
         do {
-            file = try FileDescriptor.createExclusive(temporaryPath, mode: mode, name: destination)
+            file = try FileDescriptor.createExclusive(temporaryPath, permissions: permissions, name: destination)
             _ = try file.lockExclusive()
         } catch {
             Interrupts.unregister(token)
@@ -66,22 +61,22 @@ public final class AtomicFile {
     /// Removes the temporary file (nothing happens if it was committed).
     public func discard() {
         guard let token else { return }
-        unlink(temporaryPath)
+        try? Platform.unlink(temporaryPath)
         Interrupts.unregister(token)
         self.token = nil
         file.close()
     }
 
     /// Writes `bytes` to `path` crash-safely, replacing what is there.
-    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600,
+    public static func write(_ bytes: [UInt8], to path: String, permissions: FilePermissions = .ownerReadWrite,
                              random: any RandomSource = SystemRandom()) throws {
-        let f = try AtomicFile(destination: path, mode: mode, random: random)
+        let f = try AtomicFile(destination: path, permissions: permissions, random: random)
         try f.file.write(bytes)
         try f.commit(replace: true)
     }
 
     /// How old an unlocked temporary file of a live process must be before it counts as left over.
-    static let abandonedAfter: time_t = 60
+    static let abandonedAfter = 60
 
     /// Removes temporary files in `directory` that a killed writer left behind: those whose
     /// `flock` can be taken and whose process is gone (or that are older than a minute, in case
@@ -90,17 +85,16 @@ public final class AtomicFile {
         guard let names = try? FileSystem.list(directory) else { return }
         for name in names where name.hasPrefix(temporaryPrefix) {
             let path = "\(directory)/\(name)"
-            let pid = name.dropFirst(temporaryPrefix.count).split(separator: "-").first.flatMap { pid_t($0) }
-            if pid == getpid() { continue }
-            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            guard fd >= 0 else { continue }
-            defer { close(fd) }
-            // Locked: a writer is at work. Never O_CREAT here: a file just renamed away stays away.
-            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
-            var st = stat()
-            guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
-            let gone = pid.map { kill($0, 0) != 0 && errno == ESRCH } ?? true
-            if gone || time(nil) - FileSystem.modificationTime(st) > abandonedAfter { unlink(path) }
+            let pid = name.dropFirst(temporaryPrefix.count).split(separator: "-").first.flatMap { Int32($0) }
+            if pid == Platform.processID { continue }
+            // Read-only, never O_CREAT: a file just renamed away stays away. Non-blocking: not a FIFO's reader.
+            guard let fd = try? SystemPackage.FileDescriptor.open(FilePath(path), .readOnly, options: [.noFollow, .nonBlocking, .closeOnExec])
+            else { continue }
+            defer { try? fd.close() }
+            // Locked: a writer is at work.
+            guard (try? Platform.lock(fd, wait: false)) == true, let st = try? fd.stat(), st.type == .regular else { continue }
+            let gone = pid.map { !Platform.processExists($0) } ?? true
+            if gone || Platform.now - Platform.modificationTime(st) > abandonedAfter { try? Platform.unlink(path) }
         }
     }
 }

@@ -1,10 +1,5 @@
-import CVaultSystem
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemPackage
 
 /// What must happen if the process is interrupted (SIGINT, SIGTERM, SIGHUP): temporary files
 /// that hold plaintext or payload bytes are removed, and registered actions run (restore the
@@ -56,7 +51,7 @@ public enum Interrupts {
         lock.unlock()
         for action in pending { action() }
         lock.lock()
-        for path in paths.values { unlink(path) }
+        for path in paths.values { try? Platform.unlink(path) }
         paths = [:]
         // The lock stays taken: the process is about to exit.
     }
@@ -65,29 +60,28 @@ public enum Interrupts {
     /// runs ``cleanUpForExit()`` and then `onInterrupt` (which should print and exit).
     /// - Throws: ``VaultError/Code/internal`` if the handlers cannot be installed.
     public static func install(onInterrupt: @escaping @Sendable (Int32) -> Void) throws {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw VaultError(.internal, "cannot create the interrupt pipe") }
-        let readEnd = fds[0]
-        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        let ends: (readEnd: SystemPackage.FileDescriptor, writeEnd: SystemPackage.FileDescriptor)
+        do {
+            ends = try SystemPackage.FileDescriptor.pipe()
+            try Platform.installInterruptHandlers(writeEnd: ends.writeEnd)
+        } catch {
+            throw VaultError(.internal, "cannot install signal handlers (\(error))")
+        }
+        let readEnd = ends.readEnd
         let watcher = Thread {
             var signal: UInt8 = 0
-            while read(readEnd, &signal, 1) != 1 {
-                if errno != EINTR { return }
-            }
+            // Retries EINTR; anything else means no interrupt will ever come through here.
+            guard (try? withUnsafeMutableBytes(of: &signal) { try readEnd.read(into: $0) }) == 1 else { return }
             cleanUpForExit()
             onInterrupt(Int32(signal))
         }
         watcher.name = "vault.interrupts"
         watcher.start()
-        guard vault_install_interrupt_handlers(fds[1]) == 0 else {
-            throw VaultError(.internal, "cannot install signal handlers")
-        }
     }
 
     /// Turns off core dumps and (on Linux) marks the process not dumpable, so neither a core
     /// file nor another process of the same user can read secrets out of its memory.
     public static func disableCoreDumps() throws {
-        guard vault_disable_core_dumps() == 0 else { throw VaultError(.internal, "cannot disable core dumps") }
+        do { try Platform.disableCoreDumps() } catch { throw VaultError(.internal, "cannot disable core dumps (\(error))") }
     }
 }

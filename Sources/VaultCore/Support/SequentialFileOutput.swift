@@ -1,4 +1,3 @@
-import CVaultSystem
 
 /// Appends to a file and keeps the kernel writing it back while it grows.
 ///
@@ -30,8 +29,8 @@ public final class SequentialFileOutput: EnvelopeOutput, @unchecked Sendable {
         try file.write(bytes)
         position += UInt64(bytes.count)
         if position - started >= Self.window {
-            _ = vault_start_writeback(file.fd, Int64(started), Int64(position - started))
-            if let (offset, length) = previous { _ = vault_wait_writeback(file.fd, Int64(offset), Int64(length)) }
+            Platform.startWriteback(file.descriptor, offset: Int64(started), length: Int64(position - started))
+            if let (offset, length) = previous { Platform.waitWriteback(file.descriptor, offset: Int64(offset), length: Int64(length)) }
             previous = (started, position - started)
             started = position
         }

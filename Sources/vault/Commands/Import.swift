@@ -1,9 +1,6 @@
 import ArgumentParser
 import Foundation
 import VaultCore
-#if canImport(Glibc)
-import Glibc
-#endif
 
 extension VaultCommand {
     /// `vault import --rncryptor`: bring RNCryptor v3 files in as documents.

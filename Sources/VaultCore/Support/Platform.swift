@@ -1,0 +1,154 @@
+import CVaultSystem
+import SystemPackage
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Every operating-system call of VaultCore that swift-system does not cover, in one place.
+///
+/// The rest of the module names no platform: files go through `SystemPackage.FileDescriptor`,
+/// paths through `FilePath`, errors through `Errno`, metadata through `Stat`. What is here is
+/// either plain POSIX that swift-system 1.8 lacks (rename, link, mkdir, directory listing,
+/// flock), or differs between Linux and Apple platforms, each with a portable fallback:
+/// durability (`fsync` here, `F_FULLFSYNC` on Darwin, where `fsync` stops at the disk's cache),
+/// space reservation and early writeback (Linux `fallocate` and `sync_file_range`; elsewhere
+/// the file system allocates and writes back as it goes), and core dumps (`PR_SET_DUMPABLE` on
+/// Linux; `RLIMIT_CORE` everywhere). A test fails if `Glibc`, `Darwin` or a Linux-only call
+/// appears outside the platform files.
+enum Platform {
+    private static var lastError: Errno { Errno(rawValue: errno) }
+
+    // MARK: Durability and space
+
+    /// Flushes a file's data and metadata (or a directory's entries) to stable storage.
+    static func sync(_ fd: SystemPackage.FileDescriptor) throws(Errno) {
+        #if canImport(Darwin)
+        if fcntl(fd.rawValue, F_FULLFSYNC) == 0 { return }
+        #endif
+        guard fsync(fd.rawValue) == 0 else { throw lastError }
+    }
+
+    /// Reserves `length` bytes on disk without changing the file's size. Returns false where
+    /// that is not supported (then the file system allocates as it writes).
+    static func reserve(_ fd: SystemPackage.FileDescriptor, _ length: Int64) throws(Errno) -> Bool {
+        while vault_reserve(fd.rawValue, length) != 0 {
+            switch lastError {
+            case .interrupted: continue
+            case .notSupported, .noFunction, .invalidArgument: return false
+            case let e: throw e
+            }
+        }
+        return true
+    }
+
+    /// Starts writeback of a range without waiting (Linux); nothing elsewhere.
+    static func startWriteback(_ fd: SystemPackage.FileDescriptor, offset: Int64, length: Int64) {
+        _ = vault_start_writeback(fd.rawValue, offset, length)
+    }
+
+    /// Waits for a range's writeback to finish (Linux); nothing elsewhere.
+    static func waitWriteback(_ fd: SystemPackage.FileDescriptor, offset: Int64, length: Int64) {
+        _ = vault_wait_writeback(fd.rawValue, offset, length)
+    }
+
+    // MARK: Locks
+
+    /// Takes an exclusive `flock`; false when `wait` is false and another holder has it.
+    static func lock(_ fd: SystemPackage.FileDescriptor, wait: Bool) throws(Errno) -> Bool {
+        while flock(fd.rawValue, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
+            switch lastError {
+            case .interrupted: continue
+            case .wouldBlock: return false
+            case let e: throw e
+            }
+        }
+        return true
+    }
+
+    /// Releases a `flock`.
+    static func unlock(_ fd: SystemPackage.FileDescriptor) {
+        _ = flock(fd.rawValue, LOCK_UN)
+    }
+
+    // MARK: Names in directories
+
+    /// Atomically replaces `to` with `from`.
+    static func rename(_ from: String, to: String) throws(Errno) {
+        guard systemRename(from, to) == 0 else { throw lastError }
+    }
+
+    /// Gives the file `from` the additional name `to`; fails if `to` exists.
+    static func link(_ from: String, to: String) throws(Errno) {
+        guard systemLink(from, to) == 0 else { throw lastError }
+    }
+
+    /// Removes a name; a missing one is not an error.
+    static func unlink(_ path: String) throws(Errno) {
+        guard systemUnlink(path) == 0 || errno == ENOENT else { throw lastError }
+    }
+
+    /// Creates a directory with exactly `permissions` (whatever the umask).
+    static func makeDirectory(_ path: String, permissions: FilePermissions) throws(Errno) {
+        guard mkdir(path, permissions.rawValue) == 0 else { throw lastError }
+        _ = chmod(path, permissions.rawValue)
+    }
+
+    /// Sets a path's permission bits.
+    static func setPermissions(_ path: String, _ permissions: FilePermissions) throws(Errno) {
+        guard chmod(path, permissions.rawValue) == 0 else { throw lastError }
+    }
+
+    /// The names in a directory, without `.` and `..`.
+    static func list(_ path: String) throws(Errno) -> [String] {
+        guard let dir = opendir(path) else { throw lastError }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// True when this process may write into `path`.
+    static func isWritable(_ path: String) -> Bool { access(path, W_OK) == 0 }
+
+    // MARK: Processes
+
+    /// This process's id.
+    static var processID: Int32 { getpid() }
+
+    /// True unless process `pid` is known not to exist.
+    static func processExists(_ pid: Int32) -> Bool { kill(pid, 0) == 0 || errno != ESRCH }
+
+    /// A file's modification time, in seconds since 1970 (`st_mtim` on Linux, `st_mtimespec` on Darwin).
+    static func modificationTime(_ st: Stat) -> Int {
+        #if canImport(Darwin)
+        Int(st.rawValue.st_mtimespec.tv_sec)
+        #else
+        Int(st.rawValue.st_mtim.tv_sec)
+        #endif
+    }
+
+    /// Seconds since 1970, from the system clock.
+    static var now: Int { time(nil) }
+
+    /// Installs SIGINT, SIGTERM and SIGHUP handlers that write the signal number to `writeEnd`.
+    static func installInterruptHandlers(writeEnd: SystemPackage.FileDescriptor) throws(Errno) {
+        guard vault_install_interrupt_handlers(writeEnd.rawValue) == 0 else { throw lastError }
+    }
+
+    /// No core file, and (Linux) not dumpable or traceable by the same user.
+    static func disableCoreDumps() throws(Errno) {
+        guard vault_disable_core_dumps() == 0 else { throw lastError }
+    }
+}
+
+// The C library's functions under names that do not collide with Platform's own.
+private func systemRename(_ a: String, _ b: String) -> Int32 { rename(a, b) }
+private func systemLink(_ a: String, _ b: String) -> Int32 { link(a, b) }
+private func systemUnlink(_ a: String) -> Int32 { unlink(a) }

@@ -1,0 +1,90 @@
+import SystemPackage
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Every operating-system call of the command-line tool that swift-system does not cover, in
+/// one place: the terminal (is it one, how wide, echo off for the prompt), the environment
+/// (taken out of the process at start), exiting, and signals. The rest of the tool names no
+/// platform; a test fails if `Glibc`, `Darwin` or a Linux-only call appears elsewhere.
+enum Platform {
+    // MARK: Terminal
+
+    /// True when `fd` is a terminal.
+    static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+
+    /// The width of the terminal on `fd`, if it is one and says.
+    static func terminalColumns(_ fd: Int32) -> Int? {
+        var size = winsize()
+        guard ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        return Int(size.ws_col)
+    }
+
+    /// The controlling terminal, to prompt on, or nil without one.
+    static func openControllingTerminal() -> SystemPackage.FileDescriptor? {
+        let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        return fd >= 0 ? SystemPackage.FileDescriptor(rawValue: fd) : nil
+    }
+
+    /// A terminal's settings, to put back.
+    struct TerminalSettings: @unchecked Sendable {
+        // @unchecked: a value copied into the interrupt action, read only.
+        fileprivate var raw: termios
+    }
+
+    /// Turns echo off on `tty`; returns the settings to restore, or nil if it has none.
+    static func disableEcho(_ tty: SystemPackage.FileDescriptor) -> TerminalSettings? {
+        var old = termios()
+        guard tcgetattr(tty.rawValue, &old) == 0 else { return nil }
+        var noEcho = old
+        noEcho.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(tty.rawValue, TCSAFLUSH, &noEcho)
+        return TerminalSettings(raw: old)
+    }
+
+    /// Puts `settings` back on `tty` (`now`: without waiting for output to drain, as on an interrupt).
+    static func restore(_ settings: TerminalSettings, on tty: SystemPackage.FileDescriptor, now: Bool = false) {
+        var t = settings.raw
+        tcsetattr(tty.rawValue, now ? TCSANOW : TCSAFLUSH, &t)
+    }
+
+    // MARK: Environment
+
+    /// A variable's value (read without copying the whole environment).
+    static func environment(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+
+    /// Hands a variable's bytes to `body`, then overwrites them with zeros where the process keeps
+    /// its environment (what /proc/PID/environ shows) and unsets the variable. Nil if it is unset.
+    static func takeEnvironmentValue<R>(_ name: String, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+        guard let value = getenv(name) else { return nil }
+        let count = strlen(value)
+        defer {
+            memset(value, 0, count)
+            unsetenv(name)
+        }
+        return try body(UnsafeRawBufferPointer(start: value, count: count))
+    }
+
+    // MARK: Files
+
+    /// True when this process may read `path`.
+    static func isReadable(_ path: String) -> Bool { access(path, R_OK) == 0 }
+
+    // MARK: Process
+
+    /// Past a file-size limit (ulimit -f) the kernel would kill the process with SIGXFSZ,
+    /// leaving a temporary file and no message; ignored, the write fails with EFBIG and is reported.
+    static func ignoreFileSizeSignal() { signal(SIGXFSZ, SIG_IGN) }
+
+    /// Exits at once, without running anything else (from the interrupt thread).
+    static func exitNow(_ code: Int32) -> Never { _exit(code) }
+
+    /// Exits normally.
+    static func exit(_ code: Int32) -> Never { systemExit(code) }
+}
+
+private func systemExit(_ code: Int32) -> Never { exit(code) }
