@@ -76,7 +76,9 @@ public final class Vault: @unchecked Sendable {
         let record = DocumentRecord(id: id, metadata: metadata)
         try store.withLock {
             var index = try loadIndex().index
-            if !allowDuplicate, let twin = Array(index.records.values).stableOrder().first(where: { $0.metadata.sha256 == metadata.sha256 }) {
+            // A linear scan (the oldest twin, to name it), not a sort: this runs once per add.
+            if !allowDuplicate, let twin = index.records.values.filter({ $0.metadata.sha256 == metadata.sha256 })
+                .min(by: { ($0.metadata.addedAtMillis, $0.id) < ($1.metadata.addedAtMillis, $1.id) }) {
                 throw VaultError(.duplicate, "its contents are already in the vault as \(twin.id) (\(twin.metadata.name))")
             }
             try object.commit(replace: false)
