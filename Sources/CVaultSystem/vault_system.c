@@ -72,3 +72,15 @@ int vault_disable_core_dumps(void) {
 #endif
     return 0;
 }
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+int vault_release_free_memory(void) {
+#ifdef __GLIBC__
+    return malloc_trim(0);
+#else
+    return 0;
+#endif
+}

@@ -212,7 +212,10 @@ import Glibc
             for i in 0..<25 { s.write("in\(p)/f\(i).bin", .random(5000 + i, seed: UInt64(p * 100 + i))) }
         }
         let pids = (0..<4).map { p in s.spawn(["add", "-r", "in\(p)"]) }
-        // Readers run beside the writers and must always see a consistent vault.
+        // Readers start once the first document is committed (before that, "there are no
+        // documents to export" is the right answer), run beside the writers, and must always see
+        // a consistent vault.
+        for _ in 0..<3000 where !s.objects.contains(where: { $0.hasSuffix(".vlt") }) { usleep(2000) }
         var readerFailures: [String] = []
         for _ in 0..<5 {
             let l = s.run("list", "--json")

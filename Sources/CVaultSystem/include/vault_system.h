@@ -25,4 +25,7 @@ int vault_install_interrupt_handlers(int write_fd);
    or ptrace by the same user can read keys or passwords out of this process. */
 int vault_disable_core_dumps(void);
 
+/* Returns the heap's free pages to the system (glibc malloc_trim(0)); 0 and nothing elsewhere. */
+int vault_release_free_memory(void);
+
 #endif

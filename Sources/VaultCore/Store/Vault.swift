@@ -39,13 +39,9 @@ public final class Vault: @unchecked Sendable {
 
     // MARK: Adding
 
-    /// Encrypts everything `input` yields into a new document.
-    ///
-    /// The envelope is written to a temporary file in `objects/` (see ``AtomicFile``) and
-    /// fsynced; then, under the writer lock, it is checked against the index for a duplicate,
-    /// renamed to `<id>.vlt` — the commit point — and the index is updated. A crash before the
-    /// rename leaves only a temporary file, swept by a later writer; a crash after it leaves a
-    /// stale index, rebuilt on next use. A failure to take the lock leaves nothing added.
+    /// Encrypts everything `input` yields into a new document, durably: when this returns, the
+    /// envelope and its name are on disk and the index names it. For several documents in one
+    /// go, an ``AddSession`` does the folder sync and the index update once.
     /// - Parameters:
     ///   - contentType: the MIME type, or nil to detect it from the first bytes (or, for an empty
     ///     input, from the name's extension).
@@ -54,38 +50,10 @@ public final class Vault: @unchecked Sendable {
     ///   - progress: called with the plaintext bytes read so far.
     public func add(from input: any ByteSource, name: String, contentType: String? = nil, tags: [String] = [],
                     allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
-        let id = DocumentID.random(using: random)
-        let object = try AtomicFile(destination: store.objectPath(id), random: random)
-
-        let bufferSize = 1 << 20
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 64)
-        defer { Sodium.wipe(buffer); buffer.deallocate() }
-        var n = try input.readFully(into: buffer)
-        let type = contentType ?? ContentType.detect(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), name: name)
-        let template = DocumentMetadata(name: name, contentType: type, size: 0, sha256: [UInt8](repeating: 0, count: 32),
-                                        addedAtMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), tags: tags)
-        let writer = try EnvelopeWriter(output: SequentialFileOutput(file: object.file), keyring: keyring, documentID: id,
-                                        metadata: template, random: random)
-        while n > 0 {
-            try writer.write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            progress?(writer.plaintextCount)
-            n = try input.read(into: buffer)
-        }
-        let metadata = try writer.finish()
-        try object.file.sync()   // outside the lock, so concurrent adds do not wait on each other's disk
-        let record = DocumentRecord(id: id, metadata: metadata)
-        try store.withLock {
-            var index = try loadIndex().index
-            // A linear scan (the oldest twin, to name it), not a sort: this runs once per add.
-            if !allowDuplicate, let twin = index.records.values.filter({ $0.metadata.sha256 == metadata.sha256 })
-                .min(by: { ($0.metadata.addedAtMillis, $0.id) < ($1.metadata.addedAtMillis, $1.id) }) {
-                throw VaultError(.duplicate, "its contents are already in the vault as \(twin.id) (\(twin.metadata.name))")
-            }
-            try object.commit(replace: false)
-            index.records[id] = record
-            try saveIndex(index)
-            sweepTemporaries()
-        }
+        let session = try AddSession(vault: self)
+        let record = try session.add(from: input, name: name, contentType: contentType, tags: tags, allowDuplicate: allowDuplicate,
+                                     now: now, progress: progress)
+        try session.finish()
         return record
     }
 
@@ -156,8 +124,9 @@ public final class Vault: @unchecked Sendable {
     }
 
     /// Loads the index and checks it names exactly the objects on disk; if not, rebuilds it in
-    /// memory from the objects (keeping the records of objects it already knew).
-    func loadIndex() throws -> IndexState {
+    /// memory from the objects (keeping the records of objects it already knew, and those in
+    /// `known`, which need not be opened again).
+    func loadIndex(known: [DocumentID: DocumentRecord] = [:]) throws -> IndexState {
         let ids = try store.objectIDs()
         var status = IndexStatus.current
         var index = VaultIndex(records: [:])
@@ -175,6 +144,7 @@ public final class Vault: @unchecked Sendable {
         var unreadable: [(DocumentID, VaultError)] = []
         index.records = index.records.filter { ids.contains($0.key) }
         for id in ids where index.records[id] == nil {
+            if let record = known[id] { index.records[id] = record; continue }
             do {
                 let reader = try openEnvelope(id)
                 index.records[id] = DocumentRecord(id: id, metadata: reader.metadata)

@@ -117,6 +117,17 @@ enum Platform {
     /// True when this process may write into `path`.
     static func isWritable(_ path: String) -> Bool { access(path, W_OK) == 0 }
 
+    // MARK: Memory
+
+    /// Gives the heap's free pages back to the system (glibc `malloc_trim`, in the C shim because
+    /// Swift's Glibc module does not import it; nothing elsewhere).
+    /// Between documents of one command: glibc serves the per-document megabyte buffers from the
+    /// heap once its dynamic mmap threshold has risen, and their freed pages would otherwise stay
+    /// resident and fragment, so peak memory would grow with the number of documents.
+    static func releaseFreeMemory() {
+        _ = vault_release_free_memory()
+    }
+
     // MARK: Processes
 
     /// This process's id.

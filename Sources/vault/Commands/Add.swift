@@ -68,14 +68,15 @@ extension VaultCommand {
             var duplicates = 0
             var outcome = Result()
             defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
-            for input in inputs {
+            let session = try AddSession(vault: vault)
+            do { for input in inputs {
                 let file = input.path == "-" ? FileDescriptor.standard(0, name: "standard input")
                                              : try FileDescriptor.openForReading(input.path)
                 let shown = input.path == "-" ? "standard input" : input.path
                 let record: DocumentRecord
                 do {
-                    record = try vault.add(from: file, name: name ?? input.name, contentType: contentType, tags: tags,
-                                           allowDuplicate: allowDuplicate)
+                    record = try session.add(from: file, name: name ?? input.name, contentType: contentType, tags: tags,
+                                             allowDuplicate: allowDuplicate)
                 } catch let e as VaultError where e.code == .duplicate {
                     guard inputs.count > 1 else {
                         outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
@@ -95,7 +96,11 @@ extension VaultCommand {
                 outcome.added.append(.init(id: record.id.hex, path: shown, name: m.name, contentType: m.contentType, size: m.size,
                                            sha256: Hex.encode(m.sha256)))
                 if !result.json { Terminal.out(record.id.hex + "\n") }
+            } } catch {
+                try? session.finish()   // what was committed before the failure stays, durably
+                throw error
             }
+            try session.finish()
             if duplicates > 0 {
                 throw VaultError(.duplicate, "\(duplicates) of \(inputs.count) files were already in the vault and not added",
                                  hint: "use --allow-duplicate to add them anyway")

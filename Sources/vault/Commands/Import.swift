@@ -100,19 +100,21 @@ extension VaultCommand {
             var done: UInt64 = 0
             let started = Date()
             defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
-            for (i, input) in inputs.enumerated() {
+            let session = try AddSession(vault: vault)
+            do { for (i, input) in inputs.enumerated() {
                 let documentName = name ?? Self.documentName(input.name)
                 renderer.handle(ImportEvent.fileStarted(position: i + 1, of: inputs.count, name: documentName))
                 do {
                     let file = try FileDescriptor.openForReading(input.path)
                     let reader = try RNCryptorReader(input: file, keys: keys)
                     let base = done
-                    let record = try vault.add(from: reader, name: documentName, contentType: contentType, tags: tags,
+                    let record = try session.add(from: reader, name: documentName, contentType: contentType, tags: tags,
                                                allowDuplicate: allowDuplicate) { _ in
                         renderer.handle(ImportEvent.progress(done: base + reader.consumed, total: total))
                     }
                     if removeSource {
-                        // The document is committed and the vault's folder synced: the source can go.
+                        // The document must be durable before its source goes: sync now, not at the end.
+                        try FileSystem.syncDirectory(vault.store.root + "/objects")
                         try FileSystem.remove(input.path)
                         try FileSystem.syncDirectory(FileSystem.directory(of: input.path))
                     }
@@ -136,7 +138,11 @@ extension VaultCommand {
                 }
                 done += sizes[i]
                 renderer.handle(ImportEvent.progress(done: done, total: total))
+            } } catch {
+                try? session.finish()   // what was committed before the failure stays, durably
+                throw error
             }
+            try session.finish()
             renderer.handle(ImportEvent.finished(imported: outcome.imported.count, failed: outcome.failed.count, skipped: outcome.skipped.count))
             renderer.clear()
             if progressOptions.printsSummary {

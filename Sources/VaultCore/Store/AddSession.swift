@@ -1,0 +1,84 @@
+import Foundation
+
+/// The documents one command adds (`add` of many files, `import` of a folder), sharing the
+/// work that does not belong to any one of them.
+///
+/// Each document is written to a temporary file in `objects/` (an ``AtomicFile``), fsynced,
+/// checked for a duplicate and renamed to `<id>.vlt` under the writer lock — that rename is its
+/// commit, and a crash after it keeps it. What a document does not need on its own is done once,
+/// in ``finish()``: the fsync of `objects/` (which makes the renames durable), the index update
+/// (one rewrite instead of one per document, which made adding n files O(n²)), and the sweep of
+/// temporary files killed writers left. Until `finish()` returns, a power cut may lose names
+/// renamed since the last sync; a crash never damages the vault (the index is rebuilt from the
+/// objects when it is stale).
+public final class AddSession {
+    private let vault: Vault
+    private var digests: [[UInt8]: DocumentRecord]
+    private var added: [DocumentID: DocumentRecord] = [:]
+    private var finished = false
+
+    /// Starts a session (reads the index once, for duplicates).
+    public init(vault: Vault) throws {
+        self.vault = vault
+        // Reading needs no lock (the index is replaced atomically); the lock is for the commits.
+        let records = try vault.loadIndex().index.records.values
+        digests = [:]
+        for r in records.sorted(by: { ($0.metadata.addedAtMillis, $0.id) > ($1.metadata.addedAtMillis, $1.id) }) {
+            digests[r.metadata.sha256] = r   // the oldest twin wins, to be named
+        }
+    }
+
+    /// The documents committed so far.
+    public var records: [DocumentRecord] { Array(added.values).stableOrder() }
+
+    /// Encrypts everything `input` yields into a new document and commits it.
+    /// - Throws: ``VaultError/Code/duplicate`` (nothing added) when the contents are already in
+    ///   the vault (or were added earlier in this session) and `allowDuplicate` is false.
+    public func add(from input: any ByteSource, name: String, contentType: String? = nil, tags: [String] = [],
+                    allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
+        precondition(!finished, "internal error: add after finish")
+        let id = DocumentID.random(using: vault.random)
+        let object = try AtomicFile(destination: vault.store.objectPath(id), random: vault.random)
+
+        let bufferSize = 1 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 64)
+        defer { Sodium.wipe(buffer); buffer.deallocate() }
+        var n = try input.readFully(into: buffer)
+        let type = contentType ?? ContentType.detect(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), name: name)
+        let template = DocumentMetadata(name: name, contentType: type, size: 0, sha256: [UInt8](repeating: 0, count: 32),
+                                        addedAtMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), tags: tags)
+        let writer = try EnvelopeWriter(output: SequentialFileOutput(file: object.file), keyring: vault.keyring, documentID: id,
+                                        metadata: template, random: vault.random)
+        while n > 0 {
+            try writer.write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            progress?(writer.plaintextCount)
+            n = try input.read(into: buffer)
+        }
+        let metadata = try writer.finish()
+        try object.file.sync()   // outside the lock, so concurrent adds do not wait on each other's disk
+        if !allowDuplicate, let twin = digests[metadata.sha256] {
+            throw VaultError(.duplicate, "its contents are already in the vault as \(twin.id) (\(twin.metadata.name))")
+        }
+        // The commit: under the writer lock, so a remove or an index rebuild never sees half of it.
+        try vault.store.withLock { try object.commit(replace: false, sync: false) }
+        let record = DocumentRecord(id: id, metadata: metadata)
+        Platform.releaseFreeMemory()   // see there: memory must not grow with the number of documents
+        added[id] = record
+        if digests[metadata.sha256] == nil { digests[metadata.sha256] = record }
+        return record
+    }
+
+    /// Makes every commit durable (fsync of `objects/`), adds the records to the index in one
+    /// rewrite, and sweeps leftover temporary files.
+    public func finish() throws {
+        guard !finished else { return }
+        finished = true
+        try FileSystem.syncDirectory(vault.store.objectsPath)
+        try vault.store.withLock {
+            var index = try vault.loadIndex(known: added).index
+            for (id, record) in added { index.records[id] = record }
+            try vault.saveIndex(index)
+            vault.sweepTemporaries()
+        }
+    }
+}
