@@ -106,7 +106,7 @@ extension VaultCommand {
                                     summary.batches.count == 1 ? "" : "es", Terminal.size(summary.payloadBytes), where_, seconds))
             }
             if !summary.skipped.isEmpty {
-                if [.none].contains(progressOptions.resolved) {
+                if progressOptions.resolved == .none {   // bar and json name them as they happen
                     for s in summary.skipped { Terminal.warn("skipped \(s.id.prefix(12)) \(s.name): \(s.error)") }
                 }
                 throw VaultError(.partial, "\(summary.skipped.count) damaged document(s) were left out",
