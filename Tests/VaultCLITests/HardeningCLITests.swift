@@ -437,6 +437,30 @@ import Glibc
         #expect(seconds < 15, "took \(seconds) s")
     }
 
+    @Test func theTimeoutBoundsConnectingToASilentHost() throws {
+        let s = Sandbox()
+        s.initVault()
+        _ = UploadCLITests.add(s, count: 1)
+        // A local listener whose accept queue is full: the kernel drops further SYNs, so a
+        // connect hangs as it would to a silent host, without any traffic leaving this machine.
+        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(server, $0, &len) } }
+        #expect(listen(server, 0) == 0)
+        let held = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(held, $0, len) } } == 0)
+        defer { close(held); close(server) }
+        let started = Date()
+        let r = s.run(["upload", "--url", "http://127.0.0.1:\(UInt16(bigEndian: addr.sin_port))/x", "--timeout", "2", "--retries", "1"])
+        let seconds = Date().timeIntervalSince(started)
+        #expect(r.status == 75)
+        #expect(r.stderr.contains("failed 2 times, last: could not connect within 2 s"), "\(r.stderr)")
+        // Two attempts of 2 s and a backoff of at most 0.5 s; the fixed 10 s connect timeout took 20 s.
+        #expect(seconds < 9, "took \(seconds) s")
+    }
+
     @Test func listAndExportAgreeOnATagNoDocumentHas() throws {
         let s = Sandbox()
         s.initVault()
