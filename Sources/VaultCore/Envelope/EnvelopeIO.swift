@@ -17,6 +17,8 @@ public protocol EnvelopeInput: AnyObject {
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
     /// The total length, when known up front (regular files, memory).
     func totalSize() throws -> UInt64?
+    /// Moves to `offset` from the start (to read from a chunk on; files and memory can).
+    func seek(to offset: UInt64) throws
 }
 
 extension FileDescriptor: EnvelopeOutput, EnvelopeInput {
@@ -59,4 +61,8 @@ public final class MemoryEnvelope: EnvelopeOutput, EnvelopeInput, @unchecked Sen
         return n
     }
     public func totalSize() throws -> UInt64? { UInt64(storage.count) }
+    public func seek(to offset: UInt64) throws {
+        lock.lock(); defer { lock.unlock() }
+        position = Int(min(offset, UInt64(storage.count)))
+    }
 }

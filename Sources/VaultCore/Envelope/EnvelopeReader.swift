@@ -23,8 +23,10 @@ public final class EnvelopeReader {
     ///   - verifyDigest: also hash the plaintext and compare it with the recorded SHA-256 at the end.
     ///   - threads: how many threads open each batch of chunks (default: one per core).
     ///   - batching: how many chunks each ``next()`` opens and releases.
+    ///   - startChunk: read from this chunk on (random access; the input must be able to seek).
+    ///     Chunks before it are not read. Not with `verifyDigest`, which needs every byte.
     public init(input: any EnvelopeInput, keyring: Keyring, expectedID: DocumentID? = nil, verifyDigest: Bool = false,
-                threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading) throws {
+                threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading, startChunk: UInt64 = 0) throws {
         header = try Self.readHeader(input)
         let kek = try keyring.kek(for: header)
         guard let documentKey = try XChaCha20Poly1305.openKey(header.wrappedKey, ad: header.keyWrapAD,
@@ -53,9 +55,18 @@ public final class EnvelopeReader {
                 throw VaultError(.trailingData, "\(total - expected) unexpected bytes follow the envelope's final chunk")
             }
         }
+        if startChunk > 0 {
+            precondition(!verifyDigest, "internal error: a digest needs every chunk")
+            let chunks = EnvelopeSize.chunkCount(plaintextSize: metadata.size)
+            guard startChunk < chunks else {
+                throw VaultError(.usage, "chunk \(startChunk) is past the document's end (it has \(chunks))")
+            }
+            try input.seek(to: UInt64(header.encodedSize) + startChunk * UInt64(EnvelopeFormat.sealedChunkSize))
+        }
         let payloadKey = try SubkeyDerivation.derive(from: documentKey, id: EnvelopeFormat.payloadSubkeyID,
                                                      context: EnvelopeFormat.subkeyContext)
-        stream = StreamReader(cipher: ChunkCipher(payloadKey: payloadKey, threads: threads), batching: batching) { buffer in
+        stream = StreamReader(cipher: ChunkCipher(payloadKey: payloadKey, threads: threads), batching: batching,
+                              firstIndex: startChunk) { buffer in
             try input.read(into: buffer)
         }
         hasher = verifyDigest ? SHA256() : nil
@@ -119,4 +130,6 @@ public final class EnvelopeReader {
 
     /// Plaintext bytes released so far.
     public var releasedCount: UInt64 { stream.releasedCount }
+    /// Chunks opened (and authenticated) so far.
+    public var openedChunks: UInt64 { stream.openedChunks }
 }

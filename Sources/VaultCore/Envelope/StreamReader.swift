@@ -22,12 +22,17 @@ public final class StreamReader {
     private var state = State.reading
     /// Plaintext bytes released so far (all authenticated).
     public private(set) var releasedCount: UInt64 = 0
+    /// Chunks opened so far, and the index of the first one.
+    public private(set) var openedChunks: UInt64 = 0
+    /// The index of the first chunk this reader opens.
+    public var firstIndex: UInt64 { nextIndex - openedChunks }
 
     /// A reader of `batching.chunks` chunks at a time (one byte more is read, to see whether
-    /// the input ends after them).
-    init(cipher: ChunkCipher, batching: ChunkBatching, source: @escaping Source) {
+    /// the input ends after them), whose source starts at chunk `firstIndex` (0: the start).
+    init(cipher: ChunkCipher, batching: ChunkBatching, firstIndex: UInt64 = 0, source: @escaping Source) {
         self.cipher = cipher
         self.source = source
+        nextIndex = firstIndex
         sealed = .allocate(byteCount: batching.sealedBytes + 1, alignment: 64)
         plain = .allocate(byteCount: batching.plaintextBytes, alignment: 64)
     }
@@ -113,6 +118,7 @@ public final class StreamReader {
                              hint: "the document is damaged or was tampered with")
         }
         nextIndex += UInt64((batch.count + ss - 1) / ss)
+        openedChunks += UInt64((batch.count + ss - 1) / ss)
         releasedCount += UInt64(batch.count - ((batch.count + ss - 1) / ss) * EnvelopeFormat.tagSize)
     }
 }

@@ -60,3 +60,74 @@ public enum PayloadFraming {
         return UInt64(open.count + close.count) + entries + UInt64(max(0, records.count - 1))
     }
 }
+
+/// Where each part of a payload lies, from the documents' metadata alone: the framing, each
+/// document's head (its separating comma and the bytes before its base64), its base64 data and
+/// its tail. Pure; what lets a producer start at any byte offset.
+public struct PayloadLayout: Sendable {
+    /// A part of the payload.
+    public enum Part: Sendable, Equatable {
+        /// `{"Files":[`
+        case open
+        /// Document `i`'s separator (not for the first) and the bytes before its base64.
+        case head(Int)
+        /// Document `i`'s base64.
+        case data(Int)
+        /// Document `i`'s bytes after its base64.
+        case tail(Int)
+        /// `]}`
+        case close
+    }
+
+    /// One part and where it lies.
+    public struct Span: Sendable, Equatable {
+        /// Which part.
+        public let part: Part
+        /// Its first byte's offset in the payload.
+        public let offset: UInt64
+        /// Its length (a document's data may be empty).
+        public let length: UInt64
+    }
+
+    /// The parts in order; together they are the whole payload.
+    public let spans: [Span]
+    /// The payload's length.
+    public var length: UInt64 { spans.last.map { $0.offset + $0.length } ?? 0 }
+
+    /// The layout of the payload of `records`, in this order, in `shape`.
+    public init(_ records: [DocumentRecord], shape: PayloadShape) {
+        var spans: [Span] = []
+        var at: UInt64 = 0
+        func add(_ part: Part, _ length: UInt64) {
+            spans.append(Span(part: part, offset: at, length: length))
+            at += length
+        }
+        add(.open, UInt64(PayloadFraming.open.count))
+        for (i, r) in records.enumerated() {
+            let entry = PayloadEntry(r, shape: shape)
+            add(.head(i), UInt64(Self.head(of: i, entry).count))
+            add(.data(i), entry.dataLength)
+            add(.tail(i), UInt64(entry.suffix.count))
+        }
+        add(.close, UInt64(PayloadFraming.close.count))
+        self.spans = spans
+    }
+
+    /// The bytes of document `i`'s head.
+    static func head(of i: Int, _ entry: PayloadEntry) -> [UInt8] {
+        (i > 0 ? [PayloadFraming.separator] : []) + entry.prefix
+    }
+
+    /// The part holding byte `offset` (never an empty one), or nil at or past the end.
+    public func span(containing offset: UInt64) -> Span? {
+        var low = 0, high = spans.count - 1
+        guard offset < length else { return nil }
+        while low < high {   // the last span starting at or before offset
+            let mid = (low + high + 1) / 2
+            if spans[mid].offset <= offset { low = mid } else { high = mid - 1 }
+        }
+        var i = low
+        while spans[i].length == 0 || spans[i].offset + spans[i].length <= offset { i += 1 }
+        return spans[i]
+    }
+}

@@ -79,6 +79,18 @@ public final class PayloadProducer {
     private var entryStart: UInt64 = 0
     private var verifiedOfDocument: UInt64 = 0
     private var emitted: UInt64 = 0
+    /// Where to start, until the first call positions the producer there.
+    private var startAt: UInt64?
+    /// Output bytes of the current document's first decrypted group that lie before the start.
+    private var skip = 0
+    /// Chunks opened by readers that are done.
+    private var openedBefore: UInt64 = 0
+
+    /// Chunks decrypted (and authenticated) so far, over all documents.
+    public var chunksOpened: UInt64 {
+        if case .inDocument(let r) = state { return openedBefore + r.openedChunks }
+        return openedBefore
+    }
 
     /// Blocks in the ring: enough that encoding runs ahead while the consumer writes and hashes.
     static let ringDepth = 6
@@ -89,6 +101,11 @@ public final class PayloadProducer {
     public private(set) var written: [DocumentID] = []
 
     /// - Parameters:
+    ///   - startOffset: the payload byte to start at (0: the whole payload). The producer finds
+    ///     the part that holds it (``PayloadLayout``) and, inside a document's base64, the chunk
+    ///     group that covers it, and decrypts from that group on only (never from the document's
+    ///     start): a group's plaintext is whole base64 groups, so its base64 starts at a known
+    ///     offset and the bytes before the start are dropped from the group's output.
     ///   - threads: how many threads decrypt and encode each batch. Give fewer than
     ///     ``Parallelism/allCores`` when the consumer has heavy work of its own (hashing, a network
     ///     stack): see ``Parallelism/besideOneStage``.
@@ -96,7 +113,8 @@ public final class PayloadProducer {
     ///     plaintext must be whole base64 groups (a multiple of 3 chunks) to be encoded in parallel.
     package init(vault: Vault, records: [DocumentRecord], shape: PayloadShape, progress: ProgressCounter,
                  positionBase: Int = 0, threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading,
-                 onEvent: @escaping (ExportEvent) -> Void) {
+                 startOffset: UInt64 = 0, onEvent: @escaping (ExportEvent) -> Void) {
+        precondition(batching.plaintextBytes % 3 == 0, "internal error: a chunk group must be whole base64 groups")
         self.vault = vault
         self.records = records
         self.shape = shape
@@ -109,6 +127,64 @@ public final class PayloadProducer {
         blockSize = Base64StreamEncoder.maxOutput(for: batching.plaintextBytes) + 64 << 10
         buffers = (0..<Self.ringDepth).map { [blockSize] _ in .allocate(byteCount: blockSize, alignment: 64) }
         free = (0..<Self.ringDepth).map { _ in DispatchSemaphore(value: 1) }
+        if startOffset > 0 {
+            startAt = startOffset
+            emitted = startOffset
+        }
+    }
+
+    /// Puts the producer at payload byte `offset`: the framing part's remaining bytes, or a
+    /// document opened at the chunk group that covers the offset.
+    private func position(at offset: UInt64) throws {
+        let layout = PayloadLayout(records, shape: shape)
+        guard let span = layout.span(containing: offset) else {
+            precondition(offset == layout.length, "internal error: start \(offset) is past the payload's \(layout.length) bytes")
+            state = .finished
+            return
+        }
+        let into = Int(offset - span.offset)
+        func before(_ i: Int) {
+            documentIndex = i - 1
+            entriesWritten = i
+            written = records[..<i].map(\.id)
+        }
+        switch span.part {
+        case .open:
+            pendingAt = into
+        case .head(let i):
+            before(i)
+            try startNextDocument(at: span.offset)
+            pendingAt = into
+        case .data(let i):
+            before(i)
+            let group = UInt64(into) / Base64.encodedLength(UInt64(batching.plaintextBytes))
+            let head = layout.spans.last { $0.part == .head(i) }!
+            try startNextDocument(at: head.offset, fromChunk: group * UInt64(batching.chunks))
+            pending = []
+            pendingAt = 0
+            skip = into - Int(group * Base64.encodedLength(UInt64(batching.plaintextBytes)))
+            verifiedOfDocument = group * UInt64(batching.plaintextBytes)
+        case .tail(let i):
+            before(i + 1)
+            documentIndex = i
+            pending = PayloadEntry(records[i], shape: shape).suffix
+            pendingAt = into
+        case .close:
+            before(records.count)
+            documentIndex = records.count
+            pending = PayloadFraming.close
+            pendingAt = into
+            state = .closing
+        }
+    }
+
+    /// Drops the first bytes of new output that lie before the start; returns what is kept.
+    private func keep(_ n: Int, at fill: Int, in buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let d = min(skip, n)
+        guard d > 0 else { return n }
+        if n > d { (buffer.baseAddress! + fill).copyMemory(from: buffer.baseAddress! + fill + d, byteCount: n - d) }
+        skip -= d
+        return n - d
     }
 
     deinit {
@@ -127,6 +203,11 @@ public final class PayloadProducer {
         case .failed: preconditionFailure("internal error: producer used after a failure without skipFailedDocument()")
         case .finished: return nil
         case .between, .inDocument, .closing: break
+        }
+        if let start = startAt {
+            startAt = nil
+            try position(at: start)
+            if case .finished = state { return nil }
         }
         free[ring].wait()
         let buffer = buffers[ring]
@@ -190,12 +271,13 @@ public final class PayloadProducer {
                     throw DocumentFailure(record: record, error: VaultError.from(error), startOffset: entryStart)
                 }
                 if let batch {
-                    fill += encoder.encode(batch, into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...]))
+                    fill += keep(encoder.encode(batch, into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...])), at: fill, in: buffer)
                     verifiedOfDocument += UInt64(batch.count)
                     progress.add(UInt64(batch.count))
                     onEvent(.progress(done: progress.done, total: progress.total))
                 } else {
-                    fill += encoder.finish(into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...]))
+                    fill += keep(encoder.finish(into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...])), at: fill, in: buffer)
+                    openedBefore += reader.openedChunks
                     state = .between
                     pending = PayloadEntry(record, shape: shape).suffix
                     pendingAt = 0
@@ -209,7 +291,7 @@ public final class PayloadProducer {
         }
     }
 
-    private func startNextDocument(at offset: UInt64) throws {
+    private func startNextDocument(at offset: UInt64, fromChunk: UInt64 = 0) throws {
         documentIndex += 1
         guard documentIndex < records.count else {
             pending = PayloadFraming.close
@@ -223,7 +305,7 @@ public final class PayloadProducer {
         onEvent(.documentStarted(id: record.id, name: record.metadata.name, size: record.metadata.size,
                                  position: positionBase + documentIndex + 1, of: progress.documents))
         do {
-            let r = try vault.open(record.id, threads: threads, batching: batching)
+            let r = try vault.open(record.id, threads: threads, batching: batching, startChunk: fromChunk)
             guard r.metadata == record.metadata else {
                 throw VaultError(.vaultDamaged, "document \(record.id): its envelope disagrees with the index",
                                  hint: "run 'vault verify' to rebuild the index")
@@ -233,6 +315,7 @@ public final class PayloadProducer {
             throw DocumentFailure(record: record, error: VaultError.from(error), startOffset: entryStart)
         }
         encoder = Base64StreamEncoder(threads: threads)
+        // After a skipped document the next entry may be the first: count entries, not indexes.
         pending = (entriesWritten > 0 ? [PayloadFraming.separator] : []) + PayloadEntry(record, shape: shape).prefix
         pendingAt = 0
     }

@@ -77,9 +77,9 @@ public final class Vault: @unchecked Sendable {
     /// now and from the reader later, name the document. `threads` is how many threads open
     /// each batch of chunks (default: one per core); `batching`, how many chunks a batch holds.
     public func open(_ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores,
-                     batching: ChunkBatching = .reading) throws -> EnvelopeReader {
+                     batching: ChunkBatching = .reading, startChunk: UInt64 = 0) throws -> EnvelopeReader {
         do {
-            let reader = try openEnvelope(id, verifyDigest: verifyDigest, threads: threads, batching: batching)
+            let reader = try openEnvelope(id, verifyDigest: verifyDigest, threads: threads, batching: batching, startChunk: startChunk)
             reader.context = "document \(id)"
             return reader
         } catch {
@@ -89,7 +89,7 @@ public final class Vault: @unchecked Sendable {
 
     /// Opens an envelope; errors do not name the document (for callers that report ids themselves).
     func openEnvelope(_ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores,
-                      batching: ChunkBatching = .reading) throws -> EnvelopeReader {
+                      batching: ChunkBatching = .reading, startChunk: UInt64 = 0) throws -> EnvelopeReader {
         let file: FileDescriptor
         do {
             file = try FileDescriptor.openForReading(store.objectPath(id))
@@ -97,7 +97,7 @@ public final class Vault: @unchecked Sendable {
             throw VaultError(.notFound, "its object file is missing (was it removed?)")
         }
         return try EnvelopeReader(input: file, keyring: keyring, expectedID: id, verifyDigest: verifyDigest, threads: threads,
-                                  batching: batching)
+                                  batching: batching, startChunk: startChunk)
     }
 
     // MARK: Removing

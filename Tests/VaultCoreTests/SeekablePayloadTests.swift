@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+@testable import VaultCore
+
+/// A payload produced from any byte offset is exactly the suffix of the whole payload, and only
+/// the chunk group that covers the offset (and what follows) is decrypted.
+@Suite struct SeekablePayloadTests {
+    /// 3-chunk groups (192 KiB of plaintext, 256 KiB of base64): the same arithmetic as the
+    /// default 12, with smaller documents.
+    static let batching = ChunkBatching(chunks: 3)
+    static let groupBase64 = Base64.encodedLength(UInt64(batching.plaintextBytes))
+
+    typealias Fixture = ExportTests.Fixture
+
+    static func produce(_ f: Fixture, shape: PayloadShape, from k: UInt64) throws -> (bytes: [UInt8], chunks: UInt64) {
+        let progress = ProgressCounter(total: f.records.reduce(0) { $0 + $1.metadata.size }, documents: f.records.count)
+        let producer = PayloadProducer(vault: f.vault, records: f.records, shape: shape, progress: progress, batching: batching,
+                                       startOffset: k) { _ in }
+        var out: [UInt8] = []
+        while let block = try producer.next() {
+            #expect(block.offset == k + UInt64(out.count), "blocks carry their payload offset")
+            out += block.bytes
+            block.release()
+        }
+        return (out, producer.chunksOpened)
+    }
+
+    /// The chunks a producer starting at `k` must open: none of documents whose data ends before
+    /// `k`, the covering group onward of the document whose data holds `k`, all of the rest.
+    static func expectedChunks(_ layout: PayloadLayout, _ records: [DocumentRecord], from k: UInt64) -> UInt64 {
+        var total: UInt64 = 0
+        for (i, r) in records.enumerated() {
+            let chunks = EnvelopeSize.chunkCount(plaintextSize: r.metadata.size)
+            let data = layout.spans.first { $0.part == .data(i) }!
+            let tail = layout.spans.first { $0.part == .tail(i) }!
+            if k >= tail.offset { continue }
+            if k < data.offset || data.length == 0 { total += chunks; continue }
+            total += chunks - (k - data.offset) / groupBase64 * UInt64(batching.chunks)
+        }
+        return total
+    }
+
+    @Test(arguments: [PayloadShape.objects, .strings])
+    func everySuffixIsTheSuffixOfTheWholePayloadAndNothingBeforeItsGroupIsDecrypted(shape: PayloadShape) throws {
+        let group = Self.batching.plaintextBytes
+        let f = try Fixture(sizes: [0, 1, 2, 3, 65_535, 65_536, 65_537, group - 1, group, group + 1, 2 * group + 5, 4])
+        let full = f.reference(f.records, shape: shape)
+        let layout = PayloadLayout(f.records, shape: shape)
+        #expect(layout.length == UInt64(full.count))
+        #expect(layout.length == PayloadFraming.length(of: f.records, shape: shape))
+
+        var offsets = Set<UInt64>()
+        func near(_ o: UInt64, _ d: Int) { for x in -d...d { let v = Int64(o) + Int64(x); if v >= 0 && v <= Int64(layout.length) { offsets.insert(UInt64(v)) } } }
+        for span in layout.spans {
+            near(span.offset, 2)                                              // every framing and document boundary
+            if case .data = span.part {
+                for g in stride(from: UInt64(0), through: span.length, by: Int(Self.groupBase64)) { near(span.offset + g, 3) }  // group and base64 boundaries
+            }
+        }
+        var seed: UInt64 = 0x5eed
+        for _ in 0..<40 {                                                      // and random ones
+            seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17
+            offsets.insert(seed % (layout.length + 1))
+        }
+        #expect(offsets.count > 150)
+        for k in offsets.sorted() {
+            let (bytes, chunks) = try Self.produce(f, shape: shape, from: k)
+            #expect(bytes == Array(full[Int(k)...]), "the bytes from offset \(k) are the payload's suffix")
+            #expect(chunks == Self.expectedChunks(layout, f.records, from: k), "chunks decrypted from offset \(k)")
+        }
+        // From 0 every chunk is opened once; the largest document from its last group opens that group only.
+        #expect(try Self.produce(f, shape: shape, from: 0).chunks == f.records.reduce(0) { $0 + EnvelopeSize.chunkCount(plaintextSize: $1.metadata.size) })
+    }
+
+    @Test func theLayoutFindsTheSpanOfEveryByte() throws {
+        let f = try Fixture(sizes: [0, 5, 0, 70_000])
+        let layout = PayloadLayout(f.records, shape: .objects)
+        var previousEnd: UInt64 = 0
+        for span in layout.spans {
+            #expect(span.offset == previousEnd, "the spans tile the payload")
+            previousEnd = span.offset + span.length
+        }
+        for k in stride(from: UInt64(0), to: layout.length, by: 97) {
+            let span = try #require(layout.span(containing: k))
+            #expect(span.offset <= k && k < span.offset + span.length && span.length > 0)
+        }
+        #expect(layout.span(containing: layout.length) == nil)
+        #expect(layout.span(containing: layout.spans.first { $0.part == .data(0) }!.offset)?.part == .tail(0), "an empty document's data is skipped")
+    }
+}
