@@ -192,4 +192,33 @@ import Testing
         #expect(r.log.filter { $0["batch"] as? String == "1/3" }.count == 1, "the confirmed batch was not sent twice")
         try Self.checkStore(r, originals)
     }
+
+    @Test func journalsAreListedWithoutThePasswordAndPruned() throws {
+        let s = Sandbox()
+        s.initVault()
+        let (ids, _) = Self.add(s, count: 3)
+        let r = Receiver(in: s, token: nil, faults: #"[{"action": "ok"}, {"action": "status", "status": 503}, {"action": "status", "status": 503}]"#)
+        #expect(s.run("upload", "--url", r.url, ids[0]).status == 0)
+        #expect(s.run("upload", "--url", r.url, ids[1], ids[2], "--retries", "1").status == 75)
+        let noPassword: [String: String?] = ["VAULT_PASSWORD": nil]
+        func journals() throws -> [[String: Any]] {
+            let out = s.run(["uploads", "--json"], env: noPassword)
+            #expect(out.status == 0, "\(out.stderr)")
+            return (try JSONSerialization.jsonObject(with: Data(out.stdout)) as! [String: Any])["journals"] as! [[String: Any]]
+        }
+        let both = try journals()
+        #expect(both.map { $0["state"] as? String } == ["complete", "interrupted"])
+        #expect(both.map { $0["documents"] as? Int } == [1, 2] && both.map { $0["target"] as? String } == [r.url, r.url])
+        #expect(both.last?["confirmed"] as? Int == 0 && both.last?["batches"] as? Int == 1)
+        let text = s.run(["uploads"], env: noPassword)
+        #expect(text.out.split(separator: "\n").count == 2 && text.out.contains("interrupted  0/1 batches  2 documents"), "\(text.out)")
+        // prune: the complete one goes; the unfinished one is kept until it is 30 days old.
+        let pruned = s.run(["uploads", "prune"], env: noPassword)
+        #expect(pruned.status == 0 && pruned.stderr == "vault: removed 1 upload journal\n")
+        #expect(try journals().map { $0["state"] as? String } == ["interrupted"])
+        #expect(s.run(["uploads", "prune", "--abandoned-after", "0"], env: noPassword).status == 0)
+        #expect(try journals().isEmpty)
+        #expect(!(try FileManager.default.contentsOfDirectory(atPath: s.path("vault/uploads"))).contains { $0.hasSuffix(".json") || $0.hasSuffix(".lock") })
+        #expect(s.run(["uploads", "tidy"]).status == 64)
+    }
 }
