@@ -415,18 +415,28 @@ import Glibc
         #expect(file.stderr == "vault: \(shown)/inbox/a.txt: permission denied\nvault: hint: nothing was added\n")
     }
 
+    /// A TCP socket on 127.0.0.1: bound to a port the OS picks, or connected to `port`.
+    static func loopbackSocket(connectingTo port: UInt16? = nil) -> (Int32, UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: (port ?? 0).bigEndian,
+                               sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                if port != nil { precondition(connect(fd, $0, len) == 0, "cannot connect to 127.0.0.1:\(port!)") }
+                else { _ = bind(fd, $0, len); _ = getsockname(fd, $0, &len) }
+            }
+        }
+        return (fd, UInt16(bigEndian: addr.sin_port))
+    }
+
     @Test func aRefusedConnectionFailsAtOnce() throws {
         let s = Sandbox()
         s.initVault()
         _ = UploadCLITests.add(s, count: 1)
         // A port nothing listens on: bind one, note it, close it.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        let (fd, port) = Self.loopbackSocket()
         close(fd)
-        let port = UInt16(bigEndian: addr.sin_port)
         let started = Date()
         let r = s.run(["upload", "--url", "http://127.0.0.1:\(port)/x", "--retries", "2"])
         let seconds = Date().timeIntervalSince(started)
@@ -443,17 +453,12 @@ import Glibc
         _ = UploadCLITests.add(s, count: 1)
         // A local listener whose accept queue is full: the kernel drops further SYNs, so a
         // connect hangs as it would to a silent host, without any traffic leaving this machine.
-        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(server, $0, &len) } }
+        let (server, port) = Self.loopbackSocket()
         #expect(listen(server, 0) == 0)
-        let held = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #expect(withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(held, $0, len) } } == 0)
+        let held = Self.loopbackSocket(connectingTo: port).0
         defer { close(held); close(server) }
         let started = Date()
-        let r = s.run(["upload", "--url", "http://127.0.0.1:\(UInt16(bigEndian: addr.sin_port))/x", "--timeout", "2", "--retries", "1"])
+        let r = s.run(["upload", "--url", "http://127.0.0.1:\(port)/x", "--timeout", "2", "--retries", "1"])
         let seconds = Date().timeIntervalSince(started)
         #expect(r.status == 75)
         #expect(r.stderr.contains("failed 2 times, last: could not connect within 2 s"), "\(r.stderr)")
