@@ -73,6 +73,9 @@ public struct UploadJournal: Codable, Sendable {
 
     static func path(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).json" }
 
+    /// The lock an upload of `job` holds while it runs (beside its journal).
+    static func lockPath(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).lock" }
+
     static func load(from store: VaultStore, job: String) throws -> UploadJournal? {
         let p = path(in: store, job: job)
         guard FileSystem.kind(of: p) == .file else { return nil }

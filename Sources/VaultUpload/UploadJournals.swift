@@ -62,14 +62,14 @@ public enum UploadJournals {
         for entry in try list(in: store) {
             let age = iso.date(from: entry.updated).map { now.timeIntervalSince($0) } ?? .infinity
             guard entry.state == .complete || age >= abandonedAfter else { continue }
-            let lockPath = "\(dir)/\(entry.job).lock"
+            let lockPath = UploadJournal.lockPath(in: store, job: entry.job)
             if FileSystem.kind(of: lockPath) == .file {
                 let lock = try FileDescriptor.openOrCreate(lockPath)
                 guard try lock.lockExclusive(wait: false) else { continue }   // an upload of this job is running
-                try FileSystem.remove("\(dir)/\(entry.job).json")
+                try FileSystem.remove(UploadJournal.path(in: store, job: entry.job))
                 try FileSystem.remove(lockPath)
             } else {
-                try FileSystem.remove("\(dir)/\(entry.job).json")
+                try FileSystem.remove(UploadJournal.path(in: store, job: entry.job))
             }
             removed.append(entry)
         }

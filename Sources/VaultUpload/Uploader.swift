@@ -134,7 +134,7 @@ public final class Uploader: @unchecked Sendable {
     private func lockPath() throws -> String {
         let dir = vault.store.root + "/uploads"
         if FileSystem.kind(of: dir) == .missing { try FileSystem.makeDirectory(dir) }
-        return "\(dir)/\(job).lock"
+        return UploadJournal.lockPath(in: vault.store, job: job)
     }
 
     private func openJournal() throws -> UploadJournal {

@@ -68,12 +68,18 @@ public final class AddSession {
         return record
     }
 
+    /// Makes the commits so far durable now (fsync of `objects/`), before ``finish()``: for a
+    /// caller that must not act on a document (delete its source) until it survives a power cut.
+    public func syncCommits() throws {
+        try FileSystem.syncDirectory(vault.store.objectsPath)
+    }
+
     /// Makes every commit durable (fsync of `objects/`), adds the records to the index in one
     /// rewrite, and sweeps leftover temporary files.
     public func finish() throws {
         guard !finished else { return }
         finished = true
-        try FileSystem.syncDirectory(vault.store.objectsPath)
+        try syncCommits()
         try vault.store.withLock {
             var index = try vault.loadIndex(known: added).index
             for (id, record) in added { index.records[id] = record }

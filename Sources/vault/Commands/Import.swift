@@ -114,7 +114,7 @@ extension VaultCommand {
                     }
                     if removeSource {
                         // The document must be durable before its source goes: sync now, not at the end.
-                        try FileSystem.syncDirectory(vault.store.root + "/objects")
+                        try session.syncCommits()
                         try FileSystem.remove(input.path)
                         try FileSystem.syncDirectory(FileSystem.directory(of: input.path))
                     }
