@@ -56,6 +56,8 @@ public struct UploadSummary: Sendable {
     public var alreadyConfirmed: Int
     /// Documents delivered.
     public var documents: Int
+    /// Their ids, batch by batch.
+    public var documentIDs: [String] = []
     /// Payload bytes of the run.
     public var payloadBytes: UInt64
     /// Retries this command made.
@@ -124,6 +126,7 @@ public final class Uploader: @unchecked Sendable {
         }
         let summary = UploadSummary(runID: journal.runId, batches: journal.batches.count, alreadyConfirmed: confirmedBefore,
                                     documents: journal.batches.reduce(0) { $0 + $1.documents.count },
+                                    documentIDs: journal.batches.flatMap(\.documents),
                                     payloadBytes: journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }, retries: retries,
                                     skipped: journal.skipped.count)
         onEvent(.finished(batches: summary.batches, documents: summary.documents, payloadBytes: summary.payloadBytes,

@@ -19,6 +19,8 @@ enum PasswordReader {
         var what: String
 
         static let vault = Source(variable: "VAULT_PASSWORD", fileOption: "--password-file", prompt: "Vault password: ", what: "vault")
+        static let newPassword = Source(variable: "VAULT_NEW_PASSWORD", fileOption: "--new-password-file", prompt: "New vault password: ",
+                                        what: "new")
         static let rncryptor = Source(variable: "VAULT_IMPORT_PASSWORD", fileOption: "--from-password-file",
                                       prompt: "RNCryptor password: ", what: "RNCryptor")
     }

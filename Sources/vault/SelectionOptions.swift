@@ -14,9 +14,28 @@ struct SelectionOptions: ParsableArguments {
 
     /// The selected records in stable order (oldest first); at least one.
     /// - Throws: ``VaultError/Code/notFound`` when nothing is selected; resolution errors.
-    func records(in vault: VaultCore.Vault, verb: String) throws -> [DocumentRecord] {
+    /// - Throws: ``VaultError/Code/vaultDamaged`` when `sending` and a selected document was
+    ///   removed according to the history but its object is back (it is never sent).
+    func records(in vault: VaultCore.Vault, verb: String, sending: Bool = false) throws -> [DocumentRecord] {
         let selected = try selection.apply(to: vault.records().records)
         if selected.isEmpty { throw VaultError(.notFound, "there are no documents to \(verb)") }
+        if sending { try vault.refuseResurrected(selected) }
         return selected
+    }
+}
+
+extension VaultCore.Vault {
+    /// Records what a sending command did, warning (not failing: the documents are out
+    /// already) when the history cannot be written.
+    func recordSent(_ operation: HistoryRecord.Operation, _ records: [DocumentRecord], sentIDs: [String], destinations: [String],
+                    skipped: Int, detail: String? = nil) {
+        let byID = Dictionary(uniqueKeysWithValues: records.map { ($0.id.hex, $0) })
+        let sent = sentIDs.compactMap { byID[$0] }.map(HistoryRecord.Document.init)
+        do {
+            try record(HistoryRecord(operation, outcome: skipped > 0 ? .partial : .ok, documents: sent, destinations: destinations,
+                                     detail: detail ?? (skipped > 0 ? "\(skipped) damaged document(s) left out" : nil)))
+        } catch {
+            Terminal.warn("the history could not record this \(operation.rawValue): \(VaultError.from(error).message)")
+        }
     }
 }

@@ -23,7 +23,7 @@ struct VaultCommand: AsyncParsableCommand {
               3    not found (vault, document, input file, password file, tag)
               4    ambiguous id prefix or name
               64   usage: bad arguments, no password, refused http://, binary to a terminal
-              65   damaged data (an envelope, the index, vault.json)
+              65   damaged data (an envelope, the index, vault.json, the history); audit findings
               69   upload: the server rejected a batch
               73   the output or vault exists, or the document is already in the vault
               74   I/O error (permissions, disk full, file too large)
@@ -33,7 +33,7 @@ struct VaultCommand: AsyncParsableCommand {
               130  interrupted (SIGINT, SIGTERM, SIGHUP); no partial output is left
             """,
         version: "0.1.0",
-        subcommands: [Init.self, Add.self, Import.self, List.self, Get.self, Remove.self, Verify.self, Export.self, Upload.self, Uploads.self]
+        subcommands: [Init.self, Add.self, Import.self, List.self, Get.self, Remove.self, Verify.self, Export.self, Upload.self, Uploads.self, Log.self, Audit.self, Passwd.self]
     )
 
     @OptionGroup var global: GlobalOptions

@@ -16,10 +16,13 @@ public final class AddSession {
     private var digests: [[UInt8]: DocumentRecord]
     private var added: [DocumentID: DocumentRecord] = [:]
     private var finished = false
+    private let operation: HistoryRecord.Operation
 
     /// Starts a session (reads the index once, for duplicates).
-    public init(vault: Vault) throws {
+    /// - Parameter operation: how the history records it: `.add` or `.import`.
+    public init(vault: Vault, operation: HistoryRecord.Operation = .add) throws {
         self.vault = vault
+        self.operation = operation
         // Reading needs no lock (the index is replaced atomically); the lock is for the commits.
         let records = try vault.loadIndex().index.records.values
         digests = [:]
@@ -75,8 +78,13 @@ public final class AddSession {
     }
 
     /// Makes every commit durable (fsync of `objects/`), adds the records to the index in one
-    /// rewrite, and sweeps leftover temporary files.
-    public func finish() throws {
+    /// rewrite, appends one history record naming every document added, and sweeps leftover
+    /// temporary files.
+    /// - Parameters:
+    ///   - outcome: how the command ended (`.partial` when some inputs were not added,
+    ///     `.failed` when it stopped on an error).
+    ///   - detail: a note for the history record (the error of a failed command).
+    public func finish(outcome: HistoryRecord.Outcome = .ok, detail: String? = nil) throws {
         guard !finished else { return }
         finished = true
         try syncCommits()
@@ -84,6 +92,10 @@ public final class AddSession {
             var index = try vault.loadIndex(known: added).index
             for (id, record) in added { index.records[id] = record }
             try vault.saveIndex(index)
+            if !added.isEmpty {
+                try vault.recordLocked(HistoryRecord(operation, outcome: outcome, documents: records.map(HistoryRecord.Document.init),
+                                                     detail: detail), pending: Set(added.keys))
+            }
             vault.sweepTemporaries()
         }
     }

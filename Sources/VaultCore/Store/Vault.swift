@@ -102,14 +102,20 @@ public final class Vault: @unchecked Sendable {
 
     // MARK: Removing
 
-    /// Deletes documents: unlinks their objects, then updates the index, under the writer lock.
+    /// Deletes documents: unlinks their objects, updates the index and records the removal in
+    /// the history, under the writer lock.
     public func remove(_ ids: [DocumentID]) throws {
         try store.withLock {
-            for id in ids { try FileSystem.remove(store.objectPath(id)) }
-            try FileSystem.syncDirectory(store.objectsPath)
             var index = try loadIndex().index
+            var removed: [HistoryRecord.Document] = []
+            for id in ids {
+                try FileSystem.remove(store.objectPath(id))
+                if let r = index.records[id] { removed.append(HistoryRecord.Document(r)) }
+            }
+            try FileSystem.syncDirectory(store.objectsPath)
             for id in ids { index.records[id] = nil }
             try saveIndex(index)
+            try recordLocked(HistoryRecord(.remove, documents: removed))
         }
     }
 

@@ -61,6 +61,7 @@ public struct VaultStore: Sendable {
                                   ciphertext: XChaCha20Poly1305.sealKey(vaultKey, ad: config.wrapAD, nonce: nonce, key: keyring.kek).base64)
         let vault = Vault(store: self, config: config, keyring: keyring, vaultKey: vaultKey, random: random)
         try AtomicFile.write(VaultIndex(records: [:]).sealed(vaultKey: vaultKey, vaultID: config.id, random: random), to: indexPath, random: random)
+        try vault.recordLocked(HistoryRecord(.`init`, detail: "argon2id ops \(kdf.opsLimit), memory \(kdf.memLimitKiB) KiB", now: now))
         // vault.json last: its presence is what makes the directory a vault.
         try AtomicFile.write(config.encoded(), to: configPath, random: random)
         _ = try FileDescriptor.openOrCreate(lockPath)
@@ -70,6 +71,8 @@ public struct VaultStore: Sendable {
     /// Reads `vault.json` and unlocks the vault: one Argon2id run, then the key check, so a
     /// wrong password is reported before any document is touched.
     public func unlock(password: SecretBytes, random: any RandomSource = SystemRandom()) throws -> Vault {
+        _ = try readConfig()   // a clear error when there is no vault here
+        try recoverPasswordChange()
         let config = try readConfig()
         guard let salt = [UInt8](base64: config.salt), salt.count == PasswordKDF.saltSize,
               let check = [UInt8](base64: config.keyCheck), check.count == PasswordKDF.keyCheckSize,

@@ -46,6 +46,15 @@ public final class FileDescriptor: @unchecked Sendable {
         }
     }
 
+    /// Opens an existing file for reading and writing in place (never creates one).
+    public static func openExisting(_ path: String) throws -> FileDescriptor {
+        do {
+            return FileDescriptor(try .open(FilePath(path), .readWrite, options: [.noFollow, .closeOnExec]), path: path)
+        } catch {
+            throw VaultError.posix("cannot open", path, error)
+        }
+    }
+
     /// Opens (creating if needed) a file for reading and writing.
     public static func openOrCreate(_ path: String, permissions: FilePermissions = .ownerReadWrite) throws -> FileDescriptor {
         do {

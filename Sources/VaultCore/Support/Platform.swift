@@ -133,6 +133,13 @@ enum Platform {
     /// This process's id.
     static var processID: Int32 { getpid() }
 
+    /// The machine's host name (empty if it cannot be read).
+    static var hostName: String {
+        var name = [CChar](repeating: 0, count: 256)
+        guard gethostname(&name, name.count - 1) == 0 else { return "" }
+        return String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// True unless process `pid` is known not to exist.
     static func processExists(_ pid: Int32) -> Bool { kill(pid, 0) == 0 || errno != ESRCH }
 

@@ -68,7 +68,7 @@ extension VaultCommand {
             var duplicates = 0
             var outcome = Result()
             defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
-            let session = try AddSession(vault: vault)
+            let session = try AddSession(vault: vault, operation: .add)
             do { for input in inputs {
                 let file = input.path == "-" ? FileDescriptor.standard(0, name: "standard input")
                                              : try FileDescriptor.openForReading(input.path)
@@ -97,10 +97,10 @@ extension VaultCommand {
                                            sha256: Hex.encode(m.sha256)))
                 if !result.json { Terminal.out(record.id.hex + "\n") }
             } } catch {
-                try? session.finish()   // what was committed before the failure stays, durably
+                try? session.finish(outcome: .failed, detail: VaultError.from(error).message)   // what was committed before the failure stays, durably
                 throw error
             }
-            try session.finish()
+            try session.finish(outcome: duplicates > 0 ? .partial : .ok)
             if duplicates > 0 {
                 throw VaultError(.duplicate, "\(duplicates) of \(inputs.count) files were already in the vault and not added",
                                  hint: "use --allow-duplicate to add them anyway")

@@ -68,7 +68,7 @@ extension VaultCommand {
                 throw VaultError(.usage, "--out \(out) is not a directory", hint: "give a folder, or - for standard output")
             }
             let vault = try options.unlock()
-            let selected = try selection.records(in: vault, verb: "export")
+            let selected = try selection.records(in: vault, verb: "export", sending: true)
             var exportOptions = ExportOptions()
             exportOptions.limits = batching.limits
             exportOptions.shape = batching.shape
@@ -94,6 +94,10 @@ extension VaultCommand {
                 throw error
             }
             renderer.clear()
+            let destinations = toStdout ? ["stdout"]
+                : summary.batches.compactMap(\.file).map { HistoryRecord.destination(URL(fileURLWithPath: out).appendingPathComponent($0).standardizedFileURL) }
+            vault.recordSent(.export, selected, sentIDs: summary.batches.flatMap(\.documents), destinations: destinations,
+                             skipped: summary.skipped.count, detail: "run \(summary.runID)")
             let seconds = Date().timeIntervalSince(started)
             let where_ = toStdout ? "standard output" : out
             if result.json {

@@ -100,7 +100,7 @@ extension VaultCommand {
             var done: UInt64 = 0
             let started = Date()
             defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
-            let session = try AddSession(vault: vault)
+            let session = try AddSession(vault: vault, operation: .import)
             do { for (i, input) in inputs.enumerated() {
                 let documentName = name ?? Self.documentName(input.name)
                 renderer.handle(ImportEvent.fileStarted(position: i + 1, of: inputs.count, name: documentName))
@@ -139,10 +139,10 @@ extension VaultCommand {
                 done += sizes[i]
                 renderer.handle(ImportEvent.progress(done: done, total: total))
             } } catch {
-                try? session.finish()   // what was committed before the failure stays, durably
+                try? session.finish(outcome: .failed, detail: VaultError.from(error).message)   // what was committed before the failure stays, durably
                 throw error
             }
-            try session.finish()
+            try session.finish(outcome: outcome.failed.isEmpty && outcome.skipped.isEmpty ? .ok : .partial)
             renderer.handle(ImportEvent.finished(imported: outcome.imported.count, failed: outcome.failed.count, skipped: outcome.skipped.count))
             renderer.clear()
             if progressOptions.printsSummary {

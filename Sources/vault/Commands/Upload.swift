@@ -116,7 +116,7 @@ extension VaultCommand {
                 Terminal.warn("sending documents unencrypted over http:// to \(host)")
             }
             let vault = try options.unlock()
-            let selected = try selection.records(in: vault, verb: "upload")
+            let selected = try selection.records(in: vault, verb: "upload", sending: true)
             target.headers = headers.map { h in
                 let p = h.split(separator: ":", maxSplits: 1)
                 return (p[0].trimmingCharacters(in: .whitespaces), p[1].trimmingCharacters(in: .whitespaces))
@@ -142,6 +142,10 @@ extension VaultCommand {
                 throw error
             }
             renderer.clear()
+            if summary.batches > summary.alreadyConfirmed {
+                vault.recordSent(.upload, selected, sentIDs: summary.documentIDs, destinations: [target.redacted],
+                                 skipped: summary.skipped, detail: "run \(summary.runID)")
+            }
             let seconds = Date().timeIntervalSince(started)
             if result.json {
                 Terminal.out(JSONOutput.line(Result(runId: summary.runID, target: target.redacted, batches: summary.batches,

@@ -1,0 +1,93 @@
+import Foundation
+
+/// What `vault audit` found.
+public struct AuditReport: Sendable {
+    /// Every problem, each with a stable code.
+    public var findings: [AuditFinding]
+    /// The log's head as it stands.
+    public var head: HistoryHead
+    /// Records in the log, and documents it says are present.
+    public var records: Int
+    public var documents: Int
+    /// Objects in `objects/`.
+    public var objects: Int
+    /// True when every chunk was read (`--deep`), not only every header.
+    public var deep: Bool
+}
+
+extension Vault {
+    /// Checks the vault against its history:
+    /// - the chain is whole (every record authenticates in its place, nothing cut off, the head
+    ///   matches), and the anomalies earlier writers sealed into it;
+    /// - every document the log says is present is there, authenticates (its header, or with
+    ///   `deep` every chunk and the SHA-256) and matches the log's digest and size;
+    /// - no object is there that the log says was removed (resurrected) or never added;
+    /// - the index names exactly the objects, with their metadata;
+    /// - with `expectedHead`, the log still holds that record: a vault rolled back to an older
+    ///   copy (or a log replaced) is caught.
+    /// Reads only; changes nothing.
+    public func audit(deep: Bool = false, expectedHead: HistoryHead? = nil,
+                      progress: ((Int, Int) -> Void)? = nil) throws -> AuditReport {
+        let scan = try history()
+        var findings = scan.findings + scan.noted
+        if !scan.exists && scan.storedHead == nil {
+            findings.append(AuditFinding("log-missing", "the vault has no history (log.vlt): it was made before vault kept one, or the log was deleted"))
+        }
+        if let expected = expectedHead {
+            if scan.entries.count < expected.count {
+                findings.append(AuditFinding("rolled-back", "the log holds \(scan.entries.count) records, but the expected head \(expected) has \(expected.count): the vault was rolled back, or its log cut"))
+            } else if expected.count > 0 && scan.entries[expected.count - 1].tag != expected.tag {
+                findings.append(AuditFinding("head-differs", "record \(expected.count) is not the one the expected head names: the log was replaced",
+                                             record: expected.count))
+            }
+        }
+        let (present, removed) = scan.documentState()
+        let objects = try store.objectIDs()
+        for (hex, (document, position)) in present.sorted(by: { $0.key < $1.key }) {
+            guard let id = DocumentID(hex: hex), objects.contains(id) else {
+                findings.append(AuditFinding("missing-object", "\(hex) (\(document.name)), added by record \(position), has no object: it was deleted outside vault",
+                                             document: hex, record: position))
+                continue
+            }
+        }
+        var authenticated: [DocumentID: DocumentMetadata] = [:]
+        for (n, id) in objects.sorted().enumerated() {
+            progress?(n, objects.count)
+            do {
+                let reader = try openEnvelope(id, verifyDigest: deep)
+                if deep { while try reader.next() != nil {} }
+                authenticated[id] = reader.metadata
+            } catch {
+                let e = VaultError.from(error)
+                findings.append(AuditFinding("damaged-object", "\(id): \(e.code): \(e.message)", document: id.hex))
+            }
+            let hex = id.hex
+            if let at = removed[hex], present[hex] == nil {
+                findings.append(AuditFinding("resurrected-object", "\(hex) was removed by record \(at), and its object is back: export and upload refuse it",
+                                             document: hex, record: at))
+            } else if let (logged, position) = present[hex] {
+                if let m = authenticated[id], Hex.encode(m.sha256) != logged.sha256 || m.size != logged.size {
+                    findings.append(AuditFinding("object-differs", "\(hex) is not the document record \(position) added (its size or SHA-256 differs)",
+                                                 document: hex, record: position))
+                }
+            } else if scan.exists {
+                findings.append(AuditFinding("unlogged-object", "\(hex) is in the vault but in no record: it was copied in, or a command was killed after committing it (the next change records those as 'adopt')",
+                                             document: hex))
+            }
+        }
+        progress?(objects.count, objects.count)
+        // The index: a sealed cache that must name exactly the objects, with their metadata.
+        let state = try loadIndex(known: authenticated.reduce(into: [:]) { $0[$1.key] = DocumentRecord(id: $1.key, metadata: $1.value) })
+        switch state.status {
+        case .current:
+            for (id, record) in state.index.records where authenticated[id].map({ $0 != record.metadata }) ?? false {
+                findings.append(AuditFinding("index-mismatch", "the index's record of \(id) differs from its envelope", document: id.hex))
+            }
+        case .missing: findings.append(AuditFinding("index-mismatch", "index.vlt is missing (the next command rebuilds it)"))
+        case .damaged: findings.append(AuditFinding("index-mismatch", "index.vlt fails authentication (the next command rebuilds it)"))
+        case .stale: findings.append(AuditFinding("index-mismatch", "index.vlt names other objects than objects/ holds (the next command rebuilds it)"))
+        }
+        return AuditReport(findings: findings, head: scan.head, records: scan.entries.count, documents: present.count,
+                           objects: objects.count, deep: deep)
+    }
+}

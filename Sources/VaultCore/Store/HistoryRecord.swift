@@ -1,0 +1,162 @@
+import Foundation
+
+/// One record of a vault's history (`log.vlt`): what one command did to the vault or sent out.
+///
+/// Records are sealed under a subkey of the vault key and chained (docs/FORMAT.md, "History"),
+/// so nobody without the password can add, change, reorder or remove one unnoticed.
+public struct HistoryRecord: Codable, Sendable, Equatable {
+    /// What the command was.
+    public enum Operation: String, Codable, Sendable, CaseIterable {
+        case `init`, add, `import`, remove, export, upload, passwd
+        /// Documents that a command committed but did not record, because it was killed or
+        /// interrupted first; the next change to the vault records them.
+        case adopt
+        /// The first record of a log started on a vault that had none (made before the history
+        /// existed, or whose log was deleted): the documents present then.
+        case begin
+    }
+
+    /// How the command ended.
+    public enum Outcome: String, Codable, Sendable {
+        /// Everything asked was done.
+        case ok
+        /// Some documents were done and some skipped (exit code 2).
+        case partial
+        /// The command failed after changing the vault or sending something out.
+        case failed
+    }
+
+    /// A document the record names.
+    public struct Document: Codable, Sendable, Equatable {
+        /// The document id (32 hex digits).
+        public var id: String
+        /// Its name.
+        public var name: String
+        /// SHA-256 of its plaintext (hex).
+        public var sha256: String
+        /// Plaintext size in bytes.
+        public var size: UInt64
+
+        /// The document of `record`.
+        public init(_ record: DocumentRecord) {
+            id = record.id.hex
+            name = record.metadata.name
+            sha256 = Hex.encode(record.metadata.sha256)
+            size = record.metadata.size
+        }
+    }
+
+    /// A problem the writer of this record found in the log before appending it (the log cut
+    /// short, its head missing, ...). It is sealed into the chain, so `vault audit` keeps
+    /// reporting it: a repair cannot hide that the log was damaged.
+    public struct Anomaly: Codable, Sendable, Equatable {
+        /// A finding code (`log-truncated`, `log-head-missing`, ...).
+        public var code: String
+        /// What was found.
+        public var message: String
+    }
+
+    /// What the command was.
+    public var operation: Operation
+    /// When the record was written, in milliseconds since 1970.
+    public var timeMillis: Int64
+    /// The host name of the machine that wrote it.
+    public var host: String
+    /// How the command ended.
+    public var outcome: Outcome
+    /// The documents added, removed, adopted or sent (with `begin`: every document present).
+    public var documents: [Document]
+    /// Where documents went: batch files (`file://` paths) or upload targets (scheme, host and
+    /// path only: never credentials, user info or query).
+    public var destinations: [String]
+    /// A short note (the new KDF level of a `passwd`, the error of a failed command, ...).
+    public var detail: String?
+    /// Problems found in the log when this record was appended.
+    public var anomalies: [Anomaly]
+
+    /// A record of `operation` now, on this host.
+    public init(_ operation: Operation, outcome: Outcome = .ok, documents: [Document] = [], destinations: [String] = [],
+                detail: String? = nil, now: Date = Date()) {
+        self.operation = operation
+        self.timeMillis = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
+        self.host = Platform.hostName
+        self.outcome = outcome
+        self.documents = documents
+        self.destinations = destinations
+        self.detail = detail
+        self.anomalies = []
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case operation = "op", timeMillis = "time", host, outcome, documents, destinations, detail, anomalies
+    }
+
+    /// Where a destination URL may be recorded: scheme, host, port and path, nothing else.
+    public static func destination(_ url: URL) -> String {
+        guard var parts = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url.scheme ?? "" }
+        parts.user = nil
+        parts.password = nil
+        parts.query = nil
+        parts.fragment = nil
+        return parts.string ?? ""
+    }
+}
+
+/// The head of a vault's history: how many records it holds and the tag of the last one.
+/// Printed as `<count>-<32 hex digits>`; an operator who keeps it elsewhere can later detect a
+/// vault rolled back to an older copy (`vault audit --expect-head`).
+public struct HistoryHead: Equatable, Sendable, CustomStringConvertible, Codable {
+    /// Number of records.
+    public var count: Int
+    /// The last record's authentication tag (16 bytes; all zeros for an empty log).
+    public var tag: [UInt8]
+
+    /// A head.
+    public init(count: Int, tag: [UInt8]) {
+        self.count = count
+        self.tag = tag
+    }
+
+    /// Parses `<count>-<32 hex digits>`.
+    public init?(_ text: String) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, let count = Int(parts[0]), count >= 0, let tag = Hex.decode(String(parts[1])),
+              tag.count == HistoryFormat.tagSize else { return nil }
+        self.init(count: count, tag: tag)
+    }
+
+    public var description: String { "\(count)-\(Hex.encode(tag))" }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(description)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let head = HistoryHead(text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a history head"))
+        }
+        self = head
+    }
+}
+
+/// One problem `vault audit` (or `vault log`) found, with a stable code for scripts.
+public struct AuditFinding: Codable, Sendable, Equatable {
+    /// A stable code: `log-record-damaged`, `missing-object`, `resurrected-object`, ...
+    public var code: String
+    /// One line saying what was found.
+    public var message: String
+    /// The document concerned, if any (32 hex digits).
+    public var document: String?
+    /// The log record concerned, if any (its position, from 1).
+    public var record: Int?
+
+    /// A finding.
+    public init(_ code: String, _ message: String, document: String? = nil, record: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.document = document
+        self.record = record
+    }
+}

@@ -1,0 +1,168 @@
+import Crypto
+import Foundation
+
+/// What a password change did.
+public struct PasswordChangeSummary: Sendable {
+    /// Envelopes whose header was rewritten.
+    public var documents: Int
+    /// Bytes written: the journal, the headers and `vault.json` (payloads are never touched).
+    public var bytesWritten: UInt64
+    /// The new Argon2id parameters.
+    public var kdf: KDFParameters
+}
+
+/// `passwd.journal`: everything needed to finish or undo a password change without either
+/// password — the old and new `vault.json`, and each envelope's old and new header (public
+/// bytes: they are on disk anyway). Written whole (an ``AtomicFile``) before any header changes.
+///
+/// Layout: `VAULTPWJ` ‖ u32 n ‖ old vault.json ‖ u32 n ‖ new vault.json ‖ u32 count ‖ count ×
+/// (16-byte id ‖ u32 header length h ‖ old header (h) ‖ new header (h)) ‖ SHA-256 of all before.
+struct PasswordJournal {
+    struct Entry { var id: DocumentID; var old: [UInt8]; var new: [UInt8] }
+    var oldConfig: [UInt8]
+    var newConfig: [UInt8]
+    var entries: [Entry]
+
+    static let magic = Array("VAULTPWJ".utf8)
+
+    func encoded() -> [UInt8] {
+        var out = Self.magic
+        out.appendBigEndian(UInt32(oldConfig.count)); out += oldConfig
+        out.appendBigEndian(UInt32(newConfig.count)); out += newConfig
+        out.appendBigEndian(UInt32(entries.count))
+        for e in entries {
+            out += e.id.bytes
+            out.appendBigEndian(UInt32(e.old.count))
+            out += e.old + e.new
+        }
+        return out + Array(SHA256.hash(data: out))
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> PasswordJournal {
+        let damaged = VaultError(.vaultDamaged, "passwd.journal (an interrupted password change) is damaged",
+                                 hint: "restore the vault folder from a backup")
+        guard bytes.count > magic.count + 32, bytes.starts(with: magic),
+              Array(SHA256.hash(data: bytes.dropLast(32))) == Array(bytes.suffix(32)) else { throw damaged }
+        var at = magic.count
+        let end = bytes.count - 32
+        func take(_ n: Int) throws -> [UInt8] {
+            guard n >= 0, at + n <= end else { throw damaged }
+            defer { at += n }
+            return Array(bytes[at..<at + n])
+        }
+        func u32() throws -> Int { try take(4).reduce(0) { $0 << 8 | Int($1) } }
+        var journal = PasswordJournal(oldConfig: try take(try u32()), newConfig: try take(try u32()), entries: [])
+        for _ in 0..<(try u32()) {
+            let id = DocumentID(bytes: try take(EnvelopeFormat.documentIDSize))
+            let h = try u32()
+            journal.entries.append(Entry(id: id, old: try take(h), new: try take(h)))
+        }
+        guard at == end else { throw damaged }
+        return journal
+    }
+}
+
+extension Vault {
+    /// Changes the password (and optionally the Argon2id parameters): a new salt and key-
+    /// encryption key, every document key and the vault key re-wrapped, every envelope's
+    /// metadata re-sealed (its header's associated data changed); payloads are not touched.
+    ///
+    /// Crash-safe: the journal (both versions of every header and of `vault.json`) is written
+    /// first; then the headers are overwritten in place and synced; replacing `vault.json` is the
+    /// commit; then the journal goes. A crash at any moment is finished or undone by the next
+    /// command (``VaultStore/recoverPasswordChange()``), so the vault opens with exactly one of
+    /// the two passwords. Holds the writer lock throughout. Recorded in the history.
+    /// - Throws: before changing anything, when an envelope does not open (a damaged vault is
+    ///   not re-keyed: that document would be lost).
+    public func changePassword(to newPassword: SecretBytes, kdf newKDF: KDFParameters? = nil,
+                               progress: ((Int, Int) -> Void)? = nil) throws -> PasswordChangeSummary {
+        try newPassword.withUnsafeBytes { p in
+            if p.isEmpty { throw VaultError(.usage, "the new password is empty") }
+        }
+        let parameters = newKDF ?? kdf
+        try parameters.validate()
+        return try store.withLock {
+            let keyring2 = try Keyring.create(password: newPassword, kdf: parameters, random: random)
+            var newConfig = config
+            newConfig.kdf = .init(algorithm: "argon2id13", opsLimit: parameters.opsLimit, memLimitKiB: parameters.memLimitKiB)
+            newConfig.salt = keyring2.salt.base64
+            newConfig.keyCheck = keyring2.keyCheck.base64
+            let nonce = random.bytes(EnvelopeFormat.nonceSize)
+            newConfig.wrappedKey = .init(nonce: nonce.base64,
+                                         ciphertext: XChaCha20Poly1305.sealKey(vaultKey, ad: newConfig.wrapAD, nonce: nonce, key: keyring2.kek).base64)
+
+            // Every header, re-sealed in memory first: nothing changes unless all of them open.
+            let ids = try store.objectIDs().sorted()
+            var entries: [PasswordJournal.Entry] = []
+            for (n, id) in ids.enumerated() {
+                progress?(n, ids.count * 2)
+                do {
+                    let file = try FileDescriptor.openForReading(store.objectPath(id))
+                    defer { file.close() }
+                    let reader = try EnvelopeReader(input: file, keyring: keyring, expectedID: id)
+                    let kek = try keyring.kek(for: reader.header)
+                    guard let documentKey = try XChaCha20Poly1305.openKey(reader.header.wrappedKey, ad: reader.header.keyWrapAD,
+                                                                          nonce: reader.header.wrapNonce, key: kek) else {
+                        throw VaultError(.headerAuthenticationFailed, "the wrapped document key failed authentication")
+                    }
+                    let header = try EnvelopeWriter.sealHeader(documentKey: documentKey, keyring: keyring2, documentID: id,
+                                                               metadata: reader.metadata, random: random)
+                    let old = reader.header.serialized(), new = header.serialized()
+                    precondition(old.count == new.count, "internal error: a re-sealed header changed size")
+                    entries.append(.init(id: id, old: old, new: new))
+                } catch {
+                    var e = VaultError.from(error).context("document \(id)")
+                    e.hint = "nothing was changed; run 'vault verify', and remove or restore that document first"
+                    throw e
+                }
+            }
+            let journal = PasswordJournal(oldConfig: try FileSystem.readFile(store.configPath, limit: 1 << 20),
+                                          newConfig: newConfig.encoded(), entries: entries).encoded()
+            try AtomicFile.write(journal, to: store.passwordJournalPath, random: random)
+            var written = UInt64(journal.count)
+            for (n, e) in entries.enumerated() {
+                progress?(ids.count + n, ids.count * 2)
+                let file = try FileDescriptor.openExisting(store.objectPath(e.id))
+                defer { file.close() }
+                try file.write(e.new, at: 0)
+                try file.sync()
+                written += UInt64(e.new.count)
+            }
+            // The commit point.
+            try AtomicFile.write(newConfig.encoded(), to: store.configPath, random: random)
+            written += UInt64(newConfig.encoded().count)
+            try FileSystem.remove(store.passwordJournalPath)
+            try FileSystem.syncDirectory(store.root)
+            progress?(ids.count * 2, ids.count * 2)
+            let level = KDFLevel.allCases.first { $0.parameters == parameters }?.rawValue
+            try recordLocked(HistoryRecord(.passwd, detail: "argon2id \(level ?? "custom"): ops \(parameters.opsLimit), memory \(parameters.memLimitKiB) KiB; \(entries.count) headers re-sealed"))
+            return PasswordChangeSummary(documents: entries.count, bytesWritten: written, kdf: parameters)
+        }
+    }
+}
+
+extension VaultStore {
+    var passwordJournalPath: String { root + "/passwd.journal" }
+
+    /// Finishes or undoes a password change that a crash interrupted (nothing when there is
+    /// none). Needs no password: if `vault.json` is already the new one, the change committed and
+    /// every header is brought forward; otherwise every header and `vault.json` go back. Waits
+    /// for a password change still running (the writer lock).
+    public func recoverPasswordChange() throws {
+        guard FileSystem.kind(of: passwordJournalPath) != .missing else { return }
+        try withLock {
+            guard FileSystem.kind(of: passwordJournalPath) != .missing else { return }   // it finished meanwhile
+            let journal = try PasswordJournal.decode(try FileSystem.readFile(passwordJournalPath, limit: 1 << 30))
+            let forward = (try? FileSystem.readFile(configPath, limit: 1 << 20)) == journal.newConfig
+            for e in journal.entries where FileSystem.kind(of: objectPath(e.id)) == .file {
+                let file = try FileDescriptor.openExisting(objectPath(e.id))
+                defer { file.close() }
+                try file.write(forward ? e.new : e.old, at: 0)
+                try file.sync()
+            }
+            if !forward { try AtomicFile.write(journal.oldConfig, to: configPath) }
+            try FileSystem.remove(passwordJournalPath)
+            try FileSystem.syncDirectory(root)
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+
+extension VaultCommand {
+    /// `vault audit`: check the vault against its sealed history.
+    struct Audit: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check the vault against its sealed history; exit 0 when clean, 65 with findings.",
+            discussion: """
+                Checks that the history's chain is whole; that every document it says is present is \
+                there and authenticates (its header; every chunk and the SHA-256 with --deep); that no \
+                object is there which the history says was removed (resurrected) or never added; and \
+                that the index agrees. Each finding has a code (docs/CLI.md lists them).
+
+                --head prints the history's head (record count and last tag) on one line: keep it \
+                elsewhere (a ticket, another machine), and --expect-head HEAD later also fails when \
+                the vault was rolled back to an older copy.
+
+                Examples:
+                  vault audit
+                  vault audit --deep --json
+                  vault audit --head > head.txt
+                  vault audit --expect-head "$(cat head.txt)"
+                """)
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var root: VaultCommand
+
+        @Flag(help: "Read and authenticate every chunk of every document, and check each SHA-256.")
+        var deep = false
+
+        @Flag(help: "Print the report as one JSON object (docs/schemas/audit.schema.json).")
+        var json = false
+
+        @Flag(help: "Only print the history's head: <records>-<tag>.")
+        var head = false
+
+        @Option(name: .customLong("expect-head"), help: ArgumentHelp("A head printed earlier by --head: fail when the history no longer holds it.", valueName: "head"))
+        var expectHead: String?
+
+        func validate() throws {
+            if let expectHead, HistoryHead(expectHead) == nil {
+                throw ValidationError("--expect-head needs a head as 'vault audit --head' prints it (<records>-<32 hex digits>).")
+            }
+            if head && (deep || expectHead != nil) { throw ValidationError("--head only prints the head; run the audit without it.") }
+        }
+
+        /// `audit --json`.
+        struct Output: Encodable {
+            var clean: Bool
+            var head: String
+            var records: Int
+            var documents: Int
+            var objects: Int
+            var deep: Bool
+            var findings: [AuditFinding]
+        }
+
+        func run() async throws { try await run(parent: root.global) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            let vault = try options.unlock()
+            if head {
+                let scan = try vault.history()
+                guard scan.exists else { throw VaultError(.notFound, "this vault has no history yet", hint: "the next change to the vault starts it") }
+                if json { Terminal.out(JSONOutput.line(["head": scan.head.description])) } else { Terminal.out(scan.head.description + "\n") }
+                return
+            }
+            let report = try vault.audit(deep: deep, expectedHead: expectHead.flatMap(HistoryHead.init))
+            if json {
+                Terminal.out(JSONOutput.line(Output(clean: report.findings.isEmpty, head: report.head.description, records: report.records,
+                                                    documents: report.documents, objects: report.objects, deep: deep, findings: report.findings)))
+            } else {
+                var out = ""
+                for f in report.findings { out += "\(f.code): \(Terminal.printable(f.message))\n" }
+                out += "audited \(report.records) records, \(report.documents) documents, \(report.objects) objects\(deep ? " (every chunk)" : " (headers)"): "
+                out += report.findings.isEmpty ? "clean" : "\(report.findings.count) finding\(report.findings.count == 1 ? "" : "s")"
+                out += "; head \(report.head)\n"
+                Terminal.out(out)
+            }
+            if !report.findings.isEmpty {
+                throw VaultError(.vaultDamaged, "the audit found \(report.findings.count) problem(s)", hint: "docs/CLI.md says what each code means")
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+
+extension VaultCommand {
+    /// `vault log`: print the vault's history.
+    struct Log: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the vault's sealed history: what each command added, removed or sent out, when, and from which host.",
+            discussion: """
+                Every record is authenticated in its place in the chain before it is printed; a record \
+                that fails is shown as DAMAGED, and the command then exits 65 (run 'vault audit'). \
+                --since takes a date (2026-11-01) or a time (2026-11-01T09:30:00Z).
+
+                Examples:
+                  vault log
+                  vault log --since 2026-11-01 --doc 79d6
+                  vault log --json
+                """)
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var root: VaultCommand
+
+        @Flag(help: "Print the history as one JSON object (docs/schemas/log.schema.json).")
+        var json = false
+
+        @Option(help: ArgumentHelp("Only records written at or after this date or time (ISO 8601, UTC unless an offset is given).", valueName: "time"))
+        var since: String?
+
+        @Option(help: ArgumentHelp("Only records naming this document (an id prefix of 4+ hex digits).", valueName: "id"))
+        var doc: String?
+
+        func validate() throws {
+            if let since, Self.parseTime(since) == nil {
+                throw ValidationError("--since needs a date (2026-11-01) or an ISO 8601 time (2026-11-01T09:30:00Z), not '\(since)'.")
+            }
+            if let doc, doc.count < 4 || doc.count > 32 || Hex.decode(doc.count % 2 == 0 ? doc : doc + "0") == nil {
+                throw ValidationError("--doc needs 4 to 32 hex digits of a document id, not '\(doc)'.")
+            }
+        }
+
+        /// `log --json`.
+        struct Output: Encodable {
+            struct Record: Encodable {
+                var position: Int
+                var status: String
+                var op: String?
+                var time: String?
+                var timeMillis: Int64?
+                var host: String?
+                var outcome: String?
+                var documents: [HistoryRecord.Document]?
+                var destinations: [String]?
+                var detail: String?
+                var anomalies: [HistoryRecord.Anomaly]?
+            }
+            var head: String
+            var records: [Record]
+            var findings: [AuditFinding]
+        }
+
+        func run() async throws { try await run(parent: root.global) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            let vault = try options.unlock()
+            let scan = try vault.history()
+            guard scan.exists else {
+                throw VaultError(.notFound, "this vault has no history yet", hint: "the next change to the vault starts it")
+            }
+            let sinceMillis = since.flatMap(Self.parseTime).map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
+            let prefix = doc?.lowercased()
+            let shown = scan.entries.filter { e in
+                guard let r = e.record else { return sinceMillis == nil && prefix == nil }
+                if let sinceMillis, r.timeMillis < sinceMillis { return false }
+                if let prefix, !r.documents.contains(where: { $0.id.hasPrefix(prefix) }) { return false }
+                return true
+            }
+            let findings = scan.findings
+            if json {
+                Terminal.out(JSONOutput.line(Output(head: scan.head.description, records: shown.map { e in
+                    guard let r = e.record else { return .init(position: e.position, status: "damaged") }
+                    return .init(position: e.position, status: "ok", op: r.operation.rawValue, time: JSONOutput.iso(millis: r.timeMillis),
+                                 timeMillis: r.timeMillis, host: r.host, outcome: r.outcome.rawValue, documents: r.documents,
+                                 destinations: r.destinations, detail: r.detail, anomalies: r.anomalies)
+                }, findings: findings)))
+            } else {
+                Terminal.out(shown.map(Self.text).joined())
+            }
+            if !findings.isEmpty {
+                for f in findings where !json { Terminal.warn(f.message) }
+                throw VaultError(.vaultDamaged, "the history has \(findings.count) problem(s)", hint: "run 'vault audit' for the full report")
+            }
+        }
+
+        static func text(_ e: HistoryScan.Entry) -> String {
+            guard let r = e.record else { return String(format: "%5d  DAMAGED: this record fails authentication\n", e.position) }
+            var line = String(format: "%5d  ", e.position) + JSONOutput.iso(millis: r.timeMillis) + "  " + r.operation.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)
+            line += " " + r.outcome.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0) + Terminal.printable(r.host)
+            if !r.documents.isEmpty { line += "  \(r.documents.count) document\(r.documents.count == 1 ? "" : "s")" }
+            if let d = r.detail { line += "  (\(Terminal.printable(d)))" }
+            line += "\n"
+            for d in r.documents {
+                line += "         \(d.id)  \(d.sha256.prefix(16))…  \(d.size) B  \(Terminal.printable(d.name))\n"
+            }
+            for d in r.destinations { line += "         -> \(Terminal.printable(d))\n" }
+            for a in r.anomalies { line += "         ! \(a.code): \(Terminal.printable(a.message))\n" }
+            return line
+        }
+
+        static func parseTime(_ text: String) -> Date? {
+            let full = ISO8601DateFormatter()
+            if let d = full.date(from: text) { return d }
+            let fractional = ISO8601DateFormatter()
+            fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            if let d = fractional.date(from: text) { return d }
+            let day = ISO8601DateFormatter()
+            day.formatOptions = [.withFullDate]
+            return day.date(from: text)
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+
+extension VaultCommand {
+    /// `vault passwd`: change the password.
+    struct Passwd: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Change the vault's password (and optionally its Argon2id level); documents are not re-encrypted.",
+            discussion: """
+                The current password comes as for every command; the new one from \
+                --new-password-file FILE, else $VAULT_NEW_PASSWORD, else a no-echo prompt asked twice. \
+                Every document key and the vault key are re-wrapped and every envelope header re-sealed, \
+                in place; payloads are not touched. A crash at any moment is finished or undone by the \
+                next command, so the vault opens with exactly one of the two passwords.
+
+                Examples:
+                  vault passwd
+                  vault passwd --kdf sensitive
+                  vault passwd --password-file old.txt --new-password-file new.txt
+                """)
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var root: VaultCommand
+
+        @Option(help: ArgumentHelp("A new Argon2id level: interactive, moderate or sensitive (default: keep the current parameters).", valueName: "level"))
+        var kdf: KDFLevel?
+
+        @Option(help: ArgumentHelp("Read the new password from this file (one trailing newline is ignored).", valueName: "file"), completion: .file())
+        var newPasswordFile: String?
+
+        func run() async throws { try await run(parent: root.global) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            let vault = try options.unlock()
+            let newPassword = try PasswordReader.read(file: newPasswordFile, from: .newPassword, confirm: true)
+            let started = Date()
+            let summary = try vault.changePassword(to: newPassword, kdf: kdf?.parameters)
+            let level = KDFLevel.allCases.first { $0.parameters == summary.kdf }?.rawValue ?? "custom"
+            Terminal.err(String(format: "vault: password changed (Argon2id %@); %d envelope header%@ re-sealed, %@ written, in %.1f s",
+                                level, summary.documents, summary.documents == 1 ? "" : "s", Terminal.size(summary.bytesWritten),
+                                Date().timeIntervalSince(started)))
+        }
+    }
+}
