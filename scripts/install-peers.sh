@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Installs the test peers this project did not write, into .build-peers/ (git-ignored):
-# the `rncryptor` package from PyPI (an independent RNCryptor v3 implementation, for the
-# import interoperability tests), in a virtual environment.
+# Installs the test peers this project did not write, into .build-peers/ (git-ignored), in a
+# virtual environment: the `rncryptor` package from PyPI (an independent RNCryptor v3
+# implementation, for the import interoperability tests) and `jsonschema` (validates every
+# JSON output against its schema in docs/schemas/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.build-peers/venv
-if ! "$venv/bin/python" -c "import rncryptor" 2>/dev/null; then
-    echo "vault: installing the test peer rncryptor==3.3.0 into $venv" >&2
-    python3 -m venv "$venv" 2>/dev/null || {
+if ! "$venv/bin/python" -c "import rncryptor" 2>/dev/null || ! "$venv/bin/python" -c "import jsonschema" 2>/dev/null; then
+    echo "vault: installing the test peers rncryptor==3.3.0 and jsonschema==4.26.0 into $venv" >&2
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv" 2>/dev/null || {
         # Debian's python3 needs python3-venv for this.
         if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
             export DEBIAN_FRONTEND=noninteractive
@@ -19,5 +20,5 @@ if ! "$venv/bin/python" -c "import rncryptor" 2>/dev/null; then
             exit 1
         fi
     }
-    "$venv/bin/pip" install -q rncryptor==3.3.0
+    "$venv/bin/pip" install -q rncryptor==3.3.0 jsonschema==4.26.0
 fi
