@@ -8,6 +8,8 @@ moments, and after each kill check that
     the remove reached its commit point — nothing else appears or disappears;
   - every `batch-*.json` in the export folder is complete: valid JSON whose documents decode to
     their recorded SHA-256, and whose length matches the manifest when the manifest lists it;
+  - `audit` finds nothing but, after a killed add, the documents it committed without recording
+    them (`unlogged-object`); and once the next change has recorded those, nothing at all;
   - the vault still takes a new document afterwards (no stale lock).
 
 Usage: crash_test.py --vault-bin PATH [--runs N] [--seed S]. Prints one line per run and a
@@ -116,17 +118,24 @@ def main():
                     if m and (m["bytes"] != len(raw) or m["sha256"] != hashlib.sha256(raw).hexdigest()):
                         fail(f"run {n} (export): {os.path.basename(path)} disagrees with the manifest")
                 shutil.rmtree(out, ignore_errors=True)
+            a = run("audit", "--json")
+            codes = {f["code"] for f in json.loads(a.stdout or b'{"findings":[]}')["findings"]}
+            if a.returncode not in (0, 65) or codes - {"unlogged-object"}:
+                fail(f"run {n} ({op}): audit after the kill: {a.stdout.decode()}{a.stderr.decode()}")
             print(f"run {n:3}: {op:6} {'killed' if was_killed else 'finished':8} after {delay * 1000:5.0f} ms: "
-                  f"vault verifies, {len(after)} documents listed")
+                  f"vault verifies, {len(after)} documents listed, audit {'clean' if not codes else 'finds only unrecorded commits'}")
             # Keep the vault small: an extra big document goes again.
             if len(after) > 8:
                 run("remove", *[i for i, d in after.items() if d["name"].startswith("big")][:3])
         check = run("add", "-", "--name", "after the crashes", stdin=b"still works")
         if check.returncode != 0:
             fail(f"the vault no longer takes documents: {check.stderr.decode()}")
+        a = run("audit", "--deep")
+        if a.returncode != 0:
+            fail(f"the audit after the crashes is not clean: {a.stdout.decode()}{a.stderr.decode()}")
         print(f"{args.runs} runs (seed {args.seed}): killed add {killed['add']}, remove {killed['remove']}, "
               f"export {killed['export']}; finished before the kill add {finished['add']}, remove {finished['remove']}, "
-              f"export {finished['export']}; every invariant held")
+              f"export {finished['export']}; every invariant held, and the final audit is clean")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -57,3 +57,21 @@ VAULT_UPLOAD_TOKEN=demo-token "$vault" upload --url "$url" --batch-size 4
 
 step "VAULT_PASSWORD=wrong vault list   # a wrong password is refused before any document is read"
 VAULT_PASSWORD=wrong "$vault" list || echo "(exit code $?)"
+
+step "vault log   # every change and delivery, sealed and chained"
+"$vault" log | cut -c1-110 | grep -v '^         [0-9a-f]\{32\}' || true
+
+step "vault audit --head > head.txt && vault audit --expect-head \"\$(cat head.txt)\""
+"$vault" audit --head > "$work/head.txt"
+"$vault" audit --expect-head "$(cat "$work/head.txt")"
+
+step "rm \$VAULT_DIR/objects/<receipt.jpg's object> && vault audit   # deleted behind the vault's back"
+id=$("$vault" list --json | python3 -c 'import json,sys; print(next(d["id"] for d in json.load(sys.stdin) if d["name"] == "receipt.jpg"))')
+cp "$VAULT_DIR/objects/$id.vlt" "$work/saved.vlt"
+rm "$VAULT_DIR/objects/$id.vlt"
+"$vault" audit || echo "(exit code $?)"
+cp "$work/saved.vlt" "$VAULT_DIR/objects/$id.vlt"
+
+step "VAULT_NEW_PASSWORD=… vault passwd   # re-wraps keys and re-seals headers; payloads are not rewritten"
+VAULT_NEW_PASSWORD="another demo password" "$vault" passwd
+VAULT_PASSWORD="another demo password" "$vault" audit --deep

@@ -258,6 +258,36 @@ import Glibc
         #expect((records[1]["documents"] as? [Any])?.count == committed.count)
     }
 
+    @Test func aRemovalKilledMidwayIsFinishedByTheNextChange() throws {
+        let s = Sandbox()
+        s.initVault()
+        for i in 0..<300 { s.write("r\(i).bin", .random(100, seed: UInt64(3000 + i))) }
+        let added = s.run(["add"] + (0..<300).map { "r\($0).bin" })
+        try #require(added.status == 0, "\(added.stderr)")
+        let ids = added.out.split(separator: "\n").map(String.init)
+        // Killed once it has named the documents in remove.pending (before, during or after the
+        // unlinks, the index update or the record: all of them must be finished the same way).
+        let pending = s.path("vault/remove.pending")
+        let pid = s.spawn(["remove"] + ids)
+        while !FileManager.default.fileExists(atPath: pending) && HardeningCLITests.isRunning(pid) { usleep(20) }
+        kill(pid, SIGKILL)
+        _ = s.wait(pid)
+        try #require(FileManager.default.fileExists(atPath: pending), "the removal finished before the kill")
+        #expect(Self.audit(s).status == 0, "an interrupted removal is not a finding")
+        s.write("after.bin", .random(10, seed: 3999))
+        #expect(s.run("add", "after.bin").status == 0)
+        #expect(s.objects.count == 1, "the next change finished the removal")
+        #expect(!FileManager.default.fileExists(atPath: s.path("vault/remove.pending")))
+        let (status, codes, json) = Self.audit(s, ["--deep"])
+        #expect(status == 0, "\(codes)")
+        #expect(json["documents"] as? Int == 1)
+        let log = s.run("log", "--json")
+        let records = (try JSONSerialization.jsonObject(with: Data(log.stdout)) as? [String: Any])?["records"] as? [[String: Any]] ?? []
+        #expect(records.map { $0["op"] as? String } == ["init", "add", "remove", "add"])
+        #expect((records[2]["documents"] as? [Any])?.count == 300)
+        #expect(records[2]["detail"] as? String == "finished after the removing command was interrupted")
+    }
+
     // MARK: passwd
 
     @Test func passwdChangesThePasswordAndTheLevelWithoutTouchingPayloads() throws {

@@ -41,8 +41,13 @@ extension Vault {
                                              record: expected.count))
             }
         }
-        let (present, removed) = scan.documentState()
-        let objects = try store.objectIDs()
+        let logState = scan.documentState()
+        var present = logState.present
+        let removed = logState.removed
+        // A removal a crash interrupted is finished by the next change: not a finding.
+        let pending = Set((try HistoryLog(vault: self).pendingRemoval() ?? []).map(\.id))
+        for id in pending { present[id] = nil }
+        let objects = try store.objectIDs().filter { !pending.contains($0.hex) }
         for (hex, (document, position)) in present.sorted(by: { $0.key < $1.key }) {
             guard let id = DocumentID(hex: hex), objects.contains(id) else {
                 findings.append(AuditFinding("missing-object", "\(hex) (\(document.name)), added by record \(position), has no object: it was deleted outside vault",

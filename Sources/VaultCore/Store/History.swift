@@ -99,6 +99,7 @@ struct HistoryLog {
 
     var path: String { store.root + "/log.vlt" }
     var headPath: String { store.root + "/log.head" }
+    var pendingRemovalPath: String { store.root + "/remove.pending" }
 
     init(vault: Vault) throws {
         store = vault.store
@@ -274,6 +275,29 @@ struct HistoryLog {
         return HistoryHead(count: position, tag: tag)
     }
 
+    // MARK: Removals in progress
+
+    private var pendingAD: [UInt8] { Array("VAULTRMP".utf8) + Array(vaultID.utf8) }
+
+    /// Writes `remove.pending`: the documents a removal is about to unlink, sealed (so nobody
+    /// without the password can make vault record a removal it did not do).
+    func writePendingRemoval(_ documents: [HistoryRecord.Document]) throws {
+        let nonce = random.bytes(HistoryFormat.nonceSize)
+        let sealed = XChaCha20Poly1305.seal(Array(try JSONEncoder().encode(documents)), ad: pendingAD, nonce: nonce, key: key)
+        try AtomicFile.write(Array("VAULTRMP".utf8) + nonce + sealed, to: pendingRemovalPath, random: random)
+    }
+
+    /// The documents of a removal that was interrupted, if `remove.pending` is there and
+    /// authenticates (a file that does not is ignored, and reported by the audit).
+    func pendingRemoval() -> [HistoryRecord.Document]? {
+        guard FileSystem.kind(of: pendingRemovalPath) != .missing,
+              let bytes = try? FileSystem.readFile(pendingRemovalPath, limit: 64 << 20), bytes.count > 8 + HistoryFormat.nonceSize,
+              bytes.starts(with: Array("VAULTRMP".utf8)),
+              let plain = XChaCha20Poly1305.open(Array(bytes[(8 + HistoryFormat.nonceSize)...]), ad: pendingAD,
+                                                 nonce: Array(bytes[8..<8 + HistoryFormat.nonceSize]), key: key) else { return nil }
+        return try? JSONDecoder().decode([HistoryRecord.Document].self, from: Data(plain))
+    }
+
     private func writeHead(_ head: StoredHead) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -307,11 +331,16 @@ extension Vault {
     /// command committed without recording are recorded (`adopt`) — only those that
     /// authenticate under this vault's key and that the log never saw removed, and only when
     /// the chain is whole, so nothing an attacker without the password put there is taken in.
+    /// A removal a crash interrupted (`remove.pending`) is finished first.
     /// - Parameter pending: ids `record` itself adds (they are on disk already).
     @discardableResult
     func recordLocked(_ record: HistoryRecord, pending: Set<DocumentID> = []) throws -> HistoryHead {
         let log = try HistoryLog(vault: self)
         var scan = try log.scan()
+        if record.operation != .remove, let interrupted = log.pendingRemoval() {
+            try finishRemoval(interrupted, log: log, scan: scan, adding: pending)
+            scan = try log.scan()
+        }
         if record.operation != .`init` {
             let objects = try store.objectIDs().subtracting(pending)
             if !scan.exists && scan.storedHead == nil {
@@ -331,6 +360,38 @@ extension Vault {
             }
         }
         return try log.append(record, to: scan)
+    }
+
+    /// Removes documents (the caller holds the writer lock): `remove.pending` names them first,
+    /// then the objects go, the index is updated and the removal recorded, and the pending file
+    /// goes last. A crash anywhere is finished by the next writer (``finishRemoval``), so the
+    /// history never says present what is gone, nor removed what is still there.
+    func removeLocked(_ documents: [HistoryRecord.Document]) throws {
+        let log = try HistoryLog(vault: self)
+        if let earlier = log.pendingRemoval() { try finishRemoval(earlier, log: log, scan: try log.scan()) }
+        try log.writePendingRemoval(documents)
+        try finishRemoval(documents, log: log, scan: nil)
+    }
+
+    /// Unlinks whatever of `documents` is left, updates the index, appends the removal record
+    /// unless the log's last record is already it, and deletes `remove.pending`.
+    /// - Parameter adding: ids the caller's own record adds (not to be adopted meanwhile).
+    private func finishRemoval(_ documents: [HistoryRecord.Document], log: HistoryLog, scan: HistoryScan?,
+                               adding: Set<DocumentID> = []) throws {
+        let ids = documents.compactMap { DocumentID(hex: $0.id) }
+        for id in ids where FileSystem.kind(of: store.objectPath(id)) != .missing { try FileSystem.remove(store.objectPath(id)) }
+        try FileSystem.syncDirectory(store.objectsPath)
+        var index = try loadIndex().index
+        for id in ids { index.records[id] = nil }
+        try saveIndex(index)
+        let last = scan?.records.last?.record
+        let recorded = last.map { $0.operation == .remove && Set($0.documents.map(\.id)) == Set(documents.map(\.id)) } ?? false
+        if !recorded {
+            try recordLocked(HistoryRecord(.remove, documents: documents,
+                                           detail: scan == nil ? nil : "finished after the removing command was interrupted"), pending: adding)
+        }
+        try FileSystem.remove(log.pendingRemovalPath)
+        try FileSystem.syncDirectory(store.root)
     }
 
     /// The documents among `ids` whose envelope header authenticates under this vault's key.

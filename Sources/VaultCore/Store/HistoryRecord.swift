@@ -37,6 +37,14 @@ public struct HistoryRecord: Codable, Sendable, Equatable {
         /// Plaintext size in bytes.
         public var size: UInt64
 
+        /// A document by its parts.
+        public init(id: String, name: String, sha256: String, size: UInt64) {
+            self.id = id
+            self.name = name
+            self.sha256 = sha256
+            self.size = size
+        }
+
         /// The document of `record`.
         public init(_ record: DocumentRecord) {
             id = record.id.hex

@@ -102,20 +102,16 @@ public final class Vault: @unchecked Sendable {
 
     // MARK: Removing
 
-    /// Deletes documents: unlinks their objects, updates the index and records the removal in
-    /// the history, under the writer lock.
+    /// Deletes documents, under the writer lock: names them in a sealed `remove.pending`, unlinks
+    /// their objects, updates the index and records the removal in the history (a crash
+    /// midway is finished by the next writer).
     public func remove(_ ids: [DocumentID]) throws {
         try store.withLock {
-            var index = try loadIndex().index
-            var removed: [HistoryRecord.Document] = []
-            for id in ids {
-                try FileSystem.remove(store.objectPath(id))
-                if let r = index.records[id] { removed.append(HistoryRecord.Document(r)) }
-            }
-            try FileSystem.syncDirectory(store.objectsPath)
-            for id in ids { index.records[id] = nil }
-            try saveIndex(index)
-            try recordLocked(HistoryRecord(.remove, documents: removed))
+            let index = try loadIndex().index
+            try removeLocked(ids.map { id in
+                index.records[id].map(HistoryRecord.Document.init)
+                    ?? HistoryRecord.Document(id: id.hex, name: "", sha256: "", size: 0)
+            })
         }
     }
 
