@@ -25,7 +25,7 @@ release: deps
 test: build man-check peers
 	$(SWIFT) test
 
-# Test peers this project did not write, in .build-peers/ (rncryptor and jsonschema from PyPI).
+# Test peers this project did not write: php-cli (apt), and rncryptor and jsonschema from PyPI in .build-peers/
 peers:
 	@scripts/install-peers.sh
 

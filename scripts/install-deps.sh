@@ -11,6 +11,8 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 for extra in "$@"; do
     case "$extra" in
         age) command -v age >/dev/null 2>&1 || missing+=(age) ;;
+        php) [ -x /usr/bin/php ] || missing+=(php-cli) ;;
+        curl) command -v curl >/dev/null 2>&1 || missing+=(curl) ;;
     esac
 done
 

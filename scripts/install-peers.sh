@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs the test peers this project did not write, into .build-peers/ (git-ignored), in a
-# virtual environment: the `rncryptor` package from PyPI (an independent RNCryptor v3
+# Installs the test peers this project did not write: php-cli (apt), and into .build-peers/
+# (git-ignored), in a virtual environment: the `rncryptor` package from PyPI (an independent RNCryptor v3
 # implementation, for the import interoperability tests) and `jsonschema` (validates every
 # JSON output against its schema in docs/schemas/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# PHP's built-in server and multipart parser: the peer of `upload --protocol form` (Debian php-cli).
+scripts/install-deps.sh php
 venv=.build-peers/venv
 if ! "$venv/bin/python" -c "import rncryptor" 2>/dev/null || ! "$venv/bin/python" -c "import jsonschema" 2>/dev/null; then
     echo "vault: installing the test peers rncryptor==3.3.0 and jsonschema==4.26.0 into $venv" >&2

@@ -64,9 +64,10 @@ public struct UploadJournal: Codable, Sendable {
 
     /// The job id of an upload: the same command over the same documents gives the same job.
     /// Keyed like ``idempotencyKey(vault:runID:index:records:)``.
-    public static func jobID(vault: Vault, target: String, method: String, shape: PayloadShape, limits: BatchLimits,
+    /// - Parameter wire: what the wire format depends on (the JSON shape, or the form's settings).
+    public static func jobID(vault: Vault, target: String, method: String, wire: String, limits: BatchLimits,
                              records: [DocumentRecord]) throws -> String {
-        var message = Array("vault-upload-job/2\n\(target)\n\(method)\n\(shape.rawValue)\n\(limits.documents)\n\(limits.bytes.map(String.init) ?? "-")\n".utf8)
+        var message = Array("vault-upload-job/2\n\(target)\n\(method)\n\(wire)\n\(limits.documents)\n\(limits.bytes.map(String.init) ?? "-")\n".utf8)
         for r in records { message += Array("\(r.id.hex):\(Hex.encode(r.metadata.sha256))\n".utf8) }
         return String(try vault.keyedDigest(purpose: digestPurpose, message).prefix(32))
     }

@@ -19,9 +19,37 @@ public struct UploadOptions: Sendable {
     public var newRun = false
     /// Fail unless a journal of this job exists (`--resume`).
     public var requireJournal = false
+    /// How batches go on the wire.
+    public var wire = UploadProtocol.json
+    /// `form`: the file parts' field name.
+    public var formFieldName = "files[]"
+    /// `form`: text fields sent with every batch.
+    public var formFields: [FormBody.Field] = []
 
     /// Options for `target`.
     public init(target: UploadTarget) { self.target = target }
+}
+
+/// How batches go on the wire (`--protocol`).
+public enum UploadProtocol: String, CaseIterable, Sendable {
+    /// One request per batch, its body the JSON payload `{"Files":[…]}` (base64).
+    case json
+    /// One `multipart/form-data` request per batch: one file part per document (raw bytes).
+    case form
+}
+
+/// What one attempt at a batch came to; each has one handler in ``Uploader``.
+enum AttemptOutcome: Sendable {
+    /// The server has the batch.
+    case confirmed(status: Int, duplicate: Bool)
+    /// A transient failure: try again after a delay (the server's `Retry-After`, if any).
+    case retry(reason: String, retryAfter: Double?)
+    /// The batch is too large for the server (413).
+    case split(reason: String)
+    /// A document failed authentication mid-stream; the request was aborted.
+    case skip(DocumentFailure)
+    /// The server refused for good (credentials, other 4xx).
+    case refused(VaultError)
 }
 
 /// What the uploader reports as it works.
@@ -100,8 +128,8 @@ public final class Uploader: @unchecked Sendable {
         self.options = options
         self.transport = transport
         self.onEvent = onEvent
-        job = try UploadJournal.jobID(vault: vault, target: options.target.url, method: options.target.method, shape: options.shape,
-                                  limits: options.limits, records: records)
+        job = try UploadJournal.jobID(vault: vault, target: options.target.url, method: options.target.method,
+                                      wire: Self.wireDescription(options), limits: options.limits, records: records)
     }
 
     /// Runs (or resumes) the upload.
@@ -151,7 +179,7 @@ public final class Uploader: @unchecked Sendable {
         if options.requireJournal {
             throw VaultError(.notFound, "there is no interrupted upload of these documents to \(options.target.redacted)")
         }
-        let planned = try BatchPlanner.plan(order, limits: options.limits, shape: options.shape)
+        let planned = try BatchPlanner.plan(order, limits: options.limits, format: format(batch: 1, of: 1, key: String(repeating: "0", count: 64)))
         let runID = UUID().uuidString.lowercased()
         let now = ISO8601DateFormatter().string(from: Date())
         var journal = UploadJournal(job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
@@ -159,6 +187,7 @@ public final class Uploader: @unchecked Sendable {
             UploadJournal.Batch(documents: b.records.map(\.id.hex), bytes: b.length, status: "pending", attempts: 0,
                                 key: try UploadJournal.idempotencyKey(vault: vault, runID: runID, index: b.index, records: b.records))
         }
+        try rekey(&journal, from: 0)   // exact lengths (a form's manifest names its batch number)
         try journal.save(to: vault.store)
         return journal
     }
@@ -167,109 +196,140 @@ public final class Uploader: @unchecked Sendable {
         b.documents.compactMap { DocumentID(hex: $0).flatMap { records[$0] } }
     }
 
-    /// Renumbers keys after the batch list changed (a split or a skip): index and documents
-    /// are part of the key; batches after `from` have never been sent.
+    /// Renumbers keys (and lengths) after the batch list changed (a split or a skip): index and
+    /// documents are part of the key; batches after `from` have never been sent.
     private func rekey(_ journal: inout UploadJournal, from: Int) throws {
         for j in from..<journal.batches.count where journal.batches[j].status != "confirmed" {
-            journal.batches[j].key = try UploadJournal.idempotencyKey(vault: vault, runID: journal.runId, index: j + 1,
-                                                                       records: batchRecords(journal.batches[j]))
+            let docs = batchRecords(journal.batches[j])
+            journal.batches[j].key = try UploadJournal.idempotencyKey(vault: vault, runID: journal.runId, index: j + 1, records: docs)
+            journal.batches[j].bytes = format(batch: j + 1, of: journal.batches.count, key: journal.batches[j].key).length(of: docs)
         }
     }
 
-    /// Sends batch `i` until it is confirmed; returns the number of retries it took.
+    /// What the wire format depends on besides the documents, for the job id: the JSON shape
+    /// alone (so journals of earlier versions still resume), or the form's settings.
+    static func wireDescription(_ o: UploadOptions) -> String {
+        switch o.wire {
+        case .json: o.shape.rawValue
+        case .form: "form\n\(o.formFieldName)\n" + o.formFields.map { "\($0.name)=\($0.value)" }.joined(separator: "\n")
+        }
+    }
+
+    /// The payload format of batch `batch` of `of`, whose Idempotency-Key is `key`. A form's
+    /// boundary comes from the key (a keyed digest), so it is fixed for the batch (its body is
+    /// the same on every attempt) and nobody without the vault key can put it in a document.
+    func format(batch: Int, of: Int, key: String) -> PayloadFormat {
+        switch options.wire {
+        case .json: .json(options.shape)
+        case .form: .form(FormBody(boundary: "vault-" + String(key.prefix(40)), fieldName: options.formFieldName,
+                                   fields: options.formFields, batch: batch, of: of))
+        }
+    }
+
+    /// Sends batch `i` until it is confirmed; returns the number of retries it took. Each
+    /// attempt ends in an ``AttemptOutcome``, handled below.
     private func send(index i: Int, journal: inout UploadJournal) async throws -> Int {
         var retries = 0
         var attempt = 0
         while true {
-            let batch = journal.batches[i]
-            let docs = batchRecords(batch)
             let n = journal.batches.count
-            let before = journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes }
-            let total = journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }
             attempt += 1
             journal.batches[i].attempts += 1
             try journal.save(to: vault.store)
-            onEvent(.attempt(batch: i + 1, of: n, attempt: attempt, documents: docs.count, payloadBytes: batch.bytes))
-            let progress = ProgressCounter(total: docs.reduce(0) { $0 + $1.metadata.size }, documents: docs.count)
-            let events = onEvent
-            let producer = PayloadProducer(vault: vault, records: docs, shape: options.shape, progress: progress,
-                                           threads: Parallelism.besideOneStage) { events(.document($0)) }
-            let body = PayloadBody(producer: producer, length: batch.bytes) { sent in events(.sent(done: before + sent, total: total)) }
-            var headers: [(String, String)] = [
-                ("Content-Type", "application/json"),
-                ("Idempotency-Key", batch.key),
-                ("X-Vault-Batch", "\(i + 1)/\(n)"),
-            ]
-            if let auth = options.target.authorization { headers.append(("Authorization", auth)) }
-            headers += options.target.headers
-
-            let reason: String
-            var retryAfter: Double?
-            do {
-                let response = try await transport.send(body, headers: headers)
-                journal.batches[i].httpStatus = response.status
-                switch RetryPolicy.decide(status: response.status) {
-                case .confirmed:
-                    journal.batches[i].status = "confirmed"
-                    journal.batches[i].confirmedAt = ISO8601DateFormatter().string(from: Date())
-                    try journal.save(to: vault.store)
-                    onEvent(.confirmed(batch: i + 1, of: n, status: response.status, duplicate: response.body.contains("\"duplicate\": true")))
-                    return retries
-                case .authentication:
-                    try journal.save(to: vault.store)
-                    throw VaultError(.uploadUnauthorized, "the server refused the credentials (\(response.status) \(response.reason))",
-                                     hint: "check VAULT_UPLOAD_TOKEN, or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD")
-                case .tooLarge:
-                    if docs.count > 1 {
-                        let half = docs.count / 2
-                        journal.batches.replaceSubrange(i...i, with: [Array(docs[..<half]), Array(docs[half...])].map { part in
-                            UploadJournal.Batch(documents: part.map(\.id.hex), bytes: PayloadFraming.length(of: part, shape: options.shape),
-                                                status: "pending", attempts: 0, key: "")
-                        })
-                        try rekey(&journal, from: i)
-                        try journal.save(to: vault.store)
-                        onEvent(.split(batch: i + 1, into: [i + 1, i + 2]))
-                        attempt = 0
-                        continue
-                    }
+            let outcome = try await self.attempt(index: i, journal: &journal, attempt: attempt)
+            let docs = batchRecords(journal.batches[i])
+            switch outcome {
+            case .confirmed(let status, let duplicate):
+                journal.batches[i].status = "confirmed"
+                journal.batches[i].confirmedAt = ISO8601DateFormatter().string(from: Date())
+                try journal.save(to: vault.store)
+                onEvent(.confirmed(batch: i + 1, of: n, status: status, duplicate: duplicate))
+                return retries
+            case .split(let reason):
+                guard docs.count > 1 else {
                     try journal.save(to: vault.store)
                     throw VaultError(.uploadRejected,
-                                     "document \(docs[0].id.hex.prefix(12)) (\(docs[0].metadata.name)) makes a \(batch.bytes)-byte payload, larger than the server accepts (413 \(response.reason))\(Self.serverSays(response))",
+                                     "document \(docs[0].id.hex.prefix(12)) (\(docs[0].metadata.name)) makes a \(journal.batches[i].bytes)-byte payload, larger than the server accepts (\(reason))",
                                      hint: "raise the server's size limit, or leave this document out")
-                case .reject:
-                    try journal.save(to: vault.store)
-                    throw VaultError(.uploadRejected, "the server rejected batch \(i + 1)/\(n): \(response.status) \(response.reason)\(Self.serverSays(response))")
-                case .retry:
-                    reason = "\(response.status) \(response.reason)"
-                    retryAfter = RetryPolicy.parseRetryAfter(response.retryAfter)
                 }
-            } catch let e as VaultError {
+                let half = docs.count / 2
+                journal.batches.replaceSubrange(i...i, with: [Array(docs[..<half]), Array(docs[half...])].map { part in
+                    UploadJournal.Batch(documents: part.map(\.id.hex), bytes: 0, status: "pending", attempts: 0, key: "")
+                })
+                try rekey(&journal, from: i)
+                try journal.save(to: vault.store)
+                onEvent(.split(batch: i + 1, into: [i + 1, i + 2]))
+                attempt = 0
+            case .skip(let f):
+                guard options.skipBad else { throw f.error }
+                journal.batches[i].documents.removeAll { $0 == f.record.id.hex }
+                journal.skipped.append(.init(id: f.record.id.hex, code: f.error.code.rawValue))
+                try rekey(&journal, from: i)
+                try journal.save(to: vault.store)
+                onEvent(.skipped(id: f.record.id, name: f.record.metadata.name, error: f.error))
+                attempt -= 1
+            case .refused(let e):
+                try journal.save(to: vault.store)
                 throw e
-            } catch {
-                if let f = body.failure {
-                    guard options.skipBad else { throw f.error }
-                    journal.batches[i].documents.removeAll { $0 == f.record.id.hex }
-                    journal.batches[i].bytes = PayloadFraming.length(of: batchRecords(journal.batches[i]), shape: options.shape)
-                    journal.skipped.append(.init(id: f.record.id.hex, code: f.error.code.rawValue))
-                    try rekey(&journal, from: i)
-                    try journal.save(to: vault.store)
-                    onEvent(.skipped(id: f.record.id, name: f.record.metadata.name, error: f.error))
-                    attempt -= 1
-                    continue
+            case .retry(let reason, let retryAfter):
+                try journal.save(to: vault.store)
+                guard attempt < options.policy.maxAttempts else {
+                    let confirmed = journal.batches.filter { $0.status == "confirmed" }.count
+                    throw VaultError(.uploadFailed, "batch \(i + 1)/\(n) failed \(attempt) time\(attempt == 1 ? "" : "s"), last: \(reason)",
+                                     hint: "\(confirmed) of \(n) batches are confirmed; run the same command again to resume")
                 }
-                if error is CancellationError { throw error }
-                reason = Self.describe(error, timeout: options.target.idleTimeout)
+                let delay = options.policy.delay(afterAttempt: attempt, retryAfter: retryAfter, unit: Double.random(in: 0..<1))
+                onEvent(.retry(batch: i + 1, attempt: attempt, delay: delay, reason: reason))
+                retries += 1
+                try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
             }
-            try journal.save(to: vault.store)
-            guard attempt < options.policy.maxAttempts else {
-                let confirmed = journal.batches.filter { $0.status == "confirmed" }.count
-                throw VaultError(.uploadFailed, "batch \(i + 1)/\(n) failed \(attempt) time\(attempt == 1 ? "" : "s"), last: \(reason)",
-                                 hint: "\(confirmed) of \(n) batches are confirmed; run the same command again to resume")
-            }
-            let delay = options.policy.delay(afterAttempt: attempt, retryAfter: retryAfter, unit: Double.random(in: 0..<1))
-            onEvent(.retry(batch: i + 1, attempt: attempt, delay: delay, reason: reason))
-            retries += 1
-            try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+        }
+    }
+
+    /// One attempt at batch `i`: one request whose body (JSON or form) is produced while it is
+    /// sent, with its exact length. Throws only when cancelled.
+    private func attempt(index i: Int, journal: inout UploadJournal, attempt: Int) async throws -> AttemptOutcome {
+        let docs = batchRecords(journal.batches[i])
+        let n = journal.batches.count
+        let format = format(batch: i + 1, of: n, key: journal.batches[i].key)
+        let length = format.length(of: docs)
+        journal.batches[i].bytes = length
+        let before = journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes }
+        let total = journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }
+        onEvent(.attempt(batch: i + 1, of: n, attempt: attempt, documents: docs.count, payloadBytes: length))
+        let progress = ProgressCounter(total: docs.reduce(0) { $0 + $1.metadata.size }, documents: docs.count)
+        let events = onEvent
+        let producer = PayloadProducer(vault: vault, records: docs, format: format, progress: progress,
+                                       threads: Parallelism.besideOneStage) { events(.document($0)) }
+        let body = PayloadBody(producer: producer, length: length) { sent in events(.sent(done: before + sent, total: total)) }
+        var headers: [(String, String)] = [
+            ("Content-Type", format.contentType),
+            ("Idempotency-Key", journal.batches[i].key),
+            ("X-Vault-Batch", "\(i + 1)/\(n)"),
+        ]
+        if let auth = options.target.authorization { headers.append(("Authorization", auth)) }
+        headers += options.target.headers
+        let response: UploadResponse
+        do {
+            response = try await transport.send(body, headers: headers)
+        } catch {
+            if let f = body.failure { return .skip(f) }
+            if error is CancellationError { throw error }
+            return .retry(reason: Self.describe(error, timeout: options.target.idleTimeout), retryAfter: nil)
+        }
+        journal.batches[i].httpStatus = response.status
+        switch RetryPolicy.decide(status: response.status) {
+        case .confirmed:
+            return .confirmed(status: response.status, duplicate: response.body.contains("\"duplicate\": true"))
+        case .authentication:
+            return .refused(VaultError(.uploadUnauthorized, "the server refused the credentials (\(response.status) \(response.reason))",
+                                       hint: "check VAULT_UPLOAD_TOKEN, or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD"))
+        case .tooLarge:
+            return .split(reason: "\(response.status) \(response.reason)\(Self.serverSays(response))")
+        case .reject:
+            return .refused(VaultError(.uploadRejected, "the server rejected batch \(i + 1)/\(n): \(response.status) \(response.reason)\(Self.serverSays(response))"))
+        case .retry:
+            return .retry(reason: "\(response.status) \(response.reason)", retryAfter: RetryPolicy.parseRetryAfter(response.retryAfter))
         }
     }
 

@@ -38,7 +38,49 @@ public enum BatchPlanner {
     /// - Throws: ``VaultError/Code/usage`` naming the first document whose payload alone
     ///   exceeds the byte limit — before any work starts.
     public static func plan(_ records: [DocumentRecord], limits: BatchLimits, shape: PayloadShape) throws -> [ExportBatch] {
+        try plan(records, limits: limits, format: .json(shape))
+    }
+
+    /// The batches for `records` in `format`. For a form, lengths are computed with a five-digit
+    /// batch number and count in the manifest, so they bound the real ones from above.
+    public static func plan(_ records: [DocumentRecord], limits: BatchLimits, format: PayloadFormat) throws -> [ExportBatch] {
         precondition(limits.documents >= 1, "internal error: batch size must be at least 1")
+        if case .json(let shape) = format { return try planJSON(records, limits: limits, shape: shape) }
+        guard case .form(var form) = format else { preconditionFailure() }
+        form.batch = 99_999
+        form.of = 99_999
+        let bound = PayloadFormat.form(form)
+        let base = UInt64(bound.opening([]).count + bound.closing.count)
+        func cost(_ r: DocumentRecord, first: Bool) -> UInt64 {
+            UInt64(bound.head(r, first: first).count + bound.tail(r).count + form.manifest([r]).count - form.manifest([]).count)
+                + bound.dataLength(r.metadata.size) + (first ? 0 : 1)
+        }
+        if let max = limits.bytes {
+            for r in records where base + cost(r, first: true) > max {
+                let alone = base + cost(r, first: true)
+                throw VaultError(.usage, "document \(r.id.hex.prefix(12)) (\(r.metadata.name)) needs a \(alone)-byte payload, more than the limit of \(max) bytes",
+                                 hint: "raise the limit to at least \(alone) bytes, or leave this document out")
+            }
+        }
+        var batches: [ExportBatch] = []
+        var current: [DocumentRecord] = []
+        var length = base
+        for r in records {
+            if !current.isEmpty && (current.count >= limits.documents || limits.bytes.map { length + cost(r, first: false) > $0 } == true) {
+                batches.append(ExportBatch(index: batches.count + 1, records: current, length: length))
+                current = []
+                length = base
+            }
+            length += cost(r, first: current.isEmpty)
+            current.append(r)
+        }
+        if !current.isEmpty || batches.isEmpty {
+            batches.append(ExportBatch(index: batches.count + 1, records: current, length: length))
+        }
+        return batches
+    }
+
+    private static func planJSON(_ records: [DocumentRecord], limits: BatchLimits, shape: PayloadShape) throws -> [ExportBatch] {
         if let max = limits.bytes {
             for r in records {
                 let alone = PayloadFraming.length(of: [r], shape: shape)

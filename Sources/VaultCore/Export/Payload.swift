@@ -61,13 +61,14 @@ public enum PayloadFraming {
     }
 }
 
-/// Where each part of a payload lies, from the documents' metadata alone: the framing, each
-/// document's head (its separating comma and the bytes before its base64), its base64 data and
-/// its tail. Pure; what lets a producer start at any byte offset.
+/// Where each part of a payload lies, from the documents' metadata alone: the opening framing,
+/// each document's head (a JSON entry's separating comma and the bytes before its base64, or a
+/// form part's headers), its data and its tail, and the closing framing. Pure; what lets a
+/// producer start at any byte offset.
 public struct PayloadLayout: Sendable {
     /// A part of the payload.
     public enum Part: Sendable, Equatable {
-        /// `{"Files":[`
+        /// `{"Files":[`, or a form's text fields and manifest.
         case open
         /// Document `i`'s separator (not for the first) and the bytes before its base64.
         case head(Int)
@@ -75,7 +76,7 @@ public struct PayloadLayout: Sendable {
         case data(Int)
         /// Document `i`'s bytes after its base64.
         case tail(Int)
-        /// `]}`
+        /// `]}`, or a form's closing delimiter.
         case close
     }
 
@@ -96,26 +97,25 @@ public struct PayloadLayout: Sendable {
 
     /// The layout of the payload of `records`, in this order, in `shape`.
     public init(_ records: [DocumentRecord], shape: PayloadShape) {
+        self.init(records, format: .json(shape))
+    }
+
+    /// The layout of the payload of `records`, in this order, in `format`.
+    public init(_ records: [DocumentRecord], format: PayloadFormat) {
         var spans: [Span] = []
         var at: UInt64 = 0
         func add(_ part: Part, _ length: UInt64) {
             spans.append(Span(part: part, offset: at, length: length))
             at += length
         }
-        add(.open, UInt64(PayloadFraming.open.count))
+        add(.open, UInt64(format.opening(records).count))
         for (i, r) in records.enumerated() {
-            let entry = PayloadEntry(r, shape: shape)
-            add(.head(i), UInt64(Self.head(of: i, entry).count))
-            add(.data(i), entry.dataLength)
-            add(.tail(i), UInt64(entry.suffix.count))
+            add(.head(i), UInt64(format.head(r, first: i == 0).count))
+            add(.data(i), format.dataLength(r.metadata.size))
+            add(.tail(i), UInt64(format.tail(r).count))
         }
-        add(.close, UInt64(PayloadFraming.close.count))
+        add(.close, UInt64(format.closing.count))
         self.spans = spans
-    }
-
-    /// The bytes of document `i`'s head.
-    static func head(of i: Int, _ entry: PayloadEntry) -> [UInt8] {
-        (i > 0 ? [PayloadFraming.separator] : []) + entry.prefix
     }
 
     /// The part holding byte `offset` (never an empty one), or nil at or past the end.

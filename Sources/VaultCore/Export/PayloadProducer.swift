@@ -44,7 +44,7 @@ public final class PayloadBlock: @unchecked Sendable {
 public final class PayloadProducer {
     private let vault: Vault
     private let records: [DocumentRecord]
-    private let shape: PayloadShape
+    private let format: PayloadFormat
     private let onEvent: (ExportEvent) -> Void
     private let progress: ProgressCounter
     private let positionBase: Int
@@ -71,10 +71,10 @@ public final class PayloadProducer {
         case failed(DocumentFailure)
     }
     private var state = State.between
-    private var pending: [UInt8] = PayloadFraming.open
+    private var pending: [UInt8] = []
     private var pendingAt = 0
     private var documentIndex = -1
-    private var encoder: Base64StreamEncoder
+    private var encoder: DataCoder
     private var entriesWritten = 0
     private var entryStart: UInt64 = 0
     private var verifiedOfDocument: UInt64 = 0
@@ -111,19 +111,29 @@ public final class PayloadProducer {
     ///     stack): see ``Parallelism/besideOneStage``.
     ///   - batching: the chunks per decrypted batch, passed down to each document's reader; its
     ///     plaintext must be whole base64 groups (a multiple of 3 chunks) to be encoded in parallel.
-    package init(vault: Vault, records: [DocumentRecord], shape: PayloadShape, progress: ProgressCounter,
+    package convenience init(vault: Vault, records: [DocumentRecord], shape: PayloadShape, progress: ProgressCounter,
+                             positionBase: Int = 0, threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading,
+                             startOffset: UInt64 = 0, onEvent: @escaping (ExportEvent) -> Void) {
+        self.init(vault: vault, records: records, format: .json(shape), progress: progress, positionBase: positionBase,
+                  threads: threads, batching: batching, startOffset: startOffset, onEvent: onEvent)
+    }
+
+    /// A producer of the payload of `records` in `format` (JSON with base64 data, or a form
+    /// with raw data); the parameters are as above.
+    package init(vault: Vault, records: [DocumentRecord], format: PayloadFormat, progress: ProgressCounter,
                  positionBase: Int = 0, threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading,
                  startOffset: UInt64 = 0, onEvent: @escaping (ExportEvent) -> Void) {
         precondition(batching.plaintextBytes % 3 == 0, "internal error: a chunk group must be whole base64 groups")
         self.vault = vault
         self.records = records
-        self.shape = shape
+        self.format = format
+        pending = format.opening(records)
         self.progress = progress
         self.positionBase = positionBase
         self.threads = threads
         self.batching = batching
         self.onEvent = onEvent
-        encoder = Base64StreamEncoder(threads: threads)
+        encoder = DataCoder(format: format, threads: threads)
         blockSize = Base64StreamEncoder.maxOutput(for: batching.plaintextBytes) + 64 << 10
         buffers = (0..<Self.ringDepth).map { [blockSize] _ in .allocate(byteCount: blockSize, alignment: 64) }
         free = (0..<Self.ringDepth).map { _ in DispatchSemaphore(value: 1) }
@@ -136,7 +146,7 @@ public final class PayloadProducer {
     /// Puts the producer at payload byte `offset`: the framing part's remaining bytes, or a
     /// document opened at the chunk group that covers the offset.
     private func position(at offset: UInt64) throws {
-        let layout = PayloadLayout(records, shape: shape)
+        let layout = PayloadLayout(records, format: format)
         guard let span = layout.span(containing: offset) else {
             precondition(offset == layout.length, "internal error: start \(offset) is past the payload's \(layout.length) bytes")
             state = .finished
@@ -157,22 +167,23 @@ public final class PayloadProducer {
             pendingAt = into
         case .data(let i):
             before(i)
-            let group = UInt64(into) / Base64.encodedLength(UInt64(batching.plaintextBytes))
+            let groupLength = format.dataLength(UInt64(batching.plaintextBytes))
+            let group = UInt64(into) / groupLength
             let head = layout.spans.last { $0.part == .head(i) }!
             try startNextDocument(at: head.offset, fromChunk: group * UInt64(batching.chunks))
             pending = []
             pendingAt = 0
-            skip = into - Int(group * Base64.encodedLength(UInt64(batching.plaintextBytes)))
+            skip = into - Int(group * groupLength)
             verifiedOfDocument = group * UInt64(batching.plaintextBytes)
         case .tail(let i):
             before(i + 1)
             documentIndex = i
-            pending = PayloadEntry(records[i], shape: shape).suffix
+            pending = format.tail(records[i])
             pendingAt = into
         case .close:
             before(records.count)
             documentIndex = records.count
-            pending = PayloadFraming.close
+            pending = format.closing
             pendingAt = into
             state = .closing
         }
@@ -233,7 +244,7 @@ public final class PayloadProducer {
         onEvent(.documentSkipped(id: f.record.id, name: f.record.metadata.name, error: f.error))
         progress.skip(remaining: f.record.metadata.size - verifiedOfDocument)
         onEvent(.progress(done: progress.done, total: progress.total))
-        encoder = Base64StreamEncoder(threads: threads)
+        encoder = DataCoder(format: format, threads: threads)
         pending = []
         pendingAt = 0
         emitted = startOffset
@@ -279,7 +290,7 @@ public final class PayloadProducer {
                     fill += keep(encoder.finish(into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...])), at: fill, in: buffer)
                     openedBefore += reader.openedChunks
                     state = .between
-                    pending = PayloadEntry(record, shape: shape).suffix
+                    pending = format.tail(record)
                     pendingAt = 0
                     entriesWritten += 1
                     written.append(record.id)
@@ -294,7 +305,7 @@ public final class PayloadProducer {
     private func startNextDocument(at offset: UInt64, fromChunk: UInt64 = 0) throws {
         documentIndex += 1
         guard documentIndex < records.count else {
-            pending = PayloadFraming.close
+            pending = format.closing
             pendingAt = 0
             state = .closing
             return
@@ -314,10 +325,29 @@ public final class PayloadProducer {
         } catch {
             throw DocumentFailure(record: record, error: VaultError.from(error), startOffset: entryStart)
         }
-        encoder = Base64StreamEncoder(threads: threads)
+        encoder = DataCoder(format: format, threads: threads)
         // After a skipped document the next entry may be the first: count entries, not indexes.
-        pending = (entriesWritten > 0 ? [PayloadFraming.separator] : []) + PayloadEntry(record, shape: shape).prefix
+        pending = format.head(record, first: entriesWritten == 0)
         pendingAt = 0
+    }
+}
+
+/// A document's data as the payload carries it: base64 (JSON), or the plaintext itself (form).
+private struct DataCoder {
+    private var base64: Base64StreamEncoder?
+
+    init(format: PayloadFormat, threads: Int) {
+        base64 = format.encodesBase64 ? Base64StreamEncoder(threads: threads) : nil
+    }
+
+    mutating func encode(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
+        if base64 != nil { return base64!.encode(input, into: output) }
+        if let from = input.baseAddress, input.count > 0 { output.baseAddress!.copyMemory(from: from, byteCount: input.count) }
+        return input.count
+    }
+
+    mutating func finish(into output: UnsafeMutableRawBufferPointer) -> Int {
+        base64 != nil ? base64!.finish(into: output) : 0
     }
 }
 

@@ -3,11 +3,13 @@ import Foundation
 import VaultCore
 import VaultUpload
 
+extension UploadProtocol: ExpressibleByArgument {}
+
 extension VaultCommand {
     /// `vault upload`: stream batch payloads to a server.
     struct Upload: VaultSubcommand {
         static let configuration = CommandConfiguration(
-            abstract: "Stream documents as {\"Files\":[...]} batch payloads to a server, resumably.",
+            abstract: "Stream documents in batches to a server, as {\"Files\":[...]} JSON or multipart/form-data, resumably.",
             discussion: """
                 Each batch is produced while it is sent (no plaintext temporary files), with its exact \
                 Content-Length, an Idempotency-Key and X-Vault-Batch: i/n. Credentials come from \
@@ -19,6 +21,7 @@ extension VaultCommand {
                   VAULT_UPLOAD_TOKEN=... vault upload --url https://backoffice.example/batches
                   vault upload --url https://backoffice.example/batches --tag 2026 --progress json
                   vault upload --url https://backoffice.example/batches --resume
+                  vault upload --url https://backoffice.example/upload.php --protocol form --form-field case=4711
                 """)
 
         @OptionGroup var global: GlobalOptions
@@ -31,6 +34,15 @@ extension VaultCommand {
         @OptionGroup var selection: SelectionOptions
 
         @OptionGroup var batching: BatchOptions
+
+        @Option(name: .customLong("protocol"), help: ArgumentHelp("How batches go: json (one JSON payload per request) or form (one multipart/form-data request per batch, a file part per document).", valueName: "json|form"))
+        var wire: UploadProtocol = .json
+
+        @Option(help: ArgumentHelp("--protocol form: the field name of the file parts.", valueName: "name"))
+        var field: String = "files[]"
+
+        @Option(name: .customLong("form-field"), help: ArgumentHelp("--protocol form: a text field sent with every batch, 'name=value'; repeat for several.", valueName: "name=value"))
+        var formFields: [String] = []
 
         @Option(help: "HTTP method: POST or PUT.")
         var method: String = "POST"
@@ -78,6 +90,16 @@ extension VaultCommand {
             if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds.") }
             if !["POST", "PUT"].contains(method.uppercased()) { throw ValidationError("--method must be POST or PUT.") }
             if resume && newRun { throw ValidationError("--resume and --new-run contradict each other.") }
+            if wire != .form && (field != "files[]" || !formFields.isEmpty) {
+                throw ValidationError("--field and --form-field need --protocol form.")
+            }
+            if field.isEmpty { throw ValidationError("--field needs a name.") }
+            for f in formFields where !f.contains("=") || f.hasPrefix("=") {
+                throw ValidationError("--form-field must look like 'name=value', not '\(f)'.")
+            }
+            if formFields.contains(where: { $0.split(separator: "=", maxSplits: 1)[0] == "manifest" }) {
+                throw ValidationError("--form-field cannot be named 'manifest': vault sends that part.")
+            }
             guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), ["http", "https"].contains(scheme),
                   let host = c.host, !host.isEmpty else {
                 throw ValidationError("--url must be an http:// or https:// URL with a host.")
@@ -128,6 +150,12 @@ extension VaultCommand {
             uploadOptions.policy = RetryPolicy(retries: retries)
             uploadOptions.newRun = newRun
             uploadOptions.requireJournal = resume
+            uploadOptions.wire = wire
+            uploadOptions.formFieldName = field
+            uploadOptions.formFields = formFields.map { f in
+                let p = f.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                return FormBody.Field(name: String(p[0]), value: p.count > 1 ? String(p[1]) : "")
+            }
             let renderer = ProgressRenderer(mode: progressOptions.resolved)
             let started = Date()
             let summary: UploadSummary
