@@ -25,7 +25,7 @@ release: deps
 test: build man-check peers
 	$(SWIFT) test
 
-# Test peers this project did not write: php-cli (apt), and rncryptor and jsonschema from PyPI in .build-peers/
+# Test peers this project did not write: php-cli (apt), and rncryptor, jsonschema and resumable-upload from PyPI in .build-peers/
 peers:
 	@scripts/install-peers.sh
 

@@ -70,12 +70,33 @@ public struct UploadResponse: Sendable {
     public var retryAfter: String?
     /// The first 4 KiB of the body, as text.
     public var body: String
+    /// The response headers.
+    public var headers: [(String, String)] = []
+
+    /// The first value of header `name` (case-insensitive).
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
+    }
 }
 
-/// Sends one batch payload and returns the answer; a transport error is thrown.
+/// A request body: a batch payload produced while it is sent, or a few bytes in memory.
+enum RequestBody {
+    case stream(PayloadBody)
+    case bytes([UInt8])
+}
+
+/// Sends requests and returns the answers; a transport error is thrown.
 protocol UploadTransport: Sendable {
-    func send(_ body: PayloadBody, headers: [(String, String)]) async throws -> UploadResponse
+    /// `method` to `url` (nil: the target's URL) with `headers` and `body`.
+    func request(_ method: String, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse
     func shutdown() async
+}
+
+extension UploadTransport {
+    /// One batch payload to the target, with the target's method.
+    func send(_ body: PayloadBody, method: String, headers: [(String, String)]) async throws -> UploadResponse {
+        try await request(method, url: nil, headers: headers, body: .stream(body))
+    }
 }
 
 /// The payload of one batch as an async sequence of buffers for async-http-client: each
@@ -141,11 +162,15 @@ final class HTTPTransport: UploadTransport {
         self.target = target
     }
 
-    func send(_ body: PayloadBody, headers: [(String, String)]) async throws -> UploadResponse {
-        var request = HTTPClientRequest(url: target.url)
-        request.method = HTTPMethod(rawValue: target.method)
+    func request(_ method: String, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+        var request = HTTPClientRequest(url: url ?? target.url)
+        request.method = HTTPMethod(rawValue: method)
         for (k, v) in headers { request.headers.add(name: k, value: v) }
-        request.body = .stream(body, length: .known(Int64(body.length)))
+        switch body {
+        case .stream(let b): request.body = .stream(b, length: .known(Int64(b.length)))
+        case .bytes(let b): request.body = .bytes(b)
+        case nil: break
+        }
         let response = try await client.execute(request, deadline: .distantFuture)
         var text = ""
         do {
@@ -158,7 +183,8 @@ final class HTTPTransport: UploadTransport {
             // The status is what matters; an unreadable error body is not.
         }
         return UploadResponse(status: Int(response.status.code), reason: response.status.reasonPhrase,
-                              retryAfter: response.headers.first(name: "Retry-After"), body: text)
+                              retryAfter: response.headers.first(name: "Retry-After"), body: text,
+                              headers: response.headers.map { ($0.name, $0.value) })
     }
 
     func shutdown() async {

@@ -23,6 +23,11 @@ public struct UploadJournal: Codable, Sendable {
         public var httpStatus: Int?
         /// When the server confirmed it (ISO 8601).
         public var confirmedAt: String?
+        /// tus: the upload's URL on the server (kept so a resumed run continues the same upload;
+        /// on a server without authentication it works as a capability) and the offset the
+        /// server last acknowledged.
+        public var tusURL: String?
+        public var tusOffset: UInt64?
     }
 
     /// A document left out with `--skip-bad`.

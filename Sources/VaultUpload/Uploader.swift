@@ -25,6 +25,8 @@ public struct UploadOptions: Sendable {
     public var formFieldName = "files[]"
     /// `form`: text fields sent with every batch.
     public var formFields: [FormBody.Field] = []
+    /// `tus`: bytes per PATCH (halved on 413, down to 256 KiB).
+    public var tusChunkSize = 4 << 20
 
     /// Options for `target`.
     public init(target: UploadTarget) { self.target = target }
@@ -36,6 +38,9 @@ public enum UploadProtocol: String, CaseIterable, Sendable {
     case json
     /// One `multipart/form-data` request per batch: one file part per document (raw bytes).
     case form
+    /// tus 1.0 resumable uploads: one upload per batch (its JSON payload), sent in checksummed
+    /// chunks that survive dropped connections and restarts.
+    case tus
 }
 
 /// What one attempt at a batch came to; each has one handler in ``Uploader``.
@@ -65,6 +70,10 @@ public enum UploadEvent: Sendable {
     case retry(batch: Int, attempt: Int, delay: Double, reason: String)
     /// A batch was too large for the server and was split in two.
     case split(batch: Int, into: [Int])
+    /// tus: a batch continues from `at`, the offset the server already has.
+    case resumed(batch: Int, at: UInt64)
+    /// tus: the server refused a chunk as too large (413); chunks are now `bytes` long.
+    case chunkSize(bytes: Int, reason: String)
     /// The server confirmed a batch.
     case confirmed(batch: Int, of: Int, status: Int, duplicate: Bool)
     /// A document was left out (`--skip-bad`).
@@ -92,6 +101,8 @@ public struct UploadSummary: Sendable {
     public var retries: Int
     /// Documents left out.
     public var skipped: Int
+    /// tus: payload bytes the server already had when batches resumed (not sent again).
+    public var resumedBytes: UInt64 = 0
 }
 
 /// Streams batch payloads to a server, one batch at a time, journaling each batch's state.
@@ -106,13 +117,17 @@ public struct UploadSummary: Sendable {
 public final class Uploader: @unchecked Sendable {
     // @unchecked: run() is used from one task; the event sink tolerates calls from the
     // client's body-pulling task, which never overlap with the uploader's own.
-    private let vault: Vault
+    let vault: Vault
     private let records: [DocumentID: DocumentRecord]
     private let order: [DocumentRecord]
-    private let options: UploadOptions
-    private let onEvent: @Sendable (UploadEvent) -> Void
-    private let transport: any UploadTransport
+    let options: UploadOptions
+    let onEvent: @Sendable (UploadEvent) -> Void
+    let transport: any UploadTransport
     private let job: String
+    /// tus: what the server offers (asked once), the current chunk size, bytes not resent.
+    var tusServer: TusCapabilities?
+    var tusChunkSize: Int
+    var resumedBytes: UInt64 = 0
 
     /// Prepares an upload of `records` (in this order).
     public convenience init(vault: Vault, records: [DocumentRecord], options: UploadOptions,
@@ -128,6 +143,7 @@ public final class Uploader: @unchecked Sendable {
         self.options = options
         self.transport = transport
         self.onEvent = onEvent
+        tusChunkSize = options.tusChunkSize
         job = try UploadJournal.jobID(vault: vault, target: options.target.url, method: options.target.method,
                                       wire: Self.wireDescription(options), limits: options.limits, records: records)
     }
@@ -156,7 +172,7 @@ public final class Uploader: @unchecked Sendable {
                                     documents: journal.batches.reduce(0) { $0 + $1.documents.count },
                                     documentIDs: journal.batches.flatMap(\.documents),
                                     payloadBytes: journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }, retries: retries,
-                                    skipped: journal.skipped.count)
+                                    skipped: journal.skipped.count, resumedBytes: resumedBytes)
         onEvent(.finished(batches: summary.batches, documents: summary.documents, payloadBytes: summary.payloadBytes,
                           retries: retries, skipped: summary.skipped))
         return summary
@@ -192,7 +208,7 @@ public final class Uploader: @unchecked Sendable {
         return journal
     }
 
-    private func batchRecords(_ b: UploadJournal.Batch) -> [DocumentRecord] {
+    func batchRecords(_ b: UploadJournal.Batch) -> [DocumentRecord] {
         b.documents.compactMap { DocumentID(hex: $0).flatMap { records[$0] } }
     }
 
@@ -212,6 +228,7 @@ public final class Uploader: @unchecked Sendable {
         switch o.wire {
         case .json: o.shape.rawValue
         case .form: "form\n\(o.formFieldName)\n" + o.formFields.map { "\($0.name)=\($0.value)" }.joined(separator: "\n")
+        case .tus: "tus\n" + o.shape.rawValue
         }
     }
 
@@ -220,7 +237,7 @@ public final class Uploader: @unchecked Sendable {
     /// the same on every attempt) and nobody without the vault key can put it in a document.
     func format(batch: Int, of: Int, key: String) -> PayloadFormat {
         switch options.wire {
-        case .json: .json(options.shape)
+        case .json, .tus: .json(options.shape)
         case .form: .form(FormBody(boundary: "vault-" + String(key.prefix(40)), fieldName: options.formFieldName,
                                    fields: options.formFields, batch: batch, of: of))
         }
@@ -252,6 +269,7 @@ public final class Uploader: @unchecked Sendable {
                                      "document \(docs[0].id.hex.prefix(12)) (\(docs[0].metadata.name)) makes a \(journal.batches[i].bytes)-byte payload, larger than the server accepts (\(reason))",
                                      hint: "raise the server's size limit, or leave this document out")
                 }
+                await terminate(journal.batches[i].tusURL)
                 let half = docs.count / 2
                 journal.batches.replaceSubrange(i...i, with: [Array(docs[..<half]), Array(docs[half...])].map { part in
                     UploadJournal.Batch(documents: part.map(\.id.hex), bytes: 0, status: "pending", attempts: 0, key: "")
@@ -262,6 +280,9 @@ public final class Uploader: @unchecked Sendable {
                 attempt = 0
             case .skip(let f):
                 guard options.skipBad else { throw f.error }
+                await terminate(journal.batches[i].tusURL)   // the batch's payload changes
+                journal.batches[i].tusURL = nil
+                journal.batches[i].tusOffset = nil
                 journal.batches[i].documents.removeAll { $0 == f.record.id.hex }
                 journal.skipped.append(.init(id: f.record.id.hex, code: f.error.code.rawValue))
                 try rekey(&journal, from: i)
@@ -289,6 +310,7 @@ public final class Uploader: @unchecked Sendable {
     /// One attempt at batch `i`: one request whose body (JSON or form) is produced while it is
     /// sent, with its exact length. Throws only when cancelled.
     private func attempt(index i: Int, journal: inout UploadJournal, attempt: Int) async throws -> AttemptOutcome {
+        if options.wire == .tus { return try await tusAttempt(index: i, journal: &journal, attempt: attempt) }
         let docs = batchRecords(journal.batches[i])
         let n = journal.batches.count
         let format = format(batch: i + 1, of: n, key: journal.batches[i].key)
@@ -311,7 +333,7 @@ public final class Uploader: @unchecked Sendable {
         headers += options.target.headers
         let response: UploadResponse
         do {
-            response = try await transport.send(body, headers: headers)
+            response = try await transport.send(body, method: options.target.method, headers: headers)
         } catch {
             if let f = body.failure { return .skip(f) }
             if error is CancellationError { throw error }
@@ -333,7 +355,7 @@ public final class Uploader: @unchecked Sendable {
         }
     }
 
-    private static func serverSays(_ r: UploadResponse) -> String {
+    static func serverSays(_ r: UploadResponse) -> String {
         let text = r.body.trimmingCharacters(in: .whitespacesAndNewlines)
         return text.isEmpty ? "" : ": " + String(text.prefix(300))
     }

@@ -145,6 +145,8 @@ final class ProgressRenderer: @unchecked Sendable {
         case .retry(let b, let attempt, let delay, let reason):
             say(String(format: "vault: warning: batch %d: %@; retrying in %.1f s (attempt %d)", b, Terminal.printable(reason), delay, attempt + 1))
         case .split(let b, _): say("vault: warning: batch \(b) is too large for the server; splitting it in two")
+        case .resumed(let b, let at): say("vault: batch \(b): the server already has \(Terminal.size(at)); continuing from there")
+        case .chunkSize(let bytes, let reason): say("vault: warning: the server refused a chunk (\(Terminal.printable(reason))); sending \(Terminal.size(UInt64(bytes))) chunks")
         case .skipped(let id, let name, let e): say("vault: warning: skipped \(id.hex.prefix(12)) \(name): \(e.message)")
         case .finished: draw()
         default: break
@@ -281,6 +283,7 @@ final class ProgressRenderer: @unchecked Sendable {
         var into: [Int]?
         var status: Int?
         var duplicate: Bool?
+        var offset: UInt64?
         var retries: Int?
         var seconds: Double?
         var files: Int?
@@ -350,6 +353,10 @@ final class ProgressRenderer: @unchecked Sendable {
             e = Event("retry"); e.batch = b; e.attempt = attempt; e.delay = (delay * 1000).rounded() / 1000; e.reason = reason
         case .split(let b, let parts):
             e = Event("split"); e.batch = b; e.into = parts
+        case .resumed(let b, let at):
+            e = Event("resumed"); e.batch = b; e.offset = at
+        case .chunkSize(let bytes, let reason):
+            e = Event("chunkSize"); e.bytes = UInt64(bytes); e.reason = reason
         case .confirmed(let b, let n, let status, let duplicate):
             e = Event("confirmed"); e.batch = b; e.of = n; e.status = status; e.duplicate = duplicate
         case .skipped(let id, let name, let err):

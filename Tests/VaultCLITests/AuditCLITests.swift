@@ -240,7 +240,7 @@ import Glibc
         for i in 0..<40 { s.write("f\(i).bin", .random(200_000, seed: UInt64(800 + i))) }
         let pid = s.spawn(["add"] + (0..<40).map { "f\($0).bin" })
         // Kill it once some documents are committed (before it can record them).
-        for _ in 0..<5000 where s.objects.count < 3 { usleep(1000) }
+        poll(5000, every: 1000) { s.objects.count >= 3 }
         kill(pid, SIGKILL)
         _ = s.wait(pid)
         let committed = s.objects.filter { $0.hasSuffix(".vlt") }

@@ -215,7 +215,7 @@ import Glibc
         // Readers start once the first document is committed (before that, "there are no
         // documents to export" is the right answer), run beside the writers, and must always see
         // a consistent vault.
-        for _ in 0..<3000 where !s.objects.contains(where: { $0.hasSuffix(".vlt") }) { usleep(2000) }
+        poll(3000, every: 2000) { s.objects.contains(where: { $0.hasSuffix(".vlt") }) }
         var readerFailures: [String] = []
         for _ in 0..<5 {
             let l = s.run("list", "--json")

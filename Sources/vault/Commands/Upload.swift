@@ -35,7 +35,7 @@ extension VaultCommand {
 
         @OptionGroup var batching: BatchOptions
 
-        @Option(name: .customLong("protocol"), help: ArgumentHelp("How batches go: json (one JSON payload per request) or form (one multipart/form-data request per batch, a file part per document).", valueName: "json|form"))
+        @Option(name: .customLong("protocol"), help: ArgumentHelp("How batches go: json (one JSON payload per request), form (one multipart/form-data request per batch, a file part per document) or tus (tus 1.0 resumable uploads of the JSON payloads).", valueName: "json|form|tus"))
         var wire: UploadProtocol = .json
 
         @Option(help: ArgumentHelp("--protocol form: the field name of the file parts.", valueName: "name"))
@@ -43,6 +43,9 @@ extension VaultCommand {
 
         @Option(name: .customLong("form-field"), help: ArgumentHelp("--protocol form: a text field sent with every batch, 'name=value'; repeat for several.", valueName: "name=value"))
         var formFields: [String] = []
+
+        @Option(name: .customLong("chunk-size"), help: ArgumentHelp("--protocol tus: bytes per PATCH (K, M, G suffixes; default 4M; halved on 413).", valueName: "bytes"))
+        var chunkSize: ByteCount?
 
         @Option(help: "HTTP method: POST or PUT.")
         var method: String = "POST"
@@ -77,6 +80,7 @@ extension VaultCommand {
             var payloadBytes: UInt64
             var retries: Int
             var skipped: Int
+            var resumedBytes: UInt64
             var seconds: Double
         }
 
@@ -94,6 +98,10 @@ extension VaultCommand {
                 throw ValidationError("--field and --form-field need --protocol form.")
             }
             if field.isEmpty { throw ValidationError("--field needs a name.") }
+            if let c = chunkSize, wire != .tus || c.value < 1024 || c.value > 1 << 30 {
+                throw ValidationError(wire != .tus ? "--chunk-size needs --protocol tus." : "--chunk-size must be between 1K and 1G.")
+            }
+            if wire == .tus && method.uppercased() != "POST" { throw ValidationError("--method does not apply to tus (it creates with POST and sends with PATCH).") }
             for f in formFields where !f.contains("=") || f.hasPrefix("=") {
                 throw ValidationError("--form-field must look like 'name=value', not '\(f)'.")
             }
@@ -151,6 +159,7 @@ extension VaultCommand {
             uploadOptions.newRun = newRun
             uploadOptions.requireJournal = resume
             uploadOptions.wire = wire
+            if let c = chunkSize { uploadOptions.tusChunkSize = Int(c.value) }
             uploadOptions.formFieldName = field
             uploadOptions.formFields = formFields.map { f in
                 let p = f.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -179,6 +188,7 @@ extension VaultCommand {
                 Terminal.out(JSONOutput.line(Result(runId: summary.runID, target: target.redacted, batches: summary.batches,
                                                     alreadyConfirmed: summary.alreadyConfirmed, documents: summary.documents,
                                                     payloadBytes: summary.payloadBytes, retries: summary.retries, skipped: summary.skipped,
+                                                    resumedBytes: summary.resumedBytes,
                                                     seconds: (seconds * 1000).rounded() / 1000)))
             }
             let sent = summary.batches - summary.alreadyConfirmed
@@ -189,6 +199,7 @@ extension VaultCommand {
                              summary.documents, summary.documents == 1 ? "" : "s", summary.batches, summary.batches == 1 ? "" : "es",
                              Terminal.size(summary.payloadBytes), target.redacted, seconds, summary.retries, summary.retries == 1 ? "y" : "ies")
                 if sent > 0 && summary.alreadyConfirmed > 0 { line += "; resumed: \(summary.alreadyConfirmed) batch(es) were already confirmed" }
+                if summary.resumedBytes > 0 { line += "; \(Terminal.size(summary.resumedBytes)) the server already had were not sent again" }
                 Terminal.err(line)
             }
             if summary.skipped > 0 {

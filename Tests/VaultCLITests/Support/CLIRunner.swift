@@ -190,3 +190,14 @@ extension Array where Element == UInt8 {
         return (0..<n).map { _ in s ^= s << 13; s ^= s >> 7; s ^= s << 17; return UInt8(truncatingIfNeeded: s) }
     }
 }
+
+/// Polls `done` every `interval` microseconds until it holds or `tries` polls have passed, and
+/// says whether it held. (A `for … where` loop would go on evaluating after it holds.)
+@discardableResult
+func poll(_ tries: Int, every interval: useconds_t, until done: () -> Bool) -> Bool {
+    for _ in 0..<tries {
+        if done() { return true }
+        usleep(interval)
+    }
+    return done()
+}

@@ -40,12 +40,12 @@ final class PHPServer {
             defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
             var p: pid_t = 0
             guard posix_spawn(&p, php, &actions, &attributes, argv, envp) == 0 else { throw CLIError("cannot start php") }
-            for _ in 0..<200 where !Self.accepts(candidate) {
-                var status: Int32 = 0
-                if waitpid(p, &status, WNOHANG) == p { break }   // exited: the port was taken meanwhile
-                usleep(25_000)
+            var exited = false   // the port was taken meanwhile
+            let up = poll(200, every: 25_000) {
+                if waitpid(p, nil, WNOHANG) == p { exited = true }
+                return exited || Self.accepts(candidate)
             }
-            if Self.accepts(candidate) {
+            if up && !exited {
                 pid = p
                 port = candidate
                 return

@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `vault upload --protocol tus` against `resumable-upload` 0.3.0, a tus 1.0 server this
+/// project did not write: checksums, a chunk limit below vault's chunk size, a server killed
+/// and restarted mid-PATCH, vault killed with SIGKILL mid-batch and resumed.
+@Suite struct TusUploadCLITests {
+    /// A vault with `count` documents of `mebibytes` MiB each.
+    static func vault(count: Int, mebibytes: Int, seed: UInt64) throws -> Sandbox {
+        let s = Sandbox()
+        s.initVault()
+        for i in 0..<count {
+            try s.writeLarge("d\(i).bin", mebibytes: mebibytes, seed: seed + UInt64(i))
+            let r = s.run("add", "d\(i).bin")
+            precondition(r.status == 0, r.stderr)
+        }
+        return s
+    }
+
+    /// The batch files `vault export` writes for the same selection and batching.
+    static func exported(_ s: Sandbox, _ extra: [String] = []) -> [[UInt8]] {
+        let out = "export-\(UUID().uuidString.prefix(6))"
+        let r = s.run(["export", "--out", out, "-q"] + extra)
+        precondition(r.status == 0 || r.status == 2, r.stderr)
+        return ((try? FileManager.default.contentsOfDirectory(atPath: s.path(out))) ?? []).filter { $0.hasPrefix("batch-") }.sorted()
+            .map { Array(FileManager.default.contents(atPath: s.path(out + "/" + $0))!) }
+    }
+
+    static func sorted(_ payloads: [[UInt8]]) -> [[UInt8]] { payloads.sorted { $0.lexicographicallyPrecedes($1) } }
+
+    @Test(arguments: ["sha1,sha256", ","])
+    func uploadsAreByteIdenticalToTheExportWithAndWithoutChecksums(checksums: String) throws {
+        let s = try Self.vault(count: 3, mebibytes: 3, seed: 300)
+        // The server takes at most 1 MiB per PATCH; vault starts at 4 MiB and halves on 413.
+        let tus = try TusServer(in: s, checksums: checksums, maxChunk: 1 << 20)
+        let r = s.run(["upload", "--url", tus.url, "--protocol", "tus", "--batch-size", "2", "--progress", "json", "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let chunkEvents = r.events.compactMap { $0 }.filter { $0["event"] as? String == "chunkSize" }
+        #expect(chunkEvents.map { $0["bytes"] as? Int } == [2 << 20, 1 << 20])
+        #expect(Self.sorted(tus.uploads) == Self.sorted(Self.exported(s, ["--batch-size", "2"])))
+        // Nothing was written twice: the bytes the server wrote add up to the payloads.
+        let result = try JSONSerialization.jsonObject(with: Data(r.stdout)) as! [String: Any]
+        #expect(tus.written.reduce(0, +) == result["payloadBytes"] as? Int)
+        #expect(result["resumedBytes"] as? Int == 0)
+        if checksums == "," {
+            #expect(!tus.log.contains("Checksum mismatch"))
+        }
+    }
+
+    @Test func aServerKilledMidPatchAndRestartedIsResumedFromItsOffset() throws {
+        let s = try Self.vault(count: 1, mebibytes: 24, seed: 310)
+        let tus = try TusServer(in: s)
+        let pid = s.spawn(["upload", "--url", tus.url, "--protocol", "tus", "--chunk-size", "256K", "--progress", "json", "--retries", "8"])
+        poll(4000, every: 2000) { tus.written.count >= 12 || !HardeningCLITests.isRunning(pid) }
+        guard HardeningCLITests.isRunning(pid) else {
+            let early = s.wait(pid)
+            Issue.record("the upload ended before the server could be killed: \(early.status) \(early.stderr) \(tus.log.suffix(1500))")
+            return
+        }
+        tus.crash()
+        usleep(300_000)
+        try tus.start()
+        let r = s.wait(pid)
+        #expect(r.status == 0, "\(r.stderr)")
+        let resumed = r.events.compactMap { $0 }.filter { $0["event"] as? String == "resumed" }
+        #expect(resumed.count == 1)
+        #expect((resumed.first?["offset"] as? Int ?? 0) >= 12 * (256 << 10))
+        #expect(tus.uploads == Self.exported(s))
+    }
+
+    @Test func vaultKilledMidBatchResumesTheSameUploadWithoutResendingAnAcknowledgedByte() throws {
+        let s = try Self.vault(count: 2, mebibytes: 12, seed: 320)
+        let tus = try TusServer(in: s)
+        let args = ["upload", "--url", tus.url, "--protocol", "tus", "--chunk-size", "256K"]
+        let pid = s.spawn(args)
+        poll(4000, every: 2000) { tus.written.count >= 16 || !HardeningCLITests.isRunning(pid) }
+        guard HardeningCLITests.isRunning(pid) else {
+            let early = s.wait(pid)
+            Issue.record("the upload ended before it could be killed: \(early.status) \(early.stderr) \(tus.log.suffix(1500))")
+            return
+        }
+        kill(pid, SIGKILL)
+        _ = s.wait(pid)
+        let acknowledged = tus.written.reduce(0, +)
+        let journal = try #require(try FileManager.default.contentsOfDirectory(atPath: s.path("vault/uploads")).first { $0.hasSuffix(".json") })
+        let batches = (try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.path("vault/uploads/" + journal)))) as! [String: Any])["batches"] as! [[String: Any]]
+        #expect((batches[0]["tusURL"] as? String)?.hasPrefix(tus.url + "/") == true, "the upload URL is journaled")
+
+        let r = s.run(args + ["--resume", "--progress", "json", "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let resumed = r.events.compactMap { $0 }.first { $0["event"] as? String == "resumed" }
+        #expect(resumed?["offset"] as? Int == acknowledged, "continued from the server's offset, not from zero")
+        let result = try JSONSerialization.jsonObject(with: Data(r.stdout)) as! [String: Any]
+        #expect(result["resumedBytes"] as? Int == acknowledged)
+        // Measured from the server's log: every byte was written exactly once.
+        #expect(tus.written.reduce(0, +) == result["payloadBytes"] as? Int)
+        #expect(tus.uploads == Self.exported(s))
+        #expect(tus.log.components(separatedBy: "Received POST").count - 1 == 1, "one tus upload for the batch")
+    }
+
+    @Test func aDamagedDocumentAbandonsTheUploadWithDeleteAndSkipBadStartsAnother() throws {
+        let s = try Self.vault(count: 3, mebibytes: 2, seed: 330)
+        let ids = (try JSONSerialization.jsonObject(with: Data(s.run("list", "--json").stdout)) as! [[String: Any]]).map { $0["id"] as! String }
+        let object = s.path("vault/objects/\(ids[1]).vlt")
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: object)))
+        bytes[bytes.count - 100] ^= 1
+        try Data(bytes).write(to: URL(fileURLWithPath: object))
+        let tus = try TusServer(in: s)
+        let r = s.run(["upload", "--url", tus.url, "--protocol", "tus", "--chunk-size", "512K", "--skip-bad"])
+        #expect(r.status == 2, "\(r.stderr)")
+        #expect(tus.log.contains("Received DELETE request"), "the abandoned upload was terminated")
+        #expect(tus.log.components(separatedBy: "Received POST").count - 1 == 2)
+        let completed = tus.uploads.filter { ($0.first ?? 0) == UInt8(ascii: "{") && $0.last == UInt8(ascii: "}") }
+        #expect(completed == Self.exported(s, ["--skip-bad"]))
+    }
+}
