@@ -97,7 +97,7 @@ extension Uploader {
         do {
             let caps = try await tusCapabilities(headers: base)
             if let max = caps.maxSize, length > max {
-                return .split(reason: "the \(length)-byte payload is over the server's Tus-Max-Size of \(max) bytes")
+                return .split(reason: "Tus-Max-Size \(max)", serverSays: "")
             }
             // The upload: the journaled one, at the server's offset, or a new one.
             var offset: UInt64 = 0
@@ -118,7 +118,7 @@ extension Uploader {
                     ("Upload-Length", String(length)), ("Upload-Metadata", metadata),
                     ("Idempotency-Key", journal.batches[i].key), ("X-Vault-Batch", "\(i + 1)/\(n)"),
                 ], body: .bytes([]))
-                if created.status == 413 { return .split(reason: "413 \(created.reason)\(Self.serverSays(created))") }
+                if created.status == 413 { return .split(reason: "413 \(created.reason)", serverSays: Self.serverSays(created)) }
                 if let outcome = tusFailure(created, batch: i, of: n, journal: &journal) { return outcome }
                 guard created.status == 201, let location = created.header("Location"),
                       let resolved = URL(string: location, relativeTo: URL(string: options.target.url))?.absoluteURL else {
@@ -136,10 +136,10 @@ extension Uploader {
             }
             onEvent(.sent(done: before + offset, total: total))
             let events = onEvent
-            let progress = ProgressCounter(total: docs.reduce(0) { $0 + $1.metadata.size }, documents: docs.count)
+            let (progress, positionBase) = batchProgress(i, journal: journal)
             let (vault, shapeFormat) = (self.vault, format)
             let chunks = PayloadChunks { start in
-                PayloadProducer(vault: vault, records: docs, format: shapeFormat, progress: progress,
+                PayloadProducer(vault: vault, records: docs, format: shapeFormat, progress: progress, positionBase: positionBase,
                                 threads: Parallelism.besideOneStage, startOffset: start) { events(.document($0)) }
             }
             chunks.seek(to: offset)
@@ -217,7 +217,7 @@ extension Uploader {
                 return .refused(VaultError(.uploadUnauthorized, "the server refused the credentials (\(r.status) \(r.reason))",
                                            hint: "check VAULT_UPLOAD_TOKEN, or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD"))
             case .retry: return .retry(reason: "\(r.status) \(r.reason)", retryAfter: RetryPolicy.parseRetryAfter(r.retryAfter))
-            case .tooLarge: return .split(reason: "\(r.status) \(r.reason)\(Self.serverSays(r))")
+            case .tooLarge: return .split(reason: "\(r.status) \(r.reason)", serverSays: Self.serverSays(r))
             case .reject:
                 return .refused(VaultError(.uploadRejected, "the tus server rejected batch \(i + 1)/\(n): \(r.status) \(r.reason)\(Self.serverSays(r))"))
             }

@@ -8,13 +8,13 @@ import VaultCore
 /// only: no plaintext, no credentials, and the target only as scheme, host, port and path.
 public struct UploadJournal: Codable, Sendable {
     /// One batch's state.
-    public struct Batch: Codable, Sendable {
+    public struct Batch: Codable, Sendable, BatchBookkeeping {
         /// Ids of the documents in the payload, in order.
         public var documents: [String]
         /// Exact payload length.
         public var bytes: UInt64
-        /// `pending`, `confirmed`.
-        public var status: String
+        /// `pending`, or `complete` once the server confirmed it.
+        public var status: BatchStatus
         /// Attempts made so far.
         public var attempts: Int
         /// The Idempotency-Key it was (or will be) sent with.

@@ -44,7 +44,7 @@ public enum UploadJournals {
             guard let j = try UploadJournal.load(from: store, job: job) else {
                 throw VaultError(.notFound, "the upload journal \(dir)/\(name) disappeared")
             }
-            let confirmed = j.batches.filter { $0.status == "confirmed" }.count
+            let confirmed = j.batches.filter { $0.status == .complete }.count
             let state: State = confirmed == j.batches.count ? .complete : j.batches.contains { $0.attempts > 0 } ? .interrupted : .pending
             return Entry(job: job, runId: j.runId, target: j.target, state: state, batches: j.batches.count, confirmed: confirmed,
                          documents: j.batches.reduce(0) { $0 + $1.documents.count }, payloadBytes: j.batches.reduce(0) { $0 + $1.bytes },

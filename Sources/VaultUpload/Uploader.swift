@@ -49,8 +49,8 @@ enum AttemptOutcome: Sendable {
     case confirmed(status: Int, duplicate: Bool)
     /// A transient failure: try again after a delay (the server's `Retry-After`, if any).
     case retry(reason: String, retryAfter: Double?)
-    /// The batch is too large for the server (413).
-    case split(reason: String)
+    /// The batch is too large for the server (413): why, and what the server said.
+    case split(reason: String, serverSays: String)
     /// A document failed authentication mid-stream; the request was aborted.
     case skip(DocumentFailure)
     /// The server refused for good (credentials, other 4xx).
@@ -128,6 +128,9 @@ public final class Uploader: @unchecked Sendable {
     var tusServer: TusCapabilities?
     var tusChunkSize: Int
     var resumedBytes: UInt64 = 0
+    /// Plaintext bytes and documents over the whole run, shared by its batches as in an export:
+    /// `documentStarted` events count positions over the run.
+    private(set) var runProgress = ProgressCounter(total: 0, documents: 0)
 
     /// Prepares an upload of `records` (in this order).
     public convenience init(vault: Vault, records: [DocumentRecord], options: UploadOptions,
@@ -157,14 +160,16 @@ public final class Uploader: @unchecked Sendable {
         }
         defer { lock.unlock() }
         var journal = try openJournal()
-        let confirmedBefore = journal.batches.filter { $0.status == "confirmed" }.count
+        let confirmedBefore = journal.batches.filter { $0.status == .complete }.count
         let total = journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }
         onEvent(.started(runID: journal.runId, batches: journal.batches.count, documents: journal.batches.reduce(0) { $0 + $1.documents.count },
                          payloadBytes: total, confirmedBatches: confirmedBefore, resumed: confirmedBefore > 0 || journal.batches.contains { $0.attempts > 0 }))
+        let all = journal.batches.flatMap(batchRecords)
+        runProgress = ProgressCounter(total: all.reduce(0) { $0 + $1.metadata.size }, documents: all.count)
         var retries = 0
         var i = 0
         while i < journal.batches.count {
-            if journal.batches[i].status == "confirmed" { i += 1; continue }
+            if journal.batches[i].status == .complete { i += 1; continue }
             retries += try await send(index: i, journal: &journal)
             i += 1
         }
@@ -200,7 +205,7 @@ public final class Uploader: @unchecked Sendable {
         let now = ISO8601DateFormatter().string(from: Date())
         var journal = UploadJournal(job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
         journal.batches = try planned.map { b in
-            UploadJournal.Batch(documents: b.records.map(\.id.hex), bytes: b.length, status: "pending", attempts: 0,
+            UploadJournal.Batch(documents: b.records.map(\.id.hex), bytes: b.length, status: .pending, attempts: 0,
                                 key: try UploadJournal.idempotencyKey(vault: vault, runID: runID, index: b.index, records: b.records))
         }
         try rekey(&journal, from: 0)   // exact lengths (a form's manifest names its batch number)
@@ -215,11 +220,19 @@ public final class Uploader: @unchecked Sendable {
     /// Renumbers keys (and lengths) after the batch list changed (a split or a skip): index and
     /// documents are part of the key; batches after `from` have never been sent.
     private func rekey(_ journal: inout UploadJournal, from: Int) throws {
-        for j in from..<journal.batches.count where journal.batches[j].status != "confirmed" {
+        for j in from..<journal.batches.count where journal.batches[j].status != .complete {
             let docs = batchRecords(journal.batches[j])
             journal.batches[j].key = try UploadJournal.idempotencyKey(vault: vault, runID: journal.runId, index: j + 1, records: docs)
             journal.batches[j].bytes = format(batch: j + 1, of: journal.batches.count, key: journal.batches[j].key).length(of: docs)
         }
+    }
+
+    /// The run's progress counter set back to the start of batch `i` (an attempt may be a
+    /// retry), and the number of documents before it.
+    func batchProgress(_ i: Int, journal: UploadJournal) -> (ProgressCounter, Int) {
+        let earlier = journal.batches[..<i].flatMap(batchRecords)
+        runProgress.reset(done: earlier.reduce(0) { $0 + $1.metadata.size })
+        return (runProgress, earlier.count)
     }
 
     /// What the wire format depends on besides the documents, for the job id: the JSON shape
@@ -257,22 +270,22 @@ public final class Uploader: @unchecked Sendable {
             let docs = batchRecords(journal.batches[i])
             switch outcome {
             case .confirmed(let status, let duplicate):
-                journal.batches[i].status = "confirmed"
+                journal.batches[i].status = .complete
                 journal.batches[i].confirmedAt = ISO8601DateFormatter().string(from: Date())
                 try journal.save(to: vault.store)
                 onEvent(.confirmed(batch: i + 1, of: n, status: status, duplicate: duplicate))
                 return retries
-            case .split(let reason):
+            case .split(let reason, let says):
                 guard docs.count > 1 else {
                     try journal.save(to: vault.store)
                     throw VaultError(.uploadRejected,
-                                     "document \(docs[0].id.hex.prefix(12)) (\(docs[0].metadata.name)) makes a \(journal.batches[i].bytes)-byte payload, larger than the server accepts (\(reason))",
+                                     "document \(docs[0].id.hex.prefix(12)) (\(docs[0].metadata.name)) makes a \(journal.batches[i].bytes)-byte payload, larger than the server accepts (\(reason))\(says)",
                                      hint: "raise the server's size limit, or leave this document out")
                 }
                 await terminate(journal.batches[i].tusURL)
                 let half = docs.count / 2
                 journal.batches.replaceSubrange(i...i, with: [Array(docs[..<half]), Array(docs[half...])].map { part in
-                    UploadJournal.Batch(documents: part.map(\.id.hex), bytes: 0, status: "pending", attempts: 0, key: "")
+                    UploadJournal.Batch(documents: part.map(\.id.hex), bytes: 0, status: .pending, attempts: 0, key: "")
                 })
                 try rekey(&journal, from: i)
                 try journal.save(to: vault.store)
@@ -285,6 +298,7 @@ public final class Uploader: @unchecked Sendable {
                 journal.batches[i].tusOffset = nil
                 journal.batches[i].documents.removeAll { $0 == f.record.id.hex }
                 journal.skipped.append(.init(id: f.record.id.hex, code: f.error.code.rawValue))
+                runProgress.skip(remaining: f.record.metadata.size)
                 try rekey(&journal, from: i)
                 try journal.save(to: vault.store)
                 onEvent(.skipped(id: f.record.id, name: f.record.metadata.name, error: f.error))
@@ -295,7 +309,7 @@ public final class Uploader: @unchecked Sendable {
             case .retry(let reason, let retryAfter):
                 try journal.save(to: vault.store)
                 guard attempt < options.policy.maxAttempts else {
-                    let confirmed = journal.batches.filter { $0.status == "confirmed" }.count
+                    let confirmed = journal.batches.filter { $0.status == .complete }.count
                     throw VaultError(.uploadFailed, "batch \(i + 1)/\(n) failed \(attempt) time\(attempt == 1 ? "" : "s"), last: \(reason)",
                                      hint: "\(confirmed) of \(n) batches are confirmed; run the same command again to resume")
                 }
@@ -319,9 +333,9 @@ public final class Uploader: @unchecked Sendable {
         let before = journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes }
         let total = journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }
         onEvent(.attempt(batch: i + 1, of: n, attempt: attempt, documents: docs.count, payloadBytes: length))
-        let progress = ProgressCounter(total: docs.reduce(0) { $0 + $1.metadata.size }, documents: docs.count)
+        let (progress, positionBase) = batchProgress(i, journal: journal)
         let events = onEvent
-        let producer = PayloadProducer(vault: vault, records: docs, format: format, progress: progress,
+        let producer = PayloadProducer(vault: vault, records: docs, format: format, progress: progress, positionBase: positionBase,
                                        threads: Parallelism.besideOneStage) { events(.document($0)) }
         let body = PayloadBody(producer: producer, length: length) { sent in events(.sent(done: before + sent, total: total)) }
         var headers: [(String, String)] = [
@@ -347,7 +361,7 @@ public final class Uploader: @unchecked Sendable {
             return .refused(VaultError(.uploadUnauthorized, "the server refused the credentials (\(response.status) \(response.reason))",
                                        hint: "check VAULT_UPLOAD_TOKEN, or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD"))
         case .tooLarge:
-            return .split(reason: "\(response.status) \(response.reason)\(Self.serverSays(response))")
+            return .split(reason: "\(response.status) \(response.reason)", serverSays: Self.serverSays(response))
         case .reject:
             return .refused(VaultError(.uploadRejected, "the server rejected batch \(i + 1)/\(n): \(response.status) \(response.reason)\(Self.serverSays(response))"))
         case .retry:

@@ -41,6 +41,10 @@ import Testing
         let finished = up.events.last ?? nil
         #expect(finished?["event"] as? String == "finished" && finished?["documents"] as? Int == 45 && finished?["batches"] as? Int == 3,
                 "the finished event is the summary: \(up.stderr)")
+        // Positions count over the run, as in an export.
+        let started = up.events.compactMap { $0 }.filter { $0["event"] as? String == "documentStarted" }
+        #expect(started.map { $0["position"] as? Int } == (1...45).map { $0 })
+        #expect(started.allSatisfy { $0["of"] as? Int == 45 })
         // The same command again sends nothing: the journal says every batch is confirmed.
         let again = s.run(["upload", "--url", r.url], env: Self.token)
         #expect(again.status == 0)
@@ -51,7 +55,7 @@ import Testing
         #expect(journals.count == 1)
         let journal = try String(contentsOfFile: s.path("vault/uploads/" + journals[0]), encoding: .utf8)
         #expect(!journal.contains("test-token") && !journal.contains("doc 0.bin"))
-        #expect(journal.contains("\"status\" : \"confirmed\""))
+        #expect(journal.contains("\"status\" : \"complete\""), "the export manifest's status, shared")
     }
 
     @Test func faultsAreSurvived() throws {

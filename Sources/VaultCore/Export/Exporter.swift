@@ -46,7 +46,8 @@ public struct ManifestBatch: Codable, Sendable {
     public var status: BatchStatus
 }
 
-/// Where a batch of an export (or upload) stands.
+/// Where a batch stands: the one status of the export manifest's batches and the upload
+/// journal's.
 public enum BatchStatus: String, Codable, Sendable {
     /// Not written (or sent) yet.
     case pending
@@ -56,7 +57,28 @@ public enum BatchStatus: String, Codable, Sendable {
     case failed
     /// The run was interrupted (SIGINT, SIGTERM, SIGHUP) before this batch was done.
     case interrupted
+
+    /// Reads a status; `confirmed` (what upload journals of version 1 wrote) is `complete`.
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let status = text == "confirmed" ? .complete : BatchStatus(rawValue: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "unknown batch status '\(text)'"))
+        }
+        self = status
+    }
 }
+
+/// What the export manifest and the upload journal both keep about a batch.
+public protocol BatchBookkeeping {
+    /// Ids of the documents in the payload, in order.
+    var documents: [String] { get }
+    /// The payload's exact length.
+    var bytes: UInt64 { get }
+    /// Where it stands.
+    var status: BatchStatus { get }
+}
+
+extension ManifestBatch: BatchBookkeeping {}
 
 /// A document left out of a batch, and why.
 public struct ManifestSkip: Codable, Sendable {

@@ -364,5 +364,7 @@ package final class ProgressCounter: @unchecked Sendable {
     }
 
     package func add(_ n: UInt64) { done += n }
+    /// Sets what is done (an upload retrying a batch goes back to the batch's start).
+    package func reset(done: UInt64) { self.done = done }
     package func skip(remaining: UInt64) { total -= remaining }
 }

@@ -1,0 +1,125 @@
+import Foundation
+import NIOCore
+import Testing
+import VaultCore
+@testable import VaultUpload
+
+/// The uploader's handling of each attempt's outcome, through a transport that answers from a
+/// script: every body is pulled whole (as a server would read it) and kept for the checks.
+final class ScriptedTransport: UploadTransport, @unchecked Sendable {
+    // @unchecked: the uploader makes one request at a time.
+    enum Answer { case status(Int, retryAfter: String? = nil), drop }
+    private var script: [Answer]
+    private(set) var bodies: [[UInt8]] = []
+    private(set) var headers: [[(String, String)]] = []
+
+    init(_ script: [Answer]) { self.script = script }
+
+    func request(_ method: String, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+        var bytes: [UInt8] = []
+        if case .stream(let b) = body { for try await var buffer in b { bytes += buffer.readBytes(length: buffer.readableBytes) ?? [] } }
+        bodies.append(bytes)
+        self.headers.append(headers)
+        let answer = script.isEmpty ? .status(200) : script.removeFirst()
+        switch answer {
+        case .drop: throw ScriptedDrop()
+        case .status(let code, let retryAfter):
+            return UploadResponse(status: code, reason: "scripted", retryAfter: retryAfter, body: code == 413 ? "{\"limit\": 1}" : "")
+        }
+    }
+
+    func shutdown() async {}
+}
+
+struct ScriptedDrop: Error, CustomStringConvertible { var description: String { "connection reset by peer" } }
+
+@Suite struct FakeTransportTests {
+    /// A vault in a temporary folder with `count` small documents.
+    static func vault(_ count: Int) throws -> (Vault, [DocumentRecord], String) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vault-fake-\(UUID().uuidString)").path
+        let vault = try VaultStore(root: dir).create(password: try SecretBytes(copying: UnsafeRawBufferPointer(start: "pw", count: 2)), kdf: .minimum)
+        for i in 0..<count {
+            let file = dir + "-in-\(i)"
+            FileManager.default.createFile(atPath: file, contents: Data((0..<(1000 + i)).map { UInt8(truncatingIfNeeded: $0 &* (i + 3)) }))
+            _ = try vault.add(from: try FileDescriptor.openForReading(file), name: "doc \(i)")
+            try? FileManager.default.removeItem(atPath: file)
+        }
+        return (vault, try vault.records().records, dir)
+    }
+
+    static func options(retries: Int = 3) -> UploadOptions {
+        var o = UploadOptions(target: UploadTarget(url: "http://127.0.0.1:9/in"))
+        o.policy = RetryPolicy(retries: retries, baseDelay: 0, maxDelay: 0)
+        return o
+    }
+
+    @Test func transientAnswersAreRetriedWithTheSameBodyAndKey() async throws {
+        let (vault, records, dir) = try Self.vault(3)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let t = ScriptedTransport([.status(503, retryAfter: "0"), .drop, .status(429, retryAfter: "0")])
+        let summary = try await Uploader(vault: vault, records: records, options: Self.options(), transport: t, onEvent: { _ in }).run()
+        #expect(summary.retries == 3)
+        #expect(t.bodies.count == 4)
+        #expect(Set(t.bodies).count == 1, "every attempt sends the same payload")
+        let keys = t.headers.map { h in h.first { $0.0 == "Idempotency-Key" }!.1 }
+        #expect(Set(keys).count == 1, "and the same Idempotency-Key")
+        let files = try JSONSerialization.jsonObject(with: Data(t.bodies[0])) as! [String: [[String: Any]]]
+        #expect(files["Files"]?.map { $0["Id"] as! String } == records.map(\.id.hex))
+    }
+
+    @Test func retriesRunOutWithTheLastReason() async throws {
+        let (vault, records, dir) = try Self.vault(1)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let t = ScriptedTransport([.drop, .drop, .drop])
+        await #expect { try await Uploader(vault: vault, records: records, options: Self.options(retries: 2), transport: t, onEvent: { _ in }).run() }
+            throws: { e in (e as? VaultError)?.code == .uploadFailed && (e as? VaultError)?.message == "batch 1/1 failed 3 times, last: connection reset by peer" }
+        #expect(t.bodies.count == 3)
+    }
+
+    @Test func tooLargeSplitsUntilOneDocumentThenStops() async throws {
+        let (vault, records, dir) = try Self.vault(4)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // 413 for the 4-document batch and for the first 2-document half; then all is accepted.
+        let t = ScriptedTransport([.status(413), .status(413)])
+        let summary = try await Uploader(vault: vault, records: records, options: Self.options(), transport: t, onEvent: { _ in }).run()
+        #expect(summary.batches == 3)
+        let counts = t.bodies.map { ((try? JSONSerialization.jsonObject(with: Data($0))) as? [String: [Any]])?["Files"]?.count ?? -1 }
+        #expect(counts == [4, 2, 1, 1, 2])
+        // A single document the server refuses is named, and nothing more is tried.
+        let (v1, r1, d1) = try Self.vault(1)
+        defer { try? FileManager.default.removeItem(atPath: d1) }
+        let one = ScriptedTransport([.status(413)])
+        await #expect { try await Uploader(vault: v1, records: r1, options: Self.options(), transport: one, onEvent: { _ in }).run() }
+            throws: { e in (e as? VaultError)?.code == .uploadRejected }
+        #expect(one.bodies.count == 1)
+    }
+
+    @Test func refusedCredentialsStopAtOnce() async throws {
+        let (vault, records, dir) = try Self.vault(2)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for code in [401, 403, 400, 422] {
+            let t = ScriptedTransport([.status(code)])
+            await #expect { try await Uploader(vault: vault, records: records, options: Self.options(), transport: t, onEvent: { _ in }).run() }
+                throws: { e in (e as? VaultError)?.code == (code < 404 && code != 400 ? .uploadUnauthorized : .uploadRejected) }
+            #expect(t.bodies.count == 1, "\(code) is not retried")
+        }
+    }
+
+    @Test func formBodiesCarryRawBytesAndTheirManifest() async throws {
+        let (vault, records, dir) = try Self.vault(2)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var o = Self.options()
+        o.wire = .form
+        let t = ScriptedTransport([])
+        _ = try await Uploader(vault: vault, records: records, options: o, transport: t, onEvent: { _ in }).run()
+        let body = String(decoding: t.bodies[0], as: UTF8.self)
+        let type = t.headers[0].first { $0.0 == "Content-Type" }!.1
+        #expect(type.hasPrefix("multipart/form-data; boundary=vault-"))
+        let boundary = String(type.dropFirst("multipart/form-data; boundary=".count))
+        #expect(body.hasPrefix("--\(boundary)\r\nContent-Disposition: form-data; name=\"manifest\"\r\nContent-Type: application/json\r\n\r\n{\"batch\":1,\"documents\":["))
+        #expect(body.hasSuffix("\r\n--\(boundary)--\r\n"))
+        #expect(body.contains("Content-Disposition: form-data; name=\"files[]\"; filename=\"doc 0\"\r\nContent-Type: application/octet-stream\r\n\r\n"))
+        // The exact Content-Length promised is what was sent.
+        #expect(UInt64(t.bodies[0].count) == PayloadFormat.form(FormBody(boundary: boundary, batch: 1, of: 1)).length(of: records))
+    }
+}
