@@ -55,6 +55,20 @@ echo "the receiver checked every document's SHA-256 and stored $(ls "$work/recei
 step "vault upload --url $url --batch-size 4   # again: the journal says every batch is confirmed"
 VAULT_UPLOAD_TOKEN=demo-token "$vault" upload --url "$url" --batch-size 4
 
+# A PHP back office: PHP's built-in server and its own multipart parser (when php is installed).
+if command -v php >/dev/null 2>&1; then
+    php_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    mkdir -p "$work/php"
+    FORM_STORE="$work/php" FORM_TOKEN=demo-token php -n -d max_file_uploads=20 -d post_max_size=8M -d upload_max_filesize=8M \
+        -d display_errors=0 -d upload_tmp_dir="$work/php" -S "127.0.0.1:$php_port" "$here/scripts/form-receiver.php" >/dev/null 2>&1 &
+    php_pid=$!
+    trap '[ -n "$receiver_pid" ] && kill "$receiver_pid" 2>/dev/null; kill "$php_pid" 2>/dev/null; rm -rf "$work"' EXIT
+    for _ in $(seq 100); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $php_port), 0.2)" 2>/dev/null && break; sleep 0.05; done
+    step "VAULT_UPLOAD_TOKEN=… vault upload --url http://127.0.0.1:$php_port/upload.php --protocol form --form-field case=demo"
+    VAULT_UPLOAD_TOKEN=demo-token "$vault" upload --url "http://127.0.0.1:$php_port/upload.php" --protocol form --form-field case=demo
+    echo "PHP's \$_FILES took $(ls "$work/php" | grep -c '^[0-9a-f]\{32\}$') documents; each file's size and SHA-256 matched the manifest part"
+fi
+
 step "VAULT_PASSWORD=wrong vault list   # a wrong password is refused before any document is read"
 VAULT_PASSWORD=wrong "$vault" list || echo "(exit code $?)"
 

@@ -27,7 +27,7 @@ import Testing
         #expect(getDelta <= 16 * 1024)
     }
 
-    @Test func exportingAndUploading20x50MiBUseAtMost8MiBMoreThan1x1MiB() throws {
+    @Test func exportingAndUploadingInEveryProtocol20x50MiBUseAtMost8MiBMoreThan1x1MiB() throws {
         let s = Sandbox()
         s.initVault()
         for i in 0..<21 {
@@ -47,6 +47,24 @@ import Testing
         #expect((r.log.last?["bytes"] as? Int ?? 0) > 20 * 50 << 20 * 4 / 3)
         print("peak RSS: upload 1 x 1 MiB \(upSmall.maxRSSKiB) KiB, 20 x 50 MiB \(upBig.maxRSSKiB) KiB (+\(upBig.maxRSSKiB - upSmall.maxRSSKiB))")
         #expect(upBig.maxRSSKiB - upSmall.maxRSSKiB <= 8 * 1024)
+        // The same as multipart/form-data (raw bytes), to the same sink.
+        let formSmall = s.measure("upload", "--tag", "small", "--url", r.url, "--protocol", "form", "--progress", "none")
+        let formBig = s.measure("upload", "--tag", "big", "--url", r.url, "--protocol", "form", "--progress", "none")
+        #expect(formSmall.status == 0 && formBig.status == 0, "\(formBig.stderr)")
+        let formBytes: Int = r.log.last?["bytes"] as? Int ?? 0
+        #expect(formBytes > 20 * 50 << 20)
+        print("peak RSS: form upload 1 x 1 MiB \(formSmall.maxRSSKiB) KiB, 20 x 50 MiB \(formBig.maxRSSKiB) KiB (+\(formBig.maxRSSKiB - formSmall.maxRSSKiB))")
+        #expect(formBig.maxRSSKiB - formSmall.maxRSSKiB <= 8 * 1024)
+        // And over tus, in 4 MiB checksummed PATCHes, to resumable-upload.
+        let tus = try TusServer(in: s, checksums: "sha256")
+        let tusSmall = s.measure("upload", "--tag", "small", "--url", tus.url, "--protocol", "tus", "--progress", "none")
+        let tusBig = s.measure("upload", "--tag", "big", "--url", tus.url, "--protocol", "tus", "--progress", "none")
+        #expect(tusSmall.status == 0 && tusBig.status == 0, "\(tusBig.stderr)")
+        let tusWritten: Int = tus.written.reduce(0, +)
+        let bigPayload: Int = 20 * 50 << 20 * 4 / 3
+        #expect(tusWritten > bigPayload)
+        print("peak RSS: tus upload 1 x 1 MiB \(tusSmall.maxRSSKiB) KiB, 20 x 50 MiB \(tusBig.maxRSSKiB) KiB (+\(tusBig.maxRSSKiB - tusSmall.maxRSSKiB))")
+        #expect(tusBig.maxRSSKiB - tusSmall.maxRSSKiB <= 8 * 1024)
         #expect(small.status == 0 && big.status == 0, "\(big.stderr)")
         let size = try FileManager.default.attributesOfItem(atPath: s.path("big/batch-0001.json"))[.size] as? Int ?? 0
         #expect(size > 20 * 50 << 20 * 4 / 3)
