@@ -47,7 +47,7 @@ demo: build
 
 # Throughput and peak memory on generated data, next to age where it is installed.
 bench:
-	@scripts/install-deps.sh age || true
+	@scripts/install-deps.sh age php curl || true
 	@scripts/install-peers.sh || true
 	@$(MAKE) --no-print-directory release
 	@scripts/bench.sh .build/release/vault

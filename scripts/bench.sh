@@ -178,3 +178,6 @@ echo "export figures are whole commands: process start, Argon2id (interactive), 
 echo "authenticating, base64, writing the payload and its SHA-256 for the manifest (no fsync)."
 echo "upload figures stream the same payloads over HTTP to scripts/receiver.py on 127.0.0.1 (sink mode:"
 echo "it reads and hashes each body); the receiver shares the two cores with vault."
+
+# --- upload protocols: form to PHP, tus to resumable-upload, each beside curl ------------------
+RUNS="$RUNS" "$(dirname "$0")/bench-protocols.sh" "$vault"
