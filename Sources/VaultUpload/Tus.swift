@@ -91,6 +91,7 @@ extension Uploader {
         let before = journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes }
         let total = journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }
         onEvent(.attempt(batch: i + 1, of: n, attempt: attempt, documents: docs.count, payloadBytes: length))
+        let startedAt = journal.batches[i].tusOffset ?? 0
         var base: [(String, String)] = [("Tus-Resumable", "1.0.0")]
         if let auth = options.target.authorization { base.append(("Authorization", auth)) }
         base += options.target.headers
@@ -182,7 +183,10 @@ extension Uploader {
                     offset = o
                     chunks.seek(to: offset)
                 default:
-                    if let outcome = tusFailure(r, batch: i, of: n, journal: &journal) { return outcome }
+                    if let outcome = tusFailure(r, batch: i, of: n, journal: &journal) {
+                        if case .retry(let reason, _) = outcome, offset > startedAt, r.status >= 500 { return .resume(at: offset, reason: reason) }
+                        return outcome
+                    }
                     return .retry(reason: "PATCH \(r.status) \(r.reason)", retryAfter: nil)
                 }
             }
@@ -194,9 +198,9 @@ extension Uploader {
             return .refused(e)
         } catch {
             if error is CancellationError { throw error }
+            let reason = Self.describe(error, timeout: options.target.idleTimeout)
             let acknowledged = journal.batches[i].tusOffset ?? 0
-            return .retry(reason: Self.describe(error, timeout: options.target.idleTimeout)
-                          + (acknowledged > 0 ? "; the server has \(acknowledged) of \(length) bytes" : ""), retryAfter: nil)
+            return acknowledged > startedAt ? .resume(at: acknowledged, reason: reason) : .retry(reason: reason, retryAfter: nil)
         }
     }
 

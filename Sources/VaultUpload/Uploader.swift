@@ -55,6 +55,9 @@ enum AttemptOutcome: Sendable {
     case skip(DocumentFailure)
     /// The server refused for good (credentials, other 4xx).
     case refused(VaultError)
+    /// tus: the attempt ended (a dropped connection, a 5xx) after the server acknowledged more
+    /// of the batch, up to `at`; the next attempt continues from the server's offset.
+    case resume(at: UInt64, reason: String)
 }
 
 /// What the uploader reports as it works.
@@ -306,6 +309,14 @@ public final class Uploader: @unchecked Sendable {
             case .refused(let e):
                 try journal.save(to: vault.store)
                 throw e
+            case .resume(let at, let reason):
+                // Progress was made: the retry budget is for attempts that get nowhere.
+                try journal.save(to: vault.store)
+                attempt = 1
+                let delay = options.policy.delay(afterAttempt: 1, retryAfter: nil, unit: Double.random(in: 0..<1))
+                onEvent(.retry(batch: i + 1, attempt: attempt, delay: delay, reason: "\(reason); the server has \(at) of \(journal.batches[i].bytes) bytes"))
+                retries += 1
+                try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
             case .retry(let reason, let retryAfter):
                 try journal.save(to: vault.store)
                 guard attempt < options.policy.maxAttempts else {

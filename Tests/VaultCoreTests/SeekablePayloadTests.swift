@@ -12,9 +12,9 @@ import Testing
 
     typealias Fixture = ExportTests.Fixture
 
-    static func produce(_ f: Fixture, shape: PayloadShape, from k: UInt64) throws -> (bytes: [UInt8], chunks: UInt64) {
+    static func produce(_ f: Fixture, format: PayloadFormat, from k: UInt64) throws -> (bytes: [UInt8], chunks: UInt64) {
         let progress = ProgressCounter(total: f.records.reduce(0) { $0 + $1.metadata.size }, documents: f.records.count)
-        let producer = PayloadProducer(vault: f.vault, records: f.records, shape: shape, progress: progress, batching: batching,
+        let producer = PayloadProducer(vault: f.vault, records: f.records, format: format, progress: progress, batching: batching,
                                        startOffset: k) { _ in }
         var out: [UInt8] = []
         while let block = try producer.next() {
@@ -27,7 +27,7 @@ import Testing
 
     /// The chunks a producer starting at `k` must open: none of documents whose data ends before
     /// `k`, the covering group onward of the document whose data holds `k`, all of the rest.
-    static func expectedChunks(_ layout: PayloadLayout, _ records: [DocumentRecord], from k: UInt64) -> UInt64 {
+    static func expectedChunks(_ layout: PayloadLayout, _ records: [DocumentRecord], from k: UInt64, groupLength: UInt64) -> UInt64 {
         var total: UInt64 = 0
         for (i, r) in records.enumerated() {
             let chunks = EnvelopeSize.chunkCount(plaintextSize: r.metadata.size)
@@ -35,26 +35,55 @@ import Testing
             let tail = layout.spans.first { $0.part == .tail(i) }!
             if k >= tail.offset { continue }
             if k < data.offset || data.length == 0 { total += chunks; continue }
-            total += chunks - (k - data.offset) / groupBase64 * UInt64(batching.chunks)
+            total += chunks - (k - data.offset) / groupLength * UInt64(batching.chunks)
         }
         return total
     }
 
-    @Test(arguments: [PayloadShape.objects, .strings])
-    func everySuffixIsTheSuffixOfTheWholePayloadAndNothingBeforeItsGroupIsDecrypted(shape: PayloadShape) throws {
+    /// A form body built independently of the pipeline: hand-written parts around the plaintexts.
+    static func formReference(_ f: Fixture, boundary: String) -> [UInt8] {
+        var out = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"case\"\r\n\r\n4711\r\n".utf8)
+        let entries = f.records.map { r in
+            "{\"contentType\":\"\(r.metadata.contentType)\",\"id\":\"\(r.id.hex)\",\"name\":\"\(r.metadata.name)\","
+                + "\"sha256\":\"\(Hex.encode(r.metadata.sha256))\",\"size\":\(r.metadata.size)}"
+        }
+        out += Array(("--\(boundary)\r\nContent-Disposition: form-data; name=\"manifest\"\r\nContent-Type: application/json\r\n\r\n"
+                      + "{\"batch\":2,\"documents\":[\(entries.joined(separator: ","))],\"of\":3}\r\n").utf8)
+        for r in f.records {
+            out += Array(("--\(boundary)\r\nContent-Disposition: form-data; name=\"files[]\"; filename=\"\(r.metadata.name)\"\r\n"
+                          + "Content-Type: \(r.metadata.contentType)\r\n\r\n").utf8)
+            out += f.originals[r.id]! + [0x0D, 0x0A]
+        }
+        return out + Array("--\(boundary)--\r\n".utf8)
+    }
+
+    static let form = PayloadFormat.form(FormBody(boundary: "vault-0123456789abcdef", fields: [.init(name: "case", value: "4711")], batch: 2, of: 3))
+
+    @Test(arguments: [PayloadFormat.json(.objects), .json(.strings), Self.form])
+    func everySuffixIsTheSuffixOfTheWholePayloadAndNothingBeforeItsGroupIsDecrypted(format: PayloadFormat) throws {
         let group = Self.batching.plaintextBytes
         let f = try Fixture(sizes: [0, 1, 2, 3, 65_535, 65_536, 65_537, group - 1, group, group + 1, 2 * group + 5, 4])
-        let full = f.reference(f.records, shape: shape)
-        let layout = PayloadLayout(f.records, shape: shape)
+        let full: [UInt8]
+        let groupLength: UInt64
+        switch format {
+        case .json(let shape):
+            full = f.reference(f.records, shape: shape)
+            groupLength = Self.groupBase64
+            #expect(PayloadLayout(f.records, format: format).length == PayloadFraming.length(of: f.records, shape: shape))
+        case .form(let body):
+            full = Self.formReference(f, boundary: body.boundary)
+            groupLength = UInt64(group)
+        }
+        let layout = PayloadLayout(f.records, format: format)
         #expect(layout.length == UInt64(full.count))
-        #expect(layout.length == PayloadFraming.length(of: f.records, shape: shape))
+        #expect(format.length(of: f.records) == UInt64(full.count))
 
         var offsets = Set<UInt64>()
         func near(_ o: UInt64, _ d: Int) { for x in -d...d { let v = Int64(o) + Int64(x); if v >= 0 && v <= Int64(layout.length) { offsets.insert(UInt64(v)) } } }
         for span in layout.spans {
             near(span.offset, 2)                                              // every framing and document boundary
             if case .data = span.part {
-                for g in stride(from: UInt64(0), through: span.length, by: Int(Self.groupBase64)) { near(span.offset + g, 3) }  // group and base64 boundaries
+                for g in stride(from: UInt64(0), through: span.length, by: Int(groupLength)) { near(span.offset + g, 3) }  // group and base64 boundaries
             }
         }
         var seed: UInt64 = 0x5eed
@@ -64,12 +93,12 @@ import Testing
         }
         #expect(offsets.count > 150)
         for k in offsets.sorted() {
-            let (bytes, chunks) = try Self.produce(f, shape: shape, from: k)
+            let (bytes, chunks) = try Self.produce(f, format: format, from: k)
             #expect(bytes == Array(full[Int(k)...]), "the bytes from offset \(k) are the payload's suffix")
-            #expect(chunks == Self.expectedChunks(layout, f.records, from: k), "chunks decrypted from offset \(k)")
+            #expect(chunks == Self.expectedChunks(layout, f.records, from: k, groupLength: groupLength), "chunks decrypted from offset \(k)")
         }
         // From 0 every chunk is opened once; the largest document from its last group opens that group only.
-        #expect(try Self.produce(f, shape: shape, from: 0).chunks == f.records.reduce(0) { $0 + EnvelopeSize.chunkCount(plaintextSize: $1.metadata.size) })
+        #expect(try Self.produce(f, format: format, from: 0).chunks == f.records.reduce(0) { $0 + EnvelopeSize.chunkCount(plaintextSize: $1.metadata.size) })
     }
 
     @Test func theLayoutFindsTheSpanOfEveryByte() throws {
