@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "VaultCore", targets: ["VaultCore"]),
         .library(name: "VaultUpload", targets: ["VaultUpload"]),
+        .library(name: "VaultS3", targets: ["VaultS3"]),
         .executable(name: "vault", targets: ["vault"]),
     ],
     dependencies: [
@@ -45,6 +46,10 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        .target(
+            name: "VaultS3",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
         .executableTarget(
             name: "vault",
             dependencies: [
@@ -62,6 +67,10 @@ let package = Package(
         .testTarget(
             name: "VaultUploadTests",
             dependencies: ["VaultUpload", "VaultCore"]
+        ),
+        .testTarget(
+            name: "VaultS3Tests",
+            dependencies: ["VaultS3"]
         ),
         .testTarget(
             name: "VaultCLITests",
