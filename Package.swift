@@ -48,7 +48,13 @@ let package = Package(
         ),
         .target(
             name: "VaultS3",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "VaultCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
         .executableTarget(
             name: "vault",
@@ -70,7 +76,8 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultS3Tests",
-            dependencies: ["VaultS3"]
+            dependencies: ["VaultS3", "VaultCore", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "AsyncHTTPClient", package: "async-http-client")]
         ),
         .testTarget(
             name: "VaultCLITests",

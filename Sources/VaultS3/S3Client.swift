@@ -1,0 +1,253 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import NIOCore
+import NIOHTTP1
+import VaultCore
+
+/// The S3 calls vault needs, signed with SigV4 and nothing more: objects (PUT with
+/// `Content-MD5`, HEAD, ranged GET), buckets (create), multipart uploads (create, upload part,
+/// complete, abort, list parts over every page). No upload policy: callers decide what to retry.
+///
+/// Errors are ``VaultError``s carrying the S3 error code and message: `upload-unauthorized` for
+/// a refused signature or key (403 SignatureDoesNotMatch, InvalidAccessKeyId, AccessDenied),
+/// `not-found` for NoSuchBucket/NoSuchKey/NoSuchUpload, `upload-failed` for what may pass
+/// (5xx, SlowDown, a dropped connection), `upload-rejected` otherwise (BadDigest included).
+public final class S3Client: Sendable {
+    public let endpoint: URL
+    public let addressing: S3Addressing
+    let signer: SigV4
+    private let http: HTTPClient
+
+    public init(endpoint: URL, region: String, credentials: S3Credentials, addressing: S3Addressing = .path, timeout: Double = 60) {
+        self.endpoint = endpoint
+        self.addressing = addressing
+        signer = SigV4(credentials: credentials, region: region)
+        var config = HTTPClient.Configuration()
+        let t = TimeAmount.milliseconds(Int64(timeout * 1000))
+        config.timeout = .init(connect: t, read: t, write: t)
+        config.connectionPool.retryConnectionEstablishment = false
+        config.redirectConfiguration = .disallow
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)
+    }
+
+    public func shutdown() async { try? await http.shutdown() }
+
+    /// An S3 answer: status, headers and body.
+    public struct Response: Sendable {
+        public var status: Int
+        public var headers: [(String, String)]
+        public var body: [UInt8]
+        public func header(_ name: String) -> String? { headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1 }
+    }
+
+    /// Sends a signed request (the body's SHA-256 is signed) and returns the answer, whatever its status.
+    public func send(_ method: String, bucket: String, key: String = "", query: [(String, String)] = [],
+                     headers: [(String, String)] = [], body: [UInt8] = [], date: Date = Date()) async throws -> Response {
+        let unsigned = addressing.request(method: method, endpoint: endpoint, bucket: bucket, key: key, query: query, headers: headers)
+        let signed = signer.sign(unsigned, payload: .hashing(body), date: date)
+        var request = HTTPClientRequest(url: signed.url)
+        request.method = HTTPMethod(rawValue: method)
+        for (k, v) in signed.headers { request.headers.add(name: k, value: v) }
+        request.headers.replaceOrAdd(name: "Host", value: signed.host)
+        if !body.isEmpty || ["PUT", "POST"].contains(method) { request.body = .bytes(body) }
+        let response: HTTPClientResponse
+        do {
+            response = try await http.execute(request, deadline: .distantFuture)
+        } catch {
+            throw VaultError(.uploadFailed, "S3 \(method) \(bucket)/\(key): \(error)")
+        }
+        var collected = ByteBuffer()
+        for try await var part in response.body { collected.writeBuffer(&part) }
+        return Response(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
+                        body: collected.readBytes(length: collected.readableBytes) ?? [])
+    }
+
+    /// Fails with the S3 error unless the status is 2xx, or the body holds an error although
+    /// the status said 200 (CompleteMultipartUpload can).
+    @discardableResult
+    func check(_ r: Response, _ what: String) throws -> Response {
+        let error = S3XML.error(r.body)
+        guard !(200..<300).contains(r.status) || error != nil else { return r }
+        let code = error?.code ?? "HTTP \(r.status)"
+        let message = "\(what): \(code)" + (error?.message.isEmpty == false ? ": \(error!.message)" : "")
+        switch code {
+        case "SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied", "ExpiredToken", "InvalidToken":
+            throw VaultError(.uploadUnauthorized, message, hint: "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN")
+        case "NoSuchBucket", "NoSuchKey", "NoSuchUpload":
+            throw VaultError(.notFound, message)
+        case "SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout":
+            throw VaultError(.uploadFailed, message)
+        default:
+            throw VaultError(r.status >= 500 ? .uploadFailed : .uploadRejected, message)
+        }
+    }
+
+    /// Base64 of the MD5 of `bytes`, for `Content-MD5`; and its hex, which is the part's ETag.
+    public static func md5(_ bytes: [UInt8]) -> (base64: String, hex: String) {
+        let d = Array(Insecure.MD5.hash(data: bytes))
+        return (Data(d).base64EncodedString(), SigV4.hex(d))
+    }
+
+    // MARK: Buckets and objects
+
+    public func createBucket(_ bucket: String) async throws {
+        try check(try await send("PUT", bucket: bucket), "CreateBucket \(bucket)")
+    }
+
+    /// PUT of a whole object with `Content-MD5` (S3 checks it: BadDigest). Returns the ETag,
+    /// after checking it is the MD5 the client computed.
+    @discardableResult
+    public func putObject(bucket: String, key: String, body: [UInt8], contentType: String,
+                          metadata: [(String, String)] = []) async throws -> String {
+        let md5 = Self.md5(body)
+        let r = try check(try await send("PUT", bucket: bucket, key: key, headers: [("Content-Type", contentType), ("Content-MD5", md5.base64)]
+                                         + metadata.map { ("x-amz-meta-\($0.0)", $0.1) }, body: body), "PutObject \(bucket)/\(key)")
+        let etag = Self.unquote(r.header("ETag") ?? "")
+        guard etag == md5.hex else {
+            throw VaultError(.uploadRejected, "PutObject \(bucket)/\(key): the ETag \(etag) is not the body's MD5 \(md5.hex)")
+        }
+        return etag
+    }
+
+    /// HEAD: the object's size and ETag, or nil when there is none.
+    public func headObject(bucket: String, key: String) async throws -> (size: UInt64, etag: String)? {
+        let r = try await send("HEAD", bucket: bucket, key: key)
+        if r.status == 404 { return nil }
+        try check(r, "HeadObject \(bucket)/\(key)")
+        return (UInt64(r.header("Content-Length") ?? "") ?? 0, Self.unquote(r.header("ETag") ?? ""))
+    }
+
+    /// The object's bytes, or those of `range` (inclusive, as in HTTP).
+    public func getObject(bucket: String, key: String, range: ClosedRange<UInt64>? = nil) async throws -> [UInt8] {
+        let headers = range.map { [("Range", "bytes=\($0.lowerBound)-\($0.upperBound)")] } ?? []
+        return try check(try await send("GET", bucket: bucket, key: key, headers: headers), "GetObject \(bucket)/\(key)").body
+    }
+
+    // MARK: Multipart uploads
+
+    public func createMultipartUpload(bucket: String, key: String, contentType: String, metadata: [(String, String)] = []) async throws -> String {
+        let r = try check(try await send("POST", bucket: bucket, key: key, query: [("uploads", "")],
+                                         headers: [("Content-Type", contentType)] + metadata.map { ("x-amz-meta-\($0.0)", $0.1) }),
+                          "CreateMultipartUpload \(bucket)/\(key)")
+        guard let id = S3XML.values("UploadId", in: r.body).first, !id.isEmpty else {
+            throw VaultError(.uploadRejected, "CreateMultipartUpload \(bucket)/\(key): no UploadId in the answer")
+        }
+        return id
+    }
+
+    /// Uploads part `number` with `Content-MD5`; returns its ETag after checking it is the MD5.
+    public func uploadPart(bucket: String, key: String, uploadID: String, number: Int, body: [UInt8]) async throws -> String {
+        let md5 = Self.md5(body)
+        let r = try check(try await send("PUT", bucket: bucket, key: key, query: [("partNumber", String(number)), ("uploadId", uploadID)],
+                                         headers: [("Content-MD5", md5.base64)], body: body), "UploadPart \(number) of \(bucket)/\(key)")
+        let etag = Self.unquote(r.header("ETag") ?? "")
+        guard etag == md5.hex else {
+            throw VaultError(.uploadRejected, "UploadPart \(number) of \(bucket)/\(key): the ETag \(etag) is not the part's MD5 \(md5.hex)")
+        }
+        return etag
+    }
+
+    /// Completes with the parts in ascending order; an error inside a 200 is an error.
+    @discardableResult
+    public func completeMultipartUpload(bucket: String, key: String, uploadID: String, parts: [(number: Int, etag: String)]) async throws -> String {
+        var xml = "<CompleteMultipartUpload>"
+        for p in parts.sorted(by: { $0.number < $1.number }) { xml += "<Part><PartNumber>\(p.number)</PartNumber><ETag>\"\(p.etag)\"</ETag></Part>" }
+        xml += "</CompleteMultipartUpload>"
+        let r = try check(try await send("POST", bucket: bucket, key: key, query: [("uploadId", uploadID)],
+                                         headers: [("Content-Type", "application/xml")], body: Array(xml.utf8)),
+                          "CompleteMultipartUpload \(bucket)/\(key)")
+        return Self.unquote(S3XML.values("ETag", in: r.body).first ?? "")
+    }
+
+    public func abortMultipartUpload(bucket: String, key: String, uploadID: String) async throws {
+        try check(try await send("DELETE", bucket: bucket, key: key, query: [("uploadId", uploadID)]), "AbortMultipartUpload \(bucket)/\(key)")
+    }
+
+    /// Every part the store holds (all pages), one per part number (the last listed wins: a
+    /// store may list a re-uploaded part twice).
+    public func listParts(bucket: String, key: String, uploadID: String) async throws -> [(number: Int, etag: String, size: UInt64)] {
+        var parts: [Int: (String, UInt64)] = [:]
+        var marker = "0"
+        while true {
+            let r = try check(try await send("GET", bucket: bucket, key: key, query: [("uploadId", uploadID), ("part-number-marker", marker)]),
+                              "ListParts \(bucket)/\(key)")
+            for p in S3XML.elements("Part", in: r.body) {
+                guard let n = Int(p["PartNumber"] ?? "") else { continue }
+                parts[n] = (Self.unquote(p["ETag"] ?? ""), UInt64(p["Size"] ?? "") ?? 0)
+            }
+            guard S3XML.values("IsTruncated", in: r.body).first == "true",
+                  let next = S3XML.values("NextPartNumberMarker", in: r.body).first, next != marker else { break }
+            marker = next
+        }
+        return parts.keys.sorted().map { ($0, parts[$0]!.0, parts[$0]!.1) }
+    }
+
+    static func unquote(_ s: String) -> String { s.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+}
+
+/// The few XML reads S3 answers need, with Foundation's parser.
+enum S3XML {
+    /// The text of every element named `name`.
+    static func values(_ name: String, in body: [UInt8]) -> [String] {
+        let c = Collector(names: [name])
+        c.parse(body)
+        return c.found.compactMap { $0[name] }
+    }
+
+    /// For every element named `container`, its children's texts by name.
+    static func elements(_ container: String, in body: [UInt8]) -> [[String: String]] {
+        let c = Collector(names: [], container: container)
+        c.parse(body)
+        return c.found
+    }
+
+    /// An `<Error><Code>…</Code><Message>…</Message></Error>` body, if it is one.
+    static func error(_ body: [UInt8]) -> (code: String, message: String)? {
+        guard let e = elements("Error", in: body).first, let code = e["Code"] else { return nil }
+        return (code, e["Message"] ?? "")
+    }
+
+    private final class Collector: NSObject, XMLParserDelegate {
+        let names: Set<String>
+        let container: String?
+        var found: [[String: String]] = []
+        private var current: [String: String]?
+        private var text = ""
+
+        init(names: Set<String>, container: String? = nil) {
+            self.names = names
+            self.container = container
+        }
+
+        func parse(_ body: [UInt8]) {
+            guard !body.isEmpty else { return }
+            let p = XMLParser(data: Data(body))
+            p.delegate = self
+            p.parse()
+        }
+
+        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                    attributes: [String: String] = [:]) {
+            if name == container { current = [:] }
+            text = ""
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
+
+        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            if name == container, let c = current {
+                found.append(c)
+                current = nil
+            } else if current != nil {
+                current![name] = text
+            } else if names.contains(name) {
+                found.append([name: text])
+            }
+            text = ""
+        }
+    }
+}
