@@ -40,6 +40,7 @@ let package = Package(
             name: "VaultUpload",
             dependencies: [
                 "VaultCore",
+                "VaultS3",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -61,6 +62,7 @@ let package = Package(
             dependencies: [
                 "VaultCore",
                 "VaultUpload",
+                "VaultS3",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
@@ -81,7 +83,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultCLITests",
-            dependencies: ["vault", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["vault", "VaultS3", .product(name: "Crypto", package: "swift-crypto")]
         ),
     ]
 )

@@ -113,6 +113,15 @@ public final class S3Client: Sendable {
         return etag
     }
 
+    /// True when `bucket` exists, by listing at most one key (a GET, so that a refusal comes
+    /// with its S3 error code, which a HEAD would not carry).
+    public func bucketExists(_ bucket: String) async throws -> Bool {
+        let r = try await send("GET", bucket: bucket, query: [("list-type", "2"), ("max-keys", "1")])
+        if r.status == 404 || S3XML.error(r.body)?.code == "NoSuchBucket" { return false }
+        try check(r, "ListObjectsV2 \(bucket)")
+        return true
+    }
+
     /// HEAD: the object's size and ETag, or nil when there is none.
     public func headObject(bucket: String, key: String) async throws -> (size: UInt64, etag: String)? {
         let r = try await send("HEAD", bucket: bucket, key: key)

@@ -28,6 +28,18 @@ public struct UploadJournal: Codable, Sendable {
         /// server last acknowledged.
         public var tusURL: String?
         public var tusOffset: UInt64?
+        /// S3: the object key, the multipart upload's id and part size, and each part the
+        /// store confirmed (number and MD5, which is its ETag).
+        public var s3Key: String?
+        public var s3UploadID: String?
+        public var s3PartSize: UInt64?
+        public var s3Parts: [S3Part]?
+    }
+
+    /// A part an S3 store confirmed.
+    public struct S3Part: Codable, Sendable {
+        public var number: Int
+        public var md5: String
     }
 
     /// A document left out with `--skip-bad`.

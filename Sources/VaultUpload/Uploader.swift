@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import VaultCore
+import VaultS3
 import NIOCore
 
 /// What an upload is asked to do.
@@ -27,6 +28,8 @@ public struct UploadOptions: Sendable {
     public var formFields: [FormBody.Field] = []
     /// `tus`: bytes per PATCH (halved on 413, down to 256 KiB).
     public var tusChunkSize = 4 << 20
+    /// `s3`: the bucket, prefix, store and credentials.
+    public var s3: S3Target?
 
     /// Options for `target`.
     public init(target: UploadTarget) { self.target = target }
@@ -41,6 +44,9 @@ public enum UploadProtocol: String, CaseIterable, Sendable {
     /// tus 1.0 resumable uploads: one upload per batch (its JSON payload), sent in checksummed
     /// chunks that survive dropped connections and restarts.
     case tus
+    /// S3 objects: each batch's JSON payload as `PREFIX/<run>/batch-NNNN.json`, by multipart
+    /// upload with `Content-MD5` on every part, resumable.
+    case s3
 }
 
 /// What one attempt at a batch came to; each has one handler in ``Uploader``.
@@ -131,6 +137,10 @@ public final class Uploader: @unchecked Sendable {
     var tusServer: TusCapabilities?
     var tusChunkSize: Int
     var resumedBytes: UInt64 = 0
+    /// `s3`: the client, made once.
+    private let s3Lock = NSLock()
+    private var s3ClientMade: S3Client?
+    var s3BucketChecked = false
     /// Plaintext bytes and documents over the whole run, shared by its batches as in an export:
     /// `documentStarted` events count positions over the run.
     private(set) var runProgress = ProgressCounter(total: 0, documents: 0)
@@ -156,7 +166,7 @@ public final class Uploader: @unchecked Sendable {
 
     /// Runs (or resumes) the upload.
     public func run() async throws -> UploadSummary {
-        defer { Task { [transport] in await transport.shutdown() } }
+        defer { Task { [transport, s3ClientMade] in await transport.shutdown(); await s3ClientMade?.shutdown() } }
         let lock = try FileDescriptor.openOrCreate(try lockPath())
         guard try lock.lockExclusive(wait: false) else {
             throw VaultError(.usage, "another upload of the same documents to the same place is running")
@@ -216,6 +226,15 @@ public final class Uploader: @unchecked Sendable {
         return journal
     }
 
+    func s3Client(_ t: S3Target) -> S3Client {
+        s3Lock.lock(); defer { s3Lock.unlock() }
+        if let c = s3ClientMade { return c }
+        let c = S3Client(endpoint: t.endpoint, region: t.region, credentials: t.credentials, addressing: t.addressing,
+                         timeout: options.target.idleTimeout)
+        s3ClientMade = c
+        return c
+    }
+
     func batchRecords(_ b: UploadJournal.Batch) -> [DocumentRecord] {
         b.documents.compactMap { DocumentID(hex: $0).flatMap { records[$0] } }
     }
@@ -245,6 +264,7 @@ public final class Uploader: @unchecked Sendable {
         case .json: o.shape.rawValue
         case .form: "form\n\(o.formFieldName)\n" + o.formFields.map { "\($0.name)=\($0.value)" }.joined(separator: "\n")
         case .tus: "tus\n" + o.shape.rawValue
+        case .s3: "s3\n" + o.shape.rawValue + "\n\(o.s3?.partSize ?? 0)"
         }
     }
 
@@ -253,7 +273,7 @@ public final class Uploader: @unchecked Sendable {
     /// the same on every attempt) and nobody without the vault key can put it in a document.
     func format(batch: Int, of: Int, key: String) -> PayloadFormat {
         switch options.wire {
-        case .json, .tus: .json(options.shape)
+        case .json, .tus, .s3: .json(options.shape)
         case .form: .form(FormBody(boundary: "vault-" + String(key.prefix(40)), fieldName: options.formFieldName,
                                    fields: options.formFields, batch: batch, of: of))
         }
@@ -336,6 +356,7 @@ public final class Uploader: @unchecked Sendable {
     /// sent, with its exact length. Throws only when cancelled.
     private func attempt(index i: Int, journal: inout UploadJournal, attempt: Int) async throws -> AttemptOutcome {
         if options.wire == .tus { return try await tusAttempt(index: i, journal: &journal, attempt: attempt) }
+        if options.wire == .s3, let s3 = options.s3 { return try await s3Attempt(index: i, journal: &journal, attempt: attempt, s3: s3) }
         let docs = batchRecords(journal.batches[i])
         let n = journal.batches.count
         let format = format(batch: i + 1, of: n, key: journal.batches[i].key)

@@ -32,7 +32,7 @@ final class SeaweedFS: @unchecked Sendable {
         let ports = (0..<13).map { _ in Self.freePort() }
         s3Port = ports[0]
         let args = [weed, "mini", "-dir=\(dir)/data", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-master.telemetry=false", "-admin.ui=false",
-                    "-webdav=false", "-s3.config=\(dir)/s3.json", "-master.volumeSizeLimitMB=64",
+                    "-webdav=false", "-s3.config=\(dir)/s3.json", "-master.volumeSizeLimitMB=64", "-s3.port.iceberg=0", "-s3.port.lance=0",
                     "-s3.port=\(ports[0])", "-s3.port.grpc=\(ports[1])", "-master.port=\(ports[2])", "-master.port.grpc=\(ports[3])",
                     "-volume.port=\(ports[4])", "-volume.port.grpc=\(ports[5])", "-filer.port=\(ports[6])", "-filer.port.grpc=\(ports[7])",
                     "-admin.port=\(ports[8])", "-admin.port.grpc=\(ports[9])"]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VaultCore
+import VaultS3
 import VaultUpload
 
 extension UploadProtocol: ExpressibleByArgument {}
@@ -35,8 +36,14 @@ extension VaultCommand {
 
         @OptionGroup var batching: BatchOptions
 
-        @Option(name: .customLong("protocol"), help: ArgumentHelp("How batches go: json (one JSON payload per request), form (one multipart/form-data request per batch, a file part per document) or tus (tus 1.0 resumable uploads of the JSON payloads).", valueName: "json|form|tus"))
-        var wire: UploadProtocol = .json
+        @Option(name: .customLong("protocol"), help: ArgumentHelp("How batches go: json (one JSON payload per request), form (one multipart/form-data request per batch, a file part per document), tus (tus 1.0 resumable uploads of the JSON payloads) or s3 (objects PREFIX/<run>/batch-NNNN.json by multipart upload; the default for an s3:// URL).", valueName: "json|form|tus|s3"))
+        var protocolOption: UploadProtocol?
+
+        /// `--protocol`, or s3 for an `s3://` URL, else json.
+        var wire: UploadProtocol { protocolOption ?? (url.lowercased().hasPrefix("s3://") ? .s3 : .json) }
+
+        @Option(name: .customLong("part-size"), help: ArgumentHelp("--protocol s3: bytes per multipart part (K, M, G suffixes; default 8M, at least 5M).", valueName: "bytes"))
+        var partSize: ByteCount?
 
         @Option(help: ArgumentHelp("--protocol form: the field name of the file parts.", valueName: "name"))
         var field: String = "files[]"
@@ -108,6 +115,16 @@ extension VaultCommand {
             if formFields.contains(where: { $0.split(separator: "=", maxSplits: 1)[0] == "manifest" }) {
                 throw ValidationError("--form-field cannot be named 'manifest': vault sends that part.")
             }
+            if let p = partSize, wire != .s3 || p.value < S3Target.minimumPartSize || p.value > 5 << 30 {
+                throw ValidationError(wire != .s3 ? "--part-size needs --protocol s3." : "--part-size must be between 5M and 5G (S3's part limits).")
+            }
+            if wire == .s3 {
+                guard let c = URLComponents(string: url), c.scheme?.lowercased() == "s3", let bucket = c.host, !bucket.isEmpty else {
+                    throw ValidationError("--protocol s3 needs --url s3://BUCKET/PREFIX.")
+                }
+                if !headers.isEmpty || method.uppercased() != "POST" { throw ValidationError("--header and --method do not apply to s3.") }
+                return
+            }
             guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), ["http", "https"].contains(scheme),
                   let host = c.host, !host.isEmpty else {
                 throw ValidationError("--url must be an http:// or https:// URL with a host.")
@@ -132,8 +149,10 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
-            var target = UploadTarget(url: url, method: method.uppercased(), authorization: try Self.authorization(), idleTimeout: timeout)
-            if target.isCleartextOverNetwork {
+            let s3 = wire == .s3 ? try Self.s3Target(url: url, partSize: partSize?.value) : nil
+            var target = UploadTarget(url: s3.map { Self.s3Name($0) } ?? url, method: method.uppercased(),
+                                      authorization: s3 == nil ? try Self.authorization() : nil, idleTimeout: timeout)
+            if s3 == nil && target.isCleartextOverNetwork {
                 let host = URLComponents(string: url)?.host ?? url
                 guard insecureHTTP else {
                     throw VaultError(.usage, "refusing to send documents unencrypted over http:// to \(host)",
@@ -159,6 +178,7 @@ extension VaultCommand {
             uploadOptions.newRun = newRun
             uploadOptions.requireJournal = resume
             uploadOptions.wire = wire
+            uploadOptions.s3 = s3
             if let c = chunkSize { uploadOptions.tusChunkSize = Int(c.value) }
             uploadOptions.formFieldName = field
             uploadOptions.formFields = formFields.map { f in
@@ -206,6 +226,41 @@ extension VaultCommand {
                 throw VaultError(.partial, "\(summary.skipped) damaged document(s) were left out", hint: "run 'vault verify' for details")
             }
         }
+
+        /// `s3://BUCKET/PREFIX`, the store and credentials from the standard AWS variables:
+        /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION` (else
+        /// `AWS_DEFAULT_REGION`, else us-east-1) and `AWS_ENDPOINT_URL` (an S3-compatible store,
+        /// addressed path-style; without it AWS's regional endpoint, virtual-host style).
+        static func s3Target(url: String, partSize: UInt64?) throws -> S3Target {
+            let c = URLComponents(string: url)!
+            func text(_ s: SecretBytes) -> String { s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
+            guard let id = environment("AWS_ACCESS_KEY_ID"), !id.isEmpty, let secret = EnvironmentSecrets.value("AWS_SECRET_ACCESS_KEY"),
+                  secret.count > 0 else {
+                throw VaultError(.usage, "--protocol s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+                                 hint: "or ask the back office for presigned URLs")
+            }
+            let region = [environment("AWS_REGION"), environment("AWS_DEFAULT_REGION")].compactMap { $0 }.first { !$0.isEmpty } ?? "us-east-1"
+            let credentials = S3Credentials(accessKeyID: id, secretAccessKey: text(secret),
+                                            sessionToken: EnvironmentSecrets.value("AWS_SESSION_TOKEN").map(text))
+            var endpoint = URL(string: "https://s3.\(region).amazonaws.com")!
+            var addressing = S3Addressing.virtualHost
+            if let custom = environment("AWS_ENDPOINT_URL_S3") ?? environment("AWS_ENDPOINT_URL"), !custom.isEmpty {
+                guard let u = URL(string: custom), let scheme = u.scheme?.lowercased(), ["http", "https"].contains(scheme), u.host != nil else {
+                    throw VaultError(.usage, "AWS_ENDPOINT_URL must be an http:// or https:// URL, not '\(custom)'")
+                }
+                if scheme == "http" && !UploadTarget.isLoopback(host: u.host!) {
+                    throw VaultError(.usage, "refusing to send documents and signed requests unencrypted over http:// to \(u.host!)",
+                                     hint: "use an https:// endpoint")
+                }
+                endpoint = u
+                addressing = .path
+            }
+            return S3Target(endpoint: endpoint, region: region, credentials: credentials, addressing: addressing, bucket: c.host!,
+                            prefix: c.path, partSize: partSize ?? 8 << 20)
+        }
+
+        /// What the journal and messages call an S3 target (no credentials).
+        static func s3Name(_ t: S3Target) -> String { "s3://\(t.bucket)/\(t.prefix)" }
 
         /// The `Authorization` header from the credentials taken out of the environment.
         static func authorization() throws -> String? {
