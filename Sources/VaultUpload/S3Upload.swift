@@ -14,9 +14,11 @@ public struct S3Target: Sendable {
     public var prefix: String
     /// Bytes per part (at least 5 MiB; grown so that no batch needs over 10,000 parts).
     public var partSize: UInt64
+    /// Parts in flight at once (each holds one part in memory).
+    public var parallel: Int
 
     public init(endpoint: URL, region: String, credentials: S3Credentials, addressing: S3Addressing, bucket: String, prefix: String,
-                partSize: UInt64 = 8 << 20) {
+                partSize: UInt64 = 8 << 20, parallel: Int = 2) {
         self.endpoint = endpoint
         self.region = region
         self.credentials = credentials
@@ -24,6 +26,7 @@ public struct S3Target: Sendable {
         self.bucket = bucket
         self.prefix = prefix.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         self.partSize = partSize
+        self.parallel = max(1, parallel)
     }
 
     /// S3's smallest part (but the last).
@@ -115,27 +118,34 @@ extension Uploader {
             let id = journal.batches[i].s3UploadID!
             let count = Int((length + partSize - 1) / partSize)
             var sent = done.keys.reduce(UInt64(0)) { $0 + min(partSize, length - UInt64($1 - 1) * partSize) }
-            for number in 1...count where done[number] == nil {
-                let offset = UInt64(number - 1) * partSize
-                chunks.seek(to: offset)
-                let body = try chunks.read(Int(min(partSize, length - offset)))
-                var etag: String
-                do {
-                    etag = try await client.uploadPart(bucket: s3.bucket, key: key, uploadID: id, number: number, body: body)
-                } catch let e as VaultError where e.message.contains("BadDigest") {
-                    // The part changed on the way: once more, then it is damage.
-                    do {
-                        etag = try await client.uploadPart(bucket: s3.bucket, key: key, uploadID: id, number: number, body: body)
-                    } catch let again as VaultError where again.message.contains("BadDigest") {
-                        return .refused(VaultError(.vaultDamaged, "part \(number) of batch \(i + 1)/\(n) failed its Content-MD5 check twice (BadDigest)",
-                                                   hint: "the bytes change between this machine and the store; check the network path"))
+            // Up to `parallel` parts in flight: parts are produced here, in order (the payload is
+            // read once), and each is sent by its own task; memory holds at most `parallel` parts.
+            var missing = (1...count).filter { done[$0] == nil }.makeIterator()
+            let (bucket, batch) = (s3.bucket, i + 1)
+            try await withThrowingTaskGroup(of: (Int, String, Int).self) { group in
+                var inFlight = 0
+                func launch() throws -> Bool {
+                    guard let number = missing.next() else { return false }
+                    let offset = UInt64(number - 1) * partSize
+                    chunks.seek(to: offset)
+                    let body = try chunks.read(Int(min(partSize, length - offset)))
+                    group.addTask {
+                        (number, try await Self.uploadPart(client, bucket: bucket, key: key, uploadID: id, number: number, body: body, batch: batch, of: n),
+                         body.count)
                     }
+                    inFlight += 1
+                    return true
                 }
-                done[number] = etag
-                journal.batches[i].s3Parts = done.keys.sorted().map { UploadJournal.S3Part(number: $0, md5: done[$0]!) }
-                try journal.save(to: vault.store)
-                sent += UInt64(body.count)
-                onEvent(.sent(done: before + sent, total: total))
+                while inFlight < s3.parallel, try launch() {}
+                while let (number, etag, size) = try await group.next() {
+                    inFlight -= 1
+                    done[number] = etag
+                    journal.batches[i].s3Parts = done.keys.sorted().map { UploadJournal.S3Part(number: $0, md5: done[$0]!) }
+                    try journal.save(to: vault.store)
+                    sent += UInt64(size)
+                    onEvent(.sent(done: before + sent, total: total))
+                    while inFlight < s3.parallel, try launch() {}
+                }
             }
             try await client.completeMultipartUpload(bucket: s3.bucket, key: key, uploadID: id,
                                                      parts: done.keys.sorted().map { ($0, done[$0]!) })
@@ -154,6 +164,22 @@ extension Uploader {
         } catch {
             if error is CancellationError { throw error }
             return .retry(reason: Self.describe(error, timeout: options.target.idleTimeout), retryAfter: nil)
+        }
+    }
+
+    /// Sends one part; a `BadDigest` (the bytes changed on the way) is sent once more, and a
+    /// second is damage (exit 65) naming the part.
+    static func uploadPart(_ client: S3Client, bucket: String, key: String, uploadID: String, number: Int, body: [UInt8],
+                           batch: Int, of n: Int) async throws -> String {
+        do {
+            return try await client.uploadPart(bucket: bucket, key: key, uploadID: uploadID, number: number, body: body)
+        } catch let e as VaultError where e.message.contains("BadDigest") {
+            do {
+                return try await client.uploadPart(bucket: bucket, key: key, uploadID: uploadID, number: number, body: body)
+            } catch let again as VaultError where again.message.contains("BadDigest") {
+                throw VaultError(.vaultDamaged, "part \(number) of batch \(batch)/\(n) failed its Content-MD5 check twice (BadDigest)",
+                                 hint: "the bytes change between this machine and the store; check the network path")
+            }
         }
     }
 

@@ -42,6 +42,9 @@ extension VaultCommand {
         /// `--protocol`, or s3 for an `s3://` URL, else json.
         var wire: UploadProtocol { protocolOption ?? (url.lowercased().hasPrefix("s3://") ? .s3 : .json) }
 
+        @Option(help: ArgumentHelp("--protocol s3: parts in flight at once (1-16; default 2); each holds one part in memory.", valueName: "n"))
+        var parallel: Int?
+
         @Option(name: .customLong("part-size"), help: ArgumentHelp("--protocol s3: bytes per multipart part (K, M, G suffixes; default 8M, at least 5M).", valueName: "bytes"))
         var partSize: ByteCount?
 
@@ -118,6 +121,9 @@ extension VaultCommand {
             if let p = partSize, wire != .s3 || p.value < S3Target.minimumPartSize || p.value > 5 << 30 {
                 throw ValidationError(wire != .s3 ? "--part-size needs --protocol s3." : "--part-size must be between 5M and 5G (S3's part limits).")
             }
+            if let p = parallel, wire != .s3 || p < 1 || p > 16 {
+                throw ValidationError(wire != .s3 ? "--parallel needs --protocol s3." : "--parallel must be between 1 and 16.")
+            }
             if wire == .s3 {
                 guard let c = URLComponents(string: url), c.scheme?.lowercased() == "s3", let bucket = c.host, !bucket.isEmpty else {
                     throw ValidationError("--protocol s3 needs --url s3://BUCKET/PREFIX.")
@@ -149,7 +155,7 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
-            let s3 = wire == .s3 ? try Self.s3Target(url: url, partSize: partSize?.value) : nil
+            let s3 = wire == .s3 ? try Self.s3Target(url: url, partSize: partSize?.value, parallel: parallel ?? 2) : nil
             var target = UploadTarget(url: s3.map { Self.s3Name($0) } ?? url, method: method.uppercased(),
                                       authorization: s3 == nil ? try Self.authorization() : nil, idleTimeout: timeout)
             if s3 == nil && target.isCleartextOverNetwork {
@@ -231,7 +237,7 @@ extension VaultCommand {
         /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION` (else
         /// `AWS_DEFAULT_REGION`, else us-east-1) and `AWS_ENDPOINT_URL` (an S3-compatible store,
         /// addressed path-style; without it AWS's regional endpoint, virtual-host style).
-        static func s3Target(url: String, partSize: UInt64?) throws -> S3Target {
+        static func s3Target(url: String, partSize: UInt64?, parallel: Int) throws -> S3Target {
             let c = URLComponents(string: url)!
             func text(_ s: SecretBytes) -> String { s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
             guard let id = environment("AWS_ACCESS_KEY_ID"), !id.isEmpty, let secret = EnvironmentSecrets.value("AWS_SECRET_ACCESS_KEY"),
@@ -256,7 +262,7 @@ extension VaultCommand {
                 addressing = .path
             }
             return S3Target(endpoint: endpoint, region: region, credentials: credentials, addressing: addressing, bucket: c.host!,
-                            prefix: c.path, partSize: partSize ?? 8 << 20)
+                            prefix: c.path, partSize: partSize ?? 8 << 20, parallel: parallel)
         }
 
         /// What the journal and messages call an S3 target (no credentials).
