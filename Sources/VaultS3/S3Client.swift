@@ -195,11 +195,12 @@ public final class S3Client: Sendable {
         return parts.keys.sorted().map { ($0, parts[$0]!.0, parts[$0]!.1) }
     }
 
-    static func unquote(_ s: String) -> String { s.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+    /// An ETag without its quotes.
+    public static func unquote(_ s: String) -> String { s.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
 }
 
 /// The few XML reads S3 answers need, with Foundation's parser.
-enum S3XML {
+public enum S3XML {
     /// The text of every element named `name`.
     static func values(_ name: String, in body: [UInt8]) -> [String] {
         let c = Collector(names: [name])
@@ -215,7 +216,7 @@ enum S3XML {
     }
 
     /// An `<Error><Code>…</Code><Message>…</Message></Error>` body, if it is one.
-    static func error(_ body: [UInt8]) -> (code: String, message: String)? {
+    public static func error(_ body: [UInt8]) -> (code: String, message: String)? {
         guard let e = elements("Error", in: body).first, let code = e["Code"] else { return nil }
         return (code, e["Message"] ?? "")
     }

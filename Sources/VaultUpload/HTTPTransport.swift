@@ -68,7 +68,7 @@ public struct UploadResponse: Sendable {
     public var reason: String
     /// `Retry-After`, if given.
     public var retryAfter: String?
-    /// The first 4 KiB of the body, as text.
+    /// The body (its first MiB), as text.
     public var body: String
     /// The response headers.
     public var headers: [(String, String)] = []
@@ -176,9 +176,9 @@ final class HTTPTransport: UploadTransport {
         do {
             var collected = ByteBuffer()
             for try await var part in response.body {
-                if collected.readableBytes < 4096 { collected.writeBuffer(&part) }
+                if collected.readableBytes < 1 << 20 { collected.writeBuffer(&part) }
             }
-            text = collected.getString(at: collected.readerIndex, length: min(4096, collected.readableBytes)) ?? ""
+            text = collected.getString(at: collected.readerIndex, length: min(1 << 20, collected.readableBytes)) ?? ""
         } catch {
             // The status is what matters; an unreadable error body is not.
         }

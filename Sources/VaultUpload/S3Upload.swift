@@ -191,3 +191,173 @@ extension Uploader {
         batch.s3Parts = nil
     }
 }
+
+// MARK: - Presigned mode
+
+/// One presigned part URL from the back office.
+struct PresignedPart: Codable, Sendable {
+    var number: Int
+    var url: String
+    var expires: String?
+
+    /// True when the URL expires within `margin` seconds (or its expiry cannot be read).
+    func expiresSoon(margin: Double = 60, now: Date = Date()) -> Bool {
+        guard let e = expires, let date = ISO8601DateFormatter().date(from: e) else { return false }
+        return date.timeIntervalSince(now) < margin
+    }
+}
+
+extension Uploader {
+    /// POSTs `body` as JSON to the presign endpoint's `call` and decodes the answer. Credentials
+    /// are the upload's (Bearer or Basic); the station has no S3 secret.
+    private func presignCall<T: Decodable>(_ base: String, _ call: String, _ body: [String: Any], as: T.Type) async throws -> T {
+        var headers: [(String, String)] = [("Content-Type", "application/json")]
+        if let auth = options.target.authorization { headers.append(("Authorization", auth)) }
+        let url = base.hasSuffix("/") ? base + call : base + "/" + call
+        let r = try await transport.request("POST", url: url, headers: headers,
+                                            body: .bytes(Array(try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))))
+        switch r.status {
+        case 200..<300:
+            do { return try JSONDecoder().decode(T.self, from: Data(r.body.utf8)) } catch {
+                throw VaultError(.uploadRejected, "the presign endpoint's answer to \(call) is not what docs/UPLOAD.md describes: \(String(r.body.prefix(200)))")
+            }
+        case 401, 403:
+            throw VaultError(.uploadUnauthorized, "the presign endpoint refused the credentials (\(r.status) \(r.reason))",
+                             hint: "check VAULT_UPLOAD_TOKEN, or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD")
+        case 404 where r.body.contains("NoSuchUpload") || r.body.contains("NoSuchKey") || r.body.contains("NotFound"):
+            throw VaultError(.notFound, "presign \(call): \(r.body.trimmingCharacters(in: .whitespacesAndNewlines))")
+        default:
+            if RetryPolicy.decide(status: r.status) == .retry { throw TusRetry(description: "presign \(call): \(r.status) \(r.reason)") }
+            throw VaultError(.uploadRejected, "the presign endpoint rejected \(call): \(r.status) \(r.reason)\(Self.serverSays(r))")
+        }
+    }
+
+    private struct Created: Decodable { var uploadId: String; var key: String; var parts: [PresignedPart] }
+    private struct Parts: Decodable { var parts: [PresignedPart] }
+    private struct Listed: Decodable { struct P: Decodable { var number: Int; var etag: String }; var parts: [P] }
+    private struct Head: Decodable { var size: UInt64 }
+
+    /// One attempt at batch `i` through presigned URLs (`--presign-url`): the back office creates
+    /// the multipart upload and hands out a URL per part; vault PUTs each part (with
+    /// `Content-MD5`, its ETag checked), asks again for URLs that expired or are about to, and has
+    /// the back office complete (or abort) the upload. Resuming asks it to list the parts.
+    func presignedAttempt(index i: Int, journal: inout UploadJournal, attempt: Int, endpoint: String) async throws -> AttemptOutcome {
+        let docs = batchRecords(journal.batches[i])
+        let n = journal.batches.count
+        let format = format(batch: i + 1, of: n, key: journal.batches[i].key)
+        let length = format.length(of: docs)
+        journal.batches[i].bytes = length
+        let before = journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes }
+        let total = journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }
+        onEvent(.attempt(batch: i + 1, of: n, attempt: attempt, documents: docs.count, payloadBytes: length))
+        let partSize = journal.batches[i].s3PartSize ?? S3Target(endpoint: URL(string: "https://s3.amazonaws.com")!, region: "",
+                                                                 credentials: .init(accessKeyID: "", secretAccessKey: ""), addressing: .path,
+                                                                 bucket: "", prefix: "", partSize: options.s3PartSize).partSize(for: length)
+        let count = Int(max(1, (length + partSize - 1) / partSize))
+        let (progress, positionBase) = batchProgress(i, journal: journal)
+        let events = onEvent
+        let vault = self.vault
+        let chunks = PayloadChunks { start in
+            PayloadProducer(vault: vault, records: docs, format: format, progress: progress, positionBase: positionBase,
+                            threads: Parallelism.besideOneStage, startOffset: start) { events(.document($0)) }
+        }
+        do {
+            var done: [Int: String] = [:]
+            var urls: [Int: PresignedPart] = [:]
+            if let id = journal.batches[i].s3UploadID, let key = journal.batches[i].s3Key {
+                do {
+                    let listed = try await presignCall(endpoint, "list", ["key": key, "uploadId": id], as: Listed.self)
+                    let have = Dictionary(listed.parts.map { ($0.number, S3Client.unquote($0.etag)) }, uniquingKeysWith: { _, b in b })
+                    for p in journal.batches[i].s3Parts ?? [] where have[p.number] == p.md5 { done[p.number] = p.md5 }
+                    let kept = done.keys.reduce(UInt64(0)) { $0 + min(partSize, length - UInt64($1 - 1) * partSize) }
+                    if kept > 0 { onEvent(.resumed(batch: i + 1, at: kept)); resumedBytes += kept }
+                } catch let e as VaultError where e.code == .notFound {
+                    if let head = try? await presignCall(endpoint, "head", ["key": key], as: Head.self), head.size == length {
+                        return .confirmed(status: 200, duplicate: true)
+                    }
+                    journal.batches[i].s3UploadID = nil
+                    journal.batches[i].s3Parts = nil
+                }
+            }
+            if journal.batches[i].s3UploadID == nil {
+                let metadata = ["vault-batch": "\(i + 1)/\(n)", "vault-documents": String(docs.count), "vault-run": journal.runId]
+                let created = try await presignCall(endpoint, "create", [
+                    "key": "\(journal.runId)/" + String(format: "batch-%04d.json", i + 1), "contentType": "application/json",
+                    "metadata": metadata, "parts": count,
+                ], as: Created.self)
+                journal.batches[i].s3UploadID = created.uploadId
+                journal.batches[i].s3Key = created.key
+                journal.batches[i].s3PartSize = partSize
+                journal.batches[i].s3Parts = []
+                try journal.save(to: vault.store)
+                for p in created.parts { urls[p.number] = p }
+            }
+            let id = journal.batches[i].s3UploadID!, key = journal.batches[i].s3Key!
+            var sent = done.keys.reduce(UInt64(0)) { $0 + min(partSize, length - UInt64($1 - 1) * partSize) }
+            for number in 1...count where done[number] == nil {
+                let offset = UInt64(number - 1) * partSize
+                chunks.seek(to: offset)
+                let body = try chunks.read(Int(min(partSize, length - offset)))
+                let md5 = S3Client.md5(body)
+                var asked = false
+                while true {
+                    if urls[number] == nil || urls[number]!.expiresSoon() {
+                        let fresh = try await presignCall(endpoint, "parts", ["key": key, "uploadId": id, "numbers": [number]], as: Parts.self)
+                        for p in fresh.parts { urls[p.number] = p }
+                        asked = true
+                    }
+                    guard let url = urls[number]?.url, let parsed = URLComponents(string: url), let scheme = parsed.scheme?.lowercased(),
+                          ["http", "https"].contains(scheme) else {
+                        throw VaultError(.uploadRejected, "the presign endpoint gave no usable URL for part \(number)")
+                    }
+                    if scheme == "http" && !UploadTarget.isLoopback(host: parsed.host ?? "") && !options.insecureHTTP {
+                        throw VaultError(.usage, "refusing to send documents unencrypted over http:// to \(parsed.host ?? "?") (a presigned part URL)",
+                                         hint: "have the back office presign https:// URLs, or use --insecure-http on a network you trust")
+                    }
+                    let r = try await transport.request("PUT", url: url, headers: [("Content-MD5", md5.base64)], body: .bytes(body))
+                    if (200..<300).contains(r.status) {
+                        let etag = S3Client.unquote(r.header("ETag") ?? "")
+                        guard etag == md5.hex else {
+                            throw VaultError(.uploadRejected, "part \(number) of batch \(i + 1)/\(n): the ETag \(etag) is not the part's MD5")
+                        }
+                        done[number] = etag
+                        break
+                    }
+                    // An expired or refused URL is asked for again, once; then the S3 error is the answer.
+                    let code = S3XML.error(Array(r.body.utf8))
+                    if r.status == 403 && !asked { urls[number] = nil; continue }
+                    let what = "part \(number) of batch \(i + 1)/\(n): \(r.status) \(code.map { "\($0.code): \($0.message)" } ?? r.reason)"
+                    if r.status == 403 { throw VaultError(.uploadUnauthorized, "the store refused the presigned URL for \(what)", hint: "the URL expired or was altered") }
+                    if code?.code == "BadDigest" { throw VaultError(.vaultDamaged, "\(what) (the bytes changed on the way)") }
+                    if RetryPolicy.decide(status: r.status) == .retry { throw TusRetry(description: what) }
+                    throw VaultError(.uploadRejected, what)
+                }
+                journal.batches[i].s3Parts = done.keys.sorted().map { UploadJournal.S3Part(number: $0, md5: done[$0]!) }
+                try journal.save(to: vault.store)
+                sent += UInt64(body.count)
+                onEvent(.sent(done: before + sent, total: total))
+            }
+            _ = try await presignCall(endpoint, "complete", [
+                "key": key, "uploadId": id, "parts": done.keys.sorted().map { ["number": $0, "etag": done[$0]!] as [String: Any] },
+            ], as: [String: String].self)
+            return .confirmed(status: 200, duplicate: false)
+        } catch let f as DocumentFailure {
+            await abandonPresigned(&journal.batches[i], endpoint: endpoint)
+            return .skip(f)
+        } catch let e as VaultError {
+            if e.code == .uploadFailed { return .retry(reason: e.message, retryAfter: nil) }
+            await abandonPresigned(&journal.batches[i], endpoint: endpoint)
+            return .refused(e)
+        } catch {
+            if error is CancellationError { throw error }
+            return .retry(reason: Self.describe(error, timeout: options.target.idleTimeout), retryAfter: nil)
+        }
+    }
+
+    private func abandonPresigned(_ batch: inout UploadJournal.Batch, endpoint: String) async {
+        guard let id = batch.s3UploadID, let key = batch.s3Key else { return }
+        _ = try? await presignCall(endpoint, "abort", ["key": key, "uploadId": id], as: [String: String].self)
+        batch.s3UploadID = nil
+        batch.s3Parts = nil
+    }
+}

@@ -30,6 +30,12 @@ public struct UploadOptions: Sendable {
     public var tusChunkSize = 4 << 20
     /// `s3`: the bucket, prefix, store and credentials.
     public var s3: S3Target?
+    /// `s3` without credentials: the back office's presign endpoint (docs/UPLOAD.md).
+    public var presignURL: String?
+    /// `s3` with presigned URLs: bytes per part.
+    public var s3PartSize: UInt64 = 8 << 20
+    /// Allow `http://` part URLs to hosts that are not loopback (`--insecure-http`).
+    public var insecureHTTP = false
 
     /// Options for `target`.
     public init(target: UploadTarget) { self.target = target }
@@ -357,6 +363,9 @@ public final class Uploader: @unchecked Sendable {
     private func attempt(index i: Int, journal: inout UploadJournal, attempt: Int) async throws -> AttemptOutcome {
         if options.wire == .tus { return try await tusAttempt(index: i, journal: &journal, attempt: attempt) }
         if options.wire == .s3, let s3 = options.s3 { return try await s3Attempt(index: i, journal: &journal, attempt: attempt, s3: s3) }
+        if options.wire == .s3, let presign = options.presignURL {
+            return try await presignedAttempt(index: i, journal: &journal, attempt: attempt, endpoint: presign)
+        }
         let docs = batchRecords(journal.batches[i])
         let n = journal.batches.count
         let format = format(batch: i + 1, of: n, key: journal.batches[i].key)

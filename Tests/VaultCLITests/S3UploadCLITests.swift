@@ -112,3 +112,79 @@ import Glibc
         #expect(plain.status == 64 && plain.stderr.contains("refusing to send documents and signed requests unencrypted"))
     }
 }
+
+/// `vault upload --presign-url`: no S3 credentials on the station; scripts/presign-server.py
+/// (boto3) holds them and hands out presigned part URLs for SeaweedFS.
+@Suite struct PresignedS3UploadCLITests {
+    /// The reference presign endpoint on 127.0.0.1 (a port the OS picks), stopped by PID.
+    final class PresignServer {
+        let pid: pid_t
+        let url: String
+        let log: String
+        init(in s: Sandbox, sw: SeaweedFS, bucket: String, expires: Int) throws {
+            let dir = s.path("presign-\(UUID().uuidString.prefix(6))")
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            log = dir + "/log.jsonl"
+            let python = Sandbox.repository.appendingPathComponent(".build-peers/venv/bin/python").path
+            let args = [python, Sandbox.repository.appendingPathComponent("scripts/presign-server.py").path, "--bucket", bucket,
+                        "--prefix", "office", "--token", "presign-token", "--expires", String(expires), "--port-file", dir + "/port", "--log", log]
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            posix_spawn_file_actions_addopen(&actions, 2, dir + "/stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            var attributes = posix_spawnattr_t()
+            posix_spawnattr_init(&attributes)
+            Sandbox.resetSignals(&attributes)   // the test process blocks signals its children must not
+            defer { posix_spawnattr_destroy(&attributes) }
+            let environment = ["PATH=/usr/bin:/bin", "AWS_ACCESS_KEY_ID=\(SeaweedFS.accessKey)", "AWS_SECRET_ACCESS_KEY=\(SeaweedFS.secretKey)",
+                               "AWS_ENDPOINT_URL=\(sw.endpoint.absoluteString)", "AWS_REGION=us-east-1"]
+            let argv = args.map { strdup($0) } + [nil]
+            let envp = environment.map { strdup($0) } + [nil]
+            defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
+            var p: pid_t = 0
+            guard posix_spawn(&p, python, &actions, &attributes, argv, envp) == 0 else { throw S3PeerError("cannot start the presign endpoint") }
+            pid = p
+            poll(400, every: 25_000) { FileManager.default.fileExists(atPath: dir + "/port") }
+            guard let port = try? String(contentsOfFile: dir + "/port", encoding: .utf8) else {
+                throw S3PeerError("the presign endpoint did not start: \((try? String(contentsOfFile: dir + "/stderr", encoding: .utf8)) ?? "")")
+            }
+            url = "http://127.0.0.1:\(port)/"
+        }
+        deinit { kill(pid, SIGTERM); waitpid(pid, nil, 0) }
+        var calls: [String] {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+                (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["path"] as? String
+            }
+        }
+    }
+
+    @Test(arguments: [604_800, 1])
+    func batchesGoThroughPresignedURLsWithoutStationCredentials(expires: Int) async throws {
+        let sw = try SeaweedFS.shared.get()
+        let s3 = S3UploadCLITests.client(sw)
+        defer { Task { await s3.shutdown() } }
+        let bucket = "presigned-\(UUID().uuidString.prefix(8).lowercased())"
+        try await s3.createBucket(bucket)
+        let s = Sandbox()
+        s.initVault()
+        s.write("a.txt", .random(3000, seed: 61))
+        try s.writeLarge("b.bin", mebibytes: 12, seed: 62)
+        #expect(s.run("add", "a.txt", "b.bin").status == 0)
+        let server = try PresignServer(in: s, sw: sw, bucket: bucket, expires: expires)
+        // No AWS variables at all: only the back office's token.
+        let r = s.run(["upload", "--presign-url", server.url, "--part-size", "5M", "--json"], env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let run = S3UploadCLITests.runID(r)
+        #expect(try await s3.getObject(bucket: bucket, key: "office/\(run)/batch-0001.json") == S3UploadCLITests.exported(s)[0])
+        let head = try #require(try await s3.headObject(bucket: bucket, key: "office/\(run)/batch-0001.json"))
+        #expect(head.etag.hasSuffix("-4"), "16 MiB of payload in 5 MiB parts: \(head.etag)")
+        if expires == 1 {
+            // URLs that expire within a minute are asked for again, part by part.
+            #expect(server.calls.filter { $0 == "/parts" }.count == 4, "\(server.calls)")
+        } else {
+            #expect(server.calls == ["/create", "/complete"])
+        }
+        let wrong = s.run(["upload", "--presign-url", server.url, "--new-run"], env: ["VAULT_UPLOAD_TOKEN": "wrong"])
+        #expect(wrong.status == 76 && wrong.stderr.hasPrefix("vault: the presign endpoint refused the credentials (401"))
+    }
+}

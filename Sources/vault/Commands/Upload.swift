@@ -23,14 +23,22 @@ extension VaultCommand {
                   vault upload --url https://backoffice.example/batches --tag 2026 --progress json
                   vault upload --url https://backoffice.example/batches --resume
                   vault upload --url https://backoffice.example/upload.php --protocol form --form-field case=4711
+                  vault upload --url s3://inbox/station-3          (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)
+                  vault upload --presign-url https://backoffice.example/presign   (no S3 credentials on the station)
                 """)
 
         @OptionGroup var global: GlobalOptions
         @ParentCommand var root: VaultCommand
         @OptionGroup var progressOptions: ProgressOptions
 
-        @Option(help: "Where to send the batches (http:// or https://).")
-        var url: String
+        @Option(name: .customLong("url"), help: ArgumentHelp("Where to send the batches: http:// or https://, or s3://BUCKET/PREFIX.", valueName: "url"))
+        var urlOption: String?
+
+        @Option(name: .customLong("presign-url"), help: ArgumentHelp("--protocol s3 without credentials: the back office's presign endpoint (docs/UPLOAD.md), which hands out presigned part URLs.", valueName: "url"))
+        var presignURL: String?
+
+        /// `--url`, or the presign endpoint.
+        var url: String { urlOption ?? presignURL ?? "" }
 
         @OptionGroup var selection: SelectionOptions
 
@@ -40,7 +48,7 @@ extension VaultCommand {
         var protocolOption: UploadProtocol?
 
         /// `--protocol`, or s3 for an `s3://` URL, else json.
-        var wire: UploadProtocol { protocolOption ?? (url.lowercased().hasPrefix("s3://") ? .s3 : .json) }
+        var wire: UploadProtocol { protocolOption ?? (url.lowercased().hasPrefix("s3://") || presignURL != nil ? .s3 : .json) }
 
         @Option(help: ArgumentHelp("--protocol s3: parts in flight at once (1-16; default 2); each holds one part in memory.", valueName: "n"))
         var parallel: Int?
@@ -124,7 +132,11 @@ extension VaultCommand {
             if let p = parallel, wire != .s3 || p < 1 || p > 16 {
                 throw ValidationError(wire != .s3 ? "--parallel needs --protocol s3." : "--parallel must be between 1 and 16.")
             }
-            if wire == .s3 {
+            if (urlOption == nil) == (presignURL == nil) {
+                throw ValidationError(presignURL == nil ? "Give --url (or, for S3 through the back office, --presign-url)." : "Give --url or --presign-url, not both.")
+            }
+            if presignURL != nil && wire != .s3 { throw ValidationError("--presign-url is for --protocol s3.") }
+            if wire == .s3 && presignURL == nil {
                 guard let c = URLComponents(string: url), c.scheme?.lowercased() == "s3", let bucket = c.host, !bucket.isEmpty else {
                     throw ValidationError("--protocol s3 needs --url s3://BUCKET/PREFIX.")
                 }
@@ -155,7 +167,7 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
-            let s3 = wire == .s3 ? try Self.s3Target(url: url, partSize: partSize?.value, parallel: parallel ?? 2) : nil
+            let s3 = wire == .s3 && presignURL == nil ? try Self.s3Target(url: url, partSize: partSize?.value, parallel: parallel ?? 2) : nil
             var target = UploadTarget(url: s3.map { Self.s3Name($0) } ?? url, method: method.uppercased(),
                                       authorization: s3 == nil ? try Self.authorization() : nil, idleTimeout: timeout)
             if s3 == nil && target.isCleartextOverNetwork {
@@ -185,6 +197,9 @@ extension VaultCommand {
             uploadOptions.requireJournal = resume
             uploadOptions.wire = wire
             uploadOptions.s3 = s3
+            uploadOptions.presignURL = presignURL
+            uploadOptions.insecureHTTP = insecureHTTP
+            if let p = partSize { uploadOptions.s3PartSize = p.value }
             if let c = chunkSize { uploadOptions.tusChunkSize = Int(c.value) }
             uploadOptions.formFieldName = field
             uploadOptions.formFields = formFields.map { f in

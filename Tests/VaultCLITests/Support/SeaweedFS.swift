@@ -42,12 +42,16 @@ final class SeaweedFS: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 1, dir + "/log", O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, dir + "/log", O_WRONLY | O_CREAT | O_APPEND, 0o600)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        Sandbox.resetSignals(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
         let argv = args.map { strdup($0) } + [nil]
         let environment = ["PATH=/usr/bin:/bin", "HOME=\(dir)"]
         let envp = environment.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
         var p: pid_t = 0
-        guard posix_spawn(&p, weed, &actions, nil, argv, envp) == 0 else { throw S3PeerError("cannot start weed") }
+        guard posix_spawn(&p, weed, &actions, &attributes, argv, envp) == 0 else { throw S3PeerError("cannot start weed") }
         pid = p
         let started = Date()
         while !Self.accepts(ports[0]) && Date().timeIntervalSince(started) < 30 { usleep(50_000) }
