@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultS3
 
 /// Peak memory of whole `vault` processes (measured with wait4, so tests running in parallel
 /// in this process do not affect it): it must not grow with the document's size.
@@ -25,6 +26,20 @@ import Testing
         #expect(addSmall.maxRSSKiB > 60 * 1024, "the figure includes Argon2id's 64 MiB, so it is vault's own")
         #expect(addDelta <= 16 * 1024)
         #expect(getDelta <= 16 * 1024)
+    }
+
+    /// Creates a bucket through the S3 client (synchronously, for a synchronous test).
+    static func createBucket(_ bucket: String, _ sw: SeaweedFS) throws {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var failure: Error?
+        Task {
+            let c = S3UploadCLITests.client(sw)
+            do { try await c.createBucket(bucket) } catch { failure = error }
+            await c.shutdown()
+            done.signal()
+        }
+        done.wait()
+        if let failure { throw failure }
     }
 
     @Test func exportingAndUploadingInEveryProtocol20x50MiBUseAtMost8MiBMoreThan1x1MiB() throws {
@@ -65,6 +80,17 @@ import Testing
         #expect(tusWritten > bigPayload)
         print("peak RSS: tus upload 1 x 1 MiB \(tusSmall.maxRSSKiB) KiB, 20 x 50 MiB \(tusBig.maxRSSKiB) KiB (+\(tusBig.maxRSSKiB - tusSmall.maxRSSKiB))")
         #expect(tusBig.maxRSSKiB - tusSmall.maxRSSKiB <= 8 * 1024)
+        // And to S3 (SeaweedFS) with two 8 MiB parts in flight: at most 16 MiB more.
+        let sw = try SeaweedFS.shared.get()
+        let bucket = "memory-\(UUID().uuidString.prefix(8).lowercased())"
+        let make = s.run(["upload", "--url", "s3://\(bucket)/probe", "--tag", "small"], env: S3UploadCLITests.env(sw))
+        #expect(make.status == 69, "the bucket does not exist yet: \(make.stderr)")
+        try Self.createBucket(bucket, sw)
+        let s3Small = s.measureWith(["upload", "--tag", "small", "--url", "s3://\(bucket)/m", "--parallel", "2", "--progress", "none"], env: S3UploadCLITests.env(sw))
+        let s3Big = s.measureWith(["upload", "--tag", "big", "--url", "s3://\(bucket)/m", "--parallel", "2", "--progress", "none"], env: S3UploadCLITests.env(sw))
+        #expect(s3Small.status == 0 && s3Big.status == 0, "\(s3Big.stderr)")
+        print("peak RSS: s3 upload (--parallel 2) 1 x 1 MiB \(s3Small.maxRSSKiB) KiB, 20 x 50 MiB \(s3Big.maxRSSKiB) KiB (+\(s3Big.maxRSSKiB - s3Small.maxRSSKiB))")
+        #expect(s3Big.maxRSSKiB - s3Small.maxRSSKiB <= 16 * 1024)
         #expect(small.status == 0 && big.status == 0, "\(big.stderr)")
         let size = try FileManager.default.attributesOfItem(atPath: s.path("big/batch-0001.json"))[.size] as? Int ?? 0
         #expect(size > 20 * 50 << 20 * 4 / 3)

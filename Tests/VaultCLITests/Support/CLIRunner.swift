@@ -165,6 +165,11 @@ final class Sandbox {
         wait(spawn(args, measured: true))
     }
 
+    /// ``measure(_:)`` with extra environment variables.
+    func measureWith(_ args: [String], env: [String: String?]) -> CLIResult {
+        wait(spawn(args, env: env, measured: true))
+    }
+
     /// `vault init --kdf interactive`, checked.
     func initVault() {
         let r = run("init", "--kdf", "interactive")
