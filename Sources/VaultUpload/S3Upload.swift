@@ -34,11 +34,12 @@ public struct S3Target: Sendable {
     /// S3's most parts per upload.
     public static let maximumParts: UInt64 = 10_000
 
-    /// The part size for a payload of `length` bytes.
-    func partSize(for length: UInt64) -> UInt64 {
-        let needed = (length + Self.maximumParts - 1) / Self.maximumParts
+    /// The part size for a payload of `length` bytes: `atLeast`, grown to whole MiB so that
+    /// no payload needs more than 10,000 parts.
+    static func partSize(for length: UInt64, atLeast: UInt64) -> UInt64 {
+        let needed = (length + maximumParts - 1) / maximumParts
         let mib: UInt64 = 1 << 20
-        return max(partSize, (needed + mib - 1) / mib * mib)
+        return max(atLeast, (needed + mib - 1) / mib * mib)
     }
 
     /// The object key of batch `index` of run `run`.
@@ -55,25 +56,13 @@ extension Uploader {
     /// (every page) and sends only those missing or different; an upload the store no longer
     /// knows is checked with a HEAD of the object (already complete) or started afresh.
     func s3Attempt(index i: Int, journal: inout UploadJournal, attempt: Int, s3: S3Target) async throws -> AttemptOutcome {
-        let docs = batchRecords(journal.batches[i])
-        let n = journal.batches.count
-        let format = format(batch: i + 1, of: n, key: journal.batches[i].key)
-        let length = format.length(of: docs)
-        journal.batches[i].bytes = length
-        let before = journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes }
-        let total = journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }
-        onEvent(.attempt(batch: i + 1, of: n, attempt: attempt, documents: docs.count, payloadBytes: length))
+        let b = beginAttempt(index: i, journal: &journal, attempt: attempt)
+        let (docs, n, length, before, total) = (b.docs, b.n, b.length, b.before, b.total)
         let client = s3Client(s3)
         let key = journal.batches[i].s3Key ?? s3.key(run: journal.runId, index: i + 1)
         let metadata = [("vault-batch", "\(i + 1)/\(n)"), ("vault-documents", String(docs.count)), ("vault-run", journal.runId)]
-        let (progress, positionBase) = batchProgress(i, journal: journal)
-        let events = onEvent
-        let vault = self.vault
-        let chunks = PayloadChunks { start in
-            PayloadProducer(vault: vault, records: docs, format: format, progress: progress, positionBase: positionBase,
-                            threads: Parallelism.besideOneStage, startOffset: start) { events(.document($0)) }
-        }
-        let partSize = journal.batches[i].s3PartSize ?? s3.partSize(for: length)
+        let chunks = payloadChunks(b, index: i, journal: journal)
+        let partSize = journal.batches[i].s3PartSize ?? S3Target.partSize(for: length, atLeast: s3.partSize)
         do {
             if !s3BucketChecked {
                 // Some stores create a bucket on the first PUT; a missing bucket is a mistake to name.
@@ -242,25 +231,11 @@ extension Uploader {
     /// `Content-MD5`, its ETag checked), asks again for URLs that expired or are about to, and has
     /// the back office complete (or abort) the upload. Resuming asks it to list the parts.
     func presignedAttempt(index i: Int, journal: inout UploadJournal, attempt: Int, endpoint: String) async throws -> AttemptOutcome {
-        let docs = batchRecords(journal.batches[i])
-        let n = journal.batches.count
-        let format = format(batch: i + 1, of: n, key: journal.batches[i].key)
-        let length = format.length(of: docs)
-        journal.batches[i].bytes = length
-        let before = journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes }
-        let total = journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }
-        onEvent(.attempt(batch: i + 1, of: n, attempt: attempt, documents: docs.count, payloadBytes: length))
-        let partSize = journal.batches[i].s3PartSize ?? S3Target(endpoint: URL(string: "https://s3.amazonaws.com")!, region: "",
-                                                                 credentials: .init(accessKeyID: "", secretAccessKey: ""), addressing: .path,
-                                                                 bucket: "", prefix: "", partSize: options.s3PartSize).partSize(for: length)
+        let b = beginAttempt(index: i, journal: &journal, attempt: attempt)
+        let (docs, n, length, before, total) = (b.docs, b.n, b.length, b.before, b.total)
+        let partSize = journal.batches[i].s3PartSize ?? S3Target.partSize(for: length, atLeast: options.s3PartSize)
         let count = Int(max(1, (length + partSize - 1) / partSize))
-        let (progress, positionBase) = batchProgress(i, journal: journal)
-        let events = onEvent
-        let vault = self.vault
-        let chunks = PayloadChunks { start in
-            PayloadProducer(vault: vault, records: docs, format: format, progress: progress, positionBase: positionBase,
-                            threads: Parallelism.besideOneStage, startOffset: start) { events(.document($0)) }
-        }
+        let chunks = payloadChunks(b, index: i, journal: journal)
         do {
             var done: [Int: String] = [:]
             var urls: [Int: PresignedPart] = [:]

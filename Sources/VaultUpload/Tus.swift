@@ -83,14 +83,8 @@ extension Uploader {
     /// the server acknowledges. A dropped connection or 5xx ends the attempt; the next one HEADs
     /// and continues from the server's offset, so acknowledged bytes are never sent again.
     func tusAttempt(index i: Int, journal: inout UploadJournal, attempt: Int) async throws -> AttemptOutcome {
-        let docs = batchRecords(journal.batches[i])
-        let n = journal.batches.count
-        let format = format(batch: i + 1, of: n, key: journal.batches[i].key)
-        let length = format.length(of: docs)
-        journal.batches[i].bytes = length
-        let before = journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes }
-        let total = journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }
-        onEvent(.attempt(batch: i + 1, of: n, attempt: attempt, documents: docs.count, payloadBytes: length))
+        let b = beginAttempt(index: i, journal: &journal, attempt: attempt)
+        let (n, length, before, total) = (b.n, b.length, b.before, b.total)
         let startedAt = journal.batches[i].tusOffset ?? 0
         var base: [(String, String)] = [("Tus-Resumable", "1.0.0")]
         if let auth = options.target.authorization { base.append(("Authorization", auth)) }
@@ -136,13 +130,7 @@ extension Uploader {
                 try journal.save(to: vault.store)
             }
             onEvent(.sent(done: before + offset, total: total))
-            let events = onEvent
-            let (progress, positionBase) = batchProgress(i, journal: journal)
-            let (vault, shapeFormat) = (self.vault, format)
-            let chunks = PayloadChunks { start in
-                PayloadProducer(vault: vault, records: docs, format: shapeFormat, progress: progress, positionBase: positionBase,
-                                threads: Parallelism.besideOneStage, startOffset: start) { events(.document($0)) }
-            }
+            let chunks = payloadChunks(b, index: i, journal: journal)
             chunks.seek(to: offset)
             var pending: [UInt8]?
             var mismatches = 0

@@ -255,6 +255,41 @@ public final class Uploader: @unchecked Sendable {
         }
     }
 
+    /// What every attempt at batch `i` starts from: its documents, format and exact length
+    /// (journaled), the payload bytes of the batches before it and of the run, and the
+    /// `attempt` event.
+    struct BatchAttempt {
+        let docs: [DocumentRecord]
+        let n: Int
+        let format: PayloadFormat
+        let length: UInt64
+        let before: UInt64
+        let total: UInt64
+    }
+
+    func beginAttempt(index i: Int, journal: inout UploadJournal, attempt: Int) -> BatchAttempt {
+        let docs = batchRecords(journal.batches[i])
+        let n = journal.batches.count
+        let format = format(batch: i + 1, of: n, key: journal.batches[i].key)
+        let length = format.length(of: docs)
+        journal.batches[i].bytes = length
+        let b = BatchAttempt(docs: docs, n: n, format: format, length: length,
+                             before: journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes },
+                             total: journal.batches.reduce(UInt64(0)) { $0 + $1.bytes })
+        onEvent(.attempt(batch: i + 1, of: n, attempt: attempt, documents: docs.count, payloadBytes: length))
+        return b
+    }
+
+    /// The batch's payload, readable in chunks from any offset (tus PATCHes, S3 parts).
+    func payloadChunks(_ b: BatchAttempt, index i: Int, journal: UploadJournal) -> PayloadChunks {
+        let (progress, positionBase) = batchProgress(i, journal: journal)
+        let (events, vault) = (onEvent, self.vault)
+        return PayloadChunks { start in
+            PayloadProducer(vault: vault, records: b.docs, format: b.format, progress: progress, positionBase: positionBase,
+                            threads: Parallelism.besideOneStage, startOffset: start) { events(.document($0)) }
+        }
+    }
+
     /// The run's progress counter set back to the start of batch `i` (an attempt may be a
     /// retry), and the number of documents before it.
     func batchProgress(_ i: Int, journal: UploadJournal) -> (ProgressCounter, Int) {
@@ -366,14 +401,8 @@ public final class Uploader: @unchecked Sendable {
         if options.wire == .s3, let presign = options.presignURL {
             return try await presignedAttempt(index: i, journal: &journal, attempt: attempt, endpoint: presign)
         }
-        let docs = batchRecords(journal.batches[i])
-        let n = journal.batches.count
-        let format = format(batch: i + 1, of: n, key: journal.batches[i].key)
-        let length = format.length(of: docs)
-        journal.batches[i].bytes = length
-        let before = journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes }
-        let total = journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }
-        onEvent(.attempt(batch: i + 1, of: n, attempt: attempt, documents: docs.count, payloadBytes: length))
+        let b = beginAttempt(index: i, journal: &journal, attempt: attempt)
+        let (docs, n, format, length, before, total) = (b.docs, b.n, b.format, b.length, b.before, b.total)
         let (progress, positionBase) = batchProgress(i, journal: journal)
         let events = onEvent
         let producer = PayloadProducer(vault: vault, records: docs, format: format, progress: progress, positionBase: positionBase,

@@ -30,7 +30,7 @@ final class SeaweedFS: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: dir + "/data", withIntermediateDirectories: true)
         let config = "{\"identities\":[{\"name\":\"vault\",\"credentials\":[{\"accessKey\":\"\(Self.accessKey)\",\"secretKey\":\"\(Self.secretKey)\"}],\"actions\":[\"Admin\",\"Read\",\"Write\",\"List\",\"Tagging\"]}]}"
         FileManager.default.createFile(atPath: dir + "/s3.json", contents: Data(config.utf8))
-        let ports = (0..<13).map { _ in Self.freePort() }
+        let ports = (0..<13).map { _ in PHPServer.freePort() }
         s3Port = ports[0]
         let args = [weed, "mini", "-dir=\(dir)/data", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-master.telemetry=false", "-admin.ui=false",
                     "-webdav=false", "-s3.config=\(dir)/s3.json", "-master.volumeSizeLimitMB=64", "-s3.port.iceberg=0", "-s3.port.lance=0",
@@ -54,37 +54,14 @@ final class SeaweedFS: @unchecked Sendable {
         guard posix_spawn(&p, weed, &actions, &attributes, argv, envp) == 0 else { throw S3PeerError("cannot start weed") }
         pid = p
         let started = Date()
-        while !Self.accepts(ports[0]) && Date().timeIntervalSince(started) < 30 { usleep(50_000) }
-        guard Self.accepts(ports[0]) else {
+        while !PHPServer.accepts(ports[0]) && Date().timeIntervalSince(started) < 30 { usleep(50_000) }
+        guard PHPServer.accepts(ports[0]) else {
             kill(p, SIGKILL)
             throw S3PeerError("SeaweedFS did not start: \((try? String(contentsOfFile: dir + "/log", encoding: .utf8))?.suffix(2000) ?? "")")
         }
         let pidToStop = p
         s3PeerPid = pidToStop
         atexit { kill(s3PeerPid, SIGTERM) }
-    }
-
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        return Int(UInt16(bigEndian: addr.sin_port))
-    }
-
-    static func accepts(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
     }
 }
 
