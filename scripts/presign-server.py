@@ -15,12 +15,17 @@ Bearer token:
 Keys are put under --prefix. URLs expire after --expires seconds (at most 7 days, as S3 allows).
 Credentials and the store come from the AWS variables (AWS_ENDPOINT_URL for S3-compatible stores).
 Listens on 127.0.0.1 only, on a port the OS picks (written to --port-file).
+
+For testing a client's error handling, --fault makes it a broken back office: `expired` hands out
+URLs that have already expired while claiming the full --expires (a back office whose clock is
+behind), `tampered` changes one character of each URL's signature.
 """
 import argparse
 import datetime
 import json
 import os
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import boto3
@@ -38,6 +43,7 @@ def main():
     p.add_argument("--expires", type=int, default=MAX_EXPIRY)
     p.add_argument("--port-file", required=True)
     p.add_argument("--log")
+    p.add_argument("--fault", choices=["expired", "tampered"])
     args = p.parse_args()
     expires = min(args.expires, MAX_EXPIRY)
     s3 = boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None,
@@ -49,10 +55,17 @@ def main():
 
     def part_urls(key, upload_id, numbers):
         at = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=expires)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return [{"number": n, "expires": at,
-                 "url": s3.generate_presigned_url("upload_part", ExpiresIn=expires,
+        urls = [{"number": n, "expires": at,
+                 "url": s3.generate_presigned_url("upload_part", ExpiresIn=1 if args.fault == "expired" else expires,
                                                   Params={"Bucket": args.bucket, "Key": key, "UploadId": upload_id, "PartNumber": n})}
                 for n in numbers]
+        if args.fault == "expired":
+            time.sleep(2)
+        if args.fault == "tampered":
+            for u in urls:
+                head, sig = u["url"].rsplit("X-Amz-Signature=", 1)
+                u["url"] = head + "X-Amz-Signature=" + ("0" if sig[0] != "0" else "1") + sig[1:]
+        return urls
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *a):

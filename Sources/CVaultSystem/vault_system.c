@@ -84,3 +84,47 @@ int vault_release_free_memory(void) {
     return 0;
 #endif
 }
+
+int vault_map_large_allocations(size_t threshold) {
+#ifdef __GLIBC__
+    return mallopt(M_MMAP_THRESHOLD, (int)threshold) == 1 ? 0 : -1;
+#else
+    (void)threshold;
+    return 0;
+#endif
+}
+
+/* Grows a pipe's buffer (Linux F_SETPIPE_SZ) to at most `size` bytes, within the unprivileged
+   limit /proc/sys/fs/pipe-max-size; returns the new size, or -1 (not a pipe, or elsewhere). */
+int vault_grow_pipe(int fd, int size) {
+#if defined(__linux__) && defined(F_SETPIPE_SZ)
+    for (int s = size; s >= 65536; s /= 2) {
+        int r = fcntl(fd, F_SETPIPE_SZ, s);
+        if (r >= 0) return r;
+        if (errno != EPERM && errno != EBUSY) return -1;
+    }
+    return -1;
+#else
+    (void)fd; (void)size;
+    return -1;
+#endif
+}
+
+/* Tells the kernel a file will be read once, front to back (a larger read-ahead window). */
+int vault_advise_willneed(int fd, long long offset, long long length) {
+#if defined(POSIX_FADV_WILLNEED)
+    return posix_fadvise(fd, (off_t)offset, (off_t)length, POSIX_FADV_WILLNEED);
+#else
+    (void)fd; (void)offset; (void)length;
+    return 0;
+#endif
+}
+
+int vault_advise_sequential(int fd) {
+#if defined(POSIX_FADV_SEQUENTIAL)
+    return posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#else
+    (void)fd;
+    return 0;
+#endif
+}

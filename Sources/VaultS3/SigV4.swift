@@ -64,6 +64,11 @@ public struct SigV4: Sendable {
 
         /// The SHA-256 of `bytes`.
         public static func hashing(_ bytes: [UInt8]) -> Payload { .sha256(hex: SigV4.hex(SHA256.hash(data: bytes))) }
+        public static func hashing(_ bytes: UnsafeRawBufferPointer) -> Payload {
+            var h = SHA256()
+            h.update(bufferPointer: bytes)
+            return .sha256(hex: SigV4.hex(h.finalize()))
+        }
         /// The SHA-256 of an empty body.
         public static let empty = Payload.hashing([])
 

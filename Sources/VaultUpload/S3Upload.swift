@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import VaultCore
 import VaultS3
 
@@ -73,7 +74,7 @@ extension Uploader {
                 s3BucketChecked = true
             }
             if length <= partSize {
-                let body = try chunks.read(Int(length))
+                let body = try chunks.readBuffer(Int(length))
                 try await client.putObject(bucket: s3.bucket, key: key, body: body, contentType: "application/json", metadata: metadata)
                 onEvent(.sent(done: before + length, total: total))
                 return .confirmed(status: 200, duplicate: false)
@@ -117,10 +118,10 @@ extension Uploader {
                     guard let number = missing.next() else { return false }
                     let offset = UInt64(number - 1) * partSize
                     chunks.seek(to: offset)
-                    let body = try chunks.read(Int(min(partSize, length - offset)))
+                    let body = try chunks.readBuffer(Int(min(partSize, length - offset)))
                     group.addTask {
                         (number, try await Self.uploadPart(client, bucket: bucket, key: key, uploadID: id, number: number, body: body, batch: batch, of: n),
-                         body.count)
+                         body.readableBytes)
                     }
                     inFlight += 1
                     return true
@@ -158,7 +159,7 @@ extension Uploader {
 
     /// Sends one part; a `BadDigest` (the bytes changed on the way) is sent once more, and a
     /// second is damage (exit 65) naming the part.
-    static func uploadPart(_ client: S3Client, bucket: String, key: String, uploadID: String, number: Int, body: [UInt8],
+    static func uploadPart(_ client: S3Client, bucket: String, key: String, uploadID: String, number: Int, body: ByteBuffer,
                            batch: Int, of n: Int) async throws -> String {
         do {
             return try await client.uploadPart(bucket: bucket, key: key, uploadID: uploadID, number: number, body: body)
@@ -166,10 +167,14 @@ extension Uploader {
             do {
                 return try await client.uploadPart(bucket: bucket, key: key, uploadID: uploadID, number: number, body: body)
             } catch let again as VaultError where again.message.contains("BadDigest") {
-                throw VaultError(.vaultDamaged, "part \(number) of batch \(batch)/\(n) failed its Content-MD5 check twice (BadDigest)",
-                                 hint: "the bytes change between this machine and the store; check the network path")
+                throw badDigestTwice(part: number, batch: batch, of: n)
             }
         }
+    }
+
+    static func badDigestTwice(part number: Int, batch: Int, of n: Int) -> VaultError {
+        VaultError(.vaultDamaged, "part \(number) of batch \(batch)/\(n) failed its Content-MD5 check twice (BadDigest)",
+                   hint: "the bytes change between this machine and the store; check the network path")
     }
 
     /// Aborts a batch's multipart upload that will not be continued (best effort).
@@ -274,7 +279,7 @@ extension Uploader {
                 chunks.seek(to: offset)
                 let body = try chunks.read(Int(min(partSize, length - offset)))
                 let md5 = S3Client.md5(body)
-                var asked = false
+                var asked = false, resent = false
                 while true {
                     if urls[number] == nil || urls[number]!.expiresSoon() {
                         let fresh = try await presignCall(endpoint, "parts", ["key": key, "uploadId": id, "numbers": [number]], as: Parts.self)
@@ -303,7 +308,10 @@ extension Uploader {
                     if r.status == 403 && !asked { urls[number] = nil; continue }
                     let what = "part \(number) of batch \(i + 1)/\(n): \(r.status) \(code.map { "\($0.code): \($0.message)" } ?? r.reason)"
                     if r.status == 403 { throw VaultError(.uploadUnauthorized, "the store refused the presigned URL for \(what)", hint: "the URL expired or was altered") }
-                    if code?.code == "BadDigest" { throw VaultError(.vaultDamaged, "\(what) (the bytes changed on the way)") }
+                    if code?.code == "BadDigest" {
+                        if !resent { resent = true; continue }
+                        throw Self.badDigestTwice(part: number, batch: i + 1, of: n)
+                    }
                     if RetryPolicy.decide(status: r.status) == .retry { throw TusRetry(description: what) }
                     throw VaultError(.uploadRejected, what)
                 }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOCore
 import VaultCore
 
 /// A transient failure before any batch state changed (the next attempt asks again).
@@ -47,6 +48,38 @@ final class PayloadChunks {
         block = nil
         producer = make(offset)
         position = offset
+    }
+
+    /// The next `count` bytes (fewer only at the end), in a `ByteBuffer` the HTTP client sends
+    /// as it is (no second copy of a part in memory).
+    func readBuffer(_ count: Int) throws -> ByteBuffer {
+        var out = ByteBufferAllocator().buffer(capacity: count)
+        try out.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { space in
+            var filled = 0
+            while filled < count, let piece = try next(max: count - filled) {
+                UnsafeMutableRawBufferPointer(rebasing: space[filled..<filled + piece.count]).copyMemory(from: piece)
+                filled += piece.count
+            }
+            return filled
+        }
+        position += UInt64(out.readableBytes)
+        return out
+    }
+
+    /// The next piece of at most `max` bytes of the current block (nil at the end).
+    private func next(max: Int) throws -> UnsafeRawBufferPointer? {
+        if producer == nil { seek(to: position) }
+        if block == nil || blockAt == block!.bytes.count {
+            block?.release()
+            block = nil
+            guard let next = try producer!.next() else { return nil }
+            block = next
+            blockAt = 0
+        }
+        let b = block!.bytes
+        let n = min(max, b.count - blockAt)
+        defer { blockAt += n }
+        return UnsafeRawBufferPointer(rebasing: b[blockAt..<blockAt + n])
     }
 
     /// The next `count` bytes (fewer only at the end).

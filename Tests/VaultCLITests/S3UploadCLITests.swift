@@ -13,7 +13,28 @@ import Glibc
     }
 
     static func client(_ sw: SeaweedFS) -> S3Client {
-        S3Client(endpoint: sw.endpoint, region: "us-east-1", credentials: S3Credentials(accessKeyID: SeaweedFS.accessKey, secretAccessKey: SeaweedFS.secretKey))
+        // The shared store serves every test at once on two cores, so a whole-object read back can
+        // wait long between bytes: the checks' client waits up to five minutes, not one.
+        S3Client(endpoint: sw.endpoint, region: "us-east-1", credentials: S3Credentials(accessKeyID: SeaweedFS.accessKey, secretAccessKey: SeaweedFS.secretKey),
+                 timeout: 300)
+    }
+
+    /// The shared SeaweedFS, a client of it, and a new bucket named `prefix-<random>`.
+    static func freshBucket(_ prefix: String) async throws -> (SeaweedFS, S3Client, String) {
+        let sw = try SeaweedFS.shared.get()
+        let s3 = client(sw)
+        let bucket = "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())"
+        // The shared store serves every test at once; a connection it drops under that load is retried.
+        for attempt in 1...4 {
+            do {
+                try await s3.createBucket(bucket)
+                break
+            } catch where attempt < 4 {
+                try await Task.sleep(nanoseconds: 500_000_000 << attempt)
+                if (try? await s3.bucketExists(bucket)) == true { break }   // made, though the answer was lost
+            }
+        }
+        return (sw, s3, bucket)
     }
 
     /// The batch files `vault export` writes for the same selection and batching.
@@ -27,70 +48,117 @@ import Glibc
 
     static func runID(_ r: CLIResult) -> String { (try? JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any])?["runId"] as? String ?? "" }
 
-    @Test func batchesBecomeObjectsByteIdenticalToTheExport() async throws {
-        let sw = try SeaweedFS.shared.get()
-        let s3 = Self.client(sw)
+    /// 45 documents: 44 small ones of assorted sizes and, as the 25th, one of 12 MiB, so the
+    /// default batching makes three batches: a single PUT, a multipart upload of 16 MiB of base64
+    /// (three 8 MiB parts, or four of 5 MiB), and a single PUT again.
+    static func addFortyFive(_ s: Sandbox) throws {
+        var names: [String] = []
+        for i in 1...45 {
+            let name = String(format: "doc %02d.txt", i)
+            if i == 25 { try s.writeLarge(name, mebibytes: 12, seed: 3) } else { s.write(name, .random(500 + i * 397, seed: UInt64(i))) }
+            names.append(name)
+        }
+        let r = s.run(["add"] + names)
+        precondition(r.status == 0, r.stderr)
+    }
+
+    @Test func fortyFiveDocumentsBecomeObjectsByteIdenticalToTheExport() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("cli")
         defer { Task { await s3.shutdown() } }
-        let bucket = "cli-\(UUID().uuidString.prefix(8).lowercased())"
-        try await s3.createBucket(bucket)
         let s = Sandbox()
         s.initVault()
-        // Two small documents (a single PUT) and one of 12 MiB (16 MiB of base64: three 8 MiB parts).
-        s.write("a.txt", .random(3000, seed: 1))
-        s.write("b.txt", .random(5000, seed: 2))
-        try s.writeLarge("c.bin", mebibytes: 12, seed: 3)
-        #expect(s.run("add", "a.txt", "b.txt", "c.bin").status == 0)
-        let r = s.run(["upload", "--url", "s3://\(bucket)/station 3/", "--batch-size", "2", "--json"], env: Self.env(sw))
+        try Self.addFortyFive(s)
+        let r = s.run(["upload", "--url", "s3://\(bucket)/station 3/", "--json"], env: Self.env(sw))
         #expect(r.status == 0, "\(r.stderr)")
         let run = Self.runID(r)
-        let exported = Self.exported(s, ["--batch-size", "2"])
+        let exported = Self.exported(s)
+        #expect(exported.count == 3)
         for (i, want) in exported.enumerated() {
             let key = "station 3/\(run)/batch-000\(i + 1).json"
             #expect(try await s3.getObject(bucket: bucket, key: key) == want, "\(key)")
+            let head = try await s3.send("HEAD", bucket: bucket, key: key)
+            #expect(head.header("Content-Type") == "application/json")
+            #expect(head.header("x-amz-meta-vault-batch") == "\(i + 1)/3")
+            #expect(head.header("x-amz-meta-vault-documents") == (i == 2 ? "5" : "20"))
+            let etag = head.header("ETag") ?? ""
+            #expect(i == 1 ? etag.hasSuffix("-3\"") : !etag.contains("-"), "batch \(i + 1) went as \(i == 1 ? "three parts" : "one PUT"): \(etag)")
         }
-        let head = try #require(try await s3.headObject(bucket: bucket, key: "station 3/\(run)/batch-0002.json"))
-        #expect(head.etag.hasSuffix("-3"), "the 12 MiB batch went as a three-part multipart upload: \(head.etag)")
-        let small = try #require(try await s3.headObject(bucket: bucket, key: "station 3/\(run)/batch-0001.json"))
-        #expect(!small.etag.contains("-"), "the small batch went as one PUT")
         #expect(s.run("log").out.contains("-> s3://\(bucket)/station 3"))
         #expect(!s.run("log").out.contains(SeaweedFS.secretKey))
     }
 
-    @Test func aKilledUploadResumesWithTheStoresPartsAndSendsOnlyTheMissingOnes() async throws {
-        let sw = try SeaweedFS.shared.get()
-        let s3 = Self.client(sw)
+    /// A network path that answers SlowDown and changes bytes (scripts/flip-proxy.py in front of
+    /// SeaweedFS, which checks every part's Content-MD5): SlowDown is retried, one BadDigest is
+    /// sent again, and a path that changes every body stops with exit 65 naming the part.
+    @Test func slowDownIsRetriedAndBytesChangedOnTheWayAreCaughtByContentMD5() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("md5")
         defer { Task { await s3.shutdown() } }
-        let bucket = "resume-\(UUID().uuidString.prefix(8).lowercased())"
-        try await s3.createBucket(bucket)
+        let s = Sandbox()
+        s.initVault()
+        s.write("a.txt", .random(3000, seed: 71))
+        try s.writeLarge("b.bin", mebibytes: 6, seed: 72)
+        #expect(s.run("add", "a.txt", "b.bin").status == 0)
+        let once = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--slowdown", "2", "--flip", "1"], in: s)
+        let through = Self.env(sw).merging(["AWS_ENDPOINT_URL": once.url]) { _, b in b }
+        let r = s.run(["upload", "--url", "s3://\(bucket)/p", "--part-size", "5M", "--json"], env: through)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(once.entries.filter { $0["fault"] as? String == "slowdown" }.count == 2)
+        #expect(once.entries.filter { $0["fault"] as? String == "flip" }.count == 1)
+        let key = "p/\(Self.runID(r))/batch-0001.json"
+        #expect(try await s3.getObject(bucket: bucket, key: key) == Self.exported(s)[0])
+
+        let always = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--flip", "-1"], in: s)
+        let bad = s.run(["upload", "--url", "s3://\(bucket)/p", "--part-size", "5M", "--new-run", "--parallel", "1"],
+                        env: Self.env(sw).merging(["AWS_ENDPOINT_URL": always.url]) { _, b in b })
+        #expect(bad.status == 65)
+        #expect(bad.stderr.hasPrefix("vault: part 1 of batch 1/1 failed its Content-MD5 check twice (BadDigest)\n"), "\(bad.stderr)")
+        let puts = always.entries.filter { $0["method"] as? String == "PUT" }
+        #expect(puts.count == 2, "part 1 was sent twice, then the upload stopped: \(puts)")
+        #expect(always.entries.last?["method"] as? String == "DELETE", "the multipart upload was aborted")
+    }
+
+    @Test func aKilledUploadResumesWithTheStoresPartsAndSendsOnlyTheMissingOnes() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("resume")
+        defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
         for i in 0..<3 {
             try s.writeLarge("d\(i).bin", mebibytes: 20, seed: UInt64(40 + i))
             #expect(s.run("add", "d\(i).bin").status == 0)
         }
+        // Through a path that changes nothing and logs every request: the PUTs of each part are counted.
+        let path = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString], in: s)
+        let env = Self.env(sw).merging(["AWS_ENDPOINT_URL": path.url]) { _, b in b }
         let args = ["upload", "--url", "s3://\(bucket)/p", "--part-size", "5M"]
-        let pid = s.spawn(args, env: Self.env(sw))
+        let pid = s.spawn(args, env: env)
         // Kill it once the journal names three confirmed parts.
-        func confirmedParts() -> Int {
+        func confirmedParts() -> [Int] {
             guard let name = try? FileManager.default.contentsOfDirectory(atPath: s.path("vault/uploads")).first(where: { $0.hasSuffix(".json") }),
                   let data = FileManager.default.contents(atPath: s.path("vault/uploads/" + name)),
                   let j = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-                  let b = (j["batches"] as? [[String: Any]])?.first else { return 0 }
-            return (b["s3Parts"] as? [Any])?.count ?? 0
+                  let b = (j["batches"] as? [[String: Any]])?.first else { return [] }
+            return ((b["s3Parts"] as? [[String: Any]]) ?? []).compactMap { $0["number"] as? Int }
         }
-        poll(6000, every: 2000) { confirmedParts() >= 3 || !HardeningCLITests.isRunning(pid) }
+        poll(6000, every: 2000) { confirmedParts().count >= 3 || !HardeningCLITests.isRunning(pid) }
         try #require(HardeningCLITests.isRunning(pid), "the upload finished before it could be killed")
         kill(pid, SIGKILL)
         _ = s.wait(pid)
         let before = confirmedParts()
-        let r = s.run(args + ["--resume", "--json", "--progress", "json"], env: Self.env(sw))
+        let r = s.run(args + ["--resume", "--json", "--progress", "json"], env: env)
         #expect(r.status == 0, "\(r.stderr)")
         let resumed = r.events.compactMap { $0 }.first { $0["event"] as? String == "resumed" }
-        #expect(resumed?["offset"] as? Int == before * (5 << 20), "the parts the store has are not sent again")
+        #expect(resumed?["offset"] as? Int == before.count * (5 << 20), "the parts the store has are not sent again")
         let result = try JSONSerialization.jsonObject(with: Data(r.stdout)) as! [String: Any]
-        #expect(result["resumedBytes"] as? Int == before * (5 << 20))
+        #expect(result["resumedBytes"] as? Int == before.count * (5 << 20))
+        // Each part confirmed before the kill was PUT once in both runs; every part at least once.
+        let exported = Self.exported(s)[0]
+        let count = (exported.count + (5 << 20) - 1) / (5 << 20)
+        let puts = path.entries.filter { $0["method"] as? String == "PUT" }.compactMap { $0["path"] as? String }
+        func sends(_ n: Int) -> Int { puts.filter { $0.contains("partNumber=\(n)&") }.count }
+        for n in before { #expect(sends(n) == 1, "part \(n) was confirmed before the kill and sent \(sends(n)) times") }
+        #expect((1...count).allSatisfy { sends($0) >= 1 } && !puts.contains { $0.contains("partNumber=\(count + 1)&") })
         let key = "p/\(result["runId"] as! String)/batch-0001.json"
-        #expect(try await s3.getObject(bucket: bucket, key: key) == Self.exported(s)[0])
+        #expect(try await s3.getObject(bucket: bucket, key: key) == exported)
     }
 
     @Test func wrongCredentialsAndAMissingBucketAreDistinctErrors() throws {
@@ -109,82 +177,93 @@ import Glibc
         #expect(noKeys.status == 64 && noKeys.stderr.hasPrefix("vault: --protocol s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"))
         #expect(s.run(["upload", "--url", "s3://b/p", "--part-size", "1M"], env: Self.env(sw)).status == 64)
         let plain = s.run(["upload", "--url", "s3://b/p"], env: Self.env(sw).merging(["AWS_ENDPOINT_URL": "http://s3.example.com"]) { _, b in b })
-        #expect(plain.status == 64 && plain.stderr.contains("refusing to send documents and signed requests unencrypted"))
+        #expect(plain.status == 64 && plain.stderr.contains("refusing to send signed requests unencrypted over http://"))
     }
 }
 
 /// `vault upload --presign-url`: no S3 credentials on the station; scripts/presign-server.py
 /// (boto3) holds them and hands out presigned part URLs for SeaweedFS.
 @Suite struct PresignedS3UploadCLITests {
-    /// The reference presign endpoint on 127.0.0.1 (a port the OS picks), stopped by PID.
-    final class PresignServer {
-        let pid: pid_t
-        let url: String
-        let log: String
-        init(in s: Sandbox, sw: SeaweedFS, bucket: String, expires: Int) throws {
-            let dir = s.path("presign-\(UUID().uuidString.prefix(6))")
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            log = dir + "/log.jsonl"
-            let python = Sandbox.repository.appendingPathComponent(".build-peers/venv/bin/python").path
-            let args = [python, Sandbox.repository.appendingPathComponent("scripts/presign-server.py").path, "--bucket", bucket,
-                        "--prefix", "office", "--token", "presign-token", "--expires", String(expires), "--port-file", dir + "/port", "--log", log]
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            posix_spawn_file_actions_addopen(&actions, 2, dir + "/stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            var attributes = posix_spawnattr_t()
-            posix_spawnattr_init(&attributes)
-            Sandbox.resetSignals(&attributes)   // the test process blocks signals its children must not
-            defer { posix_spawnattr_destroy(&attributes) }
-            let environment = ["PATH=/usr/bin:/bin", "AWS_ACCESS_KEY_ID=\(SeaweedFS.accessKey)", "AWS_SECRET_ACCESS_KEY=\(SeaweedFS.secretKey)",
-                               "AWS_ENDPOINT_URL=\(sw.endpoint.absoluteString)", "AWS_REGION=us-east-1"]
-            let argv = args.map { strdup($0) } + [nil]
-            let envp = environment.map { strdup($0) } + [nil]
-            defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
-            var p: pid_t = 0
-            guard posix_spawn(&p, python, &actions, &attributes, argv, envp) == 0 else { throw S3PeerError("cannot start the presign endpoint") }
-            pid = p
-            poll(400, every: 25_000) { FileManager.default.fileExists(atPath: dir + "/port") }
-            guard let port = try? String(contentsOfFile: dir + "/port", encoding: .utf8) else {
-                throw S3PeerError("the presign endpoint did not start: \((try? String(contentsOfFile: dir + "/stderr", encoding: .utf8)) ?? "")")
-            }
-            url = "http://127.0.0.1:\(port)/"
-        }
-        deinit { kill(pid, SIGTERM); waitpid(pid, nil, 0) }
-        var calls: [String] {
-            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
-                (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["path"] as? String
-            }
-        }
+    /// The reference presign endpoint (scripts/presign-server.py, boto3) for `bucket`, holding
+    /// the credentials of `store` (SeaweedFS, or a network path in front of it).
+    static func presignServer(_ s: Sandbox, store: String, bucket: String, expires: Int = 604_800, fault: String? = nil) throws -> PythonPeer {
+        try PythonPeer("presign-server.py", ["--bucket", bucket, "--prefix", "office", "--token", "presign-token", "--expires", String(expires)]
+                       + (fault.map { ["--fault", $0] } ?? []),
+                       environment: ["AWS_ACCESS_KEY_ID=\(SeaweedFS.accessKey)", "AWS_SECRET_ACCESS_KEY=\(SeaweedFS.secretKey)",
+                                     "AWS_ENDPOINT_URL=\(store)", "AWS_REGION=us-east-1"], in: s)
     }
 
     @Test(arguments: [604_800, 1])
     func batchesGoThroughPresignedURLsWithoutStationCredentials(expires: Int) async throws {
-        let sw = try SeaweedFS.shared.get()
-        let s3 = S3UploadCLITests.client(sw)
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("presigned")
         defer { Task { await s3.shutdown() } }
-        let bucket = "presigned-\(UUID().uuidString.prefix(8).lowercased())"
-        try await s3.createBucket(bucket)
         let s = Sandbox()
         s.initVault()
-        s.write("a.txt", .random(3000, seed: 61))
-        try s.writeLarge("b.bin", mebibytes: 12, seed: 62)
-        #expect(s.run("add", "a.txt", "b.bin").status == 0)
-        let server = try PresignServer(in: s, sw: sw, bucket: bucket, expires: expires)
+        try S3UploadCLITests.addFortyFive(s)
+        let server = try Self.presignServer(s, store: sw.endpoint.absoluteString, bucket: bucket, expires: expires)
         // No AWS variables at all: only the back office's token.
         let r = s.run(["upload", "--presign-url", server.url, "--part-size", "5M", "--json"], env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
         #expect(r.status == 0, "\(r.stderr)")
         let run = S3UploadCLITests.runID(r)
-        #expect(try await s3.getObject(bucket: bucket, key: "office/\(run)/batch-0001.json") == S3UploadCLITests.exported(s)[0])
-        let head = try #require(try await s3.headObject(bucket: bucket, key: "office/\(run)/batch-0001.json"))
+        let exported = S3UploadCLITests.exported(s)
+        #expect(exported.count == 3)
+        for (i, want) in exported.enumerated() {
+            #expect(try await s3.getObject(bucket: bucket, key: "office/\(run)/batch-000\(i + 1).json") == want)
+        }
+        let head = try #require(try await s3.headObject(bucket: bucket, key: "office/\(run)/batch-0002.json"))
         #expect(head.etag.hasSuffix("-4"), "16 MiB of payload in 5 MiB parts: \(head.etag)")
+        let calls = server.entries.compactMap { $0["path"] as? String }
         if expires == 1 {
-            // URLs that expire within a minute are asked for again, part by part.
-            #expect(server.calls.filter { $0 == "/parts" }.count == 4, "\(server.calls)")
+            // URLs that expire within a minute are asked for again, part by part: 1 + 4 + 1 parts.
+            #expect(calls.filter { $0 == "/parts" }.count == 6, "\(calls)")
         } else {
-            #expect(server.calls == ["/create", "/complete"])
+            #expect(calls == ["/create", "/complete", "/create", "/complete", "/create", "/complete"])
         }
         let wrong = s.run(["upload", "--presign-url", server.url, "--new-run"], env: ["VAULT_UPLOAD_TOKEN": "wrong"])
         #expect(wrong.status == 76 && wrong.stderr.hasPrefix("vault: the presign endpoint refused the credentials (401"))
+    }
+
+    /// A broken back office: URLs already expired (its clock is behind) or with an altered
+    /// signature. Each is asked for once more, then the store's refusal is the answer: exit 76
+    /// with SeaweedFS's error code and message, and the multipart upload is aborted.
+    @Test(arguments: [("expired", "403 AccessDenied: Request has expired"), ("tampered", "403 SignatureDoesNotMatch: ")])
+    func expiredAndTamperedURLsAreRefusedWithTheStoresError(fault: String, error: String) async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket(fault)
+        defer { Task { await s3.shutdown() } }
+        let s = Sandbox()
+        s.initVault()
+        s.write("a.txt", .random(3000, seed: 81))
+        #expect(s.run("add", "a.txt").status == 0)
+        let server = try Self.presignServer(s, store: sw.endpoint.absoluteString, bucket: bucket, fault: fault)
+        let r = s.run(["upload", "--presign-url", server.url], env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
+        #expect(r.status == 76)
+        #expect(r.stderr.hasPrefix("vault: the store refused the presigned URL for part 1 of batch 1/1: \(error)"), "\(r.stderr)")
+        #expect(r.stderr.contains("vault: hint: the URL expired or was altered"))
+        let calls = server.entries.compactMap { $0["path"] as? String }
+        #expect(calls == ["/create", "/parts", "/abort"], "asked once more, then aborted: \(calls)")
+    }
+
+    /// Presigned parts through a network path that changes bytes: one BadDigest is sent again,
+    /// a second stops with exit 65 naming the part.
+    @Test func bytesChangedOnTheWayToAPresignedURLAreCaughtByContentMD5() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("pmd5")
+        defer { Task { await s3.shutdown() } }
+        let s = Sandbox()
+        s.initVault()
+        s.write("a.txt", .random(3000, seed: 91))
+        #expect(s.run("add", "a.txt").status == 0)
+        let once = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--flip", "1"], in: s)
+        let server = try Self.presignServer(s, store: once.url, bucket: bucket)
+        let r = s.run(["upload", "--presign-url", server.url, "--json"], env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try await s3.getObject(bucket: bucket, key: "office/\(S3UploadCLITests.runID(r))/batch-0001.json") == S3UploadCLITests.exported(s)[0])
+        #expect(once.entries.filter { $0["method"] as? String == "PUT" }.count == 2)
+
+        let always = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--flip", "-1"], in: s)
+        let bad = try Self.presignServer(s, store: always.url, bucket: bucket)
+        let stop = s.run(["upload", "--presign-url", bad.url, "--new-run"], env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
+        #expect(stop.status == 65)
+        #expect(stop.stderr.hasPrefix("vault: part 1 of batch 1/1 failed its Content-MD5 check twice (BadDigest)\n"), "\(stop.stderr)")
+        #expect(bad.entries.compactMap { $0["path"] as? String } == ["/create", "/abort"])
     }
 }

@@ -1,5 +1,6 @@
 #ifndef VAULT_SYSTEM_H
 #define VAULT_SYSTEM_H
+#include <stddef.h>
 #include <stdint.h>
 
 /* Linux calls that Swift's Glibc module does not import (they need _GNU_SOURCE).
@@ -16,6 +17,14 @@ int vault_wait_writeback(int fd, int64_t offset, int64_t length);
 /* Allocates disk space for bytes [0, length) without changing the file size
    (fallocate FALLOC_FL_KEEP_SIZE). Fails with EOPNOTSUPP where that is not supported. */
 int vault_reserve(int fd, int64_t length);
+/* F_SETPIPE_SZ up to `size` (Linux); the new size or -1. */
+int vault_grow_pipe(int fd, int size);
+/* posix_fadvise(POSIX_FADV_SEQUENTIAL) over the whole file, where it exists. */
+/* Asks the kernel to start reading [offset, offset + length) into the page cache now
+   (POSIX_FADV_WILLNEED); best effort, 0 elsewhere. */
+int vault_advise_willneed(int fd, long long offset, long long length);
+
+int vault_advise_sequential(int fd);
 
 /* Installs SIGINT, SIGTERM and SIGHUP handlers that write the signal number (one byte) to
    write_fd, for a thread that reads the other end and cleans up (self-pipe). */
@@ -27,5 +36,10 @@ int vault_disable_core_dumps(void);
 
 /* Returns the heap's free pages to the system (glibc malloc_trim(0)); 0 and nothing elsewhere. */
 int vault_release_free_memory(void);
+
+/* Serves every allocation of at least `threshold` bytes by its own mmap, returned to the system
+   when freed (glibc M_MMAP_THRESHOLD, which also stops the threshold from rising); 0 on success
+   or elsewhere, -1 on failure. */
+int vault_map_large_allocations(size_t threshold);
 
 #endif

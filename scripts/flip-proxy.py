@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""A faulty network path between a client and an S3 store, for tests of `vault upload --protocol s3`.
+
+It relays every request on 127.0.0.1 (a port the OS picks, written to --port-file) to --upstream
+unchanged (Host header included, so SigV4 signatures stay valid), except:
+
+  --flip N      the body of each of the first N PUTs has one byte changed on the way (-1: every PUT),
+                so the store's Content-MD5 check (BadDigest) is what catches it;
+  --slowdown N  the first N PUTs are answered 503 SlowDown without reaching the store.
+
+Each request is logged as one JSON line to --log when the store has answered: method, path,
+fault, status, the Range asked for and the body bytes sent back. The store decides everything
+else; this script only changes bytes the way a broken middlebox would. Tests of remote vaults
+use it with no fault, to count requests and bytes.
+"""
+import argparse
+import http.client
+import json
+import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization", "proxy-authenticate"}
+SLOWDOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
+            b"<Message>Please reduce your request rate.</Message></Error>")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--upstream", required=True)
+    p.add_argument("--port-file", required=True)
+    p.add_argument("--flip", type=int, default=0)
+    p.add_argument("--slowdown", type=int, default=0)
+    p.add_argument("--log")
+    args = p.parse_args()
+    up = urlsplit(args.upstream)
+    lock = threading.Lock()
+    state = {"puts": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def record(self, fault, status, sent=0):
+            if args.log:
+                with lock, open(args.log, "a") as f:
+                    f.write(json.dumps({"method": self.command, "path": self.path, "fault": fault, "status": status,
+                                        "range": self.headers.get("Range"), "bytes": sent}) + "\n")
+
+        def relay(self):
+            length = int(self.headers.get("Content-Length", "0"))
+            body = self.rfile.read(length) if length else b""
+            fault = None
+            if self.command == "PUT":
+                with lock:
+                    state["puts"] += 1
+                    n = state["puts"]
+                if n <= args.slowdown:
+                    self.record("slowdown", 503)
+                    self.send_response(503)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(SLOWDOWN)))
+                    self.end_headers()
+                    self.wfile.write(SLOWDOWN)
+                    return
+                if body and (args.flip < 0 or n - args.slowdown <= args.flip):
+                    changed = bytearray(body)
+                    changed[len(changed) // 2] ^= 0x01
+                    body = bytes(changed)
+                    fault = "flip"
+            conn = http.client.HTTPConnection(up.hostname, up.port, timeout=120)
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
+            conn.request(self.command, self.path, body=body if (body or self.command in ("PUT", "POST")) else None, headers=headers)
+            r = conn.getresponse()
+            data = r.read()
+            self.record(fault, r.status, 0 if self.command == "HEAD" else len(data))
+            self.send_response(r.status, r.reason)
+            for k, v in r.getheaders():
+                if k.lower() not in HOP and k.lower() != "content-length":
+                    self.send_header(k, v)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+            conn.close()
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = relay
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with open(args.port_file + ".tmp", "w") as f:
+        f.write(str(server.server_address[1]))
+    os.replace(args.port_file + ".tmp", args.port_file)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
