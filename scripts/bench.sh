@@ -63,6 +63,9 @@ else
     echo "(age is not installed: no age figures; 'apt-get install age' to compare)"
 fi
 
+# --- head to head with age: add, export to a folder and to a pipe, many small files ---------------
+RUNS="${AGE_RUNS:-5}" "$(dirname "$0")/bench-age.sh" "$vault"
+
 # --- many small documents: one command, 2,000 files of 4 KiB ------------------------------------
 echo
 printf '%-44s %10s %14s %12s\n' "2,000 files of 4 KiB" "time" "files/s" "peak RSS"

@@ -52,6 +52,46 @@ import Testing
         #expect(back == plain)
     }
 
+    /// A source that yields `plain` in reads of at most `step` bytes.
+    final class Pieces: ByteSource {
+        let plain: [UInt8]
+        let step: Int
+        var at = 0
+        init(_ plain: [UInt8], step: Int) { self.plain = plain; self.step = step }
+        func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            let n = min(step, buffer.count, plain.count - at)
+            plain.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[at..<at + n])) }
+            at += n
+            return n
+        }
+    }
+
+    /// `consume` (reading ahead while sealing, three batches in rotation) writes the same
+    /// payload as `write`, after any prefix, for lengths around every batch boundary.
+    @Test(arguments: [1, 2, 16], [0, 1, 5000])
+    func consumingASourceSealsWhatWritingDoes(batchChunks: Int, prefix: Int) throws {
+        let batch = batchChunks * Self.chunk
+        for length in [0, 1, batch - 1, batch, batch + 1, 2 * batch, 2 * batch + 1, 3 * batch, 3 * batch + 7, 7 * batch - 3] where length >= prefix {
+            let plain = testBytes(length, seed: UInt64(length + batchChunks))
+            let cipher = Self.cipher()
+            let want = MemoryEnvelope()
+            let w = StreamWriter(cipher: cipher, batchChunks: batchChunks) { try want.append($0) }
+            try plain.withUnsafeBytes { try w.write($0) }
+            try w.finish()
+            for step in [Self.chunk - 1, 1 << 20] {
+                let got = MemoryEnvelope()
+                let c = StreamWriter(cipher: cipher, batchChunks: batchChunks) { try got.append($0) }
+                try plain.withUnsafeBytes { try c.write(UnsafeRawBufferPointer(rebasing: $0[0..<prefix])) }
+                var seen: [UInt64] = []
+                try c.consume(Pieces(Array(plain[prefix...]), step: step)) { seen.append($0) }
+                try c.finish()
+                #expect(got.bytes == want.bytes, "length \(length), batch \(batchChunks) chunks, prefix \(prefix), reads of \(step)")
+                #expect(c.plaintextCount == UInt64(length))
+                #expect(seen == seen.sorted() && (seen.last ?? 0) <= UInt64(length))
+            }
+        }
+    }
+
     @Test func emptyStreamIsOneEmptyFinalChunk() throws {
         let payload = try Self.seal([], step: 1)
         #expect(payload.count == EnvelopeFormat.tagSize)

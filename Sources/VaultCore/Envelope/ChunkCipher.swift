@@ -45,33 +45,62 @@ final class ChunkCipher: Sendable {
     /// Seals `count` consecutive chunks of `plain` (all full except perhaps the last) into
     /// `sealed`, in parallel. Chunk `i` gets counter `firstIndex + i`; the last one is flagged
     /// final when `final` is true. Returns the number of sealed bytes.
+    ///
+    /// `alongside` are other jobs of the same step (hashing the batch, reading the next one):
+    /// they and the chunks are one list of work items that the threads take one at a time, so
+    /// a thread that finishes the hash goes on sealing and no core waits for the other. (With
+    /// the hash on one thread and all the sealing on the other, a 1 MiB batch took as long as
+    /// its sealing alone: about 0.9 ms here, against 0.6 ms for the hash.)
     func sealBatch(_ plain: UnsafeRawBufferPointer, firstIndex: UInt64, final: Bool,
-                   into sealed: UnsafeMutableRawBufferPointer) -> Int {
+                   into sealed: UnsafeMutableRawBufferPointer, alongside: [() -> Void] = []) -> Int {
         let cs = EnvelopeFormat.chunkSize, ss = EnvelopeFormat.sealedChunkSize
         let count = max(1, (plain.count + cs - 1) / cs)
-        forEachShare(count) { i in
+        let sealChunk = { (i: Int) in
             let start = i * cs, end = min(start + cs, plain.count)
             let p = UnsafeRawBufferPointer(rebasing: plain[start..<end])
             let o = UnsafeMutableRawBufferPointer(rebasing: sealed[i * ss..<(i * ss + p.count + EnvelopeFormat.tagSize)])
-            seal(p, index: firstIndex + UInt64(i), last: final && i == count - 1, into: o)
+            self.seal(p, index: firstIndex + UInt64(i), last: final && i == count - 1, into: o)
         }
+        run(count, alongside: alongside, sealChunk)
         return plain.count + count * EnvelopeFormat.tagSize
     }
 
     /// Opens the chunks in `sealed` (all full except perhaps the last) into `plain`, in
     /// parallel. Returns nil when all verify, else the smallest failing chunk offset in the batch.
+    /// `alongside` as in ``sealBatch(_:firstIndex:final:into:alongside:)`` (the reader reads
+    /// the next batch there).
     func openBatch(_ sealed: UnsafeRawBufferPointer, firstIndex: UInt64, final: Bool,
-                   into plain: UnsafeMutableRawBufferPointer) -> Int? {
+                   into plain: UnsafeMutableRawBufferPointer, alongside: [() -> Void] = []) -> Int? {
         let cs = EnvelopeFormat.chunkSize, ss = EnvelopeFormat.sealedChunkSize
         let count = (sealed.count + ss - 1) / ss
         let failures = FailureSet()
-        forEachShare(count) { i in
+        run(count, alongside: alongside) { i in
             let start = i * ss, end = min(start + ss, sealed.count)
             let s = UnsafeRawBufferPointer(rebasing: sealed[start..<end])
             let o = UnsafeMutableRawBufferPointer(rebasing: plain[i * cs..<(i * cs + s.count - EnvelopeFormat.tagSize)])
             if !open(s, index: firstIndex + UInt64(i), last: final && i == count - 1, into: o) { failures.add(i) }
         }
         return failures.first
+    }
+
+    /// Runs `body(i)` for `0..<count` and the `alongside` jobs, returning when all are done.
+    /// With several threads, jobs and chunks are one list the threads take items from; with
+    /// one, the jobs still run beside the chunks (a read that waits on the disk costs no CPU).
+    private func run(_ count: Int, alongside: [() -> Void], _ body: (Int) -> Void) {
+        if alongside.isEmpty { return forEachShare(count, body) }
+        withoutActuallyEscaping(body) { body in
+            let work = UncheckedSendable((alongside, body))
+            if threads <= 1 {
+                DispatchQueue.concurrentPerform(iterations: 2) { i in
+                    if i == 0 { work.value.0.forEach { $0() } } else { (0..<count).forEach(work.value.1) }
+                }
+            } else {
+                // Jobs first: they are the longest items, so they start at once.
+                DispatchQueue.concurrentPerform(iterations: work.value.0.count + count) { i in
+                    if i < work.value.0.count { work.value.0[i]() } else { work.value.1(i - work.value.0.count) }
+                }
+            }
+        }
     }
 
     /// Runs `body(i)` for `0..<count`, split into one contiguous share per thread.
@@ -103,17 +132,4 @@ private final class FailureSet: @unchecked Sendable {
 struct UncheckedSendable<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
-}
-
-/// Runs `a` and `b` at the same time (on two cores when there are two) and returns when both
-/// are done. They must touch disjoint memory.
-func concurrently(_ a: () -> Void, _ b: () -> Void) {
-    withoutActuallyEscaping(a) { a in
-        withoutActuallyEscaping(b) { b in
-            let work = UncheckedSendable((a, b))
-            DispatchQueue.concurrentPerform(iterations: 2) { i in
-                if i == 0 { work.value.0() } else { work.value.1() }
-            }
-        }
-    }
 }

@@ -26,7 +26,8 @@ public final class EnvelopeReader {
     ///   - startChunk: read from this chunk on (random access; the input must be able to seek).
     ///     Chunks before it are not read. Not with `verifyDigest`, which needs every byte.
     public init(input: any EnvelopeInput, keyring: Keyring, expectedID: DocumentID? = nil, verifyDigest: Bool = false,
-                threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading, startChunk: UInt64 = 0) throws {
+                threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading, startChunk: UInt64 = 0,
+                readAhead: Bool = true) throws {
         header = try Self.readHeader(input)
         let kek = try keyring.kek(for: header)
         guard let documentKey = try XChaCha20Poly1305.openKey(header.wrappedKey, ad: header.keyWrapAD,
@@ -66,7 +67,7 @@ public final class EnvelopeReader {
         let payloadKey = try SubkeyDerivation.derive(from: documentKey, id: EnvelopeFormat.payloadSubkeyID,
                                                      context: EnvelopeFormat.subkeyContext)
         stream = StreamReader(cipher: ChunkCipher(payloadKey: payloadKey, threads: threads), batching: batching,
-                              firstIndex: startChunk) { buffer in
+                              firstIndex: startChunk, readAhead: readAhead) { buffer in
             try input.read(into: buffer)
         }
         hasher = verifyDigest ? SHA256() : nil

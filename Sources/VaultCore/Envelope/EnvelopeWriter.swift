@@ -10,7 +10,7 @@ public final class EnvelopeWriter {
     /// The new document's id.
     public let documentID: DocumentID
     private let output: any EnvelopeOutput
-    private let keyring: Keyring
+    private let keyring: () throws -> Keyring
     private let documentKey: SecretBytes
     private var template: DocumentMetadata
     private let random: any RandomSource
@@ -20,8 +20,16 @@ public final class EnvelopeWriter {
     /// Starts an envelope.
     /// - Parameters:
     ///   - metadata: name, content type, tags and time; `size` and `sha256` are filled in by ``finish()``.
-    public init(output: any EnvelopeOutput, keyring: Keyring, documentID: DocumentID, metadata: DocumentMetadata,
-                random: any RandomSource = SystemRandom()) throws {
+    public convenience init(output: any EnvelopeOutput, keyring: Keyring, documentID: DocumentID, metadata: DocumentMetadata,
+                            random: any RandomSource = SystemRandom()) throws {
+        try self.init(output: output, keyringWhenDone: { keyring }, documentID: documentID, metadata: metadata, random: random)
+    }
+
+    /// Starts an envelope whose keyring is needed only by ``finish()`` (to seal the header):
+    /// the payload is sealed under the document's own random key, so it can be written while
+    /// the password's Argon2id run is still going.
+    init(output: any EnvelopeOutput, keyringWhenDone keyring: @escaping () throws -> Keyring, documentID: DocumentID,
+         metadata: DocumentMetadata, random: any RandomSource = SystemRandom()) throws {
         var template = metadata
         template.size = 0
         template.sha256 = [UInt8](repeating: 0, count: 32)
@@ -48,13 +56,19 @@ public final class EnvelopeWriter {
         try stream.write(bytes)
     }
 
+    /// Adds everything `source` yields, reading ahead while it hashes and seals (see
+    /// ``StreamWriter/consume(_:progress:)``).
+    public func consume(_ source: any ByteSource, progress: ((UInt64) -> Void)? = nil) throws {
+        try stream.consume(source, progress: progress)
+    }
+
     /// Seals the final chunk and writes the header. Returns the document's metadata.
     public func finish() throws -> DocumentMetadata {
         try stream.finish()
         var meta = template
         meta.size = stream.plaintextCount
         meta.sha256 = Array(hasher.sha.finalize())
-        let header = try Self.sealHeader(documentKey: documentKey, keyring: keyring, documentID: documentID,
+        let header = try Self.sealHeader(documentKey: documentKey, keyring: try keyring(), documentID: documentID,
                                          metadata: meta, random: random)
         try output.writeHeader(header.serialized())
         return meta

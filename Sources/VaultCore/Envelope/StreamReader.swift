@@ -2,7 +2,9 @@
 ///
 /// Reads a batch of sealed chunks plus one byte of look-ahead, so it knows whether the last
 /// chunk in hand is the final one without trusting any length field. The batch is opened on
-/// all cores; ``next()`` returns its plaintext only if every chunk in it verified.
+/// all cores; ``next()`` returns its plaintext only if every chunk in it verified. While a
+/// batch is being opened, the next one is read into a second buffer (one more work item beside
+/// the chunks), so reading, from the disk or the page cache, overlaps decryption.
 ///
 /// Errors: a chunk that fails is ``VaultError/Code/chunkAuthenticationFailed``; input that
 /// ends without a final chunk (or inside a tag) is ``VaultError/Code/truncated``; bytes after a
@@ -15,7 +17,11 @@ public final class StreamReader {
 
     private let cipher: ChunkCipher
     private let source: Source
-    private let sealed: UnsafeMutableRawBufferPointer   // batch of sealed chunks + 1 look-ahead byte
+    private let readAhead: Bool
+    /// Two buffers of a batch of sealed chunks + 1 look-ahead byte; `sealed` is the one in hand.
+    private let buffers: [UnsafeMutableRawBufferPointer]
+    private var inHand = 0
+    private var sealed: UnsafeMutableRawBufferPointer { buffers[inHand] }
     private let plain: UnsafeMutableRawBufferPointer
     private var have = 0                                // bytes in `sealed`
     private var nextIndex: UInt64 = 0
@@ -29,18 +35,21 @@ public final class StreamReader {
 
     /// A reader of `batching.chunks` chunks at a time (one byte more is read, to see whether
     /// the input ends after them), whose source starts at chunk `firstIndex` (0: the start).
-    init(cipher: ChunkCipher, batching: ChunkBatching, firstIndex: UInt64 = 0, source: @escaping Source) {
+    /// - Parameter readAhead: read the next batch while this one is opened (for reads that go
+    ///   on; off for a random-access read of a few chunks, which would read a batch for nothing).
+    init(cipher: ChunkCipher, batching: ChunkBatching, firstIndex: UInt64 = 0, readAhead: Bool = true, source: @escaping Source) {
         self.cipher = cipher
         self.source = source
+        self.readAhead = readAhead
         nextIndex = firstIndex
-        sealed = .allocate(byteCount: batching.sealedBytes + 1, alignment: 64)
+        buffers = (0..<2).map { _ in .allocate(byteCount: batching.sealedBytes + 1, alignment: 64) }
         plain = .allocate(byteCount: batching.plaintextBytes, alignment: 64)
     }
 
     deinit {
         Sodium.wipe(plain)
         plain.deallocate()
-        sealed.deallocate()
+        buffers.forEach { $0.deallocate() }
     }
 
     /// The next batch of authenticated plaintext (valid until the next call), or nil after
@@ -68,11 +77,28 @@ public final class StreamReader {
         }
         let atEnd = have < sealed.count
         if !atEnd {
-            // A whole batch and more data after it: every chunk in the batch is non-final.
+            // A whole batch and more data after it: every chunk in the batch is non-final. The
+            // look-ahead byte moves to the other buffer, and (with read-ahead) the next batch is
+            // read after it meanwhile.
             let batch = sealed.count - 1
-            try open(UnsafeRawBufferPointer(rebasing: sealed[0..<batch]), final: false)
-            sealed[0] = sealed[batch]
-            have = 1
+            let other = buffers[1 - inHand]
+            other[0] = sealed[batch]
+            var read = 0
+            var readError: Error?
+            let source = self.source
+            let readNext = {
+                do {
+                    while 1 + read < other.count {
+                        let n = try source(UnsafeMutableRawBufferPointer(rebasing: other[(1 + read)...]))
+                        if n == 0 { break }
+                        read += n
+                    }
+                } catch { readError = error }
+            }
+            try open(UnsafeRawBufferPointer(rebasing: sealed[0..<batch]), final: false, alongside: readAhead ? [readNext] : [])
+            if let readError { throw readError }
+            inHand = 1 - inHand
+            have = 1 + read
             return UnsafeRawBufferPointer(rebasing: plain[0..<(batch / ss * EnvelopeFormat.chunkSize)])
         }
         // The input has ended: the last chunk in hand must be the final one.
@@ -98,10 +124,10 @@ public final class StreamReader {
         return UnsafeRawBufferPointer(rebasing: plain[0..<(have - ((have + ss - 1) / ss) * tag)])
     }
 
-    private func open(_ batch: UnsafeRawBufferPointer, final: Bool) throws {
+    private func open(_ batch: UnsafeRawBufferPointer, final: Bool, alongside: [() -> Void] = []) throws {
         let ss = EnvelopeFormat.sealedChunkSize
         let count = (batch.count + ss - 1) / ss
-        if let bad = cipher.openBatch(batch, firstIndex: nextIndex, final: final, into: plain) {
+        if let bad = cipher.openBatch(batch, firstIndex: nextIndex, final: final, into: plain, alongside: alongside) {
             let index = nextIndex + UInt64(bad)
             // A chunk that fails as non-final but opens as final has data after it: that data
             // is trailing (age's rule for a full-length final chunk).

@@ -11,6 +11,12 @@ import Foundation
 /// Sealed batches are handed to `sink` on a background thread while the next batch is being
 /// filled, so encryption and writing overlap; there are two sealed buffers, and the writer
 /// waits for a buffer's write to finish before it reuses it.
+///
+/// ``consume(_:progress:)`` pulls plaintext from a source instead: it reads the batch after next
+/// while the current one is hashed and sealed, as one more work item beside them, so neither
+/// core waits for the input. It keeps three plaintext batches for that: the one being sealed,
+/// the next (read ahead, which tells whether the current one holds the final chunk) and the one
+/// being read.
 public final class StreamWriter {
     /// Receives sealed payload bytes, in order, on one thread at a time.
     public typealias Sink = @Sendable (UnsafeRawBufferPointer) throws -> Void
@@ -19,7 +25,12 @@ public final class StreamWriter {
 
     private let cipher: ChunkCipher
     private let sink: Sink
-    private let plain: UnsafeMutableRawBufferPointer
+    /// Three plaintext batches; `plain` is the one being filled.
+    private let batches: [UnsafeMutableRawBufferPointer]
+    private var current = 0
+    private var plain: UnsafeMutableRawBufferPointer { batches[current] }
+    /// How far into each batch plaintext was ever written: what `deinit` wipes.
+    private var touched = [0, 0, 0]
     private var filled = 0
     private var nextIndex: UInt64 = 0
     private var state = State.open
@@ -42,13 +53,15 @@ public final class StreamWriter {
         self.cipher = cipher
         self.sink = sink
         self.observer = observer
-        plain = .allocate(byteCount: batchChunks * EnvelopeFormat.chunkSize, alignment: 64)
+        batches = (0..<3).map { _ in .allocate(byteCount: batchChunks * EnvelopeFormat.chunkSize, alignment: 64) }
         output = OverlappedOutput(bufferSize: batchChunks * EnvelopeFormat.sealedChunkSize, sink: sink)
     }
 
     deinit {
-        Sodium.wipe(plain)
-        plain.deallocate()
+        for (b, n) in zip(batches, touched) {
+            Sodium.wipe(UnsafeMutableRawBufferPointer(rebasing: b[0..<n]))
+            b.deallocate()
+        }
     }
 
     /// Adds plaintext.
@@ -60,8 +73,47 @@ public final class StreamWriter {
             let n = min(rest.count, plain.count - filled)
             UnsafeMutableRawBufferPointer(rebasing: plain[filled..<filled + n]).copyMemory(from: UnsafeRawBufferPointer(rebasing: rest[0..<n]))
             filled += n
+            touched[current] = max(touched[current], filled)
             plaintextCount += UInt64(n)
             rest = UnsafeRawBufferPointer(rebasing: rest[n...])
+        }
+    }
+
+    /// Adds everything `source` yields (until it ends), reading ahead while sealing; calls
+    /// `progress` with the plaintext count after each batch.
+    public func consume(_ source: any ByteSource, progress: ((UInt64) -> Void)? = nil) throws {
+        try checkOpen()
+        let size = plain.count
+        do {
+            let n = try source.readFully(into: UnsafeMutableRawBufferPointer(rebasing: plain[filled...]))
+            filled += n
+            touched[current] = max(touched[current], filled)
+            plaintextCount += UInt64(n)
+            guard filled == size else { return }
+            // The next batch, read ahead: a batch is sealed only once what follows it is known.
+            var next = (current + 1) % 3
+            var ahead = try source.readFully(into: batches[next])
+            touched[next] = max(touched[next], ahead)
+            while ahead > 0 {
+                let third = (next + 1) % 3
+                var thirdCount = 0
+                var readError: Error?
+                let readMore = ahead == size
+                try flush(final: false, alongside: readMore ? [{ [batches] in
+                    do { thirdCount = try source.readFully(into: batches[third]) } catch { readError = error }
+                }] : [])
+                touched[third] = max(touched[third], readMore ? size : 0)   // a failed read may have written part of it
+                if let readError { throw readError }
+                plaintextCount += UInt64(ahead)
+                progress?(plaintextCount)
+                current = next
+                filled = ahead
+                next = third
+                ahead = thirdCount
+            }
+        } catch {
+            state = .failed(.from(error))
+            throw error
         }
     }
 
@@ -81,17 +133,12 @@ public final class StreamWriter {
         }
     }
 
-    private func flush(final: Bool) throws {
+    private func flush(final: Bool, alongside: [() -> Void] = []) throws {
         do {
             let buffer = try output.acquire()
             let batch = UnsafeRawBufferPointer(rebasing: plain[0..<filled])
-            var n = 0
-            if let observer {
-                concurrently({ observer(batch) },
-                             { n = cipher.sealBatch(batch, firstIndex: nextIndex, final: final, into: buffer) })
-            } else {
-                n = cipher.sealBatch(batch, firstIndex: nextIndex, final: final, into: buffer)
-            }
+            let observing = observer.map { observer in [{ observer(batch) }] } ?? []
+            let n = cipher.sealBatch(batch, firstIndex: nextIndex, final: final, into: buffer, alongside: observing + alongside)
             nextIndex += UInt64(max(1, (filled + EnvelopeFormat.chunkSize - 1) / EnvelopeFormat.chunkSize))
             payloadCount += UInt64(n)
             filled = 0

@@ -247,7 +247,7 @@ public final class Exporter {
         let sink = HashingFileSink(file: file)
         let producer = PayloadProducer(vault: vault, records: batch.records, shape: options.shape, progress: progress,
                                        positionBase: batches[..<(batch.index - 1)].reduce(0) { $0 + $1.records.count },
-                                       threads: Parallelism.besideOneStage, onEvent: onEvent)
+                                       threads: Parallelism.allCores, onEvent: onEvent)
         var skipped: [ManifestSkip] = []
         while true {
             do {
@@ -308,17 +308,24 @@ public final class Exporter {
             batch.length = PayloadFraming.length(of: good, shape: options.shape)
         }
         onEvent(.batchStarted(index: 1, of: 1, documents: batch.records.count, payloadBytes: batch.length))
-        let producer = PayloadProducer(vault: vault, records: batch.records, shape: options.shape, progress: progress, onEvent: onEvent)
-        var count: UInt64 = 0
+        // Writing runs on its own queue, beside decryption and encoding; blocks go back to the
+        // producer's ring once written. Unlike the folder export there is no payload hash, so the
+        // writer is light and decryption takes every core (20 x 50 MiB to a pipe, 5 warm runs:
+        // median 1.26 s with one decrypting thread, 0.94 s with two).
+        let producer = PayloadProducer(vault: vault, records: batch.records, shape: options.shape, progress: progress,
+                                       threads: Parallelism.allCores, onEvent: onEvent)
+        let writer = StreamWriteQueue(output)
         do {
             while let block = try producer.next() {
-                defer { block.release() }
-                try output.write(block.bytes)
-                count += UInt64(block.bytes.count)
+                writer.submit(block)
+                if writer.failed { break }
             }
         } catch let f as DocumentFailure {
+            try writer.drain()
             throw f.error
         }
+        try writer.drain()
+        let count = writer.count
         precondition(count == batch.length, "internal error: streamed \(count) bytes, planned \(batch.length)")
         onEvent(.batchFinished(index: 1, of: 1, file: nil, payloadBytes: count, sha256: nil, documents: batch.records.count, skipped: skipped.count))
         onEvent(.finished(batches: 1, documents: batch.records.count, skipped: skipped.count, payloadBytes: count))
@@ -330,5 +337,46 @@ public final class Exporter {
         let e = JSONEncoder()
         e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return Array(try! e.encode(manifest)) + [0x0a]
+    }
+}
+
+/// Writes payload blocks to a ``PayloadSink`` on a serial background queue, in order, releasing
+/// each block once written; the first write error stops further writes and is thrown by
+/// ``drain()``.
+final class StreamWriteQueue: @unchecked Sendable {
+    // @unchecked: `sink`, `count` and `error` are touched only on `queue` (`failed` reads
+    // `error` under `lock`), and by the caller only after `drain()` has waited for the queue.
+    private let sink: any PayloadSink
+    private let queue = DispatchQueue(label: "vault.export.stream")
+    private let lock = NSLock()
+    private var error: Error?
+    private(set) var count: UInt64 = 0
+
+    init(_ sink: any PayloadSink) { self.sink = sink }
+
+    func submit(_ block: PayloadBlock) {
+        queue.async { [self] in
+            defer { block.release() }
+            guard !failed else { return }
+            do {
+                try sink.write(block.bytes)
+                count += UInt64(block.bytes.count)
+            } catch {
+                lock.lock()
+                self.error = error
+                lock.unlock()
+            }
+        }
+    }
+
+    var failed: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return error != nil
+    }
+
+    func drain() throws {
+        queue.sync {}
+        if let error { throw error }
     }
 }

@@ -12,23 +12,37 @@ import Foundation
 /// renamed since the last sync; a crash never damages the vault (the index is rebuilt from the
 /// objects when it is stale).
 public final class AddSession {
-    private let vault: Vault
-    private var digests: [[UInt8]: DocumentRecord]
+    private let pending: PendingVault
+    private var vault: Vault { get throws { try pending.get() } }
+    /// Documents by SHA-256, for duplicates: the index's (read once the vault is unlocked) and this session's.
+    private var digestsLoaded: [[UInt8]: DocumentRecord]?
     private var added: [DocumentID: DocumentRecord] = [:]
     private var finished = false
+    private var sinceTrim = 0
     private let operation: HistoryRecord.Operation
 
     /// Starts a session (reads the index once, for duplicates).
     /// - Parameter operation: how the history records it: `.add` or `.import`.
-    public init(vault: Vault, operation: HistoryRecord.Operation = .add) throws {
-        self.vault = vault
+    public convenience init(vault: Vault, operation: HistoryRecord.Operation = .add) throws {
+        try self.init(pending: PendingVault(vault), operation: operation)
+    }
+
+    /// A session on a vault that may still be unlocking: the first document is encrypted
+    /// meanwhile, and only its commit waits for the unlock.
+    public init(pending: PendingVault, operation: HistoryRecord.Operation = .add) throws {
+        self.pending = pending
         self.operation = operation
+    }
+
+    private func digests() throws -> [[UInt8]: DocumentRecord] {
+        if let d = digestsLoaded { return d }
         // Reading needs no lock (the index is replaced atomically); the lock is for the commits.
-        let records = try vault.loadIndex().index.records.values
-        digests = [:]
-        for r in records.sorted(by: { ($0.metadata.addedAtMillis, $0.id) > ($1.metadata.addedAtMillis, $1.id) }) {
-            digests[r.metadata.sha256] = r   // the oldest twin wins, to be named
+        var d: [[UInt8]: DocumentRecord] = [:]
+        for r in try vault.loadIndex().index.records.values.sorted(by: { ($0.metadata.addedAtMillis, $0.id) > ($1.metadata.addedAtMillis, $1.id) }) {
+            d[r.metadata.sha256] = r   // the oldest twin wins, to be named
         }
+        digestsLoaded = d
+        return d
     }
 
     /// The documents committed so far.
@@ -40,41 +54,49 @@ public final class AddSession {
     public func add(from input: any ByteSource, name: String, contentType: String? = nil, tags: [String] = [],
                     allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
         precondition(!finished, "internal error: add after finish")
-        let id = DocumentID.random(using: vault.random)
-        let object = try AtomicFile(destination: vault.store.objectPath(id), random: vault.random)
+        let id = DocumentID.random(using: pending.random)
+        let object = try AtomicFile(destination: pending.store.objectPath(id), random: pending.random)
+        let input = UnlockGatedSource(input, until: pending)
 
         let bufferSize = 1 << 20
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 64)
-        defer { Sodium.wipe(buffer); buffer.deallocate() }
-        var n = try input.readFully(into: buffer)
+        var used = 0
+        defer { Sodium.wipe(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<used])); buffer.deallocate() }   // only what was written: a small document touches few pages
+        let n = try input.readFully(into: buffer)
+        used = n
         let type = contentType ?? ContentType.detect(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), name: name)
         let template = DocumentMetadata(name: name, contentType: type, size: 0, sha256: [UInt8](repeating: 0, count: 32),
                                         addedAtMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), tags: tags)
-        let writer = try EnvelopeWriter(output: SequentialFileOutput(file: object.file), keyring: vault.keyring, documentID: id,
-                                        metadata: template, random: vault.random)
-        while n > 0 {
-            try writer.write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            progress?(writer.plaintextCount)
-            n = try input.read(into: buffer)
-        }
+        let writer = try EnvelopeWriter(output: SequentialFileOutput(file: object.file), keyringWhenDone: { [pending] in try pending.get().keyring },
+                                        documentID: id, metadata: template, random: pending.random)
+        try writer.write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        progress?(writer.plaintextCount)
+        try writer.consume(input, progress: progress)
         let metadata = try writer.finish()
         try object.file.sync()   // outside the lock, so concurrent adds do not wait on each other's disk
-        if !allowDuplicate, let twin = digests[metadata.sha256] {
+        if !allowDuplicate, let twin = try digests()[metadata.sha256] {
             throw VaultError(.duplicate, "its contents are already in the vault as \(twin.id) (\(twin.metadata.name))")
         }
         // The commit: under the writer lock, so a remove or an index rebuild never sees half of it.
-        try vault.store.withLock { try object.commit(replace: false, sync: false) }
+        try pending.store.withLock { try object.commit(replace: false, sync: false) }
         let record = DocumentRecord(id: id, metadata: metadata)
-        Platform.releaseFreeMemory()   // see there: memory must not grow with the number of documents
+        // See there: memory must not grow with the number of documents. Trimming walks the whole
+        // heap (hundreds of madvise calls), so it is done after large documents and every 64
+        // small ones: 2,000 documents of 4 KiB took 8.4 s with a trim after each, mostly in the kernel.
+        sinceTrim += 1
+        if metadata.size >= 1 << 20 || sinceTrim >= 64 {
+            Platform.releaseFreeMemory()
+            sinceTrim = 0
+        }
         added[id] = record
-        if digests[metadata.sha256] == nil { digests[metadata.sha256] = record }
+        if digestsLoaded?[metadata.sha256] == nil { digestsLoaded?[metadata.sha256] = record }
         return record
     }
 
     /// Makes the commits so far durable now (fsync of `objects/`), before ``finish()``: for a
     /// caller that must not act on a document (delete its source) until it survives a power cut.
     public func syncCommits() throws {
-        try FileSystem.syncDirectory(vault.store.objectsPath)
+        try FileSystem.syncDirectory(pending.store.objectsPath)
     }
 
     /// Makes every commit durable (fsync of `objects/`), adds the records to the index in one
@@ -88,6 +110,7 @@ public final class AddSession {
         guard !finished else { return }
         finished = true
         try syncCommits()
+        let vault = try self.vault
         try vault.store.withLock {
             var index = try vault.loadIndex(known: added).index
             for (id, record) in added { index.records[id] = record }

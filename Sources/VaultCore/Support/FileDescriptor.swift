@@ -21,6 +21,17 @@ public final class FileDescriptor: @unchecked Sendable {
     }
 
     /// Opens an existing file for reading. Refuses directories.
+    /// Advises the kernel that this file will be read once, front to back (best effort).
+    public func adviseSequential() { Platform.adviseSequential(descriptor) }
+
+    /// Asks the kernel to start reading `length` bytes from `offset` now (best effort).
+    public func adviseWillNeed(offset: UInt64, length: UInt64) { Platform.adviseWillNeed(descriptor, offset: offset, length: length) }
+
+    /// When this is a pipe, grows its buffer to up to 1 MiB (Linux; the unprivileged maximum
+    /// by default), so a fast writer and reader do not switch every 64 KiB.
+    @discardableResult
+    public func growPipeBuffer() -> Int? { Platform.growPipe(descriptor, to: 1 << 20) }
+
     public static func openForReading(_ path: String) throws -> FileDescriptor {
         let f: FileDescriptor
         do {

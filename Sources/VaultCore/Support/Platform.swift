@@ -53,6 +53,24 @@ enum Platform {
         _ = vault_wait_writeback(fd.rawValue, offset, length)
     }
 
+    /// Grows a pipe's buffer to up to `size` bytes (Linux); nothing elsewhere or for non-pipes.
+    /// With the default 64 KiB, streaming a payload to a pipe costs a context switch per 64 KiB.
+    @discardableResult
+    static func growPipe(_ fd: SystemPackage.FileDescriptor, to size: Int) -> Int? {
+        let r = vault_grow_pipe(fd.rawValue, Int32(size))
+        return r > 0 ? Int(r) : nil
+    }
+
+    /// Advises sequential reading of the whole file (a larger kernel read-ahead); best effort.
+    static func adviseSequential(_ fd: SystemPackage.FileDescriptor) {
+        _ = vault_advise_sequential(fd.rawValue)
+    }
+
+    /// Asks for `length` bytes from `offset` to be read into the page cache now; best effort.
+    static func adviseWillNeed(_ fd: SystemPackage.FileDescriptor, offset: UInt64, length: UInt64) {
+        _ = vault_advise_willneed(fd.rawValue, Int64(clamping: offset), Int64(clamping: length))
+    }
+
     // MARK: Locks
 
     /// Takes an exclusive `flock`; false when `wait` is false and another holder has it.
@@ -126,6 +144,12 @@ enum Platform {
     /// resident and fragment, so peak memory would grow with the number of documents.
     static func releaseFreeMemory() {
         _ = vault_release_free_memory()
+    }
+
+    /// Serves allocations of `threshold` bytes or more by their own mappings (glibc
+    /// `M_MMAP_THRESHOLD`; nothing elsewhere).
+    static func mapLargeAllocations(atLeast threshold: Int) {
+        _ = vault_map_large_allocations(threshold)
     }
 
     // MARK: Processes

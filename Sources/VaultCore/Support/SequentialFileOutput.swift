@@ -1,18 +1,22 @@
 
 /// Appends to a file and keeps the kernel writing it back while it grows.
 ///
-/// Every 8 MiB it starts writeback of the new range and waits for the range before it, so
-/// the disk works in parallel with encryption, dirty memory stays around 16 MiB, and the
-/// closing `fsync` has little left to do. (Measured here: a 1 GiB add spent 1.04 s in its final
-/// fsync without this.)
+/// Every 8 MiB it starts writeback of the new range and waits for the range four windows
+/// back, so the disk works in parallel with encryption, dirty memory stays around 40 MiB, and
+/// the closing `fsync` has little left to do. (Measured here: a 1 GiB add spent 1.04 s in its
+/// final fsync without this. Waiting for the range just before, as first written, stalled the
+/// pipeline whenever the disk was also reading the input: a cold-cache add of 512 MiB took
+/// 1.16-1.95 s that way and 0.83-0.99 s with four windows in flight.)
 public final class SequentialFileOutput: EnvelopeOutput, @unchecked Sendable {
     // @unchecked: used by one thread at a time (the stream writer's background queue).
     /// The file being written.
     public let file: FileDescriptor
     private var position: UInt64 = 0
     private var started: UInt64 = 0
-    private var previous: (UInt64, UInt64)?
+    private var previous: [(UInt64, UInt64)] = []
     static let window: UInt64 = 8 << 20
+    /// Windows in flight before the oldest is waited for.
+    static let lag = 4
 
     /// Output to `file`, starting at its current position 0.
     public init(file: FileDescriptor) { self.file = file }
@@ -30,8 +34,11 @@ public final class SequentialFileOutput: EnvelopeOutput, @unchecked Sendable {
         position += UInt64(bytes.count)
         if position - started >= Self.window {
             Platform.startWriteback(file.descriptor, offset: Int64(started), length: Int64(position - started))
-            if let (offset, length) = previous { Platform.waitWriteback(file.descriptor, offset: Int64(offset), length: Int64(length)) }
-            previous = (started, position - started)
+            previous.append((started, position - started))
+            if previous.count > Self.lag {
+                let (offset, length) = previous.removeFirst()
+                Platform.waitWriteback(file.descriptor, offset: Int64(offset), length: Int64(length))
+            }
             started = position
         }
     }

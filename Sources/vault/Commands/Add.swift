@@ -64,14 +64,15 @@ extension VaultCommand {
             if inputs.count > 1 && name != nil {
                 throw VaultError(.usage, "--name needs exactly one file, but \(paths[0]) holds \(inputs.count)")
             }
-            let vault = try options.unlock()
+            // Argon2id runs while the first file is read, hashed and sealed.
+            let vault = try options.unlockInBackground()
             var duplicates = 0
             var outcome = Result()
             defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
-            let session = try AddSession(vault: vault, operation: .add)
+            let session = try AddSession(pending: vault, operation: .add)
             do { for input in inputs {
-                let file = input.path == "-" ? FileDescriptor.standard(0, name: "standard input")
-                                             : try FileDescriptor.openForReading(input.path)
+                let file: any ByteSource = input.path == "-" ? FileDescriptor.standard(0, name: "standard input")
+                                                              : try ReadAheadFile(try FileDescriptor.openForReading(input.path))
                 let shown = input.path == "-" ? "standard input" : input.path
                 let record: DocumentRecord
                 do {
@@ -88,6 +89,7 @@ extension VaultCommand {
                     duplicates += 1
                     continue
                 } catch {
+                    if let wrong = vault.failure { throw wrong }   // a wrong password is about the vault, not this file
                     let e = VaultError.from(error)
                     outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
                     throw VaultError(e.code, "cannot add \(shown): \(e.message)", hint: e.hint ?? "it was not added", cause: e.cause)
@@ -97,7 +99,7 @@ extension VaultCommand {
                                            sha256: Hex.encode(m.sha256)))
                 if !result.json { Terminal.out(record.id.hex + "\n") }
             } } catch {
-                try? session.finish(outcome: .failed, detail: VaultError.from(error).message)   // what was committed before the failure stays, durably
+                if vault.failure == nil { try? session.finish(outcome: .failed, detail: VaultError.from(error).message) }   // what was committed before the failure stays, durably
                 throw error
             }
             try session.finish(outcome: duplicates > 0 ? .partial : .ok)
