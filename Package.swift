@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "VaultCore", targets: ["VaultCore"]),
         .library(name: "VaultUpload", targets: ["VaultUpload"]),
         .library(name: "VaultS3", targets: ["VaultS3"]),
+        .library(name: "VaultRemote", targets: ["VaultRemote"]),
         .executable(name: "vault", targets: ["vault"]),
     ],
     dependencies: [
@@ -57,12 +58,21 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        .target(
+            name: "VaultRemote",
+            dependencies: [
+                "VaultCore",
+                "VaultS3",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "vault",
             dependencies: [
                 "VaultCore",
                 "VaultUpload",
                 "VaultS3",
+                "VaultRemote",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]

@@ -44,16 +44,28 @@ public final class S3Client: Sendable {
         public func header(_ name: String) -> String? { headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1 }
     }
 
-    /// Sends a signed request (the body's SHA-256 is signed) and returns the answer, whatever its status.
+    /// Sends a signed request and returns the answer, whatever its status. The body's SHA-256
+    /// is signed unless `unsignedBody`: a body sent with a `Content-MD5` header (which is signed,
+    /// and which the store checks) need not be hashed twice.
     public func send(_ method: String, bucket: String, key: String = "", query: [(String, String)] = [],
-                     headers: [(String, String)] = [], body: [UInt8] = [], date: Date = Date()) async throws -> Response {
+                     headers: [(String, String)] = [], body: [UInt8] = [], unsignedBody: Bool = false, date: Date = Date()) async throws -> Response {
+        try await send(method, bucket: bucket, key: key, query: query, headers: headers, body: ByteBuffer(bytes: body),
+                       unsignedBody: unsignedBody, date: date)
+    }
+
+    /// The same, with the body in a `ByteBuffer`, which the HTTP client sends without a copy
+    /// (large parts are produced straight into one).
+    public func send(_ method: String, bucket: String, key: String = "", query: [(String, String)] = [],
+                     headers: [(String, String)] = [], body: ByteBuffer, unsignedBody: Bool = false, date: Date = Date(),
+                     receive: ((ByteBuffer) throws -> Void)? = nil) async throws -> Response {
         let unsigned = addressing.request(method: method, endpoint: endpoint, bucket: bucket, key: key, query: query, headers: headers)
-        let signed = signer.sign(unsigned, payload: .hashing(body), date: date)
+        precondition(!unsignedBody || headers.contains { $0.0 == "Content-MD5" }, "an unsigned body needs a signed Content-MD5")
+        let signed = signer.sign(unsigned, payload: unsignedBody ? .unsigned : body.withUnsafeReadableBytes { .hashing($0) }, date: date)
         var request = HTTPClientRequest(url: signed.url)
         request.method = HTTPMethod(rawValue: method)
         for (k, v) in signed.headers { request.headers.add(name: k, value: v) }
         request.headers.replaceOrAdd(name: "Host", value: signed.host)
-        if !body.isEmpty || ["PUT", "POST"].contains(method) { request.body = .bytes(body) }
+        if body.readableBytes > 0 || ["PUT", "POST"].contains(method) { request.body = .bytes(body) }
         let response: HTTPClientResponse
         do {
             response = try await http.execute(request, deadline: .distantFuture)
@@ -61,7 +73,19 @@ public final class S3Client: Sendable {
             throw VaultError(.uploadFailed, "S3 \(method) \(bucket)/\(key): \(error)")
         }
         var collected = ByteBuffer()
-        for try await var part in response.body { collected.writeBuffer(&part) }
+        do {
+            if let receive, (200..<300).contains(response.status.code) {
+                // A successful body goes to the caller piece by piece (a download to a file).
+                for try await part in response.body { try receive(part) }
+            } else {
+                for try await var part in response.body { collected.writeBuffer(&part) }
+            }
+        } catch let e as VaultError {
+            throw e
+        } catch {
+            // The connection dropped in the middle of the answer: as transient as one that failed before it.
+            throw VaultError(.uploadFailed, "S3 \(method) \(bucket)/\(key): \(error)")
+        }
         return Response(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
                         body: collected.readBytes(length: collected.readableBytes) ?? [])
     }
@@ -88,8 +112,18 @@ public final class S3Client: Sendable {
 
     /// Base64 of the MD5 of `bytes`, for `Content-MD5`; and its hex, which is the part's ETag.
     public static func md5(_ bytes: [UInt8]) -> (base64: String, hex: String) {
-        let d = Array(Insecure.MD5.hash(data: bytes))
+        bytes.withUnsafeBytes { md5($0) }
+    }
+
+    public static func md5(_ bytes: UnsafeRawBufferPointer) -> (base64: String, hex: String) {
+        var h = Insecure.MD5()
+        h.update(bufferPointer: bytes)
+        let d = Array(h.finalize())
         return (Data(d).base64EncodedString(), SigV4.hex(d))
+    }
+
+    public static func md5(_ bytes: ByteBuffer) -> (base64: String, hex: String) {
+        bytes.withUnsafeReadableBytes { md5($0) }
     }
 
     // MARK: Buckets and objects
@@ -103,14 +137,75 @@ public final class S3Client: Sendable {
     @discardableResult
     public func putObject(bucket: String, key: String, body: [UInt8], contentType: String,
                           metadata: [(String, String)] = []) async throws -> String {
+        try await putObject(bucket: bucket, key: key, body: ByteBuffer(bytes: body), contentType: contentType, metadata: metadata)
+    }
+
+    @discardableResult
+    public func putObject(bucket: String, key: String, body: ByteBuffer, contentType: String,
+                          metadata: [(String, String)] = []) async throws -> String {
         let md5 = Self.md5(body)
         let r = try check(try await send("PUT", bucket: bucket, key: key, headers: [("Content-Type", contentType), ("Content-MD5", md5.base64)]
-                                         + metadata.map { ("x-amz-meta-\($0.0)", $0.1) }, body: body), "PutObject \(bucket)/\(key)")
+                                         + metadata.map { ("x-amz-meta-\($0.0)", $0.1) }, body: body, unsignedBody: true), "PutObject \(bucket)/\(key)")
         let etag = Self.unquote(r.header("ETag") ?? "")
         guard etag == md5.hex else {
             throw VaultError(.uploadRejected, "PutObject \(bucket)/\(key): the ETag \(etag) is not the body's MD5 \(md5.hex)")
         }
         return etag
+    }
+
+    /// Writes the object only if no object has the key (`If-None-Match: *`, which AWS S3 and
+    /// recent S3-compatible stores honour with 412). Returns false when one was already there.
+    /// Stores that ignore the header would overwrite: callers that must never overwrite HEAD
+    /// first as well, which leaves a race between the HEAD and the PUT on such stores.
+    public func putObjectIfAbsent(bucket: String, key: String, body: [UInt8], contentType: String) async throws -> Bool {
+        try await putObjectIfAbsent(bucket: bucket, key: key, body: ByteBuffer(bytes: body), contentType: contentType)
+    }
+
+    /// The same, with the body in a `ByteBuffer`.
+    public func putObjectIfAbsent(bucket: String, key: String, body: ByteBuffer, contentType: String) async throws -> Bool {
+        let md5 = Self.md5(body)
+        let r = try await send("PUT", bucket: bucket, key: key, headers: [("Content-Type", contentType), ("Content-MD5", md5.base64),
+                                                                          ("If-None-Match", "*")], body: body, unsignedBody: true)
+        if r.status == 412 || S3XML.error(r.body)?.code == "PreconditionFailed" { return false }
+        try check(r, "PutObject \(bucket)/\(key)")
+        return true
+    }
+
+    public func deleteObject(bucket: String, key: String) async throws {
+        let r = try await send("DELETE", bucket: bucket, key: key)
+        if r.status == 404 { return }
+        try check(r, "DeleteObject \(bucket)/\(key)")
+    }
+
+    /// One object of a listing.
+    public struct ListedObject: Sendable, Equatable {
+        public var key: String
+        public var size: UInt64
+        public var etag: String
+        public var lastModified: String
+    }
+
+    /// Every object whose key starts with `prefix` (ListObjectsV2, every page through its
+    /// continuation token), in the store's order (UTF-8 binary order of keys). Only completed
+    /// objects are listed: a multipart upload in progress is not an object yet.
+    public func listObjects(bucket: String, prefix: String = "", pageSize: Int = 1000) async throws -> [ListedObject] {
+        var all: [ListedObject] = []
+        var token: String?
+        repeat {
+            var query = [("list-type", "2"), ("prefix", prefix), ("max-keys", String(pageSize))]
+            if let t = token { query.append(("continuation-token", t)) }
+            let r = try check(try await send("GET", bucket: bucket, query: query), "ListObjectsV2 \(bucket)/\(prefix)")
+            for o in S3XML.elements("Contents", in: r.body) {
+                guard let key = o["Key"] else { continue }
+                all.append(ListedObject(key: key, size: UInt64(o["Size"] ?? "") ?? 0, etag: Self.unquote(o["ETag"] ?? ""),
+                                        lastModified: o["LastModified"] ?? ""))
+            }
+            let truncated = S3XML.values("IsTruncated", in: r.body).first == "true"
+            let next = S3XML.values("NextContinuationToken", in: r.body).first
+            guard truncated, let next, !next.isEmpty, next != token else { break }
+            token = next
+        } while true
+        return all
     }
 
     /// True when `bucket` exists, by listing at most one key (a GET, so that a refusal comes
@@ -128,6 +223,96 @@ public final class S3Client: Sendable {
         if r.status == 404 { return nil }
         try check(r, "HeadObject \(bucket)/\(key)")
         return (UInt64(r.header("Content-Length") ?? "") ?? 0, Self.unquote(r.header("ETag") ?? ""))
+    }
+
+    /// Streams the object (or `range` of it) to `receive`, piece by piece as it arrives, and
+    /// returns how many bytes came; nothing is held in memory beyond the piece.
+    @discardableResult
+    public func getObject(bucket: String, key: String, range: ClosedRange<UInt64>? = nil,
+                          receive: @escaping (ByteBuffer) throws -> Void) async throws -> UInt64 {
+        let headers = range.map { [("Range", "bytes=\($0.lowerBound)-\($0.upperBound)")] } ?? []
+        nonisolated(unsafe) var count: UInt64 = 0
+        try check(try await send("GET", bucket: bucket, key: key, headers: headers, body: ByteBuffer(), receive: { part in
+            count += UInt64(part.readableBytes)
+            try receive(part)
+        }), "GetObject \(bucket)/\(key)")
+        return count
+    }
+
+    /// A ranged GET (`range` inclusive) whose body is written straight into `target` (memory the
+    /// caller owns, keeps valid until the future completes, and reuses: a fresh buffer per block
+    /// would cost a page fault per 4 KiB, which was most of a direct export's system time). The
+    /// future gives the number of bytes written; a body longer than `target` fails.
+    ///
+    /// For synchronous readers (an envelope read through ``VaultCore/EnvelopeInput`` by the
+    /// core's threads): the request runs on the HTTP client's event loop, and the future is
+    /// waited for on the caller's thread, which must not be an event loop (the core's readers and
+    /// the commands' threads are not).
+    public func getRange(bucket: String, key: String, range: ClosedRange<UInt64>, into target: UnsafeMutableRawBufferPointer) -> EventLoopFuture<Int> {
+        let headers = [("Range", "bytes=\(range.lowerBound)-\(range.upperBound)")]
+        let unsigned = addressing.request(method: "GET", endpoint: endpoint, bucket: bucket, key: key, query: [], headers: headers)
+        let signed = signer.sign(unsigned, payload: .hashing(UnsafeRawBufferPointer(start: nil, count: 0)), date: Date())
+        let loop = http.eventLoopGroup.any()
+        var request: HTTPClient.Request
+        do {
+            request = try HTTPClient.Request(url: signed.url, method: .GET)
+        } catch {
+            return loop.makeFailedFuture(VaultError(.usage, "S3 GET \(bucket)/\(key): \(error)"))
+        }
+        for (k, v) in signed.headers { request.headers.add(name: k, value: v) }
+        request.headers.replaceOrAdd(name: "Host", value: signed.host)
+        let what = "GetObject \(bucket)/\(key)"
+        let delegate = IntoMemory(target: target) { status, headers, body in
+            try self.check(Response(status: status, headers: headers, body: body), what)
+        }
+        return http.execute(request: request, delegate: delegate, eventLoop: .delegate(on: loop), deadline: nil).futureResult
+            .flatMapErrorThrowing { error in
+                if error is VaultError { throw error }
+                throw VaultError(.uploadFailed, "S3 GET \(bucket)/\(key): \(error)")
+            }
+    }
+
+    /// Receives a response body into caller-owned memory (a successful one), or collects it (an
+    /// error's XML) for the check.
+    final class IntoMemory: HTTPClientResponseDelegate, @unchecked Sendable {
+        // @unchecked: AsyncHTTPClient calls a delegate on one event loop, one call at a time.
+        typealias Response = Int
+        let target: UnsafeMutableRawBufferPointer
+        let check: (Int, [(String, String)], [UInt8]) throws -> Void
+        var status = 0
+        var headers: [(String, String)] = []
+        var filled = 0
+        var errorBody: [UInt8] = []
+
+        init(target: UnsafeMutableRawBufferPointer, check: @escaping (Int, [(String, String)], [UInt8]) throws -> Void) {
+            self.target = target
+            self.check = check
+        }
+
+        func didReceiveHead(task: HTTPClient.Task<Int>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+            status = Int(head.status.code)
+            headers = head.headers.map { ($0.name, $0.value) }
+            return task.eventLoop.makeSucceededVoidFuture()
+        }
+
+        func didReceiveBodyPart(task: HTTPClient.Task<Int>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+            guard (200..<300).contains(status) else {
+                errorBody += buffer.readableBytesView.prefix(1 << 20 - errorBody.count)
+                return task.eventLoop.makeSucceededVoidFuture()
+            }
+            let n = buffer.readableBytes
+            guard filled + n <= target.count else {
+                return task.eventLoop.makeFailedFuture(VaultError(.trailingData, "the store sent more bytes than the range asked for"))
+            }
+            buffer.withUnsafeReadableBytes { UnsafeMutableRawBufferPointer(rebasing: target[filled..<filled + n]).copyMemory(from: $0) }
+            filled += n
+            return task.eventLoop.makeSucceededVoidFuture()
+        }
+
+        func didFinishRequest(task: HTTPClient.Task<Int>) throws -> Int {
+            try check(status, headers, errorBody)
+            return filled
+        }
     }
 
     /// The object's bytes, or those of `range` (inclusive, as in HTTP).
@@ -150,9 +335,13 @@ public final class S3Client: Sendable {
 
     /// Uploads part `number` with `Content-MD5`; returns its ETag after checking it is the MD5.
     public func uploadPart(bucket: String, key: String, uploadID: String, number: Int, body: [UInt8]) async throws -> String {
+        try await uploadPart(bucket: bucket, key: key, uploadID: uploadID, number: number, body: ByteBuffer(bytes: body))
+    }
+
+    public func uploadPart(bucket: String, key: String, uploadID: String, number: Int, body: ByteBuffer) async throws -> String {
         let md5 = Self.md5(body)
         let r = try check(try await send("PUT", bucket: bucket, key: key, query: [("partNumber", String(number)), ("uploadId", uploadID)],
-                                         headers: [("Content-MD5", md5.base64)], body: body), "UploadPart \(number) of \(bucket)/\(key)")
+                                         headers: [("Content-MD5", md5.base64)], body: body, unsignedBody: true), "UploadPart \(number) of \(bucket)/\(key)")
         let etag = Self.unquote(r.header("ETag") ?? "")
         guard etag == md5.hex else {
             throw VaultError(.uploadRejected, "UploadPart \(number) of \(bucket)/\(key): the ETag \(etag) is not the part's MD5 \(md5.hex)")

@@ -1,11 +1,16 @@
 import ArgumentParser
 import Foundation
 import VaultCore
+import VaultRemote
+import VaultS3
 
 /// Options every command takes; they may come before or after the command name.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The vault directory (default: $VAULT_DIR, else $XDG_DATA_HOME/vault or ~/.local/share/vault).", valueName: "dir"), completion: .directory)
+    @Option(name: .long, help: ArgumentHelp("The vault directory (default: $VAULT_DIR, else $XDG_DATA_HOME/vault or ~/.local/share/vault); or, for list, get, verify, export and upload, a vault read in place on a store: s3://BUCKET/PREFIX or a remote's name.", valueName: "dir"), completion: .directory)
     var vault: String?
+
+    @Option(name: .long, help: ArgumentHelp("With --vault s3://…: the memory for envelope blocks read from the store (default 64M).", valueName: "bytes"))
+    var cacheSize: ByteCount?
 
     @Option(name: .long, help: ArgumentHelp("Read the password from this file (one trailing newline is ignored) instead of $VAULT_PASSWORD or a prompt.", valueName: "file"), completion: .file())
     var passwordFile: String?
@@ -15,7 +20,43 @@ struct GlobalOptions: ParsableArguments {
         var m = self
         m.vault = vault ?? outer.vault
         m.passwordFile = passwordFile ?? outer.passwordFile
+        m.cacheSize = cacheSize ?? outer.cacheSize
         return m
+    }
+
+    /// The store `--vault` names when it is `s3://BUCKET/PREFIX`, or the name of a remote of the
+    /// default vault that is not also a folder here.
+    func remoteLocation() throws -> RemoteLocation? {
+        guard let v = vault ?? environment("VAULT_DIR").flatMap({ $0.hasPrefix("s3://") ? $0 : nil }) else { return nil }
+        if v.hasPrefix("s3://") { return try RemoteLocation(url: v) }
+        guard !v.contains("/"), FileSystem.kind(of: v) == .missing, RemoteList.isValidName(v) else { return nil }
+        var local = self
+        local.vault = nil
+        guard local.store.exists, let list = try? RemoteList.load(local.store), list.remotes.contains(where: { $0.name == v }) else { return nil }
+        return try list.resolve(v).location
+    }
+
+    /// Where vaults read in place keep their cache folders: $XDG_CACHE_HOME/vault, else ~/.cache/vault.
+    var cacheRoot: String {
+        if let x = environment("XDG_CACHE_HOME"), !x.isEmpty { return x + "/vault" }
+        return (environment("HOME") ?? NSHomeDirectory()) + "/.cache/vault"
+    }
+
+    /// Unlocks the vault for a command that only reads documents (and may record what it
+    /// sends): a local vault, or one read in place on an S3-compatible store.
+    func open() async throws -> VaultCore.Vault {
+        guard let location = try remoteLocation() else { return try unlock() }
+        let client = try S3Environment.connection(purpose: "--vault \(location)").client()
+        RemoteClients.keep(client)
+        let password = try PasswordReader.read(file: passwordFile)
+        do {
+            return try await RemoteVault.open(location, client: client, cacheRoot: cacheRoot, password: password,
+                                              cacheBytes: Int(cacheSize?.value ?? 64 << 20)).0
+        } catch let e as VaultError {
+            throw e
+        } catch {
+            throw VaultError(.uploadFailed, "\(location): \(error)", hint: "check AWS_ENDPOINT_URL and the network")
+        }
     }
 
     /// The vault directory: `--vault`, `$VAULT_DIR`, `$XDG_DATA_HOME/vault`, or `~/.local/share/vault`.
@@ -28,11 +69,37 @@ struct GlobalOptions: ParsableArguments {
 
     /// Reads the password and unlocks the vault (one Argon2id run).
     func unlock() throws -> VaultCore.Vault {
+        try requireLocal()
         let store = self.store
         _ = try store.unlockCheckExists()
         let password = try PasswordReader.read(file: passwordFile)
         return try store.unlock(password: password)
     }
+
+    /// Reads the password here, then unlocks on another thread (see ``PendingVault``).
+    func unlockInBackground() throws -> PendingVault {
+        try requireLocal()
+        let store = self.store
+        _ = try store.unlockCheckExists()
+        return PendingVault(store: store, password: try PasswordReader.read(file: passwordFile))
+    }
+}
+
+extension GlobalOptions {
+    /// Fails when `--vault` names a store: the command needs a local vault.
+    func requireLocal() throws {
+        if let v = vault, v.hasPrefix("s3://") {
+            throw VaultError(.usage, "this command needs a local vault; \(v) can be read in place only by list, get, verify, export and upload",
+                             hint: "make a replica with 'vault clone \(v)'")
+        }
+    }
+}
+
+/// S3 clients of vaults read in place live as long as the process (their connections close with it).
+enum RemoteClients {
+    nonisolated(unsafe) private static var clients: [S3Client] = []
+    private static let lock = NSLock()
+    static func keep(_ client: S3Client) { lock.withLock { clients.append(client) } }
 }
 
 extension VaultStore {

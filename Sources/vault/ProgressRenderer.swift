@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import VaultCore
+import VaultRemote
 import VaultUpload
 
 /// `--progress auto|bar|json|none`.
@@ -119,6 +120,25 @@ final class ProgressRenderer: @unchecked Sendable {
         }
     }
 
+    /// Push and pull: objects and bytes (`json`: a `progress` event with `objects`, `of`,
+    /// `done` and `total`, at most every 200 ms and at the end).
+    func handle(_ p: TransferProgress, label: String) {
+        locked { r in
+            switch r.mode {
+            case .json:
+                var e = Event("progress", done: p.bytesDone, total: p.bytesTotal)
+                e.files = p.objectsDone
+                e.of = p.objectsTotal
+                r.emit(JSONOutput.line(e), throttled: p.objectsDone != p.objectsTotal)
+            case .bar:
+                r.label = "\(label) \(p.objectsDone)/\(p.objectsTotal) objects"
+                r.done = p.bytesDone
+                r.total = p.bytesTotal
+            default: break
+            }
+        }
+    }
+
     private func update(_ event: ExportEvent) {
         switch event {
         case .started(_, _, _, let plain, _): total = plain
@@ -194,7 +214,7 @@ final class ProgressRenderer: @unchecked Sendable {
     static func compose(batch: (Int, Int), document: (Int, Int, String), label: String?, done: UInt64, total: UInt64,
                         rate: Double, width: Int) -> String {
         let room = max(width - 1, 20)
-        let head = batch.1 == 0 && label == nil ? "file \(document.0)/\(document.1)"
+        let head = batch.1 == 0 ? label ?? "file \(document.0)/\(document.1)"
                                                 : "batch \(batch.0)/\(batch.1)  " + (label ?? "doc \(document.0)/\(document.1)")
         let name = label == nil ? Terminal.printable(document.2) : ""
         let figures = "\(Terminal.size(done))/\(Terminal.size(total))"

@@ -15,6 +15,7 @@ struct VaultCommand: AsyncParsableCommand {
               vault init
               vault add scan.pdf && vault list
               vault export --out outbox/
+              vault remote add office s3://backoffice/vault && vault push
 
             Exit codes:
               0    success
@@ -23,26 +24,28 @@ struct VaultCommand: AsyncParsableCommand {
               3    not found (vault, document, input file, password file, tag)
               4    ambiguous id prefix or name
               64   usage: bad arguments, no password, refused http://, binary to a terminal
-              65   damaged data (an envelope, the index, vault.json, the history); audit findings
+              65   damaged data (an envelope, the index, vault.json, the history); audit findings; pulled objects that fail
               69   upload: the server rejected a batch
-              73   the output or vault exists, or the document is already in the vault
+              73   the output or vault exists, or the document is already in the vault; the store holds another vault
               74   I/O error (permissions, disk full, file too large)
-              75   upload: retries ran out; run the same command again to resume
-              76   upload: the server refused the credentials
+              75   upload, push, pull: retries ran out; run the same command again to resume
+              76   upload, push, pull: the server refused the credentials
               77   wrong password
               130  interrupted (SIGINT, SIGTERM, SIGHUP); no partial output is left
             """,
         version: "0.1.0",
-        subcommands: [Init.self, Add.self, Import.self, List.self, Get.self, Remove.self, Verify.self, Export.self, Upload.self, Uploads.self, Log.self, Audit.self, Passwd.self]
+        subcommands: [Init.self, Add.self, Import.self, List.self, Get.self, Remove.self, Verify.self, Export.self, Upload.self, Uploads.self, Log.self, Audit.self, Passwd.self,
+                      Remote.self, Push.self, Pull.self, Clone.self]
     )
 
     @OptionGroup var global: GlobalOptions
 
-    /// Before any parsing: no core dumps, secrets out of the environment, and interrupts that
+    /// Before any parsing: no core dumps, large buffers off the heap, secrets out of the environment, and interrupts that
     /// remove temporary files, restore the terminal, print `vault: interrupted` and exit 130.
     static func main() async {
         do {
             try Interrupts.disableCoreDumps()
+            ProcessMemory.mapLargeBuffersDirectly()
             try EnvironmentSecrets.capture()
             try Interrupts.install { _ in
                 Terminal.interrupted()

@@ -368,7 +368,10 @@ import Glibc
         let (s, _) = Self.vaultWithHistory()
         // An upload that fails leaves a journal for `uploads`.
         _ = s.run("upload", "--url", "http://127.0.0.1:9/in", "--retries", "0")
+        #expect(s.run("remote", "add", "office", "s3://backoffice/station one").status == 0)
+        #expect(s.run("remote", "add", "archive", "s3://archive").status == 0)
         let outputs: [(String, [String])] = [
+            ("remotes", ["remote", "--json"]),
             ("log", ["log", "--json"]), ("audit", ["audit", "--json"]), ("audit", ["audit", "--json", "--deep"]),
             ("verify", ["verify", "--json"]), ("list", ["list", "--json"]), ("uploads", ["uploads", "--json"]),
         ]

@@ -76,6 +76,54 @@ import Testing
         #expect(s.objects.count == 1)
     }
 
+    /// `add` starts encrypting while Argon2id checks the password (only the header needs its
+    /// key): with a wrong password nothing is committed, no temporary file stays, no history
+    /// record is written, and the error is the wrong password's, for the first file as for the
+    /// ones after it.
+    @Test func aWrongPasswordDuringALargeAddCommitsNothing() throws {
+        let s = Sandbox()
+        s.initVault()
+        try s.writeLarge("big.bin", mebibytes: 64, seed: 5)
+        s.write("small.txt", Array("small".utf8))
+        let logBefore = try #require(FileManager.default.contents(atPath: s.path("vault/log.vlt")))
+        for args in [["add", "big.bin"], ["add", "big.bin", "small.txt"], ["add", "small.txt", "big.bin"]] {
+            let r = s.run(args, env: ["VAULT_PASSWORD": "wrong"])
+            #expect(r.status == 77, "\(args)")
+            #expect(r.stderr == "vault: wrong password\nvault: hint: check VAULT_PASSWORD or the password file\n", "\(args)")
+            #expect(r.stdout.isEmpty)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: s.path("vault/objects")).isEmpty, "no object and no temporary file: \(args)")
+        }
+        #expect(FileManager.default.contents(atPath: s.path("vault/log.vlt")) == logBefore, "nothing was recorded")
+        #expect(s.run("add", "big.bin", "small.txt").status == 0)
+        #expect(s.run("verify").status == 0)
+        #expect(s.objects.count == 2)
+    }
+
+    /// `get --range START-END`: inclusive byte offsets as in HTTP Range, to stdout or -o FILE;
+    /// END past the end is the last byte; bad ranges are usage errors that write nothing.
+    @Test func getRangeReturnsExactlyTheRequestedBytes() throws {
+        let s = Sandbox()
+        s.initVault()
+        let plain = [UInt8].random(3 * 65536 + 1234, seed: 77)
+        s.write("doc.bin", plain)
+        let id = s.run("add", "doc.bin").out.trimmingCharacters(in: .whitespacesAndNewlines)
+        for (start, end) in [(0, 0), (0, 1023), (65535, 65536), (65530, 2 * 65536 + 3), (plain.count - 1, plain.count - 1), (100, plain.count - 1)] {
+            let r = s.run("get", id, "--range", "\(start)-\(end)")
+            #expect(r.status == 0, "\(start)-\(end): \(r.stderr)")
+            #expect(r.stdout == Array(plain[start...end]), "\(start)-\(end)")
+        }
+        #expect(s.run("get", id, "--range", "196000-999999999").stdout == Array(plain[196000...]), "END past the end is the last byte")
+        #expect(s.run("get", id, "--range", "196000-").stdout == Array(plain[196000...]))
+        #expect(s.run("get", id, "--range", "10-19", "-o", "piece.bin").status == 0)
+        #expect(FileManager.default.contents(atPath: s.path("piece.bin")).map(Array.init) == Array(plain[10...19]))
+        for bad in ["20-10", "abc", "5", "\(plain.count)-\(plain.count + 10)"] {
+            let r = s.run("get", id, "--range", bad, "-o", "bad.bin")
+            #expect(r.status == 64, "\(bad): \(r.stderr)")
+            #expect(r.stderr.hasPrefix("vault: --range \(bad) "), "\(bad): \(r.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: s.path("bad.bin")))
+        }
+    }
+
     @Test func passwordSources() {
         let s = Sandbox()
         s.write("pw", Array("file password\n".utf8))

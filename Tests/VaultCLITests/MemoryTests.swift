@@ -91,6 +91,17 @@ import VaultS3
         #expect(s3Small.status == 0 && s3Big.status == 0, "\(s3Big.stderr)")
         print("peak RSS: s3 upload (--parallel 2) 1 x 1 MiB \(s3Small.maxRSSKiB) KiB, 20 x 50 MiB \(s3Big.maxRSSKiB) KiB (+\(s3Big.maxRSSKiB - s3Small.maxRSSKiB))")
         #expect(s3Big.maxRSSKiB - s3Small.maxRSSKiB <= 16 * 1024)
+        // And the same export read in place from the store (push first), with a 16 MiB cache:
+        // at most 8 MiB more than for 1 MiB, plus the cache.
+        let push = s.run(["push", "s3://\(bucket)/vault"], env: S3UploadCLITests.env(sw))
+        #expect(push.status == 0, "\(push.stderr)")
+        let remote = ["--vault", "s3://\(bucket)/vault", "--cache-size", "16M", "export", "--progress", "none"]
+        let directSmall = s.measureWith(remote + ["--tag", "small", "--out", "direct-small"], env: S3UploadCLITests.env(sw))
+        let directBig = s.measureWith(remote + ["--tag", "big", "--out", "direct-big"], env: S3UploadCLITests.env(sw))
+        #expect(directSmall.status == 0 && directBig.status == 0, "\(directBig.stderr)")
+        #expect(FileManager.default.contents(atPath: s.path("direct-big/batch-0001.json")) == FileManager.default.contents(atPath: s.path("big/batch-0001.json")))
+        print("peak RSS: direct export from the store (--cache-size 16M) 1 x 1 MiB \(directSmall.maxRSSKiB) KiB, 20 x 50 MiB \(directBig.maxRSSKiB) KiB (+\(directBig.maxRSSKiB - directSmall.maxRSSKiB))")
+        #expect(directBig.maxRSSKiB - directSmall.maxRSSKiB <= (8 + 16) * 1024)
         #expect(small.status == 0 && big.status == 0, "\(big.stderr)")
         let size = try FileManager.default.attributesOfItem(atPath: s.path("big/batch-0001.json"))[.size] as? Int ?? 0
         #expect(size > 20 * 50 << 20 * 4 / 3)

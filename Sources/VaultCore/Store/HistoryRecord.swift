@@ -14,6 +14,12 @@ public struct HistoryRecord: Codable, Sendable, Equatable {
         /// The first record of a log started on a vault that had none (made before the history
         /// existed, or whose log was deleted): the documents present then.
         case begin
+        /// Documents fetched from a remote store (authenticated before they were taken).
+        case pull
+        /// Documents and tombstones sent to a remote store.
+        case push
+        /// The first record of a replica made by `vault clone` (its source in `destinations`).
+        case clone
     }
 
     /// How the command ended.

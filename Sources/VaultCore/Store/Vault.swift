@@ -77,9 +77,10 @@ public final class Vault: @unchecked Sendable {
     /// now and from the reader later, name the document. `threads` is how many threads open
     /// each batch of chunks (default: one per core); `batching`, how many chunks a batch holds.
     public func open(_ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores,
-                     batching: ChunkBatching = .reading, startChunk: UInt64 = 0) throws -> EnvelopeReader {
+                     batching: ChunkBatching = .reading, startChunk: UInt64 = 0, readAhead: Bool = true) throws -> EnvelopeReader {
         do {
-            let reader = try openEnvelope(id, verifyDigest: verifyDigest, threads: threads, batching: batching, startChunk: startChunk)
+            let reader = try openEnvelope(id, verifyDigest: verifyDigest, threads: threads, batching: batching, startChunk: startChunk,
+                                          readAhead: readAhead)
             reader.context = "document \(id)"
             return reader
         } catch {
@@ -87,17 +88,39 @@ public final class Vault: @unchecked Sendable {
         }
     }
 
+    /// Random access to a document's plaintext: ``DocumentReader/read(at:count:)`` decrypts and
+    /// authenticates only the chunks that cover the range, through a cache of at most
+    /// `cacheBytes` of opened chunks.
+    public func randomAccess(_ id: DocumentID, cacheBytes: Int = 4 << 20) throws -> DocumentReader {
+        let first = try open(id, batching: ChunkBatching(chunks: 1), readAhead: false)
+        return DocumentReader(metadata: first.metadata, cacheBytes: cacheBytes) { [self] start, chunks in
+            do {
+                let r = try openEnvelope(id, threads: 1, batching: ChunkBatching(chunks: chunks), startChunk: start, readAhead: false)
+                r.context = "document \(id)"
+                return r
+            } catch {
+                throw VaultError.from(error).context("document \(id)")
+            }
+        }
+    }
+
     /// Opens an envelope; errors do not name the document (for callers that report ids themselves).
     func openEnvelope(_ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores,
-                      batching: ChunkBatching = .reading, startChunk: UInt64 = 0) throws -> EnvelopeReader {
+                      batching: ChunkBatching = .reading, startChunk: UInt64 = 0, readAhead: Bool = true) throws -> EnvelopeReader {
+        if let source = store.source {
+            return try EnvelopeReader(input: try source.input(for: id, sequential: startChunk == 0 && readAhead), keyring: keyring, expectedID: id,
+                                      verifyDigest: verifyDigest, threads: threads, batching: batching, startChunk: startChunk, readAhead: readAhead)
+        }
         let file: FileDescriptor
         do {
             file = try FileDescriptor.openForReading(store.objectPath(id))
         } catch let e as VaultError where e.code == .notFound {
             throw VaultError(.notFound, "its object file is missing (was it removed?)")
         }
-        return try EnvelopeReader(input: file, keyring: keyring, expectedID: id, verifyDigest: verifyDigest, threads: threads,
-                                  batching: batching, startChunk: startChunk)
+        // Read once, front to back: the disk is kept reading ahead of the decryption.
+        let input: any EnvelopeInput = startChunk == 0 && readAhead ? try ReadAheadFile(file) : file
+        return try EnvelopeReader(input: input, keyring: keyring, expectedID: id, verifyDigest: verifyDigest, threads: threads,
+                                  batching: batching, startChunk: startChunk, readAhead: readAhead)
     }
 
     // MARK: Removing
@@ -148,7 +171,7 @@ public final class Vault: @unchecked Sendable {
         for id in ids where index.records[id] == nil {
             if let record = known[id] { index.records[id] = record; continue }
             do {
-                let reader = try openEnvelope(id)
+                let reader = try openEnvelope(id, threads: 1, batching: ChunkBatching(chunks: 1), readAhead: false)   // the header only
                 index.records[id] = DocumentRecord(id: id, metadata: reader.metadata)
             } catch {
                 unreadable.append((id, VaultError.from(error)))
@@ -162,7 +185,7 @@ public final class Vault: @unchecked Sendable {
     }
 
     /// Removes temporary files that killed writers left in the vault's folders.
-    func sweepTemporaries() {
+    public func sweepTemporaries() {
         AtomicFile.sweep(store.objectsPath)
         AtomicFile.sweep(store.root)
     }

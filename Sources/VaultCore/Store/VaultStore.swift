@@ -6,8 +6,11 @@ import Foundation
 /// envelope per document: the truth), `index.vlt` (encrypted cache of the records), `lock`
 /// (writers take an exclusive `flock` on it). Directories are 0700, files 0600.
 public struct VaultStore: Sendable {
-    /// The vault directory.
+    /// The vault directory (for a vault read from a remote store: its local cache folder).
     public let root: String
+    /// Where the envelopes come from when they are not in `objects/` (a remote store read
+    /// directly); such a store is read-only.
+    public let source: (any ObjectSource)?
     var configPath: String { root + "/vault.json" }
     var objectsPath: String { root + "/objects" }
     var indexPath: String { root + "/index.vlt" }
@@ -15,10 +18,18 @@ public struct VaultStore: Sendable {
     func objectPath(_ id: DocumentID) -> String { "\(objectsPath)/\(id.hex).vlt" }
 
     /// A store at `root`; nothing is read yet.
-    public init(root: String) {
+    public init(root: String, source: (any ObjectSource)? = nil) {
         var r = root
         while r.count > 1 && r.hasSuffix("/") { r.removeLast() }
         self.root = r
+        self.source = source
+    }
+
+    /// Fails for a store read from a remote source: `what` needs a local vault.
+    public func requireLocal(_ what: String) throws {
+        guard let source else { return }
+        throw VaultError(.usage, "\(what) needs a local vault, and \(source.name) is read directly",
+                         hint: "clone it first with 'vault clone \(source.name)', or use a replica")
     }
 
     /// True when `root` holds a `vault.json`.
@@ -127,9 +138,10 @@ public struct VaultStore: Sendable {
         return try body()
     }
 
-    /// The ids of the objects on disk.
+    /// The ids of the objects on disk (or in the source).
     func objectIDs() throws -> Set<DocumentID> {
-        Set(try FileSystem.list(objectsPath).compactMap { name -> DocumentID? in
+        if let source { return try source.objectIDs() }
+        return Set(try FileSystem.list(objectsPath).compactMap { name -> DocumentID? in
             guard name.hasSuffix(".vlt") else { return nil }
             return DocumentID(hex: String(name.dropLast(4)))
         })

@@ -67,7 +67,7 @@ extension VaultCommand {
             if !toStdout, ![.missing, .directory].contains(FileSystem.kind(of: out)) {
                 throw VaultError(.usage, "--out \(out) is not a directory", hint: "give a folder, or - for standard output")
             }
-            let vault = try options.unlock()
+            let vault = try await options.open()
             let selected = try selection.records(in: vault, verb: "export", sending: true)
             var exportOptions = ExportOptions()
             exportOptions.limits = batching.limits
@@ -79,7 +79,7 @@ extension VaultCommand {
             let started = Date()
             let summary: ExportSummary
             do {
-                summary = toStdout ? try exporter.write(to: FileDescriptor.standard(1, name: "standard output"))
+                summary = toStdout ? try exporter.write(to: { let out = FileDescriptor.standard(1, name: "standard output"); out.growPipeBuffer(); return out }())
                                    : try exporter.write(toDirectory: out)
             } catch var e as VaultError {
                 renderer.clear()

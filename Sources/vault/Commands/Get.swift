@@ -16,6 +16,11 @@ extension VaultCommand {
                   vault get scan.pdf -o scan.pdf
                   vault get 79d6 > notes.txt
                   vault get 79d6 -o copy.pdf --force
+                  vault get 79d6 --range 0-1023 > head.bin
+
+                --range START-END (byte offsets, inclusive, as in HTTP Range) decrypts and \
+                authenticates only the 64 KiB chunks that cover the range; END past the end of the \
+                document is taken as its last byte.
                 """)
 
         @OptionGroup var global: GlobalOptions
@@ -29,6 +34,20 @@ extension VaultCommand {
 
         @Flag(help: "Replace the output file if it exists.")
         var force = false
+
+        @Option(help: ArgumentHelp("Only bytes START through END (inclusive, 0-based, as in HTTP Range).", valueName: "START-END"))
+        var range: String?
+
+        /// `START-END` with START <= END; `START-` (to the end) is allowed too.
+        static func parse(range text: String) throws -> (UInt64, UInt64?) {
+            let parts = text.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, let start = UInt64(parts[0]), parts[1].isEmpty || UInt64(parts[1]) != nil else {
+                throw VaultError(.usage, "--range \(text) is not START-END", hint: "byte offsets, inclusive: --range 0-1023")
+            }
+            let end = UInt64(parts[1])
+            if let end, end < start { throw VaultError(.usage, "--range \(text) ends before it starts") }
+            return (start, end)
+        }
 
         func run() async throws { try await run(parent: root.global) }
 
@@ -45,8 +64,29 @@ extension VaultCommand {
                     throw VaultError(.notFound, "cannot write \(path): its directory does not exist")
                 }
             }
-            let vault = try options.unlock()
+            let bounds = try range.map(Self.parse(range:))
+            let vault = try await options.open()
             let record = try DocumentSelection.resolve(document, in: vault.records().records)
+            if let (start, end) = bounds {
+                let reader = try vault.randomAccess(record.id)
+                guard start < reader.size else {
+                    throw VaultError(.usage, "--range \(range!) starts past the end of \(record.metadata.name) (\(reader.size) bytes)")
+                }
+                if toStdout && Terminal.isTTY(1) && !ContentType.isText(reader.metadata.contentType) {
+                    throw VaultError(.usage, "refusing to write \(reader.metadata.contentType) data to a terminal",
+                                     hint: "use -o FILE, or redirect standard output")
+                }
+                let last = min(end ?? (reader.size - 1), reader.size - 1)
+                let file = toStdout ? nil : try Self.atomicOutput(output!)
+                var at = start
+                while at <= last {
+                    let piece = try reader.read(at: at, count: Int(min(UInt64(1 << 20), last - at + 1)))
+                    try piece.withUnsafeBytes { try file?.file.write($0) ?? Terminal.stdout.write($0) }
+                    at += UInt64(piece.count)
+                }
+                try file?.commit(replace: force)
+                return
+            }
             let reader = try vault.open(record.id)
             if toStdout {
                 if Terminal.isTTY(1) && !ContentType.isText(reader.metadata.contentType) {
@@ -62,10 +102,15 @@ extension VaultCommand {
         /// Streams into a temporary file beside `path` (swept there if a killed `get` left one),
         /// fsyncs, then renames it into place: a damaged document or an interrupt leaves no file.
         static func writeFile(_ reader: EnvelopeReader, to path: String, force: Bool) throws {
-            AtomicFile.sweep(FileSystem.directory(of: path))
-            let output = try AtomicFile(destination: path)
+            let output = try atomicOutput(path)
             while let batch = try reader.next() { try output.file.write(batch) }
             try output.commit(replace: force)
+        }
+
+        /// The temporary file beside `path`, after sweeping what a killed `get` left there.
+        static func atomicOutput(_ path: String) throws -> AtomicFile {
+            AtomicFile.sweep(FileSystem.directory(of: path))
+            return try AtomicFile(destination: path)
         }
     }
 }

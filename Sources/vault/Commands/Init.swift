@@ -26,6 +26,7 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
+            try options.requireLocal()
             let store = options.store
             if store.exists { throw VaultError(.alreadyExists, "a vault already exists at \(store.root)") }
             let password = try PasswordReader.read(file: options.passwordFile, confirm: true)

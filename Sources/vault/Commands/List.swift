@@ -28,7 +28,7 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
-            let vault = try options.unlock()
+            let vault = try await options.open()
             let (all, unreadable) = try vault.records()
             let records = try DocumentSelection(tag: tag).apply(to: all)
             Terminal.out(json ? Self.json(records) : Self.table(records))

@@ -182,7 +182,7 @@ extension VaultCommand {
                 }
                 Terminal.warn("sending documents unencrypted over http:// to \(host)")
             }
-            let vault = try options.unlock()
+            let vault = try await options.open()
             let selected = try selection.records(in: vault, verb: "upload", sending: true)
             target.headers = headers.map { h in
                 let p = h.split(separator: ":", maxSplits: 1)
@@ -254,29 +254,8 @@ extension VaultCommand {
         /// addressed path-style; without it AWS's regional endpoint, virtual-host style).
         static func s3Target(url: String, partSize: UInt64?, parallel: Int) throws -> S3Target {
             let c = URLComponents(string: url)!
-            func text(_ s: SecretBytes) -> String { s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
-            guard let id = environment("AWS_ACCESS_KEY_ID"), !id.isEmpty, let secret = EnvironmentSecrets.value("AWS_SECRET_ACCESS_KEY"),
-                  secret.count > 0 else {
-                throw VaultError(.usage, "--protocol s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
-                                 hint: "or ask the back office for presigned URLs")
-            }
-            let region = [environment("AWS_REGION"), environment("AWS_DEFAULT_REGION")].compactMap { $0 }.first { !$0.isEmpty } ?? "us-east-1"
-            let credentials = S3Credentials(accessKeyID: id, secretAccessKey: text(secret),
-                                            sessionToken: EnvironmentSecrets.value("AWS_SESSION_TOKEN").map(text))
-            var endpoint = URL(string: "https://s3.\(region).amazonaws.com")!
-            var addressing = S3Addressing.virtualHost
-            if let custom = environment("AWS_ENDPOINT_URL_S3") ?? environment("AWS_ENDPOINT_URL"), !custom.isEmpty {
-                guard let u = URL(string: custom), let scheme = u.scheme?.lowercased(), ["http", "https"].contains(scheme), u.host != nil else {
-                    throw VaultError(.usage, "AWS_ENDPOINT_URL must be an http:// or https:// URL, not '\(custom)'")
-                }
-                if scheme == "http" && !UploadTarget.isLoopback(host: u.host!) {
-                    throw VaultError(.usage, "refusing to send documents and signed requests unencrypted over http:// to \(u.host!)",
-                                     hint: "use an https:// endpoint")
-                }
-                endpoint = u
-                addressing = .path
-            }
-            return S3Target(endpoint: endpoint, region: region, credentials: credentials, addressing: addressing, bucket: c.host!,
+            let s3 = try S3Environment.connection(purpose: "--protocol s3", hint: "or ask the back office for presigned URLs")
+            return S3Target(endpoint: s3.endpoint, region: s3.region, credentials: s3.credentials, addressing: s3.addressing, bucket: c.host!,
                             prefix: c.path, partSize: partSize ?? 8 << 20, parallel: parallel)
         }
 

@@ -43,6 +43,7 @@ extension VaultCommand {
         struct Result: Encodable { var journals: [UploadJournals.Entry]? ; var removed: [UploadJournals.Entry]? }
 
         func execute(_ options: GlobalOptions) async throws {
+            try options.requireLocal()
             let store = options.store
             _ = try store.unlockCheckExists()
             if action == "prune" {

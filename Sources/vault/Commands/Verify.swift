@@ -27,7 +27,7 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
-            let vault = try options.unlock()
+            let vault = try await options.open()
             let ids = documents.isEmpty ? nil : try DocumentSelection(queries: documents).apply(to: vault.records().records).map(\.id)
             let report = try vault.verify(ids)
             Terminal.out(json ? Self.json(report) : Self.text(report))

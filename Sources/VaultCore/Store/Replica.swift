@@ -1,0 +1,201 @@
+import Foundation
+
+/// A sealed tombstone: the record that a document was removed, for other replicas of the vault
+/// (`PREFIX/removed/<id>` on a remote store, docs/FORMAT.md "Remote layout").
+///
+/// Sealed under a subkey of the vault key with the vault id and the document id as associated
+/// data: nobody without the password can forge one (so nobody can make replicas delete a
+/// document), and one cannot be moved to another id or vault.
+public struct Tombstone: Codable, Sendable, Equatable {
+    /// The removed document (32 hex digits).
+    public var id: String
+    /// Its name, SHA-256 (hex) and size, as the removing replica knew them ("" and 0 if not).
+    public var name: String
+    public var sha256: String
+    public var size: UInt64
+    /// When the removing replica wrote the tombstone, in milliseconds since 1970.
+    public var time: Int64
+    /// The host that wrote it.
+    public var host: String
+
+    static let magic = Array("VTMB1".utf8)
+    static let subkeyID: UInt64 = 3
+    static let context = "vaultrmv"
+    static func ad(vaultID: String, id: String) -> [UInt8] { Array("vault tombstone v1 \(vaultID) \(id)".utf8) }
+
+    /// The document as a history record names it.
+    var document: HistoryRecord.Document { HistoryRecord.Document(id: id, name: name, sha256: sha256, size: size) }
+}
+
+extension Vault {
+    // MARK: Replication (remote vaults; the network side is VaultRemote's)
+
+    /// `vault.json`'s bytes as they are on disk: what a remote store holds beside the objects.
+    public func configBytes() throws -> [UInt8] { try FileSystem.readFile(store.configPath, limit: 1 << 20) }
+
+    /// The ids of the objects on disk.
+    public func objectIDs() throws -> Set<DocumentID> { try store.objectIDs() }
+
+    /// The objects the sealed index does not name yet (all of them when it is missing or does
+    /// not open): what a rebuild of the index will have to read the headers of.
+    public func unindexedObjects() throws -> [DocumentID] {
+        let ids = try store.objectIDs()
+        guard let bytes = try? FileSystem.readFile(store.indexPath),
+              let index = try? VaultIndex.open(bytes, vaultKey: vaultKey, vaultID: config.id) else { return ids.sorted() }
+        return ids.filter { index.records[$0] == nil }.sorted()
+    }
+
+    /// The path of a document's envelope (to send it as it is).
+    public func objectPath(_ id: DocumentID) -> String { store.objectPath(id) }
+
+    /// The documents this vault's history says were removed (and not added again).
+    public func removedDocuments() throws -> [DocumentID: HistoryRecord.Document] {
+        let scan = try history()
+        var removed: [DocumentID: HistoryRecord.Document] = [:]
+        let state = scan.documentState()
+        for (_, record) in scan.records where record.operation == .remove {
+            for d in record.documents where state.removed[d.id] != nil {
+                if let id = DocumentID(hex: d.id) { removed[id] = d }
+            }
+        }
+        return removed
+    }
+
+    /// Seals a tombstone for `document`.
+    public func sealTombstone(_ document: HistoryRecord.Document, now: Date = Date()) throws -> [UInt8] {
+        let stone = Tombstone(id: document.id, name: document.name, sha256: document.sha256, size: document.size,
+                              time: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), host: Platform.hostName)
+        let key = try SubkeyDerivation.derive(from: vaultKey, id: Tombstone.subkeyID, context: Tombstone.context)
+        let nonce = random.bytes(EnvelopeFormat.nonceSize)
+        let json = Array(try JSONEncoder().encode(stone))
+        return Tombstone.magic + nonce + XChaCha20Poly1305.seal(json, ad: Tombstone.ad(vaultID: config.id, id: document.id), nonce: nonce, key: key)
+    }
+
+    /// Opens a tombstone said to be for `id`.
+    /// - Throws: ``VaultError/Code/vaultDamaged`` when it does not authenticate under this
+    ///   vault's key for that id (forged, damaged, moved or from another vault).
+    public func openTombstone(_ bytes: [UInt8], id: DocumentID) throws -> Tombstone {
+        let head = Tombstone.magic.count + EnvelopeFormat.nonceSize
+        let key = try SubkeyDerivation.derive(from: vaultKey, id: Tombstone.subkeyID, context: Tombstone.context)
+        guard bytes.count >= head + EnvelopeFormat.tagSize, bytes.starts(with: Tombstone.magic),
+              let json = XChaCha20Poly1305.open(Array(bytes[head...]), ad: Tombstone.ad(vaultID: config.id, id: id.hex),
+                                                nonce: Array(bytes[Tombstone.magic.count..<head]), key: key),
+              let stone = try? JSONDecoder().decode(Tombstone.self, from: Data(json)), stone.id == id.hex else {
+            throw VaultError(.vaultDamaged, "the tombstone of document \(id) fails authentication (forged, damaged or from another vault)")
+        }
+        return stone
+    }
+
+    /// Where a document fetched from a remote store is written before it is checked: a
+    /// temporary file in `objects/`, which ``acceptFetched(_:from:)`` moves into place and which
+    /// the next writer sweeps away if the fetching process dies.
+    public func stagingFile(for id: DocumentID) throws -> AtomicFile {
+        try AtomicFile(destination: store.objectPath(id), random: random)
+    }
+
+    /// Takes a fetched envelope into `objects/` after authenticating every chunk and the digest
+    /// and checking that it holds document `id` under this vault's key: it is synced and linked
+    /// into place (never over an existing object). A damaged or foreign envelope is discarded
+    /// and the error thrown. ``recordFetched(_:from:)`` then names the documents in the index
+    /// and the history; if the process dies before that, the next command does both (the index
+    /// is rebuilt from the objects, and the history adopts what authenticates).
+    public func acceptFetched(_ staged: AtomicFile, id: DocumentID) throws -> DocumentRecord {
+        let metadata: DocumentMetadata
+        do {
+            let input = try FileDescriptor.openForReading(staged.temporaryPath)
+            let reader = try EnvelopeReader(input: input, keyring: keyring, expectedID: id, verifyDigest: true)
+            while try reader.next() != nil {}
+            metadata = reader.metadata
+        } catch {
+            staged.discard()
+            var e = VaultError.from(error)
+            if e.code == .wrongPassword {
+                // The vault is unlocked: an envelope this key does not open belongs to another vault.
+                e = VaultError(.headerAuthenticationFailed, "it is not sealed under this vault's key (another vault's envelope?)")
+            }
+            throw e.context("document \(id)")
+        }
+        try staged.commit(replace: false)
+        return DocumentRecord(id: id, metadata: metadata)
+    }
+
+    /// Names fetched documents in the index and records them in the history (`pull`, with
+    /// where they came from: no credentials), once for a whole pull.
+    public func recordFetched(_ records: [DocumentRecord], from source: String) throws {
+        guard !records.isEmpty else { return }
+        try store.withLock {
+            let known = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+            var index = try loadIndex(known: known).index
+            for r in records { index.records[r.id] = r }
+            try saveIndex(index)
+            try recordLocked(HistoryRecord(.pull, documents: records.stableOrder().map(HistoryRecord.Document.init), destinations: [source]),
+                             pending: Set(known.keys))
+        }
+    }
+
+    /// Applies tombstones fetched from a remote store: the documents go as with `vault remove`
+    /// (recorded in the history), the ones already gone are recorded as removed too, so this
+    /// replica's next push carries the tombstones on.
+    public func applyTombstones(_ stones: [Tombstone]) throws {
+        guard !stones.isEmpty else { return }
+        try store.withLock {
+            let index = try loadIndex().index
+            try removeLocked(stones.map { stone in
+                DocumentID(hex: stone.id).flatMap { index.records[$0] }.map(HistoryRecord.Document.init) ?? stone.document
+            })
+        }
+    }
+
+    /// Records a push to `destination` (the documents sent, and how it ended).
+    public func recordPush(_ documents: [DocumentRecord], to destination: String, outcome: HistoryRecord.Outcome,
+                           detail: String? = nil) throws {
+        try record(HistoryRecord(.push, outcome: outcome, documents: documents.map(HistoryRecord.Document.init),
+                                 destinations: [destination], detail: detail))
+    }
+}
+
+extension VaultStore {
+    /// Creates a replica of a vault from its `vault.json` (fetched from a remote store): the
+    /// folder, the config, an empty index and a history that starts with the clone; the password
+    /// is checked first (one Argon2id run), and nothing is left behind when it is wrong.
+    /// - Parameter source: where the vault came from, for the history (no credentials).
+    public func createReplica(configBytes: [UInt8], password: SecretBytes, source: String,
+                              random: any RandomSource = SystemRandom()) throws -> Vault {
+        let config = try VaultConfig.decode(configBytes, path: "\(source)/vault.json")
+        switch FileSystem.kind(of: root) {
+        case .missing:
+            let parent = FileSystem.directory(of: root)
+            guard FileSystem.kind(of: parent) == .directory else {
+                throw VaultError(.notFound, "cannot create a vault in \(root): \(parent) does not exist")
+            }
+        case .directory:
+            if exists { throw VaultError(.alreadyExists, "a vault already exists at \(root)") }
+            guard try FileSystem.list(root).isEmpty else {
+                throw VaultError(.alreadyExists, "\(root) exists and is not empty", hint: "choose an empty or new directory")
+            }
+        case .file, .other:
+            throw VaultError(.alreadyExists, "\(root) exists and is not a directory")
+        }
+        // The password first, against the fetched parameters: nothing is created when it is wrong.
+        guard let salt = [UInt8](base64: config.salt), salt.count == PasswordKDF.saltSize,
+              let check = [UInt8](base64: config.keyCheck), check.count == PasswordKDF.keyCheckSize,
+              let nonce = [UInt8](base64: config.wrappedKey.nonce), nonce.count == EnvelopeFormat.nonceSize,
+              let wrapped = [UInt8](base64: config.wrappedKey.ciphertext) else {
+            throw VaultError(.vaultDamaged, "\(source)/vault.json has a malformed field")
+        }
+        let keyring = try Keyring.unlock(password: password, kdf: config.parameters, salt: salt, keyCheck: check)
+        guard let vaultKey = try XChaCha20Poly1305.openKey(wrapped, ad: config.wrapAD, nonce: nonce, key: keyring.kek) else {
+            throw VaultError(.vaultDamaged, "the vault key in \(source)/vault.json failed authentication")
+        }
+        if FileSystem.kind(of: root) == .missing { try FileSystem.makeDirectory(root) } else {
+            try FileSystem.setPermissions(root, .ownerReadWriteExecute)
+        }
+        try FileSystem.makeDirectory(objectsPath)
+        let vault = Vault(store: self, config: config, keyring: keyring, vaultKey: vaultKey, random: random)
+        try AtomicFile.write(VaultIndex(records: [:]).sealed(vaultKey: vaultKey, vaultID: config.id, random: random), to: indexPath, random: random)
+        try vault.recordLocked(HistoryRecord(.clone, destinations: [source]))
+        try AtomicFile.write(configBytes, to: configPath, random: random)
+        _ = try FileDescriptor.openOrCreate(lockPath)
+        return vault
+    }
+}

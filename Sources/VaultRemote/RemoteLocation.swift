@@ -1,0 +1,109 @@
+import Foundation
+import VaultCore
+
+/// Where a remote vault lives on an S3-compatible store: `s3://BUCKET/PREFIX`.
+///
+/// Layout under the prefix (docs/FORMAT.md, "Remote layout"): `vault.json` (the vault's
+/// public parameters and wrapped key, as on disk), `objects/<id>.vlt` (the envelopes, byte for
+/// byte) and `removed/<id>` (sealed tombstones).
+public struct RemoteLocation: Sendable, Equatable, CustomStringConvertible {
+    public var bucket: String
+    /// The key prefix, without leading or trailing `/` (may be empty).
+    public var prefix: String
+
+    /// Parses `s3://BUCKET/PREFIX`.
+    /// - Throws: ``VaultError/Code/usage`` for anything else.
+    public init(url: String) throws {
+        guard url.hasPrefix("s3://"), let c = URLComponents(string: url), let host = c.host, !host.isEmpty,
+              c.query == nil, c.fragment == nil, c.user == nil else {
+            throw VaultError(.usage, "'\(url)' is not an s3://BUCKET/PREFIX URL")
+        }
+        bucket = host
+        prefix = c.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+    }
+
+    public var description: String { prefix.isEmpty ? "s3://\(bucket)" : "s3://\(bucket)/\(prefix)" }
+
+    func key(_ rest: String) -> String { prefix.isEmpty ? rest : prefix + "/" + rest }
+    var configKey: String { key("vault.json") }
+    var objectsPrefix: String { key("objects/") }
+    var removedPrefix: String { key("removed/") }
+    func objectKey(_ id: DocumentID) -> String { key("objects/\(id.hex).vlt") }
+    func tombstoneKey(_ id: DocumentID) -> String { key("removed/\(id.hex)") }
+
+    /// The document id of an object key, or nil for a key that is not `objects/<id>.vlt`.
+    func objectID(_ key: String) -> DocumentID? {
+        guard key.hasPrefix(objectsPrefix), key.hasSuffix(".vlt") else { return nil }
+        return DocumentID(hex: String(key.dropFirst(objectsPrefix.count).dropLast(4)))
+    }
+
+    /// The document id of a tombstone key.
+    func tombstoneID(_ key: String) -> DocumentID? {
+        guard key.hasPrefix(removedPrefix) else { return nil }
+        return DocumentID(hex: String(key.dropFirst(removedPrefix.count)))
+    }
+}
+
+/// The remotes a vault knows (`remotes.json` in the vault folder, 0600): names and URLs only;
+/// credentials come from the AWS variables each time.
+public struct RemoteList: Codable, Sendable, Equatable {
+    public struct Remote: Codable, Sendable, Equatable {
+        public var name: String
+        public var url: String
+
+        public init(name: String, url: String) {
+            self.name = name
+            self.url = url
+        }
+    }
+
+    public var remotes: [Remote] = []
+
+    public init() {}
+
+    static func path(_ store: VaultStore) -> String { store.root + "/remotes.json" }
+
+    /// The vault's remotes (none when the file does not exist).
+    public static func load(_ store: VaultStore) throws -> RemoteList {
+        let path = path(store)
+        guard FileSystem.kind(of: path) != .missing else { return RemoteList() }
+        do {
+            return try JSONDecoder().decode(RemoteList.self, from: Data(try FileSystem.readFile(path, limit: 1 << 20)))
+        } catch let e as VaultError {
+            throw e
+        } catch {
+            throw VaultError(.vaultDamaged, "\(path) is not a valid remote list", hint: "fix or delete it, then 'vault remote add' again")
+        }
+    }
+
+    /// Writes the list crash-safely.
+    public func save(_ store: VaultStore) throws {
+        let e = JSONEncoder()
+        e.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try AtomicFile.write(Array(try e.encode(self)) + [0x0A], to: Self.path(store))
+    }
+
+    /// True for a name a remote may have: 1-64 of letters, digits, `-`, `_`, `.`, not starting with `.`.
+    public static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 64 && !name.hasPrefix(".")
+            && name.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || "-_.".unicodeScalars.contains($0) }
+    }
+
+    /// The location `nameOrURL` names: an `s3://` URL as it is, else a remote's name; with
+    /// nil, the vault's only remote.
+    public func resolve(_ nameOrURL: String?) throws -> (name: String?, location: RemoteLocation) {
+        if let n = nameOrURL, n.hasPrefix("s3://") { return (nil, try RemoteLocation(url: n)) }
+        if let n = nameOrURL {
+            guard let r = remotes.first(where: { $0.name == n }) else {
+                throw VaultError(.notFound, "no remote named '\(n)'", hint: remotes.isEmpty ? "add one with 'vault remote add NAME s3://BUCKET/PREFIX'"
+                                 : "known: \(remotes.map(\.name).joined(separator: ", "))")
+            }
+            return (r.name, try RemoteLocation(url: r.url))
+        }
+        switch remotes.count {
+        case 0: throw VaultError(.usage, "this vault has no remote", hint: "add one with 'vault remote add NAME s3://BUCKET/PREFIX', or give an s3:// URL")
+        case 1: return (remotes[0].name, try RemoteLocation(url: remotes[0].url))
+        default: throw VaultError(.usage, "this vault has \(remotes.count) remotes; name one (\(remotes.map(\.name).joined(separator: ", ")))")
+        }
+    }
+}

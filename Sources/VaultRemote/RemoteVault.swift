@@ -1,0 +1,62 @@
+import Crypto
+import Foundation
+import VaultCore
+import VaultS3
+
+/// Opens a vault kept on an S3-compatible store for reading in place, with no local replica:
+/// `list`, `get`, `verify`, `export` and `upload` with `--vault s3://BUCKET/PREFIX`.
+///
+/// The store is listed once (objects and tombstones: a document with a tombstone is gone), and
+/// its envelopes are read through an ``S3ObjectSource`` (ranged GETs, a byte-limited cache). A
+/// local cache folder per store keeps what a local vault keeps beside its objects: `vault.json`
+/// (as fetched), the sealed index (rebuilt from the envelopes' headers only, and reused by the
+/// next command), the history of what was sent, and upload journals. No plaintext is written.
+public enum RemoteVault {
+    /// The cache folder of `location` at `endpoint` under `cacheRoot`.
+    public static func cacheFolder(_ location: RemoteLocation, endpoint: URL, under cacheRoot: String) -> String {
+        let digest = SHA256.hash(data: Data("\(endpoint.absoluteString)|\(location.description)".utf8))
+        return cacheRoot + "/" + digest.prefix(12).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Lists the store, fetches `vault.json`, unlocks it with `password` (one Argon2id run) and
+    /// brings the index up to date from the headers of the documents it lacks (many in flight).
+    public static func open(_ location: RemoteLocation, client: S3Client, cacheRoot: String, password: SecretBytes,
+                            cacheBytes: Int = 64 << 20) async throws -> (Vault, S3ObjectSource) {
+        guard let config = try await Replicator.Probe(client: client, location: location).config() else {
+            throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)", hint: "push one there first with 'vault push'")
+        }
+        async let objects = client.listObjects(bucket: location.bucket, prefix: location.objectsPrefix)
+        async let removed = client.listObjects(bucket: location.bucket, prefix: location.removedPrefix)
+        let gone = Set(try await removed.compactMap { location.tombstoneID($0.key) })
+        var sizes: [DocumentID: UInt64] = [:]
+        for o in try await objects { if let id = location.objectID(o.key), !gone.contains(id) { sizes[id] = o.size } }
+        let source = S3ObjectSource(client: client, location: location, sizes: sizes, cacheBytes: cacheBytes)
+
+        let folder = cacheFolder(location, endpoint: client.endpoint, under: cacheRoot)
+        // The cache root and any missing parent (e.g. ~/.cache), then the store's folder: 0700.
+        var parents: [String] = []
+        var dir = cacheRoot
+        while !dir.isEmpty, dir != "/", FileSystem.kind(of: dir) == .missing {
+            parents.insert(dir, at: 0)
+            dir = FileSystem.directory(of: dir)
+        }
+        for dir in parents + [folder, folder + "/objects"] where FileSystem.kind(of: dir) == .missing {
+            try FileSystem.makeDirectory(dir)
+        }
+        let configPath = folder + "/vault.json"
+        let current = try? FileSystem.readFile(configPath, limit: 1 << 20)
+        if current != config {
+            if let current, Replicator.vaultID(current) != Replicator.vaultID(config) {
+                // Another vault now lives at that prefix: its predecessor's index and history are not its own.
+                for name in ["index.vlt", "log.vlt", "log.head"] where FileSystem.kind(of: folder + "/" + name) == .file {
+                    try FileSystem.remove(folder + "/" + name)
+                }
+            }
+            try AtomicFile.write(config, to: configPath)
+        }
+        let store = VaultStore(root: folder, source: source)
+        let vault = try store.unlock(password: password)
+        try source.prefetchHeads(try vault.unindexedObjects())
+        return (vault, source)
+    }
+}

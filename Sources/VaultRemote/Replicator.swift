@@ -1,0 +1,328 @@
+import Foundation
+import NIOCore
+import VaultCore
+import VaultS3
+
+/// Progress of a push or pull: objects and bytes.
+public struct TransferProgress: Sendable {
+    public var objectsDone = 0, objectsTotal = 0
+    public var bytesDone: UInt64 = 0, bytesTotal: UInt64 = 0
+}
+
+/// What `push` did.
+public struct PushReport: Sendable {
+    /// The documents sent, and their envelopes' bytes.
+    public var sent: [DocumentID] = []
+    public var sentBytes: UInt64 = 0
+    /// Tombstones written (removals made here that the store did not have).
+    public var tombstones = 0
+    /// Objects the store already had (not sent again).
+    public var alreadyThere = 0
+    /// True when this push wrote the store's `vault.json` (the first push to the prefix).
+    public var created = false
+}
+
+/// What `pull` did.
+public struct PullReport: Sendable {
+    /// The documents taken in, and their envelopes' bytes.
+    public var fetched: [DocumentRecord] = []
+    public var fetchedBytes: UInt64 = 0
+    /// Documents removed here because the store had their tombstones.
+    public var removed: [DocumentID] = []
+    /// Objects that were not taken (damaged, foreign, or a forged tombstone), with why.
+    public var rejected: [(String, VaultError)] = []
+}
+
+/// Replicates a vault to and from an S3-compatible store (docs/REMOTE.md).
+///
+/// Envelopes are immutable and named by random ids, so replicas never conflict on a write: a
+/// push sends what the store's listing lacks, a pull fetches what the vault lacks, and both
+/// resume after a kill by listing again (nothing finished is sent or fetched twice). Every
+/// fetched envelope is authenticated chunk by chunk, with its id, before it counts.
+public final class Replicator: Sendable {
+    public let vault: Vault
+    public let client: S3Client
+    public let location: RemoteLocation
+    /// Objects in flight at once.
+    public let parallel: Int
+    /// Envelopes larger than this go by multipart upload, in parts of this size.
+    public let partSize: Int
+
+    public init(vault: Vault, client: S3Client, location: RemoteLocation, parallel: Int = 4, partSize: Int = 8 << 20) {
+        self.vault = vault
+        self.client = client
+        self.location = location
+        self.parallel = max(1, parallel)
+        self.partSize = max(5 << 20, partSize)
+    }
+
+    static let envelopeType = "application/octet-stream"
+
+    // MARK: The store's state
+
+    /// The store's objects (id → size) and tombstones, from two listings (every page).
+    func remoteState() async throws -> (objects: [DocumentID: UInt64], tombstones: Set<DocumentID>) {
+        async let objects = client.listObjects(bucket: location.bucket, prefix: location.objectsPrefix)
+        async let removed = client.listObjects(bucket: location.bucket, prefix: location.removedPrefix)
+        var byID: [DocumentID: UInt64] = [:]
+        for o in try await objects { if let id = location.objectID(o.key) { byID[id] = o.size } }
+        return (byID, Set(try await removed.compactMap { location.tombstoneID($0.key) }))
+    }
+
+    /// The store's `vault.json`, or nil when the prefix holds none.
+    func remoteConfig() async throws -> [UInt8]? {
+        do {
+            return try await client.getObject(bucket: location.bucket, key: location.configKey)
+        } catch let e as VaultError where e.code == .notFound && e.message.contains("NoSuchKey") {
+            return nil
+        }
+    }
+
+    /// The `id` field of a `vault.json`.
+    static func vaultID(_ config: [UInt8]) -> String? {
+        (try? JSONSerialization.jsonObject(with: Data(config)) as? [String: Any])?["id"] as? String
+    }
+
+    /// Fails unless the store holds this vault (or, with `create`, nothing yet: then this
+    /// vault's `vault.json` is written, never over another's). Returns true when it wrote it.
+    func checkIdentity(create: Bool) async throws -> Bool {
+        guard try await client.bucketExists(location.bucket) else {
+            throw VaultError(.notFound, "NoSuchBucket: the bucket \(location.bucket) does not exist", hint: "create it, or check the URL and AWS_ENDPOINT_URL")
+        }
+        var remote = try await remoteConfig()
+        var created = false
+        if remote == nil {
+            guard create else {
+                throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)", hint: "push one there first with 'vault push'")
+            }
+            created = try await client.putObjectIfAbsent(bucket: location.bucket, key: location.configKey, body: try vault.configBytes(),
+                                                         contentType: "application/json")
+            if !created { remote = try await remoteConfig() }   // another station was first
+        }
+        if let remote, Self.vaultID(remote) != vault.id {
+            throw VaultError(.alreadyExists, "\(location) holds another vault (id \(Self.vaultID(remote)?.prefix(12) ?? "unreadable"), this one is \(vault.id.prefix(12)))",
+                             hint: "push to an empty prefix, or clone that vault instead")
+        }
+        return created
+    }
+
+    // MARK: Push
+
+    /// Sends the store what it lacks: tombstones of documents removed here (then the removed
+    /// envelopes go from the store), and the envelopes of documents it has neither as object
+    /// nor as tombstone. The first push to an empty prefix writes `vault.json` there.
+    public func push(progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }) async throws -> PushReport {
+        var report = PushReport()
+        report.created = try await retrying { try await checkIdentity(create: true) }
+        let remote = try await retrying { try await remoteState() }
+        let removed = try vault.removedDocuments()
+        for (id, document) in removed.sorted(by: { $0.key < $1.key }) where !remote.tombstones.contains(id) {
+            let stone = try vault.sealTombstone(document)
+            if try await retrying({ try await client.putObjectIfAbsent(bucket: location.bucket, key: location.tombstoneKey(id), body: stone,
+                                                                      contentType: Self.envelopeType) }) {
+                report.tombstones += 1
+            }
+        }
+        for id in removed.keys where remote.objects[id] != nil {
+            try await retrying { try await client.deleteObject(bucket: location.bucket, key: location.objectKey(id)) }
+        }
+        let local = try vault.objectIDs()
+        let missing = local.subtracting(remote.objects.keys).subtracting(remote.tombstones).sorted()
+        report.alreadyThere = local.count - missing.count
+        var sizes: [DocumentID: UInt64] = [:]
+        for id in missing { sizes[id] = (try? VaultCore.FileDescriptor.openForReading(vault.objectPath(id)).size()) ?? 0 }
+        var state = TransferProgress(objectsTotal: missing.count, bytesTotal: sizes.values.reduce(0, +))
+        progress(state)
+        var queue = missing.makeIterator()
+        try await withThrowingTaskGroup(of: (DocumentID, UInt64).self) { group in
+            func launch() -> Bool {
+                guard let id = queue.next() else { return false }
+                group.addTask { (id, try await self.retrying { try await self.send(id) }) }
+                return true
+            }
+            for _ in 0..<parallel where launch() {}
+            while let (id, bytes) = try await group.next() {
+                report.sent.append(id)
+                report.sentBytes += bytes
+                state.objectsDone += 1
+                state.bytesDone += bytes
+                progress(state)
+                _ = launch()
+            }
+        }
+        return report
+    }
+
+    /// Sends one envelope as it is on disk: one PUT with `If-None-Match: *` when it fits a
+    /// part, else a multipart upload after a HEAD (an object already there is left alone).
+    func send(_ id: DocumentID) async throws -> UInt64 {
+        let file = try VaultCore.FileDescriptor.openForReading(vault.objectPath(id))
+        defer { file.close() }
+        let size = try file.size()
+        let key = location.objectKey(id)
+        if size <= UInt64(partSize) {
+            _ = try await client.putObjectIfAbsent(bucket: location.bucket, key: key, body: try Self.read(file, Int(size)),
+                                                   contentType: Self.envelopeType)
+            return size
+        }
+        if try await client.headObject(bucket: location.bucket, key: key) != nil { return size }
+        let upload = try await client.createMultipartUpload(bucket: location.bucket, key: key, contentType: Self.envelopeType)
+        do {
+            var parts: [(number: Int, etag: String)] = []
+            var offset: UInt64 = 0
+            while offset < size {
+                let body = try Self.read(file, Int(min(UInt64(partSize), size - offset)))
+                parts.append((parts.count + 1, try await client.uploadPart(bucket: location.bucket, key: key, uploadID: upload,
+                                                                            number: parts.count + 1, body: body)))
+                offset += UInt64(body.readableBytes)
+            }
+            try await client.completeMultipartUpload(bucket: location.bucket, key: key, uploadID: upload, parts: parts)
+        } catch {
+            try? await client.abortMultipartUpload(bucket: location.bucket, key: key, uploadID: upload)
+            throw error
+        }
+        return size
+    }
+
+    /// The next `count` bytes of `file` in a buffer the HTTP client sends without a copy.
+    static func read(_ file: VaultCore.FileDescriptor, _ count: Int) throws -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: count)
+        try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { space in
+            var filled = 0
+            while filled < count {
+                let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: space[filled..<count]))
+                if n == 0 { throw VaultError(.io, "an object file ended early (was it changed while it was sent?)") }
+                filled += n
+            }
+            return filled
+        }
+        return buffer
+    }
+
+    /// Runs `body` again after a transient failure (a dropped connection, 5xx, SlowDown): up to
+    /// three more times, 0.5, 1 and 2 s apart. Anything else fails at once.
+    func retrying<T>(_ body: () async throws -> T) async throws -> T {
+        var delay: UInt64 = 500_000_000
+        for _ in 0..<3 {
+            do {
+                return try await body()
+            } catch let e as VaultError where e.code == .uploadFailed {
+                try await Task.sleep(nanoseconds: delay)
+                delay *= 2
+            }
+        }
+        return try await body()
+    }
+
+    // MARK: Pull
+
+    /// Fetches what the vault lacks: tombstones for documents it holds are opened (a forged
+    /// one is reported and ignored) and applied; envelopes it has neither as object nor as a
+    /// removal are downloaded into `objects/` under a temporary name, authenticated chunk by
+    /// chunk with their id, and only then taken in. A damaged or foreign envelope is reported
+    /// in ``PullReport/rejected`` and not taken.
+    public func pull(progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }) async throws -> PullReport {
+        var report = PullReport()
+        _ = try await retrying { try await checkIdentity(create: false) }
+        vault.sweepTemporaries()   // what a killed pull or clone was downloading
+        let remote = try await retrying { try await remoteState() }
+        let local = try vault.objectIDs()
+        let removedHere = try vault.removedDocuments()
+        var stones: [Tombstone] = []
+        for id in remote.tombstones.sorted() where local.contains(id) {
+            do {
+                let bytes = try await client.getObject(bucket: location.bucket, key: location.tombstoneKey(id))
+                stones.append(try vault.openTombstone(bytes, id: id))
+            } catch let e as VaultError where e.code.isDamage {
+                report.rejected.append(("removed/\(id.hex)", e))
+            }
+        }
+        try vault.applyTombstones(stones)
+        report.removed = stones.compactMap { DocumentID(hex: $0.id) }
+        let wanted = remote.objects.keys.filter { !local.contains($0) && !remote.tombstones.contains($0) && removedHere[$0] == nil }.sorted()
+        var state = TransferProgress(objectsTotal: wanted.count, bytesTotal: wanted.reduce(0) { $0 + remote.objects[$1]! })
+        progress(state)
+        var queue = wanted.makeIterator()
+        do {
+            try await withThrowingTaskGroup(of: (DocumentID, Result<DocumentRecord, VaultError>, UInt64).self) { group in
+                func launch() -> Bool {
+                    guard let id = queue.next() else { return false }
+                    group.addTask { try await self.retrying { try await self.fetch(id) } }
+                    return true
+                }
+                for _ in 0..<parallel where launch() {}
+                while let (id, result, bytes) = try await group.next() {
+                    switch result {
+                    case .success(let record):
+                        report.fetched.append(record)
+                        report.fetchedBytes += bytes
+                    case .failure(let e):
+                        report.rejected.append(("objects/\(id.hex).vlt", e))
+                    }
+                    state.objectsDone += 1
+                    state.bytesDone += remote.objects[id] ?? 0
+                    progress(state)
+                    _ = launch()
+                }
+            }
+        } catch {
+            // What was taken in before the failure counts: the next pull does not fetch it again.
+            try? vault.recordFetched(report.fetched, from: location.description)
+            throw error
+        }
+        try vault.recordFetched(report.fetched, from: location.description)
+        return report
+    }
+
+    /// Downloads one envelope into a temporary file and takes it in if it authenticates.
+    /// Damage is a result (the pull goes on); a network or disk failure is thrown.
+    func fetch(_ id: DocumentID) async throws -> (DocumentID, Result<DocumentRecord, VaultError>, UInt64) {
+        let staged = try vault.stagingFile(for: id)
+        let file = staged.file
+        let bytes = try await client.getObject(bucket: location.bucket, key: location.objectKey(id)) { part in
+            try part.withUnsafeReadableBytes { try file.write($0) }
+        }
+        do {
+            return (id, .success(try vault.acceptFetched(staged, id: id)), bytes)
+        } catch let e as VaultError where e.code.isDamage {
+            return (id, .failure(e), bytes)
+        }
+    }
+
+    // MARK: Clone
+
+    /// Makes a new local replica at `store` of the vault at `location`: its `vault.json` is
+    /// fetched and the password checked before anything is created, the store is recorded as
+    /// the remote `origin`, then everything is pulled.
+    public static func clone(_ location: RemoteLocation, client: S3Client, into store: VaultStore, password: SecretBytes,
+                             parallel: Int = 4, progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }) async throws -> (Vault, PullReport) {
+        let probe = Probe(client: client, location: location)
+        guard let config = try await probe.config() else {
+            throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)", hint: "push one there first with 'vault push'")
+        }
+        let vault = try store.createReplica(configBytes: config, password: password, source: location.description)
+        // The store is the replica's `origin` from the start: a clone cut short is finished by `vault pull`.
+        var remotes = RemoteList()
+        remotes.remotes.append(.init(name: "origin", url: location.description))
+        try remotes.save(store)
+        let r = Replicator(vault: vault, client: client, location: location, parallel: parallel)
+        return (vault, try await r.pull(progress: progress))
+    }
+
+    /// Reads a store's `vault.json` before there is a local vault.
+    struct Probe {
+        let client: S3Client
+        let location: RemoteLocation
+
+        func config() async throws -> [UInt8]? {
+            guard try await client.bucketExists(location.bucket) else {
+                throw VaultError(.notFound, "NoSuchBucket: the bucket \(location.bucket) does not exist", hint: "check the URL and AWS_ENDPOINT_URL")
+            }
+            do {
+                return try await client.getObject(bucket: location.bucket, key: location.configKey)
+            } catch let e as VaultError where e.code == .notFound {
+                return nil
+            }
+        }
+    }
+}
