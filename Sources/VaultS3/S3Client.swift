@@ -426,7 +426,7 @@ public enum S3XML {
             guard !body.isEmpty else { return }
             let p = XMLParser(data: Data(body))
             p.delegate = self
-            p.parse()
+            _ = p.parse()   // a malformed answer leaves empty the fields its callers need, which they report
         }
 
         func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
