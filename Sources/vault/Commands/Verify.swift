@@ -44,7 +44,7 @@ extension VaultCommand {
                 if let error = e.error { return "DAMAGED  \(e.id.hex)  \(name): \(Terminal.printable(error.message))" }
                 return "ok       \(e.id.hex)  \(name)"
             }
-            lines.append("verified \(r.documents.count) documents: \(r.documents.count - r.damaged.count) ok, \(r.damaged.count) damaged; index \(r.index.rawValue)")
+            lines.append("verified \(r.documents.count) document\(r.documents.count == 1 ? "" : "s"): \(r.documents.count - r.damaged.count) ok, \(r.damaged.count) damaged; index \(r.index.rawValue)")
             return lines.joined(separator: "\n") + "\n"
         }
 
