@@ -316,9 +316,19 @@ public final class S3Client: Sendable {
     }
 
     /// The object's bytes, or those of `range` (inclusive, as in HTTP).
+    /// A GET changes nothing and its answer is collected whole, so a connection that failed or
+    /// dropped on the way is tried twice more before the failure is reported.
     public func getObject(bucket: String, key: String, range: ClosedRange<UInt64>? = nil) async throws -> [UInt8] {
         let headers = range.map { [("Range", "bytes=\($0.lowerBound)-\($0.upperBound)")] } ?? []
-        return try check(try await send("GET", bucket: bucket, key: key, headers: headers), "GetObject \(bucket)/\(key)").body
+        var attempt = 1
+        while true {
+            do {
+                return try check(try await send("GET", bucket: bucket, key: key, headers: headers), "GetObject \(bucket)/\(key)").body
+            } catch let e as VaultError where e.code == .uploadFailed && attempt < 3 {
+                try await Task.sleep(nanoseconds: 250_000_000 << attempt)
+                attempt += 1
+            }
+        }
     }
 
     // MARK: Multipart uploads

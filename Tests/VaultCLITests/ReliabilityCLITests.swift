@@ -16,7 +16,7 @@ import Glibc
         let env: [String: String?] = vaultDir.map { ["VAULT_DIR": $0] } ?? [:]
         let v = s.run(["verify"], env: env)
         #expect(v.status == 0, "\(v.out) \(v.stderr)")
-        #expect(v.out.hasSuffix("verified \(documents) documents: \(documents) ok, 0 damaged; index ok\n"), "\(v.out)")
+        #expect(v.out.hasSuffix("verified \(documents) document\(documents == 1 ? "" : "s"): \(documents) ok, 0 damaged; index ok\n"), "\(v.out)")
         let objects = entries((vaultDir ?? s.path("vault")) + "/objects")
         #expect(objects.count == documents, "\(objects)")
         #expect(!objects.contains { $0.hasPrefix(".vault-tmp-") }, "no temporary file survives")
