@@ -103,6 +103,13 @@ public final class Replicator: Sendable {
             throw VaultError(.alreadyExists, "\(location) holds another vault (id \(Self.vaultID(remote)?.prefix(12) ?? "unreadable"), this one is \(vault.id.prefix(12)))",
                              hint: "push to an empty prefix, or clone that vault instead")
         }
+        // Only `vault passwd` rewrites vault.json, and a clone copies it byte for byte: a store
+        // whose vault.json is not this vault's holds it under another password, and envelopes
+        // sealed under this one would be mixed in among them, unreadable to its readers.
+        if let remote, remote != (try vault.configBytes()) {
+            throw VaultError(.alreadyExists, "\(location) holds this vault under another password (its vault.json is not this vault's: 'vault passwd' was run here or at another station)",
+                             hint: "push to a new prefix with 'vault remote add NAME s3://BUCKET/NEW-PREFIX', or clone the store again with its password")
+        }
         return created
     }
 
