@@ -69,15 +69,6 @@ public final class Replicator: Sendable {
         return (byID, Set(try await removed.compactMap { location.tombstoneID($0.key) }))
     }
 
-    /// The store's `vault.json`, or nil when the prefix holds none.
-    func remoteConfig() async throws -> [UInt8]? {
-        do {
-            return try await client.getObject(bucket: location.bucket, key: location.configKey)
-        } catch let e as VaultError where e.code == .notFound && e.message.contains("NoSuchKey") {
-            return nil
-        }
-    }
-
     /// The `id` field of a `vault.json`.
     static func vaultID(_ config: [UInt8]) -> String? {
         (try? JSONSerialization.jsonObject(with: Data(config)) as? [String: Any])?["id"] as? String
@@ -86,10 +77,8 @@ public final class Replicator: Sendable {
     /// Fails unless the store holds this vault (or, with `create`, nothing yet: then this
     /// vault's `vault.json` is written, never over another's). Returns true when it wrote it.
     func checkIdentity(create: Bool) async throws -> Bool {
-        guard try await client.bucketExists(location.bucket) else {
-            throw VaultError(.notFound, "NoSuchBucket: the bucket \(location.bucket) does not exist", hint: "create it, or check the URL and AWS_ENDPOINT_URL")
-        }
-        var remote = try await remoteConfig()
+        let probe = Probe(client: client, location: location)
+        var remote = try await probe.config()
         var created = false
         if remote == nil {
             guard create else {
@@ -97,7 +86,7 @@ public final class Replicator: Sendable {
             }
             created = try await client.putObjectIfAbsent(bucket: location.bucket, key: location.configKey, body: try vault.configBytes(),
                                                          contentType: "application/json")
-            if !created { remote = try await remoteConfig() }   // another station was first
+            if !created { remote = try await probe.config() }   // another station was first
         }
         if let remote, Self.vaultID(remote) != vault.id {
             throw VaultError(.alreadyExists, "\(location) holds another vault (id \(Self.vaultID(remote)?.prefix(12) ?? "unreadable"), this one is \(vault.id.prefix(12)))",
@@ -316,14 +305,15 @@ public final class Replicator: Sendable {
         return (vault, try await r.pull(progress: progress))
     }
 
-    /// Reads a store's `vault.json` before there is a local vault.
+    /// Reads a store's `vault.json` (nil when the prefix holds none), after checking the bucket
+    /// exists: for push and pull, and before there is a local vault for clone and direct reads.
     struct Probe {
         let client: S3Client
         let location: RemoteLocation
 
         func config() async throws -> [UInt8]? {
             guard try await client.bucketExists(location.bucket) else {
-                throw VaultError(.notFound, "NoSuchBucket: the bucket \(location.bucket) does not exist", hint: "check the URL and AWS_ENDPOINT_URL")
+                throw VaultError(.notFound, "NoSuchBucket: the bucket \(location.bucket) does not exist", hint: "create it, or check the URL and AWS_ENDPOINT_URL")
             }
             do {
                 return try await client.getObject(bucket: location.bucket, key: location.configKey)

@@ -146,10 +146,13 @@ public final class S3Client: Sendable {
         let md5 = Self.md5(body)
         let r = try check(try await send("PUT", bucket: bucket, key: key, headers: [("Content-Type", contentType), ("Content-MD5", md5.base64)]
                                          + metadata.map { ("x-amz-meta-\($0.0)", $0.1) }, body: body, unsignedBody: true), "PutObject \(bucket)/\(key)")
-        let etag = Self.unquote(r.header("ETag") ?? "")
-        guard etag == md5.hex else {
-            throw VaultError(.uploadRejected, "PutObject \(bucket)/\(key): the ETag \(etag) is not the body's MD5 \(md5.hex)")
-        }
+        return try Self.etag(of: r, matching: md5.hex, "PutObject \(bucket)/\(key)", body: "body")
+    }
+
+    /// The answer's ETag, which for a single PUT or a part is the MD5 of the bytes the store kept.
+    static func etag(of r: Response, matching md5: String, _ what: String, body: String) throws -> String {
+        let etag = unquote(r.header("ETag") ?? "")
+        guard etag == md5 else { throw VaultError(.uploadRejected, "\(what): the ETag \(etag) is not the \(body)'s MD5 \(md5)") }
         return etag
     }
 
@@ -352,11 +355,7 @@ public final class S3Client: Sendable {
         let md5 = Self.md5(body)
         let r = try check(try await send("PUT", bucket: bucket, key: key, query: [("partNumber", String(number)), ("uploadId", uploadID)],
                                          headers: [("Content-MD5", md5.base64)], body: body, unsignedBody: true), "UploadPart \(number) of \(bucket)/\(key)")
-        let etag = Self.unquote(r.header("ETag") ?? "")
-        guard etag == md5.hex else {
-            throw VaultError(.uploadRejected, "UploadPart \(number) of \(bucket)/\(key): the ETag \(etag) is not the part's MD5 \(md5.hex)")
-        }
-        return etag
+        return try Self.etag(of: r, matching: md5.hex, "UploadPart \(number) of \(bucket)/\(key)", body: "part")
     }
 
     /// Completes with the parts in ascending order; an error inside a 200 is an error.
