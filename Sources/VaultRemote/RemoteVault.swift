@@ -20,17 +20,20 @@ public enum RemoteVault {
 
     /// Lists the store, fetches `vault.json`, unlocks it with `password` (one Argon2id run) and
     /// brings the index up to date from the headers of the documents it lacks (many in flight).
+    /// - Returns: the vault, its object source, and the objects under `removed/` that are not
+    ///   tombstones of this vault (junk, foreign, forged, or sealed under a retired key) with why:
+    ///   they hide nothing, and the caller names them in a warning.
     public static func open(_ location: RemoteLocation, client: S3Client, cacheRoot: String, password: SecretBytes,
-                            cacheBytes: Int = 64 << 20) async throws -> (Vault, S3ObjectSource) {
+                            cacheBytes: Int = 64 << 20) async throws -> (Vault, S3ObjectSource, [(String, VaultError)]) {
         guard let config = try await Replicator.Probe(client: client, location: location).config() else {
             throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)", hint: "push one there first with 'vault push'")
         }
         async let objects = client.listObjects(bucket: location.bucket, prefix: location.objectsPrefix)
         async let removed = client.listObjects(bucket: location.bucket, prefix: location.removedPrefix)
-        let gone = Set(try await removed.compactMap { location.tombstoneID($0.key) })
-        var sizes: [DocumentID: UInt64] = [:]
-        for o in try await objects { if let id = location.objectID(o.key), !gone.contains(id) { sizes[id] = o.size } }
-        let source = S3ObjectSource(client: client, location: location, sizes: sizes, cacheBytes: cacheBytes)
+        let stones = Set(try await removed.compactMap { location.tombstoneID($0.key) })
+        var listed: [DocumentID: UInt64] = [:]
+        for o in try await objects { if let id = location.objectID(o.key) { listed[id] = o.size } }
+        let unfiltered = S3ObjectSource(client: client, location: location, sizes: listed, cacheBytes: cacheBytes)
 
         let folder = cacheFolder(location, endpoint: client.endpoint, under: cacheRoot)
         // The cache root and any missing parent (e.g. ~/.cache), then the store's folder: 0700.
@@ -54,9 +57,15 @@ public enum RemoteVault {
             }
             try AtomicFile.write(config, to: configPath)
         }
-        let store = VaultStore(root: folder, source: source)
-        let vault = try store.unlock(password: password)
+        let unlocked = try VaultStore(root: folder, source: unfiltered).unlock(password: password)
+        // A document is gone only when its tombstone opens under this vault's key.
+        let opened = try await Replicator(vault: unlocked, client: client, location: location)
+            .openTombstones(stones.filter { listed[$0] != nil })
+        var sizes = listed
+        for id in opened.valid.keys { sizes[id] = nil }
+        let source = S3ObjectSource(client: client, location: location, sizes: sizes, cacheBytes: cacheBytes)
+        let vault = unlocked.reading(from: source)
         try source.prefetchHeads(try vault.unindexedObjects())
-        return (vault, source)
+        return (vault, source, opened.refused)
     }
 }

@@ -20,6 +20,9 @@ public struct PushReport: Sendable {
     public var alreadyThere = 0
     /// True when this push wrote the store's `vault.json` (the first push to the prefix).
     public var created = false
+    /// Objects under `removed/` that are not tombstones of this vault (junk, foreign, forged,
+    /// or sealed under a retired key), with why: they hide nothing.
+    public var refusedTombstones: [(String, VaultError)] = []
 }
 
 /// What `pull` did.
@@ -29,8 +32,11 @@ public struct PullReport: Sendable {
     public var fetchedBytes: UInt64 = 0
     /// Documents removed here because the store had their tombstones.
     public var removed: [DocumentID] = []
-    /// Objects that were not taken (damaged, foreign, or a forged tombstone), with why.
+    /// Objects that were not taken (damaged or foreign), with why.
     public var rejected: [(String, VaultError)] = []
+    /// Objects under `removed/` that are not tombstones of this vault, with why: they remove
+    /// and hide nothing.
+    public var refusedTombstones: [(String, VaultError)] = []
 }
 
 /// Replicates a vault to and from an S3-compatible store (docs/REMOTE.md).
@@ -95,7 +101,7 @@ public final class Replicator: Sendable {
         // Only `vault passwd` rewrites vault.json, and a clone copies it byte for byte: a store
         // whose vault.json is not this vault's holds it under another password, and envelopes
         // sealed under this one would be mixed in among them, unreadable to its readers.
-        if let remote, remote != (try vault.configBytes()) {
+        if let remote, remote != (try vault.configBytes()), !vault.holdsSameKeys(asConfig: remote) {
             throw VaultError(.alreadyExists, "\(location) holds this vault under another password (its vault.json is not this vault's: 'vault passwd' was run here or at another station)",
                              hint: "push to a new prefix with 'vault remote add NAME s3://BUCKET/NEW-PREFIX', or clone the store again with its password")
         }
@@ -112,18 +118,26 @@ public final class Replicator: Sendable {
         report.created = try await retrying { try await checkIdentity(create: true) }
         let remote = try await retrying { try await remoteState() }
         let removed = try vault.removedDocuments()
-        for (id, document) in removed.sorted(by: { $0.key < $1.key }) where !remote.tombstones.contains(id) {
+        let local = try vault.objectIDs()
+        // Only tombstones that open count: junk under removed/ hides no document from the store.
+        let opened = try await openTombstones(remote.tombstones.filter { local.contains($0) || removed[$0] != nil })
+        report.refusedTombstones = opened.refused
+        for (id, document) in removed.sorted(by: { $0.key < $1.key }) where opened.valid[id] == nil {
             let stone = try vault.sealTombstone(document)
-            if try await retrying({ try await client.putObjectIfAbsent(bucket: location.bucket, key: location.tombstoneKey(id), body: stone,
-                                                                      contentType: Self.envelopeType) }) {
+            if remote.tombstones.contains(id) {
+                // Junk in its place: replaced by the real one.
+                try await retrying { _ = try await client.putObject(bucket: location.bucket, key: location.tombstoneKey(id), body: stone,
+                                                                    contentType: Self.envelopeType) }
+                report.tombstones += 1
+            } else if try await retrying({ try await client.putObjectIfAbsent(bucket: location.bucket, key: location.tombstoneKey(id), body: stone,
+                                                                             contentType: Self.envelopeType) }) {
                 report.tombstones += 1
             }
         }
         for id in removed.keys where remote.objects[id] != nil {
             try await retrying { try await client.deleteObject(bucket: location.bucket, key: location.objectKey(id)) }
         }
-        let local = try vault.objectIDs()
-        let missing = local.subtracting(remote.objects.keys).subtracting(remote.tombstones).sorted()
+        let missing = local.subtracting(remote.objects.keys).subtracting(opened.valid.keys).sorted()
         report.alreadyThere = local.count - missing.count
         var sizes: [DocumentID: UInt64] = [:]
         for id in missing { sizes[id] = (try? VaultCore.FileDescriptor.openForReading(vault.objectPath(id)).size()) ?? 0 }
@@ -224,18 +238,13 @@ public final class Replicator: Sendable {
         let remote = try await retrying { try await remoteState() }
         let local = try vault.objectIDs()
         let removedHere = try vault.removedDocuments()
-        var stones: [Tombstone] = []
-        for id in remote.tombstones.sorted() where local.contains(id) {
-            do {
-                let bytes = try await client.getObject(bucket: location.bucket, key: location.tombstoneKey(id))
-                stones.append(try vault.openTombstone(bytes, id: id))
-            } catch let e as VaultError where e.code.isDamage {
-                report.rejected.append(("removed/\(id.hex)", e))
-            }
-        }
+        // Only tombstones that open count: junk under removed/ removes and hides nothing.
+        let opened = try await openTombstones(remote.tombstones.filter { local.contains($0) || remote.objects[$0] != nil })
+        report.refusedTombstones = opened.refused
+        let stones = opened.valid.filter { local.contains($0.key) }.sorted { $0.key < $1.key }.map(\.value)
         try vault.applyTombstones(stones)
         report.removed = stones.compactMap { DocumentID(hex: $0.id) }
-        let wanted = remote.objects.keys.filter { !local.contains($0) && !remote.tombstones.contains($0) && removedHere[$0] == nil }.sorted()
+        let wanted = remote.objects.keys.filter { !local.contains($0) && opened.valid[$0] == nil && removedHere[$0] == nil }.sorted()
         var state = TransferProgress(objectsTotal: wanted.count, bytesTotal: wanted.reduce(0) { $0 + remote.objects[$1]! })
         progress(state)
         var queue = wanted.makeIterator()
@@ -243,7 +252,7 @@ public final class Replicator: Sendable {
             try await withThrowingTaskGroup(of: (DocumentID, Result<DocumentRecord, VaultError>, UInt64).self) { group in
                 func launch() -> Bool {
                     guard let id = queue.next() else { return false }
-                    group.addTask { try await self.retrying { try await self.fetch(id) } }
+                    group.addTask { try await self.retrying { try await self.fetch(id, size: remote.objects[id] ?? 0) } }
                     return true
                 }
                 for _ in 0..<parallel where launch() {}
@@ -263,20 +272,52 @@ public final class Replicator: Sendable {
             }
         } catch {
             // What was taken in before the failure counts: the next pull does not fetch it again.
-            try? vault.recordFetched(report.fetched, from: location.description)
+            try? vault.recordFetched(report.fetched, from: location.description, anomalies: Self.anomalies(report.refusedTombstones))
             throw error
         }
-        try vault.recordFetched(report.fetched, from: location.description)
+        try vault.recordFetched(report.fetched, from: location.description, anomalies: Self.anomalies(report.refusedTombstones))
         return report
+    }
+
+    /// Refused tombstones as history anomalies (`tombstone-refused`), so audits name them.
+    public static func anomalies(_ refused: [(String, VaultError)]) -> [HistoryRecord.Anomaly] {
+        refused.map { HistoryRecord.Anomaly(code: "tombstone-refused", message: "\($0.0) on the store is not a tombstone of this vault, and hid nothing: \($0.1.message)") }
+    }
+
+    /// Fetches and opens the tombstones of `ids` (GETs of at most ``Tombstone/maxSize`` bytes):
+    /// one counts only when it authenticates for its id under this vault's current key. The
+    /// others (junk, foreign, forged, sealed under a retired key) are returned by key with why.
+    func openTombstones(_ ids: Set<DocumentID>) async throws -> (valid: [DocumentID: Tombstone], refused: [(String, VaultError)]) {
+        var valid: [DocumentID: Tombstone] = [:]
+        var refused: [(String, VaultError)] = []
+        for id in ids.sorted() {
+            do {
+                let bytes = try await retrying { try await client.getObject(bucket: location.bucket, key: location.tombstoneKey(id), limit: Tombstone.maxSize) }
+                valid[id] = try vault.openTombstone(bytes, id: id)
+            } catch let e as VaultError where e.code.isDamage || e.code == .notFound {
+                refused.append(("removed/\(id.hex)", e))
+            }
+        }
+        return (valid, refused)
     }
 
     /// Downloads one envelope into a temporary file and takes it in if it authenticates.
     /// Damage is a result (the pull goes on); a network or disk failure is thrown.
-    func fetch(_ id: DocumentID) async throws -> (DocumentID, Result<DocumentRecord, VaultError>, UInt64) {
+    func fetch(_ id: DocumentID, size: UInt64) async throws -> (DocumentID, Result<DocumentRecord, VaultError>, UInt64) {
         let staged = try vault.stagingFile(for: id)
         let file = staged.file
-        let bytes = try await client.getObject(bucket: location.bucket, key: location.objectKey(id)) { part in
-            try part.withUnsafeReadableBytes { try file.write($0) }
+        let bytes: UInt64
+        do {
+            // Never more than the listing said: a store that sends on and on fills no disk.
+            bytes = try await client.getObject(bucket: location.bucket, key: location.objectKey(id), expected: size) { part in
+                try part.withUnsafeReadableBytes { try file.write($0) }
+            }
+        } catch let e as VaultError where e.code == .trailingData {
+            staged.discard()
+            return (id, .failure(e), size)
+        } catch {
+            staged.discard()
+            throw error
         }
         do {
             return (id, .success(try vault.acceptFetched(staged, id: id)), bytes)
@@ -284,6 +325,9 @@ public final class Replicator: Sendable {
             return (id, .failure(e), bytes)
         }
     }
+
+    /// A `vault.json` is well under this; a store that sends more is not read further.
+    public static let configLimit = 1 << 20
 
     // MARK: Clone
 
@@ -316,7 +360,7 @@ public final class Replicator: Sendable {
                 throw VaultError(.notFound, "NoSuchBucket: the bucket \(location.bucket) does not exist", hint: "create it, or check the URL and AWS_ENDPOINT_URL")
             }
             do {
-                return try await client.getObject(bucket: location.bucket, key: location.configKey)
+                return try await client.getObject(bucket: location.bucket, key: location.configKey, limit: Replicator.configLimit)
             } catch let e as VaultError where e.code == .notFound {
                 return nil
             }

@@ -21,10 +21,24 @@ public final class S3Client: Sendable {
     public let addressing: S3Addressing
     let signer: SigV4
     private let http: HTTPClient
+    /// Seconds without progress before a request fails, and the fixed part of every request's
+    /// deadline (``deadline(forBytes:)``).
+    public let timeout: Double
+
+    /// The slowest average rate a request may move its bytes at: a whole request must finish
+    /// within `timeout` plus its bytes at this rate, so a store that trickles an answer (one
+    /// byte every few seconds) fails in bounded time, not only one that stops.
+    public static let minimumRate: Double = 262_144
+    /// The largest answer read into memory when no other bound is given (a listing page, an
+    /// error, a part list, a multipart answer): S3 sends far less.
+    public static let answerLimit = 4 << 20
+    /// Listing pages followed at most (10 million keys at 1,000 a page).
+    public static let maxPages = 10_000
 
     public init(endpoint: URL, region: String, credentials: S3Credentials, addressing: S3Addressing = .path, timeout: Double = 60) {
         self.endpoint = endpoint
         self.addressing = addressing
+        self.timeout = timeout
         signer = SigV4(credentials: credentials, region: region)
         var config = HTTPClient.Configuration()
         let t = TimeAmount.milliseconds(Int64(timeout * 1000))
@@ -35,6 +49,11 @@ public final class S3Client: Sendable {
     }
 
     public func shutdown() async { try? await http.shutdown() }
+
+    /// When a request moving `bytes` (sent and received) must be finished.
+    func deadline(forBytes bytes: UInt64) -> NIODeadline {
+        .now() + .milliseconds(Int64((timeout + Double(bytes) / Self.minimumRate) * 1000))
+    }
 
     /// An S3 answer: status, headers and body.
     public struct Response: Sendable {
@@ -48,15 +67,17 @@ public final class S3Client: Sendable {
     /// is signed unless `unsignedBody`: a body sent with a `Content-MD5` header (which is signed,
     /// and which the store checks) need not be hashed twice.
     public func send(_ method: String, bucket: String, key: String = "", query: [(String, String)] = [],
-                     headers: [(String, String)] = [], body: [UInt8] = [], unsignedBody: Bool = false, date: Date = Date()) async throws -> Response {
+                     headers: [(String, String)] = [], body: [UInt8] = [], unsignedBody: Bool = false, date: Date = Date(),
+                     limit: Int = S3Client.answerLimit) async throws -> Response {
         try await send(method, bucket: bucket, key: key, query: query, headers: headers, body: ByteBuffer(bytes: body),
-                       unsignedBody: unsignedBody, date: date)
+                       unsignedBody: unsignedBody, date: date, limit: limit)
     }
 
     /// The same, with the body in a `ByteBuffer`, which the HTTP client sends without a copy
     /// (large parts are produced straight into one).
     public func send(_ method: String, bucket: String, key: String = "", query: [(String, String)] = [],
                      headers: [(String, String)] = [], body: ByteBuffer, unsignedBody: Bool = false, date: Date = Date(),
+                     limit: Int = S3Client.answerLimit, expected: UInt64? = nil,
                      receive: ((ByteBuffer) throws -> Void)? = nil) async throws -> Response {
         let unsigned = addressing.request(method: method, endpoint: endpoint, bucket: bucket, key: key, query: query, headers: headers)
         precondition(!unsignedBody || headers.contains { $0.0 == "Content-MD5" }, "an unsigned body needs a signed Content-MD5")
@@ -67,27 +88,49 @@ public final class S3Client: Sendable {
         request.headers.replaceOrAdd(name: "Host", value: signed.host)
         if body.readableBytes > 0 || ["PUT", "POST"].contains(method) { request.body = .bytes(body) }
         let response: HTTPClientResponse
+        let deadline = deadline(forBytes: UInt64(body.readableBytes) + (expected ?? UInt64(limit)))
         do {
-            response = try await http.execute(request, deadline: .distantFuture)
+            response = try await http.execute(request, deadline: deadline)
         } catch {
-            throw VaultError(.uploadFailed, "S3 \(method) \(bucket)/\(key): \(error)")
+            throw VaultError(.uploadFailed, "S3 \(method) \(bucket)/\(key): \(Self.describe(error))")
         }
         var collected = ByteBuffer()
         do {
             if let receive, (200..<300).contains(response.status.code) {
-                // A successful body goes to the caller piece by piece (a download to a file).
-                for try await part in response.body { try receive(part) }
+                // A successful body goes to the caller piece by piece (a download to a file),
+                // never more than the listing said the object holds.
+                var received: UInt64 = 0
+                for try await part in response.body {
+                    received += UInt64(part.readableBytes)
+                    if let expected, received > expected {
+                        throw VaultError(.trailingData, "S3 \(method) \(bucket)/\(key): the store sent more than the \(expected) bytes it listed")
+                    }
+                    try receive(part)
+                }
             } else {
-                for try await var part in response.body { collected.writeBuffer(&part) }
+                for try await var part in response.body {
+                    guard collected.readableBytes + part.readableBytes <= limit else {
+                        throw VaultError(.vaultDamaged, "S3 \(method) \(bucket)/\(key): the store's answer is longer than \(limit) bytes, more than such an answer can be")
+                    }
+                    collected.writeBuffer(&part)
+                }
             }
         } catch let e as VaultError {
             throw e
         } catch {
             // The connection dropped in the middle of the answer: as transient as one that failed before it.
-            throw VaultError(.uploadFailed, "S3 \(method) \(bucket)/\(key): \(error)")
+            throw VaultError(.uploadFailed, "S3 \(method) \(bucket)/\(key): \(Self.describe(error))")
         }
         return Response(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
                         body: collected.readBytes(length: collected.readableBytes) ?? [])
+    }
+
+    /// A transport error in words; a passed deadline names the bound.
+    static func describe(_ error: any Error) -> String {
+        if let h = error as? HTTPClientError, h == .deadlineExceeded {
+            return "the request took longer than its deadline (the timeout plus its bytes at \(Int(minimumRate) >> 10) KiB/s)"
+        }
+        return String(describing: error)
     }
 
     /// Fails with the S3 error unless the status is 2xx, or the body holds an error although
@@ -194,18 +237,29 @@ public final class S3Client: Sendable {
     public func listObjects(bucket: String, prefix: String = "", pageSize: Int = 1000) async throws -> [ListedObject] {
         var all: [ListedObject] = []
         var token: String?
+        var seen: Set<String> = []
+        var pages = 0
+        let what = "ListObjectsV2 \(bucket)/\(prefix)"
         repeat {
+            pages += 1
+            guard pages <= Self.maxPages else {
+                throw VaultError(.vaultDamaged, "\(what): the store's listing goes on past \(Self.maxPages) pages")
+            }
             var query = [("list-type", "2"), ("prefix", prefix), ("max-keys", String(pageSize))]
             if let t = token { query.append(("continuation-token", t)) }
-            let r = try check(try await send("GET", bucket: bucket, query: query), "ListObjectsV2 \(bucket)/\(prefix)")
+            let r = try check(try await send("GET", bucket: bucket, query: query), what)
             for o in S3XML.elements("Contents", in: r.body) {
-                guard let key = o["Key"] else { continue }
+                // A key outside the prefix asked for is not part of the answer.
+                guard let key = o["Key"], key.hasPrefix(prefix) else { continue }
                 all.append(ListedObject(key: key, size: UInt64(o["Size"] ?? "") ?? 0, etag: Self.unquote(o["ETag"] ?? ""),
                                         lastModified: o["LastModified"] ?? ""))
             }
             let truncated = S3XML.values("IsTruncated", in: r.body).first == "true"
             let next = S3XML.values("NextContinuationToken", in: r.body).first
-            guard truncated, let next, !next.isEmpty, next != token else { break }
+            guard truncated, let next, !next.isEmpty else { break }
+            guard seen.insert(next).inserted else {
+                throw VaultError(.vaultDamaged, "\(what): the store gave a continuation token it gave before: its listing would never end")
+            }
             token = next
         } while true
         return all
@@ -231,11 +285,13 @@ public final class S3Client: Sendable {
     /// Streams the object (or `range` of it) to `receive`, piece by piece as it arrives, and
     /// returns how many bytes came; nothing is held in memory beyond the piece.
     @discardableResult
-    public func getObject(bucket: String, key: String, range: ClosedRange<UInt64>? = nil,
+    /// - Parameter expected: the object's size as listed: more bytes than that are an error,
+    ///   and the request's deadline is reckoned from it.
+    public func getObject(bucket: String, key: String, range: ClosedRange<UInt64>? = nil, expected: UInt64,
                           receive: @escaping (ByteBuffer) throws -> Void) async throws -> UInt64 {
         let headers = range.map { [("Range", "bytes=\($0.lowerBound)-\($0.upperBound)")] } ?? []
         nonisolated(unsafe) var count: UInt64 = 0
-        try check(try await send("GET", bucket: bucket, key: key, headers: headers, body: ByteBuffer(), receive: { part in
+        try check(try await send("GET", bucket: bucket, key: key, headers: headers, body: ByteBuffer(), expected: expected, receive: { part in
             count += UInt64(part.readableBytes)
             try receive(part)
         }), "GetObject \(bucket)/\(key)")
@@ -268,10 +324,11 @@ public final class S3Client: Sendable {
         let delegate = IntoMemory(target: target) { status, headers, body in
             try self.check(Response(status: status, headers: headers, body: body), what)
         }
-        return http.execute(request: request, delegate: delegate, eventLoop: .delegate(on: loop), deadline: nil).futureResult
+        return http.execute(request: request, delegate: delegate, eventLoop: .delegate(on: loop),
+                            deadline: deadline(forBytes: UInt64(target.count))).futureResult
             .flatMapErrorThrowing { error in
                 if error is VaultError { throw error }
-                throw VaultError(.uploadFailed, "S3 GET \(bucket)/\(key): \(error)")
+                throw VaultError(.uploadFailed, "S3 GET \(bucket)/\(key): \(Self.describe(error))")
             }
     }
 
@@ -321,12 +378,14 @@ public final class S3Client: Sendable {
     /// The object's bytes, or those of `range` (inclusive, as in HTTP).
     /// A GET changes nothing and its answer is collected whole, so a connection that failed or
     /// dropped on the way is tried twice more before the failure is reported.
-    public func getObject(bucket: String, key: String, range: ClosedRange<UInt64>? = nil) async throws -> [UInt8] {
+    /// - Parameter limit: the most bytes such an object can hold (`vault.json`, a tombstone):
+    ///   a longer answer is an error, not a memory bomb.
+    public func getObject(bucket: String, key: String, range: ClosedRange<UInt64>? = nil, limit: Int) async throws -> [UInt8] {
         let headers = range.map { [("Range", "bytes=\($0.lowerBound)-\($0.upperBound)")] } ?? []
         var attempt = 1
         while true {
             do {
-                return try check(try await send("GET", bucket: bucket, key: key, headers: headers), "GetObject \(bucket)/\(key)").body
+                return try check(try await send("GET", bucket: bucket, key: key, headers: headers, limit: limit), "GetObject \(bucket)/\(key)").body
             } catch let e as VaultError where e.code == .uploadFailed && attempt < 3 {
                 try await Task.sleep(nanoseconds: 250_000_000 << attempt)
                 attempt += 1
@@ -379,7 +438,10 @@ public final class S3Client: Sendable {
     public func listParts(bucket: String, key: String, uploadID: String) async throws -> [(number: Int, etag: String, size: UInt64)] {
         var parts: [Int: (String, UInt64)] = [:]
         var marker = "0"
+        var pages = 0
         while true {
+            pages += 1
+            guard pages <= Self.maxPages else { throw VaultError(.vaultDamaged, "ListParts \(bucket)/\(key): the store's part list goes on past \(Self.maxPages) pages") }
             let r = try check(try await send("GET", bucket: bucket, key: key, query: [("uploadId", uploadID), ("part-number-marker", marker)]),
                               "ListParts \(bucket)/\(key)")
             for p in S3XML.elements("Part", in: r.body) {
@@ -387,7 +449,11 @@ public final class S3Client: Sendable {
                 parts[n] = (Self.unquote(p["ETag"] ?? ""), UInt64(p["Size"] ?? "") ?? 0)
             }
             guard S3XML.values("IsTruncated", in: r.body).first == "true",
-                  let next = S3XML.values("NextPartNumberMarker", in: r.body).first, next != marker else { break }
+                  let next = S3XML.values("NextPartNumberMarker", in: r.body).first else { break }
+            // Part numbers only go up: a marker that does not would page forever.
+            guard let n = Int(next), let m = Int(marker), n > m else {
+                throw VaultError(.vaultDamaged, "ListParts \(bucket)/\(key): the store's next part marker '\(next.prefix(20))' does not follow '\(marker)'")
+            }
             marker = next
         }
         return parts.keys.sorted().map { ($0, parts[$0]!.0, parts[$0]!.1) }

@@ -60,7 +60,14 @@ extension Uploader {
         let b = beginAttempt(index: i, journal: &journal, attempt: attempt)
         let (docs, n, length, before, total) = (b.docs, b.n, b.length, b.before, b.total)
         let client = s3Client(s3)
-        let key = journal.batches[i].s3Key ?? s3.key(run: journal.runId, index: i + 1)
+        guard Destinations.isRunID(journal.runId) else {
+            return .refused(VaultError(.vaultDamaged, "the upload journal's run id is not one vault makes; nothing was sent",
+                                       hint: "'vault uploads prune' removes the journal; the upload then starts afresh"))
+        }
+        let key: String
+        do { key = try Destinations.checkS3Key(journal.batches[i].s3Key, expected: s3.key(run: journal.runId, index: i + 1), batch: i + 1) } catch {
+            return .refused(VaultError.from(error))
+        }
         let metadata = [("vault-batch", "\(i + 1)/\(n)"), ("vault-documents", String(docs.count)), ("vault-run", journal.runId)]
         let chunks = payloadChunks(b, index: i, journal: journal)
         let partSize = journal.batches[i].s3PartSize ?? S3Target.partSize(for: length, atLeast: s3.partSize)
@@ -103,7 +110,7 @@ extension Uploader {
                 journal.batches[i].s3Key = key
                 journal.batches[i].s3PartSize = partSize
                 journal.batches[i].s3Parts = []
-                try journal.save(to: vault.store)
+                try journal.save(to: vault)
             }
             let id = journal.batches[i].s3UploadID!
             let count = Int((length + partSize - 1) / partSize)
@@ -131,7 +138,7 @@ extension Uploader {
                     inFlight -= 1
                     done[number] = etag
                     journal.batches[i].s3Parts = done.keys.sorted().map { UploadJournal.S3Part(number: $0, md5: done[$0]!) }
-                    try journal.save(to: vault.store)
+                    try journal.save(to: vault)
                     sent += UInt64(size)
                     onEvent(.sent(done: before + sent, total: total))
                     while inFlight < s3.parallel, try launch() {}
@@ -244,6 +251,12 @@ extension Uploader {
         do {
             var done: [Int: String] = [:]
             var urls: [Int: PresignedPart] = [:]
+            guard Destinations.isRunID(journal.runId) else {
+                return .refused(VaultError(.vaultDamaged, "the upload journal's run id is not one vault makes; nothing was sent",
+                                           hint: "'vault uploads prune' removes the journal; the upload then starts afresh"))
+            }
+            let requested = "\(journal.runId)/" + String(format: "batch-%04d.json", i + 1)
+            if let key = journal.batches[i].s3Key { try Destinations.checkPresignedKey(key, requested: requested) }
             if let id = journal.batches[i].s3UploadID, let key = journal.batches[i].s3Key {
                 do {
                     let listed = try await presignCall(endpoint, "list", ["key": key, "uploadId": id], as: Listed.self)
@@ -262,14 +275,15 @@ extension Uploader {
             if journal.batches[i].s3UploadID == nil {
                 let metadata = ["vault-batch": "\(i + 1)/\(n)", "vault-documents": String(docs.count), "vault-run": journal.runId]
                 let created = try await presignCall(endpoint, "create", [
-                    "key": "\(journal.runId)/" + String(format: "batch-%04d.json", i + 1), "contentType": "application/json",
+                    "key": requested, "contentType": "application/json",
                     "metadata": metadata, "parts": count,
                 ], as: Created.self)
+                try Destinations.checkPresignedKey(created.key, requested: requested)
                 journal.batches[i].s3UploadID = created.uploadId
                 journal.batches[i].s3Key = created.key
                 journal.batches[i].s3PartSize = partSize
                 journal.batches[i].s3Parts = []
-                try journal.save(to: vault.store)
+                try journal.save(to: vault)
                 for p in created.parts { urls[p.number] = p }
             }
             let id = journal.batches[i].s3UploadID!, key = journal.batches[i].s3Key!
@@ -290,6 +304,7 @@ extension Uploader {
                           ["http", "https"].contains(scheme) else {
                         throw VaultError(.uploadRejected, "the presign endpoint gave no usable URL for part \(number)")
                     }
+                    try Destinations.checkPresignedPart(parsed, number: number, uploadID: id, key: key)
                     if scheme == "http" && !UploadTarget.isLoopback(host: parsed.host ?? "") && !options.insecureHTTP {
                         throw VaultError(.usage, "refusing to send documents unencrypted over http:// to \(parsed.host ?? "?") (a presigned part URL)",
                                          hint: "have the back office presign https:// URLs, or use --insecure-http on a network you trust")
@@ -316,7 +331,7 @@ extension Uploader {
                     throw VaultError(.uploadRejected, what)
                 }
                 journal.batches[i].s3Parts = done.keys.sorted().map { UploadJournal.S3Part(number: $0, md5: done[$0]!) }
-                try journal.save(to: vault.store)
+                try journal.save(to: vault)
                 sent += UInt64(body.count)
                 onEvent(.sent(done: before + sent, total: total))
             }

@@ -131,7 +131,7 @@ extension Uploader {
             var offset: UInt64 = 0
             var url: String
             if let known = journal.batches[i].tusURL {
-                url = known
+                url = try Destinations.checkTusJournalURL(known, target: options.target.url, batch: i + 1)
                 let head = try await transport.request("HEAD", url: url, headers: base, body: nil)
                 if let outcome = tusFailure(head, batch: i, of: n, journal: &journal) { return outcome }
                 guard let o = head.header("Upload-Offset").flatMap({ UInt64($0) }), o <= length else {
@@ -152,15 +152,14 @@ extension Uploader {
                       let resolved = URL(string: location, relativeTo: URL(string: options.target.url))?.absoluteURL else {
                     return .refused(VaultError(.uploadRejected, "the tus server answered the creation with \(created.status) \(created.reason) and no Location"))
                 }
-                guard resolved.scheme == URL(string: options.target.url)?.scheme, resolved.host == URL(string: options.target.url)?.host,
-                      resolved.port == URL(string: options.target.url)?.port else {
+                guard Destinations.sameOrigin(resolved, as: options.target.url) else {
                     return .refused(VaultError(.uploadRejected, "the tus server's upload URL points to another host (\(resolved.host ?? "?")); vault sends nothing there",
                                                hint: "configure the server's Location base URL to its own address"))
                 }
                 url = resolved.absoluteString
                 journal.batches[i].tusURL = url
                 journal.batches[i].tusOffset = 0
-                try journal.save(to: vault.store)
+                try journal.save(to: vault)
             }
             onEvent(.sent(done: before + offset, total: total))
             let chunks = payloadChunks(b, index: i, journal: journal)
@@ -185,7 +184,7 @@ extension Uploader {
                     offset = acknowledged
                     if chunks.position != offset { chunks.seek(to: offset) }
                     journal.batches[i].tusOffset = offset
-                    try journal.save(to: vault.store)
+                    try journal.save(to: vault)
                     onEvent(.sent(done: before + offset, total: total))
                 case 460:   // the server's checksum of the chunk differs: send it again
                     mismatches += 1

@@ -3,9 +3,11 @@ import Foundation
 import VaultCore
 
 /// The upload journal: what each batch of an upload job has become, kept in the vault
-/// (`uploads/<job>.json`, 0600) so an interrupted upload resumes where it stopped and a
-/// confirmed batch is never sent again. It holds ids, sizes, digests of payloads and states
-/// only: no plaintext, no credentials, and the target only as scheme, host, port and path.
+/// (`uploads/<job>.journal`, 0600, sealed) so an interrupted upload resumes where it stopped
+/// and a confirmed batch is never sent again. It holds ids, sizes, digests of payloads and
+/// states only: no plaintext, no credentials, and the target only as scheme, host, port and
+/// path. Destinations it holds (a tus upload URL, an S3 key) are checked against what the
+/// command line named before anything is sent to them, seal or not.
 public struct UploadJournal: Codable, Sendable {
     /// One batch's state.
     public struct Batch: Codable, Sendable, BatchBookkeeping {
@@ -89,27 +91,62 @@ public struct UploadJournal: Codable, Sendable {
         return String(try vault.keyedDigest(purpose: digestPurpose, message).prefix(32))
     }
 
-    static func path(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).json" }
+    /// The journal's file: a sealed state file (purpose upload journal, role `uploads/<job>`),
+    /// so nobody without the password can edit, swap or forge one (docs/FORMAT.md).
+    static func path(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).journal" }
+
+    /// Where versions before sealed state kept the journal, as plain JSON.
+    static func legacyPath(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).json" }
+
+    static func role(job: String) -> String { "uploads/\(job)" }
 
     /// The lock an upload of `job` holds while it runs (beside its journal).
     static func lockPath(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).lock" }
 
-    static func load(from store: VaultStore, job: String) throws -> UploadJournal? {
+    /// A journal is small (ids, sizes and states of one run's batches): anything larger is not one.
+    static let maxSize = 16 << 20
+
+    /// The journal of `job`, nil when there is none.
+    /// - Throws: ``VaultError/Code/vaultDamaged`` for a journal that was edited, swapped, cut,
+    ///   written for another job or vault, or under a retired key, and for an unsealed journal
+    ///   of an earlier version: none is trusted, and nothing is sent.
+    static func load(from vault: Vault, job: String) throws -> UploadJournal? {
+        let store = vault.store
         let p = path(in: store, job: job)
-        guard FileSystem.kind(of: p) == .file else { return nil }
+        let legacy = legacyPath(in: store, job: job)
+        guard FileSystem.kind(of: p) == .file else {
+            if FileSystem.kind(of: legacy) != .missing {
+                throw VaultError(.vaultDamaged, "the upload journal \(legacy) is unsealed (written by an earlier version of vault, or by someone else): it is not trusted, and nothing was sent",
+                                 hint: "'vault uploads prune' removes it; the upload then starts afresh")
+            }
+            return nil
+        }
+        let damagedHint = "'vault uploads prune' removes it; the upload then starts afresh"
+        let body: [UInt8]
         do {
-            return try JSONDecoder().decode(UploadJournal.self, from: Data(FileSystem.readFile(p, limit: 16 << 20)))
+            body = try vault.openState(try FileSystem.readFile(p, limit: maxSize), purpose: .uploadJournal, role: role(job: job),
+                                       what: "the upload journal \(p)")
         } catch {
-            throw VaultError(.vaultDamaged, "the upload journal \(p) is unreadable", hint: "remove it to start the upload afresh", cause: error)
+            var e = VaultError.from(error)
+            if e.code == .vaultDamaged { e.message += "; nothing was sent"; e.hint = damagedHint }
+            throw e
+        }
+        do {
+            let journal = try JSONDecoder().decode(UploadJournal.self, from: Data(body))
+            guard journal.job == job else { throw VaultError(.vaultDamaged, "it names another job") }
+            return journal
+        } catch {
+            throw VaultError(.vaultDamaged, "the upload journal \(p) is malformed; nothing was sent", hint: damagedHint, cause: error)
         }
     }
 
-    mutating func save(to store: VaultStore) throws {
+    mutating func save(to vault: Vault) throws {
         updated = ISO8601DateFormatter().string(from: Date())
-        let dir = store.root + "/uploads"
+        let dir = vault.store.root + "/uploads"
         if FileSystem.kind(of: dir) == .missing { try FileSystem.makeDirectory(dir) }
         let e = JSONEncoder()
-        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        try AtomicFile.write(Array(try e.encode(self)) + [0x0a], to: Self.path(in: store, job: job))
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        try AtomicFile.write(try vault.sealState(Array(try e.encode(self)), purpose: .uploadJournal, role: Self.role(job: job)),
+                             to: Self.path(in: vault.store, job: job))
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import VaultCore
 
-/// The upload journals of a vault (`uploads/<job>.json`): listing them, and removing the ones
-/// that are done with. They hold no secret, so this needs no password.
+/// The upload journals of a vault (`uploads/<job>.journal`, sealed): listing them, and removing
+/// the ones that are done with or cannot be trusted. Opening them needs the vault key.
 public enum UploadJournals {
     /// Where a journal stands.
     public enum State: String, Codable, Sendable {
@@ -12,6 +12,9 @@ public enum UploadJournals {
         case interrupted
         /// Nothing was sent yet.
         case pending
+        /// It does not open (edited, swapped, cut, foreign, sealed under a retired key, or an
+        /// unsealed journal of an earlier version): never trusted; `prune` removes it.
+        case damaged
     }
 
     /// One journal, summarized.
@@ -33,43 +36,74 @@ public enum UploadJournals {
         /// Created and last updated (ISO 8601).
         public var created: String
         public var updated: String
+        /// For a damaged journal: why it is not trusted.
+        public var problem: String?
     }
 
-    /// Every journal in `store`, oldest first. A journal that cannot be read is an error naming it.
-    public static func list(in store: VaultStore) throws -> [Entry] {
+    /// Every journal of `vault`, oldest first; one that does not open is listed as damaged.
+    public static func list(in vault: Vault) throws -> [Entry] {
+        let store = vault.store
         let dir = store.root + "/uploads"
         guard FileSystem.kind(of: dir) == .directory else { return [] }
-        return try FileSystem.list(dir).filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.map { name in
-            let job = String(name.dropLast(5))
-            guard let j = try UploadJournal.load(from: store, job: job) else {
-                throw VaultError(.notFound, "the upload journal \(dir)/\(name) disappeared")
+        let names = try FileSystem.list(dir).filter { ($0.hasSuffix(".journal") || $0.hasSuffix(".json")) && !$0.hasPrefix(".") }
+        return names.map { name in
+            let job = String(name[..<name.lastIndex(of: ".")!])
+            let iso = ISO8601DateFormatter()
+            let mtime = iso.string(from: (try? FileManager.default.attributesOfItem(atPath: dir + "/" + name)[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0))
+            func damaged(_ why: String) -> Entry {
+                Entry(job: job, runId: "", target: "", state: .damaged, batches: 0, confirmed: 0, documents: 0, payloadBytes: 0,
+                      created: mtime, updated: mtime, problem: why)
             }
-            let confirmed = j.batches.filter { $0.status == .complete }.count
-            let state: State = confirmed == j.batches.count ? .complete : j.batches.contains { $0.attempts > 0 } ? .interrupted : .pending
-            return Entry(job: job, runId: j.runId, target: j.target, state: state, batches: j.batches.count, confirmed: confirmed,
-                         documents: j.batches.reduce(0) { $0 + $1.documents.count }, payloadBytes: j.batches.reduce(0) { $0 + $1.bytes },
-                         created: j.created, updated: j.updated)
+            if name.hasSuffix(".json") {
+                return damaged("an unsealed journal (written by an earlier version of vault, or by someone else): not trusted")
+            }
+            do {
+                guard let j = try UploadJournal.load(from: vault, job: job) else { return damaged("it disappeared") }
+                let confirmed = j.batches.filter { $0.status == .complete }.count
+                let state: State = confirmed == j.batches.count ? .complete : j.batches.contains { $0.attempts > 0 } ? .interrupted : .pending
+                return Entry(job: job, runId: j.runId, target: j.target, state: state, batches: j.batches.count, confirmed: confirmed,
+                             documents: j.batches.reduce(0) { $0 + $1.documents.count }, payloadBytes: j.batches.reduce(0) { $0 + $1.bytes },
+                             created: j.created, updated: j.updated)
+            } catch {
+                return damaged(VaultError.from(error).message.replacingOccurrences(of: "; nothing was sent", with: ""))
+            }
         }.sorted { ($0.created, $0.job) < ($1.created, $1.job) }
     }
 
-    /// Removes the journals (and their lock files) of complete uploads, and of unfinished ones
-    /// not updated for `abandonedAfter` seconds. A journal whose upload is running (its lock is
-    /// held) is kept. Returns the entries removed.
-    public static func prune(in store: VaultStore, abandonedAfter: TimeInterval, now: Date = Date()) throws -> [Entry] {
+    /// One journal whole, as pretty-printed JSON (after it authenticated).
+    public static func show(job: String, in vault: Vault) throws -> String {
+        guard job.count == 32, job.allSatisfy(\.isHexDigit) else {
+            throw VaultError(.usage, "'\(job.prefix(64))' is not a job as 'vault uploads' lists it (32 hex digits)")
+        }
+        guard let journal = try UploadJournal.load(from: vault, job: job) else {
+            throw VaultError(.notFound, "there is no upload journal of job \(job)")
+        }
+        let e = JSONEncoder()
+        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try e.encode(journal), as: UTF8.self) + "\n"
+    }
+
+    /// Removes the journals (and their lock files) of complete uploads, of damaged ones, and of
+    /// unfinished ones not updated for `abandonedAfter` seconds. A journal whose upload is
+    /// running (its lock is held) is kept. Returns the entries removed.
+    public static func prune(in vault: Vault, abandonedAfter: TimeInterval, now: Date = Date()) throws -> [Entry] {
+        let store = vault.store
         let dir = store.root + "/uploads"
         let iso = ISO8601DateFormatter()
         var removed: [Entry] = []
-        for entry in try list(in: store) {
+        for entry in try list(in: vault) {
             let age = iso.date(from: entry.updated).map { now.timeIntervalSince($0) } ?? .infinity
-            guard entry.state == .complete || age >= abandonedAfter else { continue }
+            guard entry.state == .complete || entry.state == .damaged || age >= abandonedAfter else { continue }
+            let file = FileSystem.kind(of: UploadJournal.path(in: store, job: entry.job)) == .file
+                ? UploadJournal.path(in: store, job: entry.job) : UploadJournal.legacyPath(in: store, job: entry.job)
             let lockPath = UploadJournal.lockPath(in: store, job: entry.job)
             if FileSystem.kind(of: lockPath) == .file {
                 let lock = try FileDescriptor.openOrCreate(lockPath)
                 guard try lock.lockExclusive(wait: false) else { continue }   // an upload of this job is running
-                try FileSystem.remove(UploadJournal.path(in: store, job: entry.job))
+                try FileSystem.remove(file)
                 try FileSystem.remove(lockPath)
             } else {
-                try FileSystem.remove(UploadJournal.path(in: store, job: entry.job))
+                try FileSystem.remove(file)
             }
             removed.append(entry)
         }

@@ -209,7 +209,7 @@ public final class Uploader: @unchecked Sendable {
     }
 
     private func openJournal() throws -> UploadJournal {
-        if !options.newRun, let existing = try UploadJournal.load(from: vault.store, job: job) {
+        if !options.newRun, let existing = try UploadJournal.load(from: vault, job: job) {
             // Every document of the journal must still be in the selection.
             for b in existing.batches { for id in b.documents where DocumentID(hex: id).flatMap({ records[$0] }) == nil {
                 throw VaultError(.vaultDamaged, "the upload journal names document \(id), which is not in this selection")
@@ -228,7 +228,7 @@ public final class Uploader: @unchecked Sendable {
                                 key: try UploadJournal.idempotencyKey(vault: vault, runID: runID, index: b.index, records: b.records))
         }
         try rekey(&journal, from: 0)   // exact lengths (a form's manifest names its batch number)
-        try journal.save(to: vault.store)
+        try journal.save(to: vault)
         return journal
     }
 
@@ -309,13 +309,14 @@ public final class Uploader: @unchecked Sendable {
         }
     }
 
-    /// The payload format of batch `batch` of `of`, whose Idempotency-Key is `key`. A form's
-    /// boundary comes from the key (a keyed digest), so it is fixed for the batch (its body is
-    /// the same on every attempt) and nobody without the vault key can put it in a document.
+    /// The payload format of batch `batch` of `of`. A form's boundary is random for each
+    /// request (40 hex digits from the system's generator, a fixed length so the body's length
+    /// does not depend on it): nobody, not even a document's author, can know it in advance and
+    /// put it in a document to inject a part. `key` is kept for the call sites' symmetry.
     func format(batch: Int, of: Int, key: String) -> PayloadFormat {
         switch options.wire {
         case .json, .tus, .s3: .json(options.shape)
-        case .form: .form(FormBody(boundary: "vault-" + String(key.prefix(40)), fieldName: options.formFieldName,
+        case .form: .form(FormBody(boundary: "vault-" + Hex.encode(SystemRandom().bytes(20)), fieldName: options.formFieldName,
                                    fields: options.formFields, batch: batch, of: of))
         }
     }
@@ -329,19 +330,19 @@ public final class Uploader: @unchecked Sendable {
             let n = journal.batches.count
             attempt += 1
             journal.batches[i].attempts += 1
-            try journal.save(to: vault.store)
+            try journal.save(to: vault)
             let outcome = try await self.attempt(index: i, journal: &journal, attempt: attempt)
             let docs = batchRecords(journal.batches[i])
             switch outcome {
             case .confirmed(let status, let duplicate):
                 journal.batches[i].status = .complete
                 journal.batches[i].confirmedAt = ISO8601DateFormatter().string(from: Date())
-                try journal.save(to: vault.store)
+                try journal.save(to: vault)
                 onEvent(.confirmed(batch: i + 1, of: n, status: status, duplicate: duplicate))
                 return retries
             case .split(let reason, let says):
                 guard docs.count > 1 else {
-                    try journal.save(to: vault.store)
+                    try journal.save(to: vault)
                     throw VaultError(.uploadRejected,
                                      "document \(docs[0].id.hex.prefix(12)) (\(docs[0].metadata.name)) makes a \(journal.batches[i].bytes)-byte payload, larger than the server accepts (\(reason))\(says)",
                                      hint: "raise the server's size limit, or leave this document out")
@@ -352,7 +353,7 @@ public final class Uploader: @unchecked Sendable {
                     UploadJournal.Batch(documents: part.map(\.id.hex), bytes: 0, status: .pending, attempts: 0, key: "")
                 })
                 try rekey(&journal, from: i)
-                try journal.save(to: vault.store)
+                try journal.save(to: vault)
                 onEvent(.split(batch: i + 1, into: [i + 1, i + 2]))
                 attempt = 0
             case .skip(let f):
@@ -364,22 +365,22 @@ public final class Uploader: @unchecked Sendable {
                 journal.skipped.append(.init(id: f.record.id.hex, code: f.error.code.rawValue))
                 runProgress.skip(remaining: f.record.metadata.size)
                 try rekey(&journal, from: i)
-                try journal.save(to: vault.store)
+                try journal.save(to: vault)
                 onEvent(.skipped(id: f.record.id, name: f.record.metadata.name, error: f.error))
                 attempt -= 1
             case .refused(let e):
-                try journal.save(to: vault.store)
+                try journal.save(to: vault)
                 throw e
             case .resume(let at, let reason):
                 // Progress was made: the retry budget is for attempts that get nowhere.
-                try journal.save(to: vault.store)
+                try journal.save(to: vault)
                 attempt = 1
                 let delay = options.policy.delay(afterAttempt: 1, retryAfter: nil, unit: Double.random(in: 0..<1))
                 onEvent(.retry(batch: i + 1, attempt: attempt, delay: delay, reason: "\(reason); the server has \(at) of \(journal.batches[i].bytes) bytes"))
                 retries += 1
                 try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
             case .retry(let reason, let retryAfter):
-                try journal.save(to: vault.store)
+                try journal.save(to: vault)
                 guard attempt < options.policy.maxAttempts else {
                     let confirmed = journal.batches.filter { $0.status == .complete }.count
                     throw VaultError(.uploadFailed, "batch \(i + 1)/\(n) failed \(attempt) time\(attempt == 1 ? "" : "s"), last: \(reason)",

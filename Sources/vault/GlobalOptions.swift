@@ -50,8 +50,10 @@ struct GlobalOptions: ParsableArguments {
         RemoteClients.keep(client)
         let password = try PasswordReader.read(file: passwordFile)
         do {
-            return try await RemoteVault.open(location, client: client, cacheRoot: cacheRoot, password: password,
-                                              cacheBytes: Int(cacheSize?.value ?? 64 << 20)).0
+            let (vault, _, refused) = try await RemoteVault.open(location, client: client, cacheRoot: cacheRoot, password: password,
+                                                                 cacheBytes: Int(cacheSize?.value ?? 64 << 20))
+            for (key, e) in refused { Terminal.err("vault: warning: \(key) is not a tombstone of this vault, and hides nothing: \(e.message)") }
+            return vault
         } catch let e as VaultError {
             throw e
         } catch {

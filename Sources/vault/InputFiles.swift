@@ -10,9 +10,18 @@ enum InputFiles {
     /// The regular files `paths` name, folders expanded (with `recursive`) into their files,
     /// sorted by relative path. Anything missing, unreadable, or a folder without `recursive`
     /// fails the whole command before anything is stored ("nothing was <verb>ed").
+    /// A file inside a folder that is left out (its name is not valid UTF-8), with why; the
+    /// command reports it and exits 2 after taking the others.
+    struct Skipped { var shown: String; var error: VaultError }
+
     static func expand(_ paths: [String], recursive: Bool, stdinName: String, verb: String) throws -> [Input] {
+        try expandReporting(paths, recursive: recursive, stdinName: stdinName, verb: verb).inputs
+    }
+
+    static func expandReporting(_ paths: [String], recursive: Bool, stdinName: String, verb: String) throws -> (inputs: [Input], skipped: [Skipped]) {
         let nothing = "nothing was \(verb == "add" ? "added" : verb + "ed")"
         var out: [Input] = []
+        var skipped: [Skipped] = []
         for path in paths {
             if path == "-" { out.append(Input(path: "-", name: stdinName)); continue }
             switch FileSystem.kind(of: path) {
@@ -22,9 +31,10 @@ enum InputFiles {
                 guard recursive else {
                     throw VaultError(.usage, "\(path) is a directory", hint: "use -r to \(verb) the files inside it; \(nothing)")
                 }
-                let files = try walk(path, nothing: nothing)
-                if files.isEmpty { Terminal.warn("\(path) holds no files") }
+                let (files, left) = try walk(path, nothing: nothing)
+                if files.isEmpty && left.isEmpty { Terminal.warn("\(path) holds no files") }
                 out += files
+                skipped += left
             case .file:
                 guard Platform.isReadable(path) else { throw VaultError(.io, "\(path): permission denied", hint: nothing) }
                 out.append(Input(path: path, name: URL(fileURLWithPath: path).lastPathComponent))
@@ -32,19 +42,25 @@ enum InputFiles {
                 throw VaultError(.usage, "\(path) is not a regular file", hint: nothing)
             }
         }
-        return out
+        return (out, skipped)
     }
 
     /// Regular files under `dir`, sorted, not following symbolic links. A folder or file that
     /// cannot be read fails the whole command, as an unreadable file named on the command line does.
-    private static func walk(_ dir: String, nothing: String) throws -> [Input] {
+    private static func walk(_ dir: String, nothing: String) throws -> ([Input], [Skipped]) {
         var found: [Input] = []
+        var skipped: [Skipped] = []
         func visit(_ path: String, _ relative: String) throws {
-            let names: [String]
-            do { names = try FileSystem.list(path) } catch let e as VaultError {
+            let entries: [(name: String?, shown: String)]
+            do { entries = try FileSystem.listChecked(path) } catch let e as VaultError {
                 throw VaultError(e.code, e.message, hint: nothing, cause: e.cause)
             }
-            for name in names {
+            for entry in entries {
+                guard let name = entry.name else {
+                    skipped.append(Skipped(shown: path + "/" + entry.shown,
+                                           error: VaultError(.usage, "its name is not valid UTF-8, and a document's name must be")))
+                    continue
+                }
                 let full = path + "/" + name, rel = relative.isEmpty ? name : relative + "/" + name
                 guard let st = try? FilePath(full).stat(followTargetSymlink: false) else {
                     throw VaultError(.io, "cannot read \(full)", hint: nothing)
@@ -59,6 +75,6 @@ enum InputFiles {
             }
         }
         try visit(URL(fileURLWithPath: dir).standardizedFileURL.path, "")
-        return found.sorted { $0.name < $1.name }
+        return (found.sorted { $0.name < $1.name }, skipped)
     }
 }

@@ -17,7 +17,9 @@ enum S3Environment {
         var addressing: S3Addressing
 
         /// A client for this store.
-        func client() -> S3Client { S3Client(endpoint: endpoint, region: region, credentials: credentials, addressing: addressing) }
+        func client(timeout: Double = 60) -> S3Client {
+            S3Client(endpoint: endpoint, region: region, credentials: credentials, addressing: addressing, timeout: timeout)
+        }
     }
 
     /// - Parameters:

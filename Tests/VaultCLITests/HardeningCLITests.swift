@@ -131,7 +131,7 @@ import Glibc
         var sending = false
         for _ in 0..<500 where !sending {
             sending = FileManager.default.fileExists(atPath: s.path("vault/uploads")) && r.log.isEmpty
-                && Self.entries(s.path("vault/uploads")).contains { $0.hasSuffix(".json") }
+                && Self.entries(s.path("vault/uploads")).contains { $0.hasSuffix(".journal") }
             usleep(10_000)
         }
         usleep(500_000)
@@ -220,9 +220,7 @@ import Glibc
         let digests = Dictionary(uniqueKeysWithValues: list.map { ($0["id"] as! String, $0["sha256"] as! String) })
         let r = Receiver(in: s)
         #expect(s.run(["upload", "--url", r.url], env: UploadCLITests.token).status == 0)
-        let name = Self.entries(s.path("vault/uploads")).first { $0.hasSuffix(".json") }!
-        let text = try String(contentsOfFile: s.path("vault/uploads/" + name), encoding: .utf8)
-        let journal = try JSONSerialization.jsonObject(with: Data(text.utf8)) as! [String: Any]
+        let journal = try #require(s.journal())
         let runID = journal["runId"] as! String, job = journal["job"] as! String
         let key = (journal["batches"] as! [[String: Any]])[0]["key"] as! String
         #expect(r.log.first?["key"] as? String == key, "the server got the journaled key")

@@ -133,10 +133,7 @@ import Glibc
         let pid = s.spawn(args, env: env)
         // Kill it once the journal names three confirmed parts.
         func confirmedParts() -> [Int] {
-            guard let name = try? FileManager.default.contentsOfDirectory(atPath: s.path("vault/uploads")).first(where: { $0.hasSuffix(".json") }),
-                  let data = FileManager.default.contents(atPath: s.path("vault/uploads/" + name)),
-                  let j = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-                  let b = (j["batches"] as? [[String: Any]])?.first else { return [] }
+            guard let j = s.journal(), let b = (j["batches"] as? [[String: Any]])?.first else { return [] }
             return ((b["s3Parts"] as? [[String: Any]]) ?? []).compactMap { $0["number"] as? Int }
         }
         poll(6000, every: 2000) { confirmedParts().count >= 3 || !HardeningCLITests.isRunning(pid) }

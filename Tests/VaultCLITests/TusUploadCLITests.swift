@@ -85,8 +85,7 @@ import Glibc
         kill(pid, SIGKILL)
         _ = s.wait(pid)
         let acknowledged = tus.written.reduce(0, +)
-        let journal = try #require(try FileManager.default.contentsOfDirectory(atPath: s.path("vault/uploads")).first { $0.hasSuffix(".json") })
-        let batches = (try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.path("vault/uploads/" + journal)))) as! [String: Any])["batches"] as! [[String: Any]]
+        let batches = try #require(s.journal())["batches"] as! [[String: Any]]
         #expect((batches[0]["tusURL"] as? String)?.hasPrefix(tus.url + "/") == true, "the upload URL is journaled")
 
         let r = s.run(args + ["--resume", "--progress", "json", "--json"])

@@ -51,9 +51,10 @@ import Testing
         #expect(again.stderr.hasPrefix("vault: nothing to send: all 3 batches of run "))
         #expect(r.log.count == 3)
         // The journal holds no credentials and no plaintext.
-        let journals = try FileManager.default.contentsOfDirectory(atPath: s.path("vault/uploads")).filter { $0.hasSuffix(".json") }
-        #expect(journals.count == 1)
-        let journal = try String(contentsOfFile: s.path("vault/uploads/" + journals[0]), encoding: .utf8)
+        #expect(s.journalJobs.count == 1)
+        let sealed = try Data(contentsOf: URL(fileURLWithPath: s.path("vault/uploads/\(s.journalJobs[0]).journal")))
+        #expect(sealed.starts(with: Array("VAULTSTA".utf8)), "the journal is a sealed state file")
+        let journal = s.run("uploads", "show", s.journalJobs[0]).out
         #expect(!journal.contains("test-token") && !journal.contains("doc 0.bin"))
         #expect(journal.contains("\"status\" : \"complete\""), "the export manifest's status, shared")
     }
@@ -197,14 +198,17 @@ import Testing
         try Self.checkStore(r, originals)
     }
 
-    @Test func journalsAreListedWithoutThePasswordAndPruned() throws {
+    @Test func journalsAreListedWithThePasswordAndPruned() throws {
         let s = Sandbox()
         s.initVault()
         let (ids, _) = Self.add(s, count: 3)
         let r = Receiver(in: s, token: nil, faults: #"[{"action": "ok"}, {"action": "status", "status": 503}, {"action": "status", "status": 503}]"#)
         #expect(s.run("upload", "--url", r.url, ids[0]).status == 0)
         #expect(s.run("upload", "--url", r.url, ids[1], ids[2], "--retries", "1").status == 75)
-        let noPassword: [String: String?] = ["VAULT_PASSWORD": nil]
+        // Journals are sealed: listing them needs the password.
+        let noPassword: [String: String?] = [:]
+        let refused = s.run(["uploads"], env: ["VAULT_PASSWORD": nil])
+        #expect(refused.status != 0 && refused.stdout.isEmpty)
         func journals() throws -> [[String: Any]] {
             let out = s.run(["uploads", "--json"], env: noPassword)
             #expect(out.status == 0, "\(out.stderr)")
@@ -225,7 +229,7 @@ import Testing
         #expect(try journals().map { $0["state"] as? String } == ["interrupted"])
         #expect(s.run(["uploads", "prune", "--abandoned-after", "0"], env: noPassword).status == 0)
         #expect(try journals().isEmpty)
-        #expect(!(try FileManager.default.contentsOfDirectory(atPath: s.path("vault/uploads"))).contains { $0.hasSuffix(".json") || $0.hasSuffix(".lock") })
+        #expect(!(try FileManager.default.contentsOfDirectory(atPath: s.path("vault/uploads"))).contains { $0.hasSuffix(".journal") || $0.hasSuffix(".lock") })
         #expect(s.run(["uploads", "tidy"]).status == 64)
     }
 }

@@ -11,12 +11,35 @@ public final class Keyring: Sendable {
     /// Check value of ``kek``.
     public let keyCheck: [UInt8]
     let kek: SecretBytes
+    /// The key epoch this password block belongs to (0 outside a vault or before any change).
+    public let epoch: UInt32
+    /// Password blocks of earlier key epochs (from the vault's keyring), newest first: an
+    /// envelope sealed under one of them is recognised as such, and opened only when
+    /// ``acceptsEarlierEpochs`` is set.
+    let earlier: [Keyring]
+    /// Open envelopes sealed under an earlier epoch's password too (reading a backup or a store
+    /// written before `vault passwd`); off for a vault's own objects.
+    public let acceptsEarlierEpochs: Bool
 
-    init(kdf: KDFParameters, salt: [UInt8], kek: SecretBytes) {
+    init(kdf: KDFParameters, salt: [UInt8], kek: SecretBytes, epoch: UInt32 = 0, earlier: [Keyring] = [],
+         acceptsEarlierEpochs: Bool = false) {
         self.kdf = kdf
         self.salt = salt
         self.kek = kek
+        self.epoch = epoch
+        self.earlier = earlier
+        self.acceptsEarlierEpochs = acceptsEarlierEpochs
         keyCheck = PasswordKDF.keyCheck(for: kek)
+    }
+
+    /// This keyring in `epoch`, knowing the password blocks of earlier ones.
+    func with(epoch: UInt32, earlier: [Keyring], acceptsEarlierEpochs: Bool = false) -> Keyring {
+        Keyring(kdf: kdf, salt: salt, kek: kek, epoch: epoch, earlier: earlier, acceptsEarlierEpochs: acceptsEarlierEpochs)
+    }
+
+    /// The same keys, also opening envelopes of earlier epochs.
+    public func acceptingEarlierEpochs() -> Keyring {
+        Keyring(kdf: kdf, salt: salt, kek: kek, epoch: epoch, earlier: earlier, acceptsEarlierEpochs: true)
     }
 
     /// Runs Argon2id for a new salt (vault creation).
@@ -42,6 +65,12 @@ public final class Keyring: Sendable {
 
     /// The key-encryption key for `header`, if it was sealed under this keyring.
     func kek(for header: EnvelopeHeader) throws -> SecretBytes {
+        if let old = earlier.first(where: { header.kdf == $0.kdf && header.salt == $0.salt && header.keyCheck == $0.keyCheck }) {
+            if acceptsEarlierEpochs { return old.kek }
+            throw VaultError(.headerAuthenticationFailed,
+                             "it is sealed under the password of key epoch \(old.epoch), which a password change retired (this vault is at epoch \(epoch))",
+                             hint: "an envelope of an earlier epoch in the vault's folder was put there from a backup or by someone who knew an old password")
+        }
         guard header.kdf == kdf, header.salt == salt, header.keyCheck == keyCheck else {
             throw VaultError(.headerAuthenticationFailed, "its password block does not match this vault",
                              hint: "the header is damaged, or the envelope comes from another vault")

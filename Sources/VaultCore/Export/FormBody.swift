@@ -110,6 +110,10 @@ public struct FormBody: Sendable, Equatable {
         for c in name.unicodeScalars {
             switch c {
             case "\"": out += "%22"
+            // Not in the HTML standard's list, but PHP reads a backslash as an escape (a name
+            // ending in one swallows the closing quote) and werkzeug drops the part: both take
+            // %5C as three plain characters. The exact name is in the manifest part.
+            case "\\": out += "%5C"
             case "\r": out += "%0D"
             case "\n": out += "%0A"
             default: out.unicodeScalars.append(c)

@@ -27,4 +27,9 @@ enum Sodium {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         sodium_memzero(base, buffer.count)
     }
+
+    /// Zeroes an array that briefly held secret bytes (a decrypted keyring).
+    static func wipe(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBytes { wipe($0) }
+    }
 }

@@ -30,8 +30,11 @@ extension Vault {
                       progress: ((Int, Int) -> Void)? = nil) throws -> AuditReport {
         let scan = try history()
         var findings = scan.findings + scan.noted
-        if !scan.exists && scan.storedHead == nil {
+        if !scan.exists && scan.storedHead == nil && scan.anchor == nil && config.isLegacy {
             findings.append(AuditFinding("log-missing", "the vault has no history (log.vlt): it was made before vault kept one, or the log was deleted"))
+        }
+        if let refused = try HistoryLog(vault: self).pendingRemovalState().refused {
+            findings.append(AuditFinding("pending-removal-refused", "\(refused.message); it is not acted on (delete it, or run 'vault remove' again)"))
         }
         if let expected = expectedHead {
             if scan.entries.count < expected.count {

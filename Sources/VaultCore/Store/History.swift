@@ -28,6 +28,8 @@ public struct HistoryScan: Sendable {
         public let record: HistoryRecord?
         /// Its authentication tag.
         public let tag: [UInt8]
+        /// The key epoch it was sealed in, when it authenticates.
+        public let epoch: UInt32?
     }
 
     /// Every whole record, in file order.
@@ -38,8 +40,17 @@ public struct HistoryScan: Sendable {
     public var noted: [AuditFinding] = []
     /// True when `log.vlt` exists.
     public var exists = false
-    /// The head kept beside the log (`log.head`), if it could be read.
+    /// The head kept beside the log (`log.head`), if it could be read, and its key epoch.
     var storedHead: StoredHead?
+    var headEpoch: UInt32?
+    /// The second copy of the head (`log.anchor`), and its key epoch.
+    var anchor: StoredHead?
+    var anchorEpoch: UInt32?
+    /// True when the log was written by a version that writes `log.anchor` (a sealed-state head).
+    var anchorExpected: Bool { headEpoch != nil && storedHeadIsSealedState }
+    var storedHeadIsSealedState = false
+    /// The position of the last `accept` record, if any.
+    public var acceptedAt: Int?
     /// The byte offset after the last whole record.
     var end = HistoryFormat.fileHeader.count
     /// The file's size.
@@ -48,6 +59,14 @@ public struct HistoryScan: Sendable {
     /// The log's head as it stands: its whole records and the last one's tag.
     public var head: HistoryHead {
         HistoryHead(count: entries.count, tag: entries.last?.tag ?? [UInt8](repeating: 0, count: HistoryFormat.tagSize))
+    }
+
+    /// The same scan with nothing to note: the `accept` record seals no anomalies of its own
+    /// (it names what it settles in its detail).
+    static func settled(_ scan: HistoryScan) -> HistoryScan {
+        var copy = scan
+        copy.findings = []
+        return copy
     }
 
     /// The records that authenticate, in order.
@@ -64,12 +83,12 @@ public struct HistoryScan: Sendable {
             switch record.operation {
             case .add, .import, .adopt, .pull:
                 for d in record.documents { present[d.id] = (d, position) }
-            case .begin:
+            case .begin, .accept:
                 present = [:]
                 for d in record.documents { present[d.id] = (d, position) }
             case .remove:
                 for d in record.documents { present[d.id] = nil; removed[d.id] = position }
-            case .`init`, .export, .upload, .passwd, .push, .clone:
+            case .`init`, .export, .upload, .passwd, .push, .clone, .upgrade:
                 break
             }
         }
@@ -77,7 +96,7 @@ public struct HistoryScan: Sendable {
     }
 }
 
-/// `log.head`: sealed, so it cannot be forged without the password.
+/// `log.head` and `log.anchor`: sealed, so they cannot be forged without the password.
 struct StoredHead: Codable, Equatable {
     var count: Int
     /// Offset after the last record it covers.
@@ -85,28 +104,48 @@ struct StoredHead: Codable, Equatable {
     var tag: String
 }
 
-/// The vault's history log: `log.vlt`, an append-only file of sealed, chained records, and
-/// `log.head`, the sealed count and tag of the last record written (which tells a log cut at a
-/// record boundary from a complete one).
+/// The vault's history log: `log.vlt`, an append-only file of sealed, chained records, and two
+/// sealed anchors of its tail — `log.head` and `log.anchor`, the count and tag of the last record
+/// written — which tell a log cut at a record boundary from a complete one.
+///
+/// Records are sealed under the log key of the key epoch they were written in: the epochs of
+/// a log never go down, so a record sealed under a superseded key after a newer one (someone
+/// who knew an old password) does not authenticate in its place.
 ///
 /// Written by hand: this is vault's own format (a few lines over libsodium's AEAD), and no
 /// package of this field does a sealed append-only log.
 struct HistoryLog {
     let store: VaultStore
-    let key: SecretBytes
+    /// The log key of each epoch this vault knows, and the current epoch.
+    let keys: [UInt32: SecretBytes]
+    let epoch: UInt32
+    let epochKeys: EpochKeys
     let vaultID: String
     let random: any RandomSource
+    /// True when the vault's format promises a history (`vault/2`): a missing log is a finding.
+    let promisesHistory: Bool
 
     var path: String { store.root + "/log.vlt" }
     var headPath: String { store.root + "/log.head" }
+    var anchorPath: String { store.root + "/log.anchor" }
     var pendingRemovalPath: String { store.root + "/remove.pending" }
+    var lossAcceptedPath: String { store.root + "/log.accepted" }
 
     init(vault: Vault) throws {
         store = vault.store
-        key = try SubkeyDerivation.derive(from: vault.vaultKey, id: HistoryFormat.subkeyID, context: HistoryFormat.subkeyContext)
+        var keys: [UInt32: SecretBytes] = [:]
+        for e in vault.keys.epochs {
+            keys[e] = try SubkeyDerivation.derive(from: vault.keys.key(epoch: e)!, id: HistoryFormat.subkeyID, context: HistoryFormat.subkeyContext)
+        }
+        self.keys = keys
+        epoch = vault.keys.epoch
+        epochKeys = vault.keys
         vaultID = vault.config.id
         random = vault.random
+        promisesHistory = !vault.config.isLegacy
     }
+
+    var key: SecretBytes { keys[epoch]! }
 
     /// The associated data of the record at `position` (from 1): the vault, the position and
     /// the previous record's tag. So a record opens only in its place, after its predecessor.
@@ -127,9 +166,12 @@ struct HistoryLog {
     func scan() throws -> HistoryScan {
         var scan = HistoryScan()
         scan.storedHead = readHead(into: &scan)
+        scan.anchor = readAnchor(into: &scan)
         guard FileSystem.kind(of: path) != .missing else {
-            if let head = scan.storedHead {
-                scan.findings.append(AuditFinding("log-missing", "log.vlt is missing, but log.head says it held \(head.count) records"))
+            if let head = scan.storedHead ?? scan.anchor {
+                scan.findings.append(AuditFinding("log-missing", "log.vlt is missing, but its head says it held \(head.count) records"))
+            } else if promisesHistory {
+                scan.findings.append(AuditFinding("log-missing", "log.vlt, log.head and log.anchor are missing, but this vault has kept a history since it was made: they were deleted"))
             }
             scan.end = 0
             return scan
@@ -162,24 +204,39 @@ struct HistoryLog {
             offset = offset + 4 + length
         }
         scan.end = framed.last?.end ?? HistoryFormat.fileHeader.count
-        // Authentication: each record in its place after its predecessor.
+        // Authentication: each record in its place after its predecessor, in its epoch or a later one.
+        var floor = keys.keys.min() ?? epoch
         for (i, f) in framed.enumerated() {
             let position = i + 1
             let previous = i == 0 ? Self.zeroTag : framed[i - 1].tag
-            let record = open(f.sealed, nonce: f.nonce, position: position, previousTag: previous)
-            scan.entries.append(.init(position: position, record: record, tag: f.tag))
-            if let record {
+            if let (e, record) = open(f.sealed, nonce: f.nonce, position: position, previousTag: previous, from: floor) {
+                floor = e
+                scan.entries.append(.init(position: position, record: record, tag: f.tag, epoch: e))
+                if record.operation == .accept {   // a password holder settled everything before it
+                    scan.noted.removeAll()
+                    scan.findings.removeAll { ($0.record ?? Int.max) < position }
+                    scan.acceptedAt = position
+                    continue
+                }
                 for a in record.anomalies {
                     scan.noted.append(AuditFinding(a.code, "record \(position) notes: \(a.message)", record: position))
                 }
+                continue
+            }
+            scan.entries.append(.init(position: position, record: nil, tag: f.tag, epoch: nil))
+            if let old = keys.keys.filter({ $0 < floor }).first(where: { e in
+                open(f.sealed, nonce: f.nonce, position: position, previousTag: previous, from: e).map { $0.0 < floor } ?? false }) {
+                scan.findings.append(AuditFinding("log-record-superseded", "record \(position) is sealed under the key of epoch \(old), which a password change before it retired: someone who knew an old password wrote it",
+                                                  record: position))
                 continue
             }
             // Authentic elsewhere? Each record names its position in the clear (authenticated):
             // try it there, after each record of the log.
             let claimed = f.position
             let authenticElsewhere = claimed >= 1 && (claimed == 1
-                ? open(f.sealed, nonce: f.nonce, position: 1, previousTag: Self.zeroTag) != nil
-                : framed.contains { p in open(f.sealed, nonce: f.nonce, position: claimed, previousTag: p.tag) != nil })
+                ? open(f.sealed, nonce: f.nonce, position: 1, previousTag: Self.zeroTag, from: 0) != nil
+                : framed.contains { p in open(f.sealed, nonce: f.nonce, position: claimed, previousTag: p.tag, from: 0) != nil })
+            if let accepted = scan.acceptedAt, accepted > position { continue }
             if authenticElsewhere && claimed != position {
                 scan.findings.append(AuditFinding("log-record-moved", "record \(position) belongs at position \(claimed): records were reordered, or some removed",
                                                   record: position))
@@ -192,42 +249,90 @@ struct HistoryLog {
             }
         }
         if scan.end < bytes.count, scan.findings.allSatisfy({ $0.code != "log-malformed" }) {
-            let cut = scan.storedHead.map { $0.end > scan.end } ?? true
+            let cut = [scan.storedHead, scan.anchor].compactMap { $0 }.map { $0.end > scan.end }.first ?? true
             if cut {
                 scan.findings.append(AuditFinding("log-torn", "log.vlt ends inside a record after record \(framed.count): it was cut"))
             }   // else: a torn append past the head (a crash mid-append); the next writer removes it
         }
-        if let head = scan.storedHead {
+        for (name, stored) in [("log.head", scan.storedHead), ("log.anchor", scan.anchor)] {
+            guard let head = stored else { continue }
             if head.count > framed.count {
-                scan.findings.append(AuditFinding("log-truncated", "log.vlt holds \(framed.count) records, but its head says \(head.count): records were cut off"))
+                scan.findings.append(AuditFinding("log-truncated", "log.vlt holds \(framed.count) records, but \(name) says \(head.count): records were cut off"))
             } else if head.count > 0, Hex.encode(framed[head.count - 1].tag) != head.tag {
-                scan.findings.append(AuditFinding("log-head-mismatch", "record \(head.count) is not the one log.head names: the log was replaced",
+                scan.findings.append(AuditFinding("log-head-mismatch", "record \(head.count) is not the one \(name) names: the log was replaced",
                                                   record: head.count))
             }
-        } else if !scan.findings.contains(where: { $0.code == "log-head-damaged" }) {
+        }
+        // A head sealed in another epoch than the last record's: written with a retired key.
+        let lastEpoch = scan.entries.last(where: { $0.epoch != nil })?.epoch
+        for (name, e) in [("log.head", scan.headEpoch), ("log.anchor", scan.anchorEpoch)] {
+            if let e, let lastEpoch, e != lastEpoch, e < epoch {
+                scan.findings.append(AuditFinding("log-head-superseded", "\(name) is sealed under the key of epoch \(e), which a password change retired: someone who knew an old password wrote it, or an old copy was put back"))
+            }
+        }
+        if scan.storedHead == nil && !scan.findings.contains(where: { $0.code == "log-head-damaged" }) {
             scan.findings.append(AuditFinding("log-head-missing", "log.head is missing"))
+        }
+        // Only a vault that writes anchors misses one; the first append after an upgrade writes it.
+        if scan.anchor == nil, promisesHistory, scan.anchorExpected,
+           !scan.findings.contains(where: { $0.code == "log-anchor-damaged" }) {
+            scan.findings.append(AuditFinding("log-anchor-missing", "log.anchor is missing"))
         }
         return scan
     }
 
-    private func open(_ sealed: [UInt8], nonce: [UInt8], position: Int, previousTag: [UInt8]) -> HistoryRecord? {
-        guard let plain = XChaCha20Poly1305.open(sealed, ad: associatedData(position: position, previousTag: previousTag), nonce: nonce, key: key)
-        else { return nil }
-        return try? JSONDecoder().decode(HistoryRecord.self, from: Data(plain))
+    /// Opens a record under the log key of epoch `from` or a later one: the epoch and the record.
+    private func open(_ sealed: [UInt8], nonce: [UInt8], position: Int, previousTag: [UInt8], from: UInt32) -> (UInt32, HistoryRecord)? {
+        let ad = associatedData(position: position, previousTag: previousTag)
+        for e in keys.keys.sorted() where e >= from {
+            if let plain = XChaCha20Poly1305.open(sealed, ad: ad, nonce: nonce, key: keys[e]!),
+               let record = try? JSONDecoder().decode(HistoryRecord.self, from: Data(plain)) {
+                return (e, record)
+            }
+        }
+        return nil
     }
 
-    private var headAD: [UInt8] { HistoryFormat.headMagic + Array(vaultID.utf8) }
+    private var legacyHeadAD: [UInt8] { HistoryFormat.headMagic + Array(vaultID.utf8) }
 
+    /// Reads `log.head`: a sealed state file (purpose log head). Sealed under an earlier epoch it
+    /// counts only while the log's last record is of that epoch too (a password change that a
+    /// crash stopped before its record); the check is made by ``scan()``'s caller through
+    /// ``HistoryScan/headEpoch``. The format before sealed state is read in epoch 0.
     private func readHead(into scan: inout HistoryScan) -> StoredHead? {
         guard FileSystem.kind(of: headPath) != .missing else { return nil }
-        let n = HistoryFormat.headMagic.count, nonceEnd = n + HistoryFormat.nonceSize
-        guard let bytes = try? FileSystem.readFile(headPath, limit: 1 << 16), bytes.count > nonceEnd,
-              bytes.starts(with: HistoryFormat.headMagic),
-              let plain = XChaCha20Poly1305.open(Array(bytes[nonceEnd...]), ad: headAD, nonce: Array(bytes[n..<nonceEnd]), key: key),
-              let head = try? JSONDecoder().decode(StoredHead.self, from: Data(plain)) else {
-            scan.findings.append(AuditFinding("log-head-damaged", "log.head fails authentication"))
+        guard let bytes = try? FileSystem.readFile(headPath, limit: 1 << 16) else {
+            scan.findings.append(AuditFinding("log-head-damaged", "log.head cannot be read"))
             return nil
         }
+        if bytes.starts(with: HistoryFormat.headMagic), let legacy = keys[0] {
+            let n = HistoryFormat.headMagic.count, nonceEnd = n + HistoryFormat.nonceSize
+            if bytes.count > nonceEnd,
+               let plain = XChaCha20Poly1305.open(Array(bytes[nonceEnd...]), ad: legacyHeadAD, nonce: Array(bytes[n..<nonceEnd]), key: legacy),
+               let head = try? JSONDecoder().decode(StoredHead.self, from: Data(plain)) {
+                scan.headEpoch = 0
+                return head
+            }
+        } else if let (e, plain) = try? SealedState.openAnyEpoch(bytes, purpose: .logHead, role: "log.head", keys: epochKeys, vaultID: vaultID),
+                  let head = try? JSONDecoder().decode(StoredHead.self, from: Data(plain)) {
+            scan.headEpoch = e
+            scan.storedHeadIsSealedState = true
+            return head
+        }
+        scan.findings.append(AuditFinding("log-head-damaged", "log.head fails authentication"))
+        return nil
+    }
+
+    /// Reads `log.anchor`, the second copy of the head (sealed state, purpose log anchor).
+    private func readAnchor(into scan: inout HistoryScan) -> StoredHead? {
+        guard FileSystem.kind(of: anchorPath) != .missing else { return nil }
+        guard let bytes = try? FileSystem.readFile(anchorPath, limit: 1 << 16),
+              let (e, plain) = try? SealedState.openAnyEpoch(bytes, purpose: .logAnchor, role: "log.anchor", keys: epochKeys, vaultID: vaultID),
+              let head = try? JSONDecoder().decode(StoredHead.self, from: Data(plain)) else {
+            scan.findings.append(AuditFinding("log-anchor-damaged", "log.anchor fails authentication"))
+            return nil
+        }
+        scan.anchorEpoch = e
         return head
     }
 
@@ -243,7 +348,7 @@ struct HistoryLog {
         var record = record
         // What this append removes or replaces (a cut tail, a stale or missing head, an
         // unreadable file) is sealed into the record; damaged records stay in the file anyway.
-        record.anomalies += scan.findings.filter { !["log-record-damaged", "log-record-moved", "log-chain-broken"].contains($0.code) }
+        record.anomalies += scan.findings.filter { !["log-record-damaged", "log-record-moved", "log-chain-broken", "log-record-superseded"].contains($0.code) }
             .map { HistoryRecord.Anomaly(code: $0.code, message: $0.message) }
         let file: FileDescriptor
         var end = scan.end
@@ -271,39 +376,55 @@ struct HistoryLog {
         try file.write(frame, at: UInt64(end))
         try file.sync()
         let tag = Array(sealed.suffix(HistoryFormat.tagSize))
-        try writeHead(StoredHead(count: position, end: end + frame.count, tag: Hex.encode(tag)))
+        let head = StoredHead(count: position, end: end + frame.count, tag: Hex.encode(tag))
+        try writeState(head, purpose: .logHead, role: "log.head", to: headPath)
+        try writeState(head, purpose: .logAnchor, role: "log.anchor", to: anchorPath)
         return HistoryHead(count: position, tag: tag)
     }
 
     // MARK: Removals in progress
 
-    private var pendingAD: [UInt8] { Array("VAULTRMP".utf8) + Array(vaultID.utf8) }
-
     /// Writes `remove.pending`: the documents a removal is about to unlink, sealed (so nobody
     /// without the password can make vault record a removal it did not do).
     func writePendingRemoval(_ documents: [HistoryRecord.Document]) throws {
-        let nonce = random.bytes(HistoryFormat.nonceSize)
-        let sealed = XChaCha20Poly1305.seal(Array(try JSONEncoder().encode(documents)), ad: pendingAD, nonce: nonce, key: key)
-        try AtomicFile.write(Array("VAULTRMP".utf8) + nonce + sealed, to: pendingRemovalPath, random: random)
+        try writeState(documents, purpose: .pendingRemoval, role: "remove.pending", to: pendingRemovalPath)
     }
 
-    /// The documents of a removal that was interrupted, if `remove.pending` is there and
-    /// authenticates (a file that does not is ignored, and reported by the audit).
-    func pendingRemoval() -> [HistoryRecord.Document]? {
-        guard FileSystem.kind(of: pendingRemovalPath) != .missing,
-              let bytes = try? FileSystem.readFile(pendingRemovalPath, limit: 64 << 20), bytes.count > 8 + HistoryFormat.nonceSize,
-              bytes.starts(with: Array("VAULTRMP".utf8)),
-              let plain = XChaCha20Poly1305.open(Array(bytes[(8 + HistoryFormat.nonceSize)...]), ad: pendingAD,
-                                                 nonce: Array(bytes[8..<8 + HistoryFormat.nonceSize]), key: key) else { return nil }
-        return try? JSONDecoder().decode([HistoryRecord.Document].self, from: Data(plain))
+    /// What `remove.pending` holds: nothing when there is none, the documents of an interrupted
+    /// removal when it authenticates under the current key, or why it was refused (a forged or
+    /// damaged file, or one sealed under a superseded key, is never acted on; the audit reports it).
+    func pendingRemovalState() -> (documents: [HistoryRecord.Document]?, refused: VaultError?) {
+        guard FileSystem.kind(of: pendingRemovalPath) != .missing else { return (nil, nil) }
+        do {
+            let bytes = try FileSystem.readFile(pendingRemovalPath, limit: 64 << 20)
+            let plain: [UInt8]
+            let legacy = Array("VAULTRMP".utf8)
+            if epoch == 0, bytes.starts(with: legacy), bytes.count > 8 + HistoryFormat.nonceSize,
+               let p = XChaCha20Poly1305.open(Array(bytes[(8 + HistoryFormat.nonceSize)...]), ad: legacy + Array(vaultID.utf8),
+                                              nonce: Array(bytes[8..<8 + HistoryFormat.nonceSize]), key: key) {
+                plain = p
+            } else {
+                plain = try SealedState.open(bytes, purpose: .pendingRemoval, role: "remove.pending", keys: epochKeys, vaultID: vaultID,
+                                             what: "remove.pending")
+            }
+            guard let documents = try? JSONDecoder().decode([HistoryRecord.Document].self, from: Data(plain)) else {
+                return (nil, VaultError(.vaultDamaged, "remove.pending is malformed"))
+            }
+            return (documents, nil)
+        } catch {
+            return (nil, VaultError.from(error))
+        }
     }
 
-    private func writeHead(_ head: StoredHead) throws {
+    /// The documents of a removal that was interrupted, if `remove.pending` authenticates.
+    func pendingRemoval() -> [HistoryRecord.Document]? { pendingRemovalState().documents }
+
+    private func writeState<T: Encodable>(_ value: T, purpose: SealedState.Purpose, role: String, to path: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let nonce = random.bytes(HistoryFormat.nonceSize)
-        let sealed = XChaCha20Poly1305.seal(Array(try encoder.encode(head)), ad: headAD, nonce: nonce, key: key)
-        try AtomicFile.write(HistoryFormat.headMagic + nonce + sealed, to: headPath, random: random)
+        let sealed = try SealedState.seal(Array(try encoder.encode(value)), purpose: purpose, role: role, keys: epochKeys,
+                                          vaultID: vaultID, random: random)
+        try AtomicFile.write(sealed, to: path, random: random)
     }
 }
 
@@ -337,13 +458,18 @@ extension Vault {
     func recordLocked(_ record: HistoryRecord, pending: Set<DocumentID> = []) throws -> HistoryHead {
         let log = try HistoryLog(vault: self)
         var scan = try log.scan()
+        if (record.operation == .`init` || record.operation == .clone) && !scan.exists {
+            scan = HistoryScan.settled(scan)   // the first record of a new log
+        }
         if record.operation != .remove, let interrupted = log.pendingRemoval() {
             try finishRemoval(interrupted, log: log, scan: scan, adding: pending)
             scan = try log.scan()
         }
         if record.operation != .`init` && record.operation != .clone {
             let objects = try store.objectIDs().subtracting(pending)
-            if !scan.exists && scan.storedHead == nil {
+            if !scan.exists && scan.storedHead == nil && scan.anchor == nil && config.isLegacy {
+                // Only a vault/1 vault may never have had a history; from vault/2 on a missing
+                // log stays a finding until a password holder accepts the loss.
                 let begin = HistoryRecord(.begin, documents: authenticatedDocuments(objects.sorted()),
                                           detail: "the vault had no history; these documents were present")
                 try log.append(begin, to: scan)
@@ -362,6 +488,24 @@ extension Vault {
         return try log.append(record, to: scan)
     }
 
+    /// Accepts what is wrong with the history (`vault audit --accept-loss`): appends an
+    /// `accept` record naming the documents whose envelopes authenticate and the findings it
+    /// settles. Audits report nothing from before it; the record itself stays in the chain.
+    /// - Returns: the findings it settled.
+    public func acceptHistoryLoss() throws -> [AuditFinding] {
+        try store.withLock {
+            let log = try HistoryLog(vault: self)
+            let scan = try log.scan()
+            let settled = scan.findings + scan.noted
+            let documents = authenticatedDocuments(try store.objectIDs().sorted())
+            let codes = Array(Set(settled.map(\.code))).sorted()
+            try log.append(HistoryRecord(.accept, documents: documents,
+                                         detail: "a password holder accepted: " + (codes.isEmpty ? "nothing was wrong" : codes.joined(separator: ", "))),
+                           to: HistoryScan.settled(scan))
+            return settled
+        }
+    }
+
     /// Removes documents (the caller holds the writer lock): `remove.pending` names them first,
     /// then the objects go, the index is updated and the removal recorded, and the pending file
     /// goes last. A crash anywhere is finished by the next writer (``finishRemoval``), so the
@@ -376,7 +520,7 @@ extension Vault {
     /// Unlinks whatever of `documents` is left, updates the index, appends the removal record
     /// unless the log's last record is already it, and deletes `remove.pending`.
     /// - Parameter adding: ids the caller's own record adds (not to be adopted meanwhile).
-    private func finishRemoval(_ documents: [HistoryRecord.Document], log: HistoryLog, scan: HistoryScan?,
+    func finishRemoval(_ documents: [HistoryRecord.Document], log: HistoryLog, scan: HistoryScan?,
                                adding: Set<DocumentID> = []) throws {
         let ids = documents.compactMap { DocumentID(hex: $0.id) }
         for id in ids where FileSystem.kind(of: store.objectPath(id)) != .missing { try FileSystem.remove(store.objectPath(id)) }

@@ -20,6 +20,12 @@ public struct HistoryRecord: Codable, Sendable, Equatable {
         case push
         /// The first record of a replica made by `vault clone` (its source in `destinations`).
         case clone
+        /// `vault.json` rewritten in a newer format (same keys).
+        case upgrade
+        /// A password holder accepted what the log lost or what was wrong with it (`vault
+        /// audit --accept-loss`): the documents present then, like `begin`; the findings noted
+        /// before it are settled.
+        case accept
     }
 
     /// How the command ended.
@@ -68,6 +74,12 @@ public struct HistoryRecord: Codable, Sendable, Equatable {
         public var code: String
         /// What was found.
         public var message: String
+
+        /// An anomaly by its parts.
+        public init(code: String, message: String) {
+            self.code = code
+            self.message = message
+        }
     }
 
     /// What the command was.

@@ -82,39 +82,18 @@ extension Vault {
         let parameters = newKDF ?? kdf
         try parameters.validate()
         return try store.withLock {
+            // A removal a crash interrupted is finished under the key it was sealed with.
+            let log = try HistoryLog(vault: self)
+            if let interrupted = log.pendingRemoval() { try finishRemoval(interrupted, log: log, scan: try log.scan()) }
             let keyring2 = try Keyring.create(password: newPassword, kdf: parameters, random: random)
-            var newConfig = config
-            newConfig.kdf = .init(algorithm: "argon2id13", opsLimit: parameters.opsLimit, memLimitKiB: parameters.memLimitKiB)
-            newConfig.salt = keyring2.salt.base64
-            newConfig.keyCheck = keyring2.keyCheck.base64
-            let nonce = random.bytes(EnvelopeFormat.nonceSize)
-            newConfig.wrappedKey = .init(nonce: nonce.base64,
-                                         ciphertext: XChaCha20Poly1305.sealKey(vaultKey, ad: newConfig.wrapAD, nonce: nonce, key: keyring2.kek).base64)
+            let (newConfig, newKeys) = try rotatedConfig(keyring: keyring2, parameters: parameters)
 
             // Every header, re-sealed in memory first: nothing changes unless all of them open.
             let ids = try store.objectIDs().sorted()
             var entries: [PasswordJournal.Entry] = []
             for (n, id) in ids.enumerated() {
                 progress?(n, ids.count * 2)
-                do {
-                    let file = try FileDescriptor.openForReading(store.objectPath(id))
-                    defer { file.close() }
-                    let reader = try EnvelopeReader(input: file, keyring: keyring, expectedID: id)
-                    let kek = try keyring.kek(for: reader.header)
-                    guard let documentKey = try XChaCha20Poly1305.openKey(reader.header.wrappedKey, ad: reader.header.keyWrapAD,
-                                                                          nonce: reader.header.wrapNonce, key: kek) else {
-                        throw VaultError(.headerAuthenticationFailed, "the wrapped document key failed authentication")
-                    }
-                    let header = try EnvelopeWriter.sealHeader(documentKey: documentKey, keyring: keyring2, documentID: id,
-                                                               metadata: reader.metadata, random: random)
-                    let old = reader.header.serialized(), new = header.serialized()
-                    precondition(old.count == new.count, "internal error: a re-sealed header changed size")
-                    entries.append(.init(id: id, old: old, new: new))
-                } catch {
-                    var e = VaultError.from(error).context("document \(id)")
-                    e.hint = "nothing was changed; run 'vault verify', and remove or restore that document first"
-                    throw e
-                }
+                entries.append(try resealedHeader(id, keyring: keyring2))
             }
             let journal = PasswordJournal(oldConfig: try FileSystem.readFile(store.configPath, limit: 1 << 20),
                                           newConfig: newConfig.encoded(), entries: entries).encoded()
@@ -134,9 +113,64 @@ extension Vault {
             try FileSystem.remove(store.passwordJournalPath)
             try FileSystem.syncDirectory(store.root)
             progress?(ids.count * 2, ids.count * 2)
+            // The state sealed under the retired key, sealed again under the new one; the record
+            // of the change is the first of the new epoch (a crash before it leaves a log whose
+            // head is of the old epoch, as its last record: consistent, and the next record is
+            // sealed under the new key).
+            let rotated = Vault(store: store, config: newConfig, keyring: keyring2.with(epoch: newKeys.epoch, earlier: []), keys: newKeys, random: random)
+            if let index = try? VaultIndex.open(try FileSystem.readFile(store.indexPath), keys: keys, vaultID: config.id) {
+                try rotated.saveIndex(index)
+            }
             let level = KDFLevel.allCases.first { $0.parameters == parameters }?.rawValue
-            try recordLocked(HistoryRecord(.passwd, detail: "argon2id \(level ?? "custom"): ops \(parameters.opsLimit), memory \(parameters.memLimitKiB) KiB; \(entries.count) headers re-sealed"))
+            try rotated.recordLocked(HistoryRecord(.passwd, detail: "argon2id \(level ?? "custom"): ops \(parameters.opsLimit), memory \(parameters.memLimitKiB) KiB; \(entries.count) headers re-sealed; key epoch \(keys.epoch) → \(newKeys.epoch) (a new vault key)"))
             return PasswordChangeSummary(documents: entries.count, bytesWritten: written, kdf: parameters)
+        }
+    }
+
+    /// The `vault.json` of the next key epoch: the new password block, a new random vault key
+    /// wrapped under the new KEK, and the keyring of every earlier epoch (this one included)
+    /// sealed under the new vault key.
+    private func rotatedConfig(keyring keyring2: Keyring, parameters: KDFParameters) throws -> (VaultConfig, EpochKeys) {
+        var retired = try config.keyring.map { try EpochKeyring.open($0, keys: keys, vaultID: config.id, path: store.configPath) } ?? []
+        retired.append(RetiredEpoch(epoch: keys.epoch, vaultKey: vaultKey, kek: keyring.kek, kdf: keyring.kdf, salt: keyring.salt,
+                                    keyCheck: keyring.keyCheck, retired: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))))
+        let newKey = try SecretBytes.random(count: EnvelopeFormat.keySize, using: random)
+        let newKeys = EpochKeys(epoch: keys.epoch + 1, current: newKey,
+                                earlier: Dictionary(retired.map { ($0.epoch, $0.vaultKey) }, uniquingKeysWith: { a, _ in a }))
+        var newConfig = config
+        newConfig.format = VaultConfig.currentFormat
+        newConfig.epoch = newKeys.epoch
+        newConfig.kdf = .init(algorithm: "argon2id13", opsLimit: parameters.opsLimit, memLimitKiB: parameters.memLimitKiB)
+        newConfig.salt = keyring2.salt.base64
+        newConfig.keyCheck = keyring2.keyCheck.base64
+        let nonce = random.bytes(EnvelopeFormat.nonceSize)
+        newConfig.wrappedKey = .init(nonce: nonce.base64,
+                                     ciphertext: XChaCha20Poly1305.sealKey(newKey, ad: newConfig.wrapAD, nonce: nonce, key: keyring2.kek).base64)
+        newConfig.keyring = try EpochKeyring.seal(retired, keys: newKeys, vaultID: config.id, random: random)
+        return (newConfig, newKeys)
+    }
+
+    /// Document `id`'s header re-sealed under `keyring2` (its document key re-wrapped, its
+    /// metadata sealed again): the journal entry, or an error naming the document.
+    private func resealedHeader(_ id: DocumentID, keyring keyring2: Keyring) throws -> PasswordJournal.Entry {
+        do {
+            let file = try FileDescriptor.openForReading(store.objectPath(id))
+            defer { file.close() }
+            let reader = try EnvelopeReader(input: file, keyring: keyring, expectedID: id)
+            let kek = try keyring.kek(for: reader.header)
+            guard let documentKey = try XChaCha20Poly1305.openKey(reader.header.wrappedKey, ad: reader.header.keyWrapAD,
+                                                                  nonce: reader.header.wrapNonce, key: kek) else {
+                throw VaultError(.headerAuthenticationFailed, "the wrapped document key failed authentication")
+            }
+            let header = try EnvelopeWriter.sealHeader(documentKey: documentKey, keyring: keyring2, documentID: id,
+                                                       metadata: reader.metadata, random: random)
+            let old = reader.header.serialized(), new = header.serialized()
+            precondition(old.count == new.count, "internal error: a re-sealed header changed size")
+            return .init(id: id, old: old, new: new)
+        } catch {
+            var e = VaultError.from(error).context("document \(id)")
+            e.hint = "nothing was changed; run 'vault verify', and remove or restore that document first"
+            throw e
         }
     }
 }

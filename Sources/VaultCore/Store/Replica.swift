@@ -22,6 +22,10 @@ public struct Tombstone: Codable, Sendable, Equatable {
     static let subkeyID: UInt64 = 3
     static let context = "vaultrmv"
     static func ad(vaultID: String, id: String) -> [UInt8] { Array("vault tombstone v1 \(vaultID) \(id)".utf8) }
+    /// Its role in the sealed state format: its key under the store's prefix.
+    static func role(_ id: String) -> String { "removed/\(id)" }
+    /// A tombstone is small: a larger object under `removed/` is not one (read no more).
+    public static let maxSize = 64 << 10
 
     /// The document as a history record names it.
     var document: HistoryRecord.Document { HistoryRecord.Document(id: id, name: name, sha256: sha256, size: size) }
@@ -33,6 +37,18 @@ extension Vault {
     /// `vault.json`'s bytes as they are on disk: what a remote store holds beside the objects.
     public func configBytes() throws -> [UInt8] { try FileSystem.readFile(store.configPath, limit: 1 << 20) }
 
+    /// The same vault (same keys and cache folder) reading its envelopes from `source`.
+    public func reading(from source: any ObjectSource) -> Vault {
+        Vault(store: VaultStore(root: store.root, source: source), config: config, keyring: keyring, keys: keys, random: random)
+    }
+
+    /// True when `bytes` is a `vault.json` of this vault under the same password and key epoch
+    /// (a `vault/1` file and its `vault/2` upgrade hold the same keys).
+    public func holdsSameKeys(asConfig bytes: [UInt8]) -> Bool {
+        guard let other = try? VaultConfig.decode(bytes, path: "vault.json") else { return false }
+        return config.sameKeys(as: other)
+    }
+
     /// The ids of the objects on disk.
     public func objectIDs() throws -> Set<DocumentID> { try store.objectIDs() }
 
@@ -41,7 +57,7 @@ extension Vault {
     public func unindexedObjects() throws -> [DocumentID] {
         let ids = try store.objectIDs()
         guard let bytes = try? FileSystem.readFile(store.indexPath),
-              let index = try? VaultIndex.open(bytes, vaultKey: vaultKey, vaultID: config.id) else { return ids.sorted() }
+              let index = try? VaultIndex.open(bytes, keys: keys, vaultID: config.id) else { return ids.sorted() }
         return ids.filter { index.records[$0] == nil }.sorted()
     }
 
@@ -61,27 +77,37 @@ extension Vault {
         return removed
     }
 
-    /// Seals a tombstone for `document`.
+    /// Seals a tombstone for `document`: a sealed state file (purpose tombstone, role
+    /// `removed/<id>`) under the current key epoch.
     public func sealTombstone(_ document: HistoryRecord.Document, now: Date = Date()) throws -> [UInt8] {
         let stone = Tombstone(id: document.id, name: document.name, sha256: document.sha256, size: document.size,
                               time: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), host: Platform.hostName)
-        let key = try SubkeyDerivation.derive(from: vaultKey, id: Tombstone.subkeyID, context: Tombstone.context)
-        let nonce = random.bytes(EnvelopeFormat.nonceSize)
-        let json = Array(try JSONEncoder().encode(stone))
-        return Tombstone.magic + nonce + XChaCha20Poly1305.seal(json, ad: Tombstone.ad(vaultID: config.id, id: document.id), nonce: nonce, key: key)
+        return try SealedState.seal(Array(try JSONEncoder().encode(stone)), purpose: .tombstone, role: Tombstone.role(document.id),
+                                    keys: keys, vaultID: config.id, random: random)
     }
 
     /// Opens a tombstone said to be for `id`.
     /// - Throws: ``VaultError/Code/vaultDamaged`` when it does not authenticate under this
-    ///   vault's key for that id (forged, damaged, moved or from another vault).
+    ///   vault's current key for that id (forged, damaged, moved, from another vault, or sealed
+    ///   under a key a password change retired). The format before sealed state (`VTMB1`) is
+    ///   read in key epoch 0.
     public func openTombstone(_ bytes: [UInt8], id: DocumentID) throws -> Tombstone {
+        let json: [UInt8]
         let head = Tombstone.magic.count + EnvelopeFormat.nonceSize
-        let key = try SubkeyDerivation.derive(from: vaultKey, id: Tombstone.subkeyID, context: Tombstone.context)
-        guard bytes.count >= head + EnvelopeFormat.tagSize, bytes.starts(with: Tombstone.magic),
-              let json = XChaCha20Poly1305.open(Array(bytes[head...]), ad: Tombstone.ad(vaultID: config.id, id: id.hex),
-                                                nonce: Array(bytes[Tombstone.magic.count..<head]), key: key),
-              let stone = try? JSONDecoder().decode(Tombstone.self, from: Data(json)), stone.id == id.hex else {
-            throw VaultError(.vaultDamaged, "the tombstone of document \(id) fails authentication (forged, damaged or from another vault)")
+        if bytes.starts(with: Tombstone.magic) {
+            let key = try SubkeyDerivation.derive(from: vaultKey, id: Tombstone.subkeyID, context: Tombstone.context)
+            guard keys.epoch == 0, bytes.count >= head + EnvelopeFormat.tagSize,
+                  let plain = XChaCha20Poly1305.open(Array(bytes[head...]), ad: Tombstone.ad(vaultID: config.id, id: id.hex),
+                                                     nonce: Array(bytes[Tombstone.magic.count..<head]), key: key) else {
+                throw VaultError(.vaultDamaged, "the tombstone of document \(id) fails authentication (forged, damaged, from another vault, or sealed under a retired key)")
+            }
+            json = plain
+        } else {
+            json = try SealedState.open(bytes, purpose: .tombstone, role: Tombstone.role(id.hex), keys: keys, vaultID: config.id,
+                                        what: "the tombstone of document \(id)")
+        }
+        guard let stone = try? JSONDecoder().decode(Tombstone.self, from: Data(json)), stone.id == id.hex else {
+            throw VaultError(.vaultDamaged, "the tombstone of document \(id) is malformed")
         }
         return stone
     }
@@ -121,15 +147,17 @@ extension Vault {
 
     /// Names fetched documents in the index and records them in the history (`pull`, with
     /// where they came from: no credentials), once for a whole pull.
-    public func recordFetched(_ records: [DocumentRecord], from source: String) throws {
-        guard !records.isEmpty else { return }
+    /// - Parameter anomalies: what was wrong on the store, sealed into the record (audits report it).
+    public func recordFetched(_ records: [DocumentRecord], from source: String, anomalies: [HistoryRecord.Anomaly] = []) throws {
+        guard !records.isEmpty || !anomalies.isEmpty else { return }
         try store.withLock {
             let known = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             var index = try loadIndex(known: known).index
             for r in records { index.records[r.id] = r }
             try saveIndex(index)
-            try recordLocked(HistoryRecord(.pull, documents: records.stableOrder().map(HistoryRecord.Document.init), destinations: [source]),
-                             pending: Set(known.keys))
+            var r = HistoryRecord(.pull, documents: records.stableOrder().map(HistoryRecord.Document.init), destinations: [source])
+            r.anomalies = anomalies
+            try recordLocked(r, pending: Set(known.keys))
         }
     }
 
@@ -147,10 +175,14 @@ extension Vault {
     }
 
     /// Records a push to `destination` (the documents sent, and how it ended).
+    /// - Parameter anomalies: what was wrong on the store (objects under `removed/` that are not
+    ///   this vault's tombstones), sealed into the record so that audits report it.
     public func recordPush(_ documents: [DocumentRecord], to destination: String, outcome: HistoryRecord.Outcome,
-                           detail: String? = nil) throws {
-        try record(HistoryRecord(.push, outcome: outcome, documents: documents.map(HistoryRecord.Document.init),
-                                 destinations: [destination], detail: detail))
+                           detail: String? = nil, anomalies: [HistoryRecord.Anomaly] = []) throws {
+        var r = HistoryRecord(.push, outcome: outcome, documents: documents.map(HistoryRecord.Document.init),
+                              destinations: [destination], detail: detail)
+        r.anomalies = anomalies
+        try record(r)
     }
 }
 
@@ -177,22 +209,14 @@ extension VaultStore {
             throw VaultError(.alreadyExists, "\(root) exists and is not a directory")
         }
         // The password first, against the fetched parameters: nothing is created when it is wrong.
-        guard let salt = [UInt8](base64: config.salt), salt.count == PasswordKDF.saltSize,
-              let check = [UInt8](base64: config.keyCheck), check.count == PasswordKDF.keyCheckSize,
-              let nonce = [UInt8](base64: config.wrappedKey.nonce), nonce.count == EnvelopeFormat.nonceSize,
-              let wrapped = [UInt8](base64: config.wrappedKey.ciphertext) else {
-            throw VaultError(.vaultDamaged, "\(source)/vault.json has a malformed field")
-        }
-        let keyring = try Keyring.unlock(password: password, kdf: config.parameters, salt: salt, keyCheck: check)
-        guard let vaultKey = try XChaCha20Poly1305.openKey(wrapped, ad: config.wrapAD, nonce: nonce, key: keyring.kek) else {
-            throw VaultError(.vaultDamaged, "the vault key in \(source)/vault.json failed authentication")
-        }
+        let block = try config.passwordBlock(path: "\(source)/vault.json")
+        let keyring = try Keyring.unlock(password: password, kdf: config.parameters, salt: block.salt, keyCheck: block.keyCheck)
+        let vault = try VaultStore.open(self, config: config, keyring: keyring, path: "\(source)/vault.json", random: random)
         if FileSystem.kind(of: root) == .missing { try FileSystem.makeDirectory(root) } else {
             try FileSystem.setPermissions(root, .ownerReadWriteExecute)
         }
         try FileSystem.makeDirectory(objectsPath)
-        let vault = Vault(store: self, config: config, keyring: keyring, vaultKey: vaultKey, random: random)
-        try AtomicFile.write(VaultIndex(records: [:]).sealed(vaultKey: vaultKey, vaultID: config.id, random: random), to: indexPath, random: random)
+        try AtomicFile.write(try VaultIndex(records: [:]).sealed(keys: vault.keys, vaultID: config.id, random: random), to: indexPath, random: random)
         try vault.recordLocked(HistoryRecord(.clone, destinations: [source]))
         try AtomicFile.write(configBytes, to: configPath, random: random)
         _ = try FileDescriptor.openOrCreate(lockPath)

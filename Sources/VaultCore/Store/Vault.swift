@@ -8,16 +8,23 @@ public final class Vault: @unchecked Sendable {
     public let store: VaultStore
     let config: VaultConfig
     let keyring: Keyring
-    let vaultKey: SecretBytes
+    /// The vault key of the current key epoch, and the earlier ones.
+    let keys: EpochKeys
     let random: any RandomSource
 
-    init(store: VaultStore, config: VaultConfig, keyring: Keyring, vaultKey: SecretBytes, random: any RandomSource) {
+    init(store: VaultStore, config: VaultConfig, keyring: Keyring, keys: EpochKeys, random: any RandomSource) {
         self.store = store
         self.config = config
         self.keyring = keyring
-        self.vaultKey = vaultKey
+        self.keys = keys
         self.random = random
     }
+
+    /// The current epoch's vault key.
+    var vaultKey: SecretBytes { keys.current }
+
+    /// The vault's key epoch: 0, then one more after each password change.
+    public var keyEpoch: UInt32 { keys.epoch }
 
     /// The vault's random id.
     public var id: String { config.id }
@@ -159,7 +166,7 @@ public final class Vault: @unchecked Sendable {
             status = .missing
         } else {
             do {
-                index = try VaultIndex.open(try FileSystem.readFile(store.indexPath), vaultKey: vaultKey, vaultID: config.id)
+                index = try VaultIndex.open(try FileSystem.readFile(store.indexPath), keys: keys, vaultID: config.id)
             } catch {
                 status = .damaged
             }
@@ -181,7 +188,7 @@ public final class Vault: @unchecked Sendable {
     }
 
     func saveIndex(_ index: VaultIndex) throws {
-        try AtomicFile.write(index.sealed(vaultKey: vaultKey, vaultID: config.id, random: random), to: store.indexPath, random: random)
+        try AtomicFile.write(try index.sealed(keys: keys, vaultID: config.id, random: random), to: store.indexPath, random: random)
     }
 
     /// Removes temporary files that killed writers left in the vault's folders.

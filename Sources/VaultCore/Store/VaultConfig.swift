@@ -2,10 +2,16 @@ import Foundation
 
 /// The contents of `vault.json`: public parameters and the wrapped vault key. No secret is
 /// stored in clear: the vault key is sealed under the password-derived key-encryption key.
+///
+/// `vault/2` adds the key epoch (0 until the first `vault passwd`) and, after a password
+/// change, the keyring of earlier epochs sealed under the current vault key. A `vault/2` vault
+/// always has a history: a missing log is a finding, never a fresh start. `vault/1` files are
+/// read as epoch 0 and rewritten as `vault/2` by the first command that opens them for writing.
 struct VaultConfig: Codable, Equatable {
-    static let currentFormat = "vault/1"
+    static let currentFormat = "vault/2"
+    static let legacyFormat = "vault/1"
 
-    /// Format identifier, `vault/1`.
+    /// Format identifier, `vault/2` (or `vault/1`, read as epoch 0 with no keyring).
     var format: String
     /// Random vault id (32 hex digits).
     var id: String
@@ -19,6 +25,11 @@ struct VaultConfig: Codable, Equatable {
     var keyCheck: String
     /// The vault key (used for the index) sealed under the KEK: nonce and ciphertext (base64).
     var wrappedKey: WrappedKey
+    /// The key epoch (`vault/2`): 0, then one more for each password change.
+    var epoch: UInt32?
+    /// The earlier epochs' keys (`vault/2` after a password change): a sealed state file
+    /// (purpose keyring, role `vault.json`) under the current vault key, base64.
+    var keyring: String?
 
     struct KDF: Codable, Equatable {
         var algorithm: String
@@ -33,8 +44,35 @@ struct VaultConfig: Codable, Equatable {
 
     var parameters: KDFParameters { KDFParameters(opsLimit: kdf.opsLimit, memLimitKiB: kdf.memLimitKiB) }
 
-    /// The bytes the vault key wrap authenticates.
-    var wrapAD: [UInt8] { Array("vault.json|\(format)|\(id)|\(kdf.opsLimit)|\(kdf.memLimitKiB)|\(salt)".utf8) }
+    /// The key epoch (0 for `vault/1`).
+    var keyEpoch: UInt32 { epoch ?? 0 }
+
+    /// True for a `vault/1` file (no epoch; no promise that a history exists).
+    var isLegacy: Bool { format == Self.legacyFormat }
+
+    /// The bytes the vault key wrap authenticates; for `vault/2` they include the epoch, so an
+    /// edited epoch or format does not unwrap.
+    var wrapAD: [UInt8] {
+        if isLegacy { return Array("vault.json|\(format)|\(id)|\(kdf.opsLimit)|\(kdf.memLimitKiB)|\(salt)".utf8) }
+        return Array("vault.json|\(format)|\(id)|\(keyEpoch)|\(kdf.opsLimit)|\(kdf.memLimitKiB)|\(salt)".utf8)
+    }
+
+    /// True when `other` is this vault under the same password and key epoch (the format and
+    /// the wrap may differ: a `vault/1` file and its `vault/2` upgrade hold the same keys).
+    func sameKeys(as other: VaultConfig) -> Bool {
+        id == other.id && kdf == other.kdf && salt == other.salt && keyCheck == other.keyCheck && keyEpoch == other.keyEpoch
+    }
+
+    /// The password block's binary fields, checked for size.
+    func passwordBlock(path: String) throws -> (salt: [UInt8], keyCheck: [UInt8], nonce: [UInt8], wrapped: [UInt8]) {
+        guard let salt = [UInt8](base64: salt), salt.count == PasswordKDF.saltSize,
+              let check = [UInt8](base64: keyCheck), check.count == PasswordKDF.keyCheckSize,
+              let nonce = [UInt8](base64: wrappedKey.nonce), nonce.count == EnvelopeFormat.nonceSize,
+              let wrapped = [UInt8](base64: wrappedKey.ciphertext) else {
+            throw VaultError(.vaultDamaged, "\(path) has a malformed field")
+        }
+        return (salt, check, nonce, wrapped)
+    }
 
     static func decode(_ bytes: [UInt8], path: String) throws -> VaultConfig {
         let config: VaultConfig
@@ -43,8 +81,11 @@ struct VaultConfig: Codable, Equatable {
         } catch {
             throw VaultError(.vaultDamaged, "\(path) is not a valid vault configuration", cause: error)
         }
-        guard config.format == currentFormat else {
-            throw VaultError(.unsupportedVersion, "\(path) has format '\(config.format)'; this build reads '\(currentFormat)'")
+        guard config.format == currentFormat || config.format == legacyFormat else {
+            throw VaultError(.unsupportedVersion, "\(path) has format '\(config.format)'; this build reads '\(currentFormat)' and '\(legacyFormat)'")
+        }
+        guard config.isLegacy ? (config.epoch == nil && config.keyring == nil) : config.epoch != nil else {
+            throw VaultError(.vaultDamaged, "\(path) has a key epoch field that does not fit its format '\(config.format)'")
         }
         guard config.kdf.algorithm == "argon2id13" else {
             throw VaultError(.vaultDamaged, "\(path) names an unknown password-hashing algorithm '\(config.kdf.algorithm)'")

@@ -66,12 +66,13 @@ public struct VaultStore: Sendable {
         var config = VaultConfig(
             format: VaultConfig.currentFormat, id: Hex.encode(random.bytes(16)), created: iso.string(from: now),
             kdf: .init(algorithm: "argon2id13", opsLimit: kdf.opsLimit, memLimitKiB: kdf.memLimitKiB),
-            salt: keyring.salt.base64, keyCheck: keyring.keyCheck.base64, wrappedKey: .init(nonce: "", ciphertext: ""))
+            salt: keyring.salt.base64, keyCheck: keyring.keyCheck.base64, wrappedKey: .init(nonce: "", ciphertext: ""), epoch: 0)
         let nonce = random.bytes(EnvelopeFormat.nonceSize)
         config.wrappedKey = .init(nonce: nonce.base64,
                                   ciphertext: XChaCha20Poly1305.sealKey(vaultKey, ad: config.wrapAD, nonce: nonce, key: keyring.kek).base64)
-        let vault = Vault(store: self, config: config, keyring: keyring, vaultKey: vaultKey, random: random)
-        try AtomicFile.write(VaultIndex(records: [:]).sealed(vaultKey: vaultKey, vaultID: config.id, random: random), to: indexPath, random: random)
+        let keys = EpochKeys(epoch: 0, current: vaultKey)
+        let vault = Vault(store: self, config: config, keyring: keyring, keys: keys, random: random)
+        try AtomicFile.write(try VaultIndex(records: [:]).sealed(keys: keys, vaultID: config.id, random: random), to: indexPath, random: random)
         try vault.recordLocked(HistoryRecord(.`init`, detail: "argon2id ops \(kdf.opsLimit), memory \(kdf.memLimitKiB) KiB", now: now))
         // vault.json last: its presence is what makes the directory a vault.
         try AtomicFile.write(config.encoded(), to: configPath, random: random)
@@ -85,18 +86,30 @@ public struct VaultStore: Sendable {
         _ = try readConfig()   // a clear error when there is no vault here
         try recoverPasswordChange()
         let config = try readConfig()
-        guard let salt = [UInt8](base64: config.salt), salt.count == PasswordKDF.saltSize,
-              let check = [UInt8](base64: config.keyCheck), check.count == PasswordKDF.keyCheckSize,
-              let nonce = [UInt8](base64: config.wrappedKey.nonce), nonce.count == EnvelopeFormat.nonceSize,
-              let wrapped = [UInt8](base64: config.wrappedKey.ciphertext) else {
-            throw VaultError(.vaultDamaged, "\(configPath) has a malformed field")
+        let block = try config.passwordBlock(path: configPath)
+        try checkPasswordBlock(of: config, salt: block.salt, keyCheck: block.keyCheck)
+        let keyring = try Keyring.unlock(password: password, kdf: config.parameters, salt: block.salt, keyCheck: block.keyCheck)
+        let vault = try Self.open(self, config: config, keyring: keyring, path: configPath, random: random)
+        if config.isLegacy && source == nil { return try vault.upgradeFormat() }
+        return vault
+    }
+
+    /// The vault `config` describes, its vault key unwrapped with `keyring` (the password's) and
+    /// its keyring of earlier epochs opened.
+    static func open(_ store: VaultStore, config: VaultConfig, keyring: Keyring, path: String, random: any RandomSource) throws -> Vault {
+        let block = try config.passwordBlock(path: path)
+        guard let vaultKey = try XChaCha20Poly1305.openKey(block.wrapped, ad: config.wrapAD, nonce: block.nonce, key: keyring.kek) else {
+            throw VaultError(.vaultDamaged, "the vault key in \(path) failed authentication")
         }
-        try checkPasswordBlock(of: config, salt: salt, keyCheck: check)
-        let keyring = try Keyring.unlock(password: password, kdf: config.parameters, salt: salt, keyCheck: check)
-        guard let vaultKey = try XChaCha20Poly1305.openKey(wrapped, ad: config.wrapAD, nonce: nonce, key: keyring.kek) else {
-            throw VaultError(.vaultDamaged, "the vault key in \(configPath) failed authentication")
+        var keys = EpochKeys(epoch: config.keyEpoch, current: vaultKey)
+        var earlier: [Keyring] = []
+        if let text = config.keyring {
+            let retired = try EpochKeyring.open(text, keys: keys, vaultID: config.id, path: path)
+            keys = EpochKeys(epoch: config.keyEpoch, current: vaultKey,
+                             earlier: Dictionary(retired.map { ($0.epoch, $0.vaultKey) }, uniquingKeysWith: { a, _ in a }))
+            earlier = retired.sorted { $0.epoch > $1.epoch }.map { Keyring(kdf: $0.kdf, salt: $0.salt, kek: $0.kek, epoch: $0.epoch) }
         }
-        return Vault(store: self, config: config, keyring: keyring, vaultKey: vaultKey, random: random)
+        return Vault(store: store, config: config, keyring: keyring.with(epoch: config.keyEpoch, earlier: earlier), keys: keys, random: random)
     }
 
     /// Every envelope carries the vault's KDF parameters, salt and key check. When vault.json's

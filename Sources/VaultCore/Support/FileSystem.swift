@@ -60,6 +60,12 @@ public enum FileSystem {
         do { return try Platform.list(path) } catch { throw VaultError.posix("cannot list", path, error) }
     }
 
+    /// The entries of `path`, each with its name when that is valid UTF-8 (nil otherwise: such a
+    /// file cannot be named in a vault) and a printable rendering to report it by.
+    public static func listChecked(_ path: String) throws -> [(name: String?, shown: String)] {
+        do { return try Platform.listChecked(path) } catch { throw VaultError.posix("cannot list", path, error) }
+    }
+
     /// The directory part of a path ("." for a bare name).
     public static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }

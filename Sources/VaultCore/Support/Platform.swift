@@ -120,14 +120,23 @@ enum Platform {
 
     /// The names in a directory, without `.` and `..`.
     static func list(_ path: String) throws(Errno) -> [String] {
+        try listChecked(path).compactMap(\.name)
+    }
+
+    /// Every entry of the folder `path`: its name when it is valid UTF-8 (else nil), and a
+    /// printable rendering of its bytes (invalid bytes as `\xNN`) to report it by.
+    static func listChecked(_ path: String) throws(Errno) -> [(name: String?, shown: String)] {
         guard let dir = opendir(path) else { throw lastError }
         defer { closedir(dir) }
-        var names: [String] = []
+        var names: [(String?, String)] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            if bytes == [0x2E] || bytes == [0x2E, 0x2E] { continue }
+            if let name = String(validating: bytes, as: UTF8.self) {
+                names.append((name, name))
+            } else {
+                names.append((nil, bytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0) }.joined()))
             }
-            if name != "." && name != ".." { names.append(name) }
         }
         return names
     }

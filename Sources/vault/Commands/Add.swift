@@ -60,7 +60,10 @@ extension VaultCommand {
 
         func execute(_ options: GlobalOptions) async throws {
             // Check every input before asking for the password or storing anything.
-            let inputs = try InputFiles.expand(paths, recursive: recursive, stdinName: name ?? "stdin", verb: "add")
+            let (inputs, skipped) = try InputFiles.expandReporting(paths, recursive: recursive, stdinName: name ?? "stdin", verb: "add")
+            if inputs.isEmpty, let first = skipped.first {
+                throw VaultError(.usage, "\(Terminal.printable(first.shown)) was not added: \(first.error.message)", hint: "rename it; nothing was added")
+            }
             if inputs.count > 1 && name != nil {
                 throw VaultError(.usage, "--name needs exactly one file, but \(paths[0]) holds \(inputs.count)")
             }
@@ -70,6 +73,10 @@ extension VaultCommand {
             var outcome = Result()
             defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
             let session = try AddSession(pending: vault, operation: .add)
+            for skip in skipped {
+                Terminal.warn("\(Terminal.printable(skip.shown)) was not added: \(skip.error.message)")
+                outcome.notAdded.append(.init(path: skip.shown, code: skip.error.code.rawValue, message: skip.error.message))
+            }
             do { for input in inputs {
                 let file: any ByteSource = input.path == "-" ? FileDescriptor.standard(0, name: "standard input")
                                                               : try ReadAheadFile(try FileDescriptor.openForReading(input.path))
@@ -102,7 +109,11 @@ extension VaultCommand {
                 if vault.failure == nil { try? session.finish(outcome: .failed, detail: VaultError.from(error).message) }   // what was committed before the failure stays, durably
                 throw error
             }
-            try session.finish(outcome: duplicates > 0 ? .partial : .ok)
+            try session.finish(outcome: duplicates > 0 || !skipped.isEmpty ? .partial : .ok)
+            if !skipped.isEmpty {
+                throw VaultError(.partial, "\(skipped.count + duplicates) of \(inputs.count + skipped.count) files were not added",
+                                 hint: "they are named above")
+            }
             if duplicates > 0 {
                 throw VaultError(.duplicate, "\(duplicates) of \(inputs.count) files were already in the vault and not added",
                                  hint: "use --allow-duplicate to add them anyway")

@@ -17,11 +17,17 @@ extension VaultCommand {
                 elsewhere (a ticket, another machine), and --expect-head HEAD later also fails when \
                 the vault was rolled back to an older copy.
 
+                A deleted, cut or replaced history stays a finding on every audit: nothing vault \
+                does later makes it go away. When you know why (a restore from a backup, say), \
+                --accept-loss records your decision as a sealed 'accept' record naming the \
+                documents present; audits then report nothing from before it.
+
                 Examples:
                   vault audit
                   vault audit --deep --json
                   vault audit --head > head.txt
                   vault audit --expect-head "$(cat head.txt)"
+                  vault audit --accept-loss
                 """)
 
         @OptionGroup var global: GlobalOptions
@@ -39,7 +45,11 @@ extension VaultCommand {
         @Option(name: .customLong("expect-head"), help: ArgumentHelp("A head printed earlier by --head: fail when the history no longer holds it.", valueName: "head"))
         var expectHead: String?
 
+        @Flag(name: .customLong("accept-loss"), help: "Record that you accept what the audit finds wrong with the history (a sealed 'accept' record); later audits report nothing from before it.")
+        var acceptLoss = false
+
         func validate() throws {
+            if acceptLoss && (deep || head || expectHead != nil) { throw ValidationError("--accept-loss takes no other audit option.") }
             if let expectHead, HistoryHead(expectHead) == nil {
                 throw ValidationError("--expect-head needs a head as 'vault audit --head' prints it (<records>-<32 hex digits>).")
             }
@@ -65,6 +75,12 @@ extension VaultCommand {
                 let scan = try vault.history()
                 guard scan.exists else { throw VaultError(.notFound, "this vault has no history yet", hint: "the next change to the vault starts it") }
                 if json { Terminal.out(JSONOutput.line(["head": scan.head.description])) } else { Terminal.out(scan.head.description + "\n") }
+                return
+            }
+            if acceptLoss {
+                let settled = try vault.acceptHistoryLoss()
+                let codes = Array(Set(settled.map(\.code))).sorted()
+                Terminal.out("accepted \(settled.count) finding\(settled.count == 1 ? "" : "s")\(codes.isEmpty ? "" : " (" + codes.joined(separator: ", ") + ")"); head \(try vault.history().head)\n")
                 return
             }
             let report = try vault.audit(deep: deep, expectedHead: expectHead.flatMap(HistoryHead.init))

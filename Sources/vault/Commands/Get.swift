@@ -78,10 +78,14 @@ extension VaultCommand {
                 }
                 let last = min(end ?? (reader.size - 1), reader.size - 1)
                 let file = toStdout ? nil : try Self.atomicOutput(output!)
+                var screen = toStdout && Terminal.isTTY(1) ? PrintableText() : nil
                 var at = start
                 while at <= last {
                     let piece = try reader.read(at: at, count: Int(min(UInt64(1 << 20), last - at + 1)))
-                    try piece.withUnsafeBytes { try file?.file.write($0) ?? Terminal.stdout.write($0) }
+                    try piece.withUnsafeBytes { bytes in
+                        try screen?.check(bytes, name: record.metadata.name)
+                        try file?.file.write(bytes) ?? Terminal.stdout.write(bytes)
+                    }
                     at += UInt64(piece.count)
                 }
                 try file?.commit(replace: force)
@@ -93,7 +97,13 @@ extension VaultCommand {
                     throw VaultError(.usage, "refusing to write \(reader.metadata.contentType) data to a terminal",
                                      hint: "use -o FILE, or redirect standard output")
                 }
-                while let batch = try reader.next() { try Terminal.stdout.write(batch) }
+                // Text to a terminal: printable characters only, so a document cannot send the
+                // terminal escape sequences (clear the screen, retitle the window, ...).
+                var screen = Terminal.isTTY(1) ? PrintableText() : nil
+                while let batch = try reader.next() {
+                    try screen?.check(batch, name: record.metadata.name)
+                    try Terminal.stdout.write(batch)
+                }
                 return
             }
             try Self.writeFile(reader, to: output!, force: force)
@@ -112,5 +122,29 @@ extension VaultCommand {
             AtomicFile.sweep(FileSystem.directory(of: path))
             return try AtomicFile(destination: path)
         }
+    }
+}
+
+/// Checks text bound for a terminal, piece by piece: tab, line feed and carriage return, and
+/// characters from U+0020 on, except DEL (U+007F) and the C1 controls (U+0080–U+009F, UTF-8
+/// `C2 80`–`C2 9F`), whose escape sequences would drive the terminal.
+struct PrintableText {
+    private var afterC2 = false
+    private var offset: UInt64 = 0
+
+    mutating func check(_ bytes: UnsafeRawBufferPointer, name: String) throws {
+        for b in bytes {
+            let bad = afterC2 ? (0x80...0x9F).contains(b) : (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D) || b == 0x7F
+            if bad {
+                throw VaultError(.usage, "refusing to write \(Terminal.printable(name)) to a terminal: it holds a control character (byte \(String(format: "0x%02X", b)) at offset \(offset)) that would drive the terminal",
+                                 hint: "use -o FILE, or redirect standard output (e.g. | less)")
+            }
+            afterC2 = b == 0xC2
+            offset += 1
+        }
+    }
+
+    mutating func check(_ bytes: [UInt8], name: String) throws {
+        try bytes.withUnsafeBytes { try check($0, name: name) }
     }
 }

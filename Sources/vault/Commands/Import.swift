@@ -86,7 +86,10 @@ extension VaultCommand {
 
         func execute(_ options: GlobalOptions) async throws {
             // Every input and the RNCryptor credentials before the vault password.
-            let inputs = try InputFiles.expand(paths, recursive: recursive, stdinName: "", verb: "import")
+            let (inputs, unnamed) = try InputFiles.expandReporting(paths, recursive: recursive, stdinName: "", verb: "import")
+            if inputs.isEmpty, let first = unnamed.first {
+                throw VaultError(.usage, "\(Terminal.printable(first.shown)) was not imported: \(first.error.message)", hint: "rename it; nothing was imported")
+            }
             if inputs.count > 1 && name != nil {
                 throw VaultError(.usage, "--name needs exactly one file, but \(paths[0]) holds \(inputs.count)")
             }
@@ -101,6 +104,10 @@ extension VaultCommand {
             let started = Date()
             defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
             let session = try AddSession(vault: vault, operation: .import)
+            for skip in unnamed {
+                Terminal.warn("\(Terminal.printable(skip.shown)) was not imported: \(skip.error.message)")
+                outcome.failed.append(.init(path: skip.shown, code: skip.error.code.rawValue, message: skip.error.message))
+            }
             do { for (i, input) in inputs.enumerated() {
                 let documentName = name ?? Self.documentName(input.name)
                 renderer.handle(ImportEvent.fileStarted(position: i + 1, of: inputs.count, name: documentName))

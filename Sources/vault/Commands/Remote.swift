@@ -115,10 +115,14 @@ extension VaultCommand {
             let report = try await transfer.run(location, label: "push") { progress in
                 try await Replicator(vault: vault, client: client, location: location, parallel: transfer.parallel).push(progress: progress)
             }
-            if !report.sent.isEmpty || report.tombstones > 0 {
+            for (key, e) in report.refusedTombstones {
+                Terminal.err("vault: warning: \(key) is not a tombstone of this vault, and hides nothing: \(e.message)")
+            }
+            if !report.sent.isEmpty || report.tombstones > 0 || !report.refusedTombstones.isEmpty {
                 let sent = Set(report.sent)
                 try vault.recordPush(try vault.records().records.filter { sent.contains($0.id) }, to: location.description, outcome: .ok,
-                                     detail: report.tombstones > 0 ? "\(report.tombstones) tombstone(s)" : nil)
+                                     detail: report.tombstones > 0 ? "\(report.tombstones) tombstone(s)" : nil,
+                                     anomalies: Replicator.anomalies(report.refusedTombstones))
             }
             if transfer.progress.printsSummary {
                 var line = String(format: "vault: pushed %d document%@ (%@) to %@ in %.1f s", report.sent.count, report.sent.count == 1 ? "" : "s",
@@ -169,6 +173,9 @@ extension VaultCommand {
         /// The summary line, the rejected objects as warnings, and the exit status they call for.
         static func finish(_ report: PullReport, from location: RemoteLocation, start: Date, summary: Bool, verb: String) throws {
             for (key, e) in report.rejected { Terminal.err("vault: warning: not taken: \(key): \(e.message)") }
+            for (key, e) in report.refusedTombstones {
+                Terminal.err("vault: warning: \(key) is not a tombstone of this vault, and hides nothing: \(e.message)")
+            }
             if summary {
                 var line = String(format: "vault: %@ %d document%@ (%@) from %@ in %.1f s", verb, report.fetched.count, report.fetched.count == 1 ? "" : "s",
                                   Terminal.size(report.fetchedBytes), location.description, Date().timeIntervalSince(start))
@@ -213,7 +220,7 @@ extension VaultCommand {
             try options.requireLocal()
             let store = options.store
             if store.exists { throw VaultError(.alreadyExists, "a vault already exists at \(store.root)", hint: "use 'vault pull' to update it") }
-            let client = try S3Environment.connection(purpose: "vault clone").client()
+            let client = try S3Environment.connection(purpose: "vault clone").client(timeout: transfer.timeout)
             defer { Task { await client.shutdown() } }
             let password = try PasswordReader.read(file: options.passwordFile)
             let start = Date()
@@ -230,10 +237,14 @@ struct TransferOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Objects in flight at once.", valueName: "n"))
     var parallel: Int = 4
 
+    @Option(help: ArgumentHelp("Seconds a request may go without progress; a whole request may take this plus its bytes at 256 KiB/s.", valueName: "seconds"))
+    var timeout: Double = 60
+
     @OptionGroup var progress: ProgressOptions
 
     func validate() throws {
         if !(1...32).contains(parallel) { throw ValidationError("--parallel must be 1 to 32.") }
+        if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds.") }
     }
 
     /// The local vault (unlocked), the store `remote` names, and a client of it.
@@ -242,7 +253,7 @@ struct TransferOptions: ParsableArguments {
         let store = options.store
         _ = try store.unlockCheckExists()
         let (_, location) = try RemoteList.load(store).resolve(remote)
-        let client = try S3Environment.connection(purpose: purpose).client()
+        let client = try S3Environment.connection(purpose: purpose).client(timeout: timeout)
         do {
             return (try options.unlock(), location, client)
         } catch {

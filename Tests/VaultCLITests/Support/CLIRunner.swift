@@ -181,6 +181,21 @@ final class Sandbox {
         ((try? FileManager.default.contentsOfDirectory(atPath: path("vault/objects"))) ?? []).sorted()
     }
 
+    /// The sealed upload journals' jobs (`vault/uploads/<job>.journal`).
+    var journalJobs: [String] {
+        (((try? FileManager.default.contentsOfDirectory(atPath: path("vault/uploads"))) ?? []).filter { $0.hasSuffix(".journal") })
+            .map { String($0.dropLast(".journal".count)) }.sorted()
+    }
+
+    /// The first upload journal, opened by `vault uploads show` (the password authenticates
+    /// it), as JSON; nil when there is none or it does not open.
+    func journal(env extra: [String: String?] = [:]) -> [String: Any]? {
+        guard let job = journalJobs.first else { return nil }
+        let r = run(["uploads", "show", job], env: extra)
+        guard r.status == 0 else { return nil }
+        return (try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [String: Any]
+    }
+
     /// Repository root (for Fixtures/).
     static var repository: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

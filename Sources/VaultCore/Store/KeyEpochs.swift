@@ -1,0 +1,70 @@
+import Foundation
+
+/// A key epoch that a password change retired: its vault key (for the history records and
+/// state written in it) and its password block and key-encryption key (so envelopes sealed in
+/// it, in backups or on a store written before the change, are recognised).
+struct RetiredEpoch {
+    var epoch: UInt32
+    var vaultKey: SecretBytes
+    var kek: SecretBytes
+    var kdf: KDFParameters
+    var salt: [UInt8]
+    var keyCheck: [UInt8]
+    /// When the password change retired it (ms since 1970).
+    var retired: Int64
+
+    /// Bytes of one entry in the sealed keyring.
+    static let entrySize = 4 + 32 + 32 + 4 + 4 + 16 + 16 + 8
+}
+
+/// The keyring of earlier epochs in `vault.json` (`keyring`): a sealed state file (purpose
+/// keyring, role `vault.json`) under the current vault key, holding u32 count ‖ count × (u32
+/// epoch ‖ vault key (32) ‖ KEK (32) ‖ u32 opslimit ‖ u32 memlimit KiB ‖ salt (16) ‖ key check
+/// (16) ‖ i64 retired ms). Only the current password opens it, and through it every earlier
+/// epoch; an old password opens none of the later ones.
+enum EpochKeyring {
+    static let role = "vault.json"
+
+    static func seal(_ entries: [RetiredEpoch], keys: EpochKeys, vaultID: String, random: any RandomSource) throws -> String {
+        var body: [UInt8] = []
+        body.appendBigEndian(UInt32(entries.count))
+        for e in entries {
+            body.appendBigEndian(e.epoch)
+            e.vaultKey.withUnsafeBytes { body.append(contentsOf: $0) }
+            e.kek.withUnsafeBytes { body.append(contentsOf: $0) }
+            body.appendBigEndian(e.kdf.opsLimit)
+            body.appendBigEndian(e.kdf.memLimitKiB)
+            body += e.salt + e.keyCheck
+            body.appendBigEndian(UInt64(bitPattern: e.retired))
+        }
+        defer { Sodium.wipe(&body) }
+        return try SealedState.seal(body, purpose: .keyring, role: role, keys: keys, vaultID: vaultID, random: random).base64
+    }
+
+    static func open(_ text: String, keys: EpochKeys, vaultID: String, path: String) throws -> [RetiredEpoch] {
+        guard let bytes = [UInt8](base64: text) else { throw VaultError(.vaultDamaged, "the keyring in \(path) is not base64") }
+        var body = try SealedState.open(bytes, purpose: .keyring, role: role, keys: keys, vaultID: vaultID, what: "the keyring in \(path)")
+        defer { Sodium.wipe(&body) }
+        let damaged = VaultError(.vaultDamaged, "the keyring in \(path) is malformed")
+        var at = 0
+        func take(_ n: Int) throws -> ArraySlice<UInt8> {
+            guard at + n <= body.count else { throw damaged }
+            defer { at += n }
+            return body[at..<at + n]
+        }
+        func u32() throws -> UInt32 { try take(4).reduce(0) { $0 << 8 | UInt32($1) } }
+        func secret() throws -> SecretBytes { try take(32).withUnsafeBytes { try SecretBytes(copying: $0) } }
+        let count = Int(try u32())
+        guard count * RetiredEpoch.entrySize == body.count - 4 else { throw damaged }
+        var entries: [RetiredEpoch] = []
+        for _ in 0..<count {
+            let epoch = try u32(), vaultKey = try secret(), kek = try secret()
+            let kdf = KDFParameters(opsLimit: try u32(), memLimitKiB: try u32())
+            let salt = Array(try take(16)), check = Array(try take(16))
+            let retired = Int64(bitPattern: try take(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+            guard epoch < keys.epoch, !entries.contains(where: { $0.epoch == epoch }) else { throw damaged }
+            entries.append(RetiredEpoch(epoch: epoch, vaultKey: vaultKey, kek: kek, kdf: kdf, salt: salt, keyCheck: check, retired: retired))
+        }
+        return entries
+    }
+}
