@@ -93,7 +93,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultCLITests",
-            dependencies: ["vault", "VaultS3", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["vault", "VaultCore", "VaultS3", .product(name: "Crypto", package: "swift-crypto")]
         ),
     ]
 )

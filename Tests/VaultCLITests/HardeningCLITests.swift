@@ -221,6 +221,9 @@ import Glibc
         let r = Receiver(in: s)
         #expect(s.run(["upload", "--url", r.url], env: UploadCLITests.token).status == 0)
         let journal = try #require(s.journal())
+        // What the folder shows: the sealed file, and (for the checks below) what it seals.
+        let text = String(decoding: SealedStateCLITests.bytes(s.path("vault/uploads/\(s.journalJobs[0]).journal")), as: UTF8.self)
+            + s.run("uploads", "show", s.journalJobs[0]).out
         let runID = journal["runId"] as! String, job = journal["job"] as! String
         let key = (journal["batches"] as! [[String: Any]])[0]["key"] as! String
         #expect(r.log.first?["key"] as? String == key, "the server got the journaled key")
