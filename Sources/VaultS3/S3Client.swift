@@ -101,6 +101,7 @@ public final class S3Client: Sendable {
                 // never more than the listing said the object holds.
                 var received: UInt64 = 0
                 for try await part in response.body {
+                    try Self.check(deadline, method, bucket, key)
                     received += UInt64(part.readableBytes)
                     if let expected, received > expected {
                         throw VaultError(.trailingData, "S3 \(method) \(bucket)/\(key): the store sent more than the \(expected) bytes it listed")
@@ -109,6 +110,7 @@ public final class S3Client: Sendable {
                 }
             } else {
                 for try await var part in response.body {
+                    try Self.check(deadline, method, bucket, key)
                     guard collected.readableBytes + part.readableBytes <= limit else {
                         throw VaultError(.vaultDamaged, "S3 \(method) \(bucket)/\(key): the store's answer is longer than \(limit) bytes, more than such an answer can be")
                     }
@@ -123,6 +125,14 @@ public final class S3Client: Sendable {
         }
         return Response(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
                         body: collected.readBytes(length: collected.readableBytes) ?? [])
+    }
+
+    /// Fails once `deadline` has passed: the HTTP client's deadline covers the wait for an
+    /// answer's head, and this the body, piece by piece (a silent store meets the idle timeout).
+    static func check(_ deadline: NIODeadline, _ method: String, _ bucket: String, _ key: String) throws {
+        if NIODeadline.now() > deadline {
+            throw VaultError(.uploadFailed, "S3 \(method) \(bucket)/\(key): \(describe(HTTPClientError.deadlineExceeded))")
+        }
     }
 
     /// A transport error in words; a passed deadline names the bound.
@@ -321,7 +331,7 @@ public final class S3Client: Sendable {
         for (k, v) in signed.headers { request.headers.add(name: k, value: v) }
         request.headers.replaceOrAdd(name: "Host", value: signed.host)
         let what = "GetObject \(bucket)/\(key)"
-        let delegate = IntoMemory(target: target) { status, headers, body in
+        let delegate = IntoMemory(target: target, deadline: deadline(forBytes: UInt64(target.count))) { status, headers, body in
             try self.check(Response(status: status, headers: headers, body: body), what)
         }
         return http.execute(request: request, delegate: delegate, eventLoop: .delegate(on: loop),
@@ -338,14 +348,16 @@ public final class S3Client: Sendable {
         // @unchecked: AsyncHTTPClient calls a delegate on one event loop, one call at a time.
         typealias Response = Int
         let target: UnsafeMutableRawBufferPointer
+        let deadline: NIODeadline
         let check: (Int, [(String, String)], [UInt8]) throws -> Void
         var status = 0
         var headers: [(String, String)] = []
         var filled = 0
         var errorBody: [UInt8] = []
 
-        init(target: UnsafeMutableRawBufferPointer, check: @escaping (Int, [(String, String)], [UInt8]) throws -> Void) {
+        init(target: UnsafeMutableRawBufferPointer, deadline: NIODeadline, check: @escaping (Int, [(String, String)], [UInt8]) throws -> Void) {
             self.target = target
+            self.deadline = deadline
             self.check = check
         }
 
@@ -356,6 +368,9 @@ public final class S3Client: Sendable {
         }
 
         func didReceiveBodyPart(task: HTTPClient.Task<Int>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+            if NIODeadline.now() > deadline {
+                return task.eventLoop.makeFailedFuture(VaultError(.uploadFailed, "S3 GET: \(S3Client.describe(HTTPClientError.deadlineExceeded))"))
+            }
             guard (200..<300).contains(status) else {
                 errorBody += buffer.readableBytesView.prefix(1 << 20 - errorBody.count)
                 return task.eventLoop.makeSucceededVoidFuture()

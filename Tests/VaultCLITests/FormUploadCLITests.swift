@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -10,10 +11,14 @@ import Glibc
     static let token: [String: String?] = ["VAULT_UPLOAD_TOKEN": "form-token"]
 
     /// Names browsers and back offices meet: non-ASCII, quotes, spaces, a CR/LF-free oddity.
-    static let names = ["Müller—Ωmega.pdf", "say \"hi\".txt", "日本語の書類.txt", "plain.bin", "a;b=c d.jpg", "emoji 📄.png"]
+    static let names = ["Müller—Ωmega.pdf", "say \"hi\".txt", "日本語の書類.txt", "plain.bin", "a;b=c d.jpg", "emoji 📄.png",
+                        "back\\", "C:\\dir\\scan.pdf"]
 
-    /// What PHP makes of a file name vault sent: browsers' percent-encoding of `"` is not undone.
-    static func asPHPSees(_ name: String) -> String { name.replacingOccurrences(of: "\"", with: "%22") }
+    /// What PHP makes of a file name vault sent: the percent-encoding of `"` and `\` is not
+    /// undone (a raw backslash ending a name swallowed the closing quote, issue 21).
+    static func asPHPSees(_ name: String) -> String {
+        name.replacingOccurrences(of: "\"", with: "%22").replacingOccurrences(of: "\\", with: "%5C")
+    }
 
     @Test func fortyFiveDocumentsArriveOnceAndByteIdenticalThroughPHP() throws {
         let s = Sandbox()
@@ -107,5 +112,29 @@ import Glibc
         #expect(s.run(["upload", "--url", php.url, "--field", "x"]).status == 64)
         #expect(s.run(["upload", "--url", php.url, "--protocol", "form", "--form-field", "manifest=x"]).status == 64)
         #expect(s.run(["upload", "--url", php.url, "--protocol", "form", "--form-field", "novalue"]).status == 64)
+    }
+
+    /// werkzeug's parser (Flask back offices) gets every part with its name, and one manifest
+    /// only, even from a document that carries a boundary-like line and a manifest part.
+    @Test func werkzeugGetsEveryNameAndOneManifest() throws {
+        let s = Sandbox()
+        s.initVault()
+        let injected = Array("head\r\n--vault-0000000000000000000000000000000000000000\r\nContent-Disposition: form-data; name=\"manifest\"\r\n\r\n{\"batch\":1,\"documents\":[]}\r\n--vault-0000000000000000000000000000000000000000--\r\n".utf8)
+        var expected: [String: String] = [:]   // werkzeug's name -> SHA-256
+        for (i, name) in (Self.names + ["injected.txt"]).enumerated() {
+            let bytes = name == "injected.txt" ? injected : [UInt8].random(500 + i, seed: UInt64(700 + i))
+            s.write("w\(i)", bytes)
+            #expect(s.run("add", "w\(i)", "--name", name).status == 0)
+            // werkzeug undoes the %22 of a quote, not the %5C of a backslash.
+            expected[name.replacingOccurrences(of: "\\", with: "%5C")] = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        }
+        let peer = try PythonPeer("werkzeug-receiver.py", [], in: s)
+        let r = s.run(["upload", "--url", "http://127.0.0.1:\(peer.port)/in", "--protocol", "form"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let entries = peer.entries
+        #expect(entries.count == 1 && entries[0]["error"] == nil, "\(entries)")
+        let files = (entries.first?["files"] as? [[String: Any]]) ?? []
+        #expect(Dictionary(files.map { ($0["filename"] as? String ?? "?", $0["sha256"] as? String ?? "?") }, uniquingKeysWith: { a, _ in a }) == expected)
+        #expect((entries.first?["manifests"] as? [String])?.count == 1, "one manifest part, the real one")
     }
 }

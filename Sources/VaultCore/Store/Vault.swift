@@ -165,10 +165,15 @@ public final class Vault: @unchecked Sendable {
         if FileSystem.kind(of: store.indexPath) == .missing {
             status = .missing
         } else {
+            let bytes = try? FileSystem.readFile(store.indexPath)
             do {
-                index = try VaultIndex.open(try FileSystem.readFile(store.indexPath), keys: keys, vaultID: config.id)
+                index = try VaultIndex.open(bytes ?? [], keys: keys, vaultID: config.id)
             } catch {
-                status = .damaged
+                // Sealed in another key epoch: a password change that a crash stopped before it
+                // sealed the index again (or an old copy put back). Never read; rebuilt from the
+                // objects like a missing one, which it is for this key.
+                let otherEpoch = bytes.flatMap(SealedState.prefix(of:)).map { $0.epoch != keys.epoch } ?? false
+                status = otherEpoch ? .missing : .damaged
             }
         }
         if status == .current && Set(index.records.keys) == ids { return IndexState(index: index, status: .current, unreadable: []) }
