@@ -136,7 +136,8 @@ class Handler(BaseHTTPRequestHandler):
         n, fault = st.next_fault()
         key = self.headers.get("Idempotency-Key")
         batch = self.headers.get("X-Vault-Batch")
-        base = dict(n=n, method=self.command, path=self.path, key=key, batch=batch, fault=fault.get("action"))
+        base = dict(n=n, method=self.command, path=self.path, key=key, batch=batch, fault=fault.get("action"),
+                    head=self.headers.get("X-Vault-Log-Head"))
         length = self.headers.get("Content-Length")
         if length is None or "chunked" in (self.headers.get("Transfer-Encoding") or ""):
             st.record(status=411, **base)

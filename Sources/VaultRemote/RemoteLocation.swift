@@ -61,26 +61,40 @@ public struct RemoteList: Codable, Sendable, Equatable {
 
     public init() {}
 
-    static func path(_ store: VaultStore) -> String { store.root + "/remotes.json" }
+    /// The sealed list (a sealed state file, purpose remote list, role `remotes.vlt`): the
+    /// stores `push`, `pull` and `--vault NAME` send to, so nobody without the password can
+    /// redirect them.
+    static func path(_ store: VaultStore) -> String { store.root + "/remotes.vlt" }
+    /// Where versions before sealed state kept the list, as plain JSON (moved into the sealed
+    /// list when the vault's format is upgraded; refused after that).
+    static func legacyPath(_ store: VaultStore) -> String { store.root + "/remotes.json" }
+    static let role = "remotes.vlt"
 
-    /// The vault's remotes (none when the file does not exist).
-    public static func load(_ store: VaultStore) throws -> RemoteList {
-        let path = path(store)
-        guard FileSystem.kind(of: path) != .missing else { return RemoteList() }
+    /// The vault's remotes (none when it has no list).
+    /// - Throws: ``VaultError/Code/vaultDamaged`` for a list that does not open (edited, swapped,
+    ///   from another vault or sealed under a retired key), or an unsealed `remotes.json`.
+    public static func load(_ vault: Vault) throws -> RemoteList {
+        let path = path(vault.store)
+        guard FileSystem.kind(of: path) != .missing else {
+            if FileSystem.kind(of: legacyPath(vault.store)) != .missing {
+                throw VaultError(.vaultDamaged, "\(legacyPath(vault.store)) is an unsealed remote list (written by an earlier version of vault, or by someone else): it is not trusted",
+                                 hint: "delete it, then 'vault remote add' the stores again")
+            }
+            return RemoteList()
+        }
+        let body = try vault.openState(try FileSystem.readFile(path, limit: 1 << 20), purpose: .remotes, role: role, what: path)
         do {
-            return try JSONDecoder().decode(RemoteList.self, from: Data(try FileSystem.readFile(path, limit: 1 << 20)))
-        } catch let e as VaultError {
-            throw e
+            return try JSONDecoder().decode(RemoteList.self, from: Data(body))
         } catch {
-            throw VaultError(.vaultDamaged, "\(path) is not a valid remote list", hint: "fix or delete it, then 'vault remote add' again")
+            throw VaultError(.vaultDamaged, "\(path) is not a valid remote list", hint: "delete it, then 'vault remote add' again")
         }
     }
 
-    /// Writes the list crash-safely.
-    public func save(_ store: VaultStore) throws {
+    /// Writes the list crash-safely, sealed.
+    public func save(_ vault: Vault) throws {
         let e = JSONEncoder()
-        e.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try AtomicFile.write(Array(try e.encode(self)) + [0x0A], to: Self.path(store))
+        e.outputFormatting = [.sortedKeys]
+        try AtomicFile.write(try vault.sealState(Array(try e.encode(self)), purpose: .remotes, role: Self.role), to: Self.path(vault.store))
     }
 
     /// True for a name a remote may have: 1-64 of letters, digits, `-`, `_`, `.`, not starting with `.`.

@@ -344,7 +344,7 @@ public final class Replicator: Sendable {
         // The store is the replica's `origin` from the start: a clone cut short is finished by `vault pull`.
         var remotes = RemoteList()
         remotes.remotes.append(.init(name: "origin", url: location.description))
-        try remotes.save(store)
+        try remotes.save(vault)
         let r = Replicator(vault: vault, client: client, location: location, parallel: parallel)
         return (vault, try await r.pull(progress: progress))
     }

@@ -69,6 +69,7 @@ extension Uploader {
             return .refused(VaultError.from(error))
         }
         let metadata = [("vault-batch", "\(i + 1)/\(n)"), ("vault-documents", String(docs.count)), ("vault-run", journal.runId)]
+            + logHeadHeader.map { ("vault-log-head", $0.1) }
         let chunks = payloadChunks(b, index: i, journal: journal)
         let partSize = journal.batches[i].s3PartSize ?? S3Target.partSize(for: length, atLeast: s3.partSize)
         do {

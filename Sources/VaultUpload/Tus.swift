@@ -145,7 +145,7 @@ extension Uploader {
                 let created = try await transport.request("POST", url: nil, headers: base + [
                     ("Upload-Length", String(length)), ("Upload-Metadata", metadata),
                     ("Idempotency-Key", journal.batches[i].key), ("X-Vault-Batch", "\(i + 1)/\(n)"),
-                ], body: .bytes([]))
+                ] + logHeadHeader, body: .bytes([]))
                 if created.status == 413 { return .split(reason: "413 \(created.reason)", serverSays: Self.serverSays(created)) }
                 if let outcome = tusFailure(created, batch: i, of: n, journal: &journal) { return outcome }
                 guard created.status == 201, let location = created.header("Location"),

@@ -147,6 +147,9 @@ public final class Uploader: @unchecked Sendable {
     private let s3Lock = NSLock()
     private var s3ClientMade: S3Client?
     var s3BucketChecked = false
+    /// `X-Vault-Log-Head: <count>-<tag>`: the vault's history head when the run started, sent
+    /// with every batch so the back office keeps a copy of it (docs/UPLOAD.md).
+    lazy var logHeadHeader: [(String, String)] = vault.storedHead().map { [("X-Vault-Log-Head", $0.description)] } ?? []
     /// Plaintext bytes and documents over the whole run, shared by its batches as in an export:
     /// `documentStarted` events count positions over the run.
     private(set) var runProgress = ProgressCounter(total: 0, documents: 0)
@@ -413,7 +416,7 @@ public final class Uploader: @unchecked Sendable {
             ("Content-Type", format.contentType),
             ("Idempotency-Key", journal.batches[i].key),
             ("X-Vault-Batch", "\(i + 1)/\(n)"),
-        ]
+        ] + logHeadHeader
         if let auth = options.target.authorization { headers.append(("Authorization", auth)) }
         headers += options.target.headers
         let response: UploadResponse

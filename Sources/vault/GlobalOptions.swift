@@ -24,16 +24,25 @@ struct GlobalOptions: ParsableArguments {
         return m
     }
 
-    /// The store `--vault` names when it is `s3://BUCKET/PREFIX`, or the name of a remote of the
-    /// default vault that is not also a folder here.
-    func remoteLocation() throws -> RemoteLocation? {
-        guard let v = vault ?? environment("VAULT_DIR").flatMap({ $0.hasPrefix("s3://") ? $0 : nil }) else { return nil }
-        if v.hasPrefix("s3://") { return try RemoteLocation(url: v) }
-        guard !v.contains("/"), FileSystem.kind(of: v) == .missing, RemoteList.isValidName(v) else { return nil }
+    /// What `--vault` names for a command that reads in place.
+    enum Target {
+        /// A vault folder.
+        case local
+        /// A store: `s3://BUCKET/PREFIX`.
+        case store(RemoteLocation)
+        /// The name of a remote of the default vault (not also a folder here): resolved once that
+        /// vault is unlocked, since its remote list is sealed.
+        case remote(String)
+    }
+
+    func target() throws -> Target {
+        guard let v = vault ?? environment("VAULT_DIR").flatMap({ $0.hasPrefix("s3://") ? $0 : nil }) else { return .local }
+        if v.hasPrefix("s3://") { return .store(try RemoteLocation(url: v)) }
+        guard !v.contains("/"), FileSystem.kind(of: v) == .missing, RemoteList.isValidName(v) else { return .local }
         var local = self
         local.vault = nil
-        guard local.store.exists, let list = try? RemoteList.load(local.store), list.remotes.contains(where: { $0.name == v }) else { return nil }
-        return try list.resolve(v).location
+        guard local.store.exists, FileSystem.kind(of: local.store.root + "/remotes.vlt") == .file else { return .local }
+        return .remote(v)
     }
 
     /// Where vaults read in place keep their cache folders: $XDG_CACHE_HOME/vault, else ~/.cache/vault.
@@ -45,12 +54,27 @@ struct GlobalOptions: ParsableArguments {
     /// Unlocks the vault for a command that only reads documents (and may record what it
     /// sends): a local vault, or one read in place on an S3-compatible store.
     func open() async throws -> VaultCore.Vault {
-        guard let location = try remoteLocation() else { return try unlock() }
+        let location: RemoteLocation
+        var password: SecretBytes?
+        switch try target() {
+        case .local: return try unlock()
+        case .store(let l): location = l
+        case .remote(let name):
+            // The default vault's sealed list says where the name points; the same password then
+            // opens the store (it holds the same vault).
+            var local = self
+            local.vault = nil
+            _ = try S3Environment.connection(purpose: "--vault \(name)")
+            let pw = try PasswordReader.read(file: passwordFile)
+            password = pw
+            location = try RemoteList.load(try local.store.unlock(password: pw)).resolve(name).location
+        }
         let client = try S3Environment.connection(purpose: "--vault \(location)").client()
         RemoteClients.keep(client)
-        let password = try PasswordReader.read(file: passwordFile)
+        if password == nil { password = try PasswordReader.read(file: passwordFile) }
+        let pw = password!
         do {
-            let (vault, _, refused) = try await RemoteVault.open(location, client: client, cacheRoot: cacheRoot, password: password,
+            let (vault, _, refused) = try await RemoteVault.open(location, client: client, cacheRoot: cacheRoot, password: pw,
                                                                  cacheBytes: Int(cacheSize?.value ?? 64 << 20))
             for (key, e) in refused { Terminal.err("vault: warning: \(key) is not a tombstone of this vault, and hides nothing: \(e.message)") }
             return vault

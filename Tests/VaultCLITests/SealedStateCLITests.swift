@@ -104,6 +104,31 @@ import Glibc
         #expect(s.run("uploads").out.contains("\(job)  damaged"))
     }
 
+    @Test func anEditedOrUnsealedRemoteListRedirectsNothing() throws {
+        let s = Sandbox()
+        s.initVault()
+        let peer = try PythonPeer("hostile-s3.py", ["--mode", "log"], in: s)
+        let env: [String: String?] = ["AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_ENDPOINT_URL": "http://127.0.0.1:\(peer.port)"]
+        #expect(s.run(["remote", "add", "office", "s3://office/vault"], env: env).status == 0)
+        let sealed = Self.bytes(s.path("vault/remotes.vlt"))
+        #expect(sealed.starts(with: Array("VAULTSTA".utf8)) && !String(decoding: sealed, as: UTF8.self).contains("office"))
+        #expect(s.run(["remote"], env: env).out == "office  s3://office/vault\n")
+        // A plain list, as earlier versions wrote, naming the attacker's bucket.
+        try FileManager.default.removeItem(atPath: s.path("vault/remotes.vlt"))
+        s.write("vault/remotes.json", Array(#"{"remotes":[{"name":"office","url":"s3://attacker/loot"}]}"#.utf8))
+        let plain = s.run(["push"], env: env)
+        #expect(plain.status == 65 && plain.stderr.contains("is an unsealed remote list"), "\(plain.stderr)")
+        try FileManager.default.removeItem(atPath: s.path("vault/remotes.json"))
+        // An edited sealed list.
+        var flipped = sealed
+        flipped[flipped.count - 3] ^= 0x20
+        FileManager.default.createFile(atPath: s.path("vault/remotes.vlt"), contents: Data(flipped))
+        let edited = s.run(["push"], env: env)
+        #expect(edited.status == 65 && edited.stderr.contains("fails authentication"), "\(edited.stderr)")
+        #expect(s.run(["--vault", "office", "list"], env: env).status == 65)
+        #expect(peer.entries.isEmpty, "nothing was sent anywhere: \(peer.entries)")
+    }
+
     // MARK: passwd rotates the key
 
     @Test func theOldVaultJsonAndPasswordLearnNothingAddedAfterAPasswordChange() throws {

@@ -37,6 +37,10 @@ import Testing
         try Self.checkStore(r, originals)
         let batches = r.log.map { $0["batch"] as? String }
         #expect(batches == ["1/3", "2/3", "3/3"])
+        // Every batch carries the history's head as it was when the run started: the back
+        // office keeps a copy of it elsewhere (what `audit --expect-head` needs).
+        let heads = Set(r.log.compactMap { $0["head"] as? String })
+        #expect(heads.count == 1 && heads.first?.hasPrefix("46-") == true, "\(heads)")
         #expect(Set(r.log.compactMap { $0["key"] as? String }).count == 3)
         let finished = up.events.last ?? nil
         #expect(finished?["event"] as? String == "finished" && finished?["documents"] as? Int == 45 && finished?["batches"] as? Int == 3,

@@ -2,7 +2,7 @@ import Foundation
 
 extension Vault {
     /// Rewrites a `vault/1` `vault.json` as `vault/2` (key epoch 0, the same keys), under the
-    /// writer lock, and records it. A `vault/1` vault without a history gets its `begin` record
+    /// writer lock, and records it; a plain `remotes.json` is sealed as `remotes.vlt`. A `vault/1` vault without a history gets its `begin` record
     /// first: from `vault/2` on, a missing history is a finding, never a fresh start. A folder
     /// vault cannot write (read-only) stays `vault/1` for this command.
     func upgradeFormat() throws -> Vault {
@@ -12,7 +12,17 @@ extension Vault {
                 guard onDisk.isLegacy, onDisk.sameKeys(as: config) else {
                     return try VaultStore.open(store, config: onDisk, keyring: keyring, path: store.configPath, random: random)
                 }
-                try recordLocked(HistoryRecord(.upgrade, detail: "vault.json \(VaultConfig.legacyFormat) → \(VaultConfig.currentFormat)"))
+                // The remote list, plain JSON before sealed state, is sealed as it is (the
+                // stores the user added); from vault/2 on an unsealed one is refused.
+                let legacyRemotes = store.root + "/remotes.json"
+                var detail = "vault.json \(VaultConfig.legacyFormat) → \(VaultConfig.currentFormat)"
+                if FileSystem.kind(of: legacyRemotes) == .file {
+                    let list = try FileSystem.readFile(legacyRemotes, limit: 1 << 20)
+                    try AtomicFile.write(try sealState(list, purpose: .remotes, role: "remotes.vlt"), to: store.root + "/remotes.vlt", random: random)
+                    try FileSystem.remove(legacyRemotes)
+                    detail += "; remotes.json sealed as remotes.vlt"
+                }
+                try recordLocked(HistoryRecord(.upgrade, detail: detail))
                 var upgraded = config
                 upgraded.format = VaultConfig.currentFormat
                 upgraded.epoch = 0

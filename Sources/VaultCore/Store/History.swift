@@ -299,6 +299,8 @@ struct HistoryLog {
     /// counts only while the log's last record is of that epoch too (a password change that a
     /// crash stopped before its record); the check is made by ``scan()``'s caller through
     /// ``HistoryScan/headEpoch``. The format before sealed state is read in epoch 0.
+    func readStoredHead(into scan: inout HistoryScan) -> StoredHead? { readHead(into: &scan) }
+
     private func readHead(into scan: inout HistoryScan) -> StoredHead? {
         guard FileSystem.kind(of: headPath) != .missing else { return nil }
         guard let bytes = try? FileSystem.readFile(headPath, limit: 1 << 16) else {
@@ -439,6 +441,18 @@ extension Array where Element == UInt8 {
 extension Vault {
     /// Reads and checks the history (no lock needed: records are only ever appended).
     public func history() throws -> HistoryScan { try HistoryLog(vault: self).scan() }
+
+    /// The head `log.head` names (count and last tag), read without scanning the log: what
+    /// `upload` sends as `X-Vault-Log-Head`, so the back office keeps a copy of the head
+    /// elsewhere (which catches a rollback of the whole folder). Nil when there is none or it
+    /// does not open under the current key.
+    public func storedHead() -> HistoryHead? {
+        guard let log = try? HistoryLog(vault: self) else { return nil }
+        var scan = HistoryScan()
+        return log.readStoredHead(into: &scan).flatMap { head in
+            Hex.decode(head.tag).map { HistoryHead(count: head.count, tag: $0) }
+        }
+    }
 
     /// Appends `record` to the history, under the writer lock.
     /// - Returns: the new head.

@@ -2,7 +2,7 @@ import Foundation
 
 /// The one format of every state file vault writes and reads back (docs/FORMAT.md, "Sealed
 /// state"): the index, the log's head and anchor, a pending removal, tombstones, upload
-/// journals and the keyring of earlier key epochs.
+/// journals, the remote list and the keyring of earlier key epochs.
 ///
 /// ```
 /// file   = "VAULTSTA" ‖ version 0x01 ‖ purpose (1) ‖ epoch (u32) ‖ nonce (24) ‖ seal(subkey, nonce, body, AD)
@@ -24,7 +24,7 @@ public enum SealedState {
         case uploadJournal = 5
         case logAnchor = 6
         case keyring = 7
-        case lossAccepted = 8
+        case remotes = 8
 
         var name: String {
             switch self {
@@ -35,7 +35,7 @@ public enum SealedState {
             case .uploadJournal: "upload journal"
             case .logAnchor: "log anchor"
             case .keyring: "keyring"
-            case .lossAccepted: "accepted history loss"
+            case .remotes: "remote list"
             }
         }
     }

@@ -10,10 +10,10 @@ extension VaultCommand {
         static let configuration = CommandConfiguration(
             abstract: "List, add or remove the S3-compatible stores this vault is replicated to.",
             discussion: """
-                A remote is a name for s3://BUCKET/PREFIX, kept in remotes.json in the vault folder. \
-                Credentials and the store's address come from the AWS variables (AWS_ACCESS_KEY_ID, \
-                AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL) each time, \
-                never from the vault folder. Needs no password.
+                A remote is a name for s3://BUCKET/PREFIX, kept sealed in remotes.vlt in the vault folder \
+                (so this asks for the password: nobody without it can redirect a push). Credentials and \
+                the store's address come from the AWS variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, \
+                AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL) each time, never from the vault folder.
 
                 Examples:
                   vault remote add office s3://backoffice/vault
@@ -50,9 +50,8 @@ extension VaultCommand {
 
         func execute(_ options: GlobalOptions) async throws {
             try options.requireLocal()
-            let store = options.store
-            _ = try store.unlockCheckExists()
-            var list = try RemoteList.load(store)
+            let vault = try options.unlock()
+            var list = try RemoteList.load(vault)
             switch action {
             case "add":
                 let (name, url) = (arguments[0], arguments[1])
@@ -65,14 +64,14 @@ extension VaultCommand {
                     throw VaultError(.alreadyExists, "a remote named '\(name)' exists", hint: "remove it first with 'vault remote remove \(name)'")
                 }
                 list.remotes.append(.init(name: name, url: location.description))
-                try list.save(store)
+                try list.save(vault)
                 Terminal.err("vault: added remote \(name) → \(location)")
             case "remove":
                 guard let i = list.remotes.firstIndex(where: { $0.name == arguments[0] }) else {
                     throw VaultError(.notFound, "no remote named '\(Terminal.printable(arguments[0]))'")
                 }
                 list.remotes.remove(at: i)
-                try list.save(store)
+                try list.save(vault)
                 Terminal.err("vault: removed remote \(arguments[0]) (the store itself is unchanged)")
             default:
                 if result.json { Terminal.out(JSONOutput.line(Result(remotes: list.remotes))); return }
@@ -252,14 +251,10 @@ struct TransferOptions: ParsableArguments {
         try options.requireLocal()
         let store = options.store
         _ = try store.unlockCheckExists()
-        let (_, location) = try RemoteList.load(store).resolve(remote)
-        let client = try S3Environment.connection(purpose: purpose).client(timeout: timeout)
-        do {
-            return (try options.unlock(), location, client)
-        } catch {
-            Task { await client.shutdown() }
-            throw error
-        }
+        let connection = try S3Environment.connection(purpose: purpose)   // checked before the password is asked
+        let vault = try options.unlock()
+        let (_, location) = try RemoteList.load(vault).resolve(remote)
+        return (vault, location, connection.client(timeout: timeout))
     }
 
     /// Runs `body` with a progress bar or events (cleared before any summary or error); failures
