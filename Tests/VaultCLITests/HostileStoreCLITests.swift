@@ -78,6 +78,30 @@ import VaultS3
         #expect(!Self.run(s, "a", ["log", "--json"], env: newEnv).out.contains("\"op\":\"remove\""))
     }
 
+    @Test func aStoreOfTheEarlierFormatStaysUsable() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("legacy")
+        defer { Task { await s3.shutdown() } }
+        let env = S3UploadCLITests.env(sw).merging(LegacyVaultCLITests.password) { _, b in b }
+        let s = try LegacyVaultCLITests.copy()
+        // The store holds the vault/1 vault.json an earlier version pushed; this station upgrades.
+        let v1 = Array(try Data(contentsOf: Sandbox.repository.appendingPathComponent("Fixtures/legacy/vault-1/vault.json")))
+        try await s3.putObject(bucket: bucket, key: "v/vault.json", body: v1, contentType: "application/json")
+        let push = s.run(["push", "s3://\(bucket)/v"], env: env)
+        #expect(push.status == 0 && push.stderr.contains("pushed 2 documents"), "\(push.stderr)")
+        // A tombstone in the earlier format (VTMB1) of the same key epoch still counts.
+        let docs = (try JSONSerialization.jsonObject(with: Data(s.run(["list", "--json"], env: env).stdout)) as? [[String: Any]]) ?? []
+        let notes = try #require(docs.first { $0["name"] as? String == "notes.txt" }?["id"] as? String)
+        let holder = try OldKeyHolder(folder: s.path("vault"), password: "legacy fixture password")
+        try await s3.putObject(bucket: bucket, key: "v/removed/\(notes)", body: try holder.legacyTombstone(notes), contentType: "application/octet-stream")
+        let clone = s.run(["--vault", s.path("b"), "clone", "s3://\(bucket)/v"], env: env)
+        #expect(clone.status == 0 && !clone.stderr.contains("warning"), "\(clone.stderr)")
+        let names = ((try JSONSerialization.jsonObject(with: Data(s.run(["--vault", s.path("b"), "list", "--json"], env: env).stdout)) as? [[String: Any]]) ?? [])
+            .compactMap { $0["name"] as? String }
+        #expect(names == ["empty.txt"], "the tombstone removed notes.txt from what the clone took")
+        let pull = s.run(["pull", "s3://\(bucket)/v"], env: env)
+        #expect(pull.status == 0 && pull.stderr.contains("removed 1"), "\(pull.stderr)")
+    }
+
     // MARK: Answers made to exhaust memory, disk or time
 
     /// A vault whose vault.json the hostile store serves, and the store in `mode`.

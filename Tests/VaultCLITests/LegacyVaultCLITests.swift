@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+
+/// A vault written by the version before sealed state (`Fixtures/legacy/vault-1`) opens with
+/// today's binary, is upgraded to `vault/2` without loss, and keeps working (issue 21).
+@Suite struct LegacyVaultCLITests {
+    static let password: [String: String?] = ["VAULT_PASSWORD": "legacy fixture password"]
+
+    /// A copy of the fixture vault in a new sandbox, as `vault/` (files 0600, folders 0700).
+    static func copy() throws -> Sandbox {
+        let s = Sandbox()
+        let source = Sandbox.repository.appendingPathComponent("Fixtures/legacy/vault-1").path
+        try FileManager.default.copyItem(atPath: source, toPath: s.path("vault"))
+        for name in FileManager.default.enumerator(atPath: s.path("vault"))!.allObjects as! [String] {
+            let path = s.path("vault/" + name)
+            var isDir: ObjCBool = false
+            FileManager.default.fileExists(atPath: path, isDirectory: &isDir)
+            try FileManager.default.setAttributes([.posixPermissions: isDir.boolValue ? 0o700 : 0o600], ofItemAtPath: path)
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: s.path("vault"))
+        return s
+    }
+
+    static func json(_ r: CLIResult) -> Any? { try? JSONSerialization.jsonObject(with: Data(r.stdout)) }
+
+    @Test func aVaultOfTheEarlierFormatOpensUpgradesAndLosesNothing() throws {
+        let s = try Self.copy()
+        let before = try String(contentsOfFile: s.path("vault/vault.json"), encoding: .utf8)
+        #expect(before.contains("\"vault\\/1\""))
+        let list = s.run(["list", "--json"], env: Self.password)
+        #expect(list.status == 0, "\(list.stderr)")
+        let docs = (Self.json(list) as? [[String: Any]]) ?? []
+        #expect(Set(docs.compactMap { $0["name"] as? String }) == ["notes.txt", "empty.txt"])
+        // Upgraded in place: vault/2, epoch 0, the same keys; the remote list sealed.
+        let after = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.path("vault/vault.json")))) as! [String: Any]
+        #expect(after["format"] as? String == "vault/2" && after["epoch"] as? Int == 0)
+        #expect(!FileManager.default.fileExists(atPath: s.path("vault/remotes.json")))
+        #expect(s.run(["remote"], env: Self.password).out == "office  s3://backoffice/vault\n")
+        // The history is whole, old records and the upgrade's; the documents are the originals.
+        let log = s.run(["log", "--json"], env: Self.password)
+        let ops = ((Self.json(log) as? [String: Any])?["records"] as? [[String: Any]])?.compactMap { $0["op"] as? String } ?? []
+        #expect(ops == ["init", "add", "add", "add", "remove", "upgrade"], "\(ops)")
+        let audit = s.run(["audit", "--deep"], env: Self.password)
+        #expect(audit.status == 0, "\(audit.out)")
+        #expect(s.run(["verify"], env: Self.password).status == 0)
+        let notes = Array(try Data(contentsOf: Sandbox.repository.appendingPathComponent("Fixtures/documents/notes.txt")))
+        #expect(s.run(["get", "notes.txt"], env: Self.password).stdout == notes)
+        // The unsealed journal of its interrupted upload is not trusted: listed damaged, pruned.
+        let uploads = s.run(["uploads", "--json"], env: Self.password)
+        let journals = ((Self.json(uploads) as? [String: Any])?["journals"] as? [[String: Any]]) ?? []
+        #expect(journals.count == 1 && journals.first?["state"] as? String == "damaged", "\(uploads.out)")
+        #expect(s.run(["uploads", "prune"], env: Self.password).stderr == "vault: removed 1 upload journal\n")
+        // And it goes on: add, a password change (a new key epoch), audit.
+        s.write("new.txt", Array("after the upgrade".utf8))
+        #expect(s.run(["add", "new.txt"], env: Self.password).status == 0)
+        #expect(s.run(["passwd"], env: Self.password.merging(["VAULT_NEW_PASSWORD": "rotated"]) { _, b in b }).status == 0)
+        let rotated: [String: String?] = ["VAULT_PASSWORD": "rotated"]
+        #expect(s.run(["audit", "--deep"], env: rotated).status == 0)
+        #expect(Set(((Self.json(s.run(["list", "--json"], env: rotated)) as? [[String: Any]]) ?? []).compactMap { $0["name"] as? String })
+                == ["notes.txt", "empty.txt", "new.txt"])
+        #expect(s.run(["log"], env: rotated).out.contains("key epoch 0 → 1"))
+    }
+
+    @Test func itsHistoryCannotBeErasedOnceUpgraded() throws {
+        let s = try Self.copy()
+        #expect(s.run(["list"], env: Self.password).status == 0)   // upgrades it
+        for name in ["log.vlt", "log.head", "log.anchor"] { try FileManager.default.removeItem(atPath: s.path("vault/" + name)) }
+        s.write("x.txt", Array("x".utf8))
+        #expect(s.run(["add", "x.txt"], env: Self.password).status == 0)
+        let audit = s.run(["audit"], env: Self.password)
+        #expect(audit.status == 65 && audit.out.contains("log-missing"), "\(audit.out)")
+        #expect(!s.run(["log", "--json"], env: Self.password).out.contains("\"op\":\"begin\""))
+    }
+}
