@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -185,6 +186,27 @@ import Glibc
             #expect(audit.status == 65 && audit.out.contains("pending-removal-refused"), "\(audit.out)")
             #expect(!s.run(["log", "--json"], env: env).out.contains("\"op\":\"remove\""))
         }
+    }
+
+    @Test func aPlantedPasswordJournalCannotUndoARotation() throws {
+        let s = Sandbox()
+        s.initVault()
+        let old = Self.bytes(s.path("vault/vault.json"))
+        #expect(s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "rotated"]).status == 0)
+        let current = Self.bytes(s.path("vault/vault.json"))
+        // passwd.journal needs no password to be acted on: one naming the old vault.json as
+        // "old" and anything else as "new" used to put the old vault.json back.
+        func u32(_ n: Int) -> [UInt8] { [UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] }
+        let other = Array("{}".utf8)
+        var journal = Array("VAULTPWJ".utf8) + u32(old.count) + old + u32(other.count) + other + u32(0)
+        journal += Array(SHA256.hash(data: journal))
+        FileManager.default.createFile(atPath: s.path("vault/passwd.journal"), contents: Data(journal))
+        let r = s.run(["list"], env: ["VAULT_PASSWORD": "rotated"])
+        #expect(r.status == 65 && r.stderr.contains("names neither the vault.json there nor the one it would write"), "\(r.stderr)")
+        #expect(Self.bytes(s.path("vault/vault.json")) == current, "vault.json was not put back")
+        try FileManager.default.removeItem(atPath: s.path("vault/passwd.journal"))
+        #expect(s.run(["list"]).status == 77, "the old password still does not open it")
+        #expect(s.run(["audit"], env: ["VAULT_PASSWORD": "rotated"]).status == 0)
     }
 
     // MARK: The history cannot be erased or cut quietly

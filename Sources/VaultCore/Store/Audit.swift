@@ -92,6 +92,7 @@ extension Vault {
                 findings.append(AuditFinding("index-mismatch", "the index's record of \(id) differs from its envelope", document: id.hex))
             }
         case .missing: findings.append(AuditFinding("index-mismatch", "index.vlt is missing (the next command rebuilds it)"))
+        case .otherEpoch: findings.append(AuditFinding("index-mismatch", "index.vlt is sealed in another key epoch: a password change was interrupted, or an old copy was put back (the next command rebuilds it)"))
         case .damaged: findings.append(AuditFinding("index-mismatch", "index.vlt fails authentication (the next command rebuilds it)"))
         case .stale: findings.append(AuditFinding("index-mismatch", "index.vlt names other objects than objects/ holds (the next command rebuilds it)"))
         }

@@ -180,21 +180,33 @@ extension VaultStore {
 
     /// Finishes or undoes a password change that a crash interrupted (nothing when there is
     /// none). Needs no password: if `vault.json` is already the new one, the change committed and
-    /// every header is brought forward; otherwise every header and `vault.json` go back. Waits
+    /// every header is brought forward; if it is still the old one, every header goes back. A
+    /// journal that names neither is refused. Waits
     /// for a password change still running (the writer lock).
     public func recoverPasswordChange() throws {
         guard FileSystem.kind(of: passwordJournalPath) != .missing else { return }
         try withLock {
             guard FileSystem.kind(of: passwordJournalPath) != .missing else { return }   // it finished meanwhile
             let journal = try PasswordJournal.decode(try FileSystem.readFile(passwordJournalPath, limit: 1 << 30))
-            let forward = (try? FileSystem.readFile(configPath, limit: 1 << 20)) == journal.newConfig
+            // The journal needs no password, so it is held to what a real one can be: vault.json
+            // is never written from it (replacing vault.json is the change's atomic commit, so it
+            // is either the journal's new one or still its old one), and a header is rewritten
+            // only where the object still has one of the journal's two versions. A planted
+            // journal cannot put an older vault.json back (undoing a key rotation).
+            let current = try? FileSystem.readFile(configPath, limit: 1 << 20)
+            let forward = current == journal.newConfig
+            guard forward || current == journal.oldConfig else {
+                throw VaultError(.vaultDamaged, "\(passwordJournalPath) (an interrupted password change) names neither the vault.json there nor the one it would write: it was not written for this vault as it is, and is not acted on",
+                                 hint: "if no password change was interrupted here, delete passwd.journal")
+            }
             for e in journal.entries where FileSystem.kind(of: objectPath(e.id)) == .file {
                 let file = try FileDescriptor.openExisting(objectPath(e.id))
                 defer { file.close() }
+                let header = try file.read(upTo: e.old.count)
+                guard header == e.old || header == e.new else { continue }
                 try file.write(forward ? e.new : e.old, at: 0)
                 try file.sync()
             }
-            if !forward { try AtomicFile.write(journal.oldConfig, to: configPath) }
             try FileSystem.remove(passwordJournalPath)
             try FileSystem.syncDirectory(root)
         }

@@ -147,7 +147,9 @@ public final class Vault: @unchecked Sendable {
 
     // MARK: Index
 
-    enum IndexStatus { case current, missing, damaged, stale }
+    /// `otherEpoch`: sealed in another key epoch (a password change a crash stopped before it
+    /// sealed the index again, or an old copy put back): never read, rebuilt like a missing one.
+    enum IndexStatus { case current, missing, damaged, stale, otherEpoch }
 
     struct IndexState {
         var index: VaultIndex
@@ -173,7 +175,7 @@ public final class Vault: @unchecked Sendable {
                 // sealed the index again (or an old copy put back). Never read; rebuilt from the
                 // objects like a missing one, which it is for this key.
                 let otherEpoch = bytes.flatMap(SealedState.prefix(of:)).map { $0.epoch != keys.epoch } ?? false
-                status = otherEpoch ? .missing : .damaged
+                status = otherEpoch ? .otherEpoch : .damaged
             }
         }
         if status == .current && Set(index.records.keys) == ids { return IndexState(index: index, status: .current, unreadable: []) }

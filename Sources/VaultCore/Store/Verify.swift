@@ -50,7 +50,7 @@ extension Vault {
         var entries: [VerifyReport.Entry] = []
         var indexState: VerifyReport.IndexState = switch state.status {
         case .current: .ok
-        case .missing, .stale: .rebuilt
+        case .missing, .stale, .otherEpoch: .rebuilt
         case .damaged: .damaged
         }
         for id in ordered {
