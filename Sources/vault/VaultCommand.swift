@@ -34,7 +34,7 @@ struct VaultCommand: AsyncParsableCommand {
               130  interrupted (SIGINT, SIGTERM, SIGHUP); no partial output is left
             """,
         version: "0.1.0",
-        subcommands: [Init.self, Add.self, Import.self, List.self, Get.self, Remove.self, Verify.self, Export.self, Upload.self, Uploads.self, Log.self, Audit.self, Passwd.self,
+        subcommands: [Init.self, Add.self, Import.self, Restore.self, List.self, Get.self, Remove.self, Verify.self, Export.self, Upload.self, Uploads.self, Log.self, Audit.self, Passwd.self,
                       Remote.self, Push.self, Pull.self, Clone.self]
     )
 

@@ -5,10 +5,6 @@ import VaultS3
 /// A store that lies (issue 21): objects under `removed/` that are not this vault's tombstones,
 /// on SeaweedFS; and answers made to exhaust memory, disk or time, from scripts/hostile-s3.py.
 @Suite struct HostileStoreCLITests {
-    static func run(_ s: Sandbox, _ station: String, _ args: [String], env: [String: String?]) -> CLIResult {
-        s.run(["--vault", s.path(station)] + args, env: env)
-    }
-
     static func ids(_ r: CLIResult) -> Set<String> {
         guard let docs = try? JSONSerialization.jsonObject(with: Data(r.stdout)) as? [[String: Any]] else { return [] }
         return Set(docs.compactMap { $0["id"] as? String })
@@ -20,28 +16,28 @@ import VaultS3
         let env = S3UploadCLITests.env(sw)
         let url = "s3://\(bucket)/v"
         let s = Sandbox()
-        #expect(Self.run(s, "a", ["init", "--kdf", "interactive"], env: env).status == 0)
-        #expect(Self.run(s, "a", ["remote", "add", "office", url], env: env).status == 0)
+        #expect(RemoteCLITests.run(s, "a", ["init", "--kdf", "interactive"], env: env).status == 0)
+        #expect(RemoteCLITests.run(s, "a", ["remote", "add", "office", url], env: env).status == 0)
         s.write("one.txt", Array("one".utf8))
         s.write("two.txt", Array("two".utf8))
-        let first = Self.run(s, "a", ["add", "one.txt"], env: env).out.trimmingCharacters(in: .newlines)
-        #expect(Self.run(s, "a", ["push"], env: env).status == 0)
-        let second = Self.run(s, "a", ["add", "two.txt"], env: env).out.trimmingCharacters(in: .newlines)
+        let first = RemoteCLITests.run(s, "a", ["add", "one.txt"], env: env).out.trimmingCharacters(in: .newlines)
+        #expect(RemoteCLITests.run(s, "a", ["push"], env: env).status == 0)
+        let second = RemoteCLITests.run(s, "a", ["add", "two.txt"], env: env).out.trimmingCharacters(in: .newlines)
         // Five bytes of junk where the new document's tombstone would be: no password needed.
         try await s3.putObject(bucket: bucket, key: "v/removed/\(second)", body: Array("junk!".utf8), contentType: "application/octet-stream")
-        let push = Self.run(s, "a", ["push"], env: env)
+        let push = RemoteCLITests.run(s, "a", ["push"], env: env)
         #expect(push.status == 0, "\(push.stderr)")
         #expect(push.stderr.contains("vault: warning: removed/\(second) is not a tombstone of this vault, and hides nothing"), "\(push.stderr)")
         #expect(push.stderr.contains("pushed 1 document"), "the new document went to the store: \(push.stderr)")
         #expect(try await s3.headObject(bucket: bucket, key: "v/objects/\(second).vlt") != nil)
         // The audit names it (sealed into the push's record).
-        let audit = Self.run(s, "a", ["audit"], env: env)
+        let audit = RemoteCLITests.run(s, "a", ["audit"], env: env)
         #expect(audit.status == 65 && audit.out.contains("tombstone-refused") && audit.out.contains("removed/\(second)"), "\(audit.out)")
         // A clone gets both, with the warning.
-        let clone = Self.run(s, "b", ["clone", url], env: env)
+        let clone = RemoteCLITests.run(s, "b", ["clone", url], env: env)
         #expect(clone.status == 0, "\(clone.stderr)")
         #expect(clone.stderr.contains("removed/\(second) is not a tombstone of this vault"))
-        #expect(Self.ids(Self.run(s, "b", ["list", "--json"], env: env)) == [first, second])
+        #expect(Self.ids(RemoteCLITests.run(s, "b", ["list", "--json"], env: env)) == [first, second])
         // Read in place: listed and verified, with the warning.
         let env2 = env.merging(["XDG_CACHE_HOME": s.path("cache")]) { _, b in b }
         let list = s.run(["--vault", url, "list", "--json"], env: env2)
@@ -56,26 +52,26 @@ import VaultS3
         defer { Task { await s3.shutdown() } }
         let env = S3UploadCLITests.env(sw)
         let s = Sandbox()
-        #expect(Self.run(s, "a", ["init", "--kdf", "interactive"], env: env).status == 0)
+        #expect(RemoteCLITests.run(s, "a", ["init", "--kdf", "interactive"], env: env).status == 0)
         let kept = s.path("kept")
         try FileManager.default.copyItem(atPath: s.path("a"), toPath: kept)
         let newEnv = env.merging(["VAULT_PASSWORD": "the new one"]) { _, b in b }
-        #expect(Self.run(s, "a", ["passwd"], env: env.merging(["VAULT_NEW_PASSWORD": "the new one"]) { _, b in b }).status == 0)
+        #expect(RemoteCLITests.run(s, "a", ["passwd"], env: env.merging(["VAULT_NEW_PASSWORD": "the new one"]) { _, b in b }).status == 0)
         s.write("doc.txt", Array("a document".utf8))
-        let id = Self.run(s, "a", ["add", "doc.txt"], env: newEnv).out.trimmingCharacters(in: .newlines)
-        #expect(Self.run(s, "a", ["remote", "add", "office", "s3://\(bucket)/w"], env: newEnv).status == 0)
-        #expect(Self.run(s, "a", ["push"], env: newEnv).status == 0)
+        let id = RemoteCLITests.run(s, "a", ["add", "doc.txt"], env: newEnv).out.trimmingCharacters(in: .newlines)
+        #expect(RemoteCLITests.run(s, "a", ["remote", "add", "office", "s3://\(bucket)/w"], env: newEnv).status == 0)
+        #expect(RemoteCLITests.run(s, "a", ["push"], env: newEnv).status == 0)
         let holder = try OldKeyHolder(folder: kept, password: "correct horse battery")
         for stone in [try holder.tombstone(id), try holder.legacyTombstone(id)] {
             try await s3.putObject(bucket: bucket, key: "w/removed/\(id)", body: stone, contentType: "application/octet-stream")
-            let pull = Self.run(s, "a", ["pull"], env: newEnv)
+            let pull = RemoteCLITests.run(s, "a", ["pull"], env: newEnv)
             #expect(pull.status == 0, "\(pull.stderr)")
             #expect(pull.stderr.contains("removed/\(id) is not a tombstone of this vault"), "\(pull.stderr)")
             #expect(s.run(["--vault", s.path("a"), "list", "--json"], env: newEnv).out.contains(id), "the document is still there")
             let env2 = newEnv.merging(["XDG_CACHE_HOME": s.path("cache")]) { _, b in b }
             #expect(Self.ids(s.run(["--vault", "s3://\(bucket)/w", "list", "--json"], env: env2)) == [id])
         }
-        #expect(!Self.run(s, "a", ["log", "--json"], env: newEnv).out.contains("\"op\":\"remove\""))
+        #expect(!RemoteCLITests.run(s, "a", ["log", "--json"], env: newEnv).out.contains("\"op\":\"remove\""))
     }
 
     @Test func aStoreOfTheEarlierFormatStaysUsable() async throws {

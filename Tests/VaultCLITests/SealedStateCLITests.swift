@@ -166,6 +166,38 @@ import Glibc
         #expect(full.status == 0 && full.out.contains("acme-merger") && full.out.contains("before.txt"))
     }
 
+    @Test func envelopesOfAnEarlierEpochAreRestoredWithTheNewPasswordOnlyOnPurpose() throws {
+        let s = Sandbox()
+        s.initVault()
+        s.write("contract.txt", Array("the signed contract".utf8))
+        let id = s.run("add", "contract.txt", "--tag", "legal").out.trimmingCharacters(in: .newlines)
+        try FileManager.default.copyItem(atPath: s.path("vault/objects/\(id).vlt"), toPath: s.path("backup.vlt"))
+        let env: [String: String?] = ["VAULT_PASSWORD": "rotated"]
+        #expect(s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "rotated"]).status == 0)
+        #expect(s.run(["remove", id], env: env).status == 0)
+        // Put back into objects/ as it was, it is not taken as one of the vault's own documents.
+        try FileManager.default.copyItem(atPath: s.path("backup.vlt"), toPath: s.path("vault/objects/\(id).vlt"))
+        let audit = s.run(["audit"], env: env)
+        #expect(audit.status == 65 && audit.out.contains("sealed under the password of key epoch 0"), "\(audit.out)")
+        try FileManager.default.removeItem(atPath: s.path("vault/objects/\(id).vlt"))
+        // Restored on purpose, with the new password: a new document of the current epoch.
+        let r = s.run(["restore", "backup.vlt", "--json"], env: env)
+        #expect(r.status == 0, "\(r.stderr)")
+        let restored = ((try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [String: Any])?["restored"] as? [[String: Any]]
+        #expect(restored?.first?["name"] as? String == "contract.txt" && restored?.first?["id"] as? String != id)
+        #expect(s.run(["get", "contract.txt"], env: env).stdout == Array("the signed contract".utf8))
+        #expect(s.run(["list", "--tag", "legal"], env: env).out.contains("contract.txt"))
+        #expect(s.run(["audit"], env: env).status == 0)
+        // Twice is a duplicate; another vault's envelope is not taken.
+        #expect(s.run(["restore", "backup.vlt"], env: env).status == 73)
+        let other = Sandbox()
+        other.initVault()
+        other.write("x.txt", Array("x".utf8))
+        let otherID = other.run("add", "x.txt").out.trimmingCharacters(in: .newlines)
+        let foreign = s.run(["restore", other.path("vault/objects/\(otherID).vlt")], env: env)
+        #expect(foreign.status == 65 && foreign.stderr.contains("was not restored: its password block does not match this vault"), "\(foreign.stderr)")
+    }
+
     @Test func stateSealedUnderTheOldKeyMakesNoStationRemoveADocument() throws {
         let s = Sandbox()
         s.initVault()
