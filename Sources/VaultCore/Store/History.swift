@@ -142,7 +142,9 @@ struct HistoryLog {
         epochKeys = vault.keys
         vaultID = vault.config.id
         random = vault.random
-        promisesHistory = !vault.config.isLegacy
+        // A cache folder of a store read in place keeps a history of what was sent from it, which
+        // starts when the cache does.
+        promisesHistory = !vault.config.isLegacy && vault.store.source == nil
     }
 
     var key: SecretBytes { keys[epoch]! }
@@ -481,7 +483,7 @@ extension Vault {
         }
         if record.operation != .`init` && record.operation != .clone {
             let objects = try store.objectIDs().subtracting(pending)
-            if !scan.exists && scan.storedHead == nil && scan.anchor == nil && config.isLegacy {
+            if !scan.exists && scan.storedHead == nil && scan.anchor == nil && (config.isLegacy || store.source != nil) {
                 // Only a vault/1 vault may never have had a history; from vault/2 on a missing
                 // log stays a finding until a password holder accepts the loss.
                 let begin = HistoryRecord(.begin, documents: authenticatedDocuments(objects.sorted()),
