@@ -86,6 +86,6 @@ rm "$VAULT_DIR/objects/$id.vlt"
 "$vault" audit || echo "(exit code $?)"
 cp "$work/saved.vlt" "$VAULT_DIR/objects/$id.vlt"
 
-step "VAULT_NEW_PASSWORD=… vault passwd   # re-wraps keys and re-seals headers; payloads are not rewritten"
+step "VAULT_NEW_PASSWORD=… vault passwd   # a new vault key (key epoch 1) and re-sealed headers; payloads are not rewritten"
 VAULT_NEW_PASSWORD="another demo password" "$vault" passwd
 VAULT_PASSWORD="another demo password" "$vault" audit --deep
