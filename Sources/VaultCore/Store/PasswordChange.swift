@@ -16,12 +16,16 @@ public struct PasswordChangeSummary: Sendable {
 /// bytes: they are on disk anyway). Written whole (an ``AtomicFile``) before any header changes.
 ///
 /// Layout: `VAULTPWJ` ‖ u32 n ‖ old vault.json ‖ u32 n ‖ new vault.json ‖ u32 count ‖ count ×
-/// (16-byte id ‖ u32 header length h ‖ old header (h) ‖ new header (h)) ‖ SHA-256 of all before.
+/// (16-byte id ‖ u32 header length h ‖ old header (h) ‖ new header (h)) ‖ [u32 n ‖ the remote
+/// list sealed under the new key (n)] ‖ SHA-256 of all before. (Journals before sealed state
+/// end after the entries.)
 struct PasswordJournal {
     struct Entry { var id: DocumentID; var old: [UInt8]; var new: [UInt8] }
     var oldConfig: [UInt8]
     var newConfig: [UInt8]
     var entries: [Entry]
+    /// `remotes.vlt` sealed under the new key epoch (sealed bytes: nothing secret), if the vault has one.
+    var newRemotes: [UInt8]? = nil
 
     static let magic = Array("VAULTPWJ".utf8)
 
@@ -35,6 +39,7 @@ struct PasswordJournal {
             out.appendBigEndian(UInt32(e.old.count))
             out += e.old + e.new
         }
+        if let r = newRemotes { out.appendBigEndian(UInt32(r.count)); out += r }
         return out + Array(SHA256.hash(data: out))
     }
 
@@ -57,6 +62,7 @@ struct PasswordJournal {
             let h = try u32()
             journal.entries.append(Entry(id: id, old: try take(h), new: try take(h)))
         }
+        if at < end { journal.newRemotes = try take(try u32()) }
         guard at == end else { throw damaged }
         return journal
     }
@@ -96,7 +102,9 @@ extension Vault {
                 entries.append(try resealedHeader(id, keyring: keyring2))
             }
             let journal = PasswordJournal(oldConfig: try FileSystem.readFile(store.configPath, limit: 1 << 20),
-                                          newConfig: newConfig.encoded(), entries: entries).encoded()
+                                          newConfig: newConfig.encoded(), entries: entries,
+                                          newRemotes: try resealedState(at: store.root + "/remotes.vlt", purpose: .remotes, role: "remotes.vlt",
+                                                                        to: newKeys)).encoded()
             try AtomicFile.write(journal, to: store.passwordJournalPath, random: random)
             var written = UInt64(journal.count)
             for (n, e) in entries.enumerated() {
@@ -110,6 +118,9 @@ extension Vault {
             // The commit point.
             try AtomicFile.write(newConfig.encoded(), to: store.configPath, random: random)
             written += UInt64(newConfig.encoded().count)
+            if let remotes = try PasswordJournal.decode(journal).newRemotes {
+                try AtomicFile.write(remotes, to: store.root + "/remotes.vlt", random: random)
+            }
             try FileSystem.remove(store.passwordJournalPath)
             try FileSystem.syncDirectory(store.root)
             progress?(ids.count * 2, ids.count * 2)
@@ -148,6 +159,14 @@ extension Vault {
                                      ciphertext: XChaCha20Poly1305.sealKey(newKey, ad: newConfig.wrapAD, nonce: nonce, key: keyring2.kek).base64)
         newConfig.keyring = try EpochKeyring.seal(retired, keys: newKeys, vaultID: config.id, random: random)
         return (newConfig, newKeys)
+    }
+
+    /// The state file at `path` opened under this epoch's key and sealed again under `keys`;
+    /// nil when there is none (one that does not open is left as it is, refused as before).
+    private func resealedState(at path: String, purpose: SealedState.Purpose, role: String, to keys: EpochKeys) throws -> [UInt8]? {
+        guard FileSystem.kind(of: path) == .file,
+              let body = try? openState(try FileSystem.readFile(path, limit: 16 << 20), purpose: purpose, role: role, what: path) else { return nil }
+        return try SealedState.seal(body, purpose: purpose, role: role, keys: keys, vaultID: config.id, random: random)
     }
 
     /// Document `id`'s header re-sealed under `keyring2` (its document key re-wrapped, its
@@ -207,6 +226,9 @@ extension VaultStore {
                 try file.write(forward ? e.new : e.old, at: 0)
                 try file.sync()
             }
+            // Sealed bytes: a planted journal could only put a list there that the new key
+            // does not open (refused when read), never one the vault would follow.
+            if forward, let remotes = journal.newRemotes { try AtomicFile.write(remotes, to: root + "/remotes.vlt") }
             try FileSystem.remove(passwordJournalPath)
             try FileSystem.syncDirectory(root)
         }
