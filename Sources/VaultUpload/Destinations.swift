@@ -30,8 +30,11 @@ enum Destinations {
     }
 
     /// A run id as vault makes them (a lower-case UUID): nothing else goes into a key.
-    static func isRunID(_ run: String) -> Bool {
-        run.count == 36 && run.allSatisfy { $0.isHexDigit && !$0.isUppercase || $0 == "-" } && UUID(uuidString: run) != nil
+    static func checkRunID(_ run: String) throws {
+        guard run.count == 36, run.allSatisfy({ $0.isHexDigit && !$0.isUppercase || $0 == "-" }), UUID(uuidString: run) != nil else {
+            throw VaultError(.vaultDamaged, "the upload journal's run id is not one vault makes; nothing was sent",
+                             hint: "'vault uploads prune' removes the journal; the upload then starts afresh")
+        }
     }
 
     /// The S3 key of batch `index`: the one vault makes under the prefix the command line named,

@@ -60,12 +60,11 @@ extension Uploader {
         let b = beginAttempt(index: i, journal: &journal, attempt: attempt)
         let (docs, n, length, before, total) = (b.docs, b.n, b.length, b.before, b.total)
         let client = s3Client(s3)
-        guard Destinations.isRunID(journal.runId) else {
-            return .refused(VaultError(.vaultDamaged, "the upload journal's run id is not one vault makes; nothing was sent",
-                                       hint: "'vault uploads prune' removes the journal; the upload then starts afresh"))
-        }
         let key: String
-        do { key = try Destinations.checkS3Key(journal.batches[i].s3Key, expected: s3.key(run: journal.runId, index: i + 1), batch: i + 1) } catch {
+        do {
+            try Destinations.checkRunID(journal.runId)
+            key = try Destinations.checkS3Key(journal.batches[i].s3Key, expected: s3.key(run: journal.runId, index: i + 1), batch: i + 1)
+        } catch {
             return .refused(VaultError.from(error))
         }
         let metadata = [("vault-batch", "\(i + 1)/\(n)"), ("vault-documents", String(docs.count)), ("vault-run", journal.runId)]
@@ -252,10 +251,7 @@ extension Uploader {
         do {
             var done: [Int: String] = [:]
             var urls: [Int: PresignedPart] = [:]
-            guard Destinations.isRunID(journal.runId) else {
-                return .refused(VaultError(.vaultDamaged, "the upload journal's run id is not one vault makes; nothing was sent",
-                                           hint: "'vault uploads prune' removes the journal; the upload then starts afresh"))
-            }
+            try Destinations.checkRunID(journal.runId)
             let requested = "\(journal.runId)/" + String(format: "batch-%04d.json", i + 1)
             if let key = journal.batches[i].s3Key { try Destinations.checkPresignedKey(key, requested: requested) }
             if let id = journal.batches[i].s3UploadID, let key = journal.batches[i].s3Key {

@@ -222,7 +222,7 @@ public final class Uploader: @unchecked Sendable {
         if options.requireJournal {
             throw VaultError(.notFound, "there is no interrupted upload of these documents to \(options.target.redacted)")
         }
-        let planned = try BatchPlanner.plan(order, limits: options.limits, format: format(batch: 1, of: 1, key: String(repeating: "0", count: 64)))
+        let planned = try BatchPlanner.plan(order, limits: options.limits, format: format(batch: 1, of: 1))
         let runID = UUID().uuidString.lowercased()
         let now = ISO8601DateFormatter().string(from: Date())
         var journal = UploadJournal(job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
@@ -254,7 +254,7 @@ public final class Uploader: @unchecked Sendable {
         for j in from..<journal.batches.count where journal.batches[j].status != .complete {
             let docs = batchRecords(journal.batches[j])
             journal.batches[j].key = try UploadJournal.idempotencyKey(vault: vault, runID: journal.runId, index: j + 1, records: docs)
-            journal.batches[j].bytes = format(batch: j + 1, of: journal.batches.count, key: journal.batches[j].key).length(of: docs)
+            journal.batches[j].bytes = format(batch: j + 1, of: journal.batches.count).length(of: docs)
         }
     }
 
@@ -273,7 +273,7 @@ public final class Uploader: @unchecked Sendable {
     func beginAttempt(index i: Int, journal: inout UploadJournal, attempt: Int) -> BatchAttempt {
         let docs = batchRecords(journal.batches[i])
         let n = journal.batches.count
-        let format = format(batch: i + 1, of: n, key: journal.batches[i].key)
+        let format = format(batch: i + 1, of: n)
         let length = format.length(of: docs)
         journal.batches[i].bytes = length
         let b = BatchAttempt(docs: docs, n: n, format: format, length: length,
@@ -315,8 +315,8 @@ public final class Uploader: @unchecked Sendable {
     /// The payload format of batch `batch` of `of`. A form's boundary is random for each
     /// request (40 hex digits from the system's generator, a fixed length so the body's length
     /// does not depend on it): nobody, not even a document's author, can know it in advance and
-    /// put it in a document to inject a part. `key` is kept for the call sites' symmetry.
-    func format(batch: Int, of: Int, key: String) -> PayloadFormat {
+    /// put it in a document to inject a part.
+    func format(batch: Int, of: Int) -> PayloadFormat {
         switch options.wire {
         case .json, .tus, .s3: .json(options.shape)
         case .form: .form(FormBody(boundary: "vault-" + Hex.encode(SystemRandom().bytes(20)), fieldName: options.formFieldName,

@@ -54,29 +54,28 @@ struct GlobalOptions: ParsableArguments {
     /// Unlocks the vault for a command that only reads documents (and may record what it
     /// sends): a local vault, or one read in place on an S3-compatible store.
     func open() async throws -> VaultCore.Vault {
+        let target = try target()
+        if case .local = target { return try unlock() }
+        // The store's credentials are checked before the password is asked.
+        let connection = try S3Environment.connection(purpose: "--vault \(vault ?? environment("VAULT_DIR") ?? "")")
+        let pw = try PasswordReader.read(file: passwordFile)
         let location: RemoteLocation
-        var password: SecretBytes?
-        switch try target() {
-        case .local: return try unlock()
+        switch target {
+        case .local: preconditionFailure("internal error: a local vault is opened above")
         case .store(let l): location = l
         case .remote(let name):
             // The default vault's sealed list says where the name points; the same password then
             // opens the store (it holds the same vault).
             var local = self
             local.vault = nil
-            _ = try S3Environment.connection(purpose: "--vault \(name)")
-            let pw = try PasswordReader.read(file: passwordFile)
-            password = pw
             location = try RemoteList.load(try local.store.unlock(password: pw)).resolve(name).location
         }
-        let client = try S3Environment.connection(purpose: "--vault \(location)").client()
+        let client = connection.client()
         RemoteClients.keep(client)
-        if password == nil { password = try PasswordReader.read(file: passwordFile) }
-        let pw = password!
         do {
             let (vault, _, refused) = try await RemoteVault.open(location, client: client, cacheRoot: cacheRoot, password: pw,
                                                                  cacheBytes: Int(cacheSize?.value ?? 64 << 20))
-            for (key, e) in refused { Terminal.err("vault: warning: \(key) is not a tombstone of this vault, and hides nothing: \(e.message)") }
+            Terminal.warnRefusedTombstones(refused)
             return vault
         } catch let e as VaultError {
             throw e

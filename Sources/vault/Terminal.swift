@@ -46,6 +46,11 @@ enum Terminal {
     /// A warning on stderr.
     static func warn(_ message: String) { err("vault: warning: \(printable(message))") }
 
+    /// Names each object under a store's `removed/` that is not this vault's tombstone (with why).
+    static func warnRefusedTombstones(_ refused: [(String, VaultError)]) {
+        for (key, e) in refused { warn("\(key) is not a tombstone of this vault, and hides nothing: \(e.message)") }
+    }
+
     /// `text` with control characters escaped, so a hostile document name cannot move the
     /// cursor or fake output lines.
     static func printable(_ text: String) -> String {

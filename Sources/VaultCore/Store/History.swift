@@ -46,8 +46,7 @@ public struct HistoryScan: Sendable {
     /// The second copy of the head (`log.anchor`), and its key epoch.
     var anchor: StoredHead?
     var anchorEpoch: UInt32?
-    /// True when the log was written by a version that writes `log.anchor` (a sealed-state head).
-    var anchorExpected: Bool { headEpoch != nil && storedHeadIsSealedState }
+    /// True when `log.head` is a sealed state file: written by a version that also writes `log.anchor`.
     var storedHeadIsSealedState = false
     /// The position of the last `accept` record, if any.
     public var acceptedAt: Int?
@@ -276,7 +275,7 @@ struct HistoryLog {
             scan.findings.append(AuditFinding("log-head-missing", "log.head is missing"))
         }
         // Only a vault that writes anchors misses one; the first append after an upgrade writes it.
-        if scan.anchor == nil, promisesHistory, scan.anchorExpected,
+        if scan.anchor == nil, promisesHistory, scan.storedHeadIsSealedState,
            !scan.findings.contains(where: { $0.code == "log-anchor-damaged" }) {
             scan.findings.append(AuditFinding("log-anchor-missing", "log.anchor is missing"))
         }
@@ -301,9 +300,7 @@ struct HistoryLog {
     /// counts only while the log's last record is of that epoch too (a password change that a
     /// crash stopped before its record); the check is made by ``scan()``'s caller through
     /// ``HistoryScan/headEpoch``. The format before sealed state is read in epoch 0.
-    func readStoredHead(into scan: inout HistoryScan) -> StoredHead? { readHead(into: &scan) }
-
-    private func readHead(into scan: inout HistoryScan) -> StoredHead? {
+    func readHead(into scan: inout HistoryScan) -> StoredHead? {
         guard FileSystem.kind(of: headPath) != .missing else { return nil }
         guard let bytes = try? FileSystem.readFile(headPath, limit: 1 << 16) else {
             scan.findings.append(AuditFinding("log-head-damaged", "log.head cannot be read"))
@@ -451,7 +448,7 @@ extension Vault {
     public func storedHead() -> HistoryHead? {
         guard let log = try? HistoryLog(vault: self) else { return nil }
         var scan = HistoryScan()
-        return log.readStoredHead(into: &scan).flatMap { head in
+        return log.readHead(into: &scan).flatMap { head in
             Hex.decode(head.tag).map { HistoryHead(count: head.count, tag: $0) }
         }
     }

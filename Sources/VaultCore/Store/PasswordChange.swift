@@ -101,10 +101,9 @@ extension Vault {
                 progress?(n, ids.count * 2)
                 entries.append(try resealedHeader(id, keyring: keyring2))
             }
+            let newRemotes = try resealedState(at: store.root + "/remotes.vlt", purpose: .remotes, role: "remotes.vlt", to: newKeys)
             let journal = PasswordJournal(oldConfig: try FileSystem.readFile(store.configPath, limit: 1 << 20),
-                                          newConfig: newConfig.encoded(), entries: entries,
-                                          newRemotes: try resealedState(at: store.root + "/remotes.vlt", purpose: .remotes, role: "remotes.vlt",
-                                                                        to: newKeys)).encoded()
+                                          newConfig: newConfig.encoded(), entries: entries, newRemotes: newRemotes).encoded()
             try AtomicFile.write(journal, to: store.passwordJournalPath, random: random)
             var written = UInt64(journal.count)
             for (n, e) in entries.enumerated() {
@@ -118,9 +117,7 @@ extension Vault {
             // The commit point.
             try AtomicFile.write(newConfig.encoded(), to: store.configPath, random: random)
             written += UInt64(newConfig.encoded().count)
-            if let remotes = try PasswordJournal.decode(journal).newRemotes {
-                try AtomicFile.write(remotes, to: store.root + "/remotes.vlt", random: random)
-            }
+            if let newRemotes { try AtomicFile.write(newRemotes, to: store.root + "/remotes.vlt", random: random) }
             try FileSystem.remove(store.passwordJournalPath)
             try FileSystem.syncDirectory(store.root)
             progress?(ids.count * 2, ids.count * 2)

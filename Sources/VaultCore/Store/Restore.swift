@@ -4,20 +4,19 @@ import Foundation
 /// its chunks verified, and the end only after the SHA-256 matched the sealed metadata.
 final class EnvelopePlaintext: ByteSource {
     private let reader: EnvelopeReader
-    private var pending: [UInt8] = []
+    /// The reader's current batch: valid until its next `next()`, which comes only once it is used up.
+    private var batch = UnsafeRawBufferPointer(start: nil, count: 0)
     private var at = 0
 
     init(_ reader: EnvelopeReader) { self.reader = reader }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        if at == pending.count {
-            guard let batch = try reader.next() else { return 0 }
-            pending = Array(batch)
-            at = 0
-            if pending.isEmpty { return try read(into: buffer) }
+        while at == batch.count {
+            guard let next = try reader.next() else { return 0 }
+            (batch, at) = (next, 0)
         }
-        let n = min(buffer.count, pending.count - at)
-        pending.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + at, byteCount: n) }
+        let n = min(buffer.count, batch.count - at)
+        buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: batch[at..<at + n]))
         at += n
         return n
     }

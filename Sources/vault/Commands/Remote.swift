@@ -114,9 +114,7 @@ extension VaultCommand {
             let report = try await transfer.run(location, label: "push") { progress in
                 try await Replicator(vault: vault, client: client, location: location, parallel: transfer.parallel).push(progress: progress)
             }
-            for (key, e) in report.refusedTombstones {
-                Terminal.err("vault: warning: \(key) is not a tombstone of this vault, and hides nothing: \(e.message)")
-            }
+            Terminal.warnRefusedTombstones(report.refusedTombstones)
             if !report.sent.isEmpty || report.tombstones > 0 || !report.refusedTombstones.isEmpty {
                 let sent = Set(report.sent)
                 try vault.recordPush(try vault.records().records.filter { sent.contains($0.id) }, to: location.description, outcome: .ok,
@@ -172,9 +170,7 @@ extension VaultCommand {
         /// The summary line, the rejected objects as warnings, and the exit status they call for.
         static func finish(_ report: PullReport, from location: RemoteLocation, start: Date, summary: Bool, verb: String) throws {
             for (key, e) in report.rejected { Terminal.err("vault: warning: not taken: \(key): \(e.message)") }
-            for (key, e) in report.refusedTombstones {
-                Terminal.err("vault: warning: \(key) is not a tombstone of this vault, and hides nothing: \(e.message)")
-            }
+            Terminal.warnRefusedTombstones(report.refusedTombstones)
             if summary {
                 var line = String(format: "vault: %@ %d document%@ (%@) from %@ in %.1f s", verb, report.fetched.count, report.fetched.count == 1 ? "" : "s",
                                   Terminal.size(report.fetchedBytes), location.description, Date().timeIntervalSince(start))
