@@ -33,7 +33,8 @@ extension Vault {
         if !scan.exists && scan.storedHead == nil && scan.anchor == nil && config.isLegacy {
             findings.append(AuditFinding("log-missing", "the vault has no history (log.vlt): it was made before vault kept one, or the log was deleted"))
         }
-        if let refused = try HistoryLog(vault: self).pendingRemovalState().refused {
+        let pendingRemoval = try HistoryLog(vault: self).pendingRemovalState()
+        if let refused = pendingRemoval.refused {
             findings.append(AuditFinding("pending-removal-refused", "\(refused.message); it is not acted on (delete it, or run 'vault remove' again)"))
         }
         if let expected = expectedHead {
@@ -48,7 +49,7 @@ extension Vault {
         var present = logState.present
         let removed = logState.removed
         // A removal a crash interrupted is finished by the next change: not a finding.
-        let pending = Set((try HistoryLog(vault: self).pendingRemoval() ?? []).map(\.id))
+        let pending = Set((pendingRemoval.documents ?? []).map(\.id))
         for id in pending { present[id] = nil }
         let objects = try store.objectIDs().filter { !pending.contains($0.hex) }
         for (hex, (document, position)) in present.sorted(by: { $0.key < $1.key }) {
