@@ -198,6 +198,20 @@ import Glibc
         #expect(foreign.status == 65 && foreign.stderr.contains("was not restored: its password block does not match this vault"), "\(foreign.stderr)")
     }
 
+    @Test func aPasswdKilledBetweenItsRecordAndItsHeadAuditsClean() throws {
+        let s = Sandbox()
+        s.initVault()
+        _ = UploadCLITests.add(s, count: 2)
+        let head = Self.bytes(s.path("vault/log.head")), anchor = Self.bytes(s.path("vault/log.anchor"))
+        #expect(s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "rotated"]).status == 0)
+        // What a kill after the passwd record's write and before its head leaves: the head and
+        // anchor of the epoch before, naming the record before.
+        FileManager.default.createFile(atPath: s.path("vault/log.head"), contents: Data(head))
+        FileManager.default.createFile(atPath: s.path("vault/log.anchor"), contents: Data(anchor))
+        let audit = s.run(["audit"], env: ["VAULT_PASSWORD": "rotated"])
+        #expect(audit.status == 0, "\(audit.out)")
+    }
+
     @Test func stateSealedUnderTheOldKeyMakesNoStationRemoveADocument() throws {
         let s = Sandbox()
         s.initVault()

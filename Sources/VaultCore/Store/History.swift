@@ -264,10 +264,12 @@ struct HistoryLog {
                                                   record: head.count))
             }
         }
-        // A head sealed in another epoch than the last record's: written with a retired key.
-        let lastEpoch = scan.entries.last(where: { $0.epoch != nil })?.epoch
-        for (name, e) in [("log.head", scan.headEpoch), ("log.anchor", scan.anchorEpoch)] {
-            if let e, let lastEpoch, e != lastEpoch, e < epoch {
+        // A head is sealed in the epoch of the record it names (a crash between a record and its
+        // head leaves a head of the epoch before, naming the record before): one sealed in
+        // another, retired epoch was written with a retired key.
+        for (name, head, e) in [("log.head", scan.storedHead, scan.headEpoch), ("log.anchor", scan.anchor, scan.anchorEpoch)] {
+            guard let head, let e, e < epoch, head.count >= 1, head.count <= scan.entries.count else { continue }
+            if let named = scan.entries[head.count - 1].epoch, named != e {
                 scan.findings.append(AuditFinding("log-head-superseded", "\(name) is sealed under the key of epoch \(e), which a password change retired: someone who knew an old password wrote it, or an old copy was put back"))
             }
         }
