@@ -24,12 +24,18 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
         ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
         .target(name: "CVaultSystem"),
         .target(name: "CBase64"),
         .target(
             name: "VaultCore",
             dependencies: [
                 "CSodium",
+                "CSQLite",
                 "CVaultSystem",
                 "CBase64",
                 .product(name: "Crypto", package: "swift-crypto"),

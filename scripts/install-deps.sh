@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what building and testing vault needs on a fresh Debian/Ubuntu machine:
-# libsodium-dev (the vault's cryptography) and GNU time (peak-memory tests and bench).
+# libsodium-dev (the vault's cryptography), libsqlite3-dev (its index) and GNU time (peak-memory tests and bench).
 # As root it uses apt-get; otherwise it says what to install and fails.
 set -euo pipefail
 
 missing=()
 pkg-config --exists libsodium 2>/dev/null || missing+=(libsodium-dev)
+pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)
 [ -x /usr/bin/time ] || missing+=(time)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 for extra in "$@"; do

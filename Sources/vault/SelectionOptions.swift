@@ -17,7 +17,7 @@ struct SelectionOptions: ParsableArguments {
     /// - Throws: ``VaultError/Code/vaultDamaged`` when `sending` and a selected document was
     ///   removed according to the history but its object is back (it is never sent).
     func records(in vault: VaultCore.Vault, verb: String, sending: Bool = false) throws -> [DocumentRecord] {
-        let selected = try selection.apply(to: vault.records().records)
+        let selected = try vault.select(selection)
         if selected.isEmpty { throw VaultError(.notFound, "there are no documents to \(verb)") }
         if sending { try vault.refuseResurrected(selected) }
         return selected

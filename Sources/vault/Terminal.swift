@@ -16,6 +16,11 @@ enum Terminal {
         t.withUTF8 { try? stdout.write(UnsafeRawBufferPointer($0)) }
     }
 
+    /// Writes bytes to stdout as they are.
+    static func outBytes(_ bytes: UnsafeRawBufferPointer) {
+        try? stdout.write(bytes)
+    }
+
     /// Writes text to stderr as it is (progress bars, JSON lines).
     static func raw(_ text: String) {
         var t = text

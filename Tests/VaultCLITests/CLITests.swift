@@ -262,7 +262,7 @@ import Testing
         func mode(_ p: String) -> Int { ((try? fm.attributesOfItem(atPath: p))?[.posixPermissions] as? Int) ?? -1 }
         #expect(mode(s.path("vault")) == 0o700)
         #expect(mode(s.path("vault/objects")) == 0o700)
-        for f in ["vault.json", "index.vlt", "lock"] { #expect(mode(s.path("vault/" + f)) == 0o600, "\(f)") }
+        for f in ["vault.json", "index.db", "lock"] { #expect(mode(s.path("vault/" + f)) == 0o600, "\(f)") }
         for o in s.objects { #expect(mode(s.path("vault/objects/" + o)) == 0o600) }
         let config = try String(contentsOfFile: s.path("vault/vault.json"), encoding: .utf8)
         #expect(!config.contains("correct horse battery"))

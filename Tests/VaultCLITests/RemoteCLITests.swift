@@ -303,7 +303,7 @@ import Glibc
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: cache)) ?? []
         #expect(folders.count == 1)
         let kept = ((FileManager.default.enumerator(atPath: cache + "/" + (folders.first ?? ""))?.allObjects as? [String]) ?? []).sorted()
-        #expect(kept == ["index.vlt", "lock", "objects", "vault.json"], "\(kept)")
+        #expect(kept == ["index.db", "lock", "objects", "vault.json"], "\(kept)")
         // verify and export in place give what the local vault gives.
         let v = s.run(["--vault", url, "verify"], env: env)
         #expect(v.status == 0 && v.out.contains("verified 1000 documents: 1000 ok, 0 damaged"), "\(v.out)\(v.stderr)")

@@ -149,7 +149,7 @@ import Glibc
         #expect(s.run(["audit"], env: newPassword).status == 0)
         #expect(s.run(["log"], env: newPassword).out.contains("key epoch 0 → 1"))
         // The attacker puts the current log, head and index beside the old vault.json.
-        for name in ["log.vlt", "log.head", "log.anchor", "index.vlt"] {
+        for name in ["log.vlt", "log.head", "log.anchor", "index.db"] {
             try? FileManager.default.removeItem(atPath: kept + "/" + name)
             try FileManager.default.copyItem(atPath: s.path("vault/" + name), toPath: kept + "/" + name)
         }

@@ -14,14 +14,14 @@ import Foundation
 public final class AddSession {
     private let pending: PendingVault
     private var vault: Vault { get throws { try pending.get() } }
-    /// Documents by SHA-256, for duplicates: the index's (read once the vault is unlocked) and this session's.
-    private var digestsLoaded: [[UInt8]: DocumentRecord]?
+    /// This session's documents by SHA-256, for duplicates (the vault's are looked up in the index).
+    private var addedDigests: [[UInt8]: DocumentRecord] = [:]
     private var added: [DocumentID: DocumentRecord] = [:]
     private var finished = false
     private var sinceTrim = 0
     private let operation: HistoryRecord.Operation
 
-    /// Starts a session (reads the index once, for duplicates).
+    /// Starts a session.
     /// - Parameter operation: how the history records it: `.add` or `.import`.
     public convenience init(vault: Vault, operation: HistoryRecord.Operation = .add) throws {
         try self.init(pending: PendingVault(vault), operation: operation)
@@ -34,15 +34,11 @@ public final class AddSession {
         self.operation = operation
     }
 
-    private func digests() throws -> [[UInt8]: DocumentRecord] {
-        if let d = digestsLoaded { return d }
-        // Reading needs no lock (the index is replaced atomically); the lock is for the commits.
-        var d: [[UInt8]: DocumentRecord] = [:]
-        for r in try vault.loadIndex().index.records.values.sorted(by: { ($0.metadata.addedAtMillis, $0.id) > ($1.metadata.addedAtMillis, $1.id) }) {
-            d[r.metadata.sha256] = r   // the oldest twin wins, to be named
-        }
-        digestsLoaded = d
-        return d
+    /// The oldest document with these contents: in the vault (one index lookup), or added
+    /// earlier in this session.
+    private func twin(of sha256: [UInt8]) throws -> DocumentRecord? {
+        if let r = try vault.withIndex({ try $0.records(withDigest: sha256).first }) { return r }
+        return addedDigests[sha256]
     }
 
     /// The documents committed so far.
@@ -74,7 +70,7 @@ public final class AddSession {
         try writer.consume(input, progress: progress)
         let metadata = try writer.finish()
         try object.file.sync()   // outside the lock, so concurrent adds do not wait on each other's disk
-        if !allowDuplicate, let twin = try digests()[metadata.sha256] {
+        if !allowDuplicate, let twin = try twin(of: metadata.sha256) {
             throw VaultError(.duplicate, "its contents are already in the vault as \(twin.id) (\(twin.metadata.name))")
         }
         // The commit: under the writer lock, so a remove or an index rebuild never sees half of it.
@@ -89,7 +85,7 @@ public final class AddSession {
             sinceTrim = 0
         }
         added[id] = record
-        if digestsLoaded?[metadata.sha256] == nil { digestsLoaded?[metadata.sha256] = record }
+        if addedDigests[metadata.sha256] == nil { addedDigests[metadata.sha256] = record }
         return record
     }
 
@@ -112,14 +108,17 @@ public final class AddSession {
         try syncCommits()
         let vault = try self.vault
         try vault.store.withLock {
-            var index = try vault.loadIndex(known: added).index
-            for (id, record) in added { index.records[id] = record }
-            try vault.saveIndex(index)
+            vault.sweepTemporaries()
+            try vault.withIndex(locked: true, known: added) { index in
+                try index.db.transaction {
+                    for record in added.values.sorted(by: { $0.id < $1.id }) { try index.put(record, logged: false) }
+                    try vault.commitIndexState(index)
+                }
+            }
             if !added.isEmpty {
                 try vault.recordLocked(HistoryRecord(operation, outcome: outcome, documents: records.map(HistoryRecord.Document.init),
                                                      detail: detail), pending: Set(added.keys))
             }
-            vault.sweepTemporaries()
         }
     }
 }

@@ -85,17 +85,36 @@ extension Vault {
             }
         }
         progress?(objects.count, objects.count)
-        // The index: a sealed cache that must name exactly the objects, with their metadata.
-        let state = try loadIndex(known: authenticated.reduce(into: [:]) { $0[$1.key] = DocumentRecord(id: $1.key, metadata: $1.value) })
-        switch state.status {
-        case .current:
-            for (id, record) in state.index.records where authenticated[id].map({ $0 != record.metadata }) ?? false {
-                findings.append(AuditFinding("index-mismatch", "the index's record of \(id) differs from its envelope", document: id.hex))
+        // The index: sealed rows that must name exactly the objects, with their metadata, and
+        // the documents the history removed.
+        let (status, index) = try inspectIndex()
+        switch status {
+        case .current, .stale:
+            // A stale stamp alone (a copied folder, a crash) is not a finding: the rows are
+            // compared with the objects themselves.
+            var rows = Set<DocumentID>()
+            try index.forEach { record in
+                rows.insert(record.id)
+                if let m = authenticated[record.id], m != record.metadata {
+                    findings.append(AuditFinding("index-mismatch", "the index's record of \(record.id) differs from its envelope", document: record.id.hex))
+                }
             }
-        case .missing: findings.append(AuditFinding("index-mismatch", "index.vlt is missing (the next command rebuilds it)"))
-        case .otherEpoch: findings.append(AuditFinding("index-mismatch", "index.vlt is sealed in another key epoch: a password change was interrupted, or an old copy was put back (the next command rebuilds it)"))
-        case .damaged: findings.append(AuditFinding("index-mismatch", "index.vlt fails authentication (the next command rebuilds it)"))
-        case .stale: findings.append(AuditFinding("index-mismatch", "index.vlt names other objects than objects/ holds (the next command rebuilds it)"))
+            for id in authenticated.keys.sorted() where !rows.contains(id) {
+                findings.append(AuditFinding("index-mismatch", "the index has no row for \(id) (the next command rebuilds it)", document: id.hex))
+            }
+            for id in rows where !authenticated.keys.contains(id) && !objects.contains(id) {
+                findings.append(AuditFinding("index-mismatch", "the index has a row for \(id), which has no object (the next command reconciles it)", document: id.hex))
+            }
+            // Compared only when the index has applied the whole history (a writer killed
+            // between its record and the index leaves it one behind; the next command catches up).
+            let indexState = try index.stateOrEmpty()
+            let indexRemoved = Set(try index.removedDocuments().keys.map(\.hex))
+            if indexState.logCount == scan.entries.count && indexState.logTag == Hex.encode(scan.head.tag) && indexRemoved != Set(removed.keys) {
+                findings.append(AuditFinding("index-mismatch", "the index's list of removed documents differs from the history's (\(indexRemoved.count) against \(removed.count))"))
+            }
+        case .missing: findings.append(AuditFinding("index-mismatch", "index.db is missing or empty (the next command rebuilds it)"))
+        case .otherEpoch: findings.append(AuditFinding("index-mismatch", "index.db is sealed in another key epoch: a password change was interrupted, or an old copy was put back (the next command rebuilds it)"))
+        case .damaged: findings.append(AuditFinding("index-mismatch", "index.db fails authentication or has lost rows (the next command rebuilds it)"))
         }
         return AuditReport(findings: findings, head: scan.head, records: scan.entries.count, documents: present.count,
                            objects: objects.count, deep: deep)

@@ -18,16 +18,27 @@ public struct DocumentSelection: Sendable, Equatable {
     /// - Throws: ``VaultError/Code/notFound`` for a query that matches nothing, or a tag that no
     ///   selected document has; ``VaultError/Code/ambiguous`` for a query that matches several.
     public func apply(to records: [DocumentRecord]) throws -> [DocumentRecord] {
-        var selected = records
+        try apply(to: ListCatalog(records: records))
+    }
+
+    /// The selected records from `catalog`, in stable order, each once: only the documents the
+    /// queries or the tag match are read.
+    public func apply(to catalog: some DocumentCatalog) throws -> [DocumentRecord] {
+        var selected: [DocumentRecord]
         if !queries.isEmpty {
-            var ids = Set<DocumentID>()
-            for q in queries { ids.insert(try Self.resolve(q, in: records).id) }
-            selected = records.filter { ids.contains($0.id) }
+            var byID: [DocumentID: DocumentRecord] = [:]
+            for q in queries {
+                let r = try Self.resolve(q, in: catalog)
+                byID[r.id] = r
+            }
+            selected = Array(byID.values).stableOrder()
+            if let tag { selected = selected.filter { $0.metadata.tags.contains(tag) } }
+        } else if let tag {
+            selected = try catalog.records(tagged: tag)
+        } else {
+            selected = try catalog.allRecords()
         }
-        if let tag {
-            selected = selected.filter { $0.metadata.tags.contains(tag) }
-            if selected.isEmpty { throw VaultError(.notFound, "no documents have the tag '\(tag)'") }
-        }
+        if let tag, selected.isEmpty { throw VaultError(.notFound, "no documents have the tag '\(tag)'") }
         return selected
     }
 
@@ -35,10 +46,15 @@ public struct DocumentSelection: Sendable, Equatable {
     /// exact name. An exact name wins over an id prefix that is also a name.
     /// - Throws: ``VaultError/Code/notFound`` or ``VaultError/Code/ambiguous`` (naming the candidates).
     public static func resolve(_ query: String, in records: [DocumentRecord]) throws -> DocumentRecord {
+        try resolve(query, in: ListCatalog(records: records))
+    }
+
+    /// The document a user means by `query`, looked up in `catalog`.
+    public static func resolve(_ query: String, in catalog: some DocumentCatalog) throws -> DocumentRecord {
         let lower = query.lowercased()
         let isHex = lower.count >= 4 && lower.allSatisfy { $0.isHexDigit }
-        var matches = records.filter { $0.metadata.name == query }
-        if isHex { matches += records.filter { $0.id.hex.hasPrefix(lower) && $0.metadata.name != query } }
+        var matches = try catalog.records(named: query)
+        if isHex { matches += try catalog.records(idPrefix: lower).filter { $0.metadata.name != query } }
         switch matches.count {
         case 1: return matches[0]
         case 0:
@@ -48,5 +64,41 @@ public struct DocumentSelection: Sendable, Equatable {
             let names = matches.prefix(5).map { "\($0.id.hex.prefix(12)) \($0.metadata.name)" }.joined(separator: ", ")
             throw VaultError(.ambiguous, "'\(query)' matches \(matches.count) documents: \(names)", hint: "use a longer id prefix")
         }
+    }
+}
+
+/// Where a ``DocumentSelection`` looks documents up: the vault's index, or a list in memory.
+public protocol DocumentCatalog {
+    /// The documents named exactly `name`, in stable order.
+    func records(named name: String) throws -> [DocumentRecord]
+    /// The documents whose id starts with `prefix` (lower-case hex), in stable order.
+    func records(idPrefix prefix: String) throws -> [DocumentRecord]
+    /// The documents with tag `tag`, in stable order.
+    func records(tagged tag: String) throws -> [DocumentRecord]
+    /// Every document, in stable order.
+    func allRecords() throws -> [DocumentRecord]
+}
+
+/// Records in memory as a catalog (in stable order).
+public struct ListCatalog: DocumentCatalog {
+    let records: [DocumentRecord]
+    /// A catalog of `records`.
+    public init(records: [DocumentRecord]) { self.records = records.stableOrder() }
+    public func records(named name: String) -> [DocumentRecord] { records.filter { $0.metadata.name == name } }
+    public func records(idPrefix prefix: String) -> [DocumentRecord] { records.filter { $0.id.hex.hasPrefix(prefix) } }
+    public func records(tagged tag: String) -> [DocumentRecord] { records.filter { $0.metadata.tags.contains(tag) } }
+    public func allRecords() -> [DocumentRecord] { records }
+}
+
+/// The index as a catalog: each lookup reads the rows it matches.
+struct IndexCatalog: DocumentCatalog {
+    let index: DocumentIndex
+    func records(named name: String) throws -> [DocumentRecord] { try index.records(named: name) }
+    func records(idPrefix prefix: String) throws -> [DocumentRecord] { try index.records(idPrefix: prefix) }
+    func records(tagged tag: String) throws -> [DocumentRecord] { try index.records(tagged: tag) }
+    func allRecords() throws -> [DocumentRecord] {
+        var all: [DocumentRecord] = []
+        try index.forEach { all.append($0) }
+        return all
     }
 }

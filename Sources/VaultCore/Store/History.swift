@@ -95,6 +95,30 @@ public struct HistoryScan: Sendable {
     }
 }
 
+/// Where the next record goes: what an append needs to know about the log.
+struct LogTail {
+    /// True when `log.vlt` exists.
+    var exists: Bool
+    /// Whole records, the offset after the last, and its tag.
+    var count: Int
+    var end: Int
+    var tag: [UInt8]
+    /// The file's size (bytes past `end` are a torn append, cut off by the next one).
+    var fileSize: Int
+    /// What is wrong with the log, sealed into the next record's anomalies.
+    var findings: [AuditFinding]
+
+    /// The tail of a whole-log scan.
+    init(_ scan: HistoryScan) {
+        self.init(exists: scan.exists, count: scan.entries.count, end: scan.end, tag: scan.entries.last?.tag ?? HistoryLog.zeroTag,
+                  fileSize: scan.fileSize, findings: scan.findings)
+    }
+
+    init(exists: Bool, count: Int, end: Int, tag: [UInt8], fileSize: Int, findings: [AuditFinding]) {
+        (self.exists, self.count, self.end, self.tag, self.fileSize, self.findings) = (exists, count, end, tag, fileSize, findings)
+    }
+}
+
 /// `log.head` and `log.anchor`: sealed, so they cannot be forged without the password.
 struct StoredHead: Codable, Equatable {
     var count: Int
@@ -345,18 +369,18 @@ struct HistoryLog {
     /// log gets its header, a torn append past the head (a crash) is cut off. What is wrong
     /// beyond that is not repaired — records are never rewritten — but noted in the new
     /// record's anomalies, so audits keep reporting it.
-    /// - Returns: the new head.
+    /// - Returns: the new tail.
     @discardableResult
-    func append(_ record: HistoryRecord, to scan: HistoryScan) throws -> HistoryHead {
+    func append(_ record: HistoryRecord, to tail: LogTail) throws -> LogTail {
         var record = record
         // What this append removes or replaces (a cut tail, a stale or missing head, an
         // unreadable file) is sealed into the record; damaged records stay in the file anyway.
-        record.anomalies += scan.findings.filter { !["log-record-damaged", "log-record-moved", "log-chain-broken", "log-record-superseded"].contains($0.code) }
+        record.anomalies += tail.findings.filter { !["log-record-damaged", "log-record-moved", "log-chain-broken", "log-record-superseded"].contains($0.code) }
             .map { HistoryRecord.Anomaly(code: $0.code, message: $0.message) }
         let file: FileDescriptor
-        var end = scan.end
-        if !scan.exists || end == 0 {
-            if scan.exists {   // unreadable from its first bytes: kept aside, never overwritten
+        var end = tail.end
+        if !tail.exists || end == 0 {
+            if tail.exists {   // unreadable from its first bytes: kept aside, never overwritten
                 try FileSystem.rename(path, to: store.root + "/log.damaged-\(Int(Date().timeIntervalSince1970)).vlt")
             }
             try AtomicFile.write(HistoryFormat.fileHeader, to: path, random: random)
@@ -364,9 +388,9 @@ struct HistoryLog {
         }
         file = try FileDescriptor.openOrCreate(path)
         defer { file.close() }
-        if scan.exists && scan.fileSize > end { try file.truncate(to: UInt64(end)) }
-        let position = (scan.exists && scan.end > 0 ? scan.entries.count : 0) + 1
-        let previous = position == 1 ? Self.zeroTag : scan.entries[position - 2].tag
+        if tail.exists && tail.fileSize > end { try file.truncate(to: UInt64(end)) }
+        let position = (tail.exists && tail.end > 0 ? tail.count : 0) + 1
+        let previous = position == 1 ? Self.zeroTag : tail.tag
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let nonce = random.bytes(HistoryFormat.nonceSize)
@@ -382,7 +406,57 @@ struct HistoryLog {
         let head = StoredHead(count: position, end: end + frame.count, tag: Hex.encode(tag))
         try writeState(head, purpose: .logHead, role: "log.head", to: headPath)
         try writeState(head, purpose: .logAnchor, role: "log.anchor", to: anchorPath)
-        return HistoryHead(count: position, tag: tag)
+        return LogTail(exists: true, count: position, end: head.end, tag: tag, fileSize: head.end, findings: [])
+    }
+
+    /// The log's tail as `log.head` and `log.anchor` name it, checked against the file without
+    /// reading its records: both sealed under the current key and equal, the file exactly as
+    /// long as they say, and its last 16 bytes the tag they name. Nil when anything differs (a
+    /// crash mid-append, an older vault's head, damage): the caller then reads the whole log.
+    func verifiedTail() -> LogTail? {
+        guard let headBytes = try? FileSystem.readFile(headPath, limit: 1 << 16),
+              let anchorBytes = try? FileSystem.readFile(anchorPath, limit: 1 << 16),
+              let (e1, h) = try? SealedState.openAnyEpoch(headBytes, purpose: .logHead, role: "log.head", keys: epochKeys, vaultID: vaultID),
+              let (e2, a) = try? SealedState.openAnyEpoch(anchorBytes, purpose: .logAnchor, role: "log.anchor", keys: epochKeys, vaultID: vaultID),
+              e1 == epoch, e2 == epoch,
+              let head = try? JSONDecoder().decode(StoredHead.self, from: Data(h)),
+              let anchor = try? JSONDecoder().decode(StoredHead.self, from: Data(a)), head == anchor,
+              head.count >= 1, head.end > HistoryFormat.fileHeader.count + HistoryFormat.tagSize,
+              let tag = Hex.decode(head.tag), tag.count == HistoryFormat.tagSize,
+              let file = try? FileDescriptor.openForReading(path) else { return nil }
+        defer { file.close() }
+        guard let size = try? file.size(), size == UInt64(head.end),
+              let last = try? file.read(count: HistoryFormat.tagSize, at: UInt64(head.end - HistoryFormat.tagSize)), last == tag,
+              let first = try? file.read(count: HistoryFormat.fileHeader.count, at: 0), first == HistoryFormat.fileHeader else { return nil }
+        return LogTail(exists: true, count: head.count, end: head.end, tag: tag, fileSize: head.end, findings: [])
+    }
+
+    /// The records after `after` up to `tail` (normally none or one: what the index has not
+    /// applied yet), each authenticated in its place; nil when they do not follow (the log was
+    /// replaced or cut since), and the caller reads the whole log.
+    func records(after state: DocumentIndex.State, upTo tail: LogTail) -> [HistoryRecord]? {
+        guard state.logEnd >= HistoryFormat.fileHeader.count, state.logEnd <= tail.end, state.logCount <= tail.count,
+              let previous = Hex.decode(state.logTag) else { return nil }
+        if state.logEnd == tail.end { return state.logCount == tail.count && previous == tail.tag ? [] : nil }
+        guard tail.end - state.logEnd <= 256 << 20, let file = try? FileDescriptor.openForReading(path) else { return nil }
+        defer { file.close() }
+        guard let bytes = try? file.read(count: tail.end - state.logEnd, at: UInt64(state.logEnd)), bytes.count == tail.end - state.logEnd else { return nil }
+        var out: [HistoryRecord] = []
+        var offset = 0, position = state.logCount, tag = previous
+        while offset < bytes.count {
+            guard bytes.count - offset >= 12 else { return nil }
+            let length = Int(bytes[offset..<offset + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            guard length >= 8 + HistoryFormat.nonceSize + HistoryFormat.tagSize, offset + 4 + length <= bytes.count else { return nil }
+            let body = offset + 12
+            let sealed = Array(bytes[body + HistoryFormat.nonceSize..<offset + 4 + length])
+            position += 1
+            guard let (_, record) = open(sealed, nonce: Array(bytes[body..<body + HistoryFormat.nonceSize]), position: position,
+                                         previousTag: tag, from: keys.keys.min() ?? epoch) else { return nil }
+            out.append(record)
+            tag = Array(sealed.suffix(HistoryFormat.tagSize))
+            offset += 4 + length
+        }
+        return position == tail.count && tag == tail.tag ? out : nil
     }
 
     // MARK: Removals in progress
@@ -468,39 +542,85 @@ extension Vault {
     /// authenticate under this vault's key and that the log never saw removed, and only when
     /// the chain is whole, so nothing an attacker without the password put there is taken in.
     /// A removal a crash interrupted (`remove.pending`) is finished first.
+    ///
+    /// The log's tail is checked against its sealed head, not read whole (``HistoryLog/verifiedTail()``);
+    /// the index keeps what the history says about documents, so nothing is replayed.
     /// - Parameter pending: ids `record` itself adds (they are on disk already).
     @discardableResult
     func recordLocked(_ record: HistoryRecord, pending: Set<DocumentID> = []) throws -> HistoryHead {
-        let log = try HistoryLog(vault: self)
-        var scan = try log.scan()
-        if (record.operation == .`init` || record.operation == .clone) && !scan.exists {
-            scan = HistoryScan.settled(scan)   // the first record of a new log
+        try withIndex(locked: true) { index in
+            let initial = record.operation == .`init` || record.operation == .clone
+            var writer = try historyWriter(index: index, initial: initial)
+            if record.operation != .remove, let interrupted = writer.log.pendingRemoval() {
+                try finishRemoval(interrupted, writer: &writer, interrupted: true)
+            }
+            if !initial { try prelude(&writer, pending: pending) }
+            try writer.append(record)
+            return HistoryHead(count: writer.tail.count, tag: writer.tail.tag)
         }
-        if record.operation != .remove, let interrupted = log.pendingRemoval() {
-            try finishRemoval(interrupted, log: log, scan: scan, adding: pending)
-            scan = try log.scan()
-        }
-        if record.operation != .`init` && record.operation != .clone {
+    }
+
+    /// What comes before a command's own record: a `begin` record for a vault that never had a
+    /// history, or an `adopt` record for documents a killed command committed unrecorded.
+    private func prelude(_ writer: inout HistoryWriter, pending: Set<DocumentID>) throws {
+        if let scan = writer.scan, !scan.exists && scan.storedHead == nil && scan.anchor == nil && (config.isLegacy || store.source != nil) {
+            // Only a vault/1 vault may never have had a history; from vault/2 on a missing
+            // log stays a finding until a password holder accepts the loss.
             let objects = try store.objectIDs().subtracting(pending)
-            if !scan.exists && scan.storedHead == nil && scan.anchor == nil && (config.isLegacy || store.source != nil) {
-                // Only a vault/1 vault may never have had a history; from vault/2 on a missing
-                // log stays a finding until a password holder accepts the loss.
-                let begin = HistoryRecord(.begin, documents: authenticatedDocuments(objects.sorted()),
-                                          detail: "the vault had no history; these documents were present")
-                try log.append(begin, to: scan)
-                scan = try log.scan()
-            } else if scan.findings.isEmpty {
-                let state = scan.documentState()
-                let unlogged = objects.filter { state.present[$0.hex] == nil && state.removed[$0.hex] == nil }
-                let adopted = authenticatedDocuments(unlogged.sorted())
-                if !adopted.isEmpty {
-                    try log.append(HistoryRecord(.adopt, documents: adopted,
-                                                 detail: "committed by a command that ended before recording them"), to: scan)
-                    scan = try log.scan()
-                }
+            try writer.append(HistoryRecord(.begin, documents: authenticatedDocuments(objects.sorted()),
+                                            detail: "the vault had no history; these documents were present"))
+        } else if writer.whole {
+            let adopted = authenticatedDocuments(try writer.index.unlogged().filter { !pending.contains($0) })
+            if !adopted.isEmpty {
+                try writer.append(HistoryRecord(.adopt, documents: adopted, detail: "committed by a command that ended before recording them"))
             }
         }
-        return try log.append(record, to: scan)
+    }
+
+    /// The history, ready to append to, with the index caught up with it: the tail verified
+    /// against the sealed head, and the records the index has not applied (a crash between a
+    /// record and its application) applied. When the tail does not verify, the whole log is
+    /// read and the index's view of it derived again.
+    /// - Parameter initial: the record is the first of a new log (`init`, `clone`).
+    func historyWriter(index: DocumentIndex, initial: Bool = false) throws -> HistoryWriter {
+        let log = try HistoryLog(vault: self)
+        if let tail = log.verifiedTail() {
+            var state = try index.stateOrEmpty()
+            if let missed = log.records(after: state, upTo: tail) {
+                if !missed.isEmpty {
+                    try index.db.transaction {
+                        for (n, r) in missed.enumerated() { try apply(r, at: state.logCount + n + 1, to: index) }
+                        state = try index.stateOrEmpty()
+                        (state.logCount, state.logEnd, state.logTag) = (tail.count, tail.end, Hex.encode(tail.tag))
+                        state.removed = try index.counts().removed
+                        try index.writeState(state)
+                    }
+                }
+                return HistoryWriter(vault: self, log: log, tail: tail, index: index, whole: true, scan: nil)
+            }
+        }
+        var scan = try log.scan()
+        if initial && !scan.exists { scan = HistoryScan.settled(scan) }
+        try index.db.transaction {
+            try deriveHistory(index, from: scan, state: scan.documentState())
+            var state = try index.stateOrEmpty()
+            state.removed = try index.counts().removed
+            try index.writeState(state)
+        }
+        return HistoryWriter(vault: self, log: log, tail: LogTail(scan), index: index, whole: scan.findings.isEmpty, scan: scan)
+    }
+
+    /// What a record changes in the index: the documents it names are logged; those it removes
+    /// are kept as removed (inside the caller's transaction).
+    func apply(_ record: HistoryRecord, at position: Int, to index: DocumentIndex) throws {
+        switch record.operation {
+        case .add, .import, .adopt, .pull, .begin, .accept:
+            try index.markLogged(record.documents.compactMap { DocumentID(hex: $0.id) })
+        case .remove:
+            for d in record.documents { try index.addRemoved(d, position: position) }
+        case .`init`, .export, .upload, .passwd, .push, .clone, .upgrade:
+            break
+        }
     }
 
     /// Accepts what is wrong with the history (`vault audit --accept-loss`): appends an
@@ -509,15 +629,17 @@ extension Vault {
     /// - Returns: the findings it settled.
     public func acceptHistoryLoss() throws -> [AuditFinding] {
         try store.withLock {
-            let log = try HistoryLog(vault: self)
-            let scan = try log.scan()
-            let settled = scan.findings + scan.noted
-            let documents = authenticatedDocuments(try store.objectIDs().sorted())
-            let codes = Array(Set(settled.map(\.code))).sorted()
-            try log.append(HistoryRecord(.accept, documents: documents,
-                                         detail: "a password holder accepted: " + (codes.isEmpty ? "nothing was wrong" : codes.joined(separator: ", "))),
-                           to: HistoryScan.settled(scan))
-            return settled
+            try withIndex(locked: true) { index in
+                let scan = try HistoryLog(vault: self).scan()
+                let settled = scan.findings + scan.noted
+                var writer = try historyWriter(index: index)
+                writer.tail.findings = []
+                let documents = authenticatedDocuments(try store.objectIDs().sorted())
+                let codes = Array(Set(settled.map(\.code))).sorted()
+                try writer.append(HistoryRecord(.accept, documents: documents,
+                                                detail: "a password holder accepted: " + (codes.isEmpty ? "nothing was wrong" : codes.joined(separator: ", "))))
+                return settled
+            }
         }
     }
 
@@ -526,30 +648,34 @@ extension Vault {
     /// goes last. A crash anywhere is finished by the next writer (``finishRemoval``), so the
     /// history never says present what is gone, nor removed what is still there.
     func removeLocked(_ documents: [HistoryRecord.Document]) throws {
-        let log = try HistoryLog(vault: self)
-        if let earlier = log.pendingRemoval() { try finishRemoval(earlier, log: log, scan: try log.scan()) }
-        try log.writePendingRemoval(documents)
-        try finishRemoval(documents, log: log, scan: nil)
+        try withIndex(locked: true) { index in
+            var writer = try historyWriter(index: index)
+            if let earlier = writer.log.pendingRemoval() { try finishRemoval(earlier, writer: &writer, interrupted: true) }
+            try prelude(&writer, pending: [])
+            try writer.log.writePendingRemoval(documents)
+            try finishRemoval(documents, writer: &writer, interrupted: false)
+        }
     }
 
     /// Unlinks whatever of `documents` is left, updates the index, appends the removal record
-    /// unless the log's last record is already it, and deletes `remove.pending`.
-    /// - Parameter adding: ids the caller's own record adds (not to be adopted meanwhile).
-    func finishRemoval(_ documents: [HistoryRecord.Document], log: HistoryLog, scan: HistoryScan?,
-                               adding: Set<DocumentID> = []) throws {
+    /// (for an interrupted removal: unless the index shows it recorded already) and deletes
+    /// `remove.pending`.
+    func finishRemoval(_ documents: [HistoryRecord.Document], writer: inout HistoryWriter, interrupted: Bool) throws {
         let ids = documents.compactMap { DocumentID(hex: $0.id) }
         for id in ids where FileSystem.kind(of: store.objectPath(id)) != .missing { try FileSystem.remove(store.objectPath(id)) }
         try FileSystem.syncDirectory(store.objectsPath)
-        var index = try loadIndex().index
-        for id in ids { index.records[id] = nil }
-        try saveIndex(index)
-        let last = scan?.records.last?.record
-        let recorded = last.map { $0.operation == .remove && Set($0.documents.map(\.id)) == Set(documents.map(\.id)) } ?? false
-        if !recorded {
-            try recordLocked(HistoryRecord(.remove, documents: documents,
-                                           detail: scan == nil ? nil : "finished after the removing command was interrupted"), pending: adding)
+        let index = writer.index
+        try index.db.transaction {
+            for id in ids { try index.delete(id) }
+            try commitIndexState(index)
         }
-        try FileSystem.remove(log.pendingRemovalPath)
+        var recorded = interrupted && !ids.isEmpty
+        for id in ids where recorded { recorded = try index.isRemoved(id) }
+        if !recorded {
+            try writer.append(HistoryRecord(.remove, documents: documents,
+                                            detail: interrupted ? "finished after the removing command was interrupted" : nil))
+        }
+        try FileSystem.remove(writer.log.pendingRemovalPath)
         try FileSystem.syncDirectory(store.root)
     }
 
@@ -564,12 +690,36 @@ extension Vault {
     /// Fails when one of `records` was removed according to the history and its object is
     /// back (a resurrected document): such a document is not sent anywhere.
     public func refuseResurrected(_ records: [DocumentRecord]) throws {
-        let removed = try history().documentState().removed
-        let back = records.filter { removed[$0.id.hex] != nil }
-        guard let first = back.first else { return }
+        let back = try withIndex { index in try records.compactMap { r in try index.removal(of: r.id).map { (r, $0) } } }
+        guard let (first, position) = back.first else { return }
         throw VaultError(.vaultDamaged,
-                         "document \(first.id) (\(first.metadata.name)) was removed (history record \(removed[first.id.hex]!)) and its object is back"
+                         "document \(first.id) (\(first.metadata.name)) was removed (history record \(position)) and its object is back"
                          + (back.count > 1 ? ", and \(back.count - 1) more" : "") + "; nothing was sent",
                          hint: "run 'vault audit'; 'vault remove \(first.id.hex.prefix(8))' removes it again")
+    }
+}
+
+/// A history append in progress: the log's tail, and the index kept in step with each record.
+struct HistoryWriter {
+    let vault: Vault
+    let log: HistoryLog
+    var tail: LogTail
+    let index: DocumentIndex
+    /// True when the chain is whole (nothing is adopted otherwise).
+    let whole: Bool
+    /// The whole-log scan, when the tail did not verify and the log was read.
+    let scan: HistoryScan?
+
+    /// Appends `record` and applies it to the index, with the index's position in the history.
+    mutating func append(_ record: HistoryRecord) throws {
+        tail = try log.append(record, to: tail)
+        let (index, vault, tail) = (self.index, self.vault, self.tail)
+        try index.db.transaction {
+            try vault.apply(record, at: tail.count, to: index)
+            var state = try index.stateOrEmpty()
+            (state.logCount, state.logEnd, state.logTag) = (tail.count, tail.end, Hex.encode(tail.tag))
+            state.removed = try index.counts().removed
+            try index.writeState(state)
+        }
     }
 }

@@ -89,8 +89,11 @@ extension Vault {
         try parameters.validate()
         return try store.withLock {
             // A removal a crash interrupted is finished under the key it was sealed with.
-            let log = try HistoryLog(vault: self)
-            if let interrupted = log.pendingRemoval() { try finishRemoval(interrupted, log: log, scan: try log.scan()) }
+            try withIndex(locked: true) { index in
+                var writer = try historyWriter(index: index)
+                if let interrupted = writer.log.pendingRemoval() { try finishRemoval(interrupted, writer: &writer, interrupted: true) }
+            }
+            let known = Dictionary(try records().records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             let keyring2 = try Keyring.create(password: newPassword, kdf: parameters, random: random)
             let (newConfig, newKeys) = try rotatedConfig(keyring: keyring2, parameters: parameters)
 
@@ -126,9 +129,7 @@ extension Vault {
             // head is of the old epoch, as its last record: consistent, and the next record is
             // sealed under the new key).
             let rotated = Vault(store: store, config: newConfig, keyring: keyring2.with(epoch: newKeys.epoch, earlier: []), keys: newKeys, random: random)
-            if let index = try? VaultIndex.open(try FileSystem.readFile(store.indexPath), keys: keys, vaultID: config.id) {
-                try rotated.saveIndex(index)
-            }
+            try rotated.withIndex(locked: true, known: known) { _ in }   // sealed again under the new key
             let level = KDFLevel.allCases.first { $0.parameters == parameters }?.rawValue
             try rotated.recordLocked(HistoryRecord(.passwd, detail: "argon2id \(level ?? "custom"): ops \(parameters.opsLimit), memory \(parameters.memLimitKiB) KiB; \(entries.count) headers re-sealed; key epoch \(keys.epoch) → \(newKeys.epoch) (a new vault key)"))
             return PasswordChangeSummary(documents: entries.count, bytesWritten: written, kdf: parameters)

@@ -56,9 +56,7 @@ extension Vault {
     /// not open): what a rebuild of the index will have to read the headers of.
     public func unindexedObjects() throws -> [DocumentID] {
         let ids = try store.objectIDs()
-        guard let bytes = try? FileSystem.readFile(store.indexPath),
-              let index = try? VaultIndex.open(bytes, keys: keys, vaultID: config.id) else { return ids.sorted() }
-        return ids.filter { index.records[$0] == nil }.sorted()
+        return ids.subtracting(indexedIDs()).sorted()
     }
 
     /// The path of a document's envelope (to send it as it is).
@@ -66,15 +64,7 @@ extension Vault {
 
     /// The documents this vault's history says were removed (and not added again).
     public func removedDocuments() throws -> [DocumentID: HistoryRecord.Document] {
-        let scan = try history()
-        var removed: [DocumentID: HistoryRecord.Document] = [:]
-        let state = scan.documentState()
-        for (_, record) in scan.records where record.operation == .remove {
-            for d in record.documents where state.removed[d.id] != nil {
-                if let id = DocumentID(hex: d.id) { removed[id] = d }
-            }
-        }
-        return removed
+        try withIndex { index in try index.removedDocuments() }
     }
 
     /// Seals a tombstone for `document`: a sealed state file (purpose tombstone, role
@@ -152,9 +142,12 @@ extension Vault {
         guard !records.isEmpty || !anomalies.isEmpty else { return }
         try store.withLock {
             let known = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-            var index = try loadIndex(known: known).index
-            for r in records { index.records[r.id] = r }
-            try saveIndex(index)
+            try withIndex(locked: true, known: known) { index in
+                try index.db.transaction {
+                    for r in records where try index.record(r.id) == nil { try index.put(r, logged: false) }
+                    try commitIndexState(index)
+                }
+            }
             var r = HistoryRecord(.pull, documents: records.stableOrder().map(HistoryRecord.Document.init), destinations: [source])
             r.anomalies = anomalies
             try recordLocked(r, pending: Set(known.keys))
@@ -167,10 +160,12 @@ extension Vault {
     public func applyTombstones(_ stones: [Tombstone]) throws {
         guard !stones.isEmpty else { return }
         try store.withLock {
-            let index = try loadIndex().index
-            try removeLocked(stones.map { stone in
-                DocumentID(hex: stone.id).flatMap { index.records[$0] }.map(HistoryRecord.Document.init) ?? stone.document
-            })
+            let documents = try withIndex(locked: true) { index in
+                try stones.map { stone in
+                    try DocumentID(hex: stone.id).flatMap { try index.record($0) }.map(HistoryRecord.Document.init) ?? stone.document
+                }
+            }
+            try removeLocked(documents)
         }
     }
 
@@ -216,7 +211,7 @@ extension VaultStore {
             try FileSystem.setPermissions(root, .ownerReadWriteExecute)
         }
         try FileSystem.makeDirectory(objectsPath)
-        try AtomicFile.write(try VaultIndex(records: [:]).sealed(keys: vault.keys, vaultID: config.id, random: random), to: indexPath, random: random)
+        try vault.createIndex()
         try vault.recordLocked(HistoryRecord(.clone, destinations: [source]))
         try AtomicFile.write(configBytes, to: configPath, random: random)
         _ = try FileDescriptor.openOrCreate(lockPath)

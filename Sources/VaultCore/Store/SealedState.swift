@@ -25,6 +25,8 @@ public enum SealedState {
         case logAnchor = 6
         case keyring = 7
         case remotes = 8
+        case indexRecord = 9
+        case indexState = 10
 
         var name: String {
             switch self {
@@ -36,6 +38,8 @@ public enum SealedState {
             case .logAnchor: "log anchor"
             case .keyring: "keyring"
             case .remotes: "remote list"
+            case .indexRecord: "index record"
+            case .indexState: "index state"
             }
         }
     }
@@ -60,11 +64,27 @@ public enum SealedState {
     /// Seals `body` as the state file `role` for `purpose`, under the current epoch's key.
     static func seal(_ body: [UInt8], purpose: Purpose, role: String, keys: EpochKeys, vaultID: String,
                      random: any RandomSource) throws -> [UInt8] {
+        seal(body, purpose: purpose, role: role, epoch: keys.epoch, subkey: try subkey(keys.current, purpose: purpose), vaultID: vaultID,
+             random: random)
+    }
+
+    /// Seals with a subkey derived once by the caller (``subkey(_:purpose:)`` of `epoch`'s
+    /// vault key): for the index, which seals and opens one record per document.
+    static func seal(_ body: [UInt8], purpose: Purpose, role: String, epoch: UInt32, subkey: SecretBytes, vaultID: String,
+                     random: any RandomSource) -> [UInt8] {
         var prefix = magic + [version, purpose.rawValue]
-        prefix.appendBigEndian(keys.epoch)
+        prefix.appendBigEndian(epoch)
         let nonce = random.bytes(EnvelopeFormat.nonceSize)
         let ad = associatedData(prefix: prefix[...], vaultID: vaultID, role: role)
-        return prefix + nonce + XChaCha20Poly1305.seal(body, ad: ad, nonce: nonce, key: try subkey(keys.current, purpose: purpose))
+        return prefix + nonce + XChaCha20Poly1305.seal(body, ad: ad, nonce: nonce, key: subkey)
+    }
+
+    /// Opens what ``seal(_:purpose:role:epoch:subkey:vaultID:random:)`` sealed in `epoch`; nil
+    /// when it is not such a file or does not authenticate.
+    static func open(_ bytes: [UInt8], purpose: Purpose, role: String, epoch: UInt32, subkey: SecretBytes, vaultID: String) -> [UInt8]? {
+        guard let p = prefix(of: bytes), p.purpose == purpose.rawValue, p.epoch == epoch else { return nil }
+        let ad = associatedData(prefix: bytes[0..<prefixSize], vaultID: vaultID, role: role)
+        return XChaCha20Poly1305.open(Array(bytes[headerSize...]), ad: ad, nonce: Array(bytes[prefixSize..<headerSize]), key: subkey)
     }
 
     /// What a state file says about itself before it is opened (public bytes).

@@ -11,6 +11,8 @@ public final class Vault: @unchecked Sendable {
     /// The vault key of the current key epoch, and the earlier ones.
     let keys: EpochKeys
     let random: any RandomSource
+    /// The index connection (``withIndex(locked:_:)``).
+    let indexHolder = IndexHolder()
 
     init(store: VaultStore, config: VaultConfig, keyring: Keyring, keys: EpochKeys, random: any RandomSource) {
         self.store = store
@@ -66,18 +68,53 @@ public final class Vault: @unchecked Sendable {
 
     // MARK: Listing and resolving
 
-    /// Every document, in stable order (oldest first). Rebuilds the index if it is stale.
+    /// Every document, in stable order (oldest first), in one array. Commands that may meet a
+    /// large vault use ``forEachRecord(_:)`` or ``select(_:)``.
     /// - Returns: the records, and the objects that could not be read (with why).
     public func records() throws -> (records: [DocumentRecord], unreadable: [(DocumentID, VaultError)]) {
-        var state = try loadIndex()
-        if state.status != .current {
-            state = try store.withLock {
-                let fresh = try loadIndex()
-                if fresh.status != .current { try saveIndex(fresh.index) }
-                return fresh
+        var all: [DocumentRecord] = []
+        let unreadable = try forEachRecord { all.append($0) }
+        return (all, unreadable)
+    }
+
+    /// Calls `body` with every document in stable order (oldest first), reading the index one
+    /// row at a time: the first comes before the rest are read, and memory does not grow with
+    /// the vault.
+    /// - Returns: the objects that could not be read (with why).
+    @discardableResult
+    public func forEachRecord(_ body: (DocumentRecord) throws -> Void) throws -> [(DocumentID, VaultError)] {
+        try withIndex { index in
+            try index.db.reading {
+                try index.forEach(body)
+                return try index.unreadable()
             }
         }
-        return (Array(state.index.records.values).stableOrder(), state.unreadable.sorted { $0.0 < $1.0 })
+    }
+
+    /// The documents `selection` names, in stable order: lookups by name, id prefix and tag
+    /// read only the rows they match.
+    public func select(_ selection: DocumentSelection) throws -> [DocumentRecord] {
+        try withIndex { index in try index.db.reading { try selection.apply(to: IndexCatalog(index: index)) } }
+    }
+
+    /// The document a user means by `query` (see ``DocumentSelection/resolve(_:in:)``).
+    public func resolve(_ query: String) throws -> DocumentRecord {
+        try withIndex { index in try index.db.reading { try DocumentSelection.resolve(query, in: IndexCatalog(index: index)) } }
+    }
+
+    /// The objects whose envelope could not be read (with why): not listed, not selected.
+    public func unreadableObjects() throws -> [(DocumentID, VaultError)] {
+        try withIndex { index in try index.unreadable() }
+    }
+
+    /// The document `id`, if the vault has it.
+    public func record(_ id: DocumentID) throws -> DocumentRecord? {
+        try withIndex { index in try index.record(id) }
+    }
+
+    /// The number of documents.
+    public func documentCount() throws -> Int {
+        try withIndex { index in try index.counts().documents }
     }
 
     /// Opens a document's envelope for reading (header checked and authenticated). Errors,
@@ -137,65 +174,13 @@ public final class Vault: @unchecked Sendable {
     /// midway is finished by the next writer).
     public func remove(_ ids: [DocumentID]) throws {
         try store.withLock {
-            let index = try loadIndex().index
-            try removeLocked(ids.map { id in
-                index.records[id].map(HistoryRecord.Document.init)
-                    ?? HistoryRecord.Document(id: id.hex, name: "", sha256: "", size: 0)
-            })
-        }
-    }
-
-    // MARK: Index
-
-    /// `otherEpoch`: sealed in another key epoch (a password change a crash stopped before it
-    /// sealed the index again, or an old copy put back): never read, rebuilt like a missing one.
-    enum IndexStatus { case current, missing, damaged, stale, otherEpoch }
-
-    struct IndexState {
-        var index: VaultIndex
-        var status: IndexStatus
-        var unreadable: [(DocumentID, VaultError)]
-    }
-
-    /// Loads the index and checks it names exactly the objects on disk; if not, rebuilds it in
-    /// memory from the objects (keeping the records of objects it already knew, and those in
-    /// `known`, which need not be opened again).
-    func loadIndex(known: [DocumentID: DocumentRecord] = [:]) throws -> IndexState {
-        let ids = try store.objectIDs()
-        var status = IndexStatus.current
-        var index = VaultIndex(records: [:])
-        if FileSystem.kind(of: store.indexPath) == .missing {
-            status = .missing
-        } else {
-            let bytes = try? FileSystem.readFile(store.indexPath)
-            do {
-                index = try VaultIndex.open(bytes ?? [], keys: keys, vaultID: config.id)
-            } catch {
-                // Sealed in another key epoch: a password change that a crash stopped before it
-                // sealed the index again (or an old copy put back). Never read; rebuilt from the
-                // objects like a missing one, which it is for this key.
-                let otherEpoch = bytes.flatMap(SealedState.prefix(of:)).map { $0.epoch != keys.epoch } ?? false
-                status = otherEpoch ? .otherEpoch : .damaged
+            let documents = try withIndex(locked: true) { index in
+                try ids.map { id in
+                    try index.record(id).map(HistoryRecord.Document.init) ?? HistoryRecord.Document(id: id.hex, name: "", sha256: "", size: 0)
+                }
             }
+            try removeLocked(documents)
         }
-        if status == .current && Set(index.records.keys) == ids { return IndexState(index: index, status: .current, unreadable: []) }
-        if status == .current { status = .stale }
-        var unreadable: [(DocumentID, VaultError)] = []
-        index.records = index.records.filter { ids.contains($0.key) }
-        for id in ids where index.records[id] == nil {
-            if let record = known[id] { index.records[id] = record; continue }
-            do {
-                let reader = try openEnvelope(id, threads: 1, batching: ChunkBatching(chunks: 1), readAhead: false)   // the header only
-                index.records[id] = DocumentRecord(id: id, metadata: reader.metadata)
-            } catch {
-                unreadable.append((id, VaultError.from(error)))
-            }
-        }
-        return IndexState(index: index, status: status, unreadable: unreadable)
-    }
-
-    func saveIndex(_ index: VaultIndex) throws {
-        try AtomicFile.write(try index.sealed(keys: keys, vaultID: config.id, random: random), to: store.indexPath, random: random)
     }
 
     /// Removes temporary files that killed writers left in the vault's folders.

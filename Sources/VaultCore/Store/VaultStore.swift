@@ -3,7 +3,7 @@ import Foundation
 /// A vault directory on disk, before it is unlocked.
 ///
 /// Layout: `vault.json` (public parameters, wrapped vault key), `objects/<id>.vlt` (one
-/// envelope per document: the truth), `index.vlt` (encrypted cache of the records), `lock`
+/// envelope per document: the truth), `index.db` (the index: sealed rows), `lock`
 /// (writers take an exclusive `flock` on it). Directories are 0700, files 0600.
 public struct VaultStore: Sendable {
     /// The vault directory (for a vault read from a remote store: its local cache folder).
@@ -13,6 +13,7 @@ public struct VaultStore: Sendable {
     public let source: (any ObjectSource)?
     var configPath: String { root + "/vault.json" }
     var objectsPath: String { root + "/objects" }
+    /// The index of the version before (`index.vlt`), read once to make `index.db` and removed.
     var indexPath: String { root + "/index.vlt" }
     var lockPath: String { root + "/lock" }
     func objectPath(_ id: DocumentID) -> String { "\(objectsPath)/\(id.hex).vlt" }
@@ -72,7 +73,7 @@ public struct VaultStore: Sendable {
                                   ciphertext: XChaCha20Poly1305.sealKey(vaultKey, ad: config.wrapAD, nonce: nonce, key: keyring.kek).base64)
         let keys = EpochKeys(epoch: 0, current: vaultKey)
         let vault = Vault(store: self, config: config, keyring: keyring, keys: keys, random: random)
-        try AtomicFile.write(try VaultIndex(records: [:]).sealed(keys: keys, vaultID: config.id, random: random), to: indexPath, random: random)
+        try vault.createIndex()
         try vault.recordLocked(HistoryRecord(.`init`, detail: "argon2id ops \(kdf.opsLimit), memory \(kdf.memLimitKiB) KiB", now: now))
         // vault.json last: its presence is what makes the directory a vault.
         try AtomicFile.write(config.encoded(), to: configPath, random: random)

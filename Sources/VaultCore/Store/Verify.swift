@@ -38,17 +38,19 @@ extension Vault {
     /// envelopes say, rebuilding it when it is stale or damaged.
     /// - Parameter progress: called after each verified batch with (bytes done, bytes total).
     public func verify(_ ids: [DocumentID]? = nil, progress: ((UInt64, UInt64) -> Void)? = nil) throws -> VerifyReport {
-        let state = try loadIndex()
+        let all = try records().records
+        let status = indexHolder.lastStatus
         let selected = try ids ?? Array(store.objectIDs())
-        let known = state.index.records
+        let known = Dictionary(all.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         let ordered = selected.sorted { a, b in
             let ka = known[a].map { $0.metadata.addedAtMillis } ?? .max, kb = known[b].map { $0.metadata.addedAtMillis } ?? .max
             return (ka, a) < (kb, b)
         }
         let total = ordered.reduce(UInt64(0)) { $0 + (known[$1]?.metadata.size ?? 0) }
         var done: UInt64 = 0
+        var mismatch = false
         var entries: [VerifyReport.Entry] = []
-        var indexState: VerifyReport.IndexState = switch state.status {
+        var indexState: VerifyReport.IndexState = switch status {
         case .current: .ok
         case .missing, .stale, .otherEpoch: .rebuilt
         case .damaged: .damaged
@@ -59,7 +61,7 @@ extension Vault {
                 let reader = try openEnvelope(id, verifyDigest: true)
                 entry.name = reader.metadata.name
                 entry.size = reader.metadata.size
-                if let record = known[id], record.metadata != reader.metadata { indexState = .damaged }
+                if let record = known[id], record.metadata != reader.metadata { indexState = .damaged; mismatch = true }
                 while let batch = try reader.next() {
                     done += UInt64(batch.count)
                     progress?(done, max(total, done))
@@ -69,15 +71,7 @@ extension Vault {
             }
             entries.append(entry)
         }
-        if indexState != .ok {
-            try store.withLock {
-                var fresh = try loadIndex().index
-                for entry in entries where entry.error == nil {
-                    if let r = try? openEnvelope(entry.id) { fresh.records[entry.id] = DocumentRecord(id: entry.id, metadata: r.metadata) }
-                }
-                try saveIndex(fresh)
-            }
-        }
+        if mismatch { try rebuildIndexNow() }
         return VerifyReport(documents: entries, index: indexState)
     }
 }

@@ -104,6 +104,24 @@ public final class FileDescriptor: @unchecked Sendable {
         return out
     }
 
+    /// Reads `count` bytes at `offset` without moving the file position (fewer at end of file).
+    public func read(count: Int, at offset: UInt64) throws -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n: Int
+            do {
+                n = try out.withUnsafeMutableBytes { b in
+                    try descriptor.read(fromAbsoluteOffset: Int64(offset) + Int64(done), into: UnsafeMutableRawBufferPointer(rebasing: b[done...]))
+                }
+            } catch { throw VaultError.posix("cannot read", path, error) }
+            if n == 0 { break }
+            done += n
+        }
+        out.removeLast(count - done)
+        return out
+    }
+
     /// Writes every byte, retrying short writes.
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
         do { _ = try descriptor.writeAll(bytes) } catch { throw VaultError.posix("cannot write", path, error) }

@@ -185,6 +185,20 @@ enum Platform {
         #endif
     }
 
+    /// A directory's identity and times as one string — inode, modification and change time to
+    /// the nanosecond — or nil when it cannot be read. Creating, renaming or removing an entry
+    /// changes both times; the change time cannot be set back from user space.
+    static func statTimes(_ path: String) -> String? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        #if canImport(Darwin)
+        let (m, c) = (st.st_mtimespec, st.st_ctimespec)
+        #else
+        let (m, c) = (st.st_mtim, st.st_ctim)
+        #endif
+        return "\(st.st_dev):\(st.st_ino):\(m.tv_sec).\(m.tv_nsec):\(c.tv_sec).\(c.tv_nsec)"
+    }
+
     /// Seconds since 1970, from the system clock.
     static var now: Int { time(nil) }
 

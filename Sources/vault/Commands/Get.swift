@@ -66,7 +66,7 @@ extension VaultCommand {
             }
             let bounds = try range.map(Self.parse(range:))
             let vault = try await options.open()
-            let record = try DocumentSelection.resolve(document, in: vault.records().records)
+            let record = try vault.resolve(document)
             if let (start, end) = bounds {
                 let reader = try vault.randomAccess(record.id)
                 guard start < reader.size else {

@@ -29,9 +29,31 @@ extension VaultCommand {
 
         func execute(_ options: GlobalOptions) async throws {
             let vault = try await options.open()
-            let (all, unreadable) = try vault.records()
-            let records = try DocumentSelection(tag: tag).apply(to: all)
-            Terminal.out(json ? Self.json(records) : Self.table(records))
+            let output = BufferedOutput()
+            let unreadable: [(DocumentID, VaultError)]
+            // Rows are written as the index yields them: the first before the rest are read,
+            // and memory does not grow with the vault.
+            let sink: (DocumentRecord) -> Void
+            let table = TableWriter(output: output)
+            var first = true
+            if json {
+                output.append("[")
+                sink = { r in
+                    if !first { output.append(",") }
+                    first = false
+                    output.append(Self.jsonObject(r))
+                }
+            } else {
+                sink = { r in table.add(r) }
+            }
+            if let tag {
+                for r in try vault.select(DocumentSelection(tag: tag)) { sink(r) }
+                unreadable = try vault.unreadableObjects()
+            } else {
+                unreadable = try vault.forEachRecord(sink)
+            }
+            if json { output.append("]\n") } else { table.finish() }
+            output.flush()
             if !unreadable.isEmpty {
                 for (id, e) in unreadable { Terminal.warn("document \(id) cannot be read: \(e.message)") }
                 throw VaultError(.vaultDamaged, "\(unreadable.count) document(s) could not be read and are not listed",
@@ -39,41 +61,97 @@ extension VaultCommand {
             }
         }
 
-        /// One document in `list --json`.
-        struct Listed: Encodable {
-            var id, name, contentType: String
-            var size: UInt64
-            var sha256, added: String
-            var tags: [String]
+        /// One document in `list --json`: keys sorted, as ``JSONOutput`` writes them.
+        static func jsonObject(_ r: DocumentRecord) -> String {
+            let tags = r.metadata.tags.map(JSONString.quote).joined(separator: ",")
+            return "{\"added\":\"\(UTCTime.iso(millis: r.metadata.addedAtMillis))\",\"contentType\":\(JSONString.quote(r.metadata.contentType)),"
+                + "\"id\":\"\(r.id.hex)\",\"name\":\(JSONString.quote(r.metadata.name)),\"sha256\":\"\(Hex.encode(r.metadata.sha256))\","
+                + "\"size\":\(r.metadata.size),\"tags\":[\(tags)]}"
         }
 
-        static func json(_ records: [DocumentRecord]) -> String {
-            JSONOutput.line(records.map { r in
-                Listed(id: r.id.hex, name: r.metadata.name, contentType: r.metadata.contentType, size: r.metadata.size,
-                       sha256: Hex.encode(r.metadata.sha256), added: JSONOutput.iso(millis: r.metadata.addedAtMillis), tags: r.metadata.tags)
-            })
-        }
+        /// The table, written as rows come: column widths are those of the header and the first
+        /// 1,000 rows (a longer cell further down widens only its own row).
+        final class TableWriter {
+            static let window = 1000
+            let output: BufferedOutput
+            var pending: [[String]] = []
+            var widths: [Int]?
+            static let header = ["ID", "NAME", "TYPE", "SIZE", "ADDED (UTC)"]
 
-        static func table(_ records: [DocumentRecord]) -> String {
-            if records.isEmpty { return "" }
-            let f = DateFormatter()
-            f.locale = Locale(identifier: "en_US_POSIX")
-            f.timeZone = TimeZone(identifier: "UTC")
-            f.dateFormat = "yyyy-MM-dd HH:mm"
-            let rows = records.map { r in
-                [String(r.id.hex.prefix(12)), Terminal.printable(r.metadata.name), r.metadata.contentType,
-                 Terminal.size(r.metadata.size), f.string(from: r.metadata.addedAt)]
+            init(output: BufferedOutput) { self.output = output }
+
+            func add(_ r: DocumentRecord) {
+                let row = [String(r.id.hex.prefix(12)), Terminal.printable(r.metadata.name), r.metadata.contentType,
+                           Terminal.size(r.metadata.size), UTCTime.minutes(millis: r.metadata.addedAtMillis)]
+                if let widths {
+                    output.append(Self.line(row, widths))
+                    return
+                }
+                pending.append(row)
+                if pending.count >= Self.window { flushWindow() }
             }
-            let header = ["ID", "NAME", "TYPE", "SIZE", "ADDED (UTC)"]
-            var widths = header.map(\.count)
-            for row in rows { for (i, c) in row.enumerated() { widths[i] = max(widths[i], c.count) } }
-            func line(_ cells: [String]) -> String {
-                cells.enumerated().map { i, c in
-                    i == 3 ? String(repeating: " ", count: widths[i] - c.count) + c
-                           : i == cells.count - 1 ? c : c + String(repeating: " ", count: widths[i] - c.count)
-                }.joined(separator: "  ")
+
+            private func flushWindow() {
+                var w = Self.header.map(\.count)
+                for row in pending { for (i, c) in row.enumerated() { w[i] = max(w[i], c.count) } }
+                widths = w
+                output.append(Self.line(Self.header, w))
+                for row in pending { output.append(Self.line(row, w)) }
+                pending = []
             }
-            return ([line(header)] + rows.map(line)).joined(separator: "\n") + "\n"
+
+            func finish() {
+                if widths == nil && !pending.isEmpty { flushWindow() }
+            }
+
+            static func line(_ cells: [String], _ widths: [Int]) -> String {
+                var out = ""
+                for (i, c) in cells.enumerated() {
+                    if i > 0 { out += "  " }
+                    let pad = String(repeating: " ", count: max(0, widths[i] - c.count))
+                    out += i == 3 ? pad + c : i == cells.count - 1 ? c : c + pad
+                }
+                return out + "\n"
+            }
         }
+    }
+}
+
+/// Standard output through a 64 KiB buffer: one write per buffer, not per row.
+final class BufferedOutput {
+    private var buffer: [UInt8] = []
+    init() { buffer.reserveCapacity(1 << 16) }
+    func append(_ text: String) {
+        buffer.append(contentsOf: text.utf8)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+    func flush() {
+        guard !buffer.isEmpty else { return }
+        buffer.withUnsafeBytes { Terminal.outBytes($0) }
+        buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+/// Times in UTC without a formatter object (which costs microseconds per call: `list` prints
+/// 100,000 rows a second).
+enum UTCTime {
+    private static func parts(_ millis: Int64) -> tm {
+        var t = time_t(millis >= 0 ? millis / 1000 : (millis - 999) / 1000)
+        var out = tm()
+        gmtime_r(&t, &out)
+        return out
+    }
+    private static func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+
+    /// `yyyy-MM-dd HH:mm`.
+    static func minutes(millis: Int64) -> String {
+        let t = parts(millis)
+        return "\(t.tm_year + 1900)-\(two(t.tm_mon + 1))-\(two(t.tm_mday)) \(two(t.tm_hour)):\(two(t.tm_min))"
+    }
+
+    /// ISO 8601, seconds, `Z`: what `ISO8601DateFormatter` writes.
+    static func iso(millis: Int64) -> String {
+        let t = parts(millis)
+        return "\(t.tm_year + 1900)-\(two(t.tm_mon + 1))-\(two(t.tm_mday))T\(two(t.tm_hour)):\(two(t.tm_min)):\(two(t.tm_sec))Z"
     }
 }

@@ -34,7 +34,7 @@ extension VaultCommand {
 
         func execute(_ options: GlobalOptions) async throws {
             let vault = try options.unlock()
-            let ids = try DocumentSelection(queries: documents).apply(to: vault.records().records).map(\.id)
+            let ids = try vault.select(DocumentSelection(queries: documents)).map(\.id)
             try vault.remove(ids)
             if result.json {
                 Terminal.out(JSONOutput.line(Result(removed: ids.map(\.hex))))

@@ -1,0 +1,346 @@
+import CSQLite
+import Foundation
+
+/// The index (`index.db`): an SQLite database of one sealed row per document, so that adding,
+/// finding and listing cost what they touch, not what the vault holds (docs/FORMAT.md "Index").
+///
+/// Nothing about a document is in the clear but its id (already the object's file name) and the
+/// time it was added (the order of `list`; the object's own timestamps show it too). Each row's
+/// metadata is a sealed state record (purpose index record, role `index.db/documents/<id>`), and
+/// lookups by name, SHA-256 and tag go through keyed hashes under a subkey of the vault key.
+/// The documents removed according to the history are kept too (`removed`), so export and
+/// upload refuse a resurrected document without replaying the history.
+///
+/// A sealed state row (`meta`, role `index.db/state`) holds what the rows must agree with: how
+/// many there are, the stamp of `objects/` (inode, modification and change times) when the
+/// index last matched it, and how far into the history the index has applied. A row deleted,
+/// a stamp that differs (an object added or removed by anything else than a vault writer, or
+/// by one a crash stopped) or an index of another key epoch is found when the index is opened,
+/// and the index is reconciled with the objects — the objects stay the truth.
+///
+/// Writers hold the vault's lock; readers read a consistent snapshot (write-ahead log).
+final class DocumentIndex {
+    static let fileName = "index.db"
+    /// `PRAGMA user_version` of the schema below.
+    static let schemaVersion: Int32 = 1
+    /// The ``Vault/keyedDigest(purpose:_:)`` subkey id of lookup hashes.
+    static let lookupPurpose: UInt64 = 2
+
+    /// What the sealed state row says.
+    struct State: Codable, Equatable {
+        /// Rows in `documents` and in `removed`.
+        var documents: Int
+        var removed: Int
+        /// The stamp of `objects/` when the rows last matched it ("" for a store read in place).
+        var objects: String
+        /// The history applied so far: records, the offset after the last, its tag (hex).
+        var logCount: Int
+        var logEnd: Int
+        var logTag: String
+    }
+
+    let db: SQLiteDatabase
+    let epoch: UInt32
+    private let vaultID: String
+    private let random: any RandomSource
+    private let sealKey: SecretBytes
+    private let stateKey: SecretBytes
+    private let lookupKey: SecretBytes
+
+    private static let schema = """
+        CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS documents (id BLOB PRIMARY KEY, added INTEGER NOT NULL, name BLOB NOT NULL,
+            digest BLOB NOT NULL, logged INTEGER NOT NULL, record BLOB NOT NULL) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS documents_order ON documents(added, id);
+        CREATE INDEX IF NOT EXISTS documents_name ON documents(name);
+        CREATE INDEX IF NOT EXISTS documents_digest ON documents(digest);
+        CREATE INDEX IF NOT EXISTS documents_unlogged ON documents(id) WHERE logged = 0;
+        CREATE TABLE IF NOT EXISTS tags (tag BLOB NOT NULL, id BLOB NOT NULL, PRIMARY KEY (tag, id)) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS tags_id ON tags(id);
+        CREATE TABLE IF NOT EXISTS removed (id BLOB PRIMARY KEY, record BLOB NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS unreadable (id BLOB PRIMARY KEY, code TEXT NOT NULL, message TEXT NOT NULL) WITHOUT ROWID;
+        """
+
+    /// Opens (creating when missing) the index of `vault`.
+    /// - Throws: ``VaultError/Code/vaultDamaged`` when the file is not a database of this schema.
+    init(vault: Vault) throws {
+        let path = vault.store.root + "/" + Self.fileName
+        db = try SQLiteDatabase(path: path, create: true)
+        epoch = vault.keys.epoch
+        vaultID = vault.config.id
+        random = vault.random
+        sealKey = try SealedState.subkey(vault.keys.current, purpose: .indexRecord)
+        stateKey = try SealedState.subkey(vault.keys.current, purpose: .indexState)
+        lookupKey = try SubkeyDerivation.derive(from: vault.keys.current, id: Self.lookupPurpose, context: Vault.keyedDigestContext)
+        // FULL: a commit is on disk when it returns (the history and the objects are fsynced too).
+        try db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF")
+        let current = try db.statement("PRAGMA user_version").first { $0.int64(0) } ?? 0
+        if current == 0 {
+            try db.transaction { try db.execute(Self.schema + "; PRAGMA user_version = \(Self.schemaVersion)") }
+        } else if current != Int64(Self.schemaVersion) {
+            throw VaultError(.vaultDamaged, "\(path) has schema version \(current), which this vault does not read")
+        }
+    }
+
+    // MARK: The state row
+
+    /// Reads and opens the state row: nil when there is none (a new index), `.failure` when it
+    /// does not authenticate under this epoch's key (damaged, forged, or another epoch's).
+    func readState() throws -> Result<State, VaultError>? {
+        guard let bytes = try db.statement("SELECT value FROM meta WHERE name = 'state'").first({ $0.blob(0) }) else { return nil }
+        guard let plain = SealedState.open(bytes, purpose: .indexState, role: "index.db/state", epoch: epoch, subkey: stateKey, vaultID: vaultID),
+              let state = try? JSONDecoder().decode(State.self, from: Data(plain)) else {
+            if let p = SealedState.prefix(of: bytes), p.epoch != epoch {
+                return .failure(VaultError(.vaultDamaged, "index.db is sealed in key epoch \(p.epoch), not the vault's \(epoch)"))
+            }
+            return .failure(VaultError(.vaultDamaged, "index.db's state fails authentication"))
+        }
+        return .success(state)
+    }
+
+    /// Writes the state row (inside the caller's transaction).
+    func writeState(_ state: State) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let sealed = SealedState.seal(Array(try encoder.encode(state)), purpose: .indexState, role: "index.db/state", epoch: epoch,
+                                      subkey: stateKey, vaultID: vaultID, random: random)
+        try db.statement("INSERT OR REPLACE INTO meta (name, value) VALUES ('state', ?)").bind(sealed).run()
+    }
+
+    /// The state row when it opens, else an empty state (for writers that set it anew).
+    func stateOrEmpty() throws -> State {
+        if case .success(let s)? = try readState() { return s }
+        return State(documents: 0, removed: 0, objects: "", logCount: 0, logEnd: 0, logTag: "")
+    }
+
+    /// The rows as counted now (each table's smallest index is walked).
+    func counts() throws -> (documents: Int, removed: Int) {
+        let documents = try db.statement("SELECT count(*) FROM documents").first { Int($0.int64(0)) } ?? 0
+        let removed = try db.statement("SELECT count(*) FROM removed").first { Int($0.int64(0)) } ?? 0
+        return (documents, removed)
+    }
+
+    /// Empties every table (a rebuild).
+    func clear() throws {
+        try db.execute("DELETE FROM documents; DELETE FROM tags; DELETE FROM removed; DELETE FROM unreadable; DELETE FROM meta")
+    }
+
+    // MARK: Keys of rows
+
+    func lookup(_ kind: UInt8, _ value: [UInt8]) -> [UInt8] {
+        Array(KeyedHash.digest([kind] + value, key: lookupKey).prefix(16))
+    }
+    func nameKey(_ name: String) -> [UInt8] { lookup(0x6e, Array(name.utf8)) }
+    func digestKey(_ sha256: [UInt8]) -> [UInt8] { lookup(0x64, sha256) }
+    func tagKey(_ tag: String) -> [UInt8] { lookup(0x74, Array(tag.utf8)) }
+
+    private func seal(_ record: DocumentRecord) -> [UInt8] {
+        SealedState.seal(record.metadata.encoded(), purpose: .indexRecord, role: "index.db/documents/\(record.id.hex)", epoch: epoch,
+                         subkey: sealKey, vaultID: vaultID, random: random)
+    }
+
+    /// The record of a row; a row that does not authenticate in its place is damage.
+    private func open(id: [UInt8], sealed: [UInt8]) throws -> DocumentRecord {
+        let docID = DocumentID(bytes: id)
+        guard id.count == EnvelopeFormat.documentIDSize,
+              let plain = SealedState.open(sealed, purpose: .indexRecord, role: "index.db/documents/\(docID.hex)", epoch: epoch,
+                                           subkey: sealKey, vaultID: vaultID),
+              let metadata = try? DocumentMetadata.decode(plain) else {
+            throw VaultError(.vaultDamaged, "index.db's row for \(id.count == 16 ? docID.hex : "?") fails authentication")
+        }
+        return DocumentRecord(id: docID, metadata: metadata)
+    }
+
+    // MARK: Writing (the caller holds the vault's lock, inside a transaction)
+
+    /// Inserts or replaces a document's row.
+    func put(_ record: DocumentRecord, logged: Bool) throws {
+        try delete(record.id)
+        try db.statement("INSERT INTO documents (id, added, name, digest, logged, record) VALUES (?, ?, ?, ?, ?, ?)")
+            .bind(record.id.bytes, record.metadata.addedAtMillis, nameKey(record.metadata.name), digestKey(record.metadata.sha256),
+                  logged ? 1 : 0, seal(record)).run()
+        for tag in Set(record.metadata.tags) {
+            try db.statement("INSERT OR IGNORE INTO tags (tag, id) VALUES (?, ?)").bind(tagKey(tag), record.id.bytes).run()
+        }
+    }
+
+    /// Deletes a document's row and its tags (nothing when there is none).
+    func delete(_ id: DocumentID) throws {
+        try db.statement("DELETE FROM documents WHERE id = ?").bind(id.bytes).run()
+        try db.statement("DELETE FROM tags WHERE id = ?").bind(id.bytes).run()
+    }
+
+    /// Marks documents as named by the history.
+    func markLogged(_ ids: [DocumentID]) throws {
+        for id in ids { try db.statement("UPDATE documents SET logged = 1 WHERE id = ?").bind(id.bytes).run() }
+    }
+
+    /// Records a document as removed according to the history.
+    func addRemoved(_ document: HistoryRecord.Document, position: Int) throws {
+        guard let id = DocumentID(hex: document.id) else { return }
+        let sealed = SealedState.seal(Array(try JSONEncoder().encode(Removed(document: document, record: position))), purpose: .indexRecord, role: "index.db/removed/\(id.hex)",
+                                      epoch: epoch, subkey: sealKey, vaultID: vaultID, random: random)
+        try db.statement("INSERT OR REPLACE INTO removed (id, record) VALUES (?, ?)").bind(id.bytes, sealed).run()
+    }
+
+    /// Notes an object whose envelope could not be read (so `list` keeps reporting it), or
+    /// forgets it (nil).
+    func setUnreadable(_ id: DocumentID, _ error: VaultError?) throws {
+        if let error {
+            try db.statement("INSERT OR REPLACE INTO unreadable (id, code, message) VALUES (?, ?, ?)")
+                .bind(id.bytes, error.code.rawValue, error.message).run()
+        } else {
+            try db.statement("DELETE FROM unreadable WHERE id = ?").bind(id.bytes).run()
+        }
+    }
+
+    // MARK: Reading
+
+    /// The objects noted as unreadable, by id.
+    func unreadable() throws -> [(DocumentID, VaultError)] {
+        let s = try db.statement("SELECT id, code, message FROM unreadable ORDER BY id")
+        var out: [(DocumentID, VaultError)] = []
+        defer { s.reset() }
+        while try s.step() {
+            let b = s.blob(0)
+            guard b.count == EnvelopeFormat.documentIDSize else { continue }
+            out.append((DocumentID(bytes: b), VaultError(VaultError.Code(rawValue: s.text(1)), s.text(2))))
+        }
+        return out
+    }
+
+    /// The ids noted unreadable.
+    func unreadableIDs() throws -> Set<DocumentID> { Set(try unreadable().map(\.0)) }
+
+    /// The row of `id`, if any.
+    func record(_ id: DocumentID) throws -> DocumentRecord? {
+        try db.statement("SELECT record FROM documents WHERE id = ?").bind(id.bytes).first { try open(id: id.bytes, sealed: $0.blob(0)) }
+    }
+
+    /// The documents named exactly `name`, in stable order.
+    func records(named name: String) throws -> [DocumentRecord] {
+        let s = try db.statement("SELECT id, record FROM documents WHERE name = ? ORDER BY added, id").bind(nameKey(name))
+        var out: [DocumentRecord] = []
+        defer { s.reset() }
+        while try s.step() {
+            let r = try open(id: s.blob(0), sealed: s.blob(1))
+            if r.metadata.name == name { out.append(r) }   // a keyed-hash collision is not a match
+        }
+        return out
+    }
+
+    /// The documents whose id starts with the hex digits `prefix` (lower case), in stable order.
+    func records(idPrefix prefix: String) throws -> [DocumentRecord] {
+        var low = [UInt8](), digits = Array(prefix.utf8)
+        if digits.count % 2 == 1 { digits.append(UInt8(ascii: "0")) }
+        var i = 0
+        while i + 1 < digits.count, let b = UInt8(String(decoding: digits[i...i + 1], as: UTF8.self), radix: 16) { low.append(b); i += 2 }
+        var out: [DocumentRecord] = []
+        let s = try db.statement("SELECT id, record FROM documents WHERE id >= ? ORDER BY id")
+            .bind(low)
+        defer { s.reset() }
+        while try s.step() {
+            let id = s.blob(0)
+            guard Hex.encode(id).hasPrefix(prefix) else { break }
+            out.append(try open(id: id, sealed: s.blob(1)))
+        }
+        return out.stableOrder()
+    }
+
+    /// The documents whose SHA-256 is `sha256`, oldest first.
+    func records(withDigest sha256: [UInt8]) throws -> [DocumentRecord] {
+        let s = try db.statement("SELECT id, record FROM documents WHERE digest = ? ORDER BY added, id").bind(digestKey(sha256))
+        var out: [DocumentRecord] = []
+        defer { s.reset() }
+        while try s.step() {
+            let r = try open(id: s.blob(0), sealed: s.blob(1))
+            if r.metadata.sha256 == sha256 { out.append(r) }
+        }
+        return out
+    }
+
+    /// The documents with tag `tag`, in stable order.
+    func records(tagged tag: String) throws -> [DocumentRecord] {
+        let s = try db.statement("""
+            SELECT d.id, d.record FROM tags t JOIN documents d ON d.id = t.id WHERE t.tag = ? ORDER BY d.added, d.id
+            """).bind(tagKey(tag))
+        var out: [DocumentRecord] = []
+        defer { s.reset() }
+        while try s.step() {
+            let r = try open(id: s.blob(0), sealed: s.blob(1))
+            if r.metadata.tags.contains(tag) { out.append(r) }
+        }
+        return out
+    }
+
+    /// Calls `body` with every document in stable order (oldest first), one row at a time.
+    func forEach(_ body: (DocumentRecord) throws -> Void) throws {
+        let s = try db.statement("SELECT id, record FROM documents ORDER BY added, id")
+        defer { s.reset() }
+        while try s.step() { try body(try open(id: s.blob(0), sealed: s.blob(1))) }
+    }
+
+    /// The ids of every row.
+    func ids() throws -> Set<DocumentID> {
+        let s = try db.statement("SELECT id FROM documents")
+        var out = Set<DocumentID>()
+        defer { s.reset() }
+        while try s.step() {
+            let b = s.blob(0)
+            if b.count == EnvelopeFormat.documentIDSize { out.insert(DocumentID(bytes: b)) }
+        }
+        return out
+    }
+
+    /// The documents no history record names yet.
+    func unlogged() throws -> [DocumentID] {
+        let s = try db.statement("SELECT id FROM documents WHERE logged = 0")
+        var out: [DocumentID] = []
+        defer { s.reset() }
+        while try s.step() {
+            let b = s.blob(0)
+            if b.count == EnvelopeFormat.documentIDSize { out.append(DocumentID(bytes: b)) }
+        }
+        return out.sorted()
+    }
+
+    /// True when the history removed `id`.
+    func isRemoved(_ id: DocumentID) throws -> Bool {
+        try db.statement("SELECT 1 FROM removed WHERE id = ?").bind(id.bytes).first { _ in true } ?? false
+    }
+
+    /// A removal row: the document and the position of the history record that removed it.
+    struct Removed: Codable {
+        var document: HistoryRecord.Document
+        var record: Int
+    }
+
+    /// The position of the history record that removed `id`, if one did.
+    func removal(of id: DocumentID) throws -> Int? {
+        guard let sealed = try db.statement("SELECT record FROM removed WHERE id = ?").bind(id.bytes).first({ $0.blob(0) }) else { return nil }
+        return try openRemoved(id, sealed).record
+    }
+
+    private func openRemoved(_ id: DocumentID, _ sealed: [UInt8]) throws -> Removed {
+        guard let plain = SealedState.open(sealed, purpose: .indexRecord, role: "index.db/removed/\(id.hex)", epoch: epoch,
+                                           subkey: sealKey, vaultID: vaultID),
+              let r = try? JSONDecoder().decode(Removed.self, from: Data(plain)), r.document.id == id.hex else {
+            throw VaultError(.vaultDamaged, "index.db's removal row for \(id.hex) fails authentication")
+        }
+        return r
+    }
+
+    /// The documents the history removed.
+    func removedDocuments() throws -> [DocumentID: HistoryRecord.Document] {
+        let s = try db.statement("SELECT id, record FROM removed")
+        var out: [DocumentID: HistoryRecord.Document] = [:]
+        defer { s.reset() }
+        while try s.step() {
+            let b = s.blob(0)
+            guard b.count == EnvelopeFormat.documentIDSize else { continue }
+            let id = DocumentID(bytes: b)
+            out[id] = try openRemoved(id, s.blob(1)).document
+        }
+        return out
+    }
+}

@@ -1,0 +1,217 @@
+import Foundation
+
+/// The vault's open index connection, made on first use and kept for the vault's life.
+final class IndexHolder: @unchecked Sendable {
+    // @unchecked: every access to `index` and `lastStatus` holds `lock`.
+    let lock = NSRecursiveLock()
+    var index: DocumentIndex?
+    /// What the last check found, before any repair (for `verify` and `audit`).
+    var lastStatus: Vault.IndexStatus = .current
+}
+
+extension Vault {
+    /// What opening the index found. `otherEpoch`: sealed in another key epoch (a password
+    /// change a crash stopped before it sealed the index again, or an old copy put back): never
+    /// read, rebuilt like a missing one.
+    public enum IndexStatus: Sendable, Equatable { case current, missing, damaged, stale, otherEpoch }
+
+    /// Runs `body` with the index, first made current with the objects: reconciled with
+    /// `objects/` when its stamp differs (what changed is read, nothing else), rebuilt from the
+    /// objects and the history when it is missing, damaged, of another key epoch or has lost
+    /// rows. Repairs take the writer lock unless `locked` (the caller holds it).
+    /// - Parameter known: records of objects the caller just wrote (a reconcile need not read them).
+    func withIndex<R>(locked: Bool = false, known: [DocumentID: DocumentRecord] = [:], _ body: (DocumentIndex) throws -> R) throws -> R {
+        indexHolder.lock.lock()
+        defer { indexHolder.lock.unlock() }
+        let index = try openIndex()
+        let status = try checkIndex(index)
+        indexHolder.lastStatus = status
+        if status != .current {
+            func repair() throws {
+                let again = try checkIndex(index)
+                if again == .stale { try reconcileIndex(index, known: known) } else if again != .current { try rebuildIndex(index, known: known) }
+            }
+            if locked { try repair() } else { try store.withLock { try repair() } }
+        }
+        // Records the index has not applied (a writer killed between its record and the
+        // index): applied now, so the removed documents are known before anything is sent.
+        if try historyBehind(index) {
+            func catchUp() throws { _ = try historyWriter(index: index) }
+            if locked { try catchUp() } else { try store.withLock { try catchUp() } }
+        }
+        return try body(index)
+    }
+
+    /// The open connection; a file SQLite cannot read as this schema is moved aside and a new
+    /// one made (the objects are the truth).
+    private func openIndex() throws -> DocumentIndex {
+        if let index = indexHolder.index { return index }
+        let index: DocumentIndex
+        do {
+            index = try DocumentIndex(vault: self)
+        } catch let e as VaultError where e.code == .vaultDamaged {
+            let path = store.root + "/" + DocumentIndex.fileName
+            for suffix in ["", "-wal", "-shm"] where FileSystem.kind(of: path + suffix) != .missing {
+                try FileSystem.rename(path + suffix, to: store.root + "/index.damaged-\(Int(Date().timeIntervalSince1970)).db" + suffix)
+            }
+            index = try DocumentIndex(vault: self)
+        }
+        indexHolder.index = index
+        return index
+    }
+
+    /// True when the log's verified tail is past what the index has applied.
+    private func historyBehind(_ index: DocumentIndex) throws -> Bool {
+        guard store.source == nil || FileSystem.kind(of: store.root + "/log.vlt") != .missing,
+              let tail = try HistoryLog(vault: self).verifiedTail() else { return false }
+        let state = try index.stateOrEmpty()
+        return tail.count != state.logCount || Hex.encode(tail.tag) != state.logTag
+    }
+
+    /// How the index stands against the objects, without changing anything.
+    func checkIndex(_ index: DocumentIndex) throws -> IndexStatus {
+        guard let result = try index.readState() else { return .missing }
+        let state: DocumentIndex.State
+        switch result {
+        case .success(let s): state = s
+        case .failure(let e): return e.message.contains("key epoch") ? .otherEpoch : .damaged
+        }
+        let counts = try index.counts()
+        guard counts.documents == state.documents && counts.removed == state.removed else { return .damaged }
+        if store.source != nil {
+            return try index.ids().union(index.unreadableIDs()) == store.objectIDs() ? .current : .stale
+        }
+        return objectsStamp() == state.objects ? .current : .stale
+    }
+
+    /// `objects/`'s inode, modification and change times: any entry created, renamed or
+    /// removed in it changes them, and the change time cannot be set back.
+    func objectsStamp() -> String {
+        guard store.source == nil, let st = Platform.statTimes(store.objectsPath) else { return "" }
+        return st
+    }
+
+    /// Brings the rows in line with `objects/`: rows of objects that are gone are deleted, and
+    /// objects the index does not know are read (their headers only). Those the history removed
+    /// are kept as resurrected (never adopted; export and upload refuse them).
+    private func reconcileIndex(_ index: DocumentIndex, known: [DocumentID: DocumentRecord]) throws {
+        let objects = try store.objectIDs()
+        let rows = try index.ids(), unreadable = try index.unreadableIDs()
+        try index.db.transaction {
+            for id in rows.subtracting(objects) { try index.delete(id) }
+            for id in unreadable.subtracting(objects) { try index.setUnreadable(id, nil) }
+            for id in objects.subtracting(rows).sorted() {
+                if let record = known[id] {
+                    try index.put(record, logged: try index.isRemoved(id))
+                    continue
+                }
+                do {
+                    let reader = try openEnvelope(id, threads: 1, batching: ChunkBatching(chunks: 1), readAhead: false)   // the header only
+                    try index.put(DocumentRecord(id: id, metadata: reader.metadata), logged: try index.isRemoved(id))
+                    try index.setUnreadable(id, nil)
+                } catch let e as VaultError where e.code == .io && store.source == nil {
+                    throw e
+                } catch {
+                    try index.setUnreadable(id, VaultError.from(error))
+                }
+            }
+            try commitIndexState(index)
+        }
+    }
+
+    /// Makes the index anew from the objects (reusing the records of an `index.vlt` of the
+    /// version before, which need not be opened again) and the history (which documents it
+    /// names, which it removed, how far it goes).
+    func rebuildIndex(_ index: DocumentIndex, known: [DocumentID: DocumentRecord] = [:]) throws {
+        let objects = try store.objectIDs()
+        var known = known
+        if FileSystem.kind(of: store.indexPath) != .missing, let bytes = try? FileSystem.readFile(store.indexPath),
+           let old = try? VaultIndex.open(bytes, keys: keys, vaultID: config.id) {
+            known.merge(old.records) { a, _ in a }
+        }
+        let log = try HistoryLog(vault: self)
+        let scan = try log.scan()
+        let state = scan.documentState()
+        try index.db.transaction {
+            try index.clear()
+            for id in objects.sorted() {
+                if let record = known[id] {
+                    try index.put(record, logged: true)
+                    continue
+                }
+                do {
+                    let reader = try openEnvelope(id, threads: 1, batching: ChunkBatching(chunks: 1), readAhead: false)
+                    try index.put(DocumentRecord(id: id, metadata: reader.metadata), logged: true)
+                } catch let e as VaultError where e.code == .io && store.source == nil {
+                    throw e
+                } catch {
+                    try index.setUnreadable(id, VaultError.from(error))
+                }
+            }
+            try deriveHistory(index, from: scan, state: state)
+            try commitIndexState(index)
+        }
+        if FileSystem.kind(of: store.indexPath) != .missing { try FileSystem.remove(store.indexPath) }
+    }
+
+    /// Sets what the index keeps from the history to what `scan` says (inside a transaction):
+    /// which documents a record names (the others are adopted by the next change, when the
+    /// chain is whole), which were removed, and how far the history goes.
+    func deriveHistory(_ index: DocumentIndex, from scan: HistoryScan, state: (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int])) throws {
+        try index.db.execute("UPDATE documents SET logged = 0; DELETE FROM removed")
+        // A broken chain adopts nothing: every document counts as named.
+        let whole = scan.findings.isEmpty || !scan.exists
+        if !whole { try index.db.execute("UPDATE documents SET logged = 1") }
+        try index.markLogged(state.present.keys.compactMap(DocumentID.init(hex:)) + state.removed.keys.compactMap(DocumentID.init(hex:)))
+        for (_, record) in scan.records where record.operation == .remove {
+            for d in record.documents { if let at = state.removed[d.id] { try index.addRemoved(d, position: at) } }
+        }
+        var s = try index.stateOrEmpty()
+        s.logCount = scan.exists ? scan.entries.count : 0
+        s.logEnd = scan.exists ? scan.end : 0
+        s.logTag = Hex.encode(scan.head.tag)
+        try index.writeState(s)
+    }
+
+    /// Rewrites the state row after rows changed (inside a transaction): the counts and the
+    /// stamp of `objects/` as they are now; the history position is kept.
+    func commitIndexState(_ index: DocumentIndex) throws {
+        let counts = try index.counts()
+        var s = try index.stateOrEmpty()
+        s.documents = counts.documents
+        s.removed = counts.removed
+        s.objects = objectsStamp()
+        try index.writeState(s)
+    }
+
+    /// Makes a new, empty index (a new vault or replica; the caller holds the lock or is alone).
+    func createIndex() throws {
+        try withIndex(locked: true) { _ in }
+    }
+
+    /// Rebuilds the index from the objects and the history now (`verify` found a row that
+    /// differs from its envelope).
+    func rebuildIndexNow() throws {
+        try store.withLock {
+            indexHolder.lock.lock()
+            defer { indexHolder.lock.unlock() }
+            try rebuildIndex(try openIndex())
+        }
+    }
+
+    /// How the index stands, without repairing it (`audit`), and the index when it can be read.
+    func inspectIndex() throws -> (status: IndexStatus, index: DocumentIndex) {
+        indexHolder.lock.lock()
+        defer { indexHolder.lock.unlock() }
+        let index = try openIndex()
+        return (try checkIndex(index), index)
+    }
+
+    /// The ids the index has rows for, as it stands (nothing is repaired or read from the objects).
+    func indexedIDs() -> Set<DocumentID> {
+        indexHolder.lock.lock()
+        defer { indexHolder.lock.unlock() }
+        guard let index = try? openIndex(), case .success? = try? index.readState() else { return [] }
+        return (try? index.ids()) ?? []
+    }
+}
