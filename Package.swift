@@ -83,6 +83,8 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        // Large vaults for `make bench` and the scale tests (not installed).
+        .executableTarget(name: "vault-fixture", dependencies: ["VaultCore"]),
         .testTarget(
             name: "VaultCoreTests",
             dependencies: ["VaultCore", "CBase64", .product(name: "Crypto", package: "swift-crypto"),
@@ -99,7 +101,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultCLITests",
-            dependencies: ["vault", "VaultCore", "VaultS3", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["vault", "vault-fixture", "VaultCore", "VaultS3", .product(name: "Crypto", package: "swift-crypto")]
         ),
     ]
 )

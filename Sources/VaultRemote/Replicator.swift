@@ -234,7 +234,7 @@ public final class Replicator: Sendable {
     public func pull(progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }) async throws -> PullReport {
         var report = PullReport()
         _ = try await retrying { try await checkIdentity(create: false) }
-        vault.sweepTemporaries()   // what a killed pull or clone was downloading
+        vault.sweepTemporaries(objects: true)   // what a killed pull or clone was downloading
         let remote = try await retrying { try await remoteState() }
         let local = try vault.objectIDs()
         let removedHere = try vault.removedDocuments()

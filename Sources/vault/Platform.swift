@@ -88,3 +88,29 @@ enum Platform {
 }
 
 private func systemExit(_ code: Int32) -> Never { exit(code) }
+
+/// `VAULT_IO_REPORT=FILE`: at exit, the process's I/O counters (Linux's `/proc/self/io`:
+/// bytes and calls of read and write) are copied to FILE. For the scale tests and `make bench`,
+/// which count the bytes a command reads and writes rather than time it.
+enum IOReport {
+    /// Registers the exit handler when the variable is set.
+    static func install() {
+        guard let path = getenv("VAULT_IO_REPORT"), path.pointee != 0 else { return }
+        reportPath = strdup(path)
+        atexit {
+            guard let path = reportPath else { return }
+            let input = open("/proc/self/io", O_RDONLY | O_CLOEXEC)
+            guard input >= 0 else { return }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            close(input)
+            let output = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard output >= 0, n > 0 else { return }
+            _ = buffer.withUnsafeBytes { write(output, $0.baseAddress, n) }
+            close(output)
+        }
+    }
+}
+
+/// Set once, before any thread starts; read by the exit handler.
+nonisolated(unsafe) private var reportPath: UnsafeMutablePointer<CChar>?

@@ -47,6 +47,7 @@ struct VaultCommand: AsyncParsableCommand {
             try Interrupts.disableCoreDumps()
             ProcessMemory.mapLargeBuffersDirectly()
             try EnvironmentSecrets.capture()
+            IOReport.install()
             try Interrupts.install { _ in
                 Terminal.interrupted()
                 Platform.exitNow(ExitStatus.interrupted)

@@ -17,6 +17,9 @@ public final class AddSession {
     /// This session's documents by SHA-256, for duplicates (the vault's are looked up in the index).
     private var addedDigests: [[UInt8]: DocumentRecord] = [:]
     private var added: [DocumentID: DocumentRecord] = [:]
+    /// `objects/`'s stamp before and after each commit: when they chain from the index's stamp
+    /// to the folder's stamp at the end, this session's commits are all that changed it.
+    private var stamps: [(before: String, after: String)] = []
     private var finished = false
     private var sinceTrim = 0
     private let operation: HistoryRecord.Operation
@@ -51,7 +54,7 @@ public final class AddSession {
                     allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
         precondition(!finished, "internal error: add after finish")
         let id = DocumentID.random(using: pending.random)
-        let object = try AtomicFile(destination: pending.store.objectPath(id), random: pending.random)
+        let object = try AtomicFile(destination: pending.store.objectPath(id), staging: try pending.store.staging(), random: pending.random)
         let input = UnlockGatedSource(input, until: pending)
 
         let bufferSize = 1 << 20
@@ -74,7 +77,11 @@ public final class AddSession {
             throw VaultError(.duplicate, "its contents are already in the vault as \(twin.id) (\(twin.metadata.name))")
         }
         // The commit: under the writer lock, so a remove or an index rebuild never sees half of it.
-        try pending.store.withLock { try object.commit(replace: false, sync: false) }
+        try pending.store.withLock {
+            let before = Platform.statTimes(pending.store.objectsPath) ?? ""
+            try object.commit(replace: false, sync: false)
+            stamps.append((before, Platform.statTimes(pending.store.objectsPath) ?? ""))
+        }
         let record = DocumentRecord(id: id, metadata: metadata)
         // See there: memory must not grow with the number of documents. Trimming walks the whole
         // heap (hundreds of madvise calls), so it is done after large documents and every 64
@@ -109,8 +116,8 @@ public final class AddSession {
         let vault = try self.vault
         try vault.store.withLock {
             vault.sweepTemporaries()
-            try vault.withIndex(locked: true, known: added) { index in
-                try index.db.transaction {
+            try vault.withIndex(locked: true, known: added, ownChanges: stamps) { index in
+                try index.write {
                     for record in added.values.sorted(by: { $0.id < $1.id }) { try index.put(record, logged: false) }
                     try vault.commitIndexState(index)
                 }

@@ -115,7 +115,13 @@ final class DocumentIndex {
 
     /// The rows as counted now (each table's smallest index is walked).
     func counts() throws -> (documents: Int, removed: Int) {
-        let documents = try db.statement("SELECT count(*) FROM documents").first { Int($0.int64(0)) } ?? 0
+        let c = try counts(documents: true)
+        return (c.documents ?? 0, c.removed)
+    }
+
+    /// The rows of removed documents, and with `documents` the document rows, as counted now.
+    func counts(documents countDocuments: Bool) throws -> (documents: Int?, removed: Int) {
+        let documents = countDocuments ? try db.statement("SELECT count(*) FROM documents").first { Int($0.int64(0)) } ?? 0 : nil
         let removed = try db.statement("SELECT count(*) FROM removed").first { Int($0.int64(0)) } ?? 0
         return (documents, removed)
     }
@@ -123,6 +129,7 @@ final class DocumentIndex {
     /// Empties every table (a rebuild).
     func clear() throws {
         try db.execute("DELETE FROM documents; DELETE FROM tags; DELETE FROM removed; DELETE FROM unreadable; DELETE FROM meta")
+        delta = 0
     }
 
     // MARK: Keys of rows
@@ -153,9 +160,26 @@ final class DocumentIndex {
 
     // MARK: Writing (the caller holds the vault's lock, inside a transaction)
 
+    /// Document rows inserted less rows deleted since the last ``takeDelta()``: writers keep the
+    /// state row's count without counting the rows.
+    private var delta = 0
+
+    /// Runs `body` in a write transaction (the caller holds the vault's lock).
+    func write<R>(_ body: () throws -> R) throws -> R {
+        delta = 0
+        return try db.transaction(body)
+    }
+
+    /// The change in document rows since the last call.
+    func takeDelta() -> Int {
+        defer { delta = 0 }
+        return delta
+    }
+
     /// Inserts or replaces a document's row.
     func put(_ record: DocumentRecord, logged: Bool) throws {
         try delete(record.id)
+        delta += 1
         try db.statement("INSERT INTO documents (id, added, name, digest, logged, record) VALUES (?, ?, ?, ?, ?, ?)")
             .bind(record.id.bytes, record.metadata.addedAtMillis, nameKey(record.metadata.name), digestKey(record.metadata.sha256),
                   logged ? 1 : 0, seal(record)).run()
@@ -167,6 +191,7 @@ final class DocumentIndex {
     /// Deletes a document's row and its tags (nothing when there is none).
     func delete(_ id: DocumentID) throws {
         try db.statement("DELETE FROM documents WHERE id = ?").bind(id.bytes).run()
+        delta -= db.changes
         try db.statement("DELETE FROM tags WHERE id = ?").bind(id.bytes).run()
     }
 

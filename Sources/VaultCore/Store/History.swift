@@ -588,11 +588,11 @@ extension Vault {
             var state = try index.stateOrEmpty()
             if let missed = log.records(after: state, upTo: tail) {
                 if !missed.isEmpty {
-                    try index.db.transaction {
+                    try index.write {
                         for (n, r) in missed.enumerated() { try apply(r, at: state.logCount + n + 1, to: index) }
                         state = try index.stateOrEmpty()
                         (state.logCount, state.logEnd, state.logTag) = (tail.count, tail.end, Hex.encode(tail.tag))
-                        state.removed = try index.counts().removed
+                        state.removed = try index.counts(documents: false).removed
                         try index.writeState(state)
                     }
                 }
@@ -601,10 +601,10 @@ extension Vault {
         }
         var scan = try log.scan()
         if initial && !scan.exists { scan = HistoryScan.settled(scan) }
-        try index.db.transaction {
+        try index.write {
             try deriveHistory(index, from: scan, state: scan.documentState())
             var state = try index.stateOrEmpty()
-            state.removed = try index.counts().removed
+            state.removed = try index.counts(documents: false).removed
             try index.writeState(state)
         }
         return HistoryWriter(vault: self, log: log, tail: LogTail(scan), index: index, whole: scan.findings.isEmpty, scan: scan)
@@ -665,7 +665,7 @@ extension Vault {
         for id in ids where FileSystem.kind(of: store.objectPath(id)) != .missing { try FileSystem.remove(store.objectPath(id)) }
         try FileSystem.syncDirectory(store.objectsPath)
         let index = writer.index
-        try index.db.transaction {
+        try index.write {
             for id in ids { try index.delete(id) }
             try commitIndexState(index)
         }
@@ -714,11 +714,11 @@ struct HistoryWriter {
     mutating func append(_ record: HistoryRecord) throws {
         tail = try log.append(record, to: tail)
         let (index, vault, tail) = (self.index, self.vault, self.tail)
-        try index.db.transaction {
+        try index.write {
             try vault.apply(record, at: tail.count, to: index)
             var state = try index.stateOrEmpty()
             (state.logCount, state.logEnd, state.logTag) = (tail.count, tail.end, Hex.encode(tail.tag))
-            state.removed = try index.counts().removed
+            state.removed = try index.counts(documents: false).removed
             try index.writeState(state)
         }
     }

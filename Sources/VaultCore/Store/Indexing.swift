@@ -20,15 +20,27 @@ extension Vault {
     /// objects and the history when it is missing, damaged, of another key epoch or has lost
     /// rows. Repairs take the writer lock unless `locked` (the caller holds it).
     /// - Parameter known: records of objects the caller just wrote (a reconcile need not read them).
-    func withIndex<R>(locked: Bool = false, known: [DocumentID: DocumentRecord] = [:], _ body: (DocumentIndex) throws -> R) throws -> R {
+    /// - Parameter full: count the document rows too (reads the smallest of the index's B-trees:
+    ///   for commands that read every row anyway, and before saying a document is not found).
+    ///   Rows of removed documents are always counted (there are few).
+    /// - Parameter ownChanges: the caller's own changes to `objects/` (the stamp before and after
+    ///   each, under the lock): when they account for all of the stamp's change, the index is
+    ///   current (the caller writes the rows).
+    func withIndex<R>(locked: Bool = false, known: [DocumentID: DocumentRecord] = [:], full: Bool = false,
+                      ownChanges: [(before: String, after: String)] = [], _ body: (DocumentIndex) throws -> R) throws -> R {
         indexHolder.lock.lock()
         defer { indexHolder.lock.unlock() }
         let index = try openIndex()
-        let status = try checkIndex(index)
+        var status = try checkIndex(index, full: full)
+        if status == .stale, locked, !ownChanges.isEmpty, case .success(let state)? = try index.readState() {
+            var at: String? = state.objects
+            for change in ownChanges { at = change.before == at ? change.after : nil }
+            if at == objectsStamp() { status = .current }
+        }
         indexHolder.lastStatus = status
         if status != .current {
             func repair() throws {
-                let again = try checkIndex(index)
+                let again = try checkIndex(index, full: full)
                 if again == .stale { try reconcileIndex(index, known: known) } else if again != .current { try rebuildIndex(index, known: known) }
             }
             if locked { try repair() } else { try store.withLock { try repair() } }
@@ -69,15 +81,15 @@ extension Vault {
     }
 
     /// How the index stands against the objects, without changing anything.
-    func checkIndex(_ index: DocumentIndex) throws -> IndexStatus {
+    func checkIndex(_ index: DocumentIndex, full: Bool = true) throws -> IndexStatus {
         guard let result = try index.readState() else { return .missing }
         let state: DocumentIndex.State
         switch result {
         case .success(let s): state = s
         case .failure(let e): return e.message.contains("key epoch") ? .otherEpoch : .damaged
         }
-        let counts = try index.counts()
-        guard counts.documents == state.documents && counts.removed == state.removed else { return .damaged }
+        let counts = try index.counts(documents: full)
+        guard counts.documents.map({ $0 == state.documents }) ?? true && counts.removed == state.removed else { return .damaged }
         if store.source != nil {
             return try index.ids().union(index.unreadableIDs()) == store.objectIDs() ? .current : .stale
         }
@@ -95,9 +107,13 @@ extension Vault {
     /// objects the index does not know are read (their headers only). Those the history removed
     /// are kept as resurrected (never adopted; export and upload refuse them).
     private func reconcileIndex(_ index: DocumentIndex, known: [DocumentID: DocumentRecord]) throws {
+        if store.source == nil {
+            sweepTemporaries(objects: true)
+            if FileSystem.kind(of: store.stagingPath) == .directory { AtomicFile.sweep(store.stagingPath) }
+        }
         let objects = try store.objectIDs()
         let rows = try index.ids(), unreadable = try index.unreadableIDs()
-        try index.db.transaction {
+        try index.write {
             for id in rows.subtracting(objects) { try index.delete(id) }
             for id in unreadable.subtracting(objects) { try index.setUnreadable(id, nil) }
             for id in objects.subtracting(rows).sorted() {
@@ -132,7 +148,7 @@ extension Vault {
         let log = try HistoryLog(vault: self)
         let scan = try log.scan()
         let state = scan.documentState()
-        try index.db.transaction {
+        try index.write {
             try index.clear()
             for id in objects.sorted() {
                 if let record = known[id] {
@@ -176,10 +192,9 @@ extension Vault {
     /// Rewrites the state row after rows changed (inside a transaction): the counts and the
     /// stamp of `objects/` as they are now; the history position is kept.
     func commitIndexState(_ index: DocumentIndex) throws {
-        let counts = try index.counts()
         var s = try index.stateOrEmpty()
-        s.documents = counts.documents
-        s.removed = counts.removed
+        s.documents += index.takeDelta()
+        s.removed = try index.counts(documents: false).removed
         s.objects = objectsStamp()
         try index.writeState(s)
     }

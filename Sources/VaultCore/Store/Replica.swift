@@ -106,7 +106,7 @@ extension Vault {
     /// temporary file in `objects/`, which ``acceptFetched(_:from:)`` moves into place and which
     /// the next writer sweeps away if the fetching process dies.
     public func stagingFile(for id: DocumentID) throws -> AtomicFile {
-        try AtomicFile(destination: store.objectPath(id), random: random)
+        try AtomicFile(destination: store.objectPath(id), staging: try store.staging(), random: random)
     }
 
     /// Takes a fetched envelope into `objects/` after authenticating every chunk and the digest
@@ -143,7 +143,7 @@ extension Vault {
         try store.withLock {
             let known = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             try withIndex(locked: true, known: known) { index in
-                try index.db.transaction {
+                try index.write {
                     for r in records where try index.record(r.id) == nil { try index.put(r, logged: false) }
                     try commitIndexState(index)
                 }

@@ -83,7 +83,7 @@ public final class Vault: @unchecked Sendable {
     /// - Returns: the objects that could not be read (with why).
     @discardableResult
     public func forEachRecord(_ body: (DocumentRecord) throws -> Void) throws -> [(DocumentID, VaultError)] {
-        try withIndex { index in
+        try withIndex(full: true) { index in
             try index.db.reading {
                 try index.forEach(body)
                 return try index.unreadable()
@@ -94,12 +94,23 @@ public final class Vault: @unchecked Sendable {
     /// The documents `selection` names, in stable order: lookups by name, id prefix and tag
     /// read only the rows they match.
     public func select(_ selection: DocumentSelection) throws -> [DocumentRecord] {
-        try withIndex { index in try index.db.reading { try selection.apply(to: IndexCatalog(index: index)) } }
+        try lookingUp(full: selection.queries.isEmpty) { index in try selection.apply(to: IndexCatalog(index: index)) }
     }
 
     /// The document a user means by `query` (see ``DocumentSelection/resolve(_:in:)``).
     public func resolve(_ query: String) throws -> DocumentRecord {
-        try withIndex { index in try index.db.reading { try DocumentSelection.resolve(query, in: IndexCatalog(index: index)) } }
+        try lookingUp(full: false) { index in try DocumentSelection.resolve(query, in: IndexCatalog(index: index)) }
+    }
+
+    /// Runs a lookup in one snapshot of the index. When it finds nothing, the document rows are
+    /// counted and the lookup made again (after a rebuild, if rows were deleted): a row deleted
+    /// from the index is never reported as a missing document.
+    private func lookingUp<R>(full: Bool, _ body: (DocumentIndex) throws -> R) throws -> R {
+        do {
+            return try withIndex(full: full) { index in try index.db.reading { try body(index) } }
+        } catch let e as VaultError where e.code == .notFound && !full {
+            return try withIndex(full: true) { index in try index.db.reading { try body(index) } }
+        }
     }
 
     /// The objects whose envelope could not be read (with why): not listed, not selected.
@@ -183,9 +194,12 @@ public final class Vault: @unchecked Sendable {
         }
     }
 
-    /// Removes temporary files that killed writers left in the vault's folders.
-    public func sweepTemporaries() {
-        AtomicFile.sweep(store.objectsPath)
+    /// Removes temporary files that killed writers left in the vault's folder; with `objects`,
+    /// in `objects/` too (which means reading all of it: done when the index is reconciled —
+    /// a killed writer's temporary file changes the folder's stamp — and by audit and verify).
+    public func sweepTemporaries(objects: Bool = false) {
+        if objects { AtomicFile.sweep(store.objectsPath) }
         AtomicFile.sweep(store.root)
+        if FileSystem.kind(of: store.stagingPath) == .directory { AtomicFile.sweep(store.stagingPath) }
     }
 }

@@ -16,6 +16,16 @@ public struct VaultStore: Sendable {
     /// The index of the version before (`index.vlt`), read once to make `index.db` and removed.
     var indexPath: String { root + "/index.vlt" }
     var lockPath: String { root + "/lock" }
+    /// Where new objects are written before their commit (a rename into `objects/`).
+    var stagingPath: String { root + "/staging" }
+
+    /// The staging folder, made (0700) when missing: vaults made before it existed have none.
+    func staging() throws -> String {
+        if FileSystem.kind(of: stagingPath) == .missing {
+            do { try FileSystem.makeDirectory(stagingPath) } catch let e as VaultError where e.code == .alreadyExists {}
+        }
+        return stagingPath
+    }
     func objectPath(_ id: DocumentID) -> String { "\(objectsPath)/\(id.hex).vlt" }
 
     /// A store at `root`; nothing is read yet.
@@ -121,7 +131,11 @@ public struct VaultStore: Sendable {
     func checkPasswordBlock(of config: VaultConfig, salt: [UInt8], keyCheck: [UInt8]) throws {
         guard config.keyEpoch == 0 else { return }
         var compared = 0
-        for id in ((try? objectIDs()) ?? []).sorted().prefix(8) {
+        // The first few entries the directory yields: reading all of it cost 10–30 ms at 20,000
+        // documents, on every command.
+        let first = source == nil ? ((try? Platform.firstNames(objectsPath, suffix: ".vlt", limit: 8)) ?? []).compactMap { DocumentID(hex: String($0.dropLast(4))) }
+                                  : ((try? objectIDs()) ?? []).sorted().prefix(8).map { $0 }
+        for id in first {
             guard let file = try? FileDescriptor.openForReading(objectPath(id)),
                   let header = try? EnvelopeReader.readHeader(file) else { continue }
             if header.kdf == config.parameters && header.salt == salt && header.keyCheck == keyCheck { return }

@@ -21,11 +21,15 @@ public final class AtomicFile {
     private let directory: String
     private var token: Interrupts.Token?
 
-    /// Creates the temporary file (with `permissions`) in `destination`'s directory.
-    public init(destination: String, permissions: FilePermissions = .ownerReadWrite, random: any RandomSource = SystemRandom()) throws {
+    /// Creates the temporary file (with `permissions`) in `destination`'s directory, or in
+    /// `staging` (a folder on the same file system) when given: so that writing it does not
+    /// change the destination folder until the commit (the vault's `objects/`, whose stamp the
+    /// index keeps).
+    public init(destination: String, staging: String? = nil, permissions: FilePermissions = .ownerReadWrite,
+                random: any RandomSource = SystemRandom()) throws {
         self.destination = destination
         directory = FileSystem.directory(of: destination)
-        temporaryPath = "\(directory)/\(Self.temporaryPrefix)\(Platform.processID)-\(Hex.encode(random.bytes(8)))"
+        temporaryPath = "\(staging ?? directory)/\(Self.temporaryPrefix)\(Platform.processID)-\(Hex.encode(random.bytes(8)))"
         let token = Interrupts.register(path: temporaryPath)
         do {
             file = try FileDescriptor.createExclusive(temporaryPath, permissions: permissions, name: destination)

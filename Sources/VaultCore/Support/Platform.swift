@@ -118,6 +118,19 @@ enum Platform {
         guard chmod(path, permissions.rawValue) == 0 else { throw lastError }
     }
 
+    /// The first `limit` names in a directory (in the directory's own order) that end with
+    /// `suffix`: a constant cost however many entries it holds.
+    static func firstNames(_ path: String, suffix: String, limit: Int) throws(Errno) -> [String] {
+        guard let dir = opendir(path) else { throw lastError }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while names.count < limit, let entry = readdir(dir) {
+            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            if let name = String(validating: bytes, as: UTF8.self), name.hasSuffix(suffix) { names.append(name) }
+        }
+        return names
+    }
+
     /// The names in a directory, without `.` and `..`.
     static func list(_ path: String) throws(Errno) -> [String] {
         try listChecked(path).compactMap(\.name)

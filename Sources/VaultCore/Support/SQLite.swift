@@ -44,6 +44,9 @@ final class SQLiteDatabase {
         sqlite3_close_v2(handle)
     }
 
+    /// Rows the last statement inserted, changed or deleted.
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
     /// Runs SQL that returns no rows (schema, pragmas).
     func execute(_ sql: String) throws {
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
