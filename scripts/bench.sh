@@ -37,14 +37,14 @@ cat "$work/big.bin" > /dev/null
 "$vault" init --kdf interactive 2>/dev/null
 printf '%-44s %10s %14s %12s\n' "1 GiB document" "time" "throughput" "peak RSS"
 
-AFTER_EACH='rm -rf "$VAULT_DIR"/objects/*.vlt "$VAULT_DIR"/index.vlt' \
+AFTER_EACH='rm -rf "$VAULT_DIR"/objects/*.vlt "$VAULT_DIR"/index.db' \
     r=$(median_of "$vault" add --allow-duplicate "$work/big.bin"); row "vault add (SHA-256, encrypt, fsync)" $GIB "$r"
 r=$(median_of dd if="$work/big.bin" of="$work/dd.bin" bs=1M conv=fsync); row "dd conv=fsync (durable-write floor of this disk)" $GIB "$r"; rm -f "$work/dd.bin"
 if [ -d /dev/shm ] && [ "$(df -k --output=avail /dev/shm | tail -1)" -gt $((3 << 20)) ]; then
     # The same add with the vault in memory: what the CPU pipeline alone achieves.
     shm=$(mktemp -d /dev/shm/vault-bench-XXXXXX)
     VAULT_DIR="$shm/v" "$vault" init --kdf interactive 2>/dev/null
-    AFTER_EACH='rm -rf "$shm"/v/objects/*.vlt "$shm"/v/index.vlt' \
+    AFTER_EACH='rm -rf "$shm"/v/objects/*.vlt "$shm"/v/index.db' \
         r=$(VAULT_DIR="$shm/v" median_of "$vault" add --allow-duplicate "$work/big.bin"); row "vault add, vault on tmpfs (CPU-bound)" $GIB "$r"
     rm -rf "$shm"
 fi
@@ -72,7 +72,7 @@ printf '%-44s %10s %14s %12s\n' "2,000 files of 4 KiB" "time" "files/s" "peak RS
 small="$work/small"; mkdir -p "$small"
 for i in $(seq 2000); do head -c 4096 /dev/urandom > "$small/f$i.bin"; done
 frow() { awk -v n="$1" -v s="${2% *}" -v k="${2#* }" 'BEGIN { printf "%-44s %8.2f s %10.0f /s %8.1f MiB\n", n, s, 2000 / s, k / 1024 }'; }
-AFTER_EACH='rm -rf "$VAULT_DIR"/objects/*.vlt "$VAULT_DIR"/index.vlt' \
+AFTER_EACH='rm -rf "$VAULT_DIR"/objects/*.vlt "$VAULT_DIR"/index.db' \
     r=$(median_of "$vault" add -r --allow-duplicate "$small"); frow "vault add -r (durable when it exits)" "$r"
 if command -v age >/dev/null 2>&1; then
     AFTER_EACH='rm -f "$small"/*.age' r=$(median_of sh -c "for f in '$small'/*.bin; do age -r $recipient -o \"\$f.age\" \"\$f\"; done")
@@ -86,10 +86,10 @@ if [ -x "$peer" ]; then
     echo
     printf '%-44s %10s %14s %12s\n' "import, 1 GiB RNCryptor v3 file" "time" "throughput" "peak RSS"
     OUT="$work/big.rncryptor" IN="$work/big.bin" IMPORT_PW="bench import" "$peer" -c 'import os, rncryptor; open(os.environ["OUT"], "wb").write(rncryptor.RNCryptor().encrypt(open(os.environ["IN"], "rb").read(), os.environ["IMPORT_PW"]))'
-    AFTER_EACH='rm -rf "$VAULT_DIR"/objects/*.vlt "$VAULT_DIR"/index.vlt' \
+    AFTER_EACH='rm -rf "$VAULT_DIR"/objects/*.vlt "$VAULT_DIR"/index.db' \
         r=$(VAULT_IMPORT_PASSWORD="bench import" median_of "$vault" import --rncryptor "$work/big.rncryptor" --allow-duplicate --progress none)
     row "vault import --rncryptor (HMAC, AES-CBC, seal, fsync)" $GIB "$r"
-    AFTER_EACH='rm -rf "$VAULT_DIR"/objects/*.vlt "$VAULT_DIR"/index.vlt' \
+    AFTER_EACH='rm -rf "$VAULT_DIR"/objects/*.vlt "$VAULT_DIR"/index.db' \
         r=$(median_of "$vault" add --allow-duplicate "$work/big.bin"); row "vault add of the same plaintext" $GIB "$r"
     AFTER_EACH='rm -f "$work/out.bin"' r=$(OUT="$work/out.bin" IN="$work/big.rncryptor" IMPORT_PW="bench import" median_of "$peer" -c \
         'import os, rncryptor
@@ -184,3 +184,6 @@ echo "it reads and hashes each body); the receiver shares the two cores with vau
 
 # --- upload protocols: form to PHP, tus to resumable-upload, each beside curl ------------------
 RUNS="$RUNS" "$(dirname "$0")/bench-protocols.sh" "$vault"
+
+# --- scale: each command at 1,000 and 10,000 documents (BENCH_SCALE=1: and 100,000) -------------
+"$(dirname "$0")/bench-scale.sh" "$vault"

@@ -205,8 +205,9 @@ import Testing
         let pid = s.spawn(["add", "big.bin"])
         var grown = false
         for _ in 0..<600 {
-            if let temp = s.objects.first(where: { $0.hasPrefix(".vault-tmp-") }),
-               let size = try? FileManager.default.attributesOfItem(atPath: s.path("vault/objects/" + temp))[.size] as? Int,
+            let staged = (try? FileManager.default.contentsOfDirectory(atPath: s.path("vault/staging"))) ?? []
+            if let temp = staged.first(where: { $0.hasPrefix(".vault-tmp-") }),
+               let size = try? FileManager.default.attributesOfItem(atPath: s.path("vault/staging/" + temp))[.size] as? Int,
                size > 32 << 20 { grown = true; break }
             usleep(10_000)
         }

@@ -194,13 +194,19 @@ import Glibc
         #expect(s.run("export", "small.txt", "--out", ex, "--force").status == 0)
         #expect(Self.entries(ex) == ["batch-0001.json", "manifest.json"])
 
-        // add: the next add sweeps the vault's objects folder at once (not after a minute).
+        // add: the next add sweeps the vault's staging folder at once (not after a minute); a
+        // new envelope is written there, not in objects/.
         pid = s.spawn(["add", "big.bin", "--allow-duplicate"])
-        #expect(Self.awaitTemporary(in: s.path("vault/objects"), atLeast: 8 << 20, pid: pid))
+        #expect(Self.awaitTemporary(in: s.path("vault/staging"), atLeast: 8 << 20, pid: pid))
+        #expect(!Self.entries(s.path("vault/objects")).contains { $0.hasPrefix(".vault-tmp-") })
         kill(pid, SIGKILL)
         _ = s.wait(pid)
         s.write("other.txt", Array("other".utf8))
         #expect(s.run("add", "other.txt").status == 0)
+        #expect(!Self.entries(s.path("vault/staging")).contains { $0.hasPrefix(".vault-tmp-") })
+        // One left in objects/ by an older version is swept when the index is reconciled.
+        s.write("vault/objects/.vault-tmp-999999-0000000000000000", [1, 2, 3])
+        #expect(s.run("list").status == 0)
         #expect(!Self.entries(s.path("vault/objects")).contains { $0.hasPrefix(".vault-tmp-") })
 
         // A temporary file of a live process is left alone.

@@ -102,7 +102,7 @@ extension Vault {
             for id in authenticated.keys.sorted() where !rows.contains(id) {
                 findings.append(AuditFinding("index-mismatch", "the index has no row for \(id) (the next command rebuilds it)", document: id.hex))
             }
-            for id in rows where !authenticated.keys.contains(id) && !objects.contains(id) {
+            for id in rows where !authenticated.keys.contains(id) && !objects.contains(id) && !pending.contains(id.hex) {
                 findings.append(AuditFinding("index-mismatch", "the index has a row for \(id), which has no object (the next command reconciles it)", document: id.hex))
             }
             // Compared only when the index has applied the whole history (a writer killed

@@ -22,7 +22,10 @@ public struct VaultStore: Sendable {
     /// The staging folder, made (0700) when missing: vaults made before it existed have none.
     func staging() throws -> String {
         if FileSystem.kind(of: stagingPath) == .missing {
-            do { try FileSystem.makeDirectory(stagingPath) } catch let e as VaultError where e.code == .alreadyExists {}
+            do { try FileSystem.makeDirectory(stagingPath) } catch {
+                // Made meanwhile by another thread or writer: fine.
+                guard FileSystem.kind(of: stagingPath) == .directory else { throw error }
+            }
         }
         return stagingPath
     }
