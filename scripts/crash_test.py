@@ -2,7 +2,9 @@
 """Crash safety: kill `vault add`, `vault remove` and `vault export` with SIGKILL at random
 moments, and after each kill check that
 
-  - the vault opens, `verify` passes (every chunk of every document, and the index);
+  - the vault opens, and its index (`index.db`), read first, lists exactly the objects on disk
+    (reconciled with `objects/` when a kill left it behind);
+  - `verify` passes (every chunk of every document, and the index);
   - `list` shows exactly the documents that were there before, plus the new one only if its add
     reached its commit point (then it verifies like any other), minus the removed one only if
     the remove reached its commit point — nothing else appears or disappears;
@@ -89,6 +91,12 @@ def main():
             was_killed = child.returncode == -signal.SIGKILL
             (killed if was_killed else finished)[op] += 1
 
+            # The index, read first after the kill (reconciled with objects/ if it must be),
+            # lists exactly the objects on disk.
+            first = listed()
+            objects = {f[:-4] for f in os.listdir(os.path.join(work, "vault", "objects")) if f.endswith(".vlt")}
+            if set(first) != objects:
+                fail(f"run {n} ({op}): the index lists {sorted(set(first) ^ objects)} differently from objects/")
             v = run("verify")
             if v.returncode != 0:
                 fail(f"run {n} ({op}): verify failed: {v.stdout.decode()}{v.stderr.decode()}")

@@ -146,16 +146,36 @@ final class DocumentIndex {
                          subkey: sealKey, vaultID: vaultID, random: random)
     }
 
-    /// The record of a row; a row that does not authenticate in its place is damage.
+    /// The associated data of a document row after its 14-byte prefix, but for the id's hex digits.
+    private lazy var rowADBase: [UInt8] = Array(vaultID.utf8) + [0] + Array("index.db/documents/".utf8)
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// The record of a row; a row that does not authenticate in its place is damage. What
+    /// ``SealedState/open(_:purpose:role:epoch:subkey:vaultID:)`` does, without building
+    /// strings: `list` opens 100,000 rows a second.
     private func open(id: [UInt8], sealed: [UInt8]) throws -> DocumentRecord {
-        let docID = DocumentID(bytes: id)
-        guard id.count == EnvelopeFormat.documentIDSize,
-              let plain = SealedState.open(sealed, purpose: .indexRecord, role: "index.db/documents/\(docID.hex)", epoch: epoch,
-                                           subkey: sealKey, vaultID: vaultID),
-              let metadata = try? DocumentMetadata.decode(plain) else {
-            throw VaultError(.vaultDamaged, "index.db's row for \(id.count == 16 ? docID.hex : "?") fails authentication")
+        let header = SealedState.headerSize, prefix = SealedState.prefixSize
+        guard id.count == EnvelopeFormat.documentIDSize, sealed.count >= header + EnvelopeFormat.tagSize,
+              sealed.starts(with: SealedState.magic), sealed[8] == SealedState.version, sealed[9] == SealedState.Purpose.indexRecord.rawValue,
+              sealed[10..<14].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == epoch else {
+            throw VaultError(.vaultDamaged, "index.db's row for \(id.count == 16 ? DocumentID(bytes: id).hex : "?") is not a sealed record of this epoch")
         }
-        return DocumentRecord(id: docID, metadata: metadata)
+        var ad = [UInt8]()
+        ad.reserveCapacity(prefix + rowADBase.count + 32)
+        ad.append(contentsOf: sealed[0..<prefix])
+        ad.append(contentsOf: rowADBase)
+        for b in id { ad.append(Self.hexDigits[Int(b >> 4)]); ad.append(Self.hexDigits[Int(b & 15)]) }
+        var plain = [UInt8](repeating: 0, count: sealed.count - header - EnvelopeFormat.tagSize)
+        let ok = plain.withUnsafeMutableBytes { out in
+            sealed.withUnsafeBytes { s in ad.withUnsafeBytes { a in sealKey.withUnsafeBytes { k in
+                XChaCha20Poly1305.open(UnsafeRawBufferPointer(rebasing: s[header...]), into: out, ad: a,
+                                       nonce: UnsafeRawBufferPointer(rebasing: s[prefix..<header]), key: k)
+            } } }
+        }
+        guard ok, let metadata = try? DocumentMetadata.decode(plain) else {
+            throw VaultError(.vaultDamaged, "index.db's row for \(DocumentID(bytes: id).hex) fails authentication")
+        }
+        return DocumentRecord(id: DocumentID(bytes: id), metadata: metadata)
     }
 
     // MARK: Writing (the caller holds the vault's lock, inside a transaction)

@@ -41,7 +41,7 @@ extension VaultCommand {
                 sink = { r in
                     if !first { output.append(",") }
                     first = false
-                    output.append(Self.jsonObject(r))
+                    Self.writeJSON(r, to: output)
                 }
             } else {
                 sink = { r in table.add(r) }
@@ -61,12 +61,27 @@ extension VaultCommand {
             }
         }
 
-        /// One document in `list --json`: keys sorted, as ``JSONOutput`` writes them.
-        static func jsonObject(_ r: DocumentRecord) -> String {
-            let tags = r.metadata.tags.map(JSONString.quote).joined(separator: ",")
-            return "{\"added\":\"\(UTCTime.iso(millis: r.metadata.addedAtMillis))\",\"contentType\":\(JSONString.quote(r.metadata.contentType)),"
-                + "\"id\":\"\(r.id.hex)\",\"name\":\(JSONString.quote(r.metadata.name)),\"sha256\":\"\(Hex.encode(r.metadata.sha256))\","
-                + "\"size\":\(r.metadata.size),\"tags\":[\(tags)]}"
+        /// One document in `list --json`, keys sorted as ``JSONOutput`` writes them, straight
+        /// into the output buffer (no string per row: `list --json` writes 100,000 rows a second).
+        static func writeJSON(_ r: DocumentRecord, to out: BufferedOutput) {
+            out.append("{\"added\":\"")
+            out.append(UTCTime.iso(millis: r.metadata.addedAtMillis))
+            out.append("\",\"contentType\":")
+            out.append(bytes: JSONString.quoted(r.metadata.contentType))
+            out.append(",\"id\":\"")
+            out.appendHex(r.id.bytes)
+            out.append("\",\"name\":")
+            out.append(bytes: JSONString.quoted(r.metadata.name))
+            out.append(",\"sha256\":\"")
+            out.appendHex(r.metadata.sha256)
+            out.append("\",\"size\":")
+            out.append(String(r.metadata.size))
+            out.append(",\"tags\":[")
+            for (i, tag) in r.metadata.tags.enumerated() {
+                if i > 0 { out.append(",") }
+                out.append(bytes: JSONString.quoted(tag))
+            }
+            out.append("]}")
         }
 
         /// The table, written as rows come: column widths are those of the header and the first
@@ -124,6 +139,18 @@ final class BufferedOutput {
     func append(_ text: String) {
         buffer.append(contentsOf: text.utf8)
         if buffer.count >= 1 << 16 { flush() }
+    }
+    func append(bytes: [UInt8]) {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+    /// Lower-case hex digits of `bytes`.
+    func appendHex(_ bytes: [UInt8]) {
+        for b in bytes {
+            buffer.append(Self.hexDigits[Int(b >> 4)])
+            buffer.append(Self.hexDigits[Int(b & 15)])
+        }
     }
     func flush() {
         guard !buffer.isEmpty else { return }
