@@ -238,8 +238,10 @@ public final class Replicator: Sendable {
         let remote = try await retrying { try await remoteState() }
         let local = try vault.objectIDs()
         let removedHere = try vault.removedDocuments()
-        // Only tombstones that open count: junk under removed/ removes and hides nothing.
-        let opened = try await openTombstones(remote.tombstones.filter { local.contains($0) || remote.objects[$0] != nil })
+        // Only tombstones that open count: junk under removed/ removes and hides nothing. Those of
+        // documents this vault removed already are not fetched again (their objects are not
+        // wanted anyway): a pull costs the listing and what is new, not the store's history.
+        let opened = try await openTombstones(remote.tombstones.filter { local.contains($0) || (remote.objects[$0] != nil && removedHere[$0] == nil) })
         report.refusedTombstones = opened.refused
         let stones = opened.valid.filter { local.contains($0.key) }.sorted { $0.key < $1.key }.map(\.value)
         try vault.applyTombstones(stones)
