@@ -8,7 +8,8 @@
 # commands once. Times are medians of wall time (GNU time), with peak RSS; "I/O" is the bytes the
 # process read and wrote (rchar + wchar from /proc/self/io, through VAULT_IO_REPORT). Every command
 # unlocks the vault (Argon2id interactive, about 70 ms of each row). Sizes: 1,000 and 10,000;
-# BENCH_SCALE=1 adds 100,000 (making it takes about 10 minutes).
+# BENCH_SCALE=1 adds 100,000 (making it takes about 10 minutes). BENCH_VAULTS=DIR keeps the vaults
+# in DIR (as v1000, v10000, …) and uses those already there, so a second run does not make them again.
 set -euo pipefail
 vault="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 fixture="$(dirname "$vault")/vault-fixture"
@@ -49,8 +50,8 @@ echo "from GNU time; I/O = bytes read + written (/proc/self/io); each command in
 printf '%9s  %-34s %11s %13s %14s\n' "documents" "command" "time" "peak RSS" "I/O"
 head -c 4096 /dev/urandom > "$work/seed"
 for n in $SIZES; do
-    v="$work/v$n"
-    "$fixture" "$v" "$n"
+    v="${BENCH_VAULTS:-$work}/v$n"
+    [ -d "$v" ] || "$fixture" "$v" "$n"
     rm -f "$work"/r-*
     for i in $(seq "$RUNS"); do
         head -c 4092 /dev/urandom > "$work/new-$i.bin"; printf '%04d' "$i" >> "$work/new-$i.bin"
@@ -80,5 +81,5 @@ for n in $SIZES; do
     start=$(date +%s%N)
     "$vault" --vault "$v" list --json | { head -c 1 >/dev/null; date +%s%N > "$work/first"; cat >/dev/null; }
     awk -v n="$n" -v s="$start" -v e="$(cat "$work/first")" 'BEGIN { printf "%9s  %-34s %8.0f ms\n", n, "list --json: first byte", (e - s) / 1e6 }'
-    rm -rf "$v"
+    [ -n "${BENCH_VAULTS:-}" ] || rm -rf "$v"
 done
