@@ -89,4 +89,63 @@ import Testing
         #expect(s.run(["--vault", "v", "get", "doc-1500.txt"]).stdout.count == 4096)
         #expect(answers() == before)
     }
+
+    /// Remote vaults at scale (issue 22, point 5): a pull of 10 new documents from a store of
+    /// 2,000 written by two stations, and `list` and `get` in place after the first, send a
+    /// number of requests that does not depend on the store's size, beyond the listing.
+    @Test func aPullOfTenNewDocumentsAndWarmReadsInPlaceSendNoMoreThanTheListingAndWhatIsNew() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("scale")
+        defer { Task { await s3.shutdown() } }
+        let env = S3UploadCLITests.env(sw)
+        let s = Sandbox()
+        Self.fixture(s, "a", 2_000, per: 500)
+        let url = "s3://\(bucket)/v"
+        #expect(s.run(["--vault", "a", "push", url, "--parallel", "8"], env: env).status == 0)
+        let clone = s.run(["--vault", s.path("b"), "clone", url, "--parallel", "8"], env: env)
+        try #require(clone.status == 0, "\(clone.stderr)")
+        // Station b removes five documents (tombstones on the store), station a takes that in and
+        // adds ten new ones.
+        let removed = s.run(["--vault", "b", "remove", "doc-1.txt", "doc-2.txt", "doc-3.txt", "doc-4.txt", "doc-5.txt"])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(s.run(["--vault", "b", "push", url], env: env).status == 0)
+        #expect(s.run(["--vault", "a", "pull", url], env: env).status == 0)
+        for i in 0..<10 { s.write("new-\(i).txt", .random(3000 + i, seed: 2250 + UInt64(i))) }
+        #expect(s.run(["--vault", "a", "add"] + (0..<10).map { "new-\($0).txt" }).status == 0)
+        #expect(s.run(["--vault", "a", "push", url], env: env).status == 0)
+
+        let proxy = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString], in: s)
+        let through = env.merging(["AWS_ENDPOINT_URL": proxy.url]) { _, b in b }
+        func requests(since start: Int) -> (listings: Int, objects: [String], others: [String]) {
+            let all = proxy.entries.dropFirst(start)
+            let paths = all.map { "\($0["method"] as? String ?? "") \($0["path"] as? String ?? "")" }
+            let listings = paths.filter { $0.contains("list-type=") }.count
+            let objects = paths.filter { !$0.contains("list-type=") && $0.contains("/v/objects/") }
+            let others = paths.filter { !$0.contains("list-type=") && !$0.contains("/v/objects/") }
+            return (listings, objects, others)
+        }
+        let pull = s.run(["--vault", "b", "pull", url], env: through)
+        #expect(pull.status == 0, "\(pull.stderr)")
+        let p = requests(since: 0)
+        print("pull of 10 new documents from a store of 2,005: \(p.listings) listing pages, \(p.objects.count) object requests, others \(p.others)")
+        #expect(p.objects.count == 10 && p.objects.allSatisfy { $0.hasPrefix("GET ") }, "\(p.objects)")
+        #expect(p.others.count <= 2, "only vault.json besides the listing and the new objects: \(p.others)")
+        #expect(p.listings <= 6, "objects/ and removed/ of 2,005 documents: a few pages")
+        #expect(s.run(["--vault", "b", "list", "--json"]).out == s.run(["--vault", "a", "list", "--json"]).out)
+
+        // In place: the first list reads every header; the next reads none, and a get reads
+        // only its document.
+        let cold = s.run(["--vault", url, "list"], env: through)
+        #expect(cold.status == 0, "\(cold.stderr)")
+        let afterCold = proxy.entries.count
+        let warm = s.run(["--vault", url, "list"], env: through)
+        #expect(warm.status == 0)
+        let w = requests(since: afterCold)
+        #expect(w.objects.isEmpty && w.others.count <= 2, "a warm list sends the listing only: \(w)")
+        let afterWarm = proxy.entries.count
+        let got = s.run(["--vault", url, "get", "new-3.txt"], env: through)
+        #expect(got.status == 0 && got.stdout == .random(3003, seed: 2253))
+        let g = requests(since: afterWarm)
+        #expect(Set(g.objects.map { $0.split(separator: "?").first.map(String.init) ?? $0 }).count == 1, "one document's ranges: \(g.objects)")
+        #expect(g.others.count <= 2, "\(g.others)")
+    }
 }
