@@ -10,7 +10,7 @@ import VaultCore
 /// command line named before anything is sent to them, seal or not.
 public struct UploadJournal: Codable, Sendable {
     /// One batch's state.
-    public struct Batch: Codable, Sendable, BatchBookkeeping {
+    public struct Batch: Codable, Sendable, Equatable, BatchBookkeeping {
         /// Ids of the documents in the payload, in order.
         public var documents: [String]
         /// Exact payload length.
@@ -39,7 +39,7 @@ public struct UploadJournal: Codable, Sendable {
     }
 
     /// A part an S3 store confirmed.
-    public struct S3Part: Codable, Sendable {
+    public struct S3Part: Codable, Sendable, Equatable {
         public var number: Int
         public var md5: String
     }
@@ -67,6 +67,24 @@ public struct UploadJournal: Codable, Sendable {
     public var batches: [Batch]
     /// Documents left out.
     public var skipped: [Skip] = []
+    /// The generation of the journal file (random, new each time it is written whole): the
+    /// change log beside it belongs to this generation only (docs/UPLOAD.md, "Journal").
+    public var generation: String?
+
+    enum CodingKeys: String, CodingKey { case version, job, runId, target, created, updated, batches, skipped, generation }
+
+    /// A new journal (written by its first save).
+    init(job: String, runId: String, target: String, created: String, updated: String, batches: [Batch]) {
+        (self.job, self.runId, self.target, self.created, self.updated, self.batches) = (job, runId, target, created, updated, batches)
+    }
+
+    /// What the files on disk hold: the batches as last written, the change log's records and
+    /// bytes, and the journal file's size. A save appends the batches that changed since.
+    private var written: [Batch] = []
+    private var writtenSkipped = 0
+    private var logRecords = 0
+    private var logBytes = 0
+    private var baseBytes = 0
 
     /// The ``Vault/keyedDigest(purpose:_:)`` purpose of journal values.
     static let digestPurpose: UInt64 = 1
@@ -100,6 +118,21 @@ public struct UploadJournal: Codable, Sendable {
 
     static func role(job: String) -> String { "uploads/\(job)" }
 
+    /// The change log beside the journal: `u32 length ‖ sealed state` records, each the batches
+    /// one save changed, sealed as the `n`th record of the journal's generation.
+    static func logPath(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).journal-log" }
+    static func logRole(job: String, generation: String, n: Int) -> String { "uploads/\(job)/\(generation)/\(n)" }
+
+    /// One record of the change log.
+    struct Change: Codable {
+        struct Entry: Codable {
+            var index: Int
+            var batch: Batch
+        }
+        var updated: String
+        var batches: [Entry]
+    }
+
     /// The lock an upload of `job` holds while it runs (beside its journal).
     static func lockPath(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).lock" }
 
@@ -131,22 +164,93 @@ public struct UploadJournal: Codable, Sendable {
             if e.code == .vaultDamaged { e.message += "; nothing was sent"; e.hint = damagedHint }
             throw e
         }
+        var journal: UploadJournal
         do {
-            let journal = try JSONDecoder().decode(UploadJournal.self, from: Data(body))
+            journal = try JSONDecoder().decode(UploadJournal.self, from: Data(body))
             guard journal.job == job else { throw VaultError(.vaultDamaged, "it names another job") }
-            return journal
         } catch {
             throw VaultError(.vaultDamaged, "the upload journal \(p) is malformed; nothing was sent", hint: damagedHint, cause: error)
         }
+        journal.baseBytes = body.count
+        try journal.applyLog(from: vault, damagedHint: damagedHint)
+        journal.written = journal.batches
+        journal.writtenSkipped = journal.skipped.count
+        return journal
     }
 
+    /// Applies the change log of this generation. Its first record not opening means it belongs
+    /// to another generation (a crash between a whole write and the log's removal): ignored. A
+    /// later record that does not open is damage; a torn last record (a crash mid-append) ends it.
+    private mutating func applyLog(from vault: Vault, damagedHint: String) throws {
+        let path = Self.logPath(in: vault.store, job: job)
+        guard let generation, FileSystem.kind(of: path) == .file else { return }
+        let bytes = try FileSystem.readFile(path, limit: Self.maxSize)
+        var offset = 0, n = 0
+        while bytes.count - offset >= 4 {
+            let length = Int(bytes[offset..<offset + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            guard length <= Self.maxSize, offset + 4 + length <= bytes.count else { break }
+            let sealed = Array(bytes[offset + 4..<offset + 4 + length])
+            guard let body = try? vault.openState(sealed, purpose: .uploadJournal, role: Self.logRole(job: job, generation: generation, n: n + 1),
+                                                  what: "the upload journal's change log") else {
+                if n == 0 { return }
+                throw VaultError(.vaultDamaged, "the change log of the upload journal \(Self.path(in: vault.store, job: job)) fails authentication at record \(n + 1); nothing was sent",
+                                 hint: damagedHint)
+            }
+            guard let change = try? JSONDecoder().decode(Change.self, from: Data(body)),
+                  change.batches.allSatisfy({ $0.index >= 0 && $0.index < batches.count }) else {
+                throw VaultError(.vaultDamaged, "the change log of the upload journal \(Self.path(in: vault.store, job: job)) is malformed; nothing was sent",
+                                 hint: damagedHint)
+            }
+            for e in change.batches { batches[e.index] = e.batch }
+            updated = change.updated
+            n += 1
+            offset += 4 + length
+        }
+        logRecords = n
+        logBytes = offset
+    }
+
+    /// Makes the journal's state durable. The journal lists every batch, so writing it whole
+    /// after each batch cost O(n²) for n documents; a save appends the batches that changed to
+    /// the change log instead (one fsync), and writes the journal whole only when the batches
+    /// were split or skipped into, or when the log has grown as large as the journal.
     mutating func save(to vault: Vault) throws {
         updated = ISO8601DateFormatter().string(from: Date())
         let dir = vault.store.root + "/uploads"
         if FileSystem.kind(of: dir) == .missing { try FileSystem.makeDirectory(dir) }
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        try AtomicFile.write(try vault.sealState(Array(try e.encode(self)), purpose: .uploadJournal, role: Self.role(job: job)),
-                             to: Self.path(in: vault.store, job: job))
+        if let generation, written.count == batches.count, writtenSkipped == skipped.count, logBytes < baseBytes {
+            let changed = batches.indices.filter { batches[$0] != written[$0] }
+            guard !changed.isEmpty else { return }
+            let change = Change(updated: updated, batches: changed.map { Change.Entry(index: $0, batch: batches[$0]) })
+            let sealed = try vault.sealState(Array(try e.encode(change)), purpose: .uploadJournal,
+                                             role: Self.logRole(job: job, generation: generation, n: logRecords + 1))
+            var frame = [UInt8]()
+            withUnsafeBytes(of: UInt32(sealed.count).bigEndian) { frame.append(contentsOf: $0) }
+            frame += sealed
+            let path = Self.logPath(in: vault.store, job: job)
+            let file = try FileDescriptor.openOrCreate(path)
+            defer { file.close() }
+            if try file.size() != UInt64(logBytes) { try file.truncate(to: UInt64(logBytes)) }   // a torn record of a crash
+            try file.write(frame, at: UInt64(logBytes))
+            try file.sync()
+            if logRecords == 0 { try FileSystem.syncDirectory(dir) }
+            logRecords += 1
+            logBytes += frame.count
+            for i in changed { written[i] = batches[i] }
+            return
+        }
+        generation = Hex.encode(SystemRandom().bytes(16))
+        let sealed = try vault.sealState(Array(try e.encode(self)), purpose: .uploadJournal, role: Self.role(job: job))
+        try AtomicFile.write(sealed, to: Self.path(in: vault.store, job: job))
+        // The log of the generation before goes after the new journal is in place (a crash in
+        // between leaves a log that no longer opens: ignored).
+        try FileSystem.remove(Self.logPath(in: vault.store, job: job))
+        baseBytes = sealed.count
+        written = batches
+        writtenSkipped = skipped.count
+        logRecords = 0
+        logBytes = 0
     }
 }

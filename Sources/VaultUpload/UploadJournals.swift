@@ -97,13 +97,16 @@ public enum UploadJournals {
             let file = FileSystem.kind(of: UploadJournal.path(in: store, job: entry.job)) == .file
                 ? UploadJournal.path(in: store, job: entry.job) : UploadJournal.legacyPath(in: store, job: entry.job)
             let lockPath = UploadJournal.lockPath(in: store, job: entry.job)
+            let log = UploadJournal.logPath(in: store, job: entry.job)
             if FileSystem.kind(of: lockPath) == .file {
                 let lock = try FileDescriptor.openOrCreate(lockPath)
                 guard try lock.lockExclusive(wait: false) else { continue }   // an upload of this job is running
                 try FileSystem.remove(file)
+                try FileSystem.remove(log)
                 try FileSystem.remove(lockPath)
             } else {
                 try FileSystem.remove(file)
+                try FileSystem.remove(log)
             }
             removed.append(entry)
         }
