@@ -8,9 +8,9 @@ import Testing
 /// command and rewritten by every change.)
 @Suite(.serialized) struct ScaleCLITests {
     /// Bytes read plus written by one `vault` command.
-    static func io(_ s: Sandbox, _ vault: String, _ args: [String]) throws -> (result: CLIResult, bytes: Int) {
+    static func io(_ s: Sandbox, _ vault: String, _ args: [String], env: [String: String?] = [:]) throws -> (result: CLIResult, bytes: Int) {
         let report = s.path("io-\(UUID().uuidString)")
-        let r = s.run(["--vault", vault] + args, env: ["VAULT_IO_REPORT": report])
+        let r = s.run(["--vault", vault] + args, env: env.merging(["VAULT_IO_REPORT": report]) { _, b in b })
         let text = try String(contentsOfFile: report, encoding: .utf8)
         var bytes = 0
         for line in text.split(separator: "\n") {
@@ -160,5 +160,26 @@ import Testing
         let g = requests(since: afterWarm)
         #expect(Set(g.objects.map { $0.split(separator: "?").first.map(String.init) ?? $0 }).count == 1, "one document's ranges: \(g.objects)")
         #expect(g.others.count <= 2, "\(g.others)")
+    }
+
+    /// Export and upload of everything cost the same per document at any size: the export
+    /// manifest and the upload journal list every batch, and were written whole after each one
+    /// (O(n²) bytes). Counted as bytes written per batch, with one document per batch.
+    @Test func uploadAndExportWriteTheSameBytesPerBatchFor100And1000Batches() throws {
+        let s = Sandbox()
+        Self.fixture(s, "v", 1_000, per: 1000)
+        let r = Receiver(in: s, mode: "sink")
+        func perBatch(_ args: [String]) throws -> Double {
+            let (result, bytes) = try Self.io(s, "v", args, env: ["VAULT_UPLOAD_TOKEN": "test-token"])
+            #expect(result.status == 0, "\(args): \(result.stderr)")
+            return Double(bytes) / Double(args.contains("--tag") ? 100 : 1000)
+        }
+        for (name, base) in [("upload", ["upload", "--url", r.url, "--batch-size", "1", "--progress", "none", "--new-run"]),
+                             ("export", ["export", "--batch-size", "1", "--progress", "none"])] {
+            let few = try perBatch(base + (name == "export" ? ["--out", s.path("few")] : []) + ["--tag", "t3"])
+            let many = try perBatch(base + (name == "export" ? ["--out", s.path("many")] : []))
+            print("\(name): \(Int(few)) bytes per batch over 100 batches, \(Int(many)) over 1,000")
+            #expect(many < few * 1.5, "\(name): \(many) bytes per batch over 1,000 batches against \(few) over 100")
+        }
     }
 }
