@@ -75,6 +75,7 @@ for n in $SIZES; do
     rm -rf "$work/out"
     timed r-export "$vault" --vault "$v" export --out "$work/out" --progress none; row "$n" "export --out DIR of everything" "$(median r-export)" "$n"
     rm -rf "$work/out"
+    timed r-upload "$vault" --vault "$v" upload --url "$url" --progress none --new-run; row "$n" "upload of everything" "$(median r-upload)" "$n"
     timed r-audit "$vault" --vault "$v" audit; row "$n" "audit (headers)" "$(median r-audit)" "$n"
     timed r-verify "$vault" --vault "$v" verify; row "$n" "verify" "$(median r-verify)" "$n"
     # The first row of list --json, from start to the first bytes on the pipe.

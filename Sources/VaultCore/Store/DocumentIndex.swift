@@ -49,9 +49,9 @@ final class DocumentIndex {
 
     private static let schema = """
         CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS documents (id BLOB PRIMARY KEY, added INTEGER NOT NULL, name BLOB NOT NULL,
-            digest BLOB NOT NULL, logged INTEGER NOT NULL, record BLOB NOT NULL) WITHOUT ROWID;
-        CREATE INDEX IF NOT EXISTS documents_order ON documents(added, id);
+        CREATE TABLE IF NOT EXISTS documents (added INTEGER NOT NULL, id BLOB NOT NULL, name BLOB NOT NULL,
+            digest BLOB NOT NULL, logged INTEGER NOT NULL, record BLOB NOT NULL, PRIMARY KEY (added, id)) WITHOUT ROWID;
+        CREATE UNIQUE INDEX IF NOT EXISTS documents_id ON documents(id);
         CREATE INDEX IF NOT EXISTS documents_name ON documents(name);
         CREATE INDEX IF NOT EXISTS documents_digest ON documents(digest);
         CREATE INDEX IF NOT EXISTS documents_unlogged ON documents(id) WHERE logged = 0;

@@ -391,10 +391,8 @@ struct HistoryLog {
         if tail.exists && tail.fileSize > end { try file.truncate(to: UInt64(end)) }
         let position = (tail.exists && tail.end > 0 ? tail.count : 0) + 1
         let previous = position == 1 ? Self.zeroTag : tail.tag
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let nonce = random.bytes(HistoryFormat.nonceSize)
-        let sealed = XChaCha20Poly1305.seal(Array(try encoder.encode(record)), ad: associatedData(position: position, previousTag: previous),
+        let sealed = XChaCha20Poly1305.seal(record.json(), ad: associatedData(position: position, previousTag: previous),
                                             nonce: nonce, key: key)
         var frame = [UInt8]()
         frame.appendBigEndian(UInt32(8 + nonce.count + sealed.count))
