@@ -28,7 +28,7 @@ extension Vault {
     /// Reads only; changes nothing.
     public func audit(deep: Bool = false, expectedHead: HistoryHead? = nil,
                       progress: ((Int, Int) -> Void)? = nil) throws -> AuditReport {
-        let scan = try history()
+        let scan = try HistoryLog(vault: self).scan(keepRecords: false)
         var findings = scan.findings + scan.noted
         if !scan.exists && scan.storedHead == nil && scan.anchor == nil && config.isLegacy {
             findings.append(AuditFinding("log-missing", "the vault has no history (log.vlt): it was made before vault kept one, or the log was deleted"))
@@ -52,20 +52,23 @@ extension Vault {
         let pending = Set((pendingRemoval.documents ?? []).map(\.id))
         for id in pending { present[id] = nil }
         let objects = try store.objectIDs().filter { !pending.contains($0.hex) }
-        for (hex, (document, position)) in present.sorted(by: { $0.key < $1.key }) {
-            guard let id = DocumentID(hex: hex), objects.contains(id) else {
-                findings.append(AuditFinding("missing-object", "\(hex) (\(document.name)), added by record \(position), has no object: it was deleted outside vault",
-                                             document: hex, record: position))
-                continue
-            }
+        // Only the few missing ones are sorted (sorting every entry would copy them all).
+        for (hex, (document, position)) in present.filter({ DocumentID(hex: $0.key).map { !objects.contains($0) } ?? true }).sorted(by: { $0.key < $1.key }) {
+            findings.append(AuditFinding("missing-object", "\(hex) (\(document.name)), added by record \(position), has no object: it was deleted outside vault",
+                                         document: hex, record: position))
         }
-        var authenticated: [DocumentID: DocumentMetadata] = [:]
+        // The index: sealed rows that must name exactly the objects, with their metadata, and
+        // the documents the history removed. Each object's row is looked up as the object is
+        // read (nothing is kept per document but the row's id set of the index's own pass).
+        let (status, index) = try inspectIndex()
+        let rowsUsable = status == .current || status == .stale   // a stale stamp alone (a copied folder, a crash) is not a finding
         for (n, id) in objects.sorted().enumerated() {
             progress?(n, objects.count)
+            var metadata: DocumentMetadata?
             do {
                 let reader = try openEnvelope(id, verifyDigest: deep)
                 if deep { while try reader.next() != nil {} }
-                authenticated[id] = reader.metadata
+                metadata = reader.metadata
             } catch {
                 let e = VaultError.from(error)
                 findings.append(AuditFinding("damaged-object", "\(id): \(e.code): \(e.message)", document: id.hex))
@@ -75,7 +78,7 @@ extension Vault {
                 findings.append(AuditFinding("resurrected-object", "\(hex) was removed by record \(at), and its object is back: export and upload refuse it",
                                              document: hex, record: at))
             } else if let (logged, position) = present[hex] {
-                if let m = authenticated[id], Hex.encode(m.sha256) != logged.sha256 || m.size != logged.size {
+                if let m = metadata, Hex.encode(m.sha256) != logged.sha256 || m.size != logged.size {
                     findings.append(AuditFinding("object-differs", "\(hex) is not the document record \(position) added (its size or SHA-256 differs)",
                                                  document: hex, record: position))
                 }
@@ -83,26 +86,24 @@ extension Vault {
                 findings.append(AuditFinding("unlogged-object", "\(hex) is in the vault but in no record: it was copied in, or a command was killed after committing it (the next change records those as 'adopt')",
                                              document: hex))
             }
-        }
-        progress?(objects.count, objects.count)
-        // The index: sealed rows that must name exactly the objects, with their metadata, and
-        // the documents the history removed.
-        let (status, index) = try inspectIndex()
-        switch status {
-        case .current, .stale:
-            // A stale stamp alone (a copied folder, a crash) is not a finding: the rows are
-            // compared with the objects themselves.
-            var rows = Set<DocumentID>()
-            try index.forEach { record in
-                rows.insert(record.id)
-                if let m = authenticated[record.id], m != record.metadata {
-                    findings.append(AuditFinding("index-mismatch", "the index's record of \(record.id) differs from its envelope", document: record.id.hex))
+            if rowsUsable, let m = metadata {
+                do {
+                    if let row = try index.record(id) {
+                        if row.metadata != m {
+                            findings.append(AuditFinding("index-mismatch", "the index's record of \(id) differs from its envelope", document: hex))
+                        }
+                    } else {
+                        findings.append(AuditFinding("index-mismatch", "the index has no row for \(id) (the next command rebuilds it)", document: hex))
+                    }
+                } catch {
+                    findings.append(AuditFinding("index-mismatch", "the index's row for \(id) fails authentication (the next command rebuilds it)", document: hex))
                 }
             }
-            for id in authenticated.keys.sorted() where !rows.contains(id) {
-                findings.append(AuditFinding("index-mismatch", "the index has no row for \(id) (the next command rebuilds it)", document: id.hex))
-            }
-            for id in rows where !authenticated.keys.contains(id) && !objects.contains(id) && !pending.contains(id.hex) {
+        }
+        progress?(objects.count, objects.count)
+        switch status {
+        case .current, .stale:
+            for id in try index.ids() where !objects.contains(id) && !pending.contains(id.hex) {
                 findings.append(AuditFinding("index-mismatch", "the index has a row for \(id), which has no object (the next command reconciles it)", document: id.hex))
             }
             // Compared only when the index has applied the whole history (a writer killed

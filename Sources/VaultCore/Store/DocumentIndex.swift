@@ -22,7 +22,7 @@ import Foundation
 final class DocumentIndex {
     static let fileName = "index.db"
     /// `PRAGMA user_version` of the schema below.
-    static let schemaVersion: Int32 = 1
+    static let schemaVersion: Int32 = 2
     /// The ``Vault/keyedDigest(purpose:_:)`` subkey id of lookup hashes.
     static let lookupPurpose: UInt64 = 2
 
@@ -75,10 +75,15 @@ final class DocumentIndex {
         // FULL: a commit is on disk when it returns (the history and the objects are fsynced too).
         try db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF")
         let current = try db.statement("PRAGMA user_version").first { $0.int64(0) } ?? 0
-        if current == 0 {
-            try db.transaction { try db.execute(Self.schema + "; PRAGMA user_version = \(Self.schemaVersion)") }
-        } else if current != Int64(Self.schemaVersion) {
-            throw VaultError(.vaultDamaged, "\(path) has schema version \(current), which this vault does not read")
+        if current != Int64(Self.schemaVersion) {
+            // A new file, or another version's layout: it is a cache, made anew (and then filled
+            // from the objects and the history, as a missing one is).
+            try db.transaction {
+                if current != 0 {
+                    try db.execute("DROP TABLE IF EXISTS documents; DROP TABLE IF EXISTS tags; DROP TABLE IF EXISTS removed; DROP TABLE IF EXISTS unreadable; DROP TABLE IF EXISTS meta")
+                }
+                try db.execute(Self.schema + "; PRAGMA user_version = \(Self.schemaVersion)")
+            }
         }
     }
 

@@ -73,12 +73,14 @@ public struct HistoryScan: Sendable {
         entries.compactMap { e in e.record.map { (e.position, $0) } }
     }
 
-    /// Replays the records: the documents the log says are in the vault (with the record that
-    /// added them) and those it says were removed (with the record that removed them).
-    public func documentState() -> (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int]) {
+    /// What the records say about documents, kept while scanning instead of the records.
+    struct Lean {
         var present: [String: (HistoryRecord.Document, Int)] = [:]
         var removed: [String: Int] = [:]
-        for (position, record) in records {
+        /// The document of each removal (the last record that removed it).
+        var removedDocuments: [String: HistoryRecord.Document] = [:]
+
+        mutating func apply(_ record: HistoryRecord, at position: Int) {
             switch record.operation {
             case .add, .import, .adopt, .pull:
                 for d in record.documents { present[d.id] = (d, position) }
@@ -86,12 +88,30 @@ public struct HistoryScan: Sendable {
                 present = [:]
                 for d in record.documents { present[d.id] = (d, position) }
             case .remove:
-                for d in record.documents { present[d.id] = nil; removed[d.id] = position }
+                for d in record.documents { present[d.id] = nil; removed[d.id] = position; removedDocuments[d.id] = d }
             case .`init`, .export, .upload, .passwd, .push, .clone, .upgrade:
                 break
             }
         }
-        return (present, removed)
+    }
+    /// Set when the scan did not keep the records.
+    var lean: Lean?
+
+    /// Replays the records: the documents the log says are in the vault (with the record that
+    /// added them) and those it says were removed (with the record that removed them).
+    public func documentState() -> (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int]) {
+        if let lean { return (lean.present, lean.removed) }
+        var state = Lean()
+        for (position, record) in records { state.apply(record, at: position) }
+        return (state.present, state.removed)
+    }
+
+    /// The document each removal named, by id (the last removal of each).
+    func removedDocuments() -> [String: HistoryRecord.Document] {
+        if let lean { return lean.removedDocuments }
+        var state = Lean()
+        for (position, record) in records { state.apply(record, at: position) }
+        return state.removedDocuments
     }
 }
 
@@ -184,12 +204,24 @@ struct HistoryLog {
 
     // MARK: Reading
 
-    private struct Framed { var offset: Int; var end: Int; var position: Int; var nonce: [UInt8]; var sealed: [UInt8]
-        var tag: [UInt8] { Array(sealed.suffix(HistoryFormat.tagSize)) } }
+    /// A record's place in the file and its tag; its nonce and seal are read when needed, so a
+    /// scan holds one record at a time, not the file (62 MB for 100,000 records).
+    private struct Framed { var offset: Int; var end: Int; var position: Int; var tag: [UInt8] }
+
+    /// Reads a framed record's nonce and seal.
+    private func load(_ f: Framed, from file: FileDescriptor) throws -> (nonce: [UInt8], sealed: [UInt8]) {
+        let body = try file.read(count: f.end - (f.offset + 12), at: UInt64(f.offset + 12))
+        guard body.count == f.end - (f.offset + 12) else { throw VaultError(.vaultDamaged, "log.vlt changed while it was read") }
+        return (Array(body[..<HistoryFormat.nonceSize]), Array(body[HistoryFormat.nonceSize...]))
+    }
 
     /// Reads and checks the whole log.
-    func scan() throws -> HistoryScan {
+    /// - Parameter keepRecords: keep every record in ``HistoryScan/entries`` (for `vault log`);
+    ///   without, only what the records say about documents is kept (``HistoryScan/documentState()``),
+    ///   so an audit of a history of 100,000 records does not hold them all.
+    func scan(keepRecords: Bool = true) throws -> HistoryScan {
         var scan = HistoryScan()
+        if !keepRecords { scan.lean = HistoryScan.Lean() }
         scan.storedHead = readHead(into: &scan)
         scan.anchor = readAnchor(into: &scan)
         guard FileSystem.kind(of: path) != .missing else {
@@ -202,9 +234,11 @@ struct HistoryLog {
             return scan
         }
         scan.exists = true
-        let bytes = try FileSystem.readFile(path, limit: 1 << 30)
-        scan.fileSize = bytes.count
-        guard bytes.starts(with: HistoryFormat.fileHeader) else {
+        let file = try FileDescriptor.openForReading(path)
+        defer { file.close() }
+        let fileSize = Int(try file.size())
+        scan.fileSize = fileSize
+        guard try file.read(count: HistoryFormat.fileHeader.count, at: 0) == HistoryFormat.fileHeader else {
             scan.findings.append(AuditFinding("log-malformed", "log.vlt does not start with the history magic and version"))
             scan.end = 0
             return scan
@@ -212,20 +246,19 @@ struct HistoryLog {
         // Framing: lengths only, no keys.
         var framed: [Framed] = []
         var offset = HistoryFormat.fileHeader.count
-        while offset < bytes.count {
-            guard bytes.count - offset >= 4 else { break }
-            let length = Int(bytes[offset..<offset + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+        while offset < fileSize {
+            guard fileSize - offset >= 12 else { break }
+            let frameHead = try file.read(count: 12, at: UInt64(offset))
+            let length = Int(frameHead[0..<4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
             guard length >= 8 + HistoryFormat.nonceSize + HistoryFormat.tagSize, length <= HistoryFormat.maxRecordSize else {
                 scan.findings.append(AuditFinding("log-malformed", "bytes at offset \(offset) of log.vlt are not a record (length \(length))",
                                                   record: framed.count + 1))
                 break
             }
-            guard offset + 4 + length <= bytes.count else { break }
-            let body = offset + 12
-            let claimed = bytes[offset + 4..<body].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            framed.append(Framed(offset: offset, end: offset + 4 + length, position: Int(clamping: claimed),
-                                 nonce: Array(bytes[body..<body + HistoryFormat.nonceSize]),
-                                 sealed: Array(bytes[body + HistoryFormat.nonceSize..<offset + 4 + length])))
+            guard offset + 4 + length <= fileSize else { break }
+            let claimed = frameHead[4..<12].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            let tag = try file.read(count: HistoryFormat.tagSize, at: UInt64(offset + 4 + length - HistoryFormat.tagSize))
+            framed.append(Framed(offset: offset, end: offset + 4 + length, position: Int(clamping: claimed), tag: tag))
             offset = offset + 4 + length
         }
         scan.end = framed.last?.end ?? HistoryFormat.fileHeader.count
@@ -234,9 +267,11 @@ struct HistoryLog {
         for (i, f) in framed.enumerated() {
             let position = i + 1
             let previous = i == 0 ? Self.zeroTag : framed[i - 1].tag
-            if let (e, record) = open(f.sealed, nonce: f.nonce, position: position, previousTag: previous, from: floor) {
+            let (nonce, sealed) = try load(f, from: file)
+            if let (e, record) = open(sealed, nonce: nonce, position: position, previousTag: previous, from: floor) {
                 floor = e
-                scan.entries.append(.init(position: position, record: record, tag: f.tag, epoch: e))
+                scan.entries.append(.init(position: position, record: scan.lean == nil ? record : nil, tag: f.tag, epoch: e))
+                scan.lean?.apply(record, at: position)
                 if record.operation == .accept {   // a password holder settled everything before it
                     scan.noted.removeAll()
                     scan.findings.removeAll { ($0.record ?? Int.max) < position }
@@ -250,7 +285,7 @@ struct HistoryLog {
             }
             scan.entries.append(.init(position: position, record: nil, tag: f.tag, epoch: nil))
             if let old = keys.keys.filter({ $0 < floor }).first(where: { e in
-                open(f.sealed, nonce: f.nonce, position: position, previousTag: previous, from: e).map { $0.0 < floor } ?? false }) {
+                open(sealed, nonce: nonce, position: position, previousTag: previous, from: e).map { $0.0 < floor } ?? false }) {
                 scan.findings.append(AuditFinding("log-record-superseded", "record \(position) is sealed under the key of epoch \(old), which a password change before it retired: someone who knew an old password wrote it",
                                                   record: position))
                 continue
@@ -259,8 +294,8 @@ struct HistoryLog {
             // try it there, after each record of the log.
             let claimed = f.position
             let authenticElsewhere = claimed >= 1 && (claimed == 1
-                ? open(f.sealed, nonce: f.nonce, position: 1, previousTag: Self.zeroTag, from: 0) != nil
-                : framed.contains { p in open(f.sealed, nonce: f.nonce, position: claimed, previousTag: p.tag, from: 0) != nil })
+                ? open(sealed, nonce: nonce, position: 1, previousTag: Self.zeroTag, from: 0) != nil
+                : framed.contains { p in open(sealed, nonce: nonce, position: claimed, previousTag: p.tag, from: 0) != nil })
             if let accepted = scan.acceptedAt, accepted > position { continue }
             if authenticElsewhere && claimed != position {
                 scan.findings.append(AuditFinding("log-record-moved", "record \(position) belongs at position \(claimed): records were reordered, or some removed",
@@ -273,7 +308,7 @@ struct HistoryLog {
                                                   record: position))
             }
         }
-        if scan.end < bytes.count, scan.findings.allSatisfy({ $0.code != "log-malformed" }) {
+        if scan.end < fileSize, scan.findings.allSatisfy({ $0.code != "log-malformed" }) {
             let cut = [scan.storedHead, scan.anchor].compactMap { $0 }.map { $0.end > scan.end }.first ?? true
             if cut {
                 scan.findings.append(AuditFinding("log-torn", "log.vlt ends inside a record after record \(framed.count): it was cut"))
@@ -597,7 +632,7 @@ extension Vault {
                 return HistoryWriter(vault: self, log: log, tail: tail, index: index, whole: true, scan: nil)
             }
         }
-        var scan = try log.scan()
+        var scan = try log.scan(keepRecords: false)
         if initial && !scan.exists { scan = HistoryScan.settled(scan) }
         try index.write {
             try deriveHistory(index, from: scan, state: scan.documentState())

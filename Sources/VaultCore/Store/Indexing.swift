@@ -146,7 +146,7 @@ extension Vault {
             known.merge(old.records) { a, _ in a }
         }
         let log = try HistoryLog(vault: self)
-        let scan = try log.scan()
+        let scan = try log.scan(keepRecords: false)
         let state = scan.documentState()
         try index.write {
             try index.clear()
@@ -179,9 +179,7 @@ extension Vault {
         let whole = scan.findings.isEmpty || !scan.exists
         if !whole { try index.db.execute("UPDATE documents SET logged = 1") }
         try index.markLogged(state.present.keys.compactMap(DocumentID.init(hex:)) + state.removed.keys.compactMap(DocumentID.init(hex:)))
-        for (_, record) in scan.records where record.operation == .remove {
-            for d in record.documents { if let at = state.removed[d.id] { try index.addRemoved(d, position: at) } }
-        }
+        for (id, d) in scan.removedDocuments() { if let at = state.removed[id] { try index.addRemoved(d, position: at) } }
         var s = try index.stateOrEmpty()
         s.logCount = scan.exists ? scan.entries.count : 0
         s.logEnd = scan.exists ? scan.end : 0
