@@ -1,24 +1,16 @@
 import Foundation
 
-/// The encrypted index (`index.vlt`): every document's record, so `list` need not open every
-/// envelope. A cache: the objects are the truth, and the index is rebuilt from them when it is
-/// missing, damaged or names a different set of documents.
+/// The index of the versions before `index.db` (`index.vlt`): every document's record in one
+/// sealed blob. Only read, once, when `index.db` is made, so that its records need not be read
+/// again from the envelopes (``Vault/rebuildIndex(_:known:)``); then deleted.
 ///
 /// A sealed state file (purpose index, role `index.vlt`) whose body is the JSON array of the
 /// records. The format before sealed state (`VAULTIDX` ‖ nonce ‖ seal under the vault key
-/// itself) is still read in key epoch 0, so an index written by an earlier version is not
-/// rebuilt needlessly; it is rewritten in the new format by the next change.
+/// itself) is read too, in key epoch 0.
 struct VaultIndex {
     private static let legacyMagic = Array("VAULTIDX".utf8)
     static let role = "index.vlt"
     var records: [DocumentID: DocumentRecord]
-
-    /// The sealed file contents.
-    func sealed(keys: EpochKeys, vaultID: String, random: any RandomSource) throws -> [UInt8] {
-        let list = Array(records.values).stableOrder()
-        let json = Array(try JSONEncoder().encode(list))
-        return try SealedState.seal(json, purpose: .index, role: Self.role, keys: keys, vaultID: vaultID, random: random)
-    }
 
     /// Opens a sealed index. Throws ``VaultError/Code/vaultDamaged`` if it does not authenticate.
     static func open(_ bytes: [UInt8], keys: EpochKeys, vaultID: String) throws -> VaultIndex {
