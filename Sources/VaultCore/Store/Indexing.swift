@@ -38,18 +38,19 @@ extension Vault {
             if at == objectsStamp() { status = .current }
         }
         indexHolder.lastStatus = status
+        // Records the index has not applied (a writer killed between its record and the index)
+        // first: a reconcile then knows every removal, and never takes a document put back
+        // after one as new. (A rebuild derives the history itself.)
+        if status == .current || status == .stale, try historyBehind(index) {
+            func catchUp() throws { _ = try historyWriter(index: index) }
+            if locked { try catchUp() } else { try store.withLock { try catchUp() } }
+        }
         if status != .current {
             func repair() throws {
                 let again = try checkIndex(index, full: full)
                 if again == .stale { try reconcileIndex(index, known: known) } else if again != .current { try rebuildIndex(index, known: known) }
             }
             if locked { try repair() } else { try store.withLock { try repair() } }
-        }
-        // Records the index has not applied (a writer killed between its record and the
-        // index): applied now, so the removed documents are known before anything is sent.
-        if try historyBehind(index) {
-            func catchUp() throws { _ = try historyWriter(index: index) }
-            if locked { try catchUp() } else { try store.withLock { try catchUp() } }
         }
         return try body(index)
     }
