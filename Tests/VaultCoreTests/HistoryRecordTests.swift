@@ -31,4 +31,47 @@ struct HistoryRecordTests {
         r.documents[0].name = "a\"b\\c/ü"
         #expect(r.json() == (try Self.reference(r)))
     }
+
+    /// The reader of the canonical layout gives what JSONDecoder gives, and nil (so the caller
+    /// falls back to JSONDecoder) for anything else.
+    @Test func theCanonicalReaderGivesWhatJSONDecoderGives() throws {
+        var odd = HistoryRecord(.upload, documents: [.init(id: "id", name: "a\"b\\c\u{01}\u{08}\u{0c}\n\r\t\u{1f}\u{7f}ü🎉/", sha256: "s", size: 0)],
+                                destinations: ["https://example.invalid:8443/batches", ""], detail: "")
+        odd.anomalies = [.init(code: "log-torn", message: "ends \"inside\""), .init(code: "x", message: "")]
+        odd.timeMillis = -5
+        let records = [
+            HistoryRecord(.`init`, detail: "argon2id", now: Date(timeIntervalSince1970: 1_767_225_600.123)),
+            HistoryRecord(.add, documents: (0..<50).map { .init(id: String(repeating: "ab", count: 16), name: "n\($0)", sha256: String(repeating: "0f", count: 32), size: UInt64($0) * 1_000_003) }),
+            HistoryRecord(.remove, outcome: .failed, documents: []),
+            odd,
+        ]
+        for r in records {
+            let bytes = r.json()
+            #expect(HistoryRecordReader.read(bytes, documents: { _ in true }) == r)
+            #expect(try JSONDecoder().decode(HistoryRecord.self, from: Data(bytes)) == r)
+            var lean = r
+            lean.documents = []
+            #expect(HistoryRecordReader.read(bytes, documents: { _ in false }) == lean)
+        }
+        let canonical = String(decoding: records[1].json(), as: UTF8.self)
+        // Not the canonical layout: nil, and the caller decodes with JSONDecoder.
+        for variant in [canonical.replacingOccurrences(of: ",\"host\"", with: ", \"host\""),
+                        canonical.replacingOccurrences(of: "\"size\":0", with: "\"size\":00"),
+                        canonical.replacingOccurrences(of: "\"n1\"", with: "\"n\\u0031\""),
+                        canonical.replacingOccurrences(of: "\"n2\"", with: "\"n\\/\""),
+                        canonical + " ", String(canonical.dropLast())] {
+            #expect(HistoryRecordReader.read(Array(variant.utf8), documents: { _ in true }) == nil, "\(variant.prefix(60))")
+        }
+        // Broken UTF-8 and raw control characters are refused, as JSONDecoder refuses them;
+        // in documents that are only checked, too.
+        for bad: [UInt8] in [[0xC3, 0x28], [0x0A], [0xE2, 0x82]] {
+            var bytes = Array(canonical.utf8)
+            let value = Array("\"n3\"".utf8)
+            let start = (0...(bytes.count - value.count)).first { Array(bytes[$0..<$0 + value.count]) == value }!
+            bytes.replaceSubrange(start + 1..<start + 3, with: bad)
+            #expect(HistoryRecordReader.read(bytes, documents: { _ in true }) == nil)
+            #expect(HistoryRecordReader.read(bytes, documents: { _ in false }) == nil)
+            #expect((try? JSONDecoder().decode(HistoryRecord.self, from: Data(bytes))) == nil)
+        }
+    }
 }

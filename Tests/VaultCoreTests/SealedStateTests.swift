@@ -77,6 +77,24 @@ import Testing
         Array(v.fields.map { "\($0.0): \($0.1)\n" }.joined().utf8) + [0x0A] + v.bytes
     }
 
+    /// The history seals a send's record in place (its frame is one buffer): the in-place
+    /// result must be the bytes the separate-buffer seal gives, over many ChaCha20 blocks.
+    @Test func sealingInPlaceGivesTheSameBytesAsSealingIntoAnotherBuffer() throws {
+        let plaintext = (0..<100_003).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        let nonce = [UInt8](repeating: 9, count: XChaCha20Poly1305.nonceSize)
+        let ad = Array("record 5".utf8)
+        let key = try SecretBytes(count: XChaCha20Poly1305.keySize) { k in for i in k.indices { k[i] = UInt8(i) } }
+        let apart = XChaCha20Poly1305.seal(plaintext, ad: ad, nonce: nonce, key: key)
+        var inPlace = plaintext + [UInt8](repeating: 0, count: XChaCha20Poly1305.tagSize)
+        inPlace.withUnsafeMutableBytes { buffer in
+            ad.withUnsafeBytes { a in nonce.withUnsafeBytes { n in key.withUnsafeBytes { k in
+                XChaCha20Poly1305.seal(UnsafeRawBufferPointer(rebasing: buffer[..<plaintext.count]), into: buffer, ad: a, nonce: n, key: k)
+            } } }
+        }
+        #expect(inPlace == apart)
+        #expect(XChaCha20Poly1305.open(inPlace, ad: ad, nonce: nonce, key: key) == plaintext)
+    }
+
     @Test func constantsMatchTheSpecification() {
         #expect(SealedState.magic == Array("VAULTSTA".utf8))
         #expect(SealedState.version == 1)

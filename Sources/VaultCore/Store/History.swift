@@ -80,6 +80,14 @@ public struct HistoryScan: Sendable {
         /// The document of each removal (the last record that removed it).
         var removedDocuments: [String: HistoryRecord.Document] = [:]
 
+        /// Whether ``apply(_:at:)`` reads the documents of a record of `operation`.
+        static func reads(_ operation: HistoryRecord.Operation) -> Bool {
+            switch operation {
+            case .add, .import, .adopt, .pull, .begin, .accept, .remove: true
+            case .`init`, .export, .upload, .passwd, .push, .clone, .upgrade: false
+            }
+        }
+
         mutating func apply(_ record: HistoryRecord, at position: Int) {
             switch record.operation {
             case .add, .import, .adopt, .pull:
@@ -268,7 +276,8 @@ struct HistoryLog {
             let position = i + 1
             let previous = i == 0 ? Self.zeroTag : framed[i - 1].tag
             let (nonce, sealed) = try load(f, from: file)
-            if let (e, record) = open(sealed, nonce: nonce, position: position, previousTag: previous, from: floor) {
+            if let (e, record) = open(sealed, nonce: nonce, position: position, previousTag: previous, from: floor,
+                                      documents: { keepRecords || HistoryScan.Lean.reads($0) }) {
                 floor = e
                 scan.entries.append(.init(position: position, record: scan.lean == nil ? record : nil, tag: f.tag, epoch: e))
                 scan.lean?.apply(record, at: position)
@@ -344,11 +353,14 @@ struct HistoryLog {
     }
 
     /// Opens a record under the log key of epoch `from` or a later one: the epoch and the record.
-    private func open(_ sealed: [UInt8], nonce: [UInt8], position: Int, previousTag: [UInt8], from: UInt32) -> (UInt32, HistoryRecord)? {
+    /// - Parameter documents: whether a record of this operation needs its documents (they
+    ///   are left out otherwise: a send names every document it sent).
+    private func open(_ sealed: [UInt8], nonce: [UInt8], position: Int, previousTag: [UInt8], from: UInt32,
+                      documents: (HistoryRecord.Operation) -> Bool = { _ in true }) -> (UInt32, HistoryRecord)? {
         let ad = associatedData(position: position, previousTag: previousTag)
         for e in keys.keys.sorted() where e >= from {
             if let plain = XChaCha20Poly1305.open(sealed, ad: ad, nonce: nonce, key: keys[e]!),
-               let record = try? JSONDecoder().decode(HistoryRecord.self, from: Data(plain)) {
+               let record = HistoryRecordReader.read(plain, documents: documents) ?? (try? JSONDecoder().decode(HistoryRecord.self, from: Data(plain))) {
                 return (e, record)
             }
         }
@@ -426,16 +438,31 @@ struct HistoryLog {
         if tail.exists && tail.fileSize > end { try file.truncate(to: UInt64(end)) }
         let position = (tail.exists && tail.end > 0 ? tail.count : 0) + 1
         let previous = position == 1 ? Self.zeroTag : tail.tag
+        // The frame is made in one buffer, the record sealed in place: a send of 100,000
+        // documents is a 15 MB record, and copies of it were most of that command's memory.
         let nonce = random.bytes(HistoryFormat.nonceSize)
-        let sealed = XChaCha20Poly1305.seal(record.json(), ad: associatedData(position: position, previousTag: previous),
-                                            nonce: nonce, key: key)
         var frame = [UInt8]()
-        frame.appendBigEndian(UInt32(8 + nonce.count + sealed.count))
+        frame.reserveCapacity(4 + 8 + nonce.count + 256 + record.documents.count * 170 + HistoryFormat.tagSize)
+        frame.appendBigEndian(UInt32(0))   // the length, below
         frame.appendBigEndian(UInt64(position))
-        frame += nonce + sealed
+        frame += nonce
+        let start = frame.count
+        record.json(into: &frame)
+        let plaintextCount = frame.count - start
+        frame += [UInt8](repeating: 0, count: HistoryFormat.tagSize)
+        let ad = associatedData(position: position, previousTag: previous)
+        frame.withUnsafeMutableBytes { buffer in
+            let region = UnsafeMutableRawBufferPointer(rebasing: buffer[start...])
+            ad.withUnsafeBytes { a in nonce.withUnsafeBytes { n in key.withUnsafeBytes { k in
+                // libsodium's AEAD encrypts in place (the plaintext and ciphertext may be the same bytes).
+                XChaCha20Poly1305.seal(UnsafeRawBufferPointer(rebasing: region[..<plaintextCount]), into: region, ad: a, nonce: n, key: k)
+            } } }
+        }
+        let length = UInt32(frame.count - 4)
+        for i in 0..<4 { frame[i] = UInt8(truncatingIfNeeded: length >> (24 - 8 * UInt32(i))) }
         try file.write(frame, at: UInt64(end))
         try file.sync()
-        let tag = Array(sealed.suffix(HistoryFormat.tagSize))
+        let tag = Array(frame.suffix(HistoryFormat.tagSize))
         let head = StoredHead(count: position, end: end + frame.count, tag: Hex.encode(tag))
         try writeState(head, purpose: .logHead, role: "log.head", to: headPath)
         try writeState(head, purpose: .logAnchor, role: "log.anchor", to: anchorPath)
@@ -725,10 +752,14 @@ extension Vault {
     public func refuseResurrected(_ records: [DocumentRecord]) throws {
         let back = try withIndex { index in try records.compactMap { r in try index.removal(of: r.id).map { (r, $0) } } }
         guard let (first, position) = back.first else { return }
-        throw VaultError(.vaultDamaged,
-                         "document \(first.id) (\(first.metadata.name)) was removed (history record \(position)) and its object is back"
-                         + (back.count > 1 ? ", and \(back.count - 1) more" : "") + "; nothing was sent",
-                         hint: "run 'vault audit'; 'vault remove \(first.id.hex.prefix(8))' removes it again")
+        throw Self.resurrected(first, position: position, more: back.count - 1)
+    }
+
+    static func resurrected(_ first: DocumentRecord, position: Int, more: Int) -> VaultError {
+        VaultError(.vaultDamaged,
+                   "document \(first.id) (\(first.metadata.name)) was removed (history record \(position)) and its object is back"
+                   + (more > 0 ? ", and \(more) more" : "") + "; nothing was sent",
+                   hint: "run 'vault audit'; 'vault remove \(first.id.hex.prefix(8))' removes it again")
     }
 }
 

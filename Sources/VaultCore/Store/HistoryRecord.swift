@@ -193,7 +193,14 @@ extension HistoryRecord {
     /// record of an export of 100,000 documents (docs/PERFORMANCE.md, "Scale").
     func json() -> [UInt8] {
         var o = [UInt8]()
-        o.reserveCapacity(256 + documents.count * 170)
+        json(into: &o)
+        return o
+    }
+
+    /// Appends ``json()`` to `o` (a record of a send names every document: the log's append
+    /// builds its frame around it in one buffer).
+    func json(into o: inout [UInt8]) {
+        o.reserveCapacity(o.count + 256 + documents.count * 170)
         func key(_ k: StaticString, first: Bool = false) {
             if !first { o.append(0x2C) }
             o.append(0x22)
@@ -235,6 +242,5 @@ extension HistoryRecord {
         key("outcome"); string(outcome.rawValue)
         key("time"); number(timeMillis)
         o.append(0x7D)
-        return o
     }
 }
