@@ -30,7 +30,30 @@ extension VaultCore.Vault {
     func recordSent(_ operation: HistoryRecord.Operation, _ records: [DocumentRecord], sentIDs: [String], destinations: [String],
                     skipped: Int, detail: String? = nil) {
         let byID = Dictionary(uniqueKeysWithValues: records.map { ($0.id.hex, $0) })
-        let sent = sentIDs.compactMap { byID[$0] }.map(HistoryRecord.Document.init)
+        recordSent(operation, sent: sentIDs.compactMap { byID[$0] }.map(HistoryRecord.Document.init), destinations: destinations,
+                   skipped: skipped, detail: detail)
+    }
+
+    /// As above, with the sent documents' records read from the index by id (for a command that
+    /// did not hold the records: a document removed meanwhile is left out).
+    func recordSent(_ operation: HistoryRecord.Operation, sentIDs: [String], destinations: [String], skipped: Int, detail: String? = nil) {
+        var sent: [HistoryRecord.Document] = []
+        sent.reserveCapacity(sentIDs.count)
+        do {
+            // A thousand records at a time: the record names every document, its records need not all be held too.
+            let ids = sentIDs.compactMap(DocumentID.init(hex:))
+            for start in stride(from: 0, to: ids.count, by: 1000) {
+                sent += try records(Array(ids[start..<min(start + 1000, ids.count)]), skippingMissing: true).map(HistoryRecord.Document.init)
+            }
+        } catch {
+            Terminal.warn("the history could not record this \(operation.rawValue): \(VaultError.from(error).message)")
+            return
+        }
+        recordSent(operation, sent: sent, destinations: destinations, skipped: skipped, detail: detail)
+    }
+
+    private func recordSent(_ operation: HistoryRecord.Operation, sent: [HistoryRecord.Document], destinations: [String],
+                            skipped: Int, detail: String?) {
         do {
             try record(HistoryRecord(operation, outcome: skipped > 0 ? .partial : .ok, documents: sent, destinations: destinations,
                                      detail: detail ?? (skipped > 0 ? "\(skipped) damaged document(s) left out" : nil)))

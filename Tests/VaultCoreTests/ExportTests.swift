@@ -321,3 +321,56 @@ import Testing
         #expect(e?.message == "the app's stream closed")
     }
 }
+
+/// `manifest.json` is written by hand from the plan (see ``ManifestFile``); its bytes must be
+/// those `JSONEncoder` gave for the same manifest, which is what earlier versions wrote.
+@Suite struct ManifestLayoutTests {
+    /// The manifest as a value, encoded the way the export used to.
+    struct Reference: Codable {
+        var runId: String
+        var created: String
+        var shape: String
+        var batchSize: Int
+        var maxBytes: UInt64?
+        var batches: [ManifestBatch]
+    }
+
+    @Test(arguments: [nil, UInt64(1 << 20)])
+    func theHandWrittenManifestIsByteIdenticalToJSONEncoders(maxBytes: UInt64?) throws {
+        let records = (0..<7).map { i in
+            DocumentRecord(id: DocumentID(bytes: testBytes(16, seed: UInt64(i + 1))),
+                           metadata: DocumentMetadata(name: "doc \(i)", contentType: "text/plain", size: UInt64(100 * i), sha256: testBytes(32),
+                                                      addedAtMillis: Int64(i), tags: []))
+        }
+        let plan = try CompactPlan(records, limits: BatchLimits(documents: 3, bytes: maxBytes), format: .json(.objects))
+        #expect(plan.batchCount == 3)
+        let dir = TempDir()
+        let file = ManifestFile(path: dir.path + "/manifest.json", plan: plan, runId: "0f1e2d3c-run", created: "2026-11-24T05:00:00Z",
+                                shape: "objects", batchSize: 3, maxBytes: maxBytes)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        func expectSameAsEncoder() throws {
+            let reference = Reference(runId: "0f1e2d3c-run", created: "2026-11-24T05:00:00Z", shape: "objects", batchSize: 3,
+                                      maxBytes: maxBytes, batches: file.batches)
+            let expected = Array(try encoder.encode(reference)) + [0x0a]
+            #expect(String(decoding: file.json(), as: UTF8.self) == String(decoding: expected, as: UTF8.self))
+        }
+        try expectSameAsEncoder()   // every batch pending
+        // One batch complete, one complete with a document cut out (odd characters in its
+        // error and name), one left pending.
+        let first = try AtomicFile(destination: dir.path + "/batch-0001.json")
+        try first.file.write([0x7B], at: 0)
+        try file.complete(first, index: 0, kept: nil, skipped: [], bytes: 1, sha256: String(repeating: "ab", count: 32))
+        let second = try AtomicFile(destination: dir.path + "/batch-0002.json")
+        try file.complete(second, index: 1, kept: [records[3].id, records[5].id],
+                          skipped: [ManifestSkip(id: records[4].id.hex, name: "a/b \"q\"\n\u{1}ü", code: "chunk-authentication-failed",
+                                                 error: "tab\there\\")],
+                          bytes: 2, sha256: String(repeating: "cd", count: 32))
+        try file.flush()
+        try expectSameAsEncoder()
+        file.finish(as: .interrupted, holdingLock: false)
+        try expectSameAsEncoder()
+        #expect(file.batches.map(\.status) == [.complete, .complete, .interrupted])
+        #expect(file.batches[1].documents == [records[3].id.hex, records[5].id.hex])
+    }
+}

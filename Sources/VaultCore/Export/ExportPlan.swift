@@ -44,69 +44,129 @@ public enum BatchPlanner {
     /// The batches for `records` in `format`. For a form, lengths are computed with a five-digit
     /// batch number and count in the manifest, so they bound the real ones from above.
     public static func plan(_ records: [DocumentRecord], limits: BatchLimits, format: PayloadFormat) throws -> [ExportBatch] {
-        precondition(limits.documents >= 1, "internal error: batch size must be at least 1")
-        if case .json(let shape) = format { return try planJSON(records, limits: limits, shape: shape) }
-        guard case .form(var form) = format else { preconditionFailure() }
-        form.batch = 99_999
-        form.of = 99_999
-        let bound = PayloadFormat.form(form)
-        let base = UInt64(bound.opening([]).count + bound.closing.count)
-        func cost(_ r: DocumentRecord, first: Bool) -> UInt64 {
-            UInt64(bound.head(r, first: first).count + bound.tail(r).count + form.manifest([r]).count - form.manifest([]).count)
-                + bound.dataLength(r.metadata.size) + (first ? 0 : 1)
+        var cutter = BatchCutter(limits: limits, format: format)
+        var batches: [ExportBatch] = []
+        var current: [DocumentRecord] = []
+        for r in records {
+            if let length = try cutter.add(r) {
+                batches.append(ExportBatch(index: batches.count + 1, records: current, length: length))
+                current = []
+            }
+            current.append(r)
         }
+        batches.append(ExportBatch(index: batches.count + 1, records: current, length: cutter.finish()))
+        return batches
+    }
+}
+
+/// The batch planner's rule, one document at a time, so a plan can be made while the
+/// selection is read (nothing but the batch being cut is kept).
+struct BatchCutter {
+    private let limits: BatchLimits
+    private let base: UInt64
+    /// A document's bytes in a payload: its entry, and the separator before it unless first.
+    private let cost: (DocumentRecord, _ first: Bool) -> UInt64
+    private var documents = 0
+    private var length: UInt64
+
+    init(limits: BatchLimits, format: PayloadFormat) {
+        precondition(limits.documents >= 1, "internal error: batch size must be at least 1")
+        self.limits = limits
+        switch format {
+        case .json(let shape):
+            base = UInt64(PayloadFraming.open.count + PayloadFraming.close.count)
+            cost = { r, first in PayloadEntry(r, shape: shape).length + (first ? 0 : 1) }
+        case .form(var form):
+            form.batch = 99_999
+            form.of = 99_999
+            let bound = PayloadFormat.form(form)
+            base = UInt64(bound.opening([]).count + bound.closing.count)
+            let emptyManifest = form.manifest([]).count
+            cost = { [form] r, first in
+                UInt64(bound.head(r, first: first).count + bound.tail(r).count + form.manifest([r]).count - emptyManifest)
+                    + bound.dataLength(r.metadata.size) + (first ? 0 : 1)
+            }
+        }
+        length = base
+    }
+
+    /// Takes the next document. Returns the length of the batch it closes, when it starts a new one.
+    /// - Throws: ``VaultError/Code/usage`` when the document's payload alone exceeds the byte limit.
+    mutating func add(_ r: DocumentRecord) throws -> UInt64? {
         if let max = limits.bytes {
-            for r in records where base + cost(r, first: true) > max {
-                let alone = base + cost(r, first: true)
+            let alone = base + cost(r, true)
+            if alone > max {
                 throw VaultError(.usage, "document \(r.id.hex.prefix(12)) (\(r.metadata.name)) needs a \(alone)-byte payload, more than the limit of \(max) bytes",
                                  hint: "raise the limit to at least \(alone) bytes, or leave this document out")
             }
         }
-        var batches: [ExportBatch] = []
-        var current: [DocumentRecord] = []
-        var length = base
-        for r in records {
-            if !current.isEmpty && (current.count >= limits.documents || limits.bytes.map { length + cost(r, first: false) > $0 } == true) {
-                batches.append(ExportBatch(index: batches.count + 1, records: current, length: length))
-                current = []
-                length = base
-            }
-            length += cost(r, first: current.isEmpty)
-            current.append(r)
+        var closed: UInt64?
+        if documents > 0 && (documents >= limits.documents || limits.bytes.map { length + cost(r, false) > $0 } == true) {
+            closed = length
+            documents = 0
+            length = base
         }
-        if !current.isEmpty || batches.isEmpty {
-            batches.append(ExportBatch(index: batches.count + 1, records: current, length: length))
-        }
-        return batches
+        length += cost(r, documents == 0)
+        documents += 1
+        return closed
     }
 
-    private static func planJSON(_ records: [DocumentRecord], limits: BatchLimits, shape: PayloadShape) throws -> [ExportBatch] {
-        if let max = limits.bytes {
-            for r in records {
-                let alone = PayloadFraming.length(of: [r], shape: shape)
-                if alone > max {
-                    throw VaultError(.usage, "document \(r.id.hex.prefix(12)) (\(r.metadata.name)) needs a \(alone)-byte payload, more than the limit of \(max) bytes",
-                                     hint: "raise the limit to at least \(alone) bytes, or leave this document out")
-                }
-            }
+    /// The length of the last batch (an empty one when no document came).
+    func finish() -> UInt64 { length }
+}
+
+/// An export's plan without its records: each document's id, packed, and where each batch
+/// ends. A plan of 100,000 documents holds 2 MB; the records of a batch are read from the index
+/// when it is produced (``Vault/records(_:)``).
+struct CompactPlan {
+    /// 16 bytes per document, in payload order.
+    private var idBytes: [UInt8] = []
+    /// The number of documents before each batch, and at the end.
+    private(set) var bounds: [Int] = [0]
+    /// Each batch's payload length.
+    private(set) var lengths: [UInt64] = []
+    /// Plaintext bytes of every document.
+    private(set) var plaintextBytes: UInt64 = 0
+    private var cutter: BatchCutter
+
+    init(limits: BatchLimits, format: PayloadFormat) { cutter = BatchCutter(limits: limits, format: format) }
+
+    /// Plans `records` at once.
+    init(_ records: [DocumentRecord], limits: BatchLimits, format: PayloadFormat) throws {
+        self.init(limits: limits, format: format)
+        for r in records { try add(r) }
+        finish()
+    }
+
+    /// Takes the next document.
+    mutating func add(_ r: DocumentRecord) throws {
+        if let closed = try cutter.add(r) {
+            lengths.append(closed)
+            bounds.append(documents)
         }
-        var batches: [ExportBatch] = []
-        var current: [DocumentRecord] = []
-        var length = UInt64(PayloadFraming.open.count + PayloadFraming.close.count)
-        for r in records {
-            let entry = PayloadEntry(r, shape: shape).length + (current.isEmpty ? 0 : 1)
-            if !current.isEmpty && (current.count >= limits.documents || limits.bytes.map { length + entry > $0 } == true) {
-                batches.append(ExportBatch(index: batches.count + 1, records: current, length: length))
-                current = []
-                length = UInt64(PayloadFraming.open.count + PayloadFraming.close.count)
-            }
-            length += PayloadEntry(r, shape: shape).length + (current.isEmpty ? 0 : 1)
-            current.append(r)
-        }
-        if !current.isEmpty || batches.isEmpty {
-            batches.append(ExportBatch(index: batches.count + 1, records: current, length: length))
-        }
-        return batches
+        idBytes += r.id.bytes
+        plaintextBytes += r.metadata.size
+    }
+
+    /// Closes the last batch (an empty plan has one empty batch).
+    mutating func finish() {
+        lengths.append(cutter.finish())
+        bounds.append(documents)
+    }
+
+    var documents: Int { idBytes.count / EnvelopeFormat.documentIDSize }
+    var batchCount: Int { lengths.count }
+    var payloadBytes: UInt64 { lengths.reduce(0, +) }
+
+    /// The ids of batch `i` (0-based), in order.
+    func ids(ofBatch i: Int) -> [DocumentID] {
+        (bounds[i]..<bounds[i + 1]).map { id(at: $0) }
+    }
+
+    /// The id of document `n` (0-based) of the run.
+    func id(at n: Int) -> DocumentID {
+        let size = EnvelopeFormat.documentIDSize
+        return DocumentID(bytes: Array(idBytes[n * size..<(n + 1) * size]))
     }
 }
 

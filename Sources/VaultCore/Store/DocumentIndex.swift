@@ -311,16 +311,21 @@ final class DocumentIndex {
 
     /// The documents with tag `tag`, in stable order.
     func records(tagged tag: String) throws -> [DocumentRecord] {
+        var out: [DocumentRecord] = []
+        try forEach(tagged: tag) { out.append($0) }
+        return out
+    }
+
+    /// Calls `body` with each document with tag `tag`, in stable order, one row at a time.
+    func forEach(tagged tag: String, _ body: (DocumentRecord) throws -> Void) throws {
         let s = try db.statement("""
             SELECT d.id, d.record FROM tags t JOIN documents d ON d.id = t.id WHERE t.tag = ? ORDER BY d.added, d.id
             """).bind(tagKey(tag))
-        var out: [DocumentRecord] = []
         defer { s.reset() }
         while try s.step() {
             let r = try open(id: s.blob(0), sealed: s.blob(1))
-            if r.metadata.tags.contains(tag) { out.append(r) }
+            if r.metadata.tags.contains(tag) { try body(r) }   // a keyed-hash collision is not a match
         }
-        return out
     }
 
     /// Calls `body` with every document in stable order (oldest first), one row at a time.

@@ -97,6 +97,60 @@ public final class Vault: @unchecked Sendable {
         try lookingUp(full: selection.queries.isEmpty) { index in try selection.apply(to: IndexCatalog(index: index)) }
     }
 
+    /// Calls `body` with each document `selection` names, in stable order, reading the index one
+    /// row at a time (named documents are resolved first: they are few). What ``select(_:)``
+    /// returns, without holding it.
+    /// - Parameter sending: refuse, after the pass, a document the history removed whose object
+    ///   is back (see ``refuseResurrected(_:)``): such a document is not sent anywhere.
+    /// - Throws: what ``select(_:)`` throws.
+    public func forEachSelected(_ selection: DocumentSelection, sending: Bool = false, _ body: (DocumentRecord) throws -> Void) throws {
+        var called = false
+        var back: [(DocumentRecord, Int)] = []
+        func visit(_ r: DocumentRecord, _ index: DocumentIndex) throws {
+            if sending, let position = try index.removal(of: r.id) {
+                back.append((r, position))
+                return
+            }
+            called = true
+            try body(r)
+        }
+        func pass(_ index: DocumentIndex) throws {
+            if !selection.queries.isEmpty {
+                for r in try selection.apply(to: IndexCatalog(index: index)) { try visit(r, index) }
+            } else if let tag = selection.tag {
+                var any = false
+                try index.forEach(tagged: tag) { any = true; try visit($0, index) }
+                if !any { throw VaultError(.notFound, "no documents have the tag '\(tag)'") }
+            } else {
+                try index.forEach { try visit($0, index) }
+            }
+        }
+        do {
+            try withIndex(full: selection.queries.isEmpty) { index in try index.db.reading { try pass(index) } }
+        } catch let e as VaultError where e.code == .notFound && !called && back.isEmpty && !selection.queries.isEmpty {
+            // As lookingUp: nothing is reported missing before the rows are counted.
+            try withIndex(full: true) { index in try index.db.reading { try pass(index) } }
+        }
+        if let (first, position) = back.first { throw Self.resurrected(first, position: position, more: back.count - 1) }
+    }
+
+    /// The records of `ids`, in this order, read from the index in one snapshot.
+    /// - Parameter skippingMissing: leave out a document that is no longer in the vault, instead
+    ///   of throwing ``VaultError/Code/notFound``.
+    public func records(_ ids: [DocumentID], skippingMissing: Bool = false) throws -> [DocumentRecord] {
+        try withIndex { index in
+            try index.db.reading {
+                try ids.compactMap { id in
+                    guard let r = try index.record(id) else {
+                        if skippingMissing { return nil }
+                        throw VaultError(.notFound, "document \(id) is no longer in the vault (was it removed meanwhile?)")
+                    }
+                    return r
+                }
+            }
+        }
+    }
+
     /// The document a user means by `query` (see ``DocumentSelection/resolve(_:in:)``).
     public func resolve(_ query: String) throws -> DocumentRecord {
         try lookingUp(full: false) { index in try DocumentSelection.resolve(query, in: IndexCatalog(index: index)) }

@@ -68,14 +68,15 @@ extension VaultCommand {
                 throw VaultError(.usage, "--out \(out) is not a directory", hint: "give a folder, or - for standard output")
             }
             let vault = try await options.open()
-            let selected = try selection.records(in: vault, verb: "export", sending: true)
             var exportOptions = ExportOptions()
             exportOptions.limits = batching.limits
             exportOptions.shape = batching.shape
             exportOptions.skipBad = skipBad
             exportOptions.force = force
             let renderer = ProgressRenderer(mode: progressOptions.resolved)
-            let exporter = try VaultCore.Exporter(vault: vault, records: selected, options: exportOptions, onEvent: renderer.handle)
+            // Planned while the index is read, one row at a time: the plan keeps ids, not records.
+            let exporter = try VaultCore.Exporter(vault: vault, selection: selection.selection, options: exportOptions, onEvent: renderer.handle)
+            if exporter.documents == 0 { throw VaultError(.notFound, "there are no documents to export") }
             let started = Date()
             let summary: ExportSummary
             do {
@@ -96,7 +97,7 @@ extension VaultCommand {
             renderer.clear()
             let destinations = toStdout ? ["stdout"]
                 : summary.batches.compactMap(\.file).map { HistoryRecord.destination(URL(fileURLWithPath: out).appendingPathComponent($0).standardizedFileURL) }
-            vault.recordSent(.export, selected, sentIDs: summary.batches.flatMap(\.documents), destinations: destinations,
+            vault.recordSent(.export, sentIDs: summary.batches.flatMap(\.documents), destinations: destinations,
                              skipped: summary.skipped.count, detail: "run \(summary.runID)")
             let seconds = Date().timeIntervalSince(started)
             let where_ = toStdout ? "standard output" : out
