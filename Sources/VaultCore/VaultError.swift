@@ -57,6 +57,14 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         public static let uploadRejected = Code(rawValue: "upload-rejected")
         /// The upload gave up after its retries (network, timeouts, 5xx): run it again to resume.
         public static let uploadFailed = Code(rawValue: "upload-failed")
+        /// A remote store (S3) refused the credentials: a bad signature, an unknown or expired key,
+        /// access denied.
+        public static let storeUnauthorized = Code(rawValue: "store-unauthorized")
+        /// A remote store refused a request for good (an S3 error other than the above, a 4xx).
+        public static let storeRejected = Code(rawValue: "store-rejected")
+        /// A remote store could not be reached or answered with a transient failure (a dropped
+        /// connection, a timeout, a passed deadline, 5xx, SlowDown) after the retries.
+        public static let storeUnavailable = Code(rawValue: "store-unavailable")
         /// Some documents were processed and some were skipped.
         public static let partial = Code(rawValue: "partial")
         /// A broken invariant or failing library call that is not the user's doing.
@@ -86,9 +94,10 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         self.cause = cause
     }
 
-    /// The message, then the cause if it adds anything (an `errno` is already in the message).
+    /// The message, then the cause if it adds anything (an `errno` or a store's error is
+    /// already in the message).
     public var description: String {
-        if let cause, !(cause is VaultError), !(cause is POSIXErrorCode) { return "\(message) (\(cause))" }
+        if let cause, !(cause is VaultError), !(cause is any CauseStatedInMessage) { return "\(message) (\(cause))" }
         return message
     }
 
@@ -100,8 +109,12 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
     }
 }
 
+/// A cause whose words the error's message already holds: ``VaultError/description`` does not
+/// repeat it.
+public protocol CauseStatedInMessage: Error {}
+
 /// An operating-system error (`errno`), kept as the cause of ``VaultError/Code/io`` errors.
-public struct POSIXErrorCode: Error, CustomStringConvertible, Sendable {
+public struct POSIXErrorCode: Error, CustomStringConvertible, Sendable, CauseStatedInMessage {
     /// The error.
     public let errno: Errno
     /// Its `errno` value.

@@ -24,16 +24,21 @@ public enum RemoteVault {
     ///   tombstones of this vault (junk, foreign, forged, or sealed under a retired key) with why:
     ///   they hide nothing, and the caller names them in a warning.
     public static func open(_ location: RemoteLocation, client: S3Client, cacheRoot: String, password: SecretBytes,
-                            cacheBytes: Int = 64 << 20) async throws -> (Vault, S3ObjectSource, [(String, VaultError)]) {
-        guard let config = try await Replicator.Probe(client: client, location: location).config() else {
-            throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)", hint: "push one there first with 'vault push'")
+                            cacheBytes: Int = 64 << 20, policy: RetryPolicy = .store) async throws -> (Vault, S3ObjectSource, [(String, VaultError)]) {
+        let retrying = { @Sendable (body: @Sendable () async throws -> [S3Client.ListedObject]) async throws -> [S3Client.ListedObject] in
+            try await policy.run(isTransient: VaultError.isTransientStoreFailure, body)
         }
-        async let objects = client.listObjects(bucket: location.bucket, prefix: location.objectsPrefix)
-        async let removed = client.listObjects(bucket: location.bucket, prefix: location.removedPrefix)
+        guard let config = try await policy.run(isTransient: VaultError.isTransientStoreFailure, {
+            try await Replicator.Probe(client: client, location: location).config()
+        }) else {
+            throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)")
+        }
+        async let objects = retrying { try await client.listObjects(bucket: location.bucket, prefix: location.objectsPrefix) }
+        async let removed = retrying { try await client.listObjects(bucket: location.bucket, prefix: location.removedPrefix) }
         let stones = Set(try await removed.compactMap { location.tombstoneID($0.key) })
         var listed: [DocumentID: UInt64] = [:]
         for o in try await objects { if let id = location.objectID(o.key) { listed[id] = o.size } }
-        let unfiltered = S3ObjectSource(client: client, location: location, sizes: listed, cacheBytes: cacheBytes)
+        let unfiltered = S3ObjectSource(client: client, location: location, sizes: listed, cacheBytes: cacheBytes, policy: policy)
 
         let folder = cacheFolder(location, endpoint: client.endpoint, under: cacheRoot)
         // The cache root and any missing parent (e.g. ~/.cache), then the store's folder: 0700.
@@ -59,11 +64,11 @@ public enum RemoteVault {
         }
         let unlocked = try VaultStore(root: folder, source: unfiltered).unlock(password: password)
         // A document is gone only when its tombstone opens under this vault's key.
-        let opened = try await Replicator(vault: unlocked, client: client, location: location)
+        let opened = try await Replicator(vault: unlocked, client: client, location: location, policy: policy)
             .openTombstones(stones.filter { listed[$0] != nil })
         var sizes = listed
         for id in opened.valid.keys { sizes[id] = nil }
-        let source = S3ObjectSource(client: client, location: location, sizes: sizes, cacheBytes: cacheBytes)
+        let source = S3ObjectSource(client: client, location: location, sizes: sizes, cacheBytes: cacheBytes, policy: policy)
         let vault = unlocked.reading(from: source)
         try source.prefetchHeads(try vault.unindexedObjects())
         return (vault, source, opened.refused)

@@ -53,13 +53,17 @@ public final class Replicator: Sendable {
     public let parallel: Int
     /// Envelopes larger than this go by multipart upload, in parts of this size.
     public let partSize: Int
+    /// How each store request is retried (one budget per request).
+    public let policy: RetryPolicy
 
-    public init(vault: Vault, client: S3Client, location: RemoteLocation, parallel: Int = 4, partSize: Int = 8 << 20) {
+    public init(vault: Vault, client: S3Client, location: RemoteLocation, parallel: Int = 4, partSize: Int = 8 << 20,
+                policy: RetryPolicy = .store) {
         self.vault = vault
         self.client = client
         self.location = location
         self.parallel = max(1, parallel)
         self.partSize = max(5 << 20, partSize)
+        self.policy = policy
     }
 
     static let envelopeType = "application/octet-stream"
@@ -209,19 +213,10 @@ public final class Replicator: Sendable {
         return buffer
     }
 
-    /// Runs `body` again after a transient failure (a dropped connection, 5xx, SlowDown): up to
-    /// three more times, 0.5, 1 and 2 s apart. Anything else fails at once.
+    /// Runs `body` under the policy: again after a transient failure (a dropped connection,
+    /// 5xx, SlowDown), at once for anything else. The client itself never retries.
     func retrying<T>(_ body: () async throws -> T) async throws -> T {
-        var delay: UInt64 = 500_000_000
-        for _ in 0..<3 {
-            do {
-                return try await body()
-            } catch let e as VaultError where e.code == .uploadFailed {
-                try await Task.sleep(nanoseconds: delay)
-                delay *= 2
-            }
-        }
-        return try await body()
+        try await policy.run(isTransient: VaultError.isTransientStoreFailure, body)
     }
 
     // MARK: Pull

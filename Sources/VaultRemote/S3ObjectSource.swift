@@ -16,6 +16,8 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
     // @unchecked: the mutable state (cache, in-flight fetches, counters) is guarded by `lock`.
     let client: S3Client
     public let location: RemoteLocation
+    /// How a block's fetch is retried.
+    let policy: RetryPolicy
     /// The listing: each envelope's size.
     public let sizes: [DocumentID: UInt64]
     /// The cache's byte limit.
@@ -96,8 +98,10 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
     private var headerSizes: [DocumentID: UInt64] = [:]
     private var fetched: (requests: Int, bytes: UInt64) = (0, 0)
 
-    public init(client: S3Client, location: RemoteLocation, sizes: [DocumentID: UInt64], cacheBytes: Int = 64 << 20, readAhead: Int = 2) {
+    public init(client: S3Client, location: RemoteLocation, sizes: [DocumentID: UInt64], cacheBytes: Int = 64 << 20, readAhead: Int = 2,
+                policy: RetryPolicy = .store) {
         self.client = client
+        self.policy = policy
         self.location = location
         self.sizes = sizes
         self.cacheBytes = max(cacheBytes, 2 << 20)
@@ -155,24 +159,19 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
             cache[key] = (e.block, clock)
             return e.block
         }) { return hit }
-        // A dropped connection or a 5xx is fetched again, up to three times, 0.5, 1 and 2 s apart.
-        var delay: useconds_t = 500_000
-        for attempt in 1...4 {
+        // A dropped connection or a 5xx is fetched again, under the store's policy.
+        return try policy.runBlocking(isTransient: VaultError.isTransientStoreFailure) {
             guard let f = future(key) else {
                 throw VaultError(.truncated, "document \(key.id): a read past the end of its object at \(location)")
             }
             do {
                 return try f.wait()
-            } catch let e as VaultError where e.code == .uploadFailed && attempt < 4 {
-                usleep(delay)
-                delay *= 2
             } catch let e as VaultError {
                 throw e
             } catch {
-                throw VaultError(.uploadFailed, "\(location): \(error)")
+                throw VaultError(.storeUnavailable, "\(location): \(error)")
             }
         }
-        preconditionFailure("internal error: unreachable")
     }
 
     /// The fetch of `key`: the one under way, or a new one that fills the cache when it lands;
@@ -238,7 +237,7 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
         } catch let e as VaultError {
             throw e
         } catch {
-            throw VaultError(.uploadFailed, "\(location): \(error)")
+            throw VaultError(.storeUnavailable, "\(location): \(error)")
         }
     }
 

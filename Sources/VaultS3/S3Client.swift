@@ -12,10 +12,13 @@ import VaultCore
 /// `Content-MD5`, HEAD, ranged GET), buckets (create), multipart uploads (create, upload part,
 /// complete, abort, list parts over every page). No upload policy: callers decide what to retry.
 ///
-/// Errors are ``VaultError``s carrying the S3 error code and message: `upload-unauthorized` for
-/// a refused signature or key (403 SignatureDoesNotMatch, InvalidAccessKeyId, AccessDenied),
-/// `not-found` for NoSuchBucket/NoSuchKey/NoSuchUpload, `upload-failed` for what may pass
-/// (5xx, SlowDown, a dropped connection), `upload-rejected` otherwise (BadDigest included).
+/// Errors are ``VaultError``s of the store codes, decided from the parsed S3 error code (never
+/// from text), which the error keeps as its cause (``S3ServiceError``, ``VaultError/s3Code``):
+/// `store-unauthorized` for a refused signature or key (403 SignatureDoesNotMatch,
+/// InvalidAccessKeyId, AccessDenied), `not-found` for NoSuchBucket/NoSuchKey/NoSuchUpload,
+/// `store-unavailable` for what may pass (5xx, SlowDown, a dropped connection, a passed
+/// deadline), `store-rejected` otherwise (BadDigest included). The client never retries: its
+/// callers do, through ``RetryPolicy``, once per operation.
 public final class S3Client: Sendable {
     public let endpoint: URL
     public let addressing: S3Addressing
@@ -92,7 +95,7 @@ public final class S3Client: Sendable {
         do {
             response = try await http.execute(request, deadline: deadline)
         } catch {
-            throw VaultError(.uploadFailed, "S3 \(method) \(bucket)/\(key): \(Self.describe(error))")
+            throw VaultError(.storeUnavailable, "S3 \(method) \(bucket)/\(key): \(Self.describe(error))")
         }
         var collected = ByteBuffer()
         do {
@@ -121,7 +124,7 @@ public final class S3Client: Sendable {
             throw e
         } catch {
             // The connection dropped in the middle of the answer: as transient as one that failed before it.
-            throw VaultError(.uploadFailed, "S3 \(method) \(bucket)/\(key): \(Self.describe(error))")
+            throw VaultError(.storeUnavailable, "S3 \(method) \(bucket)/\(key): \(Self.describe(error))")
         }
         return Response(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
                         body: collected.readBytes(length: collected.readableBytes) ?? [])
@@ -131,7 +134,7 @@ public final class S3Client: Sendable {
     /// answer's head, and this the body, piece by piece (a silent store meets the idle timeout).
     static func check(_ deadline: NIODeadline, _ method: String, _ bucket: String, _ key: String) throws {
         if NIODeadline.now() > deadline {
-            throw VaultError(.uploadFailed, "S3 \(method) \(bucket)/\(key): \(describe(HTTPClientError.deadlineExceeded))")
+            throw VaultError(.storeUnavailable, "S3 \(method) \(bucket)/\(key): \(describe(HTTPClientError.deadlineExceeded))")
         }
     }
 
@@ -149,18 +152,8 @@ public final class S3Client: Sendable {
     func check(_ r: Response, _ what: String) throws -> Response {
         let error = S3XML.error(r.body)
         guard !(200..<300).contains(r.status) || error != nil else { return r }
-        let code = error?.code ?? "HTTP \(r.status)"
-        let message = "\(what): \(code)" + (error?.message.isEmpty == false ? ": \(error!.message)" : "")
-        switch code {
-        case "SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied", "ExpiredToken", "InvalidToken":
-            throw VaultError(.uploadUnauthorized, message, hint: "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN")
-        case "NoSuchBucket", "NoSuchKey", "NoSuchUpload":
-            throw VaultError(.notFound, message)
-        case "SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout":
-            throw VaultError(.uploadFailed, message)
-        default:
-            throw VaultError(r.status >= 500 ? .uploadFailed : .uploadRejected, message)
-        }
+        let service = S3ServiceError(status: r.status, code: error?.code, message: error?.message ?? "")
+        throw VaultError(service.vaultCode, "\(what): \(service)", cause: service)
     }
 
     /// Base64 of the MD5 of `bytes`, for `Content-MD5`; and its hex, which is the part's ETag.
@@ -205,7 +198,7 @@ public final class S3Client: Sendable {
     /// The answer's ETag, which for a single PUT or a part is the MD5 of the bytes the store kept.
     static func etag(of r: Response, matching md5: String, _ what: String, body: String) throws -> String {
         let etag = unquote(r.header("ETag") ?? "")
-        guard etag == md5 else { throw VaultError(.uploadRejected, "\(what): the ETag \(etag) is not the \(body)'s MD5 \(md5)") }
+        guard etag == md5 else { throw VaultError(.storeRejected, "\(what): the ETag \(etag) is not the \(body)'s MD5 \(md5)") }
         return etag
     }
 
@@ -338,7 +331,7 @@ public final class S3Client: Sendable {
                             deadline: deadline(forBytes: UInt64(target.count))).futureResult
             .flatMapErrorThrowing { error in
                 if error is VaultError { throw error }
-                throw VaultError(.uploadFailed, "S3 GET \(bucket)/\(key): \(Self.describe(error))")
+                throw VaultError(.storeUnavailable, "S3 GET \(bucket)/\(key): \(Self.describe(error))")
             }
     }
 
@@ -369,7 +362,7 @@ public final class S3Client: Sendable {
 
         func didReceiveBodyPart(task: HTTPClient.Task<Int>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
             if NIODeadline.now() > deadline {
-                return task.eventLoop.makeFailedFuture(VaultError(.uploadFailed, "S3 GET: \(S3Client.describe(HTTPClientError.deadlineExceeded))"))
+                return task.eventLoop.makeFailedFuture(VaultError(.storeUnavailable, "S3 GET: \(S3Client.describe(HTTPClientError.deadlineExceeded))"))
             }
             guard (200..<300).contains(status) else {
                 errorBody += buffer.readableBytesView.prefix(1 << 20 - errorBody.count)
@@ -391,21 +384,11 @@ public final class S3Client: Sendable {
     }
 
     /// The object's bytes, or those of `range` (inclusive, as in HTTP).
-    /// A GET changes nothing and its answer is collected whole, so a connection that failed or
-    /// dropped on the way is tried twice more before the failure is reported.
     /// - Parameter limit: the most bytes such an object can hold (`vault.json`, a tombstone):
     ///   a longer answer is an error, not a memory bomb.
     public func getObject(bucket: String, key: String, range: ClosedRange<UInt64>? = nil, limit: Int) async throws -> [UInt8] {
         let headers = range.map { [("Range", "bytes=\($0.lowerBound)-\($0.upperBound)")] } ?? []
-        var attempt = 1
-        while true {
-            do {
-                return try check(try await send("GET", bucket: bucket, key: key, headers: headers, limit: limit), "GetObject \(bucket)/\(key)").body
-            } catch let e as VaultError where e.code == .uploadFailed && attempt < 3 {
-                try await Task.sleep(nanoseconds: 250_000_000 << attempt)
-                attempt += 1
-            }
-        }
+        return try check(try await send("GET", bucket: bucket, key: key, headers: headers, limit: limit), "GetObject \(bucket)/\(key)").body
     }
 
     // MARK: Multipart uploads
@@ -415,7 +398,7 @@ public final class S3Client: Sendable {
                                          headers: [("Content-Type", contentType)] + metadata.map { ("x-amz-meta-\($0.0)", $0.1) }),
                           "CreateMultipartUpload \(bucket)/\(key)")
         guard let id = S3XML.values("UploadId", in: r.body).first, !id.isEmpty else {
-            throw VaultError(.uploadRejected, "CreateMultipartUpload \(bucket)/\(key): no UploadId in the answer")
+            throw VaultError(.storeRejected, "CreateMultipartUpload \(bucket)/\(key): no UploadId in the answer")
         }
         return id
     }

@@ -152,7 +152,9 @@ extension Uploader {
             return .skip(f)
         } catch let e as VaultError {
             switch e.code {
-            case .uploadFailed: return .retry(reason: e.message, retryAfter: nil)
+            case .storeUnavailable: return .retry(reason: e.message, retryAfter: nil)
+            case .storeUnauthorized: return .refused(VaultError(.uploadUnauthorized, e.message, cause: e.cause))
+            case .storeRejected: return .refused(VaultError(.uploadRejected, e.message, cause: e.cause))
             case .notFound: return .refused(VaultError(.uploadRejected, e.message, hint: "does the bucket \(s3.bucket) exist?"))
             default:
                 await abandonS3(&journal.batches[i], s3: s3)
@@ -170,10 +172,10 @@ extension Uploader {
                            batch: Int, of n: Int) async throws -> String {
         do {
             return try await client.uploadPart(bucket: bucket, key: key, uploadID: uploadID, number: number, body: body)
-        } catch let e as VaultError where e.message.contains("BadDigest") {
+        } catch let e as VaultError where e.s3Code == "BadDigest" {
             do {
                 return try await client.uploadPart(bucket: bucket, key: key, uploadID: uploadID, number: number, body: body)
-            } catch let again as VaultError where again.message.contains("BadDigest") {
+            } catch let again as VaultError where again.s3Code == "BadDigest" {
                 throw badDigestTwice(part: number, batch: batch, of: n)
             }
         }

@@ -28,9 +28,9 @@ enum ExitStatus {
         case .usage, .singleBatchNeeded: return usage
         case .io: return io
         case .partial: return partial
-        case .uploadRejected: return uploadRejected
-        case .uploadFailed: return uploadFailed
-        case .uploadUnauthorized: return uploadUnauthorized
+        case .uploadRejected, .storeRejected: return uploadRejected
+        case .uploadFailed, .storeUnavailable: return uploadFailed
+        case .uploadUnauthorized, .storeUnauthorized: return uploadUnauthorized
         default: return failure
         }
     }

@@ -80,7 +80,7 @@ struct GlobalOptions: ParsableArguments {
         } catch let e as VaultError {
             throw e
         } catch {
-            throw VaultError(.uploadFailed, "\(location): \(error)", hint: "check AWS_ENDPOINT_URL and the network")
+            throw VaultError(.storeUnavailable, "\(location): \(error)")
         }
     }
 

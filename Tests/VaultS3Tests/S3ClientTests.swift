@@ -87,13 +87,17 @@ import VaultCore
         let wrong = try Self.client(secret: "not-the-secret")
         defer { Task { await wrong.shutdown() } }
         await #expect { try await wrong.createBucket("never-\(UUID().uuidString.prefix(8).lowercased())") }
-            throws: { e in (e as? VaultError)?.code == .uploadUnauthorized && (e as? VaultError)?.message.contains("SignatureDoesNotMatch") == true }
+            throws: { e in (e as? VaultError)?.code == .storeUnauthorized && (e as? VaultError)?.s3Code == "SignatureDoesNotMatch" }
         let s3 = try Self.client()
         defer { Task { await s3.shutdown() } }
         let bucket = "digest-\(UUID().uuidString.prefix(8).lowercased())"
         try await s3.createBucket(bucket)
         let r = try await s3.send("PUT", bucket: bucket, key: "x", headers: [("Content-MD5", S3Client.md5([1, 2, 3]).base64)], body: [1, 2, 4])
-        #expect(throws: VaultError.self) { try s3.check(r, "PutObject") }
+        // The code is parsed from the answer and kept as the error's cause: callers decide on it.
+        #expect { try s3.check(r, "PutObject") } throws: { e in
+            (e as? VaultError)?.code == .storeRejected && (e as? VaultError)?.s3Code == "BadDigest"
+                && ((e as? VaultError)?.cause as? S3ServiceError)?.status == 400
+        }
         #expect(S3XML.error(r.body)?.code == "BadDigest")
         await #expect { try await s3.getObject(bucket: "no-such-bucket-\(UUID().uuidString.prefix(6).lowercased())", key: "k", limit: 1024) }
             throws: { e in (e as? VaultError)?.code == .notFound }

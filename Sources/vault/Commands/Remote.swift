@@ -263,7 +263,7 @@ struct TransferOptions: ParsableArguments {
         } catch let e as VaultError {
             throw e
         } catch {
-            throw VaultError(.uploadFailed, "\(location): \(error)", hint: "run the command again: finished objects are not sent or fetched twice")
+            throw VaultError(.storeUnavailable, "\(location): \(error)")
         }
     }
 }
