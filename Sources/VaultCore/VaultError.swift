@@ -83,15 +83,50 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
     public var message: String
     /// What the user can do about it, if anything useful can be said.
     public var hint: String?
+    /// The step that would set things right, when it is one of the vault's own operations: a
+    /// library names no command, option or variable, so a front end words it (the CLI as the
+    /// command that does it).
+    public var remedy: Remedy?
     /// The lower-level error this one wraps.
     public var cause: (any Error)?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, hint: String? = nil, cause: (any Error)? = nil) {
+    public init(_ code: Code, _ message: String, hint: String? = nil, remedy: Remedy? = nil, cause: (any Error)? = nil) {
         self.code = code
         self.message = message
         self.hint = hint
+        self.remedy = remedy
         self.cause = cause
+    }
+
+    /// A step, among the vault's own operations, that would set an error right.
+    public enum Remedy: Sendable, Equatable {
+        /// Create a vault there.
+        case createVault
+        /// Look the document up among those the vault lists.
+        case listDocuments
+        /// Rebuild the index (verifying the vault does).
+        case rebuildIndex
+        /// Audit the vault, and remove the document (this id) again.
+        case auditAndRemoveAgain(DocumentID)
+        /// Verify the vault, and remove or restore the failing document before trying again.
+        case verifyThenRemoveOrRestore
+        /// Make a local copy of the remote vault (named so) first, or use a replica.
+        case cloneFirst(String)
+        /// Add the files inside the folder instead (recursively).
+        case addRecursively
+        /// Remove the upload's journal; the upload then starts afresh.
+        case pruneUploadJournal
+        /// Push a vault to the store first.
+        case pushFirst
+        /// Name a remote store for the vault.
+        case addRemote
+        /// Delete the damaged remote list, then name the stores again.
+        case addRemotesAgain
+        /// Push to a new prefix, or clone the store again with its password.
+        case pushToNewPrefixOrClone
+        /// Create the bucket, or check the store's URL and endpoint.
+        case checkBucketAndEndpoint
     }
 
     /// The message, then the cause if it adds anything (an `errno` or a store's error is

@@ -62,7 +62,7 @@ public struct RemoteList: Codable, Sendable, Equatable {
     public init() {}
 
     /// The sealed list (a sealed state file, purpose remote list, role `remotes.vlt`): the
-    /// stores `push`, `pull` and `--vault NAME` send to, so nobody without the password can
+    /// stores pushes, pulls and direct reads go to, so nobody without the password can
     /// redirect them.
     static func path(_ store: VaultStore) -> String { store.root + "/remotes.vlt" }
     /// Where versions before sealed state kept the list, as plain JSON (moved into the sealed
@@ -78,7 +78,7 @@ public struct RemoteList: Codable, Sendable, Equatable {
         guard FileSystem.kind(of: path) != .missing else {
             if FileSystem.kind(of: legacyPath(vault.store)) != .missing {
                 throw VaultError(.vaultDamaged, "\(legacyPath(vault.store)) is an unsealed remote list (written by an earlier version of vault, or by someone else): it is not trusted",
-                                 hint: "delete it, then 'vault remote add' the stores again")
+                                 remedy: .addRemotesAgain)
             }
             return RemoteList()
         }
@@ -86,7 +86,7 @@ public struct RemoteList: Codable, Sendable, Equatable {
         do {
             return try JSONDecoder().decode(RemoteList.self, from: Data(body))
         } catch {
-            throw VaultError(.vaultDamaged, "\(path) is not a valid remote list", hint: "delete it, then 'vault remote add' again")
+            throw VaultError(.vaultDamaged, "\(path) is not a valid remote list", remedy: .addRemotesAgain)
         }
     }
 
@@ -109,13 +109,15 @@ public struct RemoteList: Codable, Sendable, Equatable {
         if let n = nameOrURL, n.hasPrefix("s3://") { return (nil, try RemoteLocation(url: n)) }
         if let n = nameOrURL {
             guard let r = remotes.first(where: { $0.name == n }) else {
-                throw VaultError(.notFound, "no remote named '\(n)'", hint: remotes.isEmpty ? "add one with 'vault remote add NAME s3://BUCKET/PREFIX'"
-                                 : "known: \(remotes.map(\.name).joined(separator: ", "))")
+                guard remotes.isEmpty else {
+                    throw VaultError(.notFound, "no remote named '\(n)'", hint: "known: \(remotes.map(\.name).joined(separator: ", "))")
+                }
+                throw VaultError(.notFound, "no remote named '\(n)'", remedy: .addRemote)
             }
             return (r.name, try RemoteLocation(url: r.url))
         }
         switch remotes.count {
-        case 0: throw VaultError(.usage, "this vault has no remote", hint: "add one with 'vault remote add NAME s3://BUCKET/PREFIX', or give an s3:// URL")
+        case 0: throw VaultError(.usage, "this vault has no remote", remedy: .addRemote)
         case 1: return (remotes[0].name, try RemoteLocation(url: remotes[0].url))
         default: throw VaultError(.usage, "this vault has \(remotes.count) remotes; name one (\(remotes.map(\.name).joined(separator: ", ")))")
         }

@@ -4,7 +4,7 @@ import VaultCore
 import VaultS3
 
 /// Opens a vault kept on an S3-compatible store for reading in place, with no local replica:
-/// `list`, `get`, `verify`, `export` and `upload` with `--vault s3://BUCKET/PREFIX`.
+/// listing, reading, verifying, exporting and uploading straight from `s3://BUCKET/PREFIX`.
 ///
 /// The store is listed once (objects and tombstones: a document with a tombstone is gone), and
 /// its envelopes are read through an ``S3ObjectSource`` (ranged GETs, a byte-limited cache). A

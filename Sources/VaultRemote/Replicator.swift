@@ -92,7 +92,7 @@ public final class Replicator: Sendable {
         var created = false
         if remote == nil {
             guard create else {
-                throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)", hint: "push one there first with 'vault push'")
+                throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)", remedy: .pushFirst)
             }
             created = try await client.putObjectIfAbsent(bucket: location.bucket, key: location.configKey, body: try vault.configBytes(),
                                                          contentType: "application/json")
@@ -102,12 +102,12 @@ public final class Replicator: Sendable {
             throw VaultError(.alreadyExists, "\(location) holds another vault (id \(Self.vaultID(remote)?.prefix(12) ?? "unreadable"), this one is \(vault.id.prefix(12)))",
                              hint: "push to an empty prefix, or clone that vault instead")
         }
-        // Only `vault passwd` rewrites vault.json, and a clone copies it byte for byte: a store
+        // Only a password change rewrites vault.json, and a clone copies it byte for byte: a store
         // whose vault.json is not this vault's holds it under another password, and envelopes
         // sealed under this one would be mixed in among them, unreadable to its readers.
         if let remote, remote != (try vault.configBytes()), !vault.holdsSameKeys(asConfig: remote) {
-            throw VaultError(.alreadyExists, "\(location) holds this vault under another password (its vault.json is not this vault's: 'vault passwd' was run here or at another station)",
-                             hint: "push to a new prefix with 'vault remote add NAME s3://BUCKET/NEW-PREFIX', or clone the store again with its password")
+            throw VaultError(.alreadyExists, "\(location) holds this vault under another password (its vault.json is not this vault's: the password was changed here or at another station)",
+                             remedy: .pushToNewPrefixOrClone)
         }
         return created
     }
@@ -335,10 +335,10 @@ public final class Replicator: Sendable {
                              parallel: Int = 4, progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }) async throws -> (Vault, PullReport) {
         let probe = Probe(client: client, location: location)
         guard let config = try await probe.config() else {
-            throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)", hint: "push one there first with 'vault push'")
+            throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)", remedy: .pushFirst)
         }
         let vault = try store.createReplica(configBytes: config, password: password, source: location.description)
-        // The store is the replica's `origin` from the start: a clone cut short is finished by `vault pull`.
+        // The store is the replica's `origin` from the start: a clone cut short is finished by a pull.
         var remotes = RemoteList()
         remotes.remotes.append(.init(name: "origin", url: location.description))
         try remotes.save(vault)
@@ -354,7 +354,7 @@ public final class Replicator: Sendable {
 
         func config() async throws -> [UInt8]? {
             guard try await client.bucketExists(location.bucket) else {
-                throw VaultError(.notFound, "NoSuchBucket: the bucket \(location.bucket) does not exist", hint: "create it, or check the URL and AWS_ENDPOINT_URL")
+                throw VaultError(.notFound, "NoSuchBucket: the bucket \(location.bucket) does not exist", remedy: .checkBucketAndEndpoint)
             }
             do {
                 return try await client.getObject(bucket: location.bucket, key: location.configKey, limit: Replicator.configLimit)

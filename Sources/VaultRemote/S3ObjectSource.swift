@@ -4,7 +4,7 @@ import NIOCore
 import VaultCore
 import VaultS3
 
-/// A remote vault's envelopes read in place by ranged GETs (`--vault s3://BUCKET/PREFIX`).
+/// A remote vault's envelopes read in place by ranged GETs (a vault opened at `s3://BUCKET/PREFIX`).
 ///
 /// Each envelope is read in blocks: its head (the first 8 KiB, which holds the header of any
 /// ordinary document: what `list` needs), then chunk groups counted from the end of the header:

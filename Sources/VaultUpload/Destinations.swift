@@ -18,13 +18,13 @@ enum Destinations {
         return a == b
     }
 
-    /// A tus upload URL from the journal: it must be on the `--url`'s origin (the server's
+    /// A tus upload URL from the journal: it must be on the upload URL's origin (the server's
     /// Location is checked the same way when the upload is created).
     static func checkTusJournalURL(_ url: String, target: String, batch: Int) throws -> String {
         guard let parsed = URL(string: url), sameOrigin(parsed, as: target) else {
             throw VaultError(.vaultDamaged,
-                             "the upload journal gives batch \(batch) an upload URL on another origin than --url (\(URL(string: url).flatMap(origin) ?? "unparseable")); nothing was sent",
-                             hint: "'vault uploads prune' removes the journal; the upload then starts afresh")
+                             "the upload journal gives batch \(batch) an upload URL on another origin than the upload's URL (\(URL(string: url).flatMap(origin) ?? "unparseable")); nothing was sent",
+                             remedy: .pruneUploadJournal)
         }
         return parsed.absoluteString
     }
@@ -33,7 +33,7 @@ enum Destinations {
     static func checkRunID(_ run: String) throws {
         guard run.count == 36, run.allSatisfy({ $0.isHexDigit && !$0.isUppercase || $0 == "-" }), UUID(uuidString: run) != nil else {
             throw VaultError(.vaultDamaged, "the upload journal's run id is not one vault makes; nothing was sent",
-                             hint: "'vault uploads prune' removes the journal; the upload then starts afresh")
+                             remedy: .pruneUploadJournal)
         }
     }
 
@@ -43,7 +43,7 @@ enum Destinations {
         guard let journaled else { return expected }
         guard journaled == expected else {
             throw VaultError(.vaultDamaged, "the upload journal gives batch \(batch) the key '\(journaled.prefix(200))', not '\(expected)' under the prefix the command names; nothing was sent",
-                             hint: "'vault uploads prune' removes the journal; the upload then starts afresh")
+                             remedy: .pruneUploadJournal)
         }
         return journaled
     }

@@ -10,7 +10,7 @@ public struct UploadTarget: Sendable {
     public var url: String
     /// `POST` or `PUT`.
     public var method: String
-    /// Extra headers (`--header`).
+    /// Extra headers, sent with every request.
     public var headers: [(String, String)]
     /// The `Authorization` header value (from the environment), if any.
     public var authorization: String?

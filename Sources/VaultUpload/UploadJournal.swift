@@ -25,17 +25,82 @@ public struct UploadJournal: Codable, Sendable {
         public var httpStatus: Int?
         /// When the server confirmed it (ISO 8601).
         public var confirmedAt: String?
+        /// What the server holds of the batch so far, in the protocol's terms.
+        public var wire = WireState.none
+
+        init(documents: [String], bytes: UInt64, status: BatchStatus, attempts: Int, key: String) {
+            (self.documents, self.bytes, self.status, self.attempts, self.key) = (documents, bytes, status, attempts, key)
+        }
+
+        // The wire state is written as the flat keys journals have always had (tusURL,
+        // tusOffset, s3Key, s3UploadID, s3PartSize, s3Parts), so journals of every version
+        // resume, and read back into the one case they describe.
+        enum CodingKeys: String, CodingKey {
+            case documents, bytes, status, attempts, key, httpStatus, confirmedAt
+            case tusURL, tusOffset, s3Key, s3UploadID, s3PartSize, s3Parts
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            documents = try c.decode([String].self, forKey: .documents)
+            bytes = try c.decode(UInt64.self, forKey: .bytes)
+            status = try c.decode(BatchStatus.self, forKey: .status)
+            attempts = try c.decode(Int.self, forKey: .attempts)
+            key = try c.decode(String.self, forKey: .key)
+            httpStatus = try c.decodeIfPresent(Int.self, forKey: .httpStatus)
+            confirmedAt = try c.decodeIfPresent(String.self, forKey: .confirmedAt)
+            if let url = try c.decodeIfPresent(String.self, forKey: .tusURL) {
+                wire = .tus(url: url, offset: try c.decodeIfPresent(UInt64.self, forKey: .tusOffset) ?? 0)
+            } else if let id = try c.decodeIfPresent(String.self, forKey: .s3UploadID), let key = try c.decodeIfPresent(String.self, forKey: .s3Key) {
+                wire = .multipart(MultipartState(key: key, uploadID: id, partSize: try c.decodeIfPresent(UInt64.self, forKey: .s3PartSize),
+                                                 parts: try c.decodeIfPresent([S3Part].self, forKey: .s3Parts) ?? []))
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(documents, forKey: .documents)
+            try c.encode(bytes, forKey: .bytes)
+            try c.encode(status, forKey: .status)
+            try c.encode(attempts, forKey: .attempts)
+            try c.encode(key, forKey: .key)
+            try c.encodeIfPresent(httpStatus, forKey: .httpStatus)
+            try c.encodeIfPresent(confirmedAt, forKey: .confirmedAt)
+            switch wire {
+            case .none: break
+            case .tus(let url, let offset):
+                try c.encode(url, forKey: .tusURL)
+                try c.encode(offset, forKey: .tusOffset)
+            case .multipart(let m):
+                try c.encode(m.key, forKey: .s3Key)
+                try c.encode(m.uploadID, forKey: .s3UploadID)
+                try c.encodeIfPresent(m.partSize, forKey: .s3PartSize)
+                try c.encode(m.parts, forKey: .s3Parts)
+            }
+        }
+    }
+
+    /// What a server holds of a batch that is not confirmed yet: nothing known, a tus upload, or
+    /// an S3 multipart upload. Destinations in it are checked against the command line before
+    /// use, seal or not.
+    public enum WireState: Sendable, Equatable {
+        /// Nothing the next attempt can continue.
+        case none
         /// tus: the upload's URL on the server (kept so a resumed run continues the same upload;
         /// on a server without authentication it works as a capability) and the offset the
         /// server last acknowledged.
-        public var tusURL: String?
-        public var tusOffset: UInt64?
-        /// S3: the object key, the multipart upload's id and part size, and each part the
-        /// store confirmed (number and MD5, which is its ETag).
-        public var s3Key: String?
-        public var s3UploadID: String?
-        public var s3PartSize: UInt64?
-        public var s3Parts: [S3Part]?
+        case tus(url: String, offset: UInt64)
+        /// S3, direct or presigned: a multipart upload under way.
+        case multipart(MultipartState)
+    }
+
+    /// An S3 multipart upload under way: the object key, the upload's id and part size, and each
+    /// part the store confirmed (number and MD5, which is its ETag).
+    public struct MultipartState: Sendable, Equatable {
+        public var key: String
+        public var uploadID: String
+        public var partSize: UInt64?
+        public var parts: [S3Part]
     }
 
     /// A part an S3 store confirmed.
@@ -44,7 +109,7 @@ public struct UploadJournal: Codable, Sendable {
         public var md5: String
     }
 
-    /// A document left out with `--skip-bad`.
+    /// A document left out (damaged, with skipping asked for).
     public struct Skip: Codable, Sendable {
         /// Its id.
         public var id: String
@@ -150,18 +215,17 @@ public struct UploadJournal: Codable, Sendable {
         guard FileSystem.kind(of: p) == .file else {
             if FileSystem.kind(of: legacy) != .missing {
                 throw VaultError(.vaultDamaged, "the upload journal \(legacy) is unsealed (written by an earlier version of vault, or by someone else): it is not trusted, and nothing was sent",
-                                 hint: "'vault uploads prune' removes it; the upload then starts afresh")
+                                 remedy: .pruneUploadJournal)
             }
             return nil
         }
-        let damagedHint = "'vault uploads prune' removes it; the upload then starts afresh"
         let body: [UInt8]
         do {
             body = try vault.openState(try FileSystem.readFile(p, limit: maxSize), purpose: .uploadJournal, role: role(job: job),
                                        what: "the upload journal \(p)")
         } catch {
             var e = VaultError.from(error)
-            if e.code == .vaultDamaged { e.message += "; nothing was sent"; e.hint = damagedHint }
+            if e.code == .vaultDamaged { e.message += "; nothing was sent"; e.remedy = .pruneUploadJournal }
             throw e
         }
         var journal: UploadJournal
@@ -169,10 +233,10 @@ public struct UploadJournal: Codable, Sendable {
             journal = try JSONDecoder().decode(UploadJournal.self, from: Data(body))
             guard journal.job == job else { throw VaultError(.vaultDamaged, "it names another job") }
         } catch {
-            throw VaultError(.vaultDamaged, "the upload journal \(p) is malformed; nothing was sent", hint: damagedHint, cause: error)
+            throw VaultError(.vaultDamaged, "the upload journal \(p) is malformed; nothing was sent", remedy: .pruneUploadJournal, cause: error)
         }
         journal.baseBytes = body.count
-        try journal.applyLog(from: vault, damagedHint: damagedHint)
+        try journal.applyLog(from: vault)
         journal.written = journal.batches
         journal.writtenSkipped = journal.skipped.count
         return journal
@@ -181,25 +245,25 @@ public struct UploadJournal: Codable, Sendable {
     /// Applies the change log of this generation. Its first record not opening means it belongs
     /// to another generation (a crash between a whole write and the log's removal): ignored. A
     /// later record that does not open is damage; a torn last record (a crash mid-append) ends it.
-    private mutating func applyLog(from vault: Vault, damagedHint: String) throws {
+    private mutating func applyLog(from vault: Vault) throws {
         let path = Self.logPath(in: vault.store, job: job)
         guard let generation, FileSystem.kind(of: path) == .file else { return }
         let bytes = try FileSystem.readFile(path, limit: Self.maxSize)
         var offset = 0, n = 0
         while bytes.count - offset >= 4 {
-            let length = Int(bytes[offset..<offset + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            let length = Int(UInt32(bigEndianBytes: bytes[offset..<offset + 4]))
             guard length <= Self.maxSize, offset + 4 + length <= bytes.count else { break }
             let sealed = Array(bytes[offset + 4..<offset + 4 + length])
             guard let body = try? vault.openState(sealed, purpose: .uploadJournal, role: Self.logRole(job: job, generation: generation, n: n + 1),
                                                   what: "the upload journal's change log") else {
                 if n == 0 { return }
                 throw VaultError(.vaultDamaged, "the change log of the upload journal \(Self.path(in: vault.store, job: job)) fails authentication at record \(n + 1); nothing was sent",
-                                 hint: damagedHint)
+                                 remedy: .pruneUploadJournal)
             }
             guard let change = try? JSONDecoder().decode(Change.self, from: Data(body)),
                   change.batches.allSatisfy({ $0.index >= 0 && $0.index < batches.count }) else {
                 throw VaultError(.vaultDamaged, "the change log of the upload journal \(Self.path(in: vault.store, job: job)) is malformed; nothing was sent",
-                                 hint: damagedHint)
+                                 remedy: .pruneUploadJournal)
             }
             for e in change.batches { batches[e.index] = e.batch }
             updated = change.updated
@@ -227,7 +291,7 @@ public struct UploadJournal: Codable, Sendable {
             let sealed = try vault.sealState(Array(try e.encode(change)), purpose: .uploadJournal,
                                              role: Self.logRole(job: job, generation: generation, n: logRecords + 1))
             var frame = [UInt8]()
-            withUnsafeBytes(of: UInt32(sealed.count).bigEndian) { frame.append(contentsOf: $0) }
+            frame.appendBigEndian(UInt32(sealed.count))
             frame += sealed
             let path = Self.logPath(in: vault.store, job: job)
             let file = try FileDescriptor.openOrCreate(path)

@@ -73,7 +73,7 @@ public enum UploadJournals {
     /// One journal whole, as pretty-printed JSON (after it authenticated).
     public static func show(job: String, in vault: Vault) throws -> String {
         guard job.count == 32, job.allSatisfy(\.isHexDigit) else {
-            throw VaultError(.usage, "'\(job.prefix(64))' is not a job as 'vault uploads' lists it (32 hex digits)")
+            throw VaultError(.usage, "'\(job.prefix(64))' is not an upload job (32 hex digits)")
         }
         guard let journal = try UploadJournal.load(from: vault, job: job) else {
             throw VaultError(.notFound, "there is no upload journal of job \(job)")

@@ -1,13 +1,14 @@
-import AsyncHTTPClient
 import Foundation
 import VaultCore
 import VaultS3
-import NIOCore
 
 /// What an upload is asked to do.
 public struct UploadOptions: Sendable {
-    /// Where batches go.
+    /// Where batches go: the URL (for S3 its `s3://BUCKET/PREFIX` name; presigned, the presign
+    /// endpoint), method, headers, credentials and timeout.
     public var target: UploadTarget
+    /// How batches go on the wire, with the protocol's own options.
+    public var wire: UploadProtocol
     /// Batch limits.
     public var limits = BatchLimits()
     /// Payload shape.
@@ -18,58 +19,26 @@ public struct UploadOptions: Sendable {
     public var policy = RetryPolicy()
     /// Start a new run even if a journal of the same job exists.
     public var newRun = false
-    /// Fail unless a journal of this job exists (`--resume`).
+    /// Fail unless a journal of this job exists.
     public var requireJournal = false
-    /// How batches go on the wire.
-    public var wire = UploadProtocol.json
-    /// `form`: the file parts' field name.
-    public var formFieldName = "files[]"
-    /// `form`: text fields sent with every batch.
-    public var formFields: [FormBody.Field] = []
-    /// `tus`: bytes per PATCH (halved on 413, down to 256 KiB).
-    public var tusChunkSize = 4 << 20
-    /// `s3`: the bucket, prefix, store and credentials.
-    public var s3: S3Target?
-    /// `s3` without credentials: the back office's presign endpoint (docs/UPLOAD.md).
-    public var presignURL: String?
-    /// `s3` with presigned URLs: bytes per part.
-    public var s3PartSize: UInt64 = 8 << 20
-    /// Allow `http://` part URLs to hosts that are not loopback (`--insecure-http`).
-    public var insecureHTTP = false
 
-    /// Options for `target`.
-    public init(target: UploadTarget) { self.target = target }
-}
+    /// Options for `target`, sent by `wire`.
+    public init(target: UploadTarget, wire: UploadProtocol = .json) {
+        self.target = target
+        self.wire = wire
+    }
 
-/// How batches go on the wire (`--protocol`).
-public enum UploadProtocol: String, CaseIterable, Sendable {
-    /// One request per batch, its body the JSON payload `{"Files":[…]}` (base64).
-    case json
-    /// One `multipart/form-data` request per batch: one file part per document (raw bytes).
-    case form
-    /// tus 1.0 resumable uploads: one upload per batch (its JSON payload), sent in checksummed
-    /// chunks that survive dropped connections and restarts.
-    case tus
-    /// S3 objects: each batch's JSON payload as `PREFIX/<run>/batch-NNNN.json`, by multipart
-    /// upload with `Content-MD5` on every part, resumable.
-    case s3
-}
-
-/// What one attempt at a batch came to; each has one handler in ``Uploader``.
-enum AttemptOutcome: Sendable {
-    /// The server has the batch.
-    case confirmed(status: Int, duplicate: Bool)
-    /// A transient failure: try again after a delay (the server's `Retry-After`, if any).
-    case retry(reason: String, retryAfter: Double?)
-    /// The batch is too large for the server (413): why, and what the server said.
-    case split(reason: String, serverSays: String)
-    /// A document failed authentication mid-stream; the request was aborted.
-    case skip(DocumentFailure)
-    /// The server refused for good (credentials, other 4xx).
-    case refused(VaultError)
-    /// tus: the attempt ended (a dropped connection, a 5xx) after the server acknowledged more
-    /// of the batch, up to `at`; the next attempt continues from the server's offset.
-    case resume(at: UInt64, reason: String)
+    /// What the wire format depends on besides the documents, for the job id: the JSON shape
+    /// alone (so journals of earlier versions still resume), or the protocol's settings.
+    var wireDescription: String {
+        switch wire {
+        case .json: shape.rawValue
+        case .form(let f): "form\n\(f.fieldName)\n" + f.fields.map { "\($0.name)=\($0.value)" }.joined(separator: "\n")
+        case .tus: "tus\n" + shape.rawValue
+        case .s3(let t): "s3\n" + shape.rawValue + "\n\(t.partSize)"
+        case .presignedS3: "s3\n" + shape.rawValue + "\n0"
+        }
+    }
 }
 
 /// What the uploader reports as it works.
@@ -91,7 +60,7 @@ public enum UploadEvent: Sendable {
     case chunkSize(bytes: Int, reason: String)
     /// The server confirmed a batch.
     case confirmed(batch: Int, of: Int, status: Int, duplicate: Bool)
-    /// A document was left out (`--skip-bad`).
+    /// A damaged document was left out (skipping was asked for).
     case skipped(id: DocumentID, name: String, error: VaultError)
     /// Document-level events from the payload producer.
     case document(ExportEvent)
@@ -122,13 +91,13 @@ public struct UploadSummary: Sendable {
 
 /// Streams batch payloads to a server, one batch at a time, journaling each batch's state.
 ///
-/// For each unconfirmed batch: a request with the exact `Content-Length`, `Content-Type:
-/// application/json`, an `Idempotency-Key` and `X-Vault-Batch: i/n`, its body produced while
-/// it is sent. 2xx confirms it (journaled at once); 408, 429, 5xx, timeouts and connection errors
-/// are retried with exponential backoff, full jitter and `Retry-After`, a bounded number of
-/// times; 401/403 stop at once; 413 splits a multi-document batch in two (and fails for a single
-/// document, naming the limit); other 4xx stop with the server's message. A document that fails
-/// authentication aborts the request, so the server never gets a complete body holding it.
+/// The protocol's ``BatchSender`` makes each attempt; the uploader decides what its outcome
+/// means. 2xx confirms a batch (journaled at once); 408, 429, 5xx, timeouts and connection
+/// errors are retried with exponential backoff, full jitter and `Retry-After`, a bounded number
+/// of times; 401/403 stop at once; 413 splits a multi-document batch in two (and fails for a
+/// single document, naming the limit); other 4xx stop with the server's message. A document
+/// that fails authentication aborts the request, so the server never gets a complete body
+/// holding it.
 public final class Uploader: @unchecked Sendable {
     // @unchecked: run() is used from one task; the event sink tolerates calls from the
     // client's body-pulling task, which never overlap with the uploader's own.
@@ -137,27 +106,23 @@ public final class Uploader: @unchecked Sendable {
     private let order: [DocumentRecord]
     let options: UploadOptions
     let onEvent: @Sendable (UploadEvent) -> Void
-    let transport: any UploadTransport
+    private let transport: any UploadTransport
+    private let sender: any BatchSender
     private let job: String
-    /// tus: what the server offers (asked once), the current chunk size, bytes not resent.
-    var tusServer: TusCapabilities?
-    var tusChunkSize: Int
-    var resumedBytes: UInt64 = 0
-    /// `s3`: the client, made once.
-    private let s3Lock = NSLock()
-    private var s3ClientMade: S3Client?
+    /// The run's journal, loaded or planned by ``run()``.
+    private var journal: UploadJournal!
+    /// Payload bytes servers already had when batches resumed (not sent again).
+    private var resumedBytes: UInt64 = 0
     /// Documents and plaintext bytes before each batch (for the progress counter), made once
     /// for the batches as they stand and again after a split or a skip: summing them for every
-    /// batch cost O(n²) (a fifth of an upload of 100,000 documents). Under `prefixLock`.
+    /// batch cost O(n²) (a fifth of an upload of 100,000 documents).
     private var prefix: (documents: [Int], bytes: [UInt64])?
-    private let prefixLock = NSLock()
-    var s3BucketChecked = false
     /// `X-Vault-Log-Head: <count>-<tag>`: the vault's history head when the run started, sent
     /// with every batch so the back office keeps a copy of it (docs/UPLOAD.md).
-    lazy var logHeadHeader: [(String, String)] = vault.storedHead().map { [("X-Vault-Log-Head", $0.description)] } ?? []
+    private lazy var logHeadHeader: [(String, String)] = vault.storedHead().map { [("X-Vault-Log-Head", $0.description)] } ?? []
     /// Plaintext bytes and documents over the whole run, shared by its batches as in an export:
     /// `documentStarted` events count positions over the run.
-    private(set) var runProgress = ProgressCounter(total: 0, documents: 0)
+    private var runProgress = ProgressCounter(total: 0, documents: 0)
 
     /// Prepares an upload of `records` (in this order).
     public convenience init(vault: Vault, records: [DocumentRecord], options: UploadOptions,
@@ -173,31 +138,41 @@ public final class Uploader: @unchecked Sendable {
         self.options = options
         self.transport = transport
         self.onEvent = onEvent
-        tusChunkSize = options.tusChunkSize
+        sender = Self.sender(for: options, transport: transport)
         job = try UploadJournal.jobID(vault: vault, target: options.target.url, method: options.target.method,
-                                      wire: Self.wireDescription(options), limits: options.limits, records: records)
+                                      wire: options.wireDescription, limits: options.limits, records: records)
+    }
+
+    /// The protocol's sender.
+    static func sender(for o: UploadOptions, transport: any UploadTransport) -> any BatchSender {
+        switch o.wire {
+        case .json: RequestSender(target: o.target, transport: transport, shape: o.shape, form: nil)
+        case .form(let form): RequestSender(target: o.target, transport: transport, shape: o.shape, form: form)
+        case .tus(let tus): TusSender(target: o.target, transport: transport, shape: o.shape, options: tus)
+        case .s3(let s3): S3Sender(target: s3, shape: o.shape, timeout: o.target.idleTimeout)
+        case .presignedS3(let presign): PresignedS3Sender(endpoint: o.target, transport: transport, shape: o.shape, options: presign)
+        }
     }
 
     /// Runs (or resumes) the upload.
     public func run() async throws -> UploadSummary {
-        defer { Task { [transport, s3ClientMade] in await transport.shutdown(); await s3ClientMade?.shutdown() } }
+        defer { Task { [transport, sender] in await transport.shutdown(); await sender.shutdown() } }
         let lock = try FileDescriptor.openOrCreate(try lockPath())
         guard try lock.lockExclusive(wait: false) else {
             throw VaultError(.usage, "another upload of the same documents to the same place is running")
         }
         defer { lock.unlock() }
-        var journal = try openJournal()
+        journal = try openJournal()
         let confirmedBefore = journal.batches.filter { $0.status == .complete }.count
-        let total = journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }
         onEvent(.started(runID: journal.runId, batches: journal.batches.count, documents: journal.batches.reduce(0) { $0 + $1.documents.count },
-                         payloadBytes: total, confirmedBatches: confirmedBefore, resumed: confirmedBefore > 0 || journal.batches.contains { $0.attempts > 0 }))
+                         payloadBytes: journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }, confirmedBatches: confirmedBefore,
+                         resumed: confirmedBefore > 0 || journal.batches.contains { $0.attempts > 0 }))
         let all = journal.batches.flatMap(batchRecords)
         runProgress = ProgressCounter(total: all.reduce(0) { $0 + $1.metadata.size }, documents: all.count)
         var retries = 0
         var i = 0
         while i < journal.batches.count {
-            if journal.batches[i].status == .complete { i += 1; continue }
-            retries += try await send(index: i, journal: &journal)
+            if journal.batches[i].status != .complete { retries += try await send(index: i) }
             i += 1
         }
         let summary = UploadSummary(runID: journal.runId, batches: journal.batches.count, alreadyConfirmed: confirmedBefore,
@@ -227,83 +202,113 @@ public final class Uploader: @unchecked Sendable {
         if options.requireJournal {
             throw VaultError(.notFound, "there is no interrupted upload of these documents to \(options.target.redacted)")
         }
-        let planned = try BatchPlanner.plan(order, limits: options.limits, format: format(batch: 1, of: 1))
+        let planned = try BatchPlanner.plan(order, limits: options.limits, format: sender.format(batch: 1, of: 1))
         let runID = UUID().uuidString.lowercased()
         let now = ISO8601DateFormatter().string(from: Date())
-        var journal = UploadJournal(job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
+        journal = UploadJournal(job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
         journal.batches = try planned.map { b in
             UploadJournal.Batch(documents: b.records.map(\.id.hex), bytes: b.length, status: .pending, attempts: 0,
                                 key: try UploadJournal.idempotencyKey(vault: vault, runID: runID, index: b.index, records: b.records))
         }
-        try rekey(&journal, from: 0)   // exact lengths (a form's manifest names its batch number)
+        try rekey(from: 0)   // exact lengths (a form's manifest names its batch number)
         try journal.save(to: vault)
         return journal
     }
 
-    func s3Client(_ t: S3Target) -> S3Client {
-        s3Lock.lock(); defer { s3Lock.unlock() }
-        if let c = s3ClientMade { return c }
-        let c = S3Client(endpoint: t.endpoint, region: t.region, credentials: t.credentials, addressing: t.addressing,
-                         timeout: options.target.idleTimeout)
-        s3ClientMade = c
-        return c
-    }
-
-    func batchRecords(_ b: UploadJournal.Batch) -> [DocumentRecord] {
+    private func batchRecords(_ b: UploadJournal.Batch) -> [DocumentRecord] {
         b.documents.compactMap { DocumentID(hex: $0).flatMap { records[$0] } }
     }
 
     /// Renumbers keys (and lengths) after the batch list changed (a split or a skip): index and
     /// documents are part of the key; batches after `from` have never been sent.
-    private func rekey(_ journal: inout UploadJournal, from: Int) throws {
-        prefixLock.lock(); prefix = nil; prefixLock.unlock()
+    private func rekey(from: Int) throws {
+        prefix = nil
         for j in from..<journal.batches.count where journal.batches[j].status != .complete {
             let docs = batchRecords(journal.batches[j])
             journal.batches[j].key = try UploadJournal.idempotencyKey(vault: vault, runID: journal.runId, index: j + 1, records: docs)
-            journal.batches[j].bytes = format(batch: j + 1, of: journal.batches.count).length(of: docs)
+            journal.batches[j].bytes = sender.format(batch: j + 1, of: journal.batches.count).length(of: docs)
         }
     }
 
-    /// What every attempt at batch `i` starts from: its documents, format and exact length
-    /// (journaled), the payload bytes of the batches before it and of the run, and the
-    /// `attempt` event.
-    struct BatchAttempt {
-        let docs: [DocumentRecord]
-        let n: Int
-        let format: PayloadFormat
-        let length: UInt64
-        let before: UInt64
-        let total: UInt64
+    // MARK: One batch
+
+    /// Sends batch `i` until it is confirmed; returns the number of retries it took. Each
+    /// attempt ends in an ``AttemptOutcome``, handled here.
+    private func send(index i: Int) async throws -> Int {
+        var retries = 0
+        var attempt = 0
+        while true {
+            attempt += 1
+            journal.batches[i].attempts += 1
+            try journal.save(to: vault)
+            switch try await sender.attempt(begin(index: i, attempt: attempt)) {
+            case .confirmed(let status, let duplicate):
+                try confirm(i, status: status, duplicate: duplicate)
+                return retries
+            case .split(let reason, let says):
+                try await split(i, reason: reason, serverSays: says)
+                attempt = 0
+            case .skip(let f):
+                try await skip(i, f)
+                attempt -= 1
+            case .refused(let e):
+                try journal.save(to: vault)
+                throw e
+            case .resume(let at, let reason):
+                // Progress was made: the retry budget is for attempts that get nowhere.
+                try journal.save(to: vault)
+                attempt = 1
+                retries += 1
+                try await wait(i, attempt: attempt, retryAfter: nil, reason: "\(reason); the server has \(at) of \(journal.batches[i].bytes) bytes")
+            case .retry(let reason, let retryAfter):
+                try journal.save(to: vault)
+                guard attempt < options.policy.maxAttempts else {
+                    let (confirmed, n) = (journal.batches.filter { $0.status == .complete }.count, journal.batches.count)
+                    throw VaultError(.uploadFailed, "batch \(i + 1)/\(n) failed \(attempt) time\(attempt == 1 ? "" : "s"), last: \(reason)",
+                                     hint: "\(confirmed) of \(n) batches are confirmed")
+                }
+                retries += 1
+                try await wait(i, attempt: attempt, retryAfter: retryAfter, reason: reason)
+            }
+        }
     }
 
-    func beginAttempt(index i: Int, journal: inout UploadJournal, attempt: Int) -> BatchAttempt {
+    /// What attempt `attempt` at batch `i` starts from: its documents, format and exact length
+    /// (journaled), the payload bytes before it and of the run, its wire state; and the
+    /// `attempt` event.
+    private func begin(index i: Int, attempt: Int) -> BatchAttempt {
         let docs = batchRecords(journal.batches[i])
         let n = journal.batches.count
-        let format = format(batch: i + 1, of: n)
+        let format = sender.format(batch: i + 1, of: n)
         let length = format.length(of: docs)
         journal.batches[i].bytes = length
-        let b = BatchAttempt(docs: docs, n: n, format: format, length: length,
-                             before: journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes },
-                             total: journal.batches.reduce(UInt64(0)) { $0 + $1.bytes })
+        let before = journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes }
+        let total = journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }
+        let (progress, positionBase) = batchProgress(i)
+        let (events, vault) = (onEvent, vault)
         onEvent(.attempt(batch: i + 1, of: n, attempt: attempt, documents: docs.count, payloadBytes: length))
-        return b
-    }
-
-    /// The batch's payload, readable in chunks from any offset (tus PATCHes, S3 parts).
-    func payloadChunks(_ b: BatchAttempt, index i: Int, journal: UploadJournal) -> PayloadChunks {
-        let (progress, positionBase) = batchProgress(i, journal: journal)
-        let (events, vault) = (onEvent, self.vault)
-        return PayloadChunks { start in
-            PayloadProducer(vault: vault, records: b.docs, format: b.format, progress: progress, positionBase: positionBase,
-                            threads: Parallelism.besideOneStage, startOffset: start) { events(.document($0)) }
-        }
+        return BatchAttempt(
+            index: i, count: n, runID: journal.runId, key: journal.batches[i].key, docs: docs, format: format, length: length,
+            before: before, total: total, wire: journal.batches[i].wire, logHead: logHeadHeader,
+            onSent: { events(.sent(done: before + $0, total: total)) }, onEvent: events,
+            persist: { [unowned self] state in
+                journal.batches[i].wire = state
+                try journal.save(to: vault)
+            },
+            setStatus: { [unowned self] in journal.batches[i].httpStatus = $0 },
+            onResumed: { [unowned self] at in
+                resumedBytes += at
+                events(.resumed(batch: i + 1, at: at))
+            },
+            makeProducer: { start in
+                PayloadProducer(vault: vault, records: docs, format: format, progress: progress, positionBase: positionBase,
+                                threads: Parallelism.besideOneStage, startOffset: start) { events(.document($0)) }
+            })
     }
 
     /// The run's progress counter set back to the start of batch `i` (an attempt may be a
     /// retry), and the number of documents before it.
-    func batchProgress(_ i: Int, journal: UploadJournal) -> (ProgressCounter, Int) {
-        prefixLock.lock()
-        defer { prefixLock.unlock() }
+    private func batchProgress(_ i: Int) -> (ProgressCounter, Int) {
         if prefix == nil || prefix!.documents.count != journal.batches.count + 1 {
             var documents = [0], bytes: [UInt64] = [0]
             for b in journal.batches {
@@ -317,168 +322,51 @@ public final class Uploader: @unchecked Sendable {
         return (runProgress, prefix!.documents[i])
     }
 
-    /// What the wire format depends on besides the documents, for the job id: the JSON shape
-    /// alone (so journals of earlier versions still resume), or the form's settings.
-    static func wireDescription(_ o: UploadOptions) -> String {
-        switch o.wire {
-        case .json: o.shape.rawValue
-        case .form: "form\n\(o.formFieldName)\n" + o.formFields.map { "\($0.name)=\($0.value)" }.joined(separator: "\n")
-        case .tus: "tus\n" + o.shape.rawValue
-        case .s3: "s3\n" + o.shape.rawValue + "\n\(o.s3?.partSize ?? 0)"
-        }
+    private func confirm(_ i: Int, status: Int, duplicate: Bool) throws {
+        journal.batches[i].status = .complete
+        journal.batches[i].confirmedAt = ISO8601DateFormatter().string(from: Date())
+        try journal.save(to: vault)
+        onEvent(.confirmed(batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
     }
 
-    /// The payload format of batch `batch` of `of`. A form's boundary is random for each
-    /// request (40 hex digits from the system's generator, a fixed length so the body's length
-    /// does not depend on it): nobody, not even a document's author, can know it in advance and
-    /// put it in a document to inject a part.
-    func format(batch: Int, of: Int) -> PayloadFormat {
-        switch options.wire {
-        case .json, .tus, .s3: .json(options.shape)
-        case .form: .form(FormBody(boundary: "vault-" + Hex.encode(SystemRandom().bytes(20)), fieldName: options.formFieldName,
-                                   fields: options.formFields, batch: batch, of: of))
-        }
-    }
-
-    /// Sends batch `i` until it is confirmed; returns the number of retries it took. Each
-    /// attempt ends in an ``AttemptOutcome``, handled below.
-    private func send(index i: Int, journal: inout UploadJournal) async throws -> Int {
-        var retries = 0
-        var attempt = 0
-        while true {
-            let n = journal.batches.count
-            attempt += 1
-            journal.batches[i].attempts += 1
+    /// 413: the batch becomes two halves (never sent: new keys), or, for one document, the
+    /// upload stops naming the limit.
+    private func split(_ i: Int, reason: String, serverSays: String) async throws {
+        let docs = batchRecords(journal.batches[i])
+        guard docs.count > 1 else {
             try journal.save(to: vault)
-            let outcome = try await self.attempt(index: i, journal: &journal, attempt: attempt)
-            let docs = batchRecords(journal.batches[i])
-            switch outcome {
-            case .confirmed(let status, let duplicate):
-                journal.batches[i].status = .complete
-                journal.batches[i].confirmedAt = ISO8601DateFormatter().string(from: Date())
-                try journal.save(to: vault)
-                onEvent(.confirmed(batch: i + 1, of: n, status: status, duplicate: duplicate))
-                return retries
-            case .split(let reason, let says):
-                guard docs.count > 1 else {
-                    try journal.save(to: vault)
-                    throw VaultError(.uploadRejected,
-                                     "document \(docs[0].id.hex.prefix(12)) (\(docs[0].metadata.name)) makes a \(journal.batches[i].bytes)-byte payload, larger than the server accepts (\(reason))\(says)",
-                                     hint: "raise the server's size limit, or leave this document out")
-                }
-                await terminate(journal.batches[i].tusURL)
-                let half = docs.count / 2
-                journal.batches.replaceSubrange(i...i, with: [Array(docs[..<half]), Array(docs[half...])].map { part in
-                    UploadJournal.Batch(documents: part.map(\.id.hex), bytes: 0, status: .pending, attempts: 0, key: "")
-                })
-                try rekey(&journal, from: i)
-                try journal.save(to: vault)
-                onEvent(.split(batch: i + 1, into: [i + 1, i + 2]))
-                attempt = 0
-            case .skip(let f):
-                guard options.skipBad else { throw f.error }
-                await terminate(journal.batches[i].tusURL)   // the batch's payload changes
-                journal.batches[i].tusURL = nil
-                journal.batches[i].tusOffset = nil
-                journal.batches[i].documents.removeAll { $0 == f.record.id.hex }
-                journal.skipped.append(.init(id: f.record.id.hex, code: f.error.code.rawValue))
-                runProgress.skip(remaining: f.record.metadata.size)
-                try rekey(&journal, from: i)
-                try journal.save(to: vault)
-                onEvent(.skipped(id: f.record.id, name: f.record.metadata.name, error: f.error))
-                attempt -= 1
-            case .refused(let e):
-                try journal.save(to: vault)
-                throw e
-            case .resume(let at, let reason):
-                // Progress was made: the retry budget is for attempts that get nowhere.
-                try journal.save(to: vault)
-                attempt = 1
-                let delay = options.policy.delay(afterAttempt: 1, retryAfter: nil, unit: Double.random(in: 0..<1))
-                onEvent(.retry(batch: i + 1, attempt: attempt, delay: delay, reason: "\(reason); the server has \(at) of \(journal.batches[i].bytes) bytes"))
-                retries += 1
-                try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
-            case .retry(let reason, let retryAfter):
-                try journal.save(to: vault)
-                guard attempt < options.policy.maxAttempts else {
-                    let confirmed = journal.batches.filter { $0.status == .complete }.count
-                    throw VaultError(.uploadFailed, "batch \(i + 1)/\(n) failed \(attempt) time\(attempt == 1 ? "" : "s"), last: \(reason)",
-                                     hint: "\(confirmed) of \(n) batches are confirmed; run the same command again to resume")
-                }
-                let delay = options.policy.delay(afterAttempt: attempt, retryAfter: retryAfter, unit: Double.random(in: 0..<1))
-                onEvent(.retry(batch: i + 1, attempt: attempt, delay: delay, reason: reason))
-                retries += 1
-                try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
-            }
+            throw VaultError(.uploadRejected,
+                             "document \(docs[0].id.hex.prefix(12)) (\(docs[0].metadata.name)) makes a \(journal.batches[i].bytes)-byte payload, larger than the server accepts (\(reason))\(serverSays)",
+                             hint: "raise the server's size limit, or leave this document out")
         }
+        await sender.abandon(journal.batches[i].wire)
+        let half = docs.count / 2
+        journal.batches.replaceSubrange(i...i, with: [Array(docs[..<half]), Array(docs[half...])].map { part in
+            UploadJournal.Batch(documents: part.map(\.id.hex), bytes: 0, status: .pending, attempts: 0, key: "")
+        })
+        try rekey(from: i)
+        try journal.save(to: vault)
+        onEvent(.split(batch: i + 1, into: [i + 1, i + 2]))
     }
 
-    /// One attempt at batch `i`: one request whose body (JSON or form) is produced while it is
-    /// sent, with its exact length. Throws only when cancelled.
-    private func attempt(index i: Int, journal: inout UploadJournal, attempt: Int) async throws -> AttemptOutcome {
-        if options.wire == .tus { return try await tusAttempt(index: i, journal: &journal, attempt: attempt) }
-        if options.wire == .s3, let s3 = options.s3 { return try await s3Attempt(index: i, journal: &journal, attempt: attempt, s3: s3) }
-        if options.wire == .s3, let presign = options.presignURL {
-            return try await presignedAttempt(index: i, journal: &journal, attempt: attempt, endpoint: presign)
-        }
-        let b = beginAttempt(index: i, journal: &journal, attempt: attempt)
-        let (docs, n, format, length, before, total) = (b.docs, b.n, b.format, b.length, b.before, b.total)
-        let (progress, positionBase) = batchProgress(i, journal: journal)
-        let events = onEvent
-        let producer = PayloadProducer(vault: vault, records: docs, format: format, progress: progress, positionBase: positionBase,
-                                       threads: Parallelism.besideOneStage) { events(.document($0)) }
-        let body = PayloadBody(producer: producer, length: length) { sent in events(.sent(done: before + sent, total: total)) }
-        var headers: [(String, String)] = [
-            ("Content-Type", format.contentType),
-            ("Idempotency-Key", journal.batches[i].key),
-            ("X-Vault-Batch", "\(i + 1)/\(n)"),
-        ] + logHeadHeader
-        if let auth = options.target.authorization { headers.append(("Authorization", auth)) }
-        headers += options.target.headers
-        let response: UploadResponse
-        do {
-            response = try await transport.send(body, method: options.target.method, headers: headers)
-        } catch {
-            if let f = body.failure { return .skip(f) }
-            if error is CancellationError { throw error }
-            return .retry(reason: Self.describe(error, timeout: options.target.idleTimeout), retryAfter: nil)
-        }
-        journal.batches[i].httpStatus = response.status
-        switch RetryPolicy.decide(status: response.status) {
-        case .confirmed:
-            return .confirmed(status: response.status, duplicate: response.body.contains("\"duplicate\": true"))
-        case .authentication:
-            return .refused(VaultError(.uploadUnauthorized, "the server refused the credentials (\(response.status) \(response.reason))",
-                                       hint: "check VAULT_UPLOAD_TOKEN, or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD"))
-        case .tooLarge:
-            return .split(reason: "\(response.status) \(response.reason)", serverSays: Self.serverSays(response))
-        case .reject:
-            return .refused(VaultError(.uploadRejected, "the server rejected batch \(i + 1)/\(n): \(response.status) \(response.reason)\(Self.serverSays(response))"))
-        case .retry:
-            return .retry(reason: "\(response.status) \(response.reason)", retryAfter: RetryPolicy.parseRetryAfter(response.retryAfter))
-        }
+    /// A document failed authentication: it is cut out of the batch (whose payload changes, so
+    /// what the server holds of it is given up), or the upload stops.
+    private func skip(_ i: Int, _ f: DocumentFailure) async throws {
+        guard options.skipBad else { throw f.error }
+        await sender.abandon(journal.batches[i].wire)
+        journal.batches[i].wire = .none
+        journal.batches[i].documents.removeAll { $0 == f.record.id.hex }
+        journal.skipped.append(.init(id: f.record.id.hex, code: f.error.code.rawValue))
+        runProgress.skip(remaining: f.record.metadata.size)
+        try rekey(from: i)
+        try journal.save(to: vault)
+        onEvent(.skipped(id: f.record.id, name: f.record.metadata.name, error: f.error))
     }
 
-    static func serverSays(_ r: UploadResponse) -> String {
-        let text = r.body.trimmingCharacters(in: .whitespacesAndNewlines)
-        return text.isEmpty ? "" : ": " + String(text.prefix(300))
-    }
-
-    /// A transport error in words (no URL with credentials: the client's errors carry none).
-    static func describe(_ error: any Error, timeout: Double) -> String {
-        let seconds = String(format: "%g s", timeout)
-        if let io = error as? IOError { return "connection error: " + String(cString: strerror(io.errnoCode)).lowercased() }
-        if let h = error as? HTTPClientError {
-            switch h {
-            case .readTimeout: return "no answer within \(seconds)"
-            case .writeTimeout: return "the server stopped reading for \(seconds)"
-            case .connectTimeout: return "could not connect within \(seconds)"
-            case .remoteConnectionClosed: return "the server closed the connection"
-            default: break
-            }
-        }
-        let text = String(describing: error)
-        if text.contains("Connection refused") || text.contains("connectionRefused") { return "connection refused" }
-        return text.count > 200 ? String(text.prefix(200)) + "…" : text
+    /// Waits before the next attempt at batch `i`, as the policy says.
+    private func wait(_ i: Int, attempt: Int, retryAfter: Double?, reason: String) async throws {
+        let delay = options.policy.delay(afterAttempt: attempt, retryAfter: retryAfter)
+        onEvent(.retry(batch: i + 1, attempt: attempt, delay: delay, reason: reason))
+        try await options.policy.clock.sleep(delay)
     }
 }

@@ -49,7 +49,7 @@ enum PasswordReader {
     static func fromFile(_ path: String) throws -> SecretBytes {
         let f: VaultCore.FileDescriptor
         do { f = try VaultCore.FileDescriptor.openForReading(path) } catch let e as VaultError {
-            throw VaultError(e.code, "password file: \(e.message)", hint: e.hint)
+            throw VaultError(e.code, "password file: \(e.message)", hint: e.hint, remedy: e.remedy)
         }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength + 2, alignment: 1)
         defer { buffer.initializeMemory(as: UInt8.self, repeating: 0); buffer.deallocate() }

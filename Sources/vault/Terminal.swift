@@ -35,6 +35,7 @@ enum Terminal {
 
     /// Prints an error as `vault: message` and, if there is one, `vault: hint: ...`.
     static func report(_ error: VaultError) {
+        let error = Hints.complete(error)
         err("vault: \(printable(error.description))")
         if let hint = error.hint { err("vault: hint: \(hint)") }
     }

@@ -133,7 +133,7 @@ import Glibc
         for command in ["push", "pull"] {
             let r = s.run([command], env: renewed)
             #expect(r.status == 73, "\(command): \(r.stderr)")
-            #expect(r.stderr.hasPrefix("vault: s3://\(bucket)/v holds this vault under another password (its vault.json is not this vault's: 'vault passwd' was run here or at another station)\nvault: hint: push to a new prefix"), "\(r.stderr)")
+            #expect(r.stderr.hasPrefix("vault: s3://\(bucket)/v holds this vault under another password (its vault.json is not this vault's: the password was changed here or at another station)\nvault: hint: push to a new prefix"), "\(r.stderr)")
         }
         #expect(try await s3.listObjects(bucket: bucket, prefix: "v/").map(\.key) == before, "nothing was written to the store")
         let inPlace = s.run(["--vault", "s3://\(bucket)/v", "list", "--json"], env: env)

@@ -162,7 +162,7 @@ import Testing
             #expect(summary.batches.count == 1)
             let raw = Array(try Data(contentsOf: URL(fileURLWithPath: out + "/batch-0001.json")))
             #expect(raw == f.reference(f.records, shape: shape), "\(shape) payload differs from the reference")
-            #expect(UInt64(raw.count) == PayloadFraming.length(of: f.records, shape: shape))
+            #expect(UInt64(raw.count) == PayloadFormat.json(shape).length(of: f.records))
             #expect(summary.batches[0].bytes == UInt64(raw.count))
             #expect(summary.batches[0].sha256 == Hex.encode(Array(SHA256.hash(data: raw))))
             if shape == .objects { try Self.checkPayload(out + "/batch-0001.json", f, expect: f.records.map(\.id)) }
@@ -215,9 +215,9 @@ import Testing
     @Test func maxBytesSplitsAndRejectsAnOversizedDocument() throws {
         let f = try Fixture(sizes: [3000, 3000, 3000, 3000, 9000])
         var o = ExportOptions()
-        let two = PayloadFraming.length(of: Array(f.records[0..<2]), shape: .objects)
+        let two = PayloadFormat.json(.objects).length(of: Array(f.records[0..<2]))
         o.limits = BatchLimits(documents: 20, bytes: two + 10)
-        let big = PayloadFraming.length(of: [f.records[4]], shape: .objects)
+        let big = PayloadFormat.json(.objects).length(of: [f.records[4]])
         #expect(big > two + 10)
         let e = #expect(throws: VaultError.self) { try f.export(o) }
         #expect(e?.code == .usage)
@@ -232,7 +232,7 @@ import Testing
             let size = try FileManager.default.attributesOfItem(atPath: out + "/" + b.file!)[.size] as! Int
             #expect(UInt64(size) == b.bytes)
         }
-        #expect(PayloadFraming.length(of: Array(f.records[0..<3]), shape: .objects) > two + 10,
+        #expect(PayloadFormat.json(.objects).length(of: Array(f.records[0..<3])) > two + 10,
                 "the limit is what keeps a third document out of each batch")
     }
 

@@ -40,26 +40,32 @@ import Testing
         return total
     }
 
-    /// A form body built independently of the pipeline: hand-written parts around the plaintexts.
-    static func formReference(_ f: Fixture, boundary: String) -> [UInt8] {
-        var out = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"case\"\r\n\r\n4711\r\n".utf8)
-        let entries = f.records.map { r in
-            "{\"contentType\":\"\(r.metadata.contentType)\",\"id\":\"\(r.id.hex)\",\"name\":\"\(r.metadata.name)\","
-                + "\"sha256\":\"\(Hex.encode(r.metadata.sha256))\",\"size\":\(r.metadata.size)}"
+    /// A raw framing as a transport would define one (VaultUpload's form body is one): an
+    /// opening that lists every document (as a manifest does), and a head and tail per document.
+    struct TestFraming: RawFraming {
+        var batch = 2
+        var contentType: String { "application/x-test" }
+        func opening(_ records: [DocumentRecord]) -> [UInt8] {
+            Array("batch \(batch): \(records.map(\.id.hex).joined(separator: ","))\n".utf8)
         }
-        out += Array(("--\(boundary)\r\nContent-Disposition: form-data; name=\"manifest\"\r\nContent-Type: application/json\r\n\r\n"
-                      + "{\"batch\":2,\"documents\":[\(entries.joined(separator: ","))],\"of\":3}\r\n").utf8)
-        for r in f.records {
-            out += Array(("--\(boundary)\r\nContent-Disposition: form-data; name=\"files[]\"; filename=\"\(r.metadata.name)\"\r\n"
-                          + "Content-Type: \(r.metadata.contentType)\r\n\r\n").utf8)
-            out += f.originals[r.id]! + [0x0D, 0x0A]
-        }
-        return out + Array("--\(boundary)--\r\n".utf8)
+        func head(_ record: DocumentRecord) -> [UInt8] { Array("<\(record.metadata.name) \(record.metadata.size)>".utf8) }
+        func tail(_ record: DocumentRecord) -> [UInt8] { Array("</>\r\n".utf8) }
+        var closing: [UInt8] { Array("end\n".utf8) }
+        var widest: any RawFraming { TestFraming(batch: 99_999) }
     }
 
-    static let form = PayloadFormat.form(FormBody(boundary: "vault-0123456789abcdef", fields: [.init(name: "case", value: "4711")], batch: 2, of: 3))
+    /// The test framing's payload built independently of the pipeline, around the plaintexts.
+    static func rawReference(_ f: Fixture) -> [UInt8] {
+        var out = Array("batch 2: \(f.records.map(\.id.hex).joined(separator: ","))\n".utf8)
+        for r in f.records {
+            out += Array("<\(r.metadata.name) \(r.metadata.size)>".utf8) + f.originals[r.id]! + Array("</>\r\n".utf8)
+        }
+        return out + Array("end\n".utf8)
+    }
 
-    @Test(arguments: [PayloadFormat.json(.objects), .json(.strings), Self.form])
+    static let raw = PayloadFormat.raw(TestFraming())
+
+    @Test(arguments: [PayloadFormat.json(.objects), .json(.strings), Self.raw])
     func everySuffixIsTheSuffixOfTheWholePayloadAndNothingBeforeItsGroupIsDecrypted(format: PayloadFormat) throws {
         let group = Self.batching.plaintextBytes
         let f = try Fixture(sizes: [0, 1, 2, 3, 65_535, 65_536, 65_537, group - 1, group, group + 1, 2 * group + 5, 4])
@@ -69,9 +75,9 @@ import Testing
         case .json(let shape):
             full = f.reference(f.records, shape: shape)
             groupLength = Self.groupBase64
-            #expect(PayloadLayout(f.records, format: format).length == PayloadFraming.length(of: f.records, shape: shape))
-        case .form(let body):
-            full = Self.formReference(f, boundary: body.boundary)
+            #expect(PayloadLayout(f.records, format: format).length == PayloadFormat.json(shape).length(of: f.records))
+        case .raw:
+            full = Self.rawReference(f)
             groupLength = UInt64(group)
         }
         let layout = PayloadLayout(f.records, format: format)

@@ -30,7 +30,7 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
     static func plant(_ vault: Vault, _ records: [DocumentRecord], _ options: UploadOptions, runID: String = UUID().uuidString.lowercased(),
                       _ batch: (inout UploadJournal.Batch) -> Void) throws {
         let job = try UploadJournal.jobID(vault: vault, target: options.target.url, method: options.target.method,
-                                          wire: Uploader.wireDescription(options), limits: options.limits, records: records)
+                                          wire: options.wireDescription, limits: options.limits, records: records)
         var b = UploadJournal.Batch(documents: records.map(\.id.hex), bytes: 0, status: .pending, attempts: 1, key: "k")
         batch(&b)
         var journal = UploadJournal(job: job, runId: runID, target: "planted", created: "", updated: "", batches: [b])
@@ -41,10 +41,10 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
         let (vault, records, dir) = try FakeTransportTests.vault(1)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var o = FakeTransportTests.options()
-        o.wire = .tus
+        o.wire = .tus(TusOptions())
         o.target.authorization = "Bearer secret-token"
         for other in ["http://127.0.0.2:9/files/1", "https://127.0.0.1:9/files/1", "http://127.0.0.1:10/files/1", "http://localhost:9/files/1"] {
-            try Self.plant(vault, records, o) { $0.tusURL = other; $0.tusOffset = 0 }
+            try Self.plant(vault, records, o) { $0.wire = .tus(url: other, offset: 0) }
             let t = RecordingTransport()
             await #expect { try await Uploader(vault: vault, records: records, options: o, transport: t, onEvent: { _ in }).run() }
                 throws: { e in (e as? VaultError)?.code == .vaultDamaged && (e as? VaultError)?.message.contains("another origin") == true }
@@ -59,10 +59,9 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
         let (vault, records, dir) = try FakeTransportTests.vault(1)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var o = FakeTransportTests.options()
-        o.wire = .s3
-        o.s3 = S3Target(endpoint: URL(string: "http://127.0.0.1:9")!, region: "us-east-1",
-                        credentials: S3Credentials(accessKeyID: "k", secretAccessKey: "s"), addressing: .path, bucket: "b", prefix: "office")
-        try Self.plant(vault, records, o) { $0.s3Key = "public/website/index.html"; $0.s3UploadID = "u" }
+        o.wire = .s3(S3Target(endpoint: URL(string: "http://127.0.0.1:9")!, region: "us-east-1",
+                        credentials: S3Credentials(accessKeyID: "k", secretAccessKey: "s"), addressing: .path, bucket: "b", prefix: "office"))
+        try Self.plant(vault, records, o) { $0.wire = .multipart(.init(key: "public/website/index.html", uploadID: "u", parts: [])) }
         let t = RecordingTransport()
         await #expect { try await Uploader(vault: vault, records: records, options: o, transport: t, onEvent: { _ in }).run() }
             throws: { e in (e as? VaultError)?.code == .vaultDamaged && (e as? VaultError)?.message.contains("public/website/index.html") == true }
@@ -93,7 +92,7 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
         let (vault, records, dir) = try FakeTransportTests.vault(2)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var o = FakeTransportTests.options()
-        o.wire = .form
+        o.wire = .form(FormOptions())
         let t = ScriptedTransport([.status(503), .status(503)])
         _ = try await Uploader(vault: vault, records: records, options: o, transport: t, onEvent: { _ in }).run()
         let boundaries = t.headers.map { h in String(h.first { $0.0 == "Content-Type" }!.1.dropFirst("multipart/form-data; boundary=".count)) }

@@ -109,7 +109,7 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         let (vault, records, dir) = try Self.vault(2)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var o = Self.options()
-        o.wire = .form
+        o.wire = .form(FormOptions())
         let t = ScriptedTransport([])
         _ = try await Uploader(vault: vault, records: records, options: o, transport: t, onEvent: { _ in }).run()
         let body = String(decoding: t.bodies[0], as: UTF8.self)
@@ -120,6 +120,6 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         #expect(body.hasSuffix("\r\n--\(boundary)--\r\n"))
         #expect(body.contains("Content-Disposition: form-data; name=\"files[]\"; filename=\"doc 0\"\r\nContent-Type: application/octet-stream\r\n\r\n"))
         // The exact Content-Length promised is what was sent.
-        #expect(UInt64(t.bodies[0].count) == PayloadFormat.form(FormBody(boundary: boundary, batch: 1, of: 1)).length(of: records))
+        #expect(UInt64(t.bodies[0].count) == PayloadFormat.raw(FormBody(boundary: boundary, batch: 1, of: 1)).length(of: records))
     }
 }

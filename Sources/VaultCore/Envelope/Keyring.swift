@@ -18,7 +18,7 @@ public final class Keyring: Sendable {
     /// ``acceptsEarlierEpochs`` is set.
     let earlier: [Keyring]
     /// Open envelopes sealed under an earlier epoch's password too (reading a backup or a store
-    /// written before `vault passwd`); off for a vault's own objects.
+    /// written before a password change); off for a vault's own objects.
     public let acceptsEarlierEpochs: Bool
 
     init(kdf: KDFParameters, salt: [UInt8], kek: SecretBytes, epoch: UInt32 = 0, earlier: [Keyring] = [],
@@ -53,7 +53,7 @@ public final class Keyring: Sendable {
     public static func unlock(password: SecretBytes, kdf: KDFParameters, salt: [UInt8], keyCheck: [UInt8]) throws -> Keyring {
         let kek = try PasswordKDF.deriveKey(password: password, salt: salt, parameters: kdf)
         guard PasswordKDF.matches(kek: kek, check: keyCheck) else {
-            throw VaultError(.wrongPassword, "wrong password", hint: "check VAULT_PASSWORD or the password file")
+            throw VaultError(.wrongPassword, "wrong password")
         }
         return Keyring(kdf: kdf, salt: salt, kek: kek)
     }

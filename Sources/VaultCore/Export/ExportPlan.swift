@@ -41,21 +41,14 @@ public enum BatchPlanner {
         try plan(records, limits: limits, format: .json(shape))
     }
 
-    /// The batches for `records` in `format`. For a form, lengths are computed with a five-digit
-    /// batch number and count in the manifest, so they bound the real ones from above.
+    /// The batches for `records` in `format`: the plan an export makes (``CompactPlan``), with
+    /// each batch's records. For a raw framing, lengths are computed with its widest fields (a
+    /// form's five-digit batch number), so they bound the real ones from above.
     public static func plan(_ records: [DocumentRecord], limits: BatchLimits, format: PayloadFormat) throws -> [ExportBatch] {
-        var cutter = BatchCutter(limits: limits, format: format)
-        var batches: [ExportBatch] = []
-        var current: [DocumentRecord] = []
-        for r in records {
-            if let length = try cutter.add(r) {
-                batches.append(ExportBatch(index: batches.count + 1, records: current, length: length))
-                current = []
-            }
-            current.append(r)
+        let plan = try CompactPlan(records, limits: limits, format: format)
+        return (0..<plan.batchCount).map { i in
+            ExportBatch(index: i + 1, records: Array(records[plan.bounds[i]..<plan.bounds[i + 1]]), length: plan.lengths[i])
         }
-        batches.append(ExportBatch(index: batches.count + 1, records: current, length: cutter.finish()))
-        return batches
     }
 }
 
@@ -72,20 +65,13 @@ struct BatchCutter {
     init(limits: BatchLimits, format: PayloadFormat) {
         precondition(limits.documents >= 1, "internal error: batch size must be at least 1")
         self.limits = limits
-        switch format {
-        case .json(let shape):
-            base = UInt64(PayloadFraming.open.count + PayloadFraming.close.count)
-            cost = { r, first in PayloadEntry(r, shape: shape).length + (first ? 0 : 1) }
-        case .form(var form):
-            form.batch = 99_999
-            form.of = 99_999
-            let bound = PayloadFormat.form(form)
-            base = UInt64(bound.opening([]).count + bound.closing.count)
-            let emptyManifest = form.manifest([]).count
-            cost = { [form] r, first in
-                UInt64(bound.head(r, first: first).count + bound.tail(r).count + form.manifest([r]).count - emptyManifest)
-                    + bound.dataLength(r.metadata.size) + (first ? 0 : 1)
-            }
+        // The parts the producer writes, at their widest (a form's batch number is not known
+        // yet), and what one more document adds to the opening (a manifest's entry).
+        let bound = format.widest
+        base = UInt64(bound.opening([]).count + bound.closing.count)
+        cost = { r, first in
+            let opening = bound.opening(first ? [r] : [r, r]).count - bound.opening(first ? [] : [r]).count
+            return UInt64(opening + bound.head(r, first: first).count + bound.tail(r).count) + bound.dataLength(r.metadata.size)
         }
         length = base
     }
@@ -183,7 +169,7 @@ public enum ExportEvent: Sendable {
     case progress(done: UInt64, total: UInt64)
     /// A document is in the payload, whole.
     case documentFinished(id: DocumentID)
-    /// A document failed and was cut back out of the payload (`--skip-bad`).
+    /// A document failed and was cut back out of the payload (skipping was asked for).
     case documentSkipped(id: DocumentID, name: String, error: VaultError)
     /// A payload is complete.
     case batchFinished(index: Int, of: Int, file: String?, payloadBytes: UInt64, sha256: String?, documents: Int, skipped: Int)

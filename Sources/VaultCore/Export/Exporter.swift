@@ -24,7 +24,7 @@ public struct ExportSummary: Sendable {
     public var batches: [ManifestBatch]
     /// Documents in the payloads.
     public var documents: Int { batches.reduce(0) { $0 + $1.documents.count } }
-    /// Documents cut out (`--skip-bad`).
+    /// Documents cut out (damaged, with skipping asked for).
     public var skipped: [ManifestSkip] { batches.flatMap(\.skipped) }
     /// Payload bytes written.
     public var payloadBytes: UInt64 { batches.reduce(0) { $0 + $1.bytes } }
@@ -411,7 +411,7 @@ public final class Exporter {
         }
         let digest = try sink.finish()
         let kept = batch.records.filter { producer.written.contains($0.id) }
-        let expected = PayloadFraming.length(of: kept, shape: options.shape)
+        let expected = PayloadFormat.json(options.shape).length(of: kept)
         guard sink.count == expected else {
             throw VaultError(.internal, "\(batch.fileName): wrote \(sink.count) bytes, expected \(expected)")
         }
@@ -461,7 +461,7 @@ public final class Exporter {
                 }
             }
             batch.records = good
-            batch.length = PayloadFraming.length(of: good, shape: options.shape)
+            batch.length = PayloadFormat.json(options.shape).length(of: good)
         }
         onEvent(.batchStarted(index: 1, of: 1, documents: batch.records.count, payloadBytes: batch.length))
         // Writing runs on its own queue, beside decryption and encoding; blocks go back to the

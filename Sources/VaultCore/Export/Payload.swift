@@ -53,12 +53,6 @@ public enum PayloadFraming {
     public static let close = Array("]}".utf8)
     /// `,` between entries.
     public static let separator: UInt8 = 0x2C
-
-    /// Exact payload length for these documents, in this shape.
-    public static func length(of records: [DocumentRecord], shape: PayloadShape) -> UInt64 {
-        let entries = records.reduce(UInt64(0)) { $0 + PayloadEntry($1, shape: shape).length }
-        return UInt64(open.count + close.count) + entries + UInt64(max(0, records.count - 1))
-    }
 }
 
 /// Where each part of a payload lies, from the documents' metadata alone: the opening framing,

@@ -319,7 +319,7 @@ public final class PayloadProducer {
             let r = try vault.open(record.id, threads: threads, batching: batching, startChunk: fromChunk)
             guard r.metadata == record.metadata else {
                 throw VaultError(.vaultDamaged, "document \(record.id): its envelope disagrees with the index",
-                                 hint: "run 'vault verify' to rebuild the index")
+                                 remedy: .rebuildIndex)
             }
             state = .inDocument(r)
         } catch {

@@ -11,6 +11,10 @@ public struct KDFParameters: Hashable, Sendable, Codable {
     /// Argon2id memory in KiB (`memlimit / 1024`).
     public var memLimitKiB: UInt32
 
+    /// The algorithm's name in `vault.json`: Argon2id, version 1.3 (libsodium's
+    /// `crypto_pwhash_ALG_ARGON2ID13`), the only one vault uses.
+    public static let algorithm = "argon2id13"
+
     /// Creates parameters; call ``validate()`` before use.
     public init(opsLimit: UInt32, memLimitKiB: UInt32) {
         self.opsLimit = opsLimit
@@ -50,7 +54,7 @@ public struct KDFParameters: Hashable, Sendable, Codable {
     }
 }
 
-/// The named strength levels offered by `vault init --kdf`.
+/// The named strength levels offered when a vault is created.
 public enum KDFLevel: String, CaseIterable, Sendable {
     case interactive, moderate, sensitive
 

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What `vault audit` found.
+/// What an audit found.
 public struct AuditReport: Sendable {
     /// Every problem, each with a stable code.
     public var findings: [AuditFinding]
@@ -11,7 +11,7 @@ public struct AuditReport: Sendable {
     public var documents: Int
     /// Objects in `objects/`.
     public var objects: Int
-    /// True when every chunk was read (`--deep`), not only every header.
+    /// True when every chunk was read (a deep audit), not only every header.
     public var deep: Bool
 }
 
@@ -35,7 +35,7 @@ extension Vault {
         }
         let pendingRemoval = try HistoryLog(vault: self).pendingRemovalState()
         if let refused = pendingRemoval.refused {
-            findings.append(AuditFinding("pending-removal-refused", "\(refused.message); it is not acted on (delete it, or run 'vault remove' again)"))
+            findings.append(AuditFinding("pending-removal-refused", "\(refused.message); it is not acted on (delete it, or remove the documents again)"))
         }
         if let expected = expectedHead {
             if scan.entries.count < expected.count {

@@ -162,7 +162,7 @@ final class DocumentIndex {
         let header = SealedState.headerSize, prefix = SealedState.prefixSize
         guard id.count == EnvelopeFormat.documentIDSize, sealed.count >= header + EnvelopeFormat.tagSize,
               sealed.starts(with: SealedState.magic), sealed[8] == SealedState.version, sealed[9] == SealedState.Purpose.indexRecord.rawValue,
-              sealed[10..<14].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == epoch else {
+              UInt32(bigEndianBytes: sealed[10..<14]) == epoch else {
             throw VaultError(.vaultDamaged, "index.db's row for \(id.count == 16 ? DocumentID(bytes: id).hex : "?") is not a sealed record of this epoch")
         }
         var ad = [UInt8]()

@@ -58,8 +58,10 @@ public struct DocumentSelection: Sendable, Equatable {
         switch matches.count {
         case 1: return matches[0]
         case 0:
-            let hint = lower.count < 4 && lower.allSatisfy(\.isHexDigit) ? "an id prefix needs at least 4 characters" : "see 'vault list'"
-            throw VaultError(.notFound, "no document matches '\(query)'", hint: hint)
+            if lower.count < 4 && lower.allSatisfy(\.isHexDigit) {
+                throw VaultError(.notFound, "no document matches '\(query)'", hint: "an id prefix needs at least 4 characters")
+            }
+            throw VaultError(.notFound, "no document matches '\(query)'", remedy: .listDocuments)
         default:
             let names = matches.prefix(5).map { "\($0.id.hex.prefix(12)) \($0.metadata.name)" }.joined(separator: ", ")
             throw VaultError(.ambiguous, "'\(query)' matches \(matches.count) documents: \(names)", hint: "use a longer id prefix")

@@ -224,7 +224,7 @@ struct HistoryLog {
     }
 
     /// Reads and checks the whole log.
-    /// - Parameter keepRecords: keep every record in ``HistoryScan/entries`` (for `vault log`);
+    /// - Parameter keepRecords: keep every record in ``HistoryScan/entries`` (for a full listing of the history);
     ///   without, only what the records say about documents is kept (``HistoryScan/documentState()``),
     ///   so an audit of a history of 100,000 records does not hold them all.
     func scan(keepRecords: Bool = true) throws -> HistoryScan {
@@ -257,14 +257,14 @@ struct HistoryLog {
         while offset < fileSize {
             guard fileSize - offset >= 12 else { break }
             let frameHead = try file.read(count: 12, at: UInt64(offset))
-            let length = Int(frameHead[0..<4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            let length = Int(UInt32(bigEndianBytes: frameHead[0..<4]))
             guard length >= 8 + HistoryFormat.nonceSize + HistoryFormat.tagSize, length <= HistoryFormat.maxRecordSize else {
                 scan.findings.append(AuditFinding("log-malformed", "bytes at offset \(offset) of log.vlt are not a record (length \(length))",
                                                   record: framed.count + 1))
                 break
             }
             guard offset + 4 + length <= fileSize else { break }
-            let claimed = frameHead[4..<12].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            let claimed = UInt64(bigEndianBytes: frameHead[4..<12])
             let tag = try file.read(count: HistoryFormat.tagSize, at: UInt64(offset + 4 + length - HistoryFormat.tagSize))
             framed.append(Framed(offset: offset, end: offset + 4 + length, position: Int(clamping: claimed), tag: tag))
             offset = offset + 4 + length
@@ -505,7 +505,7 @@ struct HistoryLog {
         var offset = 0, position = state.logCount, tag = previous
         while offset < bytes.count {
             guard bytes.count - offset >= 12 else { return nil }
-            let length = Int(bytes[offset..<offset + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            let length = Int(UInt32(bigEndianBytes: bytes[offset..<offset + 4]))
             guard length >= 8 + HistoryFormat.nonceSize + HistoryFormat.tagSize, offset + 4 + length <= bytes.count else { return nil }
             let body = offset + 12
             let sealed = Array(bytes[body + HistoryFormat.nonceSize..<offset + 4 + length])
@@ -562,12 +562,6 @@ struct HistoryLog {
         let sealed = try SealedState.seal(Array(try encoder.encode(value)), purpose: purpose, role: role, keys: epochKeys,
                                           vaultID: vaultID, random: random)
         try AtomicFile.write(sealed, to: path, random: random)
-    }
-}
-
-extension Array where Element == UInt8 {
-    mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
-        Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
     }
 }
 
@@ -683,7 +677,7 @@ extension Vault {
         }
     }
 
-    /// Accepts what is wrong with the history (`vault audit --accept-loss`): appends an
+    /// Accepts what is wrong with the history (an audit that accepts the loss): appends an
     /// `accept` record naming the documents whose envelopes authenticate and the findings it
     /// settles. Audits report nothing from before it; the record itself stays in the chain.
     /// - Returns: the findings it settled.
@@ -759,7 +753,7 @@ extension Vault {
         VaultError(.vaultDamaged,
                    "document \(first.id) (\(first.metadata.name)) was removed (history record \(position)) and its object is back"
                    + (more > 0 ? ", and \(more) more" : "") + "; nothing was sent",
-                   hint: "run 'vault audit'; 'vault remove \(first.id.hex.prefix(8))' removes it again")
+                   remedy: .auditAndRemoveAgain(first.id))
     }
 }
 

@@ -18,12 +18,12 @@ public struct HistoryRecord: Codable, Sendable, Equatable {
         case pull
         /// Documents and tombstones sent to a remote store.
         case push
-        /// The first record of a replica made by `vault clone` (its source in `destinations`).
+        /// The first record of a replica made by cloning a remote vault (its source in `destinations`).
         case clone
         /// `vault.json` rewritten in a newer format (same keys).
         case upgrade
-        /// A password holder accepted what the log lost or what was wrong with it (`vault
-        /// audit --accept-loss`): the documents present then, like `begin`; the findings noted
+        /// A password holder accepted what the log lost or what was wrong with it (an audit
+        /// that accepts the loss): the documents present then, like `begin`; the findings noted
         /// before it are settled.
         case accept
     }
@@ -67,7 +67,7 @@ public struct HistoryRecord: Codable, Sendable, Equatable {
     }
 
     /// A problem the writer of this record found in the log before appending it (the log cut
-    /// short, its head missing, ...). It is sealed into the chain, so `vault audit` keeps
+    /// short, its head missing, ...). It is sealed into the chain, so an audit keeps
     /// reporting it: a repair cannot hide that the log was damaged.
     public struct Anomaly: Codable, Sendable, Equatable {
         /// A finding code (`log-truncated`, `log-head-missing`, ...).
@@ -130,7 +130,7 @@ public struct HistoryRecord: Codable, Sendable, Equatable {
 
 /// The head of a vault's history: how many records it holds and the tag of the last one.
 /// Printed as `<count>-<32 hex digits>`; an operator who keeps it elsewhere can later detect a
-/// vault rolled back to an older copy (`vault audit --expect-head`).
+/// vault rolled back to an older copy (an audit given the expected head).
 public struct HistoryHead: Equatable, Sendable, CustomStringConvertible, Codable {
     /// Number of records.
     public var count: Int
@@ -167,7 +167,7 @@ public struct HistoryHead: Equatable, Sendable, CustomStringConvertible, Codable
     }
 }
 
-/// One problem `vault audit` (or `vault log`) found, with a stable code for scripts.
+/// One problem an audit (or a reading of the history) found, with a stable code for scripts.
 public struct AuditFinding: Codable, Sendable, Equatable {
     /// A stable code: `log-record-damaged`, `missing-object`, `resurrected-object`, ...
     public var code: String

@@ -46,22 +46,20 @@ enum EpochKeyring {
         var body = try SealedState.open(bytes, purpose: .keyring, role: role, keys: keys, vaultID: vaultID, what: "the keyring in \(path)")
         defer { Sodium.wipe(&body) }
         let damaged = VaultError(.vaultDamaged, "the keyring in \(path) is malformed")
-        var at = 0
-        func take(_ n: Int) throws -> ArraySlice<UInt8> {
-            guard at + n <= body.count else { throw damaged }
-            defer { at += n }
-            return body[at..<at + n]
+        var reader = ByteReader(body, what: "the keyring", damaged: damaged)
+        func secret() throws -> SecretBytes {
+            var bytes = try reader.raw(32)
+            defer { Sodium.wipe(&bytes) }
+            return try bytes.withUnsafeBytes { try SecretBytes(copying: $0) }
         }
-        func u32() throws -> UInt32 { try take(4).reduce(0) { $0 << 8 | UInt32($1) } }
-        func secret() throws -> SecretBytes { try take(32).withUnsafeBytes { try SecretBytes(copying: $0) } }
-        let count = Int(try u32())
+        let count = Int(try reader.u32())
         guard count * RetiredEpoch.entrySize == body.count - 4 else { throw damaged }
         var entries: [RetiredEpoch] = []
         for _ in 0..<count {
-            let epoch = try u32(), vaultKey = try secret(), kek = try secret()
-            let kdf = KDFParameters(opsLimit: try u32(), memLimitKiB: try u32())
-            let salt = Array(try take(16)), check = Array(try take(16))
-            let retired = Int64(bitPattern: try take(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+            let epoch = try reader.u32(), vaultKey = try secret(), kek = try secret()
+            let kdf = KDFParameters(opsLimit: try reader.u32(), memLimitKiB: try reader.u32())
+            let salt = try reader.raw(16), check = try reader.raw(16)
+            let retired = Int64(bitPattern: try reader.u64())
             guard epoch < keys.epoch, !entries.contains(where: { $0.epoch == epoch }) else { throw damaged }
             entries.append(RetiredEpoch(epoch: epoch, vaultKey: vaultKey, kek: kek, kdf: kdf, salt: salt, keyCheck: check, retired: retired))
         }

@@ -48,22 +48,16 @@ struct PasswordJournal {
                                  hint: "restore the vault folder from a backup")
         guard bytes.count > magic.count + 32, bytes.starts(with: magic),
               Array(SHA256.hash(data: bytes.dropLast(32))) == Array(bytes.suffix(32)) else { throw damaged }
-        var at = magic.count
-        let end = bytes.count - 32
-        func take(_ n: Int) throws -> [UInt8] {
-            guard n >= 0, at + n <= end else { throw damaged }
-            defer { at += n }
-            return Array(bytes[at..<at + n])
+        var reader = ByteReader(bytes, what: "passwd.journal", offset: magic.count, end: bytes.count - 32, damaged: damaged)
+        func field() throws -> [UInt8] { try reader.raw(Int(try reader.u32())) }
+        var journal = PasswordJournal(oldConfig: try field(), newConfig: try field(), entries: [])
+        for _ in 0..<(try reader.u32()) {
+            let id = DocumentID(bytes: try reader.raw(EnvelopeFormat.documentIDSize))
+            let h = Int(try reader.u32())
+            journal.entries.append(Entry(id: id, old: try reader.raw(h), new: try reader.raw(h)))
         }
-        func u32() throws -> Int { try take(4).reduce(0) { $0 << 8 | Int($1) } }
-        var journal = PasswordJournal(oldConfig: try take(try u32()), newConfig: try take(try u32()), entries: [])
-        for _ in 0..<(try u32()) {
-            let id = DocumentID(bytes: try take(EnvelopeFormat.documentIDSize))
-            let h = try u32()
-            journal.entries.append(Entry(id: id, old: try take(h), new: try take(h)))
-        }
-        if at < end { journal.newRemotes = try take(try u32()) }
-        guard at == end else { throw damaged }
+        if reader.remaining > 0 { journal.newRemotes = try field() }
+        guard reader.remaining == 0 else { throw damaged }
         return journal
     }
 }
@@ -149,7 +143,7 @@ extension Vault {
         var newConfig = config
         newConfig.format = VaultConfig.currentFormat
         newConfig.epoch = newKeys.epoch
-        newConfig.kdf = .init(algorithm: "argon2id13", opsLimit: parameters.opsLimit, memLimitKiB: parameters.memLimitKiB)
+        newConfig.kdf = .init(algorithm: KDFParameters.algorithm, opsLimit: parameters.opsLimit, memLimitKiB: parameters.memLimitKiB)
         newConfig.salt = keyring2.salt.base64
         newConfig.keyCheck = keyring2.keyCheck.base64
         let nonce = random.bytes(EnvelopeFormat.nonceSize)
@@ -186,7 +180,8 @@ extension Vault {
             return .init(id: id, old: old, new: new)
         } catch {
             var e = VaultError.from(error).context("document \(id)")
-            e.hint = "nothing was changed; run 'vault verify', and remove or restore that document first"
+            e.hint = "nothing was changed"
+            e.remedy = .verifyThenRemoveOrRestore
             throw e
         }
     }

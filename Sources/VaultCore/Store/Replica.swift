@@ -154,7 +154,7 @@ extension Vault {
         }
     }
 
-    /// Applies tombstones fetched from a remote store: the documents go as with `vault remove`
+    /// Applies tombstones fetched from a remote store: the documents go as with a removal here
     /// (recorded in the history), the ones already gone are recorded as removed too, so this
     /// replica's next push carries the tombstones on.
     public func applyTombstones(_ stones: [Tombstone]) throws {
@@ -189,32 +189,12 @@ extension VaultStore {
     public func createReplica(configBytes: [UInt8], password: SecretBytes, source: String,
                               random: any RandomSource = SystemRandom()) throws -> Vault {
         let config = try VaultConfig.decode(configBytes, path: "\(source)/vault.json")
-        switch FileSystem.kind(of: root) {
-        case .missing:
-            let parent = FileSystem.directory(of: root)
-            guard FileSystem.kind(of: parent) == .directory else {
-                throw VaultError(.notFound, "cannot create a vault in \(root): \(parent) does not exist")
-            }
-        case .directory:
-            if exists { throw VaultError(.alreadyExists, "a vault already exists at \(root)") }
-            guard try FileSystem.list(root).isEmpty else {
-                throw VaultError(.alreadyExists, "\(root) exists and is not empty", hint: "choose an empty or new directory")
-            }
-        case .file, .other:
-            throw VaultError(.alreadyExists, "\(root) exists and is not a directory")
-        }
+        try checkCanCreate()
         // The password first, against the fetched parameters: nothing is created when it is wrong.
         let block = try config.passwordBlock(path: "\(source)/vault.json")
         let keyring = try Keyring.unlock(password: password, kdf: config.parameters, salt: block.salt, keyCheck: block.keyCheck)
         let vault = try VaultStore.open(self, config: config, keyring: keyring, path: "\(source)/vault.json", random: random)
-        if FileSystem.kind(of: root) == .missing { try FileSystem.makeDirectory(root) } else {
-            try FileSystem.setPermissions(root, .ownerReadWriteExecute)
-        }
-        try FileSystem.makeDirectory(objectsPath)
-        try vault.createIndex()
-        try vault.recordLocked(HistoryRecord(.clone, destinations: [source]))
-        try AtomicFile.write(configBytes, to: configPath, random: random)
-        _ = try FileDescriptor.openOrCreate(lockPath)
+        try establish(vault, first: HistoryRecord(.clone, destinations: [source]), config: configBytes, random: random)
         return vault
     }
 }

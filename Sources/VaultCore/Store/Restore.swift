@@ -27,7 +27,7 @@ extension Vault {
     /// one from a backup, or fetched from a store pushed before a password change. Envelopes of
     /// every epoch the keyring knows open (the current password opens them all); every chunk
     /// and the SHA-256 are checked before the new document is committed, with the name, content
-    /// type and tags of the original and a new id. Runs in `session` (`vault restore`).
+    /// type and tags of the original and a new id. Runs in `session`.
     /// - Throws: ``VaultError/Code/headerAuthenticationFailed`` for an envelope of another vault,
     ///   the damage codes for a damaged one, ``VaultError/Code/duplicate`` when the contents are
     ///   already in the vault (unless `allowDuplicate`).

@@ -96,7 +96,7 @@ public enum SealedState {
     /// Parses the public prefix, or nil if `bytes` is not a sealed state file of this version.
     static func prefix(of bytes: [UInt8]) -> Prefix? {
         guard bytes.count >= headerSize + EnvelopeFormat.tagSize, bytes.starts(with: magic), bytes[8] == version else { return nil }
-        return Prefix(purpose: bytes[9], epoch: bytes[10..<14].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+        return Prefix(purpose: bytes[9], epoch: UInt32(bigEndianBytes: bytes[10..<14]))
     }
 
     /// Opens a state file written as `role` for `purpose`, under the current epoch's key.
@@ -104,7 +104,7 @@ public enum SealedState {
     /// - Parameter what: how errors name the file (e.g. its path).
     /// - Throws: ``VaultError/Code/vaultDamaged``: malformed, written for another purpose, sealed
     ///   under a superseded key (it authenticates under an earlier epoch's key: someone who knew
-    ///   an old password wrote it, or it predates `vault passwd`), or failing authentication.
+    ///   an old password wrote it, or it predates the last password change), or failing authentication.
     static func open(_ bytes: [UInt8], purpose: Purpose, role: String, keys: EpochKeys, vaultID: String,
                      what: String) throws -> [UInt8] {
         guard let p = prefix(of: bytes) else {
@@ -146,7 +146,7 @@ public enum SealedState {
 /// `vault.json`): state and history records written before a password change stay readable,
 /// and what is sealed under a superseded key is told apart from damage.
 public struct EpochKeys: Sendable {
-    /// The current epoch (0 until the first `vault passwd`).
+    /// The current epoch (0 until the first password change).
     public let epoch: UInt32
     let current: SecretBytes
     /// Earlier epochs' vault keys.

@@ -3,7 +3,7 @@ import Foundation
 /// The contents of `vault.json`: public parameters and the wrapped vault key. No secret is
 /// stored in clear: the vault key is sealed under the password-derived key-encryption key.
 ///
-/// `vault/2` adds the key epoch (0 until the first `vault passwd`) and, after a password
+/// `vault/2` adds the key epoch (0 until the first password change) and, after a password
 /// change, the keyring of earlier epochs sealed under the current vault key. A `vault/2` vault
 /// always has a history: a missing log is a finding, never a fresh start. `vault/1` files are
 /// read as epoch 0 and rewritten as `vault/2` by the first command that opens them for writing.
@@ -87,7 +87,7 @@ struct VaultConfig: Codable, Equatable {
         guard config.isLegacy ? (config.epoch == nil && config.keyring == nil) : config.epoch != nil else {
             throw VaultError(.vaultDamaged, "\(path) has a key epoch field that does not fit its format '\(config.format)'")
         }
-        guard config.kdf.algorithm == "argon2id13" else {
+        guard config.kdf.algorithm == KDFParameters.algorithm else {
             throw VaultError(.vaultDamaged, "\(path) names an unknown password-hashing algorithm '\(config.kdf.algorithm)'")
         }
         try config.parameters.validate()

@@ -43,7 +43,7 @@ public struct VaultStore: Sendable {
     public func requireLocal(_ what: String) throws {
         guard let source else { return }
         throw VaultError(.usage, "\(what) needs a local vault, and \(source.name) is read directly",
-                         hint: "clone it first with 'vault clone \(source.name)', or use a replica")
+                         remedy: .cloneFirst(source.name))
     }
 
     /// True when `root` holds a `vault.json`.
@@ -54,23 +54,7 @@ public struct VaultStore: Sendable {
     /// - Throws: ``VaultError/Code/alreadyExists`` if `root` is a vault or a non-empty directory.
     public func create(password: SecretBytes, kdf: KDFParameters, random: any RandomSource = SystemRandom(),
                        now: Date = Date()) throws -> Vault {
-        switch FileSystem.kind(of: root) {
-        case .missing:
-            let parent = FileSystem.directory(of: root)
-            guard FileSystem.kind(of: parent) == .directory else {
-                throw VaultError(.notFound, "cannot create a vault in \(root): \(parent) does not exist")
-            }
-            try FileSystem.makeDirectory(root)
-        case .directory:
-            if exists { throw VaultError(.alreadyExists, "a vault already exists at \(root)") }
-            guard try FileSystem.list(root).isEmpty else {
-                throw VaultError(.alreadyExists, "\(root) exists and is not empty", hint: "choose an empty or new directory")
-            }
-            try FileSystem.setPermissions(root, .ownerReadWriteExecute)
-        case .file, .other:
-            throw VaultError(.alreadyExists, "\(root) exists and is not a directory")
-        }
-        try FileSystem.makeDirectory(objectsPath)
+        try checkCanCreate()
         try password.withUnsafeBytes { p in
             if p.isEmpty { throw VaultError(.usage, "the password is empty") }
         }
@@ -79,19 +63,50 @@ public struct VaultStore: Sendable {
         let iso = ISO8601DateFormatter()
         var config = VaultConfig(
             format: VaultConfig.currentFormat, id: Hex.encode(random.bytes(16)), created: iso.string(from: now),
-            kdf: .init(algorithm: "argon2id13", opsLimit: kdf.opsLimit, memLimitKiB: kdf.memLimitKiB),
+            kdf: .init(algorithm: KDFParameters.algorithm, opsLimit: kdf.opsLimit, memLimitKiB: kdf.memLimitKiB),
             salt: keyring.salt.base64, keyCheck: keyring.keyCheck.base64, wrappedKey: .init(nonce: "", ciphertext: ""), epoch: 0)
         let nonce = random.bytes(EnvelopeFormat.nonceSize)
         config.wrappedKey = .init(nonce: nonce.base64,
                                   ciphertext: XChaCha20Poly1305.sealKey(vaultKey, ad: config.wrapAD, nonce: nonce, key: keyring.kek).base64)
         let keys = EpochKeys(epoch: 0, current: vaultKey)
         let vault = Vault(store: self, config: config, keyring: keyring, keys: keys, random: random)
-        try vault.createIndex()
-        try vault.recordLocked(HistoryRecord(.`init`, detail: "argon2id ops \(kdf.opsLimit), memory \(kdf.memLimitKiB) KiB", now: now))
-        // vault.json last: its presence is what makes the directory a vault.
-        try AtomicFile.write(config.encoded(), to: configPath, random: random)
-        _ = try FileDescriptor.openOrCreate(lockPath)
+        try establish(vault, first: HistoryRecord(.`init`, detail: "argon2id ops \(kdf.opsLimit), memory \(kdf.memLimitKiB) KiB", now: now),
+                      config: config.encoded(), random: random)
         return vault
+    }
+
+    /// Fails unless a vault can be made at `root`: a missing folder whose parent exists, or an
+    /// empty folder. Nothing is created.
+    func checkCanCreate() throws {
+        switch FileSystem.kind(of: root) {
+        case .missing:
+            let parent = FileSystem.directory(of: root)
+            guard FileSystem.kind(of: parent) == .directory else {
+                throw VaultError(.notFound, "cannot create a vault in \(root): \(parent) does not exist")
+            }
+        case .directory:
+            if exists { throw VaultError(.alreadyExists, "a vault already exists at \(root)") }
+            guard try FileSystem.list(root).isEmpty else {
+                throw VaultError(.alreadyExists, "\(root) exists and is not empty", hint: "choose an empty or new directory")
+            }
+        case .file, .other:
+            throw VaultError(.alreadyExists, "\(root) exists and is not a directory")
+        }
+    }
+
+    /// Makes `vault` on disk, after ``checkCanCreate()`` and every check that needs no disk:
+    /// the folder (0700) and `objects/`, the index, the history's first record, and `vault.json`
+    /// last (its presence is what makes the folder a vault). The one way a vault comes to be,
+    /// new or as a replica.
+    func establish(_ vault: Vault, first record: HistoryRecord, config: [UInt8], random: any RandomSource) throws {
+        if FileSystem.kind(of: root) == .missing { try FileSystem.makeDirectory(root) } else {
+            try FileSystem.setPermissions(root, .ownerReadWriteExecute)
+        }
+        try FileSystem.makeDirectory(objectsPath)
+        try vault.createIndex()
+        try vault.recordLocked(record)
+        try AtomicFile.write(config, to: configPath, random: random)
+        _ = try FileDescriptor.openOrCreate(lockPath)
     }
 
     /// Reads `vault.json` and unlocks the vault: one Argon2id run, then the key check, so a
@@ -153,10 +168,10 @@ public struct VaultStore: Sendable {
     func readConfig() throws -> VaultConfig {
         switch FileSystem.kind(of: root) {
         case .missing:
-            throw VaultError(.notFound, "no vault at \(root)", hint: "create one with 'vault init'")
+            throw VaultError(.notFound, "no vault at \(root)", remedy: .createVault)
         case .directory:
             guard exists else {
-                throw VaultError(.notFound, "\(root) is not a vault (it has no vault.json)", hint: "create one with 'vault init'")
+                throw VaultError(.notFound, "\(root) is not a vault (it has no vault.json)", remedy: .createVault)
             }
         default:
             throw VaultError(.notFound, "\(root) is not a vault directory")

@@ -2,7 +2,7 @@ import SystemPackage
 
 /// A file written under a temporary name beside its destination and committed by a rename:
 /// the one way vault writes a file (objects, the index, vault.json, journals, manifests,
-/// batch payloads, `get -o` outputs).
+/// batch payloads, documents read out to files).
 ///
 /// The temporary name is `.vault-tmp-<pid>-<random>`. The file is registered with
 /// ``Interrupts`` before it exists (an interrupt removes it), held under an `flock` while it is

@@ -1,4 +1,4 @@
-/// Content-type detection from a document's first bytes (magic numbers), for `add` without `--type`.
+/// Content-type detection from a document's first bytes (magic numbers), when no type is given.
 public enum ContentType {
     /// The fallback for unknown binary data.
     public static let octetStream = "application/octet-stream"

@@ -40,7 +40,7 @@ public final class FileDescriptor: @unchecked Sendable {
             throw VaultError.posix("cannot open", path, error)
         }
         if (try? f.descriptor.stat())?.type == .directory {
-            throw VaultError(.usage, "\(path) is a directory", hint: "use -r to add the files inside it")
+            throw VaultError(.usage, "\(path) is a directory", remedy: .addRecursively)
         }
         return f
     }

@@ -99,7 +99,7 @@ extension VaultCommand {
                     if let wrong = vault.failure { throw wrong }   // a wrong password is about the vault, not this file
                     let e = VaultError.from(error)
                     outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
-                    throw VaultError(e.code, "cannot add \(shown): \(e.message)", hint: e.hint ?? "it was not added", cause: e.cause)
+                    throw VaultError(e.code, "cannot add \(shown): \(e.message)", hint: e.hint ?? "it was not added", remedy: e.remedy, cause: e.cause)
                 }
                 let m = record.metadata
                 outcome.added.append(.init(id: record.id.hex, path: shown, name: m.name, contentType: m.contentType, size: m.size,

@@ -4,7 +4,7 @@ import VaultCore
 import VaultS3
 import VaultUpload
 
-extension UploadProtocol: ExpressibleByArgument {}
+extension UploadProtocol.Name: ExpressibleByArgument {}
 
 extension VaultCommand {
     /// `vault upload`: stream batch payloads to a server.
@@ -45,10 +45,10 @@ extension VaultCommand {
         @OptionGroup var batching: BatchOptions
 
         @Option(name: .customLong("protocol"), help: ArgumentHelp("How batches go: json (one JSON payload per request), form (one multipart/form-data request per batch, a file part per document), tus (tus 1.0 resumable uploads of the JSON payloads) or s3 (objects PREFIX/<run>/batch-NNNN.json by multipart upload; the default for an s3:// URL).", valueName: "json|form|tus|s3"))
-        var protocolOption: UploadProtocol?
+        var protocolOption: UploadProtocol.Name?
 
-        /// `--protocol`, or s3 for an `s3://` URL, else json.
-        var wire: UploadProtocol { protocolOption ?? (url.lowercased().hasPrefix("s3://") || presignURL != nil ? .s3 : .json) }
+        /// `--protocol`, or s3 for an `s3://` URL or a presign endpoint, else json.
+        var wire: UploadProtocol.Name { protocolOption ?? (url.lowercased().hasPrefix("s3://") || presignURL != nil ? .s3 : .json) }
 
         @Option(help: ArgumentHelp("--protocol s3: parts in flight at once (1-16; default 2); each holds one part in memory.", valueName: "n"))
         var parallel: Int?
@@ -112,37 +112,55 @@ extension VaultCommand {
             if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds.") }
             if !["POST", "PUT"].contains(method.uppercased()) { throw ValidationError("--method must be POST or PUT.") }
             if resume && newRun { throw ValidationError("--resume and --new-run contradict each other.") }
-            if wire != .form && (field != "files[]" || !formFields.isEmpty) {
-                throw ValidationError("--field and --form-field need --protocol form.")
+            // Options that belong to one protocol.
+            let belonging: [(given: Bool, to: UploadProtocol.Name, message: String)] = [
+                (field != "files[]" || !formFields.isEmpty, .form, "--field and --form-field need --protocol form."),
+                (chunkSize != nil, .tus, "--chunk-size needs --protocol tus."),
+                (partSize != nil, .s3, "--part-size needs --protocol s3."),
+                (parallel != nil, .s3, "--parallel needs --protocol s3."),
+                (presignURL != nil, .s3, "--presign-url is for --protocol s3."),
+            ]
+            if let wrong = belonging.first(where: { $0.given && $0.to != wire }) { throw ValidationError(wrong.message) }
+            if (urlOption == nil) == (presignURL == nil) {
+                throw ValidationError(presignURL == nil ? "Give --url (or, for S3 through the back office, --presign-url)." : "Give --url or --presign-url, not both.")
             }
+            switch wire {
+            case .json: try validateHTTP()
+            case .form: try validateForm(); try validateHTTP()
+            case .tus: try validateTus(); try validateHTTP()
+            case .s3: try validateS3()
+            }
+        }
+
+        private func validateForm() throws {
             if field.isEmpty { throw ValidationError("--field needs a name.") }
-            if let c = chunkSize, wire != .tus || c.value < 1024 || c.value > 1 << 30 {
-                throw ValidationError(wire != .tus ? "--chunk-size needs --protocol tus." : "--chunk-size must be between 1K and 1G.")
-            }
-            if wire == .tus && method.uppercased() != "POST" { throw ValidationError("--method does not apply to tus (it creates with POST and sends with PATCH).") }
             for f in formFields where !f.contains("=") || f.hasPrefix("=") {
                 throw ValidationError("--form-field must look like 'name=value', not '\(f)'.")
             }
             if formFields.contains(where: { $0.split(separator: "=", maxSplits: 1)[0] == "manifest" }) {
                 throw ValidationError("--form-field cannot be named 'manifest': vault sends that part.")
             }
-            if let p = partSize, wire != .s3 || p.value < S3Target.minimumPartSize || p.value > 5 << 30 {
-                throw ValidationError(wire != .s3 ? "--part-size needs --protocol s3." : "--part-size must be between 5M and 5G (S3's part limits).")
+        }
+
+        private func validateTus() throws {
+            if let c = chunkSize, c.value < 1024 || c.value > 1 << 30 { throw ValidationError("--chunk-size must be between 1K and 1G.") }
+            if method.uppercased() != "POST" { throw ValidationError("--method does not apply to tus (it creates with POST and sends with PATCH).") }
+        }
+
+        private func validateS3() throws {
+            if let p = partSize, p.value < S3Target.minimumPartSize || p.value > 5 << 30 {
+                throw ValidationError("--part-size must be between 5M and 5G (S3's part limits).")
             }
-            if let p = parallel, wire != .s3 || p < 1 || p > 16 {
-                throw ValidationError(wire != .s3 ? "--parallel needs --protocol s3." : "--parallel must be between 1 and 16.")
+            if let p = parallel, p < 1 || p > 16 { throw ValidationError("--parallel must be between 1 and 16.") }
+            guard presignURL == nil else { return try validateHTTP() }
+            guard let c = URLComponents(string: url), c.scheme?.lowercased() == "s3", let bucket = c.host, !bucket.isEmpty else {
+                throw ValidationError("--protocol s3 needs --url s3://BUCKET/PREFIX.")
             }
-            if (urlOption == nil) == (presignURL == nil) {
-                throw ValidationError(presignURL == nil ? "Give --url (or, for S3 through the back office, --presign-url)." : "Give --url or --presign-url, not both.")
-            }
-            if presignURL != nil && wire != .s3 { throw ValidationError("--presign-url is for --protocol s3.") }
-            if wire == .s3 && presignURL == nil {
-                guard let c = URLComponents(string: url), c.scheme?.lowercased() == "s3", let bucket = c.host, !bucket.isEmpty else {
-                    throw ValidationError("--protocol s3 needs --url s3://BUCKET/PREFIX.")
-                }
-                if !headers.isEmpty || method.uppercased() != "POST" { throw ValidationError("--header and --method do not apply to s3.") }
-                return
-            }
+            if !headers.isEmpty || method.uppercased() != "POST" { throw ValidationError("--header and --method do not apply to s3.") }
+        }
+
+        /// The URL (or presign endpoint) and the headers of a protocol over HTTP.
+        private func validateHTTP() throws {
             guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), ["http", "https"].contains(scheme),
                   let host = c.host, !host.isEmpty else {
                 throw ValidationError("--url must be an http:// or https:// URL with a host.")
@@ -164,11 +182,32 @@ extension VaultCommand {
             }
         }
 
+        /// The protocol with its options, as validated.
+        private func uploadProtocol() throws -> UploadProtocol {
+            switch wire {
+            case .json:
+                return .json
+            case .form:
+                return .form(FormOptions(fieldName: field, fields: formFields.map { f in
+                    let p = f.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    return FormBody.Field(name: String(p[0]), value: p.count > 1 ? String(p[1]) : "")
+                }))
+            case .tus:
+                return .tus(TusOptions(chunkSize: chunkSize.map { Int($0.value) } ?? 4 << 20))
+            case .s3 where presignURL != nil:
+                return .presignedS3(PresignOptions(partSize: partSize?.value ?? 8 << 20, insecureHTTP: insecureHTTP))
+            case .s3:
+                return .s3(try Self.s3Target(url: url, partSize: partSize?.value, parallel: parallel ?? 2))
+            }
+        }
+
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
-            let s3 = wire == .s3 && presignURL == nil ? try Self.s3Target(url: url, partSize: partSize?.value, parallel: parallel ?? 2) : nil
-            var target = UploadTarget(url: s3.map { Self.s3Name($0) } ?? url, method: method.uppercased(),
+            let wire = try uploadProtocol()
+            var s3: S3Target?
+            if case .s3(let t) = wire { s3 = t }
+            var target = UploadTarget(url: s3?.name ?? url, method: method.uppercased(),
                                       authorization: s3 == nil ? try Self.authorization() : nil, idleTimeout: timeout)
             if s3 == nil && target.isCleartextOverNetwork {
                 let host = URLComponents(string: url)?.host ?? url
@@ -188,24 +227,13 @@ extension VaultCommand {
                 let p = h.split(separator: ":", maxSplits: 1)
                 return (p[0].trimmingCharacters(in: .whitespaces), p[1].trimmingCharacters(in: .whitespaces))
             }
-            var uploadOptions = UploadOptions(target: target)
+            var uploadOptions = UploadOptions(target: target, wire: wire)
             uploadOptions.limits = batching.limits
             uploadOptions.shape = batching.shape
             uploadOptions.skipBad = skipBad
             uploadOptions.policy = RetryPolicy(retries: retries)
             uploadOptions.newRun = newRun
             uploadOptions.requireJournal = resume
-            uploadOptions.wire = wire
-            uploadOptions.s3 = s3
-            uploadOptions.presignURL = presignURL
-            uploadOptions.insecureHTTP = insecureHTTP
-            if let p = partSize { uploadOptions.s3PartSize = p.value }
-            if let c = chunkSize { uploadOptions.tusChunkSize = Int(c.value) }
-            uploadOptions.formFieldName = field
-            uploadOptions.formFields = formFields.map { f in
-                let p = f.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                return FormBody.Field(name: String(p[0]), value: p.count > 1 ? String(p[1]) : "")
-            }
             let renderer = ProgressRenderer(mode: progressOptions.resolved)
             let started = Date()
             let summary: UploadSummary
@@ -258,9 +286,6 @@ extension VaultCommand {
             return S3Target(endpoint: s3.endpoint, region: s3.region, credentials: s3.credentials, addressing: s3.addressing, bucket: c.host!,
                             prefix: c.path, partSize: partSize ?? 8 << 20, parallel: parallel)
         }
-
-        /// What the journal and messages call an S3 target (no credentials).
-        static func s3Name(_ t: S3Target) -> String { "s3://\(t.bucket)/\(t.prefix)" }
 
         /// The `Authorization` header from the credentials taken out of the environment.
         static func authorization() throws -> String? {

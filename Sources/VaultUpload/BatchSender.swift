@@ -1,0 +1,162 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import VaultCore
+
+/// One protocol's way of sending a batch (``UploadProtocol``). A sender owns what it learns
+/// over a run (a tus server's capabilities, an S3 client) and keeps the batch's server-side
+/// state in the journal through the ``BatchAttempt`` it is given; the ``Uploader`` drives every
+/// sender through the same loop: attempt → ``AttemptOutcome`` → the outcome's handler.
+protocol BatchSender: AnyObject, Sendable {
+    /// The payload format of batch `batch` of `of`.
+    func format(batch: Int, of: Int) -> PayloadFormat
+    /// One attempt at a batch. Throws only when cancelled.
+    func attempt(_ batch: BatchAttempt) async throws -> AttemptOutcome
+    /// Gives up what the server holds of a batch that will not be continued (it was split, or
+    /// a document was cut out of it): best effort.
+    func abandon(_ state: UploadJournal.WireState) async
+    /// Closes connections.
+    func shutdown() async
+}
+
+extension BatchSender {
+    func abandon(_ state: UploadJournal.WireState) async {}
+    func shutdown() async {}
+}
+
+/// What one attempt at a batch came to; each has one handler in ``Uploader``.
+enum AttemptOutcome: Sendable {
+    /// The server has the batch.
+    case confirmed(status: Int, duplicate: Bool)
+    /// A transient failure: try again after a delay (the server's `Retry-After`, if any).
+    case retry(reason: String, retryAfter: Double?)
+    /// The batch is too large for the server (413): why, and what the server said.
+    case split(reason: String, serverSays: String)
+    /// A document failed authentication mid-stream; the request was aborted.
+    case skip(DocumentFailure)
+    /// The server refused for good (credentials, other 4xx).
+    case refused(VaultError)
+    /// The attempt ended (a dropped connection, a 5xx) after the server acknowledged more of
+    /// the batch, up to `at`; the next attempt continues from there.
+    case resume(at: UInt64, reason: String)
+
+    /// The outcome of an HTTP answer by its status alone (``RetryPolicy/decide(status:)``).
+    /// - Parameter what: the request, for a refusal's message ("the server rejected batch 2/5").
+    static func of(_ r: UploadResponse, rejected what: String) -> AttemptOutcome {
+        switch RetryPolicy.decide(status: r.status) {
+        case .confirmed: .confirmed(status: r.status, duplicate: r.body.contains("\"duplicate\": true"))
+        case .authentication: .refused(VaultError(.uploadUnauthorized, "the server refused the credentials (\(r.status) \(r.reason))"))
+        case .tooLarge: .split(reason: "\(r.status) \(r.reason)", serverSays: r.serverSays)
+        case .reject: .refused(VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))
+        case .retry: .retry(reason: "\(r.status) \(r.reason)", retryAfter: RetryPolicy.parseRetryAfter(r.retryAfter))
+        }
+    }
+
+    /// The outcome of an error thrown during an attempt: a failed document is cut out, a
+    /// ``TransientFailure`` or a transport error is retried, and cancellation is thrown on.
+    static func of(_ error: any Error, timeout: Double) throws -> AttemptOutcome {
+        if let f = error as? DocumentFailure { return .skip(f) }
+        if error is CancellationError { throw error }
+        if let t = error as? TransientFailure { return .retry(reason: t.reason, retryAfter: t.retryAfter) }
+        if let e = error as? VaultError { return .refused(e) }
+        return .retry(reason: describe(error, timeout: timeout), retryAfter: nil)
+    }
+
+    /// A transport error in words (no URL with credentials: the client's errors carry none).
+    static func describe(_ error: any Error, timeout: Double) -> String {
+        let seconds = String(format: "%g s", timeout)
+        if let io = error as? IOError { return "connection error: " + String(cString: strerror(io.errnoCode)).lowercased() }
+        if let h = error as? HTTPClientError {
+            switch h {
+            case .readTimeout: return "no answer within \(seconds)"
+            case .writeTimeout: return "the server stopped reading for \(seconds)"
+            case .connectTimeout: return "could not connect within \(seconds)"
+            case .remoteConnectionClosed: return "the server closed the connection"
+            default: break
+            }
+        }
+        let text = String(describing: error)
+        if text.contains("Connection refused") || text.contains("connectionRefused") { return "connection refused" }
+        return text.count > 200 ? String(text.prefix(200)) + "…" : text
+    }
+}
+
+/// A failure that may pass, met before the batch's state changed (a tus `OPTIONS` or a
+/// presign call answered 503): the attempt ends in ``AttemptOutcome/retry(reason:retryAfter:)``.
+struct TransientFailure: Error, CustomStringConvertible {
+    var reason: String
+    var retryAfter: Double? = nil
+    var description: String { reason }
+}
+
+extension UploadResponse {
+    /// `: <the body's first 300 characters>`, or nothing for an empty body.
+    var serverSays: String {
+        let text = body.trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? "" : ": " + String(text.prefix(300))
+    }
+}
+
+/// One attempt at one batch, as a sender sees it: the batch's documents, format and exact
+/// length, where it stands in the run, its journaled wire state, and the ways to report
+/// progress and make state durable. Made by the ``Uploader`` for each attempt.
+final class BatchAttempt {
+    /// The batch's 0-based index, and the run's batch count.
+    let index: Int
+    let count: Int
+    /// The run id and the batch's `Idempotency-Key`.
+    let runID: String
+    let key: String
+    let docs: [DocumentRecord]
+    let format: PayloadFormat
+    /// The payload's exact length, and the payload bytes of the batches before it and of the run.
+    let length: UInt64
+    let before: UInt64
+    let total: UInt64
+    /// What the server holds of the batch, as journaled.
+    private(set) var wire: UploadJournal.WireState
+    /// `X-Vault-Log-Head`, sent with every batch (empty when the vault has no history yet).
+    let logHead: [(String, String)]
+    /// Reports payload bytes of this batch handed to the network (the run's total is added).
+    let onSent: @Sendable (UInt64) -> Void
+    /// Reports anything else (a smaller tus chunk size).
+    let onEvent: @Sendable (UploadEvent) -> Void
+    private let persist: (UploadJournal.WireState) throws -> Void
+    private let setStatus: (Int) -> Void
+    private let onResumed: (UInt64) -> Void
+    private let makeProducer: (UInt64) -> PayloadProducer
+
+    init(index: Int, count: Int, runID: String, key: String, docs: [DocumentRecord], format: PayloadFormat, length: UInt64,
+         before: UInt64, total: UInt64, wire: UploadJournal.WireState, logHead: [(String, String)], onSent: @escaping @Sendable (UInt64) -> Void,
+         onEvent: @escaping @Sendable (UploadEvent) -> Void,
+         persist: @escaping (UploadJournal.WireState) throws -> Void, setStatus: @escaping (Int) -> Void,
+         onResumed: @escaping (UInt64) -> Void, makeProducer: @escaping (UInt64) -> PayloadProducer) {
+        (self.index, self.count, self.runID, self.key, self.docs, self.format) = (index, count, runID, key, docs, format)
+        (self.length, self.before, self.total, self.wire, self.logHead) = (length, before, total, wire, logHead)
+        (self.onSent, self.onEvent, self.persist, self.setStatus) = (onSent, onEvent, persist, setStatus)
+        (self.onResumed, self.makeProducer) = (onResumed, makeProducer)
+    }
+
+    /// `i/n`, as `X-Vault-Batch` and messages name the batch.
+    var label: String { "\(index + 1)/\(count)" }
+    /// `batch-NNNN.json`, the batch's object or file name.
+    var fileName: String { String(format: "batch-%04d.json", index + 1) }
+
+    /// Journals the batch's new wire state now.
+    func record(_ state: UploadJournal.WireState) throws {
+        wire = state
+        try persist(state)
+    }
+
+    /// Notes the server's last HTTP status (journaled with the next save).
+    func answered(_ status: Int) { setStatus(status) }
+
+    /// The server already had `bytes` of the batch: they are not sent again.
+    func resumed(at bytes: UInt64) { onResumed(bytes) }
+
+    /// The payload produced from its start, for one request.
+    func producer() -> PayloadProducer { makeProducer(0) }
+
+    /// The payload readable in chunks from any offset (tus PATCHes, S3 parts).
+    func chunks() -> PayloadChunks { PayloadChunks(make: makeProducer) }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import VaultCore
+import VaultS3
+
+/// How batches go on the wire, each protocol with the options only it takes.
+public enum UploadProtocol: Sendable {
+    /// One request per batch, its body the JSON payload `{"Files":[…]}` (base64).
+    case json
+    /// One `multipart/form-data` request per batch: one file part per document (raw bytes).
+    case form(FormOptions)
+    /// tus 1.0 resumable uploads: one upload per batch (its JSON payload), sent in checksummed
+    /// chunks that survive dropped connections and restarts.
+    case tus(TusOptions)
+    /// S3 objects: each batch's JSON payload as `PREFIX/<run>/batch-NNNN.json`, by multipart
+    /// upload with `Content-MD5` on every part, resumable; the station holds the credentials.
+    case s3(S3Target)
+    /// The same objects through the back office's presign endpoint (the upload's URL,
+    /// docs/UPLOAD.md), which hands out presigned part URLs: the station holds no S3 secret.
+    case presignedS3(PresignOptions)
+
+    /// The protocols by name.
+    public enum Name: String, CaseIterable, Sendable {
+        case json, form, tus, s3
+    }
+
+    /// This protocol's name (presigned S3 is S3).
+    public var name: Name {
+        switch self {
+        case .json: .json
+        case .form: .form
+        case .tus: .tus
+        case .s3, .presignedS3: .s3
+        }
+    }
+}
+
+/// `form`: how the parts are named, and the text fields sent with every batch.
+public struct FormOptions: Sendable {
+    /// The file parts' field name.
+    public var fieldName: String
+    /// Text fields sent with every batch, in order.
+    public var fields: [FormBody.Field]
+
+    public init(fieldName: String = "files[]", fields: [FormBody.Field] = []) {
+        self.fieldName = fieldName
+        self.fields = fields
+    }
+}
+
+/// `tus`: bytes per PATCH.
+public struct TusOptions: Sendable {
+    /// Bytes per PATCH (halved on 413, down to ``minimumChunkSize``).
+    public var chunkSize: Int
+
+    public init(chunkSize: Int = 4 << 20) { self.chunkSize = chunkSize }
+
+    /// The smallest PATCH a 413 halves the chunk size down to.
+    public static let minimumChunkSize = 256 << 10
+}
+
+/// Presigned S3: part size, and whether part URLs may be `http://` to a host that is not loopback.
+public struct PresignOptions: Sendable {
+    /// Bytes per part.
+    public var partSize: UInt64
+    /// Allow `http://` part URLs to hosts that are not loopback.
+    public var insecureHTTP: Bool
+
+    public init(partSize: UInt64 = 8 << 20, insecureHTTP: Bool = false) {
+        self.partSize = partSize
+        self.insecureHTTP = insecureHTTP
+    }
+}
+
+/// Where S3 uploads put batches, and with which credentials.
+public struct S3Target: Sendable {
+    /// The store (AWS's regional endpoint, or an S3-compatible one).
+    public var endpoint: URL
+    public var region: String
+    public var credentials: S3Credentials
+    public var addressing: S3Addressing
+    public var bucket: String
+    /// Key prefix without leading or trailing `/` (may be empty).
+    public var prefix: String
+    /// Bytes per part (at least 5 MiB; grown so that no batch needs over 10,000 parts).
+    public var partSize: UInt64
+    /// Parts in flight at once (each holds one part in memory).
+    public var parallel: Int
+
+    public init(endpoint: URL, region: String, credentials: S3Credentials, addressing: S3Addressing, bucket: String, prefix: String,
+                partSize: UInt64 = 8 << 20, parallel: Int = 2) {
+        self.endpoint = endpoint
+        self.region = region
+        self.credentials = credentials
+        self.addressing = addressing
+        self.bucket = bucket
+        self.prefix = prefix.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        self.partSize = partSize
+        self.parallel = max(1, parallel)
+    }
+
+    /// S3's smallest part (but the last).
+    public static let minimumPartSize: UInt64 = 5 << 20
+    /// S3's most parts per upload.
+    public static let maximumParts: UInt64 = 10_000
+
+    /// The part size for a payload of `length` bytes: `atLeast`, grown to whole MiB so that
+    /// no payload needs more than 10,000 parts.
+    static func partSize(for length: UInt64, atLeast: UInt64) -> UInt64 {
+        let needed = (length + maximumParts - 1) / maximumParts
+        let mib: UInt64 = 1 << 20
+        return max(atLeast, (needed + mib - 1) / mib * mib)
+    }
+
+    /// The object key of batch `index` of run `run`.
+    func key(run: String, index: Int) -> String {
+        (prefix.isEmpty ? "" : prefix + "/") + "\(run)/" + String(format: "batch-%04d.json", index)
+    }
+
+    /// `s3://BUCKET/PREFIX`: what the journal and messages call it (no credentials).
+    public var name: String { "s3://\(bucket)/\(prefix)" }
+}

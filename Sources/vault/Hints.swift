@@ -1,0 +1,53 @@
+import VaultCore
+
+/// What the CLI adds to an error before it is printed: the libraries name no command, option
+/// or environment variable (a test holds them to it), so the words that tell a user which
+/// command or variable to reach for are added here, from the error's ``VaultError/Remedy`` or,
+/// failing that, its code.
+enum Hints {
+    /// `error` with its remedy worded (before any hint the library or the command gave) and,
+    /// where it has no hint, the one its code calls for.
+    static func complete(_ error: VaultError) -> VaultError {
+        var e = error
+        if let remedy = e.remedy {
+            e.hint = [text(remedy), e.hint].compactMap { $0 }.joined(separator: "; ")
+            return e
+        }
+        switch e.code {
+        case .uploadFailed:
+            e.hint = [e.hint, "run the same command again to resume"].compactMap { $0 }.joined(separator: "; ")
+        case _ where e.hint != nil:
+            break
+        case .wrongPassword:
+            e.hint = "check VAULT_PASSWORD or the password file"
+        case .uploadUnauthorized:
+            e.hint = "check VAULT_UPLOAD_TOKEN, or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD"
+        case .storeUnauthorized:
+            e.hint = "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN"
+        case .storeUnavailable:
+            e.hint = "check AWS_ENDPOINT_URL and the network"
+        default:
+            break
+        }
+        return e
+    }
+
+    /// A remedy as the command that does it.
+    static func text(_ remedy: VaultError.Remedy) -> String {
+        switch remedy {
+        case .createVault: "create one with 'vault init'"
+        case .listDocuments: "see 'vault list'"
+        case .rebuildIndex: "run 'vault verify' to rebuild the index"
+        case .auditAndRemoveAgain(let id): "run 'vault audit'; 'vault remove \(id.hex.prefix(8))' removes it again"
+        case .verifyThenRemoveOrRestore: "run 'vault verify', and remove or restore that document first"
+        case .cloneFirst(let source): "clone it first with 'vault clone \(source)', or use a replica"
+        case .addRecursively: "use -r to add the files inside it"
+        case .pruneUploadJournal: "'vault uploads prune' removes it; the upload then starts afresh"
+        case .pushFirst: "push one there first with 'vault push'"
+        case .addRemote: "add one with 'vault remote add NAME s3://BUCKET/PREFIX', or give an s3:// URL"
+        case .addRemotesAgain: "delete it, then 'vault remote add' the stores again"
+        case .pushToNewPrefixOrClone: "push to a new prefix with 'vault remote add NAME s3://BUCKET/NEW-PREFIX', or clone the store again with its password"
+        case .checkBucketAndEndpoint: "create it, or check the URL and AWS_ENDPOINT_URL"
+        }
+    }
+}
