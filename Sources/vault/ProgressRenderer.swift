@@ -80,7 +80,9 @@ final class ProgressRenderer: @unchecked Sendable {
     func handle(_ event: ExportEvent) {
         locked { r in
             switch r.mode {
-            case .json: r.emit(Self.line(event, elapsed: Date().timeIntervalSince(r.start)), throttled: Self.isProgress(event))
+            case .json:
+                if case .finished = event { r.emit(r.json(event, finished: true), throttled: false); return }
+                r.emit(r.json(event), throttled: Self.isProgress(event))
             case .bar: r.update(event)
             default: break
             }
@@ -100,13 +102,16 @@ final class ProgressRenderer: @unchecked Sendable {
 
     /// Import events: the bar counts RNCryptor bytes read; skipped and failed files are named
     /// (as warnings, or as events in `json`).
-    func handle(_ event: ImportEvent) {
+    func handle(_ event: Importer.Event) {
         locked { r in
             switch (r.mode, event) {
+            case (_, .imported): break   // the id goes to standard output
             case (.json, .progress(let d, let t)):
-                r.emit(JSONOutput.line(Event("progress", done: d, total: t)), throttled: d != t)
+                r.emit(r.json(event), throttled: d != t)
+            case (.json, .finished):
+                r.emit(r.json(event, finished: true), throttled: false)
             case (.json, _):
-                r.emit(Self.line(event, elapsed: Date().timeIntervalSince(r.start)), throttled: false)
+                r.emit(r.json(event), throttled: false)
             case (_, .fileSkipped(let path, let e)):
                 r.say("vault: warning: skipped \(path): \(e.message)")
             case (_, .fileFailed(let path, let e)):
@@ -126,10 +131,7 @@ final class ProgressRenderer: @unchecked Sendable {
         locked { r in
             switch r.mode {
             case .json:
-                var e = Event("progress", done: p.bytesDone, total: p.bytesTotal)
-                e.files = p.objectsDone
-                e.of = p.objectsTotal
-                r.emit(JSONOutput.line(e), throttled: p.objectsDone != p.objectsTotal)
+                r.emit(JSONOutput.line(TransferLine(p)), throttled: p.objectsDone != p.objectsTotal)
             case .bar:
                 r.label = "\(label) \(p.objectsDone)/\(p.objectsTotal) objects"
                 r.done = p.bytesDone
@@ -264,129 +266,42 @@ final class ProgressRenderer: @unchecked Sendable {
 
     private func uploadJSON(_ event: UploadEvent) {
         switch event {
-        case .document(let e):
-            if case .progress = e { return }
-            emit(Self.line(e, elapsed: Date().timeIntervalSince(start)), throttled: false)
+        case .document(.progress):
+            return   // the upload's own `sent` events count the bytes
         case .sent(let d, let t):
-            emit(JSONOutput.line(Event("sent", done: d, total: t)), throttled: d != t)
+            emit(json(event), throttled: d != t)
+        case .finished:
+            emit(json(event, finished: true), throttled: false)
         default:
-            emit(Self.line(event, elapsed: Date().timeIntervalSince(start)), throttled: false)
+            emit(json(event), throttled: false)
         }
     }
 
-    /// One progress event as a JSON object; absent fields are left out.
-    struct Event: Encodable {
-        var event: String
-        var runId: String?
-        var batch: Int?
-        var of: Int?
-        var batches: Int?
-        var documents: Int?
-        var plaintextBytes: UInt64?
-        var payloadBytes: UInt64?
-        var confirmedBatches: Int?
-        var resumed: Bool?
-        var attempt: Int?
-        var id: String?
-        var name: String?
-        var size: UInt64?
-        var position: Int?
-        var done: UInt64?
-        var total: UInt64?
-        var file: String?
-        var sha256: String?
-        var skipped: Int?
-        var code: String?
-        var error: String?
-        var delay: Double?
-        var reason: String?
-        var into: [Int]?
-        var status: Int?
-        var duplicate: Bool?
-        var offset: UInt64?
-        var retries: Int?
-        var seconds: Double?
-        var files: Int?
-        var bytes: UInt64?
-        var path: String?
-        var imported: Int?
-        var failed: Int?
+    /// An event as one JSON line; a `finished` one with the seconds since the command started.
+    private func json<E: Encodable>(_ event: E, finished: Bool = false) -> String {
+        JSONOutput.line(TimedEvent(event: event, seconds: finished ? (Date().timeIntervalSince(start) * 1000).rounded() / 1000 : nil))
+    }
 
-        init(_ event: String, done: UInt64? = nil, total: UInt64? = nil) {
-            self.event = event
-            self.done = done
-            self.total = total
+    /// An event, and on `finished` the seconds it took.
+    struct TimedEvent<E: Encodable>: Encodable {
+        let event: E
+        let seconds: Double?
+
+        func encode(to encoder: any Encoder) throws {
+            try event.encode(to: encoder)
+            guard let seconds else { return }
+            var c = encoder.container(keyedBy: ProgressJSON.Key.self)
+            try c.encode(seconds, forKey: ProgressJSON.Key("seconds"))
         }
     }
 
-    static func line(_ event: ExportEvent, elapsed: Double) -> String {
-        var e: Event
-        switch event {
-        case .started(let run, let docs, let batches, let plain, let payload):
-            e = Event("started"); e.runId = run; e.documents = docs; e.batches = batches; e.plaintextBytes = plain; e.payloadBytes = payload
-        case .batchStarted(let i, let n, let docs, let bytes):
-            e = Event("batchStarted"); e.batch = i; e.of = n; e.documents = docs; e.payloadBytes = bytes
-        case .documentStarted(let id, let name, let size, let pos, let of):
-            e = Event("documentStarted"); e.id = id.hex; e.name = name; e.size = size; e.position = pos; e.of = of
-        case .progress(let d, let t):
-            e = Event("progress", done: d, total: t)
-        case .documentFinished(let id):
-            e = Event("documentFinished"); e.id = id.hex
-        case .documentSkipped(let id, let name, let err):
-            e = Event("documentSkipped"); e.id = id.hex; e.name = name; e.code = err.code.rawValue; e.error = err.message
-        case .batchFinished(let i, let n, let file, let bytes, let sha, let docs, let skipped):
-            e = Event("batchFinished"); e.batch = i; e.of = n; e.file = file; e.payloadBytes = bytes; e.sha256 = sha
-            e.documents = docs; e.skipped = skipped
-        case .finished(let batches, let docs, let skipped, let bytes):
-            e = Event("finished"); e.batches = batches; e.documents = docs; e.skipped = skipped; e.payloadBytes = bytes
-            e.seconds = (elapsed * 1000).rounded() / 1000
-        }
-        return JSONOutput.line(e)
-    }
+    /// Push and pull: `{"event":"progress","done","total","files","of"}` (objects as files).
+    struct TransferLine: Encodable {
+        let p: TransferProgress
+        init(_ p: TransferProgress) { self.p = p }
 
-    static func line(_ event: ImportEvent, elapsed: Double) -> String {
-        var e: Event
-        switch event {
-        case .started(let files, let bytes): e = Event("started"); e.files = files; e.bytes = bytes
-        case .fileStarted(let pos, let of, let name): e = Event("fileStarted"); e.position = pos; e.of = of; e.name = name
-        case .progress(let d, let t): e = Event("progress", done: d, total: t)
-        case .fileSkipped(let path, let err): e = Event("fileSkipped"); e.path = path; e.code = err.code.rawValue; e.error = err.message
-        case .fileFailed(let path, let err): e = Event("fileFailed"); e.path = path; e.code = err.code.rawValue; e.error = err.message
-        case .finished(let imported, let failed, let skipped):
-            e = Event("finished"); e.imported = imported; e.failed = failed; e.skipped = skipped
-            e.seconds = (elapsed * 1000).rounded() / 1000
+        func encode(to encoder: any Encoder) throws {
+            try ProgressJSON.write(encoder, "progress", ["done": p.bytesDone, "total": p.bytesTotal, "files": p.objectsDone, "of": p.objectsTotal])
         }
-        return JSONOutput.line(e)
-    }
-
-    static func line(_ event: UploadEvent, elapsed: Double) -> String {
-        var e: Event
-        switch event {
-        case .started(let run, let batches, let docs, let bytes, let confirmed, let resumed):
-            e = Event("started"); e.runId = run; e.batches = batches; e.documents = docs; e.payloadBytes = bytes
-            e.confirmedBatches = confirmed; e.resumed = resumed
-        case .attempt(let b, let n, let attempt, let docs, let bytes):
-            e = Event("attempt"); e.batch = b; e.of = n; e.attempt = attempt; e.documents = docs; e.payloadBytes = bytes
-        case .sent(let d, let t):
-            e = Event("sent", done: d, total: t)
-        case .retry(let b, let attempt, let delay, let reason):
-            e = Event("retry"); e.batch = b; e.attempt = attempt; e.delay = (delay * 1000).rounded() / 1000; e.reason = reason
-        case .split(let b, let parts):
-            e = Event("split"); e.batch = b; e.into = parts
-        case .resumed(let b, let at):
-            e = Event("resumed"); e.batch = b; e.offset = at
-        case .chunkSize(let bytes, let reason):
-            e = Event("chunkSize"); e.bytes = UInt64(bytes); e.reason = reason
-        case .confirmed(let b, let n, let status, let duplicate):
-            e = Event("confirmed"); e.batch = b; e.of = n; e.status = status; e.duplicate = duplicate
-        case .skipped(let id, let name, let err):
-            e = Event("documentSkipped"); e.id = id.hex; e.name = name; e.code = err.code.rawValue; e.error = err.message
-        case .document(let inner):
-            return line(inner, elapsed: elapsed)
-        case .finished(let batches, let docs, let bytes, let retries, let skipped):
-            e = Event("finished"); e.batches = batches; e.documents = docs; e.payloadBytes = bytes; e.retries = retries
-            e.skipped = skipped; e.seconds = (elapsed * 1000).rounded() / 1000
-        }
-        return JSONOutput.line(e)
     }
 }

@@ -60,9 +60,9 @@ import Testing
     }
 
     @Test func kdfParametersAboveSensitiveAreRejectedBeforeAnyWork() throws {
-        #expect(throws: VaultError.self) { try KDFParameters(opsLimit: 5, memLimitKiB: 1024).validate() }
-        #expect(throws: VaultError.self) { try KDFParameters(opsLimit: 1, memLimitKiB: (1 << 20) + 1).validate() }
-        #expect(throws: VaultError.self) { try KDFParameters(opsLimit: 0, memLimitKiB: 64).validate() }
+        expectError(.kdfParametersRejected) { try KDFParameters(opsLimit: 5, memLimitKiB: 1024).validate() }
+        expectError(.kdfParametersRejected) { try KDFParameters(opsLimit: 1, memLimitKiB: (1 << 20) + 1).validate() }
+        expectError(.kdfParametersRejected) { try KDFParameters(opsLimit: 0, memLimitKiB: 64).validate() }
         try KDFParameters.sensitive.validate()
         try KDFParameters.minimum.validate()
         // Deriving with hostile parameters fails at validation, not after allocating 4 GiB.
@@ -81,19 +81,19 @@ import Testing
         #expect(try DocumentMetadata.decode(e) == m)
         var padded = e
         padded[padded.count - 1] = 1
-        #expect(throws: VaultError.self) { try DocumentMetadata.decode(padded) }
-        #expect(throws: VaultError.self) { try DocumentMetadata.decode(e + [UInt8](repeating: 0, count: 256)) }
-        #expect(throws: VaultError.self) { try DocumentMetadata.decode(Array(e.prefix(10))) }
+        expectError(.headerMalformed) { _ = try DocumentMetadata.decode(padded) }
+        expectError(.headerMalformed) { _ = try DocumentMetadata.decode(e + [UInt8](repeating: 0, count: 256)) }
+        expectError(.headerMalformed) { _ = try DocumentMetadata.decode(Array(e.prefix(10))) }
     }
 
     @Test func emptyNameAndBadContentTypeAreRefused() {
         let ok = DocumentMetadata(name: "x", contentType: "a/b", size: 0, sha256: testBytes(32), addedAtMillis: 0, tags: [])
         var m = ok; m.name = ""
-        #expect(throws: VaultError.self) { try m.validate() }
+        expectError(.usage) { try m.validate() }
         m = ok; m.contentType = "text/plain; charset=utf-8"
-        #expect(throws: VaultError.self) { try m.validate() }
+        expectError(.usage) { try m.validate() }
         m = ok; m.tags = [""]
-        #expect(throws: VaultError.self) { try m.validate() }
+        expectError(.usage) { try m.validate() }
     }
 }
 

@@ -318,7 +318,7 @@ import Testing
         let failing = CollectingSink()
         failing.failAfter = 1
         let e = #expect(throws: VaultError.self) { try Exporter(vault: f.vault, records: f.records, options: ExportOptions()).write(to: failing) }
-        #expect(e?.message == "the app's stream closed")
+        #expect(e?.code == .io && e?.message == "the app's stream closed")
     }
 }
 

@@ -65,7 +65,7 @@ import Testing
         let reader = try d.vault.randomAccess(d.id)
         #expect(try reader.read(at: 0, count: 6 * Self.chunk) == Array(d.plain[0..<(6 * Self.chunk)]))
         #expect(try reader.read(at: UInt64(7 * Self.chunk), count: Self.chunk) == Array(d.plain[(7 * Self.chunk)..<(8 * Self.chunk)]))
-        #expect(throws: VaultError.self) { try reader.read(at: UInt64(6 * Self.chunk + 10), count: 1) }
+        expectError(.chunkAuthenticationFailed) { _ = try reader.read(at: UInt64(6 * Self.chunk + 10), count: 1) }
         do {
             _ = try reader.read(at: UInt64(5 * Self.chunk), count: 2 * Self.chunk)
             Issue.record("a read across the damaged chunk returned bytes")

@@ -77,14 +77,14 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
         try Destinations.checkPresignedKey(requested, requested: requested)
         try Destinations.checkPresignedKey("incoming/station-7/" + requested, requested: requested)
         for bad in ["public/website/index.html", "x/../" + requested, "/" + requested, "a//" + requested, requested + "x"] {
-            #expect(throws: VaultError.self) { try Destinations.checkPresignedKey(bad, requested: requested) }
+            expectError(.uploadRejected) { try Destinations.checkPresignedKey(bad, requested: requested) }
         }
         let key = "incoming/" + requested
         let good = URLComponents(string: "https://store.example/bucket/\(key)?partNumber=2&uploadId=U1&X-Amz-Signature=abc")!
         try Destinations.checkPresignedPart(good, number: 2, uploadID: "U1", key: key)
         for bad in ["https://store.example/bucket/\(key)?partNumber=3&uploadId=U1", "https://store.example/bucket/\(key)?partNumber=2&uploadId=U2",
                     "https://store.example/bucket/public/index.html?partNumber=2&uploadId=U1"] {
-            #expect(throws: VaultError.self) { try Destinations.checkPresignedPart(URLComponents(string: bad)!, number: 2, uploadID: "U1", key: key) }
+            expectError(.uploadRejected) { try Destinations.checkPresignedPart(URLComponents(string: bad)!, number: 2, uploadID: "U1", key: key) }
         }
     }
 

@@ -6,11 +6,11 @@ import Foundation
 /// vault itself never writes RNCryptor (its own envelope is the format it keeps documents in);
 /// this exists to check the format against the published vectors byte for byte, and to make
 /// large test messages without holding them in memory.
-public enum RNCryptorWriter {
+package enum RNCryptorWriter {
     /// Encrypts everything `source` yields into `sink`, under `keys`, with the salts and IV of
     /// `header` (give random ones for real use): header, AES-256-CBC with PKCS#7 padding,
     /// HMAC-SHA256 over header and ciphertext.
-    public static func encrypt(from source: any ByteSource, to sink: (UnsafeRawBufferPointer) throws -> Void,
+    package static func encrypt(from source: any ByteSource, to sink: (UnsafeRawBufferPointer) throws -> Void,
                                keys: RNCryptorKeys, header: RNCryptorHeader) throws {
         let (encryption, mac) = try keys.keys(for: header)
         var hmac = HMAC<SHA256>(key: mac)
@@ -40,14 +40,14 @@ public enum RNCryptorWriter {
     }
 
     /// A message holding `plaintext` (small inputs: vectors, tests).
-    public static func message(_ plaintext: [UInt8], keys: RNCryptorKeys, header: RNCryptorHeader) throws -> [UInt8] {
+    package static func message(_ plaintext: [UInt8], keys: RNCryptorKeys, header: RNCryptorHeader) throws -> [UInt8] {
         var out: [UInt8] = []
         try encrypt(from: BytesSource(plaintext), to: { out += $0 }, keys: keys, header: header)
         return out
     }
 
     /// A header with random salts (for `keys` with a password) and a random IV.
-    public static func randomHeader(for keys: RNCryptorKeys, random: any RandomSource = SystemRandom()) -> RNCryptorHeader {
+    package static func randomHeader(for keys: RNCryptorKeys, random: any RandomSource = SystemRandom()) -> RNCryptorHeader {
         let salts = keys.isPassword ? (random.bytes(RNCryptorFormat.saltSize), random.bytes(RNCryptorFormat.saltSize)) : nil
         return RNCryptorHeader(salts: salts, iv: random.bytes(RNCryptorFormat.blockSize))
     }

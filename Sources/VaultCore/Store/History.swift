@@ -234,9 +234,9 @@ struct HistoryLog {
         scan.anchor = readAnchor(into: &scan)
         guard FileSystem.kind(of: path) != .missing else {
             if let head = scan.storedHead ?? scan.anchor {
-                scan.findings.append(AuditFinding("log-missing", "log.vlt is missing, but its head says it held \(head.count) records"))
+                scan.findings.append(AuditFinding(.logMissing, "log.vlt is missing, but its head says it held \(head.count) records"))
             } else if promisesHistory {
-                scan.findings.append(AuditFinding("log-missing", "log.vlt, log.head and log.anchor are missing, but this vault has kept a history since it was made: they were deleted"))
+                scan.findings.append(AuditFinding(.logMissing, "log.vlt, log.head and log.anchor are missing, but this vault has kept a history since it was made: they were deleted"))
             }
             scan.end = 0
             return scan
@@ -247,11 +247,21 @@ struct HistoryLog {
         let fileSize = Int(try file.size())
         scan.fileSize = fileSize
         guard try file.read(count: HistoryFormat.fileHeader.count, at: 0) == HistoryFormat.fileHeader else {
-            scan.findings.append(AuditFinding("log-malformed", "log.vlt does not start with the history magic and version"))
+            scan.findings.append(AuditFinding(.logMalformed, "log.vlt does not start with the history magic and version"))
             scan.end = 0
             return scan
         }
-        // Framing: lengths only, no keys.
+        let framed = try frames(of: file, size: fileSize, into: &scan)
+        scan.end = framed.last?.end ?? HistoryFormat.fileHeader.count
+        try authenticate(framed, in: file, keepRecords: keepRecords, into: &scan)
+        checkEnds(framed, fileSize: fileSize, into: &scan)
+        return scan
+    }
+
+    /// The log's framing: each record's offsets, claimed position and tag, from lengths alone
+    /// (no keys). Stops at the first length that cannot be a record's (a finding) or at a record
+    /// that runs past the file's end.
+    private func frames(of file: FileDescriptor, size fileSize: Int, into scan: inout HistoryScan) throws -> [Framed] {
         var framed: [Framed] = []
         var offset = HistoryFormat.fileHeader.count
         while offset < fileSize {
@@ -259,7 +269,7 @@ struct HistoryLog {
             let frameHead = try file.read(count: 12, at: UInt64(offset))
             let length = Int(UInt32(bigEndianBytes: frameHead[0..<4]))
             guard length >= 8 + HistoryFormat.nonceSize + HistoryFormat.tagSize, length <= HistoryFormat.maxRecordSize else {
-                scan.findings.append(AuditFinding("log-malformed", "bytes at offset \(offset) of log.vlt are not a record (length \(length))",
+                scan.findings.append(AuditFinding(.logMalformed, "bytes at offset \(offset) of log.vlt are not a record (length \(length))",
                                                   record: framed.count + 1))
                 break
             }
@@ -269,8 +279,13 @@ struct HistoryLog {
             framed.append(Framed(offset: offset, end: offset + 4 + length, position: Int(clamping: claimed), tag: tag))
             offset = offset + 4 + length
         }
-        scan.end = framed.last?.end ?? HistoryFormat.fileHeader.count
-        // Authentication: each record in its place after its predecessor, in its epoch or a later one.
+        return framed
+    }
+
+    /// Authenticates each record in its place after its predecessor, in its epoch or a later
+    /// one; one that does not is a finding that says why (damaged, moved, chain broken, sealed
+    /// under a retired key). Records before an `accept` are settled.
+    private func authenticate(_ framed: [Framed], in file: FileDescriptor, keepRecords: Bool, into scan: inout HistoryScan) throws {
         var floor = keys.keys.min() ?? epoch
         for (i, f) in framed.enumerated() {
             let position = i + 1
@@ -288,47 +303,59 @@ struct HistoryLog {
                     continue
                 }
                 for a in record.anomalies {
-                    scan.noted.append(AuditFinding(a.code, "record \(position) notes: \(a.message)", record: position))
+                    scan.noted.append(AuditFinding(.init(rawValue: a.code), "record \(position) notes: \(a.message)", record: position))
                 }
                 continue
             }
             scan.entries.append(.init(position: position, record: nil, tag: f.tag, epoch: nil))
-            if let old = keys.keys.filter({ $0 < floor }).first(where: { e in
-                open(sealed, nonce: nonce, position: position, previousTag: previous, from: e).map { $0.0 < floor } ?? false }) {
-                scan.findings.append(AuditFinding("log-record-superseded", "record \(position) is sealed under the key of epoch \(old), which a password change before it retired: someone who knew an old password wrote it",
-                                                  record: position))
-                continue
-            }
-            // Authentic elsewhere? Each record names its position in the clear (authenticated):
-            // try it there, after each record of the log.
-            let claimed = f.position
-            let authenticElsewhere = claimed >= 1 && (claimed == 1
-                ? open(sealed, nonce: nonce, position: 1, previousTag: Self.zeroTag, from: 0) != nil
-                : framed.contains { p in open(sealed, nonce: nonce, position: claimed, previousTag: p.tag, from: 0) != nil })
-            if let accepted = scan.acceptedAt, accepted > position { continue }
-            if authenticElsewhere && claimed != position {
-                scan.findings.append(AuditFinding("log-record-moved", "record \(position) belongs at position \(claimed): records were reordered, or some removed",
-                                                  record: position))
-            } else if authenticElsewhere {
-                scan.findings.append(AuditFinding("log-chain-broken", "record \(position) is authentic but does not follow record \(position - 1): a record before it was changed, moved or removed",
-                                                  record: position))
-            } else {
-                scan.findings.append(AuditFinding("log-record-damaged", "record \(position) fails authentication: it was altered, or comes from another log",
-                                                  record: position))
+            if let finding = whyNot(sealed, nonce: nonce, frame: f, at: position, previous: previous, floor: floor, framed: framed, scan: scan) {
+                scan.findings.append(finding)
             }
         }
-        if scan.end < fileSize, scan.findings.allSatisfy({ $0.code != "log-malformed" }) {
+    }
+
+    /// Why a record does not open in its place: sealed under a retired key, authentic at another
+    /// position, authentic but after another record, or not authentic at all (nil when an
+    /// `accept` after it settled it).
+    private func whyNot(_ sealed: [UInt8], nonce: [UInt8], frame f: Framed, at position: Int, previous: [UInt8], floor: UInt32,
+                        framed: [Framed], scan: HistoryScan) -> AuditFinding? {
+        if let old = keys.keys.filter({ $0 < floor }).first(where: { e in
+            open(sealed, nonce: nonce, position: position, previousTag: previous, from: e).map { $0.0 < floor } ?? false }) {
+            return AuditFinding(.logRecordSuperseded, "record \(position) is sealed under the key of epoch \(old), which a password change before it retired: someone who knew an old password wrote it",
+                                record: position)
+        }
+        // Authentic elsewhere? Each record names its position in the clear (authenticated):
+        // try it there, after each record of the log.
+        let claimed = f.position
+        let authenticElsewhere = claimed >= 1 && (claimed == 1
+            ? open(sealed, nonce: nonce, position: 1, previousTag: Self.zeroTag, from: 0) != nil
+            : framed.contains { p in open(sealed, nonce: nonce, position: claimed, previousTag: p.tag, from: 0) != nil })
+        if let accepted = scan.acceptedAt, accepted > position { return nil }
+        if authenticElsewhere && claimed != position {
+            return AuditFinding(.logRecordMoved, "record \(position) belongs at position \(claimed): records were reordered, or some removed", record: position)
+        }
+        if authenticElsewhere {
+            return AuditFinding(.logChainBroken, "record \(position) is authentic but does not follow record \(position - 1): a record before it was changed, moved or removed",
+                                record: position)
+        }
+        return AuditFinding(.logRecordDamaged, "record \(position) fails authentication: it was altered, or comes from another log", record: position)
+    }
+
+    /// The log's end against its heads: cut inside a record, records cut off, a head naming
+    /// another record or sealed under a retired key, a head or anchor missing.
+    private func checkEnds(_ framed: [Framed], fileSize: Int, into scan: inout HistoryScan) {
+        if scan.end < fileSize, scan.findings.allSatisfy({ $0.code != .logMalformed }) {
             let cut = [scan.storedHead, scan.anchor].compactMap { $0 }.map { $0.end > scan.end }.first ?? true
             if cut {
-                scan.findings.append(AuditFinding("log-torn", "log.vlt ends inside a record after record \(framed.count): it was cut"))
+                scan.findings.append(AuditFinding(.logTorn, "log.vlt ends inside a record after record \(framed.count): it was cut"))
             }   // else: a torn append past the head (a crash mid-append); the next writer removes it
         }
         for (name, stored) in [("log.head", scan.storedHead), ("log.anchor", scan.anchor)] {
             guard let head = stored else { continue }
             if head.count > framed.count {
-                scan.findings.append(AuditFinding("log-truncated", "log.vlt holds \(framed.count) records, but \(name) says \(head.count): records were cut off"))
+                scan.findings.append(AuditFinding(.logTruncated, "log.vlt holds \(framed.count) records, but \(name) says \(head.count): records were cut off"))
             } else if head.count > 0, Hex.encode(framed[head.count - 1].tag) != head.tag {
-                scan.findings.append(AuditFinding("log-head-mismatch", "record \(head.count) is not the one \(name) names: the log was replaced",
+                scan.findings.append(AuditFinding(.logHeadMismatch, "record \(head.count) is not the one \(name) names: the log was replaced",
                                                   record: head.count))
             }
         }
@@ -338,19 +365,19 @@ struct HistoryLog {
         for (name, head, e) in [("log.head", scan.storedHead, scan.headEpoch), ("log.anchor", scan.anchor, scan.anchorEpoch)] {
             guard let head, let e, e < epoch, head.count >= 1, head.count <= scan.entries.count else { continue }
             if let named = scan.entries[head.count - 1].epoch, named != e {
-                scan.findings.append(AuditFinding("log-head-superseded", "\(name) is sealed under the key of epoch \(e), which a password change retired: someone who knew an old password wrote it, or an old copy was put back"))
+                scan.findings.append(AuditFinding(.logHeadSuperseded, "\(name) is sealed under the key of epoch \(e), which a password change retired: someone who knew an old password wrote it, or an old copy was put back"))
             }
         }
-        if scan.storedHead == nil && !scan.findings.contains(where: { $0.code == "log-head-damaged" }) {
-            scan.findings.append(AuditFinding("log-head-missing", "log.head is missing"))
+        if scan.storedHead == nil && !scan.findings.contains(where: { $0.code == .logHeadDamaged }) {
+            scan.findings.append(AuditFinding(.logHeadMissing, "log.head is missing"))
         }
         // Only a vault that writes anchors misses one; the first append after an upgrade writes it.
         if scan.anchor == nil, promisesHistory, scan.storedHeadIsSealedState,
-           !scan.findings.contains(where: { $0.code == "log-anchor-damaged" }) {
-            scan.findings.append(AuditFinding("log-anchor-missing", "log.anchor is missing"))
+           !scan.findings.contains(where: { $0.code == .logAnchorDamaged }) {
+            scan.findings.append(AuditFinding(.logAnchorMissing, "log.anchor is missing"))
         }
-        return scan
     }
+
 
     /// Opens a record under the log key of epoch `from` or a later one: the epoch and the record.
     /// - Parameter documents: whether a record of this operation needs its documents (they
@@ -376,7 +403,7 @@ struct HistoryLog {
     func readHead(into scan: inout HistoryScan) -> StoredHead? {
         guard FileSystem.kind(of: headPath) != .missing else { return nil }
         guard let bytes = try? FileSystem.readFile(headPath, limit: 1 << 16) else {
-            scan.findings.append(AuditFinding("log-head-damaged", "log.head cannot be read"))
+            scan.findings.append(AuditFinding(.logHeadDamaged, "log.head cannot be read"))
             return nil
         }
         if bytes.starts(with: HistoryFormat.headMagic), let legacy = keys[0] {
@@ -393,7 +420,7 @@ struct HistoryLog {
             scan.storedHeadIsSealedState = true
             return head
         }
-        scan.findings.append(AuditFinding("log-head-damaged", "log.head fails authentication"))
+        scan.findings.append(AuditFinding(.logHeadDamaged, "log.head fails authentication"))
         return nil
     }
 
@@ -403,7 +430,7 @@ struct HistoryLog {
         guard let bytes = try? FileSystem.readFile(anchorPath, limit: 1 << 16),
               let (e, plain) = try? SealedState.openAnyEpoch(bytes, purpose: .logAnchor, role: "log.anchor", keys: epochKeys, vaultID: vaultID),
               let head = try? JSONDecoder().decode(StoredHead.self, from: Data(plain)) else {
-            scan.findings.append(AuditFinding("log-anchor-damaged", "log.anchor fails authentication"))
+            scan.findings.append(AuditFinding(.logAnchorDamaged, "log.anchor fails authentication"))
             return nil
         }
         scan.anchorEpoch = e
@@ -422,8 +449,8 @@ struct HistoryLog {
         var record = record
         // What this append removes or replaces (a cut tail, a stale or missing head, an
         // unreadable file) is sealed into the record; damaged records stay in the file anyway.
-        record.anomalies += tail.findings.filter { !["log-record-damaged", "log-record-moved", "log-chain-broken", "log-record-superseded"].contains($0.code) }
-            .map { HistoryRecord.Anomaly(code: $0.code, message: $0.message) }
+        record.anomalies += tail.findings.filter { ![.logRecordDamaged, .logRecordMoved, .logChainBroken, .logRecordSuperseded].contains($0.code) }
+            .map { HistoryRecord.Anomaly(code: $0.code.rawValue, message: $0.message) }
         let file: FileDescriptor
         var end = tail.end
         if !tail.exists || end == 0 {
@@ -689,7 +716,7 @@ extension Vault {
                 var writer = try historyWriter(index: index)
                 writer.tail.findings = []
                 let documents = authenticatedDocuments(try store.objectIDs().sorted())
-                let codes = Array(Set(settled.map(\.code))).sorted()
+                let codes = Array(Set(settled.map(\.code.rawValue))).sorted()
                 try writer.append(HistoryRecord(.accept, documents: documents,
                                                 detail: "a password holder accepted: " + (codes.isEmpty ? "nothing was wrong" : codes.joined(separator: ", "))))
                 return settled

@@ -169,8 +169,63 @@ public struct HistoryHead: Equatable, Sendable, CustomStringConvertible, Codable
 
 /// One problem an audit (or a reading of the history) found, with a stable code for scripts.
 public struct AuditFinding: Codable, Sendable, Equatable {
-    /// A stable code: `log-record-damaged`, `missing-object`, `resurrected-object`, ...
-    public var code: String
+    /// What kind of finding this is: a stable code for scripts, written as its raw value.
+    /// Extensible like ``VaultError/Code``: a code a record noted is kept as it was written.
+    public struct Code: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// A document's envelope fails a check.
+        public static let damagedObject = Code(rawValue: "damaged-object")
+        /// The head given to compare with is not the history's.
+        public static let headDiffers = Code(rawValue: "head-differs")
+        /// The index disagrees with the objects or the history.
+        public static let indexMismatch = Code(rawValue: "index-mismatch")
+        /// `log.anchor` does not open.
+        public static let logAnchorDamaged = Code(rawValue: "log-anchor-damaged")
+        /// `log.anchor` is missing.
+        public static let logAnchorMissing = Code(rawValue: "log-anchor-missing")
+        /// An authentic record does not follow the one before it.
+        public static let logChainBroken = Code(rawValue: "log-chain-broken")
+        /// `log.head` does not open.
+        public static let logHeadDamaged = Code(rawValue: "log-head-damaged")
+        /// The record a head names is not in the log: the log was replaced.
+        public static let logHeadMismatch = Code(rawValue: "log-head-mismatch")
+        /// `log.head` is missing.
+        public static let logHeadMissing = Code(rawValue: "log-head-missing")
+        /// A head is sealed under a retired key.
+        public static let logHeadSuperseded = Code(rawValue: "log-head-superseded")
+        /// `log.vlt` is not a history log, or holds bytes that are not a record.
+        public static let logMalformed = Code(rawValue: "log-malformed")
+        /// The history is missing.
+        public static let logMissing = Code(rawValue: "log-missing")
+        /// A record fails authentication.
+        public static let logRecordDamaged = Code(rawValue: "log-record-damaged")
+        /// A record is authentic at another position.
+        public static let logRecordMoved = Code(rawValue: "log-record-moved")
+        /// A record is sealed under a key a password change retired.
+        public static let logRecordSuperseded = Code(rawValue: "log-record-superseded")
+        /// `log.vlt` ends inside a record.
+        public static let logTorn = Code(rawValue: "log-torn")
+        /// Records were cut off the end of the log.
+        public static let logTruncated = Code(rawValue: "log-truncated")
+        /// A document the index lists has no object.
+        public static let missingObject = Code(rawValue: "missing-object")
+        /// A document's object is not the one the history recorded.
+        public static let objectDiffers = Code(rawValue: "object-differs")
+        /// A pending removal does not open.
+        public static let pendingRemovalRefused = Code(rawValue: "pending-removal-refused")
+        /// A removed document's object is back.
+        public static let resurrectedObject = Code(rawValue: "resurrected-object")
+        /// The log holds fewer records than the expected head.
+        public static let rolledBack = Code(rawValue: "rolled-back")
+        /// An object no history record added.
+        public static let unloggedObject = Code(rawValue: "unlogged-object")
+    }
+
+    /// What kind of finding this is.
+    public var code: Code
     /// One line saying what was found.
     public var message: String
     /// The document concerned, if any (32 hex digits).
@@ -179,7 +234,7 @@ public struct AuditFinding: Codable, Sendable, Equatable {
     public var record: Int?
 
     /// A finding.
-    public init(_ code: String, _ message: String, document: String? = nil, record: Int? = nil) {
+    public init(_ code: Code, _ message: String, document: String? = nil, record: Int? = nil) {
         self.code = code
         self.message = message
         self.document = document

@@ -79,7 +79,7 @@ extension VaultCommand {
             }
             if acceptLoss {
                 let settled = try vault.acceptHistoryLoss()
-                let codes = Array(Set(settled.map(\.code))).sorted()
+                let codes = Array(Set(settled.map(\.code.rawValue))).sorted()
                 Terminal.out("accepted \(settled.count) finding\(settled.count == 1 ? "" : "s")\(codes.isEmpty ? "" : " (" + codes.joined(separator: ", ") + ")"); head \(try vault.history().head)\n")
                 return
             }

@@ -80,6 +80,15 @@ extension VaultCommand {
             var imported: [Imported] = []
             var failed: [NotImported] = []
             var skipped: [NotImported] = []
+
+            init(_ o: Importer.Outcome) {
+                imported = o.imported.map { i in
+                    let m = i.record.metadata
+                    return Imported(id: i.record.id.hex, path: i.path, name: m.name, contentType: m.contentType, size: m.size, sha256: Hex.encode(m.sha256))
+                }
+                failed = o.failed.map { NotImported(path: $0.path, code: $0.error.code.rawValue, message: $0.error.message) }
+                skipped = o.skipped.map { NotImported(path: $0.path, code: $0.error.code.rawValue, message: $0.error.message) }
+            }
         }
 
         func run() async throws { try await run(parent: root.global) }
@@ -95,65 +104,28 @@ extension VaultCommand {
             }
             let keys = try credentials()
             let vault = try options.unlock()
-            let sizes = inputs.map { (try? FileDescriptor.openForReading($0.path).size()) ?? 0 }
-            let total = sizes.reduce(0, +)
             let renderer = ProgressRenderer(mode: progressOptions.resolved)
-            renderer.handle(ImportEvent.started(files: inputs.count, bytes: total))
-            var outcome = Result()
-            var done: UInt64 = 0
-            let started = Date()
-            defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
-            let session = try AddSession(vault: vault, operation: .import)
-            for skip in unnamed {
-                Terminal.warn("\(Terminal.printable(skip.shown)) was not imported: \(skip.error.message)")
-                outcome.failed.append(.init(path: skip.shown, code: skip.error.code.rawValue, message: skip.error.message))
+            for skip in unnamed { Terminal.warn("\(Terminal.printable(skip.shown)) was not imported: \(skip.error.message)") }
+            var importOptions = Importer.Options()
+            (importOptions.contentType, importOptions.tags, importOptions.allowDuplicate) = (contentType, tags, allowDuplicate)
+            (importOptions.removeSource, importOptions.skipBad) = (removeSource, skipBad)
+            let json = result.json
+            let importer = Importer(vault: vault, keys: keys, options: importOptions, failedBefore: unnamed.map { ($0.shown, $0.error) }) { event in
+                if case .imported(_, let record) = event, !json { Terminal.out(record.id.hex + "\n") }
+                renderer.handle(event)
             }
-            do { for (i, input) in inputs.enumerated() {
-                let documentName = name ?? Self.documentName(input.name)
-                renderer.handle(ImportEvent.fileStarted(position: i + 1, of: inputs.count, name: documentName))
-                do {
-                    let file = try FileDescriptor.openForReading(input.path)
-                    let reader = try RNCryptorReader(input: file, keys: keys)
-                    let base = done
-                    let record = try session.add(from: reader, name: documentName, contentType: contentType, tags: tags,
-                                               allowDuplicate: allowDuplicate) { _ in
-                        renderer.handle(ImportEvent.progress(done: base + reader.consumed, total: total))
-                    }
-                    if removeSource {
-                        // The document must be durable before its source goes: sync now, not at the end.
-                        try session.syncCommits()
-                        try FileSystem.remove(input.path)
-                        try FileSystem.syncDirectory(FileSystem.directory(of: input.path))
-                    }
-                    let m = record.metadata
-                    outcome.imported.append(.init(id: record.id.hex, path: input.path, name: m.name, contentType: m.contentType,
-                                                  size: m.size, sha256: Hex.encode(m.sha256)))
-                    if !result.json { Terminal.out(record.id.hex + "\n") }
-                } catch let e as VaultError where e.code == .duplicate {
-                    renderer.handle(ImportEvent.fileSkipped(path: input.path, error: e))
-                    outcome.skipped.append(.init(path: input.path, code: e.code.rawValue, message: e.message))
-                } catch {
-                    let e = VaultError.from(error)
-                    outcome.failed.append(.init(path: input.path, code: e.code.rawValue, message: e.message))
-                    guard skipBad else {
-                        renderer.clear()
-                        throw VaultError(e.code, "cannot import \(input.path): \(e.message)",
-                                         hint: e.code == .hmacMismatch ? "check the RNCryptor password or keys; nothing was added from this file"
-                                                                       : "nothing was added from this file", cause: e.cause)
-                    }
-                    renderer.handle(ImportEvent.fileFailed(path: input.path, error: e))
-                }
-                done += sizes[i]
-                renderer.handle(ImportEvent.progress(done: done, total: total))
-            } } catch {
-                try? session.finish(outcome: .failed, detail: VaultError.from(error).message)   // what was committed before the failure stays, durably
+            let started = Date()
+            defer { if json { Terminal.out(JSONOutput.line(Result(importer.outcome))) } }
+            do {
+                try importer.run(inputs.map { Importer.File(path: $0.path, name: name ?? Self.documentName($0.name)) })
+            } catch {
+                renderer.clear()
                 throw error
             }
-            try session.finish(outcome: outcome.failed.isEmpty && outcome.skipped.isEmpty ? .ok : .partial)
-            renderer.handle(ImportEvent.finished(imported: outcome.imported.count, failed: outcome.failed.count, skipped: outcome.skipped.count))
             renderer.clear()
+            let outcome = importer.outcome
             if progressOptions.printsSummary {
-                let bytes = outcome.imported.reduce(UInt64(0)) { $0 + $1.size }
+                let bytes = outcome.imported.reduce(UInt64(0)) { $0 + $1.record.metadata.size }
                 Terminal.err(String(format: "vault: imported %d of %d file%@ (%@) in %.1f s; %d failed, %d skipped (already in the vault)",
                                     outcome.imported.count, inputs.count, inputs.count == 1 ? "" : "s", Terminal.size(bytes),
                                     Date().timeIntervalSince(started), outcome.failed.count, outcome.skipped.count))
@@ -192,7 +164,7 @@ extension VaultCommand {
         private static func readKeyFile(_ path: String) throws -> SecretBytes {
             let file: FileDescriptor
             do { file = try FileDescriptor.openForReading(path) } catch let e as VaultError {
-                throw VaultError(e.code, "key file: \(e.message)", hint: e.hint)
+                throw VaultError(e.code, "key file: \(e.message)", hint: e.hint, remedy: e.remedy)
             }
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 257, alignment: 1)
             defer { buffer.initializeMemory(as: UInt8.self, repeating: 0); buffer.deallocate() }
@@ -217,15 +189,4 @@ extension VaultCommand {
             return fileName
         }
     }
-}
-
-/// What `import` reports as it works, for the progress renderer.
-enum ImportEvent {
-    case started(files: Int, bytes: UInt64)
-    case fileStarted(position: Int, of: Int, name: String)
-    /// RNCryptor bytes read so far, of the total of every file.
-    case progress(done: UInt64, total: UInt64)
-    case fileSkipped(path: String, error: VaultError)
-    case fileFailed(path: String, error: VaultError)
-    case finished(imported: Int, failed: Int, skipped: Int)
 }

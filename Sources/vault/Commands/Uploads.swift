@@ -5,7 +5,7 @@ import VaultUpload
 
 extension VaultCommand {
     /// `vault uploads`: the upload journals.
-    struct Uploads: VaultSubcommand {
+    struct Uploads: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List the upload journals of the vault, or remove finished and abandoned ones.",
             discussion: """
@@ -21,51 +21,39 @@ extension VaultCommand {
                   vault uploads --json
                   vault uploads prune --abandoned-after 7
                   vault uploads show 3f2a9c…
-                """)
+                """,
+            subcommands: [List.self, Prune.self, Show.self],
+            defaultSubcommand: List.self)
 
+        /// `vault --vault DIR uploads …` and `vault uploads --vault DIR …` both name the vault.
         @OptionGroup var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
-        @Argument(help: ArgumentHelp("prune: remove finished, damaged and abandoned journals; show JOB: print one journal whole (JSON).", valueName: "action"))
-        var action: String?
+        /// The global options as given before and after `uploads`.
+        var parentOptions: GlobalOptions { global.merged(with: root.global) }
 
-        @Argument(help: ArgumentHelp("With show: the job (as the list prints it).", valueName: "job"))
-        var job: String?
+        /// `uploads --json` and `uploads prune --json`.
+        struct Result: Encodable { var journals: [UploadJournals.Entry]?; var removed: [UploadJournals.Entry]? }
+    }
+}
 
-        @Option(help: ArgumentHelp("With prune: days without progress after which an unfinished upload is abandoned.", valueName: "days"))
-        var abandonedAfter: Double = 30
+extension VaultCommand.Uploads {
+    /// `vault uploads list`.
+    struct List: VaultSubcommand {
+        static let configuration = CommandConfiguration(abstract: "List the journals: job, state, batches confirmed, documents, size, last update, target (the default).")
 
-        @Flag(help: "Print the journals (or those removed) as one JSON object.")
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Uploads
+
+        @Flag(help: "Print the journals as one JSON object.")
         var json = false
 
-        func validate() throws {
-            if let action, action != "prune" && action != "show" { throw ValidationError("The actions are prune and show, not '\(action)'.") }
-            if action == "show" && job == nil { throw ValidationError("show needs the job, as 'vault uploads' lists it.") }
-            if action != "show" && job != nil { throw ValidationError("Only show takes a job.") }
-            if !(abandonedAfter >= 0) { throw ValidationError("--abandoned-after must be a number of days, 0 or more.") }
-        }
-
-        func run() async throws { try await run(parent: root.global) }
-
-        /// `uploads --json`.
-        struct Result: Encodable { var journals: [UploadJournals.Entry]? ; var removed: [UploadJournals.Entry]? }
+        func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
             try options.requireLocal()
-            let vault = try options.unlock()
-            if action == "show", let job {
-                Terminal.out(try UploadJournals.show(job: job, in: vault))
-                return
-            }
-            if action == "prune" {
-                let removed = try UploadJournals.prune(in: vault, abandonedAfter: abandonedAfter * 86_400)
-                if json { Terminal.out(JSONOutput.line(Result(journals: nil, removed: removed))) }
-                for e in removed where !json { Terminal.out("removed  \(e.job)  \(e.state.rawValue)  \(e.target)\n") }
-                Terminal.err("vault: removed \(removed.count) upload journal\(removed.count == 1 ? "" : "s")")
-                return
-            }
-            let entries = try UploadJournals.list(in: vault)
-            if json { Terminal.out(JSONOutput.line(Result(journals: entries, removed: nil))); return }
+            let entries = try UploadJournals.list(in: try options.unlock())
+            if json { Terminal.out(JSONOutput.line(VaultCommand.Uploads.Result(journals: entries, removed: nil))); return }
             for e in entries {
                 if let problem = e.problem {
                     Terminal.out("\(e.job)  damaged      \(Terminal.printable(problem))\n")
@@ -74,6 +62,52 @@ extension VaultCommand {
                 Terminal.out("\(e.job)  \(e.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0))  \(e.confirmed)/\(e.batches) batches  "
                              + "\(e.documents) documents  \(Terminal.size(e.payloadBytes))  \(e.updated)  \(e.target)\n")
             }
+        }
+    }
+
+    /// `vault uploads prune`.
+    struct Prune: VaultSubcommand {
+        static let configuration = CommandConfiguration(abstract: "Remove the journals of complete, damaged and abandoned uploads.")
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Uploads
+
+        @Option(help: ArgumentHelp("Days without progress after which an unfinished upload is abandoned.", valueName: "days"))
+        var abandonedAfter: Double = 30
+
+        @Flag(help: "Print the journals removed as one JSON object.")
+        var json = false
+
+        func validate() throws {
+            if !(abandonedAfter >= 0) { throw ValidationError("--abandoned-after must be a number of days, 0 or more.") }
+        }
+
+        func run() async throws { try await run(parent: group.parentOptions) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            try options.requireLocal()
+            let removed = try UploadJournals.prune(in: try options.unlock(), abandonedAfter: abandonedAfter * 86_400)
+            if json { Terminal.out(JSONOutput.line(VaultCommand.Uploads.Result(journals: nil, removed: removed))) }
+            for e in removed where !json { Terminal.out("removed  \(e.job)  \(e.state.rawValue)  \(e.target)\n") }
+            Terminal.err("vault: removed \(removed.count) upload journal\(removed.count == 1 ? "" : "s")")
+        }
+    }
+
+    /// `vault uploads show JOB`.
+    struct Show: VaultSubcommand {
+        static let configuration = CommandConfiguration(abstract: "Print one journal whole, as JSON, after it authenticated.")
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Uploads
+
+        @Argument(help: ArgumentHelp("The job, as the list prints it.", valueName: "job"))
+        var job: String
+
+        func run() async throws { try await run(parent: group.parentOptions) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            try options.requireLocal()
+            Terminal.out(try UploadJournals.show(job: job, in: try options.unlock()))
         }
     }
 }

@@ -1,0 +1,61 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+import VaultRemote
+import VaultS3
+
+extension VaultCommand {
+    /// `vault pull`: fetch what the vault lacks.
+    struct Pull: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Fetch from a remote store the documents and removals this vault lacks.",
+            discussion: """
+                Every fetched envelope is authenticated chunk by chunk, with its id, under this vault's key \
+                before it enters objects/; a damaged or foreign object is reported and not taken (exit 65, or 2 \
+                when others were taken). Tombstones (removals made elsewhere) are authenticated and applied. \
+                A pull that was killed is resumed by running it again: what it took in is not fetched again.
+
+                Examples:
+                  vault pull
+                  vault pull office --progress bar
+                """)
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var root: VaultCommand
+
+        @Argument(help: ArgumentHelp("A remote's name or an s3://BUCKET/PREFIX URL (default: the only remote).", valueName: "remote"))
+        var remote: String?
+
+        @OptionGroup var transfer: TransferOptions
+
+        func run() async throws { try await run(parent: root.global) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            let (vault, location, client) = try transfer.open(remote, options, purpose: "vault pull")
+            defer { Task { await client.shutdown() } }
+            let start = Date()
+            let report = try await transfer.run(location, label: "pull") { progress in
+                try await Replicator(vault: vault, client: client, location: location, parallel: transfer.parallel).pull(progress: progress)
+            }
+            try Self.finish(report, from: location, start: start, summary: transfer.progress.printsSummary, verb: "pulled")
+        }
+
+        /// The summary line, the rejected objects as warnings, and the exit status they call for.
+        static func finish(_ report: PullReport, from location: RemoteLocation, start: Date, summary: Bool, verb: String) throws {
+            for (key, e) in report.rejected { Terminal.err("vault: warning: not taken: \(key): \(e.message)") }
+            Terminal.warnRefusedTombstones(report.refusedTombstones)
+            if summary {
+                var line = String(format: "vault: %@ %d document%@ (%@) from %@ in %.1f s", verb, report.fetched.count, report.fetched.count == 1 ? "" : "s",
+                                  Terminal.size(report.fetchedBytes), location.description, Date().timeIntervalSince(start))
+                if !report.removed.isEmpty { line += "; removed \(report.removed.count) (removed elsewhere)" }
+                Terminal.err(line)
+            }
+            guard !report.rejected.isEmpty else { return }
+            if report.fetched.isEmpty && report.removed.isEmpty {
+                throw VaultError(.vaultDamaged, "\(report.rejected.count) object(s) at \(location) failed authentication and were not taken",
+                                 hint: "the store's copy is damaged or not this vault's; push it again from a station that has it")
+            }
+            throw VaultError(.partial, "\(report.rejected.count) object(s) at \(location) failed authentication and were not taken")
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+import VaultRemote
+import VaultS3
+
+extension VaultCommand {
+    /// `vault push`: send the store what it lacks.
+    struct Push: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Send a remote store the documents and removals it lacks.",
+            discussion: """
+                Sends the envelopes (already sealed: the store never sees plaintext or keys) of documents the \
+                store has neither as object nor as tombstone, and a sealed tombstone for each document removed \
+                here; the first push to an empty prefix writes vault.json there. A store holding another vault \
+                is refused. Nothing the store already has is sent again, so a push that was killed is resumed \
+                by running it again.
+
+                Examples:
+                  vault push                 # the only remote
+                  vault push office
+                  vault push s3://backoffice/vault --progress json
+                """)
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var root: VaultCommand
+
+        @Argument(help: ArgumentHelp("A remote's name or an s3://BUCKET/PREFIX URL (default: the only remote).", valueName: "remote"))
+        var remote: String?
+
+        @OptionGroup var transfer: TransferOptions
+
+        func run() async throws { try await run(parent: root.global) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            let (vault, location, client) = try transfer.open(remote, options, purpose: "vault push")
+            defer { Task { await client.shutdown() } }
+            let start = Date()
+            let report = try await transfer.run(location, label: "push") { progress in
+                try await Replicator(vault: vault, client: client, location: location, parallel: transfer.parallel).push(progress: progress)
+            }
+            Terminal.warnRefusedTombstones(report.refusedTombstones)
+            if !report.sent.isEmpty || report.tombstones > 0 || !report.refusedTombstones.isEmpty {
+                let sent = Set(report.sent)
+                try vault.recordPush(try vault.records().records.filter { sent.contains($0.id) }, to: location.description, outcome: .ok,
+                                     detail: report.tombstones > 0 ? "\(report.tombstones) tombstone(s)" : nil,
+                                     anomalies: Replicator.anomalies(report.refusedTombstones))
+            }
+            if transfer.progress.printsSummary {
+                var line = String(format: "vault: pushed %d document%@ (%@) to %@ in %.1f s", report.sent.count, report.sent.count == 1 ? "" : "s",
+                                  Terminal.size(report.sentBytes), location.description, Date().timeIntervalSince(start))
+                if report.tombstones > 0 { line += "; \(report.tombstones) removal\(report.tombstones == 1 ? "" : "s")" }
+                if report.alreadyThere > 0 { line += "; \(report.alreadyThere) already there" }
+                if report.created { line += "; the store's vault.json was written" }
+                Terminal.err(line)
+            }
+        }
+    }
+}

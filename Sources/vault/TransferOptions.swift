@@ -1,0 +1,47 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+import VaultRemote
+import VaultS3
+
+/// What push, pull and clone share: objects in flight, progress, and how a run is reported.
+struct TransferOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Objects in flight at once.", valueName: "n"))
+    var parallel: Int = 4
+
+    @Option(help: ArgumentHelp("Seconds a request may go without progress; a whole request may take this plus its bytes at 256 KiB/s.", valueName: "seconds"))
+    var timeout: Double = 60
+
+    @OptionGroup var progress: ProgressOptions
+
+    func validate() throws {
+        if !(1...32).contains(parallel) { throw ValidationError("--parallel must be 1 to 32.") }
+        if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds.") }
+    }
+
+    /// The local vault (unlocked), the store `remote` names, and a client of it.
+    func open(_ remote: String?, _ options: GlobalOptions, purpose: String) throws -> (VaultCore.Vault, RemoteLocation, S3Client) {
+        try options.requireLocal()
+        let store = options.store
+        _ = try store.unlockCheckExists()
+        let connection = try S3Environment.connection(purpose: purpose)   // checked before the password is asked
+        let vault = try options.unlock()
+        let (_, location) = try RemoteList.load(vault).resolve(remote)
+        return (vault, location, connection.client(timeout: timeout))
+    }
+
+    /// Runs `body` with a progress bar or events (cleared before any summary or error); failures
+    /// that are not `VaultError`s (the network) become exit 75.
+    func run<R>(_ location: RemoteLocation, label: String, _ body: (@escaping @Sendable (TransferProgress) -> Void) async throws -> R) async throws -> R {
+        let renderer = ProgressRenderer(mode: progress.resolved)
+        defer { renderer.clear() }
+        do {
+            return try await body { renderer.handle($0, label: label) }
+        } catch var e as VaultError {
+            if e.code == .storeUnavailable && e.hint == nil { e.hint = "run the command again: finished objects are not sent or fetched twice" }
+            throw e
+        } catch {
+            throw VaultError(.storeUnavailable, "\(location): \(error)", hint: "run the command again: finished objects are not sent or fetched twice")
+        }
+    }
+}
