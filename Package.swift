@@ -85,6 +85,13 @@ let package = Package(
         ),
         // Large vaults for `make bench` and the scale tests (not installed).
         .executableTarget(name: "vault-fixture", dependencies: ["VaultCore"]),
+        // The test peers (SeaweedFS, PHP, the receiver, tus, the Python scripts), shared by the
+        // test targets: one spawn helper, one copy of each peer.
+        .target(
+            name: "VaultTestSupport",
+            dependencies: ["VaultCore", "VaultS3"],
+            path: "Tests/VaultTestSupport"
+        ),
         .testTarget(
             name: "VaultCoreTests",
             dependencies: ["VaultCore", "CBase64", .product(name: "Crypto", package: "swift-crypto"),
@@ -96,12 +103,12 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultS3Tests",
-            dependencies: ["VaultS3", "VaultCore", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["VaultS3", "VaultCore", "VaultTestSupport", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "AsyncHTTPClient", package: "async-http-client")]
         ),
         .testTarget(
             name: "VaultCLITests",
-            dependencies: ["vault", "vault-fixture", "VaultCore", "VaultS3", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["vault", "vault-fixture", "VaultCore", "VaultS3", "VaultTestSupport", .product(name: "Crypto", package: "swift-crypto")]
         ),
     ]
 )

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import VaultTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

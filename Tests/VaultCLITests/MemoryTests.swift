@@ -1,4 +1,5 @@
 import Foundation
+import VaultTestSupport
 import Testing
 import VaultS3
 

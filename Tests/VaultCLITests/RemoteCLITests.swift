@@ -1,4 +1,5 @@
 import Foundation
+import VaultTestSupport
 import Testing
 import VaultS3
 #if canImport(Glibc)
@@ -218,7 +219,7 @@ import Glibc
         #expect(s.run(["push", url], env: env).status == 0)
         // One byte flipped in a stored envelope: the clone takes the other two and exits 2.
         let victim = "v/objects/\(added[1]).vlt"
-        var bytes = try await s3.getObject(bucket: bucket, key: victim, limit: 1 << 30)
+        var bytes = try await s3.object(bucket: bucket, key: victim)
         bytes[bytes.count - 40] ^= 0x01
         try await s3.putObject(bucket: bucket, key: victim, body: bytes, contentType: "application/octet-stream")
         let c = s.run(["--vault", s.path("c"), "clone", url], env: env)
@@ -316,7 +317,7 @@ import Glibc
         let ids = s.run("list", "--json").stdout
         let first = ((try? JSONSerialization.jsonObject(with: Data(ids)) as? [[String: Any]])?.first?["id"] as? String) ?? ""
         let key = "direct/objects/\(first).vlt"
-        var object = try await s3.getObject(bucket: bucket, key: key, limit: 1 << 30)
+        var object = try await s3.object(bucket: bucket, key: key)
         object[object.count - 20] ^= 0x40
         try await s3.putObject(bucket: bucket, key: key, body: object, contentType: "application/octet-stream")
         let damaged = s.run(["--vault", url, "verify"], env: env)

@@ -1,4 +1,5 @@
 import Foundation
+import VaultTestSupport
 import Testing
 
 /// Issue 22: a command's cost does not grow with the vault. Asserted on work done — the bytes the

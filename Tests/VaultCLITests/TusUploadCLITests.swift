@@ -1,4 +1,5 @@
 import Foundation
+import VaultTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import Foundation
+import VaultTestSupport
 import Testing
 
 /// `vault upload` against the fault-injecting receiver on 127.0.0.1.

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Crypto
 import Foundation
+import VaultTestSupport
 import Testing
 import VaultCore
 @testable import VaultS3

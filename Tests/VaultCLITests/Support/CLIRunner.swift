@@ -1,4 +1,5 @@
 import Foundation
+import VaultTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,7 +20,7 @@ struct CLIResult {
     }
 }
 
-final class Sandbox {
+final class Sandbox: ScratchSpace {
     let dir: String
     var env: [String: String]
 
@@ -103,13 +104,7 @@ final class Sandbox {
     /// Children start with no blocked signals and default handlers: the test runner's worker
     /// threads (libdispatch) block signals, and posix_spawn would pass that mask on.
     static func resetSignals(_ attributes: inout posix_spawnattr_t, flags: Int32 = 0) {
-        var none = sigset_t()
-        sigemptyset(&none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(flags | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        Peer.resetSignals(&attributes, flags: flags)
     }
 
     /// Waits for `pid` and collects what it printed.
@@ -197,10 +192,7 @@ final class Sandbox {
     }
 
     /// Repository root (for Fixtures/).
-    static var repository: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent()
-    }
+    static var repository: URL { Peer.repository }
 }
 
 extension Array where Element == UInt8 {

@@ -1,0 +1,132 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What every test peer shares (SeaweedFS, PHP's server, the receiver, the tus server, the
+/// Python scripts): the one way a peer process is started, waited for and stopped, and the
+/// ports it listens on. Peers run on 127.0.0.1 only, on ports chosen at run time, and are
+/// stopped by PID.
+package enum Peer {
+    /// The repository's root folder.
+    package static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The test peers' Python (`make test` installs it into .build-peers/).
+    package static var python: String { repository.appendingPathComponent(".build-peers/venv/bin/python").path }
+
+    /// Starts `arguments[0]` with the rest as its arguments: its standard output and error
+    /// appended to the files given (else inherited), its environment `environment` (else this
+    /// process's), found on `PATH` when `searchPath`. No blocked signals and default handlers
+    /// (``resetSignals(_:flags:)``).
+    /// - Returns: the child's PID.
+    package static func spawn(_ arguments: [String], environment: [String]? = nil, stdout: String? = nil, stderr: String? = nil,
+                              searchPath: Bool = false, flags: Int32 = 0) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let stdout { posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_APPEND, 0o600) }
+        if let stderr { posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o600) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        resetSignals(&attributes, flags: flags)
+        defer { posix_spawnattr_destroy(&attributes) }
+        let argv = arguments.map { strdup($0) } + [nil]
+        var envp = (environment ?? []).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = envp.withUnsafeMutableBufferPointer { own in
+            let env = environment == nil ? environ : own.baseAddress
+            return searchPath ? posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, env)
+                              : posix_spawn(&pid, arguments[0], &actions, &attributes, argv, env)
+        }
+        guard rc == 0 else { throw PeerError("cannot start \(arguments[0]): \(String(cString: strerror(rc)))") }
+        return pid
+    }
+
+    /// Children start with no blocked signals and default handlers: the test runner's worker
+    /// threads (libdispatch) block signals, and posix_spawn would pass that mask on.
+    package static func resetSignals(_ attributes: inout posix_spawnattr_t, flags: Int32 = 0) {
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(flags | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    }
+
+    /// Stops `pid`: SIGTERM, up to 2 s to exit, then SIGKILL.
+    package static func stop(_ pid: pid_t) {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        for _ in 0..<100 where waitpid(pid, &status, WNOHANG) == 0 { usleep(20_000) }
+        if waitpid(pid, &status, WNOHANG) == 0 { kill(pid, SIGKILL); waitpid(pid, &status, 0) }
+    }
+
+    /// A port nothing listens on now (bound and released, for a peer that needs a number).
+    package static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = loopback(port: 0)
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    /// True when something accepts connections on 127.0.0.1:`port`.
+    package static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = loopback(port: port)
+        return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        return addr
+    }
+
+    /// Calls `done` up to `tries` times, `interval` microseconds apart, until it is true.
+    @discardableResult
+    package static func poll(_ tries: Int, every interval: useconds_t, until done: () -> Bool) -> Bool {
+        for _ in 0..<tries {
+            if done() { return true }
+            usleep(interval)
+        }
+        return done()
+    }
+
+    /// The port a peer wrote to `file` once it listens, waited for up to 10 s.
+    package static func port(writtenTo file: String) -> Int? {
+        var found: Int?
+        poll(400, every: 25_000) {
+            found = (try? String(contentsOfFile: file, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            return found != nil
+        }
+        return found
+    }
+
+    /// JSON lines of a peer's log, one object a line.
+    package static func jsonLines(_ path: String) -> [[String: Any]] {
+        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+}
+
+/// A folder a test owns, for a peer's files.
+package protocol ScratchSpace {
+    func path(_ name: String) -> String
+}
+
+/// A peer that could not be started, or is not installed.
+package struct PeerError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ d: String) { description = d }
+}
