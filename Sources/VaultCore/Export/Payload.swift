@@ -33,12 +33,19 @@ public struct PayloadEntry: Sendable {
             p += Array(",\"ContentType\":".utf8) + JSONString.quoted(m.contentType)
             p += Array(",\"Size\":\(m.size),\"SHA256\":\"\(Hex.encode(m.sha256))\",\"Data\":\"".utf8)
             prefix = p
-            suffix = Array("\"}".utf8)
         case .strings:
             prefix = [0x22]
-            suffix = [0x22]
         }
+        suffix = Self.suffix(shape)
         dataLength = Base64.encodedLength(m.size)
+    }
+
+    /// The bytes after an entry's base64 in `shape` (`"}` or `"`): the same for every document.
+    public static func suffix(_ shape: PayloadShape) -> [UInt8] {
+        switch shape {
+        case .objects: [0x22, 0x7D]
+        case .strings: [0x22]
+        }
     }
 
     /// Bytes of the whole entry.
