@@ -106,6 +106,12 @@ let package = Package(
             dependencies: ["VaultS3", "VaultCore", "VaultTestSupport", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "AsyncHTTPClient", package: "async-http-client")]
         ),
+        // The replicator and the range cache against an in-memory object store (no network).
+        .testTarget(
+            name: "VaultRemoteTests",
+            dependencies: ["VaultRemote", "VaultCore", "VaultS3", .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio")]
+        ),
         .testTarget(
             name: "VaultCLITests",
             dependencies: ["vault", "vault-fixture", "VaultCore", "VaultS3", "VaultTestSupport", .product(name: "Crypto", package: "swift-crypto")]

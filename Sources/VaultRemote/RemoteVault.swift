@@ -23,7 +23,7 @@ public enum RemoteVault {
     /// - Returns: the vault, its object source, and the objects under `removed/` that are not
     ///   tombstones of this vault (junk, foreign, forged, or sealed under a retired key) with why:
     ///   they hide nothing, and the caller names them in a warning.
-    public static func open(_ location: RemoteLocation, client: S3Client, cacheRoot: String, password: SecretBytes,
+    public static func open(_ location: RemoteLocation, client: any ObjectStore, cacheRoot: String, password: SecretBytes,
                             cacheBytes: Int = 64 << 20, policy: RetryPolicy = .store) async throws -> (Vault, S3ObjectSource, [(String, VaultError)]) {
         let retrying = { @Sendable (body: @Sendable () async throws -> [S3Client.ListedObject]) async throws -> [S3Client.ListedObject] in
             try await policy.run(isTransient: VaultError.isTransientStoreFailure, body)
@@ -33,8 +33,8 @@ public enum RemoteVault {
         }) else {
             throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)")
         }
-        async let objects = retrying { try await client.listObjects(bucket: location.bucket, prefix: location.objectsPrefix) }
-        async let removed = retrying { try await client.listObjects(bucket: location.bucket, prefix: location.removedPrefix) }
+        async let objects = retrying { try await client.listObjects(bucket: location.bucket, prefix: location.objectsPrefix, pageSize: 1000) }
+        async let removed = retrying { try await client.listObjects(bucket: location.bucket, prefix: location.removedPrefix, pageSize: 1000) }
         let stones = Set(try await removed.compactMap { location.tombstoneID($0.key) })
         var listed: [DocumentID: UInt64] = [:]
         for o in try await objects { if let id = location.objectID(o.key) { listed[id] = o.size } }

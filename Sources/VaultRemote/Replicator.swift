@@ -47,7 +47,8 @@ public struct PullReport: Sendable {
 /// fetched envelope is authenticated chunk by chunk, with its id, before it counts.
 public final class Replicator: Sendable {
     public let vault: Vault
-    public let client: S3Client
+    /// The store (an ``S3Client``, or any ``ObjectStore``).
+    public let client: any ObjectStore
     public let location: RemoteLocation
     /// Objects in flight at once.
     public let parallel: Int
@@ -56,7 +57,7 @@ public final class Replicator: Sendable {
     /// How each store request is retried (one budget per request).
     public let policy: RetryPolicy
 
-    public init(vault: Vault, client: S3Client, location: RemoteLocation, parallel: Int = 4, partSize: Int = 8 << 20,
+    public init(vault: Vault, client: any ObjectStore, location: RemoteLocation, parallel: Int = 4, partSize: Int = 8 << 20,
                 policy: RetryPolicy = .store) {
         self.vault = vault
         self.client = client
@@ -72,8 +73,8 @@ public final class Replicator: Sendable {
 
     /// The store's objects (id → size) and tombstones, from two listings (every page).
     func remoteState() async throws -> (objects: [DocumentID: UInt64], tombstones: Set<DocumentID>) {
-        async let objects = client.listObjects(bucket: location.bucket, prefix: location.objectsPrefix)
-        async let removed = client.listObjects(bucket: location.bucket, prefix: location.removedPrefix)
+        async let objects = client.listObjects(bucket: location.bucket, prefix: location.objectsPrefix, pageSize: 1000)
+        async let removed = client.listObjects(bucket: location.bucket, prefix: location.removedPrefix, pageSize: 1000)
         var byID: [DocumentID: UInt64] = [:]
         for o in try await objects { if let id = location.objectID(o.key) { byID[id] = o.size } }
         return (byID, Set(try await removed.compactMap { location.tombstoneID($0.key) }))
@@ -94,7 +95,7 @@ public final class Replicator: Sendable {
             guard create else {
                 throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)", remedy: .pushFirst)
             }
-            created = try await client.putObjectIfAbsent(bucket: location.bucket, key: location.configKey, body: try vault.configBytes(),
+            created = try await client.putObjectIfAbsent(bucket: location.bucket, key: location.configKey, body: ByteBuffer(bytes: try vault.configBytes()),
                                                          contentType: "application/json")
             if !created { remote = try await probe.config() }   // another station was first
         }
@@ -130,10 +131,10 @@ public final class Replicator: Sendable {
             let stone = try vault.sealTombstone(document)
             if remote.tombstones.contains(id) {
                 // Junk in its place: replaced by the real one.
-                try await retrying { _ = try await client.putObject(bucket: location.bucket, key: location.tombstoneKey(id), body: stone,
-                                                                    contentType: Self.envelopeType) }
+                try await retrying { _ = try await client.putObject(bucket: location.bucket, key: location.tombstoneKey(id), body: ByteBuffer(bytes: stone),
+                                                                    contentType: Self.envelopeType, metadata: []) }
                 report.tombstones += 1
-            } else if try await retrying({ try await client.putObjectIfAbsent(bucket: location.bucket, key: location.tombstoneKey(id), body: stone,
+            } else if try await retrying({ try await client.putObjectIfAbsent(bucket: location.bucket, key: location.tombstoneKey(id), body: ByteBuffer(bytes: stone),
                                                                              contentType: Self.envelopeType) }) {
                 report.tombstones += 1
             }
@@ -180,7 +181,7 @@ public final class Replicator: Sendable {
             return size
         }
         if try await client.headObject(bucket: location.bucket, key: key) != nil { return size }
-        let upload = try await client.createMultipartUpload(bucket: location.bucket, key: key, contentType: Self.envelopeType)
+        let upload = try await client.createMultipartUpload(bucket: location.bucket, key: key, contentType: Self.envelopeType, metadata: [])
         do {
             var parts: [(number: Int, etag: String)] = []
             var offset: UInt64 = 0
@@ -289,7 +290,7 @@ public final class Replicator: Sendable {
         var refused: [(String, VaultError)] = []
         for id in ids.sorted() {
             do {
-                let bytes = try await retrying { try await client.getObject(bucket: location.bucket, key: location.tombstoneKey(id), limit: Tombstone.maxSize) }
+                let bytes = try await retrying { try await client.getObject(bucket: location.bucket, key: location.tombstoneKey(id), range: nil, limit: Tombstone.maxSize) }
                 valid[id] = try vault.openTombstone(bytes, id: id)
             } catch let e as VaultError where e.code.isDamage || e.code == .notFound {
                 refused.append(("removed/\(id.hex)", e))
@@ -306,7 +307,7 @@ public final class Replicator: Sendable {
         let bytes: UInt64
         do {
             // Never more than the listing said: a store that sends on and on fills no disk.
-            bytes = try await client.getObject(bucket: location.bucket, key: location.objectKey(id), expected: size) { part in
+            bytes = try await client.getObject(bucket: location.bucket, key: location.objectKey(id), range: nil, expected: size) { part in
                 try part.withUnsafeReadableBytes { try file.write($0) }
             }
         } catch let e as VaultError where e.code == .trailingData {
@@ -331,7 +332,7 @@ public final class Replicator: Sendable {
     /// Makes a new local replica at `store` of the vault at `location`: its `vault.json` is
     /// fetched and the password checked before anything is created, the store is recorded as
     /// the remote `origin`, then everything is pulled.
-    public static func clone(_ location: RemoteLocation, client: S3Client, into store: VaultStore, password: SecretBytes,
+    public static func clone(_ location: RemoteLocation, client: any ObjectStore, into store: VaultStore, password: SecretBytes,
                              parallel: Int = 4, progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }) async throws -> (Vault, PullReport) {
         let probe = Probe(client: client, location: location)
         guard let config = try await probe.config() else {
@@ -349,7 +350,7 @@ public final class Replicator: Sendable {
     /// Reads a store's `vault.json` (nil when the prefix holds none), after checking the bucket
     /// exists: for push and pull, and before there is a local vault for clone and direct reads.
     struct Probe {
-        let client: S3Client
+        let client: any ObjectStore
         let location: RemoteLocation
 
         func config() async throws -> [UInt8]? {
@@ -357,7 +358,7 @@ public final class Replicator: Sendable {
                 throw VaultError(.notFound, "NoSuchBucket: the bucket \(location.bucket) does not exist", remedy: .checkBucketAndEndpoint)
             }
             do {
-                return try await client.getObject(bucket: location.bucket, key: location.configKey, limit: Replicator.configLimit)
+                return try await client.getObject(bucket: location.bucket, key: location.configKey, range: nil, limit: Replicator.configLimit)
             } catch let e as VaultError where e.code == .notFound {
                 return nil
             }

@@ -14,7 +14,7 @@ import VaultS3
 /// groups a sequential reader has passed are dropped at once. Nothing is written to disk.
 public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
     // @unchecked: the mutable state (cache, in-flight fetches, counters) is guarded by `lock`.
-    let client: S3Client
+    let client: any ObjectStore
     public let location: RemoteLocation
     /// How a block's fetch is retried.
     let policy: RetryPolicy
@@ -98,7 +98,7 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
     private var headerSizes: [DocumentID: UInt64] = [:]
     private var fetched: (requests: Int, bytes: UInt64) = (0, 0)
 
-    public init(client: S3Client, location: RemoteLocation, sizes: [DocumentID: UInt64], cacheBytes: Int = 64 << 20, readAhead: Int = 2,
+    public init(client: any ObjectStore, location: RemoteLocation, sizes: [DocumentID: UInt64], cacheBytes: Int = 64 << 20, readAhead: Int = 2,
                 policy: RetryPolicy = .store) {
         self.client = client
         self.policy = policy

@@ -232,6 +232,13 @@ public final class S3Client: Sendable {
         public var size: UInt64
         public var etag: String
         public var lastModified: String
+
+        public init(key: String, size: UInt64, etag: String, lastModified: String) {
+            self.key = key
+            self.size = size
+            self.etag = etag
+            self.lastModified = lastModified
+        }
     }
 
     /// Every object whose key starts with `prefix` (ListObjectsV2, every page through its
