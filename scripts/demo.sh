@@ -52,8 +52,11 @@ step "VAULT_UPLOAD_TOKEN=… vault upload --url $url --batch-size 4 --progress b
 VAULT_UPLOAD_TOKEN=demo-token "$vault" upload --url "$url" --batch-size 4 --progress bar
 echo "the receiver checked every document's SHA-256 and stored $(ls "$work/received" | wc -l) documents"
 
-step "vault upload --url $url --batch-size 4   # again: the journal says every batch is confirmed"
+step "vault upload --url $url --batch-size 4   # again: the back office confirmed every document, nothing new goes"
 VAULT_UPLOAD_TOKEN=demo-token "$vault" upload --url "$url" --batch-size 4
+
+step "vault status   # the delivery ledger: what each destination has"
+"$vault" status
 
 # A PHP back office: PHP's built-in server and its own multipart parser (when php is installed).
 if command -v php >/dev/null 2>&1; then

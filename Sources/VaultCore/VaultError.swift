@@ -123,6 +123,10 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         case addRemote
         /// Delete the damaged remote list, then name the stores again.
         case addRemotesAgain
+        /// Name a destination for the vault.
+        case addDestination
+        /// Delete the damaged destination list, then name the destinations again.
+        case addDestinationsAgain
         /// Push to a new prefix, or clone the store again with its password.
         case pushToNewPrefixOrClone
         /// Create the bucket, or check the store's URL and endpoint.

@@ -135,8 +135,13 @@ public struct UploadJournal: Codable, Sendable {
     /// The generation of the journal file (random, new each time it is written whole): the
     /// change log beside it belongs to this generation only (docs/UPLOAD.md, "Journal").
     public var generation: String?
+    /// The command without its documents (a keyed digest of the target, method, wire format
+    /// and limits): what an interrupted run must match to be finished by a later command whose
+    /// selection lacks documents removed since (``UploadJournal/spec(vault:target:method:wire:limits:)``).
+    /// Nil in journals of earlier versions (those match by their job).
+    public var spec: String?
 
-    enum CodingKeys: String, CodingKey { case version, job, runId, target, created, updated, batches, skipped, generation }
+    enum CodingKeys: String, CodingKey { case version, job, runId, target, created, updated, batches, skipped, generation, spec }
 
     /// A new journal (written by its first save).
     init(job: String, runId: String, target: String, created: String, updated: String, batches: [Batch]) {
@@ -162,6 +167,12 @@ public struct UploadJournal: Codable, Sendable {
         var message = Array("vault-upload/2\n\(runID)\n\(index)\n".utf8)
         for r in records { message += Array("\(r.id.hex):\(Hex.encode(r.metadata.sha256))\n".utf8) }
         return try vault.keyedDigest(purpose: digestPurpose, message)
+    }
+
+    /// The digest of an upload's command without its documents.
+    public static func spec(vault: Vault, target: String, method: String, wire: String, limits: BatchLimits) throws -> String {
+        let message = Array("vault-upload-spec/1\n\(target)\n\(method)\n\(wire)\n\(limits.documents)\n\(limits.bytes.map(String.init) ?? "-")\n".utf8)
+        return String(try vault.keyedDigest(purpose: digestPurpose, message).prefix(32))
     }
 
     /// The job id of an upload: the same command over the same documents gives the same job.

@@ -21,6 +21,12 @@ public struct UploadOptions: Sendable {
     public var newRun = false
     /// Fail unless a journal of this job exists.
     public var requireJournal = false
+    /// Remove each document once its batch is confirmed and the confirmation recorded (and
+    /// every destination of ``alsoRequired`` confirmed it too).
+    public var removeDelivered = false
+    /// Destinations (identities) that must have confirmed a document too before
+    /// ``removeDelivered`` removes it.
+    public var alsoRequired: [String] = []
 
     /// Options for `target`, sent by `wire`.
     public init(target: UploadTarget, wire: UploadProtocol = .json) {
@@ -124,13 +130,14 @@ public final class Uploader: @unchecked Sendable {
     /// `documentStarted` events count positions over the run.
     private var runProgress = ProgressCounter(total: 0, documents: 0)
 
-    /// Prepares an upload of `records` (in this order).
-    public convenience init(vault: Vault, records: [DocumentRecord], options: UploadOptions,
+    /// Prepares an upload of `records` (in this order); with `job`, the run of that job (an
+    /// interrupted run, ``interruptedRuns(in:options:among:)``).
+    public convenience init(vault: Vault, records: [DocumentRecord], options: UploadOptions, job: String? = nil,
                             onEvent: @escaping @Sendable (UploadEvent) -> Void = { _ in }) throws {
-        try self.init(vault: vault, records: records, options: options, transport: HTTPTransport(target: options.target), onEvent: onEvent)
+        try self.init(vault: vault, records: records, options: options, transport: HTTPTransport(target: options.target), job: job, onEvent: onEvent)
     }
 
-    init(vault: Vault, records: [DocumentRecord], options: UploadOptions, transport: any UploadTransport,
+    init(vault: Vault, records: [DocumentRecord], options: UploadOptions, transport: any UploadTransport, job: String? = nil,
          onEvent: @escaping @Sendable (UploadEvent) -> Void) throws {
         self.vault = vault
         self.order = records
@@ -139,8 +146,46 @@ public final class Uploader: @unchecked Sendable {
         self.transport = transport
         self.onEvent = onEvent
         sender = Self.sender(for: options, transport: transport)
-        job = try UploadJournal.jobID(vault: vault, target: options.target.url, method: options.target.method,
-                                      wire: options.wireDescription, limits: options.limits, records: records)
+        self.job = try job ?? Self.job(vault: vault, records: records, options: options)
+    }
+
+    /// The job an upload of `records` (in this order) with `options` is: the same command over
+    /// the same documents is the same job, whose journal it continues.
+    public static func job(vault: Vault, records: [DocumentRecord], options: UploadOptions) throws -> String {
+        try UploadJournal.jobID(vault: vault, target: options.target.url, method: options.target.method,
+                                wire: options.wireDescription, limits: options.limits, records: records)
+    }
+
+    static func spec(vault: Vault, options: UploadOptions) throws -> String {
+        try UploadJournal.spec(vault: vault, target: options.target.url, method: options.target.method,
+                               wire: options.wireDescription, limits: options.limits)
+    }
+
+    /// The interrupted runs `options` would finish, among `selected`: runs of the same command
+    /// (URL, method, wire format, limits) whose unconfirmed batches hold only selected
+    /// documents, with the selected documents of each (those of confirmed batches may have been
+    /// removed since: they are not sent again). Journals that do not open are left alone.
+    public static func interruptedRuns(in vault: Vault, options: UploadOptions, among selected: [DocumentRecord]) throws
+        -> [(job: String, records: [DocumentRecord])] {
+        let spec = try spec(vault: vault, options: options)
+        let chosen = Dictionary(selected.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        var runs: [(job: String, records: [DocumentRecord])] = []
+        var taken = Set<DocumentID>()
+        for entry in try UploadJournals.list(in: vault) where entry.state == .interrupted {
+            guard let journal = try? UploadJournal.load(from: vault, job: entry.job) else { continue }
+            let ids = Set(journal.batches.flatMap(\.documents).compactMap(DocumentID.init(hex:)) + journal.skipped.compactMap { DocumentID(hex: $0.id) })
+            let unsent = journal.batches.filter { $0.status != .complete }.flatMap(\.documents).compactMap(DocumentID.init(hex:))
+            guard unsent.allSatisfy({ chosen[$0] != nil }), taken.isDisjoint(with: ids) else { continue }
+            let records = selected.filter { ids.contains($0.id) }
+            if let s = journal.spec {
+                guard s == spec else { continue }
+            } else {
+                guard try job(vault: vault, records: records, options: options) == entry.job else { continue }
+            }
+            runs.append((entry.job, records))
+            taken.formUnion(ids)
+        }
+        return runs
     }
 
     /// The protocol's sender.
@@ -162,6 +207,7 @@ public final class Uploader: @unchecked Sendable {
             throw VaultError(.usage, "another upload of the same documents to the same place is running")
         }
         defer { lock.unlock() }
+        try Self.recordConfirmedBatches(in: vault)
         journal = try openJournal()
         let confirmedBefore = journal.batches.filter { $0.status == .complete }.count
         onEvent(.started(runID: journal.runId, batches: journal.batches.count, documents: journal.batches.reduce(0) { $0 + $1.documents.count },
@@ -193,8 +239,9 @@ public final class Uploader: @unchecked Sendable {
 
     private func openJournal() throws -> UploadJournal {
         if !options.newRun, let existing = try UploadJournal.load(from: vault, job: job) {
-            // Every document of the journal must still be in the selection.
-            for b in existing.batches { for id in b.documents where DocumentID(hex: id).flatMap({ records[$0] }) == nil {
+            // Every document still to send must be in the selection (those of confirmed batches
+            // may have been removed since).
+            for b in existing.batches where b.status != .complete { for id in b.documents where DocumentID(hex: id).flatMap({ records[$0] }) == nil {
                 throw VaultError(.vaultDamaged, "the upload journal names document \(id), which is not in this selection")
             } }
             return existing
@@ -206,6 +253,7 @@ public final class Uploader: @unchecked Sendable {
         let runID = UUID().uuidString.lowercased()
         let now = ISO8601DateFormatter().string(from: Date())
         journal = UploadJournal(job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
+        journal.spec = try Self.spec(vault: vault, options: options)
         journal.batches = try planned.map { b in
             UploadJournal.Batch(documents: b.records.map(\.id.hex), bytes: b.length, status: .pending, attempts: 0,
                                 key: try UploadJournal.idempotencyKey(vault: vault, runID: runID, index: b.index, records: b.records))
@@ -322,11 +370,49 @@ public final class Uploader: @unchecked Sendable {
         return (runProgress, prefix!.documents[i])
     }
 
+    /// A confirmed batch: the journal says so first, then the history (the delivery ledger),
+    /// and only then, when asked, its documents are removed. A kill between two steps leaves
+    /// nothing unconfirmed removed, and the journal's word is recorded by the next upload
+    /// (``recordConfirmedBatches(in:)``).
     private func confirm(_ i: Int, status: Int, duplicate: Bool) throws {
         journal.batches[i].status = .complete
         journal.batches[i].confirmedAt = ISO8601DateFormatter().string(from: Date())
+        journal.batches[i].httpStatus = status
         try journal.save(to: vault)
+        let documents = batchRecords(journal.batches[i])
+        try vault.recordDelivery(documents, to: options.target.url,
+                                 detail: Self.deliveryDetail(run: journal.runId, batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
+        if options.removeDelivered {
+            let ready = try documents.filter { d in try options.alsoRequired.allSatisfy { try vault.delivery(of: d.id, to: $0) != nil } }
+            if !ready.isEmpty { try vault.remove(ready.map(\.id)) }
+        }
         onEvent(.confirmed(batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
+    }
+
+    static func deliveryDetail(run: String, batch: Int, of count: Int, status: Int?, duplicate: Bool = false, recovered: Bool = false) -> String {
+        "run \(run) batch \(batch)/\(count)" + (status.map { ": \($0)" } ?? "") + (duplicate ? " (the server had it already)" : "")
+            + (recovered ? "; recorded from the upload journal" : "")
+    }
+
+    /// Records in the ledger every batch a journal of `vault` says was confirmed and the
+    /// history does not have yet (a kill between the journal and the history). Documents
+    /// removed since are not recorded again. Returns the batches recorded.
+    @discardableResult
+    public static func recordConfirmedBatches(in vault: Vault) throws -> Int {
+        var recorded = 0
+        for entry in try UploadJournals.list(in: vault) where entry.state != .damaged && entry.confirmed > 0 {
+            guard let journal = try UploadJournal.load(from: vault, job: entry.job), Destination.identity(of: journal.target) != nil else { continue }
+            for (i, batch) in journal.batches.enumerated() where batch.status == .complete {
+                let ids = batch.documents.compactMap(DocumentID.init(hex:))
+                let present = try vault.records(ids, skippingMissing: true)
+                let missing = try vault.undelivered(present, to: journal.target)
+                guard !missing.isEmpty else { continue }
+                try vault.recordDelivery(missing, to: journal.target,
+                                         detail: deliveryDetail(run: journal.runId, batch: i + 1, of: journal.batches.count, status: batch.httpStatus, recovered: true))
+                recorded += 1
+            }
+        }
+        return recorded
     }
 
     /// 413: the batch becomes two halves (never sent: new keys), or, for one document, the

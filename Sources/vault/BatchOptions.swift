@@ -3,7 +3,7 @@ import VaultCore
 
 /// How export and upload cut documents into payloads.
 struct BatchOptions: ParsableArguments {
-    @Option(help: "Most documents per payload.")
+    @Option(help: "Most documents per payload (default 20, the payload contract; more only for back offices that take more).")
     var batchSize: Int = 20
 
     @Option(help: ArgumentHelp("Most bytes per payload; K, M and G suffixes are powers of 1024.", valueName: "n"))

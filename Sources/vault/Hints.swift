@@ -46,6 +46,8 @@ enum Hints {
         case .pushFirst: "push one there first with 'vault push'"
         case .addRemote: "add one with 'vault remote add NAME s3://BUCKET/PREFIX', or give an s3:// URL"
         case .addRemotesAgain: "delete it, then 'vault remote add' the stores again"
+        case .addDestination: "add one with 'vault destination add NAME URL', or give a URL"
+        case .addDestinationsAgain: "delete it, then 'vault destination add' the destinations again"
         case .pushToNewPrefixOrClone: "push to a new prefix with 'vault remote add NAME s3://BUCKET/NEW-PREFIX', or clone the store again with its password"
         case .checkBucketAndEndpoint: "create it, or check the URL and AWS_ENDPOINT_URL"
         }

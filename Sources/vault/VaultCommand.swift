@@ -35,7 +35,7 @@ struct VaultCommand: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [Init.self, Add.self, Import.self, Restore.self, List.self, Get.self, Remove.self, Verify.self, Export.self, Upload.self, Uploads.self, Log.self, Audit.self, Passwd.self,
-                      Remote.self, Push.self, Pull.self, Clone.self]
+                      Destinations.self, Status.self, Remote.self, Push.self, Pull.self, Clone.self]
     )
 
     @OptionGroup var global: GlobalOptions

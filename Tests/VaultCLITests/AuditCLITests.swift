@@ -370,8 +370,10 @@ import Glibc
         _ = s.run("upload", "--url", "http://127.0.0.1:9/in", "--retries", "0")
         #expect(s.run("remote", "add", "office", "s3://backoffice/station one").status == 0)
         #expect(s.run("remote", "add", "archive", "s3://archive").status == 0)
+        #expect(s.run("destination", "add", "office", "https://backoffice.example/batches").status == 0)
+        #expect(s.run("destination", "add", "inbox", "s3://inbox/station", "--optional").status == 0)
         let outputs: [(String, [String])] = [
-            ("remotes", ["remote", "--json"]),
+            ("remotes", ["remote", "--json"]), ("destinations", ["destination", "--json"]), ("status", ["status", "--json"]),
             ("log", ["log", "--json"]), ("audit", ["audit", "--json"]), ("audit", ["audit", "--json", "--deep"]),
             ("verify", ["verify", "--json"]), ("list", ["list", "--json"]), ("uploads", ["uploads", "--json"]),
         ]

@@ -61,11 +61,11 @@ import Glibc
         #expect(result["documents"] as? Int == 45)
         #expect(php.requests.count == (result["batches"] as! Int) + splits.count)
 
-        // The same command again: every batch is confirmed in the journal, nothing is sent.
+        // The same command again: the destination confirmed every document, nothing is sent.
         let again = s.run(["upload", "--url", php.url, "--protocol", "form", "--form-field", "case=4711", "--form-field", "station=front desk"],
                           env: Self.token)
         #expect(again.status == 0)
-        #expect(again.stderr.contains("nothing to send"))
+        #expect(again.stderr.contains("nothing new to send"))
         #expect(php.stored.count == 45)
         // The history names the target without credentials.
         #expect(s.run("log").out.contains("-> \(php.url)"))

@@ -98,7 +98,11 @@ import Glibc
         try FileManager.default.removeItem(atPath: s.path("vault/uploads/\(job).journal"))
         FileManager.default.createFile(atPath: s.path("vault/uploads/\(job).json"), contents: try JSONSerialization.data(withJSONObject: journal))
         let before = tus.log
-        let r = s.run(args, env: env)
+        // The ledger alone sends nothing (the document was delivered); --all is the same job
+        // again, which reads the journal: it is refused.
+        let quiet = s.run(args, env: env)
+        #expect(quiet.status == 0 && quiet.stderr.hasPrefix("vault: nothing new to send"), "\(quiet.stderr)")
+        let r = s.run(args + ["--all"], env: env)
         #expect(r.status == 65, "\(r.stderr)")
         #expect(r.stderr.contains("is unsealed") && r.stderr.contains("nothing was sent"), "\(r.stderr)")
         #expect(attacker.entries.isEmpty, "no request, and so no token, went to the other origin")

@@ -89,7 +89,8 @@ import Glibc
         let batches = try #require(s.journal())["batches"] as! [[String: Any]]
         #expect((batches[0]["tusURL"] as? String)?.hasPrefix(tus.url + "/") == true, "the upload URL is journaled")
 
-        let r = s.run(args + ["--resume", "--progress", "json", "--json"])
+        // The same command again (no --resume needed): the interrupted run is finished first.
+        let r = s.run(args + ["--progress", "json", "--json"])
         #expect(r.status == 0, "\(r.stderr)")
         let resumed = r.events.compactMap { $0 }.first { $0["event"] as? String == "resumed" }
         #expect(resumed?["offset"] as? Int == acknowledged, "continued from the server's offset, not from zero")

@@ -50,10 +50,15 @@ import Testing
         let started = up.events.compactMap { $0 }.filter { $0["event"] as? String == "documentStarted" }
         #expect(started.map { $0["position"] as? Int } == (1...45).map { $0 })
         #expect(started.allSatisfy { $0["of"] as? Int == 45 })
-        // The same command again sends nothing: the journal says every batch is confirmed.
+        // The same command again sends nothing: the ledger says the destination has every document.
         let again = s.run(["upload", "--url", r.url], env: Self.token)
         #expect(again.status == 0)
-        #expect(again.stderr.hasPrefix("vault: nothing to send: all 3 batches of run "))
+        #expect(again.stderr == "vault: nothing new to send to \(r.url): it has confirmed every selected document (--all sends them again)\n")
+        #expect(r.log.count == 3)
+        // --all sends the same run again: its journal says every batch is confirmed.
+        let all = s.run(["upload", "--url", r.url, "--all"], env: Self.token)
+        #expect(all.status == 0)
+        #expect(all.stderr.hasPrefix("vault: nothing to send: all 3 batches of run "))
         #expect(r.log.count == 3)
         // The journal holds no credentials and no plaintext.
         #expect(s.journalJobs.count == 1)

@@ -25,11 +25,27 @@ extension Vault {
     /// - the index names exactly the objects, with their metadata;
     /// - with `expectedHead`, the log still holds that record: a vault rolled back to an older
     ///   copy (or a log replaced) is caught.
+    /// - with `requireDelivered` (destination identities, ``Destination/identity(of:)``): every
+    ///   document the history removed was confirmed by each of them before its removal.
     /// Reads only; changes nothing.
-    public func audit(deep: Bool = false, expectedHead: HistoryHead? = nil,
+    public func audit(deep: Bool = false, expectedHead: HistoryHead? = nil, requireDelivered: [String] = [],
                       progress: ((Int, Int) -> Void)? = nil) throws -> AuditReport {
         let scan = try HistoryLog(vault: self).scan(keepRecords: false)
         var findings = scan.findings + scan.noted
+        if !requireDelivered.isEmpty {
+            let deliveries = scan.deliveries()
+            let removed = scan.documentState().removed
+            let names = scan.removedDocuments()
+            for (hex, position) in removed.sorted(by: { $0.key < $1.key }) {
+                for destination in requireDelivered {
+                    guard let d = deliveries[destination]?[hex], d.record < position else {
+                        findings.append(AuditFinding(.removedUndelivered, "\(hex) (\(names[hex]?.name ?? "?")) was removed by record \(position) without a delivery to \(destination) before it",
+                                                     document: hex, record: position))
+                        continue
+                    }
+                }
+            }
+        }
         if !scan.exists && scan.storedHead == nil && scan.anchor == nil && config.isLegacy {
             findings.append(AuditFinding(.logMissing, "the vault has no history (log.vlt): it was made before vault kept one, or the log was deleted"))
         }

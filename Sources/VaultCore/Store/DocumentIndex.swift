@@ -22,7 +22,7 @@ import Foundation
 final class DocumentIndex {
     static let fileName = "index.db"
     /// `PRAGMA user_version` of the schema below.
-    static let schemaVersion: Int32 = 2
+    static let schemaVersion: Int32 = 3
     /// The ``Vault/keyedDigest(purpose:_:)`` subkey id of lookup hashes.
     static let lookupPurpose: UInt64 = 2
 
@@ -59,6 +59,9 @@ final class DocumentIndex {
         CREATE INDEX IF NOT EXISTS tags_id ON tags(id);
         CREATE TABLE IF NOT EXISTS removed (id BLOB PRIMARY KEY, record BLOB NOT NULL) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS unreadable (id BLOB PRIMARY KEY, code TEXT NOT NULL, message TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS deliveries (destination BLOB NOT NULL, id BLOB NOT NULL, record BLOB NOT NULL,
+            PRIMARY KEY (destination, id)) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS deliveries_id ON deliveries(id);
         """
 
     /// Opens (creating when missing) the index of `vault`.
@@ -75,12 +78,23 @@ final class DocumentIndex {
         // FULL: a commit is on disk when it returns (the history and the objects are fsynced too).
         try db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF")
         let current = try db.statement("PRAGMA user_version").first { $0.int64(0) } ?? 0
-        if current != Int64(Self.schemaVersion) {
+        if current == 2 {
+            // Version 2 lacks the ledger: its table is added, and the state row made to say the
+            // history is not applied, so the next use derives it (a scan of the history, no
+            // envelope read) and fills the ledger from the upload records.
+            try db.transaction {
+                try db.execute(Self.schema + "; PRAGMA user_version = \(Self.schemaVersion)")
+                if case .success(var state)? = try readState() {
+                    (state.logCount, state.logEnd, state.logTag) = (0, 0, "")
+                    try writeState(state)
+                }
+            }
+        } else if current != Int64(Self.schemaVersion) {
             // A new file, or another version's layout: it is a cache, made anew (and then filled
             // from the objects and the history, as a missing one is).
             try db.transaction {
                 if current != 0 {
-                    try db.execute("DROP TABLE IF EXISTS documents; DROP TABLE IF EXISTS tags; DROP TABLE IF EXISTS removed; DROP TABLE IF EXISTS unreadable; DROP TABLE IF EXISTS meta")
+                    try db.execute("DROP TABLE IF EXISTS documents; DROP TABLE IF EXISTS tags; DROP TABLE IF EXISTS removed; DROP TABLE IF EXISTS unreadable; DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS deliveries")
                 }
                 try db.execute(Self.schema + "; PRAGMA user_version = \(Self.schemaVersion)")
             }
@@ -133,7 +147,7 @@ final class DocumentIndex {
 
     /// Empties every table (a rebuild).
     func clear() throws {
-        try db.execute("DELETE FROM documents; DELETE FROM tags; DELETE FROM removed; DELETE FROM unreadable; DELETE FROM meta")
+        try db.execute("DELETE FROM documents; DELETE FROM tags; DELETE FROM removed; DELETE FROM unreadable; DELETE FROM meta; DELETE FROM deliveries")
         delta = 0
     }
 
@@ -145,6 +159,7 @@ final class DocumentIndex {
     func nameKey(_ name: String) -> [UInt8] { lookup(0x6e, Array(name.utf8)) }
     func digestKey(_ sha256: [UInt8]) -> [UInt8] { lookup(0x64, sha256) }
     func tagKey(_ tag: String) -> [UInt8] { lookup(0x74, Array(tag.utf8)) }
+    func destinationKey(_ identity: String) -> [UInt8] { lookup(0x72, Array(identity.utf8)) }
 
     private func seal(_ record: DocumentRecord) -> [UInt8] {
         SealedState.seal(record.metadata.encoded(), purpose: .indexRecord, role: "index.db/documents/\(record.id.hex)", epoch: epoch,
@@ -397,5 +412,67 @@ final class DocumentIndex {
             out[id] = try openRemoved(id, s.blob(1)).document
         }
         return out
+    }
+
+    // MARK: Deliveries
+
+    /// A ledger row's role: its place (destination key and document) is bound to it, so a row
+    /// moved to another document or destination does not open.
+    private static func deliveryRole(_ key: [UInt8], _ id: DocumentID) -> String { "index.db/deliveries/\(Hex.encode(key))/\(id.hex)" }
+
+    /// Records `destination`'s confirmation of `id`; the first one is kept (inside a write).
+    func addDelivery(_ id: DocumentID, _ delivery: Delivery) throws {
+        let key = destinationKey(delivery.destination)
+        let sealed = SealedState.seal(Array(try JSONEncoder().encode(delivery)), purpose: .indexRecord, role: Self.deliveryRole(key, id),
+                                      epoch: epoch, subkey: sealKey, vaultID: vaultID, random: random)
+        try db.statement("INSERT OR IGNORE INTO deliveries (destination, id, record) VALUES (?, ?, ?)").bind(key, id.bytes, sealed).run()
+    }
+
+    private func openDelivery(_ key: [UInt8], _ id: DocumentID, _ sealed: [UInt8]) throws -> Delivery {
+        guard let plain = SealedState.open(sealed, purpose: .indexRecord, role: Self.deliveryRole(key, id), epoch: epoch, subkey: sealKey, vaultID: vaultID),
+              let d = try? JSONDecoder().decode(Delivery.self, from: Data(plain)), destinationKey(d.destination) == key else {
+            throw LedgerRowDamaged(id: id)
+        }
+        return d
+    }
+
+    /// The delivery of `id` at the destination `identity`, if the ledger has one.
+    func delivery(of id: DocumentID, to identity: String) throws -> Delivery? {
+        let key = destinationKey(identity)
+        guard let sealed = try db.statement("SELECT record FROM deliveries WHERE destination = ? AND id = ?").bind(key, id.bytes)
+            .first({ $0.blob(0) }) else { return nil }
+        return try openDelivery(key, id, sealed)
+    }
+
+    /// Every delivery of `id`.
+    func deliveries(of id: DocumentID) throws -> [Delivery] {
+        let s = try db.statement("SELECT destination, record FROM deliveries WHERE id = ?").bind(id.bytes)
+        var out: [Delivery] = []
+        defer { s.reset() }
+        while try s.step() { out.append(try openDelivery(s.blob(0), id, s.blob(1))) }
+        return out
+    }
+
+    /// Calls `body` with every ledger row.
+    func forEachDelivery(_ body: (DocumentID, Delivery) throws -> Void) throws {
+        let s = try db.statement("SELECT destination, id, record FROM deliveries")
+        defer { s.reset() }
+        while try s.step() {
+            let b = s.blob(1)
+            guard b.count == EnvelopeFormat.documentIDSize else { continue }
+            let id = DocumentID(bytes: b)
+            try body(id, try openDelivery(s.blob(0), id, s.blob(2)))
+        }
+    }
+
+    /// A ledger row that does not open in its place (moved, edited, forged): the ledger is
+    /// derived from the history again (``Vault/withLedger(_:)``).
+    struct LedgerRowDamaged: Error {
+        let id: DocumentID
+    }
+
+    /// The rows of the ledger.
+    func deliveryCount() throws -> Int {
+        try db.statement("SELECT count(*) FROM deliveries").first { Int($0.int64(0)) } ?? 0
     }
 }

@@ -79,12 +79,14 @@ public struct HistoryScan: Sendable {
         var removed: [String: Int] = [:]
         /// The document of each removal (the last record that removed it).
         var removedDocuments: [String: HistoryRecord.Document] = [:]
+        /// The first confirmed delivery of each document, by destination.
+        var deliveries: [String: [String: Delivery]] = [:]
 
         /// Whether ``apply(_:at:)`` reads the documents of a record of `operation`.
         static func reads(_ operation: HistoryRecord.Operation) -> Bool {
             switch operation {
-            case .add, .import, .adopt, .pull, .begin, .accept, .remove: true
-            case .`init`, .export, .upload, .passwd, .push, .clone, .upgrade: false
+            case .add, .import, .adopt, .pull, .begin, .accept, .remove, .upload: true
+            case .`init`, .export, .passwd, .push, .clone, .upgrade: false
             }
         }
 
@@ -97,7 +99,14 @@ public struct HistoryScan: Sendable {
                 for d in record.documents { present[d.id] = (d, position) }
             case .remove:
                 for d in record.documents { present[d.id] = nil; removed[d.id] = position; removedDocuments[d.id] = d }
-            case .`init`, .export, .upload, .passwd, .push, .clone, .upgrade:
+            case .upload:
+                for destination in Destination.confirmed(by: record) {
+                    for d in record.documents where deliveries[destination]?[d.id] == nil {
+                        deliveries[destination, default: [:]][d.id] = Delivery(destination: destination, record: position,
+                                                                               timeMillis: record.timeMillis, detail: record.detail)
+                    }
+                }
+            case .`init`, .export, .passwd, .push, .clone, .upgrade:
                 break
             }
         }
@@ -112,6 +121,14 @@ public struct HistoryScan: Sendable {
         var state = Lean()
         for (position, record) in records { state.apply(record, at: position) }
         return (state.present, state.removed)
+    }
+
+    /// The first confirmed delivery of each document, by destination and id.
+    public func deliveries() -> [String: [String: Delivery]] {
+        if let lean { return lean.deliveries }
+        var state = Lean()
+        for (position, record) in records { state.apply(record, at: position) }
+        return state.deliveries
     }
 
     /// The document each removal named, by id (the last removal of each).
@@ -699,7 +716,14 @@ extension Vault {
             try index.markLogged(record.documents.compactMap { DocumentID(hex: $0.id) })
         case .remove:
             for d in record.documents { try index.addRemoved(d, position: position) }
-        case .`init`, .export, .upload, .passwd, .push, .clone, .upgrade:
+        case .upload:
+            for destination in Destination.confirmed(by: record) {
+                for d in record.documents {
+                    guard let id = DocumentID(hex: d.id) else { continue }
+                    try index.addDelivery(id, Delivery(destination: destination, record: position, timeMillis: record.timeMillis, detail: record.detail))
+                }
+            }
+        case .`init`, .export, .passwd, .push, .clone, .upgrade:
             break
         }
     }

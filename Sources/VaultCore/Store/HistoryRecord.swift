@@ -222,6 +222,8 @@ public struct AuditFinding: Codable, Sendable, Equatable {
         public static let rolledBack = Code(rawValue: "rolled-back")
         /// An object no history record added.
         public static let unloggedObject = Code(rawValue: "unlogged-object")
+        /// A document was removed before the destination a delivery policy requires confirmed it.
+        public static let removedUndelivered = Code(rawValue: "removed-undelivered")
     }
 
     /// What kind of finding this is.

@@ -175,12 +175,15 @@ extension Vault {
     /// which documents a record names (the others are adopted by the next change, when the
     /// chain is whole), which were removed, and how far the history goes.
     func deriveHistory(_ index: DocumentIndex, from scan: HistoryScan, state: (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int])) throws {
-        try index.db.execute("UPDATE documents SET logged = 0; DELETE FROM removed")
+        try index.db.execute("UPDATE documents SET logged = 0; DELETE FROM removed; DELETE FROM deliveries")
         // A broken chain adopts nothing: every document counts as named.
         let whole = scan.findings.isEmpty || !scan.exists
         if !whole { try index.db.execute("UPDATE documents SET logged = 1") }
         try index.markLogged(state.present.keys.compactMap(DocumentID.init(hex:)) + state.removed.keys.compactMap(DocumentID.init(hex:)))
         for (id, d) in scan.removedDocuments() { if let at = state.removed[id] { try index.addRemoved(d, position: at) } }
+        for (_, documents) in scan.deliveries() {
+            for (id, delivery) in documents { if let id = DocumentID(hex: id) { try index.addDelivery(id, delivery) } }
+        }
         var s = try index.stateOrEmpty()
         s.logCount = scan.exists ? scan.entries.count : 0
         s.logEnd = scan.exists ? scan.end : 0

@@ -27,6 +27,7 @@ public enum SealedState {
         case remotes = 8
         case indexRecord = 9
         case indexState = 10
+        case destinations = 11
 
         var name: String {
             switch self {
@@ -40,6 +41,7 @@ public enum SealedState {
             case .remotes: "remote list"
             case .indexRecord: "index record"
             case .indexState: "index state"
+            case .destinations: "destination list"
             }
         }
     }

@@ -48,8 +48,11 @@ extension VaultCommand {
         @Flag(name: .customLong("accept-loss"), help: "Record that you accept what the audit finds wrong with the history (a sealed 'accept' record); later audits report nothing from before it.")
         var acceptLoss = false
 
+        @Option(name: .customLong("require-delivered"), help: ArgumentHelp("A destination (name or URL) every removed document must have been delivered to first: each one removed without is a 'removed-undelivered' finding. Repeat for several.", valueName: "destination"))
+        var requireDelivered: [String] = []
+
         func validate() throws {
-            if acceptLoss && (deep || head || expectHead != nil) { throw ValidationError("--accept-loss takes no other audit option.") }
+            if acceptLoss && (deep || head || expectHead != nil || !requireDelivered.isEmpty) { throw ValidationError("--accept-loss takes no other audit option.") }
             if let expectHead, HistoryHead(expectHead) == nil {
                 throw ValidationError("--expect-head needs a head as 'vault audit --head' prints it (<records>-<32 hex digits>).")
             }
@@ -83,7 +86,8 @@ extension VaultCommand {
                 Terminal.out("accepted \(settled.count) finding\(settled.count == 1 ? "" : "s")\(codes.isEmpty ? "" : " (" + codes.joined(separator: ", ") + ")"); head \(try vault.history().head)\n")
                 return
             }
-            let report = try vault.audit(deep: deep, expectedHead: expectHead.flatMap(HistoryHead.init))
+            let required = try DeliveryFilter.destinations(requireDelivered, required: false, list: try DestinationList.load(vault))
+            let report = try vault.audit(deep: deep, expectedHead: expectHead.flatMap(HistoryHead.init), requireDelivered: required)
             if json {
                 Terminal.out(JSONOutput.line(Output(clean: report.findings.isEmpty, head: report.head.description, records: report.records,
                                                     documents: report.documents, objects: report.objects, deep: deep, findings: report.findings)))

@@ -14,6 +14,9 @@ extension VaultCommand {
                   vault list
                   vault list --tag 2026
                   vault list --json
+                  vault list --undelivered             (what some required destination lacks)
+                  vault list --undelivered --to office
+                  vault list --delivered-to https://backoffice.example/batches
                 """)
 
         @OptionGroup var global: GlobalOptions
@@ -25,6 +28,30 @@ extension VaultCommand {
         @Option(help: "Only documents with this tag.")
         var tag: String?
 
+        @Flag(help: "Only documents a destination has not confirmed: the one --to names, else any required destination ('vault destination'), else every destination.")
+        var undelivered = false
+
+        @Option(help: ArgumentHelp("With --undelivered: the destination (a name or URL).", valueName: "destination"))
+        var to: String?
+
+        @Option(name: .customLong("delivered-to"), help: ArgumentHelp("Only documents this destination (a name or URL) confirmed.", valueName: "destination"))
+        var deliveredTo: String?
+
+        func validate() throws {
+            if to != nil && !undelivered { throw ValidationError("--to goes with --undelivered.") }
+            if undelivered && deliveredTo != nil { throw ValidationError("--undelivered and --delivered-to contradict each other.") }
+        }
+
+        /// The delivery filter the options ask for, if any.
+        func deliveryFilter(_ vault: VaultCore.Vault) throws -> DeliveryFilter? {
+            guard undelivered || deliveredTo != nil else { return nil }
+            let list = vault.store.source == nil ? try DestinationList.load(vault) : DestinationList()
+            if let deliveredTo {
+                return try DeliveryFilter(.delivered(try DeliveryFilter.destinations([deliveredTo], required: false, list: list), olderThan: nil), vault: vault)
+            }
+            return try DeliveryFilter(.undelivered(try DeliveryFilter.destinations(to.map { [$0] } ?? [], required: to == nil, list: list)), vault: vault)
+        }
+
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
@@ -33,7 +60,7 @@ extension VaultCommand {
             let unreadable: [(DocumentID, VaultError)]
             // Rows are written as the index yields them: the first before the rest are read,
             // and memory does not grow with the vault.
-            let sink: (DocumentRecord) -> Void
+            var sink: (DocumentRecord) -> Void
             let table = TableWriter(output: output)
             var first = true
             if json {
@@ -45,6 +72,10 @@ extension VaultCommand {
                 }
             } else {
                 sink = { r in table.add(r) }
+            }
+            if let filter = try deliveryFilter(vault) {
+                let all = sink
+                sink = { r in if filter.keeps(r.id) { all(r) } }
             }
             if let tag {
                 for r in try vault.select(DocumentSelection(tag: tag)) { sink(r) }

@@ -15,13 +15,15 @@ extension VaultCommand {
                 Each batch is produced while it is sent (no plaintext temporary files), with its exact \
                 Content-Length, an Idempotency-Key and X-Vault-Batch: i/n. Credentials come from \
                 VAULT_UPLOAD_TOKEN (Bearer) or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD (Basic). \
-                A journal in the vault records confirmed batches: running the same command again, \
-                or with --resume, sends only what is not confirmed. See docs/UPLOAD.md.
+                Only documents the destination has not confirmed are sent (the delivery ledger; \
+                --all sends them again). An interrupted upload to the same URL is finished first, \
+                sending no confirmed batch again. See docs/UPLOAD.md.
 
                 Examples:
                   VAULT_UPLOAD_TOKEN=... vault upload --url https://backoffice.example/batches
                   vault upload --url https://backoffice.example/batches --tag 2026 --progress json
-                  vault upload --url https://backoffice.example/batches --resume
+                  vault upload --url https://backoffice.example/batches --remove-delivered
+                  vault upload --url https://backoffice.example/batches --all --tag 2026
                   vault upload --url https://backoffice.example/upload.php --protocol form --form-field case=4711
                   vault upload --url s3://inbox/station-3          (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)
                   vault upload --presign-url https://backoffice.example/presign   (no S3 credentials on the station)
@@ -36,6 +38,9 @@ extension VaultCommand {
 
         @Option(name: .customLong("presign-url"), help: ArgumentHelp("--protocol s3 without credentials: the back office's presign endpoint (docs/UPLOAD.md), which hands out presigned part URLs.", valueName: "url"))
         var presignURL: String?
+
+        @Option(name: .customLong("to"), help: ArgumentHelp("A destination by name ('vault destination add'): its URL and protocol.", valueName: "name"))
+        var to: String?
 
         /// `--url`, or the presign endpoint.
         var url: String { urlOption ?? presignURL ?? "" }
@@ -80,11 +85,17 @@ extension VaultCommand {
         @Flag(help: "Leave documents that fail authentication out and go on (exit code 2).")
         var skipBad = false
 
-        @Flag(help: "Only continue an interrupted upload of the same documents to the same URL; fail if there is none.")
+        @Flag(help: "Only continue an interrupted upload to the same URL; fail if there is none.")
         var resume = false
 
-        @Flag(help: "Start a new run even if an earlier upload of the same documents was confirmed or interrupted.")
+        @Flag(help: "Send every selected document, also those the destination has confirmed (by default only what it has not).")
+        var all = false
+
+        @Flag(help: "Start a new run of every selected document, delivered or not, never continuing an interrupted one.")
         var newRun = false
+
+        @Flag(help: "Remove each document from the vault once the destination confirmed its batch (and the history recorded it).")
+        var removeDelivered = false
 
         @OptionGroup var result: ResultOptions
 
@@ -112,6 +123,12 @@ extension VaultCommand {
             if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds.") }
             if !["POST", "PUT"].contains(method.uppercased()) { throw ValidationError("--method must be POST or PUT.") }
             if resume && newRun { throw ValidationError("--resume and --new-run contradict each other.") }
+            if resume && all { throw ValidationError("--resume and --all contradict each other.") }
+            if to != nil {
+                // The named destination's URL and protocol are checked once the vault names them.
+                if urlOption != nil || presignURL != nil { throw ValidationError("Give --to or --url (--presign-url), not both.") }
+                return
+            }
             // Options that belong to one protocol.
             let belonging: [(given: Bool, to: UploadProtocol.Name, message: String)] = [
                 (field != "files[]" || !formFields.isEmpty, .form, "--field and --form-field need --protocol form."),
@@ -204,6 +221,31 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
+            guard let to else { return try await send(options, vault: nil) }
+            // A destination by name: its URL and protocol from the sealed list, then the
+            // checks any URL gets.
+            let vault = try await options.open()
+            let (entry, _) = try DestinationList.load(vault).resolve(to)
+            guard let entry else { throw VaultError(.usage, "--to takes a destination's name; give a URL with --url") }
+            var resolved = self
+            resolved.to = nil
+            if entry.wire == "presigned-s3" {
+                resolved.presignURL = entry.url
+                resolved.protocolOption = protocolOption ?? .s3
+            } else {
+                resolved.urlOption = entry.url
+                resolved.protocolOption = protocolOption ?? entry.wire.flatMap(UploadProtocol.Name.init(rawValue:))
+            }
+            do {
+                try resolved.validate()
+            } catch let e as ValidationError {
+                throw VaultError(.usage, "destination '\(entry.name)': \(e.message)")
+            }
+            try await resolved.send(options, vault: vault)
+        }
+
+        /// Sends to the URL given (or resolved); `vault` when it is open already.
+        func send(_ options: GlobalOptions, vault opened: VaultCore.Vault?) async throws {
             let wire = try uploadProtocol()
             var s3: S3Target?
             if case .s3(let t) = wire { s3 = t }
@@ -221,8 +263,8 @@ extension VaultCommand {
                 }
                 Terminal.warn("sending documents unencrypted over http:// to \(host)")
             }
-            let vault = try await options.open()
-            let selected = try selection.records(in: vault, verb: "upload", sending: true)
+            let vault: VaultCore.Vault
+            if let opened { vault = opened } else { vault = try await options.open() }
             target.headers = headers.map { h in
                 let p = h.split(separator: ":", maxSplits: 1)
                 return (p[0].trimmingCharacters(in: .whitespaces), p[1].trimmingCharacters(in: .whitespaces))
@@ -232,27 +274,56 @@ extension VaultCommand {
             uploadOptions.shape = batching.shape
             uploadOptions.skipBad = skipBad
             uploadOptions.policy = RetryPolicy(retries: retries)
-            uploadOptions.newRun = newRun
-            uploadOptions.requireJournal = resume
+            // What a kill left in a journal only is recorded before anything is chosen.
+            try Uploader.recordConfirmedBatches(in: vault)
+            var freed = 0
+            if removeDelivered {
+                // A document goes once this destination and every required one confirmed it;
+                // those that qualify already (a kill after the confirmation, before the removal) go now.
+                let here = Destination.identity(of: target.url) ?? target.url
+                let required = vault.store.source == nil ? try DestinationList.load(vault).required.map(\.identity).filter { $0 != here } : []
+                uploadOptions.removeDelivered = true
+                uploadOptions.alsoRequired = required
+                let filter = try DeliveryFilter(.delivered([here] + required, olderThan: nil), vault: vault)
+                let ready = try vault.select(selection.selection).map(\.id).filter(filter.keeps)
+                if !ready.isEmpty { try vault.remove(ready) }
+                freed = ready.count
+            }
+            let runs = try plan(vault, options: uploadOptions, freed: freed)
             let renderer = ProgressRenderer(mode: progressOptions.resolved)
             let started = Date()
-            let summary: UploadSummary
-            do {
-                summary = try await Uploader(vault: vault, records: selected, options: uploadOptions, onEvent: renderer.handle).run()
-            } catch var e as VaultError {
+            var total: UploadSummary?
+            for run in runs {
+                var o = uploadOptions
+                o.newRun = newRun
+                o.requireJournal = run.resuming
+                let summary: UploadSummary
+                do {
+                    summary = try await Uploader(vault: vault, records: run.records, options: o, job: run.job, onEvent: renderer.handle).run()
+                } catch var e as VaultError {
+                    renderer.clear()
+                    if e.code == .notFound && resume && e.hint == nil { e.hint = "run the upload without --resume to start one" }
+                    throw e
+                } catch {
+                    renderer.clear()
+                    throw error
+                }
                 renderer.clear()
-                if e.code == .notFound && resume && e.hint == nil { e.hint = "run the upload without --resume to start one" }
-                throw e
-            } catch {
-                renderer.clear()
-                throw error
-            }
-            renderer.clear()
-            if summary.batches > summary.alreadyConfirmed {
-                vault.recordSent(.upload, selected, sentIDs: summary.documentIDs, destinations: [target.redacted],
-                                 skipped: summary.skipped, detail: "run \(summary.runID)")
+                total = total.map { Self.adding(summary, to: $0) } ?? summary
             }
             let seconds = Date().timeIntervalSince(started)
+            guard let summary = total else {
+                // Everything selected was delivered there before.
+                if result.json {
+                    Terminal.out(JSONOutput.line(Result(runId: "", target: target.redacted, batches: 0, alreadyConfirmed: 0, documents: 0,
+                                                        payloadBytes: 0, retries: 0, skipped: 0, resumedBytes: 0, seconds: 0)))
+                }
+                if progressOptions.printsSummary {
+                    Terminal.err(try vault.documentCount() == 0 ? "vault: nothing to send to \(target.redacted): the vault is empty"
+                                 : "vault: nothing new to send to \(target.redacted): it has confirmed every selected document (--all sends them again)")
+                }
+                return
+            }
             if result.json {
                 Terminal.out(JSONOutput.line(Result(runId: summary.runID, target: target.redacted, batches: summary.batches,
                                                     alreadyConfirmed: summary.alreadyConfirmed, documents: summary.documents,
@@ -269,11 +340,66 @@ extension VaultCommand {
                              Terminal.size(summary.payloadBytes), target.redacted, seconds, summary.retries, summary.retries == 1 ? "y" : "ies")
                 if sent > 0 && summary.alreadyConfirmed > 0 { line += "; resumed: \(summary.alreadyConfirmed) batch(es) were already confirmed" }
                 if summary.resumedBytes > 0 { line += "; \(Terminal.size(summary.resumedBytes)) the server already had were not sent again" }
+                if removeDelivered { line += "; each confirmed document was removed from the vault" }
                 Terminal.err(line)
             }
             if summary.skipped > 0 {
                 throw VaultError(.partial, "\(summary.skipped) damaged document(s) were left out", hint: "run 'vault verify' for details")
             }
+        }
+
+        /// One run to make: its documents, and whether it continues an interrupted one.
+        struct PlannedRun {
+            var records: [DocumentRecord]
+            var resuming: Bool
+            /// The interrupted run's job, when it continues one.
+            var job: String? = nil
+        }
+
+        /// The runs of this command. By default: an interrupted run of the same command to this
+        /// destination whose documents are all selected is finished first, as it was planned (no
+        /// batch sent twice, tus and S3 offsets kept); then one run of the selected documents the
+        /// destination has not confirmed. `--all` and `--new-run`: one run of the whole
+        /// selection; `--resume`: only the interrupted run.
+        /// - Parameter freed: documents `--remove-delivered` removed before planning (a selection
+        ///   they leave empty has nothing new, and is not an error).
+        func plan(_ vault: VaultCore.Vault, options: UploadOptions, freed: Int) throws -> [PlannedRun] {
+            let target = options.target
+            // An empty vault (or one the removal emptied) has nothing new: not an error.
+            let everything = selection.documents.isEmpty && selection.tag == nil
+            if freed > 0 || everything, try vault.select(selection.selection).isEmpty { return [] }
+            let selected = try selection.records(in: vault, verb: "upload", sending: true)
+            if all || newRun { return [PlannedRun(records: selected, resuming: resume)] }
+            var runs: [PlannedRun] = []
+            var resumed = Set<DocumentID>()
+            for run in try Uploader.interruptedRuns(in: vault, options: options, among: selected) {
+                runs.append(PlannedRun(records: run.records, resuming: true, job: run.job))
+                resumed.formUnion(run.records.map(\.id))
+            }
+            if resume {
+                if runs.isEmpty {
+                    throw VaultError(.notFound, "there is no interrupted upload of these documents to \(target.redacted)",
+                                     hint: "run the upload without --resume to start one")
+                }
+                return runs
+            }
+            let fresh = try vault.undelivered(selected.filter { !resumed.contains($0.id) }, to: target.url)
+            if !fresh.isEmpty { runs.append(PlannedRun(records: fresh, resuming: false)) }
+            return runs
+        }
+
+        static func adding(_ s: UploadSummary, to t: UploadSummary) -> UploadSummary {
+            var t = t
+            t.runID = s.runID
+            t.batches += s.batches
+            t.alreadyConfirmed += s.alreadyConfirmed
+            t.documents += s.documents
+            t.documentIDs += s.documentIDs
+            t.payloadBytes += s.payloadBytes
+            t.retries += s.retries
+            t.skipped += s.skipped
+            t.resumedBytes += s.resumedBytes
+            return t
         }
 
         /// `s3://BUCKET/PREFIX`, the store and credentials from the standard AWS variables:

@@ -86,7 +86,10 @@ extension VaultCommand.Uploads {
 
         func execute(_ options: GlobalOptions) async throws {
             try options.requireLocal()
-            let removed = try UploadJournals.prune(in: try options.unlock(), abandonedAfter: abandonedAfter * 86_400)
+            let vault = try options.unlock()
+            // What a journal alone says was confirmed goes into the ledger before the journal goes.
+            try Uploader.recordConfirmedBatches(in: vault)
+            let removed = try UploadJournals.prune(in: vault, abandonedAfter: abandonedAfter * 86_400)
             if json { Terminal.out(JSONOutput.line(VaultCommand.Uploads.Result(journals: nil, removed: removed))) }
             for e in removed where !json { Terminal.out("removed  \(e.job)  \(e.state.rawValue)  \(e.target)\n") }
             Terminal.err("vault: removed \(removed.count) upload journal\(removed.count == 1 ? "" : "s")")

@@ -1,0 +1,206 @@
+import Foundation
+
+/// A confirmed delivery of a document to a destination: one entry of the delivery ledger.
+///
+/// The ledger is not a file of its own: the history is its truth. Each batch a destination
+/// confirms is appended to the history as an `upload` record naming the batch's documents and
+/// the destination, and the index keeps one sealed row per document and destination
+/// (`index.db` table `deliveries`), so "was this document delivered there?" is one lookup
+/// (docs/FORMAT.md "Deliveries"). Upload records of earlier versions (one per run) count too.
+public struct Delivery: Codable, Sendable, Equatable {
+    /// Where it went (a destination's identity: ``Destination/identity(of:)``).
+    public var destination: String
+    /// The position of the history record that confirmed it.
+    public var record: Int
+    /// When it was confirmed (milliseconds since 1970).
+    public var timeMillis: Int64
+    /// What the record says of it (the run, the batch, the back office's answer).
+    public var detail: String?
+
+    public init(destination: String, record: Int, timeMillis: Int64, detail: String?) {
+        self.destination = destination
+        self.record = record
+        self.timeMillis = timeMillis
+        self.detail = detail
+    }
+
+    /// The time as a date.
+    public var date: Date { Date(timeIntervalSince1970: Double(timeMillis) / 1000) }
+}
+
+/// Destinations as the ledger knows them: what the user means by a place documents go.
+public enum Destination {
+    /// The identity of the destination at `url`: for `http(s)://` the URL with the scheme and
+    /// host in lower case, no default port, no user, query or fragment, and `/` for an empty
+    /// path; for `s3://BUCKET/PREFIX` the bucket and the prefix without surrounding slashes.
+    /// Nil for anything else.
+    public static func identity(of url: String) -> String? {
+        guard let c = URLComponents(string: url.trimmingCharacters(in: .whitespaces)), let scheme = c.scheme?.lowercased(),
+              let host = c.host, !host.isEmpty else { return nil }
+        switch scheme {
+        case "http", "https":
+            let port = c.port.flatMap { ($0 == 80 && scheme == "http") || ($0 == 443 && scheme == "https") ? nil : $0 }
+            let path = c.percentEncodedPath.isEmpty ? "/" : c.percentEncodedPath
+            return "\(scheme)://\(host.lowercased())\(port.map { ":\($0)" } ?? "")\(path)"
+        case "s3":
+            let prefix = c.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+            return prefix.isEmpty ? "s3://\(host)" : "s3://\(host)/\(prefix)"
+        default:
+            return nil
+        }
+    }
+
+    /// The identities a history record confirmed its documents at: those of an `upload`
+    /// record that did not fail (records of every version name the destination as scheme,
+    /// host, port and path).
+    static func confirmed(by record: HistoryRecord) -> [String] {
+        guard record.operation == .upload, record.outcome != .failed else { return [] }
+        return record.destinations.compactMap(identity(of:))
+    }
+}
+
+extension Vault {
+    /// Records that `destination` confirmed `documents` (one batch): an `upload` record in the
+    /// history, which the index turns into ledger rows in the same step. Called once the batch
+    /// is confirmed and its journal says so, before anything is removed on the strength of it.
+    public func recordDelivery(_ documents: [DocumentRecord], to destination: String, detail: String, now: Date = Date()) throws {
+        guard let identity = Destination.identity(of: destination) else {
+            throw VaultError(.usage, "'\(destination)' is not a destination URL")
+        }
+        try record(HistoryRecord(.upload, documents: documents.map(HistoryRecord.Document.init), destinations: [identity], detail: detail, now: now))
+    }
+
+    /// The first confirmed delivery of `id` at `destination`, if any (one lookup).
+    public func delivery(of id: DocumentID, to destination: String) throws -> Delivery? {
+        guard let identity = Destination.identity(of: destination) else { return nil }
+        return try withLedger { index in try index.delivery(of: id, to: identity) }
+    }
+
+    /// Every destination `id` was delivered to, oldest delivery first.
+    public func deliveries(of id: DocumentID) throws -> [Delivery] {
+        try withLedger { index in try index.deliveries(of: id) }.sorted { ($0.timeMillis, $0.destination) < ($1.timeMillis, $1.destination) }
+    }
+
+    /// Those of `records` (in their order) that `destination` has not confirmed.
+    public func undelivered(_ records: [DocumentRecord], to destination: String) throws -> [DocumentRecord] {
+        guard let identity = Destination.identity(of: destination) else {
+            throw VaultError(.usage, "'\(destination)' is not a destination URL")
+        }
+        return try withLedger { index in try records.filter { try index.delivery(of: $0.id, to: identity) == nil } }
+    }
+
+    /// Every ledger row, by destination: the documents delivered there (present or removed
+    /// since) with their first delivery.
+    public func ledger() throws -> [String: [DocumentID: Delivery]] {
+        try withLedger { index in
+            var out: [String: [DocumentID: Delivery]] = [:]
+            try index.forEachDelivery { id, d in out[d.destination, default: [:]][id] = d }
+            return out
+        }
+    }
+
+    /// Runs `body` on the index; when a ledger row does not open in its place (moved, edited or
+    /// forged by someone without the password), the ledger is derived from the history — its
+    /// truth — again, and `body` runs once more.
+    func withLedger<R>(_ body: (DocumentIndex) throws -> R) throws -> R {
+        do {
+            return try withIndex(body)
+        } catch is DocumentIndex.LedgerRowDamaged {
+            try store.withLock {
+                try withIndex(locked: true) { index in
+                    var state = try index.stateOrEmpty()
+                    (state.logCount, state.logEnd, state.logTag) = (0, 0, "")
+                    try index.write { try index.writeState(state) }
+                    _ = try historyWriter(index: index)
+                }
+            }
+            do {
+                return try withIndex(body)
+            } catch let e as DocumentIndex.LedgerRowDamaged {
+                throw VaultError(.vaultDamaged, "index.db's delivery row for \(e.id.hex) fails authentication")
+            }
+        }
+    }
+}
+
+/// The destinations a vault names (`destinations.vlt`, sealed): a short name for a place
+/// documents are delivered to (a back office's URL, an S3 bucket and prefix, a presign
+/// endpoint), how batches go there, and whether every document must reach it before it may
+/// be removed. Remotes (`remotes.vlt`) are the other kind of place: replicas of the vault.
+public struct DestinationList: Codable, Sendable, Equatable {
+    public struct Entry: Codable, Sendable, Equatable {
+        /// The short name.
+        public var name: String
+        /// The URL as given (`https://…`, `s3://BUCKET/PREFIX`, or the presign endpoint).
+        public var url: String
+        /// How batches go there (json, form, tus, s3, presigned-s3); nil for the default of the URL.
+        public var wire: String?
+        /// Every document must be confirmed here before removal by delivery frees it.
+        public var required: Bool
+
+        public init(name: String, url: String, wire: String? = nil, required: Bool = true) {
+            self.name = name
+            self.url = url
+            self.wire = wire
+            self.required = required
+        }
+
+        /// The ledger's identity of the destination.
+        public var identity: String { Destination.identity(of: url) ?? url }
+    }
+
+    public var destinations: [Entry] = []
+
+    public init() {}
+
+    static func path(_ store: VaultStore) -> String { store.root + "/destinations.vlt" }
+    static let role = "destinations.vlt"
+
+    /// The vault's destinations (none when it has no list).
+    /// - Throws: ``VaultError/Code/vaultDamaged`` for a list that does not open (edited,
+    ///   swapped, from another vault or sealed under a retired key).
+    public static func load(_ vault: Vault) throws -> DestinationList {
+        let path = path(vault.store)
+        guard FileSystem.kind(of: path) != .missing else { return DestinationList() }
+        let body = try vault.openState(try FileSystem.readFile(path, limit: 1 << 20), purpose: .destinations, role: role, what: path)
+        guard let list = try? JSONDecoder().decode(DestinationList.self, from: Data(body)) else {
+            throw VaultError(.vaultDamaged, "\(path) is not a valid destination list", remedy: .addDestinationsAgain)
+        }
+        return list
+    }
+
+    /// Writes the list crash-safely, sealed.
+    public func save(_ vault: Vault) throws {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        try AtomicFile.write(try vault.sealState(Array(try e.encode(self)), purpose: .destinations, role: Self.role), to: Self.path(vault.store))
+    }
+
+    /// True for a name a destination may have: 1-64 of letters, digits, `-`, `_`, `.`, not
+    /// starting with `.` (a URL is never a name: it has `:`).
+    public static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 64 && !name.hasPrefix(".")
+            && name.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || "-_.".unicodeScalars.contains($0) }
+    }
+
+    /// The destination `nameOrURL` means: a URL as it is (with the entry of that identity, if
+    /// one is named), else a named entry.
+    public func resolve(_ nameOrURL: String) throws -> (entry: Entry?, identity: String) {
+        if nameOrURL.contains("://") {
+            guard let identity = Destination.identity(of: nameOrURL) else {
+                throw VaultError(.usage, "'\(nameOrURL.prefix(200))' is not a destination URL (http://, https:// or s3://)")
+            }
+            return (destinations.first { $0.identity == identity }, identity)
+        }
+        guard let entry = destinations.first(where: { $0.name == nameOrURL }) else {
+            guard destinations.isEmpty else {
+                throw VaultError(.notFound, "no destination named '\(nameOrURL.prefix(64))'", hint: "known: \(destinations.map(\.name).joined(separator: ", "))")
+            }
+            throw VaultError(.notFound, "no destination named '\(nameOrURL.prefix(64))'", remedy: .addDestination)
+        }
+        return (entry, entry.identity)
+    }
+
+    /// The destinations every document must reach before removal by delivery frees it.
+    public var required: [Entry] { destinations.filter(\.required) }
+}

@@ -1,0 +1,141 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+
+extension VaultCommand {
+    /// `vault destination`: the places documents are delivered to.
+    struct Destinations: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "destination",
+            abstract: "List, add or remove the destinations documents are delivered to (back offices).",
+            discussion: """
+                A destination is a short name for where 'vault upload' delivers documents: an \
+                https:// URL, s3://BUCKET/PREFIX, or a presign endpoint. It is kept sealed in \
+                destinations.vlt in the vault folder (so this asks for the password: nobody without \
+                it can redirect an upload). The delivery ledger knows a destination by its URL \
+                (scheme, host, port and path), with or without a name. Remotes ('vault remote') are \
+                the other kind of place: replicas of the whole vault.
+
+                A destination is required unless added with --optional: 'vault remove --delivered' \
+                removes only documents every required destination confirmed.
+
+                Examples:
+                  vault destination add office https://backoffice.example/batches
+                  vault destination add archive s3://archive/station-3 --optional
+                  vault destination add inbox https://backoffice.example/upload.php --protocol form
+                  vault destination
+                  vault destination remove archive
+                """,
+            subcommands: [List.self, Add.self, Remove.self],
+            defaultSubcommand: List.self)
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var root: VaultCommand
+
+        var parentOptions: GlobalOptions { global.merged(with: root.global) }
+    }
+}
+
+extension VaultCommand.Destinations {
+    /// `vault destination list`.
+    struct List: VaultSubcommand {
+        static let configuration = CommandConfiguration(abstract: "List the destinations (the default).")
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Destinations
+        @OptionGroup var result: ResultOptions
+
+        /// `destination list --json`.
+        struct Result: Encodable { var destinations: [DestinationList.Entry] }
+
+        func run() async throws { try await run(parent: group.parentOptions) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            try options.requireLocal()
+            let list = try DestinationList.load(try options.unlock())
+            if result.json { Terminal.out(JSONOutput.line(Result(destinations: list.destinations))); return }
+            if list.destinations.isEmpty { Terminal.err("vault: no destinations (add one with 'vault destination add NAME URL')"); return }
+            for d in list.destinations {
+                Terminal.out("\(d.name)  \(d.url)" + (d.wire.map { "  (\($0))" } ?? "") + (d.required ? "" : "  optional") + "\n")
+            }
+        }
+    }
+
+    /// `vault destination add NAME URL`.
+    struct Add: VaultSubcommand {
+        static let configuration = CommandConfiguration(abstract: "Name a destination: an https:// URL, s3://BUCKET/PREFIX or a presign endpoint.")
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Destinations
+
+        @Argument(help: ArgumentHelp("The destination's name (letters, digits, '-', '_' and '.', up to 64).", valueName: "name"))
+        var name: String
+
+        @Argument(help: ArgumentHelp("Where batches go: http(s)://…, s3://BUCKET/PREFIX, or a presign endpoint with --protocol presigned-s3.", valueName: "url"))
+        var url: String
+
+        @Option(name: .customLong("protocol"), help: ArgumentHelp("How batches go there: json, form, tus, s3 or presigned-s3 (default: s3 for s3://, else json).", valueName: "protocol"))
+        var wire: String?
+
+        @Flag(help: "Documents need not reach this destination before 'vault remove --delivered' frees them.")
+        var optional = false
+
+        func run() async throws { try await run(parent: group.parentOptions) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            guard DestinationList.isValidName(name) else {
+                throw VaultError(.usage, "'\(Terminal.printable(name))' is not a destination name (letters, digits, '-', '_' and '.', up to 64)")
+            }
+            guard let identity = Destination.identity(of: url) else {
+                throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a destination URL (http://, https:// or s3://)")
+            }
+            if let wire, !["json", "form", "tus", "s3", "presigned-s3"].contains(wire) {
+                throw VaultError(.usage, "--protocol must be json, form, tus, s3 or presigned-s3, not '\(Terminal.printable(wire))'")
+            }
+            let s3URL = url.lowercased().hasPrefix("s3://")
+            if s3URL ? !(wire == nil || wire == "s3") : wire == "s3" {
+                throw VaultError(.usage, s3URL ? "an s3:// destination is sent by --protocol s3" : "--protocol s3 needs an s3://BUCKET/PREFIX URL (or use presigned-s3 with the presign endpoint)")
+            }
+            if let c = URLComponents(string: url), c.user != nil || c.password != nil {
+                throw VaultError(.usage, "put no credentials in a destination's URL; use VAULT_UPLOAD_TOKEN or VAULT_UPLOAD_USER/VAULT_UPLOAD_PASSWORD")
+            }
+            try options.requireLocal()
+            let vault = try options.unlock()
+            var list = try DestinationList.load(vault)
+            if list.destinations.contains(where: { $0.name == name }) {
+                throw VaultError(.alreadyExists, "a destination named '\(name)' exists", hint: "remove it first with 'vault destination remove \(name)'")
+            }
+            if let other = list.destinations.first(where: { $0.identity == identity }) {
+                throw VaultError(.alreadyExists, "\(identity) is the destination '\(other.name)' already")
+            }
+            list.destinations.append(.init(name: name, url: url, wire: wire, required: !optional))
+            try list.save(vault)
+            Terminal.err("vault: added destination \(name) → \(identity)" + (optional ? " (optional)" : ""))
+        }
+    }
+
+    /// `vault destination remove NAME`.
+    struct Remove: VaultSubcommand {
+        static let configuration = CommandConfiguration(abstract: "Forget a destination's name (its deliveries stay in the history).")
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Destinations
+
+        @Argument(help: ArgumentHelp("The destination's name.", valueName: "name"))
+        var name: String
+
+        func run() async throws { try await run(parent: group.parentOptions) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            try options.requireLocal()
+            let vault = try options.unlock()
+            var list = try DestinationList.load(vault)
+            guard let i = list.destinations.firstIndex(where: { $0.name == name }) else {
+                throw VaultError(.notFound, "no destination named '\(Terminal.printable(name))'")
+            }
+            list.destinations.remove(at: i)
+            try list.save(vault)
+            Terminal.err("vault: removed destination \(name) (its deliveries stay in the history)")
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+import VaultUpload
+
+extension VaultCommand {
+    /// `vault status`: what each destination has, from the delivery ledger.
+    struct Status: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show, per destination, how many documents it confirmed, how many are pending, its last delivery and unfinished uploads.",
+            discussion: """
+                Destinations are those named with 'vault destination add' and any URL the ledger \
+                has deliveries for. 'pending' counts the documents in the vault the destination has \
+                not confirmed; 'removed' those it confirmed that were removed since.
+
+                Examples:
+                  vault status
+                  vault status --json            (docs/schemas/status.schema.json)
+                """)
+
+        @OptionGroup var global: GlobalOptions
+        @ParentCommand var root: VaultCommand
+        @OptionGroup var result: ResultOptions
+
+        /// One destination's line.
+        struct Entry: Encodable {
+            var name: String?
+            var destination: String
+            var required: Bool
+            var delivered: Int
+            var pending: Int
+            var removed: Int
+            var lastDelivery: String?
+            var interruptedRuns: Int
+            var unconfirmedBatches: Int
+        }
+
+        /// `status --json`.
+        struct Result: Encodable {
+            var documents: Int
+            var undelivered: Int
+            var destinations: [Entry]
+        }
+
+        func run() async throws { try await run(parent: root.global) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            let vault = try await options.open()
+            if vault.store.source == nil { try Uploader.recordConfirmedBatches(in: vault) }
+            let list = vault.store.source == nil ? try DestinationList.load(vault) : DestinationList()
+            let ledger = try vault.ledger()
+            var present = Set<DocumentID>()
+            _ = try vault.forEachRecord { present.insert($0.id) }
+            let journals = vault.store.source == nil ? try UploadJournals.list(in: vault) : []
+            var identities = list.destinations.map(\.identity)
+            for d in ledger.keys.sorted() where !identities.contains(d) { identities.append(d) }
+            for j in journals where j.state == .interrupted {
+                if let d = Destination.identity(of: j.target), !identities.contains(d) { identities.append(d) }
+            }
+            let iso = ISO8601DateFormatter()
+            var entries: [Entry] = []
+            for identity in identities {
+                let entry = list.destinations.first { $0.identity == identity }
+                let rows = ledger[identity] ?? [:]
+                let delivered = rows.keys.filter { present.contains($0) }.count
+                let unfinished = journals.filter { $0.state == .interrupted && Destination.identity(of: $0.target) == identity }
+                entries.append(Entry(name: entry?.name, destination: identity, required: entry?.required ?? false, delivered: delivered,
+                                     pending: present.count - delivered, removed: rows.count - delivered,
+                                     lastDelivery: rows.values.map(\.timeMillis).max().map { iso.string(from: Date(timeIntervalSince1970: Double($0) / 1000)) },
+                                     interruptedRuns: unfinished.count, unconfirmedBatches: unfinished.reduce(0) { $0 + $1.batches - $1.confirmed }))
+            }
+            // Documents some required destination lacks (with none required: that no destination has).
+            let required = list.required.map(\.identity)
+            let undelivered = present.filter { id in
+                required.isEmpty ? !ledger.values.contains { $0[id] != nil } : required.contains { ledger[$0]?[id] == nil }
+            }.count
+            if result.json {
+                Terminal.out(JSONOutput.line(Result(documents: present.count, undelivered: undelivered, destinations: entries)))
+                return
+            }
+            var out = "\(present.count) document\(present.count == 1 ? "" : "s") in the vault, \(undelivered) not yet delivered"
+                + (required.isEmpty ? "" : " everywhere required") + "\n"
+            if entries.isEmpty { out += "no destinations yet: 'vault upload --url URL' delivers, 'vault destination add NAME URL' names one\n" }
+            for e in entries {
+                out += "\n\(e.name.map { "\($0)  " } ?? "")\(e.destination)\(e.name == nil ? "" : e.required ? "" : "  (optional)")\n"
+                out += "  delivered \(e.delivered), pending \(e.pending)" + (e.removed > 0 ? ", removed after delivery \(e.removed)" : "")
+                out += "; last delivery \(e.lastDelivery ?? "never")\n"
+                if e.interruptedRuns > 0 {
+                    out += "  \(e.interruptedRuns) interrupted upload\(e.interruptedRuns == 1 ? "" : "s"), \(e.unconfirmedBatches) batch\(e.unconfirmedBatches == 1 ? "" : "es") unconfirmed: 'vault upload' to it finishes \(e.interruptedRuns == 1 ? "it" : "them")\n"
+                }
+            }
+            Terminal.out(out)
+        }
+    }
+}

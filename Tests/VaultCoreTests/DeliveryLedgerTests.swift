@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+@testable import VaultCore
+
+/// The delivery ledger through VaultCore alone: deliveries recorded per document as history
+/// records, looked up by what the user means, migrated from earlier versions, and derived
+/// again from the history when the index's rows are tampered with.
+@Suite struct DeliveryLedgerTests {
+    static let office = "https://office.example/in"
+
+    @Test(arguments: [
+        ("HTTPS://Office.Example:443/in", "https://office.example/in"),
+        ("https://user:secret@office.example/in?token=abc#top", "https://office.example/in"),
+        ("http://127.0.0.1:80", "http://127.0.0.1/"),
+        ("http://127.0.0.1:8080/batches/", "http://127.0.0.1:8080/batches/"),
+        ("s3://archive//station-3/", "s3://archive/station-3"),
+        ("s3://archive", "s3://archive"),
+    ])
+    func aDestinationIsKnownByWhatTheUserMeans(url: String, identity: String) {
+        #expect(Destination.identity(of: url) == identity)
+    }
+
+    @Test func anythingButHTTPAndS3IsNoDestination() {
+        for url in ["ftp://host/x", "file:///tmp/x", "office", "https://", ""] { #expect(Destination.identity(of: url) == nil, "\(url)") }
+    }
+
+    @Test func eachConfirmedBatchIsOneHistoryRecordAndOneLookupPerDocument() throws {
+        let f = try ExportTests.Fixture(sizes: [10, 20, 30])
+        let (a, b, c) = (f.records[0], f.records[1], f.records[2])
+        try f.vault.recordDelivery([a, b], to: "HTTPS://Office.example:443/in?token=x", detail: "run r batch 1/1: 200",
+                                   now: Date(timeIntervalSince1970: 1_800_000_000))
+        let d = try #require(try f.vault.delivery(of: a.id, to: Self.office))
+        #expect(d.destination == Self.office && d.timeMillis == 1_800_000_000_000 && d.detail == "run r batch 1/1: 200")
+        #expect(try f.vault.delivery(of: c.id, to: Self.office) == nil)
+        #expect(try f.vault.delivery(of: a.id, to: "https://elsewhere.example/in") == nil)
+        #expect(try f.vault.undelivered(f.records, to: Self.office).map(\.id) == [c.id])
+        // The history says so: an upload record naming the batch and the destination's identity.
+        let last = try #require(try f.vault.history().entries.last?.record)
+        #expect(last.operation == .upload && last.documents.map(\.id) == [a.id.hex, b.id.hex] && last.destinations == [Self.office])
+        // A second confirmation keeps the first one's time.
+        try f.vault.recordDelivery([a], to: Self.office, detail: "run s batch 1/1: 200", now: Date(timeIntervalSince1970: 1_900_000_000))
+        #expect(try f.vault.delivery(of: a.id, to: Self.office)?.timeMillis == 1_800_000_000_000)
+        #expect(try f.vault.deliveries(of: a.id).count == 1)
+        #expect(try f.vault.ledger()[Self.office]?.count == 2)
+        #expect(throws: VaultError.self) { try f.vault.recordDelivery([a], to: "ftp://x/y", detail: "") }
+    }
+
+    @Test func runRecordsOfEarlierVersionsCountAndFailedOnesDoNot() throws {
+        let f = try ExportTests.Fixture(sizes: [10, 20])
+        let (a, b) = (f.records[0], f.records[1])
+        // One record per run, the target as scheme, host, port and path: as versions before the ledger wrote it.
+        try f.vault.record(HistoryRecord(.upload, documents: [HistoryRecord.Document(a)], destinations: ["http://127.0.0.1:8080/batches"], detail: "run 1c0e"))
+        try f.vault.record(HistoryRecord(.upload, outcome: .failed, documents: [HistoryRecord.Document(b)], destinations: ["http://127.0.0.1:8080/batches"]))
+        #expect(try f.vault.delivery(of: a.id, to: "http://127.0.0.1:8080/batches") != nil)
+        #expect(try f.vault.delivery(of: b.id, to: "http://127.0.0.1:8080/batches") == nil)
+    }
+
+    @Test func aVersion2IndexGainsTheLedgerFromTheHistoryWithoutReadingAnEnvelope() throws {
+        let f = try ExportTests.Fixture(sizes: [10, 20])
+        try f.vault.recordDelivery([f.records[0]], to: Self.office, detail: "run r batch 1/1: 200")
+        // index.db as version 2 left it: no ledger table.
+        try f.vault.withIndex { index in try index.db.execute("DROP TABLE deliveries; PRAGMA user_version = 2") }
+        let reopened = try f.vault.store.unlock(password: TestKeys.password())
+        #expect(try reopened.delivery(of: f.records[0].id, to: Self.office) != nil)
+        #expect(try reopened.delivery(of: f.records[1].id, to: Self.office) == nil)
+        #expect(try reopened.withIndex { try $0.db.statement("PRAGMA user_version").first { $0.int64(0) } } == 3)
+        #expect(try reopened.records().records.count == 2)
+    }
+
+    @Test func ledgerRowsMovedOrForgedWithoutThePasswordAreDerivedAgainFromTheHistory() throws {
+        let f = try ExportTests.Fixture(sizes: [10, 20, 30])
+        let (a, b, c) = (f.records[0], f.records[1], f.records[2])
+        try f.vault.recordDelivery([a, b], to: Self.office, detail: "run r batch 1/1: 200")
+        // c "delivered" by a copy of a's row under c's id, as an attacker with the folder could write it.
+        try f.vault.withIndex { index in
+            try index.db.execute("INSERT INTO deliveries (destination, id, record) SELECT destination, x'\(c.id.hex)', record FROM deliveries WHERE id = x'\(a.id.hex)'")
+        }
+        #expect(try f.vault.undelivered(f.records, to: Self.office).map(\.id) == [c.id], "the forged row is not believed")
+        #expect(try f.vault.ledger()[Self.office].map { Set($0.keys) } == [a.id, b.id])
+        // A row deleted: the document looks undelivered until the ledger is derived again; never the reverse.
+        try f.vault.withIndex { index in try index.db.execute("DELETE FROM deliveries WHERE id = x'\(b.id.hex)'") }
+        #expect(try f.vault.delivery(of: b.id, to: Self.office) == nil)
+    }
+
+    @Test func anAuditWithADeliveryPolicyNamesWhatWasRemovedBeforeItsDelivery() throws {
+        let f = try ExportTests.Fixture(sizes: [10, 20, 30])
+        let (a, b, c) = (f.records[0], f.records[1], f.records[2])
+        try f.vault.recordDelivery([a], to: Self.office, detail: "run r batch 1/1: 200")
+        try f.vault.remove([a.id, b.id])
+        try f.vault.recordDelivery([c], to: Self.office, detail: "run s batch 1/1: 200")
+        #expect(try f.vault.audit().findings.isEmpty)
+        let findings = try f.vault.audit(requireDelivered: [Self.office]).findings
+        #expect(findings.map(\.code) == [.removedUndelivered] && findings.first?.document == b.id.hex, "\(findings)")
+    }
+}
