@@ -161,10 +161,34 @@ public final class Uploader: @unchecked Sendable {
                                wire: options.wireDescription, limits: options.limits)
     }
 
+    /// An interrupted run that is still worth finishing: one whose unconfirmed batches hold no
+    /// document its destination has confirmed since (through another run) — finishing one that
+    /// does would deliver that document twice. The others are left to `prune`.
+    static func unfinished(_ journal: UploadJournal, in vault: Vault) throws -> (unsent: [DocumentID], batches: Int)? {
+        let open = journal.batches.filter { $0.status != .complete }
+        let unsent = open.flatMap(\.documents).compactMap(DocumentID.init(hex:))
+        guard !open.isEmpty, try unsent.allSatisfy({ try vault.delivery(of: $0, to: journal.target) == nil }) else { return nil }
+        return (unsent, open.count)
+    }
+
+    /// The interrupted runs still worth finishing (``unfinished(_:in:)``), by destination
+    /// identity: how many, and their unconfirmed batches.
+    public static func unfinishedRuns(in vault: Vault) throws -> [String: (runs: Int, batches: Int)] {
+        var out: [String: (runs: Int, batches: Int)] = [:]
+        for entry in try UploadJournals.list(in: vault) where entry.state == .interrupted {
+            guard let journal = try? UploadJournal.load(from: vault, job: entry.job), let identity = Destination.identity(of: journal.target),
+                  let left = try unfinished(journal, in: vault) else { continue }
+            let now = out[identity] ?? (0, 0)
+            out[identity] = (now.runs + 1, now.batches + left.batches)
+        }
+        return out
+    }
+
     /// The interrupted runs `options` would finish, among `selected`: runs of the same command
     /// (URL, method, wire format, limits) whose unconfirmed batches hold only selected
-    /// documents, with the selected documents of each (those of confirmed batches may have been
-    /// removed since: they are not sent again). Journals that do not open are left alone.
+    /// documents, none confirmed since by another run, with the selected documents of each
+    /// (those of confirmed batches may have been removed since: they are not sent again).
+    /// Journals that do not open are left alone.
     public static func interruptedRuns(in vault: Vault, options: UploadOptions, among selected: [DocumentRecord]) throws
         -> [(job: String, records: [DocumentRecord])] {
         let spec = try spec(vault: vault, options: options)
@@ -172,10 +196,9 @@ public final class Uploader: @unchecked Sendable {
         var runs: [(job: String, records: [DocumentRecord])] = []
         var taken = Set<DocumentID>()
         for entry in try UploadJournals.list(in: vault) where entry.state == .interrupted {
-            guard let journal = try? UploadJournal.load(from: vault, job: entry.job) else { continue }
+            guard let journal = try? UploadJournal.load(from: vault, job: entry.job), let left = try unfinished(journal, in: vault) else { continue }
             let ids = Set(journal.batches.flatMap(\.documents).compactMap(DocumentID.init(hex:)) + journal.skipped.compactMap { DocumentID(hex: $0.id) })
-            let unsent = journal.batches.filter { $0.status != .complete }.flatMap(\.documents).compactMap(DocumentID.init(hex:))
-            guard unsent.allSatisfy({ chosen[$0] != nil }), taken.isDisjoint(with: ids) else { continue }
+            guard left.unsent.allSatisfy({ chosen[$0] != nil }), taken.isDisjoint(with: ids) else { continue }
             let records = selected.filter { ids.contains($0.id) }
             if let s = journal.spec {
                 guard s == spec else { continue }

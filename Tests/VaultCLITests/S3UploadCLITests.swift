@@ -221,6 +221,21 @@ import Glibc
         }
         let wrong = s.run(["upload", "--presign-url", server.url, "--new-run"], env: ["VAULT_UPLOAD_TOKEN": "wrong"])
         #expect(wrong.status == 76 && wrong.stderr.hasPrefix("vault: the presign endpoint refused the credentials (401"))
+        guard expires > 60 else { return }
+        // The endpoint as a named destination: the ledger knows it by its URL, so only what is new goes.
+        #expect(s.run("destination", "add", "office", server.url, "--protocol", "presigned-s3").status == 0)
+        s.write("new.txt", .random(500, seed: 4242))
+        #expect(s.run("add", "new.txt").status == 0)
+        let before = server.entries.count
+        // The refused run left a journal of every document; finishing it would send them twice: it is not.
+        let status = try JSONSerialization.jsonObject(with: Data(s.run("status", "--json").stdout)) as? [String: Any]
+        let office = (status?["destinations"] as? [[String: Any]])?.first
+        #expect(office?["pending"] as? Int == 1 && office?["interruptedRuns"] as? Int == 0, "\(String(describing: status))")
+        let named = s.run(["upload", "--to", "office", "--json"], env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
+        #expect(named.status == 0, "\(named.stderr)")
+        let result = try JSONSerialization.jsonObject(with: Data(named.stdout)) as? [String: Any]
+        #expect(result?["documents"] as? Int == 1 && result?["batches"] as? Int == 1, "\(named.out)")
+        #expect(server.entries.dropFirst(before).compactMap { $0["path"] as? String } == ["/create", "/complete"])
     }
 
     /// A broken back office: URLs already expired (its clock is behind) or with an altered

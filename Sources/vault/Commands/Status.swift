@@ -51,23 +51,21 @@ extension VaultCommand {
             let ledger = try vault.ledger()
             var present = Set<DocumentID>()
             _ = try vault.forEachRecord { present.insert($0.id) }
-            let journals = vault.store.source == nil ? try UploadJournals.list(in: vault) : []
+            let unfinished = vault.store.source == nil ? try Uploader.unfinishedRuns(in: vault) : [:]
             var identities = list.destinations.map(\.identity)
             for d in ledger.keys.sorted() where !identities.contains(d) { identities.append(d) }
-            for j in journals where j.state == .interrupted {
-                if let d = Destination.identity(of: j.target), !identities.contains(d) { identities.append(d) }
-            }
+            for d in unfinished.keys.sorted() where !identities.contains(d) { identities.append(d) }
             let iso = ISO8601DateFormatter()
             var entries: [Entry] = []
             for identity in identities {
                 let entry = list.destinations.first { $0.identity == identity }
                 let rows = ledger[identity] ?? [:]
                 let delivered = rows.keys.filter { present.contains($0) }.count
-                let unfinished = journals.filter { $0.state == .interrupted && Destination.identity(of: $0.target) == identity }
+                let left = unfinished[identity] ?? (0, 0)
                 entries.append(Entry(name: entry?.name, destination: identity, required: entry?.required ?? false, delivered: delivered,
                                      pending: present.count - delivered, removed: rows.count - delivered,
                                      lastDelivery: rows.values.map(\.timeMillis).max().map { iso.string(from: Date(timeIntervalSince1970: Double($0) / 1000)) },
-                                     interruptedRuns: unfinished.count, unconfirmedBatches: unfinished.reduce(0) { $0 + $1.batches - $1.confirmed }))
+                                     interruptedRuns: left.runs, unconfirmedBatches: left.batches))
             }
             // Documents some required destination lacks (with none required: that no destination has).
             let required = list.required.map(\.identity)
