@@ -84,7 +84,10 @@ final class TusSender: BatchSender, @unchecked Sendable {
 
     /// Creates the batch's upload; its URL must be on the upload URL's origin.
     private func create(_ a: BatchAttempt) async throws -> Located {
-        let metadata = [("filename", a.fileName), ("run", a.runID), ("batch", a.label)]
+        // filename and filetype as tus-js-client and Uppy send them (some servers want them on a
+        // resume), name and type as Uppy's own, then vault's run and batch.
+        let metadata = [("filename", a.fileName), ("filetype", "application/json"), ("name", a.fileName), ("type", "application/json"),
+                        ("run", a.runID), ("batch", a.label)]
             .map { "\($0.0) \(Data($0.1.utf8).base64EncodedString())" }.joined(separator: ",")
         let created = try await transport.request("POST", url: nil, headers: base + [
             ("Upload-Length", String(a.length)), ("Upload-Metadata", metadata),

@@ -6,11 +6,11 @@ struct SelectionOptions: ParsableArguments {
     @Argument(help: ArgumentHelp("Documents (default: all), by id prefix or name.", valueName: "id-or-name"))
     var documents: [String] = []
 
-    @Option(help: "Only documents with this tag.")
-    var tag: String?
+    @Option(name: .customLong("tag"), help: ArgumentHelp("Only documents with this tag; repeat for documents with any of several.", valueName: "tag"))
+    var tags: [String] = []
 
     /// What the arguments select.
-    var selection: DocumentSelection { DocumentSelection(queries: documents, tag: tag) }
+    var selection: DocumentSelection { DocumentSelection(queries: documents, tags: tags) }
 
     /// The selected records in stable order (oldest first); at least one.
     /// - Throws: ``VaultError/Code/notFound`` when nothing is selected; resolution errors.

@@ -49,6 +49,18 @@ import Glibc
         if checksums == "," {
             #expect(!tus.log.contains("Checksum mismatch"))
         }
+        // The server kept the metadata tus-js-client and Uppy send (filename, filetype), beside vault's own.
+        let batch = try #require((s.journal()?["batches"] as? [[String: Any]])?.first)
+        let url = try #require(batch["tusURL"] as? String)
+        let head = s.shell("python3 -c 'import sys, urllib.request as u; r = u.urlopen(u.Request(sys.argv[1], method=\"HEAD\", headers={\"Tus-Resumable\": \"1.0.0\"})); print(\"upload-metadata: \" + r.headers[\"Upload-Metadata\"])' '\(url)'")
+        let line = try #require(head.out.split(separator: "\n").first { $0.lowercased().hasPrefix("upload-metadata:") }, "\(head.out) \(head.stderr)")
+        var metadata: [String: String] = [:]
+        for pair in line.dropFirst("upload-metadata:".count).split(separator: ",") {
+            let kv = pair.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1)
+            metadata[String(kv[0])] = kv.count > 1 ? Data(base64Encoded: String(kv[1])).map { String(decoding: $0, as: UTF8.self) } : ""
+        }
+        #expect(metadata["filename"] == "batch-0001.json" && metadata["filetype"] == "application/json", "\(metadata)")
+        #expect(metadata["name"] == "batch-0001.json" && metadata["type"] == "application/json" && metadata["batch"] == "1/2", "\(metadata)")
     }
 
     @Test func aServerKilledMidPatchAndRestartedIsResumedFromItsOffset() throws {

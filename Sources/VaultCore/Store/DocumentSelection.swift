@@ -1,20 +1,25 @@
 /// Which documents a command works on: those named (unique id prefixes of at least 4 hex
-/// digits, or exact names), those with a tag, or all. The one place `list`, `get`, `remove`,
+/// digits, or exact names), those with any of some tags, or all. The one place `list`, `get`, `remove`,
 /// `verify`, `export` and `upload` resolve what the user typed. Pure: it works on the records.
 public struct DocumentSelection: Sendable, Equatable {
     /// Id prefixes or names; empty means every document.
     public var queries: [String]
-    /// Only documents with this tag.
-    public var tag: String?
+    /// Only documents with at least one of these tags (none: no tag filter).
+    public var tags: [String]
 
     /// A selection; the default selects every document.
-    public init(queries: [String] = [], tag: String? = nil) {
+    public init(queries: [String] = [], tags: [String] = []) {
         self.queries = queries
-        self.tag = tag
+        self.tags = tags
+    }
+
+    /// A selection of the documents named, with `tag` when given.
+    public init(queries: [String] = [], tag: String?) {
+        self.init(queries: queries, tags: tag.map { [$0] } ?? [])
     }
 
     /// The selected records, in the order of `records` (stable order: oldest first), each once.
-    /// Naming documents and a tag selects the named documents that have the tag.
+    /// Naming documents and tags selects the named documents that have one of the tags.
     /// - Throws: ``VaultError/Code/notFound`` for a query that matches nothing, or a tag that no
     ///   selected document has; ``VaultError/Code/ambiguous`` for a query that matches several.
     public func apply(to records: [DocumentRecord]) throws -> [DocumentRecord] {
@@ -32,13 +37,20 @@ public struct DocumentSelection: Sendable, Equatable {
                 byID[r.id] = r
             }
             selected = Array(byID.values).stableOrder()
-            if let tag { selected = selected.filter { $0.metadata.tags.contains(tag) } }
-        } else if let tag {
-            selected = try catalog.records(tagged: tag)
+            if !tags.isEmpty { selected = selected.filter { !Set($0.metadata.tags).isDisjoint(with: tags) } }
+        } else if tags.count == 1 {
+            selected = try catalog.records(tagged: tags[0])
+        } else if !tags.isEmpty {
+            var byID: [DocumentID: DocumentRecord] = [:]
+            for tag in Set(tags) { for r in try catalog.records(tagged: tag) { byID[r.id] = r } }
+            selected = Array(byID.values).stableOrder()
         } else {
             selected = try catalog.allRecords()
         }
-        if let tag, selected.isEmpty { throw VaultError(.notFound, "no documents have the tag '\(tag)'") }
+        if !tags.isEmpty, selected.isEmpty {
+            throw VaultError(.notFound, tags.count == 1 ? "no documents have the tag '\(tags[0])'"
+                                                        : "no documents have any of the tags " + tags.map { "'\($0)'" }.joined(separator: ", "))
+        }
         return selected
     }
 

@@ -115,9 +115,9 @@ public final class Vault: @unchecked Sendable {
             try body(r)
         }
         func pass(_ index: DocumentIndex) throws {
-            if !selection.queries.isEmpty {
+            if !selection.queries.isEmpty || selection.tags.count > 1 {
                 for r in try selection.apply(to: IndexCatalog(index: index)) { try visit(r, index) }
-            } else if let tag = selection.tag {
+            } else if let tag = selection.tags.first {
                 var any = false
                 try index.forEach(tagged: tag) { any = true; try visit($0, index) }
                 if !any { throw VaultError(.notFound, "no documents have the tag '\(tag)'") }

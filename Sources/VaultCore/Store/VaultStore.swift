@@ -75,14 +75,20 @@ public struct VaultStore: Sendable {
         return vault
     }
 
-    /// Fails unless a vault can be made at `root`: a missing folder whose parent exists, or an
-    /// empty folder. Nothing is created.
-    func checkCanCreate() throws {
+    /// Fails unless a vault can be made at `root`: a missing folder (missing parents are made
+    /// too) under a folder this user can write in, or an empty folder. Nothing is created.
+    public func checkCanCreate() throws {
         switch FileSystem.kind(of: root) {
         case .missing:
-            let parent = FileSystem.directory(of: root)
-            guard FileSystem.kind(of: parent) == .directory else {
-                throw VaultError(.notFound, "cannot create a vault in \(root): \(parent) does not exist")
+            // Missing parents are made too (0700): the nearest one that exists
+            // must be a folder this user can write in.
+            var ancestor = FileSystem.directory(of: root)
+            while FileSystem.kind(of: ancestor) == .missing && ancestor != "/" && ancestor != "." { ancestor = FileSystem.directory(of: ancestor) }
+            guard FileSystem.kind(of: ancestor) == .directory else {
+                throw VaultError(.alreadyExists, "cannot create a vault in \(root): \(ancestor) is not a directory")
+            }
+            guard FileManager.default.isWritableFile(atPath: ancestor) else {
+                throw VaultError(.io, "cannot create a vault in \(root): \(ancestor) is not writable")
             }
         case .directory:
             if exists { throw VaultError(.alreadyExists, "a vault already exists at \(root)") }
@@ -99,7 +105,13 @@ public struct VaultStore: Sendable {
     /// last (its presence is what makes the folder a vault). The one way a vault comes to be,
     /// new or as a replica.
     func establish(_ vault: Vault, first record: HistoryRecord, config: [UInt8], random: any RandomSource) throws {
-        if FileSystem.kind(of: root) == .missing { try FileSystem.makeDirectory(root) } else {
+        if FileSystem.kind(of: root) == .missing {
+            var missing: [String] = []
+            var dir = FileSystem.directory(of: root)
+            while FileSystem.kind(of: dir) == .missing && dir != "/" && dir != "." { missing.insert(dir, at: 0); dir = FileSystem.directory(of: dir) }
+            for parent in missing { try FileSystem.makeDirectory(parent) }
+            try FileSystem.makeDirectory(root)
+        } else {
             try FileSystem.setPermissions(root, .ownerReadWriteExecute)
         }
         try FileSystem.makeDirectory(objectsPath)

@@ -9,7 +9,9 @@ extension VaultCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create a new, empty vault.",
             discussion: """
-                Asks for the password twice on a terminal. The directory must not exist or must be empty.
+                Asks for the password twice on a terminal. The directory must not exist (missing \
+                parent folders are made, 0700) or must be empty; that is checked before the password \
+                is asked. There is no way to recover the documents without the password.
 
                 Examples:
                   vault init                      # asks for the password twice
@@ -29,9 +31,12 @@ extension VaultCommand {
             try options.requireLocal()
             let store = options.store
             if store.exists { throw VaultError(.alreadyExists, "a vault already exists at \(store.root)") }
+            // Everything that can be checked is, before the password is asked for.
+            try store.checkCanCreate()
             let password = try PasswordReader.read(file: options.passwordFile, confirm: true)
             let vault = try store.create(password: password, kdf: kdf.parameters)
             Terminal.err("vault: created \(store.root) (Argon2id \(kdf.rawValue), id \(vault.id.prefix(12)))")
+            Terminal.err("vault: keep the password safe: without it the documents cannot be recovered, by anyone")
         }
     }
 }

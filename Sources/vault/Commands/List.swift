@@ -25,8 +25,8 @@ extension VaultCommand {
         @Flag(help: "Print a JSON array of objects with id, name, contentType, size, sha256, added and tags.")
         var json = false
 
-        @Option(help: "Only documents with this tag.")
-        var tag: String?
+        @Option(name: .customLong("tag"), help: ArgumentHelp("Only documents with this tag; repeat for documents with any of several.", valueName: "tag"))
+        var tags: [String] = []
 
         @Flag(help: "Only documents a destination has not confirmed: the one --to names, else any required destination ('vault destination'), else every destination.")
         var undelivered = false
@@ -77,8 +77,8 @@ extension VaultCommand {
                 let all = sink
                 sink = { r in if filter.keeps(r.id) { all(r) } }
             }
-            if let tag {
-                for r in try vault.select(DocumentSelection(tag: tag)) { sink(r) }
+            if !tags.isEmpty {
+                for r in try vault.select(DocumentSelection(tags: tags)) { sink(r) }
                 unreadable = try vault.unreadableObjects()
             } else {
                 unreadable = try vault.forEachRecord(sink)

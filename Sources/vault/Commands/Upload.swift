@@ -366,7 +366,7 @@ extension VaultCommand {
         func plan(_ vault: VaultCore.Vault, options: UploadOptions, freed: Int) throws -> [PlannedRun] {
             let target = options.target
             // An empty vault (or one the removal emptied) has nothing new: not an error.
-            let everything = selection.documents.isEmpty && selection.tag == nil
+            let everything = selection.documents.isEmpty && selection.tags.isEmpty
             if freed > 0 || everything, try vault.select(selection.selection).isEmpty { return [] }
             let selected = try selection.records(in: vault, verb: "upload", sending: true)
             if all || newRun { return [PlannedRun(records: selected, resuming: resume)] }

@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+import VaultTestSupport
+
+/// Friction a first week of use turned up, on the built binary: the first run, repeated
+/// options.
+@Suite struct DailyUseCLITests {
+    @Test func initOnAFreshAccountMakesTheMissingFoldersPrivateAndWarnsOnceAboutThePassword() throws {
+        let s = Sandbox()
+        let home = s.path("home")   // does not exist: a fresh account without ~/.local/share
+        let r = s.run(["init", "--kdf", "interactive"], env: ["HOME": home, "VAULT_DIR": nil, "XDG_DATA_HOME": nil])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.hasPrefix("vault: created \(home)/.local/share/vault (Argon2id interactive, id "), "\(r.stderr)")
+        #expect(r.stderr.components(separatedBy: "without it the documents cannot be recovered").count == 2, "said once: \(r.stderr)")
+        for dir in [home, home + "/.local", home + "/.local/share", home + "/.local/share/vault"] {
+            let mode = try FileManager.default.attributesOfItem(atPath: dir)[.posixPermissions] as? Int
+            #expect(mode == 0o700, "\(dir): \(String(mode ?? 0, radix: 8))")
+        }
+        #expect(s.run(["list"], env: ["HOME": home, "VAULT_DIR": nil, "XDG_DATA_HOME": nil]).status == 0)
+    }
+
+    @Test func initChecksTheFolderBeforeAskingForThePassword() throws {
+        let s = Sandbox()
+        try FileManager.default.createDirectory(atPath: s.path("busy"), withIntermediateDirectories: true)
+        s.write("busy/keep.txt", [1])
+        s.write("file.txt", [1])
+        // No password anywhere and no terminal: a prompt would fail differently.
+        let busy = s.run(["init"], env: ["VAULT_DIR": s.path("busy"), "VAULT_PASSWORD": nil])
+        #expect(busy.status == 73 && busy.stderr.hasPrefix("vault: \(s.path("busy")) exists and is not empty\n"), "\(busy.stderr)")
+        let under = s.run(["init"], env: ["VAULT_DIR": s.path("file.txt/vault"), "VAULT_PASSWORD": nil])
+        #expect(under.status == 73 && under.stderr.hasPrefix("vault: cannot create a vault in \(s.path("file.txt/vault")): \(s.path("file.txt")) is not a directory\n"),
+                "\(under.stderr)")
+    }
+
+    @Test func repeatedTagsSelectTheDocumentsWithAnyOfThem() throws {
+        let s = Sandbox()
+        s.initVault()
+        var ids: [String: String] = [:]
+        for (name, tags) in [("a", ["dmg"]), ("b", ["big"]), ("c", ["dmg", "big"]), ("d", ["other"])] {
+            let r = s.run(["add", "-", "--name", name] + tags.flatMap { ["--tag", $0] }, stdin: .random(100, seed: UInt64(name.unicodeScalars.first!.value)))
+            try #require(r.status == 0, "\(r.stderr)")
+            ids[name] = r.out.trimmingCharacters(in: .newlines)
+        }
+        func names(_ r: CLIResult) -> [String] {
+            ((try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        }
+        #expect(names(s.run("list", "--tag", "dmg", "--tag", "big", "--json")) == ["a", "b", "c"])
+        #expect(names(s.run("list", "--tag", "big", "--json")) == ["b", "c"])
+        let exported = s.run("export", "--tag", "dmg", "--tag", "big", "--out", "-")
+        let files = ((try? JSONSerialization.jsonObject(with: Data(exported.stdout))) as? [String: Any])?["Files"] as? [[String: Any]] ?? []
+        #expect(files.compactMap { $0["Name"] as? String } == ["a", "b", "c"], "\(exported.stderr)")
+        // Named documents and tags: the named ones with any of the tags.
+        let named = s.run("export", "a", "b", "d", "--tag", "dmg", "--tag", "other", "--out", "-")
+        let some = ((try? JSONSerialization.jsonObject(with: Data(named.stdout))) as? [String: Any])?["Files"] as? [[String: Any]] ?? []
+        #expect(some.compactMap { $0["Name"] as? String } == ["a", "d"])
+        let none = s.run("list", "--tag", "nope", "--tag", "none")
+        #expect(none.status == 3 && none.stderr == "vault: no documents have any of the tags 'nope', 'none'\n", "\(none.stderr)")
+    }
+}
