@@ -32,6 +32,31 @@ import VaultTestSupport
                 "\(under.stderr)")
     }
 
+    @Test func exportChecksItsFolderFirstMakesMissingOnesAndLeavesNoneBehindWhenItFails() throws {
+        let s = Sandbox()
+        s.initVault()
+        s.write("a.txt", .random(70_000, seed: 61))
+        let added = s.run("add", "a.txt")
+        try #require(added.status == 0)
+        // Missing folders are made (0700), parents too.
+        let deep = s.run("export", "--out", "new/deeper/outbox", "-q")
+        #expect(deep.status == 0, "\(deep.stderr)")
+        #expect(FileManager.default.fileExists(atPath: s.path("new/deeper/outbox/batch-0001.json")))
+        #expect((try FileManager.default.attributesOfItem(atPath: s.path("new/deeper"))[.posixPermissions] as? Int) == 0o700)
+        // A folder holding batches is refused before the password is asked (there is none here).
+        let again = s.run(["export", "--out", "new/deeper/outbox"], env: ["VAULT_PASSWORD": nil])
+        #expect(again.status == 73 && again.stderr.hasPrefix("vault: new/deeper/outbox already holds batch-0001.json"), "\(again.stderr)")
+        // A failed export into a new folder leaves no folder behind.
+        let id = added.out.trimmingCharacters(in: .newlines)
+        let object = s.path("vault/objects/\(id).vlt")
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: object)))
+        bytes[bytes.count / 2] ^= 1
+        try Data(bytes).write(to: URL(fileURLWithPath: object))
+        let failed = s.run("export", "--out", "fresh/outbox", "-q")
+        #expect(failed.status == 65, "\(failed.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: s.path("fresh")), "no empty folder is left behind")
+    }
+
     @Test func repeatedTagsSelectTheDocumentsWithAnyOfThem() throws {
         let s = Sandbox()
         s.initVault()

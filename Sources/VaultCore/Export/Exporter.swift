@@ -328,21 +328,27 @@ public final class Exporter {
     /// step. An error stops the run with the unfinished batches `failed`; an interrupt (see
     /// ``Interrupts``) with them `interrupted`. A run that completed no batch leaves no manifest.
     public func write(toDirectory directory: String) throws -> ExportSummary {
-        try prepare(directory)
+        let created = try prepare(directory)
         let manifest = ManifestFile(path: directory + "/" + ManifestFile.name, plan: plan, runId: runID,
                                     created: ISO8601DateFormatter().string(from: Date()), shape: options.shape.rawValue,
                                     batchSize: options.limits.documents, maxBytes: options.limits.bytes)
+        // Folders this run made, innermost first: a run that leaves nothing in them leaves no folder.
+        let made = created.reversed().map { $0 }
         // Registered before the manifest exists, so no interrupt can leave it unmarked.
-        let interrupt = Interrupts.register { manifest.finish(as: .interrupted, holdingLock: true) }
+        let interrupt = Interrupts.register {
+            manifest.finish(as: .interrupted, holdingLock: true)
+            for dir in made { FileSystem.removeIfEmpty(dir) }
+        }
         defer { Interrupts.unregister(interrupt) }
-        try manifest.write()
-        started()
         do {
+            try manifest.write()
+            started()
             for index in 1...plan.batchCount { try writeBatch(try batch(index), in: directory, manifest: manifest) }
             try manifest.flush()
             Platform.releaseFreeMemory()   // before the summary and the history record, which name every document
         } catch {
             manifest.finish(as: .failed, holdingLock: false)
+            for dir in made { FileSystem.removeIfEmpty(dir) }
             throw error
         }
         let summary = ExportSummary(runID: runID, batches: manifest.batches)
@@ -350,14 +356,21 @@ public final class Exporter {
         return summary
     }
 
-    /// Checks the folder (creating it if missing), sweeps temporary files killed exports left,
-    /// and with `force` removes the batch files and manifest of earlier runs, so the folder never
-    /// holds a batch file its manifest does not list.
-    private func prepare(_ directory: String) throws {
+    /// Checks an output folder without changing anything (what a command does before it asks
+    /// for the password): a missing folder (and missing parents) can be made; an existing one
+    /// must be a writable folder holding no batch files or manifest of an earlier run, unless
+    /// `force`. Returns the earlier run's files.
+    @discardableResult
+    public static func checkOutput(_ directory: String, force: Bool) throws -> [String] {
         switch FileSystem.kind(of: directory) {
         case .missing:
-            try FileSystem.makeDirectory(directory)
-            return
+            var ancestor = FileSystem.directory(of: directory)
+            while FileSystem.kind(of: ancestor) == .missing && ancestor != "/" && ancestor != "." { ancestor = FileSystem.directory(of: ancestor) }
+            guard FileSystem.kind(of: ancestor) == .directory else { throw VaultError(.usage, "\(ancestor) is not a directory") }
+            guard Platform.isWritable(ancestor) else {
+                throw VaultError(.io, "cannot create \(directory): \(ancestor) is not writable", hint: "nothing was exported")
+            }
+            return []
         case .directory:
             guard Platform.isWritable(directory) else {
                 throw VaultError(.io, "cannot write to \(directory): permission denied", hint: "nothing was exported")
@@ -365,14 +378,24 @@ public final class Exporter {
         default:
             throw VaultError(.usage, "\(directory) is not a directory")
         }
-        AtomicFile.sweep(directory)
         let earlier = try FileSystem.list(directory).filter { $0 == ManifestFile.name || ExportBatch.isFileName($0) }.sorted()
-        guard !earlier.isEmpty else { return }
-        guard options.force else {
+        if !earlier.isEmpty && !force {
             throw VaultError(.alreadyExists, "\(directory) already holds \(earlier.prefix(3).joined(separator: ", "))\(earlier.count > 3 ? ", …" : "")")
         }
+        return earlier
+    }
+
+    /// Checks the folder (creating it and missing parents, 0700), sweeps temporary files killed
+    /// exports left, and with `force` removes the batch files and manifest of earlier runs, so
+    /// the folder never holds a batch file its manifest does not list. Returns the folders made.
+    private func prepare(_ directory: String) throws -> [String] {
+        try Self.checkOutput(directory, force: options.force)
+        if FileSystem.kind(of: directory) == .missing { return try FileSystem.makeDirectories(directory) }
+        AtomicFile.sweep(directory)
+        let earlier = try Self.checkOutput(directory, force: options.force)
         for name in earlier { try FileSystem.remove(directory + "/" + name) }
-        try FileSystem.syncDirectory(directory)
+        if !earlier.isEmpty { try FileSystem.syncDirectory(directory) }
+        return []
     }
 
     private func started() {

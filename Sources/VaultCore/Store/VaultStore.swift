@@ -106,11 +106,7 @@ public struct VaultStore: Sendable {
     /// new or as a replica.
     func establish(_ vault: Vault, first record: HistoryRecord, config: [UInt8], random: any RandomSource) throws {
         if FileSystem.kind(of: root) == .missing {
-            var missing: [String] = []
-            var dir = FileSystem.directory(of: root)
-            while FileSystem.kind(of: dir) == .missing && dir != "/" && dir != "." { missing.insert(dir, at: 0); dir = FileSystem.directory(of: dir) }
-            for parent in missing { try FileSystem.makeDirectory(parent) }
-            try FileSystem.makeDirectory(root)
+            try FileSystem.makeDirectories(root)
         } else {
             try FileSystem.setPermissions(root, .ownerReadWriteExecute)
         }

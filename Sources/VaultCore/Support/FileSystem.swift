@@ -20,6 +20,25 @@ public enum FileSystem {
         do { try Platform.makeDirectory(path, permissions: permissions) } catch { throw VaultError.posix("cannot create directory", path, error) }
     }
 
+    /// Creates a directory and any missing parents (each with `permissions`); returns the
+    /// folders it made, outermost first.
+    @discardableResult
+    public static func makeDirectories(_ path: String, permissions: FilePermissions = .ownerReadWriteExecute) throws -> [String] {
+        var missing: [String] = []
+        var dir = path
+        while kind(of: dir) == .missing && !dir.isEmpty && dir != "/" && dir != "." {
+            missing.insert(dir, at: 0)
+            dir = directory(of: dir)
+        }
+        for d in missing { try makeDirectory(d, permissions: permissions) }
+        return missing
+    }
+
+    /// Removes `path` if it is an empty directory; anything in it keeps it.
+    public static func removeIfEmpty(_ path: String) {
+        try? Platform.removeEmptyDirectory(path)
+    }
+
     /// Sets a path's permissions.
     public static func setPermissions(_ path: String, _ permissions: FilePermissions) throws {
         do { try Platform.setPermissions(path, permissions) } catch { throw VaultError.posix("cannot set permissions on", path, error) }

@@ -107,6 +107,11 @@ enum Platform {
         guard systemUnlink(path) == 0 || errno == ENOENT else { throw lastError }
     }
 
+    /// Removes an empty directory (a folder with anything in it stays: ENOTEMPTY).
+    static func removeEmptyDirectory(_ path: String) throws(Errno) {
+        guard rmdir(path) == 0 || errno == ENOENT else { throw lastError }
+    }
+
     /// Creates a directory with exactly `permissions` (whatever the umask).
     static func makeDirectory(_ path: String, permissions: FilePermissions) throws(Errno) {
         guard mkdir(path, permissions.rawValue) == 0 else { throw lastError }

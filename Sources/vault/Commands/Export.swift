@@ -64,8 +64,15 @@ extension VaultCommand {
             if toStdout && Terminal.isTTY(1) {
                 throw VaultError(.usage, "refusing to write the payload to a terminal", hint: "redirect standard output, or use --out DIR")
             }
-            if !toStdout, ![.missing, .directory].contains(FileSystem.kind(of: out)) {
-                throw VaultError(.usage, "--out \(out) is not a directory", hint: "give a folder, or - for standard output")
+            if !toStdout {
+                // The folder is checked before the password is asked for.
+                do {
+                    try VaultCore.Exporter.checkOutput(out, force: force)
+                } catch var e as VaultError {
+                    if e.code == .alreadyExists { e.hint = "use --force to replace them, or another --out folder" }
+                    if e.code == .usage { e = VaultError(.usage, "--out " + e.message, hint: "give a folder, or - for standard output") }
+                    throw e
+                }
             }
             let vault = try await options.open()
             var exportOptions = ExportOptions()
