@@ -15,11 +15,15 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Read the password from this file (one trailing newline is ignored) instead of $VAULT_PASSWORD or a prompt.", valueName: "file"), completion: .file())
     var passwordFile: String?
 
+    @Option(name: .long, help: ArgumentHelp("Run this command and take what it prints as the password (a password manager's CLI; split into words like a shell's, nothing expanded), instead of $VAULT_PASSWORD or $VAULT_PASSWORD_COMMAND.", valueName: "command"))
+    var passwordCommand: String?
+
     /// These options, with any unset value taken from `outer` (the options given before the command name).
     func merged(with outer: GlobalOptions) -> GlobalOptions {
         var m = self
         m.vault = vault ?? outer.vault
         m.passwordFile = passwordFile ?? outer.passwordFile
+        m.passwordCommand = passwordCommand ?? outer.passwordCommand
         m.cacheSize = cacheSize ?? outer.cacheSize
         return m
     }
@@ -58,7 +62,7 @@ struct GlobalOptions: ParsableArguments {
         if case .local = target { return try unlock() }
         // The store's credentials are checked before the password is asked.
         let connection = try S3Environment.connection(purpose: "--vault \(vault ?? environment("VAULT_DIR") ?? "")")
-        let pw = try PasswordReader.read(file: passwordFile)
+        let pw = try PasswordReader.read(file: passwordFile, command: passwordCommand)
         let location: RemoteLocation
         switch target {
         case .local: preconditionFailure("internal error: a local vault is opened above")
@@ -97,7 +101,7 @@ struct GlobalOptions: ParsableArguments {
         try requireLocal()
         let store = self.store
         _ = try store.unlockCheckExists()
-        let password = try PasswordReader.read(file: passwordFile)
+        let password = try PasswordReader.read(file: passwordFile, command: passwordCommand)
         return try store.unlock(password: password)
     }
 
@@ -106,7 +110,7 @@ struct GlobalOptions: ParsableArguments {
         try requireLocal()
         let store = self.store
         _ = try store.unlockCheckExists()
-        return PendingVault(store: store, password: try PasswordReader.read(file: passwordFile))
+        return PendingVault(store: store, password: try PasswordReader.read(file: passwordFile, command: passwordCommand))
     }
 }
 

@@ -3,7 +3,8 @@ import SystemPackage
 import VaultCore
 
 /// Gets the vault password without it ever passing through argv or a Swift `String`:
-/// `--password-file FILE`, else `VAULT_PASSWORD`, else a no-echo prompt on the terminal.
+/// `--password-file FILE`, else `--password-command CMD`, else `VAULT_PASSWORD`, else
+/// `VAULT_PASSWORD_COMMAND`, else a no-echo prompt on the terminal.
 enum PasswordReader {
     static let maxLength = 4096
 
@@ -11,6 +12,8 @@ enum PasswordReader {
     struct Source {
         /// The environment variable.
         var variable: String
+        /// The environment variable naming a command that prints the password.
+        var commandVariable: String { variable + "_COMMAND" }
         /// The option naming a file.
         var fileOption: String
         /// The prompt on the terminal.
@@ -28,13 +31,21 @@ enum PasswordReader {
     /// The password, read from the first source that is present: the file, the environment
     /// variable (taken out of the environment at start), or a no-echo prompt.
     /// - Parameter confirm: ask twice on a terminal (vault creation).
-    static func read(file: String?, from source: Source = .vault, confirm: Bool = false) throws -> SecretBytes {
+    /// - Parameter command: a command given on the command line (`--password-command`).
+    static func read(file: String?, command: String? = nil, from source: Source = .vault, confirm: Bool = false) throws -> SecretBytes {
         let password: SecretBytes
+        if file != nil && command != nil {
+            throw VaultError(.usage, "give a password file or a password command, not both")
+        }
         if let file {
             password = try fromFile(file)
+        } else if let command {
+            password = try fromCommand(command, named: "the password command")
         } else if let env = EnvironmentSecrets.value(source.variable) {
             guard env.count <= maxLength else { throw VaultError(.usage, "\(source.variable) is longer than \(maxLength) bytes") }
             password = env
+        } else if let command = ProcessInfo.processInfo.environment[source.commandVariable], !command.isEmpty {
+            password = try fromCommand(command, named: source.commandVariable)
         } else {
             password = try fromTerminal(source, confirm: confirm)
         }
@@ -61,11 +72,84 @@ enum PasswordReader {
         return try SecretBytes(copying: UnsafeRawBufferPointer(rebasing: buffer[0..<end]))
     }
 
+    /// What a password manager's command prints on standard output, without one trailing
+    /// newline. The command line is split into words like a shell's, without one: `'…'` and
+    /// `"…"` quote, `\` escapes the next character; nothing is expanded. The program is looked up
+    /// on `PATH` unless it holds a `/`. Its standard input and error are vault's (so it can ask on
+    /// the terminal); its output goes only into wiped memory, never to a log or a message.
+    static func fromCommand(_ command: String, named what: String) throws -> SecretBytes {
+        guard let words = splitWords(command), let program = words.first else {
+            throw VaultError(.usage, "\(what) is empty or has an unmatched quote")
+        }
+        guard let executable = resolve(program) else { throw VaultError(.notFound, "\(what): '\(program)' was not found on PATH") }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = Array(words.dropFirst())
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        do { try process.run() } catch { throw VaultError(.usage, "\(what): cannot run '\(program)': \(error.localizedDescription)") }
+        let reader = SystemPackage.FileDescriptor(rawValue: pipe.fileHandleForReading.fileDescriptor)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength + 2, alignment: 1)
+        defer { buffer.initializeMemory(as: UInt8.self, repeating: 0); buffer.deallocate() }
+        var n = 0
+        var overflow = false
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+        defer { scratch.initializeMemory(as: UInt8.self, repeating: 0); scratch.deallocate() }
+        while true {
+            let k = (try? reader.read(into: n < buffer.count ? UnsafeMutableRawBufferPointer(rebasing: buffer[n...]) : scratch)) ?? 0
+            if k == 0 { break }
+            if n < buffer.count { n += k } else { overflow = true }
+        }
+        process.waitUntilExit()
+        guard process.terminationReason == .exit && process.terminationStatus == 0 else {
+            throw VaultError(.usage, "\(what) failed (\(process.terminationReason == .exit ? "exit status \(process.terminationStatus)" : "killed by signal \(process.terminationStatus)")); nothing was unlocked")
+        }
+        if overflow || n > maxLength + 1 { throw VaultError(.usage, "\(what) printed more than \(maxLength) bytes") }
+        var end = n
+        if end > 0 && buffer[end - 1] == 0x0A { end -= 1; if end > 0 && buffer[end - 1] == 0x0D { end -= 1 } }
+        return try SecretBytes(copying: UnsafeRawBufferPointer(rebasing: buffer[0..<end]))
+    }
+
+    /// `command` as words, as a shell would split it without expanding anything; nil for an
+    /// unmatched quote. Written by hand: Foundation has no such splitter, and a shell would
+    /// expand what the user did not mean to.
+    static func splitWords(_ command: String) -> [String]? {
+        var words: [String] = []
+        var word = ""
+        var inWord = false
+        var quote: Character?
+        var escaped = false
+        for c in command {
+            if escaped { word.append(c); escaped = false; inWord = true; continue }
+            if let q = quote {
+                if c == q { quote = nil } else if c == "\\" && q == "\"" { escaped = true } else { word.append(c) }
+                continue
+            }
+            switch c {
+            case "\\": escaped = true; inWord = true
+            case "'", "\"": quote = c; inWord = true
+            case " ", "\t", "\n":
+                if inWord { words.append(word); word = ""; inWord = false }
+            default: word.append(c); inWord = true
+            }
+        }
+        if quote != nil || escaped { return nil }
+        if inWord { words.append(word) }
+        return words
+    }
+
+    /// The program's path: as given when it holds a `/`, else the first executable on `PATH`.
+    static func resolve(_ program: String) -> String? {
+        if program.contains("/") { return FileManager.default.isExecutableFile(atPath: program) ? program : nil }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/\(program)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
     private static func fromTerminal(_ source: Source, confirm: Bool) throws -> SecretBytes {
         guard let tty = Platform.openControllingTerminal() else {
             throw VaultError(.usage, source.what == "vault" ? "no password given and no terminal to ask on"
                                                              : "no \(source.what) password given and no terminal to ask on",
-                             hint: "set \(source.variable) or pass \(source.fileOption) FILE")
+                             hint: "set \(source.variable) or \(source.commandVariable), or pass \(source.fileOption) FILE")
         }
         defer { try? tty.close() }
         let first = try prompt(tty, source.prompt)

@@ -57,6 +57,33 @@ import VaultTestSupport
         #expect(!FileManager.default.fileExists(atPath: s.path("fresh")), "no empty folder is left behind")
     }
 
+    @Test func passwordsComeFromAPasswordManagersCommandWithoutAShell() throws {
+        let s = Sandbox()
+        s.initVault()
+        s.write("a.txt", .random(100, seed: 91))
+        #expect(s.run("add", "a.txt").status == 0)
+        let noPassword: [String: String?] = ["VAULT_PASSWORD": nil]
+        // Quoted words, no shell: '$HOME' stays as written, and one trailing newline is dropped.
+        let right = noPassword.merging(["VAULT_PASSWORD_COMMAND": "printf '%s\\n' 'correct horse battery'"]) { _, b in b }
+        let listed = s.run(["list", "--json"], env: right)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(!listed.stderr.contains("correct horse") && !listed.out.contains("correct horse"))
+        let option = s.run(["--password-command", "printf %s \"correct horse battery\"", "list"], env: noPassword)
+        #expect(option.status == 0, "\(option.stderr)")
+        let wrong = s.run(["list"], env: noPassword.merging(["VAULT_PASSWORD_COMMAND": "printf '%s' '$HOME'"]) { _, b in b })
+        #expect(wrong.status == 77, "\(wrong.stderr)")
+        let failing = s.run(["list"], env: noPassword.merging(["VAULT_PASSWORD_COMMAND": "sh -c 'exit 3'"]) { _, b in b })
+        #expect(failing.status == 64 && failing.stderr.hasPrefix("vault: VAULT_PASSWORD_COMMAND failed (exit status 3); nothing was unlocked\n"), "\(failing.stderr)")
+        let missing = s.run(["list"], env: noPassword.merging(["VAULT_PASSWORD_COMMAND": "no-such-manager get vault"]) { _, b in b })
+        #expect(missing.status == 3 && missing.stderr.hasPrefix("vault: VAULT_PASSWORD_COMMAND: 'no-such-manager' was not found on PATH\n"), "\(missing.stderr)")
+        let unmatched = s.run(["--password-command", "printf 'x", "list"], env: noPassword)
+        #expect(unmatched.status == 64 && unmatched.stderr.hasPrefix("vault: the password command is empty or has an unmatched quote\n"), "\(unmatched.stderr)")
+        // The new password of passwd, from its own command.
+        let changed = s.run(["passwd", "--kdf", "interactive"], env: right.merging(["VAULT_NEW_PASSWORD_COMMAND": "printf 'a new one'"]) { _, b in b })
+        #expect(changed.status == 0, "\(changed.stderr)")
+        #expect(s.run(["list"], env: ["VAULT_PASSWORD": "a new one"]).status == 0)
+    }
+
     @Test func repeatedTagsSelectTheDocumentsWithAnyOfThem() throws {
         let s = Sandbox()
         s.initVault()

@@ -36,7 +36,7 @@ extension VaultCommand {
             if store.exists { throw VaultError(.alreadyExists, "a vault already exists at \(store.root)", hint: "use 'vault pull' to update it") }
             let client = try S3Environment.connection(purpose: "vault clone").client(timeout: transfer.timeout)
             defer { Task { await client.shutdown() } }
-            let password = try PasswordReader.read(file: options.passwordFile)
+            let password = try PasswordReader.read(file: options.passwordFile, command: options.passwordCommand)
             let start = Date()
             let report = try await transfer.run(location, label: "clone") { progress in
                 try await Replicator.clone(location, client: client, into: store, password: password, parallel: transfer.parallel, progress: progress).1

@@ -33,7 +33,7 @@ extension VaultCommand {
             if store.exists { throw VaultError(.alreadyExists, "a vault already exists at \(store.root)") }
             // Everything that can be checked is, before the password is asked for.
             try store.checkCanCreate()
-            let password = try PasswordReader.read(file: options.passwordFile, confirm: true)
+            let password = try PasswordReader.read(file: options.passwordFile, command: options.passwordCommand, confirm: true)
             let vault = try store.create(password: password, kdf: kdf.parameters)
             Terminal.err("vault: created \(store.root) (Argon2id \(kdf.rawValue), id \(vault.id.prefix(12)))")
             Terminal.err("vault: keep the password safe: without it the documents cannot be recovered, by anyone")
