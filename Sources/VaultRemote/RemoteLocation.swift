@@ -98,10 +98,7 @@ public struct RemoteList: Codable, Sendable, Equatable {
     }
 
     /// True for a name a remote may have: 1-64 of letters, digits, `-`, `_`, `.`, not starting with `.`.
-    public static func isValidName(_ name: String) -> Bool {
-        !name.isEmpty && name.count <= 64 && !name.hasPrefix(".")
-            && name.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || "-_.".unicodeScalars.contains($0) }
-    }
+    public static func isValidName(_ name: String) -> Bool { DestinationList.isValidName(name) }
 
     /// The location `nameOrURL` names: an `s3://` URL as it is, else a remote's name; with
     /// nil, the vault's only remote.

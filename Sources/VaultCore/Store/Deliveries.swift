@@ -177,7 +177,7 @@ public struct DestinationList: Codable, Sendable, Equatable {
     }
 
     /// True for a name a destination may have: 1-64 of letters, digits, `-`, `_`, `.`, not
-    /// starting with `.` (a URL is never a name: it has `:`).
+    /// starting with `.` (a URL is never a name: it has `:`). The same rule as a remote's.
     public static func isValidName(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 64 && !name.hasPrefix(".")
             && name.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || "-_.".unicodeScalars.contains($0) }
