@@ -26,6 +26,8 @@ enum Hints {
             e.hint = "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN"
         case .storeUnavailable:
             e.hint = "check AWS_ENDPOINT_URL and the network"
+        case .io where e.message.contains("permission denied") || e.message.contains("read-only file system") || e.message.contains("readonly database"):
+            e.hint = "this user cannot write there: is the vault folder read-only (or on a read-only file system)?"
         default:
             break
         }

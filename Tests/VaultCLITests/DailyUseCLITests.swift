@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 import VaultTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Friction a first week of use turned up, on the built binary: the first run, repeated
 /// options.
@@ -82,6 +85,35 @@ import VaultTestSupport
         let changed = s.run(["passwd", "--kdf", "interactive"], env: right.merging(["VAULT_NEW_PASSWORD_COMMAND": "printf 'a new one'"]) { _, b in b })
         #expect(changed.status == 0, "\(changed.stderr)")
         #expect(s.run(["list"], env: ["VAULT_PASSWORD": "a new one"]).status == 0)
+    }
+
+    @Test func aReadOnlyVaultSendsNothingItsHistoryCannotRecord() throws {
+        let s = Sandbox()
+        chmod(s.dir, 0o711)
+        let box = s.path("box")
+        try FileManager.default.createDirectory(atPath: box, withIntermediateDirectories: true)
+        s.write("box/a.txt", .random(300, seed: 97))
+        for p in [box, box + "/a.txt"] { chown(p, 65534, 65534) }
+        let env: [String: String?] = ["VAULT_DIR": box + "/v", "HOME": box]
+        #expect(s.runAsNobody(["init", "--kdf", "interactive"], env: env).status == 0)
+        #expect(s.runAsNobody(["add", box + "/a.txt"], env: env).status == 0)
+        // The history read-only to its owner: reading works, sending does not.
+        chmod(box + "/v/log.vlt", 0o400)
+        let list = s.runAsNobody(["list"], env: env)
+        #expect(list.status == 0, "reading still works: \(list.stderr)")
+        let export = s.runAsNobody(["export", "--out", box + "/out"], env: env)
+        #expect(export.status == 74 && export.stderr.hasPrefix("vault: the history cannot be recorded: \(box)/v/log.vlt is not writable; nothing was sent\n"),
+                "\(export.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: box + "/out"))
+        let receiver = Receiver(in: s)
+        let upload = s.runAsNobody(["upload", "--url", receiver.url], env: env.merging(["VAULT_UPLOAD_TOKEN": "test-token"]) { _, b in b })
+        #expect(upload.status == 74 && upload.stderr.contains("nothing was sent"), "\(upload.stderr)")
+        #expect(receiver.log.isEmpty, "no request was made")
+        // The whole folder read-only: a change fails with a hint that says why.
+        chmod(box + "/v", 0o500)
+        defer { chmod(box + "/v", 0o700) }
+        let remove = s.runAsNobody(["remove", "a.txt"], env: env)
+        #expect(remove.status == 74 && remove.stderr.contains("vault: hint: this user cannot write there"), "\(remove.stderr)")
     }
 
     @Test func repeatedTagsSelectTheDocumentsWithAnyOfThem() throws {

@@ -627,6 +627,16 @@ extension Vault {
         }
     }
 
+    /// Fails unless this process can append to the history: the vault folder (where the log's
+    /// heads are replaced), the log and the index must be writable. What a command that sends
+    /// documents checks first, so that nothing goes out that the history cannot record.
+    public func checkHistoryWritable() throws {
+        for path in [store.root, store.root + "/log.vlt", store.root + "/" + DocumentIndex.fileName]
+            where FileSystem.kind(of: path) != .missing && !Platform.isWritable(path) {
+            throw VaultError(.io, "the history cannot be recorded: \(path) is not writable")
+        }
+    }
+
     /// Appends `record` to the history, under the writer lock.
     /// - Returns: the new head.
     @discardableResult

@@ -75,6 +75,7 @@ extension VaultCommand {
                 }
             }
             let vault = try await options.open()
+            try vault.refuseUnrecordedSend()
             var exportOptions = ExportOptions()
             exportOptions.limits = batching.limits
             exportOptions.shape = batching.shape

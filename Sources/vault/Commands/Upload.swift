@@ -265,6 +265,7 @@ extension VaultCommand {
             }
             let vault: VaultCore.Vault
             if let opened { vault = opened } else { vault = try await options.open() }
+            try vault.refuseUnrecordedSend()
             target.headers = headers.map { h in
                 let p = h.split(separator: ":", maxSplits: 1)
                 return (p[0].trimmingCharacters(in: .whitespaces), p[1].trimmingCharacters(in: .whitespaces))
