@@ -26,11 +26,18 @@ enum Hints {
             e.hint = "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN"
         case .storeUnavailable:
             e.hint = "check AWS_ENDPOINT_URL and the network"
-        case .io where e.message.contains("permission denied") || e.message.contains("read-only file system") || e.message.contains("readonly database"):
-            e.hint = "this user cannot write there: is the vault folder read-only (or on a read-only file system)?"
         default:
             break
         }
+        return e
+    }
+
+    /// For a command that changes the vault: an I/O error that says the vault cannot be
+    /// written gets a hint saying so.
+    static func readOnlyVault(_ error: any Error) -> any Error {
+        guard var e = error as? VaultError, e.code == .io, e.hint == nil,
+              ["permission denied", "read-only file system", "readonly database"].contains(where: e.message.contains) else { return error }
+        e.hint = "this user cannot write to the vault folder: is it read-only (or on a read-only file system)?"
         return e
     }
 

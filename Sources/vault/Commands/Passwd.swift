@@ -32,6 +32,10 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
+            do { try changing(options) } catch { throw Hints.readOnlyVault(error) }
+        }
+
+        private func changing(_ options: GlobalOptions) throws {
             let vault = try options.unlock()
             let newPassword = try PasswordReader.read(file: newPasswordFile, from: .newPassword, confirm: true)
             let started = Date()

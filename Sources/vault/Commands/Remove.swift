@@ -55,6 +55,10 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
+            do { try removing(options) } catch { throw Hints.readOnlyVault(error) }
+        }
+
+        private func removing(_ options: GlobalOptions) throws {
             let vault = try options.unlock()
             var ids = documents.isEmpty ? [] : try vault.select(DocumentSelection(queries: documents)).map(\.id)
             if delivered || deliveredTo != nil {
