@@ -7,9 +7,9 @@ import Testing
     static let password: [String: String?] = ["VAULT_PASSWORD": "legacy fixture password"]
 
     /// A copy of the fixture vault in a new sandbox, as `vault/` (files 0600, folders 0700).
-    static func copy() throws -> Sandbox {
+    static func copy(_ fixture: String = "vault-1") throws -> Sandbox {
         let s = Sandbox()
-        let source = Sandbox.repository.appendingPathComponent("Fixtures/legacy/vault-1").path
+        let source = Sandbox.repository.appendingPathComponent("Fixtures/legacy/\(fixture)").path
         try FileManager.default.copyItem(atPath: source, toPath: s.path("vault"))
         for name in FileManager.default.enumerator(atPath: s.path("vault"))!.allObjects as! [String] {
             let path = s.path("vault/" + name)
@@ -70,5 +70,33 @@ import Testing
         let audit = s.run(["audit"], env: Self.password)
         #expect(audit.status == 65 && audit.out.contains("log-missing"), "\(audit.out)")
         #expect(!s.run(["log", "--json"], env: Self.password).out.contains("\"op\":\"begin\""))
+    }
+
+    /// A vault written by the version before the delivery ledger (`Fixtures/legacy/vault-2-ledger`,
+    /// index.db version 2, one `upload` record per run): its upload counts as deliveries at once.
+    @Test func aVaultOfTheVersionBeforeTheLedgerKnowsWhatItDelivered() throws {
+        let s = try Self.copy("vault-2-ledger")
+        let env: [String: String?] = ["VAULT_PASSWORD": "ledger fixture password"]
+        let office = "http://127.0.0.1:47001/batches"
+        let list = s.run(["list", "--json"], env: env)
+        #expect(list.status == 0, "\(list.stderr)")
+        let names = (Self.json(list) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        #expect(names == ["empty.txt", "a report (final) é.txt", "notes.txt", "later.txt"])
+        let notes = Array(try Data(contentsOf: Sandbox.repository.appendingPathComponent("Fixtures/documents/notes.txt")))
+        #expect(s.run(["get", "notes.txt"], env: env).stdout == notes)
+        #expect(s.run(["get", "empty.txt"], env: env).stdout.isEmpty)
+        #expect(s.run(["get", "a report (final) é.txt"], env: env).out == "first document\n")
+        let delivered = s.run(["list", "--delivered-to", office, "--json"], env: env)
+        #expect((Self.json(delivered) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String } == ["empty.txt", "a report (final) é.txt", "notes.txt"])
+        let pending = s.run(["list", "--undelivered", "--to", office, "--json"], env: env)
+        #expect((Self.json(pending) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String } == ["later.txt"])
+        let status = Self.json(s.run(["status", "--json"], env: env)) as? [String: Any]
+        let entry = (status?["destinations"] as? [[String: Any]])?.first
+        #expect(entry?["destination"] as? String == office && entry?["delivered"] as? Int == 3 && entry?["pending"] as? Int == 1, "\(String(describing: status))")
+        #expect(s.run(["audit", "--deep", "--require-delivered", office], env: env).status == 0)
+        let freed = s.run(["remove", "--delivered-to", office, "--json"], env: env)
+        #expect(Set((Self.json(freed) as? [String: Any])?["removed"] as? [String] ?? [])
+                == ["5ab1dd1866d4c3f2862bc1d0c8be4400", "e6e12c9efb413eb8f2aae5cc3f4f1b00", "84aead89a57e4840ca7f69bc4c157212"])
+        #expect(s.objects == ["aedf6da49b36c98b1cf26e5d747a2bf9.vlt"], "only the undelivered document stays")
     }
 }
