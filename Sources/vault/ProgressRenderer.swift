@@ -159,7 +159,7 @@ final class ProgressRenderer: @unchecked Sendable {
         case .started(_, let batches, _, let bytes, let confirmed, let resumed):
             total = bytes
             batch = (confirmed, batches)
-            if resumed { say("vault: resuming: \(confirmed) of \(batches) batches already confirmed") }
+            if resumed { say("vault: resuming: \(confirmed) of \(Plural.count(batches, "batch")) already confirmed") }
         case .attempt(let b, let n, let attempt, _, _):
             batch = (b, n)
             label = attempt > 1 ? "upload, attempt \(attempt)" : "upload"

@@ -183,7 +183,7 @@ import Testing
         #expect(v.status == 65)
         #expect(v.out.contains("DAMAGED  \(badID)  bad.bin: chunk 3 failed authentication\n"))
         #expect(v.out.contains("verified 2 documents: 1 ok, 1 damaged; index ok"))
-        #expect(v.stderr == "vault: 1 of 2 documents are damaged\nvault: hint: restore the damaged documents from a backup and remove them here\n")
+        #expect(v.stderr == "vault: 1 of 2 documents is damaged\nvault: hint: restore the damaged documents from a backup and remove them here\n")
         let json = try JSONSerialization.jsonObject(with: Data(s.run("verify", "--json").stdout)) as! [String: Any]
         #expect(json["damaged"] as? Int == 1 && json["ok"] as? Int == 1)
 

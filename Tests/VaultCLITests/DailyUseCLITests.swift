@@ -141,4 +141,56 @@ import Glibc
         let none = s.run("list", "--tag", "nope", "--tag", "none")
         #expect(none.status == 3 && none.stderr == "vault: no documents have any of the tags 'nope', 'none'\n", "\(none.stderr)")
     }
+
+    /// The newest history record, from `vault log --json`.
+    static func lastRecord(_ s: Sandbox) -> [String: Any]? {
+        let log = s.run("log", "--json")
+        let records = ((try? JSONSerialization.jsonObject(with: Data(log.stdout))) as? [String: Any])?["records"] as? [[String: Any]]
+        return records?.last
+    }
+
+    @Test func anAddThatStopsAfterStoringSomeFilesSaysWhatWasAddedAndExitsPartial() throws {
+        let s = Sandbox()
+        s.initVault()
+        s.write("r1.txt", Array("first".utf8))
+        s.write("r3m.bin", .random(3 << 20, seed: 3))
+        s.write("r4.txt", Array("fourth".utf8))
+        // A file-size limit of 1 MiB: r1 is stored, r3m cannot be written, r4 is not tried.
+        let r = s.run(["add", "r1.txt", "r3m.bin", "r4.txt"], fileSizeLimitKiB: 1024)
+        #expect(r.status == 2, "\(r.stderr)")
+        let ids = r.out.split(separator: "\n").map(String.init)
+        #expect(ids.count == 1)
+        #expect(r.stderr.hasPrefix("vault: cannot add r3m.bin: cannot write \(s.path("vault/objects/"))"), "\(r.stderr)")
+        #expect(r.stderr.hasSuffix(": file too large for this file system or limit\n"
+                                   + "vault: hint: 1 of 3 files were added (their ids are above); 2 were not (1 more file not tried)\n"), "\(r.stderr)")
+        #expect(!r.stderr.contains("nothing was changed"))
+        let record = try #require(Self.lastRecord(s))
+        #expect(record["op"] as? String == "add" && record["outcome"] as? String == "partial")
+        #expect((record["documents"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["r1.txt"])
+        #expect((record["detail"] as? String)?.hasPrefix("stopped at r3m.bin: cannot write ") == true, "\(record)")
+        #expect(s.run("get", ids[0], "-o", "-").stdout == Array("first".utf8))
+        // Nothing stored yet: the error's own code, and nothing changed.
+        let none = s.run(["add", "r3m.bin", "r4.txt"], fileSizeLimitKiB: 1024)
+        #expect(none.status == 74 && none.stderr.hasSuffix("vault: hint: nothing was changed\n"), "\(none.stderr)")
+        #expect(s.run("list", "--json").out.components(separatedBy: "\"id\"").count == 2, "still one document")
+    }
+
+    @Test func emptyFilesWithDifferentNamesAreNotDuplicatesButEqualContentsAre() throws {
+        let s = Sandbox()
+        s.initVault()
+        s.write("keep.marker", [])
+        s.write("done.marker", [])
+        s.write("a.txt", Array("same".utf8))
+        s.write("b.txt", Array("same".utf8))
+        let empties = s.run("add", "keep.marker", "done.marker")
+        #expect(empties.status == 0 && empties.out.split(separator: "\n").count == 2, "\(empties.stderr)")
+        #expect(s.run("add", "keep.marker").status == 73, "the same empty file again is a duplicate")
+        let twins = s.run("add", "a.txt", "b.txt")
+        #expect(twins.status == 2 && twins.out.split(separator: "\n").count == 1)
+        #expect(twins.stderr.hasSuffix("vault: 1 of 2 files were not added\n"
+                                        + "vault: hint: they are named above; --allow-duplicate adds a file whose contents are already in the vault\n"), "\(twins.stderr)")
+        // One file alone that is a duplicate: nothing was added, so it is not partial.
+        let alone = s.run("add", "b.txt")
+        #expect(alone.status == 73 && alone.stderr.hasPrefix("vault: b.txt was not added: its contents are already in the vault as "))
+    }
 }

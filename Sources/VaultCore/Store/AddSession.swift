@@ -39,9 +39,14 @@ public final class AddSession {
 
     /// The oldest document with these contents: in the vault (one index lookup), or added
     /// earlier in this session.
-    private func twin(of sha256: [UInt8]) throws -> DocumentRecord? {
-        if let r = try vault.withIndex({ try $0.records(withDigest: sha256).first }) { return r }
-        return addedDigests[sha256]
+    /// An empty document's only twin is an empty one of the same name (see ``add(from:name:contentType:tags:allowDuplicate:now:progress:)``).
+    private func twin(of metadata: DocumentMetadata) throws -> DocumentRecord? {
+        guard metadata.size == 0 else {
+            if let r = try vault.withIndex({ try $0.records(withDigest: metadata.sha256).first }) { return r }
+            return addedDigests[metadata.sha256]
+        }
+        if let r = try vault.withIndex({ try $0.records(withDigest: metadata.sha256).first { $0.metadata.name == metadata.name } }) { return r }
+        return Array(added.values).stableOrder().first { $0.metadata.size == 0 && $0.metadata.name == metadata.name }
     }
 
     /// The documents committed so far.
@@ -49,7 +54,8 @@ public final class AddSession {
 
     /// Encrypts everything `input` yields into a new document and commits it.
     /// - Throws: ``VaultError/Code/duplicate`` (nothing added) when the contents are already in
-    ///   the vault (or were added earlier in this session) and `allowDuplicate` is false.
+    ///   the vault (or were added earlier in this session) and `allowDuplicate` is false. An
+    ///   empty input is a duplicate only of an empty document with the same name.
     public func add(from input: any ByteSource, name: String, contentType: String? = nil, tags: [String] = [],
                     allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
         precondition(!finished, "internal error: add after finish")
@@ -73,7 +79,9 @@ public final class AddSession {
         try writer.consume(input, progress: progress)
         let metadata = try writer.finish()
         try object.file.sync()   // outside the lock, so concurrent adds do not wait on each other's disk
-        if !allowDuplicate, let twin = try twin(of: metadata.sha256) {
+        // An empty file has no contents to compare: only its name says what it is (a marker, a
+        // placeholder), so two empty files are duplicates only when their names are the same too.
+        if !allowDuplicate, let twin = try twin(of: metadata) {
             throw VaultError(.duplicate, "its contents are already in the vault as \(twin.id) (\(twin.metadata.name))")
         }
         // The commit: under the writer lock, so a remove or an index rebuild never sees half of it.

@@ -58,6 +58,13 @@ extension VaultCommand {
 
         func run() async throws { try await run(parent: root.global) }
 
+        /// The stopping error's advice for a partial add, without its "nothing was changed" (some files were added).
+        static func advice(_ hint: String?) -> String {
+            guard let hint else { return "" }
+            let kept = hint.replacingOccurrences(of: "; nothing was changed", with: "")
+            return kept == "nothing was changed" || kept == "it was not added" ? "" : "; " + kept
+        }
+
         func execute(_ options: GlobalOptions) async throws {
             // Check every input before asking for the password or storing anything.
             let (inputs, skipped) = try InputFiles.expandReporting(paths, recursive: recursive, stdinName: name ?? "stdin", verb: "add")
@@ -70,6 +77,7 @@ extension VaultCommand {
             // Argon2id runs while the first file is read, hashed and sealed.
             let vault = try options.unlockInBackground()
             var duplicates = 0
+            var stopped: (shown: String, error: VaultError)?   // the error that stopped the command after some files were added
             var outcome = Result()
             defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
             let session = try AddSession(pending: vault, operation: .add)
@@ -99,6 +107,7 @@ extension VaultCommand {
                     if let wrong = vault.failure { throw wrong }   // a wrong password is about the vault, not this file
                     let e = VaultError.from(error)
                     outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
+                    guard outcome.added.isEmpty else { stopped = (shown, e); break }   // those added stay: a partial add
                     throw VaultError(e.code, "cannot add \(shown): \(e.message)", hint: e.hint ?? "it was not added", remedy: e.remedy, cause: e.cause)
                 }
                 let m = record.metadata
@@ -109,14 +118,21 @@ extension VaultCommand {
                 if vault.failure == nil { try? session.finish(outcome: .failed, detail: VaultError.from(error).message) }   // what was committed before the failure stays, durably
                 throw error
             }
-            try session.finish(outcome: duplicates > 0 || !skipped.isEmpty ? .partial : .ok)
-            if !skipped.isEmpty {
-                throw VaultError(.partial, "\(skipped.count + duplicates) of \(inputs.count + skipped.count) files were not added",
-                                 hint: "they are named above")
+            let total = inputs.count + skipped.count
+            if let stopped {
+                // Some files are stored; the error stopped the rest. The history says "partial" and which were added.
+                let notTried = inputs.count - outcome.added.count - duplicates - 1
+                try session.finish(outcome: .partial, detail: "stopped at \(stopped.shown): \(stopped.error.message)")
+                let rest = notTried > 0 ? " (\(notTried) more \(Plural.files(notTried)) not tried)" : ""
+                throw VaultError(.partial, "cannot add \(Terminal.printable(stopped.shown)): \(stopped.error.message)",
+                                 hint: "\(outcome.added.count) of \(total) \(Plural.files(total)) were added (their ids are above); "
+                                     + "\(total - outcome.added.count) were not\(rest)" + Self.advice(stopped.error.hint))
             }
-            if duplicates > 0 {
-                throw VaultError(.duplicate, "\(duplicates) of \(inputs.count) files were already in the vault and not added",
-                                 hint: "use --allow-duplicate to add them anyway")
+            try session.finish(outcome: duplicates > 0 || !skipped.isEmpty ? .partial : .ok)
+            if !skipped.isEmpty || duplicates > 0 {
+                let why = duplicates == 0 ? "they are named above"
+                    : "they are named above; --allow-duplicate adds a file whose contents are already in the vault"
+                throw VaultError(.partial, "\(skipped.count + duplicates) of \(total) \(Plural.files(total)) were not added", hint: why)
             }
         }
     }

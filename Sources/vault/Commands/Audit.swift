@@ -100,7 +100,7 @@ extension VaultCommand {
                 Terminal.out(out)
             }
             if !report.findings.isEmpty {
-                throw VaultError(.vaultDamaged, "the audit found \(report.findings.count) problem(s)", hint: "docs/CLI.md says what each code means")
+                throw VaultError(.vaultDamaged, "the audit found \(Plural.count(report.findings.count, "problem"))", hint: "docs/CLI.md says what each code means")
             }
         }
     }

@@ -131,7 +131,7 @@ extension VaultCommand {
                                     Date().timeIntervalSince(started), outcome.failed.count, outcome.skipped.count))
             }
             if !outcome.failed.isEmpty {
-                throw VaultError(.partial, "\(outcome.failed.count) of \(inputs.count) files could not be imported", hint: "they are named above")
+                throw VaultError(.partial, "\(outcome.failed.count) of \(Plural.count(inputs.count, "file")) could not be imported", hint: "they are named above")
             }
         }
 

@@ -88,7 +88,7 @@ extension VaultCommand {
             }
             if !findings.isEmpty {
                 for f in findings where !json { Terminal.warn(f.message) }
-                throw VaultError(.vaultDamaged, "the history has \(findings.count) problem(s)", hint: "run 'vault audit' for the full report")
+                throw VaultError(.vaultDamaged, "the history has \(Plural.count(findings.count, "problem"))", hint: "run 'vault audit' for the full report")
             }
         }
 

@@ -71,7 +71,7 @@ extension VaultCommand {
                                detail: "restored from envelopes")
             guard !outcome.notRestored.isEmpty else { return }
             if !outcome.restored.isEmpty {
-                throw VaultError(.partial, "\(outcome.notRestored.count) of \(files.count) envelopes were not restored", hint: "they are named above")
+                throw VaultError(.partial, "\(outcome.notRestored.count) of \(Plural.count(files.count, "envelope")) \(outcome.notRestored.count == 1 ? "was" : "were") not restored", hint: "they are named above")
             }
             throw VaultError(damaged > 0 ? .headerAuthenticationFailed : .duplicate,
                              "nothing was restored", hint: damaged > 0 ? "the files are damaged, or not this vault's envelopes" : "use --allow-duplicate to restore them anyway")

@@ -335,7 +335,7 @@ extension VaultCommand {
             let sent = summary.batches - summary.alreadyConfirmed
             if progressOptions.printsSummary {
                 var line = sent == 0
-                    ? "vault: nothing to send: all \(summary.batches) batches of run \(summary.runID.prefix(8)) were already confirmed"
+                    ? "vault: nothing to send: all \(Plural.count(summary.batches, "batch")) of run \(summary.runID.prefix(8)) were already confirmed"
                     : String(format: "vault: uploaded %d document%@ in %d batch%@ (%@) to %@ in %.1f s, %d retr%@",
                              summary.documents, summary.documents == 1 ? "" : "s", summary.batches, summary.batches == 1 ? "" : "es",
                              Terminal.size(summary.payloadBytes), target.redacted, seconds, summary.retries, summary.retries == 1 ? "y" : "ies")

@@ -33,7 +33,7 @@ extension VaultCommand {
             Terminal.out(json ? Self.json(report) : Self.text(report))
             if !report.isClean {
                 throw VaultError(.vaultDamaged, report.damaged.isEmpty ? "the index was damaged (it has been rebuilt)"
-                                                                       : "\(report.damaged.count) of \(report.documents.count) documents are damaged",
+                                                                       : "\(report.damaged.count) of \(Plural.count(report.documents.count, "document")) \(report.damaged.count == 1 ? "is" : "are") damaged",
                                  hint: report.damaged.isEmpty ? nil : "restore the damaged documents from a backup and remove them here")
             }
         }
