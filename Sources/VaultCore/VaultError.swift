@@ -131,6 +131,8 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         case pushToNewPrefixOrClone
         /// Create the bucket, or check the store's URL and endpoint.
         case checkBucketAndEndpoint
+        /// Raise the payload byte limit to at least this many bytes, or leave the document out.
+        case raiseByteLimit(UInt64)
     }
 
     /// The message, then the cause if it adds anything (an `errno` or a store's error is

@@ -336,7 +336,7 @@ public final class Uploader: @unchecked Sendable {
                 guard attempt < options.policy.maxAttempts else {
                     let (confirmed, n) = (journal.batches.filter { $0.status == .complete }.count, journal.batches.count)
                     throw VaultError(.uploadFailed, "batch \(i + 1)/\(n) failed \(attempt) time\(attempt == 1 ? "" : "s"), last: \(reason)",
-                                     hint: "\(confirmed) of \(n) batches are confirmed")
+                                     hint: "\(confirmed) of \(n) batch\(n == 1 ? " is" : "es are") confirmed")
                 }
                 retries += 1
                 try await wait(i, attempt: attempt, retryAfter: retryAfter, reason: reason)

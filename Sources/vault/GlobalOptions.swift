@@ -9,7 +9,8 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The vault directory (default: $VAULT_DIR, else $XDG_DATA_HOME/vault or ~/.local/share/vault); or, for list, get, verify, export and upload, a vault read in place on a store: s3://BUCKET/PREFIX or a remote's name.", valueName: "dir"), completion: .directory)
     var vault: String?
 
-    @Option(name: .long, help: ArgumentHelp("With --vault s3://…: the memory for envelope blocks read from the store (default 64M).", valueName: "bytes"))
+    @Option(name: .long, help: ArgumentHelp("With --vault s3://…: the memory for envelope blocks read from the store (default 64M).", valueName: "size"),
+            transform: ByteCount.option)
     var cacheSize: ByteCount?
 
     @Option(name: .long, help: ArgumentHelp("Read the password from this file (one trailing newline is ignored) instead of $VAULT_PASSWORD or a prompt.", valueName: "file"), completion: .file())
@@ -60,19 +61,24 @@ struct GlobalOptions: ParsableArguments {
     func open() async throws -> VaultCore.Vault {
         let target = try target()
         if case .local = target { return try unlock() }
-        // The store's credentials are checked before the password is asked.
-        let connection = try S3Environment.connection(purpose: "--vault \(vault ?? environment("VAULT_DIR") ?? "")")
-        let pw = try PasswordReader.read(file: passwordFile, command: passwordCommand)
+        let pw: SecretBytes
         let location: RemoteLocation
+        let connection: S3Environment.Connection
         switch target {
         case .local: preconditionFailure("internal error: a local vault is opened above")
-        case .store(let l): location = l
+        case .store(let l):
+            // The store's credentials are checked before the password is asked.
+            connection = try S3Environment.connection(purpose: "--vault \(vault ?? environment("VAULT_DIR") ?? "")")
+            pw = try PasswordReader.read(file: passwordFile, command: passwordCommand)
+            location = l
         case .remote(let name):
-            // The default vault's sealed list says where the name points; the same password then
-            // opens the store (it holds the same vault).
-            var local = self
-            local.vault = nil
-            location = try RemoteList.load(try local.store.unlock(password: pw)).resolve(name).location
+            // The default vault's sealed list says where the name points (so the password comes
+            // first: a name that is not there is said before credentials are asked for); the same
+            // password then opens the store (it holds the same vault).
+            pw = try PasswordReader.read(file: passwordFile, command: passwordCommand)
+            guard let remote = try remoteNamed(name, password: pw) else { throw noVaultOrRemote(name, known: try remoteNames(password: pw)) }
+            location = remote
+            connection = try S3Environment.connection(purpose: "--vault \(name)")
         }
         let client = connection.client()
         RemoteClients.keep(client)
@@ -99,6 +105,7 @@ struct GlobalOptions: ParsableArguments {
     /// Reads the password and unlocks the vault (one Argon2id run).
     func unlock() throws -> VaultCore.Vault {
         try requireLocal()
+        try requireFolder()
         let store = self.store
         _ = try store.unlockCheckExists()
         let password = try PasswordReader.read(file: passwordFile, command: passwordCommand)
@@ -108,6 +115,7 @@ struct GlobalOptions: ParsableArguments {
     /// Reads the password here, then unlocks on another thread (see ``PendingVault``).
     func unlockInBackground() throws -> PendingVault {
         try requireLocal()
+        try requireFolder()
         let store = self.store
         _ = try store.unlockCheckExists()
         return PendingVault(store: store, password: try PasswordReader.read(file: passwordFile, command: passwordCommand))
@@ -115,6 +123,42 @@ struct GlobalOptions: ParsableArguments {
 }
 
 extension GlobalOptions {
+    /// `--vault NAME` without a `/` that names no folder here: a remote of the default vault
+    /// (this command needs a folder), or nothing at all — said so, rather than "no vault at NAME".
+    func requireFolder() throws {
+        guard let name = vault, !name.contains("/"), FileSystem.kind(of: name) == .missing, RemoteList.isValidName(name) else { return }
+        var local = self
+        local.vault = nil
+        guard local.store.exists, FileSystem.kind(of: local.store.root + "/remotes.vlt") == .file else { throw noVaultOrRemote(name, known: []) }
+        let pw = try PasswordReader.read(file: passwordFile, command: passwordCommand)
+        if let remote = try remoteNamed(name, password: pw) {
+            throw VaultError(.usage, "this command needs a local vault; '\(name)' is the remote \(remote)", hint: "make a replica with 'vault clone \(name)'")
+        }
+        throw noVaultOrRemote(name, known: try remoteNames(password: pw))
+    }
+
+    /// Where the default vault's remote `name` points, or nil when it has none of that name.
+    private func remoteNamed(_ name: String, password: SecretBytes) throws -> RemoteLocation? {
+        var local = self
+        local.vault = nil
+        let list = try RemoteList.load(try local.store.unlock(password: password))
+        guard let remote = list.remotes.first(where: { $0.name == name }) else { return nil }
+        return try RemoteLocation(url: remote.url)
+    }
+
+    private func remoteNames(password: SecretBytes) throws -> [String] {
+        var local = self
+        local.vault = nil
+        return try RemoteList.load(try local.store.unlock(password: password)).remotes.map(\.name)
+    }
+
+    /// `--vault NAME` that is neither a folder nor a remote (one removed, or mistyped).
+    func noVaultOrRemote(_ name: String, known: [String]) -> VaultError {
+        VaultError(.notFound, "no vault at \(name), and the vault has no remote named '\(name)'",
+                   hint: (known.isEmpty ? "it has no remotes" : "its remotes: " + known.joined(separator: ", "))
+                       + "; a new vault folder is made with 'vault init --vault ./\(name)'")
+    }
+
     /// Fails when `--vault` names a store: the command needs a local vault.
     func requireLocal() throws {
         if let v = vault, v.hasPrefix("s3://") {

@@ -19,7 +19,7 @@ enum Hints {
         case _ where e.hint != nil:
             break
         case .wrongPassword:
-            e.hint = "check VAULT_PASSWORD or the password file"
+            e.hint = PasswordReader.wrongPasswordHint
         case .uploadUnauthorized:
             e.hint = "check VAULT_UPLOAD_TOKEN, or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD"
         case .storeUnauthorized:
@@ -59,6 +59,7 @@ enum Hints {
         case .addDestinationsAgain: "delete it, then 'vault destination add' the destinations again"
         case .pushToNewPrefixOrClone: "push to a new prefix with 'vault remote add NAME s3://BUCKET/NEW-PREFIX', or clone the store again with its password"
         case .checkBucketAndEndpoint: "create it, or check the URL and AWS_ENDPOINT_URL"
+        case .raiseByteLimit(let needed): "use --max-bytes \(ByteCount.atLeast(needed)) or more, or leave this document out"
         }
     }
 }

@@ -28,27 +28,52 @@ enum PasswordReader {
                                       prompt: "RNCryptor password: ", what: "RNCryptor")
     }
 
+    /// Where the vault's password came from, for the hint after a wrong one.
+    enum Origin { case file(String), command, variable, commandVariable, prompt }
+
+    /// Where the vault password of this run came from (set by ``read(file:command:from:confirm:)``).
+    nonisolated(unsafe) static var vaultOrigin: Origin?   // safe: set on the main task before the vault is opened, read when its error is printed
+
+    /// The hint for a wrong vault password, naming where it came from.
+    static var wrongPasswordHint: String {
+        switch vaultOrigin {
+        case .file(let path)?: "check the password file \(Terminal.printable(path))"
+        case .command?: "check what --password-command prints"
+        case .variable?: "check VAULT_PASSWORD"
+        case .commandVariable?: "check what VAULT_PASSWORD_COMMAND prints"
+        case .prompt?: "the password typed does not open this vault; run the command again to retype it (is Caps Lock on?)"
+        case nil: "check VAULT_PASSWORD or the password file"
+        }
+    }
+
     /// The password, read from the first source that is present: the file, the environment
     /// variable (taken out of the environment at start), or a no-echo prompt.
     /// - Parameter confirm: ask twice on a terminal (vault creation).
     /// - Parameter command: a command given on the command line (`--password-command`).
     static func read(file: String?, command: String? = nil, from source: Source = .vault, confirm: Bool = false) throws -> SecretBytes {
         let password: SecretBytes
+        let origin: Origin
         if file != nil && command != nil {
             throw VaultError(.usage, "give a password file or a password command, not both")
         }
         if let file {
             password = try fromFile(file)
+            origin = .file(file)
         } else if let command {
             password = try fromCommand(command, named: "the password command")
+            origin = .command
         } else if let env = EnvironmentSecrets.value(source.variable) {
             guard env.count <= maxLength else { throw VaultError(.usage, "\(source.variable) is longer than \(maxLength) bytes") }
             password = env
+            origin = .variable
         } else if let command = ProcessInfo.processInfo.environment[source.commandVariable], !command.isEmpty {
             password = try fromCommand(command, named: source.commandVariable)
+            origin = .commandVariable
         } else {
             password = try fromTerminal(source, confirm: confirm)
+            origin = .prompt
         }
+        if source.what == "vault" { vaultOrigin = origin }
         if password.count == 0 {
             throw VaultError(.usage, source.what == "vault" ? "the password is empty" : "the \(source.what) password is empty",
                              hint: "a \(source.what) password must have at least one character")

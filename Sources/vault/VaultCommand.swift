@@ -58,6 +58,13 @@ struct VaultCommand: AsyncParsableCommand {
         } catch {
             Platform.exit(ExitStatus.failure)
         }
-        await main(nil)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            var command = try parseAsRoot(arguments)
+            if var run = command as? AsyncParsableCommand { try await run.run() } else { try command.run() }
+        } catch {
+            exitReporting(error, arguments: arguments)
+        }
+        Platform.exit(0)
     }
 }

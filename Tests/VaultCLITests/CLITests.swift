@@ -70,7 +70,7 @@ import Testing
         for args in [["list"], ["get", "a.txt"], ["verify"], ["add", "a.txt"], ["remove", "a.txt"]] {
             let r = s.run(args, env: ["VAULT_PASSWORD": "wrong"])
             #expect(r.status == 77, "\(args)")
-            #expect(r.stderr == "vault: wrong password\nvault: hint: check VAULT_PASSWORD or the password file\n")
+            #expect(r.stderr == "vault: wrong password\nvault: hint: check VAULT_PASSWORD\n")
             #expect(r.stdout.isEmpty)
         }
         #expect(s.objects.count == 1)
@@ -89,7 +89,7 @@ import Testing
         for args in [["add", "big.bin"], ["add", "big.bin", "small.txt"], ["add", "small.txt", "big.bin"]] {
             let r = s.run(args, env: ["VAULT_PASSWORD": "wrong"])
             #expect(r.status == 77, "\(args)")
-            #expect(r.stderr == "vault: wrong password\nvault: hint: check VAULT_PASSWORD or the password file\n", "\(args)")
+            #expect(r.stderr == "vault: wrong password\nvault: hint: check VAULT_PASSWORD\n", "\(args)")
             #expect(r.stdout.isEmpty)
             #expect(try FileManager.default.contentsOfDirectory(atPath: s.path("vault/objects")).isEmpty, "no object and no temporary file: \(args)")
         }

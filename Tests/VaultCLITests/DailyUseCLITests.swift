@@ -193,4 +193,85 @@ import Glibc
         let alone = s.run("add", "b.txt")
         #expect(alone.status == 73 && alone.stderr.hasPrefix("vault: b.txt was not added: its contents are already in the vault as "))
     }
+
+    @Test func severalDocumentsGoIntoAFolderWithSafeNamesAndNothingIsReplacedUnasked() throws {
+        let s = Sandbox()
+        s.initVault()
+        try FileManager.default.createDirectory(atPath: s.path("inbox/sub"), withIntermediateDirectories: true)
+        s.write("inbox/a.txt", Array("alpha".utf8))
+        s.write("inbox/sub/b.txt", Array("beta".utf8))
+        s.write("inbox/new\nline.txt", Array("newline".utf8))
+        #expect(s.run("add", "-r", "inbox", "--tag", "t").status == 0)
+        #expect(s.run(["add", "-", "--name", "../../escape.txt"], stdin: Array("escape".utf8)).status == 0)
+        // A name list shows escaped can be given back as shown.
+        let listed = s.run("list").out
+        #expect(listed.contains("new\\nline.txt"))
+        #expect(s.run("get", "new\\nline.txt").stdout == Array("newline".utf8))
+
+        let tagged = s.run("get", "--tag", "t", "-o", "out")
+        #expect(tagged.status == 0 && tagged.stderr == "vault: wrote 3 documents (16 B) to out\n", "\(tagged.stderr)")
+        #expect(FileManager.default.contents(atPath: s.path("out/a.txt")) == Data("alpha".utf8))
+        #expect(FileManager.default.contents(atPath: s.path("out/sub/b.txt")) == Data("beta".utf8))
+        #expect(FileManager.default.contents(atPath: s.path("out/new_line.txt")) == Data("newline".utf8))
+        // A name that climbs out of the folder stays inside it.
+        let escape = s.run("get", "../../escape.txt", "-o", "out/", "--json")
+        #expect(escape.status == 0, "\(escape.stderr)")
+        #expect(FileManager.default.contents(atPath: s.path("out/escape.txt")) == Data("escape".utf8))
+        #expect(!FileManager.default.fileExists(atPath: s.path("../escape.txt")))
+        let written = (try? JSONSerialization.jsonObject(with: Data(escape.stdout))) as? [String: Any]
+        #expect((written?["written"] as? [[String: Any]])?.first?["path"] as? String == "out/escape.txt")
+        Self.write(s.path("written.json"), escape.stdout)
+        #expect(AuditCLITests.validate(s.path("written.json"), schema: "get").status == 0)
+
+        // Existing files: refused before anything is written, unless --force.
+        let again = s.run("get", "--all", "-o", "out", "-q")
+        #expect(again.status == 73 && again.stderr == "vault: out/a.txt already exists; nothing was written\nvault: hint: use --force to replace it\n", "\(again.stderr)")
+        #expect(s.run("get", "--all", "-o", "out", "-q", "--force").stderr.isEmpty)
+        // Two documents with one name: refused before anything is written.
+        s.write("a.txt", Array("another alpha".utf8))
+        let twin = s.run("add", "a.txt").out.trimmingCharacters(in: .newlines)
+        let clash = s.run("get", "--all", "-o", "fresh")
+        #expect(clash.status == 73 && clash.stderr.contains("would both be written to a.txt; nothing was written"), "\(clash.stderr)")
+        #expect(clash.stderr.contains(String(twin.prefix(12))))
+        #expect(!FileManager.default.fileExists(atPath: s.path("fresh")), "no folder is left behind")
+        // Several documents need a folder.
+        let stdout = s.run("get", "a.txt", "sub/b.txt")
+        #expect(stdout.status == 64 && stdout.stderr == "vault: several documents need a folder: -o DIR\nvault: hint: see 'vault get --help'\n")
+    }
+
+    static func write(_ path: String, _ bytes: [UInt8]) {
+        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+    }
+
+    @Test func messagesThatHelp() throws {
+        let s = Sandbox()
+        s.initVault()
+        s.write("a.bin", .random(5000, seed: 9))
+        #expect(s.run("add", "a.bin").status == 0)
+        // Numbers: a negative count is refused as such; sizes take the usual forms.
+        let negative = s.run("export", "--out", "o", "--batch-size", "-1")
+        #expect(negative.status == 64 && negative.stderr == "vault: --batch-size must be at least 1, not -1\nvault: hint: see 'vault export --help'\n")
+        for size in ["300MB", "1.5M", "2GiB", "512k", "1048576"] {
+            let r = s.run("export", "--out", "-", "--max-bytes", size)
+            #expect(r.status == 0, "\(size): \(r.stderr)")
+        }
+        let bad = s.run("export", "--out", "o", "--max-bytes", "3XB")
+        #expect(bad.status == 64 && bad.stderr.hasSuffix("give bytes (1048576) or a number with K, M or G (512K, 1.5M, 300MB, 2GiB; powers of 1024)\nvault: hint: see 'vault export --help'\n"), "\(bad.stderr)")
+        let small = s.run("export", "--out", "o", "--max-bytes", "2K")
+        #expect(small.status == 64 && small.stderr.hasSuffix("needs a payload of 6.7 KiB, more than the limit of 2.0 KiB\nvault: hint: use --max-bytes 7K or more, or leave this document out\n"), "\(small.stderr)")
+        // A mistyped command: did you mean.
+        let typo = s.run("lst")
+        #expect(typo.status == 64 && typo.stderr == "vault: 'lst' is not a vault command\nvault: hint: did you mean 'vault list'? 'vault --help' lists the commands\n")
+        let ftp = s.run("upload", "--url", "ftp://host/x")
+        #expect(ftp.status == 64 && ftp.stderr.hasPrefix("vault: --url must be an http:// or https:// URL with a host, or s3://BUCKET/PREFIX with --protocol s3\n"))
+        // A removed remote is said to be gone, not "create a vault".
+        #expect(s.run("remote", "add", "office", "s3://bucket/vault").status == 0)
+        #expect(s.run("remote", "remove", "office").status == 0)
+        let gone = s.run("list", "--vault", "office")
+        #expect(gone.status == 3 && gone.stderr == "vault: no vault at office, and the vault has no remote named 'office'\n"
+                + "vault: hint: it has no remotes; a new vault folder is made with 'vault init --vault ./office'\n", "\(gone.stderr)")
+        #expect(s.run("remote", "add", "home", "s3://bucket/home").status == 0)
+        let local = s.run("add", "a.bin", "--vault", "home")
+        #expect(local.status == 64 && local.stderr == "vault: this command needs a local vault; 'home' is the remote s3://bucket/home\nvault: hint: make a replica with 'vault clone home'\n", "\(local.stderr)")
+    }
 }

@@ -590,6 +590,6 @@ import Glibc
         let remove = object(s.run("remove", ids[0], "--json"))
         #expect(remove?["removed"] as? [String] == [ids[0]])
         let bad = s.run("export", "--out", "-", "--json")
-        #expect(bad.status == 64 && bad.stderr.hasPrefix("Error: --json needs --out DIR"))
+        #expect(bad.status == 64 && bad.stderr.hasPrefix("vault: --json needs --out DIR"))
     }
 }

@@ -132,45 +132,45 @@ import Glibc
             (["list"], ["VAULT_PASSWORD": nil], 64, "vault: no password given and no terminal to ask on\n"),
             (["list", "--password-file", "missing-pw"], [:], 3, "vault: password file: cannot open missing-pw: no such file or directory\n"),
             (["list"], ["VAULT_PASSWORD": "wrong"], 77, "vault: wrong password\n"),
-            (["export", "--out", "o", "--batch-size", "0"], [:], 64, "Error: --batch-size must be at least 1.\n"),
-            (["export", "--out", "o", "--max-bytes=-5"], [:], 64, "Error: The value '-5' is invalid for '--max-bytes <n>'"),
-            (["export", "--out", "o", "--max-bytes", "10X"], [:], 64, "Error: The value '10X' is invalid for '--max-bytes <n>'"),
+            (["export", "--out", "o", "--batch-size", "0"], [:], 64, "vault: --batch-size must be at least 1, not 0\n"),
+            (["export", "--out", "o", "--max-bytes=-5"], [:], 64, "vault: the value '-5' is invalid for '--max-bytes <size>'"),
+            (["export", "--out", "o", "--max-bytes", "10X"], [:], 64, "vault: the value '10X' is invalid for '--max-bytes <size>'"),
             (["export", "--out", "a.txt"], [:], 64, "vault: --out a.txt is not a directory\nvault: hint: give a folder, or - for standard output\n"),
             (["export", "--out", "-", "--batch-size", "1"], [:], 64, "vault: a stream holds a single batch, but the selection needs 4\nvault: hint: use --out DIR, raise --batch-size/--max-bytes, or select fewer documents\n"),
-            (["export", "--out", "o", "--shape", "xml"], [:], 64, "Error: The value 'xml' is invalid for '--shape <shape>'"),
+            (["export", "--out", "o", "--shape", "xml"], [:], 64, "vault: the value 'xml' is invalid for '--shape <shape>'"),
             (["export", "--out", "o", "--tag", "none"], [:], 3, "vault: no documents have the tag 'none'\n"),
-            (["export"], [:], 64, "Error: Missing expected argument '--out <dir|->'\n"),
-            (["add"], [:], 64, "Error: Missing expected argument '<path> ...'\n"),
-            (["add", "a.txt", "b.txt", "--name", "n"], [:], 64, "Error: --name needs exactly one path.\n"),
-            (["add", "-"], [:], 64, "Error: Reading standard input (-) needs --name.\n"),
+            (["export"], [:], 64, "vault: missing expected argument '--out <dir|->'\n"),
+            (["add"], [:], 64, "vault: missing expected argument '<path> ...'\n"),
+            (["add", "a.txt", "b.txt", "--name", "n"], [:], 64, "vault: --name needs exactly one path\n"),
+            (["add", "-"], [:], 64, "vault: reading standard input (-) needs --name\n"),
             (["add", "dir"], [:], 64, "vault: dir is a directory\nvault: hint: use -r to add the files inside it; nothing was added\n"),
             (["add", "missing.txt"], [:], 3, "vault: missing.txt: no such file\nvault: hint: nothing was added\n"),
             (["add", "-", "--name", ""], [:], 64, "vault: cannot add standard input: a document name cannot be empty\n"),
             (["add", "a.txt", "--type", "not a type"], [:], 64, "vault: cannot add a.txt: content type 'not a type' is not a valid MIME type\n"),
-            (["remove"], [:], 64, "Error: Give at least one document to remove (or --delivered-to).\n"),
-            (["remove", "--older-than", "30d"], [:], 64, "Error: --older-than goes with --delivered or --delivered-to.\n"),
-            (["remove", "--delivered", "--older-than", "soon"], [:], 64, "Error: --older-than must look like 30d, 12h, 45m or 2w, not 'soon'.\n"),
+            (["remove"], [:], 64, "vault: give at least one document to remove (or --delivered-to)\n"),
+            (["remove", "--older-than", "30d"], [:], 64, "vault: --older-than goes with --delivered or --delivered-to\n"),
+            (["remove", "--delivered", "--older-than", "soon"], [:], 64, "vault: --older-than must look like 30d, 12h, 45m or 2w, not 'soon'\n"),
             (["remove", "--delivered"], [:], 64, "vault: no destination is required: name them with 'vault destination add', or use --delivered-to\n"),
-            (["list", "--to", "office"], [:], 64, "Error: --to goes with --undelivered.\n"),
-            (["upload", "--to", "office", "--url", "https://host/x"], [:], 64, "Error: Give --to or --url (--presign-url), not both.\n"),
+            (["list", "--to", "office"], [:], 64, "vault: --to goes with --undelivered\n"),
+            (["upload", "--to", "office", "--url", "https://host/x"], [:], 64, "vault: give --to or --url (--presign-url), not both\n"),
             (["destination", "add", "office", "ftp://host/x"], [:], 64, "vault: 'ftp://host/x' is not a destination URL (http://, https:// or s3://)\n"),
             (["remove", "a.txt", "nope"], [:], 3, "vault: no document matches 'nope'\n"),
             (["init"], [:], 73, "vault: a vault already exists at \(s.path("vault"))\n"),
             (["init", "--vault", s.path("dir")], [:], 73, "vault: \(s.path("dir")) exists and is not empty\n"),
-            (["init", "--kdf", "extreme", "--vault", s.path("new")], [:], 64, "Error: The value 'extreme' is invalid for '--kdf <kdf>'"),
-            (["frobnicate"], [:], 64, "Error: Unexpected argument 'frobnicate'\n"),
-            (["list", "--colour"], [:], 64, "Error: Unknown option '--colour'\n"),
+            (["init", "--kdf", "extreme", "--vault", s.path("new")], [:], 64, "vault: the value 'extreme' is invalid for '--kdf <kdf>'"),
+            (["frobnicate"], [:], 64, "vault: 'frobnicate' is not a vault command\nvault: hint: 'vault --help' lists the commands\n"),
+            (["list", "--colour"], [:], 64, "vault: unknown option '--colour'\n"),
             (["get", "a.txt", "-o", "b.txt"], [:], 73, "vault: b.txt already exists\nvault: hint: use --force to replace it\n"),
-            (["get", "a.txt", "-o", "dir"], [:], 64, "vault: dir is a directory\n"),
+            (["get", "a.txt", "-o", "dir", "--range", "0-1"], [:], 64, "vault: dir is a directory\n"),
             (["get", "a.txt", "-o", "no/such/dir/file"], [:], 3, "vault: cannot write no/such/dir/file: its directory does not exist\n"),
             (["verify", "nope"], [:], 3, "vault: no document matches 'nope'\n"),
-            (["upload", "--url", "ftp://host/x"], [:], 64, "Error: --url must be an http:// or https:// URL with a host.\n"),
-            (["upload", "--url", "https://u:p@host/x"], [:], 64, "Error: Put no credentials in --url;"),
-            (["upload", "--url", "https://host/x", "--header", "no colon"], [:], 64, "Error: --header must look like 'Name: value', not 'no colon'.\n"),
-            (["upload", "--url", "https://host/x", "--header", "Content-Length: 5"], [:], 64, "Error: --header cannot set Content-Length; vault sets it.\n"),
-            (["upload", "--url", "https://host/x", "--timeout", "0"], [:], 64, "Error: --timeout must be a positive number of seconds.\n"),
-            (["upload", "--url", "https://host/x", "--resume", "--new-run"], [:], 64, "Error: --resume and --new-run contradict each other.\n"),
-            (["upload", "--url", "https://host/x", "--method", "GET"], [:], 64, "Error: --method must be POST or PUT.\n"),
+            (["upload", "--url", "ftp://host/x"], [:], 64, "vault: --url must be an http:// or https:// URL with a host, or s3://BUCKET/PREFIX with --protocol s3\n"),
+            (["upload", "--url", "https://u:p@host/x"], [:], 64, "vault: put no credentials in --url;"),
+            (["upload", "--url", "https://host/x", "--header", "no colon"], [:], 64, "vault: --header must look like 'Name: value', not 'no colon'\n"),
+            (["upload", "--url", "https://host/x", "--header", "Content-Length: 5"], [:], 64, "vault: --header cannot set Content-Length; vault sets it\n"),
+            (["upload", "--url", "https://host/x", "--timeout", "0"], [:], 64, "vault: --timeout must be a positive number of seconds\n"),
+            (["upload", "--url", "https://host/x", "--resume", "--new-run"], [:], 64, "vault: --resume and --new-run contradict each other\n"),
+            (["upload", "--url", "https://host/x", "--method", "GET"], [:], 64, "vault: --method must be POST or PUT\n"),
             (["upload", "--url", "https://host/x"], ["VAULT_UPLOAD_USER": "u"], 64, "vault: VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD must be set together\n"),
         ]
         #expect(cases.count >= 30)
@@ -311,9 +311,14 @@ extension Array where Element == UInt8 {
 /// The no-echo terminal prompt (`script` provides the terminal).
 @Suite struct PasswordPromptTests {
     static func initOnTTY(_ s: Sandbox, vault: String, answers: [String]) -> String {
+        onTTY(s, "init --kdf interactive", vault: vault, answers: answers)
+    }
+
+    /// Runs `vault ARGS` on a terminal (script(1)), typing `answers` at its prompts.
+    static func onTTY(_ s: Sandbox, _ arguments: String, vault: String, answers: [String]) -> String {
         let r = Process()
         r.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-        r.arguments = ["-qec", "\(Sandbox.binary) init --kdf interactive; echo \"[exit $?]\"", "/dev/null"]
+        r.arguments = ["-qec", "\(Sandbox.binary) \(arguments); echo \"[exit $?]\"", "/dev/null"]
         var env = s.env
         env["VAULT_PASSWORD"] = nil
         env["VAULT_DIR"] = vault
@@ -341,5 +346,11 @@ extension Array where Element == UInt8 {
         let mismatch = Self.initOnTTY(s, vault: s.path("v2"), answers: ["tty secret", "something else"])
         #expect(mismatch.contains("vault: the passwords do not match\n[exit 64]"), "\(mismatch)")
         #expect(!FileManager.default.fileExists(atPath: s.path("v2/vault.json")))
+        // A wrong password typed at the prompt: the hint is about the prompt, not a variable.
+        let wrong = Self.onTTY(s, "list", vault: s.path("v1"), answers: ["not it"])
+        #expect(wrong.hasSuffix("vault: wrong password\nvault: hint: the password typed does not open this vault; run the command again to retype it (is Caps Lock on?)\n[exit 77]\n"), "\(wrong)")
+        s.write("pw.txt", Array("not it".utf8))
+        let file = s.run(["list", "--vault", s.path("v1"), "--password-file", "pw.txt"])
+        #expect(file.status == 77 && file.stderr == "vault: wrong password\nvault: hint: check the password file pw.txt\n", "\(file.stderr)")
     }
 }

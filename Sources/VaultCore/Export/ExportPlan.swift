@@ -82,8 +82,8 @@ struct BatchCutter {
         if let max = limits.bytes {
             let alone = base + cost(r, true)
             if alone > max {
-                throw VaultError(.usage, "document \(r.id.hex.prefix(12)) (\(r.metadata.name)) needs a \(alone)-byte payload, more than the limit of \(max) bytes",
-                                 hint: "raise the limit to at least \(alone) bytes, or leave this document out")
+                throw VaultError(.usage, "document \(r.id.hex.prefix(12)) (\(r.metadata.name)) needs a payload of \(ByteSize.text(alone)), more than the limit of \(ByteSize.text(max))",
+                                 remedy: .raiseByteLimit(alone))
             }
         }
         var closed: UInt64?

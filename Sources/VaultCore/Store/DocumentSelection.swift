@@ -66,6 +66,7 @@ public struct DocumentSelection: Sendable, Equatable {
         let lower = query.lowercased()
         let isHex = lower.count >= 4 && lower.allSatisfy { $0.isHexDigit }
         var matches = try catalog.records(named: query)
+        if matches.isEmpty, let shown = unescape(query), shown != query { matches = try catalog.records(named: shown) }
         if isHex { matches += try catalog.records(idPrefix: lower).filter { $0.metadata.name != query } }
         switch matches.count {
         case 1: return matches[0]
@@ -78,6 +79,31 @@ public struct DocumentSelection: Sendable, Equatable {
             let names = matches.prefix(5).map { "\($0.id.hex.prefix(12)) \($0.metadata.name)" }.joined(separator: ", ")
             throw VaultError(.ambiguous, "'\(query)' matches \(matches.count) documents: \(names)", hint: "use a longer id prefix")
         }
+    }
+
+    /// The name a user copied from a listing, where control characters are shown escaped
+    /// (`\\n`, `\\r`, `\\t`, `\\xHH`): the name with them put back, or nil when `text` has no
+    /// backslash. A name holding a backslash itself is looked up as typed first.
+    static func unescape(_ text: String) -> String? {
+        guard text.contains("\\") else { return nil }
+        var out = String.UnicodeScalarView()
+        var scalars = Array(text.unicodeScalars)[...]
+        while let u = scalars.popFirst() {
+            guard u == "\\", let next = scalars.first else { out.append(u); continue }
+            switch next {
+            case "n": out.append("\n"); scalars.removeFirst()
+            case "r": out.append("\r"); scalars.removeFirst()
+            case "t": out.append("\t"); scalars.removeFirst()
+            case "x":
+                let digits = String(String.UnicodeScalarView(scalars.dropFirst().prefix(2)))
+                if digits.count == 2, let v = UInt32(digits, radix: 16), let scalar = Unicode.Scalar(v) {
+                    out.append(scalar)
+                    scalars.removeFirst(3)
+                } else { out.append(u) }
+            default: out.append(u)
+            }
+        }
+        return String(out)
     }
 }
 

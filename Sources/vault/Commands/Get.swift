@@ -3,20 +3,27 @@ import Foundation
 import VaultCore
 
 extension VaultCommand {
-    /// `vault get`: decrypt one document.
+    /// `vault get`: decrypt one document, or several into a folder.
     struct Get: VaultSubcommand {
         static let configuration = CommandConfiguration(
-            abstract: "Decrypt one document to a file or standard output.",
+            abstract: "Decrypt a document to a file or standard output, or several into a folder.",
             discussion: """
                 With -o FILE the plaintext goes to a temporary file beside FILE that is renamed into \
                 place only after every chunk has authenticated, so a damaged document never leaves a \
                 partial file. Binary content is never written to a terminal.
+
+                Several documents (ids, names, --tag, or --all) go into the folder -o DIR names \
+                (made if missing), each under its name made safe; -o naming an existing folder \
+                does the same for one. Two documents that would get the same file, or a file that \
+                exists (without --force), stop the command before anything is written.
 
                 Examples:
                   vault get scan.pdf -o scan.pdf
                   vault get 79d6 > notes.txt
                   vault get 79d6 -o copy.pdf --force
                   vault get 79d6 --range 0-1023 > head.bin
+                  vault get --tag 2026 -o restored/
+                  vault get --all -o backup/
 
                 --range START-END (byte offsets, inclusive, as in HTTP Range) decrypts and \
                 authenticates only the 64 KiB chunks that cover the range; END past the end of the \
@@ -26,14 +33,26 @@ extension VaultCommand {
         @OptionGroup var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
-        @Argument(help: ArgumentHelp("A unique id prefix (4+ digits) or an exact name.", valueName: "id-or-name"))
-        var document: String
+        @Argument(help: ArgumentHelp("Unique id prefixes (4+ digits) or exact names; names shown escaped by list (new\\nline.txt) work too.", valueName: "id-or-name"))
+        var documents: [String] = []
 
-        @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file (mode 0600); - for standard output (the default).", valueName: "file"), completion: .file())
+        @Option(name: .customLong("tag"), help: ArgumentHelp("Documents with this tag (into -o DIR); repeat for any of several.", valueName: "tag"))
+        var tags: [String] = []
+
+        @Flag(help: "Every document (into -o DIR).")
+        var all = false
+
+        @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file (mode 0600), or into this folder for several documents; - for standard output (the default).", valueName: "file-or-dir"), completion: .file())
         var output: String?
 
-        @Flag(help: "Replace the output file if it exists.")
+        @Flag(help: "Replace output files that exist.")
         var force = false
+
+        @Flag(name: .shortAndLong, help: "Print no summary line (errors and warnings still appear).")
+        var quiet = false
+
+        @Flag(help: "Print what was written as one JSON object on standard output (needs -o).")
+        var json = false
 
         @Option(help: ArgumentHelp("Only bytes START through END (inclusive, 0-based, as in HTTP Range).", valueName: "START-END"))
         var range: String?
@@ -49,10 +68,32 @@ extension VaultCommand {
             return (start, end)
         }
 
+        /// `get --json`: the files written.
+        struct Result: Encodable {
+            struct Written: Encodable { var id, name, path: String; var size: UInt64 }
+            var written: [Written] = []
+        }
+
+        func validate() throws {
+            let toStdout = output == nil || output == "-"
+            if documents.isEmpty && tags.isEmpty && !all { throw ValidationError("Name a document (or use --tag or --all with -o DIR).") }
+            if all && (!documents.isEmpty || !tags.isEmpty) { throw ValidationError("--all selects every document; leave out the names and --tag.") }
+            if range != nil && (documents.count != 1 || !tags.isEmpty) { throw ValidationError("--range needs exactly one document.") }
+            if json && toStdout { throw ValidationError("--json needs -o: standard output carries the document.") }
+            if toStdout && (documents.count > 1 || !tags.isEmpty || all) {
+                throw ValidationError("Several documents need a folder: -o DIR.")
+            }
+        }
+
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
             let toStdout = output == nil || output == "-"
+            if let folder = output, !toStdout, range == nil,
+               documents.count > 1 || !tags.isEmpty || all || FileSystem.kind(of: folder) == .directory || folder.hasSuffix("/") {
+                return try await getIntoFolder(folder, options)
+            }
+            let document = documents[0]
             if !toStdout, let path = output {
                 switch FileSystem.kind(of: path) {
                 case .directory: throw VaultError(.usage, "\(path) is a directory", hint: "give a file name with -o")
@@ -107,6 +148,41 @@ extension VaultCommand {
                 return
             }
             try Self.writeFile(reader, to: output!, force: force)
+            if json { Terminal.out(JSONOutput.line(Result(written: [.init(id: record.id.hex, name: record.metadata.name, path: output!, size: record.metadata.size)]))) }
+        }
+
+        /// Several documents into `folder`: every target is worked out and checked (collisions,
+        /// existing files) before the first byte is written; each file is written as `-o FILE` is.
+        func getIntoFolder(_ folder: String, _ options: GlobalOptions) async throws {
+            switch FileSystem.kind(of: folder) {
+            case .directory, .missing: break
+            case .file, .other: throw VaultError(.alreadyExists, "\(folder) is not a folder", hint: "several documents go into a folder: -o DIR")
+            }
+            let vault = try await options.open()
+            let records = try vault.select(DocumentSelection(queries: documents, tags: tags))
+            if records.isEmpty { throw VaultError(.notFound, "there are no documents to get") }
+            let plan = try FolderPlan(records, into: folder, force: force)
+            let made = try FileSystem.makeDirectories(folder)
+            var outcome = Result()
+            var bytes: UInt64 = 0
+            do {
+                for (record, relative) in plan.targets {
+                    let path = folder.hasSuffix("/") ? folder + relative : folder + "/" + relative
+                    _ = try FileSystem.makeDirectories(FileSystem.directory(of: path))
+                    try Self.writeFile(try vault.open(record.id), to: path, force: force)
+                    outcome.written.append(.init(id: record.id.hex, name: record.metadata.name, path: path, size: record.metadata.size))
+                    bytes += record.metadata.size
+                }
+            } catch {
+                for dir in made.reversed() { FileSystem.removeIfEmpty(dir) }
+                let e = VaultError.from(error)
+                let done = outcome.written.count
+                throw VaultError(e.code, e.message, hint: (e.hint.map { $0 + "; " } ?? "")
+                                 + (done == 0 ? "nothing was written" : "\(done) of \(Plural.count(records.count, "document")) were written to \(folder) before it"),
+                                 remedy: e.remedy, cause: e.cause)
+            }
+            if json { Terminal.out(JSONOutput.line(outcome)) }
+            else if !quiet { Terminal.err("vault: wrote \(Plural.count(records.count, "document")) (\(Terminal.size(bytes))) to \(Terminal.printable(folder))") }
         }
 
         /// Streams into a temporary file beside `path` (swept there if a killed `get` left one),
@@ -146,5 +222,70 @@ struct PrintableText {
 
     mutating func check(_ bytes: [UInt8], name: String) throws {
         try bytes.withUnsafeBytes { try check($0, name: name) }
+    }
+}
+
+/// Where each of several documents goes under a folder, decided and checked before anything is
+/// written: names made safe, no two documents on one path, no file replaced without `force`.
+struct FolderPlan {
+    let targets: [(DocumentRecord, String)]
+
+    init(_ records: [DocumentRecord], into folder: String, force: Bool) throws {
+        var byPath: [String: DocumentRecord] = [:]
+        var targets: [(DocumentRecord, String)] = []
+        for r in records {
+            let relative = Self.safePath(r.metadata.name, id: r.id)
+            if let other = byPath[relative] {
+                throw VaultError(.alreadyExists, "\(other.id.hex.prefix(12)) and \(r.id.hex.prefix(12)) would both be written to \(Terminal.printable(relative)); nothing was written",
+                                 hint: "get one of them on its own with -o FILE")
+            }
+            byPath[relative] = r
+            targets.append((r, relative))
+        }
+        // A document's path that is another's folder ("a" and "a/b") cannot both be written.
+        for (r, relative) in targets {
+            var parent = FileSystem.directory(of: relative)
+            while parent != "." && !parent.isEmpty && parent != "/" {
+                if let other = byPath[parent] {
+                    throw VaultError(.alreadyExists, "\(Terminal.printable(parent)) would be both the file of \(other.id.hex.prefix(12)) and the folder of \(r.id.hex.prefix(12)); nothing was written",
+                                     hint: "get one of them on its own with -o FILE")
+                }
+                parent = FileSystem.directory(of: parent)
+            }
+        }
+        let base = folder.hasSuffix("/") ? folder : folder + "/"
+        for (_, relative) in targets {
+            let path = base + relative
+            switch FileSystem.kind(of: path) {
+            case .missing: break
+            case .directory: throw VaultError(.alreadyExists, "\(Terminal.printable(path)) is a folder; nothing was written")
+            case .file, .other:
+                if !force { throw VaultError(.alreadyExists, "\(Terminal.printable(path)) already exists; nothing was written", hint: "use --force to replace it") }
+            }
+            var parent = FileSystem.directory(of: path)
+            while parent.count > base.count - 1 && parent != folder {
+                if case .file = FileSystem.kind(of: parent) {
+                    throw VaultError(.alreadyExists, "\(Terminal.printable(parent)) is a file, not a folder; nothing was written")
+                }
+                parent = FileSystem.directory(of: parent)
+            }
+        }
+        self.targets = targets
+    }
+
+    /// The path under the folder for a document named `name`: its `/`-separated parts (the names
+    /// `add -r` gives), without empty, `.` and `..` parts, so nothing lands outside the folder;
+    /// control characters become `_`. A name left empty, or with a part too long for a file
+    /// name (255 bytes), is written under its id.
+    static func safePath(_ name: String, id: DocumentID) -> String {
+        var parts: [String] = []
+        for part in name.split(separator: "/") where part != "." && part != ".." {
+            var clean = String.UnicodeScalarView()
+            for u in part.unicodeScalars { clean.append(u.value < 0x20 || (0x7F...0x9F).contains(u.value) ? "_" : u) }
+            let text = String(clean)
+            if text.utf8.count > 255 { return id.hex }
+            parts.append(text)
+        }
+        return parts.isEmpty ? id.hex : parts.joined(separator: "/")
     }
 }

@@ -58,7 +58,8 @@ extension VaultCommand {
         @Option(help: ArgumentHelp("--protocol s3: parts in flight at once (1-16; default 2); each holds one part in memory.", valueName: "n"))
         var parallel: Int?
 
-        @Option(name: .customLong("part-size"), help: ArgumentHelp("--protocol s3: bytes per multipart part (K, M, G suffixes; default 8M, at least 5M).", valueName: "bytes"))
+        @Option(name: .customLong("part-size"), help: ArgumentHelp("--protocol s3: bytes per multipart part (K, M, G suffixes; default 8M, at least 5M).", valueName: "size"),
+                transform: ByteCount.option)
         var partSize: ByteCount?
 
         @Option(help: ArgumentHelp("--protocol form: the field name of the file parts.", valueName: "name"))
@@ -67,7 +68,8 @@ extension VaultCommand {
         @Option(name: .customLong("form-field"), help: ArgumentHelp("--protocol form: a text field sent with every batch, 'name=value'; repeat for several.", valueName: "name=value"))
         var formFields: [String] = []
 
-        @Option(name: .customLong("chunk-size"), help: ArgumentHelp("--protocol tus: bytes per PATCH (K, M, G suffixes; default 4M; halved on 413).", valueName: "bytes"))
+        @Option(name: .customLong("chunk-size"), help: ArgumentHelp("--protocol tus: bytes per PATCH (K, M, G suffixes; default 4M; halved on 413).", valueName: "size"),
+                transform: ByteCount.option)
         var chunkSize: ByteCount?
 
         @Option(help: "HTTP method: POST or PUT.")
@@ -180,7 +182,9 @@ extension VaultCommand {
         private func validateHTTP() throws {
             guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), ["http", "https"].contains(scheme),
                   let host = c.host, !host.isEmpty else {
-                throw ValidationError("--url must be an http:// or https:// URL with a host.")
+                throw ValidationError(url.lowercased().hasPrefix("s3://")
+                    ? "--url s3://… needs --protocol s3."
+                    : "--url must be an http:// or https:// URL with a host, or s3://BUCKET/PREFIX with --protocol s3.")
             }
             if c.user != nil || c.password != nil {
                 throw ValidationError("Put no credentials in --url; use VAULT_UPLOAD_TOKEN or VAULT_UPLOAD_USER/VAULT_UPLOAD_PASSWORD.")
