@@ -71,16 +71,29 @@ public enum UploadJournals {
     }
 
     /// One journal whole, as pretty-printed JSON (after it authenticated).
-    public static func show(job: String, in vault: Vault) throws -> String {
-        guard job.count == 32, job.allSatisfy(\.isHexDigit) else {
-            throw VaultError(.usage, "'\(job.prefix(64))' is not an upload job (32 hex digits)")
-        }
+    public static func show(job given: String, in vault: Vault) throws -> String {
+        let job = try resolve(given, in: vault)
         guard let journal = try UploadJournal.load(from: vault, job: job) else {
             throw VaultError(.notFound, "there is no upload journal of job \(job)")
         }
         let e = JSONEncoder()
         e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try e.encode(journal), as: UTF8.self) + "\n"
+    }
+
+    /// The job a unique prefix (4 or more hex digits) names, as for documents.
+    static func resolve(_ given: String, in vault: Vault) throws -> String {
+        let prefix = given.lowercased()
+        guard (4...32).contains(prefix.count), prefix.allSatisfy(\.isHexDigit) else {
+            throw VaultError(.usage, "'\(given.prefix(64))' is not an upload job (4 to 32 hex digits)")
+        }
+        if prefix.count == 32 { return prefix }
+        let matches = try list(in: vault).map(\.job).filter { $0.hasPrefix(prefix) }
+        switch matches.count {
+        case 0: throw VaultError(.notFound, "there is no upload journal of job \(prefix)")
+        case 1: return matches[0]
+        default: throw VaultError(.ambiguous, "'\(prefix)' matches \(matches.count) upload jobs", hint: "use a longer prefix")
+        }
     }
 
     /// Removes the journals (and their lock files) of complete uploads, of damaged ones, and of

@@ -12,6 +12,11 @@ enum JSONOutput {
         return String(decoding: try! encoder.encode(value), as: UTF8.self) + "\n"
     }
 
+    /// Seconds since `start`, to the millisecond.
+    static func seconds(since start: Date) -> Double {
+        (Date().timeIntervalSince(start) * 1000).rounded() / 1000
+    }
+
     /// ISO 8601 (UTC, seconds) for a time in milliseconds since 1970.
     static func iso(millis: Int64) -> String {
         ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(millis) / 1000))
@@ -22,4 +27,17 @@ enum JSONOutput {
 struct ResultOptions: ParsableArguments {
     @Flag(help: "Print the result as one JSON object on standard output.")
     var json = false
+}
+
+/// `-q` and `--json` on a command whose result is a line or a report and that has no progress.
+struct OutputOptions: ParsableArguments {
+    @Flag(name: .shortAndLong, help: "Print nothing but errors and warnings; the exit status is the result.")
+    var quiet = false
+
+    @Flag(help: "Print the result as one JSON object on standard output.")
+    var json = false
+
+    func validate() throws {
+        if quiet && json { throw ValidationError("-q and --json contradict each other.") }
+    }
 }

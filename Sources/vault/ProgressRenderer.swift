@@ -206,13 +206,14 @@ final class ProgressRenderer: @unchecked Sendable {
     /// A whole line on stderr, with the bar out of its way (it is redrawn on the next tick).
     private func say(_ text: String) {
         erase()
-        Terminal.err(Terminal.printable(text))
+        // On the bar's terminal a line never wraps (the error at the end carries the whole reason).
+        Terminal.err(Terminal.cut(Terminal.printable(text), Self.width - 1))
     }
 
     /// The bar's text, at most `width - 1` characters (the last column would wrap on some
     /// terminals). What always shows: the batch, the document (or upload) and the byte counts;
-    /// then, while there is room: up to 24 characters of the name, the bar (5 to 20 wide), the
-    /// rate, the ETA, and the rest of the name. A long name is shortened with `…`.
+    /// then, while there is room: the ETA, up to 24 characters of the name, the bar (5 to 20
+    /// wide), the rate, and the rest of the name. A long name is shortened with `…`.
     static func compose(batch: (Int, Int), document: (Int, Int, String), label: String?, done: UInt64, total: UInt64,
                         rate: Double, width: Int) -> String {
         let room = max(width - 1, 20)
@@ -224,6 +225,8 @@ final class ProgressRenderer: @unchecked Sendable {
         let eta = rate > 0 && total > done ? String(format: "ETA %.0fs", Double(total - done) / rate) : ""
         var used = head.count + 2 + figures.count
         func fits(_ n: Int) -> Bool { used + n <= room }
+        let showETA = !eta.isEmpty && fits(2 + eta.count)
+        if showETA { used += 2 + eta.count }
         var nameWidth = 0
         let firstName = min(name.count, 24)
         if firstName > 0 && fits(1 + min(firstName, 8)) { nameWidth = min(firstName, room - used - 1); used += 1 + nameWidth }
@@ -231,8 +234,6 @@ final class ProgressRenderer: @unchecked Sendable {
         if fits(2 + 2 + 5) { barWidth = min(20, room - used - 4); used += 4 + barWidth }
         let showSpeed = fits(2 + speed.count)
         if showSpeed { used += 2 + speed.count }
-        let showETA = !eta.isEmpty && fits(2 + eta.count)
-        if showETA { used += 2 + eta.count }
         if nameWidth > 0 && name.count > nameWidth { nameWidth += min(name.count - nameWidth, room - used) }
         var line = head
         if nameWidth > 0 { line += " " + (nameWidth >= name.count ? name : name.prefix(nameWidth - 1) + "…") }

@@ -14,6 +14,36 @@ struct TransferOptions: ParsableArguments {
 
     @OptionGroup var progress: ProgressOptions
 
+    @Flag(help: "Print the result as one JSON object on standard output (docs/schemas/push.schema.json, pull.schema.json).")
+    var json = false
+
+    /// True when the summary line goes on stderr: not with `--quiet`, `--json` or `--progress json`.
+    var printsSummary: Bool { progress.printsSummary && !json }
+
+    /// `push --json`.
+    struct PushResult: Encodable {
+        var remote: String
+        var sent: [String]
+        var sentBytes: UInt64
+        var alreadyThere: Int
+        var tombstones: Int
+        var refusedTombstones: [String]
+        var created: Bool
+        var seconds: Double
+    }
+
+    /// `pull --json` and `clone --json`.
+    struct PullResult: Encodable {
+        struct Rejected: Encodable { var key, code, message: String }
+        var remote: String
+        var fetched: [String]
+        var fetchedBytes: UInt64
+        var removed: [String]
+        var rejected: [Rejected]
+        var refusedTombstones: [String]
+        var seconds: Double
+    }
+
     func validate() throws {
         if !(1...32).contains(parallel) { throw ValidationError("--parallel must be 1 to 32.") }
         if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds.") }

@@ -274,4 +274,58 @@ import Glibc
         let local = s.run("add", "a.bin", "--vault", "home")
         #expect(local.status == 64 && local.stderr == "vault: this command needs a local vault; 'home' is the remote s3://bucket/home\nvault: hint: make a replica with 'vault clone home'\n", "\(local.stderr)")
     }
+
+    /// Every command that prints a result has -q (nothing but errors) and --json (one object,
+    /// valid against docs/schemas/COMMAND.schema.json).
+    @Test func everyResultHasQuietAndJSONAndTheJSONMatchesItsSchema() throws {
+        let s = Sandbox()
+        func check(_ schema: String, _ args: [String], env: [String: String?] = [:], status: Int32 = 0) -> [String: Any] {
+            let r = s.run(args, env: env)
+            #expect(r.status == status, "\(args): \(r.stderr)")
+            DailyUseCLITests.write(s.path("out.json"), r.stdout)
+            let v = AuditCLITests.validate(s.path("out.json"), schema: schema)
+            #expect(v.status == 0, "\(args) against \(schema).schema.json: \(v.output)")
+            return (try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [String: Any] ?? [:]
+        }
+        let created = check("init", ["init", "--kdf", "interactive", "--json"])
+        #expect(created["kdf"] as? String == "interactive" && created["vault"] as? String == s.path("vault"))
+        s.write("a.txt", Array("alpha".utf8))
+        s.write("b.txt", Array("beta".utf8))
+        s.write("c.txt", Array("gamma".utf8))
+        let added = check("add", ["add", "a.txt", "b.txt", "--json"])
+        #expect((added["added"] as? [Any])?.count == 2)
+        let quietAdd = s.run("add", "c.txt", "-q")
+        #expect(quietAdd.status == 0 && quietAdd.stdout.isEmpty && quietAdd.stderr.isEmpty)
+        _ = check("add", ["add", "a.txt", "b.txt", "--json"], status: 73)   // a duplicate alone: notAdded
+        _ = check("get", ["get", "a.txt", "-o", "a-copy.txt", "--json"])
+        _ = check("export", ["export", "--out", "out", "--json"])
+        let r = Receiver(in: s)
+        _ = check("upload", ["upload", "--url", r.url, "--json"], env: UploadCLITests.token)
+        _ = check("verify", ["verify", "--json"])
+        let quietVerify = s.run("verify", "-q")
+        #expect(quietVerify.status == 0 && quietVerify.stdout.isEmpty && quietVerify.stderr.isEmpty)
+        let copy = try FileManager.default.contentsOfDirectory(atPath: s.path("vault/objects")).filter { $0.hasSuffix(".vlt") }.sorted()[0]
+        try FileManager.default.copyItem(atPath: s.path("vault/objects/" + copy), toPath: s.path("saved.vlt"))
+        let removed = check("remove", ["remove", String(copy.prefix(32)), "--json"])
+        #expect(removed["removed"] as? [String] == [String(copy.prefix(32))])
+        let restored = check("restore", ["restore", "saved.vlt", "--json"])
+        #expect((restored["restored"] as? [Any])?.count == 1)
+        let restoredID = try #require((restored["restored"] as? [[String: Any]])?.first?["id"] as? String)   // a restored envelope gets a new id
+        let quietRemove = s.run("remove", restoredID, "-q")
+        #expect(quietRemove.status == 0 && quietRemove.stdout.isEmpty && quietRemove.stderr.isEmpty, "\(quietRemove.stderr)")
+        let changed = check("passwd", ["passwd", "--json"], env: ["VAULT_NEW_PASSWORD": "a new password"])
+        #expect(changed["documents"] as? Int == 2)
+        let quietPasswd = s.run(["passwd", "-q"], env: ["VAULT_PASSWORD": "a new password", "VAULT_NEW_PASSWORD": "correct horse battery"])
+        #expect(quietPasswd.status == 0 && quietPasswd.stdout.isEmpty && quietPasswd.stderr.isEmpty, "\(quietPasswd.stderr)")
+        let both = s.run("verify", "-q", "--json")
+        #expect(both.status == 64 && both.stderr.hasPrefix("vault: -q and --json contradict each other\n"))
+        // An empty list says so, on stderr (a script reading the table gets nothing).
+        let t = Sandbox()
+        t.initVault()
+        let empty = t.run("list")
+        #expect(empty.status == 0 && empty.stdout.isEmpty && empty.stderr == "vault: the vault holds no documents (add some with 'vault add FILE')\n")
+        #expect(t.run("list", "--json").out == "[]\n")
+        let none = t.run("uploads")
+        #expect(none.status == 0 && none.stdout.isEmpty && none.stderr.hasPrefix("vault: no uploads"))
+    }
 }

@@ -100,7 +100,7 @@ import Testing
         let skip = s.run("export", "--out", "skip", "--skip-bad")
         #expect(skip.status == 2)
         #expect(skip.stderr.contains("vault: warning: skipped \(ids[1].prefix(12)) doc 1.bin: document \(ids[1]): chunk 3 failed authentication\n"))
-        #expect(skip.stderr.hasSuffix("vault: 1 damaged document(s) were left out\nvault: hint: run 'vault verify' for details\n"))
+        #expect(skip.stderr.hasSuffix("vault: 1 damaged document was left out\nvault: hint: run 'vault verify' for details\n"))
         #expect(try Self.payload(s.path("skip/batch-0001.json")).map { $0["Id"] as! String } == [ids[0], ids[2]])
         let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.path("skip/manifest.json")))) as! [String: Any]
         let skipped = ((manifest["batches"] as! [[String: Any]])[0]["skipped"] as! [[String: Any]]).map { $0["id"] as! String }

@@ -519,7 +519,7 @@ import Glibc
             if columns == 100 { #expect(bars.contains { $0.contains(" a very long document") && $0.contains("…") }, "\(bars)") }
             // One unit system: the bar and the summary both count in binary units.
             #expect(bars.allSatisfy { $0.contains(" MiB") && !$0.contains(" MB") })
-            #expect(screen.contains("vault: exported 1 document in 1 batch (85 MiB)"), "\(screen)")
+            #expect(screen.contains("vault: exported 1 document (64 MiB) in 1 batch (85 MiB of payload)"), "\(screen)")
         }
     }
 

@@ -41,6 +41,8 @@ import Glibc
             """)
         let r = s.run(["import", "--rncryptor", "-r", "in", "--tag", "legacy", "--json"], env: Self.env)
         #expect(r.status == 0, "\(r.stderr)")
+        DailyUseCLITests.write(s.path("import.json"), r.stdout)
+        #expect(AuditCLITests.validate(s.path("import.json"), schema: "import").status == 0)
         let result = try JSONSerialization.jsonObject(with: Data(r.stdout)) as! [String: Any]
         let imported = result["imported"] as! [[String: Any]]
         #expect(imported.count == sizes.count && (result["failed"] as! [Any]).isEmpty)
@@ -97,6 +99,9 @@ import Glibc
         #expect(message.count == 34 + 32 + 32)
         let r = s.run(["import", "--rncryptor", "-r", "bad", "--skip-bad", "--json", "--progress", "none"], env: Self.env)
         #expect(r.status == 2, "\(r.stderr)")
+        DailyUseCLITests.write(s.path("import.json"), r.stdout)
+        let valid = AuditCLITests.validate(s.path("import.json"), schema: "import")
+        #expect(valid.status == 0, "\(valid.output)")
         let result = try JSONSerialization.jsonObject(with: Data(r.stdout)) as! [String: Any]
         let failed = result["failed"] as! [[String: Any]]
         #expect((result["imported"] as! [Any]).isEmpty, "a changed file was imported")

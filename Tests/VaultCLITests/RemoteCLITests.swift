@@ -107,9 +107,16 @@ import Glibc
         FileManager.default.createFile(atPath: s.path("log.json"), contents: Data(log.stdout))
         let valid = AuditCLITests.validate(s.path("log.json"), schema: "log")
         #expect(valid.status == 0, "\(valid.output)")
-        // Nothing is left to send or fetch.
+        // Nothing is left to send or fetch (said in JSON as the schemas say).
         #expect(Self.run(s, "a", ["push"], env: env).stderr.contains("pushed 0 documents"))
-        #expect(Self.run(s, "c", ["pull"], env: env).stderr.contains("pulled 0 documents"))
+        let pushed = Self.run(s, "a", ["push", "--json"], env: env)
+        FileManager.default.createFile(atPath: s.path("push.json"), contents: Data(pushed.stdout))
+        #expect(pushed.status == 0 && pushed.stderr.isEmpty && AuditCLITests.validate(s.path("push.json"), schema: "push").status == 0, "\(pushed.out)")
+        #expect((try? JSONSerialization.jsonObject(with: Data(pushed.stdout)) as? [String: Any])?["sent"] as? [String] == [])
+        let pulled = Self.run(s, "c", ["pull", "--json"], env: env)
+        FileManager.default.createFile(atPath: s.path("pull.json"), contents: Data(pulled.stdout))
+        #expect(pulled.status == 0 && pulled.stderr.isEmpty && AuditCLITests.validate(s.path("pull.json"), schema: "pull").status == 0, "\(pulled.out)")
+        #expect((try? JSONSerialization.jsonObject(with: Data(pulled.stdout)) as? [String: Any])?["fetched"] as? [String] == [])
     }
 
     /// After `vault passwd` the store still holds the vault under the old password: push and
@@ -230,7 +237,7 @@ import Glibc
         // Pulled again, only that one is fetched again, and rejected again: 65, nothing taken.
         let p = s.run(["--vault", s.path("c"), "pull"], env: env)
         #expect(p.status == 65, "\(p.stderr)")
-        #expect(p.stderr.hasSuffix("vault: 1 object(s) at s3://\(bucket)/v failed authentication and were not taken\n"
+        #expect(p.stderr.hasSuffix("vault: 1 object at s3://\(bucket)/v failed authentication and was not taken\n"
                                    + "vault: hint: the store's copy is damaged or not this vault's; push it again from a station that has it\n"), "\(p.stderr)")
         // An envelope of another vault under a valid name is foreign: rejected the same way.
         let other = Sandbox()

@@ -232,7 +232,9 @@ import Testing
         #expect(both.allSatisfy { $0["target"] as? String == r.url })
         #expect(interrupted?["confirmed"] as? Int == 0 && interrupted?["batches"] as? Int == 1 && complete?["confirmed"] as? Int == 1)
         let text = s.run(["uploads"], env: noPassword)
-        #expect(text.out.split(separator: "\n").count == 2 && text.out.contains("interrupted  0/1 batches  2 documents"), "\(text.out)")
+        let rows = text.out.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+        #expect(rows.count == 3 && rows[0].prefix(4) == ["JOB", "STATE", "BATCHES", "DOCS"], "a header and two rows: \(text.out)")
+        #expect(rows.contains { $0.count > 4 && $0[1] == "interrupted" && $0[2] == "0/1" && $0[3] == "2" }, "\(text.out)")
         // prune: the complete one goes; the unfinished one is kept until it is 30 days old.
         let pruned = s.run(["uploads", "prune"], env: noPassword)
         #expect(pruned.status == 0 && pruned.stderr == "vault: removed 1 upload journal\n")

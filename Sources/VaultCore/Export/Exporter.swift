@@ -28,6 +28,8 @@ public struct ExportSummary: Sendable {
     public var skipped: [ManifestSkip] { batches.flatMap(\.skipped) }
     /// Payload bytes written.
     public var payloadBytes: UInt64 { batches.reduce(0) { $0 + $1.bytes } }
+    /// Plaintext bytes of the selected documents: what the progress events count.
+    public var plaintextBytes: UInt64 = 0
 }
 
 /// One batch in `manifest.json`.
@@ -351,7 +353,8 @@ public final class Exporter {
             for dir in made { FileSystem.removeIfEmpty(dir) }
             throw error
         }
-        let summary = ExportSummary(runID: runID, batches: manifest.batches)
+        var summary = ExportSummary(runID: runID, batches: manifest.batches)
+        summary.plaintextBytes = progress.total
         onEvent(.finished(batches: plan.batchCount, documents: summary.documents, skipped: summary.skipped.count, payloadBytes: summary.payloadBytes))
         return summary
     }
@@ -508,8 +511,10 @@ public final class Exporter {
         precondition(count == batch.length, "internal error: streamed \(count) bytes, planned \(batch.length)")
         onEvent(.batchFinished(index: 1, of: 1, file: nil, payloadBytes: count, sha256: nil, documents: batch.records.count, skipped: skipped.count))
         onEvent(.finished(batches: 1, documents: batch.records.count, skipped: skipped.count, payloadBytes: count))
-        return ExportSummary(runID: runID, batches: [ManifestBatch(file: nil, documents: batch.records.map(\.id.hex), skipped: skipped,
-                                                                   bytes: count, sha256: nil, status: .complete)])
+        var summary = ExportSummary(runID: runID, batches: [ManifestBatch(file: nil, documents: batch.records.map(\.id.hex), skipped: skipped,
+                                                                          bytes: count, sha256: nil, status: .complete)])
+        summary.plaintextBytes = batch.records.reduce(0) { $0 + $1.metadata.size }
+        return summary
     }
 
 }

@@ -39,7 +39,7 @@ extension VaultCommand {
         @Flag(name: [.short, .customLong("recursive")], help: "Add the files inside directories, recursively (names are paths relative to the directory).")
         var recursive = false
 
-        @OptionGroup var result: ResultOptions
+        @OptionGroup var result: OutputOptions
 
         /// `add --json`: what was added, and what was not (with why).
         struct Result: Encodable {
@@ -113,7 +113,7 @@ extension VaultCommand {
                 let m = record.metadata
                 outcome.added.append(.init(id: record.id.hex, path: shown, name: m.name, contentType: m.contentType, size: m.size,
                                            sha256: Hex.encode(m.sha256)))
-                if !result.json { Terminal.out(record.id.hex + "\n") }
+                if !result.json && !result.quiet { Terminal.out(record.id.hex + "\n") }
             } } catch {
                 if vault.failure == nil { try? session.finish(outcome: .failed, detail: VaultError.from(error).message) }   // what was committed before the failure stays, durably
                 throw error
@@ -129,6 +129,10 @@ extension VaultCommand {
                                      + "\(total - outcome.added.count) were not\(rest)" + Self.advice(stopped.error.hint))
             }
             try session.finish(outcome: duplicates > 0 || !skipped.isEmpty ? .partial : .ok)
+            if outcome.added.isEmpty && skipped.isEmpty && duplicates > 0 {   // nothing happened: not a partial success
+                throw VaultError(.duplicate, "none of the \(inputs.count) files was added: their contents are already in the vault",
+                                 hint: "they are named above; --allow-duplicate adds them anyway")
+            }
             if !skipped.isEmpty || duplicates > 0 {
                 let why = duplicates == 0 ? "they are named above"
                     : "they are named above; --allow-duplicate adds a file whose contents are already in the vault"

@@ -34,6 +34,7 @@ extension VaultCommand {
             try options.requireLocal()
             let store = options.store
             if store.exists { throw VaultError(.alreadyExists, "a vault already exists at \(store.root)", hint: "use 'vault pull' to update it") }
+            try store.checkCanCreate()   // a folder that is not empty or not writable: said before credentials and the password
             let client = try S3Environment.connection(purpose: "vault clone").client(timeout: transfer.timeout)
             defer { Task { await client.shutdown() } }
             let password = try PasswordReader.read(file: options.passwordFile, command: options.passwordCommand)
@@ -41,7 +42,7 @@ extension VaultCommand {
             let report = try await transfer.run(location, label: "clone") { progress in
                 try await Replicator.clone(location, client: client, into: store, password: password, parallel: transfer.parallel, progress: progress).1
             }
-            try Pull.finish(report, from: location, start: start, summary: transfer.progress.printsSummary, verb: "cloned")
+            try Pull.finish(report, from: location, start: start, transfer: transfer, verb: "cloned")
         }
     }
 }

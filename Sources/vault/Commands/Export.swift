@@ -114,15 +114,16 @@ extension VaultCommand {
                                                     seconds: (seconds * 1000).rounded() / 1000, batches: summary.batches, skipped: summary.skipped)))
             }
             if progressOptions.printsSummary {
-                Terminal.err(String(format: "vault: exported %d document%@ in %d batch%@ (%@) to %@ in %.1f s",
-                                    summary.documents, summary.documents == 1 ? "" : "s", summary.batches.count,
-                                    summary.batches.count == 1 ? "" : "es", Terminal.size(summary.payloadBytes), where_, seconds))
+                // The documents' size first: what the bar counted; then the payload it became.
+                Terminal.err(String(format: "vault: exported %@ (%@) in %@ (%@ of payload) to %@ in %.1f s",
+                                    Plural.count(summary.documents, "document"), Terminal.size(summary.plaintextBytes),
+                                    Plural.count(summary.batches.count, "batch"), Terminal.size(summary.payloadBytes), where_, seconds))
             }
             if !summary.skipped.isEmpty {
                 if progressOptions.resolved == .none {   // bar and json name them as they happen
                     for s in summary.skipped { Terminal.warn("skipped \(s.id.prefix(12)) \(s.name): \(s.error)") }
                 }
-                throw VaultError(.partial, "\(summary.skipped.count) damaged document(s) were left out",
+                throw VaultError(.partial, "\(Plural.count(summary.skipped.count, "damaged document")) \(summary.skipped.count == 1 ? "was" : "were") left out",
                                  hint: "run 'vault verify' for details")
             }
         }

@@ -25,6 +25,11 @@ extension VaultCommand {
         @Option(help: "How hard the password is to guess offline: interactive (64 MiB, ~0.1 s), moderate (256 MiB, ~0.7 s) or sensitive (1 GiB, ~3.5 s).")
         var kdf: KDFLevel = .moderate
 
+        @OptionGroup var output: OutputOptions
+
+        /// `init --json`.
+        struct Result: Encodable { var vault, id, kdf: String }
+
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
@@ -35,7 +40,9 @@ extension VaultCommand {
             try store.checkCanCreate()
             let password = try PasswordReader.read(file: options.passwordFile, command: options.passwordCommand, confirm: true)
             let vault = try store.create(password: password, kdf: kdf.parameters)
-            Terminal.err("vault: created \(store.root) (Argon2id \(kdf.rawValue), id \(vault.id.prefix(12)))")
+            if output.json { Terminal.out(JSONOutput.line(Result(vault: store.root, id: vault.id, kdf: kdf.rawValue))) }
+            else if !output.quiet { Terminal.err("vault: created \(store.root) (Argon2id \(kdf.rawValue), id \(vault.id.prefix(12)))") }
+            // Said once, even with -q: it is the one thing a new user must know.
             Terminal.err("vault: keep the password safe: without it the documents cannot be recovered, by anyone")
         }
     }

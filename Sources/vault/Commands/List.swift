@@ -85,9 +85,14 @@ extension VaultCommand {
             }
             if json { output.append("]\n") } else { table.finish() }
             output.flush()
+            if !json && table.rows == 0 && unreadable.isEmpty {
+                // Said on stderr, so a script reading the table still gets nothing.
+                Terminal.err(tags.isEmpty && deliveredTo == nil && !undelivered ? "vault: the vault holds no documents (add some with 'vault add FILE')"
+                                                                                 : "vault: no documents match")
+            }
             if !unreadable.isEmpty {
                 for (id, e) in unreadable { Terminal.warn("document \(id) cannot be read: \(e.message)") }
-                throw VaultError(.vaultDamaged, "\(unreadable.count) document(s) could not be read and are not listed",
+                throw VaultError(.vaultDamaged, "\(Plural.count(unreadable.count, "document")) could not be read and \(unreadable.count == 1 ? "is" : "are") not listed",
                                  hint: "run 'vault verify' for details")
             }
         }
@@ -115,50 +120,24 @@ extension VaultCommand {
             out.append("]}")
         }
 
-        /// The table, written as rows come: column widths are those of the header and the first
-        /// 1,000 rows (a longer cell further down widens only its own row).
+        /// The table, written as rows come (see ``FittedTable``): on a terminal the name is
+        /// shortened in the middle, then TYPE and ADDED are left out, so no row wraps.
         final class TableWriter {
-            static let window = 1000
-            let output: BufferedOutput
-            var pending: [[String]] = []
-            var widths: [Int]?
-            static let header = ["ID", "NAME", "TYPE", "SIZE", "ADDED (UTC)"]
+            let table: FittedTable
+            private(set) var rows = 0
 
-            init(output: BufferedOutput) { self.output = output }
+            init(output: BufferedOutput) {
+                table = FittedTable([.init(title: "ID"), .init(title: "NAME", flexible: true), .init(title: "TYPE", dropRank: 2),
+                                     .init(title: "SIZE", alignRight: true), .init(title: "ADDED (UTC)", dropRank: 1)], output: output)
+            }
 
             func add(_ r: DocumentRecord) {
-                let row = [String(r.id.hex.prefix(12)), Terminal.printable(r.metadata.name), r.metadata.contentType,
-                           Terminal.size(r.metadata.size), UTCTime.minutes(millis: r.metadata.addedAtMillis)]
-                if let widths {
-                    output.append(Self.line(row, widths))
-                    return
-                }
-                pending.append(row)
-                if pending.count >= Self.window { flushWindow() }
+                rows += 1
+                table.add([String(r.id.hex.prefix(12)), Terminal.printable(r.metadata.name), r.metadata.contentType,
+                           Terminal.size(r.metadata.size), UTCTime.minutes(millis: r.metadata.addedAtMillis)])
             }
 
-            private func flushWindow() {
-                var w = Self.header.map(\.count)
-                for row in pending { for (i, c) in row.enumerated() { w[i] = max(w[i], c.count) } }
-                widths = w
-                output.append(Self.line(Self.header, w))
-                for row in pending { output.append(Self.line(row, w)) }
-                pending = []
-            }
-
-            func finish() {
-                if widths == nil && !pending.isEmpty { flushWindow() }
-            }
-
-            static func line(_ cells: [String], _ widths: [Int]) -> String {
-                var out = ""
-                for (i, c) in cells.enumerated() {
-                    if i > 0 { out += "  " }
-                    let pad = String(repeating: " ", count: max(0, widths[i] - c.count))
-                    out += i == 3 ? pad + c : i == cells.count - 1 ? c : c + pad
-                }
-                return out + "\n"
-            }
+            func finish() { table.finish() }
         }
     }
 }

@@ -84,7 +84,8 @@ extension VaultCommand {
                                  destinations: r.destinations, detail: r.detail, anomalies: r.anomalies)
                 }, findings: findings)))
             } else {
-                Terminal.out(shown.map(Self.text).joined())
+                let width = FittedTable.stdoutWidth
+                Terminal.out(shown.map { Self.text($0, width: width) }.joined())
             }
             if !findings.isEmpty {
                 for f in findings where !json { Terminal.warn(f.message) }
@@ -92,19 +93,38 @@ extension VaultCommand {
             }
         }
 
-        static func text(_ e: HistoryScan.Entry) -> String {
-            guard let r = e.record else { return String(format: "%5d  DAMAGED: this record fails authentication\n", e.position) }
-            var line = String(format: "%5d  ", e.position) + JSONOutput.iso(millis: r.timeMillis) + "  " + r.operation.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)
-            line += " " + r.outcome.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0) + Terminal.printable(r.host)
-            if !r.documents.isEmpty { line += "  \(r.documents.count) document\(r.documents.count == 1 ? "" : "s")" }
-            if let d = r.detail { line += "  (\(Terminal.printable(d)))" }
-            line += "\n"
-            for d in r.documents {
-                line += "         \(d.id)  \(d.sha256.prefix(16))…  \(d.size) B  \(Terminal.printable(d.name))\n"
+        /// One record and its documents. On a terminal (`width`), every line fits: the detail
+        /// goes first, then a document line shows a 12-digit id without the SHA-256, names are
+        /// shortened in the middle, and what is still too long is cut with `…`.
+        static func text(_ e: HistoryScan.Entry, width: Int? = nil) -> String {
+            let room = width.map { $0 - 1 } ?? Int.max
+            func fit(_ s: String) -> String { width == nil ? s : Terminal.cut(s, room) }
+            guard let r = e.record else { return fit(String(format: "%5d  DAMAGED: this record fails authentication", e.position)) + "\n" }
+            // Narrow terminals: the position unpadded, the time without the year and seconds, the host last.
+            let narrow = room < 60
+            var line = narrow ? "\(e.position)  " + UTCTime.minutes(millis: r.timeMillis).dropFirst(5) + "  " + r.operation.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)
+                              : String(format: "%5d  ", e.position) + JSONOutput.iso(millis: r.timeMillis) + "  " + r.operation.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)
+            line += " " + r.outcome.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0) + (narrow ? "" : Terminal.printable(r.host))
+            if !r.documents.isEmpty { line += (narrow ? "" : "  ") + Plural.count(r.documents.count, "document") }
+            if narrow { line += "  " + Terminal.printable(r.host) }
+            if let d = r.detail {
+                let detail = "  (\(Terminal.printable(d)))"
+                if line.count + detail.count <= room { line += detail }
+                else if line.count + 8 < room { line += Terminal.cut(detail, room - line.count - 1) + ")" }
             }
-            for d in r.destinations { line += "         -> \(Terminal.printable(d))\n" }
-            for a in r.anomalies { line += "         ! \(a.code): \(Terminal.printable(a.message))\n" }
-            return line
+            var text = fit(line) + "\n"
+            let full = room >= 9 + 32 + 2 + 17 + 2 + 10 + 2 + 16
+            let indent = narrow ? "   " : "         "
+            for d in r.documents {
+                let head = full ? "         \(d.id)  \(d.sha256.prefix(16))…  " : indent + "\(d.id.prefix(12))  "
+                let size = Terminal.size(d.size)
+                let name = Terminal.printable(d.name)
+                let left = room - head.count - size.count - 2
+                text += fit(head + size + "  " + (width == nil || left >= name.count ? name : Terminal.middle(name, max(left, 4)))) + "\n"
+            }
+            for d in r.destinations { text += fit(indent + "-> " + Terminal.middle(Terminal.printable(d), max(room - indent.count - 3, 8))) + "\n" }
+            for a in r.anomalies { text += fit(indent + "! \(a.code): \(Terminal.printable(a.message))") + "\n" }
+            return text
         }
 
         static func parseTime(_ text: String) -> Date? {

@@ -29,6 +29,11 @@ extension VaultCommand {
         @Option(help: ArgumentHelp("Read the new password from this file (one trailing newline is ignored).", valueName: "file"), completion: .file())
         var newPasswordFile: String?
 
+        @OptionGroup var output: OutputOptions
+
+        /// `passwd --json`.
+        struct Result: Encodable { var kdf: String; var documents: Int; var bytesWritten: UInt64; var seconds: Double }
+
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
@@ -41,9 +46,14 @@ extension VaultCommand {
             let started = Date()
             let summary = try vault.changePassword(to: newPassword, kdf: kdf?.parameters)
             let level = KDFLevel.allCases.first { $0.parameters == summary.kdf }?.rawValue ?? "custom"
-            Terminal.err(String(format: "vault: password changed (Argon2id %@); %d envelope header%@ re-sealed, %@ written, in %.1f s",
-                                level, summary.documents, summary.documents == 1 ? "" : "s", Terminal.size(summary.bytesWritten),
-                                Date().timeIntervalSince(started)))
+            if output.json {
+                Terminal.out(JSONOutput.line(Result(kdf: level, documents: summary.documents, bytesWritten: summary.bytesWritten,
+                                                    seconds: JSONOutput.seconds(since: started))))
+            } else if !output.quiet {
+                Terminal.err(String(format: "vault: password changed (Argon2id %@); %@ re-sealed, %@ written, in %.1f s",
+                                    level, Plural.count(summary.documents, "envelope header"), Terminal.size(summary.bytesWritten),
+                                    Date().timeIntervalSince(started)))
+            }
         }
     }
 }

@@ -37,14 +37,20 @@ extension VaultCommand {
             let report = try await transfer.run(location, label: "pull") { progress in
                 try await Replicator(vault: vault, client: client, location: location, parallel: transfer.parallel).pull(progress: progress)
             }
-            try Self.finish(report, from: location, start: start, summary: transfer.progress.printsSummary, verb: "pulled")
+            try Self.finish(report, from: location, start: start, transfer: transfer, verb: "pulled")
         }
 
         /// The summary line, the rejected objects as warnings, and the exit status they call for.
-        static func finish(_ report: PullReport, from location: RemoteLocation, start: Date, summary: Bool, verb: String) throws {
+        static func finish(_ report: PullReport, from location: RemoteLocation, start: Date, transfer: TransferOptions, verb: String) throws {
             for (key, e) in report.rejected { Terminal.err("vault: warning: not taken: \(key): \(e.message)") }
             Terminal.warnRefusedTombstones(report.refusedTombstones)
-            if summary {
+            if transfer.json {
+                Terminal.out(JSONOutput.line(TransferOptions.PullResult(
+                    remote: location.description, fetched: report.fetched.map(\.id.hex), fetchedBytes: report.fetchedBytes,
+                    removed: report.removed.map(\.hex), rejected: report.rejected.map { .init(key: $0.0, code: $0.1.code.rawValue, message: $0.1.message) },
+                    refusedTombstones: report.refusedTombstones.map(\.0), seconds: JSONOutput.seconds(since: start))))
+            }
+            if transfer.printsSummary {
                 var line = String(format: "vault: %@ %d document%@ (%@) from %@ in %.1f s", verb, report.fetched.count, report.fetched.count == 1 ? "" : "s",
                                   Terminal.size(report.fetchedBytes), location.description, Date().timeIntervalSince(start))
                 if !report.removed.isEmpty { line += "; removed \(report.removed.count) (removed elsewhere)" }
@@ -52,10 +58,10 @@ extension VaultCommand {
             }
             guard !report.rejected.isEmpty else { return }
             if report.fetched.isEmpty && report.removed.isEmpty {
-                throw VaultError(.vaultDamaged, "\(report.rejected.count) object(s) at \(location) failed authentication and were not taken",
+                throw VaultError(.vaultDamaged, "\(Plural.count(report.rejected.count, "object")) at \(location) failed authentication and \(report.rejected.count == 1 ? "was" : "were") not taken",
                                  hint: "the store's copy is damaged or not this vault's; push it again from a station that has it")
             }
-            throw VaultError(.partial, "\(report.rejected.count) object(s) at \(location) failed authentication and were not taken")
+            throw VaultError(.partial, "\(Plural.count(report.rejected.count, "object")) at \(location) failed authentication and \(report.rejected.count == 1 ? "was" : "were") not taken")
         }
     }
 }

@@ -46,7 +46,13 @@ extension VaultCommand {
                                      detail: report.tombstones > 0 ? "\(report.tombstones) tombstone(s)" : nil,
                                      anomalies: Replicator.anomalies(report.refusedTombstones))
             }
-            if transfer.progress.printsSummary {
+            if transfer.json {
+                Terminal.out(JSONOutput.line(TransferOptions.PushResult(
+                    remote: location.description, sent: report.sent.map(\.hex), sentBytes: report.sentBytes, alreadyThere: report.alreadyThere,
+                    tombstones: report.tombstones, refusedTombstones: report.refusedTombstones.map(\.0), created: report.created,
+                    seconds: JSONOutput.seconds(since: start))))
+            }
+            if transfer.printsSummary {
                 var line = String(format: "vault: pushed %d document%@ (%@) to %@ in %.1f s", report.sent.count, report.sent.count == 1 ? "" : "s",
                                   Terminal.size(report.sentBytes), location.description, Date().timeIntervalSince(start))
                 if report.tombstones > 0 { line += "; \(report.tombstones) removal\(report.tombstones == 1 ? "" : "s")" }

@@ -37,7 +37,7 @@ extension VaultCommand {
         @Option(name: .customLong("older-than"), help: ArgumentHelp("With --delivered…: only deliveries at least this old (30d, 12h, 2w).", valueName: "age"))
         var olderThan: String?
 
-        @OptionGroup var result: ResultOptions
+        @OptionGroup var result: OutputOptions
 
         /// `remove --json`.
         struct Result: Encodable { var removed: [String] }
@@ -71,7 +71,7 @@ extension VaultCommand {
                 if documents.isEmpty { _ = try vault.forEachRecord { ids.append($0.id) } }
                 ids = ids.filter(filter.keeps)
                 if ids.isEmpty {
-                    if !result.json { Terminal.err("vault: nothing to remove: no document was confirmed by \(destinations.joined(separator: " and "))\(olderThan.map { " \($0) ago or more" } ?? "")") }
+                    if result.quiet {} else if !result.json { Terminal.err("vault: nothing to remove: no document was confirmed by \(destinations.joined(separator: " and "))\(olderThan.map { " \($0) ago or more" } ?? "")") }
                     else { Terminal.out(JSONOutput.line(Result(removed: []))) }
                     return
                 }
@@ -80,7 +80,7 @@ extension VaultCommand {
             if result.json {
                 Terminal.out(JSONOutput.line(Result(removed: ids.map(\.hex))))
             } else {
-                for id in ids { Terminal.out(id.hex + "\n") }
+                for id in ids where !result.quiet { Terminal.out(id.hex + "\n") }
             }
         }
     }

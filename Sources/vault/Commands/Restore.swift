@@ -30,7 +30,7 @@ extension VaultCommand {
         @Flag(help: "Restore a document even when its contents are already in the vault.")
         var allowDuplicate = false
 
-        @OptionGroup var result: ResultOptions
+        @OptionGroup var result: OutputOptions
 
         /// `restore --json`.
         struct Result: Encodable {
@@ -60,7 +60,7 @@ extension VaultCommand {
                     let r = try vault.restore(envelopeAt: path, into: session, allowDuplicate: allowDuplicate)
                     outcome.restored.append(.init(id: r.id.hex, path: path, name: r.metadata.name, contentType: r.metadata.contentType,
                                                   size: r.metadata.size, sha256: Hex.encode(r.metadata.sha256)))
-                    if !result.json { Terminal.out(r.id.hex + "\n") }
+                    if !result.json && !result.quiet { Terminal.out(r.id.hex + "\n") }
                 } catch let e as VaultError where e.code.isDamage || e.code == .duplicate {
                     Terminal.warn("\(Terminal.printable(path)) was not restored: \(e.message)")
                     outcome.notRestored.append(.init(path: path, code: e.code.rawValue, message: e.message))

@@ -54,14 +54,25 @@ extension VaultCommand.Uploads {
             try options.requireLocal()
             let entries = try UploadJournals.list(in: try options.unlock())
             if json { Terminal.out(JSONOutput.line(VaultCommand.Uploads.Result(journals: entries, removed: nil))); return }
+            if entries.isEmpty { Terminal.err("vault: no uploads: no journal is kept (a finished upload's is pruned by 'vault uploads prune')"); return }
+            // A table fitted to the terminal: the target is shortened in the middle, then the
+            // update time and the document count are left out.
+            let output = BufferedOutput()
+            // The job as a 12-digit prefix (as list shows ids): 'uploads show' takes any unique prefix.
+            let table = FittedTable([.init(title: "JOB"), .init(title: "STATE"), .init(title: "BATCHES", alignRight: true),
+                                     .init(title: "DOCS", alignRight: true, dropRank: 3), .init(title: "PAYLOAD", alignRight: true, dropRank: 2),
+                                     .init(title: "UPDATED (UTC)", dropRank: 4), .init(title: "TARGET", flexible: true, dropRank: 1)], output: output)
             for e in entries {
+                let job = String(e.job.prefix(12))
                 if let problem = e.problem {
-                    Terminal.out("\(e.job)  damaged      \(Terminal.printable(problem))\n")
+                    table.add([job, "damaged", "", "", "", "", Terminal.printable(problem)])
                     continue
                 }
-                Terminal.out("\(e.job)  \(e.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0))  \(e.confirmed)/\(e.batches) batches  "
-                             + "\(e.documents) documents  \(Terminal.size(e.payloadBytes))  \(e.updated)  \(e.target)\n")
+                table.add([job, e.state.rawValue, "\(e.confirmed)/\(e.batches)", "\(e.documents)", Terminal.size(e.payloadBytes),
+                           e.updated, Terminal.printable(e.target)])
             }
+            table.finish()
+            output.flush()
         }
     }
 

@@ -21,8 +21,8 @@ extension VaultCommand {
         @Argument(help: ArgumentHelp("Documents to verify (default: all).", valueName: "id-or-name"))
         var documents: [String] = []
 
-        @Flag(help: "Print the report as one JSON object.")
-        var json = false
+        @OptionGroup var output: OutputOptions
+        var json: Bool { output.json }
 
         func run() async throws { try await run(parent: root.global) }
 
@@ -30,7 +30,7 @@ extension VaultCommand {
             let vault = try await options.open()
             let ids = documents.isEmpty ? nil : try vault.select(DocumentSelection(queries: documents)).map(\.id)
             let report = try vault.verify(ids)
-            Terminal.out(json ? Self.json(report) : Self.text(report))
+            if !output.quiet { Terminal.out(json ? Self.json(report) : Self.text(report)) }
             if !report.isClean {
                 throw VaultError(.vaultDamaged, report.damaged.isEmpty ? "the index was damaged (it has been rebuilt)"
                                                                        : "\(report.damaged.count) of \(Plural.count(report.documents.count, "document")) \(report.damaged.count == 1 ? "is" : "are") damaged",

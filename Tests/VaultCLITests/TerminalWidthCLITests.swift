@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+import VaultTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a user sees in a real terminal (tmux, which this project did not write) at 80 and 40
+/// columns: `list`, `log`, `uploads`, the progress bar and retry warnings never wrap.
+@Suite struct TerminalWidthCLITests {
+    /// Runs `script` (sh; `$1` is the vault binary) in a detached tmux pane `columns` wide and 200
+    /// lines high, waits (bounded) for it to finish, and returns the pane as shown and as tmux
+    /// joins it (`capture-pane -J` makes one line of a wrapped one).
+    static func inTmux(_ s: Sandbox, columns: Int, _ script: String) throws -> (shown: [String], joined: [String]) {
+        let socket = "vault-" + URL(fileURLWithPath: s.dir).lastPathComponent
+        s.write("run.sh", Array(script.utf8))
+        s.write("finished", [])
+        try? FileManager.default.removeItem(atPath: s.path("finished"))
+        let start = s.shell("tmux -L \(socket) -f /dev/null new-session -d -x \(columns) -y 200 -s t \"sh run.sh '$1'; touch finished; exec sleep 600\"",
+                            env: ["TERM": "xterm"])
+        try #require(start.status == 0, "tmux: \(start.stderr)")
+        defer { _ = s.shell("tmux -L \(socket) kill-server") }
+        let deadline = Date().addingTimeInterval(300)
+        while !FileManager.default.fileExists(atPath: s.path("finished")) && Date() < deadline { usleep(100_000) }
+        try #require(FileManager.default.fileExists(atPath: s.path("finished")), "the commands did not finish within 5 minutes")
+        func capture(_ flags: String) -> [String] {
+            s.shell("tmux -L \(socket) capture-pane -p \(flags) -t t").out.split(separator: "\n", omittingEmptySubsequences: false)
+                .map { String($0).replacingOccurrences(of: " +$", with: "", options: .regularExpression) }
+                .reversed().drop { $0.isEmpty }.reversed()
+        }
+        return (capture(""), capture("-J"))
+    }
+
+    @Test(arguments: [80, 40])
+    func tablesLinesAndTheBarFitTheTerminal(columns: Int) throws {
+        let s = Sandbox()
+        s.initVault()
+        // A 29-character name with application/octet-stream (the review's case), a long name, and 64 MiB for the bar.
+        s.write("quarterly-report-2026-final.b", .random(3000, seed: 1))
+        #expect(s.run("add", "quarterly-report-2026-final.b").status == 0)
+        #expect(s.run(["add", "-", "--name", "a very long document name that goes on and on past any terminal.pdf"], stdin: Array("%PDF-1.7".utf8)).status == 0)
+        try s.writeLarge("big.bin", mebibytes: 64, seed: 5)
+        #expect(s.run("add", "big.bin").status == 0)
+        let port = Peer.freePort()
+        let (shown, joined) = try Self.inTmux(s, columns: columns, """
+            "$1" export --out out --progress bar
+            "$1" upload --url http://127.0.0.1:\(port)/batches --retries 1 --progress bar
+            echo ---
+            "$1" list
+            "$1" log
+            "$1" uploads
+
+            """)
+        // Tables and warnings never wrap (messages such as the summary may: they are sentences).
+        let tables = Array(shown.drop { $0 != "---" })
+        #expect(tables.count > 10 && tables == Array(joined.drop { $0 != "---" }), "a line wrapped at \(columns) columns:\n\(shown.joined(separator: "\n"))")
+        for line in tables + shown.filter({ $0.hasPrefix("vault: warning:") }) {
+            #expect(line.count < columns, "\(columns) columns: '\(line)' (\(line.count))")
+        }
+        // The bar was drawn and cleared: a wrapped bar would leave its first part on screen.
+        #expect(!shown.contains { $0.hasPrefix("batch ") || $0.contains("[#") || $0.contains("[-") }, "\(shown)")
+        let text = shown.joined(separator: "\n")
+        #expect(joined.contains { $0.hasPrefix("vault: exported 3 documents (64 MiB) in 1 batch (85 MiB of payload)") })
+        #expect(text.contains("vault: warning: batch 1: connection"), "the retry is announced: \(text)")
+        // list: a header, every document, the long name shortened in the middle.
+        let ids = s.run("list", "--json").out.components(separatedBy: "\"id\":\"").dropFirst().map { String($0.prefix(12)) }
+        #expect(ids.count == 3)
+        #expect(shown.contains { $0.hasPrefix("ID  ") && $0.contains("NAME") && $0.contains("SIZE") })
+        for id in ids { #expect(shown.contains { $0.hasPrefix(id) }, "\(id) is listed") }
+        #expect(shown.contains { $0.contains("a very") && $0.contains("…") && $0.contains(".pdf") })
+        if columns == 80 { #expect(shown.contains { $0.contains("quarterly-report-2026-final.b") }, "a 29-character name shows whole at 80 columns") }
+        // log: human sizes, not raw byte counts.
+        #expect(text.contains("64 MiB") && !text.contains("67108864"))
+        // uploads: a header and the interrupted upload.
+        #expect(shown.contains { $0.hasPrefix("JOB ") && $0.contains("STATE") && $0.contains("BATCHES") })
+        let job = try #require(s.journalJobs.first)
+        #expect(shown.contains { $0.hasPrefix(String(job.prefix(12)) + "  interrupted") }, "\(text)")
+        #expect(s.run("uploads", "show", String(job.prefix(12))).out.contains(job), "a job's prefix names it")
+    }
+}
