@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN   := .build/debug/vault
 
-.PHONY: all deps peers build test demo bench fixtures release stress fuzz man man-check clean
+.PHONY: all deps peers build test demo bench fixtures release stress fuzz man man-check clean static install uninstall dist install-check
 
 # The manual page's date: the one in docs/vault.1 (change it with the page).
 MAN_DATE ?= 2026-11-22
@@ -32,13 +32,16 @@ peers:
 # docs/vault.1 from the command definitions (swift-argument-parser's generate-manual plugin).
 man: deps
 	$(SWIFT) package generate-manual --configuration debug --date $(MAN_DATE)
-	cp $(MAN_OUT) docs/vault.1
+	python3 scripts/man-finish.py README.md < $(MAN_OUT) > docs/vault.1
 
 # Fails when docs/vault.1 is out of date.
 man-check: deps
 	@$(SWIFT) package generate-manual --configuration debug --date $(MAN_DATE) > /dev/null
-	@diff -u docs/vault.1 $(MAN_OUT) > /dev/null || { diff -u docs/vault.1 $(MAN_OUT) | head -20; \
+	@python3 scripts/man-finish.py README.md < $(MAN_OUT) > $(MAN_OUT).finished
+	@diff -u docs/vault.1 $(MAN_OUT).finished > /dev/null || { diff -u docs/vault.1 $(MAN_OUT).finished | head -20; \
 		echo "vault: docs/vault.1 is out of date" >&2; echo "vault: hint: run 'make man' and commit docs/vault.1" >&2; exit 1; }
+	@if command -v man >/dev/null && man --warnings -l docs/vault.1 2>&1 >/dev/null | grep -q .; then \
+		man --warnings -l docs/vault.1 2>&1 >/dev/null | head -5; echo "vault: docs/vault.1 has mandoc warnings" >&2; exit 1; fi
 	@echo "docs/vault.1 is current"
 
 # The main job on sample documents, in a throwaway vault.
@@ -64,5 +67,50 @@ fuzz: deps
 fixtures: build
 	VAULT_REGENERATE_FIXTURES=1 $(SWIFT) test --filter "VectorTests|SealedStateTests"
 
+# Installation: one binary with the Swift runtime, Foundation, libsodium and SQLite linked in
+# (scripts/static-build.sh), its manual, bash/zsh/fish completions written by the binary itself,
+# and the docs. PREFIX and DESTDIR as usual.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+STATIC  := .build-static/release/vault
+VERSION := $(shell sed -n 's/^    static let version = "\(.*\)"/\1/p' Sources/vault/Commands/Version.swift)
+ARCH    := $(shell uname -m)
+INSTALLED := $(PREFIX)/bin/vault $(PREFIX)/share/man/man1/vault.1 \
+	$(PREFIX)/share/bash-completion/completions/vault $(PREFIX)/share/zsh/site-functions/_vault \
+	$(PREFIX)/share/fish/vendor_completions.d/vault.fish
+DOCS := README.md docs/CLI.md docs/EXPORT.md docs/FORMAT.md docs/UPLOAD.md docs/REMOTE.md docs/SECURITY.md docs/PERFORMANCE.md
+
+static: deps
+	@scripts/static-build.sh .build-static
+
+install: static
+	install -d -m 0755 $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/doc/vault/schemas
+	install -s -m 0755 $(STATIC) $(DESTDIR)$(PREFIX)/bin/vault
+	install -m 0644 docs/vault.1 $(DESTDIR)$(PREFIX)/share/man/man1/vault.1
+	$(STATIC) --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/vault
+	$(STATIC) --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_vault
+	$(STATIC) --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/vault.fish
+	install -m 0644 $(DOCS) $(DESTDIR)$(PREFIX)/share/doc/vault/
+	install -m 0644 docs/schemas/*.json $(DESTDIR)$(PREFIX)/share/doc/vault/schemas/
+	@echo "vault: installed $(DESTDIR)$(PREFIX)/bin/vault ($$($(DESTDIR)$(PREFIX)/bin/vault --version))"
+
+# Removes exactly what install put there.
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/vault
+
+# vault-VERSION-linux-ARCH.tar.gz: the installed tree (bin, share) with SHA256SUMS; it installs by copying.
+dist: static
+	rm -rf .build-dist && $(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/.build-dist/stage PREFIX=/vault-$(VERSION)-linux-$(ARCH)
+	cd .build-dist/stage/vault-$(VERSION)-linux-$(ARCH) && find . -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS
+	tar -C .build-dist/stage -czf vault-$(VERSION)-linux-$(ARCH).tar.gz vault-$(VERSION)-linux-$(ARCH)
+	@echo "vault: wrote vault-$(VERSION)-linux-$(ARCH).tar.gz"
+
+# The installed binary on this machine with the Swift toolchain out of reach (root: a mount namespace).
+install-check: static
+	@scripts/install-check.sh $(STATIC)
+
 clean:
-	rm -rf .build
+	rm -rf .build .build-static .build-dist

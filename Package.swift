@@ -31,6 +31,7 @@ let package = Package(
         ),
         .target(name: "CVaultSystem"),
         .target(name: "CBase64"),
+        .target(name: "CVaultBuildInfo"),
         .target(
             name: "VaultCore",
             dependencies: [
@@ -79,6 +80,7 @@ let package = Package(
                 "VaultUpload",
                 "VaultS3",
                 "VaultRemote",
+                "CVaultBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]

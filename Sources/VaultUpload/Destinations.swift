@@ -55,7 +55,7 @@ enum Destinations {
         let segments = key.split(separator: "/", omittingEmptySubsequences: false)
         guard key == requested || key.hasSuffix("/" + requested),
               !segments.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else {
-            throw VaultError(.uploadRejected, "the presign endpoint chose the key '\(key.prefix(200))' for '\(requested)': it must end with it (docs/UPLOAD.md)")
+            throw VaultError(.uploadRejected, "the presign endpoint chose the key '\(key.prefix(200))' for '\(requested)': it must end with it (the presign protocol in UPLOAD.md)")
         }
     }
 
@@ -65,7 +65,7 @@ enum Destinations {
         let query = Dictionary((url.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { a, _ in a })
         let path = url.path
         guard query["partNumber"] == String(number), query["uploadId"] == uploadID, path.hasSuffix("/" + key) else {
-            throw VaultError(.uploadRejected, "the presign endpoint gave part \(number) a URL that is not for that part of upload \(uploadID.prefix(16)) of '\(key.prefix(200))' (docs/UPLOAD.md); nothing was sent to it")
+            throw VaultError(.uploadRejected, "the presign endpoint gave part \(number) a URL that is not for that part of upload \(uploadID.prefix(16)) of '\(key.prefix(200))' (the presign protocol in UPLOAD.md); nothing was sent to it")
         }
     }
 }

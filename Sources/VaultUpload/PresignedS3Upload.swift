@@ -145,7 +145,7 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
         switch r.status {
         case 200..<300:
             do { return try JSONDecoder().decode(T.self, from: Data(r.body.utf8)) } catch {
-                throw VaultError(.uploadRejected, "the presign endpoint's answer to \(call) is not what docs/UPLOAD.md describes: \(String(r.body.prefix(200)))")
+                throw VaultError(.uploadRejected, "the presign endpoint's answer to \(call) is not what the presign protocol (UPLOAD.md) describes: \(String(r.body.prefix(200)))")
             }
         case 401, 403:
             throw VaultError(.uploadUnauthorized, "the presign endpoint refused the credentials (\(r.status) \(r.reason))")

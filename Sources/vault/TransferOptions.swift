@@ -14,7 +14,7 @@ struct TransferOptions: ParsableArguments {
 
     @OptionGroup var progress: ProgressOptions
 
-    @Flag(help: "Print the result as one JSON object on standard output (docs/schemas/push.schema.json, pull.schema.json).")
+    @Flag(help: "Print the result as one JSON object on standard output (schemas in share/doc/vault/schemas).")
     var json = false
 
     /// True when the summary line goes on stderr: not with `--quiet`, `--json` or `--progress json`.

@@ -9,7 +9,7 @@ struct VaultCommand: AsyncParsableCommand {
         abstract: "Keep documents password-encrypted on disk and ship them in batches.",
         discussion: """
             The password comes from --password-file FILE, else $VAULT_PASSWORD, else a no-echo \
-            prompt on the terminal; never from the command line.
+            prompt on the terminal; never from the command line. 'man vault' is the manual.
 
             Examples:
               vault init
@@ -20,22 +20,27 @@ struct VaultCommand: AsyncParsableCommand {
             Exit codes:
               0    success
               1    internal error
-              2    partial success: some documents were skipped
-              3    not found (vault, document, input file, password file, tag)
+              2    partial success: some documents were skipped or not added
+              3    not found (vault, document, input file, password file, tag,
+                   remote)
               4    ambiguous id prefix or name
-              64   usage: bad arguments, no password, refused http://, binary to a terminal
-              65   damaged data (an envelope, the index, vault.json, the history); audit findings; pulled objects that fail
+              64   usage: bad arguments, no password, refused http://, binary to
+                   a terminal
+              65   damaged data (an envelope, the index, vault.json, the
+                   history); audit findings; pulled objects that fail
               69   upload: the server rejected a batch
-              73   the output or vault exists, or the document is already in the vault; the store holds another vault
+              73   the output or vault exists, or the document is already in the
+                   vault; the store holds another vault
               74   I/O error (permissions, disk full, file too large)
-              75   upload, push, pull: retries ran out; run the same command again to resume
+              75   upload, push, pull: retries ran out; run the same command
+                   again to resume
               76   upload, push, pull: the server refused the credentials
               77   wrong password
               130  interrupted (SIGINT, SIGTERM, SIGHUP); no partial output is left
             """,
-        version: "0.1.0",
+        version: BuildInfo.line,
         subcommands: [Init.self, Add.self, Import.self, Restore.self, List.self, Get.self, Remove.self, Verify.self, Export.self, Upload.self, Uploads.self, Log.self, Audit.self, Passwd.self,
-                      Destinations.self, Status.self, Remote.self, Push.self, Pull.self, Clone.self]
+                      Destinations.self, Status.self, Remote.self, Push.self, Pull.self, Clone.self, Version.self]
     )
 
     @OptionGroup var global: GlobalOptions

@@ -77,4 +77,37 @@ import Glibc
         #expect(shown.contains { $0.hasPrefix(String(job.prefix(12)) + "  interrupted") }, "\(text)")
         #expect(s.run("uploads", "show", String(job.prefix(12))).out.contains(job), "a job's prefix names it")
     }
+
+    /// Help at 80 columns: the exit-code table keeps its indentation and no example is broken
+    /// mid-command (argument-parser wraps a long line at the margin, without indenting it).
+    @Test func helpFitsEightyColumns() {
+        let s = Sandbox()
+        let commands = ["", "init", "add", "import", "restore", "list", "get", "remove", "verify", "export", "upload", "uploads",
+                        "uploads prune", "log", "audit", "passwd", "destination", "destination add", "status", "remote", "remote add",
+                        "push", "pull", "clone", "version"]
+        for command in commands {
+            let r = s.shell("COLUMNS=80 \"$1\" help \(command)")
+            #expect(r.status == 0, "\(command): \(r.stderr)")
+            var block = false
+            for line in r.out.split(separator: "\n", omittingEmptySubsequences: false) {
+                if line == "Examples:" || line == "Exit codes:" { block = true; continue }
+                if line.isEmpty { block = false; continue }
+                if block { #expect(line.hasPrefix("  ") && line.count <= 80, "vault help \(command): '\(line)' is a broken example or code line") }
+            }
+        }
+    }
+
+    /// `vault --version` and `vault version --json` say what the binary is: version, commit,
+    /// build, the libsodium it runs with (the one pkg-config reports here) and the platform.
+    @Test func theVersionSaysWhatTheBinaryIs() throws {
+        let s = Sandbox()
+        let sodium = s.shell("pkg-config --modversion libsodium").out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let line = s.run("--version")
+        #expect(line.status == 0)
+        let pattern = #"^vault \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}(-modified)?|unknown), (debug|release|release, static); libsodium "# + sodium + #"; linux/(x86_64|arm64)\)\n$"#
+        #expect(line.out.range(of: pattern, options: .regularExpression) != nil, "\(line.out)")
+        #expect(s.run("version").out == line.out)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(s.run("version", "--json").stdout)) as? [String: String])
+        #expect(Set(json.keys) == ["version", "commit", "build", "libsodium", "platform"] && json["libsodium"] == sodium)
+    }
 }

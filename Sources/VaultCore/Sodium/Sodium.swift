@@ -33,3 +33,9 @@ enum Sodium {
         bytes.withUnsafeMutableBytes { wipe($0) }
     }
 }
+
+/// The libsodium this process runs with.
+public enum Libsodium {
+    /// Its version string (`sodium_version_string()`), e.g. "1.0.18".
+    public static var version: String { String(cString: sodium_version_string()) }
+}

@@ -11,7 +11,7 @@ extension VaultCommand {
                 Checks that the history's chain is whole; that every document it says is present is \
                 there and authenticates (its header; every chunk and the SHA-256 with --deep); that no \
                 object is there which the history says was removed (resurrected) or never added; and \
-                that the index agrees. Each finding has a code (docs/CLI.md lists them).
+                that the index agrees. Each finding has a code (CLI.md in share/doc/vault lists them).
 
                 --head prints the history's head (record count and last tag) on one line: keep it \
                 elsewhere (a ticket, another machine), and --expect-head HEAD later also fails when \
@@ -36,7 +36,7 @@ extension VaultCommand {
         @Flag(help: "Read and authenticate every chunk of every document, and check each SHA-256.")
         var deep = false
 
-        @Flag(help: "Print the report as one JSON object (docs/schemas/audit.schema.json).")
+        @Flag(help: "Print the report as one JSON object (schema: share/doc/vault/schemas/audit.schema.json).")
         var json = false
 
         @Flag(help: "Only print the history's head: <records>-<tag>.")
@@ -100,7 +100,7 @@ extension VaultCommand {
                 Terminal.out(out)
             }
             if !report.findings.isEmpty {
-                throw VaultError(.vaultDamaged, "the audit found \(Plural.count(report.findings.count, "problem"))", hint: "docs/CLI.md says what each code means")
+                throw VaultError(.vaultDamaged, "the audit found \(Plural.count(report.findings.count, "problem"))", hint: "CLI.md in share/doc/vault says what each code means")
             }
         }
     }

@@ -22,7 +22,7 @@ extension VaultCommand {
                 Examples:
                   vault destination add office https://backoffice.example/batches
                   vault destination add archive s3://archive/station-3 --optional
-                  vault destination add inbox https://backoffice.example/upload.php --protocol form
+                  vault destination add inbox https://office.example/in.php --protocol form
                   vault destination
                   vault destination remove archive
                 """,

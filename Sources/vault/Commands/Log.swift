@@ -21,7 +21,7 @@ extension VaultCommand {
         @OptionGroup var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
-        @Flag(help: "Print the history as one JSON object (docs/schemas/log.schema.json).")
+        @Flag(help: "Print the history as one JSON object (schema: share/doc/vault/schemas/log.schema.json).")
         var json = false
 
         @Option(help: ArgumentHelp("Only records written at or after this date or time (ISO 8601, UTC unless an offset is given).", valueName: "time"))

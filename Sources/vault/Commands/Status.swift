@@ -15,7 +15,7 @@ extension VaultCommand {
 
                 Examples:
                   vault status
-                  vault status --json            (docs/schemas/status.schema.json)
+                  vault status --json            (schema: share/doc/vault/schemas)
                 """)
 
         @OptionGroup var global: GlobalOptions

@@ -17,16 +17,19 @@ extension VaultCommand {
                 VAULT_UPLOAD_TOKEN (Bearer) or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD (Basic). \
                 Only documents the destination has not confirmed are sent (the delivery ledger; \
                 --all sends them again). An interrupted upload to the same URL is finished first, \
-                sending no confirmed batch again. See docs/UPLOAD.md.
+                sending no confirmed batch again. The protocols: UPLOAD.md in share/doc/vault.
 
                 Examples:
                   VAULT_UPLOAD_TOKEN=... vault upload --url https://backoffice.example/batches
-                  vault upload --url https://backoffice.example/batches --tag 2026 --progress json
+                  vault upload --url https://office.example/batches --tag 2026 --progress json
                   vault upload --url https://backoffice.example/batches --remove-delivered
                   vault upload --url https://backoffice.example/batches --all --tag 2026
-                  vault upload --url https://backoffice.example/upload.php --protocol form --form-field case=4711
-                  vault upload --url s3://inbox/station-3          (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)
-                  vault upload --presign-url https://backoffice.example/presign   (no S3 credentials on the station)
+                  vault upload --url https://office.example/in.php --protocol form \\
+                      --form-field case=4711
+                  vault upload --url s3://inbox/station-3      (needs AWS_ACCESS_KEY_ID and
+                                                                AWS_SECRET_ACCESS_KEY)
+                  vault upload --presign-url https://office.example/presign
+                                                               (no S3 credentials here)
                 """)
 
         @OptionGroup var global: GlobalOptions
@@ -36,7 +39,7 @@ extension VaultCommand {
         @Option(name: .customLong("url"), help: ArgumentHelp("Where to send the batches: http:// or https://, or s3://BUCKET/PREFIX.", valueName: "url"))
         var urlOption: String?
 
-        @Option(name: .customLong("presign-url"), help: ArgumentHelp("--protocol s3 without credentials: the back office's presign endpoint (docs/UPLOAD.md), which hands out presigned part URLs.", valueName: "url"))
+        @Option(name: .customLong("presign-url"), help: ArgumentHelp("--protocol s3 without credentials: the back office's presign endpoint (UPLOAD.md in share/doc/vault), which hands out presigned part URLs.", valueName: "url"))
         var presignURL: String?
 
         @Option(name: .customLong("to"), help: ArgumentHelp("A destination by name ('vault destination add'): its URL and protocol.", valueName: "name"))

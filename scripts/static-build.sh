@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds the release binary that `make install` and `make dist` ship: the Swift runtime and
+# Foundation linked in statically (--static-swift-stdlib), and libsodium and SQLite statically
+# too, from Debian's own libsodium-dev and libsqlite3-dev (their .a archives). What is left is
+# dynamically linked system libraries only (libc, libstdc++, libm, zlib, and libxml2 with ICU,
+# which Foundation's XML parser — used for S3 answers — needs).
+#
+# How libsodium and SQLite become static: SwiftPM asks pkg-config for their flags, and the
+# linker takes a shared library over an archive in the same folder. So this build gets its own
+# pkg-config files, whose -L names a folder holding only the archives: the linker finds
+# libsodium.a there before it looks in /usr/lib. Nothing in Package.swift changes.
+# Usage: scripts/static-build.sh BUILD_PATH
+set -euo pipefail
+build=${1:-.build-static}
+mkdir -p "$build/pkgconfig" "$build/archives"
+here=$(cd "$build" && pwd)
+for lib in sodium sqlite3; do
+    archive=$(pkg-config --variable=libdir "$( [ $lib = sodium ] && echo libsodium || echo sqlite3 )")/lib$lib.a
+    [ -f "$archive" ] || { echo "vault: $archive is missing (install the -dev package)" >&2; exit 1; }
+    ln -sf "$archive" "$here/archives/lib$lib.a"
+done
+cat > "$build/pkgconfig/libsodium.pc" <<PC
+Name: libsodium
+Description: libsodium, linked statically into vault
+Version: $(pkg-config --modversion libsodium)
+Libs: -L$here/archives -lsodium
+Cflags: $(pkg-config --cflags libsodium)
+PC
+cat > "$build/pkgconfig/sqlite3.pc" <<PC
+Name: SQLite
+Description: SQLite, linked statically into vault
+Version: $(pkg-config --modversion sqlite3)
+Libs: -L$here/archives -lsqlite3 -lm
+Cflags: $(pkg-config --cflags sqlite3)
+PC
+# The commit (and whether the tree had changes) goes in as a C macro; "unknown" outside git.
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+if [ "$commit" != unknown ] && ! git diff --quiet HEAD 2>/dev/null; then commit="$commit-modified"; fi
+PKG_CONFIG_PATH="$here/pkgconfig" swift build -c release --static-swift-stdlib --build-path "$build" --product vault \
+    -Xcc "-DVAULT_COMMIT=\"$commit\"" -Xcc '-DVAULT_BUILD="release, static"'
