@@ -187,3 +187,7 @@ RUNS="$RUNS" "$(dirname "$0")/bench-protocols.sh" "$vault"
 
 # --- scale: each command at 1,000 and 10,000 documents (BENCH_SCALE=1: and 100,000) -------------
 "$(dirname "$0")/bench-scale.sh" "$vault"
+
+# --- the installed binary: size and start-up, static beside dynamic and age ---------------------
+"$(dirname "$0")/static-build.sh" .build-static >/dev/null 2>&1 && "$(dirname "$0")/bench-install.sh" "$vault" .build-static/release/vault \
+    || echo "(the static build failed: no install figures)"

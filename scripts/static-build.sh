@@ -33,8 +33,13 @@ Version: $(pkg-config --modversion sqlite3)
 Libs: -L$here/archives -lsqlite3 -lm
 Cflags: $(pkg-config --cflags sqlite3)
 PC
-# The commit (and whether the tree had changes) goes in as a C macro; "unknown" outside git.
+# The commit (and whether the tree had changes) goes into a header only the build-info C file
+# reads, for the length of the build ("unknown" outside git): only that file recompiles when the
+# commit changes, and a plain `swift build` afterwards does not claim this build's facts.
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 if [ "$commit" != unknown ] && ! git diff --quiet HEAD 2>/dev/null; then commit="$commit-modified"; fi
-PKG_CONFIG_PATH="$here/pkgconfig" swift build -c release --static-swift-stdlib --build-path "$build" --product vault \
-    -Xcc "-DVAULT_COMMIT=\"$commit\"" -Xcc '-DVAULT_BUILD="release, static"'
+generated=Sources/CVaultBuildInfo/generated
+mkdir -p "$generated"
+trap 'rm -rf "$generated"' EXIT
+printf '#define VAULT_COMMIT "%s"\n#define VAULT_BUILD "release, static"\n' "$commit" > "$generated/build.h"
+PKG_CONFIG_PATH="$here/pkgconfig" swift build -c release --static-swift-stdlib --build-path "$build" --product vault

@@ -212,8 +212,8 @@ final class ProgressRenderer: @unchecked Sendable {
 
     /// The bar's text, at most `width - 1` characters (the last column would wrap on some
     /// terminals). What always shows: the batch, the document (or upload) and the byte counts;
-    /// then, while there is room: the ETA, up to 24 characters of the name, the bar (5 to 20
-    /// wide), the rate, and the rest of the name. A long name is shortened with `…`.
+    /// then, while there is room: the ETA, up to 24 characters of the name, the rate with a bar
+    /// (5 to 20 wide) beside it, and the rest of the name. A long name is shortened with `…`.
     static func compose(batch: (Int, Int), document: (Int, Int, String), label: String?, done: UInt64, total: UInt64,
                         rate: Double, width: Int) -> String {
         let room = max(width - 1, 20)
@@ -230,10 +230,11 @@ final class ProgressRenderer: @unchecked Sendable {
         var nameWidth = 0
         let firstName = min(name.count, 24)
         if firstName > 0 && fits(1 + min(firstName, 8)) { nameWidth = min(firstName, room - used - 1); used += 1 + nameWidth }
+        // The rate before the bar's width: with both, the bar takes what is left (5 to 20).
+        let showSpeed = fits(2 + speed.count + 4 + 5) || (!fits(4 + 5) && fits(2 + speed.count))
+        if showSpeed { used += 2 + speed.count }
         var barWidth = 0
         if fits(2 + 2 + 5) { barWidth = min(20, room - used - 4); used += 4 + barWidth }
-        let showSpeed = fits(2 + speed.count)
-        if showSpeed { used += 2 + speed.count }
         if nameWidth > 0 && name.count > nameWidth { nameWidth += min(name.count - nameWidth, room - used) }
         var line = head
         if nameWidth > 0 { line += " " + (nameWidth >= name.count ? name : name.prefix(nameWidth - 1) + "…") }

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `make bench`, the installed binary: size and start-up time of the static build (what `make
+# install` ships) beside the dynamically linked release build and age. Method: each command run
+# 20 times in a row, wall time per run from the total (`date +%s%N`), after one warm-up run;
+# sizes as stored (the static binary is also shown stripped, as `install -s` installs it).
+# Usage: scripts/bench-install.sh DYNAMIC_BINARY STATIC_BINARY
+set -euo pipefail
+dynamic=$1 static=$2
+work=$(mktemp -d "${BENCH_DIR:-/var/tmp}/vault-bench-install-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+strip -o "$work/vault-stripped" "$static"
+per_run() { # CMD...: milliseconds per run, mean of 20 after a warm-up
+    "$@" >/dev/null 2>&1 || true
+    local start end
+    start=$(date +%s%N)
+    for _ in $(seq 20); do "$@" >/dev/null 2>&1 || true; done
+    end=$(date +%s%N)
+    awk -v ns=$((end - start)) 'BEGIN { printf "%.1f ms", ns / 20 / 1e6 }'
+}
+export VAULT_DIR="$work/vault" VAULT_PASSWORD="bench password"
+"$static" init --kdf interactive -q 2>/dev/null
+for i in $(seq 10); do head -c 20000 /dev/urandom > "$work/doc$i.bin"; done
+"$static" add -q "$work"/doc*.bin
+echo
+echo "installed binary — method: wall time per run, mean of 20 after a warm-up; list opens a 10-document vault (Argon2id interactive)"
+printf '%-36s %12s %14s %14s\n' "binary" "size" "--version" "list (10 docs)"
+printf '%-36s %12s %14s %14s\n' "vault, dynamic (swift build -c release)" "$(du -h "$dynamic" | cut -f1)" "$(per_run "$dynamic" --version)" "$(per_run "$dynamic" list)"
+printf '%-36s %12s %14s %14s\n' "vault, static (make install)" "$(du -h "$work/vault-stripped" | cut -f1)" "$(per_run "$work/vault-stripped" --version)" "$(per_run "$work/vault-stripped" list)"
+if command -v age >/dev/null; then
+    printf '%-36s %12s %14s %14s\n' "age $(age --version)" "$(du -h "$(command -v age)" | cut -f1)" "$(per_run age --version)" "-"
+fi
+echo "(the dynamic build also needs the Swift toolchain's libraries, about $(du -sh "$(dirname "$(dirname "$(readlink -f "$(command -v swiftc)")")")/lib/swift/linux" | cut -f1), at run time)"
