@@ -23,10 +23,10 @@ for i in $(seq 10); do head -c 20000 /dev/urandom > "$work/doc$i.bin"; done
 "$static" add -q "$work"/doc*.bin
 echo
 echo "installed binary — method: wall time per run, mean of 20 after a warm-up; list opens a 10-document vault (Argon2id interactive)"
-printf '%-36s %12s %14s %14s\n' "binary" "size" "--version" "list (10 docs)"
-printf '%-36s %12s %14s %14s\n' "vault, dynamic (swift build -c release)" "$(du -h "$dynamic" | cut -f1)" "$(per_run "$dynamic" --version)" "$(per_run "$dynamic" list)"
-printf '%-36s %12s %14s %14s\n' "vault, static (make install)" "$(du -h "$work/vault-stripped" | cut -f1)" "$(per_run "$work/vault-stripped" --version)" "$(per_run "$work/vault-stripped" list)"
+printf '%-42s %8s %12s %16s\n' "binary" "size" "--version" "list (10 docs)"
+printf '%-42s %8s %12s %16s\n' "vault, dynamic (swift build -c release)" "$(du -h "$dynamic" | cut -f1)" "$(per_run "$dynamic" --version)" "$(per_run "$dynamic" list)"
+printf '%-42s %8s %12s %16s\n' "vault, static (make install)" "$(du -h "$work/vault-stripped" | cut -f1)" "$(per_run "$work/vault-stripped" --version)" "$(per_run "$work/vault-stripped" list)"
 if command -v age >/dev/null; then
-    printf '%-36s %12s %14s %14s\n' "age $(age --version)" "$(du -h "$(command -v age)" | cut -f1)" "$(per_run age --version)" "-"
+    printf '%-42s %8s %12s %16s\n' "age $(age --version)" "$(du -h "$(command -v age)" | cut -f1)" "$(per_run age --version)" "-"
 fi
 echo "(the dynamic build also needs the Swift toolchain's libraries, about $(du -sh "$(dirname "$(dirname "$(readlink -f "$(command -v swiftc)")")")/lib/swift/linux" | cut -f1), at run time)"
