@@ -76,8 +76,7 @@ struct GlobalOptions: ParsableArguments {
             // first: a name that is not there is said before credentials are asked for); the same
             // password then opens the store (it holds the same vault).
             pw = try PasswordReader.read(file: passwordFile, command: passwordCommand)
-            guard let remote = try remoteNamed(name, password: pw) else { throw noVaultOrRemote(name, known: try remoteNames(password: pw)) }
-            location = remote
+            location = try remote(name, password: pw)
             connection = try S3Environment.connection(purpose: "--vault \(name)")
         }
         let client = connection.client()
@@ -130,26 +129,18 @@ extension GlobalOptions {
         var local = self
         local.vault = nil
         guard local.store.exists, FileSystem.kind(of: local.store.root + "/remotes.vlt") == .file else { throw noVaultOrRemote(name, known: []) }
-        let pw = try PasswordReader.read(file: passwordFile, command: passwordCommand)
-        if let remote = try remoteNamed(name, password: pw) {
-            throw VaultError(.usage, "this command needs a local vault; '\(name)' is the remote \(remote)", hint: "make a replica with 'vault clone \(name)'")
-        }
-        throw noVaultOrRemote(name, known: try remoteNames(password: pw))
+        let location = try remote(name, password: try PasswordReader.read(file: passwordFile, command: passwordCommand))
+        throw VaultError(.usage, "this command needs a local vault; '\(name)' is the remote \(location)", hint: "make a replica with 'vault clone \(name)'")
     }
 
-    /// Where the default vault's remote `name` points, or nil when it has none of that name.
-    private func remoteNamed(_ name: String, password: SecretBytes) throws -> RemoteLocation? {
+    /// Where the default vault's remote `name` points (one unlock of the default vault).
+    /// - Throws: ``VaultError/Code/notFound`` (``noVaultOrRemote(_:known:)``) when it has none of that name.
+    private func remote(_ name: String, password: SecretBytes) throws -> RemoteLocation {
         var local = self
         local.vault = nil
         let list = try RemoteList.load(try local.store.unlock(password: password))
-        guard let remote = list.remotes.first(where: { $0.name == name }) else { return nil }
+        guard let remote = list.remotes.first(where: { $0.name == name }) else { throw noVaultOrRemote(name, known: list.remotes.map(\.name)) }
         return try RemoteLocation(url: remote.url)
-    }
-
-    private func remoteNames(password: SecretBytes) throws -> [String] {
-        var local = self
-        local.vault = nil
-        return try RemoteList.load(try local.store.unlock(password: password)).remotes.map(\.name)
     }
 
     /// `--vault NAME` that is neither a folder nor a remote (one removed, or mistyped).

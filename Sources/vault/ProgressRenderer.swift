@@ -281,7 +281,7 @@ final class ProgressRenderer: @unchecked Sendable {
 
     /// An event as one JSON line; a `finished` one with the seconds since the command started.
     private func json<E: Encodable>(_ event: E, finished: Bool = false) -> String {
-        JSONOutput.line(TimedEvent(event: event, seconds: finished ? (Date().timeIntervalSince(start) * 1000).rounded() / 1000 : nil))
+        JSONOutput.line(TimedEvent(event: event, seconds: finished ? JSONOutput.seconds(since: start) : nil))
     }
 
     /// An event, and on `finished` the seconds it took.

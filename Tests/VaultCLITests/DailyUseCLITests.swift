@@ -220,7 +220,7 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: s.path("../escape.txt")))
         let written = (try? JSONSerialization.jsonObject(with: Data(escape.stdout))) as? [String: Any]
         #expect((written?["written"] as? [[String: Any]])?.first?["path"] as? String == "out/escape.txt")
-        Self.write(s.path("written.json"), escape.stdout)
+        AuditCLITests.write(s.path("written.json"), escape.stdout)
         #expect(AuditCLITests.validate(s.path("written.json"), schema: "get").status == 0)
 
         // Existing files: refused before anything is written, unless --force.
@@ -237,10 +237,6 @@ import Glibc
         // Several documents need a folder.
         let stdout = s.run("get", "a.txt", "sub/b.txt")
         #expect(stdout.status == 64 && stdout.stderr == "vault: several documents need a folder: -o DIR\nvault: hint: see 'vault get --help'\n")
-    }
-
-    static func write(_ path: String, _ bytes: [UInt8]) {
-        FileManager.default.createFile(atPath: path, contents: Data(bytes))
     }
 
     @Test func messagesThatHelp() throws {
@@ -282,7 +278,7 @@ import Glibc
         func check(_ schema: String, _ args: [String], env: [String: String?] = [:], status: Int32 = 0) -> [String: Any] {
             let r = s.run(args, env: env)
             #expect(r.status == status, "\(args): \(r.stderr)")
-            DailyUseCLITests.write(s.path("out.json"), r.stdout)
+            AuditCLITests.write(s.path("out.json"), r.stdout)
             let v = AuditCLITests.validate(s.path("out.json"), schema: schema)
             #expect(v.status == 0, "\(args) against \(schema).schema.json: \(v.output)")
             return (try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [String: Any] ?? [:]

@@ -71,8 +71,8 @@ extension VaultCommand {
                 if documents.isEmpty { _ = try vault.forEachRecord { ids.append($0.id) } }
                 ids = ids.filter(filter.keeps)
                 if ids.isEmpty {
-                    if result.quiet {} else if !result.json { Terminal.err("vault: nothing to remove: no document was confirmed by \(destinations.joined(separator: " and "))\(olderThan.map { " \($0) ago or more" } ?? "")") }
-                    else { Terminal.out(JSONOutput.line(Result(removed: []))) }
+                    if !result.json && !result.quiet { Terminal.err("vault: nothing to remove: no document was confirmed by \(destinations.joined(separator: " and "))\(olderThan.map { " \($0) ago or more" } ?? "")") }
+                    else if result.json { Terminal.out(JSONOutput.line(Result(removed: []))) }
                     return
                 }
             }
