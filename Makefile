@@ -108,9 +108,15 @@ dist: static
 	tar -C .build-dist/stage -czf vault-$(VERSION)-linux-$(ARCH).tar.gz vault-$(VERSION)-linux-$(ARCH)
 	@echo "vault: wrote vault-$(VERSION)-linux-$(ARCH).tar.gz"
 
-# The installed binary on this machine with the Swift toolchain out of reach (root: a mount namespace).
+# Installs into a staging DESTDIR, runs the installed binary with the Swift toolchain out of reach
+# (root: a mount namespace), checks the manual and completions, then that uninstall leaves nothing.
 install-check: static
-	@scripts/install-check.sh $(STATIC)
+	rm -rf .build-dist/check
+	@$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/.build-dist/check PREFIX=/usr/local
+	@scripts/install-check.sh $(CURDIR)/.build-dist/check/usr/local
+	@$(MAKE) --no-print-directory uninstall DESTDIR=$(CURDIR)/.build-dist/check PREFIX=/usr/local
+	@left=$$(find .build-dist/check -type f | wc -l); [ "$$left" = 0 ] || { echo "vault: uninstall left $$left files" >&2; exit 1; }
+	@echo "ok: uninstall removed every installed file"
 
 clean:
 	rm -rf .build .build-static .build-dist

@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# Runs the binary `make install` ships on this machine with the Swift toolchain out of reach: in
-# a fresh mount namespace (needs root: unshare -m) an empty tmpfs is mounted over the toolchain's
-# library folder, so nothing from it can be loaded. There it does init, add, list, get and export.
-# Also prints what ldd lists (system libraries only) and the binary's size.
-# Usage: scripts/install-check.sh BINARY
+# Checks what `make install` put under a prefix, on this machine with the Swift toolchain out of
+# reach: in a fresh mount namespace (needs root: unshare -m) an empty tmpfs is mounted over the
+# toolchain's library folder, so nothing from it can be loaded, and the installed binary does
+# init, add, list, get and export there. Also checks that ldd lists system libraries only, that
+# the manual renders without warnings, and that the bash completion loads.
+# Usage: scripts/install-check.sh PREFIX-TREE   (e.g. a DESTDIR plus /usr/local)
 set -euo pipefail
-bin=$(readlink -f "$1")
+tree=$(readlink -f "$1")
+bin=$tree/bin/vault
 toolchain_lib=$(dirname "$(dirname "$(readlink -f "$(command -v swiftc)")")")/lib/swift
 echo "binary: $bin ($(du -h "$bin" | cut -f1), $(stat -c %s "$bin") bytes)"
 echo "ldd:"; ldd "$bin" | sed 's/^/  /'
 if ldd "$bin" | grep -q "$toolchain_lib"; then echo "vault: the binary loads libraries from the toolchain ($toolchain_lib)" >&2; exit 1; fi
 if ldd "$bin" | grep -q "libsodium\|libsqlite"; then echo "vault: libsodium or SQLite is linked dynamically" >&2; exit 1; fi
+warnings=$(MANWIDTH=80 man --warnings -l "$tree/share/man/man1/vault.1" 2>&1 >/dev/null)
+[ -z "$warnings" ] || { echo "vault: the installed manual has warnings:"; echo "$warnings"; exit 1; } >&2
+MANWIDTH=80 man -l "$tree/share/man/man1/vault.1" 2>/dev/null | grep -q "EXIT STATUS" || { echo "vault: the installed manual has no EXIT STATUS" >&2; exit 1; }
+bash -c "source '$tree/share/bash-completion/completions/vault' && complete -p vault" >/dev/null || { echo "vault: the bash completion does not load" >&2; exit 1; }
+for f in share/zsh/site-functions/_vault share/fish/vendor_completions.d/vault.fish share/doc/vault/README.md share/doc/vault/CLI.md; do
+  [ -s "$tree/$f" ] || { echo "vault: $f is missing or empty" >&2; exit 1; }
+done
+echo "ok: manual (no warnings), completions and docs installed"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 printf 'a scanned page\n' > "$work/page.txt"
