@@ -304,7 +304,7 @@ import Testing
         FileManager.default.createFile(atPath: path, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         var events: [ExportEvent] = []
-        let viaHandle = try Exporter(vault: f.vault, records: f.records, options: ExportOptions(), onEvent: { events.append($0) }).write(to: handle)
+        let viaHandle = try Exporter(vault: f.vault, records: f.records, options: ExportOptions(), onEvent: { events.append($0) }).write(to: FileHandleSink(handle))
         try handle.close()
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: path))) == reference)
         #expect(viaHandle.payloadBytes == UInt64(reference.count))

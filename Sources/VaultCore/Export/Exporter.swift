@@ -278,6 +278,10 @@ public final class Exporter {
     private let onEvent: (ExportEvent) -> Void
     private let progress: ProgressCounter
     private var lastTrim = ContinuousClock.now
+    private var hasStarted = false
+    /// Set from another thread to stop the run between chunk groups with `CancellationError`
+    /// (what the async API does when its task is cancelled).
+    let cancellation = CancellationFlag()
 
     /// Plans the export of `records` (in this order).
     /// - Throws: ``VaultError/Code/usage`` if a document alone exceeds the byte limit.
@@ -349,7 +353,7 @@ public final class Exporter {
             try manifest.flush()
             Platform.releaseFreeMemory()   // before the summary and the history record, which name every document
         } catch {
-            manifest.finish(as: .failed, holdingLock: false)
+            manifest.finish(as: error is CancellationError ? .interrupted : .failed, holdingLock: false)
             for dir in made { FileSystem.removeIfEmpty(dir) }
             throw error
         }
@@ -402,6 +406,8 @@ public final class Exporter {
     }
 
     private func started() {
+        guard !hasStarted else { return }   // once per run, however many batches are streamed
+        hasStarted = true
         onEvent(.started(runID: runID, documents: progress.documents, batches: plan.batchCount,
                          plaintextBytes: progress.total, payloadBytes: payloadBytes))
     }
@@ -425,6 +431,7 @@ public final class Exporter {
         var skipped: [ManifestSkip] = []
         while true {
             do {
+                try checkCancelled()
                 guard let block = try producer.next() else { break }
                 sink.submit(block)
             } catch let f as DocumentFailure {
@@ -460,24 +467,41 @@ public final class Exporter {
         lastTrim = ContinuousClock.now
     }
 
+    /// Throws `CancellationError` once ``cancellation`` is set: checked before each chunk group.
+    private func checkCancelled() throws {
+        if cancellation.isSet { throw CancellationError() }
+    }
+
     // MARK: To a stream
 
-    /// Streams the single batch to `output`: standard output, a `FileHandle` an app holds, or
-    /// any other ``PayloadSink``. With `skipBad`, each document is verified in full before its
-    /// entry starts — a stream cannot be cut back — and damaged ones are left out.
+    /// Streams the single batch to `output`: standard output, a ``FileHandleSink`` over a file an
+    /// app holds, or any other ``PayloadSink``. With `skipBad`, each document is verified in full
+    /// before its entry starts — a stream cannot be cut back — and damaged ones are left out.
+    /// - Throws: ``VaultError/Code/singleBatchNeeded`` when the plan has several batches (write
+    ///   each with ``write(batch:to:)``).
     public func write(to output: some PayloadSink) throws -> ExportSummary {
         guard plan.batchCount == 1 else {
             throw VaultError(.singleBatchNeeded, "a stream holds a single batch, but the selection needs \(plan.batchCount)")
         }
+        return try write(batch: 1, to: output)
+    }
+
+    /// Streams batch `index` (1-based, of ``batchCount``) of the plan to `output`, as
+    /// ``write(to:)`` streams a single one: an app writes each batch of a larger selection to a
+    /// file of its own.
+    public func write(batch index: Int, to output: some PayloadSink) throws -> ExportSummary {
+        guard (1...plan.batchCount).contains(index) else {
+            throw VaultError(.usage, "there is no batch \(index): the plan has \(plan.batchCount)")
+        }
         started()
-        var batch = try self.batch(1)
+        var batch = try self.batch(index)
         var skipped: [ManifestSkip] = []
         if options.skipBad {
             var good: [DocumentRecord] = []
             for r in batch.records {
                 do {
                     let reader = try vault.open(r.id)
-                    while try reader.next() != nil {}
+                    while try reader.next() != nil { try checkCancelled() }
                     good.append(r)
                 } catch {
                     let e = VaultError.from(error)
@@ -489,7 +513,7 @@ public final class Exporter {
             batch.records = good
             batch.length = PayloadFormat.json(options.shape).length(of: good)
         }
-        onEvent(.batchStarted(index: 1, of: 1, documents: batch.records.count, payloadBytes: batch.length))
+        onEvent(.batchStarted(index: index, of: plan.batchCount, documents: batch.records.count, payloadBytes: batch.length))
         // Writing runs on its own queue, beside decryption and encoding; blocks go back to the
         // producer's ring once written. Unlike the folder export there is no payload hash, so the
         // writer is light and decryption takes every core (20 x 50 MiB to a pipe, 5 warm runs:
@@ -498,18 +522,24 @@ public final class Exporter {
                                        threads: Parallelism.allCores, onEvent: onEvent)
         let writer = StreamWriteQueue(output)
         do {
-            while let block = try producer.next() {
+            while true {
+                try checkCancelled()
+                guard let block = try producer.next() else { break }
                 writer.submit(block)
                 if writer.failed { break }
             }
         } catch let f as DocumentFailure {
             try writer.drain()
             throw f.error
+        } catch {
+            try? writer.drain()
+            throw error
         }
         try writer.drain()
         let count = writer.count
         precondition(count == batch.length, "internal error: streamed \(count) bytes, planned \(batch.length)")
-        onEvent(.batchFinished(index: 1, of: 1, file: nil, payloadBytes: count, sha256: nil, documents: batch.records.count, skipped: skipped.count))
+        onEvent(.batchFinished(index: index, of: plan.batchCount, file: nil, payloadBytes: count, sha256: nil,
+                               documents: batch.records.count, skipped: skipped.count))
         onEvent(.finished(batches: 1, documents: batch.records.count, skipped: skipped.count, payloadBytes: count))
         var summary = ExportSummary(runID: runID, batches: [ManifestBatch(file: nil, documents: batch.records.map(\.id.hex), skipped: skipped,
                                                                           bytes: count, sha256: nil, status: .complete)])

@@ -52,19 +52,3 @@ package enum RNCryptorWriter {
         return RNCryptorHeader(salts: salts, iv: random.bytes(RNCryptorFormat.blockSize))
     }
 }
-
-/// Bytes in memory as a ``ByteSource``.
-public final class BytesSource: ByteSource {
-    private let bytes: [UInt8]
-    private var at = 0
-
-    /// A source of `bytes`.
-    public init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        let n = min(buffer.count, bytes.count - at)
-        bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[at..<at + n])) }
-        at += n
-        return n
-    }
-}
