@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN   := .build/debug/vault
 
-.PHONY: all deps peers build test demo bench fixtures release stress fuzz man man-check clean static install uninstall dist install-check
+.PHONY: all deps peers build test demo bench fixtures release stress fuzz man man-check example clean static install uninstall dist install-check
 
 # The manual page's date: the one in docs/vault.1 (change it with the page).
 MAN_DATE ?= 2026-11-22
@@ -21,9 +21,16 @@ release: deps
 
 # Builds, installs the test peers, then runs every test: unit, vectors, CLI tests on the built
 # binary, interoperability with the PyPI rncryptor package, peak-memory tests; and checks that
-# docs/vault.1 is what the commands generate.
+# docs/vault.1 is what the commands generate; then builds and runs the example app package.
 test: build man-check peers
 	$(SWIFT) test
+	@$(MAKE) --no-print-directory example
+
+# Examples/CaptureApp: a package that depends on this one by path and does a capture app's job
+# through the public async API (add, list, range read, export into a FileHandle with progress,
+# a cancelled export); it exits non-zero when anything is not as expected.
+example: deps
+	cd Examples/CaptureApp && $(SWIFT) build && $(SWIFT) run -q CaptureApp
 
 # Test peers this project did not write: php-cli (apt), and rncryptor, jsonschema and resumable-upload from PyPI in .build-peers/
 peers:

@@ -1,0 +1,131 @@
+// What a capture app does with VaultCore, end to end: keep captured files encrypted, hand a
+// batch to the back office as a JSON payload in a file, and let the user cancel. Every step
+// checks its result; the run exits non-zero on the first thing that is not as expected.
+import Foundation
+import VaultCore
+
+func check(_ condition: Bool, _ what: String) {
+    guard condition else {
+        FileHandle.standardError.write(Data("capture-app: FAILED: \(what)\n".utf8))
+        exit(1)
+    }
+    print("ok  \(what)")
+}
+
+/// Stand-ins for the camera: a 30 MB video, a photo and a scanned page, made from a fixed seed.
+func capture(in folder: URL) throws -> [URL] {
+    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+    func bytes(_ n: Int) -> Data {
+        var d = [UInt8](repeating: 0, count: n)
+        for i in 0..<n { state = state &* 6364136223846793005 &+ 1442695040888963407; d[i] = UInt8(truncatingIfNeeded: state >> 33) }
+        return Data(d)
+    }
+    let files = [("video.mov", 30_000_000), ("IMG_0042.jpg", 2_400_000), ("receipt scan (1).pdf", 180_000)]
+    return try files.map { name, size in
+        let url = folder.appendingPathComponent(name)
+        try bytes(size).write(to: url)
+        return url
+    }
+}
+
+/// An app's own sink (say, the body of an upload it streams): counts what it is given, and
+/// cancels the task that feeds it once it has seen `cancelAfter` bytes, as a user tapping
+/// "Cancel" midway would.
+final class CancellingSink: PayloadSink, @unchecked Sendable {
+    // @unchecked: `received` is written by the export's writer thread only and read after the
+    // export returned; `task` is guarded by `lock`.
+    private(set) var received = 0
+    private let cancelAfter: Int
+    private let lock = NSLock()
+    private var task: Task<ExportSummary, any Error>?
+    init(cancelAfter: Int) { self.cancelAfter = cancelAfter }
+    func feeds(_ task: Task<ExportSummary, any Error>) { lock.withLock { self.task = task } }
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        received += bytes.count
+        if received >= cancelAfter { lock.withLock { task?.cancel() } }
+    }
+}
+
+let work = FileManager.default.temporaryDirectory.appendingPathComponent("capture-app-\(UUID().uuidString)")
+try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: work) }
+
+// 1. A vault for the app's documents, with the password the user chose.
+let store = VaultStore(url: work.appendingPathComponent("vault"))
+let vault = try await store.create(password: "correct horse battery staple", kdf: .interactive)
+print("created a vault (\(vault.id.prefix(8))…)")
+
+// 2. Captured files go in, each encrypted as it is read.
+let captured = try capture(in: work)
+var added: [DocumentRecord] = []
+for url in captured {
+    added.append(try await vault.add(fileAt: url, tags: ["2026-11"]))
+}
+added.append(try await vault.add(Data("Meeting notes: deliver by Friday.".utf8), name: "notes.txt"))
+let documents = try await vault.documents()
+check(documents.map(\.metadata.name) == ["video.mov", "IMG_0042.jpg", "receipt scan (1).pdf", "notes.txt"], "4 documents listed, in the order added")
+
+// 3. A range read: the first 16 bytes of the photo, decrypting only the chunk that holds them.
+let head = try await vault.read(added[1].id, range: 0..<16)
+check(head == (try Data(contentsOf: captured[1])).prefix(16), "a 16-byte range of the photo reads back")
+
+// 4. One batch into a file the app opened, with progress as an AsyncSequence.
+let export = try await vault.prepareExport()
+print("export planned: \(export.documents) documents, \(export.batchCount) batch, \(export.payloadBytes) bytes of payload")
+let payloadURL = work.appendingPathComponent("batch.json")
+_ = FileManager.default.createFile(atPath: payloadURL.path, contents: nil)
+let handle = try FileHandle(forWritingTo: payloadURL)
+let watcher = Task {
+    var updates = 0
+    var last = 0.0
+    for await p in export.progress {
+        updates += 1
+        if p.fractionCompleted - last >= 0.25 || p.fractionCompleted == 1 {
+            last = p.fractionCompleted
+            print(String(format: "  %3.0f%%  %d of %d documents", p.fractionCompleted * 100, p.completedDocuments, p.totalDocuments))
+        }
+    }
+    return updates
+}
+let summary = try await export.write(to: handle)
+try handle.close()
+let updates = await watcher.value
+check(updates > 1, "progress arrived as it went (\(updates) updates)")
+check(summary.payloadBytes == export.payloadBytes, "the payload is as long as planned (\(summary.payloadBytes) bytes)")
+
+// The back office's view: JSON with every document, each matching its SHA-256.
+let payload = try JSONSerialization.jsonObject(with: Data(contentsOf: payloadURL)) as! [String: [[String: Any]]]
+let files = payload["Files"]!
+check(files.count == 4, "the payload holds 4 files")
+for (file, record) in zip(files, documents) {
+    let data = Data(base64Encoded: file["Data"] as! String)!
+    let hex = record.metadata.sha256.map { String(format: "%02x", $0) }.joined()
+    check(file["SHA256"] as? String == hex && data.count == file["Size"] as? Int, "\(record.metadata.name): size and SHA-256 match")
+}
+check(Data(base64Encoded: files[0]["Data"] as! String) == (try Data(contentsOf: captured[0])), "the video is byte for byte the captured file")
+
+// 5. A second export, cancelled midway by the user: it stops, throws CancellationError, and
+//    its progress sequence ends.
+let second = try await vault.prepareExport()
+let sink = CancellingSink(cancelAfter: 4 << 20)
+let task = Task { try await second.write(to: sink) }
+sink.feeds(task)
+do {
+    _ = try await task.value
+    check(false, "the cancelled export stopped")
+} catch is CancellationError {
+    check(sink.received < Int(second.payloadBytes) / 2,
+          "the cancelled export stopped after \(sink.received) of \(second.payloadBytes) bytes with CancellationError")
+}
+var after = 0
+for await _ in second.progress { after += 1 }
+check(after <= 1, "its progress sequence ended")
+
+// 6. A wrong password is a VaultError the app can switch over.
+do {
+    _ = try await store.unlock(password: "wrong horse")
+    check(false, "a wrong password is refused")
+} catch let e as VaultError {
+    check(e.code == .wrongPassword, "a wrong password is refused (\(e.code.rawValue))")
+}
+print("capture-app: done")
