@@ -152,10 +152,10 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
 
 /// A cause whose words the error's message already holds: ``VaultError/description`` does not
 /// repeat it.
-public protocol CauseStatedInMessage: Error {}
+package protocol CauseStatedInMessage: Error {}
 
 /// An operating-system error (`errno`), kept as the cause of ``VaultError/Code/io`` errors.
-public struct POSIXErrorCode: Error, CustomStringConvertible, Sendable, CauseStatedInMessage {
+package struct POSIXErrorCode: Error, CustomStringConvertible, Sendable, CauseStatedInMessage {
     /// The error.
     public let errno: Errno
     /// Its `errno` value.

@@ -145,7 +145,7 @@ public final class Replicator: Sendable {
         let missing = local.subtracting(remote.objects.keys).subtracting(opened.valid.keys).sorted()
         report.alreadyThere = local.count - missing.count
         var sizes: [DocumentID: UInt64] = [:]
-        for id in missing { sizes[id] = (try? VaultCore.FileDescriptor.openForReading(vault.objectPath(id)).size()) ?? 0 }
+        for id in missing { sizes[id] = (try? VaultCore.OpenFile.openForReading(vault.objectPath(id)).size()) ?? 0 }
         var state = TransferProgress(objectsTotal: missing.count, bytesTotal: sizes.values.reduce(0, +))
         progress(state)
         var queue = missing.makeIterator()
@@ -171,7 +171,7 @@ public final class Replicator: Sendable {
     /// Sends one envelope as it is on disk: one PUT with `If-None-Match: *` when it fits a
     /// part, else a multipart upload after a HEAD (an object already there is left alone).
     func send(_ id: DocumentID) async throws -> UInt64 {
-        let file = try VaultCore.FileDescriptor.openForReading(vault.objectPath(id))
+        let file = try VaultCore.OpenFile.openForReading(vault.objectPath(id))
         defer { file.close() }
         let size = try file.size()
         let key = location.objectKey(id)
@@ -200,7 +200,7 @@ public final class Replicator: Sendable {
     }
 
     /// The next `count` bytes of `file` in a buffer the HTTP client sends without a copy.
-    static func read(_ file: VaultCore.FileDescriptor, _ count: Int) throws -> ByteBuffer {
+    static func read(_ file: VaultCore.OpenFile, _ count: Int) throws -> ByteBuffer {
         var buffer = ByteBufferAllocator().buffer(capacity: count)
         try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { space in
             var filled = 0
@@ -278,7 +278,7 @@ public final class Replicator: Sendable {
     }
 
     /// Refused tombstones as history anomalies (`tombstone-refused`), so audits name them.
-    public static func anomalies(_ refused: [(String, VaultError)]) -> [HistoryRecord.Anomaly] {
+    package static func anomalies(_ refused: [(String, VaultError)]) -> [HistoryRecord.Anomaly] {
         refused.map { HistoryRecord.Anomaly(code: "tombstone-refused", message: "\($0.0) on the store is not a tombstone of this vault, and hid nothing: \($0.1.message)") }
     }
 

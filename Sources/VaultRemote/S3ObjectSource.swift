@@ -115,7 +115,7 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
 
     public func objectIDs() throws -> Set<DocumentID> { Set(sizes.keys) }
 
-    public func input(for id: DocumentID, sequential: Bool) throws -> any EnvelopeInput {
+    package func input(for id: DocumentID, sequential: Bool) throws -> any EnvelopeInput {
         guard let size = sizes[id] else { throw VaultError(.notFound, "its object is not at \(location)") }
         return Input(source: self, id: id, size: size, sequential: sequential)
     }

@@ -300,6 +300,8 @@ public final class S3Client: Sendable {
     public func getObject(bucket: String, key: String, range: ClosedRange<UInt64>? = nil, expected: UInt64,
                           receive: @escaping (ByteBuffer) throws -> Void) async throws -> UInt64 {
         let headers = range.map { [("Range", "bytes=\($0.lowerBound)-\($0.upperBound)")] } ?? []
+        // nonisolated(unsafe): the delegate calls `receive` on one event loop, in order, and
+        // `count` is read only after the request has completed.
         nonisolated(unsafe) var count: UInt64 = 0
         try check(try await send("GET", bucket: bucket, key: key, headers: headers, body: ByteBuffer(), expected: expected, receive: { part in
             count += UInt64(part.readableBytes)

@@ -47,7 +47,7 @@ public struct FormBody: RawFraming, Equatable {
     public var closing: [UInt8] { Array("--\(boundary)--\r\n".utf8) }
 
     /// Five-digit batch number and count: no run has more batches.
-    public var widest: any RawFraming {
+    package var widest: any RawFraming {
         var w = self
         (w.batch, w.of) = (99_999, 99_999)
         return w

@@ -305,7 +305,7 @@ public struct UploadJournal: Codable, Sendable {
             frame.appendBigEndian(UInt32(sealed.count))
             frame += sealed
             let path = Self.logPath(in: vault.store, job: job)
-            let file = try FileDescriptor.openOrCreate(path)
+            let file = try OpenFile.openOrCreate(path)
             defer { file.close() }
             if try file.size() != UInt64(logBytes) { try file.truncate(to: UInt64(logBytes)) }   // a torn record of a crash
             try file.write(frame, at: UInt64(logBytes))

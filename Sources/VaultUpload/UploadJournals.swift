@@ -112,7 +112,7 @@ public enum UploadJournals {
             let lockPath = UploadJournal.lockPath(in: store, job: entry.job)
             let log = UploadJournal.logPath(in: store, job: entry.job)
             if FileSystem.kind(of: lockPath) == .file {
-                let lock = try FileDescriptor.openOrCreate(lockPath)
+                let lock = try OpenFile.openOrCreate(lockPath)
                 guard try lock.lockExclusive(wait: false) else { continue }   // an upload of this job is running
                 try FileSystem.remove(file)
                 try FileSystem.remove(log)

@@ -225,7 +225,7 @@ public final class Uploader: @unchecked Sendable {
     /// Runs (or resumes) the upload.
     public func run() async throws -> UploadSummary {
         defer { Task { [transport, sender] in await transport.shutdown(); await sender.shutdown() } }
-        let lock = try FileDescriptor.openOrCreate(try lockPath())
+        let lock = try OpenFile.openOrCreate(try lockPath())
         guard try lock.lockExclusive(wait: false) else {
             throw VaultError(.usage, "another upload of the same documents to the same place is running")
         }

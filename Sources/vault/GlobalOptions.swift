@@ -161,6 +161,7 @@ extension GlobalOptions {
 
 /// S3 clients of vaults read in place live as long as the process (their connections close with it).
 enum RemoteClients {
+    // nonisolated(unsafe): accessed only under `lock`.
     nonisolated(unsafe) private static var clients: [S3Client] = []
     private static let lock = NSLock()
     static func keep(_ client: S3Client) { lock.withLock { clients.append(client) } }

@@ -32,7 +32,8 @@ enum PasswordReader {
     enum Origin { case file(String), command, variable, commandVariable, prompt }
 
     /// Where the vault password of this run came from (set by ``read(file:command:from:confirm:)``).
-    nonisolated(unsafe) static var vaultOrigin: Origin?   // safe: set on the main task before the vault is opened, read when its error is printed
+    // nonisolated(unsafe): set on the main task before the vault is opened, read when its error is printed.
+    nonisolated(unsafe) static var vaultOrigin: Origin?
 
     /// The hint for a wrong vault password, naming where it came from.
     static var wrongPasswordHint: String {
@@ -83,8 +84,8 @@ enum PasswordReader {
 
     /// A file's bytes without one trailing newline (LF or CRLF), at most ``maxLength`` of them.
     static func fromFile(_ path: String) throws -> SecretBytes {
-        let f: VaultCore.FileDescriptor
-        do { f = try VaultCore.FileDescriptor.openForReading(path) } catch let e as VaultError {
+        let f: VaultCore.OpenFile
+        do { f = try VaultCore.OpenFile.openForReading(path) } catch let e as VaultError {
             throw VaultError(e.code, "password file: \(e.message)", hint: e.hint, remedy: e.remedy)
         }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength + 2, alignment: 1)

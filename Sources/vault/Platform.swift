@@ -112,5 +112,5 @@ enum IOReport {
     }
 }
 
-/// Set once, before any thread starts; read by the exit handler.
+// nonisolated(unsafe): set once, before any thread starts; read by the exit handler.
 nonisolated(unsafe) private var reportPath: UnsafeMutablePointer<CChar>?

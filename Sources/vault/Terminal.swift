@@ -7,8 +7,8 @@ enum Terminal {
     static func isTTY(_ fd: Int32) -> Bool { Platform.isTerminal(fd) }
 
     /// Standard output and error, written through the same retrying writer as files.
-    static let stdout = FileDescriptor.standard(1, name: "standard output")
-    static let stderr = FileDescriptor.standard(2, name: "standard error")
+    static let stdout = OpenFile.standard(1, name: "standard output")
+    static let stderr = OpenFile.standard(2, name: "standard error")
 
     /// Prints text to stdout.
     static func out(_ text: String) {
@@ -41,6 +41,8 @@ enum Terminal {
     }
 
     /// Set while a progress line is on screen without its newline.
+    // nonisolated(unsafe): written by the progress renderer on one thread; the interrupt thread
+    // only reads it on the way out, where a stale value costs at most a blank line.
     nonisolated(unsafe) static var lineOpen = false
 
     /// Says `vault: interrupted` on a line of its own (called on the interrupt thread).

@@ -97,7 +97,7 @@ import Testing
                 let bytes = testBytes(size, seed: UInt64(i + 1))
                 let path = dir.file("in-\(i)")
                 FileManager.default.createFile(atPath: path, contents: Data(bytes))
-                let r = try vault.add(from: FileDescriptor.openForReading(path), name: names?[i] ?? "doc-\(i).bin",
+                let r = try vault.add(from: OpenFile.openForReading(path), name: names?[i] ?? "doc-\(i).bin",
                                       contentType: "application/octet-stream", tags: tags, allowDuplicate: true,
                                       now: Date(timeIntervalSince1970: 1_700_000_000 + Double(i)))
                 originals[r.id] = bytes
@@ -274,11 +274,11 @@ import Testing
         let path = f.dir.file("stdout.json")
         var o = ExportOptions()
         o.skipBad = true
-        let summary = try Exporter(vault: f.vault, records: f.records, options: o).write(to: FileDescriptor.createExclusive(path))
+        let summary = try Exporter(vault: f.vault, records: f.records, options: o).write(to: OpenFile.createExclusive(path))
         #expect(summary.skipped.count == 1)
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: path))) == f.reference([f.records[0], f.records[2]], shape: .objects))
         o.limits = BatchLimits(documents: 2)
-        let e = #expect(throws: VaultError.self) { try Exporter(vault: f.vault, records: f.records, options: o).write(to: FileDescriptor.createExclusive(f.dir.file("x"))) }
+        let e = #expect(throws: VaultError.self) { try Exporter(vault: f.vault, records: f.records, options: o).write(to: OpenFile.createExclusive(f.dir.file("x"))) }
         #expect(e?.code == .singleBatchNeeded)
     }
 

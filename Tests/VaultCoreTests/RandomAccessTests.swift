@@ -16,7 +16,7 @@ import Testing
             vault = try VaultStore(root: dir.file("vault")).create(password: TestKeys.password(), kdf: .minimum)
             plain = testBytes(size, seed: UInt64(size))
             FileManager.default.createFile(atPath: dir.file("in"), contents: Data(plain))
-            id = try vault.add(from: FileDescriptor.openForReading(dir.file("in")), name: "doc.bin").id
+            id = try vault.add(from: OpenFile.openForReading(dir.file("in")), name: "doc.bin").id
         }
     }
 

@@ -44,7 +44,7 @@ final class Station {
         }
         let path = dir + "/in-\(originals.count)"
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let r = try vault.add(from: VaultCore.FileDescriptor.openForReading(path), name: "doc-\(originals.count).bin", allowDuplicate: true)
+        let r = try vault.add(from: VaultCore.OpenFile.openForReading(path), name: "doc-\(originals.count).bin", allowDuplicate: true)
         originals[r.id] = bytes
         return r.id
     }

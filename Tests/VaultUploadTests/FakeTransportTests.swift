@@ -41,7 +41,7 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         for i in 0..<count {
             let file = dir + "-in-\(i)"
             FileManager.default.createFile(atPath: file, contents: Data((0..<(1000 + i)).map { UInt8(truncatingIfNeeded: $0 &* (i + 3)) }))
-            _ = try vault.add(from: try FileDescriptor.openForReading(file), name: "doc \(i)")
+            _ = try vault.add(from: try OpenFile.openForReading(file), name: "doc \(i)")
             try? FileManager.default.removeItem(atPath: file)
         }
         return (vault, try vault.records().records, dir)

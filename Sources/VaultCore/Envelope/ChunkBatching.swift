@@ -1,7 +1,7 @@
 /// How many chunks a reader opens, verifies and releases at a time — the one geometry that the
 /// reader's buffers, the payload producer's blocks and its base64 stage must agree on, so it
 /// is chosen once (by whoever reads) and passed down.
-public struct ChunkBatching: Sendable, Equatable {
+package struct ChunkBatching: Sendable, Equatable {
     /// Chunks per batch.
     public let chunks: Int
 

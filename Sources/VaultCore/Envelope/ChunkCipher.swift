@@ -121,6 +121,7 @@ final class ChunkCipher: Sendable {
 
 /// The smallest index that failed, collected from several threads.
 private final class FailureSet: @unchecked Sendable {
+    // @unchecked: `value` is read and written only under `lock`.
     private let lock = NSLock()
     private var value: Int?
     func add(_ i: Int) { lock.lock(); value = min(value ?? i, i); lock.unlock() }
@@ -130,6 +131,7 @@ private final class FailureSet: @unchecked Sendable {
 /// Hands a value to `concurrentPerform`, whose closure must be `@Sendable`. Used only where
 /// the threads touch disjoint parts of a buffer and the call returns after all of them finish.
 struct UncheckedSendable<T>: @unchecked Sendable {
+    // @unchecked: the threads touch disjoint parts of the value, and the caller waits for all of them.
     let value: T
     init(_ value: T) { self.value = value }
 }

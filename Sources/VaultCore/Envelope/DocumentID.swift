@@ -10,7 +10,7 @@ public struct DocumentID: Hashable, Comparable, Sendable, CustomStringConvertibl
     }
 
     /// A fresh random id.
-    public static func random(using random: any RandomSource) -> DocumentID {
+    package static func random(using random: any RandomSource) -> DocumentID {
         DocumentID(bytes: random.bytes(EnvelopeFormat.documentIDSize))
     }
 
@@ -41,7 +41,7 @@ public struct DocumentID: Hashable, Comparable, Sendable, CustomStringConvertibl
 }
 
 /// Lower-case hex encoding of public values (ids, digests).
-public enum Hex {
+package enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
     /// `bytes` as lower-case hex.

@@ -6,7 +6,7 @@
 /// back to a piece just read, opens each chunk once. Every byte returned has authenticated, and
 /// the final chunk is recognised by its flag, so a cut or extended envelope fails as it does
 /// for a full read.
-public final class DocumentReader {
+package final class DocumentReader {
     /// The document's metadata (from its authenticated header).
     public let metadata: DocumentMetadata
     /// Plaintext bytes in the document.

@@ -1,6 +1,6 @@
 /// The sizes and offsets of envelope format v1, each named once. `docs/FORMAT.md` is the
 /// specification; `EnvelopeFormatTests` pins every constant to it.
-public enum EnvelopeFormat {
+package enum EnvelopeFormat {
     /// The 8 magic bytes that open every envelope: ASCII `VAULTENV`.
     public static let magic: [UInt8] = Array("VAULTENV".utf8)
     /// The format version this build writes and reads.

@@ -7,7 +7,7 @@
 ///
 /// Parsing is strict and non-malleable: every field is fixed-size or length-prefixed, every
 /// value is range-checked, so `serialized()` of a parsed header gives back the same bytes.
-public struct EnvelopeHeader: Equatable, Sendable {
+package struct EnvelopeHeader: Equatable, Sendable {
     /// Argon2id parameters of the key-encryption key.
     public var kdf: KDFParameters
     /// Argon2id salt.

@@ -2,7 +2,7 @@ import Foundation
 
 /// Where an envelope is written: payload bytes in order after a reserved header area, then
 /// the header at offset 0 once the plaintext digest is known.
-public protocol EnvelopeOutput: AnyObject, Sendable {
+package protocol EnvelopeOutput: AnyObject, Sendable {
     /// Reserves `headerSize` bytes at the start; payload bytes follow.
     func reserveHeader(_ headerSize: Int) throws
     /// Appends payload bytes.
@@ -12,7 +12,7 @@ public protocol EnvelopeOutput: AnyObject, Sendable {
 }
 
 /// Where an envelope is read from.
-public protocol EnvelopeInput: AnyObject {
+package protocol EnvelopeInput: AnyObject {
     /// Reads at most `buffer.count` bytes; 0 at the end.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
     /// The total length, when known up front (regular files, memory).
@@ -21,7 +21,7 @@ public protocol EnvelopeInput: AnyObject {
     func seek(to offset: UInt64) throws
 }
 
-extension FileDescriptor: EnvelopeOutput, EnvelopeInput {
+extension OpenFile: EnvelopeOutput, EnvelopeInput {
     public func reserveHeader(_ headerSize: Int) throws { try seek(to: UInt64(headerSize)) }
     public func append(_ bytes: UnsafeRawBufferPointer) throws { try write(bytes) }
     public func writeHeader(_ header: [UInt8]) throws { try write(header, at: 0) }
@@ -33,14 +33,14 @@ extension FileDescriptor: EnvelopeOutput, EnvelopeInput {
 /// whenever the reader has used half of what was asked before. Sequential advice alone left a
 /// cold export waiting on each read-ahead of the kernel's own size; this queues the window at
 /// once (a cold export of 20 x 50 MiB to a pipe: 1.61 -> 1.36 s).
-public final class ReadAheadFile: EnvelopeInput, ByteSource {
-    public let file: FileDescriptor
+package final class ReadAheadFile: EnvelopeInput, ByteSource {
+    public let file: OpenFile
     let window: UInt64
     private var position: UInt64 = 0
     private var advised: UInt64 = 0
     private let size: UInt64?
 
-    public init(_ file: FileDescriptor, window: UInt64 = 16 << 20) throws {
+    public init(_ file: OpenFile, window: UInt64 = 16 << 20) throws {
         self.file = file
         self.window = window
         size = try file.totalSize()
@@ -67,7 +67,7 @@ public final class ReadAheadFile: EnvelopeInput, ByteSource {
 }
 
 /// An envelope in memory (fixtures, tests, fuzzing).
-public final class MemoryEnvelope: EnvelopeOutput, EnvelopeInput, @unchecked Sendable {
+package final class MemoryEnvelope: EnvelopeOutput, EnvelopeInput, @unchecked Sendable {
     // @unchecked: guarded by `lock`.
     private let lock = NSLock()
     private var storage: [UInt8]

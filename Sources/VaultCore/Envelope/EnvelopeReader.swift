@@ -8,7 +8,7 @@ import Crypto
 /// password or foreign envelope), the wrapped key, the metadata, the document id, and — when
 /// the input's length is known — the exact length the metadata's size implies (truncation and
 /// trailing data). The payload's final-chunk flag then catches any cut the length did not.
-public final class EnvelopeReader {
+package final class EnvelopeReader {
     /// The parsed header.
     public let header: EnvelopeHeader
     /// The authenticated metadata.

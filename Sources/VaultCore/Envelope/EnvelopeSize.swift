@@ -3,7 +3,7 @@
 /// The plaintext is cut into 64 KiB chunks; each sealed chunk adds a 16-byte tag. The final
 /// chunk may be full, and is empty only when the whole plaintext is empty (then there is one
 /// empty final chunk). So every plaintext length has exactly one payload length and back.
-public enum EnvelopeSize {
+package enum EnvelopeSize {
     /// Number of chunks for `plaintextSize` bytes (at least one).
     public static func chunkCount(plaintextSize: UInt64) -> UInt64 {
         plaintextSize == 0 ? 1 : (plaintextSize + UInt64(EnvelopeFormat.chunkSize) - 1) / UInt64(EnvelopeFormat.chunkSize)

@@ -6,7 +6,7 @@ import Crypto
 ///
 /// The caller writes into a temporary file and renames it into place only after ``finish()``
 /// and an fsync, so a half-written envelope is never visible as a document.
-public final class EnvelopeWriter {
+package final class EnvelopeWriter {
     /// The new document's id.
     public let documentID: DocumentID
     private let output: any EnvelopeOutput
@@ -96,5 +96,7 @@ public final class EnvelopeWriter {
 
 /// The running SHA-256, updated by the stream writer's observer (one batch at a time, in order).
 private final class Hasher: @unchecked Sendable {
+    // @unchecked: updated on the stream writer's one queue, in order, and read only after the
+    // writer has drained that queue.
     var sha = SHA256()
 }

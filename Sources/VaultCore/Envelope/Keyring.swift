@@ -3,7 +3,7 @@
 /// Argon2id runs once, when the keyring is made; every envelope of the vault is then opened
 /// with the same key. An envelope whose KDF parameters, salt or key check differ from the
 /// keyring's was sealed under another password or vault, or its header is damaged.
-public final class Keyring: Sendable {
+package final class Keyring: Sendable {
     /// Argon2id parameters.
     public let kdf: KDFParameters
     /// Argon2id salt.

@@ -9,7 +9,7 @@
 /// Errors: a chunk that fails is ``VaultError/Code/chunkAuthenticationFailed``; input that
 /// ends without a final chunk (or inside a tag) is ``VaultError/Code/truncated``; bytes after a
 /// chunk that opens as final are ``VaultError/Code/trailingData``. Errors are sticky.
-public final class StreamReader {
+package final class StreamReader {
     /// Fills the buffer from the start as far as it can; returns the bytes read, 0 at the end.
     public typealias Source = (UnsafeMutableRawBufferPointer) throws -> Int
 

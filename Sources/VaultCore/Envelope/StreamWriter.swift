@@ -17,7 +17,7 @@ import Foundation
 /// core waits for the input. It keeps three plaintext batches for that: the one being sealed,
 /// the next (read ahead, which tells whether the current one holds the final chunk) and the one
 /// being read.
-public final class StreamWriter {
+package final class StreamWriter {
     /// Receives sealed payload bytes, in order, on one thread at a time.
     public typealias Sink = @Sendable (UnsafeRawBufferPointer) throws -> Void
 
@@ -188,6 +188,7 @@ final class OverlappedOutput: @unchecked Sendable {
         let i = current
         let bytes = UnsafeRawBufferPointer(rebasing: buffers[i][0..<count])
         current = 1 - current
+        // nonisolated(unsafe): buffer `i` is not reused until `free[i]` is signalled after this write.
         nonisolated(unsafe) let b = bytes
         queue.async { [self] in
             if peekError() == nil {

@@ -5,7 +5,7 @@ import Dispatch
 ///
 /// The encoder is ours (`Sources/CBase64`, ~2 GB/s per core here) because the library
 /// encoders measured ~1 GB/s and libsodium's `sodium_bin2base64` 0.18 GB/s; see that file.
-public enum Base64 {
+package enum Base64 {
     /// Encoded length of `count` bytes: 4·⌈count/3⌉.
     public static func encodedLength(_ count: UInt64) -> UInt64 { (count + 2) / 3 * 4 }
 
@@ -42,7 +42,7 @@ public enum Base64 {
 
 /// Base64 of a stream that arrives in pieces of any size: carries 0–2 bytes between calls so
 /// the output equals a one-shot encoding of the concatenation.
-public struct Base64StreamEncoder {
+package struct Base64StreamEncoder {
     private var carry: (UInt8, UInt8) = (0, 0)
     private var carried = 0
     private let threads: Int

@@ -1,5 +1,5 @@
 /// One planned payload: which documents, in which order, and its exact length.
-public struct ExportBatch: Sendable {
+package struct ExportBatch: Sendable {
     /// 1-based position in the run.
     public let index: Int
     /// The documents, in payload order.
@@ -33,7 +33,7 @@ public struct BatchLimits: Sendable {
 
 /// Cuts a selection into batches, in order, greedily: a batch takes the next document while
 /// it has fewer than `limits.documents` and the payload stays within `limits.bytes`.
-public enum BatchPlanner {
+package enum BatchPlanner {
     /// The batches for `records`.
     /// - Throws: ``VaultError/Code/usage`` naming the first document whose payload alone
     ///   exceeds the byte limit — before any work starts.

@@ -71,7 +71,7 @@ public enum BatchStatus: String, Codable, Sendable {
 }
 
 /// What the export manifest and the upload journal both keep about a batch.
-public protocol BatchBookkeeping {
+package protocol BatchBookkeeping {
     /// Ids of the documents in the payload, in order.
     var documents: [String] { get }
     /// The payload's exact length.
@@ -268,7 +268,7 @@ final class ManifestFile: @unchecked Sendable {
 
 /// Runs an export: plans every batch (exact lengths, limits checked) before any work, then
 /// produces each payload through a ``PayloadProducer``.
-public final class Exporter {
+package final class Exporter {
     /// The run id (random).
     public let runID: String
     /// The plan: ids and batch bounds; each batch's records are read when it is produced.

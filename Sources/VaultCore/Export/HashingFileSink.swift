@@ -10,14 +10,14 @@ import Foundation
 final class HashingFileSink: @unchecked Sendable {
     // @unchecked: `hasher` is touched only on `hashQueue`, `count` and `error` only on `queue`,
     // and both by the caller only after `drain()` has waited for the queues.
-    private let file: FileDescriptor
+    private let file: OpenFile
     private let queue = DispatchQueue(label: "vault.export.writer")
     private let hashQueue = DispatchQueue(label: "vault.export.hasher")
     private var hasher = SHA256()
     private var error: VaultError?
     private(set) var count: UInt64 = 0
 
-    init(file: FileDescriptor) { self.file = file }
+    init(file: OpenFile) { self.file = file }
 
     /// Queues a block; it is released once written.
     func submit(_ block: PayloadBlock) {

@@ -3,7 +3,7 @@
 /// otherwise, and every other character — including non-ASCII, DEL and `/` — is written as its
 /// UTF-8 bytes. Hand-written because `JSONEncoder` escapes `/` by default and has no streaming
 /// or exact-length API, and the export payload needs both.
-public enum JSONString {
+package enum JSONString {
     private static let hex = Array("0123456789abcdef".utf8)
 
     /// The quoted, escaped UTF-8 bytes of `s`.

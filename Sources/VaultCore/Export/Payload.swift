@@ -15,7 +15,7 @@ public enum PayloadShape: String, CaseIterable, Sendable {
 }
 
 /// The framing bytes of one document's entry; the base64 goes between them.
-public struct PayloadEntry: Sendable {
+package struct PayloadEntry: Sendable {
     /// Bytes before the base64 (`{"Id":…,"Data":"` or `"`).
     public let prefix: [UInt8]
     /// Bytes after it (`"}` or `"`).
@@ -53,7 +53,7 @@ public struct PayloadEntry: Sendable {
 }
 
 /// Framing of the whole payload.
-public enum PayloadFraming {
+package enum PayloadFraming {
     /// `{"Files":[`
     public static let open = Array("{\"Files\":[".utf8)
     /// `]}`
@@ -66,7 +66,7 @@ public enum PayloadFraming {
 /// each document's head (a JSON entry's separating comma and the bytes before its base64, or a
 /// form part's headers), its data and its tail, and the closing framing. Pure; what lets a
 /// producer start at any byte offset.
-public struct PayloadLayout: Sendable {
+package struct PayloadLayout: Sendable {
     /// A part of the payload.
     public enum Part: Sendable, Equatable {
         /// `{"Files":[`, or a form's text fields and manifest.

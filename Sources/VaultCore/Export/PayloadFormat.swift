@@ -3,7 +3,7 @@
 /// `multipart/form-data` body). Either way every byte follows from the documents' metadata, so
 /// the length is known before the first byte and a producer can start at any offset
 /// (``PayloadLayout``).
-public enum PayloadFormat: Sendable {
+package enum PayloadFormat: Sendable {
     /// `{"Files":[…]}` in a shape.
     case json(PayloadShape)
     /// Each document's raw bytes, framed by a transport's ``RawFraming``.
@@ -84,7 +84,7 @@ public enum PayloadFormat: Sendable {
 /// so the payload's length is known before its first byte and a producer can start at any
 /// offset. The core produces each document's bytes, decrypted and authenticated, between its
 /// head and its tail.
-public protocol RawFraming: Sendable {
+package protocol RawFraming: Sendable {
     /// The payload's `Content-Type`.
     var contentType: String { get }
     /// Bytes before the first document (they may describe every document, as a manifest does).

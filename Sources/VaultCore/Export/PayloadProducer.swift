@@ -2,7 +2,7 @@ import Dispatch
 
 /// A document that failed while its entry was being produced, with the payload offset where
 /// its entry began (before its separating comma): cut the payload back to it to remove it.
-public struct DocumentFailure: Error, Sendable {
+package struct DocumentFailure: Error, Sendable {
     /// The document.
     public let record: DocumentRecord
     /// Why it failed.
@@ -12,7 +12,7 @@ public struct DocumentFailure: Error, Sendable {
 }
 
 /// A block of payload bytes lent by a ``PayloadProducer``; give it back with ``release()``.
-public final class PayloadBlock: @unchecked Sendable {
+package final class PayloadBlock: @unchecked Sendable {
     // @unchecked: the bytes are written by the producer before the block is handed out and
     // only read afterwards; `release` hands ownership back through a semaphore.
     /// The bytes (valid until released).
@@ -41,7 +41,7 @@ public final class PayloadBlock: @unchecked Sendable {
 /// before its entry began are always delivered first. After a failure, ``skipFailedDocument()``
 /// continues with the next document (the consumer has cut its output back to the failure's
 /// `startOffset`).
-public final class PayloadProducer {
+package final class PayloadProducer {
     private let vault: Vault
     private let records: [DocumentRecord]
     private let format: PayloadFormat

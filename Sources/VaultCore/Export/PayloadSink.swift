@@ -8,7 +8,7 @@ public protocol PayloadSink: AnyObject {
     func write(_ bytes: UnsafeRawBufferPointer) throws
 }
 
-extension FileDescriptor: PayloadSink {}
+extension OpenFile: PayloadSink {}
 
 /// A Foundation `FileHandle` an app holds (an output file, a pipe) as a ``PayloadSink``: the
 /// payload is written at the handle's position.

@@ -6,7 +6,7 @@ import Foundation
 /// check out. A file whose contents are already in the vault is skipped (so an interrupted
 /// import can be run again); a file that fails stops the import, or, with ``Options/skipBad``,
 /// is named and left out. The history records the import once, as ok, partial or failed.
-public final class Importer {
+package final class Importer {
     /// One file to import, and the document's name.
     public struct File: Sendable {
         public var path: String
@@ -74,7 +74,7 @@ public final class Importer {
     /// - Throws: the first failure, as `cannot import PATH: …`, unless ``Options/skipBad``; what
     ///   was committed before it stays, durably, and the history records the import as failed.
     public func run(_ files: [File]) throws {
-        let sizes = files.map { (try? FileDescriptor.openForReading($0.path).size()) ?? 0 }
+        let sizes = files.map { (try? OpenFile.openForReading($0.path).size()) ?? 0 }
         let total = sizes.reduce(0, +)
         onEvent(.started(files: files.count, bytes: total))
         let session = try AddSession(vault: vault, operation: .import)
@@ -97,7 +97,7 @@ public final class Importer {
     /// One file: imported, skipped as a duplicate, or failed (thrown unless skipping).
     private func importing(_ file: File, session: AddSession, done: UInt64, total: UInt64) throws {
         do {
-            let reader = try RNCryptorReader(input: try FileDescriptor.openForReading(file.path), keys: keys)
+            let reader = try RNCryptorReader(input: try OpenFile.openForReading(file.path), keys: keys)
             let record = try session.add(from: reader, name: file.name, contentType: options.contentType, tags: options.tags,
                                          allowDuplicate: options.allowDuplicate) { [onEvent] _ in
                 onEvent(.progress(done: done + reader.consumed, total: total))

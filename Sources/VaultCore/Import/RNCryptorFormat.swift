@@ -8,7 +8,7 @@
 /// Keys: PBKDF2-HMAC-SHA1, 10,000 rounds, 32 bytes, once per salt (password-based), or two
 /// caller-supplied 32-byte keys. The HMAC covers header ‖ ciphertext; PKCS#7 padding, so the
 /// ciphertext is at least one 16-byte block.
-public enum RNCryptorFormat {
+package enum RNCryptorFormat {
     /// The only version this reads.
     public static let version: UInt8 = 3
     /// Options byte of a password-based message.
@@ -32,7 +32,7 @@ public enum RNCryptorFormat {
 }
 
 /// A parsed RNCryptor v3 header.
-public struct RNCryptorHeader: Sendable, Equatable {
+package struct RNCryptorHeader: Sendable, Equatable {
     /// The salts of a password-based message; nil for a key-based one.
     public var salts: (encryption: [UInt8], hmac: [UInt8])?
     /// The AES-CBC IV.

@@ -8,7 +8,7 @@ import Foundation
 /// salt and file, which cannot be avoided, but a salt seen again (the same message, or an app
 /// that reused salts) is not derived twice. The keys live in swift-crypto's `SymmetricKey`,
 /// whose storage is zeroed when freed.
-public final class RNCryptorKeys: @unchecked Sendable {
+package final class RNCryptorKeys: @unchecked Sendable {
     // @unchecked: `cache` is touched only with `lock` held.
     private enum Source {
         case password(SecretBytes)

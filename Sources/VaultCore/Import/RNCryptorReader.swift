@@ -18,7 +18,7 @@ import Foundation
 /// Failures: ``VaultError/Code/hmacMismatch`` (wrong password or key, or any change to the
 /// file), ``VaultError/Code/badPadding``, ``VaultError/Code/unsupportedVersion`` (with the
 /// version byte), ``VaultError/Code/truncated``.
-public final class RNCryptorReader: ByteSource {
+package final class RNCryptorReader: ByteSource {
     /// The message's header.
     public let header: RNCryptorHeader
     private let input: any ByteSource

@@ -65,7 +65,7 @@ extension Vault {
                     allowDuplicate: Bool = false) async throws -> DocumentRecord {
         try Task.checkCancellation()
         return try await Offload.run { [self] in
-            let file = try FileDescriptor.openForReading(url.path)
+            let file = try OpenFile.openForReading(url.path)
             let input = try ReadAheadFile(file)
             return try add(from: input, name: name ?? url.lastPathComponent, contentType: contentType, tags: tags,
                            allowDuplicate: allowDuplicate)

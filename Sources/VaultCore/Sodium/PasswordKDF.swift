@@ -69,7 +69,7 @@ public enum KDFLevel: String, CaseIterable, Sendable {
 }
 
 /// Password → key-encryption key, with Argon2id (`crypto_pwhash`, algorithm ARGON2ID13).
-public enum PasswordKDF {
+package enum PasswordKDF {
     /// Salt length in bytes (16).
     public static let saltSize = Int(crypto_pwhash_argon2id_SALTBYTES)
     /// Derived key length in bytes (32).

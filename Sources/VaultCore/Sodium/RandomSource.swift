@@ -2,7 +2,7 @@ internal import CSodium
 import Synchronization
 
 /// Where random bytes come from. Injected so that fixtures regenerate byte for byte.
-public protocol RandomSource: Sendable {
+package protocol RandomSource: Sendable {
     /// Fills `buffer` with random bytes.
     func fill(_ buffer: UnsafeMutableRawBufferPointer)
 }
@@ -17,7 +17,7 @@ extension RandomSource {
 }
 
 /// The operating system's randomness, through libsodium's `randombytes_buf`.
-public struct SystemRandom: RandomSource {
+package struct SystemRandom: RandomSource {
     /// Creates the system source.
     public init() {}
     public func fill(_ buffer: UnsafeMutableRawBufferPointer) {
@@ -31,7 +31,7 @@ public struct SystemRandom: RandomSource {
 ///
 /// Each call to ``fill(_:)`` draws from `randombytes_buf_deterministic` (ChaCha20) keyed by
 /// BLAKE2b(seed ‖ call counter), so the same sequence of calls yields the same bytes.
-public final class DeterministicRandom: RandomSource {
+package final class DeterministicRandom: RandomSource {
     private let seed: [UInt8]
     private let counter = Mutex<UInt64>(0)
 

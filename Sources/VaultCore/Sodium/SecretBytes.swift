@@ -33,7 +33,7 @@ public final class SecretBytes: @unchecked Sendable {
     }
 
     /// Fresh random bytes from `random`.
-    public static func random(count: Int, using random: any RandomSource) throws -> SecretBytes {
+    package static func random(count: Int, using random: any RandomSource) throws -> SecretBytes {
         try SecretBytes(count: count) { random.fill($0) }
     }
 

@@ -11,7 +11,7 @@ import Foundation
 /// temporary files killed writers left. Until `finish()` returns, a power cut may lose names
 /// renamed since the last sync; a crash never damages the vault (the index is rebuilt from the
 /// objects when it is stale).
-public final class AddSession {
+package final class AddSession {
     private let pending: PendingVault
     private var vault: Vault { get throws { try pending.get() } }
     /// This session's documents by SHA-256, for duplicates (the vault's are looked up in the index).

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What an audit found.
-public struct AuditReport: Sendable {
+package struct AuditReport: Sendable {
     /// Every problem, each with a stable code.
     public var findings: [AuditFinding]
     /// The log's head as it stands.
@@ -28,7 +28,7 @@ extension Vault {
     /// - with `requireDelivered` (destination identities, ``Destination/identity(of:)``): every
     ///   document the history removed was confirmed by each of them before its removal.
     /// Reads only; changes nothing.
-    public func audit(deep: Bool = false, expectedHead: HistoryHead? = nil, requireDelivered: [String] = [],
+    package func audit(deep: Bool = false, expectedHead: HistoryHead? = nil, requireDelivered: [String] = [],
                       progress: ((Int, Int) -> Void)? = nil) throws -> AuditReport {
         let scan = try HistoryLog(vault: self).scan(keepRecords: false)
         var findings = scan.findings + scan.noted

@@ -7,7 +7,7 @@ import Foundation
 /// the destination, and the index keeps one sealed row per document and destination
 /// (`index.db` table `deliveries`), so "was this document delivered there?" is one lookup
 /// (docs/FORMAT.md "Deliveries"). Upload records of earlier versions (one per run) count too.
-public struct Delivery: Codable, Sendable, Equatable {
+package struct Delivery: Codable, Sendable, Equatable {
     /// Where it went (a destination's identity: ``Destination/identity(of:)``).
     public var destination: String
     /// The position of the history record that confirmed it.
@@ -29,7 +29,7 @@ public struct Delivery: Codable, Sendable, Equatable {
 }
 
 /// Destinations as the ledger knows them: what the user means by a place documents go.
-public enum Destination {
+package enum Destination {
     /// The identity of the destination at `url`: for `http(s)://` the URL with the scheme and
     /// host in lower case, no default port, no user, query or fragment, and `/` for an empty
     /// path; for `s3://BUCKET/PREFIX` the bucket and the prefix without surrounding slashes.
@@ -71,13 +71,13 @@ extension Vault {
     }
 
     /// The first confirmed delivery of `id` at `destination`, if any (one lookup).
-    public func delivery(of id: DocumentID, to destination: String) throws -> Delivery? {
+    package func delivery(of id: DocumentID, to destination: String) throws -> Delivery? {
         guard let identity = Destination.identity(of: destination) else { return nil }
         return try withLedger { index in try index.delivery(of: id, to: identity) }
     }
 
     /// Every destination `id` was delivered to, oldest delivery first.
-    public func deliveries(of id: DocumentID) throws -> [Delivery] {
+    package func deliveries(of id: DocumentID) throws -> [Delivery] {
         try withLedger { index in try index.deliveries(of: id) }.sorted { ($0.timeMillis, $0.destination) < ($1.timeMillis, $1.destination) }
     }
 
@@ -91,7 +91,7 @@ extension Vault {
 
     /// Every ledger row, by destination: the documents delivered there (present or removed
     /// since) with their first delivery.
-    public func ledger() throws -> [String: [DocumentID: Delivery]] {
+    package func ledger() throws -> [String: [DocumentID: Delivery]] {
         try withLedger { index in
             var out: [String: [DocumentID: Delivery]] = [:]
             try index.forEachDelivery { id, d in out[d.destination, default: [:]][id] = d }
@@ -127,7 +127,7 @@ extension Vault {
 /// documents are delivered to (a back office's URL, an S3 bucket and prefix, a presign
 /// endpoint), how batches go there, and whether every document must reach it before it may
 /// be removed. Remotes (`remotes.vlt`) are the other kind of place: replicas of the vault.
-public struct DestinationList: Codable, Sendable, Equatable {
+package struct DestinationList: Codable, Sendable, Equatable {
     public struct Entry: Codable, Sendable, Equatable {
         /// The short name.
         public var name: String

@@ -28,7 +28,7 @@ public struct DocumentSelection: Sendable, Equatable {
 
     /// The selected records from `catalog`, in stable order, each once: only the documents the
     /// queries or the tag match are read.
-    public func apply(to catalog: some DocumentCatalog) throws -> [DocumentRecord] {
+    package func apply(to catalog: some DocumentCatalog) throws -> [DocumentRecord] {
         var selected: [DocumentRecord]
         if !queries.isEmpty {
             var byID: [DocumentID: DocumentRecord] = [:]
@@ -62,7 +62,7 @@ public struct DocumentSelection: Sendable, Equatable {
     }
 
     /// The document a user means by `query`, looked up in `catalog`.
-    public static func resolve(_ query: String, in catalog: some DocumentCatalog) throws -> DocumentRecord {
+    package static func resolve(_ query: String, in catalog: some DocumentCatalog) throws -> DocumentRecord {
         let lower = query.lowercased()
         let isHex = lower.count >= 4 && lower.allSatisfy { $0.isHexDigit }
         var matches = try catalog.records(named: query)
@@ -108,7 +108,7 @@ public struct DocumentSelection: Sendable, Equatable {
 }
 
 /// Where a ``DocumentSelection`` looks documents up: the vault's index, or a list in memory.
-public protocol DocumentCatalog {
+package protocol DocumentCatalog {
     /// The documents named exactly `name`, in stable order.
     func records(named name: String) throws -> [DocumentRecord]
     /// The documents whose id starts with `prefix` (lower-case hex), in stable order.
@@ -120,7 +120,7 @@ public protocol DocumentCatalog {
 }
 
 /// Records in memory as a catalog (in stable order).
-public struct ListCatalog: DocumentCatalog {
+package struct ListCatalog: DocumentCatalog {
     let records: [DocumentRecord]
     /// A catalog of `records`.
     public init(records: [DocumentRecord]) { self.records = records.stableOrder() }

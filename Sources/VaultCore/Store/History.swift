@@ -19,7 +19,7 @@ enum HistoryFormat {
 
 /// What reading the history found: the records in file order (those that authenticate in
 /// their place), the log's head as it stands, and what is wrong with the chain.
-public struct HistoryScan: Sendable {
+package struct HistoryScan: Sendable {
     /// One whole record of the file.
     public struct Entry: Sendable {
         /// Its position in the file, from 1.
@@ -234,7 +234,7 @@ struct HistoryLog {
     private struct Framed { var offset: Int; var end: Int; var position: Int; var tag: [UInt8] }
 
     /// Reads a framed record's nonce and seal.
-    private func load(_ f: Framed, from file: FileDescriptor) throws -> (nonce: [UInt8], sealed: [UInt8]) {
+    private func load(_ f: Framed, from file: OpenFile) throws -> (nonce: [UInt8], sealed: [UInt8]) {
         let body = try file.read(count: f.end - (f.offset + 12), at: UInt64(f.offset + 12))
         guard body.count == f.end - (f.offset + 12) else { throw VaultError(.vaultDamaged, "log.vlt changed while it was read") }
         return (Array(body[..<HistoryFormat.nonceSize]), Array(body[HistoryFormat.nonceSize...]))
@@ -259,7 +259,7 @@ struct HistoryLog {
             return scan
         }
         scan.exists = true
-        let file = try FileDescriptor.openForReading(path)
+        let file = try OpenFile.openForReading(path)
         defer { file.close() }
         let fileSize = Int(try file.size())
         scan.fileSize = fileSize
@@ -278,7 +278,7 @@ struct HistoryLog {
     /// The log's framing: each record's offsets, claimed position and tag, from lengths alone
     /// (no keys). Stops at the first length that cannot be a record's (a finding) or at a record
     /// that runs past the file's end.
-    private func frames(of file: FileDescriptor, size fileSize: Int, into scan: inout HistoryScan) throws -> [Framed] {
+    private func frames(of file: OpenFile, size fileSize: Int, into scan: inout HistoryScan) throws -> [Framed] {
         var framed: [Framed] = []
         var offset = HistoryFormat.fileHeader.count
         while offset < fileSize {
@@ -302,7 +302,7 @@ struct HistoryLog {
     /// Authenticates each record in its place after its predecessor, in its epoch or a later
     /// one; one that does not is a finding that says why (damaged, moved, chain broken, sealed
     /// under a retired key). Records before an `accept` are settled.
-    private func authenticate(_ framed: [Framed], in file: FileDescriptor, keepRecords: Bool, into scan: inout HistoryScan) throws {
+    private func authenticate(_ framed: [Framed], in file: OpenFile, keepRecords: Bool, into scan: inout HistoryScan) throws {
         var floor = keys.keys.min() ?? epoch
         for (i, f) in framed.enumerated() {
             let position = i + 1
@@ -468,7 +468,7 @@ struct HistoryLog {
         // unreadable file) is sealed into the record; damaged records stay in the file anyway.
         record.anomalies += tail.findings.filter { ![.logRecordDamaged, .logRecordMoved, .logChainBroken, .logRecordSuperseded].contains($0.code) }
             .map { HistoryRecord.Anomaly(code: $0.code.rawValue, message: $0.message) }
-        let file: FileDescriptor
+        let file: OpenFile
         var end = tail.end
         if !tail.exists || end == 0 {
             if tail.exists {   // unreadable from its first bytes: kept aside, never overwritten
@@ -477,7 +477,7 @@ struct HistoryLog {
             try AtomicFile.write(HistoryFormat.fileHeader, to: path, random: random)
             end = HistoryFormat.fileHeader.count
         }
-        file = try FileDescriptor.openOrCreate(path)
+        file = try OpenFile.openOrCreate(path)
         defer { file.close() }
         if tail.exists && tail.fileSize > end { try file.truncate(to: UInt64(end)) }
         let position = (tail.exists && tail.end > 0 ? tail.count : 0) + 1
@@ -527,7 +527,7 @@ struct HistoryLog {
               let anchor = try? JSONDecoder().decode(StoredHead.self, from: Data(a)), head == anchor,
               head.count >= 1, head.end > HistoryFormat.fileHeader.count + HistoryFormat.tagSize,
               let tag = Hex.decode(head.tag), tag.count == HistoryFormat.tagSize,
-              let file = try? FileDescriptor.openForReading(path) else { return nil }
+              let file = try? OpenFile.openForReading(path) else { return nil }
         defer { file.close() }
         guard let size = try? file.size(), size == UInt64(head.end),
               let last = try? file.read(count: HistoryFormat.tagSize, at: UInt64(head.end - HistoryFormat.tagSize)), last == tag,
@@ -542,7 +542,7 @@ struct HistoryLog {
         guard state.logEnd >= HistoryFormat.fileHeader.count, state.logEnd <= tail.end, state.logCount <= tail.count,
               let previous = Hex.decode(state.logTag) else { return nil }
         if state.logEnd == tail.end { return state.logCount == tail.count && previous == tail.tag ? [] : nil }
-        guard tail.end - state.logEnd <= 256 << 20, let file = try? FileDescriptor.openForReading(path) else { return nil }
+        guard tail.end - state.logEnd <= 256 << 20, let file = try? OpenFile.openForReading(path) else { return nil }
         defer { file.close() }
         guard let bytes = try? file.read(count: tail.end - state.logEnd, at: UInt64(state.logEnd)), bytes.count == tail.end - state.logEnd else { return nil }
         var out: [HistoryRecord] = []
@@ -613,13 +613,13 @@ struct HistoryLog {
 
 extension Vault {
     /// Reads and checks the history (no lock needed: records are only ever appended).
-    public func history() throws -> HistoryScan { try HistoryLog(vault: self).scan() }
+    package func history() throws -> HistoryScan { try HistoryLog(vault: self).scan() }
 
     /// The head `log.head` names (count and last tag), read without scanning the log: what
     /// `upload` sends as `X-Vault-Log-Head`, so the back office keeps a copy of the head
     /// elsewhere (which catches a rollback of the whole folder). Nil when there is none or it
     /// does not open under the current key.
-    public func storedHead() -> HistoryHead? {
+    package func storedHead() -> HistoryHead? {
         guard let log = try? HistoryLog(vault: self) else { return nil }
         var scan = HistoryScan()
         return log.readHead(into: &scan).flatMap { head in
@@ -640,7 +640,7 @@ extension Vault {
     /// Appends `record` to the history, under the writer lock.
     /// - Returns: the new head.
     @discardableResult
-    public func record(_ record: HistoryRecord) throws -> HistoryHead {
+    package func record(_ record: HistoryRecord) throws -> HistoryHead {
         try store.withLock { try recordLocked(record) }
     }
 
@@ -742,7 +742,7 @@ extension Vault {
     /// `accept` record naming the documents whose envelopes authenticate and the findings it
     /// settles. Audits report nothing from before it; the record itself stays in the chain.
     /// - Returns: the findings it settled.
-    public func acceptHistoryLoss() throws -> [AuditFinding] {
+    package func acceptHistoryLoss() throws -> [AuditFinding] {
         try store.withLock {
             try withIndex(locked: true) { index in
                 let scan = try HistoryLog(vault: self).scan()

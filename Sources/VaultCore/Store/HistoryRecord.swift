@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Records are sealed under a subkey of the vault key and chained (docs/FORMAT.md, "History"),
 /// so nobody without the password can add, change, reorder or remove one unnoticed.
-public struct HistoryRecord: Codable, Sendable, Equatable {
+package struct HistoryRecord: Codable, Sendable, Equatable {
     /// What the command was.
     public enum Operation: String, Codable, Sendable, CaseIterable {
         case `init`, add, `import`, remove, export, upload, passwd
@@ -131,7 +131,7 @@ public struct HistoryRecord: Codable, Sendable, Equatable {
 /// The head of a vault's history: how many records it holds and the tag of the last one.
 /// Printed as `<count>-<32 hex digits>`; an operator who keeps it elsewhere can later detect a
 /// vault rolled back to an older copy (an audit given the expected head).
-public struct HistoryHead: Equatable, Sendable, CustomStringConvertible, Codable {
+package struct HistoryHead: Equatable, Sendable, CustomStringConvertible, Codable {
     /// Number of records.
     public var count: Int
     /// The last record's authentication tag (16 bytes; all zeros for an empty log).
@@ -168,7 +168,7 @@ public struct HistoryHead: Equatable, Sendable, CustomStringConvertible, Codable
 }
 
 /// One problem an audit (or a reading of the history) found, with a stable code for scripts.
-public struct AuditFinding: Codable, Sendable, Equatable {
+package struct AuditFinding: Codable, Sendable, Equatable {
     /// What kind of finding this is: a stable code for scripts, written as its raw value.
     /// Extensible like ``VaultError/Code``: a code a record noted is kept as it was written.
     public struct Code: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible {

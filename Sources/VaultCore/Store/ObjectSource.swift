@@ -3,7 +3,7 @@
 ///
 /// A store with a source is read-only: its folder (a local cache) keeps `vault.json`, the sealed
 /// index, the history and upload journals, while the objects come from the source.
-public protocol ObjectSource: Sendable {
+package protocol ObjectSource: Sendable {
     /// The documents the source holds (a snapshot taken when it was opened).
     func objectIDs() throws -> Set<DocumentID>
     /// A reader of one envelope. `sequential`: it will be read front to back (read ahead);

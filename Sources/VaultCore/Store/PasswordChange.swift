@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 
 /// What a password change did.
-public struct PasswordChangeSummary: Sendable {
+package struct PasswordChangeSummary: Sendable {
     /// Envelopes whose header was rewritten.
     public var documents: Int
     /// Bytes written: the journal, the headers and `vault.json` (payloads are never touched).
@@ -74,7 +74,7 @@ extension Vault {
     /// the two passwords. Holds the writer lock throughout. Recorded in the history.
     /// - Throws: before changing anything, when an envelope does not open (a damaged vault is
     ///   not re-keyed: that document would be lost).
-    public func changePassword(to newPassword: SecretBytes, kdf newKDF: KDFParameters? = nil,
+    package func changePassword(to newPassword: SecretBytes, kdf newKDF: KDFParameters? = nil,
                                progress: ((Int, Int) -> Void)? = nil) throws -> PasswordChangeSummary {
         try newPassword.withUnsafeBytes { p in
             if p.isEmpty { throw VaultError(.usage, "the new password is empty") }
@@ -105,7 +105,7 @@ extension Vault {
             var written = UInt64(journal.count)
             for (n, e) in entries.enumerated() {
                 progress?(ids.count + n, ids.count * 2)
-                let file = try FileDescriptor.openExisting(store.objectPath(e.id))
+                let file = try OpenFile.openExisting(store.objectPath(e.id))
                 defer { file.close() }
                 try file.write(e.new, at: 0)
                 try file.sync()
@@ -165,7 +165,7 @@ extension Vault {
     /// metadata sealed again): the journal entry, or an error naming the document.
     private func resealedHeader(_ id: DocumentID, keyring keyring2: Keyring) throws -> PasswordJournal.Entry {
         do {
-            let file = try FileDescriptor.openForReading(store.objectPath(id))
+            let file = try OpenFile.openForReading(store.objectPath(id))
             defer { file.close() }
             let reader = try EnvelopeReader(input: file, keyring: keyring, expectedID: id)
             let kek = try keyring.kek(for: reader.header)
@@ -212,7 +212,7 @@ extension VaultStore {
                                  hint: "if no password change was interrupted here, delete passwd.journal")
             }
             for e in journal.entries where FileSystem.kind(of: objectPath(e.id)) == .file {
-                let file = try FileDescriptor.openExisting(objectPath(e.id))
+                let file = try OpenFile.openExisting(objectPath(e.id))
                 defer { file.close() }
                 let header = try file.read(upTo: e.old.count)
                 guard header == e.old || header == e.new else { continue }

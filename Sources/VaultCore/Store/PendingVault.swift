@@ -6,7 +6,7 @@ import Foundation
 /// (a document's payload key comes from its own random key; only its header is sealed under
 /// the password's key, at the end). ``AddSession`` uses it; a wrong password stops the work at
 /// the next batch and nothing is committed.
-public final class PendingVault: @unchecked Sendable {
+package final class PendingVault: @unchecked Sendable {
     // @unchecked: `result` is written once, before `ready` is signalled, and read after.
     public let store: VaultStore
     let random: any RandomSource

@@ -6,7 +6,7 @@ import Foundation
 /// Sealed under a subkey of the vault key with the vault id and the document id as associated
 /// data: nobody without the password can forge one (so nobody can make replicas delete a
 /// document), and one cannot be moved to another id or vault.
-public struct Tombstone: Codable, Sendable, Equatable {
+package struct Tombstone: Codable, Sendable, Equatable {
     /// The removed document (32 hex digits).
     public var id: String
     /// Its name, SHA-256 (hex) and size, as the removing replica knew them ("" and 0 if not).
@@ -38,7 +38,7 @@ extension Vault {
     public func configBytes() throws -> [UInt8] { try FileSystem.readFile(store.configPath, limit: 1 << 20) }
 
     /// The same vault (same keys and cache folder) reading its envelopes from `source`.
-    public func reading(from source: any ObjectSource) -> Vault {
+    package func reading(from source: any ObjectSource) -> Vault {
         Vault(store: VaultStore(root: store.root, source: source), config: config, keyring: keyring, keys: keys, random: random)
     }
 
@@ -60,16 +60,16 @@ extension Vault {
     }
 
     /// The path of a document's envelope (to send it as it is).
-    public func objectPath(_ id: DocumentID) -> String { store.objectPath(id) }
+    package func objectPath(_ id: DocumentID) -> String { store.objectPath(id) }
 
     /// The documents this vault's history says were removed (and not added again).
-    public func removedDocuments() throws -> [DocumentID: HistoryRecord.Document] {
+    package func removedDocuments() throws -> [DocumentID: HistoryRecord.Document] {
         try withIndex { index in try index.removedDocuments() }
     }
 
     /// Seals a tombstone for `document`: a sealed state file (purpose tombstone, role
     /// `removed/<id>`) under the current key epoch.
-    public func sealTombstone(_ document: HistoryRecord.Document, now: Date = Date()) throws -> [UInt8] {
+    package func sealTombstone(_ document: HistoryRecord.Document, now: Date = Date()) throws -> [UInt8] {
         let stone = Tombstone(id: document.id, name: document.name, sha256: document.sha256, size: document.size,
                               time: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), host: Platform.hostName)
         return try SealedState.seal(Array(try JSONEncoder().encode(stone)), purpose: .tombstone, role: Tombstone.role(document.id),
@@ -81,7 +81,7 @@ extension Vault {
     ///   vault's current key for that id (forged, damaged, moved, from another vault, or sealed
     ///   under a key a password change retired). The format before sealed state (`VTMB1`) is
     ///   read in key epoch 0.
-    public func openTombstone(_ bytes: [UInt8], id: DocumentID) throws -> Tombstone {
+    package func openTombstone(_ bytes: [UInt8], id: DocumentID) throws -> Tombstone {
         let json: [UInt8]
         let head = Tombstone.magic.count + EnvelopeFormat.nonceSize
         if bytes.starts(with: Tombstone.magic) {
@@ -105,7 +105,7 @@ extension Vault {
     /// Where a document fetched from a remote store is written before it is checked: a
     /// temporary file in `objects/`, which ``acceptFetched(_:from:)`` moves into place and which
     /// the next writer sweeps away if the fetching process dies.
-    public func stagingFile(for id: DocumentID) throws -> AtomicFile {
+    package func stagingFile(for id: DocumentID) throws -> AtomicFile {
         try AtomicFile(destination: store.objectPath(id), staging: try store.staging(), random: random)
     }
 
@@ -115,10 +115,10 @@ extension Vault {
     /// and the error thrown. ``recordFetched(_:from:)`` then names the documents in the index
     /// and the history; if the process dies before that, the next command does both (the index
     /// is rebuilt from the objects, and the history adopts what authenticates).
-    public func acceptFetched(_ staged: AtomicFile, id: DocumentID) throws -> DocumentRecord {
+    package func acceptFetched(_ staged: AtomicFile, id: DocumentID) throws -> DocumentRecord {
         let metadata: DocumentMetadata
         do {
-            let input = try FileDescriptor.openForReading(staged.temporaryPath)
+            let input = try OpenFile.openForReading(staged.temporaryPath)
             let reader = try EnvelopeReader(input: input, keyring: keyring, expectedID: id, verifyDigest: true)
             while try reader.next() != nil {}
             metadata = reader.metadata
@@ -138,7 +138,7 @@ extension Vault {
     /// Names fetched documents in the index and records them in the history (`pull`, with
     /// where they came from: no credentials), once for a whole pull.
     /// - Parameter anomalies: what was wrong on the store, sealed into the record (audits report it).
-    public func recordFetched(_ records: [DocumentRecord], from source: String, anomalies: [HistoryRecord.Anomaly] = []) throws {
+    package func recordFetched(_ records: [DocumentRecord], from source: String, anomalies: [HistoryRecord.Anomaly] = []) throws {
         guard !records.isEmpty || !anomalies.isEmpty else { return }
         try store.withLock {
             let known = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
@@ -157,7 +157,7 @@ extension Vault {
     /// Applies tombstones fetched from a remote store: the documents go as with a removal here
     /// (recorded in the history), the ones already gone are recorded as removed too, so this
     /// replica's next push carries the tombstones on.
-    public func applyTombstones(_ stones: [Tombstone]) throws {
+    package func applyTombstones(_ stones: [Tombstone]) throws {
         guard !stones.isEmpty else { return }
         try store.withLock {
             let documents = try withIndex(locked: true) { index in
@@ -172,7 +172,7 @@ extension Vault {
     /// Records a push to `destination` (the documents sent, and how it ended).
     /// - Parameter anomalies: what was wrong on the store (objects under `removed/` that are not
     ///   this vault's tombstones), sealed into the record so that audits report it.
-    public func recordPush(_ documents: [DocumentRecord], to destination: String, outcome: HistoryRecord.Outcome,
+    package func recordPush(_ documents: [DocumentRecord], to destination: String, outcome: HistoryRecord.Outcome,
                            detail: String? = nil, anomalies: [HistoryRecord.Anomaly] = []) throws {
         var r = HistoryRecord(.push, outcome: outcome, documents: documents.map(HistoryRecord.Document.init),
                               destinations: [destination], detail: detail)
@@ -186,7 +186,7 @@ extension VaultStore {
     /// folder, the config, an empty index and a history that starts with the clone; the password
     /// is checked first (one Argon2id run), and nothing is left behind when it is wrong.
     /// - Parameter source: where the vault came from, for the history (no credentials).
-    public func createReplica(configBytes: [UInt8], password: SecretBytes, source: String,
+    package func createReplica(configBytes: [UInt8], password: SecretBytes, source: String,
                               random: any RandomSource = SystemRandom()) throws -> Vault {
         let config = try VaultConfig.decode(configBytes, path: "\(source)/vault.json")
         try checkCanCreate()

@@ -31,8 +31,8 @@ extension Vault {
     /// - Throws: ``VaultError/Code/headerAuthenticationFailed`` for an envelope of another vault,
     ///   the damage codes for a damaged one, ``VaultError/Code/duplicate`` when the contents are
     ///   already in the vault (unless `allowDuplicate`).
-    public func restore(envelopeAt path: String, into session: AddSession, allowDuplicate: Bool = false) throws -> DocumentRecord {
-        let file = try FileDescriptor.openForReading(path)
+    package func restore(envelopeAt path: String, into session: AddSession, allowDuplicate: Bool = false) throws -> DocumentRecord {
+        let file = try OpenFile.openForReading(path)
         defer { file.close() }
         let reader: EnvelopeReader
         do {

@@ -14,7 +14,7 @@ import Foundation
 /// a store) is authenticated: a file opens only as what it was written as, in its own vault,
 /// under the key of its own epoch. Written by hand: this is vault's own format (a few lines
 /// over libsodium's AEAD); no package of this field does sealed state files.
-public enum SealedState {
+package enum SealedState {
     /// What a state file is for; each has its own subkey.
     public enum Purpose: UInt8, Sendable, CaseIterable {
         case index = 1
@@ -147,7 +147,7 @@ public enum SealedState {
 /// The vault key of the current key epoch, and those of earlier epochs (from the keyring in
 /// `vault.json`): state and history records written before a password change stay readable,
 /// and what is sealed under a superseded key is told apart from damage.
-public struct EpochKeys: Sendable {
+package struct EpochKeys: Sendable {
     /// The current epoch (0 until the first password change).
     public let epoch: UInt32
     let current: SecretBytes

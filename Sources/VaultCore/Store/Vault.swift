@@ -57,7 +57,7 @@ public final class Vault: @unchecked Sendable {
     ///   - allowDuplicate: add it even when a document with the same SHA-256 is in the vault;
     ///     otherwise that is ``VaultError/Code/duplicate`` and nothing is added.
     ///   - progress: called with the plaintext bytes read so far.
-    public func add(from input: any ByteSource, name: String, contentType: String? = nil, tags: [String] = [],
+    package func add(from input: any ByteSource, name: String, contentType: String? = nil, tags: [String] = [],
                     allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
         let session = try AddSession(vault: self)
         let record = try session.add(from: input, name: name, contentType: contentType, tags: tags, allowDuplicate: allowDuplicate,
@@ -178,14 +178,14 @@ public final class Vault: @unchecked Sendable {
     }
 
     /// The number of documents.
-    public func documentCount() throws -> Int {
+    package func documentCount() throws -> Int {
         try withIndex { index in try index.counts().documents }
     }
 
     /// Opens a document's envelope for reading (header checked and authenticated). Errors,
     /// now and from the reader later, name the document. `threads` is how many threads open
     /// each batch of chunks (default: one per core); `batching`, how many chunks a batch holds.
-    public func open(_ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores,
+    package func open(_ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores,
                      batching: ChunkBatching = .reading, startChunk: UInt64 = 0, readAhead: Bool = true) throws -> EnvelopeReader {
         do {
             let reader = try openEnvelope(id, verifyDigest: verifyDigest, threads: threads, batching: batching, startChunk: startChunk,
@@ -200,7 +200,7 @@ public final class Vault: @unchecked Sendable {
     /// Random access to a document's plaintext: ``DocumentReader/read(at:count:)`` decrypts and
     /// authenticates only the chunks that cover the range, through a cache of at most
     /// `cacheBytes` of opened chunks.
-    public func randomAccess(_ id: DocumentID, cacheBytes: Int = 4 << 20) throws -> DocumentReader {
+    package func randomAccess(_ id: DocumentID, cacheBytes: Int = 4 << 20) throws -> DocumentReader {
         let first = try open(id, batching: ChunkBatching(chunks: 1), readAhead: false)
         return DocumentReader(metadata: first.metadata, cacheBytes: cacheBytes) { [self] start, chunks in
             do {
@@ -220,9 +220,9 @@ public final class Vault: @unchecked Sendable {
             return try EnvelopeReader(input: try source.input(for: id, sequential: startChunk == 0 && readAhead), keyring: keyring, expectedID: id,
                                       verifyDigest: verifyDigest, threads: threads, batching: batching, startChunk: startChunk, readAhead: readAhead)
         }
-        let file: FileDescriptor
+        let file: OpenFile
         do {
-            file = try FileDescriptor.openForReading(store.objectPath(id))
+            file = try OpenFile.openForReading(store.objectPath(id))
         } catch let e as VaultError where e.code == .notFound {
             throw VaultError(.notFound, "its object file is missing (was it removed?)")
         }

@@ -10,7 +10,7 @@ public struct VaultStore: Sendable {
     public let root: String
     /// Where the envelopes come from when they are not in `objects/` (a remote store read
     /// directly); such a store is read-only.
-    public let source: (any ObjectSource)?
+    package let source: (any ObjectSource)?
     var configPath: String { root + "/vault.json" }
     var objectsPath: String { root + "/objects" }
     /// The index of the version before (`index.vlt`), read once to make `index.db` and removed.
@@ -32,7 +32,7 @@ public struct VaultStore: Sendable {
     func objectPath(_ id: DocumentID) -> String { "\(objectsPath)/\(id.hex).vlt" }
 
     /// A store at `root`; nothing is read yet.
-    public init(root: String, source: (any ObjectSource)? = nil) {
+    package init(root: String, source: (any ObjectSource)? = nil) {
         var r = root
         while r.count > 1 && r.hasSuffix("/") { r.removeLast() }
         self.root = r
@@ -52,7 +52,7 @@ public struct VaultStore: Sendable {
     /// Creates a new vault: directories, a random vault key wrapped under the password, an
     /// empty index. Runs Argon2id once.
     /// - Throws: ``VaultError/Code/alreadyExists`` if `root` is a vault or a non-empty directory.
-    public func create(password: SecretBytes, kdf: KDFParameters, random: any RandomSource = SystemRandom(),
+    package func create(password: SecretBytes, kdf: KDFParameters, random: any RandomSource = SystemRandom(),
                        now: Date = Date()) throws -> Vault {
         try checkCanCreate()
         try password.withUnsafeBytes { p in
@@ -114,12 +114,12 @@ public struct VaultStore: Sendable {
         try vault.createIndex()
         try vault.recordLocked(record)
         try AtomicFile.write(config, to: configPath, random: random)
-        _ = try FileDescriptor.openOrCreate(lockPath)
+        _ = try OpenFile.openOrCreate(lockPath)
     }
 
     /// Reads `vault.json` and unlocks the vault: one Argon2id run, then the key check, so a
     /// wrong password is reported before any document is touched.
-    public func unlock(password: SecretBytes, random: any RandomSource = SystemRandom()) throws -> Vault {
+    package func unlock(password: SecretBytes, random: any RandomSource = SystemRandom()) throws -> Vault {
         _ = try readConfig()   // a clear error when there is no vault here
         try recoverPasswordChange()
         let config = try readConfig()
@@ -162,7 +162,7 @@ public struct VaultStore: Sendable {
         let first = source == nil ? ((try? Platform.firstNames(objectsPath, suffix: ".vlt", limit: 8)) ?? []).compactMap { DocumentID(hex: String($0.dropLast(4))) }
                                   : ((try? objectIDs()) ?? []).sorted().prefix(8).map { $0 }
         for id in first {
-            guard let file = try? FileDescriptor.openForReading(objectPath(id)),
+            guard let file = try? OpenFile.openForReading(objectPath(id)),
                   let header = try? EnvelopeReader.readHeader(file) else { continue }
             if header.kdf == config.parameters && header.salt == salt && header.keyCheck == keyCheck { return }
             compared += 1
@@ -189,7 +189,7 @@ public struct VaultStore: Sendable {
 
     /// Runs `body` holding the vault's exclusive writer lock.
     func withLock<R>(_ body: () throws -> R) throws -> R {
-        let f = try FileDescriptor.openOrCreate(lockPath)
+        let f = try OpenFile.openOrCreate(lockPath)
         _ = try f.lockExclusive()
         defer { f.unlock() }
         return try body()

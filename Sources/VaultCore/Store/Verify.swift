@@ -1,5 +1,5 @@
 /// The result of ``Vault/verify(_:progress:)``.
-public struct VerifyReport: Sendable {
+package struct VerifyReport: Sendable {
     /// One document's outcome.
     public struct Entry: Sendable {
         /// The document id.
@@ -37,7 +37,7 @@ extension Vault {
     /// the plaintext's SHA-256 with the recorded one, and checks the index against what the
     /// envelopes say, rebuilding it when it is stale or damaged.
     /// - Parameter progress: called after each verified batch with (bytes done, bytes total).
-    public func verify(_ ids: [DocumentID]? = nil, progress: ((UInt64, UInt64) -> Void)? = nil) throws -> VerifyReport {
+    package func verify(_ ids: [DocumentID]? = nil, progress: ((UInt64, UInt64) -> Void)? = nil) throws -> VerifyReport {
         let all = try records().records
         let status = indexHolder.lastStatus
         let selected = try ids ?? Array(store.objectIDs())

@@ -8,12 +8,12 @@ import SystemPackage
 /// ``Interrupts`` before it exists (an interrupt removes it), held under an `flock` while it is
 /// written, and removed when the object goes away uncommitted. ``sweep(_:)`` removes the ones a
 /// killed process left behind. Errors name the destination, not the temporary name.
-public final class AtomicFile {
+package final class AtomicFile {
     /// The prefix of every temporary file vault creates.
     public static let temporaryPrefix = ".vault-tmp-"
 
     /// The open temporary file; errors from it name the destination.
-    public let file: FileDescriptor
+    public let file: OpenFile
     /// Where the file goes on ``commit(replace:sync:)``.
     public let destination: String
     /// The temporary file's path.
@@ -32,7 +32,7 @@ public final class AtomicFile {
         temporaryPath = "\(staging ?? directory)/\(Self.temporaryPrefix)\(Platform.processID)-\(Hex.encode(random.bytes(8)))"
         let token = Interrupts.register(path: temporaryPath)
         do {
-            file = try FileDescriptor.createExclusive(temporaryPath, permissions: permissions, name: destination)
+            file = try OpenFile.createExclusive(temporaryPath, permissions: permissions, name: destination)
             _ = try file.lockExclusive()
         } catch {
             Interrupts.unregister(token)

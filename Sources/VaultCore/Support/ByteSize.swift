@@ -1,5 +1,5 @@
 /// Byte counts for people.
-public enum ByteSize {
+package enum ByteSize {
     /// Human size in binary units: 1023 B, 1.5 KiB, 12.3 MiB, ...
     public static func text(_ bytes: UInt64) -> String {
         if bytes < 1024 { return "\(bytes) B" }

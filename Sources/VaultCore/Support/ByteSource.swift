@@ -1,6 +1,6 @@
 /// Bytes that arrive in pieces: a file, standard input, or a decrypting reader such as
 /// ``RNCryptorReader``. What ``Vault/add(from:name:contentType:tags:allowDuplicate:now:progress:)`` encrypts.
-public protocol ByteSource: AnyObject {
+package protocol ByteSource: AnyObject {
     /// Reads at most `buffer.count` bytes; 0 at the end. An error ends the source.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
 }
@@ -18,10 +18,10 @@ extension ByteSource {
     }
 }
 
-extension FileDescriptor: ByteSource {}
+extension OpenFile: ByteSource {}
 
 /// Bytes in memory as a ``ByteSource``.
-public final class BytesSource: ByteSource {
+package final class BytesSource: ByteSource {
     private let bytes: [UInt8]
     private var at = 0
 

@@ -1,5 +1,5 @@
 /// Content-type detection from a document's first bytes (magic numbers), when no type is given.
-public enum ContentType {
+package enum ContentType {
     /// The fallback for unknown binary data.
     public static let octetStream = "application/octet-stream"
 

@@ -1,7 +1,7 @@
 import SystemPackage
 
 /// Paths, directories, renames and links; crash-safe writes go through ``AtomicFile``.
-public enum FileSystem {
+package enum FileSystem {
     /// What is at a path.
     public enum Kind: Sendable { case missing, file, directory, other }
 
@@ -93,7 +93,7 @@ public enum FileSystem {
 
     /// Reads a whole (small) file.
     public static func readFile(_ path: String, limit: Int = 64 << 20) throws -> [UInt8] {
-        let f = try FileDescriptor.openForReading(path)
+        let f = try OpenFile.openForReading(path)
         let size = try f.size()
         guard size <= UInt64(limit) else { throw VaultError(.vaultDamaged, "\(path) is unexpectedly large (\(size) bytes)") }
         return try f.read(upTo: Int(size) + 1)

@@ -8,11 +8,12 @@ import SystemPackage
 /// Temporary files are registered *before* they are created, and the interrupt path ends by
 /// taking the registry's lock for good: a file created after the sweep cannot exist, because
 /// its registration would wait forever. The process then exits, so the lock is never released.
-public enum Interrupts {
+package enum Interrupts {
     /// Identifies one registration, to withdraw it.
     public struct Token: Hashable, Sendable { fileprivate let value: Int }
 
     private static let lock = NSLock()
+    // nonisolated(unsafe): every access to these three is under `lock`.
     nonisolated(unsafe) private static var paths: [Int: String] = [:]
     nonisolated(unsafe) private static var actions: [Int: () -> Void] = [:]
     nonisolated(unsafe) private static var next = 0

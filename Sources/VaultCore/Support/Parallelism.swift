@@ -1,7 +1,7 @@
 import Foundation
 
 /// How many threads the data-parallel stages (opening and sealing chunk batches, base64) use.
-public enum Parallelism {
+package enum Parallelism {
     /// One per core: the default, for callers with nothing else to keep busy.
     public static let allCores = max(1, ProcessInfo.processInfo.activeProcessorCount)
 

@@ -1,5 +1,5 @@
 /// How a process that runs vault's pipelines should hold its memory.
-public enum ProcessMemory {
+package enum ProcessMemory {
     /// Large buffers get mappings of their own, returned to the system when freed.
     ///
     /// glibc serves an allocation from its mmap threshold up by `mmap`, but raises the threshold

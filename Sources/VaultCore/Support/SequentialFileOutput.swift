@@ -7,10 +7,10 @@
 /// final fsync without this. Waiting for the range just before, as first written, stalled the
 /// pipeline whenever the disk was also reading the input: a cold-cache add of 512 MiB took
 /// 1.16-1.95 s that way and 0.83-0.99 s with four windows in flight.)
-public final class SequentialFileOutput: EnvelopeOutput, @unchecked Sendable {
+package final class SequentialFileOutput: EnvelopeOutput, @unchecked Sendable {
     // @unchecked: used by one thread at a time (the stream writer's background queue).
     /// The file being written.
-    public let file: FileDescriptor
+    public let file: OpenFile
     private var position: UInt64 = 0
     private var started: UInt64 = 0
     private var previous: [(UInt64, UInt64)] = []
@@ -19,7 +19,7 @@ public final class SequentialFileOutput: EnvelopeOutput, @unchecked Sendable {
     static let lag = 4
 
     /// Output to `file`, starting at its current position 0.
-    public init(file: FileDescriptor) { self.file = file }
+    public init(file: OpenFile) { self.file = file }
 
     /// Bytes appended so far (including any reserved header).
     public var count: UInt64 { position }

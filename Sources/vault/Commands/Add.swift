@@ -86,8 +86,8 @@ extension VaultCommand {
                 outcome.notAdded.append(.init(path: skip.shown, code: skip.error.code.rawValue, message: skip.error.message))
             }
             do { for input in inputs {
-                let file: any ByteSource = input.path == "-" ? FileDescriptor.standard(0, name: "standard input")
-                                                              : try ReadAheadFile(try FileDescriptor.openForReading(input.path))
+                let file: any ByteSource = input.path == "-" ? OpenFile.standard(0, name: "standard input")
+                                                              : try ReadAheadFile(try OpenFile.openForReading(input.path))
                 let shown = input.path == "-" ? "standard input" : input.path
                 let record: DocumentRecord
                 do {

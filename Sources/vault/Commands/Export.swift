@@ -88,7 +88,7 @@ extension VaultCommand {
             let started = Date()
             let summary: ExportSummary
             do {
-                summary = toStdout ? try exporter.write(to: { let out = FileDescriptor.standard(1, name: "standard output"); out.growPipeBuffer(); return out }())
+                summary = toStdout ? try exporter.write(to: { let out = OpenFile.standard(1, name: "standard output"); out.growPipeBuffer(); return out }())
                                    : try exporter.write(toDirectory: out)
             } catch var e as VaultError {
                 renderer.clear()

@@ -162,8 +162,8 @@ extension VaultCommand {
 
         /// A key file's bytes (at most 256), straight into secret memory.
         private static func readKeyFile(_ path: String) throws -> SecretBytes {
-            let file: FileDescriptor
-            do { file = try FileDescriptor.openForReading(path) } catch let e as VaultError {
+            let file: OpenFile
+            do { file = try OpenFile.openForReading(path) } catch let e as VaultError {
                 throw VaultError(e.code, "key file: \(e.message)", hint: e.hint, remedy: e.remedy)
             }
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 257, alignment: 1)

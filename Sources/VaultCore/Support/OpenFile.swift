@@ -6,7 +6,7 @@ import SystemPackage
 /// writes, `fsync` on directories, `O_EXCL|O_NOFOLLOW` creation with exact permissions, `flock`,
 /// space reservation, and errors that keep their `Errno` (ENOSPC, EFBIG) for a clear message.
 /// The calls swift-system lacks are in ``Platform``.
-public final class FileDescriptor: @unchecked Sendable {
+package final class OpenFile: @unchecked Sendable {
     // @unchecked: a descriptor is used by one thread at a time (the stream writer hands it to
     // its background queue and waits for that queue before touching it again).
     /// The swift-system descriptor.
@@ -32,10 +32,10 @@ public final class FileDescriptor: @unchecked Sendable {
     @discardableResult
     public func growPipeBuffer() -> Int? { Platform.growPipe(descriptor, to: 1 << 20) }
 
-    public static func openForReading(_ path: String) throws -> FileDescriptor {
-        let f: FileDescriptor
+    public static func openForReading(_ path: String) throws -> OpenFile {
+        let f: OpenFile
         do {
-            f = FileDescriptor(try .open(FilePath(path), .readOnly, options: [.closeOnExec]), path: path)
+            f = OpenFile(try .open(FilePath(path), .readOnly, options: [.closeOnExec]), path: path)
         } catch {
             throw VaultError.posix("cannot open", path, error)
         }
@@ -48,9 +48,9 @@ public final class FileDescriptor: @unchecked Sendable {
     /// Creates a new file with `permissions`; fails if it exists. Errors name the file `name`
     /// (default: `path`), so a temporary file's errors can name its destination.
     public static func createExclusive(_ path: String, permissions: FilePermissions = .ownerReadWrite,
-                                       name: String? = nil) throws -> FileDescriptor {
+                                       name: String? = nil) throws -> OpenFile {
         do {
-            return FileDescriptor(try .open(FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .noFollow, .closeOnExec],
+            return OpenFile(try .open(FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .noFollow, .closeOnExec],
                                             permissions: permissions), path: name ?? path)
         } catch {
             throw VaultError.posix("cannot create", name ?? path, error)
@@ -58,18 +58,18 @@ public final class FileDescriptor: @unchecked Sendable {
     }
 
     /// Opens an existing file for reading and writing in place (never creates one).
-    public static func openExisting(_ path: String) throws -> FileDescriptor {
+    public static func openExisting(_ path: String) throws -> OpenFile {
         do {
-            return FileDescriptor(try .open(FilePath(path), .readWrite, options: [.noFollow, .closeOnExec]), path: path)
+            return OpenFile(try .open(FilePath(path), .readWrite, options: [.noFollow, .closeOnExec]), path: path)
         } catch {
             throw VaultError.posix("cannot open", path, error)
         }
     }
 
     /// Opens (creating if needed) a file for reading and writing.
-    public static func openOrCreate(_ path: String, permissions: FilePermissions = .ownerReadWrite) throws -> FileDescriptor {
+    public static func openOrCreate(_ path: String, permissions: FilePermissions = .ownerReadWrite) throws -> OpenFile {
         do {
-            return FileDescriptor(try .open(FilePath(path), .readWrite, options: [.create, .noFollow, .closeOnExec],
+            return OpenFile(try .open(FilePath(path), .readWrite, options: [.create, .noFollow, .closeOnExec],
                                             permissions: permissions), path: path)
         } catch {
             throw VaultError.posix("cannot open", path, error)
@@ -77,8 +77,8 @@ public final class FileDescriptor: @unchecked Sendable {
     }
 
     /// Wraps an inherited descriptor such as standard input (0); it is not closed.
-    public static func standard(_ fd: Int32, name: String) -> FileDescriptor {
-        let f = FileDescriptor(SystemPackage.FileDescriptor(rawValue: fd), path: name)
+    public static func standard(_ fd: Int32, name: String) -> OpenFile {
+        let f = OpenFile(SystemPackage.FileDescriptor(rawValue: fd), path: name)
         f.closed = true
         return f
     }
