@@ -3,6 +3,7 @@ import Foundation
 import VaultCore
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// Where and how batches are sent.
 public struct UploadTarget: Sendable {
@@ -145,8 +146,20 @@ final class PayloadBody: AsyncSequence, @unchecked Sendable {
 
 /// ``UploadTransport`` over swift-server/async-http-client.
 final class HTTPTransport: UploadTransport {
-    private let client: HTTPClient
+    private let configuration: HTTPClient.Configuration
+    /// Made by the first request: an uploader that is made and never run leaves no client
+    /// behind (AsyncHTTPClient traps on a client released without its shutdown).
+    private let made = Mutex<HTTPClient?>(nil)
     private let target: UploadTarget
+
+    private var client: HTTPClient {
+        made.withLock { client in
+            if let client { return client }
+            let new = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            client = new
+            return new
+        }
+    }
 
     init(target: UploadTarget) {
         var config = HTTPClient.Configuration()
@@ -158,7 +171,7 @@ final class HTTPTransport: UploadTransport {
         config.connectionPool.retryConnectionEstablishment = false
         // A streamed body cannot be sent twice, so redirects are not followed.
         config.redirectConfiguration = .disallow
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)
+        configuration = config
         self.target = target
     }
 
@@ -188,6 +201,6 @@ final class HTTPTransport: UploadTransport {
     }
 
     func shutdown() async {
-        try? await client.shutdown()
+        if let client = made.withLock({ $0 }) { try? await client.shutdown() }
     }
 }

@@ -27,6 +27,9 @@ public struct UploadOptions: Sendable {
     /// Destinations (identities) that must have confirmed a document too before
     /// ``removeDelivered`` removes it.
     public var alsoRequired: [String] = []
+    /// Allow `http://` to a host that is not a loopback literal, where documents cross the network
+    /// in the clear. Credentials are never sent that way, allowed or not.
+    public var allowsCleartext = false
 
     /// Options for `target`, sent by `wire`.
     public init(target: UploadTarget, wire: UploadProtocol = .json) {
@@ -139,6 +142,7 @@ public final class Uploader: @unchecked Sendable {
 
     init(vault: Vault, records: [DocumentRecord], options: UploadOptions, transport: any UploadTransport, job: String? = nil,
          onEvent: @escaping @Sendable (UploadEvent) -> Void) throws {
+        try Self.refuseCleartext(options)
         self.vault = vault
         self.order = records
         self.records = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
@@ -147,6 +151,18 @@ public final class Uploader: @unchecked Sendable {
         self.onEvent = onEvent
         sender = Self.sender(for: options, transport: transport)
         self.job = try job ?? Self.job(vault: vault, records: records, options: options)
+    }
+
+    /// Documents go over plain `http://` only to loopback, unless the caller allowed it; credentials never.
+    static func refuseCleartext(_ options: UploadOptions) throws {
+        guard options.target.isCleartextOverNetwork else { return }
+        let host = URLComponents(string: options.target.url)?.host ?? options.target.redacted
+        guard options.allowsCleartext else {
+            throw VaultError(.usage, "refusing to send documents unencrypted over http:// to \(host)")
+        }
+        if options.target.authorization != nil {
+            throw VaultError(.usage, "refusing to send credentials unencrypted over http:// to \(host)")
+        }
     }
 
     /// The job an upload of `records` (in this order) with `options` is: the same command over

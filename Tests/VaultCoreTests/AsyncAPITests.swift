@@ -64,10 +64,10 @@ import VaultCore   // not @testable: what an app sees
         let folder = try await app.vault.prepareExport().write(toDirectory: URL(fileURLWithPath: app.dir.file("out")))
         #expect(try Data(contentsOf: URL(fileURLWithPath: app.dir.file("out/" + folder.batches[0].file!))) == written.dropFirst(4))
 
-        // The sequence ends once the plan is written; its last value is the whole.
+        // The sequence ends once the plan is written; its last value is the whole. (How many
+        // values a consumer sees depends on how often it runs: it gets the newest, not each.)
         let seen = await watcher.value
         let total: UInt64 = 3 << 20 + 3
-        #expect(seen.count >= 2)
         #expect(seen.last.map { [$0.completedBytes, $0.totalBytes, UInt64($0.completedDocuments), UInt64($0.totalDocuments), UInt64($0.batch)] }
                 == [total, total, 3, 3, 1])
         #expect(seen.last?.fractionCompleted == 1)

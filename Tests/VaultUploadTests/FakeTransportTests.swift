@@ -53,6 +53,29 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         return o
     }
 
+    /// The library itself keeps documents off plain http:// to other hosts, and credentials
+    /// always (an app calling it gets the rule the command-line tool has). Nothing is sent: the
+    /// refusal comes when the uploader is made.
+    @Test func plainHTTPOffLoopbackIsRefusedUnlessAllowedAndNeverWithCredentials() throws {
+        let (vault, records, dir) = try Self.vault(1)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var o = UploadOptions(target: UploadTarget(url: "http://192.0.2.7/in"))
+        let e = #expect(throws: VaultError.self) { try Uploader(vault: vault, records: records, options: o) }
+        #expect(e?.code == .usage && e?.message == "refusing to send documents unencrypted over http:// to 192.0.2.7")
+        o.allowsCleartext = true
+        _ = try Uploader(vault: vault, records: records, options: o)
+        o.target.authorization = "Bearer secret"
+        let c = #expect(throws: VaultError.self) { try Uploader(vault: vault, records: records, options: o) }
+        #expect(c?.message == "refusing to send credentials unencrypted over http:// to 192.0.2.7")
+        #expect(c.map { !$0.description.contains("secret") } == true)
+        // Loopback and https are fine as they are.
+        for url in ["http://127.0.0.1:9/in", "http://[::1]:9/in", "https://192.0.2.7/in"] {
+            var t = UploadTarget(url: url)
+            t.authorization = "Bearer secret"
+            _ = try Uploader(vault: vault, records: records, options: UploadOptions(target: t))
+        }
+    }
+
     @Test func transientAnswersAreRetriedWithTheSameBodyAndKey() async throws {
         let (vault, records, dir) = try Self.vault(3)
         defer { try? FileManager.default.removeItem(atPath: dir) }

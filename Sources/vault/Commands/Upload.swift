@@ -282,6 +282,7 @@ extension VaultCommand {
             uploadOptions.shape = batching.shape
             uploadOptions.skipBad = skipBad
             uploadOptions.policy = RetryPolicy(retries: retries)
+            uploadOptions.allowsCleartext = insecureHTTP
             // What a kill left in a journal only is recorded before anything is chosen.
             try Uploader.recordConfirmedBatches(in: vault)
             var freed = 0
