@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN   := .build/debug/vault
 
-.PHONY: all deps peers build test demo bench fixtures release stress fuzz man man-check example clean static install uninstall dist install-check
+.PHONY: all deps peers build test demo bench fixtures release stress fuzz man man-check example docs clean static install uninstall dist install-check
 
 # The manual page's date: the one in docs/vault.1 (change it with the page).
 MAN_DATE ?= 2026-11-22
@@ -25,6 +25,7 @@ release: deps
 test: build man-check peers
 	$(SWIFT) test
 	@$(MAKE) --no-print-directory example
+	@$(MAKE) --no-print-directory docs
 
 # Examples/CaptureApp: a package that depends on this one by path and does a capture app's job
 # through the public async API (add, list, range read, export into a FileHandle with progress,
@@ -50,6 +51,18 @@ man-check: deps
 	@if command -v man >/dev/null && man --warnings -l docs/vault.1 2>&1 >/dev/null | grep -q .; then \
 		man --warnings -l docs/vault.1 2>&1 >/dev/null | head -5; echo "vault: docs/vault.1 has mandoc warnings" >&2; exit 1; fi
 	@echo "docs/vault.1 is current"
+
+# The DocC documentation of VaultCore and VaultUpload (swift-docc-plugin), into .build/docs/:
+# fails on any DocC warning and on any public symbol without documentation.
+DOCS_MODULES := VaultCore VaultUpload
+docs: deps
+	@mkdir -p .build/docs
+	@for m in $(DOCS_MODULES); do rm -rf .build/docs/$$m; \
+		$(SWIFT) package --disable-sandbox generate-documentation --target $$m --warnings-as-errors \
+			--output-path .build/docs/$$m > .build/docs/$$m.log 2>&1 || { grep -B2 -A8 "warning:\|error:" .build/docs/$$m.log | head -40; \
+			echo "vault: DocC failed for $$m (.build/docs/$$m.log)" >&2; exit 1; }; done
+	@python3 scripts/docs-coverage.py .build/$$(uname -m)-unknown-linux-gnu/extracted-symbols/main $(DOCS_MODULES)
+	@echo "docs: .build/docs/VaultCore and .build/docs/VaultUpload (open with 'swift package preview-documentation' or any static server)"
 
 # The main job on sample documents, in a throwaway vault.
 demo: build

@@ -471,7 +471,7 @@ public final class S3Client: Sendable {
 }
 
 /// The few XML reads S3 answers need, with Foundation's parser.
-public enum S3XML {
+package enum S3XML {
     /// The text of every element named `name`.
     static func values(_ name: String, in body: [UInt8]) -> [String] {
         let c = Collector(names: [name])

@@ -15,7 +15,7 @@ public struct S3Credentials: Sendable {
 }
 
 /// A request to sign: method, URL parts and headers. The signer reads these and adds its own.
-public struct S3Request: Sendable, Equatable {
+package struct S3Request: Sendable, Equatable {
     public var method: String
     /// `http` or `https`.
     public var scheme: String
@@ -56,7 +56,7 @@ public struct S3Request: Sendable, Equatable {
 /// Written by hand on swift-crypto's HMAC: no Swift package available here implements SigV4
 /// (research/upload.md, "SigV4: present in the mirror?"). Checked byte for byte against AWS's
 /// published S3 examples and against botocore's signer (`S3SigV4Auth`, `S3SigV4QueryAuth`).
-public struct SigV4: Sendable {
+package struct SigV4: Sendable {
     /// What the payload is signed as: its SHA-256, or `UNSIGNED-PAYLOAD`.
     public enum Payload: Sendable {
         case sha256(hex: String)
@@ -210,7 +210,7 @@ public enum S3Addressing: Sendable {
     case virtualHost
 
     /// The request for `key` in `bucket` at `endpoint` (`scheme://host[:port]`).
-    public func request(method: String, endpoint: URL, bucket: String, key: String, query: [(String, String)] = [],
+    package func request(method: String, endpoint: URL, bucket: String, key: String, query: [(String, String)] = [],
                         headers: [(String, String)] = []) -> S3Request {
         let scheme = endpoint.scheme ?? "https"
         let port = endpoint.port.map { ":\($0)" } ?? ""

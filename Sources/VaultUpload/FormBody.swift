@@ -7,16 +7,9 @@ import VaultCore
 ///
 /// Written by hand: the body must be produced while it is sent, from any offset, with its exact
 /// length known up front; multipart-kit and NIO's helpers build bodies in memory.
-public struct FormBody: RawFraming, Equatable {
+package struct FormBody: RawFraming, Equatable {
     /// A text field sent with every batch.
-    public struct Field: Sendable, Equatable {
-        public var name: String
-        public var value: String
-        public init(name: String, value: String) {
-            self.name = name
-            self.value = value
-        }
-    }
+    package typealias Field = FormField
 
     /// The delimiter; it must not occur in any document. Callers derive it from a keyed digest
     /// (the batch's Idempotency-Key), so nobody without the vault key can plant it in a document.

@@ -8,7 +8,7 @@ import VaultCore
 /// states only: no plaintext, no credentials, and the target only as scheme, host, port and
 /// path. Destinations it holds (a tus upload URL, an S3 key) are checked against what the
 /// command line named before anything is sent to them, seal or not.
-public struct UploadJournal: Codable, Sendable {
+package struct UploadJournal: Codable, Sendable {
     /// One batch's state.
     public struct Batch: Codable, Sendable, Equatable, BatchBookkeeping {
         /// Ids of the documents in the payload, in order.

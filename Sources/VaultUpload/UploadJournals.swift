@@ -3,7 +3,7 @@ import VaultCore
 
 /// The upload journals of a vault (`uploads/<job>.journal`, sealed): listing them, and removing
 /// the ones that are done with or cannot be trusted. Opening them needs the vault key.
-public enum UploadJournals {
+package enum UploadJournals {
     /// Where a journal stands.
     public enum State: String, Codable, Sendable {
         /// Every batch is confirmed.

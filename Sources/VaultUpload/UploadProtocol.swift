@@ -20,7 +20,14 @@ public enum UploadProtocol: Sendable {
 
     /// The protocols by name.
     public enum Name: String, CaseIterable, Sendable {
-        case json, form, tus, s3
+        /// A JSON body per batch.
+        case json
+        /// A multipart form per batch.
+        case form
+        /// tus 1.0 resumable uploads.
+        case tus
+        /// S3 multipart uploads, direct or through presigned URLs.
+        case s3
     }
 
     /// This protocol's name (presigned S3 is S3).
@@ -34,14 +41,29 @@ public enum UploadProtocol: Sendable {
     }
 }
 
+/// A text field of a form upload, sent with every batch (`form`).
+public struct FormField: Sendable, Equatable {
+    /// The field's name.
+    public var name: String
+    /// Its value.
+    public var value: String
+
+    /// A field `name` with `value`.
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
 /// `form`: how the parts are named, and the text fields sent with every batch.
 public struct FormOptions: Sendable {
     /// The file parts' field name.
     public var fieldName: String
     /// Text fields sent with every batch, in order.
-    public var fields: [FormBody.Field]
+    public var fields: [FormField]
 
-    public init(fieldName: String = "files[]", fields: [FormBody.Field] = []) {
+    /// Options with the file parts named `fieldName` and `fields` sent with every batch.
+    public init(fieldName: String = "files[]", fields: [FormField] = []) {
         self.fieldName = fieldName
         self.fields = fields
     }
@@ -52,6 +74,7 @@ public struct TusOptions: Sendable {
     /// Bytes per PATCH (halved on 413, down to ``minimumChunkSize``).
     public var chunkSize: Int
 
+    /// Options sending `chunkSize` bytes per PATCH (at least ``minimumChunkSize``).
     public init(chunkSize: Int = 4 << 20) { self.chunkSize = chunkSize }
 
     /// The smallest PATCH a 413 halves the chunk size down to.
@@ -65,6 +88,7 @@ public struct PresignOptions: Sendable {
     /// Allow `http://` part URLs to hosts that are not loopback.
     public var insecureHTTP: Bool
 
+    /// Options with parts of `partSize` bytes; `insecureHTTP` allows `http://` part URLs off loopback.
     public init(partSize: UInt64 = 8 << 20, insecureHTTP: Bool = false) {
         self.partSize = partSize
         self.insecureHTTP = insecureHTTP
@@ -75,9 +99,13 @@ public struct PresignOptions: Sendable {
 public struct S3Target: Sendable {
     /// The store (AWS's regional endpoint, or an S3-compatible one).
     public var endpoint: URL
+    /// The region requests are signed for (`us-east-1` for most S3-compatible stores).
     public var region: String
+    /// The access key and secret that sign requests (Signature Version 4).
     public var credentials: S3Credentials
+    /// Virtual-hosted (`bucket.host`) or path-style (`host/bucket`) addressing.
     public var addressing: S3Addressing
+    /// The bucket batches go to.
     public var bucket: String
     /// Key prefix without leading or trailing `/` (may be empty).
     public var prefix: String
@@ -86,6 +114,7 @@ public struct S3Target: Sendable {
     /// Parts in flight at once (each holds one part in memory).
     public var parallel: Int
 
+    /// A target: `bucket` at `endpoint`, keys under `prefix`.
     public init(endpoint: URL, region: String, credentials: S3Credentials, addressing: S3Addressing, bucket: String, prefix: String,
                 partSize: UInt64 = 8 << 20, parallel: Int = 2) {
         self.endpoint = endpoint

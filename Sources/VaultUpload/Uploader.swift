@@ -81,8 +81,9 @@ public enum UploadEvent: Sendable {
 public struct UploadSummary: Sendable {
     /// The run id.
     public var runID: String
-    /// Batches in the run, and how many of them were already confirmed before this command.
+    /// Batches in the run.
     public var batches: Int
+    /// Batches of the run the server had confirmed before this call (an interrupted run resumed).
     public var alreadyConfirmed: Int
     /// Documents delivered.
     public var documents: Int
@@ -100,7 +101,7 @@ public struct UploadSummary: Sendable {
 
 /// Streams batch payloads to a server, one batch at a time, journaling each batch's state.
 ///
-/// The protocol's ``BatchSender`` makes each attempt; the uploader decides what its outcome
+/// The protocol's sender makes each attempt; the uploader decides what its outcome
 /// means. 2xx confirms a batch (journaled at once); 408, 429, 5xx, timeouts and connection
 /// errors are retried with exponential backoff, full jitter and `Retry-After`, a bounded number
 /// of times; 401/403 stop at once; 413 splits a multi-document batch in two (and fails for a
@@ -187,7 +188,7 @@ public final class Uploader: @unchecked Sendable {
         return (unsent, open.count)
     }
 
-    /// The interrupted runs still worth finishing (``unfinished(_:in:)``), by destination
+    /// The interrupted runs still worth finishing, by destination
     /// identity: how many, and their unconfirmed batches.
     public static func unfinishedRuns(in vault: Vault) throws -> [String: (runs: Int, batches: Int)] {
         var out: [String: (runs: Int, batches: Int)] = [:]
@@ -423,7 +424,7 @@ public final class Uploader: @unchecked Sendable {
                                  detail: Self.deliveryDetail(run: journal.runId, batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
         if options.removeDelivered {
             let ready = try documents.filter { d in try options.alsoRequired.allSatisfy { try vault.delivery(of: d.id, to: $0) != nil } }
-            if !ready.isEmpty { try vault.remove(ready.map(\.id)) }
+            if !ready.isEmpty { try vault.removeDocuments(ready.map(\.id)) }
         }
         onEvent(.confirmed(batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
     }

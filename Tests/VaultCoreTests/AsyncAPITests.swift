@@ -25,9 +25,12 @@ import VaultCore   // not @testable: what an app sees
         let photo = testBytes(3 << 20 + 17, seed: 7)
         let added = try await app.vault.add(fileAt: app.file("IMG_0001.heic", photo), tags: ["2026"])
         let note = try await app.vault.add(Data("a note".utf8), name: "note.txt")
+        let streamed = testBytes(200_000, seed: 9)
+        let fromStream = try await app.vault.add(from: InputStream(data: Data(streamed)), name: "stream.bin")
+        #expect(try await app.vault.read(fromStream.id) == Data(streamed))
         #expect(added.metadata.name == "IMG_0001.heic" && added.metadata.size == UInt64(photo.count))
         #expect(added.metadata.sha256 == Array(SHA256.hash(data: photo)))
-        #expect(try await app.vault.documents().map(\.id) == [added.id, note.id])
+        #expect(try await app.vault.documents().map(\.id) == [added.id, note.id, fromStream.id])
 
         #expect(try await app.vault.read(note.id) == Data("a note".utf8))
         // A range across a chunk boundary (64 KiB), and one past the end, clamped.
@@ -42,6 +45,14 @@ import VaultCore   // not @testable: what an app sees
         // Adding the same contents again is refused.
         let d = await #expect(throws: VaultError.self) { try await app.vault.add(Data("a note".utf8), name: "again.txt") }
         #expect(d?.code == .duplicate)
+
+        // Removing: an unknown id removes nothing; known ones go.
+        let unknown = DocumentID(hex: String(repeating: "ab", count: 16))!
+        let n = await #expect(throws: VaultError.self) { try await app.vault.remove([note.id, unknown]) }
+        #expect(n?.code == .notFound)
+        #expect(try await app.vault.documents().count == 3)
+        try await app.vault.remove([note.id])
+        #expect(try await app.vault.documents().map(\.id) == [added.id, fromStream.id])
     }
 
     @Test func anExportIntoAFileHandleMatchesTheFolderAndReportsProgress() async throws {

@@ -86,7 +86,7 @@ import Testing
         let f = try ExportTests.Fixture(sizes: [10, 20, 30])
         let (a, b, c) = (f.records[0], f.records[1], f.records[2])
         try f.vault.recordDelivery([a], to: Self.office, detail: "run r batch 1/1: 200")
-        try f.vault.remove([a.id, b.id])
+        try f.vault.removeDocuments([a.id, b.id])
         try f.vault.recordDelivery([c], to: Self.office, detail: "run s batch 1/1: 200")
         #expect(try f.vault.audit().findings.isEmpty)
         let findings = try f.vault.audit(requireDelivered: [Self.office]).findings

@@ -159,7 +159,7 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         for (id, bytes) in a.originals { #expect(try b.plaintext(id) == bytes) }
 
         let gone = a.originals.keys.sorted()[1]
-        try a.vault.remove([gone])
+        try a.vault.removeDocuments([gone])
         let fresh = try a.add(4_000)
         let pushed = try await Replicator(vault: a.vault, client: store, location: location).push()
         #expect(pushed.tombstones == 1 && pushed.sent == [fresh])
@@ -350,7 +350,7 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         let big = try a.add(3 << 20)
         for size in [5_000, 70_000] { try a.add(size) }
         let store = MemoryObjectStore()
-        try a.vault.remove([gone])
+        try a.vault.removeDocuments([gone])
         _ = try await Replicator(vault: a.vault, client: store, location: location).push()
         // Junk beside the real tombstone.
         store.set("vaults", location.removedPrefix + String(repeating: "ab", count: 16), [1, 2, 3])

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What the vault knows about a document, stored only encrypted (in its envelope and in the
-/// index). Pure value; ``encoded()`` and ``decode(_:)`` are its canonical binary form.
+/// index). A pure value, sealed in a canonical binary form (docs/FORMAT.md).
 public struct DocumentMetadata: Equatable, Sendable, Codable {
     /// The document's name (any non-empty UTF-8; not a path).
     public var name: String
@@ -38,7 +38,7 @@ public struct DocumentMetadata: Equatable, Sendable, Codable {
     public static let maxTags = 64, maxTagBytes = 255
 
     /// Throws ``VaultError/Code/usage`` if a field cannot be stored.
-    public func validate() throws {
+    package func validate() throws {
         guard !name.isEmpty else { throw VaultError(.usage, "a document name cannot be empty") }
         guard name.utf8.count <= Self.maxNameBytes else {
             throw VaultError(.usage, "document name is longer than \(Self.maxNameBytes) bytes")
@@ -55,7 +55,7 @@ public struct DocumentMetadata: Equatable, Sendable, Codable {
     }
 
     /// The canonical encoding, zero-padded to a multiple of ``EnvelopeFormat/metadataBlock``.
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var w = ByteWriter()
         w.u8(Self.encodingVersion)
         w.u16(UInt16(name.utf8.count)); w.raw(name.utf8)
@@ -72,7 +72,7 @@ public struct DocumentMetadata: Equatable, Sendable, Codable {
     }
 
     /// Decodes the canonical encoding; rejects anything ``encoded()`` would not produce.
-    public static func decode(_ bytes: [UInt8]) throws -> DocumentMetadata {
+    package static func decode(_ bytes: [UInt8]) throws -> DocumentMetadata {
         var r = ByteReader(bytes, what: "document metadata")
         guard try r.u8() == encodingVersion else { throw VaultError(.headerMalformed, "unknown metadata encoding") }
         let name = try utf8(r.raw(Int(r.u16())), "name")

@@ -4,7 +4,7 @@
 /// objects: {"Files":[{"Id":"…","Name":"…","ContentType":"…","Size":123,"SHA256":"<64 hex>","Data":"<base64>"},…]}
 /// strings: {"Files":["<base64>",…]}
 /// ```
-/// Exactly these keys in this order, no whitespace, strings escaped by ``JSONString``,
+/// Exactly these keys in this order, no whitespace, strings escaped canonically (RFC 8259),
 /// standard padded base64 without line breaks. Because every byte is determined by the
 /// documents' metadata, a payload's length is known before its first byte is written.
 public enum PayloadShape: String, CaseIterable, Sendable {

@@ -39,7 +39,7 @@ extension VaultStore {
     /// Opens the vault in this folder with `password`: one Argon2id run, then the key check, so a
     /// wrong password is reported before any document is touched.
     /// - Throws: ``VaultError`` with ``VaultError/Code/wrongPassword``, ``VaultError/Code/notFound``
-    ///   when the folder holds no vault, ``VaultError/Code/damaged`` when its key file is damaged.
+    ///   when the folder holds no vault, ``VaultError/Code/vaultDamaged`` when its key file is damaged.
     public func unlock(password: String) async throws -> Vault {
         let secret = try SecretBytes(password: password)
         return try await Offload.run { try unlock(password: secret) }
@@ -55,8 +55,10 @@ extension VaultStore {
 extension Vault {
     /// Encrypts the file at `url` into a new document, durably, and returns its record.
     /// - Parameters:
+    ///   - url: the file (a file URL); it is read once, front to back.
     ///   - name: the document's name (default: the file's name).
     ///   - contentType: the MIME type, or nil to detect it from the first bytes.
+    ///   - tags: labels to select documents by (``DocumentSelection``).
     ///   - allowDuplicate: add it even when a document with the same contents is in the vault;
     ///     otherwise that is ``VaultError/Code/duplicate`` and nothing is added.
     /// - Throws: `CancellationError` when the task is cancelled first (nothing is added);
@@ -81,6 +83,32 @@ extension Vault {
         }
     }
 
+    /// Encrypts everything `stream` yields (a camera's output, a download) into a new document,
+    /// reading it on the worker thread until it ends; the stream is opened if it is not yet open.
+    /// Do not use the stream elsewhere until this returns.
+    public func add(from stream: InputStream, name: String, contentType: String? = nil, tags: [String] = [],
+                    allowDuplicate: Bool = false) async throws -> DocumentRecord {
+        try Task.checkCancellation()
+        let handed = UncheckedSendable(stream)   // the caller leaves it alone until we return (above)
+        return try await Offload.run { [self] in
+            try add(from: InputStreamSource(handed.value), name: name, contentType: contentType, tags: tags,
+                    allowDuplicate: allowDuplicate)
+        }
+    }
+
+    /// Deletes documents for good (a delivered batch, say): their envelopes are unlinked, the
+    /// index updated and the removal recorded in the vault's history, under the vault's writer
+    /// lock; a crash midway is finished by the next writer.
+    /// - Parameter ids: the documents' ids.
+    /// - Throws: ``VaultError/Code/notFound`` when one of them is not in the vault (nothing is removed).
+    public func remove(_ ids: [DocumentID]) async throws {
+        try Task.checkCancellation()
+        try await Offload.run { [self] in
+            _ = try records(ids)   // every id known, or nothing is removed
+            try removeDocuments(ids)
+        }
+    }
+
     /// Every document, oldest first. Objects whose envelope cannot be read are left out (an
     /// audit names them).
     public func documents() async throws -> [DocumentRecord] {
@@ -89,8 +117,8 @@ extension Vault {
 
     /// The plaintext of document `id`, or of the bytes `range` of it (clamped to its end): only the
     /// 64 KiB chunks covering the range are decrypted, and every byte returned has authenticated.
-    /// A whole document is held in memory: export or ``open(_:verifyDigest:threads:batching:)``
-    /// streams one instead.
+    /// A whole document is held in memory: an export (``prepareExport(_:options:)``) streams one
+    /// instead.
     public func read(_ id: DocumentID, range: Range<UInt64>? = nil) async throws -> Data {
         try Task.checkCancellation()
         return try await Offload.run { [self] in
@@ -280,5 +308,24 @@ enum Offload {
                 continuation.resume(with: Result { try work() })
             }
         }
+    }
+}
+
+/// A Foundation `InputStream` as a ``ByteSource``.
+final class InputStreamSource: ByteSource {
+    private let stream: InputStream
+
+    init(_ stream: InputStream) {
+        self.stream = stream
+        if stream.streamStatus == .notOpen { stream.open() }
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
+        let n = stream.read(base.assumingMemoryBound(to: UInt8.self), maxLength: buffer.count)
+        guard n >= 0 else {
+            throw VaultError(.io, "cannot read the stream: \(stream.streamError?.localizedDescription ?? "unknown error")", cause: stream.streamError)
+        }
+        return n
     }
 }

@@ -55,7 +55,7 @@ public struct KDFParameters: Hashable, Sendable, Codable {
 }
 
 /// The named strength levels offered when a vault is created.
-public enum KDFLevel: String, CaseIterable, Sendable {
+package enum KDFLevel: String, CaseIterable, Sendable {
     case interactive, moderate, sensitive
 
     /// The parameters of this level.

@@ -4,7 +4,7 @@ internal import CSodium
 ///
 /// The bytes live in a `sodium_malloc` allocation (guard pages, `mlock`ed where allowed),
 /// never in a Swift array that could be copied and left behind. They are lent out only inside
-/// ``withUnsafeBytes(_:)``, and zeroed when the object is freed (see ``wipe()``).
+/// ``withUnsafeBytes(_:)``, and zeroed when the object is freed.
 public final class SecretBytes: @unchecked Sendable {
     // @unchecked: the bytes are written only during initialisation, then only read, except
     // by wipe(), which the owner calls when no other reference can be using them.

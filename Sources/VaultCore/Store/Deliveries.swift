@@ -63,7 +63,7 @@ extension Vault {
     /// Records that `destination` confirmed `documents` (one batch): an `upload` record in the
     /// history, which the index turns into ledger rows in the same step. Called once the batch
     /// is confirmed and its journal says so, before anything is removed on the strength of it.
-    public func recordDelivery(_ documents: [DocumentRecord], to destination: String, detail: String, now: Date = Date()) throws {
+    package func recordDelivery(_ documents: [DocumentRecord], to destination: String, detail: String, now: Date = Date()) throws {
         guard let identity = Destination.identity(of: destination) else {
             throw VaultError(.usage, "'\(destination)' is not a destination URL")
         }
@@ -82,7 +82,7 @@ extension Vault {
     }
 
     /// Those of `records` (in their order) that `destination` has not confirmed.
-    public func undelivered(_ records: [DocumentRecord], to destination: String) throws -> [DocumentRecord] {
+    package func undelivered(_ records: [DocumentRecord], to destination: String) throws -> [DocumentRecord] {
         guard let identity = Destination.identity(of: destination) else {
             throw VaultError(.usage, "'\(destination)' is not a destination URL")
         }

@@ -630,7 +630,7 @@ extension Vault {
     /// Fails unless this process can append to the history: the vault folder (where the log's
     /// heads are replaced), the log and the index must be writable. What a command that sends
     /// documents checks first, so that nothing goes out that the history cannot record.
-    public func checkHistoryWritable() throws {
+    package func checkHistoryWritable() throws {
         for path in [store.root, store.root + "/log.vlt", store.root + "/" + DocumentIndex.fileName]
             where FileSystem.kind(of: path) != .missing && !Platform.isWritable(path) {
             throw VaultError(.io, "the history cannot be recorded: \(path) is not writable")
@@ -804,7 +804,7 @@ extension Vault {
 
     /// Fails when one of `records` was removed according to the history and its object is
     /// back (a resurrected document): such a document is not sent anywhere.
-    public func refuseResurrected(_ records: [DocumentRecord]) throws {
+    package func refuseResurrected(_ records: [DocumentRecord]) throws {
         let back = try withIndex { index in try records.compactMap { r in try index.removal(of: r.id).map { (r, $0) } } }
         guard let (first, position) = back.first else { return }
         throw Self.resurrected(first, position: position, more: back.count - 1)

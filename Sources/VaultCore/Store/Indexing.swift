@@ -13,7 +13,7 @@ extension Vault {
     /// What opening the index found. `otherEpoch`: sealed in another key epoch (a password
     /// change a crash stopped before it sealed the index again, or an old copy put back): never
     /// read, rebuilt like a missing one.
-    public enum IndexStatus: Sendable, Equatable { case current, missing, damaged, stale, otherEpoch }
+    package enum IndexStatus: Sendable, Equatable { case current, missing, damaged, stale, otherEpoch }
 
     /// Runs `body` with the index, first made current with the objects: reconciled with
     /// `objects/` when its stamp differs (what changed is read, nothing else), rebuilt from the

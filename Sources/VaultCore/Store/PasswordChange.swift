@@ -195,7 +195,7 @@ extension VaultStore {
     /// every header is brought forward; if it is still the old one, every header goes back. A
     /// journal that names neither is refused. Waits
     /// for a password change still running (the writer lock).
-    public func recoverPasswordChange() throws {
+    package func recoverPasswordChange() throws {
         guard FileSystem.kind(of: passwordJournalPath) != .missing else { return }
         try withLock {
             guard FileSystem.kind(of: passwordJournalPath) != .missing else { return }   // it finished meanwhile

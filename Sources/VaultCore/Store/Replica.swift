@@ -35,7 +35,7 @@ extension Vault {
     // MARK: Replication (remote vaults; the network side is VaultRemote's)
 
     /// `vault.json`'s bytes as they are on disk: what a remote store holds beside the objects.
-    public func configBytes() throws -> [UInt8] { try FileSystem.readFile(store.configPath, limit: 1 << 20) }
+    package func configBytes() throws -> [UInt8] { try FileSystem.readFile(store.configPath, limit: 1 << 20) }
 
     /// The same vault (same keys and cache folder) reading its envelopes from `source`.
     package func reading(from source: any ObjectSource) -> Vault {
@@ -44,17 +44,17 @@ extension Vault {
 
     /// True when `bytes` is a `vault.json` of this vault under the same password and key epoch
     /// (a `vault/1` file and its `vault/2` upgrade hold the same keys).
-    public func holdsSameKeys(asConfig bytes: [UInt8]) -> Bool {
+    package func holdsSameKeys(asConfig bytes: [UInt8]) -> Bool {
         guard let other = try? VaultConfig.decode(bytes, path: "vault.json") else { return false }
         return config.sameKeys(as: other)
     }
 
     /// The ids of the objects on disk.
-    public func objectIDs() throws -> Set<DocumentID> { try store.objectIDs() }
+    package func objectIDs() throws -> Set<DocumentID> { try store.objectIDs() }
 
     /// The objects the sealed index does not name yet (all of them when it is missing or does
     /// not open): what a rebuild of the index will have to read the headers of.
-    public func unindexedObjects() throws -> [DocumentID] {
+    package func unindexedObjects() throws -> [DocumentID] {
         let ids = try store.objectIDs()
         return ids.subtracting(indexedIDs()).sorted()
     }

@@ -38,7 +38,7 @@ public final class Vault: @unchecked Sendable {
     /// contents (upload job ids, Idempotency-Keys). Without the password nobody can compute one,
     /// so such a value cannot confirm a guessed document.
     /// - Parameter purpose: one subkey per purpose (e.g. 1: upload journal).
-    public func keyedDigest(purpose: UInt64, _ message: [UInt8]) throws -> String {
+    package func keyedDigest(purpose: UInt64, _ message: [UInt8]) throws -> String {
         let key = try SubkeyDerivation.derive(from: vaultKey, id: purpose, context: Self.keyedDigestContext)
         return Hex.encode(KeyedHash.digest(message, key: key))
     }
@@ -71,7 +71,7 @@ public final class Vault: @unchecked Sendable {
     /// Every document, in stable order (oldest first), in one array. Commands that may meet a
     /// large vault use ``forEachRecord(_:)`` or ``select(_:)``.
     /// - Returns: the records, and the objects that could not be read (with why).
-    public func records() throws -> (records: [DocumentRecord], unreadable: [(DocumentID, VaultError)]) {
+    package func records() throws -> (records: [DocumentRecord], unreadable: [(DocumentID, VaultError)]) {
         var all: [DocumentRecord] = []
         let unreadable = try forEachRecord { all.append($0) }
         return (all, unreadable)
@@ -82,7 +82,7 @@ public final class Vault: @unchecked Sendable {
     /// the vault.
     /// - Returns: the objects that could not be read (with why).
     @discardableResult
-    public func forEachRecord(_ body: (DocumentRecord) throws -> Void) throws -> [(DocumentID, VaultError)] {
+    package func forEachRecord(_ body: (DocumentRecord) throws -> Void) throws -> [(DocumentID, VaultError)] {
         try withIndex(full: true) { index in
             try index.db.reading {
                 try index.forEach(body)
@@ -93,7 +93,7 @@ public final class Vault: @unchecked Sendable {
 
     /// The documents `selection` names, in stable order: lookups by name, id prefix and tag
     /// read only the rows they match.
-    public func select(_ selection: DocumentSelection) throws -> [DocumentRecord] {
+    package func select(_ selection: DocumentSelection) throws -> [DocumentRecord] {
         try lookingUp(full: selection.queries.isEmpty) { index in try selection.apply(to: IndexCatalog(index: index)) }
     }
 
@@ -103,7 +103,7 @@ public final class Vault: @unchecked Sendable {
     /// - Parameter sending: refuse, after the pass, a document the history removed whose object
     ///   is back (see ``refuseResurrected(_:)``): such a document is not sent anywhere.
     /// - Throws: what ``select(_:)`` throws.
-    public func forEachSelected(_ selection: DocumentSelection, sending: Bool = false, _ body: (DocumentRecord) throws -> Void) throws {
+    package func forEachSelected(_ selection: DocumentSelection, sending: Bool = false, _ body: (DocumentRecord) throws -> Void) throws {
         var called = false
         var back: [(DocumentRecord, Int)] = []
         func visit(_ r: DocumentRecord, _ index: DocumentIndex) throws {
@@ -137,7 +137,7 @@ public final class Vault: @unchecked Sendable {
     /// The records of `ids`, in this order, read from the index in one snapshot.
     /// - Parameter skippingMissing: leave out a document that is no longer in the vault, instead
     ///   of throwing ``VaultError/Code/notFound``.
-    public func records(_ ids: [DocumentID], skippingMissing: Bool = false) throws -> [DocumentRecord] {
+    package func records(_ ids: [DocumentID], skippingMissing: Bool = false) throws -> [DocumentRecord] {
         try withIndex { index in
             try index.db.reading {
                 try ids.compactMap { id in
@@ -152,7 +152,7 @@ public final class Vault: @unchecked Sendable {
     }
 
     /// The document a user means by `query` (see ``DocumentSelection/resolve(_:in:)``).
-    public func resolve(_ query: String) throws -> DocumentRecord {
+    package func resolve(_ query: String) throws -> DocumentRecord {
         try lookingUp(full: false) { index in try DocumentSelection.resolve(query, in: IndexCatalog(index: index)) }
     }
 
@@ -168,12 +168,12 @@ public final class Vault: @unchecked Sendable {
     }
 
     /// The objects whose envelope could not be read (with why): not listed, not selected.
-    public func unreadableObjects() throws -> [(DocumentID, VaultError)] {
+    package func unreadableObjects() throws -> [(DocumentID, VaultError)] {
         try withIndex { index in try index.unreadable() }
     }
 
     /// The document `id`, if the vault has it.
-    public func record(_ id: DocumentID) throws -> DocumentRecord? {
+    package func record(_ id: DocumentID) throws -> DocumentRecord? {
         try withIndex { index in try index.record(id) }
     }
 
@@ -237,7 +237,7 @@ public final class Vault: @unchecked Sendable {
     /// Deletes documents, under the writer lock: names them in a sealed `remove.pending`, unlinks
     /// their objects, updates the index and records the removal in the history (a crash
     /// midway is finished by the next writer).
-    public func remove(_ ids: [DocumentID]) throws {
+    package func removeDocuments(_ ids: [DocumentID]) throws {
         try store.withLock {
             let documents = try withIndex(locked: true) { index in
                 try ids.map { id in
@@ -251,7 +251,7 @@ public final class Vault: @unchecked Sendable {
     /// Removes temporary files that killed writers left in the vault's folder; with `objects`,
     /// in `objects/` too (which means reading all of it: done when the index is reconciled —
     /// a killed writer's temporary file changes the folder's stamp — and by audit and verify).
-    public func sweepTemporaries(objects: Bool = false) {
+    package func sweepTemporaries(objects: Bool = false) {
         if objects { AtomicFile.sweep(store.objectsPath) }
         AtomicFile.sweep(store.root)
         if FileSystem.kind(of: store.stagingPath) == .directory { AtomicFile.sweep(store.stagingPath) }

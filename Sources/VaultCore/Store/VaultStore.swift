@@ -40,7 +40,7 @@ public struct VaultStore: Sendable {
     }
 
     /// Fails for a store read from a remote source: `what` needs a local vault.
-    public func requireLocal(_ what: String) throws {
+    package func requireLocal(_ what: String) throws {
         guard let source else { return }
         throw VaultError(.usage, "\(what) needs a local vault, and \(source.name) is read directly",
                          remedy: .cloneFirst(source.name))
@@ -77,7 +77,7 @@ public struct VaultStore: Sendable {
 
     /// Fails unless a vault can be made at `root`: a missing folder (missing parents are made
     /// too) under a folder this user can write in, or an empty folder. Nothing is created.
-    public func checkCanCreate() throws {
+    package func checkCanCreate() throws {
         switch FileSystem.kind(of: root) {
         case .missing:
             // Missing parents are made too (0700): the nearest one that exists

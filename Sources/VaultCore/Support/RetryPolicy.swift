@@ -38,6 +38,8 @@ public struct RetryPolicy: Sendable {
         /// Waits `seconds` on a thread that is not in a task (a blocking read of a remote vault).
         public var sleepBlocking: @Sendable (Double) -> Void
 
+        /// A clock that waits with `sleep` in tasks and `sleepBlocking` on other threads (a test's
+        /// clock records the delays instead of waiting).
         public init(sleep: @escaping @Sendable (Double) async throws -> Void, sleepBlocking: @escaping @Sendable (Double) -> Void) {
             self.sleep = sleep
             self.sleepBlocking = sleepBlocking
@@ -75,7 +77,10 @@ public struct RetryPolicy: Sendable {
 
     /// Seconds to wait before attempt `attempt + 1` (attempts count from 1): the server's
     /// `Retry-After` when given (capped), else "full jitter" — uniform in [0, min(max, base·2^(attempt−1))].
-    /// - Parameter unit: a uniform random number in [0, 1).
+    /// - Parameters:
+    ///   - attempt: the attempt that failed (the first is 1).
+    ///   - retryAfter: the server's `Retry-After`, in seconds, if it sent one.
+    ///   - unit: a uniform random number in [0, 1).
     public func delay(afterAttempt attempt: Int, retryAfter: Double?, unit: Double) -> Double {
         if let retryAfter { return min(max(0, retryAfter), maxRetryAfter) }
         let ceiling = min(maxDelay, baseDelay * pow(2, Double(max(0, attempt - 1))))

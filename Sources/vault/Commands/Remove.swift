@@ -76,7 +76,7 @@ extension VaultCommand {
                     return
                 }
             }
-            try vault.remove(ids)
+            try vault.removeDocuments(ids)
             if result.json {
                 Terminal.out(JSONOutput.line(Result(removed: ids.map(\.hex))))
             } else {

@@ -295,7 +295,7 @@ extension VaultCommand {
                 uploadOptions.alsoRequired = required
                 let filter = try DeliveryFilter(.delivered([here] + required, olderThan: nil), vault: vault)
                 let ready = try vault.select(selection.selection).map(\.id).filter(filter.keeps)
-                if !ready.isEmpty { try vault.remove(ready) }
+                if !ready.isEmpty { try vault.removeDocuments(ready) }
                 freed = ready.count
             }
             let runs = try plan(vault, options: uploadOptions, freed: freed)
