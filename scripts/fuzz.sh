@@ -6,8 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-120}"
-swift build -c debug --package-path Fuzz --scratch-path .build-fuzz \
-    -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library 2>&1 | grep -vE 'ld.gold: warning|^\[' || true
+swift build -c debug --product fuzzvault --scratch-path .build-fuzz \
+    -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING 2>&1 | grep -vE 'ld.gold: warning|^\[' || true
 bin=.build-fuzz/debug/fuzzvault
 [ -x "$bin" ] || { echo "vault: the fuzz target did not build" >&2; exit 1; }
 corpus=.build-fuzz/corpus

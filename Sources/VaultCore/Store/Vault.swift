@@ -2,8 +2,13 @@ import Foundation
 
 /// An unlocked vault: the key-encryption key (one Argon2id run) and the vault key, with the
 /// document operations. Every operation opens envelopes with the same keyring.
+///
+/// One `Vault` may be shared by several tasks: reads (listing, reading, exporting) run side by
+/// side; changes (adding, removing) take the vault's writer lock, on disk, and run one at a time,
+/// also against other processes using the same folder.
 public final class Vault: @unchecked Sendable {
-    // @unchecked: all stored properties are immutable after init; the keys are read-only.
+    // @unchecked: all stored properties are immutable after init, the keys are read-only, and
+    // the index connection is used only under `indexHolder.lock`.
     /// The directory.
     public let store: VaultStore
     let config: VaultConfig
