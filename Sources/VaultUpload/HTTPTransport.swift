@@ -122,7 +122,11 @@ final class PayloadBody: AsyncSequence, @unchecked Sendable {
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let body: PayloadBody
-        mutating func next() async throws -> ByteBuffer? { try body.nextBuffer() }
+        /// Checks for cancellation before each chunk group, so a cancelled upload stops within one.
+        mutating func next() async throws -> ByteBuffer? {
+            try Task.checkCancellation()
+            return try body.nextBuffer()
+        }
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self) }

@@ -1,5 +1,6 @@
 import Foundation
 import VaultCore
+import Synchronization
 import VaultS3
 
 /// What an upload is asked to do.
@@ -134,6 +135,11 @@ public final class Uploader: @unchecked Sendable {
     /// `documentStarted` events count positions over the run.
     private var runProgress = ProgressCounter(total: 0, documents: 0)
 
+    /// The progress of ``run()``: a consumer slower than the upload sees the latest value, never
+    /// a backlog. It ends when the run returns or throws. One consumer.
+    public let progress: AsyncStream<UploadProgress>
+    private let progressEnd: AsyncStream<UploadProgress>.Continuation
+
     /// Prepares an upload of `records` (in this order); with `job`, the run of that job (an
     /// interrupted run, ``interruptedRuns(in:options:among:)``).
     public convenience init(vault: Vault, records: [DocumentRecord], options: UploadOptions, job: String? = nil,
@@ -149,7 +155,14 @@ public final class Uploader: @unchecked Sendable {
         self.records = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         self.options = options
         self.transport = transport
-        self.onEvent = onEvent
+        let (stream, continuation) = AsyncStream.makeStream(of: UploadProgress.self, bufferingPolicy: .bufferingNewest(1))
+        let tracker = UploadProgressTracker(continuation)
+        self.onEvent = { event in
+            tracker.take(event)
+            onEvent(event)
+        }
+        progress = stream
+        progressEnd = continuation
         sender = Self.sender(for: options, transport: transport)
         self.job = try job ?? Self.job(vault: vault, records: records, options: options)
     }
@@ -242,6 +255,7 @@ public final class Uploader: @unchecked Sendable {
     /// Runs (or resumes) the upload.
     public func run() async throws -> UploadSummary {
         defer { Task { [transport, sender] in await transport.shutdown(); await sender.shutdown() } }
+        defer { progressEnd.finish() }
         let lock = try OpenFile.openOrCreate(try lockPath())
         guard try lock.lockExclusive(wait: false) else {
             throw VaultError(.usage, "another upload of the same documents to the same place is running")
@@ -494,5 +508,58 @@ public final class Uploader: @unchecked Sendable {
         let delay = options.policy.delay(afterAttempt: attempt, retryAfter: retryAfter)
         onEvent(.retry(batch: i + 1, attempt: attempt, delay: delay, reason: reason))
         try await options.policy.clock.sleep(delay)
+    }
+}
+
+/// Where an upload has got to.
+public struct UploadProgress: Sendable, Equatable {
+    /// Plaintext bytes of the documents sent so far, over the whole run (it goes back when a
+    /// batch is sent again).
+    public var completedBytes: UInt64 = 0
+    /// Plaintext bytes in the run.
+    public var totalBytes: UInt64 = 0
+    /// Batches the server has confirmed, including those confirmed before a resumed run.
+    public var confirmedBatches = 0
+    /// Batches in the run.
+    public var batches = 0
+    /// Attempts that failed and were tried again.
+    public var retries = 0
+
+    /// `completedBytes` over `totalBytes` (confirmed batches over batches for a run of empty documents).
+    public var fractionCompleted: Double {
+        if totalBytes > 0 { return Double(completedBytes) / Double(totalBytes) }
+        return batches == 0 ? 1 : Double(confirmedBatches) / Double(batches)
+    }
+}
+
+/// Turns the uploader's events into ``UploadProgress`` values. Events come from the uploader's
+/// task and the HTTP client's body-pulling task, one at a time; the lock makes that a rule.
+private final class UploadProgressTracker: Sendable {
+    private let continuation: AsyncStream<UploadProgress>.Continuation
+    private let current = Mutex(UploadProgress())
+
+    init(_ continuation: AsyncStream<UploadProgress>.Continuation) { self.continuation = continuation }
+
+    func take(_ event: UploadEvent) {
+        let value: UploadProgress? = current.withLock { p in
+            switch event {
+            case .started(_, let batches, _, _, let confirmed, _):
+                p.batches = batches
+                p.confirmedBatches = confirmed
+            case .document(.progress(let done, let total)):
+                p.completedBytes = done
+                p.totalBytes = total
+            case .confirmed:
+                p.confirmedBatches += 1
+            case .retry:
+                p.retries += 1
+            case .split(_, let into):
+                p.batches += into.count - 1
+            default:
+                return nil
+            }
+            return p
+        }
+        if let value { continuation.yield(value) }
     }
 }

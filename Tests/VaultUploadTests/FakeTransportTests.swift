@@ -31,6 +31,33 @@ final class ScriptedTransport: UploadTransport, @unchecked Sendable {
     func shutdown() async {}
 }
 
+/// A transport that reads the first buffer of a body, says so, and reads on only when the test
+/// lets it: the test cancels the upload in between.
+final class HeldTransport: UploadTransport, @unchecked Sendable {
+    // @unchecked: one request at a time; `received` and `complete` are read after the run ended.
+    let (firstRead, firstReadSignal) = AsyncStream.makeStream(of: Void.self)
+    let (goOn, goOnSignal) = AsyncStream.makeStream(of: Void.self)
+    private(set) var received = 0
+    private(set) var complete = 0
+
+    func request(_ method: String, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+        guard case .stream(let b) = body else { return UploadResponse(status: 200, reason: "OK", retryAfter: nil, body: "") }
+        var bytes = 0
+        for try await buffer in b {
+            bytes += buffer.readableBytes
+            received += buffer.readableBytes
+            if bytes == buffer.readableBytes {
+                firstReadSignal.yield()
+                for await _ in goOn { break }
+            }
+        }
+        if UInt64(bytes) == b.length { complete += 1 }
+        return UploadResponse(status: 200, reason: "OK", retryAfter: nil, body: "")
+    }
+
+    func shutdown() async {}
+}
+
 struct ScriptedDrop: Error, CustomStringConvertible { var description: String { "connection reset by peer" } }
 
 @Suite struct FakeTransportTests {
@@ -74,6 +101,54 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
             t.authorization = "Bearer secret"
             _ = try Uploader(vault: vault, records: records, options: UploadOptions(target: t))
         }
+    }
+
+    @Test func progressIsAnAsyncSequenceThatEndsWithTheRun() async throws {
+        let (vault, records, dir) = try Self.vault(5)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var o = Self.options()
+        o.limits = BatchLimits(documents: 2)
+        let uploader = try Uploader(vault: vault, records: records, options: o,
+                                    transport: ScriptedTransport([.status(503, retryAfter: "0")]), onEvent: { _ in })
+        let watcher = Task { var last: UploadProgress?; for await p in uploader.progress { last = p }; return last }
+        let summary = try await uploader.run()
+        let last = try #require(await watcher.value)
+        let total: UInt64 = records.reduce(0) { $0 + $1.metadata.size }
+        #expect(summary.batches == 3)
+        #expect([last.completedBytes, last.totalBytes] == [total, total])
+        #expect(last.confirmedBatches == 3 && last.batches == 3 && last.retries == 1)
+        #expect(last.fractionCompleted == 1)
+    }
+
+    /// Cancelling the task that runs an upload stops the body before its next chunk group: the
+    /// server never has a whole payload, the batch stays unconfirmed, and `run()` throws
+    /// `CancellationError`. A later run sends the batch again, whole.
+    @Test func aCancelledUploadStopsMidBodyAndIsSentWholeLater() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vault-fake-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let vault = try VaultStore(root: dir).create(password: try SecretBytes(password: "pw"), kdf: .minimum)
+        let big = (0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
+        _ = try vault.add(from: BytesSource(big), name: "scan.tiff")
+        let records = try vault.records().records
+        let held = HeldTransport()
+        let uploader = try Uploader(vault: vault, records: records, options: Self.options(), transport: held, onEvent: { _ in })
+        let run = Task { try await uploader.run() }
+        for await _ in held.firstRead { break }
+        run.cancel()
+        held.goOnSignal.yield()
+        await #expect(throws: CancellationError.self) { try await run.value }
+        #expect(held.complete == 0)
+        #expect(held.received > 0 && held.received <= 2 * ChunkBatching.reading.plaintextBytes * 4 / 3 + 4096,
+                "sent \(held.received) bytes after the cancel")
+        // The sequence has ended: a loop over it gets at most the value it held, and returns.
+        var after = 0
+        for await _ in uploader.progress { after += 1 }
+        #expect(after <= 1)
+
+        let again = ScriptedTransport([])
+        let summary = try await Uploader(vault: vault, records: records, options: Self.options(), transport: again, onEvent: { _ in }).run()
+        #expect(summary.alreadyConfirmed == 0 && summary.batches == 1)
+        #expect(again.bodies.count == 1 && UInt64(again.bodies[0].count) == summary.payloadBytes)
     }
 
     @Test func transientAnswersAreRetriedWithTheSameBodyAndKey() async throws {
