@@ -14,7 +14,7 @@ import Testing
         for name in FileManager.default.enumerator(atPath: s.path("vault"))!.allObjects as! [String] {
             let path = s.path("vault/" + name)
             var isDir: ObjCBool = false
-            FileManager.default.fileExists(atPath: path, isDirectory: &isDir)
+            _ = FileManager.default.fileExists(atPath: path, isDirectory: &isDir)
             try FileManager.default.setAttributes([.posixPermissions: isDir.boolValue ? 0o700 : 0o600], ofItemAtPath: path)
         }
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: s.path("vault"))

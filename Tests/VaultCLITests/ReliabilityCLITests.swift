@@ -248,7 +248,7 @@ import Glibc
         s.initVault()
         s.write("a.txt", Array("alpha".utf8))
         let big = s.path("big.bin")
-        FileManager.default.createFile(atPath: big, contents: Data([UInt8].random(64 << 20)))
+        _ = FileManager.default.createFile(atPath: big, contents: Data([UInt8].random(64 << 20)))
         #expect(s.run("add", "a.txt").status == 0)
         // While an add runs, its command line holds no secret.
         let pid = s.spawn(["add", "big.bin"])
@@ -264,7 +264,7 @@ import Glibc
         while let rel = walker.nextObject() as? String {
             let p = s.path("vault/" + rel)
             var isDir: ObjCBool = false
-            FileManager.default.fileExists(atPath: p, isDirectory: &isDir)
+            _ = FileManager.default.fileExists(atPath: p, isDirectory: &isDir)
             let mode = (try FileManager.default.attributesOfItem(atPath: p)[.posixPermissions] as? Int) ?? 0
             #expect(mode == (isDir.boolValue ? 0o700 : 0o600), "\(rel) has mode \(String(mode, radix: 8))")
             guard !isDir.boolValue else { continue }

@@ -104,17 +104,17 @@ import Glibc
         let log = Self.run(s, "c", ["log", "--json"], env: env)
         let ops = ((try? JSONSerialization.jsonObject(with: Data(log.stdout)) as? [String: Any])?["records"] as? [[String: Any]])?.compactMap { $0["op"] as? String }
         #expect(ops == ["clone", "pull", "remove"], "\(log.out.prefix(400))")
-        FileManager.default.createFile(atPath: s.path("log.json"), contents: Data(log.stdout))
+        _ = FileManager.default.createFile(atPath: s.path("log.json"), contents: Data(log.stdout))
         let valid = AuditCLITests.validate(s.path("log.json"), schema: "log")
         #expect(valid.status == 0, "\(valid.output)")
         // Nothing is left to send or fetch (said in JSON as the schemas say).
         #expect(Self.run(s, "a", ["push"], env: env).stderr.contains("pushed 0 documents"))
         let pushed = Self.run(s, "a", ["push", "--json"], env: env)
-        FileManager.default.createFile(atPath: s.path("push.json"), contents: Data(pushed.stdout))
+        _ = FileManager.default.createFile(atPath: s.path("push.json"), contents: Data(pushed.stdout))
         #expect(pushed.status == 0 && pushed.stderr.isEmpty && AuditCLITests.validate(s.path("push.json"), schema: "push").status == 0, "\(pushed.out)")
         #expect((try? JSONSerialization.jsonObject(with: Data(pushed.stdout)) as? [String: Any])?["sent"] as? [String] == [])
         let pulled = Self.run(s, "c", ["pull", "--json"], env: env)
-        FileManager.default.createFile(atPath: s.path("pull.json"), contents: Data(pulled.stdout))
+        _ = FileManager.default.createFile(atPath: s.path("pull.json"), contents: Data(pulled.stdout))
         #expect(pulled.status == 0 && pulled.stderr.isEmpty && AuditCLITests.validate(s.path("pull.json"), schema: "pull").status == 0, "\(pulled.out)")
         #expect((try? JSONSerialization.jsonObject(with: Data(pulled.stdout)) as? [String: Any])?["fetched"] as? [String] == [])
     }

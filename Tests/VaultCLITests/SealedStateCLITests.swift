@@ -55,7 +55,7 @@ import Glibc
             ("emptied", [], "is not a sealed upload journal"),
         ]
         for (what, bytes, message) in attacks {
-            FileManager.default.createFile(atPath: path0, contents: Data(bytes))
+            _ = FileManager.default.createFile(atPath: path0, contents: Data(bytes))
             let up = s.run("upload", "--url", r.url, ids[0])
             #expect(up.status == 65, "\(what): \(up.stderr)")
             #expect(up.stderr.contains(message) && up.stderr.contains("nothing was sent"), "\(what): \(up.stderr)")
@@ -96,7 +96,7 @@ import Glibc
         batches[0]["tusOffset"] = 0
         journal["batches"] = batches
         try FileManager.default.removeItem(atPath: s.path("vault/uploads/\(job).journal"))
-        FileManager.default.createFile(atPath: s.path("vault/uploads/\(job).json"), contents: try JSONSerialization.data(withJSONObject: journal))
+        _ = FileManager.default.createFile(atPath: s.path("vault/uploads/\(job).json"), contents: try JSONSerialization.data(withJSONObject: journal))
         let before = tus.log
         // The ledger alone sends nothing (the document was delivered); --all is the same job
         // again, which reads the journal: it is refused.
@@ -128,7 +128,7 @@ import Glibc
         // An edited sealed list.
         var flipped = sealed
         flipped[flipped.count - 3] ^= 0x20
-        FileManager.default.createFile(atPath: s.path("vault/remotes.vlt"), contents: Data(flipped))
+        _ = FileManager.default.createFile(atPath: s.path("vault/remotes.vlt"), contents: Data(flipped))
         let edited = s.run(["push"], env: env)
         #expect(edited.status == 65 && edited.stderr.contains("fails authentication"), "\(edited.stderr)")
         #expect(s.run(["--vault", "office", "list"], env: env).status == 65)
@@ -211,8 +211,8 @@ import Glibc
         #expect(s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "rotated"]).status == 0)
         // What a kill after the passwd record's write and before its head leaves: the head and
         // anchor of the epoch before, naming the record before.
-        FileManager.default.createFile(atPath: s.path("vault/log.head"), contents: Data(head))
-        FileManager.default.createFile(atPath: s.path("vault/log.anchor"), contents: Data(anchor))
+        _ = FileManager.default.createFile(atPath: s.path("vault/log.head"), contents: Data(head))
+        _ = FileManager.default.createFile(atPath: s.path("vault/log.anchor"), contents: Data(anchor))
         let audit = s.run(["audit"], env: ["VAULT_PASSWORD": "rotated"])
         #expect(audit.status == 0, "\(audit.out)")
     }
@@ -228,7 +228,7 @@ import Glibc
         let id = s.run(["add", "victim.txt"], env: env).out.trimmingCharacters(in: .newlines)
         let holder = try OldKeyHolder(folder: kept, password: "correct horse battery")
         for pending in [try holder.pendingRemoval([(id, "victim.txt")]), try holder.legacyPendingRemoval([(id, "victim.txt")])] {
-            FileManager.default.createFile(atPath: s.path("vault/remove.pending"), contents: Data(pending))
+            _ = FileManager.default.createFile(atPath: s.path("vault/remove.pending"), contents: Data(pending))
             s.write("other.txt", [UInt8].random(100, seed: UInt64(pending.count)))
             let r = s.run(["add", "other.txt"], env: env)
             #expect(r.status == 0, "\(r.stderr)")
@@ -251,7 +251,7 @@ import Glibc
         let other = Array("{}".utf8)
         var journal = Array("VAULTPWJ".utf8) + u32(old.count) + old + u32(other.count) + other + u32(0)
         journal += Array(SHA256.hash(data: journal))
-        FileManager.default.createFile(atPath: s.path("vault/passwd.journal"), contents: Data(journal))
+        _ = FileManager.default.createFile(atPath: s.path("vault/passwd.journal"), contents: Data(journal))
         let r = s.run(["list"], env: ["VAULT_PASSWORD": "rotated"])
         #expect(r.status == 65 && r.stderr.contains("names neither the vault.json there nor the one it would write"), "\(r.stderr)")
         #expect(Self.bytes(s.path("vault/vault.json")) == current, "vault.json was not put back")
@@ -298,8 +298,8 @@ import Glibc
         #expect(s.run("audit").status == 0)
         // Cut the tail (the removal among it) and put the older head back.
         let log = Self.bytes(s.path("vault/log.vlt"))
-        FileManager.default.createFile(atPath: s.path("vault/log.vlt"), contents: Data(log.prefix(oldEnd)))
-        FileManager.default.createFile(atPath: s.path("vault/log.head"), contents: Data(oldHead))
+        _ = FileManager.default.createFile(atPath: s.path("vault/log.vlt"), contents: Data(log.prefix(oldEnd)))
+        _ = FileManager.default.createFile(atPath: s.path("vault/log.head"), contents: Data(oldHead))
         let audit = s.run("audit")
         #expect(audit.status == 65 && audit.out.contains("log-truncated") && audit.out.contains("log.anchor says"), "\(audit.out)")
         // And the next change does not launder it.

@@ -15,7 +15,7 @@ import VaultCore   // not @testable: what an app sees
             vault = try await VaultStore(url: URL(fileURLWithPath: dir.file("vault"))).create(password: "app pässword", kdf: .minimum)
         }
         func file(_ name: String, _ bytes: [UInt8]) -> URL {
-            FileManager.default.createFile(atPath: dir.file(name), contents: Data(bytes))
+            _ = FileManager.default.createFile(atPath: dir.file(name), contents: Data(bytes))
             return URL(fileURLWithPath: dir.file(name))
         }
     }
@@ -63,7 +63,7 @@ import VaultCore   // not @testable: what an app sees
         let watcher = Task { var seen: [ExportProgress] = []; for await p in export.progress { seen.append(p) }; return seen }
 
         let path = app.dir.file("payload.json")
-        FileManager.default.createFile(atPath: path, contents: Data("kept".utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data("kept".utf8))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         try handle.seekToEnd()
         let summary = try await export.write(to: handle)
@@ -106,13 +106,13 @@ import VaultCore   // not @testable: what an app sees
         var options = ExportOptions()
         options.limits = BatchLimits(documents: 2)
         let export = try await app.vault.prepareExport(options: options)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: { let p = app.dir.file("x"); FileManager.default.createFile(atPath: p, contents: nil); return p }()))
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: { let p = app.dir.file("x"); _ = FileManager.default.createFile(atPath: p, contents: nil); return p }()))
         let e = await #expect(throws: VaultError.self) { try await export.write(to: handle) }
         #expect(e?.code == .singleBatchNeeded)
         var names: [String] = []
         for batch in 1...export.batchCount {
             let path = app.dir.file("batch-\(batch).json")
-            FileManager.default.createFile(atPath: path, contents: nil)
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
             let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
             _ = try await export.write(batch: batch, to: h)
             try h.close()

@@ -54,7 +54,7 @@ import Testing
         let gate = Gate(after: 0)
         let export = try ExportOperation(vault: v, selection: DocumentSelection(), options: ExportOptions(), observer: gate.observe)
         let path = dir.file("payload.json")
-        FileManager.default.createFile(atPath: path, contents: Data("before".utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data("before".utf8))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         try handle.seekToEnd()
 

@@ -96,7 +96,7 @@ import Testing
             for (i, size) in sizes.enumerated() {
                 let bytes = testBytes(size, seed: UInt64(i + 1))
                 let path = dir.file("in-\(i)")
-                FileManager.default.createFile(atPath: path, contents: Data(bytes))
+                _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
                 let r = try vault.add(from: OpenFile.openForReading(path), name: names?[i] ?? "doc-\(i).bin",
                                       contentType: "application/octet-stream", tags: tags, allowDuplicate: true,
                                       now: Date(timeIntervalSince1970: 1_700_000_000 + Double(i)))
@@ -301,7 +301,7 @@ import Testing
         #expect(reference == f.reference(f.records, shape: .objects))
 
         let path = f.dir.file("handle.json")
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         var events: [ExportEvent] = []
         let viaHandle = try Exporter(vault: f.vault, records: f.records, options: ExportOptions(), onEvent: { events.append($0) }).write(to: FileHandleSink(handle))

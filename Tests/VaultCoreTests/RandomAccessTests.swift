@@ -15,7 +15,7 @@ import Testing
         init(size: Int) throws {
             vault = try VaultStore(root: dir.file("vault")).create(password: TestKeys.password(), kdf: .minimum)
             plain = testBytes(size, seed: UInt64(size))
-            FileManager.default.createFile(atPath: dir.file("in"), contents: Data(plain))
+            _ = FileManager.default.createFile(atPath: dir.file("in"), contents: Data(plain))
             id = try vault.add(from: OpenFile.openForReading(dir.file("in")), name: "doc.bin").id
         }
     }
@@ -61,7 +61,7 @@ import Testing
         var bytes = Array(FileManager.default.contents(atPath: path)!)
         let header = try EnvelopeReader.readHeader(MemoryEnvelope(bytes)).encodedSize
         bytes[header + 6 * EnvelopeFormat.sealedChunkSize + 100] ^= 1   // chunk 6
-        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
         let reader = try d.vault.randomAccess(d.id)
         #expect(try reader.read(at: 0, count: 6 * Self.chunk) == Array(d.plain[0..<(6 * Self.chunk)]))
         #expect(try reader.read(at: UInt64(7 * Self.chunk), count: Self.chunk) == Array(d.plain[(7 * Self.chunk)..<(8 * Self.chunk)]))

@@ -108,7 +108,7 @@ import Testing
         let vectors = try Self.vectors()
         if ProcessInfo.processInfo.environment["VAULT_REGENERATE_FIXTURES"] != nil {
             try FileManager.default.createDirectory(atPath: Self.directory, withIntermediateDirectories: true)
-            for v in vectors { FileManager.default.createFile(atPath: "\(Self.directory)/\(v.name).vector", contents: Data(Self.encode(v))) }
+            for v in vectors { _ = FileManager.default.createFile(atPath: "\(Self.directory)/\(v.name).vector", contents: Data(Self.encode(v))) }
         }
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.directory).filter { $0.hasSuffix(".vector") }
         #expect(files.count == vectors.count, "the vectors in \(Self.directory)")

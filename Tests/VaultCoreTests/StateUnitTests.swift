@@ -119,7 +119,7 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: f.dir.file("wrong")))
         // A folder that holds something: refused.
         try FileManager.default.createDirectory(atPath: f.dir.file("busy"), withIntermediateDirectories: false)
-        FileManager.default.createFile(atPath: f.dir.file("busy/x"), contents: Data())
+        _ = FileManager.default.createFile(atPath: f.dir.file("busy/x"), contents: Data())
         expectError(.alreadyExists) {
             _ = try VaultStore(root: f.dir.file("busy")).createReplica(configBytes: config, password: TestKeys.password(), source: "s3://b/p")
         }

@@ -24,7 +24,7 @@ package final class Receiver {
         if let user, let password { args += ["--user", user, "--password", password] }
         if let maxBytes { args += ["--max-bytes", String(maxBytes)] }
         if let faults {
-            FileManager.default.createFile(atPath: dir + "/plan.json", contents: Data(faults.utf8))
+            _ = FileManager.default.createFile(atPath: dir + "/plan.json", contents: Data(faults.utf8))
             args += ["--fault-plan", dir + "/plan.json"]
         }
         pid = try! Peer.spawn(args, stdout: dir + "/stdout", stderr: dir + "/stderr", searchPath: true)

@@ -53,7 +53,7 @@ package final class SeaweedFS: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: dir)
         try FileManager.default.createDirectory(atPath: dir + "/data", withIntermediateDirectories: true)
         let config = "{\"identities\":[{\"name\":\"vault\",\"credentials\":[{\"accessKey\":\"\(Self.accessKey)\",\"secretKey\":\"\(Self.secretKey)\"}],\"actions\":[\"Admin\",\"Read\",\"Write\",\"List\",\"Tagging\"]}]}"
-        FileManager.default.createFile(atPath: dir + "/s3.json", contents: Data(config.utf8))
+        _ = FileManager.default.createFile(atPath: dir + "/s3.json", contents: Data(config.utf8))
         let ports = (0..<13).map { _ in Peer.freePort() }
         s3Port = ports[0]
         let args = [weed, "mini", "-dir=\(dir)/data", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-master.telemetry=false", "-admin.ui=false",
@@ -63,7 +63,7 @@ package final class SeaweedFS: @unchecked Sendable {
                     "-admin.port=\(ports[8])", "-admin.port.grpc=\(ports[9])"]
         let p = try Peer.spawn(args, environment: ["PATH=/usr/bin:/bin", "HOME=\(dir)"], stdout: dir + "/log", stderr: dir + "/log")
         pid = p
-        FileManager.default.createFile(atPath: dir + "/weed.pid", contents: Data(String(p).utf8))
+        _ = FileManager.default.createFile(atPath: dir + "/weed.pid", contents: Data(String(p).utf8))
         guard Peer.poll(600, every: 50_000, until: { Peer.accepts(ports[0]) }) else {
             kill(p, SIGKILL)
             throw PeerError("SeaweedFS did not start: \((try? String(contentsOfFile: dir + "/log", encoding: .utf8))?.suffix(2000) ?? "")")

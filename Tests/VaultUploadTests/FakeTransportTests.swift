@@ -64,10 +64,10 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
     /// A vault in a temporary folder with `count` small documents.
     static func vault(_ count: Int) throws -> (Vault, [DocumentRecord], String) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vault-fake-\(UUID().uuidString)").path
-        let vault = try VaultStore(root: dir).create(password: try SecretBytes(copying: UnsafeRawBufferPointer(start: "pw", count: 2)), kdf: .minimum)
+        let vault = try VaultStore(root: dir).create(password: try SecretBytes(password: "pw"), kdf: .minimum)
         for i in 0..<count {
             let file = dir + "-in-\(i)"
-            FileManager.default.createFile(atPath: file, contents: Data((0..<(1000 + i)).map { UInt8(truncatingIfNeeded: $0 &* (i + 3)) }))
+            _ = FileManager.default.createFile(atPath: file, contents: Data((0..<(1000 + i)).map { UInt8(truncatingIfNeeded: $0 &* (i + 3)) }))
             _ = try vault.add(from: try OpenFile.openForReading(file), name: "doc \(i)")
             try? FileManager.default.removeItem(atPath: file)
         }

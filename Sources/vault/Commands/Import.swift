@@ -150,7 +150,7 @@ extension VaultCommand {
                     throw VaultError(.usage, "\(fromKeyFile) must hold 64 bytes (encryption key, then HMAC key) or 128 hex digits")
                 }
                 var decoded = [UInt8](repeating: 0, count: 2 * RNCryptorFormat.keySize)
-                defer { decoded.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+                defer { decoded.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
                 for i in decoded.indices { decoded[i] = UInt8(Self.nibble(b[2 * i]) << 4 | Self.nibble(b[2 * i + 1])) }
                 return try decoded.withUnsafeBytes { try SecretBytes(copying: $0) }
             }

@@ -36,13 +36,13 @@ final class Sandbox: ScratchSpace {
     func path(_ name: String) -> String { dir + "/" + name }
 
     func write(_ name: String, _ bytes: [UInt8]) {
-        FileManager.default.createFile(atPath: path(name), contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: path(name), contents: Data(bytes))
     }
 
     /// Writes `count` MiB of pseudo-random data (one repeated random MiB) without holding it in memory.
     func writeLarge(_ name: String, mebibytes count: Int, seed: UInt64) throws {
         let block = Data([UInt8].random(1 << 20, seed: seed))
-        FileManager.default.createFile(atPath: path(name), contents: nil)
+        _ = FileManager.default.createFile(atPath: path(name), contents: nil)
         let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path(name)))
         for _ in 0..<count { h.write(block) }
         try h.close()
