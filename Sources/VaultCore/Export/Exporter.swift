@@ -440,6 +440,11 @@ package final class Exporter {
                 try sink.rewind(to: f.startOffset)
                 producer.skipFailedDocument(at: f.startOffset)
                 skipped.append(ManifestSkip(id: f.record.id.hex, name: f.record.metadata.name, code: f.error.code.rawValue, error: f.error.message))
+            } catch {
+                // Cancelled, or a read failed: no queued write may outlive the file it writes to
+                // (the temporary file is closed and removed as this returns).
+                try? sink.drain()
+                throw error
             }
         }
         let digest = try sink.finish()
