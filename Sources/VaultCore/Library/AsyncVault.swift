@@ -214,23 +214,24 @@ public final class ExportOperation: @unchecked Sendable {
     ///   each with ``write(batch:to:)``); `CancellationError`; ``VaultError`` for a damaged
     ///   document or a failed write, after cutting the file back.
     public func write(to handle: FileHandle) async throws -> ExportSummary {
-        guard batchCount == 1 else {
-            throw VaultError(.singleBatchNeeded, "a file holds a single batch, but the selection needs \(batchCount)")
-        }
-        return try await write(batch: 1, to: handle)
+        try await write(batch: 1, to: handle) { exporter, sink in try exporter.write(to: sink) }
     }
 
     /// Writes batch `index` (1-based, of ``batchCount``) to `handle` at its position: one file per
     /// batch, for an upload task that sends a file.
     public func write(batch index: Int, to handle: FileHandle) async throws -> ExportSummary {
+        try await write(batch: index, to: handle) { exporter, sink in try exporter.write(batch: index, to: sink) }
+    }
+
+    /// Runs `body` with a sink over `handle`; when it throws, cuts the file back to where it began.
+    private func write(batch index: Int, to handle: FileHandle,
+                       _ body: @escaping @Sendable (Exporter, FileHandleSink) throws -> ExportSummary) async throws -> ExportSummary {
         try await run(batches: [index]) { exporter in
             let start = try? handle.offset()   // nil for a pipe, which cannot be cut back
             do {
-                return try exporter.write(batch: index, to: FileHandleSink(handle))
+                return try body(exporter, FileHandleSink(handle))
             } catch {
-                if let start {
-                    try? handle.truncate(atOffset: start)
-                }
+                if let start { try? handle.truncate(atOffset: start) }
                 throw error
             }
         }
