@@ -31,6 +31,11 @@ import VaultCore
         #expect(RetryPolicy.parseRetryAfter(" 0 ") == 0)
         #expect(RetryPolicy.parseRetryAfter("soon") == nil)
         #expect(RetryPolicy.parseRetryAfter(nil) == nil)
+        // Found by `make fuzz` (Fuzz/regressions/upload/): Double's spellings are not seconds.
+        for notSeconds in ["inf", "nan", "1e9", "0x10", "+5", "-1", ".5", "5.0"] {
+            #expect(RetryPolicy.parseRetryAfter(notSeconds) == nil, "\(notSeconds)")
+        }
+        #expect(RetryPolicy.parseRetryAfter(String(repeating: "9", count: 400)) == Double(UInt64.max))
         let now = Date(timeIntervalSince1970: 1_767_225_600)        // Thu, 01 Jan 2026 00:00:00 GMT
         #expect(RetryPolicy.parseRetryAfter("Thu, 01 Jan 2026 00:00:42 GMT", now: now) == 42)
         #expect(RetryPolicy.parseRetryAfter("Wed, 31 Dec 2025 23:59:00 GMT", now: now) == 0)

@@ -122,10 +122,12 @@ public struct RetryPolicy: Sendable {
         }
     }
 
-    /// Parses `Retry-After`: delta-seconds or an HTTP date (RFC 9110). Nil if neither.
+    /// Parses `Retry-After`: delta-seconds (digits only: `inf`, `1e9` or `0x10` are not
+    /// seconds; too many digits are a very long wait, which the caller caps) or an HTTP date
+    /// (RFC 9110). Nil if neither.
     public static func parseRetryAfter(_ value: String?, now: Date = Date()) -> Double? {
         guard let v = value?.trimmingCharacters(in: .whitespaces), !v.isEmpty else { return nil }
-        if let seconds = Double(v), seconds >= 0 { return seconds }
+        if v.utf8.allSatisfy({ (0x30...0x39).contains($0) }) { return Double(UInt64(v) ?? .max) }
         let f = DateFormatter()
         f.locale = Locale(identifier: "en_US_POSIX")
         f.timeZone = TimeZone(identifier: "GMT")
