@@ -245,33 +245,14 @@ public final class S3Client: Sendable {
     /// continuation token), in the store's order (UTF-8 binary order of keys). Only completed
     /// objects are listed: a multipart upload in progress is not an object yet.
     public func listObjects(bucket: String, prefix: String = "", pageSize: Int = 1000) async throws -> [ListedObject] {
+        var listing = S3XML.ObjectListing(prefix: prefix, what: "ListObjectsV2 \(bucket)/\(prefix)")
         var all: [ListedObject] = []
-        var token: String?
-        var seen: Set<String> = []
-        var pages = 0
-        let what = "ListObjectsV2 \(bucket)/\(prefix)"
         repeat {
-            pages += 1
-            guard pages <= Self.maxPages else {
-                throw VaultError(.vaultDamaged, "\(what): the store's listing goes on past \(Self.maxPages) pages")
-            }
             var query = [("list-type", "2"), ("prefix", prefix), ("max-keys", String(pageSize))]
-            if let t = token { query.append(("continuation-token", t)) }
-            let r = try check(try await send("GET", bucket: bucket, query: query), what)
-            for o in S3XML.elements("Contents", in: r.body) {
-                // A key outside the prefix asked for is not part of the answer.
-                guard let key = o["Key"], key.hasPrefix(prefix) else { continue }
-                all.append(ListedObject(key: key, size: UInt64(o["Size"] ?? "") ?? 0, etag: Self.unquote(o["ETag"] ?? ""),
-                                        lastModified: o["LastModified"] ?? ""))
-            }
-            let truncated = S3XML.values("IsTruncated", in: r.body).first == "true"
-            let next = S3XML.values("NextContinuationToken", in: r.body).first
-            guard truncated, let next, !next.isEmpty else { break }
-            guard seen.insert(next).inserted else {
-                throw VaultError(.vaultDamaged, "\(what): the store gave a continuation token it gave before: its listing would never end")
-            }
-            token = next
-        } while true
+            if let t = listing.token { query.append(("continuation-token", t)) }
+            let r = try check(try await send("GET", bucket: bucket, query: query), listing.what)
+            all += try listing.read(r.body)
+        } while !listing.done
         return all
     }
 
@@ -443,27 +424,13 @@ public final class S3Client: Sendable {
     /// Every part the store holds (all pages), one per part number (the last listed wins: a
     /// store may list a re-uploaded part twice).
     public func listParts(bucket: String, key: String, uploadID: String) async throws -> [(number: Int, etag: String, size: UInt64)] {
-        var parts: [Int: (String, UInt64)] = [:]
-        var marker = "0"
-        var pages = 0
-        while true {
-            pages += 1
-            guard pages <= Self.maxPages else { throw VaultError(.vaultDamaged, "ListParts \(bucket)/\(key): the store's part list goes on past \(Self.maxPages) pages") }
-            let r = try check(try await send("GET", bucket: bucket, key: key, query: [("uploadId", uploadID), ("part-number-marker", marker)]),
-                              "ListParts \(bucket)/\(key)")
-            for p in S3XML.elements("Part", in: r.body) {
-                guard let n = Int(p["PartNumber"] ?? "") else { continue }
-                parts[n] = (Self.unquote(p["ETag"] ?? ""), UInt64(p["Size"] ?? "") ?? 0)
-            }
-            guard S3XML.values("IsTruncated", in: r.body).first == "true",
-                  let next = S3XML.values("NextPartNumberMarker", in: r.body).first else { break }
-            // Part numbers only go up: a marker that does not would page forever.
-            guard let n = Int(next), let m = Int(marker), n > m else {
-                throw VaultError(.vaultDamaged, "ListParts \(bucket)/\(key): the store's next part marker '\(next.prefix(20))' does not follow '\(marker)'")
-            }
-            marker = next
-        }
-        return parts.keys.sorted().map { ($0, parts[$0]!.0, parts[$0]!.1) }
+        var list = S3XML.PartListing(what: "ListParts \(bucket)/\(key)")
+        repeat {
+            let r = try check(try await send("GET", bucket: bucket, key: key, query: [("uploadId", uploadID), ("part-number-marker", String(list.marker))]),
+                              list.what)
+            try list.read(r.body)
+        } while !list.done
+        return list.parts
     }
 
     /// An ETag without its quotes.
@@ -473,17 +440,124 @@ public final class S3Client: Sendable {
 /// The few XML reads S3 answers need, with Foundation's parser.
 package enum S3XML {
     /// The text of every element named `name`.
-    static func values(_ name: String, in body: [UInt8]) -> [String] {
+    package static func values(_ name: String, in body: [UInt8]) -> [String] {
         let c = Collector(names: [name])
         c.parse(body)
         return c.found.compactMap { $0[name] }
     }
 
     /// For every element named `container`, its children's texts by name.
-    static func elements(_ container: String, in body: [UInt8]) -> [[String: String]] {
+    package static func elements(_ container: String, in body: [UInt8]) -> [[String: String]] {
         let c = Collector(names: [], container: container)
         c.parse(body)
         return c.found
+    }
+
+    /// The pages of a ListObjectsV2 listing, read one after another: each page's objects under
+    /// the prefix asked for (a key outside it is not part of the answer), and the token of the
+    /// next page. A token given before, or more than ``S3Client/maxPages`` pages, would page
+    /// forever: an error.
+    package struct ObjectListing {
+        package let prefix: String
+        package let what: String
+        /// The continuation token of the next page (nil for the first).
+        package private(set) var token: String?
+        /// True once a page said it was the last.
+        package private(set) var done = false
+        private var seen: Set<String> = []
+        private var pages = 0
+
+        package init(prefix: String, what: String) {
+            self.prefix = prefix
+            self.what = what
+        }
+
+        /// The objects of the next page.
+        /// - Throws: ``VaultError/Code/vaultDamaged`` for a listing that would never end.
+        package mutating func read(_ body: [UInt8]) throws -> [S3Client.ListedObject] {
+            precondition(!done, "the listing has ended")
+            pages += 1
+            guard pages <= S3Client.maxPages else {
+                throw VaultError(.vaultDamaged, "\(what): the store's listing goes on past \(S3Client.maxPages) pages")
+            }
+            let objects = elements("Contents", in: body).compactMap { o -> S3Client.ListedObject? in
+                guard let key = o["Key"], key.hasPrefix(prefix) else { return nil }
+                return S3Client.ListedObject(key: key, size: UInt64(o["Size"] ?? "") ?? 0, etag: S3Client.unquote(o["ETag"] ?? ""),
+                                             lastModified: o["LastModified"] ?? "")
+            }
+            let truncated = values("IsTruncated", in: body).first == "true"
+            guard truncated, let next = values("NextContinuationToken", in: body).first, !next.isEmpty else {
+                done = true
+                return objects
+            }
+            guard seen.insert(next).inserted else {
+                throw VaultError(.vaultDamaged, "\(what): the store gave a continuation token it gave before: its listing would never end")
+            }
+            token = next
+            return objects
+        }
+    }
+
+    /// The pages of a ListParts answer: one entry per part number (the last listed wins: a
+    /// store may list a re-uploaded part twice). Part numbers only go up, so a next marker that
+    /// does not would page forever: an error.
+    package struct PartListing {
+        package let what: String
+        /// The part-number marker of the next page (0 for the first).
+        package private(set) var marker = 0
+        package private(set) var done = false
+        private var byNumber: [Int: (String, UInt64)] = [:]
+        private var pages = 0
+
+        package init(what: String) { self.what = what }
+
+        /// The parts read so far, by part number.
+        package var parts: [(number: Int, etag: String, size: UInt64)] {
+            byNumber.keys.sorted().map { ($0, byNumber[$0]!.0, byNumber[$0]!.1) }
+        }
+
+        /// Reads the next page.
+        /// - Throws: ``VaultError/Code/vaultDamaged`` for a list that would never end.
+        package mutating func read(_ body: [UInt8]) throws {
+            precondition(!done, "the part list has ended")
+            pages += 1
+            guard pages <= S3Client.maxPages else {
+                throw VaultError(.vaultDamaged, "\(what): the store's part list goes on past \(S3Client.maxPages) pages")
+            }
+            for p in elements("Part", in: body) {
+                guard let n = Int(p["PartNumber"] ?? "") else { continue }
+                byNumber[n] = (S3Client.unquote(p["ETag"] ?? ""), UInt64(p["Size"] ?? "") ?? 0)
+            }
+            guard values("IsTruncated", in: body).first == "true", let next = values("NextPartNumberMarker", in: body).first else {
+                done = true
+                return
+            }
+            guard let n = Int(next), n > marker else {
+                throw VaultError(.vaultDamaged, "\(what): the store's next part marker '\(next.prefix(20))' does not follow '\(marker)'")
+            }
+            marker = n
+        }
+    }
+
+    /// True for a body Foundation's parser may be given: UTF-8 XML without a document type
+    /// declaration, as every S3 answer is. Anything else reads as empty (its callers report the
+    /// fields missing). Found by `make fuzz`: swift-corelibs-foundation's XMLParser traps on an
+    /// element name, comment or declaration that is not UTF-8 (libxml2 in recovery mode hands
+    /// such bytes on, and Foundation force-unwraps their decoding), and it substitutes entities,
+    /// so a DTD's entities could grow an answer far past its bytes. Another encoding declared
+    /// would have libxml2 decode the UTF-8-checked bytes as something else: refused too.
+    package static func isPlainUTF8XML(_ body: [UInt8]) -> Bool {
+        guard !body.isEmpty, let text = String(validating: body, as: UTF8.self) else { return false }
+        let lower = text.lowercased()
+        guard !lower.contains("<!doctype"), !lower.contains("<!entity") else { return false }
+        if lower.hasPrefix("<?xml") || lower.hasPrefix("\u{FEFF}<?xml"), let end = lower.range(of: "?>") {
+            let declaration = lower[..<end.lowerBound]
+            if let e = declaration.range(of: "encoding") {
+                let value = declaration[e.upperBound...].drop { " =\t\r\n\"'".contains($0) }.prefix { !" \t\r\n\"'?".contains($0) }
+                guard value == "utf-8" || value == "utf8" else { return false }
+            }
+        }
+        return true
     }
 
     /// An `<Error><Code>…</Code><Message>…</Message></Error>` body, if it is one.
@@ -505,7 +579,7 @@ package enum S3XML {
         }
 
         func parse(_ body: [UInt8]) {
-            guard !body.isEmpty else { return }
+            guard S3XML.isPlainUTF8XML(body) else { return }
             let p = XMLParser(data: Data(body))
             p.delegate = self
             _ = p.parse()   // a malformed answer leaves empty the fields its callers need, which they report
