@@ -17,7 +17,9 @@ import Foundation
 ///
 /// Failures: ``VaultError/Code/hmacMismatch`` (wrong password or key, or any change to the
 /// file), ``VaultError/Code/badPadding``, ``VaultError/Code/unsupportedVersion`` (with the
-/// version byte), ``VaultError/Code/truncated``.
+/// version byte), ``VaultError/Code/headerMalformed`` (an unknown options byte),
+/// ``VaultError/Code/truncated``, and ``VaultError/Code/usage`` for a key-based message read
+/// with a password or the other way round.
 package final class RNCryptorReader: ByteSource {
     /// The message's header.
     public let header: RNCryptorHeader
