@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN   := .build/debug/vault
 
-.PHONY: all deps peers build test demo bench fixtures release stress fuzz man man-check example docs clean static install uninstall dist install-check
+.PHONY: all deps peers build test demo bench fixtures release stress fuzz fuzz-smoke man man-check example docs clean static install uninstall dist install-check
 
 # The manual page's date: the one in docs/vault.1 (change it with the page).
 MAN_DATE ?= 2026-11-22
@@ -21,11 +21,13 @@ release: deps
 
 # Builds, installs the test peers, then runs every test: unit, vectors, CLI tests on the built
 # binary, interoperability with the PyPI rncryptor package, peak-memory tests; and checks that
-# docs/vault.1 is what the commands generate; then builds and runs the example app package.
+# docs/vault.1 is what the commands generate; then builds and runs the example app package, the
+# DocC check, and a few seconds of every fuzz family after its regressions.
 test: build man-check peers
 	$(SWIFT) test
 	@$(MAKE) --no-print-directory example
 	@$(MAKE) --no-print-directory docs
+	@$(MAKE) --no-print-directory fuzz-smoke
 
 # Examples/CaptureApp: a package that depends on this one by path and does a capture app's job
 # through the public async API (add, list, range read, export into a FileHandle with progress,
@@ -79,9 +81,14 @@ bench:
 stress: build
 	python3 scripts/crash_test.py --vault-bin $(BIN) --runs 60
 
-# libFuzzer over the header parser and the reader, seeded with the fixture vectors (FUZZ_SECONDS=120).
+# libFuzzer over every parser of bytes vault did not write (Fuzz/README.md): each family for
+# FUZZ_SECONDS (120), after replaying Fuzz/regressions/; FAMILIES="s3 upload" picks some.
 fuzz: deps
 	@scripts/fuzz.sh
+
+# What `make test` runs of it: the regressions, and every family for 5 seconds.
+fuzz-smoke: deps
+	@FUZZ_SECONDS=5 scripts/fuzz.sh
 
 # Rewrites Fixtures/envelope/*.vector from the committed generator (fixed seed: same bytes).
 fixtures: build

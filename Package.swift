@@ -89,7 +89,10 @@ let package = Package(
         ),
         // The fuzz target: libFuzzer's driver when `make fuzz` builds it with -DFUZZING and the
         // sanitizers; otherwise it replays the inputs it is given (make test: Fuzz/regressions/).
-        .executableTarget(name: "fuzzvault", dependencies: ["VaultCore"], path: "Fuzz/Sources/fuzzvault"),
+        .executableTarget(name: "fuzzvault", dependencies: ["VaultCore", "VaultUpload", "VaultS3", "VaultRemote", "CSQLite",
+                                                           .product(name: "Crypto", package: "swift-crypto"),
+                                                           .product(name: "NIOCore", package: "swift-nio")],
+                          path: "Fuzz/Sources/fuzzvault"),
         // Large vaults for `make bench` and the scale tests (not installed).
         .executableTarget(name: "vault-fixture", dependencies: ["VaultCore"]),
         // The test peers (SeaweedFS, PHP, the receiver, tus, the Python scripts), shared by the

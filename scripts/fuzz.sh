@@ -1,34 +1,57 @@
 #!/usr/bin/env bash
-# `make fuzz`: builds the libFuzzer target (Fuzz/) with ASan and runs it for FUZZ_SECONDS
-# (default 120) from a seed corpus made of the fixture vectors' envelopes plus any regression
-# inputs in Fuzz/regressions/. A crash leaves its input in Fuzz/crashes/ and fails the run;
-# fix it, then move the input to Fuzz/regressions/ so it is replayed every time.
+# `make fuzz`: builds the libFuzzer target (Fuzz/Sources/fuzzvault) with AddressSanitizer and,
+# for every family (or those in FAMILIES), makes its seed corpus, replays Fuzz/regressions/
+# <family>/ and fuzzes for FUZZ_SECONDS (default 120). A crash leaves its input in
+# Fuzz/crashes/ and fails the run; fix it, then move the input to Fuzz/regressions/<family>/
+# so it is replayed every time. `make test` runs this with FUZZ_SECONDS=5.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-120}"
-swift build -c debug --product fuzzvault --scratch-path .build-fuzz \
-    -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING 2>&1 | grep -vE 'ld.gold: warning|^\[' || true
+all="envelope history state config rncryptor s3 upload"
+families="${FAMILIES:-$all}"
 bin=.build-fuzz/debug/fuzzvault
+# FUZZ_BUILT=1: the target is already built (runs of several families side by side).
+[ -n "${FUZZ_BUILT:-}" ] || swift build -c debug --product fuzzvault --scratch-path .build-fuzz \
+    -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING 2>&1 | grep -E 'error|warning: ' | grep -v 'ld.gold\|swift-distributed-tracing' || true
 [ -x "$bin" ] || { echo "vault: the fuzz target did not build" >&2; exit 1; }
-corpus=.build-fuzz/corpus
-mkdir -p "$corpus" Fuzz/crashes
-python3 - "$corpus" <<'PY'
-import glob, os, sys
-n = 0
-for path in glob.glob("Fixtures/envelope/*.vector"):
-    data = open(path, "rb").read()
-    head, sep, body = data.partition(b"\n\n")
-    open(os.path.join(sys.argv[1], os.path.basename(path)), "wb").write(body)
-    n += 1
-if n == 0:
-    sys.exit("vault: no fixture vectors found for the seed corpus")
-print(f"seed corpus: {n} envelopes from Fixtures/envelope")
-PY
 export SWIFT_BACKTRACE=enable=no   # Swift's backtracer confuses ASan (research/swift-probe.md)
-if ls Fuzz/regressions/* >/dev/null 2>&1; then
-    "$bin" Fuzz/regressions/* -runs=0 >/dev/null 2>&1 || { echo "vault: a regression input crashes again" >&2; exit 1; }
-    echo "regressions: $(ls Fuzz/regressions | wc -l) inputs replayed, none crashes"
-fi
-"$bin" "$corpus" -max_total_time="$seconds" -artifact_prefix=Fuzz/crashes/ -print_final_stats=1 2>&1 \
-    | grep -E 'stat::number_of_executed_units|stat::peak_rss|cov:|ERROR|crash-|DONE' | tail -6
-if ls Fuzz/crashes/crash-* >/dev/null 2>&1; then echo "vault: the fuzzer found a crash (Fuzz/crashes/)" >&2; exit 1; fi
+export ASAN_OPTIONS=detect_leaks=0
+# LeakSanitizer is off: the Swift runtime's caches and the families' lazily made keys and
+# scratch vaults live until exit and read as leaks. Memory is bounded by -rss_limit_mb and
+# -malloc_limit_mb (one allocation over the limit is a crash) instead.
+opts=(-detect_leaks=0 -rss_limit_mb=2048 -malloc_limit_mb=512)
+mkdir -p Fuzz/crashes
+echo "method: libFuzzer + AddressSanitizer, one process per family, ${seconds} s each, ${opts[*]}, -max_len from the corpus"
+printf '%-10s %8s %11s %7s %7s %8s %9s\n' family seeds executions cov ft corpus peak_rss
+failed=0
+for family in $families; do
+    corpus=.build-fuzz/corpus/$family
+    rm -rf "$corpus" && mkdir -p "$corpus"
+    # Seeds: committed samples (Fuzz/seeds/), fixtures and official vectors, and what vault writes.
+    [ -d "Fuzz/seeds/$family" ] && cp Fuzz/seeds/"$family"/* "$corpus"/
+    python3 scripts/fuzz-seeds.py "$family" "$corpus" > /dev/null
+    "$bin" "$family" --make-seeds "$corpus" > /dev/null
+    seeds=$(ls "$corpus" | wc -l)
+    if [ -d "Fuzz/regressions/$family" ] && ls Fuzz/regressions/"$family"/* > /dev/null 2>&1; then
+        "$bin" "$family" "${opts[@]}" Fuzz/regressions/"$family"/* > ".build-fuzz/$family.regressions.log" 2>&1 || {
+            tail -30 ".build-fuzz/$family.regressions.log"; echo "vault: a regression input of '$family' fails again" >&2; failed=1; continue; }
+    fi
+    log=.build-fuzz/$family.log
+    set +e
+    "$bin" "$family" "$corpus" "${opts[@]}" -max_total_time="$seconds" -artifact_prefix="Fuzz/crashes/$family-" -print_final_stats=1 > "$log" 2>&1
+    rc=$?
+    set -e
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+    rss=$(grep -o 'stat::peak_rss_mb: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+    last=$(grep -E '#[0-9]+.*cov: ' "$log" | tail -1)
+    cov=$(echo "$last" | grep -o 'cov: [0-9]*' | grep -o '[0-9]*' || echo '?')
+    ft=$(echo "$last" | grep -o 'ft: [0-9]*' | grep -o '[0-9]*' || echo '?')
+    corp=$(echo "$last" | grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' | cut -d' ' -f2 || echo '?')
+    printf '%-10s %8s %11s %7s %7s %8s %6s MB\n' "$family" "$seeds" "$execs" "$cov" "$ft" "$corp" "$rss"
+    if [ $rc -ne 0 ]; then
+        grep -E 'property violated|ERROR|SUMMARY|Test unit written' "$log" | head -5
+        echo "vault: the fuzzer found a crash in '$family' ($log; the input is in Fuzz/crashes/)" >&2
+        failed=1
+    fi
+done
+exit $failed

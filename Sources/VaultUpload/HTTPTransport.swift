@@ -74,6 +74,10 @@ public struct UploadResponse: Sendable {
     /// The response headers.
     public var headers: [(String, String)] = []
 
+    package init(status: Int, reason: String, retryAfter: String?, body: String, headers: [(String, String)] = []) {
+        (self.status, self.reason, self.retryAfter, self.body, self.headers) = (status, reason, retryAfter, body, headers)
+    }
+
     /// The first value of header `name` (case-insensitive).
     public func header(_ name: String) -> String? {
         headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
@@ -81,13 +85,13 @@ public struct UploadResponse: Sendable {
 }
 
 /// A request body: a batch payload produced while it is sent, or a few bytes in memory.
-enum RequestBody {
+package enum RequestBody {
     case stream(PayloadBody)
     case bytes([UInt8])
 }
 
 /// Sends requests and returns the answers; a transport error is thrown.
-protocol UploadTransport: Sendable {
+package protocol UploadTransport: Sendable {
     /// `method` to `url` (nil: the target's URL) with `headers` and `body`.
     func request(_ method: String, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse
     func shutdown() async
@@ -104,12 +108,12 @@ extension UploadTransport {
 /// block from the ``PayloadProducer`` is copied into a `ByteBuffer` and handed back, so at
 /// most the producer's ring plus the client's in-flight buffers are in memory. The client
 /// pulls with back-pressure, so the sent count is real progress (within a socket buffer).
-final class PayloadBody: AsyncSequence, @unchecked Sendable {
+package final class PayloadBody: AsyncSequence, @unchecked Sendable {
     // @unchecked: the client pulls the iterator from one task at a time; `failure` and `sent`
     // are read by the uploader only after the request has finished.
-    typealias Element = ByteBuffer
+    package typealias Element = ByteBuffer
     private let producer: PayloadProducer
-    let length: UInt64
+    package let length: UInt64
     private let onSent: @Sendable (UInt64) -> Void
     private(set) var failure: DocumentFailure?
     private(set) var sent: UInt64 = 0
@@ -120,16 +124,16 @@ final class PayloadBody: AsyncSequence, @unchecked Sendable {
         self.onSent = onSent
     }
 
-    struct AsyncIterator: AsyncIteratorProtocol {
+    package struct AsyncIterator: AsyncIteratorProtocol {
         let body: PayloadBody
         /// Checks for cancellation before each chunk group, so a cancelled upload stops within one.
-        mutating func next() async throws -> ByteBuffer? {
+        package mutating func next() async throws -> ByteBuffer? {
             try Task.checkCancellation()
             return try body.nextBuffer()
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self) }
+    package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self) }
 
     private func nextBuffer() throws -> ByteBuffer? {
         do {

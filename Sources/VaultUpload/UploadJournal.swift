@@ -187,17 +187,17 @@ package struct UploadJournal: Codable, Sendable {
 
     /// The journal's file: a sealed state file (purpose upload journal, role `uploads/<job>`),
     /// so nobody without the password can edit, swap or forge one (docs/FORMAT.md).
-    static func path(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).journal" }
+    package static func path(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).journal" }
 
     /// Where versions before sealed state kept the journal, as plain JSON.
     static func legacyPath(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).json" }
 
-    static func role(job: String) -> String { "uploads/\(job)" }
+    package static func role(job: String) -> String { "uploads/\(job)" }
 
     /// The change log beside the journal: `u32 length ‖ sealed state` records, each the batches
     /// one save changed, sealed as the `n`th record of the journal's generation.
-    static func logPath(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).journal-log" }
-    static func logRole(job: String, generation: String, n: Int) -> String { "uploads/\(job)/\(generation)/\(n)" }
+    package static func logPath(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).journal-log" }
+    package static func logRole(job: String, generation: String, n: Int) -> String { "uploads/\(job)/\(generation)/\(n)" }
 
     /// One record of the change log.
     struct Change: Codable {
@@ -219,7 +219,7 @@ package struct UploadJournal: Codable, Sendable {
     /// - Throws: ``VaultError/Code/vaultDamaged`` for a journal that was edited, swapped, cut,
     ///   written for another job or vault, or under a retired key, and for an unsealed journal
     ///   of an earlier version: none is trusted, and nothing is sent.
-    static func load(from vault: Vault, job: String) throws -> UploadJournal? {
+    package static func load(from vault: Vault, job: String) throws -> UploadJournal? {
         let store = vault.store
         let p = path(in: store, job: job)
         let legacy = legacyPath(in: store, job: job)

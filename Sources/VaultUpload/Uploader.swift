@@ -147,8 +147,8 @@ public final class Uploader: @unchecked Sendable {
         try self.init(vault: vault, records: records, options: options, transport: HTTPTransport(target: options.target), job: job, onEvent: onEvent)
     }
 
-    init(vault: Vault, records: [DocumentRecord], options: UploadOptions, transport: any UploadTransport, job: String? = nil,
-         onEvent: @escaping @Sendable (UploadEvent) -> Void) throws {
+    package init(vault: Vault, records: [DocumentRecord], options: UploadOptions, transport: any UploadTransport, job: String? = nil,
+                 onEvent: @escaping @Sendable (UploadEvent) -> Void) throws {
         try Self.refuseCleartext(options)
         self.vault = vault
         self.order = records

@@ -1,53 +1,38 @@
-// The fuzz target over the envelope header parser, the metadata decoder and the reader.
-//
-// Properties checked on every input (a violation traps, which libFuzzer reports as a crash):
-//  - parsing never crashes, whatever the bytes;
-//  - non-malleability: a header that parses serializes back to exactly the bytes it came from;
-//  - metadata that decodes encodes back to exactly the same bytes;
-//  - the reader never releases more plaintext than the metadata's size, and releases nothing
-//    that did not authenticate (it either ends cleanly having released exactly that size, or
-//    throws a VaultError).
-// The keyring is the fixture generator's, so mutated fixture vectors reach the payload code.
+// The fuzz targets over every parser of bytes vault did not write itself, one family per
+// parser family (Fuzz/README.md lists them and their properties; each file here says its own).
+// A property that does not hold traps, which libFuzzer reports as a crash.
 //
 // A target of the main package, so it reaches the parsers, which are `package`. Built by
-// `make fuzz` with `-sanitize=fuzzer,address -DFUZZING`, it is libFuzzer's driver; in a normal
-// build it replays the files (or folders of files) it is given through the same properties,
-// which is how `make test` replays Fuzz/regressions/.
+// `make fuzz` with `-sanitize=fuzzer,address -DFUZZING`, it is libFuzzer's driver:
+//     fuzzvault FAMILY [libFuzzer options] [corpus folders]
+// In a normal build it replays files (or folders of files) through the same properties:
+//     fuzzvault FAMILY PATH...
+// which is how `make test` replays Fuzz/regressions/FAMILY/.
 import Foundation
 import VaultCore
 
-let keyring: Keyring = {
-    let pw = Array("vault fixture password".utf8)
-    return try! Keyring.create(password: pw.withUnsafeBytes { try! SecretBytes(copying: $0) }, kdf: .minimum,
-                               random: DeterministicRandom(seed: "vault fixtures v1 / keyring"))
-}()
+struct Family: Sendable {
+    let name: String
+    let check: @Sendable ([UInt8]) -> Void
+}
+
+let families: [Family] = [
+    Family(name: "envelope", check: EnvelopeFamily.check),
+    Family(name: "history", check: HistoryFamily.check),
+    Family(name: "state", check: StateFamily.check),
+    Family(name: "config", check: ConfigFamily.check),
+    Family(name: "rncryptor", check: RNCryptorFamily.check),
+    Family(name: "s3", check: S3Family.check),
+    Family(name: "upload", check: UploadFamily.check),
+]
+
+nonisolated(unsafe) var selected: Family?
+// nonisolated(unsafe): set once in main before libFuzzer or the replay calls the target.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    check(Array(UnsafeBufferPointer(start: data, count: size)))
+    selected!.check(Array(UnsafeBufferPointer(start: data, count: size)))
     return 0
-}
-
-func check(_ bytes: [UInt8]) {
-    if let header = try? EnvelopeHeader.parse(bytes) {
-        precondition(header.serialized() == Array(bytes.prefix(header.encodedSize)), "header parsing is malleable")
-    }
-    if let meta = try? DocumentMetadata.decode(bytes) {
-        precondition(meta.encoded() == bytes, "metadata decoding is malleable")
-    }
-    do {
-        let reader = try EnvelopeReader(input: MemoryEnvelope(bytes), keyring: keyring, verifyDigest: true)
-        var released: UInt64 = 0
-        while let batch = try reader.next() {
-            released += UInt64(batch.count)
-            precondition(released <= reader.metadata.size, "released more than the document's size")
-        }
-        precondition(released == reader.metadata.size, "ended early without an error")
-    } catch is VaultError {
-        // Rejected, as it should be for almost every input.
-    } catch {
-        preconditionFailure("a non-VaultError escaped: \(error)")
-    }
 }
 
 #if FUZZING
@@ -62,15 +47,27 @@ func LLVMFuzzerRunDriver(
 @main
 struct FuzzMain {
     static func main() {
-        _ = keyring
+        let args = CommandLine.arguments
+        guard args.count >= 2, let family = families.first(where: { $0.name == args[1] }) else {
+            FileHandle.standardError.write(Data("usage: fuzzvault FAMILY [inputs or libFuzzer options]; families: \(families.map(\.name).joined(separator: ", "))\n".utf8))
+            exit(64)
+        }
+        selected = family
+        if args.count == 4, args[2] == "--make-seeds" {
+            print("fuzzvault \(family.name): \(Seeds.make(family.name, into: args[3])) seeds written by vault into \(args[3])")
+            exit(0)
+        }
         #if FUZZING
-        var argc = CommandLine.argc
-        var argv = CommandLine.unsafeArgv
-        exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzOne(data, size) })
+        // libFuzzer sees the arguments after the family.
+        var argv: [UnsafeMutablePointer<CChar>?] = [strdup(args[0])] + args.dropFirst(2).map { strdup($0) } + [nil]
+        var argc = CInt(argv.count - 1)
+        exit(argv.withUnsafeMutableBufferPointer { p in
+            var base = p.baseAddress!
+            return LLVMFuzzerRunDriver(&argc, &base) { data, size in fuzzOne(data, size) }
+        })
         #else
-        // Replay: every file named, or in a folder named, once through the properties.
         var count = 0
-        for arg in CommandLine.arguments.dropFirst() {
+        for arg in args.dropFirst(2) {
             var isFolder: ObjCBool = false
             guard FileManager.default.fileExists(atPath: arg, isDirectory: &isFolder) else {
                 FileHandle.standardError.write(Data("fuzzvault: no such file: \(arg)\n".utf8))
@@ -78,13 +75,13 @@ struct FuzzMain {
             }
             let files = isFolder.boolValue
                 ? ((try? FileManager.default.contentsOfDirectory(atPath: arg)) ?? []).sorted().map { arg + "/" + $0 } : [arg]
-            for file in files {
+            for file in files where !file.hasSuffix("/README.md") {
                 guard let data = FileManager.default.contents(atPath: file) else { continue }
-                check(Array(data))
+                family.check(Array(data))
                 count += 1
             }
         }
-        print("fuzzvault: \(count) inputs replayed, every property held")
+        print("fuzzvault \(family.name): \(count) inputs replayed, every property held")
         #endif
     }
 }

@@ -153,8 +153,8 @@ package struct DestinationList: Codable, Sendable, Equatable {
 
     public init() {}
 
-    static func path(_ store: VaultStore) -> String { store.root + "/destinations.vlt" }
-    static let role = "destinations.vlt"
+    package static func path(_ store: VaultStore) -> String { store.root + "/destinations.vlt" }
+    package static let role = "destinations.vlt"
 
     /// The vault's destinations (none when it has no list).
     /// - Throws: ``VaultError/Code/vaultDamaged`` for a list that does not open (edited,

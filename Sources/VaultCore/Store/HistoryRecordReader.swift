@@ -7,7 +7,7 @@
 /// only checks the documents' syntax. Anything else (another key order, white space, escapes
 /// this project never writes) returns nil, and the caller decodes with `JSONDecoder` as before,
 /// so no record is read differently: what is accepted here decodes to the same value there.
-struct HistoryRecordReader {
+package struct HistoryRecordReader {
     private let b: [UInt8]
     private var i = 0
 
@@ -15,7 +15,7 @@ struct HistoryRecordReader {
 
     /// The record in `bytes`, with its documents when `documents(operation)` is true (an empty
     /// list otherwise); nil when the bytes are not in the canonical layout.
-    static func read(_ bytes: [UInt8], documents: (HistoryRecord.Operation) -> Bool) -> HistoryRecord? {
+    package static func read(_ bytes: [UInt8], documents: (HistoryRecord.Operation) -> Bool) -> HistoryRecord? {
         var r = HistoryRecordReader(bytes)
         return r.record(documents: documents)
     }

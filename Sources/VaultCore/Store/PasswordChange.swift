@@ -19,7 +19,7 @@ package struct PasswordChangeSummary: Sendable {
 /// (16-byte id ‖ u32 header length h ‖ old header (h) ‖ new header (h)) ‖ [u32 n ‖ the remote
 /// list sealed under the new key (n)] ‖ SHA-256 of all before. (Journals before sealed state
 /// end after the entries.)
-struct PasswordJournal {
+package struct PasswordJournal {
     struct Entry { var id: DocumentID; var old: [UInt8]; var new: [UInt8] }
     var oldConfig: [UInt8]
     var newConfig: [UInt8]
@@ -29,7 +29,7 @@ struct PasswordJournal {
 
     static let magic = Array("VAULTPWJ".utf8)
 
-    func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var out = Self.magic
         out.appendBigEndian(UInt32(oldConfig.count)); out += oldConfig
         out.appendBigEndian(UInt32(newConfig.count)); out += newConfig
@@ -43,7 +43,7 @@ struct PasswordJournal {
         return out + Array(SHA256.hash(data: out))
     }
 
-    static func decode(_ bytes: [UInt8]) throws -> PasswordJournal {
+    package static func decode(_ bytes: [UInt8]) throws -> PasswordJournal {
         let damaged = VaultError(.vaultDamaged, "passwd.journal (an interrupted password change) is damaged",
                                  hint: "restore the vault folder from a backup")
         guard bytes.count > magic.count + 32, bytes.starts(with: magic),

@@ -7,7 +7,7 @@ import Foundation
 /// change, the keyring of earlier epochs sealed under the current vault key. A `vault/2` vault
 /// always has a history: a missing log is a finding, never a fresh start. `vault/1` files are
 /// read as epoch 0 and rewritten as `vault/2` by the first command that opens them for writing.
-struct VaultConfig: Codable, Equatable {
+package struct VaultConfig: Codable, Equatable {
     static let currentFormat = "vault/2"
     static let legacyFormat = "vault/1"
 
@@ -42,7 +42,7 @@ struct VaultConfig: Codable, Equatable {
         var ciphertext: String
     }
 
-    var parameters: KDFParameters { KDFParameters(opsLimit: kdf.opsLimit, memLimitKiB: kdf.memLimitKiB) }
+    package var parameters: KDFParameters { KDFParameters(opsLimit: kdf.opsLimit, memLimitKiB: kdf.memLimitKiB) }
 
     /// The key epoch (0 for `vault/1`).
     var keyEpoch: UInt32 { epoch ?? 0 }
@@ -74,7 +74,7 @@ struct VaultConfig: Codable, Equatable {
         return (salt, check, nonce, wrapped)
     }
 
-    static func decode(_ bytes: [UInt8], path: String) throws -> VaultConfig {
+    package static func decode(_ bytes: [UInt8], path: String) throws -> VaultConfig {
         let config: VaultConfig
         do {
             config = try JSONDecoder().decode(VaultConfig.self, from: Data(bytes))
@@ -94,7 +94,7 @@ struct VaultConfig: Codable, Equatable {
         return config
     }
 
-    func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         let e = JSONEncoder()
         e.outputFormatting = [.prettyPrinted, .sortedKeys]
         return Array(try! e.encode(self)) + [0x0a]

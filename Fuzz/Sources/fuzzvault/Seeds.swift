@@ -1,0 +1,103 @@
+// `fuzzvault FAMILY --make-seeds DIR`: seeds written by vault itself — a scratch vault with
+// documents, a destination list, a remote list, an upload journal and a history, each state
+// file taken as it is on disk (raw) and as the body its seal holds (sealed mode), framed as the
+// family reads its input. scripts/fuzz.sh adds the fixtures, the official vectors and the
+// recorded answers (Fuzz/seeds/).
+import CSQLite
+import Foundation
+import VaultCore
+import VaultRemote
+import VaultUpload
+
+enum Seeds {
+    static func make(_ family: String, into dir: String) -> Int {
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        var n = 0
+        func seed(_ name: String, _ bytes: [UInt8]) {
+            FileManager.default.createFile(atPath: dir + "/" + name, contents: Data(bytes))
+            n += 1
+        }
+        let (vault, root) = busyVault()
+        func open(_ path: String, _ purpose: SealedState.Purpose, _ role: String) -> [UInt8] {
+            let bytes = Array(FileManager.default.contents(atPath: path)!)
+            return try! vault.openState(bytes, purpose: purpose, role: role, what: path)
+        }
+        switch family {
+        case "history":
+            let log = Array(FileManager.default.contents(atPath: root + "/log.vlt")!)
+            seed("log", [0] + log)
+            let records = try! vault.history().entries.compactMap(\.record)
+            for (i, r) in records.enumerated() {
+                seed("record-\(i)-\(r.operation.rawValue)", [1] + r.json())
+            }
+            seed("records", [2] + records.map { $0.json() }.joined(separator: [0x1E]))
+            seed("head-raw", [3, 0] + Array(FileManager.default.contents(atPath: root + "/log.head")!))
+            seed("head-sealed", [3, 1] + open(root + "/log.head", .logHead, "log.head"))
+            seed("anchor-sealed", [3, 3] + open(root + "/log.anchor", .logAnchor, "log.anchor"))
+            let documents = records.flatMap(\.documents)
+            seed("remove-pending-sealed", [3, 5] + Array(try! JSONEncoder().encode(documents)))
+        case "state":
+            let id = try! vault.records().records.sorted { $0.metadata.name < $1.metadata.name }[0].id
+            let stone = try! vault.sealTombstone(try! vault.history().entries.compactMap(\.record).flatMap(\.documents).first { $0.id == id.hex }!)
+            seed("tombstone-raw", [0 << 1] + stone)
+            seed("tombstone-sealed", [0 << 1 | 1] + (try! vault.openState(stone, purpose: .tombstone, role: "removed/\(id.hex)", what: "tombstone")))
+            for (k, path, purpose, role) in [(1, DestinationList.path(vault.store), SealedState.Purpose.destinations, DestinationList.role),
+                                             (2, RemoteList.path(vault.store), .remotes, RemoteList.role)] {
+                seed("\(role)-raw", [UInt8(k << 1)] + Array(FileManager.default.contents(atPath: path)!))
+                seed("\(role)-sealed", [UInt8(k << 1 | 1)] + open(path, purpose, role))
+            }
+            let journal = open(UploadJournal.path(in: vault.store, job: "seed-job"), .uploadJournal, UploadJournal.role(job: "seed-job"))
+            let retitled = Array(String(decoding: journal, as: UTF8.self).replacingOccurrences(of: "seed-job", with: StateFamily.job).utf8)
+            seed("journal-sealed", [3 << 1 | 1] + retitled)
+            seed("journal-with-log", [4 << 1 | 1] + retitled + [0x1E] + Array("{\"batches\":[],\"updated\":\"2026-11-24T00:00:00Z\"}".utf8))
+            let (state, record) = indexRows(root, id)
+            seed("index-state-sealed", [5 << 1 | 1] + (try! vault.openState(state, purpose: .indexState, role: "index.db/state", what: "state")))
+            seed("index-record-sealed", [6 << 1 | 1] + (try! vault.openState(record, purpose: .indexRecord, role: "index.db/documents/\(id.hex)", what: "row")))
+            seed("index-record-raw", [6 << 1] + record)
+        case "config":
+            let config = Array(FileManager.default.contents(atPath: root + "/vault.json")!)
+            seed("vault-json", [0] + config)
+            seed("vault-json-opened", [3] + config)
+            var journal = Array("VAULTPWJ".utf8)
+            for field in [config, config] { journal.appendBigEndian32(UInt32(field.count)); journal += field }
+            journal.appendBigEndian32(0)
+            seed("passwd-journal-body", [1] + journal)
+        default:
+            break
+        }
+        return n
+    }
+
+    /// A scratch vault that has done what a station does: documents added, destinations and a
+    /// remote named, one upload journalled.
+    static func busyVault() -> (Vault, String) {
+        let sandbox = ScratchVault()
+        let (vault, root) = sandbox.fresh()
+        var destinations = DestinationList()
+        destinations.destinations = [.init(name: "office", url: "https://office.example/in"), .init(name: "tus", url: "https://office.example/tus", wire: "tus")]
+        try! destinations.save(vault)
+        var remotes = RemoteList()
+        remotes.remotes = [.init(name: "backup", url: "s3://bucket/prefix")]
+        try! remotes.save(vault)
+        let transport = FuzzTransport(answers: [], presign: false, always: UploadResponse(status: 200, reason: "OK", retryAfter: nil, body: ""))
+        let options = UploadOptions(target: UploadTarget(url: UploadFamily.target))
+        waitFor {
+            _ = try! await Uploader(vault: vault, records: sandbox.records, options: options, transport: transport, job: "seed-job", onEvent: { _ in }).run()
+        }
+        return (vault, root)
+    }
+
+    /// `index.db`'s state row and document `id`'s row, as SQLite holds them.
+    static func indexRows(_ root: String, _ id: DocumentID) -> ([UInt8], [UInt8]) {
+        var db: OpaquePointer?
+        precondition(sqlite3_open_v2(root + "/index.db", &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK)
+        defer { sqlite3_close(db) }
+        func blob(_ sql: String) -> [UInt8] {
+            var s: OpaquePointer?
+            precondition(sqlite3_prepare_v2(db, sql, -1, &s, nil) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+            defer { sqlite3_finalize(s) }
+            return Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(s, 0), count: Int(sqlite3_column_bytes(s, 0))))
+        }
+        return (blob("SELECT value FROM meta WHERE name = 'state'"), blob("SELECT record FROM documents WHERE id = X'\(id.hex)'"))
+    }
+}
