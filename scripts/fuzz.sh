@@ -19,7 +19,7 @@ export ASAN_OPTIONS=detect_leaks=0
 # LeakSanitizer is off: the Swift runtime's caches and the families' lazily made keys and
 # scratch vaults live until exit and read as leaks. Memory is bounded by -rss_limit_mb and
 # -malloc_limit_mb (one allocation over the limit is a crash) instead.
-opts=(-detect_leaks=0 -rss_limit_mb=2048 -malloc_limit_mb=512)
+opts=(-detect_leaks=0 -rss_limit_mb=2048 -malloc_limit_mb=64)
 mkdir -p Fuzz/crashes
 echo "method: libFuzzer + AddressSanitizer, one process per family, ${seconds} s each, ${opts[*]}, -max_len from the corpus"
 printf '%-10s %8s %11s %7s %7s %8s %9s\n' family seeds executions cov ft corpus peak_rss

@@ -6,18 +6,23 @@
 //     the checksum sees it): a VaultError, or a journal that encodes to exactly those bytes;
 //  2  the input as a whole password journal (checksum and all);
 //  3  the input as `vault.json` of a vault, opened with the password: a VaultError or a vault
-//     (only when its Argon2id parameters are the cheapest, so one input costs microseconds).
+//     (only when its Argon2id parameters are the cheapest, so one input costs microseconds);
+//  4  the input as the keyring of earlier key epochs, sealed under the vault's key into its
+//     `vault.json` (so the parser behind authentication sees it), opened with the password.
+// The vault has had its password changed once (key epoch 1), so its keyring has an entry.
 import Crypto
 import Foundation
 import VaultCore
 
 enum ConfigFamily {
-    static let sandbox = ScratchVault(documents: 0)
+    static let sandbox = ScratchVault(documents: 1) { vault in
+        _ = try! vault.changePassword(to: try! SecretBytes(password: fuzzPassword), kdf: .minimum)
+    }
 
     static func check(_ bytes: [UInt8]) {
         guard let mode = bytes.first else { return }
         let rest = Array(bytes.dropFirst())
-        switch mode % 4 {
+        switch mode % 5 {
         case 0:
             if let config = onlyVaultErrors("vault.json", { try VaultConfig.decode(rest, path: "vault.json") }) {
                 let again = onlyVaultErrors("vault.json written back") { try VaultConfig.decode(config.encoded(), path: "vault.json") }
@@ -27,6 +32,14 @@ enum ConfigFamily {
             journal(rest + Array(SHA256.hash(data: rest)))
         case 2:
             journal(rest)
+        case 4:
+            let (vault, dir) = sandbox.fresh()
+            var json = try! JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/vault.json"))) as! [String: Any]
+            json["keyring"] = Data(try! vault.sealState(rest, purpose: .keyring, role: "vault.json")).base64EncodedString()
+            put(Array(try! JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])), at: dir + "/vault.json")
+            onlyVaultErrors("opening a vault with its keyring", codes: [.vaultDamaged]) {
+                _ = try VaultStore(root: dir).unlock(password: try SecretBytes(password: fuzzPassword))
+            }
         default:
             guard let config = try? VaultConfig.decode(rest, path: "vault.json"), config.parameters == .minimum else { return }
             let (_, dir) = sandbox.fresh()

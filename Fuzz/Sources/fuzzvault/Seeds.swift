@@ -62,6 +62,11 @@ enum Seeds {
             for field in [config, config] { journal.appendBigEndian32(UInt32(field.count)); journal += field }
             journal.appendBigEndian32(0)
             seed("passwd-journal-body", [1] + journal)
+            let (changed, changedRoot) = ConfigFamily.sandbox.fresh()
+            let json = try! JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: changedRoot + "/vault.json"))) as! [String: Any]
+            let keyring = Array(Data(base64Encoded: json["keyring"] as! String)!)
+            seed("keyring-body", [4] + (try! changed.openState(keyring, purpose: .keyring, role: "vault.json", what: "keyring")))
+            seed("vault-json-epoch-1", [3] + Array(FileManager.default.contents(atPath: changedRoot + "/vault.json")!))
         default:
             break
         }

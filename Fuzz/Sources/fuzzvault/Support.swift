@@ -48,7 +48,8 @@ final class ScratchVault: @unchecked Sendable {
     let records: [DocumentRecord]
     private var n = 0
 
-    init(documents: Int = 2) {
+    /// - Parameter prepare: what else is done to the vault before it is copied (once).
+    init(documents: Int = 2, prepare: (Vault) -> Void = { _ in }) {
         pristine = scratch + "/pristine-\(UUID().uuidString.prefix(8))"
         let vault = try! VaultStore(root: pristine).create(password: try! SecretBytes(password: fuzzPassword), kdf: .minimum)
         for i in 0..<documents {
@@ -58,14 +59,14 @@ final class ScratchVault: @unchecked Sendable {
             try? FileManager.default.removeItem(atPath: file)
         }
         records = try! vault.records().records.sorted { $0.metadata.name < $1.metadata.name }
+        prepare(vault)
     }
 
     /// A copy of the vault in its own folder, unlocked; the previous copy is removed.
     func fresh() -> (Vault, String) {
-        let old = scratch + "/v\(n)"
-        try? FileManager.default.removeItem(atPath: old)
+        try? FileManager.default.removeItem(atPath: pristine + "-\(n)")
         n += 1
-        let dir = scratch + "/v\(n)"
+        let dir = pristine + "-\(n)"
         try! FileManager.default.copyItem(atPath: pristine, toPath: dir)
         return (try! VaultStore(root: dir).unlock(password: try! SecretBytes(password: fuzzPassword)), dir)
     }
