@@ -24,7 +24,8 @@ enum ConfigFamily {
         let rest = Array(bytes.dropFirst())
         switch mode % 5 {
         case 0:
-            if let config = onlyVaultErrors("vault.json", { try VaultConfig.decode(rest, path: "vault.json") }) {
+            if let config = onlyVaultErrors("vault.json", codes: [.vaultDamaged, .unsupportedVersion, .kdfParametersRejected],
+                                            { try VaultConfig.decode(rest, path: "vault.json") }) {
                 let again = onlyVaultErrors("vault.json written back") { try VaultConfig.decode(config.encoded(), path: "vault.json") }
                 expect(again == config, "vault.json does not read back as it was written")
             }
