@@ -539,25 +539,34 @@ package enum S3XML {
         }
     }
 
-    /// True for a body Foundation's parser may be given: UTF-8 XML without a document type
-    /// declaration, as every S3 answer is. Anything else reads as empty (its callers report the
-    /// fields missing). Found by `make fuzz`: swift-corelibs-foundation's XMLParser traps on an
-    /// element name, comment or declaration that is not UTF-8 (libxml2 in recovery mode hands
-    /// such bytes on, and Foundation force-unwraps their decoding), and it substitutes entities,
-    /// so a DTD's entities could grow an answer far past its bytes. Another encoding declared
-    /// would have libxml2 decode the UTF-8-checked bytes as something else: refused too.
+    /// True for a body Foundation's parser may be given: what every S3 answer is — UTF-8
+    /// elements, attributes and text, after an optional XML declaration. No NUL, no `<!`
+    /// (document type, entities, comments, CDATA) and no `<?` after the declaration, whose
+    /// encoding, if it names one, is UTF-8. Anything else reads as empty (its callers report
+    /// the fields missing).
+    ///
+    /// A whitelist, because swift-corelibs-foundation's XMLParser is not safe on hostile bytes
+    /// (found by `make fuzz`): it force-unwraps the UTF-8 decoding of names, comments and
+    /// declarations that libxml2 in recovery mode hands on undecoded, reads a processing
+    /// instruction's missing data as a C string (a NULL `strlen`), and substitutes entities, so
+    /// a DTD could grow an answer far past its bytes. Another encoding, declared or detected
+    /// from NUL bytes, would have libxml2 decode the checked bytes as something else.
     package static func isPlainUTF8XML(_ body: [UInt8]) -> Bool {
-        guard !body.isEmpty, let text = String(validating: body, as: UTF8.self) else { return false }
-        let lower = text.lowercased()
-        guard !lower.contains("<!doctype"), !lower.contains("<!entity") else { return false }
-        if lower.hasPrefix("<?xml") || lower.hasPrefix("\u{FEFF}<?xml"), let end = lower.range(of: "?>") {
-            let declaration = lower[..<end.lowerBound]
+        guard !body.isEmpty, !body.contains(0), let whole = String(validating: body, as: UTF8.self) else { return false }
+        var text = whole[...]
+        if text.hasPrefix("\u{FEFF}") { text = text.dropFirst() }
+        if text.hasPrefix("<?") {
+            guard let end = text.range(of: "?>") else { return false }
+            let declaration = text[..<end.lowerBound].lowercased()
+            guard declaration.hasPrefix("<?xml"), let after = declaration.dropFirst(5).first, after.isWhitespace,
+                  declaration.contains("version") else { return false }
             if let e = declaration.range(of: "encoding") {
-                let value = declaration[e.upperBound...].drop { " =\t\r\n\"'".contains($0) }.prefix { !" \t\r\n\"'?".contains($0) }
+                let value = declaration[e.upperBound...].drop { " =\t\r\n\"'".contains($0) }.prefix { !" \t\r\n\"'".contains($0) }
                 guard value == "utf-8" || value == "utf8" else { return false }
             }
+            text = text[end.upperBound...]
         }
-        return true
+        return !text.contains("<!") && !text.contains("<?")
     }
 
     /// An `<Error><Code>…</Code><Message>…</Message></Error>` body, if it is one.

@@ -75,5 +75,13 @@ import VaultCore
         let latin1 = Array("<?xml version='1.0' encoding='ISO-8859-1'?><Error><Code>SlowDown</Code></Error>".utf8)
         #expect(S3XML.error(latin1) == nil)
         #expect(S3XML.error([0x3C, 0xFF, 0x3E]) == nil)
+        // The fuzzer's second input: a processing instruction without data (Foundation reads
+        // its missing data with strlen(NULL)).
+        #expect(S3XML.error(try Self.parts("regressions/s3/processing-instruction-without-data")[0]) == nil)
+        for refused in ["<Error><!-- x --><Code>A</Code></Error>", "<Error><Code><![CDATA[A]]></Code></Error>", "<?xml?><Error><Code>A</Code></Error>",
+                        "<Error><?pi?><Code>A</Code></Error>", "<Error><Code>A\u{0}</Code></Error>"] {
+            #expect(S3XML.error(Array(refused.utf8)) == nil, "\(refused)")
+        }
+        #expect(S3XML.error(Array("\u{FEFF}<?xml version='1.0'?>\n<Error><Code>A</Code></Error>".utf8))?.code == "A")
     }
 }
