@@ -558,8 +558,12 @@ package enum S3XML {
         if text.hasPrefix("<?") {
             guard let end = text.range(of: "?>") else { return false }
             let declaration = text[..<end.lowerBound].lowercased()
+            // Its own characters only (pseudo-attributes): a "?>" found further on, past a `<`,
+            // would make the whole head a "declaration" that libxml2 reads otherwise.
             guard declaration.hasPrefix("<?xml"), let after = declaration.dropFirst(5).first, after.isWhitespace,
-                  declaration.contains("version") else { return false }
+                  declaration.contains("version"),
+                  declaration.dropFirst(5).allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0.isWhitespace || "=\"'.-_".contains($0)) })
+            else { return false }
             if let e = declaration.range(of: "encoding") {
                 let value = declaration[e.upperBound...].drop { " =\t\r\n\"'".contains($0) }.prefix { !" \t\r\n\"'".contains($0) }
                 guard value == "utf-8" || value == "utf8" else { return false }

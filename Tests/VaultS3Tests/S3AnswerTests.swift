@@ -78,6 +78,8 @@ import VaultCore
         // The fuzzer's second input: a processing instruction without data (Foundation reads
         // its missing data with strlen(NULL)).
         #expect(S3XML.error(try Self.parts("regressions/s3/processing-instruction-without-data")[0]) == nil)
+        // The third: a declaration that seems to end at a later instruction's `?>`.
+        #expect(S3XML.error(try Self.parts("regressions/s3/declaration-ends-inside-an-instruction")[0]) == nil)
         for refused in ["<Error><!-- x --><Code>A</Code></Error>", "<Error><Code><![CDATA[A]]></Code></Error>", "<?xml?><Error><Code>A</Code></Error>",
                         "<Error><?pi?><Code>A</Code></Error>", "<Error><Code>A\u{0}</Code></Error>"] {
             #expect(S3XML.error(Array(refused.utf8)) == nil, "\(refused)")
