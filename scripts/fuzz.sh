@@ -11,6 +11,9 @@ cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-120}"
 all="envelope history state config rncryptor s3 upload"
 families="${FAMILIES:-$all}"
+for family in $families; do
+    case " $all " in *" $family "*) ;; *) echo "vault: no fuzz family '$family' (the families: $all)" >&2; exit 64 ;; esac
+done
 bin=.build-fuzz/debug/fuzzvault
 # FUZZ_BUILT=1: the target is already built (runs of several families side by side).
 [ -n "${FUZZ_BUILT:-}" ] || swift build -c debug --product fuzzvault --scratch-path .build-fuzz \
