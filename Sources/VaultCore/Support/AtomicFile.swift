@@ -5,7 +5,7 @@ import SystemPackage
 /// batch payloads, documents read out to files).
 ///
 /// The temporary name is `.vault-tmp-<pid>-<random>`. The file is registered with
-/// ``Interrupts`` before it exists (an interrupt removes it), held under an `flock` while it is
+/// ``Interrupts`` as it is created (an interrupt removes it), held under an `flock` while it is
 /// written, and removed when the object goes away uncommitted. ``sweep(_:)`` removes the ones a
 /// killed process left behind. Errors name the destination, not the temporary name.
 package final class AtomicFile {
@@ -29,12 +29,16 @@ package final class AtomicFile {
                 random: any RandomSource = SystemRandom()) throws {
         self.destination = destination
         directory = FileSystem.directory(of: destination)
-        temporaryPath = "\(staging ?? directory)/\(Self.temporaryPrefix)\(Platform.processID)-\(Hex.encode(random.bytes(8)))"
-        let token = Interrupts.register(path: temporaryPath)
+        let temporaryPath = "\(staging ?? directory)/\(Self.temporaryPrefix)\(Platform.processID)-\(Hex.encode(random.bytes(8)))"
+        self.temporaryPath = temporaryPath
+        let (token, made) = try Interrupts.create(temporaryPath) {
+            try OpenFile.createExclusive(temporaryPath, permissions: permissions, name: destination)
+        }
+        file = made
         do {
-            file = try OpenFile.createExclusive(temporaryPath, permissions: permissions, name: destination)
             _ = try file.lockExclusive()
         } catch {
+            try? Platform.unlink(temporaryPath)
             Interrupts.unregister(token)
             throw error
         }

@@ -5,9 +5,11 @@ import SystemPackage
 /// that hold plaintext or payload bytes are removed, and registered actions run (restore the
 /// terminal's echo, mark a manifest `interrupted`).
 ///
-/// Temporary files are registered *before* they are created, and the interrupt path ends by
-/// taking the registry's lock for good: a file created after the sweep cannot exist, because
-/// its registration would wait forever. The process then exits, so the lock is never released.
+/// Temporary files are registered and created under the registry's lock (``create(_:_:)``),
+/// and the interrupt path ends by taking that lock for good: a file is either created before
+/// the sweep, which then removes it, or never, because its creation would wait forever. (A
+/// file registered before the sweep but created after it would outlive the process.) The
+/// process then exits, so the lock is never released.
 package enum Interrupts {
     /// Identifies one registration, to withdraw it.
     public struct Token: Hashable, Sendable { fileprivate let value: Int }
@@ -18,12 +20,15 @@ package enum Interrupts {
     nonisolated(unsafe) private static var actions: [Int: () -> Void] = [:]
     nonisolated(unsafe) private static var next = 0
 
-    /// Registers a temporary file to remove on interrupt.
-    public static func register(path: String) -> Token {
+    /// Registers a temporary file to remove on interrupt and creates it with `create`, both
+    /// under the registry's lock, so an interrupt's sweep finds it created or it is never made.
+    /// When `create` throws, nothing stays registered.
+    public static func create<R>(_ path: String, _ create: () throws -> R) throws -> (Token, R) {
         lock.lock(); defer { lock.unlock() }
+        let made = try create()
         next += 1
         paths[next] = path
-        return Token(value: next)
+        return (Token(value: next), made)
     }
 
     /// Registers an action to run on interrupt (before temporary files are removed). Actions
