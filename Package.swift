@@ -93,6 +93,12 @@ let package = Package(
                                                            .product(name: "Crypto", package: "swift-crypto"),
                                                            .product(name: "NIOCore", package: "swift-nio")],
                           path: "Fuzz/Sources/fuzzvault"),
+        // The example app (`make example`): a capture app's job through the public API only.
+        // `packageAccess: false` compiles it outside the package, so `package` symbols are out of
+        // its reach, as they are for an app that depends on vault (Examples/CaptureApp/Package.swift
+        // builds the same sources that way); here it shares the one build of the dependency graph.
+        .executableTarget(name: "CaptureApp", dependencies: ["VaultCore"], path: "Examples/CaptureApp/Sources/CaptureApp",
+                          packageAccess: false),
         // Large vaults for `make bench` and the scale tests (not installed).
         .executableTarget(name: "vault-fixture", dependencies: ["VaultCore"]),
         // The test peers (SeaweedFS, PHP, the receiver, tus, the Python scripts), shared by the

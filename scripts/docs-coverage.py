@@ -5,14 +5,29 @@ Reads the symbol graphs that `swift package generate-documentation` extracted (p
 only) and lists each symbol without a doc comment. A symbol that implements a protocol
 requirement the protocol documents (DocC shows the protocol's text), an enum case's payload
 and compiler-made members are not counted.
-Usage: scripts/docs-coverage.py SYMBOLGRAPH-FOLDER MODULE...
+
+The graphs are found wherever the plugin put them under BUILD-FOLDER
+(`<triple>/extracted-symbols/<package folder name>/<Module>/`: the package's name there is the
+checkout's folder name, so no path is assumed). A module without graphs, or a run that counts
+no public symbol at all, is a failure: a check that passes on nothing checks nothing.
+Usage: scripts/docs-coverage.py BUILD-FOLDER MODULE...
 """
 import glob, json, os, sys
 
-folder, modules = sys.argv[1], sys.argv[2:]
-missing, counted = [], 0
+if len(sys.argv) < 3:
+    sys.exit("usage: docs-coverage.py BUILD-FOLDER MODULE...")
+build, modules = sys.argv[1], sys.argv[2:]
+missing, counted, failed = [], 0, False
 for module in modules:
-    for path in sorted(glob.glob(os.path.join(folder, module, f"{module}*.symbols.json"))):
+    # The newest extraction of this module (a build folder reused by checkouts of other names
+    # may hold older ones).
+    folders = sorted(glob.glob(os.path.join(build, "*", "extracted-symbols", "*", module)), key=os.path.getmtime)
+    paths = sorted(glob.glob(os.path.join(folders[-1], f"{module}*.symbols.json"))) if folders else []
+    if not paths:
+        print(f"docs-coverage: no symbol graph of {module} under {build}/*/extracted-symbols/", file=sys.stderr)
+        failed = True
+        continue
+    for path in paths:
         graph = json.load(open(path))
         # Members that implement or override something documented elsewhere.
         inherits = {r["source"] for r in graph.get("relationships", [])
@@ -31,4 +46,6 @@ for module in modules:
 for m in sorted(set(missing)):
     print(f"undocumented: {m}")
 print(f"{counted - len(set(missing))} of {counted} public symbols documented in {', '.join(modules)}")
-sys.exit(1 if missing else 0)
+if counted == 0:
+    print("docs-coverage: no public symbol was counted: the check found nothing to check", file=sys.stderr)
+sys.exit(1 if missing or failed or counted == 0 else 0)

@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# `make fuzz`: builds the libFuzzer target (Fuzz/Sources/fuzzvault) with AddressSanitizer and,
-# for every family (or those in FAMILIES), makes its seed corpus, replays Fuzz/regressions/
-# <family>/ and fuzzes for FUZZ_SECONDS (default 120). A crash leaves its input in
-# Fuzz/crashes/ and fails the run; fix it, then move the input to Fuzz/regressions/<family>/
-# so it is replayed every time. `make test` runs it with FUZZ_SMOKE=1: after the regressions,
-# a fixed number of inputs per family (about 5 s each here) from a fixed seed, so that the
-# same inputs run every time and a pass or a failure repeats.
+# The fuzz families (Fuzz/README.md), in three modes:
+#
+#   make fuzz         (scripts/fuzz.sh)        builds the libFuzzer driver with AddressSanitizer in
+#                     .build-fuzz/ and, for every family (or those in FAMILIES), makes its seed
+#                     corpus, replays Fuzz/regressions/<family>/ and fuzzes for FUZZ_SECONDS (120).
+#                     The Makefile runs the smoke run below first, with the same build.
+#   make fuzz-smoke   (FUZZ_SMOKE=1)           the sanitized driver: the regressions, then a fixed
+#                     number of inputs per family from a fixed seed (about 5 s each), so that the
+#                     same inputs run every time and a pass or a failure repeats.
+#   make fuzz-replay  (FUZZ_REPLAY=1)          what `make test` runs: the fuzzvault of the normal
+#                     debug build (.build/debug, no sanitizer, no libFuzzer) replays every
+#                     family's regressions and its whole seed corpus through the same properties.
+#                     No second build of the dependency graph.
+#
+# A crash leaves its input in Fuzz/crashes/ and fails the run; fix it, then move the input to
+# Fuzz/regressions/<family>/ so it is replayed every time. A family that finds no input to
+# replay fails: a replay of nothing proves nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-120}"
@@ -14,6 +24,29 @@ families="${FAMILIES:-$all}"
 for family in $families; do
     case " $all " in *" $family "*) ;; *) echo "vault: no fuzz family '$family' (the families: $all)" >&2; exit 64 ;; esac
 done
+
+if [ -n "${FUZZ_REPLAY:-}" ]; then
+    bin=.build/debug/fuzzvault
+    [ -x "$bin" ] || { echo "vault: $bin is missing (make build makes it)" >&2; exit 1; }
+    work=.build/fuzz-replay
+    printf '%-10s %11s %7s\n' family regressions seeds
+    for family in $families; do
+        corpus=$work/$family
+        rm -rf "$corpus" && mkdir -p "$corpus"
+        [ -d "Fuzz/seeds/$family" ] && cp Fuzz/seeds/"$family"/* "$corpus"/
+        python3 scripts/fuzz-seeds.py "$family" "$corpus" > /dev/null
+        "$bin" "$family" --make-seeds "$corpus" > /dev/null
+        regressions=$( (ls Fuzz/regressions/"$family" 2>/dev/null || true) | grep -vc '^README.md$' || true)
+        inputs=("$corpus")
+        [ "$regressions" -gt 0 ] && inputs=(Fuzz/regressions/"$family" "${inputs[@]}")
+        log=$work/$family.log
+        "$bin" "$family" "${inputs[@]}" > "$log" 2>&1 || {
+            tail -20 "$log"; echo "vault: replaying the inputs of '$family' failed ($log)" >&2; exit 1; }
+        printf '%-10s %11s %7s\n' "$family" "$regressions" "$(ls "$corpus" | wc -l)"
+    done
+    exit 0
+fi
+
 bin=.build-fuzz/debug/fuzzvault
 # FUZZ_BUILT=1: the target is already built (runs of several families side by side).
 [ -n "${FUZZ_BUILT:-}" ] || swift build -c debug --product fuzzvault --scratch-path .build-fuzz \
@@ -38,6 +71,7 @@ for family in $families; do
     python3 scripts/fuzz-seeds.py "$family" "$corpus" > /dev/null
     "$bin" "$family" --make-seeds "$corpus" > /dev/null
     seeds=$(ls "$corpus" | wc -l)
+    [ "$seeds" -gt 0 ] || { echo "vault: no seeds for '$family'" >&2; failed=1; continue; }
     if [ -d "Fuzz/regressions/$family" ] && ls Fuzz/regressions/"$family"/* > /dev/null 2>&1; then
         "$bin" "$family" "${opts[@]}" Fuzz/regressions/"$family"/* > ".build-fuzz/$family.regressions.log" 2>&1 || {
             tail -30 ".build-fuzz/$family.regressions.log"; echo "vault: a regression input of '$family' fails again" >&2; failed=1; continue; }

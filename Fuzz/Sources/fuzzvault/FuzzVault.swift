@@ -7,7 +7,8 @@
 //     fuzzvault FAMILY [libFuzzer options] [corpus folders]
 // In a normal build it replays files (or folders of files) through the same properties:
 //     fuzzvault FAMILY PATH...
-// which is how `make test` replays Fuzz/regressions/FAMILY/.
+// which is how `make test` (`make fuzz-replay`) replays Fuzz/regressions/FAMILY/ and the seeds
+// with the debug build it has anyway; it fails when it finds no input.
 import Foundation
 import VaultCore
 
@@ -80,6 +81,11 @@ struct FuzzMain {
                 family.check(Array(data))
                 count += 1
             }
+        }
+        // A replay of nothing proves nothing: an empty folder or no path at all is a failure.
+        guard count > 0 else {
+            FileHandle.standardError.write(Data("fuzzvault \(family.name): no input to replay\n".utf8))
+            exit(66)
         }
         print("fuzzvault \(family.name): \(count) inputs replayed, every property held")
         #endif
