@@ -3,7 +3,8 @@
 //
 //   vault-fixture VAULT COUNT [PER-RECORD]
 //
-// Creates VAULT (password from $VAULT_PASSWORD, Argon2id `interactive`) if it does not exist and
+// Creates VAULT (password from $VAULT_PASSWORD, Argon2id `interactive`, or Argon2id's minimum
+// when VAULT_FIXTURE_KDF=insecure-test, as the CLI tests ask) if it does not exist and
 // adds COUNT documents of 4 KiB to it, PER-RECORD documents per history record (default 1: a
 // history of COUNT records, as a station adding documents one at a time makes). Document i is
 // named `doc-<i>.txt`, tagged `t<i mod 10>`, and added at 2026-01-01 plus i seconds.
@@ -23,7 +24,8 @@ guard let password = ProcessInfo.processInfo.environment["VAULT_PASSWORD"], !pas
 do {
     let secret = try Array(password.utf8).withUnsafeBytes { try SecretBytes(copying: $0) }
     let store = VaultStore(root: args[1])
-    let vault = store.exists ? try store.unlock(password: secret) : try store.create(password: secret, kdf: .interactive)
+    let kdf: KDFParameters = ProcessInfo.processInfo.environment["VAULT_FIXTURE_KDF"] == "insecure-test" ? .minimum : .interactive
+    let vault = store.exists ? try store.unlock(password: secret) : try store.create(password: secret, kdf: kdf)
     let start = try vault.documentCount()
     var random = SystemRandomNumberGenerator()
     var session: AddSession?

@@ -1,8 +1,6 @@
 import ArgumentParser
 import VaultCore
 
-extension KDFLevel: ExpressibleByArgument {}
-
 extension VaultCommand {
     /// `vault init`: create a vault.
     struct Init: VaultSubcommand {
@@ -23,7 +21,7 @@ extension VaultCommand {
         @ParentCommand var root: VaultCommand
 
         @Option(help: "How hard the password is to guess offline: interactive (64 MiB, ~0.1 s), moderate (256 MiB, ~0.7 s) or sensitive (1 GiB, ~3.5 s).")
-        var kdf: KDFLevel = .moderate
+        var kdf = KDFChoice(.moderate)
 
         @OptionGroup var output: OutputOptions
 
@@ -40,8 +38,8 @@ extension VaultCommand {
             try store.checkCanCreate()
             let password = try PasswordReader.read(file: options.passwordFile, command: options.passwordCommand, confirm: true)
             let vault = try store.create(password: password, kdf: kdf.parameters)
-            if output.json { Terminal.out(JSONOutput.line(Result(vault: store.root, id: vault.id, kdf: kdf.rawValue))) }
-            else if !output.quiet { Terminal.err("vault: created \(store.root) (Argon2id \(kdf.rawValue), id \(vault.id.prefix(12)))") }
+            if output.json { Terminal.out(JSONOutput.line(Result(vault: store.root, id: vault.id, kdf: kdf.name))) }
+            else if !output.quiet { Terminal.err("vault: created \(store.root) (Argon2id \(kdf.name), id \(vault.id.prefix(12)))") }
             // Said once, even with -q: it is the one thing a new user must know.
             Terminal.err("vault: keep the password safe: without it the documents cannot be recovered, by anyone")
         }

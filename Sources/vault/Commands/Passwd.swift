@@ -24,7 +24,7 @@ extension VaultCommand {
         @ParentCommand var root: VaultCommand
 
         @Option(help: ArgumentHelp("A new Argon2id level: interactive, moderate or sensitive (default: keep the current parameters).", valueName: "level"))
-        var kdf: KDFLevel?
+        var kdf: KDFChoice?
 
         @Option(help: ArgumentHelp("Read the new password from this file (one trailing newline is ignored).", valueName: "file"), completion: .file())
         var newPasswordFile: String?
@@ -45,7 +45,7 @@ extension VaultCommand {
             let newPassword = try PasswordReader.read(file: newPasswordFile, from: .newPassword, confirm: true)
             let started = Date()
             let summary = try vault.changePassword(to: newPassword, kdf: kdf?.parameters)
-            let level = KDFLevel.allCases.first { $0.parameters == summary.kdf }?.rawValue ?? "custom"
+            let level = KDFChoice.name(of: summary.kdf)
             if output.json {
                 Terminal.out(JSONOutput.line(Result(kdf: level, documents: summary.documents, bytesWritten: summary.bytesWritten,
                                                     seconds: JSONOutput.seconds(since: started))))
