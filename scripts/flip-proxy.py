@@ -9,7 +9,13 @@ unchanged (Host header included, so SigV4 signatures stay valid), except:
   --slowdown N  the first N PUTs are answered 503 SlowDown without reaching the store.
 
 Each request is logged as one JSON line to --log when the store has answered: method, path,
-fault, status, the Range asked for and the body bytes sent back. The store decides everything
+fault, status, the Range asked for and the body bytes sent back. A request given a fault is
+logged when the fault is applied (status 503 for a slowdown, null for a flip, which the store
+answers later): a client that gave up waiting and went on cannot outrun its log line, so a test
+that reads the log once the client has exited sees every fault. A request whose body did not
+arrive whole (the client went away) is logged as fault "client-gone" and not relayed.
+The number of requests in flight is kept in LOG.busy, so a test can wait until the path is
+idle (a request of a killed client may still be on its way to the store and into the log). The store decides everything
 else; this script only changes bytes the way a broken middlebox would. Tests of remote vaults
 use it with no fault, to count requests and bytes.
 """
@@ -36,7 +42,16 @@ def main():
     args = p.parse_args()
     up = urlsplit(args.upstream)
     lock = threading.Lock()
-    state = {"puts": 0}
+    state = {"puts": 0, "busy": 0}
+
+    def busy(change):
+        if not args.log:
+            return
+        with lock:
+            state["busy"] += change
+            with open(args.log + ".busy.tmp", "w") as f:
+                f.write(str(state["busy"]))
+            os.replace(args.log + ".busy.tmp", args.log + ".busy")
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -51,9 +66,20 @@ def main():
                                         "range": self.headers.get("Range"), "bytes": sent}) + "\n")
 
         def relay(self):
+            busy(+1)
+            try:
+                self.relay_counted()
+            finally:
+                busy(-1)
+
+        def relay_counted(self):
             length = int(self.headers.get("Content-Length", "0"))
             body = self.rfile.read(length) if length else b""
             fault = None
+            if len(body) < length:
+                self.record("client-gone", None)
+                self.close_connection = True
+                return
             if self.command == "PUT":
                 with lock:
                     state["puts"] += 1
@@ -71,12 +97,14 @@ def main():
                     changed[len(changed) // 2] ^= 0x01
                     body = bytes(changed)
                     fault = "flip"
+                    self.record(fault, None)
             conn = http.client.HTTPConnection(up.hostname, up.port, timeout=120)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
             conn.request(self.command, self.path, body=body if (body or self.command in ("PUT", "POST")) else None, headers=headers)
             r = conn.getresponse()
             data = r.read()
-            self.record(fault, r.status, 0 if self.command == "HEAD" else len(data))
+            if fault is None:
+                self.record(fault, r.status, 0 if self.command == "HEAD" else len(data))
             self.send_response(r.status, r.reason)
             for k, v in r.getheaders():
                 if k.lower() not in HOP and k.lower() != "content-length":
@@ -89,6 +117,7 @@ def main():
 
         do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = relay
 
+    busy(0)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     with open(args.port_file + ".tmp", "w") as f:
         f.write(str(server.server_address[1]))

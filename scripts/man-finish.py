@@ -85,7 +85,10 @@ def exit_codes(text):
 def readme_examples(path):
     text = open(path, encoding="utf-8").read()
     block = re.search(r"^## Use\n.*?```sh\n(.*?)```", text, re.S | re.M)
-    return [l for l in block.group(1).splitlines() if l.strip()] if block else []
+    lines = [l for l in block.group(1).splitlines() if l.strip()] if block else []
+    if not lines:
+        sys.exit(f"man-finish: no examples in the first sh block after '## Use' in {path}")
+    return lines
 
 
 def main():

@@ -237,10 +237,12 @@ import Glibc
     @Test func documentsOfAKilledAddAreAdoptedByTheNextChange() throws {
         let s = Sandbox()
         s.initVault()
-        for i in 0..<40 { s.write("f\(i).bin", .random(200_000, seed: UInt64(800 + i))) }
+        // 40 MiB in all, each committed (and synced) on its own: the add runs long enough to be
+        // seen midway, on a loaded machine too.
+        for i in 0..<40 { try s.writeLarge("f\(i).bin", mebibytes: 1, seed: UInt64(800 + i)) }
         let pid = s.spawn(["add"] + (0..<40).map { "f\($0).bin" })
         // Kill it once some documents are committed (before it can record them).
-        poll(5000, every: 1000) { s.objects.count >= 3 }
+        poll(every: 1000) { s.objects.count >= 3 || !HardeningCLITests.isRunning(pid) }
         kill(pid, SIGKILL)
         _ = s.wait(pid)
         let committed = s.objects.filter { $0.hasSuffix(".vlt") }

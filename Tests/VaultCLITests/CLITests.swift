@@ -127,7 +127,7 @@ import Testing
     @Test func passwordSources() {
         let s = Sandbox()
         s.write("pw", Array("file password\n".utf8))
-        #expect(s.run("init", "--kdf", "interactive", "--password-file", s.path("pw"), env: ["VAULT_PASSWORD": nil]).status == 0)
+        #expect(s.run("init", "--kdf", "insecure-test", "--password-file", s.path("pw"), env: ["VAULT_PASSWORD": nil]).status == 0)
         #expect(s.run("list", "--password-file", s.path("pw")).status == 0)
         #expect(s.run("--password-file", s.path("pw"), "list").status == 0, "global options also work before the command")
         let none = s.run("list", env: ["VAULT_PASSWORD": nil])
@@ -203,14 +203,7 @@ import Testing
         try s.writeLarge("big.bin", mebibytes: 384, seed: 5)
 
         let pid = s.spawn(["add", "big.bin"])
-        var grown = false
-        for _ in 0..<600 {
-            let staged = (try? FileManager.default.contentsOfDirectory(atPath: s.path("vault/staging"))) ?? []
-            if let temp = staged.first(where: { $0.hasPrefix(".vault-tmp-") }),
-               let size = try? FileManager.default.attributesOfItem(atPath: s.path("vault/staging/" + temp))[.size] as? Int,
-               size > 32 << 20 { grown = true; break }
-            usleep(10_000)
-        }
+        let grown = HardeningCLITests.awaitTemporary(in: s.path("vault/staging"), atLeast: (32 << 20) + 1, pid: pid)
         kill(pid, SIGKILL)
         let r = s.wait(pid)
         #expect(grown, "the add never got going")

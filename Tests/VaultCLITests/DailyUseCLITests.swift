@@ -11,9 +11,9 @@ import Glibc
     @Test func initOnAFreshAccountMakesTheMissingFoldersPrivateAndWarnsOnceAboutThePassword() throws {
         let s = Sandbox()
         let home = s.path("home")   // does not exist: a fresh account without ~/.local/share
-        let r = s.run(["init", "--kdf", "interactive"], env: ["HOME": home, "VAULT_DIR": nil, "XDG_DATA_HOME": nil])
+        let r = s.run(["init", "--kdf", "insecure-test"], env: ["HOME": home, "VAULT_DIR": nil, "XDG_DATA_HOME": nil])
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.stderr.hasPrefix("vault: created \(home)/.local/share/vault (Argon2id interactive, id "), "\(r.stderr)")
+        #expect(r.stderr.hasPrefix("vault: created \(home)/.local/share/vault (Argon2id insecure-test, id "), "\(r.stderr)")
         #expect(r.stderr.components(separatedBy: "without it the documents cannot be recovered").count == 2, "said once: \(r.stderr)")
         for dir in [home, home + "/.local", home + "/.local/share", home + "/.local/share/vault"] {
             let mode = try FileManager.default.attributesOfItem(atPath: dir)[.posixPermissions] as? Int
@@ -95,7 +95,7 @@ import Glibc
         s.write("box/a.txt", .random(300, seed: 97))
         for p in [box, box + "/a.txt"] { chown(p, 65534, 65534) }
         let env: [String: String?] = ["VAULT_DIR": box + "/v", "HOME": box]
-        #expect(s.runAsNobody(["init", "--kdf", "interactive"], env: env).status == 0)
+        #expect(s.runAsNobody(["init", "--kdf", "insecure-test"], env: env).status == 0)
         #expect(s.runAsNobody(["add", box + "/a.txt"], env: env).status == 0)
         // The history read-only to its owner: reading works, sending does not.
         chmod(box + "/v/log.vlt", 0o400)

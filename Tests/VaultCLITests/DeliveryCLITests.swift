@@ -82,7 +82,7 @@ import Glibc
         // Wednesday: six large documents; the office upload is killed once its first batch is confirmed.
         let wednesday = try Self.add(s, 6, size: 1 << 20, seed: 3)
         let pid = s.spawn(["upload", "--to", "office", "--batch-size", "2"], env: Self.office)
-        let confirmed = poll(3000, every: 20_000) {
+        let confirmed = poll(every: 20_000) {
             receiver.accepted.contains { wednesday.contains($0) } || !HardeningCLITests.isRunning(pid)
         }
         try #require(confirmed && HardeningCLITests.isRunning(pid), "the upload finished before it could be killed")

@@ -14,14 +14,15 @@ import Glibc
 
     /// Waits until a temporary file in `dir` holds at least `bytes` bytes; false if none did in time.
     static func awaitTemporary(in dir: String, atLeast bytes: Int, pid: pid_t) -> Bool {
-        for _ in 0..<4000 {
-            for name in entries(dir) where name.hasPrefix(".vault-tmp-") {
-                if let size = try? FileManager.default.attributesOfItem(atPath: dir + "/" + name)[.size] as? Int, size >= bytes { return true }
+        var grown = false
+        poll(every: 1000) {
+            grown = entries(dir).contains { name in
+                name.hasPrefix(".vault-tmp-")
+                    && ((try? FileManager.default.attributesOfItem(atPath: dir + "/" + name)[.size] as? Int) ?? 0) >= bytes
             }
-            if !isRunning(pid) { return false }   // it finished first
-            usleep(1000)
+            return grown || !isRunning(pid)   // or it finished first
         }
-        return false
+        return grown
     }
 
     /// True while `pid` has not exited (it is not yet a zombie), without reaping it.
@@ -99,11 +100,7 @@ import Glibc
         }
         let out = s.path("out")
         let pid = s.spawn(["export", "--out", out, "--batch-size", "1"])
-        var first = false
-        for _ in 0..<20000 where !first {
-            first = FileManager.default.fileExists(atPath: out + "/batch-0001.json")
-            if !first { usleep(500) }
-        }
+        let first = poll(every: 500) { FileManager.default.fileExists(atPath: out + "/batch-0001.json") || !Self.isRunning(pid) }
         kill(pid, SIGTERM)
         let r = s.wait(pid)
         #expect(first)
@@ -129,11 +126,9 @@ import Glibc
         // The first batch is read slowly (about 4 s), so the signal lands while it is sent.
         let r = Receiver(in: s, token: nil, faults: #"[{"action": "slow", "rate": 400000}]"#)
         let pid = s.spawn(["upload", "--url", r.url, "--batch-size", "1", "--progress", "none"])
-        var sending = false
-        for _ in 0..<500 where !sending {
-            sending = FileManager.default.fileExists(atPath: s.path("vault/uploads")) && r.log.isEmpty
+        let sending = poll(every: 10_000) {
+            FileManager.default.fileExists(atPath: s.path("vault/uploads")) && r.log.isEmpty
                 && Self.entries(s.path("vault/uploads")).contains { $0.hasSuffix(".journal") }
-            usleep(10_000)
         }
         usleep(500_000)
         kill(pid, SIGINT)
@@ -151,10 +146,12 @@ import Glibc
     @Test func anInterruptAtThePasswordPromptRestoresTheTerminal() throws {
         let s = Sandbox()
         s.initVault()
-        // A real terminal (script's pseudo-terminal); vault prompts on it, then gets SIGINT.
+        // A real terminal (script's pseudo-terminal); vault prompts on it (echo goes off: waited
+        // for, up to a minute), then gets SIGINT.
         s.write("prompt.sh", Array("""
             "$1" list 2>err.txt & p=$!
-            sleep 1; stty -a > during.txt; kill -INT $p; wait $p; echo $? > rc.txt; stty -a > after.txt
+            i=0; until stty -a | grep -q -- ' -echo ' || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done
+            stty -a > during.txt; kill -INT $p; wait $p; echo $? > rc.txt; stty -a > after.txt
 
             """.utf8))
         let r = s.shell("script -qec \"sh prompt.sh $1\" /dev/null", env: ["VAULT_PASSWORD": nil])
@@ -289,15 +286,19 @@ import Glibc
         chown(box + "/password", 65534, 65534)
         let secrets = ["VAULT_PASSWORD": "pw-in-env-7f3a", "VAULT_UPLOAD_TOKEN": "token-in-env-9c1d", "VAULT_UPLOAD_PASSWORD": "basic-in-env-2b8e"]
         // vault runs as nobody and waits for its password on the FIFO: alive, past its start-up.
-        let pid = s.spawn(["init", "--vault", box + "/v", "--kdf", "interactive", "--password-file", box + "/password"],
+        let pid = s.spawn(["init", "--vault", box + "/v", "--kdf", "insecure-test", "--password-file", box + "/password"],
                           env: secrets, wrapper: Sandbox.nobody)
-        var environ = ""
-        for _ in 0..<1000 {
+        // Waited for (up to two minutes: the suite's other tests share the two cores): vault has
+        // been exec'd and has taken the secrets out of its environment.
+        var environ = "", comm = ""
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline && Self.isRunning(pid) {
             environ = (try? String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ")), as: UTF8.self)) ?? ""
-            let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
-            if comm == "vault\n" && !secrets.values.contains(where: { environ.contains($0) }) { break }
+            comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
+            if comm == "vault\n" && !environ.isEmpty && !secrets.values.contains(where: { environ.contains($0) }) { break }
             usleep(5000)
         }
+        #expect(comm == "vault\n" && Self.isRunning(pid), "vault is running: \(comm)")
         #expect(!environ.isEmpty)
         for (name, value) in secrets { #expect(!environ.contains(value), "\(name) is still readable in /proc/PID/environ") }
         let limits = (try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)) ?? ""
@@ -413,7 +414,7 @@ import Glibc
         s.write("box/inbox/locked/b.txt", Array("beta".utf8))
         for p in [box, box + "/inbox", box + "/inbox/locked", box + "/inbox/a.txt", box + "/inbox/locked/b.txt"] { chown(p, 65534, 65534) }
         let env: [String: String?] = ["VAULT_DIR": box + "/v", "HOME": box]
-        #expect(s.runAsNobody(["init", "--kdf", "interactive"], env: env).status == 0)
+        #expect(s.runAsNobody(["init", "--kdf", "insecure-test"], env: env).status == 0)
         chmod(box + "/inbox/locked", 0)
         let r = s.runAsNobody(["add", "-r", box + "/inbox"], env: env)
         let shown = URL(fileURLWithPath: box).standardizedFileURL.path   // as the walk names it

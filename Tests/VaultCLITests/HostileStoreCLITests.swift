@@ -17,7 +17,7 @@ import VaultS3
         let env = S3UploadCLITests.env(sw)
         let url = "s3://\(bucket)/v"
         let s = Sandbox()
-        #expect(RemoteCLITests.run(s, "a", ["init", "--kdf", "interactive"], env: env).status == 0)
+        #expect(RemoteCLITests.run(s, "a", ["init", "--kdf", "insecure-test"], env: env).status == 0)
         #expect(RemoteCLITests.run(s, "a", ["remote", "add", "office", url], env: env).status == 0)
         s.write("one.txt", Array("one".utf8))
         s.write("two.txt", Array("two".utf8))
@@ -53,7 +53,7 @@ import VaultS3
         defer { Task { await s3.shutdown() } }
         let env = S3UploadCLITests.env(sw)
         let s = Sandbox()
-        #expect(RemoteCLITests.run(s, "a", ["init", "--kdf", "interactive"], env: env).status == 0)
+        #expect(RemoteCLITests.run(s, "a", ["init", "--kdf", "insecure-test"], env: env).status == 0)
         let kept = s.path("kept")
         try FileManager.default.copyItem(atPath: s.path("a"), toPath: kept)
         let newEnv = env.merging(["VAULT_PASSWORD": "the new one"]) { _, b in b }

@@ -5,12 +5,22 @@ import VaultS3
 
 /// Peak memory of whole `vault` processes (measured with wait4, so tests running in parallel
 /// in this process do not affect it): it must not grow with the document's size.
+///
+/// `make test` runs them at a quarter of the data (256 MiB; 20 x 12 MiB), `make long` at full
+/// size (1 GiB; 20 x 50 MiB), with the same bounds: they hold the constant part (buffers of a
+/// large file's chunk batches, a tus PATCH, S3 parts in flight), and a command that held a
+/// whole document would exceed them at either size.
 @Suite(.serialized) struct MemoryTests {
-    @Test func addAndGetOfOneGiBUseAtMost16MiBMoreThanOfOneKiB() throws {
+    /// The size of the large document of the add and get test, in MiB.
+    static let large = TestSize.pick(256, long: 1024)
+    /// The size of each of the 20 documents of the export and upload test, in MiB.
+    static let each = TestSize.pick(12, long: 50)
+
+    @Test func addAndGetOfALargeDocumentUseAtMost16MiBMoreThanOfOneKiB() throws {
         let s = Sandbox()
-        s.initVault()
+        s.initVault(kdf: "interactive")
         s.write("small.bin", .random(1024))
-        try s.writeLarge("big.bin", mebibytes: 1024, seed: 9)
+        try s.writeLarge("big.bin", mebibytes: Self.large, seed: 9)
         let big = s.path("big.bin")
 
         let addSmall = s.measure("add", "small.bin")
@@ -21,9 +31,10 @@ import VaultS3
         let getBig = s.measure("get", "big.bin", "-o", s.path("big.out"))
         #expect(getSmall.status == 0 && getBig.status == 0, "\(getBig.stderr)")
         let size = try FileManager.default.attributesOfItem(atPath: s.path("big.out"))[.size] as? Int
-        #expect(size == 1 << 30)
+        #expect(size == Self.large << 20)
         let addDelta = addBig.maxRSSKiB - addSmall.maxRSSKiB, getDelta = getBig.maxRSSKiB - getSmall.maxRSSKiB
-        print("peak RSS: add 1 KiB \(addSmall.maxRSSKiB) KiB, 1 GiB \(addBig.maxRSSKiB) KiB (+\(addDelta)); get 1 KiB \(getSmall.maxRSSKiB) KiB, 1 GiB \(getBig.maxRSSKiB) KiB (+\(getDelta))")
+        print("peak RSS: add 1 KiB \(addSmall.maxRSSKiB) KiB, \(Self.large) MiB \(addBig.maxRSSKiB) KiB (+\(addDelta)); "
+              + "get 1 KiB \(getSmall.maxRSSKiB) KiB, \(Self.large) MiB \(getBig.maxRSSKiB) KiB (+\(getDelta))")
         #expect(addSmall.maxRSSKiB > 60 * 1024, "the figure includes Argon2id's 64 MiB, so it is vault's own")
         #expect(addDelta <= 16 * 1024)
         #expect(getDelta <= 16 * 1024)
@@ -43,12 +54,12 @@ import VaultS3
         if let failure { throw failure }
     }
 
-    @Test func exportingAndUploadingInEveryProtocol20x50MiBUseAtMost8MiBMoreThan1x1MiB() throws {
+    @Test func exportingAndUploadingTwentyLargeDocumentsInEveryProtocolUseAtMost8MiBMoreThanOneOf1MiB() throws {
         let s = Sandbox()
-        s.initVault()
+        s.initVault(kdf: "interactive")
         for i in 0..<21 {
             let path = s.path("d\(i).bin")
-            try s.writeLarge("d\(i).bin", mebibytes: i == 0 ? 1 : 50, seed: UInt64(i + 3))
+            try s.writeLarge("d\(i).bin", mebibytes: i == 0 ? 1 : Self.each, seed: UInt64(i + 3))
             #expect(s.run("add", path, "--tag", i == 0 ? "small" : "big").status == 0)
             try FileManager.default.removeItem(atPath: path)
         }
@@ -60,16 +71,16 @@ import VaultS3
         let upBig = s.measure("upload", "--tag", "big", "--url", r.url, "--progress", "none")
         #expect(upSmall.status == 0 && upBig.status == 0, "\(upBig.stderr)")
         #expect(r.statuses == ["200", "200"])
-        #expect((r.log.last?["bytes"] as? Int ?? 0) > 20 * 50 << 20 * 4 / 3)
-        print("peak RSS: upload 1 x 1 MiB \(upSmall.maxRSSKiB) KiB, 20 x 50 MiB \(upBig.maxRSSKiB) KiB (+\(upBig.maxRSSKiB - upSmall.maxRSSKiB))")
+        #expect((r.log.last?["bytes"] as? Int ?? 0) > 20 * Self.each << 20 * 4 / 3)
+        print("peak RSS: upload 1 x 1 MiB \(upSmall.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(upBig.maxRSSKiB) KiB (+\(upBig.maxRSSKiB - upSmall.maxRSSKiB))")
         #expect(upBig.maxRSSKiB - upSmall.maxRSSKiB <= 8 * 1024)
         // The same as multipart/form-data (raw bytes), to the same sink.
         let formSmall = s.measure("upload", "--tag", "small", "--url", r.url, "--protocol", "form", "--progress", "none")
         let formBig = s.measure("upload", "--tag", "big", "--url", r.url, "--protocol", "form", "--progress", "none")
         #expect(formSmall.status == 0 && formBig.status == 0, "\(formBig.stderr)")
         let formBytes: Int = r.log.last?["bytes"] as? Int ?? 0
-        #expect(formBytes > 20 * 50 << 20)
-        print("peak RSS: form upload 1 x 1 MiB \(formSmall.maxRSSKiB) KiB, 20 x 50 MiB \(formBig.maxRSSKiB) KiB (+\(formBig.maxRSSKiB - formSmall.maxRSSKiB))")
+        #expect(formBytes > 20 * Self.each << 20)
+        print("peak RSS: form upload 1 x 1 MiB \(formSmall.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(formBig.maxRSSKiB) KiB (+\(formBig.maxRSSKiB - formSmall.maxRSSKiB))")
         #expect(formBig.maxRSSKiB - formSmall.maxRSSKiB <= 8 * 1024)
         // And over tus, in 4 MiB checksummed PATCHes, to resumable-upload.
         let tus = try TusServer(in: s, checksums: "sha256")
@@ -77,9 +88,9 @@ import VaultS3
         let tusBig = s.measure("upload", "--tag", "big", "--url", tus.url, "--protocol", "tus", "--progress", "none")
         #expect(tusSmall.status == 0 && tusBig.status == 0, "\(tusBig.stderr)")
         let tusWritten: Int = tus.written.reduce(0, +)
-        let bigPayload: Int = 20 * 50 << 20 * 4 / 3
+        let bigPayload: Int = 20 * Self.each << 20 * 4 / 3
         #expect(tusWritten > bigPayload)
-        print("peak RSS: tus upload 1 x 1 MiB \(tusSmall.maxRSSKiB) KiB, 20 x 50 MiB \(tusBig.maxRSSKiB) KiB (+\(tusBig.maxRSSKiB - tusSmall.maxRSSKiB))")
+        print("peak RSS: tus upload 1 x 1 MiB \(tusSmall.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(tusBig.maxRSSKiB) KiB (+\(tusBig.maxRSSKiB - tusSmall.maxRSSKiB))")
         #expect(tusBig.maxRSSKiB - tusSmall.maxRSSKiB <= 8 * 1024)
         // And to S3 (SeaweedFS) with two 8 MiB parts in flight: at most 16 MiB more.
         let sw = try SeaweedFS.shared.get()
@@ -90,7 +101,7 @@ import VaultS3
         let s3Small = s.measureWith(["upload", "--tag", "small", "--url", "s3://\(bucket)/m", "--parallel", "2", "--progress", "none"], env: S3UploadCLITests.env(sw))
         let s3Big = s.measureWith(["upload", "--tag", "big", "--url", "s3://\(bucket)/m", "--parallel", "2", "--progress", "none"], env: S3UploadCLITests.env(sw))
         #expect(s3Small.status == 0 && s3Big.status == 0, "\(s3Big.stderr)")
-        print("peak RSS: s3 upload (--parallel 2) 1 x 1 MiB \(s3Small.maxRSSKiB) KiB, 20 x 50 MiB \(s3Big.maxRSSKiB) KiB (+\(s3Big.maxRSSKiB - s3Small.maxRSSKiB))")
+        print("peak RSS: s3 upload (--parallel 2) 1 x 1 MiB \(s3Small.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(s3Big.maxRSSKiB) KiB (+\(s3Big.maxRSSKiB - s3Small.maxRSSKiB))")
         #expect(s3Big.maxRSSKiB - s3Small.maxRSSKiB <= 16 * 1024)
         // And the same export read in place from the store (push first), with a 16 MiB cache:
         // at most 8 MiB more than for 1 MiB, plus the cache.
@@ -101,12 +112,12 @@ import VaultS3
         let directBig = s.measureWith(remote + ["--tag", "big", "--out", "direct-big"], env: S3UploadCLITests.env(sw))
         #expect(directSmall.status == 0 && directBig.status == 0, "\(directBig.stderr)")
         #expect(FileManager.default.contents(atPath: s.path("direct-big/batch-0001.json")) == FileManager.default.contents(atPath: s.path("big/batch-0001.json")))
-        print("peak RSS: direct export from the store (--cache-size 16M) 1 x 1 MiB \(directSmall.maxRSSKiB) KiB, 20 x 50 MiB \(directBig.maxRSSKiB) KiB (+\(directBig.maxRSSKiB - directSmall.maxRSSKiB))")
+        print("peak RSS: direct export from the store (--cache-size 16M) 1 x 1 MiB \(directSmall.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(directBig.maxRSSKiB) KiB (+\(directBig.maxRSSKiB - directSmall.maxRSSKiB))")
         #expect(directBig.maxRSSKiB - directSmall.maxRSSKiB <= (8 + 16) * 1024)
         #expect(small.status == 0 && big.status == 0, "\(big.stderr)")
         let size = try FileManager.default.attributesOfItem(atPath: s.path("big/batch-0001.json"))[.size] as? Int ?? 0
-        #expect(size > 20 * 50 << 20 * 4 / 3)
-        print("peak RSS: export 1 x 1 MiB \(small.maxRSSKiB) KiB, 20 x 50 MiB \(big.maxRSSKiB) KiB (+\(big.maxRSSKiB - small.maxRSSKiB))")
+        #expect(size > 20 * Self.each << 20 * 4 / 3)
+        print("peak RSS: export 1 x 1 MiB \(small.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(big.maxRSSKiB) KiB (+\(big.maxRSSKiB - small.maxRSSKiB))")
         #expect(small.maxRSSKiB > 60 * 1024)
         #expect(big.maxRSSKiB - small.maxRSSKiB <= 8 * 1024)
     }

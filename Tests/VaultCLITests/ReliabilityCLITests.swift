@@ -67,7 +67,7 @@ import Glibc
             u.waitUntilExit()
         }
         let vaultDir = small + "/vault"
-        #expect(s.run(["init", "--kdf", "interactive"], env: ["VAULT_DIR": vaultDir]).status == 0)
+        #expect(s.run(["init", "--kdf", "insecure-test"], env: ["VAULT_DIR": vaultDir]).status == 0)
         s.write("a.bin", .random(1 << 20, seed: 1))
         s.write("big.bin", .random(6 << 20, seed: 2))
         #expect(s.run(["add", "a.bin"], env: ["VAULT_DIR": vaultDir]).status == 0)
@@ -221,7 +221,7 @@ import Glibc
         // Readers start once the first document is committed (before that, "there are no
         // documents to export" is the right answer), run beside the writers, and must always see
         // a consistent vault.
-        poll(3000, every: 2000) { s.objects.contains(where: { $0.hasSuffix(".vlt") }) }
+        poll(every: 2000) { s.objects.contains(where: { $0.hasSuffix(".vlt") }) }
         var readerFailures: [String] = []
         for _ in 0..<5 {
             let l = s.run("list", "--json")
@@ -252,9 +252,14 @@ import Glibc
         #expect(s.run("add", "a.txt").status == 0)
         // While an add runs, its command line holds no secret.
         let pid = s.spawn(["add", "big.bin"])
-        usleep(100_000)
-        let cmdline = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
+        // Once sh has exec'd vault (the command line names the subcommand), and while it runs.
+        var cmdline = ""
+        poll(every: 5_000) {
+            cmdline = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
+            return cmdline.hasPrefix(Sandbox.binary) || !HardeningCLITests.isRunning(pid)
+        }
         _ = s.wait(pid)
+        #expect(cmdline.hasPrefix(Sandbox.binary) && cmdline.contains("big.bin"), "the running add was seen: \(cmdline)")
         #expect(!cmdline.contains(password))
         #expect(s.run("export", "--out", "out").status == 0)
         // No file under the vault holds the password, in any form we can think of.
@@ -326,14 +331,29 @@ extension Array where Element == UInt8 {
         let input = Pipe(), output = Pipe()
         r.standardInput = input
         r.standardOutput = output
+        // What the terminal showed so far, read as it comes: each answer is typed once its
+        // prompt is on the screen (typed earlier, it could be flushed with the terminal's echo).
+        let shown = Shown()
+        output.fileHandleForReading.readabilityHandler = { h in shown.append(h.availableData) }
         try? r.run()
-        for a in answers {
-            usleep(400_000)
+        for (i, a) in answers.enumerated() {
+            poll(every: 10_000) { shown.prompts > i || !r.isRunning }
             input.fileHandleForWriting.write(Data((a + "\n").utf8))
         }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         r.waitUntilExit()
-        return text.replacingOccurrences(of: "\r", with: "")
+        output.fileHandleForReading.readabilityHandler = nil
+        shown.append(output.fileHandleForReading.readDataToEndOfFile())
+        return shown.text.replacingOccurrences(of: "\r", with: "")
+    }
+
+    /// A terminal's output as it arrives, and how many password prompts it holds.
+    final class Shown: @unchecked Sendable {
+        // @unchecked: `bytes` is touched only under `lock`.
+        private let lock = NSLock()
+        private var bytes = Data()
+        func append(_ d: Data) { lock.withLock { bytes.append(d) } }
+        var text: String { lock.withLock { String(decoding: bytes, as: UTF8.self) } }
+        var prompts: Int { text.components(separatedBy: "password: ").count - 1 }
     }
 
     @Test func initAsksTwiceWithoutEcho() {

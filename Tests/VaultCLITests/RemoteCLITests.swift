@@ -41,7 +41,7 @@ import Glibc
         let url = "s3://\(bucket)/office vault"
         let s = Sandbox()
         // Station A creates the vault and pushes it (empty): the store gets vault.json.
-        #expect(Self.run(s, "a", ["init", "--kdf", "interactive"], env: env).status == 0)
+        #expect(Self.run(s, "a", ["init", "--kdf", "insecure-test"], env: env).status == 0)
         #expect(Self.run(s, "a", ["remote", "add", "office", url], env: env).status == 0)
         let first = Self.run(s, "a", ["push"], env: env)
         #expect(first.status == 0, "\(first.stderr)")
@@ -167,13 +167,12 @@ import Glibc
                 .map { $0["path"] as! String }
         }
         let pid = s.spawn(["push", url, "--parallel", "1"], env: env)
-        #expect(poll(6000, every: 2000) { objectPUTs().count >= 10 || !HardeningCLITests.isRunning(pid) })
+        #expect(poll(every: 2000) { objectPUTs().count >= 10 || !HardeningCLITests.isRunning(pid) })
         kill(pid, SIGKILL)
         _ = s.wait(pid)
         // A PUT in flight at the kill still reaches the store and the path's log a moment later:
-        // wait until the log is still, then take what the store holds as what the first run sent.
-        var settled = -1
-        _ = poll(20, every: 500_000) { let n = path.entries.count; defer { settled = n }; return n == settled }
+        // wait until the path is idle, then take what the store holds as what the first run sent.
+        #expect(path.waitUntilIdle())
         let before = objectPUTs()
         #expect(before.count >= 10 && before.count < 40, "killed midway: \(before.count)")
         let stored = try await s3.listObjects(bucket: bucket, prefix: "v/objects/").count
@@ -195,7 +194,7 @@ import Glibc
         func taken() -> [String] {
             ((try? FileManager.default.contentsOfDirectory(atPath: replica + "/objects")) ?? []).filter { $0.hasSuffix(".vlt") }
         }
-        #expect(poll(6000, every: 2000) { taken().count >= 10 || !HardeningCLITests.isRunning(cpid) })
+        #expect(poll(every: 2000) { taken().count >= 10 || !HardeningCLITests.isRunning(cpid) })
         kill(cpid, SIGKILL)
         _ = s.wait(cpid)
         let kept = Set(taken())
@@ -278,14 +277,18 @@ import Glibc
 
 /// `--vault s3://BUCKET/PREFIX`: list, get, verify and export read the store in place, with no
 /// local replica; requests and bytes counted by the logging path in front of SeaweedFS.
+/// `make test` reads 300 documents and a 64 MiB one, `make long` 1,000 and 1 GiB.
 @Suite struct DirectRemoteReadCLITests {
+    static let documents = TestSize.pick(300, long: 1000)
+    static let largeMiB = TestSize.pick(64, long: 1024)
+
     @Test func aColdListReadsOnlyHeadersAndEverythingElseMatchesTheLocalVault() async throws {
         let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("direct")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
         try FileManager.default.createDirectory(atPath: s.path("many"), withIntermediateDirectories: true)
-        for i in 0..<1000 { s.write("many/scan \(i).txt", .random(100 + (i * 37) % 1900, seed: 3000 + UInt64(i))) }
+        for i in 0..<Self.documents { s.write("many/scan \(i).txt", .random(100 + (i * 37) % 1900, seed: 3000 + UInt64(i))) }
         #expect(s.run("add", "-r", s.path("many")).status == 0)
         let url = "s3://\(bucket)/direct"
         #expect(s.run(["push", url, "--parallel", "8"], env: S3UploadCLITests.env(sw)).status == 0)
@@ -300,12 +303,12 @@ import Glibc
         #expect(list.stdout == s.run("list", "--json").stdout, "the same records as the local vault")
         let heads = objectGETs()
         let bytes = heads.reduce(0) { $0 + ($1["bytes"] as? Int ?? 0) }
-        #expect(heads.count == 1000)
+        #expect(heads.count == Self.documents)
         #expect(heads.allSatisfy { ($0["range"] as? String ?? "").hasPrefix("bytes=0-") && ($0["bytes"] as? Int ?? .max) <= 8192 })
-        print("cold list of 1,000 remote documents: \(heads.count) ranged GETs, \(bytes) bytes (\(bytes / 1000) per document)")
+        print("cold list of \(Self.documents) remote documents: \(heads.count) ranged GETs, \(bytes) bytes (\(bytes / Self.documents) per document)")
         // Warm: the sealed index in the cache folder answers; no envelope is read again.
         #expect(s.run(["--vault", url, "list"], env: env).status == 0)
-        #expect(objectGETs().count == 1000)
+        #expect(objectGETs().count == Self.documents)
         // The cache folder holds the sealed index and vault.json: no envelope, no plaintext.
         let cache = s.path(".cache/vault")
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: cache)) ?? []
@@ -314,7 +317,7 @@ import Glibc
         #expect(kept == ["index.db", "lock", "objects", "vault.json"], "\(kept)")
         // verify and export in place give what the local vault gives.
         let v = s.run(["--vault", url, "verify"], env: env)
-        #expect(v.status == 0 && v.out.contains("verified 1000 documents: 1000 ok, 0 damaged"), "\(v.out)\(v.stderr)")
+        #expect(v.status == 0 && v.out.contains("verified \(Self.documents) documents: \(Self.documents) ok, 0 damaged"), "\(v.out)\(v.stderr)")
         let local = S3UploadCLITests.exported(s, ["--batch-size", "500"])
         let remote = s.run(["--vault", url, "export", "--out", "remote-out", "--batch-size", "500", "-q"], env: env)
         #expect(remote.status == 0, "\(remote.stderr)")
@@ -336,19 +339,20 @@ import Glibc
         #expect(add.status == 64 && add.stderr.hasPrefix("vault: this command needs a local vault; \(url) can be read in place only by list, get, verify, export and upload\n"), "\(add.stderr)")
     }
 
-    @Test func aRangeOfAOneGiBRemoteDocumentFetchesOnlyTheChunkGroupsCoveringIt() async throws {
+    @Test func aRangeOfALargeRemoteDocumentFetchesOnlyTheChunkGroupsCoveringIt() async throws {
         let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("range")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
-        try s.writeLarge("big.bin", mebibytes: 1024, seed: 77)
+        try s.writeLarge("big.bin", mebibytes: Self.largeMiB, seed: 77)
         #expect(s.run("add", "big.bin").status == 0)
         try FileManager.default.removeItem(atPath: s.path("big.bin"))
         let url = "s3://\(bucket)/g"
         #expect(s.run(["push", url], env: S3UploadCLITests.env(sw)).status == 0)
         let path = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString], in: s)
         let env = S3UploadCLITests.env(sw).merging(["AWS_ENDPOINT_URL": path.url]) { _, b in b }
-        for (range, label) in [("700000000-700000099", "100 bytes"), ("1073741000-", "the last 824 bytes"), ("5000000-9000000", "4 MB")] {
+        let size = Self.largeMiB << 20, middle = size / 3 * 2
+        for (range, label) in [("\(middle)-\(middle + 99)", "100 bytes"), ("\(size - 824)-", "the last 824 bytes"), ("5000000-9000000", "4 MB")] {
             let before = path.entries.count
             let r = s.run(["--vault", url, "get", "big.bin", "--range", range], env: env)
             #expect(r.status == 0, "\(r.stderr)")
@@ -357,9 +361,9 @@ import Glibc
             let served = gets.reduce(0) { $0 + ($1["bytes"] as? Int ?? 0) }
             // The head, then groups of 16 sealed chunks (1,048,832 bytes) covering the range.
             let parts = range.split(separator: "-", omittingEmptySubsequences: false)
-            let start = Int(parts[0])!, end = parts[1].isEmpty ? (1 << 30) - 1 : Int(parts[1])!
+            let start = Int(parts[0])!, end = parts[1].isEmpty ? size - 1 : Int(parts[1])!
             let groups = (end / (16 << 16)) - (start / (16 << 16)) + 1
-            print("get --range \(range) of a 1 GiB remote document: \(gets.count) GETs, \(served) bytes (\(groups) covering group(s)): \(gets.map { $0["range"] as? String ?? "" })")
+            print("get --range \(range) of a \(Self.largeMiB) MiB remote document: \(gets.count) GETs, \(served) bytes (\(groups) covering group(s)): \(gets.map { $0["range"] as? String ?? "" })")
             #expect(served <= 8192 + groups * 16 * 65552, "\(label): \(served) bytes")
             #expect(served >= (end - start + 1))
         }

@@ -137,7 +137,7 @@ import Glibc
             guard let j = s.journal(), let b = (j["batches"] as? [[String: Any]])?.first else { return [] }
             return ((b["s3Parts"] as? [[String: Any]]) ?? []).compactMap { $0["number"] as? Int }
         }
-        poll(6000, every: 2000) { confirmedParts().count >= 3 || !HardeningCLITests.isRunning(pid) }
+        poll(every: 2000) { confirmedParts().count >= 3 || !HardeningCLITests.isRunning(pid) }
         try #require(HardeningCLITests.isRunning(pid), "the upload finished before it could be killed")
         kill(pid, SIGKILL)
         _ = s.wait(pid)

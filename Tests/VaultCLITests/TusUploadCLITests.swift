@@ -67,7 +67,7 @@ import Glibc
         let s = try Self.vault(count: 1, mebibytes: 24, seed: 310)
         let tus = try TusServer(in: s)
         let pid = s.spawn(["upload", "--url", tus.url, "--protocol", "tus", "--chunk-size", "256K", "--progress", "json", "--retries", "8"])
-        poll(4000, every: 2000) { tus.written.count >= 12 || !HardeningCLITests.isRunning(pid) }
+        poll(every: 2000) { tus.written.count >= 12 || !HardeningCLITests.isRunning(pid) }
         guard HardeningCLITests.isRunning(pid) else {
             let early = s.wait(pid)
             Issue.record("the upload ended before the server could be killed: \(early.status) \(early.stderr) \(tus.log.suffix(1500))")
@@ -89,7 +89,7 @@ import Glibc
         let tus = try TusServer(in: s)
         let args = ["upload", "--url", tus.url, "--protocol", "tus", "--chunk-size", "256K"]
         let pid = s.spawn(args)
-        poll(4000, every: 2000) { tus.written.count >= 16 || !HardeningCLITests.isRunning(pid) }
+        poll(every: 2000) { tus.written.count >= 16 || !HardeningCLITests.isRunning(pid) }
         guard HardeningCLITests.isRunning(pid) else {
             let early = s.wait(pid)
             Issue.record("the upload ended before it could be killed: \(early.status) \(early.stderr) \(tus.log.suffix(1500))")

@@ -191,10 +191,8 @@ import Testing
         let plan = "[" + (0..<6).map { _ in #"{"action": "slow", "rate": 4000000}"# }.joined(separator: ",") + "]"
         let r = Receiver(in: s, faults: plan)
         let pid = s.spawn(["upload", "--url", r.url, "--batch-size", "2"], env: Self.token)
-        var firstConfirmed = false
-        for _ in 0..<400 {
-            if r.log.contains(where: { $0["batch"] as? String == "1/3" && ($0["status"] as? Int) == 200 }) { firstConfirmed = true; break }
-            usleep(20_000)
+        let firstConfirmed = poll(every: 20_000) {
+            r.log.contains { $0["batch"] as? String == "1/3" && ($0["status"] as? Int) == 200 } || !HardeningCLITests.isRunning(pid)
         }
         usleep(150_000)
         kill(pid, SIGKILL)

@@ -11,7 +11,11 @@ import Testing
     static func vectors(_ name: String) throws -> [[String: String]] {
         let path = URL(fileURLWithPath: FixtureGenerator.directory).deletingLastPathComponent()
             .appendingPathComponent("rncryptor/" + name).path
-        let text = try String(contentsOfFile: path, encoding: .utf8)
+        return try records(try String(contentsOfFile: path, encoding: .utf8), of: name)
+    }
+
+    /// The records of a vector file's text; ``NothingFound`` for none.
+    static func records(_ text: String, of name: String) throws -> [[String: String]] {
         var records: [[String: String]] = [], current: [String: String] = [:]
         for line in text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) + [""] {
             if line.trimmingCharacters(in: .whitespaces).isEmpty {
@@ -22,7 +26,7 @@ import Testing
             guard let colon = line.firstIndex(of: ":") else { continue }
             current[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
-        return records
+        return try requireSome(records, "records in Fixtures/rncryptor/\(name)")
     }
 
     static func hex(_ s: String?) -> [UInt8] {

@@ -110,7 +110,7 @@ import Testing
             try FileManager.default.createDirectory(atPath: Self.directory, withIntermediateDirectories: true)
             for v in vectors { _ = FileManager.default.createFile(atPath: "\(Self.directory)/\(v.name).vector", contents: Data(Self.encode(v))) }
         }
-        let files = try FileManager.default.contentsOfDirectory(atPath: Self.directory).filter { $0.hasSuffix(".vector") }
+        let files = try inputFiles(in: Self.directory, suffix: ".vector")
         #expect(files.count == vectors.count, "the vectors in \(Self.directory)")
         let keys = try Self.keys()
         for v in vectors {

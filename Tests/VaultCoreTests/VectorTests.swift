@@ -11,9 +11,8 @@ import Testing
         var bytes: [UInt8]
     }
 
-    static func load() throws -> [(String, Parsed)] {
-        let dir = FixtureGenerator.directory
-        let names = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".vector") }.sorted()
+    static func load(from dir: String = FixtureGenerator.directory) throws -> [(String, Parsed)] {
+        let names = try inputFiles(in: dir, suffix: ".vector")
         return try names.map { name in
             let data = Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/" + name)))
             var split = 0
@@ -68,7 +67,7 @@ import Testing
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             for v in generated { try Data(v.fileContents).write(to: URL(fileURLWithPath: "\(dir)/\(v.name).vector")) }
         }
-        let files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".vector") }
+        let files = try inputFiles(in: dir, suffix: ".vector")
         #expect(Set(files) == Set(generated.map { "\($0.name).vector" }))
         for v in generated {
             let committed = try Data(contentsOf: URL(fileURLWithPath: "\(dir)/\(v.name).vector"))

@@ -28,7 +28,7 @@ package final class PHPServer {
             let p = try Peer.spawn(args, environment: ["FORM_STORE=\(store)", "FORM_TOKEN=\(token)", "PATH=/usr/bin:/bin"],
                                    stdout: store + "/stdout", stderr: store + "/stderr")
             var exited = false   // the port was taken meanwhile
-            let up = Peer.poll(200, every: 25_000) {
+            let up = Peer.poll(every: 25_000) {
                 if waitpid(p, nil, WNOHANG) == p { exited = true }
                 return exited || Peer.accepts(candidate)
             }

@@ -27,6 +27,9 @@ package enum Peer {
         defer { posix_spawn_file_actions_destroy(&actions) }
         if let stdout { posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_APPEND, 0o600) }
         if let stderr { posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o600) }
+        // Nothing else of this process's: a pipe another test has open (to read a child's output
+        // to its end) must not stay open in a peer that lives on, or that read never ends.
+        closeInherited(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         resetSignals(&attributes, flags: flags)
@@ -56,12 +59,23 @@ package enum Peer {
         posix_spawnattr_setflags(&attributes, Int16(flags | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
     }
 
-    /// Stops `pid`: SIGTERM, up to 2 s to exit, then SIGKILL.
+    /// Adds the file action that closes every descriptor from 3 on in the child (glibc 2.34's
+    /// `posix_spawn_file_actions_addclosefrom_np`, which the Glibc module does not import).
+    package static func closeInherited(_ actions: inout posix_spawn_file_actions_t) {
+        precondition(spawnActionCloseFrom(&actions, 3) == 0, "posix_spawn_file_actions_addclosefrom_np failed")
+    }
+
+    /// Stops `pid`: SIGTERM, up to 10 s to exit, then SIGKILL (a peer that does not stop in
+    /// time is stopped all the same; nothing depends on how).
     package static func stop(_ pid: pid_t) {
         kill(pid, SIGTERM)
         var status: Int32 = 0
-        for _ in 0..<100 where waitpid(pid, &status, WNOHANG) == 0 { usleep(20_000) }
-        if waitpid(pid, &status, WNOHANG) == 0 { kill(pid, SIGKILL); waitpid(pid, &status, 0) }
+        var exited = false
+        poll(within: 10, every: 20_000) {
+            exited = waitpid(pid, &status, WNOHANG) != 0
+            return exited
+        }
+        if !exited { kill(pid, SIGKILL); waitpid(pid, &status, 0) }
     }
 
     /// A port nothing listens on now (bound and released, for a peer that needs a number).
@@ -92,20 +106,23 @@ package enum Peer {
         return addr
     }
 
-    /// Calls `done` up to `tries` times, `interval` microseconds apart, until it is true.
+    /// Calls `done` every `interval` microseconds until it is true or `seconds` have passed (two
+    /// minutes by default: the suite's tests and peers share two cores, so a condition that
+    /// takes a tenth of a second alone can take many seconds under load); says whether it held.
     @discardableResult
-    package static func poll(_ tries: Int, every interval: useconds_t, until done: () -> Bool) -> Bool {
-        for _ in 0..<tries {
+    package static func poll(within seconds: Double = 120, every interval: useconds_t, until done: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
             if done() { return true }
             usleep(interval)
         }
         return done()
     }
 
-    /// The port a peer wrote to `file` once it listens, waited for up to 10 s.
+    /// The port a peer wrote to `file` once it listens, waited for up to two minutes.
     package static func port(writtenTo file: String) -> Int? {
         var found: Int?
-        poll(400, every: 25_000) {
+        poll(every: 25_000) {
             found = (try? String(contentsOfFile: file, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
             return found != nil
         }
@@ -130,3 +147,6 @@ package struct PeerError: Error, CustomStringConvertible {
     package let description: String
     package init(_ d: String) { description = d }
 }
+
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func spawnActionCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32

@@ -36,4 +36,11 @@ package final class PythonPeer {
 
     /// The JSON lines the script logged, one per request it answered.
     package var entries: [[String: Any]] { Peer.jsonLines(log) }
+
+    /// Waits (up to two minutes) until no request is in flight through the path (flip-proxy.py
+    /// keeps the count beside its log): what a killed client had sent is then in the log.
+    @discardableResult
+    package func waitUntilIdle() -> Bool {
+        Peer.poll(every: 20_000) { (try? String(contentsOfFile: log + ".busy", encoding: .utf8)) == "0" }
+    }
 }

@@ -64,7 +64,7 @@ package final class SeaweedFS: @unchecked Sendable {
         let p = try Peer.spawn(args, environment: ["PATH=/usr/bin:/bin", "HOME=\(dir)"], stdout: dir + "/log", stderr: dir + "/log")
         pid = p
         _ = FileManager.default.createFile(atPath: dir + "/weed.pid", contents: Data(String(p).utf8))
-        guard Peer.poll(600, every: 50_000, until: { Peer.accepts(ports[0]) }) else {
+        guard Peer.poll(every: 50_000, until: { Peer.accepts(ports[0]) }) else {
             kill(p, SIGKILL)
             throw PeerError("SeaweedFS did not start: \((try? String(contentsOfFile: dir + "/log", encoding: .utf8))?.suffix(2000) ?? "")")
         }

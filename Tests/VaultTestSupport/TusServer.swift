@@ -34,7 +34,7 @@ package final class TusServer {
                     "--enable-downloads", "--upload-expiry", "3600", "--log-level", "INFO"]
         if let maxChunk { args += ["--max-chunk-size", String(maxChunk)] }
         pid = try Peer.spawn(args, environment: ["PATH=/usr/bin:/bin", "PYTHONUNBUFFERED=1"], stdout: logPath, stderr: logPath)
-        guard Peer.poll(400, every: 25_000, until: { Peer.accepts(port) }) else {
+        guard Peer.poll(every: 25_000, until: { Peer.accepts(port) }) else {
             throw PeerError("resumable-upload did not start: \(log.suffix(2000))")
         }
     }

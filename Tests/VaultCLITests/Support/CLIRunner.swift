@@ -28,7 +28,7 @@ final class Sandbox: ScratchSpace {
         var template = Array("\(NSTemporaryDirectory())/vault-cli-XXXXXX".utf8CString)
         dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
         env = ["PATH": "/usr/bin:/bin", "HOME": dir, "VAULT_DIR": dir + "/vault", "VAULT_PASSWORD": "correct horse battery",
-               "SWIFT_BACKTRACE": "enable=no"]
+               "SWIFT_BACKTRACE": "enable=no", "VAULT_FIXTURE_KDF": "insecure-test"]
     }
 
     deinit { try? FileManager.default.removeItem(atPath: dir) }
@@ -76,6 +76,8 @@ final class Sandbox: ScratchSpace {
         posix_spawn_file_actions_addopen(&actions, 0, inPath, O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, lastOut, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, lastErr, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        // Nothing else of this process's (``Peer/spawn``): no other test's pipe stays open in vault.
+        Peer.closeInherited(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         // A new session: the child has no controlling terminal, as under CI.
         var attributes = posix_spawnattr_t()
@@ -165,9 +167,11 @@ final class Sandbox: ScratchSpace {
         wait(spawn(args, env: env, measured: true))
     }
 
-    /// `vault init --kdf interactive`, checked.
-    func initVault() {
-        let r = run("init", "--kdf", "interactive")
+    /// `vault init`, checked: by default at the debug build's `insecure-test` level (Argon2id's
+    /// minimum, so that a test's hundred starts of the binary do not each pay 64 MiB of
+    /// Argon2id); `interactive` for the tests that cover the real path (peak memory, prompts).
+    func initVault(kdf: String = "insecure-test") {
+        let r = run("init", "--kdf", kdf)
         precondition(r.status == 0, "init failed: \(r.stderr)")
     }
 
@@ -203,13 +207,9 @@ extension Array where Element == UInt8 {
     }
 }
 
-/// Polls `done` every `interval` microseconds until it holds or `tries` polls have passed, and
-/// says whether it held. (A `for … where` loop would go on evaluating after it holds.)
+/// Polls `done` every `interval` microseconds until it holds or `seconds` (two minutes by
+/// default) have passed, and says whether it held (``Peer/poll(within:every:until:)``).
 @discardableResult
-func poll(_ tries: Int, every interval: useconds_t, until done: () -> Bool) -> Bool {
-    for _ in 0..<tries {
-        if done() { return true }
-        usleep(interval)
-    }
-    return done()
+func poll(within seconds: Double = 120, every interval: useconds_t, until done: () -> Bool) -> Bool {
+    Peer.poll(within: seconds, every: interval, until: done)
 }

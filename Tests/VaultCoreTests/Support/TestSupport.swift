@@ -57,3 +57,22 @@ func openEnvelope(_ bytes: [UInt8], keyring: Keyring, verifyDigest: Bool = true)
         return (released, VaultError.from(error))
     }
 }
+
+/// A loader of committed test inputs (vectors, fixtures) found nothing: a moved folder or a
+/// changed suffix must fail the test that reads them, never let it pass on zero inputs.
+struct NothingFound: Error, CustomStringConvertible {
+    let what: String
+    var description: String { "no \(what) found: a test over them would check nothing" }
+}
+
+/// `found`, unless it is empty (``NothingFound``).
+func requireSome<C: Collection>(_ found: C, _ what: String) throws -> C {
+    guard !found.isEmpty else { throw NothingFound(what: what) }
+    return found
+}
+
+/// The names of the files in `directory` that end in `suffix`, sorted; ``NothingFound`` for none.
+func inputFiles(in directory: String, suffix: String) throws -> [String] {
+    let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(suffix) }.sorted()
+    return try requireSome(names, "*\(suffix) files in \(directory)")
+}
