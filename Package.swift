@@ -110,7 +110,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultCoreTests",
-            dependencies: ["VaultCore", "CBase64", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["VaultCore", "CBase64", "VaultTestSupport", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "CryptoExtras", package: "swift-crypto")]
         ),
         .testTarget(

@@ -1,12 +1,13 @@
 import Crypto
 import Foundation
+import VaultTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The sealed history, `vault audit` and `vault passwd` (issue 13), on the built binary.
-@Suite struct AuditCLITests {
+@Suite(.blocking) struct AuditCLITests {
     /// A vault with three documents (a.txt, b.txt, c.txt), one of them (b.txt) removed.
     static func vaultWithHistory() -> (Sandbox, [String: String]) {
         let s = Sandbox()
@@ -82,14 +83,16 @@ import Glibc
         #expect(!s.run("log").out.contains("correct horse"))
     }
 
-    @Test func aCleanVaultAfter200MixedOperationsAuditsClean() throws {
+    /// 80 operations in `make test`, 200 in `make long`.
+    @Test func aCleanVaultAfterManyMixedOperationsAuditsClean() throws {
         let s = Sandbox()
         s.initVault()
+        let count = TestSize.pick(80, long: 200)
         var rng = SystemRandomNumberGenerator()
         var present: [String] = []
         var operations = 1
         var seed: UInt64 = 5000
-        while operations < 200 {
+        while operations < count {
             let roll = Int.random(in: 0..<10, using: &rng)
             if roll < 5 || present.count < 2 {
                 let names = (0..<Int.random(in: 1...3, using: &rng)).map { i -> String in
@@ -112,7 +115,7 @@ import Glibc
         #expect(status == 0, "\(codes)")
         #expect(codes.isEmpty)
         #expect(json["clean"] as? Bool == true)
-        #expect(json["records"] as? Int == 200)
+        #expect(json["records"] as? Int == count)
         #expect(json["documents"] as? Int == present.count)
         #expect(json["objects"] as? Int == present.count)
     }
@@ -333,11 +336,13 @@ import Glibc
         #expect(Self.read(s.path("vault/vault.json")) == config)
     }
 
-    @Test func passwdKilledAtTwentyMomentsLeavesExactlyOnePasswordWorking() throws {
+    /// Killed at 8 moments in `make test` (40 documents), 20 in `make long` (100 documents).
+    @Test func passwdKilledAtRandomMomentsLeavesExactlyOnePasswordWorking() throws {
         let s = Sandbox()
         s.initVault()
-        for i in 0..<100 { s.write("d\(i).bin", .random(1000 + i * 37, seed: UInt64(1000 + i))) }
-        #expect(s.run(["add"] + (0..<100).map { "d\($0).bin" }).status == 0)
+        let (documents, kills) = TestSize.pick((40, 8), long: (100, 20))
+        for i in 0..<documents { s.write("d\(i).bin", .random(1000 + i * 37, seed: UInt64(1000 + i))) }
+        #expect(s.run(["add"] + (0..<documents).map { "d\($0).bin" }).status == 0)
         // How long a whole change takes here, to spread the kills over it.
         var current = "correct horse battery"
         let started = Date()
@@ -346,7 +351,7 @@ import Glibc
         current = "p-timing"
         var rng = SystemRandomNumberGenerator()
         var midChange = 0, committed = 0
-        for n in 0..<20 {
+        for n in 0..<kills {
             let new = "p-\(n)"
             let pid = s.spawn(["passwd"], env: ["VAULT_PASSWORD": current, "VAULT_NEW_PASSWORD": new])
             usleep(UInt32(Double.random(in: 0.3...1.2, using: &rng) * duration * 1_000_000))
@@ -357,11 +362,11 @@ import Glibc
             let fresh = s.run(["verify"], env: ["VAULT_PASSWORD": new])
             #expect([old.status, fresh.status].sorted() == [0, 77], "kill \(n): old \(old.status) \(old.stderr), new \(fresh.status) \(fresh.stderr)")
             if fresh.status == 0 { current = new; committed += 1 }
-            #expect(s.objects.count == 100)
+            #expect(s.objects.count == documents)
             let audit = s.run(["audit", "--deep"], env: ["VAULT_PASSWORD": current])
             #expect(audit.status == 0, "kill \(n): \(audit.out)")
         }
-        print("passwd kills: \(midChange) mid-change (journal left), \(committed) committed, \(20 - committed) rolled back or not started")
+        print("passwd kills: \(midChange) mid-change (journal left), \(committed) committed, \(kills - committed) rolled back or not started")
     }
 
     // MARK: JSON Schemas

@@ -4,7 +4,7 @@ import Testing
 
 /// End-to-end tests of the built `vault` binary: exact messages, exit codes, bytes, and that
 /// nothing partial is left behind.
-@Suite struct CLITests {
+@Suite(.blocking) struct CLITests {
     static func listJSON(_ s: Sandbox) throws -> [[String: Any]] {
         let r = s.run("list", "--json")
         #expect(r.status == 0, "list failed: \(r.stderr)")

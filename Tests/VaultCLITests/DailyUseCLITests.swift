@@ -7,7 +7,7 @@ import Glibc
 
 /// Friction a first week of use turned up, on the built binary: the first run, repeated
 /// options.
-@Suite struct DailyUseCLITests {
+@Suite(.blocking) struct DailyUseCLITests {
     @Test func initOnAFreshAccountMakesTheMissingFoldersPrivateAndWarnsOnceAboutThePassword() throws {
         let s = Sandbox()
         let home = s.path("home")   // does not exist: a fresh account without ~/.local/share

@@ -9,7 +9,7 @@ import Glibc
 /// The delivery ledger on the built binary against the real peers: the receiver (json), PHP
 /// (form), resumable-upload (tus) and SeaweedFS (s3). What each destination holds is counted on
 /// its side, never taken from vault's word.
-@Suite struct DeliveryCLITests {
+@Suite(.blocking) struct DeliveryCLITests {
     static let office: [String: String?] = ["VAULT_UPLOAD_TOKEN": "test-token"]
     static let forms: [String: String?] = ["VAULT_UPLOAD_TOKEN": "form-token"]
 

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import Testing
 
-@Suite struct ExportCLITests {
+@Suite(.blocking) struct ExportCLITests {
     static func addSamples(_ s: Sandbox, count: Int, size: Int = 1000) -> [String] {
         (0..<count).map { i in
             let r = s.run("add", "-", "--name", "doc \(i).bin", "--tag", i % 2 == 0 ? "even" : "odd", stdin: .random(size + i, seed: UInt64(i + 1)))

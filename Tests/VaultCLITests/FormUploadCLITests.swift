@@ -8,7 +8,7 @@ import Glibc
 
 /// `vault upload --protocol form` against PHP's own multipart parser (`php -S` running
 /// scripts/form-receiver.php, which checks every `$_FILES` entry against the manifest part).
-@Suite struct FormUploadCLITests {
+@Suite(.blocking) struct FormUploadCLITests {
     static let token: [String: String?] = ["VAULT_UPLOAD_TOKEN": "form-token"]
 
     /// Names browsers and back offices meet: non-ASCII, quotes, spaces, a CR/LF-free oddity.

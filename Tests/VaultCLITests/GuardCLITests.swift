@@ -4,7 +4,7 @@ import VaultTestSupport
 
 /// Every check that loops over files it finds (symbol graphs, fuzz inputs, schemas, the manual's
 /// examples) fails when it finds none: run here on an empty input, and on the real one.
-@Suite struct GuardCLITests {
+@Suite(.blocking) struct GuardCLITests {
     /// Runs `arguments` from the repository's root; status and everything printed.
     static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
         let p = Process()
@@ -78,5 +78,27 @@ import VaultTestSupport
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         #expect(p.terminationStatus == 1 && output.contains("man-finish: no examples"), "\(output)")
+    }
+
+    /// The `@Suite` lines of `source` without the `.blocking` trait.
+    static func suitesNotBlocking(_ source: String) -> [String] {
+        source.split(separator: "\n").filter { $0.hasPrefix("@Suite") && !$0.contains(".blocking") }.map(String.init)
+    }
+
+    /// Every CLI suite runs its tests on threads of their own (``BlockingTrait``): a suite
+    /// without it would run its waiting tests on the two threads of the cooperative pool, and
+    /// the whole suite would wait behind them.
+    @Test func everyCLISuiteRunsOnThreadsOfItsOwn() throws {
+        let folder = Sandbox.repository.appendingPathComponent("Tests/VaultCLITests").path
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".swift") }
+        var suites = 0
+        for file in files {
+            let text = try String(contentsOfFile: folder + "/" + file, encoding: .utf8)
+            suites += text.split(separator: "\n").filter { $0.hasPrefix("@Suite") }.count
+            #expect(Self.suitesNotBlocking(text).isEmpty, "\(file): \(Self.suitesNotBlocking(text))")
+        }
+        #expect(suites >= 20, "found \(suites) suites")
+        // The check finds a planted offender.
+        #expect(Self.suitesNotBlocking("@Suite struct Planted {}\n@Suite(.blocking) struct Fine {}") == ["@Suite struct Planted {}"])
     }
 }

@@ -5,7 +5,7 @@ import VaultS3
 
 /// A store that lies (issue 21): objects under `removed/` that are not this vault's tombstones,
 /// on SeaweedFS; and answers made to exhaust memory, disk or time, from scripts/hostile-s3.py.
-@Suite struct HostileStoreCLITests {
+@Suite(.blocking) struct HostileStoreCLITests {
     static func ids(_ r: CLIResult) -> Set<String> {
         guard let docs = try? JSONSerialization.jsonObject(with: Data(r.stdout)) as? [[String: Any]] else { return [] }
         return Set(docs.compactMap { $0["id"] as? String })

@@ -3,7 +3,7 @@ import Testing
 
 /// A vault written by the version before sealed state (`Fixtures/legacy/vault-1`) opens with
 /// today's binary, is upgraded to `vault/2` without loss, and keeps working (issue 21).
-@Suite struct LegacyVaultCLITests {
+@Suite(.blocking) struct LegacyVaultCLITests {
     static let password: [String: String?] = ["VAULT_PASSWORD": "legacy fixture password"]
 
     /// A copy of the fixture vault in a new sandbox, as `vault/` (files 0600, folders 0700).

@@ -10,7 +10,7 @@ import VaultS3
 /// size (1 GiB; 20 x 50 MiB), with the same bounds: they hold the constant part (buffers of a
 /// large file's chunk batches, a tus PATCH, S3 parts in flight), and a command that held a
 /// whole document would exceed them at either size.
-@Suite(.serialized) struct MemoryTests {
+@Suite(.serialized, .blocking) struct MemoryTests {
     /// The size of the large document of the add and get test, in MiB.
     static let large = TestSize.pick(256, long: 1024)
     /// The size of each of the 20 documents of the export and upload test, in MiB.

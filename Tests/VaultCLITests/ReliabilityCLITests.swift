@@ -6,7 +6,7 @@ import Glibc
 
 /// Resource faults, misuse, concurrency and secrets: each leaves a clear `vault:` error, a
 /// documented exit code, an unchanged vault and no partial output.
-@Suite struct ReliabilityCLITests {
+@Suite(.blocking) struct ReliabilityCLITests {
     /// Files in a directory, hidden ones included (temporary files must not survive).
     static func entries(_ path: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
@@ -248,7 +248,7 @@ import Glibc
         s.initVault()
         s.write("a.txt", Array("alpha".utf8))
         let big = s.path("big.bin")
-        _ = FileManager.default.createFile(atPath: big, contents: Data([UInt8].random(64 << 20)))
+        try s.writeLarge("big.bin", mebibytes: 64, seed: 2510)
         #expect(s.run("add", "a.txt").status == 0)
         // While an add runs, its command line holds no secret.
         let pid = s.spawn(["add", "big.bin"])
@@ -295,7 +295,7 @@ extension Array where Element == UInt8 {
 }
 
 /// A few runs of the crash-safety script (`make stress` runs 60).
-@Suite struct CrashSafetyTests {
+@Suite(.blocking) struct CrashSafetyTests {
     @Test func killedAddsRemovesAndExportsLeaveAConsistentVault() throws {
         let r = Process()
         r.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -314,7 +314,7 @@ extension Array where Element == UInt8 {
 }
 
 /// The no-echo terminal prompt (`script` provides the terminal).
-@Suite struct PasswordPromptTests {
+@Suite(.blocking) struct PasswordPromptTests {
     static func initOnTTY(_ s: Sandbox, vault: String, answers: [String]) -> String {
         onTTY(s, "init --kdf interactive", vault: vault, answers: answers)
     }

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// `vault upload --protocol s3` with the station's own credentials, against SeaweedFS.
-@Suite struct S3UploadCLITests {
+@Suite(.blocking) struct S3UploadCLITests {
     static func env(_ sw: SeaweedFS, secret: String = SeaweedFS.secretKey) -> [String: String?] {
         ["AWS_ACCESS_KEY_ID": SeaweedFS.accessKey, "AWS_SECRET_ACCESS_KEY": secret, "AWS_ENDPOINT_URL": sw.endpoint.absoluteString,
          "AWS_REGION": "us-east-1"]
@@ -124,7 +124,7 @@ import Glibc
         let s = Sandbox()
         s.initVault()
         for i in 0..<3 {
-            try s.writeLarge("d\(i).bin", mebibytes: 20, seed: UInt64(40 + i))
+            try s.writeLarge("d\(i).bin", mebibytes: 12, seed: UInt64(40 + i))
             #expect(s.run("add", "d\(i).bin").status == 0)
         }
         // Through a path that changes nothing and logs every request: the PUTs of each part are counted.
@@ -181,7 +181,7 @@ import Glibc
 
 /// `vault upload --presign-url`: no S3 credentials on the station; scripts/presign-server.py
 /// (boto3) holds them and hands out presigned part URLs for SeaweedFS.
-@Suite struct PresignedS3UploadCLITests {
+@Suite(.blocking) struct PresignedS3UploadCLITests {
     /// The reference presign endpoint (scripts/presign-server.py, boto3) for `bucket`, holding
     /// the credentials of `store` (SeaweedFS, or a network path in front of it).
     static func presignServer(_ s: Sandbox, store: String, bucket: String, expires: Int = 604_800, fault: String? = nil) throws -> PythonPeer {

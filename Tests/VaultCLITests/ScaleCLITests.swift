@@ -8,7 +8,7 @@ import Testing
 /// is already four times the bound) and in one of 10 moves about the same bytes.
 /// (The index before issue 22 was one sealed blob of 6 MB at 20,000 documents, read by every
 /// command and rewritten by every change.)
-@Suite(.serialized) struct ScaleCLITests {
+@Suite(.serialized, .blocking) struct ScaleCLITests {
     /// The large vault's documents.
     static let large = TestSize.pick(4_000, long: 20_000)
     /// The documents of the rebuild and remote tests (more than one listing page of 1,000 keys).

@@ -9,7 +9,7 @@ import Glibc
 /// The attacks a hostile review reproduced on the state around the envelopes (issue 21), each
 /// on the built binary: an attacker who can write to the vault folder, with no password or only
 /// an old one.
-@Suite struct SealedStateCLITests {
+@Suite(.blocking) struct SealedStateCLITests {
     static func bytes(_ path: String) -> [UInt8] { Array((try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()) }
 
     /// The documents a journal names (`vault uploads show`).

@@ -7,7 +7,7 @@ import Glibc
 
 /// What a user sees in a real terminal (tmux, which this project did not write) at 80 and 40
 /// columns: `list`, `log`, `uploads`, the progress bar and retry warnings never wrap.
-@Suite struct TerminalWidthCLITests {
+@Suite(.blocking) struct TerminalWidthCLITests {
     /// Runs `script` (sh; `$1` is the vault binary) in a detached tmux pane `columns` wide and 200
     /// lines high, waits (bounded) for it to finish, and returns the pane as shown and as tmux
     /// joins it (`capture-pane -J` makes one line of a wrapped one).

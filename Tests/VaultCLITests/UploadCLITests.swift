@@ -3,7 +3,7 @@ import VaultTestSupport
 import Testing
 
 /// `vault upload` against the fault-injecting receiver on 127.0.0.1.
-@Suite struct UploadCLITests {
+@Suite(.blocking) struct UploadCLITests {
     static let token = ["VAULT_UPLOAD_TOKEN": "test-token"] as [String: String?]
 
     /// Adds `count` documents; returns (ids, originals by id).

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 @testable import VaultCore
 
 /// The tamper matrix: every single-byte change in a document's header and metadata, a bit
@@ -45,8 +46,12 @@ import Testing
         let oh = try EnvelopeHeader.parse(otherBytes).encodedSize
         cases.append(("header of another document", Array(otherBytes[..<oh]) + Array(original[h...])))
 
+        // Every case goes through get and verify; through export (a folder written and a history
+        // record appended per case), every chunk case and every 16th header byte in `make test`,
+        // every case in `make long`.
+        let headerStride = TestSize.pick(16, long: 1)
         var get = Counts(), verify = Counts(), export = Counts()
-        for (name, bytes) in cases {
+        for (n, (name, bytes)) in cases.enumerated() {
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             // get: reading the document must fail, with a damage code.
             get.tried += 1
@@ -63,6 +68,7 @@ import Testing
             let report = try f.vault.verify([target.id])
             if let e = report.documents.first?.error, e.code.isDamage { verify.detected += 1 } else { Issue.record("verify did not detect: \(name)") }
             // export: with --skip-bad the payload holds the other documents and nothing of this one.
+            if n < h && n % headerStride != 0 && n != h - 1 { continue }
             export.tried += 1
             var o = ExportOptions()
             o.skipBad = true
@@ -78,7 +84,8 @@ import Testing
         try Data(original).write(to: URL(fileURLWithPath: path))
         #expect(try f.vault.verify([target.id]).isClean, "the original still verifies")
         print("tamper matrix, \(size)-byte document (\(chunks) chunk(s), \(h)-byte header): \(cases.count) cases; detected by get \(get.detected)/\(get.tried), verify \(verify.detected)/\(verify.tried), export \(export.detected)/\(export.tried)")
-        #expect(get.detected == cases.count && verify.detected == cases.count && export.detected == cases.count)
+        #expect(get.detected == cases.count && verify.detected == cases.count && export.detected == export.tried)
+        #expect(export.tried >= cases.count - h + h / headerStride)
     }
 
     @Test func aWrongPasswordIsNeverReportedAsDamage() throws {

@@ -119,6 +119,34 @@ package enum Peer {
         return done()
     }
 
+    /// True while process `pid` holds a TCP connection that is not a listening socket: a
+    /// request of a client killed mid-way is still being read or answered. (Its sockets are
+    /// found through /proc/PID/fd and their states in /proc/net/tcp and tcp6.)
+    package static func hasOpenConnections(_ pid: pid_t) -> Bool {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        let inodes = Set(fds.compactMap { fd -> String? in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"),
+                  target.hasPrefix("socket:[") else { return nil }
+            return String(target.dropFirst(8).dropLast())
+        })
+        guard !inodes.isEmpty else { return false }
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                // sl, local, remote, state (0A: listening), ..., the inode is the tenth field.
+                if fields.count > 9, inodes.contains(String(fields[9])), fields[3] != "0A" { return true }
+            }
+        }
+        return false
+    }
+
+    /// Waits (up to two minutes) until `pid` holds no connection but its listening sockets.
+    @discardableResult
+    package static func waitUntilIdle(_ pid: pid_t) -> Bool {
+        poll(every: 20_000) { !hasOpenConnections(pid) }
+    }
+
     /// The port a peer wrote to `file` once it listens, waited for up to two minutes.
     package static func port(writtenTo file: String) -> Int? {
         var found: Int?

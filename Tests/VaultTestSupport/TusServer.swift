@@ -39,6 +39,11 @@ package final class TusServer {
         }
     }
 
+    /// Waits until the server holds no client connection: a PATCH of a client killed mid-way
+    /// has been written and logged, or dropped.
+    @discardableResult
+    package func waitUntilIdle() -> Bool { Peer.waitUntilIdle(pid) }
+
     /// Kills the server at once (SIGKILL), as a crash would.
     package func crash() {
         kill(pid, SIGKILL)
