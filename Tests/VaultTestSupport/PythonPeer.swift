@@ -32,7 +32,18 @@ package final class PythonPeer {
         self.port = port
     }
 
-    deinit { kill(pid, SIGTERM); waitpid(pid, nil, 0) }
+    private var stopped = false
+
+    deinit { stop() }
+
+    /// Stops the script (SIGTERM) and waits for it: nothing more reaches its log, or passes
+    /// through it, afterwards.
+    package func stop() {
+        guard !stopped else { return }
+        stopped = true
+        kill(pid, SIGTERM)
+        waitpid(pid, nil, 0)
+    }
 
     /// The JSON lines the script logged, one per request it answered.
     package var entries: [[String: Any]] { Peer.jsonLines(log) }
