@@ -72,15 +72,16 @@ def main():
             pass
 
         def answer(self, status, body):
+            # Logged before the answer is sent: a client that has its answer finds it in the log.
+            if args.log:
+                with open(args.log, "a") as f:
+                    f.write(json.dumps({"path": self.path, "status": status}) + "\n")
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
-            if args.log:
-                with open(args.log, "a") as f:
-                    f.write(json.dumps({"path": self.path, "status": status}) + "\n")
 
         def do_POST(self):
             if args.token and self.headers.get("Authorization") != f"Bearer {args.token}":

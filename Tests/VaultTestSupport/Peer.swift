@@ -119,9 +119,11 @@ package enum Peer {
         return done()
     }
 
-    /// True while process `pid` holds a TCP connection that is not a listening socket: a
-    /// request of a client killed mid-way is still being read or answered. (Its sockets are
-    /// found through /proc/PID/fd and their states in /proc/net/tcp and tcp6.)
+    /// True while process `pid` holds a TCP connection that is not a listening socket, or one of
+    /// its listening sockets has connections waiting to be accepted: a request of a client
+    /// killed mid-way is still to be read or answered. (Its sockets are found through
+    /// /proc/PID/fd, their states and a listening socket's accept queue — the receive queue
+    /// column — in /proc/net/tcp and tcp6.)
     package static func hasOpenConnections(_ pid: pid_t) -> Bool {
         let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
         let inodes = Set(fds.compactMap { fd -> String? in
@@ -134,8 +136,11 @@ package enum Peer {
             let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
             for line in text.split(separator: "\n").dropFirst() {
                 let fields = line.split(separator: " ")
-                // sl, local, remote, state (0A: listening), ..., the inode is the tenth field.
-                if fields.count > 9, inodes.contains(String(fields[9])), fields[3] != "0A" { return true }
+                // sl, local, remote, state (0A: listening), tx:rx queues, ..., the inode is the tenth field.
+                guard fields.count > 9, inodes.contains(String(fields[9])) else { continue }
+                if fields[3] != "0A" { return true }
+                let waiting = fields[4].split(separator: ":").last.flatMap { Int($0, radix: 16) } ?? 0
+                if waiting > 0 { return true }
             }
         }
         return false
