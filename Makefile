@@ -1,10 +1,5 @@
 # vault — the two set-up commands are `make demo` and `make test`; both install what is missing.
 SWIFT ?= swift
-# Every debug build, test run and plugin run of this Makefile shares these flags, so one build
-# serves them all: indexing while building is off (it cost a tenth of a cold build here). Run
-# a focused test with the same flags, or SwiftPM rebuilds the graph:
-#   swift test --disable-index-store --filter NAME
-DEBUG_FLAGS ?= --disable-index-store
 BIN   := .build/debug/vault
 
 .PHONY: all deps peers build test long demo bench fixtures release stress fuzz fuzz-smoke fuzz-replay man man-check example docs clean static install uninstall dist install-check
@@ -19,7 +14,7 @@ deps:
 	@scripts/install-deps.sh
 
 build: deps
-	$(SWIFT) build $(DEBUG_FLAGS)
+	$(SWIFT) build
 
 release: deps
 	$(SWIFT) build -c release
@@ -36,7 +31,7 @@ TEST_TMPDIR := $(or $(shell df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 && $$4 > 
 # regressions and seeds. Everything is built once, in .build/debug (`make fuzz` builds the
 # sanitized driver, `make install-check` the static release binary).
 test: build man-check peers
-	TMPDIR=$(TEST_TMPDIR) $(SWIFT) test $(DEBUG_FLAGS)
+	TMPDIR=$(TEST_TMPDIR) $(SWIFT) test
 	@$(MAKE) --no-print-directory example
 	@$(MAKE) --no-print-directory docs
 	@$(MAKE) --no-print-directory fuzz-replay
@@ -47,7 +42,7 @@ test: build man-check peers
 # password changes before an audit, two stations of 200 documents each, and the tamper matrix
 # exported at every header byte (docs/SECURITY.md lists what runs where).
 long: build peers
-	TMPDIR=$(TEST_TMPDIR) VAULT_LONG_TESTS=1 $(SWIFT) test $(DEBUG_FLAGS)
+	TMPDIR=$(TEST_TMPDIR) VAULT_LONG_TESTS=1 $(SWIFT) test
 
 # Examples/CaptureApp: a capture app's job through the public async API only (add, list, range
 # read, export into a FileHandle with progress, a cancelled export); it exits non-zero when
@@ -55,7 +50,7 @@ long: build peers
 # sees what an app sees and shares the one build (Examples/CaptureApp/Package.swift builds the
 # same sources as a package of its own, as an app would).
 example: deps
-	@$(SWIFT) build $(DEBUG_FLAGS) --product CaptureApp > /dev/null
+	@$(SWIFT) build --product CaptureApp > /dev/null
 	.build/debug/CaptureApp
 
 # Test peers this project did not write: php-cli (apt), and rncryptor, jsonschema and resumable-upload from PyPI in .build-peers/
@@ -64,12 +59,12 @@ peers:
 
 # docs/vault.1 from the command definitions (swift-argument-parser's generate-manual plugin).
 man: deps
-	$(SWIFT) package $(DEBUG_FLAGS) generate-manual --configuration debug --date $(MAN_DATE)
+	$(SWIFT) package generate-manual --configuration debug --date $(MAN_DATE)
 	python3 scripts/man-finish.py README.md < $(MAN_OUT) > docs/vault.1
 
 # Fails when docs/vault.1 is out of date.
 man-check: deps
-	@$(SWIFT) package $(DEBUG_FLAGS) generate-manual --configuration debug --date $(MAN_DATE) > /dev/null
+	@$(SWIFT) package generate-manual --configuration debug --date $(MAN_DATE) > /dev/null
 	@python3 scripts/man-finish.py README.md < $(MAN_OUT) > $(MAN_OUT).finished
 	@diff -u docs/vault.1 $(MAN_OUT).finished > /dev/null || { diff -u docs/vault.1 $(MAN_OUT).finished | head -20; \
 		echo "vault: docs/vault.1 is out of date" >&2; echo "vault: hint: run 'make man' and commit docs/vault.1" >&2; exit 1; }
@@ -84,7 +79,7 @@ DOCS_MODULES := VaultCore VaultUpload
 docs: deps
 	@mkdir -p .build/docs
 	@rm -rf $(addprefix .build/docs/,$(addsuffix .doccarchive,$(DOCS_MODULES)))
-	@$(SWIFT) package $(DEBUG_FLAGS) --disable-sandbox generate-documentation $(addprefix --target ,$(DOCS_MODULES)) --warnings-as-errors \
+	@$(SWIFT) package --disable-sandbox generate-documentation $(addprefix --target ,$(DOCS_MODULES)) --warnings-as-errors \
 		--output-path .build/docs > .build/docs/docc.log 2>&1 || { grep -B2 -A8 "warning:\|error:" .build/docs/docc.log | head -40; \
 		echo "vault: DocC failed (.build/docs/docc.log)" >&2; exit 1; }
 	@python3 scripts/docs-coverage.py .build $(DOCS_MODULES)
@@ -121,7 +116,7 @@ fuzz-replay: build
 
 # Rewrites Fixtures/envelope/*.vector from the committed generator (fixed seed: same bytes).
 fixtures: build
-	VAULT_REGENERATE_FIXTURES=1 $(SWIFT) test $(DEBUG_FLAGS) --filter "VectorTests|SealedStateTests"
+	VAULT_REGENERATE_FIXTURES=1 $(SWIFT) test --filter "VectorTests|SealedStateTests"
 
 # Installation: one binary with the Swift runtime, Foundation, libsodium and SQLite linked in
 # (scripts/static-build.sh), its manual, bash/zsh/fish completions written by the binary itself,
