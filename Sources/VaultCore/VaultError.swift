@@ -89,6 +89,9 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
     public var remedy: Remedy?
     /// The lower-level error this one wraps.
     public var cause: (any Error)?
+    /// True when the operation failed before it changed anything (a full disk met before the
+    /// commit, say), so a front end can say that nothing was changed.
+    public var nothingChanged = false
 
     /// Creates an error.
     public init(_ code: Code, _ message: String, hint: String? = nil, remedy: Remedy? = nil, cause: (any Error)? = nil) {
@@ -133,6 +136,8 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         case checkBucketAndEndpoint
         /// Raise the payload byte limit to at least this many bytes, or leave the document out.
         case raiseByteLimit(UInt64)
+        /// Free some disk space and run the operation again.
+        case freeSpace
     }
 
     /// The message, then the cause if it adds anything (an `errno` or a store's error is
@@ -174,11 +179,13 @@ extension VaultError {
         case .noSuchFileOrDirectory:
             return VaultError(.notFound, "\(operation) \(path): no such file or directory", cause: cause)
         case .noSpace, .diskQuotaExceeded:
-            return VaultError(.io, "\(operation) \(path): no space left on device",
-                              hint: "free some space and run the command again; nothing was changed", cause: cause)
+            var e = VaultError(.io, "\(operation) \(path): no space left on device", remedy: .freeSpace, cause: cause)
+            e.nothingChanged = true
+            return e
         case .fileTooLarge:
-            return VaultError(.io, "\(operation) \(path): file too large for this file system or limit",
-                              hint: "nothing was changed", cause: cause)
+            var e = VaultError(.io, "\(operation) \(path): file too large for this file system or limit", cause: cause)
+            e.nothingChanged = true
+            return e
         case .permissionDenied, .notPermitted:
             return VaultError(.io, "\(operation) \(path): permission denied", cause: cause)
         case .isDirectory:
@@ -192,6 +199,13 @@ extension VaultError {
     public var isNoSpace: Bool {
         guard let e = (cause as? POSIXErrorCode)?.errno else { return false }
         return e == .noSpace || e == .diskQuotaExceeded
+    }
+
+    /// True when the operating system (or SQLite) refused to write: permission denied, a
+    /// read-only file system, a read-only database.
+    public var isWriteRefused: Bool {
+        if let e = (cause as? POSIXErrorCode)?.errno { return e == .permissionDenied || e == .notPermitted || e == .readOnlyFileSystem }
+        return (cause as? SQLiteFailure)?.isReadOnly ?? false
     }
 }
 

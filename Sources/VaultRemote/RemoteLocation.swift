@@ -64,10 +64,10 @@ public struct RemoteList: Codable, Sendable, Equatable {
     /// The sealed list (a sealed state file, purpose remote list, role `remotes.vlt`): the
     /// stores pushes, pulls and direct reads go to, so nobody without the password can
     /// redirect them.
-    package static func path(_ store: VaultStore) -> String { store.root + "/remotes.vlt" }
+    package static func path(_ store: VaultStore) -> String { store.path(.remotes) }
     /// Where versions before sealed state kept the list, as plain JSON (moved into the sealed
     /// list when the vault's format is upgraded; refused after that).
-    static func legacyPath(_ store: VaultStore) -> String { store.root + "/remotes.json" }
+    static func legacyPath(_ store: VaultStore) -> String { store.path(.legacyRemotes) }
     package static let role = "remotes.vlt"
 
     /// The vault's remotes (none when it has no list).

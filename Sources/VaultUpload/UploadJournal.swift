@@ -187,16 +187,16 @@ package struct UploadJournal: Codable, Sendable {
 
     /// The journal's file: a sealed state file (purpose upload journal, role `uploads/<job>`),
     /// so nobody without the password can edit, swap or forge one (docs/FORMAT.md).
-    package static func path(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).journal" }
+    package static func path(in store: VaultStore, job: String) -> String { "\(store.path(.uploads))/\(job).journal" }
 
     /// Where versions before sealed state kept the journal, as plain JSON.
-    static func legacyPath(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).json" }
+    static func legacyPath(in store: VaultStore, job: String) -> String { "\(store.path(.uploads))/\(job).json" }
 
     package static func role(job: String) -> String { "uploads/\(job)" }
 
     /// The change log beside the journal: `u32 length ‖ sealed state` records, each the batches
     /// one save changed, sealed as the `n`th record of the journal's generation.
-    package static func logPath(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).journal-log" }
+    package static func logPath(in store: VaultStore, job: String) -> String { "\(store.path(.uploads))/\(job).journal-log" }
     package static func logRole(job: String, generation: String, n: Int) -> String { "uploads/\(job)/\(generation)/\(n)" }
 
     /// One record of the change log.
@@ -210,7 +210,7 @@ package struct UploadJournal: Codable, Sendable {
     }
 
     /// The lock an upload of `job` holds while it runs (beside its journal).
-    static func lockPath(in store: VaultStore, job: String) -> String { "\(store.root)/uploads/\(job).lock" }
+    static func lockPath(in store: VaultStore, job: String) -> String { "\(store.path(.uploads))/\(job).lock" }
 
     /// A journal is small (ids, sizes and states of one run's batches): anything larger is not one.
     static let maxSize = 16 << 20
@@ -291,7 +291,7 @@ package struct UploadJournal: Codable, Sendable {
     /// were split or skipped into, or when the log has grown as large as the journal.
     mutating func save(to vault: Vault) throws {
         updated = ISO8601DateFormatter().string(from: Date())
-        let dir = vault.store.root + "/uploads"
+        let dir = vault.store.path(.uploads)
         if FileSystem.kind(of: dir) == .missing { try FileSystem.makeDirectory(dir) }
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -43,7 +43,7 @@ package enum UploadJournals {
     /// Every journal of `vault`, oldest first; one that does not open is listed as damaged.
     public static func list(in vault: Vault) throws -> [Entry] {
         let store = vault.store
-        let dir = store.root + "/uploads"
+        let dir = store.path(.uploads)
         guard FileSystem.kind(of: dir) == .directory else { return [] }
         let names = try FileSystem.list(dir).filter { ($0.hasSuffix(".journal") || $0.hasSuffix(".json")) && !$0.hasPrefix(".") }
         return names.map { name in
@@ -101,7 +101,7 @@ package enum UploadJournals {
     /// running (its lock is held) is kept. Returns the entries removed.
     public static func prune(in vault: Vault, abandonedAfter: TimeInterval, now: Date = Date()) throws -> [Entry] {
         let store = vault.store
-        let dir = store.root + "/uploads"
+        let dir = store.path(.uploads)
         let iso = ISO8601DateFormatter()
         var removed: [Entry] = []
         for entry in try list(in: vault) {

@@ -286,7 +286,7 @@ public final class Uploader: @unchecked Sendable {
     }
 
     private func lockPath() throws -> String {
-        let dir = vault.store.root + "/uploads"
+        let dir = vault.store.path(.uploads)
         if FileSystem.kind(of: dir) == .missing { try FileSystem.makeDirectory(dir) }
         return UploadJournal.lockPath(in: vault.store, job: job)
     }

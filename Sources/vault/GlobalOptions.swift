@@ -46,7 +46,7 @@ struct GlobalOptions: ParsableArguments {
         guard !v.contains("/"), FileSystem.kind(of: v) == .missing, RemoteList.isValidName(v) else { return .local }
         var local = self
         local.vault = nil
-        guard local.store.exists, FileSystem.kind(of: local.store.root + "/remotes.vlt") == .file else { return .local }
+        guard local.store.exists, FileSystem.kind(of: RemoteList.path(local.store)) == .file else { return .local }
         return .remote(v)
     }
 
@@ -128,7 +128,7 @@ extension GlobalOptions {
         guard let name = vault, !name.contains("/"), FileSystem.kind(of: name) == .missing, RemoteList.isValidName(name) else { return }
         var local = self
         local.vault = nil
-        guard local.store.exists, FileSystem.kind(of: local.store.root + "/remotes.vlt") == .file else { throw noVaultOrRemote(name, known: []) }
+        guard local.store.exists, FileSystem.kind(of: RemoteList.path(local.store)) == .file else { throw noVaultOrRemote(name, known: []) }
         let location = try remote(name, password: try PasswordReader.read(file: passwordFile, command: passwordCommand))
         throw VaultError(.usage, "this command needs a local vault; '\(name)' is the remote \(location)", hint: "make a replica with 'vault clone \(name)'")
     }

@@ -8,6 +8,12 @@ enum Hints {
     /// `error` with its remedy worded (before any hint the library or the command gave) and,
     /// where it has no hint, the one its code calls for.
     static func complete(_ error: VaultError) -> VaultError {
+        var e = completed(error)
+        if e.nothingChanged { e.hint = [e.hint, "nothing was changed"].compactMap { $0 }.joined(separator: "; ") }
+        return e
+    }
+
+    private static func completed(_ error: VaultError) -> VaultError {
         var e = error
         if let remedy = e.remedy {
             e.hint = [text(remedy), e.hint].compactMap { $0 }.joined(separator: "; ")
@@ -35,8 +41,7 @@ enum Hints {
     /// For a command that changes the vault: an I/O error that says the vault cannot be
     /// written gets a hint saying so.
     static func readOnlyVault(_ error: any Error) -> any Error {
-        guard var e = error as? VaultError, e.code == .io, e.hint == nil,
-              ["permission denied", "read-only file system", "readonly database"].contains(where: e.message.contains) else { return error }
+        guard var e = error as? VaultError, e.code == .io, e.hint == nil, e.isWriteRefused else { return error }
         e.hint = "this user cannot write to the vault folder: is it read-only (or on a read-only file system)?"
         return e
     }
@@ -60,6 +65,7 @@ enum Hints {
         case .pushToNewPrefixOrClone: "push to a new prefix with 'vault remote add NAME s3://BUCKET/NEW-PREFIX', or clone the store again with its password"
         case .checkBucketAndEndpoint: "create it, or check the URL and AWS_ENDPOINT_URL"
         case .raiseByteLimit(let needed): "use --max-bytes \(ByteCount.atLeast(needed)) or more, or leave this document out"
+        case .freeSpace: "free some space and run the command again"
         }
     }
 }

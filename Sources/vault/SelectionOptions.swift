@@ -66,7 +66,7 @@ extension VaultCore.Vault {
     private func recordSent(_ operation: HistoryRecord.Operation, sent: [HistoryRecord.Document], destinations: [String],
                             skipped: Int, detail: String?) {
         do {
-            try record(HistoryRecord(operation, outcome: skipped > 0 ? .partial : .ok, documents: sent, destinations: destinations,
+            try appendToHistory(HistoryRecord(operation, outcome: skipped > 0 ? .partial : .ok, documents: sent, destinations: destinations,
                                      detail: detail ?? (skipped > 0 ? "\(skipped) damaged document(s) left out" : nil)))
         } catch {
             Terminal.warn("the history could not record this \(operation.rawValue): \(VaultError.from(error).message)")

@@ -49,8 +49,8 @@ import Testing
         let f = try ExportTests.Fixture(sizes: [10, 20])
         let (a, b) = (f.records[0], f.records[1])
         // One record per run, the target as scheme, host, port and path: as versions before the ledger wrote it.
-        try f.vault.record(HistoryRecord(.upload, documents: [HistoryRecord.Document(a)], destinations: ["http://127.0.0.1:8080/batches"], detail: "run 1c0e"))
-        try f.vault.record(HistoryRecord(.upload, outcome: .failed, documents: [HistoryRecord.Document(b)], destinations: ["http://127.0.0.1:8080/batches"]))
+        try f.vault.appendToHistory(HistoryRecord(.upload, documents: [HistoryRecord.Document(a)], destinations: ["http://127.0.0.1:8080/batches"], detail: "run 1c0e"))
+        try f.vault.appendToHistory(HistoryRecord(.upload, outcome: .failed, documents: [HistoryRecord.Document(b)], destinations: ["http://127.0.0.1:8080/batches"]))
         #expect(try f.vault.delivery(of: a.id, to: "http://127.0.0.1:8080/batches") != nil)
         #expect(try f.vault.delivery(of: b.id, to: "http://127.0.0.1:8080/batches") == nil)
     }

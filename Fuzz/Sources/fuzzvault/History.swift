@@ -31,7 +31,7 @@ enum HistoryFamily {
             let (vault, _) = sandbox.fresh()
             for part in parts(rest, limit: 8) {
                 guard let record = try? JSONDecoder().decode(HistoryRecord.self, from: Data(part)) else { continue }
-                onlyVaultErrors("appending a record") { _ = try vault.record(record) }
+                onlyVaultErrors("appending a record") { _ = try vault.appendToHistory(record) }
             }
             readBack(vault)
         default:

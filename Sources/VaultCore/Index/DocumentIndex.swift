@@ -20,7 +20,6 @@ import Foundation
 ///
 /// Writers hold the vault's lock; readers read a consistent snapshot (write-ahead log).
 final class DocumentIndex {
-    static let fileName = "index.db"
     /// `PRAGMA user_version` of the schema below.
     static let schemaVersion: Int32 = 3
     /// The ``Vault/keyedDigest(purpose:_:)`` subkey id of lookup hashes.
@@ -67,7 +66,7 @@ final class DocumentIndex {
     /// Opens (creating when missing) the index of `vault`.
     /// - Throws: ``VaultError/Code/vaultDamaged`` when the file is not a database of this schema.
     init(vault: Vault) throws {
-        let path = vault.store.root + "/" + Self.fileName
+        let path = vault.store.path(.index)
         db = try SQLiteDatabase(path: path, create: true)
         epoch = vault.keys.epoch
         vaultID = vault.config.id
@@ -84,7 +83,7 @@ final class DocumentIndex {
             // envelope read) and fills the ledger from the upload records.
             try db.transaction {
                 try db.execute(Self.schema + "; PRAGMA user_version = \(Self.schemaVersion)")
-                if case .success(var state)? = try readState() {
+                if case .current(var state)? = try readState() {
                     (state.logCount, state.logEnd, state.logTag) = (0, 0, "")
                     try writeState(state)
                 }
@@ -103,18 +102,23 @@ final class DocumentIndex {
 
     // MARK: The state row
 
-    /// Reads and opens the state row: nil when there is none (a new index), `.failure` when it
-    /// does not authenticate under this epoch's key (damaged, forged, or another epoch's).
-    func readState() throws -> Result<State, VaultError>? {
+    /// What the state row is: it opens under this epoch's key, it is sealed in another key
+    /// epoch (never read), or it does not authenticate (damaged or forged).
+    enum StateRow {
+        case current(State)
+        case otherEpoch(UInt32)
+        case unauthentic
+    }
+
+    /// Reads and opens the state row: nil when there is none (a new index).
+    func readState() throws -> StateRow? {
         guard let bytes = try db.statement("SELECT value FROM meta WHERE name = 'state'").first({ $0.blob(0) }) else { return nil }
         guard let plain = SealedState.open(bytes, purpose: .indexState, role: "index.db/state", epoch: epoch, subkey: stateKey, vaultID: vaultID),
               let state = try? JSONDecoder().decode(State.self, from: Data(plain)) else {
-            if let p = SealedState.prefix(of: bytes), p.epoch != epoch {
-                return .failure(VaultError(.vaultDamaged, "index.db is sealed in key epoch \(p.epoch), not the vault's \(epoch)"))
-            }
-            return .failure(VaultError(.vaultDamaged, "index.db's state fails authentication"))
+            if let p = SealedState.prefix(of: bytes), p.epoch != epoch { return .otherEpoch(p.epoch) }
+            return .unauthentic
         }
-        return .success(state)
+        return .current(state)
     }
 
     /// Writes the state row (inside the caller's transaction).
@@ -128,7 +132,7 @@ final class DocumentIndex {
 
     /// The state row when it opens, else an empty state (for writers that set it anew).
     func stateOrEmpty() throws -> State {
-        if case .success(let s)? = try readState() { return s }
+        if case .current(let s)? = try readState() { return s }
         return State(documents: 0, removed: 0, objects: "", logCount: 0, logEnd: 0, logTag: "")
     }
 
@@ -204,8 +208,8 @@ final class DocumentIndex {
     /// state row's count without counting the rows.
     private var delta = 0
 
-    /// Runs `body` in a write transaction (the caller holds the vault's lock).
-    func write<R>(_ body: () throws -> R) throws -> R {
+    /// Runs `body` in a write transaction; `lock` is the vault's writer lock the caller holds.
+    func write<R>(_ lock: WriterLock, _ body: () throws -> R) throws -> R {
         delta = 0
         return try db.transaction(body)
     }

@@ -18,21 +18,33 @@ extension Vault {
     /// Runs `body` with the index, first made current with the objects: reconciled with
     /// `objects/` when its stamp differs (what changed is read, nothing else), rebuilt from the
     /// objects and the history when it is missing, damaged, of another key epoch or has lost
-    /// rows. Repairs take the writer lock unless `locked` (the caller holds it).
+    /// rows. Repairs take the writer lock.
     /// - Parameter known: records of objects the caller just wrote (a reconcile need not read them).
     /// - Parameter full: count the document rows too (reads the smallest of the index's B-trees:
     ///   for commands that read every row anyway, and before saying a document is not found).
     ///   Rows of removed documents are always counted (there are few).
+    func withIndex<R>(known: [DocumentID: DocumentRecord] = [:], full: Bool = false,
+                      _ body: (DocumentIndex) throws -> R) throws -> R {
+        try withIndex(lock: nil, known: known, full: full, ownChanges: [], body)
+    }
+
+    /// ``withIndex(known:full:_:)`` for a caller that holds the writer lock (repairs use it).
     /// - Parameter ownChanges: the caller's own changes to `objects/` (the stamp before and after
     ///   each, under the lock): when they account for all of the stamp's change, the index is
     ///   current (the caller writes the rows).
-    func withIndex<R>(locked: Bool = false, known: [DocumentID: DocumentRecord] = [:], full: Bool = false,
+    func withIndex<R>(_ lock: WriterLock, known: [DocumentID: DocumentRecord] = [:], full: Bool = false,
                       ownChanges: [(before: String, after: String)] = [], _ body: (DocumentIndex) throws -> R) throws -> R {
+        lock.check(store)
+        return try withIndex(lock: lock, known: known, full: full, ownChanges: ownChanges, body)
+    }
+
+    private func withIndex<R>(lock: WriterLock?, known: [DocumentID: DocumentRecord], full: Bool,
+                              ownChanges: [(before: String, after: String)], _ body: (DocumentIndex) throws -> R) throws -> R {
         indexHolder.lock.lock()
         defer { indexHolder.lock.unlock() }
         let index = try openIndex()
         var status = try checkIndex(index, full: full)
-        if status == .stale, locked, !ownChanges.isEmpty, case .success(let state)? = try index.readState() {
+        if status == .stale, lock != nil, !ownChanges.isEmpty, case .current(let state)? = try index.readState() {
             var at: String? = state.objects
             for change in ownChanges { at = change.before == at ? change.after : nil }
             if at == objectsStamp() { status = .current }
@@ -42,17 +54,25 @@ extension Vault {
         // first: a reconcile then knows every removal, and never takes a document put back
         // after one as new. (A rebuild derives the history itself.)
         if status == .current || status == .stale, try historyBehind(index) {
-            func catchUp() throws { _ = try historyWriter(index: index) }
-            if locked { try catchUp() } else { try store.withLock { try catchUp() } }
+            try holding(lock) { lock in _ = try historyWriter(index: index, lock) }
         }
         if status != .current {
-            func repair() throws {
+            try holding(lock) { lock in
                 let again = try checkIndex(index, full: full)
-                if again == .stale { try reconcileIndex(index, known: known) } else if again != .current { try rebuildIndex(index, known: known) }
+                if again == .stale {
+                    try reconcileIndex(index, known: known, lock)
+                } else if again != .current {
+                    try rebuildIndex(index, known: known, lock)
+                }
             }
-            if locked { try repair() } else { try store.withLock { try repair() } }
         }
         return try body(index)
+    }
+
+    /// Runs `body` with `lock`, or with the writer lock taken for it when the caller holds none.
+    func holding<R>(_ lock: WriterLock?, _ body: (WriterLock) throws -> R) throws -> R {
+        if let lock { return try body(lock) }
+        return try store.withWriterLock(body)
     }
 
     /// The open connection; a file SQLite cannot read as this schema is moved aside and a new
@@ -63,7 +83,7 @@ extension Vault {
         do {
             index = try DocumentIndex(vault: self)
         } catch let e as VaultError where e.code == .vaultDamaged {
-            let path = store.root + "/" + DocumentIndex.fileName
+            let path = store.path(.index)
             for suffix in ["", "-wal", "-shm"] where FileSystem.kind(of: path + suffix) != .missing {
                 try FileSystem.rename(path + suffix, to: store.root + "/index.damaged-\(Int(Date().timeIntervalSince1970)).db" + suffix)
             }
@@ -75,7 +95,7 @@ extension Vault {
 
     /// True when the log's verified tail is past what the index has applied.
     private func historyBehind(_ index: DocumentIndex) throws -> Bool {
-        guard store.source == nil || FileSystem.kind(of: store.root + "/log.vlt") != .missing,
+        guard store.source == nil || FileSystem.kind(of: store.path(.log)) != .missing,
               let tail = try HistoryLog(vault: self).verifiedTail() else { return false }
         let state = try index.stateOrEmpty()
         return tail.count != state.logCount || Hex.encode(tail.tag) != state.logTag
@@ -83,11 +103,12 @@ extension Vault {
 
     /// How the index stands against the objects, without changing anything.
     func checkIndex(_ index: DocumentIndex, full: Bool = true) throws -> IndexStatus {
-        guard let result = try index.readState() else { return .missing }
+        guard let row = try index.readState() else { return .missing }
         let state: DocumentIndex.State
-        switch result {
-        case .success(let s): state = s
-        case .failure(let e): return e.message.contains("key epoch") ? .otherEpoch : .damaged
+        switch row {
+        case .current(let s): state = s
+        case .otherEpoch: return .otherEpoch
+        case .unauthentic: return .damaged
         }
         let counts = try index.counts(documents: full)
         guard counts.documents.map({ $0 == state.documents }) ?? true && counts.removed == state.removed else { return .damaged }
@@ -107,14 +128,14 @@ extension Vault {
     /// Brings the rows in line with `objects/`: rows of objects that are gone are deleted, and
     /// objects the index does not know are read (their headers only). Those the history removed
     /// are kept as resurrected (never adopted; export and upload refuse them).
-    private func reconcileIndex(_ index: DocumentIndex, known: [DocumentID: DocumentRecord]) throws {
+    private func reconcileIndex(_ index: DocumentIndex, known: [DocumentID: DocumentRecord], _ lock: WriterLock) throws {
         if store.source == nil {
             sweepTemporaries(objects: true)
             if FileSystem.kind(of: store.stagingPath) == .directory { AtomicFile.sweep(store.stagingPath) }
         }
         let objects = try store.objectIDs()
         let rows = try index.ids(), unreadable = try index.unreadableIDs()
-        try index.write {
+        try index.write(lock) {
             for id in rows.subtracting(objects) { try index.delete(id) }
             for id in unreadable.subtracting(objects) { try index.setUnreadable(id, nil) }
             for id in objects.subtracting(rows).sorted() {
@@ -132,14 +153,14 @@ extension Vault {
                     try index.setUnreadable(id, VaultError.from(error))
                 }
             }
-            try commitIndexState(index)
+            try commitIndexState(index, lock)
         }
     }
 
     /// Makes the index anew from the objects (reusing the records of an `index.vlt` of the
     /// version before, which need not be opened again) and the history (which documents it
     /// names, which it removed, how far it goes).
-    func rebuildIndex(_ index: DocumentIndex, known: [DocumentID: DocumentRecord] = [:]) throws {
+    func rebuildIndex(_ index: DocumentIndex, known: [DocumentID: DocumentRecord] = [:], _ lock: WriterLock) throws {
         let objects = try store.objectIDs()
         var known = known
         if FileSystem.kind(of: store.indexPath) != .missing, let bytes = try? FileSystem.readFile(store.indexPath),
@@ -149,7 +170,7 @@ extension Vault {
         let log = try HistoryLog(vault: self)
         let scan = try log.scan(keepRecords: false)
         let state = scan.documentState()
-        try index.write {
+        try index.write(lock) {
             try index.clear()
             for id in objects.sorted() {
                 if let record = known[id] {
@@ -165,8 +186,8 @@ extension Vault {
                     try index.setUnreadable(id, VaultError.from(error))
                 }
             }
-            try deriveHistory(index, from: scan, state: state)
-            try commitIndexState(index)
+            try deriveHistory(index, from: scan, state: state, lock)
+            try commitIndexState(index, lock)
         }
         if FileSystem.kind(of: store.indexPath) != .missing { try FileSystem.remove(store.indexPath) }
     }
@@ -174,7 +195,8 @@ extension Vault {
     /// Sets what the index keeps from the history to what `scan` says (inside a transaction):
     /// which documents a record names (the others are adopted by the next change, when the
     /// chain is whole), which were removed, and how far the history goes.
-    func deriveHistory(_ index: DocumentIndex, from scan: HistoryScan, state: (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int])) throws {
+    func deriveHistory(_ index: DocumentIndex, from scan: HistoryScan,
+                       state: (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int]), _ lock: WriterLock) throws {
         try index.db.execute("UPDATE documents SET logged = 0; DELETE FROM removed; DELETE FROM deliveries")
         // A broken chain adopts nothing: every document counts as named.
         let whole = scan.findings.isEmpty || !scan.exists
@@ -193,7 +215,7 @@ extension Vault {
 
     /// Rewrites the state row after rows changed (inside a transaction): the counts and the
     /// stamp of `objects/` as they are now; the history position is kept.
-    func commitIndexState(_ index: DocumentIndex) throws {
+    func commitIndexState(_ index: DocumentIndex, _ lock: WriterLock) throws {
         var s = try index.stateOrEmpty()
         s.documents += index.takeDelta()
         s.removed = try index.counts(documents: false).removed
@@ -201,18 +223,18 @@ extension Vault {
         try index.writeState(s)
     }
 
-    /// Makes a new, empty index (a new vault or replica; the caller holds the lock or is alone).
-    func createIndex() throws {
-        try withIndex(locked: true) { _ in }
+    /// Makes a new, empty index (a new vault or replica).
+    func createIndex(_ lock: WriterLock) throws {
+        try withIndex(lock) { _ in }
     }
 
     /// Rebuilds the index from the objects and the history now (`verify` found a row that
     /// differs from its envelope).
     func rebuildIndexNow() throws {
-        try store.withLock {
+        try store.withWriterLock { lock in
             indexHolder.lock.lock()
             defer { indexHolder.lock.unlock() }
-            try rebuildIndex(try openIndex())
+            try rebuildIndex(try openIndex(), lock)
         }
     }
 
@@ -228,7 +250,7 @@ extension Vault {
     func indexedIDs() -> Set<DocumentID> {
         indexHolder.lock.lock()
         defer { indexHolder.lock.unlock() }
-        guard let index = try? openIndex(), case .success? = try? index.readState() else { return [] }
+        guard let index = try? openIndex(), case .current? = try? index.readState() else { return [] }
         return (try? index.ids()) ?? []
     }
 }

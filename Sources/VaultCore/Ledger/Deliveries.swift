@@ -67,7 +67,7 @@ extension Vault {
         guard let identity = Destination.identity(of: destination) else {
             throw VaultError(.usage, "'\(destination)' is not a destination URL")
         }
-        try record(HistoryRecord(.upload, documents: documents.map(HistoryRecord.Document.init), destinations: [identity], detail: detail, now: now))
+        try appendToHistory(HistoryRecord(.upload, documents: documents.map(HistoryRecord.Document.init), destinations: [identity], detail: detail, now: now))
     }
 
     /// The first confirmed delivery of `id` at `destination`, if any (one lookup).
@@ -106,12 +106,12 @@ extension Vault {
         do {
             return try withIndex(body)
         } catch is DocumentIndex.LedgerRowDamaged {
-            try store.withLock {
-                try withIndex(locked: true) { index in
+            try store.withWriterLock { lock in
+                try withIndex(lock) { index in
                     var state = try index.stateOrEmpty()
                     (state.logCount, state.logEnd, state.logTag) = (0, 0, "")
-                    try index.write { try index.writeState(state) }
-                    _ = try historyWriter(index: index)
+                    try index.write(lock) { try index.writeState(state) }
+                    _ = try historyWriter(index: index, lock)
                 }
             }
             do {
@@ -153,8 +153,8 @@ package struct DestinationList: Codable, Sendable, Equatable {
 
     public init() {}
 
-    package static func path(_ store: VaultStore) -> String { store.root + "/destinations.vlt" }
-    package static let role = "destinations.vlt"
+    package static func path(_ store: VaultStore) -> String { store.path(.destinations) }
+    package static let role = VaultFile.destinations.name
 
     /// The vault's destinations (none when it has no list).
     /// - Throws: ``VaultError/Code/vaultDamaged`` for a list that does not open (edited,

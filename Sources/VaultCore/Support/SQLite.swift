@@ -92,15 +92,16 @@ final class SQLiteDatabase {
     /// an I/O error (disk full among them) otherwise.
     static func error(_ rc: Int32, _ db: OpaquePointer?, _ what: String) -> VaultError {
         let text = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
+        let cause = SQLiteFailure(code: rc)
         switch rc & 0xff {
         case SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_FORMAT, SQLITE_SCHEMA, SQLITE_MISMATCH:
-            return VaultError(.vaultDamaged, "\(what): the index database is damaged (\(text))")
+            return VaultError(.vaultDamaged, "\(what): the index database is damaged (\(text))", cause: cause)
         case SQLITE_FULL:
-            return VaultError(.io, "\(what): the disk is full")
+            return VaultError(.io, "\(what): the disk is full", cause: cause)
         case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR, SQLITE_BUSY, SQLITE_LOCKED:
-            return VaultError(.io, "\(what): \(text)")
+            return VaultError(.io, "\(what): \(text)", cause: cause)
         default:
-            return VaultError(.vaultDamaged, "\(what): \(text)")
+            return VaultError(.vaultDamaged, "\(what): \(text)", cause: cause)
         }
     }
 
@@ -192,4 +193,13 @@ final class SQLiteStatement {
 
     /// SQLITE_TRANSIENT: SQLite copies the bound bytes.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+}
+
+/// An SQLite result code, kept as the cause of the error it gave (its text is in the message).
+package struct SQLiteFailure: Error, CustomStringConvertible, Sendable, CauseStatedInMessage {
+    /// The extended result code.
+    public let code: Int32
+    /// True for a database that cannot be written (`SQLITE_READONLY` and its extended codes).
+    public var isReadOnly: Bool { code & 0xff == SQLITE_READONLY || code & 0xff == SQLITE_PERM }
+    public var description: String { String(cString: sqlite3_errstr(code)) }
 }

@@ -85,7 +85,7 @@ package final class AddSession {
             throw VaultError(.duplicate, "its contents are already in the vault as \(twin.id) (\(twin.metadata.name))")
         }
         // The commit: under the writer lock, so a remove or an index rebuild never sees half of it.
-        try pending.store.withLock {
+        try pending.store.withWriterLock { _ in
             let before = Platform.statTimes(pending.store.objectsPath) ?? ""
             try object.commit(replace: false, sync: false)
             stamps.append((before, Platform.statTimes(pending.store.objectsPath) ?? ""))
@@ -122,17 +122,17 @@ package final class AddSession {
         finished = true
         try syncCommits()
         let vault = try self.vault
-        try vault.store.withLock {
+        try vault.store.withWriterLock { lock in
             vault.sweepTemporaries()
-            try vault.withIndex(locked: true, known: added, ownChanges: stamps) { index in
-                try index.write {
+            try vault.withIndex(lock, known: added, ownChanges: stamps) { index in
+                try index.write(lock) {
                     for record in added.values.sorted(by: { $0.id < $1.id }) { try index.put(record, logged: false) }
-                    try vault.commitIndexState(index)
+                    try vault.commitIndexState(index, lock)
                 }
             }
             if !added.isEmpty {
-                try vault.recordLocked(HistoryRecord(operation, outcome: outcome, documents: records.map(HistoryRecord.Document.init),
-                                                     detail: detail), pending: Set(added.keys))
+                try vault.appendToHistory(HistoryRecord(operation, outcome: outcome, documents: records.map(HistoryRecord.Document.init),
+                                                        detail: detail), lock, pending: Set(added.keys))
             }
         }
     }

@@ -7,22 +7,22 @@ extension Vault {
     /// vault cannot write (read-only) stays `vault/1` for this command.
     func upgradeFormat() throws -> Vault {
         do {
-            return try store.withLock {
+            return try store.withWriterLock { lock in
                 let onDisk = try store.readConfig()
                 guard onDisk.isLegacy, onDisk.sameKeys(as: config) else {
                     return try VaultStore.open(store, config: onDisk, keyring: keyring, path: store.configPath, random: random)
                 }
                 // The remote list, plain JSON before sealed state, is sealed as it is (the
                 // stores the user added); from vault/2 on an unsealed one is refused.
-                let legacyRemotes = store.root + "/remotes.json"
+                let legacyRemotes = store.path(.legacyRemotes)
                 var detail = "vault.json \(VaultConfig.legacyFormat) → \(VaultConfig.currentFormat)"
                 if FileSystem.kind(of: legacyRemotes) == .file {
                     let list = try FileSystem.readFile(legacyRemotes, limit: 1 << 20)
-                    try AtomicFile.write(try sealState(list, purpose: .remotes, role: "remotes.vlt"), to: store.root + "/remotes.vlt", random: random)
+                    try AtomicFile.write(try sealState(list, purpose: .remotes, role: VaultFile.remotes.name), to: store.path(.remotes), random: random)
                     try FileSystem.remove(legacyRemotes)
                     detail += "; remotes.json sealed as remotes.vlt"
                 }
-                try recordLocked(HistoryRecord(.upgrade, detail: detail))
+                try appendToHistory(HistoryRecord(.upgrade, detail: detail), lock)
                 var upgraded = config
                 upgraded.format = VaultConfig.currentFormat
                 upgraded.epoch = 0

@@ -81,10 +81,10 @@ extension Vault {
         }
         let parameters = newKDF ?? kdf
         try parameters.validate()
-        return try store.withLock {
+        return try store.withWriterLock { lock in
             // A removal a crash interrupted is finished under the key it was sealed with.
-            try withIndex(locked: true) { index in
-                var writer = try historyWriter(index: index)
+            try withIndex(lock) { index in
+                var writer = try historyWriter(index: index, lock)
                 if let interrupted = writer.log.pendingRemoval() { try finishRemoval(interrupted, writer: &writer, interrupted: true) }
             }
             let known = Dictionary(try records().records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
@@ -98,7 +98,7 @@ extension Vault {
                 progress?(n, ids.count * 2)
                 entries.append(try resealedHeader(id, keyring: keyring2))
             }
-            let newRemotes = try resealedState(at: store.root + "/remotes.vlt", purpose: .remotes, role: "remotes.vlt", to: newKeys)
+            let newRemotes = try resealedState(at: store.path(.remotes), purpose: .remotes, role: VaultFile.remotes.name, to: newKeys)
             let journal = PasswordJournal(oldConfig: try FileSystem.readFile(store.configPath, limit: 1 << 20),
                                           newConfig: newConfig.encoded(), entries: entries, newRemotes: newRemotes).encoded()
             try AtomicFile.write(journal, to: store.passwordJournalPath, random: random)
@@ -114,7 +114,7 @@ extension Vault {
             // The commit point.
             try AtomicFile.write(newConfig.encoded(), to: store.configPath, random: random)
             written += UInt64(newConfig.encoded().count)
-            if let newRemotes { try AtomicFile.write(newRemotes, to: store.root + "/remotes.vlt", random: random) }
+            if let newRemotes { try AtomicFile.write(newRemotes, to: store.path(.remotes), random: random) }
             try FileSystem.remove(store.passwordJournalPath)
             try FileSystem.syncDirectory(store.root)
             progress?(ids.count * 2, ids.count * 2)
@@ -123,9 +123,9 @@ extension Vault {
             // head is of the old epoch, as its last record: consistent, and the next record is
             // sealed under the new key).
             let rotated = Vault(store: store, config: newConfig, keyring: keyring2.with(epoch: newKeys.epoch, earlier: []), keys: newKeys, random: random)
-            try rotated.withIndex(locked: true, known: known) { _ in }   // sealed again under the new key
+            try rotated.withIndex(lock, known: known) { _ in }   // sealed again under the new key
             let level = KDFLevel.allCases.first { $0.parameters == parameters }?.rawValue
-            try rotated.recordLocked(HistoryRecord(.passwd, detail: "argon2id \(level ?? "custom"): ops \(parameters.opsLimit), memory \(parameters.memLimitKiB) KiB; \(entries.count) headers re-sealed; key epoch \(keys.epoch) → \(newKeys.epoch) (a new vault key)"))
+            try rotated.appendToHistory(HistoryRecord(.passwd, detail: "argon2id \(level ?? "custom"): ops \(parameters.opsLimit), memory \(parameters.memLimitKiB) KiB; \(entries.count) headers re-sealed; key epoch \(keys.epoch) → \(newKeys.epoch) (a new vault key)"), lock)
             return PasswordChangeSummary(documents: entries.count, bytesWritten: written, kdf: parameters)
         }
     }
@@ -180,7 +180,7 @@ extension Vault {
             return .init(id: id, old: old, new: new)
         } catch {
             var e = VaultError.from(error).context("document \(id)")
-            e.hint = "nothing was changed"
+            e.nothingChanged = true
             e.remedy = .verifyThenRemoveOrRestore
             throw e
         }
@@ -188,7 +188,7 @@ extension Vault {
 }
 
 extension VaultStore {
-    var passwordJournalPath: String { root + "/passwd.journal" }
+    var passwordJournalPath: String { path(.passwordJournal) }
 
     /// Finishes or undoes a password change that a crash interrupted (nothing when there is
     /// none). Needs no password: if `vault.json` is already the new one, the change committed and
@@ -197,7 +197,7 @@ extension VaultStore {
     /// for a password change still running (the writer lock).
     package func recoverPasswordChange() throws {
         guard FileSystem.kind(of: passwordJournalPath) != .missing else { return }
-        try withLock {
+        try withWriterLock { _ in
             guard FileSystem.kind(of: passwordJournalPath) != .missing else { return }   // it finished meanwhile
             let journal = try PasswordJournal.decode(try FileSystem.readFile(passwordJournalPath, limit: 1 << 30))
             // The journal needs no password, so it is held to what a real one can be: vault.json
@@ -221,7 +221,7 @@ extension VaultStore {
             }
             // Sealed bytes: a planted journal could only put a list there that the new key
             // does not open (refused when read), never one the vault would follow.
-            if forward, let remotes = journal.newRemotes { try AtomicFile.write(remotes, to: root + "/remotes.vlt") }
+            if forward, let remotes = journal.newRemotes { try AtomicFile.write(remotes, to: path(.remotes)) }
             try FileSystem.remove(passwordJournalPath)
             try FileSystem.syncDirectory(root)
         }

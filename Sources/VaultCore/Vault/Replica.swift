@@ -140,17 +140,17 @@ extension Vault {
     /// - Parameter anomalies: what was wrong on the store, sealed into the record (audits report it).
     package func recordFetched(_ records: [DocumentRecord], from source: String, anomalies: [HistoryRecord.Anomaly] = []) throws {
         guard !records.isEmpty || !anomalies.isEmpty else { return }
-        try store.withLock {
+        try store.withWriterLock { lock in
             let known = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-            try withIndex(locked: true, known: known) { index in
-                try index.write {
+            try withIndex(lock, known: known) { index in
+                try index.write(lock) {
                     for r in records where try index.record(r.id) == nil { try index.put(r, logged: false) }
-                    try commitIndexState(index)
+                    try commitIndexState(index, lock)
                 }
             }
             var r = HistoryRecord(.pull, documents: records.stableOrder().map(HistoryRecord.Document.init), destinations: [source])
             r.anomalies = anomalies
-            try recordLocked(r, pending: Set(known.keys))
+            try appendToHistory(r, lock, pending: Set(known.keys))
         }
     }
 
@@ -159,13 +159,13 @@ extension Vault {
     /// replica's next push carries the tombstones on.
     package func applyTombstones(_ stones: [Tombstone]) throws {
         guard !stones.isEmpty else { return }
-        try store.withLock {
-            let documents = try withIndex(locked: true) { index in
+        try store.withWriterLock { lock in
+            let documents = try withIndex(lock) { index in
                 try stones.map { stone in
                     try DocumentID(hex: stone.id).flatMap { try index.record($0) }.map(HistoryRecord.Document.init) ?? stone.document
                 }
             }
-            try removeLocked(documents)
+            try remove(documents, lock)
         }
     }
 
@@ -177,7 +177,7 @@ extension Vault {
         var r = HistoryRecord(.push, outcome: outcome, documents: documents.map(HistoryRecord.Document.init),
                               destinations: [destination], detail: detail)
         r.anomalies = anomalies
-        try record(r)
+        try appendToHistory(r)
     }
 }
 

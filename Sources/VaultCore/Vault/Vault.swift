@@ -16,7 +16,7 @@ public final class Vault: @unchecked Sendable {
     /// The vault key of the current key epoch, and the earlier ones.
     let keys: EpochKeys
     let random: any RandomSource
-    /// The index connection (``withIndex(locked:_:)``).
+    /// The index connection (``withIndex(known:full:_:)``).
     let indexHolder = IndexHolder()
 
     init(store: VaultStore, config: VaultConfig, keyring: Keyring, keys: EpochKeys, random: any RandomSource) {
@@ -243,13 +243,13 @@ public final class Vault: @unchecked Sendable {
     /// their objects, updates the index and records the removal in the history (a crash
     /// midway is finished by the next writer).
     package func removeDocuments(_ ids: [DocumentID]) throws {
-        try store.withLock {
-            let documents = try withIndex(locked: true) { index in
+        try store.withWriterLock { lock in
+            let documents = try withIndex(lock) { index in
                 try ids.map { id in
                     try index.record(id).map(HistoryRecord.Document.init) ?? HistoryRecord.Document(id: id.hex, name: "", sha256: "", size: 0)
                 }
             }
-            try removeLocked(documents)
+            try remove(documents, lock)
         }
     }
 

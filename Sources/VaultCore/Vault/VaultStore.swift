@@ -11,13 +11,13 @@ public struct VaultStore: Sendable {
     /// Where the envelopes come from when they are not in `objects/` (a remote store read
     /// directly); such a store is read-only.
     package let source: (any ObjectSource)?
-    var configPath: String { root + "/vault.json" }
-    var objectsPath: String { root + "/objects" }
+    var configPath: String { path(.config) }
+    var objectsPath: String { path(.objects) }
     /// The index of the version before (`index.vlt`), read once to make `index.db` and removed.
-    var indexPath: String { root + "/index.vlt" }
-    var lockPath: String { root + "/lock" }
+    var indexPath: String { path(.legacyIndex) }
+    var lockPath: String { path(.lock) }
     /// Where new objects are written before their commit (a rename into `objects/`).
-    var stagingPath: String { root + "/staging" }
+    var stagingPath: String { path(.staging) }
 
     /// The staging folder, made (0700) when missing: vaults made before it existed have none.
     func staging() throws -> String {
@@ -111,10 +111,11 @@ public struct VaultStore: Sendable {
             try FileSystem.setPermissions(root, .ownerReadWriteExecute)
         }
         try FileSystem.makeDirectory(objectsPath)
-        try vault.createIndex()
-        try vault.recordLocked(record)
-        try AtomicFile.write(config, to: configPath, random: random)
-        _ = try OpenFile.openOrCreate(lockPath)
+        try withWriterLock { lock in
+            try vault.createIndex(lock)
+            try vault.appendToHistory(record, lock)
+            try AtomicFile.write(config, to: configPath, random: random)
+        }
     }
 
     /// Reads `vault.json` and unlocks the vault: one Argon2id run, then the key check, so a
@@ -185,14 +186,6 @@ public struct VaultStore: Sendable {
             throw VaultError(.notFound, "\(root) is not a vault directory")
         }
         return try VaultConfig.decode(try FileSystem.readFile(configPath, limit: 1 << 20), path: configPath)
-    }
-
-    /// Runs `body` holding the vault's exclusive writer lock.
-    func withLock<R>(_ body: () throws -> R) throws -> R {
-        let f = try OpenFile.openOrCreate(lockPath)
-        _ = try f.lockExclusive()
-        defer { f.unlock() }
-        return try body()
     }
 
     /// The ids of the objects on disk (or in the source).

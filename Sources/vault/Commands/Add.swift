@@ -58,11 +58,11 @@ extension VaultCommand {
 
         func run() async throws { try await run(parent: root.global) }
 
-        /// The stopping error's advice for a partial add, without its "nothing was changed" (some files were added).
-        static func advice(_ hint: String?) -> String {
-            guard let hint else { return "" }
-            let kept = hint.replacingOccurrences(of: "; nothing was changed", with: "")
-            return kept == "nothing was changed" || kept == "it was not added" ? "" : "; " + kept
+        /// The stopping error's advice for a partial add: its remedy and hint, but not that nothing
+        /// was changed (some files were added).
+        static func advice(_ error: VaultError) -> String {
+            let words = [error.remedy.map(Hints.text), error.hint].compactMap { $0 }
+            return words.isEmpty ? "" : "; " + words.joined(separator: "; ")
         }
 
         func execute(_ options: GlobalOptions) async throws {
@@ -108,7 +108,9 @@ extension VaultCommand {
                     let e = VaultError.from(error)
                     outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
                     guard outcome.added.isEmpty else { stopped = (shown, e); break }   // those added stay: a partial add
-                    throw VaultError(e.code, "cannot add \(shown): \(e.message)", hint: e.hint ?? "it was not added", remedy: e.remedy, cause: e.cause)
+                    var failed = e.context("cannot add \(shown)")
+                    if failed.hint == nil && failed.remedy == nil && !failed.nothingChanged { failed.hint = "it was not added" }
+                    throw failed
                 }
                 let m = record.metadata
                 outcome.added.append(.init(id: record.id.hex, path: shown, name: m.name, contentType: m.contentType, size: m.size,
@@ -126,7 +128,7 @@ extension VaultCommand {
                 let rest = notTried > 0 ? " (\(notTried) more \(Plural.files(notTried)) not tried)" : ""
                 throw VaultError(.partial, "cannot add \(Terminal.printable(stopped.shown)): \(stopped.error.message)",
                                  hint: "\(outcome.added.count) of \(total) \(Plural.files(total)) were added (their ids are above); "
-                                     + "\(total - outcome.added.count) were not\(rest)" + Self.advice(stopped.error.hint))
+                                     + "\(total - outcome.added.count) were not\(rest)" + Self.advice(stopped.error))
             }
             try session.finish(outcome: duplicates > 0 || !skipped.isEmpty ? .partial : .ok)
             if outcome.added.isEmpty && skipped.isEmpty && duplicates > 0 {   // nothing happened: not a partial success

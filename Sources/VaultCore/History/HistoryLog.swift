@@ -1,0 +1,227 @@
+import Foundation
+
+/// The vault's history log: `log.vlt`, an append-only file of sealed, chained records, and two
+/// sealed anchors of its tail — `log.head` and `log.anchor`, the count and tag of the last record
+/// written — which tell a log cut at a record boundary from a complete one.
+///
+/// Records are sealed under the log key of the key epoch they were written in: the epochs of
+/// a log never go down, so a record sealed under a superseded key after a newer one (someone
+/// who knew an old password) does not authenticate in its place.
+///
+/// Written by hand: this is vault's own format (a few lines over libsodium's AEAD), and no
+/// package of this field does a sealed append-only log.
+struct HistoryLog {
+    let store: VaultStore
+    /// The log key of each epoch this vault knows, and the current epoch.
+    let keys: [UInt32: SecretBytes]
+    let epoch: UInt32
+    let epochKeys: EpochKeys
+    let vaultID: String
+    let random: any RandomSource
+    /// True when the vault's format promises a history (`vault/2`): a missing log is a finding.
+    let promisesHistory: Bool
+
+    var path: String { store.path(.log) }
+    var headPath: String { store.path(.logHead) }
+    var anchorPath: String { store.path(.logAnchor) }
+    var pendingRemovalPath: String { store.path(.pendingRemoval) }
+
+    init(vault: Vault) throws {
+        store = vault.store
+        var keys: [UInt32: SecretBytes] = [:]
+        for e in vault.keys.epochs {
+            keys[e] = try SubkeyDerivation.derive(from: vault.keys.key(epoch: e)!, id: HistoryFormat.subkeyID, context: HistoryFormat.subkeyContext)
+        }
+        self.keys = keys
+        epoch = vault.keys.epoch
+        epochKeys = vault.keys
+        vaultID = vault.config.id
+        random = vault.random
+        // A cache folder of a store read in place keeps a history of what was sent from it, which
+        // starts when the cache does.
+        promisesHistory = !vault.config.isLegacy && vault.store.source == nil
+    }
+
+    var key: SecretBytes { keys[epoch]! }
+
+    /// The associated data of the record at `position` (from 1): the vault, the position and
+    /// the previous record's tag. So a record opens only in its place, after its predecessor.
+    func associatedData(position: Int, previousTag: [UInt8]) -> [UInt8] {
+        var ad = HistoryFormat.fileHeader + Array(vaultID.utf8)
+        ad.appendBigEndian(UInt64(position))
+        return ad + previousTag
+    }
+
+    static let zeroTag = [UInt8](repeating: 0, count: HistoryFormat.tagSize)
+
+    // MARK: Reading records
+
+    /// A record's place in the file and its tag; its nonce and seal are read when needed, so a
+    /// scan holds one record at a time, not the file (62 MB for 100,000 records).
+    struct Framed { var offset: Int; var end: Int; var position: Int; var tag: [UInt8] }
+
+    /// Reads a framed record's nonce and seal.
+    func load(_ f: Framed, from file: OpenFile) throws -> (nonce: [UInt8], sealed: [UInt8]) {
+        let body = try file.read(count: f.end - (f.offset + 12), at: UInt64(f.offset + 12))
+        guard body.count == f.end - (f.offset + 12) else { throw VaultError(.vaultDamaged, "log.vlt changed while it was read") }
+        return (Array(body[..<HistoryFormat.nonceSize]), Array(body[HistoryFormat.nonceSize...]))
+    }
+
+    /// The log's framing: each record's offsets, claimed position and tag, from lengths alone
+    /// (no keys). Stops at the first length that cannot be a record's (a finding) or at a record
+    /// that runs past the file's end.
+    func frames(of file: OpenFile, size fileSize: Int, into scan: inout HistoryScan) throws -> [Framed] {
+        var framed: [Framed] = []
+        var offset = HistoryFormat.fileHeader.count
+        while offset < fileSize {
+            guard fileSize - offset >= 12 else { break }
+            let frameHead = try file.read(count: 12, at: UInt64(offset))
+            let length = Int(UInt32(bigEndianBytes: frameHead[0..<4]))
+            guard length >= 8 + HistoryFormat.nonceSize + HistoryFormat.tagSize, length <= HistoryFormat.maxRecordSize else {
+                scan.findings.append(AuditFinding(.logMalformed, "bytes at offset \(offset) of log.vlt are not a record (length \(length))",
+                                                  record: framed.count + 1))
+                break
+            }
+            guard offset + 4 + length <= fileSize else { break }
+            let claimed = UInt64(bigEndianBytes: frameHead[4..<12])
+            let tag = try file.read(count: HistoryFormat.tagSize, at: UInt64(offset + 4 + length - HistoryFormat.tagSize))
+            framed.append(Framed(offset: offset, end: offset + 4 + length, position: Int(clamping: claimed), tag: tag))
+            offset = offset + 4 + length
+        }
+        return framed
+    }
+
+    /// Opens a record under the log key of epoch `from` or a later one: the epoch and the record.
+    /// - Parameter documents: whether a record of this operation needs its documents (they
+    ///   are left out otherwise: a send names every document it sent).
+    func open(_ sealed: [UInt8], nonce: [UInt8], position: Int, previousTag: [UInt8], from: UInt32,
+                      documents: (HistoryRecord.Operation) -> Bool = { _ in true }) -> (UInt32, HistoryRecord)? {
+        let ad = associatedData(position: position, previousTag: previousTag)
+        for e in keys.keys.sorted() where e >= from {
+            if let plain = XChaCha20Poly1305.open(sealed, ad: ad, nonce: nonce, key: keys[e]!),
+               let record = HistoryRecordReader.read(plain, documents: documents) ?? (try? JSONDecoder().decode(HistoryRecord.self, from: Data(plain))) {
+                return (e, record)
+            }
+        }
+        return nil
+    }
+
+    // MARK: Writing
+
+    /// Appends `record` (the caller holds the writer lock). First makes the file whole: a new
+    /// log gets its header, a torn append past the head (a crash) is cut off. What is wrong
+    /// beyond that is not repaired — records are never rewritten — but noted in the new
+    /// record's anomalies, so audits keep reporting it.
+    /// - Returns: the new tail.
+    @discardableResult
+    func append(_ record: HistoryRecord, to tail: LogTail) throws -> LogTail {
+        var record = record
+        // What this append removes or replaces (a cut tail, a stale or missing head, an
+        // unreadable file) is sealed into the record; damaged records stay in the file anyway.
+        record.anomalies += tail.findings.filter { ![.logRecordDamaged, .logRecordMoved, .logChainBroken, .logRecordSuperseded].contains($0.code) }
+            .map { HistoryRecord.Anomaly(code: $0.code.rawValue, message: $0.message) }
+        let file: OpenFile
+        var end = tail.end
+        if !tail.exists || end == 0 {
+            if tail.exists {   // unreadable from its first bytes: kept aside, never overwritten
+                try FileSystem.rename(path, to: store.root + "/log.damaged-\(Int(Date().timeIntervalSince1970)).vlt")
+            }
+            try AtomicFile.write(HistoryFormat.fileHeader, to: path, random: random)
+            end = HistoryFormat.fileHeader.count
+        }
+        file = try OpenFile.openOrCreate(path)
+        defer { file.close() }
+        if tail.exists && tail.fileSize > end { try file.truncate(to: UInt64(end)) }
+        let position = (tail.exists && tail.end > 0 ? tail.count : 0) + 1
+        let previous = position == 1 ? Self.zeroTag : tail.tag
+        // The frame is made in one buffer, the record sealed in place: a send of 100,000
+        // documents is a 15 MB record, and copies of it were most of that command's memory.
+        let nonce = random.bytes(HistoryFormat.nonceSize)
+        var frame = [UInt8]()
+        frame.reserveCapacity(4 + 8 + nonce.count + 256 + record.documents.count * 170 + HistoryFormat.tagSize)
+        frame.appendBigEndian(UInt32(0))   // the length, below
+        frame.appendBigEndian(UInt64(position))
+        frame += nonce
+        let start = frame.count
+        record.json(into: &frame)
+        let plaintextCount = frame.count - start
+        frame += [UInt8](repeating: 0, count: HistoryFormat.tagSize)
+        let ad = associatedData(position: position, previousTag: previous)
+        frame.withUnsafeMutableBytes { buffer in
+            let region = UnsafeMutableRawBufferPointer(rebasing: buffer[start...])
+            ad.withUnsafeBytes { a in nonce.withUnsafeBytes { n in key.withUnsafeBytes { k in
+                // libsodium's AEAD encrypts in place (the plaintext and ciphertext may be the same bytes).
+                XChaCha20Poly1305.seal(UnsafeRawBufferPointer(rebasing: region[..<plaintextCount]), into: region, ad: a, nonce: n, key: k)
+            } } }
+        }
+        let length = UInt32(frame.count - 4)
+        for i in 0..<4 { frame[i] = UInt8(truncatingIfNeeded: length >> (24 - 8 * UInt32(i))) }
+        try file.write(frame, at: UInt64(end))
+        try file.sync()
+        let tag = Array(frame.suffix(HistoryFormat.tagSize))
+        let head = StoredHead(count: position, end: end + frame.count, tag: Hex.encode(tag))
+        try writeState(head, as: .logHead)
+        try writeState(head, as: .logAnchor)
+        return LogTail(exists: true, count: position, end: head.end, tag: tag, fileSize: head.end, findings: [])
+    }
+
+    /// The log's tail as `log.head` and `log.anchor` name it, checked against the file without
+    /// reading its records: both sealed under the current key and equal, the file exactly as
+    /// long as they say, and its last 16 bytes the tag they name. Nil when anything differs (a
+    /// crash mid-append, an older vault's head, damage): the caller then reads the whole log.
+    func verifiedTail() -> LogTail? {
+        guard let headBytes = try? FileSystem.readFile(headPath, limit: 1 << 16),
+              let anchorBytes = try? FileSystem.readFile(anchorPath, limit: 1 << 16),
+              let (e1, h) = try? SealedState.openAnyEpoch(headBytes, purpose: .logHead, role: VaultFile.logHead.name, keys: epochKeys, vaultID: vaultID),
+              let (e2, a) = try? SealedState.openAnyEpoch(anchorBytes, purpose: .logAnchor, role: VaultFile.logAnchor.name, keys: epochKeys, vaultID: vaultID),
+              e1 == epoch, e2 == epoch,
+              let head = try? JSONDecoder().decode(StoredHead.self, from: Data(h)),
+              let anchor = try? JSONDecoder().decode(StoredHead.self, from: Data(a)), head == anchor,
+              head.count >= 1, head.end > HistoryFormat.fileHeader.count + HistoryFormat.tagSize,
+              let tag = Hex.decode(head.tag), tag.count == HistoryFormat.tagSize,
+              let file = try? OpenFile.openForReading(path) else { return nil }
+        defer { file.close() }
+        guard let size = try? file.size(), size == UInt64(head.end),
+              let last = try? file.read(count: HistoryFormat.tagSize, at: UInt64(head.end - HistoryFormat.tagSize)), last == tag,
+              let first = try? file.read(count: HistoryFormat.fileHeader.count, at: 0), first == HistoryFormat.fileHeader else { return nil }
+        return LogTail(exists: true, count: head.count, end: head.end, tag: tag, fileSize: head.end, findings: [])
+    }
+
+    /// The records after `after` up to `tail` (normally none or one: what the index has not
+    /// applied yet), each authenticated in its place; nil when they do not follow (the log was
+    /// replaced or cut since), and the caller reads the whole log.
+    func records(after state: DocumentIndex.State, upTo tail: LogTail) -> [HistoryRecord]? {
+        guard state.logEnd >= HistoryFormat.fileHeader.count, state.logEnd <= tail.end, state.logCount <= tail.count,
+              let previous = Hex.decode(state.logTag) else { return nil }
+        if state.logEnd == tail.end { return state.logCount == tail.count && previous == tail.tag ? [] : nil }
+        guard tail.end - state.logEnd <= 256 << 20, let file = try? OpenFile.openForReading(path) else { return nil }
+        defer { file.close() }
+        guard let bytes = try? file.read(count: tail.end - state.logEnd, at: UInt64(state.logEnd)), bytes.count == tail.end - state.logEnd else { return nil }
+        var out: [HistoryRecord] = []
+        var offset = 0, position = state.logCount, tag = previous
+        while offset < bytes.count {
+            guard bytes.count - offset >= 12 else { return nil }
+            let length = Int(UInt32(bigEndianBytes: bytes[offset..<offset + 4]))
+            guard length >= 8 + HistoryFormat.nonceSize + HistoryFormat.tagSize, offset + 4 + length <= bytes.count else { return nil }
+            let body = offset + 12
+            let sealed = Array(bytes[body + HistoryFormat.nonceSize..<offset + 4 + length])
+            position += 1
+            guard let (_, record) = open(sealed, nonce: Array(bytes[body..<body + HistoryFormat.nonceSize]), position: position,
+                                         previousTag: tag, from: keys.keys.min() ?? epoch) else { return nil }
+            out.append(record)
+            tag = Array(sealed.suffix(HistoryFormat.tagSize))
+            offset += 4 + length
+        }
+        return position == tail.count && tag == tail.tag ? out : nil
+    }
+
+    /// Writes `value` sealed as `file` (its purpose, its name as the role), crash-safely.
+    func writeState<T: Encodable>(_ value: T, as file: VaultFile) throws {
+        guard let purpose = file.sealedPurpose else { preconditionFailure("internal error: \(file.name) is not a sealed state file") }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let sealed = try SealedState.seal(Array(try encoder.encode(value)), purpose: purpose, role: file.name, keys: epochKeys,
+                                          vaultID: vaultID, random: random)
+        try AtomicFile.write(sealed, to: store.path(file), random: random)
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+
+/// What reading the history found: the records in file order (those that authenticate in
+/// their place), the log's head as it stands, and what is wrong with the chain.
+package struct HistoryScan: Sendable {
+    /// One whole record of the file.
+    public struct Entry: Sendable {
+        /// Its position in the file, from 1.
+        public let position: Int
+        /// The record, when it authenticates at this position after its predecessor.
+        public let record: HistoryRecord?
+        /// Its authentication tag.
+        public let tag: [UInt8]
+        /// The key epoch it was sealed in, when it authenticates.
+        public let epoch: UInt32?
+    }
+
+    /// Every whole record, in file order.
+    public var entries: [Entry] = []
+    /// Problems with the log as it is now.
+    public var findings: [AuditFinding] = []
+    /// Problems earlier writers found and sealed into their records (``HistoryRecord/anomalies``).
+    public var noted: [AuditFinding] = []
+    /// True when `log.vlt` exists.
+    public var exists = false
+    /// The head kept beside the log (`log.head`), if it could be read, and its key epoch.
+    var storedHead: StoredHead?
+    var headEpoch: UInt32?
+    /// The second copy of the head (`log.anchor`), and its key epoch.
+    var anchor: StoredHead?
+    var anchorEpoch: UInt32?
+    /// True when `log.head` is a sealed state file: written by a version that also writes `log.anchor`.
+    var storedHeadIsSealedState = false
+    /// The position of the last `accept` record, if any.
+    public var acceptedAt: Int?
+    /// The byte offset after the last whole record.
+    var end = HistoryFormat.fileHeader.count
+    /// The file's size.
+    var fileSize = 0
+
+    /// The log's head as it stands: its whole records and the last one's tag.
+    public var head: HistoryHead {
+        HistoryHead(count: entries.count, tag: entries.last?.tag ?? [UInt8](repeating: 0, count: HistoryFormat.tagSize))
+    }
+
+    /// The same scan with nothing to note: the `accept` record seals no anomalies of its own
+    /// (it names what it settles in its detail).
+    static func settled(_ scan: HistoryScan) -> HistoryScan {
+        var copy = scan
+        copy.findings = []
+        return copy
+    }
+
+    /// The records that authenticate, in order.
+    public var records: [(position: Int, record: HistoryRecord)] {
+        entries.compactMap { e in e.record.map { (e.position, $0) } }
+    }
+
+    /// What the records say about documents, kept while scanning instead of the records.
+    struct Lean {
+        var present: [String: (HistoryRecord.Document, Int)] = [:]
+        var removed: [String: Int] = [:]
+        /// The document of each removal (the last record that removed it).
+        var removedDocuments: [String: HistoryRecord.Document] = [:]
+        /// The first confirmed delivery of each document, by destination.
+        var deliveries: [String: [String: Delivery]] = [:]
+
+        /// Whether ``apply(_:at:)`` reads the documents of a record of `operation`.
+        static func reads(_ operation: HistoryRecord.Operation) -> Bool {
+            switch operation {
+            case .add, .import, .adopt, .pull, .begin, .accept, .remove, .upload: true
+            case .`init`, .export, .passwd, .push, .clone, .upgrade: false
+            }
+        }
+
+        mutating func apply(_ record: HistoryRecord, at position: Int) {
+            switch record.operation {
+            case .add, .import, .adopt, .pull:
+                for d in record.documents { present[d.id] = (d, position) }
+            case .begin, .accept:
+                present = [:]
+                for d in record.documents { present[d.id] = (d, position) }
+            case .remove:
+                for d in record.documents { present[d.id] = nil; removed[d.id] = position; removedDocuments[d.id] = d }
+            case .upload:
+                for destination in Destination.confirmed(by: record) {
+                    for d in record.documents where deliveries[destination]?[d.id] == nil {
+                        deliveries[destination, default: [:]][d.id] = Delivery(destination: destination, record: position,
+                                                                               timeMillis: record.timeMillis, detail: record.detail)
+                    }
+                }
+            case .`init`, .export, .passwd, .push, .clone, .upgrade:
+                break
+            }
+        }
+    }
+    /// Set when the scan did not keep the records.
+    var lean: Lean?
+
+    /// Replays the records: the documents the log says are in the vault (with the record that
+    /// added them) and those it says were removed (with the record that removed them).
+    public func documentState() -> (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int]) {
+        if let lean { return (lean.present, lean.removed) }
+        var state = Lean()
+        for (position, record) in records { state.apply(record, at: position) }
+        return (state.present, state.removed)
+    }
+
+    /// The first confirmed delivery of each document, by destination and id.
+    public func deliveries() -> [String: [String: Delivery]] {
+        if let lean { return lean.deliveries }
+        var state = Lean()
+        for (position, record) in records { state.apply(record, at: position) }
+        return state.deliveries
+    }
+
+    /// The document each removal named, by id (the last removal of each).
+    func removedDocuments() -> [String: HistoryRecord.Document] {
+        if let lean { return lean.removedDocuments }
+        var state = Lean()
+        for (position, record) in records { state.apply(record, at: position) }
+        return state.removedDocuments
+    }
+}
+
+/// Where the next record goes: what an append needs to know about the log.
+struct LogTail {
+    /// True when `log.vlt` exists.
+    var exists: Bool
+    /// Whole records, the offset after the last, and its tag.
+    var count: Int
+    var end: Int
+    var tag: [UInt8]
+    /// The file's size (bytes past `end` are a torn append, cut off by the next one).
+    var fileSize: Int
+    /// What is wrong with the log, sealed into the next record's anomalies.
+    var findings: [AuditFinding]
+
+    /// The tail of a whole-log scan.
+    init(_ scan: HistoryScan) {
+        self.init(exists: scan.exists, count: scan.entries.count, end: scan.end, tag: scan.entries.last?.tag ?? HistoryLog.zeroTag,
+                  fileSize: scan.fileSize, findings: scan.findings)
+    }
+
+    init(exists: Bool, count: Int, end: Int, tag: [UInt8], fileSize: Int, findings: [AuditFinding]) {
+        (self.exists, self.count, self.end, self.tag, self.fileSize, self.findings) = (exists, count, end, tag, fileSize, findings)
+    }
+}
+
+/// `log.head` and `log.anchor`: sealed, so they cannot be forged without the password.
+struct StoredHead: Codable, Equatable {
+    var count: Int
+    /// Offset after the last record it covers.
+    var end: Int
+    var tag: String
+}

@@ -1,0 +1,202 @@
+import Foundation
+
+// MARK: - The vault's side
+
+extension Vault {
+    /// Reads and checks the history (no lock needed: records are only ever appended).
+    package func history() throws -> HistoryScan { try HistoryLog(vault: self).scan() }
+
+    /// The head `log.head` names (count and last tag), read without scanning the log: what
+    /// `upload` sends as `X-Vault-Log-Head`, so the back office keeps a copy of the head
+    /// elsewhere (which catches a rollback of the whole folder). Nil when there is none or it
+    /// does not open under the current key.
+    package func storedHead() -> HistoryHead? {
+        guard let log = try? HistoryLog(vault: self) else { return nil }
+        var scan = HistoryScan()
+        return log.readHead(into: &scan).flatMap { head in
+            Hex.decode(head.tag).map { HistoryHead(count: head.count, tag: $0) }
+        }
+    }
+
+    /// Fails unless this process can append to the history: the vault folder (where the log's
+    /// heads are replaced), the log and the index must be writable. What a command that sends
+    /// documents checks first, so that nothing goes out that the history cannot record.
+    package func checkHistoryWritable() throws {
+        for path in [store.root, store.path(.log), store.path(.index)]
+            where FileSystem.kind(of: path) != .missing && !Platform.isWritable(path) {
+            throw VaultError(.io, "the history cannot be recorded: \(path) is not writable")
+        }
+    }
+
+    /// Appends `record` to the history, under the writer lock.
+    /// - Returns: the new head.
+    @discardableResult
+    package func appendToHistory(_ record: HistoryRecord) throws -> HistoryHead {
+        try store.withWriterLock { lock in try appendToHistory(record, lock) }
+    }
+
+    /// Appends `record`, holding the writer lock. Before it, a vault without a log
+    /// gets one (a `begin` record naming the documents present), and documents that a killed
+    /// command committed without recording are recorded (`adopt`) — only those that
+    /// authenticate under this vault's key and that the log never saw removed, and only when
+    /// the chain is whole, so nothing an attacker without the password put there is taken in.
+    /// A removal a crash interrupted (`remove.pending`) is finished first.
+    ///
+    /// The log's tail is checked against its sealed head, not read whole (``HistoryLog/verifiedTail()``);
+    /// the index keeps what the history says about documents, so nothing is replayed.
+    /// - Parameter pending: ids `record` itself adds (they are on disk already).
+    @discardableResult
+    func appendToHistory(_ record: HistoryRecord, _ lock: WriterLock, pending: Set<DocumentID> = []) throws -> HistoryHead {
+        try withIndex(lock) { index in
+            let initial = record.operation == .`init` || record.operation == .clone
+            var writer = try historyWriter(index: index, lock, initial: initial)
+            if record.operation != .remove, let interrupted = writer.log.pendingRemoval() {
+                try finishRemoval(interrupted, writer: &writer, interrupted: true)
+            }
+            if !initial { try prelude(&writer, pending: pending) }
+            try writer.append(record)
+            return HistoryHead(count: writer.tail.count, tag: writer.tail.tag)
+        }
+    }
+
+    /// What comes before a command's own record: a `begin` record for a vault that never had a
+    /// history, or an `adopt` record for documents a killed command committed unrecorded.
+    func prelude(_ writer: inout HistoryWriter, pending: Set<DocumentID>) throws {
+        if let scan = writer.scan, !scan.exists && scan.storedHead == nil && scan.anchor == nil && (config.isLegacy || store.source != nil) {
+            // Only a vault/1 vault may never have had a history; from vault/2 on a missing
+            // log stays a finding until a password holder accepts the loss.
+            let objects = try store.objectIDs().subtracting(pending)
+            try writer.append(HistoryRecord(.begin, documents: authenticatedDocuments(objects.sorted()),
+                                            detail: "the vault had no history; these documents were present"))
+        } else if writer.whole {
+            let adopted = authenticatedDocuments(try writer.index.unlogged().filter { !pending.contains($0) })
+            if !adopted.isEmpty {
+                try writer.append(HistoryRecord(.adopt, documents: adopted, detail: "committed by a command that ended before recording them"))
+            }
+        }
+    }
+
+    /// The history, ready to append to, with the index caught up with it: the tail verified
+    /// against the sealed head, and the records the index has not applied (a crash between a
+    /// record and its application) applied. When the tail does not verify, the whole log is
+    /// read and the index's view of it derived again.
+    /// - Parameter initial: the record is the first of a new log (`init`, `clone`).
+    func historyWriter(index: DocumentIndex, _ lock: WriterLock, initial: Bool = false) throws -> HistoryWriter {
+        let log = try HistoryLog(vault: self)
+        if let tail = log.verifiedTail() {
+            var state = try index.stateOrEmpty()
+            if let missed = log.records(after: state, upTo: tail) {
+                if !missed.isEmpty {
+                    try index.write(lock) {
+                        for (n, r) in missed.enumerated() { try apply(r, at: state.logCount + n + 1, to: index) }
+                        state = try index.stateOrEmpty()
+                        (state.logCount, state.logEnd, state.logTag) = (tail.count, tail.end, Hex.encode(tail.tag))
+                        state.removed = try index.counts(documents: false).removed
+                        try index.writeState(state)
+                    }
+                }
+                return HistoryWriter(vault: self, log: log, lock: lock, tail: tail, index: index, whole: true, scan: nil)
+            }
+        }
+        var scan = try log.scan(keepRecords: false)
+        if initial && !scan.exists { scan = HistoryScan.settled(scan) }
+        try index.write(lock) {
+            try deriveHistory(index, from: scan, state: scan.documentState(), lock)
+            var state = try index.stateOrEmpty()
+            state.removed = try index.counts(documents: false).removed
+            try index.writeState(state)
+        }
+        return HistoryWriter(vault: self, log: log, lock: lock, tail: LogTail(scan), index: index, whole: scan.findings.isEmpty,
+                             scan: scan)
+    }
+
+    /// What a record changes in the index: the documents it names are logged; those it removes
+    /// are kept as removed (inside the caller's transaction).
+    func apply(_ record: HistoryRecord, at position: Int, to index: DocumentIndex) throws {
+        switch record.operation {
+        case .add, .import, .adopt, .pull, .begin, .accept:
+            try index.markLogged(record.documents.compactMap { DocumentID(hex: $0.id) })
+        case .remove:
+            for d in record.documents { try index.addRemoved(d, position: position) }
+        case .upload:
+            for destination in Destination.confirmed(by: record) {
+                for d in record.documents {
+                    guard let id = DocumentID(hex: d.id) else { continue }
+                    try index.addDelivery(id, Delivery(destination: destination, record: position, timeMillis: record.timeMillis, detail: record.detail))
+                }
+            }
+        case .`init`, .export, .passwd, .push, .clone, .upgrade:
+            break
+        }
+    }
+
+    /// Accepts what is wrong with the history (an audit that accepts the loss): appends an
+    /// `accept` record naming the documents whose envelopes authenticate and the findings it
+    /// settles. Audits report nothing from before it; the record itself stays in the chain.
+    /// - Returns: the findings it settled.
+    package func acceptHistoryLoss() throws -> [AuditFinding] {
+        try store.withWriterLock { lock in
+            try withIndex(lock) { index in
+                let scan = try HistoryLog(vault: self).scan()
+                let settled = scan.findings + scan.noted
+                var writer = try historyWriter(index: index, lock)
+                writer.tail.findings = []
+                let documents = authenticatedDocuments(try store.objectIDs().sorted())
+                let codes = Array(Set(settled.map(\.code.rawValue))).sorted()
+                try writer.append(HistoryRecord(.accept, documents: documents,
+                                                detail: "a password holder accepted: " + (codes.isEmpty ? "nothing was wrong" : codes.joined(separator: ", "))))
+                return settled
+            }
+        }
+    }
+
+    /// The documents among `ids` whose envelope header authenticates under this vault's key.
+    private func authenticatedDocuments(_ ids: [DocumentID]) -> [HistoryRecord.Document] {
+        ids.compactMap { id in
+            guard let reader = try? openEnvelope(id) else { return nil }
+            return HistoryRecord.Document(DocumentRecord(id: id, metadata: reader.metadata))
+        }
+    }
+
+    /// Fails when one of `records` was removed according to the history and its object is
+    /// back (a resurrected document): such a document is not sent anywhere.
+    package func refuseResurrected(_ records: [DocumentRecord]) throws {
+        let back = try withIndex { index in try records.compactMap { r in try index.removal(of: r.id).map { (r, $0) } } }
+        guard let (first, position) = back.first else { return }
+        throw Self.resurrected(first, position: position, more: back.count - 1)
+    }
+
+    static func resurrected(_ first: DocumentRecord, position: Int, more: Int) -> VaultError {
+        VaultError(.vaultDamaged,
+                   "document \(first.id) (\(first.metadata.name)) was removed (history record \(position)) and its object is back"
+                   + (more > 0 ? ", and \(more) more" : "") + "; nothing was sent",
+                   remedy: .auditAndRemoveAgain(first.id))
+    }
+}
+
+/// A history append in progress: the log's tail, and the index kept in step with each record.
+struct HistoryWriter {
+    let vault: Vault
+    let log: HistoryLog
+    /// The writer lock the append holds.
+    let lock: WriterLock
+    var tail: LogTail
+    let index: DocumentIndex
+    /// True when the chain is whole (nothing is adopted otherwise).
+    let whole: Bool
+    /// The whole-log scan, when the tail did not verify and the log was read.
+    let scan: HistoryScan?
+
+    /// Appends `record` and applies it to the index, with the index's position in the history.
+    mutating func append(_ record: HistoryRecord) throws {
+        tail = try log.append(record, to: tail)
+        let (index, vault, tail) = (self.index, self.vault, self.tail)
+        try index.write(lock) {
+            try vault.apply(record, at: tail.count, to: index)
+            var state = try index.stateOrEmpty()
+            (state.logCount, state.logEnd, state.logTag) = (tail.count, tail.end, Hex.encode(tail.tag))
+            state.removed = try index.counts(documents: false).removed
+            try index.writeState(state)
+        }
+    }
+}
