@@ -65,6 +65,9 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         /// A remote store could not be reached or answered with a transient failure (a dropped
         /// connection, a timeout, a passed deadline, 5xx, SlowDown) after the retries.
         public static let storeUnavailable = Code(rawValue: "store-unavailable")
+        /// Another vault command holds the vault, and this one cannot run beside it (a
+        /// password change while another command has the vault open): run it when that ends.
+        public static let busy = Code(rawValue: "busy")
         /// Some documents were processed and some were skipped.
         public static let partial = Code(rawValue: "partial")
         /// A broken invariant or failing library call that is not the user's doing.

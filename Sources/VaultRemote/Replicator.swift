@@ -145,7 +145,7 @@ public final class Replicator: Sendable {
         let missing = local.subtracting(remote.objects.keys).subtracting(opened.valid.keys).sorted()
         report.alreadyThere = local.count - missing.count
         var sizes: [DocumentID: UInt64] = [:]
-        for id in missing { sizes[id] = (try? VaultCore.OpenFile.openForReading(vault.objectPath(id)).size()) ?? 0 }
+        for id in missing { sizes[id] = (try? VaultCore.OpenFile.openStored(vault.objectPath(id)).size()) ?? 0 }
         var state = TransferProgress(objectsTotal: missing.count, bytesTotal: sizes.values.reduce(0, +))
         progress(state)
         var queue = missing.makeIterator()
@@ -171,7 +171,7 @@ public final class Replicator: Sendable {
     /// Sends one envelope as it is on disk: one PUT with `If-None-Match: *` when it fits a
     /// part, else a multipart upload after a HEAD (an object already there is left alone).
     func send(_ id: DocumentID) async throws -> UInt64 {
-        let file = try VaultCore.OpenFile.openForReading(vault.objectPath(id))
+        let file = try VaultCore.OpenFile.openStored(vault.objectPath(id))
         defer { file.close() }
         let size = try file.size()
         let key = location.objectKey(id)

@@ -187,17 +187,19 @@ package struct UploadJournal: Codable, Sendable {
 
     /// The journal's file: a sealed state file (purpose upload journal, role `uploads/<job>`),
     /// so nobody without the password can edit, swap or forge one (docs/FORMAT.md).
-    package static func path(in store: VaultStore, job: String) -> String { "\(store.path(.uploads))/\(job).journal" }
+    package static func path(in store: VaultStore, job: String) -> String { store.root + "/" + UploadJournalFiles.name(job: job) }
 
     /// Where versions before sealed state kept the journal, as plain JSON.
     static func legacyPath(in store: VaultStore, job: String) -> String { "\(store.path(.uploads))/\(job).json" }
 
-    package static func role(job: String) -> String { "uploads/\(job)" }
+    package static func role(job: String) -> String { UploadJournalFiles.role(job: job) }
 
     /// The change log beside the journal: `u32 length ‖ sealed state` records, each the batches
     /// one save changed, sealed as the `n`th record of the journal's generation.
-    package static func logPath(in store: VaultStore, job: String) -> String { "\(store.path(.uploads))/\(job).journal-log" }
-    package static func logRole(job: String, generation: String, n: Int) -> String { "uploads/\(job)/\(generation)/\(n)" }
+    package static func logPath(in store: VaultStore, job: String) -> String { store.root + "/" + UploadJournalFiles.logName(job: job) }
+    package static func logRole(job: String, generation: String, n: Int) -> String {
+        UploadJournalFiles.logRole(job: job, generation: generation, n: n)
+    }
 
     /// One record of the change log.
     struct Change: Codable {

@@ -29,7 +29,7 @@ enum ExitStatus {
         case .io: return io
         case .partial: return partial
         case .uploadRejected, .storeRejected: return uploadRejected
-        case .uploadFailed, .storeUnavailable: return uploadFailed
+        case .uploadFailed, .storeUnavailable, .busy: return uploadFailed
         case .uploadUnauthorized, .storeUnauthorized: return uploadUnauthorized
         default: return failure
         }

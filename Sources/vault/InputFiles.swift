@@ -5,7 +5,18 @@ import VaultCore
 /// The files a command reads, checked before anything is stored: `add` and `import`.
 enum InputFiles {
     /// One input: its path (`-` for standard input) and the name it gets.
-    struct Input { var path: String; var name: String }
+    struct Input {
+        var path: String
+        var name: String
+        /// Found in a folder `-r` walked (not named by the user): opened only as a regular file,
+        /// never through a link.
+        var found = false
+
+        /// Opens it for reading.
+        func open() throws -> OpenFile {
+            found ? try OpenFile.openRegular(path, refusal: .usage, why: "found in a folder") : try OpenFile.openForReading(path)
+        }
+    }
 
     /// The regular files `paths` name, folders expanded (with `recursive`) into their files,
     /// sorted by relative path. Anything missing, unreadable, or a folder without `recursive`
@@ -69,8 +80,11 @@ enum InputFiles {
                 case .directory: try visit(full, rel)
                 case .regular:
                     guard Platform.isReadable(full) else { throw VaultError(.io, "\(full): permission denied", hint: nothing) }
-                    found.append(Input(path: full, name: rel))
-                default: continue   // symbolic links, devices, sockets: not documents
+                    found.append(Input(path: full, name: rel, found: true))
+                case .symbolicLink:
+                    skipped.append(Skipped(shown: full, error: VaultError(.usage, "a symbolic link: not followed (name its target to add it)")))
+                default:
+                    skipped.append(Skipped(shown: full, error: VaultError(.usage, "not a regular file (a pipe, a device or a socket)")))
                 }
             }
         }

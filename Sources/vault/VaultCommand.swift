@@ -53,6 +53,7 @@ struct VaultCommand: AsyncParsableCommand {
             ProcessMemory.mapLargeBuffersDirectly()
             try EnvironmentSecrets.capture()
             IOReport.install()
+            VaultNotices.install { Terminal.warn($0) }
             try Interrupts.install { _ in
                 Terminal.interrupted()
                 Platform.exitNow(ExitStatus.interrupted)

@@ -55,7 +55,9 @@ import Testing
         #expect(try f.vault.delivery(of: b.id, to: "http://127.0.0.1:8080/batches") == nil)
     }
 
-    @Test func aVersion2IndexGainsTheLedgerFromTheHistoryWithoutReadingAnEnvelope() throws {
+    /// An index of an earlier version (2: no ledger) is made anew as version 4, with the ledger
+    /// derived from the history: nothing of the old file is kept.
+    @Test func anEarlierIndexIsMadeAnewWithTheLedgerFromTheHistory() throws {
         let f = try ExportTests.Fixture(sizes: [10, 20])
         try f.vault.recordDelivery([f.records[0]], to: Self.office, detail: "run r batch 1/1: 200")
         // index.db as version 2 left it: no ledger table.
@@ -63,7 +65,7 @@ import Testing
         let reopened = try f.vault.store.unlock(password: TestKeys.password())
         #expect(try reopened.delivery(of: f.records[0].id, to: Self.office) != nil)
         #expect(try reopened.delivery(of: f.records[1].id, to: Self.office) == nil)
-        #expect(try reopened.withIndex { try $0.db.statement("PRAGMA user_version").first { $0.int64(0) } } == 3)
+        #expect(try reopened.withIndex { try $0.db.statement("PRAGMA user_version").first { $0.int64(0) } } == 4)
         #expect(try reopened.records().records.count == 2)
     }
 

@@ -95,10 +95,11 @@ import Testing
     @Test func theJournalRoundTripsAndAnyChangeToItIsDamage() throws {
         let id = DocumentID(bytes: Array(repeating: 7, count: EnvelopeFormat.documentIDSize))
         let journal = PasswordJournal(oldConfig: Array("old".utf8), newConfig: Array("new!".utf8),
-                                      entries: [.init(id: id, old: [1, 2, 3], new: [4, 5, 6])], newRemotes: [9, 9])
+                                      entries: [.init(id: id, old: [1, 2, 3], new: [4, 5, 6])],
+                                      resealed: [.init(name: "remotes.vlt", bytes: [9, 9]), .init(name: "uploads/ab12.journal", bytes: [7])])
         let bytes = journal.encoded()
         let back = try PasswordJournal.decode(bytes)
-        #expect(back.oldConfig == journal.oldConfig && back.newConfig == journal.newConfig && back.newRemotes == [9, 9])
+        #expect(back.oldConfig == journal.oldConfig && back.newConfig == journal.newConfig && back.resealed == journal.resealed)
         #expect(back.entries.map(\.id) == [id] && back.entries[0].old == [1, 2, 3] && back.entries[0].new == [4, 5, 6])
         for i in [0, 9, bytes.count / 2, bytes.count - 1] {
             var bad = bytes
@@ -106,6 +107,15 @@ import Testing
             expectError(.vaultDamaged, "byte \(i)") { _ = try PasswordJournal.decode(bad) }
         }
         expectError(.vaultDamaged) { _ = try PasswordJournal.decode(Array(bytes.dropLast(40))) }
+    }
+
+    /// A journal needs no password, so it names only files a password change seals again: never
+    /// an object, vault.json or a path out of the folder.
+    @Test(arguments: ["objects/0123456789abcdef0123456789abcdef.vlt", "vault.json", "../outside", "uploads/../vault.json",
+                      "uploads/ABC.journal", "uploads/.journal", "/etc/passwd"])
+    func aJournalNamingAnyOtherFileIsDamage(name: String) throws {
+        let journal = PasswordJournal(oldConfig: [1], newConfig: [2], entries: [], resealed: [.init(name: name, bytes: [9])])
+        expectError(.vaultDamaged, "\(name)") { _ = try PasswordJournal.decode(journal.encoded()) }
     }
 }
 

@@ -7,7 +7,7 @@ extension HistoryLog {
     ///   so an audit of a history of 100,000 records does not hold them all.
     func scan(keepRecords: Bool = true) throws -> HistoryScan {
         var scan = HistoryScan()
-        if !keepRecords { scan.lean = HistoryScan.Lean() }
+        if !keepRecords { scan.projection = DocumentProjection() }
         scan.storedHead = readHead(into: &scan)
         scan.anchor = readAnchor(into: &scan)
         guard FileSystem.kind(of: path) != .missing else {
@@ -20,7 +20,7 @@ extension HistoryLog {
             return scan
         }
         scan.exists = true
-        let file = try OpenFile.openForReading(path)
+        let file = try OpenFile.openStored(path)
         defer { file.close() }
         let fileSize = Int(try file.size())
         scan.fileSize = fileSize
@@ -29,9 +29,9 @@ extension HistoryLog {
             scan.end = 0
             return scan
         }
-        let framed = try frames(of: file, size: fileSize, into: &scan)
+        let framed = try frames(of: file, to: fileSize, findings: &scan.findings)
         scan.end = framed.last?.end ?? HistoryFormat.fileHeader.count
-        try authenticate(framed, in: file, keepRecords: keepRecords, into: &scan)
+        try authenticateAll(framed, in: file, keepRecords: keepRecords, into: &scan)
         checkEnds(framed, fileSize: fileSize, into: &scan)
         return scan
     }
@@ -39,17 +39,16 @@ extension HistoryLog {
     /// Authenticates each record in its place after its predecessor, in its epoch or a later
     /// one; one that does not is a finding that says why (damaged, moved, chain broken, sealed
     /// under a retired key). Records before an `accept` are settled.
-    private func authenticate(_ framed: [Framed], in file: OpenFile, keepRecords: Bool, into scan: inout HistoryScan) throws {
+    private func authenticateAll(_ framed: [Framed], in file: OpenFile, keepRecords: Bool, into scan: inout HistoryScan) throws {
         var floor = keys.keys.min() ?? epoch
         for (i, f) in framed.enumerated() {
             let position = i + 1
             let previous = i == 0 ? Self.zeroTag : framed[i - 1].tag
-            let (nonce, sealed) = try load(f, from: file)
-            if let (e, record) = open(sealed, nonce: nonce, position: position, previousTag: previous, from: floor,
-                                      documents: { keepRecords || HistoryScan.Lean.reads($0) }) {
+            if let (e, record) = try authenticate(f, at: position, after: previous, floor: floor, in: file,
+                                                  documents: { keepRecords || HistoryRecord.projectsDocuments($0) }) {
                 floor = e
-                scan.entries.append(.init(position: position, record: scan.lean == nil ? record : nil, tag: f.tag, epoch: e))
-                scan.lean?.apply(record, at: position)
+                scan.entries.append(.init(position: position, record: scan.projection == nil ? record : nil, tag: f.tag, epoch: e))
+                scan.projection?.apply(record, at: position)
                 if record.operation == .accept {   // a password holder settled everything before it
                     scan.noted.removeAll()
                     scan.findings.removeAll { ($0.record ?? Int.max) < position }
@@ -62,6 +61,7 @@ extension HistoryLog {
                 continue
             }
             scan.entries.append(.init(position: position, record: nil, tag: f.tag, epoch: nil))
+            let (nonce, sealed) = try load(f, from: file)
             if let finding = whyNot(sealed, nonce: nonce, frame: f, at: position, previous: previous, floor: floor, framed: framed, scan: scan) {
                 scan.findings.append(finding)
             }

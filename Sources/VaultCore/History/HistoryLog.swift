@@ -60,29 +60,35 @@ struct HistoryLog {
     /// scan holds one record at a time, not the file (62 MB for 100,000 records).
     struct Framed { var offset: Int; var end: Int; var position: Int; var tag: [UInt8] }
 
+    /// The bytes of a frame before its nonce: the record's length (4) and its claimed position (8).
+    static let frameHeaderSize = 4 + 8
+
     /// Reads a framed record's nonce and seal.
     func load(_ f: Framed, from file: OpenFile) throws -> (nonce: [UInt8], sealed: [UInt8]) {
-        let body = try file.read(count: f.end - (f.offset + 12), at: UInt64(f.offset + 12))
-        guard body.count == f.end - (f.offset + 12) else { throw VaultError(.vaultDamaged, "log.vlt changed while it was read") }
+        let start = f.offset + Self.frameHeaderSize
+        let body = try file.read(count: f.end - start, at: UInt64(start))
+        guard body.count == f.end - start else { throw VaultError(.vaultDamaged, "log.vlt changed while it was read") }
         return (Array(body[..<HistoryFormat.nonceSize]), Array(body[HistoryFormat.nonceSize...]))
     }
 
-    /// The log's framing: each record's offsets, claimed position and tag, from lengths alone
-    /// (no keys). Stops at the first length that cannot be a record's (a finding) or at a record
-    /// that runs past the file's end.
-    func frames(of file: OpenFile, size fileSize: Int, into scan: inout HistoryScan) throws -> [Framed] {
+    /// The log's framing from `offset` (the file's first record by default) to `end`: each
+    /// record's offsets, claimed position and tag, from lengths alone (no keys). Stops at the
+    /// first length that cannot be a record's (noted in `findings`, counting records from
+    /// `first`) or at a record that runs past `end`.
+    func frames(of file: OpenFile, from offset: Int = HistoryFormat.fileHeader.count, to end: Int, first: Int = 1,
+                findings: inout [AuditFinding]) throws -> [Framed] {
         var framed: [Framed] = []
-        var offset = HistoryFormat.fileHeader.count
-        while offset < fileSize {
-            guard fileSize - offset >= 12 else { break }
-            let frameHead = try file.read(count: 12, at: UInt64(offset))
+        var offset = offset
+        while offset < end {
+            guard end - offset >= Self.frameHeaderSize else { break }
+            let frameHead = try file.read(count: Self.frameHeaderSize, at: UInt64(offset))
             let length = Int(UInt32(bigEndianBytes: frameHead[0..<4]))
             guard length >= 8 + HistoryFormat.nonceSize + HistoryFormat.tagSize, length <= HistoryFormat.maxRecordSize else {
-                scan.findings.append(AuditFinding(.logMalformed, "bytes at offset \(offset) of log.vlt are not a record (length \(length))",
-                                                  record: framed.count + 1))
+                findings.append(AuditFinding(.logMalformed, "bytes at offset \(offset) of log.vlt are not a record (length \(length))",
+                                             record: first + framed.count))
                 break
             }
-            guard offset + 4 + length <= fileSize else { break }
+            guard offset + 4 + length <= end else { break }
             let claimed = UInt64(bigEndianBytes: frameHead[4..<12])
             let tag = try file.read(count: HistoryFormat.tagSize, at: UInt64(offset + 4 + length - HistoryFormat.tagSize))
             framed.append(Framed(offset: offset, end: offset + 4 + length, position: Int(clamping: claimed), tag: tag))
@@ -91,15 +97,29 @@ struct HistoryLog {
         return framed
     }
 
+    /// Opens the framed record `f` as record `position`, after the record tagged `previous`,
+    /// under the log key of epoch `floor` or a later one — the one rule every reader of the log
+    /// applies, record after record: the epochs of a log never go down, so a record sealed under a
+    /// key a password change retired does not open after one of a later epoch.
+    /// - Returns: the epoch it opened in (the next record's floor) and the record; nil when it
+    ///   does not open in its place.
+    func authenticate(_ f: Framed, at position: Int, after previous: [UInt8], floor: UInt32, in file: OpenFile,
+                      documents: (HistoryRecord.Operation) -> Bool = { _ in true }) throws -> (epoch: UInt32, record: HistoryRecord)? {
+        let (nonce, sealed) = try load(f, from: file)
+        return open(sealed, nonce: nonce, position: position, previousTag: previous, from: floor, documents: documents)
+            .map { (epoch: $0.0, record: $0.1) }
+    }
+
     /// Opens a record under the log key of epoch `from` or a later one: the epoch and the record.
     /// - Parameter documents: whether a record of this operation needs its documents (they
     ///   are left out otherwise: a send names every document it sent).
     func open(_ sealed: [UInt8], nonce: [UInt8], position: Int, previousTag: [UInt8], from: UInt32,
-                      documents: (HistoryRecord.Operation) -> Bool = { _ in true }) -> (UInt32, HistoryRecord)? {
+              documents: (HistoryRecord.Operation) -> Bool = { _ in true }) -> (UInt32, HistoryRecord)? {
         let ad = associatedData(position: position, previousTag: previousTag)
         for e in keys.keys.sorted() where e >= from {
             if let plain = XChaCha20Poly1305.open(sealed, ad: ad, nonce: nonce, key: keys[e]!),
-               let record = HistoryRecordReader.read(plain, documents: documents) ?? (try? JSONDecoder().decode(HistoryRecord.self, from: Data(plain))) {
+               let record = HistoryRecordReader.read(plain, documents: documents)
+                   ?? (try? JSONDecoder().decode(HistoryRecord.self, from: Data(plain))) {
                 return (e, record)
             }
         }
@@ -179,7 +199,7 @@ struct HistoryLog {
               let anchor = try? JSONDecoder().decode(StoredHead.self, from: Data(a)), head == anchor,
               head.count >= 1, head.end > HistoryFormat.fileHeader.count + HistoryFormat.tagSize,
               let tag = Hex.decode(head.tag), tag.count == HistoryFormat.tagSize,
-              let file = try? OpenFile.openForReading(path) else { return nil }
+              let file = try? OpenFile.openStored(path) else { return nil }
         defer { file.close() }
         guard let size = try? file.size(), size == UInt64(head.end),
               let last = try? file.read(count: HistoryFormat.tagSize, at: UInt64(head.end - HistoryFormat.tagSize)), last == tag,
@@ -188,31 +208,29 @@ struct HistoryLog {
     }
 
     /// The records after `after` up to `tail` (normally none or one: what the index has not
-    /// applied yet), each authenticated in its place; nil when they do not follow (the log was
-    /// replaced or cut since), and the caller reads the whole log.
-    func records(after state: DocumentIndex.State, upTo tail: LogTail) -> [HistoryRecord]? {
+    /// applied yet), each authenticated in its place by ``authenticate(_:at:after:floor:in:documents:)``
+    /// from the epoch the index's last record was of (the scan's rule: no record after one of a
+    /// later epoch opens under an earlier key), and the epoch of the last; nil when they do not
+    /// follow (the log was replaced or cut since, a record does not open, or the index does not
+    /// know its floor), and the caller reads the whole log.
+    func records(after state: DocumentIndex.State, upTo tail: LogTail) -> (records: [HistoryRecord], epoch: UInt32)? {
         guard state.logEnd >= HistoryFormat.fileHeader.count, state.logEnd <= tail.end, state.logCount <= tail.count,
-              let previous = Hex.decode(state.logTag) else { return nil }
-        if state.logEnd == tail.end { return state.logCount == tail.count && previous == tail.tag ? [] : nil }
-        guard tail.end - state.logEnd <= 256 << 20, let file = try? OpenFile.openForReading(path) else { return nil }
+              let previous = Hex.decode(state.logTag), let known = state.logEpoch else { return nil }
+        if state.logEnd == tail.end { return state.logCount == tail.count && previous == tail.tag ? ([], known) : nil }
+        guard tail.end - state.logEnd <= 256 << 20, let file = try? OpenFile.openStored(path) else { return nil }
         defer { file.close() }
-        guard let bytes = try? file.read(count: tail.end - state.logEnd, at: UInt64(state.logEnd)), bytes.count == tail.end - state.logEnd else { return nil }
+        var findings: [AuditFinding] = []
+        guard let framed = try? frames(of: file, from: state.logEnd, to: tail.end, first: state.logCount + 1, findings: &findings),
+              findings.isEmpty, state.logCount + framed.count == tail.count, framed.last?.end == tail.end, framed.last?.tag == tail.tag
+        else { return nil }
         var out: [HistoryRecord] = []
-        var offset = 0, position = state.logCount, tag = previous
-        while offset < bytes.count {
-            guard bytes.count - offset >= 12 else { return nil }
-            let length = Int(UInt32(bigEndianBytes: bytes[offset..<offset + 4]))
-            guard length >= 8 + HistoryFormat.nonceSize + HistoryFormat.tagSize, offset + 4 + length <= bytes.count else { return nil }
-            let body = offset + 12
-            let sealed = Array(bytes[body + HistoryFormat.nonceSize..<offset + 4 + length])
-            position += 1
-            guard let (_, record) = open(sealed, nonce: Array(bytes[body..<body + HistoryFormat.nonceSize]), position: position,
-                                         previousTag: tag, from: keys.keys.min() ?? epoch) else { return nil }
-            out.append(record)
-            tag = Array(sealed.suffix(HistoryFormat.tagSize))
-            offset += 4 + length
+        var tag = previous, floor = known
+        for (i, f) in framed.enumerated() {
+            guard let opened = try? authenticate(f, at: state.logCount + i + 1, after: tag, floor: floor, in: file) else { return nil }
+            out.append(opened.record)
+            (tag, floor) = (f.tag, opened.epoch)
         }
-        return position == tail.count && tag == tail.tag ? out : nil
+        return (out, floor)
     }
 
     /// Writes `value` sealed as `file` (its purpose, its name as the role), crash-safely.

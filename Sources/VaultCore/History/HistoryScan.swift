@@ -56,71 +56,25 @@ package struct HistoryScan: Sendable {
         entries.compactMap { e in e.record.map { (e.position, $0) } }
     }
 
-    /// What the records say about documents, kept while scanning instead of the records.
-    struct Lean {
-        var present: [String: (HistoryRecord.Document, Int)] = [:]
-        var removed: [String: Int] = [:]
-        /// The document of each removal (the last record that removed it).
-        var removedDocuments: [String: HistoryRecord.Document] = [:]
-        /// The first confirmed delivery of each document, by destination.
-        var deliveries: [String: [String: Delivery]] = [:]
+    /// What the records say, kept while scanning instead of the records (``scan(keepRecords:)``
+    /// with `false`); nil when the scan kept the records.
+    var projection: DocumentProjection?
 
-        /// Whether ``apply(_:at:)`` reads the documents of a record of `operation`.
-        static func reads(_ operation: HistoryRecord.Operation) -> Bool {
-            switch operation {
-            case .add, .import, .adopt, .pull, .begin, .accept, .remove, .upload: true
-            case .`init`, .export, .passwd, .push, .clone, .upgrade: false
-            }
-        }
-
-        mutating func apply(_ record: HistoryRecord, at position: Int) {
-            switch record.operation {
-            case .add, .import, .adopt, .pull:
-                for d in record.documents { present[d.id] = (d, position) }
-            case .begin, .accept:
-                present = [:]
-                for d in record.documents { present[d.id] = (d, position) }
-            case .remove:
-                for d in record.documents { present[d.id] = nil; removed[d.id] = position; removedDocuments[d.id] = d }
-            case .upload:
-                for destination in Destination.confirmed(by: record) {
-                    for d in record.documents where deliveries[destination]?[d.id] == nil {
-                        deliveries[destination, default: [:]][d.id] = Delivery(destination: destination, record: position,
-                                                                               timeMillis: record.timeMillis, detail: record.detail)
-                    }
-                }
-            case .`init`, .export, .passwd, .push, .clone, .upgrade:
-                break
-            }
-        }
-    }
-    /// Set when the scan did not keep the records.
-    var lean: Lean?
+    /// The projection of the records that authenticate: kept by the scan, or made from its records.
+    func projected() -> DocumentProjection { projection ?? DocumentProjection(records) }
 
     /// Replays the records: the documents the log says are in the vault (with the record that
     /// added them) and those it says were removed (with the record that removed them).
     public func documentState() -> (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int]) {
-        if let lean { return (lean.present, lean.removed) }
-        var state = Lean()
-        for (position, record) in records { state.apply(record, at: position) }
-        return (state.present, state.removed)
+        let p = projected()
+        return (p.present, p.removed)
     }
 
     /// The first confirmed delivery of each document, by destination and id.
-    public func deliveries() -> [String: [String: Delivery]] {
-        if let lean { return lean.deliveries }
-        var state = Lean()
-        for (position, record) in records { state.apply(record, at: position) }
-        return state.deliveries
-    }
+    public func deliveries() -> [String: [String: Delivery]] { projected().deliveries }
 
     /// The document each removal named, by id (the last removal of each).
-    func removedDocuments() -> [String: HistoryRecord.Document] {
-        if let lean { return lean.removedDocuments }
-        var state = Lean()
-        for (position, record) in records { state.apply(record, at: position) }
-        return state.removedDocuments
-    }
+    func removedDocuments() -> [String: HistoryRecord.Document] { projected().removedDocuments }
 }
 
 /// Where the next record goes: what an append needs to know about the log.

@@ -86,11 +86,13 @@ extension Vault {
         if let tail = log.verifiedTail() {
             var state = try index.stateOrEmpty()
             if let missed = log.records(after: state, upTo: tail) {
-                if !missed.isEmpty {
+                if !missed.records.isEmpty {
                     try index.write(lock) {
-                        for (n, r) in missed.enumerated() { try apply(r, at: state.logCount + n + 1, to: index) }
+                        var projection = IndexProjection(index: index)
+                        for (n, r) in missed.records.enumerated() { try r.apply(at: state.logCount + n + 1, to: &projection) }
                         state = try index.stateOrEmpty()
                         (state.logCount, state.logEnd, state.logTag) = (tail.count, tail.end, Hex.encode(tail.tag))
+                        state.logEpoch = missed.epoch
                         state.removed = try index.counts(documents: false).removed
                         try index.writeState(state)
                     }
@@ -100,6 +102,11 @@ extension Vault {
         }
         var scan = try log.scan(keepRecords: false)
         if initial && !scan.exists { scan = HistoryScan.settled(scan) }
+        if !scan.findings.isEmpty {
+            let codes = Array(Set(scan.findings.map(\.code.rawValue))).sorted().joined(separator: ", ")
+            VaultNotices.post("the history has \(scan.findings.count == 1 ? "a finding" : "\(scan.findings.count) findings") (\(codes)): "
+                              + "records that do not verify count for nothing; an audit lists them")
+        }
         try index.write(lock) {
             try deriveHistory(index, from: scan, state: scan.documentState(), lock)
             var state = try index.stateOrEmpty()
@@ -108,26 +115,6 @@ extension Vault {
         }
         return HistoryWriter(vault: self, log: log, lock: lock, tail: LogTail(scan), index: index, whole: scan.findings.isEmpty,
                              scan: scan)
-    }
-
-    /// What a record changes in the index: the documents it names are logged; those it removes
-    /// are kept as removed (inside the caller's transaction).
-    func apply(_ record: HistoryRecord, at position: Int, to index: DocumentIndex) throws {
-        switch record.operation {
-        case .add, .import, .adopt, .pull, .begin, .accept:
-            try index.markLogged(record.documents.compactMap { DocumentID(hex: $0.id) })
-        case .remove:
-            for d in record.documents { try index.addRemoved(d, position: position) }
-        case .upload:
-            for destination in Destination.confirmed(by: record) {
-                for d in record.documents {
-                    guard let id = DocumentID(hex: d.id) else { continue }
-                    try index.addDelivery(id, Delivery(destination: destination, record: position, timeMillis: record.timeMillis, detail: record.detail))
-                }
-            }
-        case .`init`, .export, .passwd, .push, .clone, .upgrade:
-            break
-        }
     }
 
     /// Accepts what is wrong with the history (an audit that accepts the loss): appends an
@@ -190,11 +177,13 @@ struct HistoryWriter {
     /// Appends `record` and applies it to the index, with the index's position in the history.
     mutating func append(_ record: HistoryRecord) throws {
         tail = try log.append(record, to: tail)
-        let (index, vault, tail) = (self.index, self.vault, self.tail)
+        let (index, tail) = (self.index, self.tail)
         try index.write(lock) {
-            try vault.apply(record, at: tail.count, to: index)
+            var projection = IndexProjection(index: index)
+            try record.apply(at: tail.count, to: &projection)
             var state = try index.stateOrEmpty()
             (state.logCount, state.logEnd, state.logTag) = (tail.count, tail.end, Hex.encode(tail.tag))
+            state.logEpoch = log.epoch
             state.removed = try index.counts(documents: false).removed
             try index.writeState(state)
         }

@@ -21,9 +21,11 @@ import Foundation
 /// Writers hold the vault's lock; readers read a consistent snapshot (write-ahead log).
 final class DocumentIndex {
     /// `PRAGMA user_version` of the schema below.
-    static let schemaVersion: Int32 = 3
+    static let schemaVersion: Int32 = 4
     /// The ``Vault/keyedDigest(purpose:_:)`` subkey id of lookup hashes.
     static let lookupPurpose: UInt64 = 2
+    /// The subkey id of the row hashes the commitment sums.
+    static let commitmentPurpose: UInt64 = 3
 
     /// What the sealed state row says.
     struct State: Codable, Equatable {
@@ -36,6 +38,12 @@ final class DocumentIndex {
         var logCount: Int
         var logEnd: Int
         var logTag: String
+        /// The key epoch the last applied record authenticated in: the floor for the next (nil:
+        /// not known, the next catch-up reads the whole log).
+        var logEpoch: UInt32?
+        /// The commitment to every row (``RowCommitment``, hex): a row deleted, added, copied,
+        /// retyped or swapped since the last write changes the sum of what is there.
+        var commitment: String?
     }
 
     let db: SQLiteDatabase
@@ -45,28 +53,64 @@ final class DocumentIndex {
     private let sealKey: SecretBytes
     private let stateKey: SecretBytes
     private let lookupKey: SecretBytes
+    private let commitmentKey: SecretBytes
+    /// The sum of the rows' hashes as the rows are now, kept by every write (loaded from the
+    /// state row when a write begins, stored with it).
+    private var commitment = RowCommitment()
 
-    private static let schema = """
-        CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS documents (added INTEGER NOT NULL, id BLOB NOT NULL, name BLOB NOT NULL,
-            digest BLOB NOT NULL, logged INTEGER NOT NULL, record BLOB NOT NULL, PRIMARY KEY (added, id)) WITHOUT ROWID;
-        CREATE UNIQUE INDEX IF NOT EXISTS documents_id ON documents(id);
-        CREATE INDEX IF NOT EXISTS documents_name ON documents(name);
-        CREATE INDEX IF NOT EXISTS documents_digest ON documents(digest);
-        CREATE INDEX IF NOT EXISTS documents_unlogged ON documents(id) WHERE logged = 0;
-        CREATE TABLE IF NOT EXISTS tags (tag BLOB NOT NULL, id BLOB NOT NULL, PRIMARY KEY (tag, id)) WITHOUT ROWID;
-        CREATE INDEX IF NOT EXISTS tags_id ON tags(id);
-        CREATE TABLE IF NOT EXISTS removed (id BLOB PRIMARY KEY, record BLOB NOT NULL) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS unreadable (id BLOB PRIMARY KEY, code TEXT NOT NULL, message TEXT NOT NULL) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS deliveries (destination BLOB NOT NULL, id BLOB NOT NULL, record BLOB NOT NULL,
-            PRIMARY KEY (destination, id)) WITHOUT ROWID;
-        CREATE INDEX IF NOT EXISTS deliveries_id ON deliveries(id);
+    /// The schema: STRICT tables (a value of another type, such as an id stored as TEXT, is
+    /// refused by SQLite itself), checked object by object against a fresh copy whenever the
+    /// file is opened (``ObjectsMismatch``), so no trigger, view or index of anyone else's runs.
+    static let schema = """
+        CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) STRICT, WITHOUT ROWID;
+        CREATE TABLE documents (added INTEGER NOT NULL, id BLOB NOT NULL, name BLOB NOT NULL,
+            digest BLOB NOT NULL, logged INTEGER NOT NULL, record BLOB NOT NULL, PRIMARY KEY (added, id)) STRICT, WITHOUT ROWID;
+        CREATE UNIQUE INDEX documents_id ON documents(id);
+        CREATE INDEX documents_name ON documents(name);
+        CREATE INDEX documents_digest ON documents(digest);
+        CREATE INDEX documents_unlogged ON documents(id) WHERE logged = 0;
+        CREATE TABLE tags (tag BLOB NOT NULL, id BLOB NOT NULL, PRIMARY KEY (tag, id)) STRICT, WITHOUT ROWID;
+        CREATE INDEX tags_id ON tags(id);
+        CREATE TABLE removed (id BLOB PRIMARY KEY, record BLOB NOT NULL) STRICT, WITHOUT ROWID;
+        CREATE TABLE unreadable (id BLOB PRIMARY KEY, record BLOB NOT NULL) STRICT, WITHOUT ROWID;
+        CREATE TABLE deliveries (destination BLOB NOT NULL, id BLOB NOT NULL, record BLOB NOT NULL,
+            PRIMARY KEY (destination, id)) STRICT, WITHOUT ROWID;
+        CREATE INDEX deliveries_id ON deliveries(id);
         """
 
+    /// What an `index.db` that vault does not take as its own is: never read, but replaced by a
+    /// new file the objects and the history fill (``Vault/withIndex(known:full:_:)``).
+    struct Rejected: Error {
+        let why: String
+    }
+
+    /// The schema's objects as SQLite lists them (`sqlite_master`), from an empty database in
+    /// memory: what every opened file must list, exactly.
+    private static let referenceObjects: [String] = {
+        guard let db = try? SQLiteDatabase(path: ":memory:", create: false), (try? db.execute(schema)) != nil,
+              let objects = try? objects(of: db) else { preconditionFailure("internal error: the index schema does not load") }
+        return objects
+    }()
+
+    private static func objects(of db: SQLiteDatabase) throws -> [String] {
+        let s = try db.statement("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master ORDER BY type, name")
+        var out: [String] = []
+        defer { s.reset() }
+        while try s.step() { out.append([s.text(0), s.text(1), s.text(2), s.text(3)].joined(separator: "\u{1}")) }
+        return out
+    }
+
     /// Opens (creating when missing) the index of `vault`.
-    /// - Throws: ``VaultError/Code/vaultDamaged`` when the file is not a database of this schema.
+    /// - Throws: ``Rejected`` when `index.db` (or its `-wal` or `-shm`) is not a regular file,
+    ///   or is a database of another layout or version, or holds anything the schema does not
+    ///   (a trigger, a view, an index); ``VaultError/Code/vaultDamaged`` when it is not a
+    ///   database SQLite can read.
     init(vault: Vault) throws {
         let path = vault.store.path(.index)
+        for suffix in ["", "-wal", "-shm"] {
+            let kind = FileSystem.kind(of: path + suffix, following: false)
+            if kind != .missing && kind != .file { throw Rejected(why: "index.db\(suffix) is not a regular file") }
+        }
         db = try SQLiteDatabase(path: path, create: true)
         epoch = vault.keys.epoch
         vaultID = vault.config.id
@@ -74,30 +118,24 @@ final class DocumentIndex {
         sealKey = try SealedState.subkey(vault.keys.current, purpose: .indexRecord)
         stateKey = try SealedState.subkey(vault.keys.current, purpose: .indexState)
         lookupKey = try SubkeyDerivation.derive(from: vault.keys.current, id: Self.lookupPurpose, context: Vault.keyedDigestContext)
+        commitmentKey = try SubkeyDerivation.derive(from: vault.keys.current, id: Self.commitmentPurpose, context: Vault.keyedDigestContext)
+        // No trigger or view of the file's runs before its objects are checked: none is read yet.
+        try db.execute("PRAGMA trusted_schema=OFF")
+        let objects = try Self.objects(of: db)
+        let current = try db.statement("PRAGMA user_version").first { $0.int64(0) } ?? 0
+        if objects.isEmpty && current == 0 {
+            // A new file: it is a cache, filled from the objects and the history.
+            try db.execute("PRAGMA journal_mode=WAL")
+            try db.transaction { try db.execute(Self.schema + "; PRAGMA user_version = \(Self.schemaVersion)") }
+        } else if current != Int64(Self.schemaVersion) {
+            // Another version's layout: made anew in a new file (earlier versions kept rows
+            // this one checks otherwise), filled from the objects and the history.
+            throw Rejected(why: "index.db is of another version (\(current))")
+        } else if objects != Self.referenceObjects {
+            throw Rejected(why: "index.db holds other tables, indexes, triggers or views than vault's")
+        }
         // FULL: a commit is on disk when it returns (the history and the objects are fsynced too).
         try db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF")
-        let current = try db.statement("PRAGMA user_version").first { $0.int64(0) } ?? 0
-        if current == 2 {
-            // Version 2 lacks the ledger: its table is added, and the state row made to say the
-            // history is not applied, so the next use derives it (a scan of the history, no
-            // envelope read) and fills the ledger from the upload records.
-            try db.transaction {
-                try db.execute(Self.schema + "; PRAGMA user_version = \(Self.schemaVersion)")
-                if case .current(var state)? = try readState() {
-                    (state.logCount, state.logEnd, state.logTag) = (0, 0, "")
-                    try writeState(state)
-                }
-            }
-        } else if current != Int64(Self.schemaVersion) {
-            // A new file, or another version's layout: it is a cache, made anew (and then filled
-            // from the objects and the history, as a missing one is).
-            try db.transaction {
-                if current != 0 {
-                    try db.execute("DROP TABLE IF EXISTS documents; DROP TABLE IF EXISTS tags; DROP TABLE IF EXISTS removed; DROP TABLE IF EXISTS unreadable; DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS deliveries")
-                }
-                try db.execute(Self.schema + "; PRAGMA user_version = \(Self.schemaVersion)")
-            }
-        }
     }
 
     // MARK: The state row
@@ -121,8 +159,11 @@ final class DocumentIndex {
         return .current(state)
     }
 
-    /// Writes the state row (inside the caller's transaction).
+    /// Writes the state row (inside the caller's transaction), with the commitment to the rows
+    /// as they are now.
     func writeState(_ state: State) throws {
+        var state = state
+        state.commitment = commitment.hex
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let sealed = SealedState.seal(Array(try encoder.encode(state)), purpose: .indexState, role: "index.db/state", epoch: epoch,
@@ -133,7 +174,7 @@ final class DocumentIndex {
     /// The state row when it opens, else an empty state (for writers that set it anew).
     func stateOrEmpty() throws -> State {
         if case .current(let s)? = try readState() { return s }
-        return State(documents: 0, removed: 0, objects: "", logCount: 0, logEnd: 0, logTag: "")
+        return State(documents: 0, removed: 0, objects: "", logCount: 0, logEnd: 0, logTag: "", logEpoch: nil, commitment: nil)
     }
 
     /// The rows as counted now (each table's smallest index is walked).
@@ -153,6 +194,79 @@ final class DocumentIndex {
     func clear() throws {
         try db.execute("DELETE FROM documents; DELETE FROM tags; DELETE FROM removed; DELETE FROM unreadable; DELETE FROM meta; DELETE FROM deliveries")
         delta = 0
+        commitment = RowCommitment()
+    }
+
+    /// Deletes what the index keeps from the history (removals and the ledger) and marks every
+    /// document as not yet named by it (a derivation of the history begins).
+    func clearHistoryRows() throws {
+        try db.execute("UPDATE documents SET logged = 0")
+        try db.statement("DELETE FROM removed RETURNING id, record").forEach { commitment.remove(rowHash(.removed, [$0.blob(0), $0.blob(1)])) }
+        try db.statement("DELETE FROM deliveries RETURNING destination, id, record").forEach {
+            commitment.remove(rowHash(.deliveries, [$0.blob(0), $0.blob(1), $0.blob(2)]))
+        }
+    }
+
+    // MARK: The commitment to the rows
+
+    /// The tables the commitment covers (the state row aside).
+    enum Table: UInt8 { case documents = 1, tags, removed, deliveries, unreadable }
+
+    /// A row's keyed hash: its table and each of its columns (length-prefixed), under a subkey
+    /// of the vault key, so nobody without the password can compute one.
+    private func rowHash(_ table: Table, _ columns: [[UInt8]]) -> [UInt8] {
+        var message = [table.rawValue]
+        for c in columns { message.appendBigEndian(UInt32(c.count)); message += c }
+        return KeyedHash.digest(message, key: commitmentKey)
+    }
+
+    private func documentColumns(id: [UInt8], added: Int64, name: [UInt8], digest: [UInt8], record: [UInt8]) -> [[UInt8]] {
+        var a = [UInt8](); a.appendBigEndian(UInt64(bitPattern: added))
+        return [id, a, name, digest, record]
+    }
+
+    /// Reads every row, opening each sealed one in its place, and sums their hashes: true when
+    /// every row opens and the sum is the commitment the state row was written with. What the
+    /// commands that act on every document check before they read (O(rows), the same order as
+    /// reading them).
+    func verifyRows(against state: State) throws -> Bool {
+        guard let expected = state.commitment else { return false }
+        var sum = RowCommitment()
+        do {
+            try db.reading {
+                try db.statement("SELECT id, added, name, digest, record FROM documents").forEach { s in
+                    let id = s.blob(0), record = s.blob(4)
+                    _ = try open(id: id, sealed: record)
+                    sum.add(rowHash(.documents, documentColumns(id: id, added: s.int64(1), name: s.blob(2), digest: s.blob(3), record: record)))
+                }
+                try db.statement("SELECT tag, id FROM tags").forEach { sum.add(rowHash(.tags, [$0.blob(0), $0.blob(1)])) }
+                try db.statement("SELECT id, record FROM removed").forEach { s in
+                    let id = s.blob(0), record = s.blob(1)
+                    guard id.count == EnvelopeFormat.documentIDSize else { throw Rejected(why: "a removal row has no id") }
+                    _ = try openRemoved(DocumentID(bytes: id), record)
+                    sum.add(rowHash(.removed, [id, record]))
+                }
+                try db.statement("SELECT destination, id, record FROM deliveries").forEach { s in
+                    let key = s.blob(0), id = s.blob(1), record = s.blob(2)
+                    guard id.count == EnvelopeFormat.documentIDSize else { throw Rejected(why: "a ledger row has no id") }
+                    _ = try openDelivery(key, DocumentID(bytes: id), record)
+                    sum.add(rowHash(.deliveries, [key, id, record]))
+                }
+                try db.statement("SELECT id, record FROM unreadable").forEach { s in
+                    let id = s.blob(0), record = s.blob(1)
+                    guard id.count == EnvelopeFormat.documentIDSize else { throw Rejected(why: "an unreadable row has no id") }
+                    _ = try openUnreadable(DocumentID(bytes: id), record)
+                    sum.add(rowHash(.unreadable, [id, record]))
+                }
+            }
+        } catch is Rejected {
+            return false
+        } catch is LedgerRowDamaged {
+            return false
+        } catch let e as VaultError where e.code == .vaultDamaged {
+            return false
+        }
+        return sum.hex == expected
     }
 
     // MARK: Keys of rows
@@ -211,7 +325,16 @@ final class DocumentIndex {
     /// Runs `body` in a write transaction; `lock` is the vault's writer lock the caller holds.
     func write<R>(_ lock: WriterLock, _ body: () throws -> R) throws -> R {
         delta = 0
-        return try db.transaction(body)
+        return try db.transaction {
+            // The sum as the last write left it; a state row that does not open starts it
+            // afresh (the writer then rebuilds the rows, or the next full check does).
+            if case .current(let state)? = try readState(), let c = state.commitment.flatMap(RowCommitment.init(hex:)) {
+                commitment = c
+            } else {
+                commitment = RowCommitment()
+            }
+            return try body()
+        }
     }
 
     /// The change in document rows since the last call.
@@ -224,19 +347,28 @@ final class DocumentIndex {
     func put(_ record: DocumentRecord, logged: Bool) throws {
         try delete(record.id)
         delta += 1
+        let name = nameKey(record.metadata.name), digest = digestKey(record.metadata.sha256), sealed = seal(record)
         try db.statement("INSERT INTO documents (id, added, name, digest, logged, record) VALUES (?, ?, ?, ?, ?, ?)")
-            .bind(record.id.bytes, record.metadata.addedAtMillis, nameKey(record.metadata.name), digestKey(record.metadata.sha256),
-                  logged ? 1 : 0, seal(record)).run()
+            .bind(record.id.bytes, record.metadata.addedAtMillis, name, digest, logged ? 1 : 0, sealed).run()
+        commitment.add(rowHash(.documents, documentColumns(id: record.id.bytes, added: record.metadata.addedAtMillis, name: name,
+                                                           digest: digest, record: sealed)))
         for tag in Set(record.metadata.tags) {
-            try db.statement("INSERT OR IGNORE INTO tags (tag, id) VALUES (?, ?)").bind(tagKey(tag), record.id.bytes).run()
+            let key = tagKey(tag)
+            try db.statement("INSERT OR IGNORE INTO tags (tag, id) VALUES (?, ?)").bind(key, record.id.bytes).run()
+            if db.changes == 1 { commitment.add(rowHash(.tags, [key, record.id.bytes])) }
         }
     }
 
     /// Deletes a document's row and its tags (nothing when there is none).
     func delete(_ id: DocumentID) throws {
-        try db.statement("DELETE FROM documents WHERE id = ?").bind(id.bytes).run()
-        delta -= db.changes
-        try db.statement("DELETE FROM tags WHERE id = ?").bind(id.bytes).run()
+        try db.statement("DELETE FROM documents WHERE id = ? RETURNING id, added, name, digest, record").bind(id.bytes).forEach { s in
+            delta -= 1
+            commitment.remove(rowHash(.documents, documentColumns(id: s.blob(0), added: s.int64(1), name: s.blob(2), digest: s.blob(3),
+                                                                  record: s.blob(4))))
+        }
+        try db.statement("DELETE FROM tags WHERE id = ? RETURNING tag, id").bind(id.bytes).forEach {
+            commitment.remove(rowHash(.tags, [$0.blob(0), $0.blob(1)]))
+        }
     }
 
     /// Marks documents as named by the history.
@@ -249,37 +381,72 @@ final class DocumentIndex {
         guard let id = DocumentID(hex: document.id) else { return }
         let sealed = SealedState.seal(Array(try JSONEncoder().encode(Removed(document: document, record: position))), purpose: .indexRecord, role: "index.db/removed/\(id.hex)",
                                       epoch: epoch, subkey: sealKey, vaultID: vaultID, random: random)
-        try db.statement("INSERT OR REPLACE INTO removed (id, record) VALUES (?, ?)").bind(id.bytes, sealed).run()
+        try db.statement("DELETE FROM removed WHERE id = ? RETURNING id, record").bind(id.bytes).forEach {
+            commitment.remove(rowHash(.removed, [$0.blob(0), $0.blob(1)]))
+        }
+        try db.statement("INSERT INTO removed (id, record) VALUES (?, ?)").bind(id.bytes, sealed).run()
+        commitment.add(rowHash(.removed, [id.bytes, sealed]))
     }
+
+    /// What an unreadable row holds (sealed: `list` shows it as vault's own words).
+    private struct Unreadable: Codable { var code: String; var message: String }
+
+    private static func unreadableRole(_ id: DocumentID) -> String { "index.db/unreadable/\(id.hex)" }
 
     /// Notes an object whose envelope could not be read (so `list` keeps reporting it), or
     /// forgets it (nil).
     func setUnreadable(_ id: DocumentID, _ error: VaultError?) throws {
-        if let error {
-            try db.statement("INSERT OR REPLACE INTO unreadable (id, code, message) VALUES (?, ?, ?)")
-                .bind(id.bytes, error.code.rawValue, error.message).run()
-        } else {
-            try db.statement("DELETE FROM unreadable WHERE id = ?").bind(id.bytes).run()
+        try db.statement("DELETE FROM unreadable WHERE id = ? RETURNING id, record").bind(id.bytes).forEach {
+            commitment.remove(rowHash(.unreadable, [$0.blob(0), $0.blob(1)]))
         }
+        guard let error else { return }
+        let sealed = SealedState.seal(Array(try JSONEncoder().encode(Unreadable(code: error.code.rawValue, message: error.message))),
+                                      purpose: .indexRecord, role: Self.unreadableRole(id), epoch: epoch, subkey: sealKey, vaultID: vaultID,
+                                      random: random)
+        try db.statement("INSERT INTO unreadable (id, record) VALUES (?, ?)").bind(id.bytes, sealed).run()
+        commitment.add(rowHash(.unreadable, [id.bytes, sealed]))
+    }
+
+    private func openUnreadable(_ id: DocumentID, _ sealed: [UInt8]) throws -> VaultError {
+        guard let plain = SealedState.open(sealed, purpose: .indexRecord, role: Self.unreadableRole(id), epoch: epoch, subkey: sealKey,
+                                           vaultID: vaultID),
+              let u = try? JSONDecoder().decode(Unreadable.self, from: Data(plain)) else {
+            throw VaultError(.vaultDamaged, "index.db's unreadable row for \(id.hex) fails authentication")
+        }
+        return VaultError(VaultError.Code(rawValue: u.code), u.message)
     }
 
     // MARK: Reading
 
-    /// The objects noted as unreadable, by id.
+    /// The objects noted as unreadable, by id (a row that does not open in its place is
+    /// damage: the index is rebuilt, and nobody else's words are shown as vault's).
     func unreadable() throws -> [(DocumentID, VaultError)] {
-        let s = try db.statement("SELECT id, code, message FROM unreadable ORDER BY id")
+        let s = try db.statement("SELECT id, record FROM unreadable ORDER BY id")
         var out: [(DocumentID, VaultError)] = []
         defer { s.reset() }
         while try s.step() {
             let b = s.blob(0)
             guard b.count == EnvelopeFormat.documentIDSize else { continue }
-            out.append((DocumentID(bytes: b), VaultError(VaultError.Code(rawValue: s.text(1)), s.text(2))))
+            let id = DocumentID(bytes: b)
+            out.append((id, try openUnreadable(id, s.blob(1))))
+        }
+        return out
+    }
+
+    /// The ids noted unreadable, without opening their rows.
+    func unreadableRowIDs() throws -> Set<DocumentID> {
+        let s = try db.statement("SELECT id FROM unreadable")
+        var out = Set<DocumentID>()
+        defer { s.reset() }
+        while try s.step() {
+            let b = s.blob(0)
+            if b.count == EnvelopeFormat.documentIDSize { out.insert(DocumentID(bytes: b)) }
         }
         return out
     }
 
     /// The ids noted unreadable.
-    func unreadableIDs() throws -> Set<DocumentID> { Set(try unreadable().map(\.0)) }
+    func unreadableIDs() throws -> Set<DocumentID> { try unreadableRowIDs() }
 
     /// The row of `id`, if any.
     func record(_ id: DocumentID) throws -> DocumentRecord? {
@@ -430,6 +597,7 @@ final class DocumentIndex {
         let sealed = SealedState.seal(Array(try JSONEncoder().encode(delivery)), purpose: .indexRecord, role: Self.deliveryRole(key, id),
                                       epoch: epoch, subkey: sealKey, vaultID: vaultID, random: random)
         try db.statement("INSERT OR IGNORE INTO deliveries (destination, id, record) VALUES (?, ?, ?)").bind(key, id.bytes, sealed).run()
+        if db.changes == 1 { commitment.add(rowHash(.deliveries, [key, id.bytes, sealed])) }
     }
 
     private func openDelivery(_ key: [UInt8], _ id: DocumentID, _ sealed: [UInt8]) throws -> Delivery {
@@ -478,5 +646,79 @@ final class DocumentIndex {
     /// The rows of the ledger.
     func deliveryCount() throws -> Int {
         try db.statement("SELECT count(*) FROM deliveries").first { Int($0.int64(0)) } ?? 0
+    }
+}
+
+/// The index as a projection of the history: what a record does to it (inside the caller's
+/// write transaction). The documents a record names are marked as named by the history, those
+/// it removes are kept as removed (so a document put back is refused), and confirmations become
+/// ledger rows.
+struct IndexProjection: HistoryProjection {
+    let index: DocumentIndex
+
+    func present(_ documents: [HistoryRecord.Document], at position: Int) throws {
+        try index.markLogged(documents.compactMap { DocumentID(hex: $0.id) })
+    }
+
+    func reset(to documents: [HistoryRecord.Document], at position: Int) throws {
+        try present(documents, at: position)
+    }
+
+    func removed(_ documents: [HistoryRecord.Document], at position: Int) throws {
+        for d in documents { try index.addRemoved(d, position: position) }
+    }
+
+    func delivered(_ documents: [HistoryRecord.Document], _ delivery: Delivery) throws {
+        for d in documents {
+            guard let id = DocumentID(hex: d.id) else { continue }
+            try index.addDelivery(id, delivery)
+        }
+    }
+}
+
+/// A commitment to a multiset of rows: the sum, modulo 2²⁵⁶, of each row's keyed hash. A row
+/// added adds its hash and one deleted subtracts it, so a writer keeps the sum in O(1) per row
+/// and a reader that sums what it reads learns whether the rows are exactly those the last write
+/// left, whatever their order (a multiset hash; forging one needs the key).
+struct RowCommitment: Equatable {
+    /// Four 64-bit limbs, least significant first.
+    private var limbs: [UInt64] = [0, 0, 0, 0]
+
+    init() {}
+
+    init?(hex: String) {
+        guard let bytes = Hex.decode(hex), bytes.count == 32 else { return nil }
+        limbs = (0..<4).map { i in UInt64(bigEndianBytes: bytes[(24 - 8 * i)..<(32 - 8 * i)]) }
+    }
+
+    /// Big-endian hex of the sum.
+    var hex: String {
+        var out = [UInt8]()
+        for limb in limbs.reversed() { out.appendBigEndian(limb) }
+        return Hex.encode(out)
+    }
+
+    private static func limbs(_ hash: [UInt8]) -> [UInt64] {
+        (0..<4).map { i in UInt64(bigEndianBytes: hash[(24 - 8 * i)..<(32 - 8 * i)]) }
+    }
+
+    mutating func add(_ hash: [UInt8]) {
+        var carry: UInt64 = 0
+        for (i, x) in Self.limbs(hash).enumerated() {
+            let (a, o1) = limbs[i].addingReportingOverflow(x)
+            let (b, o2) = a.addingReportingOverflow(carry)
+            limbs[i] = b
+            carry = (o1 ? 1 : 0) + (o2 ? 1 : 0)
+        }
+    }
+
+    mutating func remove(_ hash: [UInt8]) {
+        var borrow: UInt64 = 0
+        for (i, x) in Self.limbs(hash).enumerated() {
+            let (a, o1) = limbs[i].subtractingReportingOverflow(x)
+            let (b, o2) = a.subtractingReportingOverflow(borrow)
+            limbs[i] = b
+            borrow = (o1 ? 1 : 0) + (o2 ? 1 : 0)
+        }
     }
 }

@@ -44,12 +44,19 @@ extension Vault {
         defer { indexHolder.lock.unlock() }
         let index = try openIndex()
         var status = try checkIndex(index, full: full)
+        // A command that acts on every document checks every row against the commitment first.
+        var unverified = false
+        if full, status == .current || status == .stale, case .current(let state)? = try index.readState(),
+           !(try index.verifyRows(against: state)) {
+            unverified = true
+            status = .damaged
+        }
         if status == .stale, lock != nil, !ownChanges.isEmpty, case .current(let state)? = try index.readState() {
             var at: String? = state.objects
             for change in ownChanges { at = change.before == at ? change.after : nil }
             if at == objectsStamp() { status = .current }
         }
-        indexHolder.lastStatus = status
+        if indexHolder.lastStatus != .damaged || status != .current { indexHolder.lastStatus = status }
         // Records the index has not applied (a writer killed between its record and the index)
         // first: a reconcile then knows every removal, and never takes a document put back
         // after one as new. (A rebuild derives the history itself.)
@@ -58,7 +65,11 @@ extension Vault {
         }
         if status != .current {
             try holding(lock) { lock in
-                let again = try checkIndex(index, full: full)
+                let again = unverified ? .damaged : try checkIndex(index, full: full)
+                if again == .damaged {
+                    VaultNotices.post("index.db does not match what vault last wrote (rows added, removed or changed by someone "
+                                      + "else, or damaged); rebuilt it from the history and the objects")
+                }
                 if again == .stale {
                     try reconcileIndex(index, known: known, lock)
                 } else if again != .current {
@@ -75,12 +86,24 @@ extension Vault {
         return try store.withWriterLock(body)
     }
 
-    /// The open connection; a file SQLite cannot read as this schema is moved aside and a new
-    /// one made (the objects are the truth).
+    /// The open connection. A file vault does not take as its own (``DocumentIndex/Rejected``:
+    /// not a regular file, another layout, anything in it vault's schema does not have) is
+    /// deleted and a new one made, which the objects and the history fill; a file SQLite cannot
+    /// read is moved aside (the objects are the truth).
     private func openIndex() throws -> DocumentIndex {
         if let index = indexHolder.index { return index }
         let index: DocumentIndex
         do {
+            index = try DocumentIndex(vault: self)
+        } catch let rejected as DocumentIndex.Rejected {
+            if !rejected.why.contains("another version") {
+                VaultNotices.post("\(rejected.why); made it anew from the history and the objects")
+                indexHolder.lastStatus = .damaged
+            }
+            let path = store.path(.index)
+            for suffix in ["", "-wal", "-shm"] where FileSystem.kind(of: path + suffix, following: false) != .missing {
+                try FileSystem.remove(path + suffix)
+            }
             index = try DocumentIndex(vault: self)
         } catch let e as VaultError where e.code == .vaultDamaged {
             let path = store.path(.index)
@@ -197,7 +220,7 @@ extension Vault {
     /// chain is whole), which were removed, and how far the history goes.
     func deriveHistory(_ index: DocumentIndex, from scan: HistoryScan,
                        state: (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int]), _ lock: WriterLock) throws {
-        try index.db.execute("UPDATE documents SET logged = 0; DELETE FROM removed; DELETE FROM deliveries")
+        try index.clearHistoryRows()
         // A broken chain adopts nothing: every document counts as named.
         let whole = scan.findings.isEmpty || !scan.exists
         if !whole { try index.db.execute("UPDATE documents SET logged = 1") }
@@ -210,6 +233,7 @@ extension Vault {
         s.logCount = scan.exists ? scan.entries.count : 0
         s.logEnd = scan.exists ? scan.end : 0
         s.logTag = Hex.encode(scan.head.tag)
+        s.logEpoch = scan.exists ? scan.entries.last?.epoch : nil
         try index.writeState(s)
     }
 

@@ -109,7 +109,7 @@ extension Vault {
             try store.withWriterLock { lock in
                 try withIndex(lock) { index in
                     var state = try index.stateOrEmpty()
-                    (state.logCount, state.logEnd, state.logTag) = (0, 0, "")
+                    (state.logCount, state.logEnd, state.logTag, state.logEpoch) = (0, 0, "", nil)
                     try index.write(lock) { try index.writeState(state) }
                     _ = try historyWriter(index: index, lock)
                 }

@@ -6,8 +6,12 @@ package enum FileSystem {
     public enum Kind: Sendable { case missing, file, directory, other }
 
     /// What is at `path` (following symbolic links).
-    public static func kind(of path: String) -> Kind {
-        guard let st = try? FilePath(path).stat() else { return .missing }
+    public static func kind(of path: String) -> Kind { kind(of: path, following: true) }
+
+    /// What `path` itself is when `following` is false: a symbolic link (even to nothing) is
+    /// `.other`.
+    static func kind(of path: String, following: Bool) -> Kind {
+        guard let st = try? FilePath(path).stat(followTargetSymlink: following) else { return .missing }
         switch st.type {
         case .regular: return .file
         case .directory: return .directory
@@ -93,7 +97,7 @@ package enum FileSystem {
 
     /// Reads a whole (small) file.
     public static func readFile(_ path: String, limit: Int = 64 << 20) throws -> [UInt8] {
-        let f = try OpenFile.openForReading(path)
+        let f = try OpenFile.openStored(path)
         let size = try f.size()
         guard size <= UInt64(limit) else { throw VaultError(.vaultDamaged, "\(path) is unexpectedly large (\(size) bytes)") }
         return try f.read(upTo: Int(size) + 1)

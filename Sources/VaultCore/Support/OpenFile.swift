@@ -45,6 +45,35 @@ package final class OpenFile: @unchecked Sendable {
         return f
     }
 
+    /// Opens a file of the vault folder (an object, the log, a state file) for reading the way
+    /// an attacker who can write to the folder cannot turn against vault: without following a
+    /// symbolic link (the user named the vault, not what a link in it points to), without
+    /// blocking (a FIFO put in a file's place would hang the open), and only if the descriptor
+    /// is of a regular file (`fstat` on what was opened, not `stat` on the path).
+    /// - Throws: ``VaultError/Code/vaultDamaged`` for a link, a FIFO, a device or a directory.
+    package static func openStored(_ path: String) throws -> OpenFile {
+        try openRegular(path, refusal: .vaultDamaged, why: "not a file vault wrote")
+    }
+
+    /// Opens `path` for reading only if it is a regular file, without following a symbolic link
+    /// and without blocking: what ``openStored(_:)`` does, for files vault found rather than was
+    /// given (the files in a folder an add walks), refused with `refusal` naming `why`.
+    package static func openRegular(_ path: String, refusal: VaultError.Code, why: String) throws -> OpenFile {
+        let f: OpenFile
+        do {
+            f = OpenFile(try .open(FilePath(path), .readOnly, options: [.closeOnExec, .noFollow, .nonBlocking]), path: path)
+        } catch Errno.tooManySymbolicLinkLevels {
+            throw VaultError(refusal, "\(path) is a symbolic link, \(why): it is not followed")
+        } catch {
+            throw VaultError.posix("cannot open", path, error)
+        }
+        guard let kind = try? f.descriptor.stat().type, kind == .regular else {
+            f.close()
+            throw VaultError(refusal, "\(path) is not a regular file (a pipe, a device or a folder), \(why): it is not read")
+        }
+        return f
+    }
+
     /// Creates a new file with `permissions`; fails if it exists. Errors name the file `name`
     /// (default: `path`), so a temporary file's errors can name its destination.
     public static func createExclusive(_ path: String, permissions: FilePermissions = .ownerReadWrite,
@@ -177,6 +206,12 @@ package final class OpenFile: @unchecked Sendable {
     /// held elsewhere and `wait` is false.
     public func lockExclusive(wait: Bool = true) throws -> Bool {
         do { return try Platform.lock(descriptor, wait: wait) } catch { throw VaultError.posix("cannot lock", path, error) }
+    }
+
+    /// Takes a shared `flock` (converting an exclusive one this file holds): false when `wait`
+    /// is false and another holds it exclusively.
+    func lockShared(wait: Bool = true) throws -> Bool {
+        do { return try Platform.lock(descriptor, wait: wait, shared: true) } catch { throw VaultError.posix("cannot lock", path, error) }
     }
 
     /// Releases a `flock`.

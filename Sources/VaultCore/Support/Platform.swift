@@ -74,8 +74,8 @@ enum Platform {
     // MARK: Locks
 
     /// Takes an exclusive `flock`; false when `wait` is false and another holder has it.
-    static func lock(_ fd: SystemPackage.FileDescriptor, wait: Bool) throws(Errno) -> Bool {
-        while flock(fd.rawValue, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
+    static func lock(_ fd: SystemPackage.FileDescriptor, wait: Bool, shared: Bool = false) throws(Errno) -> Bool {
+        while flock(fd.rawValue, (shared ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB)) != 0 {
             switch lastError {
             case .interrupted: continue
             case .wouldBlock: return false

@@ -22,12 +22,13 @@ final class SQLiteDatabase {
         if create, FileSystem.kind(of: path) == .missing {
             // SQLite would create the file 0644 less the umask; the vault's files are 0600, and
             // its journal and WAL files take the database's mode.
-            let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
             guard fd >= 0 else { throw VaultError.posix("cannot create", path, Errno(rawValue: errno)) }
             close(fd)
         }
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        // NOFOLLOW: an index.db that is a symbolic link is refused, not followed to another file.
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE | SQLITE_OPEN_NOFOLLOW
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         handle = db
         guard rc == SQLITE_OK else {

@@ -15,19 +15,25 @@ package struct PasswordChangeSummary: Sendable {
 /// password — the old and new `vault.json`, and each envelope's old and new header (public
 /// bytes: they are on disk anyway). Written whole (an ``AtomicFile``) before any header changes.
 ///
-/// Layout: `VAULTPWJ` ‖ u32 n ‖ old vault.json ‖ u32 n ‖ new vault.json ‖ u32 count ‖ count ×
-/// (16-byte id ‖ u32 header length h ‖ old header (h) ‖ new header (h)) ‖ [u32 n ‖ the remote
-/// list sealed under the new key (n)] ‖ SHA-256 of all before. (Journals before sealed state
-/// end after the entries.)
+/// Layout: `VAULTPJ2` ‖ u32 n ‖ old vault.json ‖ u32 n ‖ new vault.json ‖ u32 count ‖ count ×
+/// (16-byte id ‖ u32 header length h ‖ old header (h) ‖ new header (h)) ‖ u32 count ‖ count ×
+/// (u32 n ‖ a state file's name in the folder (n) ‖ u32 m ‖ its bytes sealed under the new key
+/// (m)) ‖ SHA-256 of all before. Journals of earlier versions (`VAULTPWJ`) end after the entries
+/// with, optionally, `u32 n ‖ remotes.vlt sealed under the new key`; they are still read.
 package struct PasswordJournal {
     struct Entry { var id: DocumentID; var old: [UInt8]; var new: [UInt8] }
+    /// A sealed state file (by its name in the vault folder) as it is under the new key.
+    struct Resealed: Equatable { var name: String; var bytes: [UInt8] }
     var oldConfig: [UInt8]
     var newConfig: [UInt8]
     var entries: [Entry]
-    /// `remotes.vlt` sealed under the new key epoch (sealed bytes: nothing secret), if the vault has one.
-    var newRemotes: [UInt8]? = nil
+    /// The state files sealed under the new key epoch (sealed bytes: nothing secret), written
+    /// in place when the change commits.
+    var resealed: [Resealed] = []
 
-    static let magic = Array("VAULTPWJ".utf8)
+    static let magic = Array("VAULTPJ2".utf8)
+    /// The journal of versions that re-sealed the remote list only.
+    static let firstMagic = Array("VAULTPWJ".utf8)
 
     package func encoded() -> [UInt8] {
         var out = Self.magic
@@ -39,14 +45,19 @@ package struct PasswordJournal {
             out.appendBigEndian(UInt32(e.old.count))
             out += e.old + e.new
         }
-        if let r = newRemotes { out.appendBigEndian(UInt32(r.count)); out += r }
+        out.appendBigEndian(UInt32(resealed.count))
+        for r in resealed {
+            out.appendBigEndian(UInt32(r.name.utf8.count)); out += Array(r.name.utf8)
+            out.appendBigEndian(UInt32(r.bytes.count)); out += r.bytes
+        }
         return out + Array(SHA256.hash(data: out))
     }
 
     package static func decode(_ bytes: [UInt8]) throws -> PasswordJournal {
         let damaged = VaultError(.vaultDamaged, "passwd.journal (an interrupted password change) is damaged",
                                  hint: "restore the vault folder from a backup")
-        guard bytes.count > magic.count + 32, bytes.starts(with: magic),
+        let first = bytes.starts(with: firstMagic)
+        guard bytes.count > magic.count + 32, first || bytes.starts(with: magic),
               Array(SHA256.hash(data: bytes.dropLast(32))) == Array(bytes.suffix(32)) else { throw damaged }
         var reader = ByteReader(bytes, what: "passwd.journal", offset: magic.count, end: bytes.count - 32, damaged: damaged)
         func field() throws -> [UInt8] { try reader.raw(Int(try reader.u32())) }
@@ -56,7 +67,14 @@ package struct PasswordJournal {
             let h = Int(try reader.u32())
             journal.entries.append(Entry(id: id, old: try reader.raw(h), new: try reader.raw(h)))
         }
-        if reader.remaining > 0 { journal.newRemotes = try field() }
+        if first {
+            if reader.remaining > 0 { journal.resealed = [Resealed(name: VaultFile.remotes.name, bytes: try field())] }
+        } else {
+            for _ in 0..<(try reader.u32()) {
+                guard let name = String(validating: try field(), as: UTF8.self), ResealedFiles.isResealable(name) else { throw damaged }
+                journal.resealed.append(Resealed(name: name, bytes: try field()))
+            }
+        }
         guard reader.remaining == 0 else { throw damaged }
         return journal
     }
@@ -81,7 +99,7 @@ extension Vault {
         }
         let parameters = newKDF ?? kdf
         try parameters.validate()
-        return try store.withWriterLock { lock in
+        return try SessionLock.alone(store) { try store.withWriterLock { lock in
             // A removal a crash interrupted is finished under the key it was sealed with.
             try withIndex(lock) { index in
                 var writer = try historyWriter(index: index, lock)
@@ -98,9 +116,9 @@ extension Vault {
                 progress?(n, ids.count * 2)
                 entries.append(try resealedHeader(id, keyring: keyring2))
             }
-            let newRemotes = try resealedState(at: store.path(.remotes), purpose: .remotes, role: VaultFile.remotes.name, to: newKeys)
+            let resealed = try ResealedFiles(vault: self).resealed(to: newKeys)
             let journal = PasswordJournal(oldConfig: try FileSystem.readFile(store.configPath, limit: 1 << 20),
-                                          newConfig: newConfig.encoded(), entries: entries, newRemotes: newRemotes).encoded()
+                                          newConfig: newConfig.encoded(), entries: entries, resealed: resealed).encoded()
             try AtomicFile.write(journal, to: store.passwordJournalPath, random: random)
             var written = UInt64(journal.count)
             for (n, e) in entries.enumerated() {
@@ -114,7 +132,7 @@ extension Vault {
             // The commit point.
             try AtomicFile.write(newConfig.encoded(), to: store.configPath, random: random)
             written += UInt64(newConfig.encoded().count)
-            if let newRemotes { try AtomicFile.write(newRemotes, to: store.path(.remotes), random: random) }
+            for file in resealed { try AtomicFile.write(file.bytes, to: store.root + "/" + file.name, random: random) }
             try FileSystem.remove(store.passwordJournalPath)
             try FileSystem.syncDirectory(store.root)
             progress?(ids.count * 2, ids.count * 2)
@@ -127,7 +145,7 @@ extension Vault {
             let level = KDFLevel.allCases.first { $0.parameters == parameters }?.rawValue
             try rotated.appendToHistory(HistoryRecord(.passwd, detail: "argon2id \(level ?? "custom"): ops \(parameters.opsLimit), memory \(parameters.memLimitKiB) KiB; \(entries.count) headers re-sealed; key epoch \(keys.epoch) → \(newKeys.epoch) (a new vault key)"), lock)
             return PasswordChangeSummary(documents: entries.count, bytesWritten: written, kdf: parameters)
-        }
+        } }
     }
 
     /// The `vault.json` of the next key epoch: the new password block, a new random vault key
@@ -153,19 +171,11 @@ extension Vault {
         return (newConfig, newKeys)
     }
 
-    /// The state file at `path` opened under this epoch's key and sealed again under `keys`;
-    /// nil when there is none (one that does not open is left as it is, refused as before).
-    private func resealedState(at path: String, purpose: SealedState.Purpose, role: String, to keys: EpochKeys) throws -> [UInt8]? {
-        guard FileSystem.kind(of: path) == .file,
-              let body = try? openState(try FileSystem.readFile(path, limit: 16 << 20), purpose: purpose, role: role, what: path) else { return nil }
-        return try SealedState.seal(body, purpose: purpose, role: role, keys: keys, vaultID: config.id, random: random)
-    }
-
     /// Document `id`'s header re-sealed under `keyring2` (its document key re-wrapped, its
     /// metadata sealed again): the journal entry, or an error naming the document.
     private func resealedHeader(_ id: DocumentID, keyring keyring2: Keyring) throws -> PasswordJournal.Entry {
         do {
-            let file = try OpenFile.openForReading(store.objectPath(id))
+            let file = try OpenFile.openStored(store.objectPath(id))
             defer { file.close() }
             let reader = try EnvelopeReader(input: file, keyring: keyring, expectedID: id)
             let kek = try keyring.kek(for: reader.header)
@@ -221,7 +231,9 @@ extension VaultStore {
             }
             // Sealed bytes: a planted journal could only put a list there that the new key
             // does not open (refused when read), never one the vault would follow.
-            if forward, let remotes = journal.newRemotes { try AtomicFile.write(remotes, to: path(.remotes)) }
+            // Each name is one ResealedFiles allows (a state file or an upload journal), never a
+            // path elsewhere.
+            if forward { for file in journal.resealed { try AtomicFile.write(file.bytes, to: root + "/" + file.name) } }
             try FileSystem.remove(passwordJournalPath)
             try FileSystem.syncDirectory(root)
         }

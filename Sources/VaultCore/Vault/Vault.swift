@@ -25,6 +25,7 @@ public final class Vault: @unchecked Sendable {
         self.keyring = keyring
         self.keys = keys
         self.random = random
+        if store.source == nil { SessionLock.join(store) }
     }
 
     /// The current epoch's vault key.
@@ -227,7 +228,7 @@ public final class Vault: @unchecked Sendable {
         }
         let file: OpenFile
         do {
-            file = try OpenFile.openForReading(store.objectPath(id))
+            file = try OpenFile.openStored(store.objectPath(id))
         } catch let e as VaultError where e.code == .notFound {
             throw VaultError(.notFound, "its object file is missing (was it removed?)")
         }

@@ -21,6 +21,9 @@ package enum VaultFile: CaseIterable, Sendable {
     case legacyIndex
     /// `lock`: writers hold an exclusive `flock` on it.
     case lock
+    /// `session.lock`: every process with the vault unlocked holds a shared `flock` on it; a
+    /// password change takes it exclusively (``SessionLock``).
+    case sessionLock
     /// `log.vlt`: the history, sealed and chained records.
     case log
     /// `log.head` and `log.anchor`: two sealed copies of the history's tail.
@@ -47,6 +50,7 @@ package enum VaultFile: CaseIterable, Sendable {
         case .index: "index.db"
         case .legacyIndex: "index.vlt"
         case .lock: "lock"
+        case .sessionLock: "session.lock"
         case .log: "log.vlt"
         case .logHead: "log.head"
         case .logAnchor: "log.anchor"

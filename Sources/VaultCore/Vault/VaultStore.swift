@@ -163,7 +163,7 @@ public struct VaultStore: Sendable {
         let first = source == nil ? ((try? Platform.firstNames(objectsPath, suffix: ".vlt", limit: 8)) ?? []).compactMap { DocumentID(hex: String($0.dropLast(4))) }
                                   : ((try? objectIDs()) ?? []).sorted().prefix(8).map { $0 }
         for id in first {
-            guard let file = try? OpenFile.openForReading(objectPath(id)),
+            guard let file = try? OpenFile.openStored(objectPath(id)),
                   let header = try? EnvelopeReader.readHeader(file) else { continue }
             if header.kdf == config.parameters && header.salt == salt && header.keyCheck == keyCheck { return }
             compared += 1

@@ -87,7 +87,7 @@ extension VaultCommand {
             }
             do { for input in inputs {
                 let file: any ByteSource = input.path == "-" ? OpenFile.standard(0, name: "standard input")
-                                                              : try ReadAheadFile(try OpenFile.openForReading(input.path))
+                                                              : try ReadAheadFile(try input.open())
                 let shown = input.path == "-" ? "standard input" : input.path
                 let record: DocumentRecord
                 do {

@@ -40,4 +40,32 @@ struct OldKeyHolder {
         return Tombstone.magic + nonce + XChaCha20Poly1305.seal(Array(try JSONEncoder().encode(stone)), ad: Tombstone.ad(vaultID: vault.id, id: id),
                                                                  nonce: nonce, key: key)
     }
+
+    /// Appends to the log of the vault in `folder` a record sealed under this (old) epoch's log
+    /// key, in the next place after the log's last record: what someone who knew an old
+    /// password can write into a log. Only `log.vlt` changes (its heads are the owner's).
+    func appendForgedRecord(_ operation: HistoryRecord.Operation, documents: [(id: String, name: String)], destinations: [String],
+                            toLogIn folder: String) throws {
+        let log = try HistoryLog(vault: vault)
+        let path = folder + "/log.vlt"
+        let file = try OpenFile.openForReading(path)
+        defer { file.close() }
+        var findings: [AuditFinding] = []
+        let framed = try log.frames(of: file, to: Int(try file.size()), findings: &findings)
+        guard let last = framed.last else { throw VaultError(.internal, "the log has no record to follow") }
+        let record = HistoryRecord(operation, documents: documents.map { HistoryRecord.Document(id: $0.id, name: $0.name, sha256: "", size: 0) },
+                                   destinations: destinations, detail: "forged")
+        let position = framed.count + 1
+        let nonce = SystemRandom().bytes(HistoryFormat.nonceSize)
+        let sealed = XChaCha20Poly1305.seal(record.json(), ad: log.associatedData(position: position, previousTag: last.tag),
+                                            nonce: nonce, key: log.key)
+        var frame = [UInt8]()
+        frame.appendBigEndian(UInt32(8 + nonce.count + sealed.count))
+        frame.appendBigEndian(UInt64(position))
+        frame += nonce + sealed
+        let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try h.seekToEnd()
+        try h.write(contentsOf: Data(frame))
+        try h.close()
+    }
 }

@@ -1,0 +1,38 @@
+import Synchronization
+
+/// Keeps a password change from interleaving with any other command on the vault: every
+/// process that unlocks a vault holds a shared `flock` on its `session.lock` until it exits, and
+/// a password change converts its own to an exclusive one without waiting, or refuses
+/// (``VaultError/Code/busy``). Without it, an upload that began under the old key recorded its
+/// confirmed batch under the retired epoch after the change: the ledger lost it and the audit
+/// called it a forgery.
+///
+/// One lock per vault folder per process (a `flock` is per open file: a second one in the same
+/// process would conflict with the first).
+enum SessionLock {
+    private static let held = Mutex<[String: OpenFile]>([:])
+
+    /// Holds the shared lock of `store`'s vault for the rest of the process. Best effort for a
+    /// vault this process cannot write (a read-only copy): nothing there can change its password.
+    static func join(_ store: VaultStore) {
+        held.withLock { held in
+            guard held[store.root] == nil, let file = try? OpenFile.openOrCreate(store.path(.sessionLock)) else { return }
+            guard (try? file.lockShared()) == true else { file.close(); return }
+            held[store.root] = file
+        }
+    }
+
+    /// Runs `body` with no other process holding `store`'s vault; throws ``VaultError/Code/busy``
+    /// at once when one does. Goes back to the shared lock afterwards.
+    static func alone<R>(_ store: VaultStore, _ body: () throws -> R) throws -> R {
+        join(store)
+        let file: OpenFile? = held.withLock { $0[store.root] }
+        guard let file else { throw VaultError(.io, "cannot lock \(store.path(.sessionLock))") }
+        guard try file.lockExclusive(wait: false) else {
+            throw VaultError(.busy, "another vault command is running on this vault (an upload, an add, ...); nothing was changed",
+                             hint: "run the password change again when it has ended")
+        }
+        defer { _ = try? file.lockShared() }
+        return try body()
+    }
+}

@@ -1,0 +1,356 @@
+import Foundation
+import Testing
+import VaultS3
+import VaultTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The hostile review of the index, the ledger and the destination list (issue 39), each attack
+/// on the built binary by someone who can write to the vault folder, with no password or only
+/// one from before a `passwd`: the history is the one truth, and every other file is a
+/// projection that vault checks against it and rebuilds when it does not verify.
+@Suite(.blocking) struct ProjectionAttackCLITests {
+    static let office: [String: String?] = ["VAULT_UPLOAD_TOKEN": "test-token"]
+
+    /// Adds one small document named `name`; its id.
+    static func add(_ s: Sandbox, _ name: String, seed: UInt64, tags: [String] = [], env: [String: String?] = [:]) throws -> String {
+        let r = s.run(["add", "-", "--name", name] + tags.flatMap { ["--tag", $0] }, env: env, stdin: .random(2000, seed: seed))
+        try #require(r.status == 0, "\(r.stderr)")
+        return r.out.trimmingCharacters(in: .newlines)
+    }
+
+    /// The ids `list --json` shows (with repeats, if a row is listed twice).
+    static func listed(_ s: Sandbox, _ args: [String] = [], env: [String: String?] = [:]) -> (ids: [String], result: CLIResult) {
+        let r = s.run(["list", "--json"] + args, env: env)
+        let rows = (try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [[String: Any]] ?? []
+        return (rows.compactMap { $0["id"] as? String }, r)
+    }
+
+    /// Runs an SQL script on the vault's index with the sqlite3 shell, as the attacker would.
+    static func sql(_ s: Sandbox, _ script: String) -> CLIResult {
+        s.write("attack.sql", Array(script.utf8))
+        return s.shell("sqlite3 vault/index.db < attack.sql")
+    }
+
+    static func blob(_ hex: String) -> String { "X'\(hex)'" }
+
+    // MARK: The ledger and the history
+
+    /// Critical: a record sealed under the key a `passwd` retired, appended to the log, slipped
+    /// into the ledger when an older index.db was put back (the catch-up opened records under
+    /// any known epoch), and `remove --delivered-to` then deleted a document the destination
+    /// never received.
+    @Test func anOldPasswordCannotGetAnUndeliveredDocumentDeleted() throws {
+        let s = Sandbox()
+        s.initVault()
+        _ = try Self.add(s, "before.txt", seed: 3901)
+        // The attacker keeps the vault folder as it is now, and knows this password.
+        #expect(s.shell("cp -a vault kept").status == 0)
+        let changed = s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "the new password"])
+        try #require(changed.status == 0, "\(changed.stderr)")
+        s.env["VAULT_PASSWORD"] = "the new password"
+        #expect(s.run("destination", "add", "office", "http://127.0.0.1:9/office").status == 0)
+        let undelivered = try Self.add(s, "after.txt", seed: 3902)
+        // The attacker copies index.db, then appends an upload record naming the new document,
+        // sealed under the retired key.
+        #expect(s.shell("mkdir saved && cp vault/index.db* saved/").status == 0)
+        let holder = try OldKeyHolder(folder: s.path("kept"), password: "correct horse battery")
+        try holder.appendForgedRecord(.upload, documents: [(undelivered, "after.txt")], destinations: ["http://127.0.0.1:9/office"],
+                                      toLogIn: s.path("vault"))
+        // The owner goes on: an ordinary add.
+        let owner = s.run(["add", "-", "--name", "later.txt"], stdin: .random(2000, seed: 3903))
+        #expect(owner.status == 0, "\(owner.stderr)")
+        #expect(owner.stderr.contains("warning") && owner.stderr.contains("history"), "the owner hears of it: \(owner.stderr)")
+        // The attacker puts the old index.db back.
+        #expect(s.shell("rm -f vault/index.db-wal vault/index.db-shm && cp saved/index.db* vault/").status == 0)
+
+        let status = DeliveryCLITests.json(s.run("status", "--json"))
+        let office = (status["destinations"] as? [[String: Any]])?.first { $0["name"] as? String == "office" }
+        #expect(office?["delivered"] as? Int == 0 && office?["pending"] as? Int == 3, "\(status)")
+        let undeliveredList = Self.listed(s, ["--undelivered", "--to", "office"])
+        #expect(undeliveredList.ids.contains(undelivered), "\(undeliveredList.result.stderr)")
+        let removed = s.run("remove", "--delivered-to", "office", "--json")
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(DeliveryCLITests.json(removed)["removed"] as? [String] == [], "\(removed.out)")
+        #expect(Self.listed(s).ids.contains(undelivered), "the document the office never got is still there")
+        // The audit names the forgery.
+        let audit = s.run("audit", "--json")
+        #expect(audit.status == 65 && audit.out.contains("log-record-superseded"), "\(audit.out)")
+    }
+
+    /// An older copy of the destination list (before `archive` was required), or none at all,
+    /// made `remove --delivered-to office` delete documents `archive` never got, and the audit
+    /// was clean: the list was outside the history.
+    @Test(arguments: ["older", "deleted"])
+    func anOlderOrMissingDestinationListDropsNoRequiredDestination(attack: String) throws {
+        let s = Sandbox()
+        s.initVault()
+        let receiver = Receiver(in: s)
+        #expect(s.run("destination", "add", "office", receiver.url).status == 0)
+        let older = s.path("vault/destinations.vlt")
+        let snapshot = FileManager.default.fileExists(atPath: older) ? try Data(contentsOf: URL(fileURLWithPath: older)) : nil
+        #expect(s.run("destination", "add", "archive", "http://127.0.0.1:9/archive").status == 0)
+        let ids = [try Self.add(s, "a.txt", seed: 3911), try Self.add(s, "b.txt", seed: 3912)]
+        let sent = s.run(["upload", "--to", "office"], env: Self.office)
+        try #require(sent.status == 0, "\(sent.stderr)")
+        if attack == "older", let snapshot {
+            try snapshot.write(to: URL(fileURLWithPath: older))
+        } else {
+            try? FileManager.default.removeItem(atPath: older)
+        }
+        let removed = s.run("remove", "--delivered-to", "office", "--json")
+        #expect(DeliveryCLITests.json(removed)["removed"] as? [String] == [], "archive never got them: \(removed.out) \(removed.stderr)")
+        let everything = s.run("remove", "--delivered", "--json")
+        #expect(DeliveryCLITests.json(everything)["removed"] as? [String] == [], "\(everything.out) \(everything.stderr)")
+        #expect(Set(Self.listed(s).ids) == Set(ids))
+        let list = DeliveryCLITests.json(s.run("destination", "list", "--json"))
+        let names = (list["destinations"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
+        #expect(names == ["office", "archive"], "the destinations come from the history: \(list)")
+    }
+
+    // MARK: index.db edited behind vault's back
+
+    /// Document B's row deleted and a second copy of A's authentic row inserted with its id as
+    /// TEXT: `list` showed A twice and no B, `upload` sent A twice and never B, and `verify` said
+    /// the index was fine.
+    @Test func swappedRowsHideNoDocument() throws {
+        let s = Sandbox()
+        s.initVault()
+        let a = try Self.add(s, "a.txt", seed: 3921), b = try Self.add(s, "b.txt", seed: 3922)
+        _ = Self.sql(s, "DELETE FROM documents WHERE id = \(Self.blob(b));\n"
+                        + "INSERT INTO documents SELECT added, CAST(id AS TEXT), name, digest, logged, record FROM documents WHERE id = \(Self.blob(a));\n")
+        let (ids, r) = Self.listed(s)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(ids.sorted() == [a, b].sorted(), "each document once: \(ids)")
+        #expect(r.stderr.contains("index.db") && r.stderr.contains("rebuilt"), "one warning line says so: \(r.stderr)")
+        let receiver = Receiver(in: s)
+        let up = s.run(["upload", "--url", receiver.url], env: Self.office)
+        #expect(up.status == 0, "\(up.stderr)")
+        #expect(receiver.accepted.sorted() == [a, b].sorted(), "\(receiver.accepted)")
+    }
+
+    /// A trigger planted in index.db that deletes B's row whenever it is inserted survived
+    /// vault's rebuilds (which cleared rows in place), so B stayed hidden.
+    @Test func aPlantedTriggerIsFoundAndTheIndexRebuiltWithoutIt() throws {
+        let s = Sandbox()
+        s.initVault()
+        let a = try Self.add(s, "a.txt", seed: 3931), b = try Self.add(s, "b.txt", seed: 3932)
+        let planted = Self.sql(s, "CREATE TRIGGER hide AFTER INSERT ON documents WHEN NEW.id = \(Self.blob(b)) "
+                                  + "BEGIN DELETE FROM documents WHERE id = NEW.id; END;\n"
+                                  + "DELETE FROM documents WHERE id = \(Self.blob(b));\n")
+        #expect(planted.status == 0, "\(planted.stderr)")
+        let (ids, r) = Self.listed(s)
+        #expect(r.status == 0 && ids.sorted() == [a, b].sorted(), "\(ids) \(r.stderr)")
+        #expect(r.stderr.contains("index.db"), "\(r.stderr)")
+        let triggers = s.shell("sqlite3 vault/index.db \"SELECT count(*) FROM sqlite_master WHERE type = 'trigger'\"")
+        #expect(triggers.out == "0\n", "the rebuilt index has no trigger: \(triggers.out)")
+        #expect(s.run("list").status == 0)
+        #expect(s.run("verify").status == 0)
+    }
+
+    /// One row of the `tags` table deleted hid a document from `list --tag` and
+    /// `upload --tag`, and the audit was clean.
+    @Test func aDeletedTagRowHidesNoDocument() throws {
+        let s = Sandbox()
+        s.initVault()
+        let a = try Self.add(s, "a.txt", seed: 3941, tags: ["2026"]), b = try Self.add(s, "b.txt", seed: 3942, tags: ["2026"])
+        #expect(Self.sql(s, "DELETE FROM tags WHERE id = \(Self.blob(b));\n").status == 0)
+        let (ids, r) = Self.listed(s, ["--tag", "2026"])
+        #expect(r.status == 0 && ids.sorted() == [a, b].sorted(), "\(ids) \(r.stderr)")
+        #expect(Self.sql(s, "DELETE FROM tags WHERE id = \(Self.blob(a));\n").status == 0)
+        let receiver = Receiver(in: s)
+        let up = s.run(["upload", "--url", receiver.url, "--tag", "2026"], env: Self.office)
+        #expect(up.status == 0 && receiver.accepted.sorted() == [a, b].sorted(), "\(receiver.accepted) \(up.stderr)")
+    }
+
+    /// A row in the `unreadable` table made every `list` print the attacker's text as vault's
+    /// own warning and exit 65.
+    @Test func aPlantedUnreadableNoteIsNeverShown() throws {
+        let s = Sandbox()
+        s.initVault()
+        let a = try Self.add(s, "a.txt", seed: 3951)
+        let fake = String(repeating: "ab", count: 16)
+        _ = Self.sql(s, "INSERT INTO unreadable (id, code, message) VALUES (\(Self.blob(fake)), 'vault-damaged', "
+                        + "'CALL +1 555 0100 TO RESTORE YOUR FILES');\n"
+                        + "INSERT INTO unreadable (id, record) VALUES (\(Self.blob(fake)), X'00');\n")
+        let (ids, r) = Self.listed(s)
+        #expect(r.status == 0 && ids == [a], "\(ids) \(r.status) \(r.stderr)")
+        #expect(!r.stderr.contains("CALL +1"), "\(r.stderr)")
+        #expect(!s.run("list").stderr.contains("CALL +1"))
+    }
+
+    /// A view in place of the `documents` table, or an object that is a FIFO, hung `list`,
+    /// `verify` and `audit` forever. (Each run is bounded by `timeout`: a hang is a failure, not
+    /// a stuck suite.)
+    @Test func aViewInPlaceOfATableAndAFIFOObjectHangNothing() throws {
+        let s = Sandbox()
+        s.initVault()
+        let a = try Self.add(s, "a.txt", seed: 3961), b = try Self.add(s, "b.txt", seed: 3962)
+        let bounded = ["/usr/bin/timeout", "-s", "KILL", "60"]
+        _ = Self.sql(s, "ALTER TABLE documents RENAME TO kept;\n"
+                        + "CREATE VIEW documents AS WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) "
+                        + "SELECT k.added, k.id, k.name, k.digest, k.logged, k.record FROM kept k, n;\n")
+        let viewed = s.wait(s.spawn(["list", "--json"], wrapper: bounded))
+        #expect(viewed.status == 0, "\(viewed.status) \(viewed.stderr)")
+        #expect(Set(((try? JSONSerialization.jsonObject(with: Data(viewed.stdout))) as? [[String: Any]] ?? []).compactMap { $0["id"] as? String })
+                == [a, b], "\(viewed.out)")
+        // B's object replaced by a FIFO.
+        try FileManager.default.removeItem(atPath: s.path("vault/objects/\(b).vlt"))
+        #expect(mkfifo(s.path("vault/objects/\(b).vlt"), 0o600) == 0)
+        for command in [["list"], ["verify"], ["audit"]] {
+            let r = s.wait(s.spawn(command, wrapper: bounded))
+            #expect(r.status != 137, "\(command) hung on a FIFO")
+            #expect(r.status == 0 || r.status == 65, "\(command): \(r.status) \(r.stderr)")
+        }
+        let verify = s.wait(s.spawn(["verify"], wrapper: bounded))
+        #expect(verify.status == 65 && verify.out.contains(b), "verify names the object that is not a file: \(verify.out)")
+    }
+
+    /// index.db replaced by a symbolic link to another SQLite database: vault dropped that
+    /// database's tables. It is opened without following links now, and another file is not
+    /// touched.
+    @Test func anIndexThatIsASymbolicLinkLeadsNowhere() throws {
+        let s = Sandbox()
+        s.initVault()
+        let a = try Self.add(s, "a.txt", seed: 3971)
+        #expect(s.shell("sqlite3 other.db 'CREATE TABLE precious (x); INSERT INTO precious VALUES (42);'").status == 0)
+        #expect(s.shell("rm -f vault/index.db vault/index.db-wal vault/index.db-shm && ln -s ../other.db vault/index.db").status == 0)
+        let (ids, r) = Self.listed(s)
+        #expect(r.status == 0 && ids == [a], "\(ids) \(r.stderr)")
+        let other = s.shell("sqlite3 other.db 'SELECT x FROM precious'")
+        #expect(other.out == "42\n", "the other database is untouched: \(other.out) \(other.stderr)")
+        var st = stat()
+        #expect(lstat(s.path("vault/index.db"), &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG, "a regular index.db took its place")
+    }
+
+    /// One flipped bit in a sealed row made `list`, `verify` and `status` fail with exit 65
+    /// until index.db was deleted by hand.
+    @Test func aDamagedRowIsRebuiltNotAFailure() throws {
+        let s = Sandbox()
+        s.initVault()
+        let a = try Self.add(s, "a.txt", seed: 3981), b = try Self.add(s, "b.txt", seed: 3982)
+        #expect(Self.sql(s, "UPDATE documents SET record = CAST(substr(record, 1, 40) || X'FF' || substr(record, 42) AS BLOB) "
+                            + "WHERE id = \(Self.blob(b));\n").status == 0)
+        let (ids, r) = Self.listed(s)
+        #expect(r.status == 0 && ids.sorted() == [a, b].sorted(), "\(ids) \(r.stderr)")
+        #expect(s.run("status").status == 0)
+        #expect(Self.sql(s, "UPDATE documents SET record = CAST(substr(record, 1, 40) || X'FF' || substr(record, 42) AS BLOB) "
+                            + "WHERE id = \(Self.blob(a));\n").status == 0)
+        // verify says what it found (exit 65: someone changed the vault folder) and that it was
+        // rebuilt; the next one finds nothing.
+        let verify = s.run("verify")
+        #expect(verify.status == 65 && verify.out.contains("index damaged"), "\(verify.out)\(verify.stderr)")
+        #expect(verify.stderr.contains("rebuilt"), "verify says what it found and that it was rebuilt: \(verify.out)\(verify.stderr)")
+        let again = s.run("verify")
+        #expect(again.status == 0 && again.out.contains("index ok"), "\(again.out)\(again.stderr)")
+    }
+
+    // MARK: Destinations
+
+    /// The ledger knew a destination by scheme, host, port and path: after an upload to
+    /// `…/in?tenant=a`, `upload --url …/in?tenant=b --remove-delivered` sent nothing and deleted.
+    @Test func aDeliveryToOneQueryDoesNotCountForAnother() throws {
+        let s = Sandbox()
+        s.initVault()
+        let a = try Self.add(s, "a.txt", seed: 3991)
+        let receiver = Receiver(in: s)
+        let first = s.run(["upload", "--url", receiver.url + "?tenant=a"], env: Self.office)
+        #expect(first.status == 0, "\(first.stderr)")
+        let second = s.run(["upload", "--url", receiver.url + "?tenant=b", "--remove-delivered"], env: Self.office)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(receiver.log.filter { ($0["status"] as? Int) == 200 }.count == 2, "sent to tenant b too: \(receiver.statuses)")
+        #expect(Self.listed(s).ids == [] && receiver.accepted == [a, a], "removed once tenant b confirmed it")
+    }
+
+    /// For S3 only `s3://BUCKET/PREFIX` counted: a delivery through a test endpoint counted for
+    /// production too. The endpoint is part of the identity now.
+    @Test func aDeliveryThroughOneS3EndpointDoesNotCountForAnother() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("identity")
+        defer { Task { await s3.shutdown() } }
+        let s = Sandbox()
+        s.initVault()
+        _ = try Self.add(s, "a.txt", seed: 3995)
+        let path = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString], in: s)
+        let direct = S3UploadCLITests.env(sw)
+        let other = direct.merging(["AWS_ENDPOINT_URL": path.url]) { _, b in b }
+        #expect(s.run(["upload", "--url", "s3://\(bucket)/in"], env: direct).status == 0)
+        let again = s.run(["upload", "--url", "s3://\(bucket)/in"], env: other)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(!again.stderr.contains("nothing new"), "another endpoint is another destination: \(again.stderr)")
+        #expect(path.entries.contains { $0["method"] as? String == "PUT" || $0["method"] as? String == "POST" }, "it went through the other endpoint")
+    }
+
+    // MARK: passwd
+
+    /// `passwd` re-sealed the remote list but not the destination list or the upload journals:
+    /// afterwards every command that reads destinations failed as if they were forged, and
+    /// `vault uploads` showed every journal as damaged.
+    @Test func passwdLeavesDestinationsAndJournalsWorking() throws {
+        let s = Sandbox()
+        s.initVault()
+        _ = try Self.add(s, "a.txt", seed: 4001)
+        #expect(s.run("destination", "add", "office", "http://127.0.0.1:9/office").status == 0)
+        // An upload that fails leaves a journal.
+        #expect(s.run(["upload", "--to", "office", "--retries", "0"], env: Self.office).status != 0)
+        #expect(s.journalJobs.count == 1)
+        let changed = s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "another password"])
+        try #require(changed.status == 0, "\(changed.stderr)")
+        s.env["VAULT_PASSWORD"] = "another password"
+        for command in [["status"], ["destination", "list"], ["list", "--undelivered"], ["uploads"], ["audit"]] {
+            let r = s.run(command)
+            #expect(r.status == 0, "\(command): \(r.status) \(r.stderr)")
+            #expect(!r.stderr.contains("old password") && !r.out.contains("damaged"), "\(command): \(r.out)\(r.stderr)")
+        }
+        let receiver = Receiver(in: s)
+        #expect(s.run("destination", "add", "office2", receiver.url).status == 0)
+        let up = s.run(["upload", "--to", "office2"], env: Self.office)
+        #expect(up.status == 0 && receiver.accepted.count == 1, "\(up.stderr)")
+    }
+
+    /// `passwd` during a running upload recorded the upload's confirmed batch under the retired
+    /// epoch: the ledger lost it and `audit` reported an old-password forgery forever. A
+    /// password change now waits for no one: it refuses while another command uses the vault.
+    @Test func passwdCannotInterleaveWithARunningUpload() throws {
+        let s = Sandbox()
+        s.initVault()
+        for i in 0..<2 { _ = try Self.add(s, "d\(i).bin", seed: 4011 + UInt64(i)) }
+        // The body is read slowly (about 3 s a batch), so passwd comes while the upload runs.
+        let receiver = Receiver(in: s, faults: #"[{"action": "slow", "rate": 1500}, {"action": "slow", "rate": 1500}]"#)
+        let pid = s.spawn(["upload", "--url", receiver.url, "--batch-size", "1"], env: Self.office)
+        poll(every: 20_000) { FileManager.default.fileExists(atPath: s.path("vault/uploads")) || !HardeningCLITests.isRunning(pid) }
+        try #require(HardeningCLITests.isRunning(pid), "the upload ended before passwd could be tried")
+        let passwd = s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "during the upload"])
+        #expect(passwd.status == 75, "\(passwd.status) \(passwd.stderr)")
+        #expect(passwd.stderr.contains("another vault command"), "\(passwd.stderr)")
+        let upload = s.wait(pid)
+        #expect(upload.status == 0, "\(upload.stderr)")
+        #expect(s.run("passwd", env: ["VAULT_NEW_PASSWORD": "after the upload"]).status == 0)
+        s.env["VAULT_PASSWORD"] = "after the upload"
+        let audit = s.run("audit")
+        #expect(audit.status == 0, "\(audit.out)")
+        let status = DeliveryCLITests.json(s.run("status", "--json"))
+        let entry = (status["destinations"] as? [[String: Any]])?.first
+        #expect(entry?["delivered"] as? Int == 2, "\(status)")
+    }
+
+    // MARK: Files that lead elsewhere
+
+    /// `add -r` takes regular files only: a FIFO in the folder does not hang it and a symbolic
+    /// link is not followed (the user named the folder, not what the link points to).
+    @Test func aRecursiveAddTakesNoFIFOAndFollowsNoLink() throws {
+        let s = Sandbox()
+        s.initVault()
+        try FileManager.default.createDirectory(atPath: s.path("inbox"), withIntermediateDirectories: true)
+        s.write("inbox/page.txt", Array("a page".utf8))
+        s.write("secret.txt", Array("not for the vault".utf8))
+        #expect(mkfifo(s.path("inbox/pipe"), 0o600) == 0)
+        #expect(symlink(s.path("secret.txt"), s.path("inbox/link.txt")) == 0)
+        let r = s.wait(s.spawn(["add", "-r", "inbox"], wrapper: ["/usr/bin/timeout", "-s", "KILL", "60"]))
+        #expect(r.status == 2, "\(r.status) \(r.stderr)")
+        #expect(r.stderr.contains("pipe") && r.stderr.contains("link.txt"), "both are named: \(r.stderr)")
+        let names = ((try? JSONSerialization.jsonObject(with: Data(s.run("list", "--json").stdout))) as? [[String: Any]] ?? [])
+            .compactMap { $0["name"] as? String }
+        #expect(names == ["page.txt"], "\(names)")
+    }
+}
