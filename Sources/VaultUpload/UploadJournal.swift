@@ -125,6 +125,15 @@ package struct UploadJournal: Codable, Sendable {
     public var runId: String
     /// Where it goes (no credentials, no query).
     public var target: String
+    /// The destination's identity (``DestinationIdentity``) when the run began: what its
+    /// confirmed batches are recorded at, whatever the environment of a later command. Nil in
+    /// journals of earlier versions (then the identity of `target`).
+    public var identity: String?
+
+    /// The identity the run's deliveries are recorded at; nil when `target` is not a destination.
+    package var deliveryIdentity: DestinationIdentity? {
+        identity.map(DestinationIdentity.init(recorded:)) ?? DestinationIdentity(url: target)
+    }
     /// Created and last updated (ISO 8601).
     public var created: String
     public var updated: String
@@ -141,7 +150,7 @@ package struct UploadJournal: Codable, Sendable {
     /// Nil in journals of earlier versions (those match by their job).
     public var spec: String?
 
-    enum CodingKeys: String, CodingKey { case version, job, runId, target, created, updated, batches, skipped, generation, spec }
+    enum CodingKeys: String, CodingKey { case version, job, runId, target, identity, created, updated, batches, skipped, generation, spec }
 
     /// A new journal (written by its first save).
     init(job: String, runId: String, target: String, created: String, updated: String, batches: [Batch]) {

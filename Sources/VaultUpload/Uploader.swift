@@ -182,13 +182,20 @@ public final class Uploader: @unchecked Sendable {
     /// The job an upload of `records` (in this order) with `options` is: the same command over
     /// the same documents is the same job, whose journal it continues.
     public static func job(vault: Vault, records: [DocumentRecord], options: UploadOptions) throws -> String {
-        try UploadJournal.jobID(vault: vault, target: options.target.url, method: options.target.method,
+        try UploadJournal.jobID(vault: vault, target: jobTarget(options), method: options.target.method,
                                 wire: options.wireDescription, limits: options.limits, records: records)
     }
 
     static func spec(vault: Vault, options: UploadOptions) throws -> String {
-        try UploadJournal.spec(vault: vault, target: options.target.url, method: options.target.method,
+        try UploadJournal.spec(vault: vault, target: jobTarget(options), method: options.target.method,
                                wire: options.wireDescription, limits: options.limits)
+    }
+
+    /// What names the target in a job: its URL, and for `s3://` its identity (the endpoint and
+    /// region too: a run through one endpoint is not continued through another).
+    private static func jobTarget(_ options: UploadOptions) -> String {
+        guard options.target.url.lowercased().hasPrefix("s3://") else { return options.target.url }
+        return Destination.identity(of: options.target.url) ?? options.target.url
     }
 
     /// An interrupted run that is still worth finishing: one whose unconfirmed batches hold no
@@ -197,7 +204,8 @@ public final class Uploader: @unchecked Sendable {
     static func unfinished(_ journal: UploadJournal, in vault: Vault) throws -> (unsent: [DocumentID], batches: Int)? {
         let open = journal.batches.filter { $0.status != .complete }
         let unsent = open.flatMap(\.documents).compactMap(DocumentID.init(hex:))
-        guard !open.isEmpty, try unsent.allSatisfy({ try vault.delivery(of: $0, to: journal.target) == nil }) else { return nil }
+        guard !open.isEmpty, let identity = journal.deliveryIdentity,
+              try unsent.allSatisfy({ try vault.delivery(of: $0, at: identity) == nil }) else { return nil }
         return (unsent, open.count)
     }
 
@@ -206,7 +214,7 @@ public final class Uploader: @unchecked Sendable {
     public static func unfinishedRuns(in vault: Vault) throws -> [String: (runs: Int, batches: Int)] {
         var out: [String: (runs: Int, batches: Int)] = [:]
         for entry in try UploadJournals.list(in: vault) where entry.state == .interrupted {
-            guard let journal = try? UploadJournal.load(from: vault, job: entry.job), let identity = Destination.identity(of: journal.target),
+            guard let journal = try? UploadJournal.load(from: vault, job: entry.job), let identity = journal.deliveryIdentity?.value,
                   let left = try unfinished(journal, in: vault) else { continue }
             let now = out[identity] ?? (0, 0)
             out[identity] = (now.runs + 1, now.batches + left.batches)
@@ -307,6 +315,7 @@ public final class Uploader: @unchecked Sendable {
         let runID = UUID().uuidString.lowercased()
         let now = ISO8601DateFormatter().string(from: Date())
         journal = UploadJournal(job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
+        journal.identity = Destination.identity(of: options.target.url)
         journal.spec = try Self.spec(vault: vault, options: options)
         journal.batches = try planned.map { b in
             UploadJournal.Batch(documents: b.records.map(\.id.hex), bytes: b.length, status: .pending, attempts: 0,
@@ -434,7 +443,10 @@ public final class Uploader: @unchecked Sendable {
         journal.batches[i].httpStatus = status
         try journal.save(to: vault)
         let documents = batchRecords(journal.batches[i])
-        try vault.recordDelivery(documents, to: options.target.url,
+        guard let identity = journal.deliveryIdentity ?? DestinationIdentity(url: options.target.url) else {
+            throw VaultError(.usage, "'\(options.target.redacted)' is not a destination URL")
+        }
+        try vault.recordDelivery(documents, at: identity,
                                  detail: Self.deliveryDetail(run: journal.runId, batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
         if options.removeDelivered {
             let ready = try documents.filter { d in try options.alsoRequired.allSatisfy { try vault.delivery(of: d.id, to: $0) != nil } }
@@ -455,13 +467,13 @@ public final class Uploader: @unchecked Sendable {
     public static func recordConfirmedBatches(in vault: Vault) throws -> Int {
         var recorded = 0
         for entry in try UploadJournals.list(in: vault) where entry.state != .damaged && entry.confirmed > 0 {
-            guard let journal = try UploadJournal.load(from: vault, job: entry.job), Destination.identity(of: journal.target) != nil else { continue }
+            guard let journal = try UploadJournal.load(from: vault, job: entry.job), let identity = journal.deliveryIdentity else { continue }
             for (i, batch) in journal.batches.enumerated() where batch.status == .complete {
                 let ids = batch.documents.compactMap(DocumentID.init(hex:))
                 let present = try vault.records(ids, skippingMissing: true)
-                let missing = try vault.undelivered(present, to: journal.target)
+                let missing = try vault.undelivered(present, at: identity)
                 guard !missing.isEmpty else { continue }
-                try vault.recordDelivery(missing, to: journal.target,
+                try vault.recordDelivery(missing, at: identity,
                                          detail: deliveryDetail(run: journal.runId, batch: i + 1, of: journal.batches.count, status: batch.httpStatus, recovered: true))
                 recorded += 1
             }

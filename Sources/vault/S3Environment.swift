@@ -24,6 +24,14 @@ enum S3Environment {
 
     /// - Parameters:
     ///   - purpose: what needs the credentials, for the message when they are missing.
+    /// The endpoint and region `s3://` destinations are reached through (what ``connection(purpose:hint:)``
+    /// would use), without the credentials: part of such a destination's identity.
+    static func place() -> S3Place {
+        let region = [environment("AWS_REGION"), environment("AWS_DEFAULT_REGION")].compactMap { $0 }.first { !$0.isEmpty } ?? "us-east-1"
+        let custom = environment("AWS_ENDPOINT_URL_S3") ?? environment("AWS_ENDPOINT_URL")
+        return S3Place(endpoint: custom.flatMap { $0.isEmpty ? nil : $0 } ?? "https://s3.\(region).amazonaws.com", region: region)
+    }
+
     static func connection(purpose: String, hint: String? = nil) throws -> Connection {
         func text(_ s: SecretBytes) -> String { s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
         guard let id = environment("AWS_ACCESS_KEY_ID"), !id.isEmpty, let secret = EnvironmentSecrets.value("AWS_SECRET_ACCESS_KEY"),

@@ -54,6 +54,7 @@ struct VaultCommand: AsyncParsableCommand {
             try EnvironmentSecrets.capture()
             IOReport.install()
             VaultNotices.install { Terminal.warn($0) }
+            DestinationIdentity.useS3(S3Environment.place())
             try Interrupts.install { _ in
                 Terminal.interrupted()
                 Platform.exitNow(ExitStatus.interrupted)

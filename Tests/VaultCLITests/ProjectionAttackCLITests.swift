@@ -278,6 +278,7 @@ import Glibc
         let again = s.run(["upload", "--url", "s3://\(bucket)/in"], env: other)
         #expect(again.status == 0, "\(again.stderr)")
         #expect(!again.stderr.contains("nothing new"), "another endpoint is another destination: \(again.stderr)")
+        path.waitUntilIdle()
         #expect(path.entries.contains { $0["method"] as? String == "PUT" || $0["method"] as? String == "POST" }, "it went through the other endpoint")
     }
 

@@ -10,7 +10,8 @@ import Testing
 
     @Test(arguments: [
         ("HTTPS://Office.Example:443/in", "https://office.example/in"),
-        ("https://user:secret@office.example/in?token=abc#top", "https://office.example/in"),
+        ("https://user:secret@office.example/in?token=abc#top", "https://office.example/in?token=abc"),
+        ("https://office.example/in?tenant=a", "https://office.example/in?tenant=a"),
         ("http://127.0.0.1:80", "http://127.0.0.1/"),
         ("http://127.0.0.1:8080/batches/", "http://127.0.0.1:8080/batches/"),
         ("s3://archive//station-3/", "s3://archive/station-3"),
@@ -20,6 +21,18 @@ import Testing
         #expect(Destination.identity(of: url) == identity)
     }
 
+    /// An S3 destination is its bucket and prefix through one endpoint and region; a secret-looking
+    /// query value is not shown.
+    @Test func anS3DestinationIncludesWhereItIsReachedAndSecretsAreNotShown() {
+        let test = S3Place(endpoint: "http://127.0.0.1:8333/", region: "us-east-1")
+        let production = S3Place(endpoint: "https://s3.us-east-1.amazonaws.com", region: "us-east-1")
+        let a = DestinationIdentity(url: "s3://archive/in", s3: test), b = DestinationIdentity(url: "s3://archive/in", s3: production)
+        #expect(a?.value == "s3://archive/in (http://127.0.0.1:8333, us-east-1)" && a != b, "\(String(describing: a)) \(String(describing: b))")
+        #expect(DestinationIdentity(recorded: "s3://archive/in").value == "s3://archive/in", "a record of an earlier version matches only itself")
+        #expect(DestinationIdentity(url: "https://o.example/in?tenant=a&access_token=s3cr3t&Signature=x")?.description
+                == "https://o.example/in?tenant=a&access_token=…&Signature=…")
+    }
+
     @Test func anythingButHTTPAndS3IsNoDestination() {
         for url in ["ftp://host/x", "file:///tmp/x", "office", "https://", ""] { #expect(Destination.identity(of: url) == nil, "\(url)") }
     }
@@ -27,7 +40,7 @@ import Testing
     @Test func eachConfirmedBatchIsOneHistoryRecordAndOneLookupPerDocument() throws {
         let f = try ExportTests.Fixture(sizes: [10, 20, 30])
         let (a, b, c) = (f.records[0], f.records[1], f.records[2])
-        try f.vault.recordDelivery([a, b], to: "HTTPS://Office.example:443/in?token=x", detail: "run r batch 1/1: 200",
+        try f.vault.recordDelivery([a, b], to: "HTTPS://Office.example:443/in", detail: "run r batch 1/1: 200",
                                    now: Date(timeIntervalSince1970: 1_800_000_000))
         let d = try #require(try f.vault.delivery(of: a.id, to: Self.office))
         #expect(d.destination == Self.office && d.timeMillis == 1_800_000_000_000 && d.detail == "run r batch 1/1: 200")

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A confirmed delivery of a document to a destination: one entry of the delivery ledger.
 ///
@@ -28,34 +29,117 @@ package struct Delivery: Codable, Sendable, Equatable {
     public var date: Date { Date(timeIntervalSince1970: Double(timeMillis) / 1000) }
 }
 
-/// Destinations as the ledger knows them: what the user means by a place documents go.
-package enum Destination {
-    /// The identity of the destination at `url`: for `http(s)://` the URL with the scheme and
-    /// host in lower case, no default port, no user, query or fragment, and `/` for an empty
-    /// path; for `s3://BUCKET/PREFIX` the bucket and the prefix without surrounding slashes.
-    /// Nil for anything else.
-    public static func identity(of url: String) -> String? {
+/// Where an `s3://` destination's bytes go besides its bucket and prefix: the endpoint and the
+/// region the command runs with (`AWS_ENDPOINT_URL`, `AWS_REGION`). Part of the identity, so a
+/// delivery through a test endpoint never counts for production.
+package struct S3Place: Sendable, Equatable {
+    /// The endpoint URL (scheme, host, port), as the client addresses it.
+    public var endpoint: String
+    public var region: String
+
+    public init(endpoint: String, region: String) {
+        self.endpoint = endpoint
+        self.region = region
+    }
+}
+
+/// A destination's identity: everything that decides where a batch's bytes go, so that a
+/// delivery to one never counts for another (docs/FORMAT.md "Deliveries").
+///
+/// - `http(s)://`: the URL with the scheme and host in lower case, no default port, `/` for an
+///   empty path, and its query as given (`…/in?tenant=a` is not `…/in?tenant=b`); never user
+///   information or a fragment.
+/// - `s3://BUCKET/PREFIX`: the bucket, the prefix without surrounding slashes, and the endpoint
+///   and region it was reached through: `s3://BUCKET/PREFIX (ENDPOINT, REGION)`.
+///
+/// Identities in records of earlier versions (no query; S3 without endpoint) match only a
+/// destination with exactly that identity.
+package struct DestinationIdentity: Hashable, Sendable, CustomStringConvertible {
+    /// The identity as the ledger and the history keep it.
+    public let value: String
+
+    /// The process's S3 endpoint and region (set by the front end from its environment); nil
+    /// when not set: the identity of an `s3://` URL is then its bucket and prefix alone.
+    private static let s3Place = Mutex<S3Place?>(nil)
+
+    /// Sets the endpoint and region `s3://` destinations are reached through in this process.
+    public static func useS3(_ place: S3Place?) { s3Place.withLock { $0 = place } }
+
+    /// The identity of the destination at `url`, reached (for `s3://`) through `place`, or the
+    /// process's (``useS3(_:)``) when nil; nil for anything but `http(s)://` and `s3://`.
+    public init?(url: String, s3 place: S3Place? = nil) {
         guard let c = URLComponents(string: url.trimmingCharacters(in: .whitespaces)), let scheme = c.scheme?.lowercased(),
               let host = c.host, !host.isEmpty else { return nil }
         switch scheme {
         case "http", "https":
             let port = c.port.flatMap { ($0 == 80 && scheme == "http") || ($0 == 443 && scheme == "https") ? nil : $0 }
             let path = c.percentEncodedPath.isEmpty ? "/" : c.percentEncodedPath
-            return "\(scheme)://\(host.lowercased())\(port.map { ":\($0)" } ?? "")\(path)"
+            let query = c.percentEncodedQuery.map { $0.isEmpty ? "" : "?" + $0 } ?? ""
+            value = "\(scheme)://\(host.lowercased())\(port.map { ":\($0)" } ?? "")\(path)\(query)"
         case "s3":
             let prefix = c.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
-            return prefix.isEmpty ? "s3://\(host)" : "s3://\(host)/\(prefix)"
+            let base = prefix.isEmpty ? "s3://\(host)" : "s3://\(host)/\(prefix)"
+            if let place = place ?? Self.s3Place.withLock({ $0 }) {
+                let endpoint = URLComponents(string: place.endpoint).map { e -> String in
+                    var e = e
+                    e.scheme = e.scheme?.lowercased(); e.host = e.host?.lowercased(); e.user = nil; e.password = nil
+                    e.query = nil; e.fragment = nil
+                    if e.path == "/" { e.path = "" }
+                    return e.string ?? place.endpoint
+                } ?? place.endpoint
+                value = "\(base) (\(endpoint), \(place.region))"
+            } else {
+                value = base
+            }
         default:
             return nil
         }
     }
 
+    /// An identity as a history record wrote it: `http(s)://` ones normalised as above (records
+    /// of earlier versions wrote scheme, host, port and path), others as they are.
+    public init(recorded: String) {
+        if !recorded.hasPrefix("s3://"), let normal = DestinationIdentity(url: recorded) {
+            self = normal
+        } else {
+            value = recorded
+        }
+    }
+
+    /// A destination as a caller names it: an identity already (an `s3://` one with its place,
+    /// as ``DestinationList/Entry/identity`` gives it), else a URL.
+    public init?(given: String) {
+        if given.hasPrefix("s3://") && given.hasSuffix(")") && given.contains(" (") {
+            self.init(recorded: given)
+        } else {
+            self.init(url: given)
+        }
+    }
+
+    /// For people: the identity with the value of every query parameter whose name suggests a
+    /// secret (token, key, signature, password, secret, credential, auth, sig) shown as `…`.
+    public var description: String {
+        guard let q = value.firstIndex(of: "?"), !value.hasPrefix("s3://") else { return value }
+        let secretWords = ["token", "key", "sig", "password", "secret", "credential", "auth"]
+        let items = value[value.index(after: q)...].split(separator: "&", omittingEmptySubsequences: false).map { item -> String in
+            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, secretWords.contains(where: { parts[0].lowercased().contains($0) }) else { return String(item) }
+            return "\(parts[0])=…"
+        }
+        return String(value[..<q]) + "?" + items.joined(separator: "&")
+    }
+}
+
+/// Destinations as the ledger knows them: what the user means by a place documents go.
+package enum Destination {
+    /// The identity (``DestinationIdentity``) of the destination at `url`, as the ledger keeps it.
+    public static func identity(of url: String) -> String? { DestinationIdentity(url: url)?.value }
+
     /// The identities a history record confirmed its documents at: those of an `upload`
-    /// record that did not fail (records of every version name the destination as scheme,
-    /// host, port and path).
+    /// record that did not fail (``DestinationIdentity/init(recorded:)``).
     static func confirmed(by record: HistoryRecord) -> [String] {
         guard record.operation == .upload, record.outcome != .failed else { return [] }
-        return record.destinations.compactMap(identity(of:))
+        return record.destinations.map { DestinationIdentity(recorded: $0).value }
     }
 }
 
@@ -64,16 +148,32 @@ extension Vault {
     /// history, which the index turns into ledger rows in the same step. Called once the batch
     /// is confirmed and its journal says so, before anything is removed on the strength of it.
     package func recordDelivery(_ documents: [DocumentRecord], to destination: String, detail: String, now: Date = Date()) throws {
-        guard let identity = Destination.identity(of: destination) else {
+        guard let identity = DestinationIdentity(url: destination) else {
             throw VaultError(.usage, "'\(destination)' is not a destination URL")
         }
-        try appendToHistory(HistoryRecord(.upload, documents: documents.map(HistoryRecord.Document.init), destinations: [identity], detail: detail, now: now))
+        try recordDelivery(documents, at: identity, detail: detail, now: now)
+    }
+
+    /// ``recordDelivery(_:to:detail:now:)`` at an identity known already (an upload journal's).
+    package func recordDelivery(_ documents: [DocumentRecord], at identity: DestinationIdentity, detail: String, now: Date = Date()) throws {
+        try appendToHistory(HistoryRecord(.upload, documents: documents.map(HistoryRecord.Document.init), destinations: [identity.value],
+                                          detail: detail, now: now))
+    }
+
+    /// Those of `records` (in their order) that the destination of `identity` has not confirmed.
+    package func undelivered(_ records: [DocumentRecord], at identity: DestinationIdentity) throws -> [DocumentRecord] {
+        try withLedger { index in try records.filter { try index.delivery(of: $0.id, to: identity.value) == nil } }
+    }
+
+    /// The first confirmed delivery of `id` at the destination of `identity`, if any.
+    package func delivery(of id: DocumentID, at identity: DestinationIdentity) throws -> Delivery? {
+        try withLedger { index in try index.delivery(of: id, to: identity.value) }
     }
 
     /// The first confirmed delivery of `id` at `destination`, if any (one lookup).
     package func delivery(of id: DocumentID, to destination: String) throws -> Delivery? {
-        guard let identity = Destination.identity(of: destination) else { return nil }
-        return try withLedger { index in try index.delivery(of: id, to: identity) }
+        guard let identity = DestinationIdentity(given: destination) else { return nil }
+        return try delivery(of: id, at: identity)
     }
 
     /// Every destination `id` was delivered to, oldest delivery first.
@@ -83,10 +183,10 @@ extension Vault {
 
     /// Those of `records` (in their order) that `destination` has not confirmed.
     package func undelivered(_ records: [DocumentRecord], to destination: String) throws -> [DocumentRecord] {
-        guard let identity = Destination.identity(of: destination) else {
+        guard let identity = DestinationIdentity(given: destination) else {
             throw VaultError(.usage, "'\(destination)' is not a destination URL")
         }
-        return try withLedger { index in try records.filter { try index.delivery(of: $0.id, to: identity) == nil } }
+        return try undelivered(records, at: identity)
     }
 
     /// Every ledger row, by destination: the documents delivered there (present or removed
@@ -137,16 +237,25 @@ package struct DestinationList: Codable, Sendable, Equatable {
         public var wire: String?
         /// Every document must be confirmed here before removal by delivery frees it.
         public var required: Bool
+        /// For `s3://`: the endpoint and region it was added for (part of its identity; an upload
+        /// to it through another is refused). Nil in lists of earlier versions: the process's.
+        public var endpoint: String?
+        public var region: String?
 
-        public init(name: String, url: String, wire: String? = nil, required: Bool = true) {
+        public init(name: String, url: String, wire: String? = nil, required: Bool = true, s3 place: S3Place? = nil) {
             self.name = name
             self.url = url
             self.wire = wire
             self.required = required
+            self.endpoint = place?.endpoint
+            self.region = place?.region
         }
 
+        /// Where an `s3://` destination is reached, when the list says.
+        public var s3Place: S3Place? { endpoint.flatMap { e in region.map { S3Place(endpoint: e, region: $0) } } }
+
         /// The ledger's identity of the destination.
-        public var identity: String { Destination.identity(of: url) ?? url }
+        public var identity: String { DestinationIdentity(url: url, s3: s3Place)?.value ?? url }
     }
 
     public var destinations: [Entry] = []

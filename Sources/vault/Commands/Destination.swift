@@ -86,7 +86,8 @@ extension VaultCommand.Destinations {
             guard DestinationList.isValidName(name) else {
                 throw VaultError(.usage, "'\(Terminal.printable(name))' is not a destination name (letters, digits, '-', '_' and '.', up to 64)")
             }
-            guard let identity = Destination.identity(of: url) else {
+            let place = url.lowercased().hasPrefix("s3://") ? S3Environment.place() : nil
+            guard let identity = DestinationIdentity(url: url, s3: place)?.value else {
                 throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a destination URL (http://, https:// or s3://)")
             }
             if let wire, !["json", "form", "tus", "s3", "presigned-s3"].contains(wire) {
@@ -108,7 +109,7 @@ extension VaultCommand.Destinations {
             if let other = list.destinations.first(where: { $0.identity == identity }) {
                 throw VaultError(.alreadyExists, "\(identity) is the destination '\(other.name)' already")
             }
-            list.destinations.append(.init(name: name, url: url, wire: wire, required: !optional))
+            list.destinations.append(.init(name: name, url: url, wire: wire, required: !optional, s3: place))
             try list.save(vault)
             Terminal.err("vault: added destination \(name) → \(identity)" + (optional ? " (optional)" : ""))
         }

@@ -234,6 +234,12 @@ extension VaultCommand {
             let vault = try await options.open()
             let (entry, _) = try DestinationList.load(vault).resolve(to)
             guard let entry else { throw VaultError(.usage, "--to takes a destination's name; give a URL with --url") }
+            if let added = entry.s3Place, added != S3Environment.place() {
+                let now = S3Environment.place()
+                throw VaultError(.usage, "destination '\(entry.name)' was added for the S3 endpoint \(added.endpoint) (region \(added.region)); "
+                                 + "this command would reach \(now.endpoint) (region \(now.region)); nothing was sent",
+                                 hint: "set AWS_ENDPOINT_URL and AWS_REGION as when it was added, or add the other endpoint as a destination of its own")
+            }
             var resolved = self
             resolved.to = nil
             if entry.wire == "presigned-s3" {
