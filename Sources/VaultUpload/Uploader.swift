@@ -450,7 +450,10 @@ public final class Uploader: @unchecked Sendable {
                                  detail: Self.deliveryDetail(run: journal.runId, batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
         if options.removeDelivered {
             let ready = try documents.filter { d in try options.alsoRequired.allSatisfy { try vault.delivery(of: d.id, to: $0) != nil } }
-            if !ready.isEmpty { try vault.removeDocuments(ready.map(\.id)) }
+            // Only what the history itself confirms at every required destination goes.
+            let unproven = Set(try vault.unprovenDeliveries(ready.map(\.id), at: options.alsoRequired + [identity.value]))
+            let proven = ready.filter { !unproven.contains($0.id) }
+            if !proven.isEmpty { try vault.removeDocuments(proven.map(\.id)) }
         }
         onEvent(.confirmed(batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
     }

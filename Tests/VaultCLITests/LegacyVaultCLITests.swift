@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// A vault written by the version before sealed state (`Fixtures/legacy/vault-1`) opens with
-/// today's binary, is upgraded to `vault/2` without loss, and keeps working (issue 21).
+/// today's binary, is upgraded to the current format (`vault/3`) without loss, and keeps working
+/// (issue 21); so do vaults of the versions after it (`vault/2`).
 @Suite(.blocking) struct LegacyVaultCLITests {
     static let password: [String: String?] = ["VAULT_PASSWORD": "legacy fixture password"]
 
@@ -31,9 +32,9 @@ import Testing
         #expect(list.status == 0, "\(list.stderr)")
         let docs = (Self.json(list) as? [[String: Any]]) ?? []
         #expect(Set(docs.compactMap { $0["name"] as? String }) == ["notes.txt", "empty.txt"])
-        // Upgraded in place: vault/2, epoch 0, the same keys; the remote list sealed.
+        // Upgraded in place: vault/3, epoch 0, the same keys; the remote list sealed.
         let after = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.path("vault/vault.json")))) as! [String: Any]
-        #expect(after["format"] as? String == "vault/2" && after["epoch"] as? Int == 0)
+        #expect(after["format"] as? String == "vault/3" && after["epoch"] as? Int == 0)
         #expect(!FileManager.default.fileExists(atPath: s.path("vault/remotes.json")))
         #expect(s.run(["remote"], env: Self.password).out == "office  s3://backoffice/vault\n")
         // The history is whole, old records and the upgrade's; the documents are the originals.
@@ -98,5 +99,46 @@ import Testing
         #expect(Set((Self.json(freed) as? [String: Any])?["removed"] as? [String] ?? [])
                 == ["5ab1dd1866d4c3f2862bc1d0c8be4400", "e6e12c9efb413eb8f2aae5cc3f4f1b00", "84aead89a57e4840ca7f69bc4c157212"])
         #expect(s.objects == ["aedf6da49b36c98b1cf26e5d747a2bf9.vlt"], "only the undelivered document stays")
+    }
+
+    /// A `vault/2` vault whose destination list is in `destinations.vlt` (required office and
+    /// archive, optional spare), sealed under the key of the epoch before a `passwd` (that
+    /// version did not seal it again): upgraded, its destinations are history records, the file
+    /// is gone, nothing reads as forged, and removal by delivery still needs the archive.
+    @Test func aVaultWhoseDestinationsWereAFileKeepsThemInItsHistory() throws {
+        let s = try Self.copy("vault-2-destinations")
+        let env: [String: String?] = ["VAULT_PASSWORD": "destinations fixture password 2"]
+        let before = try String(contentsOfFile: s.path("vault/vault.json"), encoding: .utf8)
+        #expect(before.contains("\"vault\\/2\""))
+        let listed = s.run(["destination", "list", "--json"], env: env)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stderr.contains("destinations.vlt was sealed under the key of epoch 0"), "the user is told: \(listed.stderr)")
+        let entries = (Self.json(listed) as? [String: Any])?["destinations"] as? [[String: Any]] ?? []
+        #expect(entries.compactMap { $0["name"] as? String } == ["office", "archive", "spare"], "\(listed.out)")
+        #expect(entries.compactMap { $0["required"] as? Bool } == [true, true, false], "\(listed.out)")
+        let after = Self.json(LegacyVaultCLITests.read(s, "vault/vault.json")) as? [String: Any]
+        #expect(after?["format"] as? String == "vault/3" && after?["epoch"] as? Int == 1, "\(String(describing: after))")
+        #expect(!FileManager.default.fileExists(atPath: s.path("vault/destinations.vlt")), "the file is gone: the history holds the list")
+        let log = s.run(["log", "--json"], env: env)
+        let ops = ((Self.json(log) as? [String: Any])?["records"] as? [[String: Any]] ?? []).compactMap { $0["op"] as? String }
+        #expect(ops.suffix(4) == ["destination", "destination", "destination", "upgrade"], "\(ops)")
+        for command in [["status"], ["list", "--undelivered"], ["audit"]] {
+            let r = s.run(command, env: env)
+            #expect(r.status == 0 && !r.stderr.contains("old password"), "\(command): \(r.status) \(r.out)\(r.stderr)")
+        }
+        let office = s.run(["list", "--delivered-to", "office", "--json"], env: env)
+        #expect((Self.json(office) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String } == ["a.txt", "b.txt"], "\(office.out)")
+        let freed = s.run(["remove", "--delivered", "--json"], env: env)
+        #expect((Self.json(freed) as? [String: Any])?["removed"] as? [String] == [], "the archive never got them: \(freed.out)\(freed.stderr)")
+        #expect(s.objects.count == 3)
+        // A destination changed now is one more record, and the projection follows it.
+        #expect(s.run(["destination", "remove", "archive"], env: env).status == 0)
+        let gone = s.run(["remove", "--delivered", "--json"], env: env)
+        #expect(Set((Self.json(gone) as? [String: Any])?["removed"] as? [String] ?? []).count == 2, "\(gone.out)\(gone.stderr)")
+    }
+
+    /// The bytes of a file in the sandbox, as a result `json` reads.
+    static func read(_ s: Sandbox, _ path: String) -> CLIResult {
+        s.shell("cat \(path)")
     }
 }

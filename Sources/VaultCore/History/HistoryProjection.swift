@@ -1,3 +1,5 @@
+import Foundation
+
 /// A view of the vault's state that the history's records build up: the documents present and
 /// removed, the deliveries, the destinations. The history is the truth; a projection is what a
 /// reader derives from it, and ``HistoryRecord/apply(at:to:)`` is the one place that says what
@@ -13,6 +15,8 @@ protocol HistoryProjection {
     mutating func removed(_ documents: [HistoryRecord.Document], at position: Int) throws
     /// Documents a destination (its identity) confirmed; the first confirmation of each counts.
     mutating func delivered(_ documents: [HistoryRecord.Document], _ delivery: Delivery) throws
+    /// A destination added, changed or removed.
+    mutating func destination(_ change: DestinationChange) throws
 }
 
 extension HistoryRecord {
@@ -21,7 +25,7 @@ extension HistoryRecord {
     static func projectsDocuments(_ operation: Operation) -> Bool {
         switch operation {
         case .add, .import, .adopt, .pull, .begin, .accept, .remove, .upload: true
-        case .`init`, .export, .passwd, .push, .clone, .upgrade: false
+        case .`init`, .export, .passwd, .push, .clone, .upgrade, .destination: false
         }
     }
 
@@ -39,9 +43,72 @@ extension HistoryRecord {
                 try projection.delivered(documents, Delivery(destination: destination, record: position, timeMillis: timeMillis,
                                                              detail: detail))
             }
+        case .destination:
+            if outcome != .failed, let change = detail.flatMap(DestinationChange.init(json:)) { try projection.destination(change) }
         case .`init`, .export, .passwd, .push, .clone, .upgrade:
             break
         }
+    }
+}
+
+/// What a `destination` record says: the entry as it is from now on (`set`: added or changed),
+/// or the name that no longer is one (`remove`).
+package struct DestinationChange: Codable, Sendable, Equatable {
+    package enum Action: String, Codable, Sendable { case set, remove }
+    package var action: Action
+    package var name: String
+    /// The entry, for `set`.
+    package var entry: DestinationList.Entry?
+
+    package init(set entry: DestinationList.Entry) {
+        action = .set
+        name = entry.name
+        self.entry = entry
+    }
+
+    package init(remove name: String) {
+        action = .remove
+        self.name = name
+        entry = nil
+    }
+
+    /// From a record's detail; nil for anything that is not one.
+    init?(json: String) {
+        guard let c = try? JSONDecoder().decode(DestinationChange.self, from: Data(json.utf8)),
+              c.action == .remove ? c.entry == nil : c.entry?.name == c.name else { return nil }
+        self = c
+    }
+
+    /// For people: what changed, the URL's secret-looking query values hidden.
+    package var summary: String {
+        guard action == .set, let entry else { return "\(name) removed" }
+        let shown = DestinationIdentity(url: entry.url)?.description.replacingOccurrences(of: " (", with: " via ") ?? entry.url
+        return "\(name) → \(shown)\(entry.required ? "" : ", optional")"
+    }
+
+    /// The change a `destination` record names, if it is one.
+    package static func of(_ record: HistoryRecord) -> DestinationChange? {
+        record.operation == .destination ? record.detail.flatMap(DestinationChange.init(json:)) : nil
+    }
+
+    /// As a record's detail.
+    var json: String {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? e.encode(self)) ?? Data(), as: UTF8.self)
+    }
+
+    /// `list` with the change made.
+    func applied(to list: DestinationList) -> DestinationList {
+        var list = list
+        switch action {
+        case .set:
+            guard let entry else { return list }
+            if let i = list.destinations.firstIndex(where: { $0.name == name }) { list.destinations[i] = entry } else { list.destinations.append(entry) }
+        case .remove:
+            list.destinations.removeAll { $0.name == name }
+        }
+        return list
     }
 }
 
@@ -56,6 +123,8 @@ struct DocumentProjection: HistoryProjection {
     var removedDocuments: [String: HistoryRecord.Document] = [:]
     /// The first confirmed delivery of each document, by destination.
     var deliveries: [String: [String: Delivery]] = [:]
+    /// The destinations, as the records so far made them.
+    var destinations = DestinationList()
 
     mutating func present(_ documents: [HistoryRecord.Document], at position: Int) {
         for d in documents { present[d.id] = (d, position) }
@@ -78,6 +147,10 @@ struct DocumentProjection: HistoryProjection {
         for d in documents where deliveries[delivery.destination]?[d.id] == nil {
             deliveries[delivery.destination, default: [:]][d.id] = delivery
         }
+    }
+
+    mutating func destination(_ change: DestinationChange) {
+        destinations = change.applied(to: destinations)
     }
 
     /// The projection of `records` (position and record), in order.

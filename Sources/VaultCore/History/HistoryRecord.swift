@@ -26,6 +26,10 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
         /// that accepts the loss): the documents present then, like `begin`; the findings noted
         /// before it are settled.
         case accept
+        /// A destination added, changed (required or not) or removed (`vault/3`): its entry as
+        /// JSON in `detail` (``DestinationChange``). The destination list is the projection of
+        /// these records: nothing outside the history says which destinations exist.
+        case destination
     }
 
     /// How the command ended.

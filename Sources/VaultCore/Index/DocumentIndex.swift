@@ -44,6 +44,8 @@ final class DocumentIndex {
         /// The commitment to every row (``RowCommitment``, hex): a row deleted, added, copied,
         /// retyped or swapped since the last write changes the sum of what is there.
         var commitment: String?
+        /// The destinations the history names (its `destination` records), nil when none did.
+        var destinations: DestinationList?
     }
 
     let db: SQLiteDatabase
@@ -174,7 +176,8 @@ final class DocumentIndex {
     /// The state row when it opens, else an empty state (for writers that set it anew).
     func stateOrEmpty() throws -> State {
         if case .current(let s)? = try readState() { return s }
-        return State(documents: 0, removed: 0, objects: "", logCount: 0, logEnd: 0, logTag: "", logEpoch: nil, commitment: nil)
+        return State(documents: 0, removed: 0, objects: "", logCount: 0, logEnd: 0, logTag: "", logEpoch: nil, commitment: nil,
+                     destinations: nil)
     }
 
     /// The rows as counted now (each table's smallest index is walked).
@@ -673,6 +676,13 @@ struct IndexProjection: HistoryProjection {
             guard let id = DocumentID(hex: d.id) else { continue }
             try index.addDelivery(id, delivery)
         }
+    }
+
+    /// The destination list is kept in the sealed state row.
+    func destination(_ change: DestinationChange) throws {
+        var state = try index.stateOrEmpty()
+        state.destinations = change.applied(to: state.destinations ?? DestinationList())
+        try index.writeState(state)
     }
 }
 

@@ -23,9 +23,13 @@ extension Vault {
     /// - Parameter full: count the document rows too (reads the smallest of the index's B-trees:
     ///   for commands that read every row anyway, and before saying a document is not found).
     ///   Rows of removed documents are always counted (there are few).
+    /// - Parameter ownChanges: the caller's own changes to `objects/`, each stamp pair taken
+    ///   under the writer lock (an add session's commits): when they chain from the index's
+    ///   stamp to the folder's, the index is current but for them, and nothing is reconciled — a
+    ///   bulk add looks up each document's twin without listing `objects/` again.
     func withIndex<R>(known: [DocumentID: DocumentRecord] = [:], full: Bool = false,
-                      _ body: (DocumentIndex) throws -> R) throws -> R {
-        try withIndex(lock: nil, known: known, full: full, ownChanges: [], body)
+                      ownChanges: [(before: String, after: String)] = [], _ body: (DocumentIndex) throws -> R) throws -> R {
+        try withIndex(lock: nil, known: known, full: full, ownChanges: ownChanges, body)
     }
 
     /// ``withIndex(known:full:_:)`` for a caller that holds the writer lock (repairs use it).
@@ -51,7 +55,7 @@ extension Vault {
             unverified = true
             status = .damaged
         }
-        if status == .stale, lock != nil, !ownChanges.isEmpty, case .current(let state)? = try index.readState() {
+        if status == .stale, !ownChanges.isEmpty, case .current(let state)? = try index.readState() {
             var at: String? = state.objects
             for change in ownChanges { at = change.before == at ? change.after : nil }
             if at == objectsStamp() { status = .current }
@@ -234,6 +238,8 @@ extension Vault {
         s.logEnd = scan.exists ? scan.end : 0
         s.logTag = Hex.encode(scan.head.tag)
         s.logEpoch = scan.exists ? scan.entries.last?.epoch : nil
+        let destinations = scan.projected().destinations
+        s.destinations = destinations.destinations.isEmpty ? nil : destinations
         try index.writeState(s)
     }
 

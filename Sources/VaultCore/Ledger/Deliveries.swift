@@ -30,7 +30,7 @@ package struct Delivery: Codable, Sendable, Equatable {
 }
 
 /// Where an `s3://` destination's bytes go besides its bucket and prefix: the endpoint and the
-/// region the command runs with (`AWS_ENDPOINT_URL`, `AWS_REGION`). Part of the identity, so a
+/// region the process reaches the store through (its front end's S3 settings). Part of the identity, so a
 /// delivery through a test endpoint never counts for production.
 package struct S3Place: Sendable, Equatable {
     /// The endpoint URL (scheme, host, port), as the client addresses it.
@@ -189,6 +189,15 @@ extension Vault {
         return try undelivered(records, at: identity)
     }
 
+    /// Those of `ids` that the history itself (a full scan: every record authenticated in its
+    /// place, under the epoch rules) does not show confirmed at every one of `identities` — what
+    /// a removal by delivery checks before it deletes, whatever the index says.
+    package func unprovenDeliveries(_ ids: [DocumentID], at identities: [String]) throws -> [DocumentID] {
+        let deliveries = try history().projected().deliveries
+        let wanted = identities.map { DestinationIdentity(given: $0)?.value ?? $0 }
+        return ids.filter { id in !wanted.allSatisfy { deliveries[$0]?[id.hex] != nil } }
+    }
+
     /// Every ledger row, by destination: the documents delivered there (present or removed
     /// since) with their first delivery.
     package func ledger() throws -> [String: [DocumentID: Delivery]] {
@@ -265,11 +274,30 @@ package struct DestinationList: Codable, Sendable, Equatable {
     package static func path(_ store: VaultStore) -> String { store.path(.destinations) }
     package static let role = VaultFile.destinations.name
 
-    /// The vault's destinations (none when it has no list).
+    /// The vault's destinations: the projection of the history's `destination` records (from
+    /// `vault/3` on), which the index keeps in its sealed state row, brought up to date with the
+    /// history as any use of the index is. Nothing outside the history decides which
+    /// destinations exist or which are required.
+    public static func load(_ vault: Vault) throws -> DestinationList {
+        guard vault.keepsDestinationsInHistory else { return try loadFile(vault) }
+        return try vault.withIndex { index in try index.stateOrEmpty().destinations ?? DestinationList() }
+    }
+
+    /// `destinations.vlt` of a vault before `vault/3` (none when it has no list), opened under
+    /// the current key, or with `anyEpoch` under any key of the vault's keyring (versions before
+    /// did not seal it again at a password change).
     /// - Throws: ``VaultError/Code/vaultDamaged`` for a list that does not open (edited,
     ///   swapped, from another vault or sealed under a retired key).
-    public static func load(_ vault: Vault) throws -> DestinationList {
+    static func loadFile(_ vault: Vault, anyEpoch: Bool = false) throws -> DestinationList {
         let path = path(vault.store)
+        if anyEpoch, FileSystem.kind(of: path) != .missing {
+            guard let (_, body) = try SealedState.openAnyEpoch(try FileSystem.readFile(path, limit: 1 << 20), purpose: .destinations,
+                                                                role: role, keys: vault.keys, vaultID: vault.config.id),
+                  let list = try? JSONDecoder().decode(DestinationList.self, from: Data(body)) else {
+                throw VaultError(.vaultDamaged, "\(path) does not open under any of the vault's keys", remedy: .addDestinationsAgain)
+            }
+            return list
+        }
         guard FileSystem.kind(of: path) != .missing else { return DestinationList() }
         let body = try vault.openState(try FileSystem.readFile(path, limit: 1 << 20), purpose: .destinations, role: role, what: path)
         guard let list = try? JSONDecoder().decode(DestinationList.self, from: Data(body)) else {
@@ -278,8 +306,21 @@ package struct DestinationList: Codable, Sendable, Equatable {
         return list
     }
 
-    /// Writes the list crash-safely, sealed.
+    /// Makes the vault's destinations this list: a `destination` record in the history for each
+    /// entry added or changed and each name removed (from `vault/3` on).
     public func save(_ vault: Vault) throws {
+        guard vault.keepsDestinationsInHistory else { return try saveFile(vault) }
+        let now = try Self.load(vault)
+        for entry in destinations where now.destinations.first(where: { $0.name == entry.name }) != entry {
+            try vault.appendToHistory(HistoryRecord(.destination, detail: DestinationChange(set: entry).json))
+        }
+        for old in now.destinations where !destinations.contains(where: { $0.name == old.name }) {
+            try vault.appendToHistory(HistoryRecord(.destination, detail: DestinationChange(remove: old.name).json))
+        }
+    }
+
+    /// Writes `destinations.vlt` crash-safely, sealed (a vault before `vault/3`).
+    func saveFile(_ vault: Vault) throws {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys]
         try AtomicFile.write(try vault.sealState(Array(try e.encode(self)), purpose: .destinations, role: Self.role), to: Self.path(vault.store))

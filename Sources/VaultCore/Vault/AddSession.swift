@@ -42,10 +42,12 @@ package final class AddSession {
     /// An empty document's only twin is an empty one of the same name (see ``add(from:name:contentType:tags:allowDuplicate:now:progress:)``).
     private func twin(of metadata: DocumentMetadata) throws -> DocumentRecord? {
         guard metadata.size == 0 else {
-            if let r = try vault.withIndex({ try $0.records(withDigest: metadata.sha256).first }) { return r }
+            if let r = try vault.withIndex(ownChanges: stamps, { try $0.records(withDigest: metadata.sha256).first }) { return r }
             return addedDigests[metadata.sha256]
         }
-        if let r = try vault.withIndex({ try $0.records(withDigest: metadata.sha256).first { $0.metadata.name == metadata.name } }) { return r }
+        if let r = try vault.withIndex(ownChanges: stamps, { try $0.records(withDigest: metadata.sha256).first { $0.metadata.name == metadata.name } }) {
+            return r
+        }
         return Array(added.values).stableOrder().first { $0.metadata.size == 0 && $0.metadata.name == metadata.name }
     }
 

@@ -34,6 +34,9 @@ public final class Vault: @unchecked Sendable {
     /// The vault's key epoch: 0, then one more after each password change.
     public var keyEpoch: UInt32 { keys.epoch }
 
+    /// True from `vault/3` on: the destination list is the projection of the history.
+    var keepsDestinationsInHistory: Bool { config.format == VaultConfig.currentFormat }
+
     /// The vault's random id.
     public var id: String { config.id }
     /// The vault's Argon2id parameters.

@@ -8,7 +8,9 @@ import Foundation
 /// always has a history: a missing log is a finding, never a fresh start. `vault/1` files are
 /// read as epoch 0 and rewritten as `vault/2` by the first command that opens them for writing.
 package struct VaultConfig: Codable, Equatable {
-    static let currentFormat = "vault/2"
+    static let currentFormat = "vault/3"
+    /// The format before: the destination list in `destinations.vlt` rather than the history.
+    static let previousFormat = "vault/2"
     static let legacyFormat = "vault/1"
 
     /// Format identifier, `vault/2` (or `vault/1`, read as epoch 0 with no keyring).
@@ -81,8 +83,8 @@ package struct VaultConfig: Codable, Equatable {
         } catch {
             throw VaultError(.vaultDamaged, "\(path) is not a valid vault configuration", cause: error)
         }
-        guard config.format == currentFormat || config.format == legacyFormat else {
-            throw VaultError(.unsupportedVersion, "\(path) has format '\(config.format)'; this build reads '\(currentFormat)' and '\(legacyFormat)'")
+        guard [currentFormat, previousFormat, legacyFormat].contains(config.format) else {
+            throw VaultError(.unsupportedVersion, "\(path) has format '\(config.format)'; this build reads '\(currentFormat)', '\(previousFormat)' and '\(legacyFormat)'")
         }
         guard config.isLegacy ? (config.epoch == nil && config.keyring == nil) : config.epoch != nil else {
             throw VaultError(.vaultDamaged, "\(path) has a key epoch field that does not fit its format '\(config.format)'")

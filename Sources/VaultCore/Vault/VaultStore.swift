@@ -128,7 +128,7 @@ public struct VaultStore: Sendable {
         try checkPasswordBlock(of: config, salt: block.salt, keyCheck: block.keyCheck)
         let keyring = try Keyring.unlock(password: password, kdf: config.parameters, salt: block.salt, keyCheck: block.keyCheck)
         let vault = try Self.open(self, config: config, keyring: keyring, path: configPath, random: random)
-        if config.isLegacy && source == nil { return try vault.upgradeFormat() }
+        if config.format != VaultConfig.currentFormat && source == nil { return try vault.upgradeFormat() }
         return vault
     }
 

@@ -102,12 +102,12 @@ extension VaultCommand {
             guard let r = e.record else { return fit(String(format: "%5d  DAMAGED: this record fails authentication", e.position)) + "\n" }
             // Narrow terminals: the position unpadded, the time without the year and seconds, the host last.
             let narrow = room < 60
-            var line = narrow ? "\(e.position)  " + UTCTime.minutes(millis: r.timeMillis).dropFirst(5) + "  " + r.operation.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)
-                              : String(format: "%5d  ", e.position) + JSONOutput.iso(millis: r.timeMillis) + "  " + r.operation.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)
+            var line = narrow ? "\(e.position)  " + UTCTime.minutes(millis: r.timeMillis).dropFirst(5) + "  " + r.operation.rawValue.padding(toLength: max(7, r.operation.rawValue.count), withPad: " ", startingAt: 0)
+                              : String(format: "%5d  ", e.position) + JSONOutput.iso(millis: r.timeMillis) + "  " + r.operation.rawValue.padding(toLength: max(7, r.operation.rawValue.count), withPad: " ", startingAt: 0)
             line += " " + r.outcome.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0) + (narrow ? "" : Terminal.printable(r.host))
             if !r.documents.isEmpty { line += (narrow ? "" : "  ") + Plural.count(r.documents.count, "document") }
             if narrow { line += "  " + Terminal.printable(r.host) }
-            if let d = r.detail {
+            if let d = DestinationChange.of(r)?.summary ?? r.detail {
                 let detail = "  (\(Terminal.printable(d)))"
                 if line.count + detail.count <= room { line += detail }
                 else if line.count + 8 < room { line += Terminal.cut(detail, room - line.count - 1) + ")" }

@@ -75,6 +75,13 @@ extension VaultCommand {
                     else if result.json { Terminal.out(JSONOutput.line(Result(removed: []))) }
                     return
                 }
+                // The history itself must show every confirmation, not the index alone.
+                let unproven = try vault.unprovenDeliveries(ids, at: destinations)
+                if !unproven.isEmpty {
+                    throw VaultError(.vaultDamaged, "the index says \(Plural.count(unproven.count, "document")) (\(unproven.prefix(3).map { String($0.hex.prefix(12)) }.joined(separator: ", "))\(unproven.count > 3 ? ", …" : "")) "
+                                     + "reached \(destinations.joined(separator: " and ")), and the history does not confirm it; nothing was removed",
+                                     hint: "run 'vault audit' to see what is wrong with the vault folder")
+                }
             }
             try vault.removeDocuments(ids)
             if result.json {
