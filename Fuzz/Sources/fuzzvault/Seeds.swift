@@ -81,6 +81,8 @@ enum Seeds {
         var destinations = DestinationList()
         destinations.destinations = [.init(name: "office", url: "https://office.example/in"), .init(name: "tus", url: "https://office.example/tus", wire: "tus")]
         try! destinations.save(vault)
+        // The file a vault/2 kept them in (read once, by the upgrade to vault/3).
+        try! destinations.saveFile(vault)
         var remotes = RemoteList()
         remotes.remotes = [.init(name: "backup", url: "s3://bucket/prefix")]
         try! remotes.save(vault)

@@ -31,7 +31,10 @@ enum StateFamily {
             }
         case 1:
             put(file(.destinations, DestinationList.role), at: DestinationList.path(vault.store))
-            onlyVaultErrors("the destination list", codes: [.vaultDamaged]) { _ = try DestinationList.load(vault) }
+            // The vault/2 file, as the upgrade to vault/3 reads it (under any epoch's key) and as
+            // a vault/2 vault that could not be upgraded reads it.
+            onlyVaultErrors("the destination list", codes: [.vaultDamaged]) { _ = try DestinationList.loadFile(vault) }
+            onlyVaultErrors("the destination list", codes: [.vaultDamaged]) { _ = try DestinationList.loadFile(vault, anyEpoch: true) }
         case 2:
             put(file(.remotes, RemoteList.role), at: RemoteList.path(vault.store))
             onlyVaultErrors("the remote list", codes: [.vaultDamaged]) { _ = try RemoteList.load(vault) }

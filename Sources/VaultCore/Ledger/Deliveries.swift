@@ -288,7 +288,7 @@ package struct DestinationList: Codable, Sendable, Equatable {
     /// did not seal it again at a password change).
     /// - Throws: ``VaultError/Code/vaultDamaged`` for a list that does not open (edited,
     ///   swapped, from another vault or sealed under a retired key).
-    static func loadFile(_ vault: Vault, anyEpoch: Bool = false) throws -> DestinationList {
+    package static func loadFile(_ vault: Vault, anyEpoch: Bool = false) throws -> DestinationList {
         let path = path(vault.store)
         if anyEpoch, FileSystem.kind(of: path) != .missing {
             guard let (_, body) = try SealedState.openAnyEpoch(try FileSystem.readFile(path, limit: 1 << 20), purpose: .destinations,
@@ -319,8 +319,9 @@ package struct DestinationList: Codable, Sendable, Equatable {
         }
     }
 
-    /// Writes `destinations.vlt` crash-safely, sealed (a vault before `vault/3`).
-    func saveFile(_ vault: Vault) throws {
+    /// Writes `destinations.vlt` crash-safely, sealed (a vault before `vault/3`; the fuzzer's
+    /// seeds of the file the upgrade reads).
+    package func saveFile(_ vault: Vault) throws {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys]
         try AtomicFile.write(try vault.sealState(Array(try e.encode(self)), purpose: .destinations, role: Self.role), to: Self.path(vault.store))

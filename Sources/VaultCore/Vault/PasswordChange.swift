@@ -30,13 +30,15 @@ package struct PasswordJournal {
     /// The state files sealed under the new key epoch (sealed bytes: nothing secret), written
     /// in place when the change commits.
     var resealed: [Resealed] = []
+    /// Read from a journal of the first layout (`VAULTPWJ`): encoded in it again.
+    var firstLayout = false
 
     static let magic = Array("VAULTPJ2".utf8)
     /// The journal of versions that re-sealed the remote list only.
     static let firstMagic = Array("VAULTPWJ".utf8)
 
     package func encoded() -> [UInt8] {
-        var out = Self.magic
+        var out = firstLayout ? Self.firstMagic : Self.magic
         out.appendBigEndian(UInt32(oldConfig.count)); out += oldConfig
         out.appendBigEndian(UInt32(newConfig.count)); out += newConfig
         out.appendBigEndian(UInt32(entries.count))
@@ -45,10 +47,14 @@ package struct PasswordJournal {
             out.appendBigEndian(UInt32(e.old.count))
             out += e.old + e.new
         }
-        out.appendBigEndian(UInt32(resealed.count))
-        for r in resealed {
-            out.appendBigEndian(UInt32(r.name.utf8.count)); out += Array(r.name.utf8)
-            out.appendBigEndian(UInt32(r.bytes.count)); out += r.bytes
+        if firstLayout {
+            if let r = resealed.first { out.appendBigEndian(UInt32(r.bytes.count)); out += r.bytes }
+        } else {
+            out.appendBigEndian(UInt32(resealed.count))
+            for r in resealed {
+                out.appendBigEndian(UInt32(r.name.utf8.count)); out += Array(r.name.utf8)
+                out.appendBigEndian(UInt32(r.bytes.count)); out += r.bytes
+            }
         }
         return out + Array(SHA256.hash(data: out))
     }
@@ -62,6 +68,7 @@ package struct PasswordJournal {
         var reader = ByteReader(bytes, what: "passwd.journal", offset: magic.count, end: bytes.count - 32, damaged: damaged)
         func field() throws -> [UInt8] { try reader.raw(Int(try reader.u32())) }
         var journal = PasswordJournal(oldConfig: try field(), newConfig: try field(), entries: [])
+        journal.firstLayout = first
         for _ in 0..<(try reader.u32()) {
             let id = DocumentID(bytes: try reader.raw(EnvelopeFormat.documentIDSize))
             let h = Int(try reader.u32())
