@@ -354,4 +354,76 @@ import Glibc
             .compactMap { $0["name"] as? String }
         #expect(names == ["page.txt"], "\(names)")
     }
+
+    // MARK: Found by the independent review of the fixes
+
+    /// The session lock is a file the attacker can remove: a password change then ran beside an
+    /// add, whose document was committed under the retired key (refused as an old password's
+    /// ever after). The add checks the key epoch under the writer lock before it commits.
+    @Test func aPasswordChangeBehindARemovedSessionLockLosesNoDocument() throws {
+        let s = Sandbox()
+        s.initVault()
+        let a = try Self.add(s, "a.txt", seed: 4101)
+        #expect(mkfifo(s.path("slow"), 0o600) == 0)
+        let writer = open(s.path("slow"), O_RDWR)   // a writer exists: the add's open does not block
+        try #require(writer >= 0)
+        let pid = s.spawn(["add", "-", "--name", "slow.txt"], stdinPath: s.path("slow"))
+        let holding = poll(every: 20_000) {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            return fds.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)"))?.hasSuffix("session.lock") == true }
+                || !HardeningCLITests.isRunning(pid)
+        }
+        try #require(holding && HardeningCLITests.isRunning(pid), "the add never held the session lock")
+        try FileManager.default.removeItem(atPath: s.path("vault/session.lock"))
+        let changed = s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "changed beside an add"])
+        #expect(changed.status == 0, "\(changed.stderr)")
+        _ = Array("written after the change".utf8).withUnsafeBytes { write(writer, $0.baseAddress, $0.count) }
+        close(writer)
+        let added = s.wait(pid)
+        #expect(added.status == 75 && added.stderr.contains("the password changed while this command ran"), "\(added.status) \(added.stderr)")
+        s.env["VAULT_PASSWORD"] = "changed beside an add"
+        let (ids, r) = Self.listed(s)
+        #expect(r.status == 0 && ids == [a], "nothing under the retired key: \(ids) \(r.stderr)")
+        #expect(s.run("audit").status == 0)
+    }
+
+    /// Clearing the `logged` column (not covered by the commitment) made the next writer append
+    /// an `adopt` record for documents the history already named.
+    @Test func aClearedLoggedColumnAddsNoFalseRecord() throws {
+        let s = Sandbox()
+        s.initVault()
+        _ = try Self.add(s, "a.txt", seed: 4111)
+        _ = try Self.add(s, "b.txt", seed: 4112)
+        #expect(Self.sql(s, "UPDATE documents SET logged = 0;\n").status == 0)
+        _ = try Self.add(s, "c.txt", seed: 4113)
+        let log = DeliveryCLITests.json(s.run("log", "--json"))
+        let ops = (log["records"] as? [[String: Any]] ?? []).compactMap { $0["op"] as? String }
+        #expect(ops == ["init", "add", "add", "add"], "\(ops)")
+    }
+
+    /// A folder in index.db's (or its WAL's) place made every command fail with exit 64.
+    @Test(arguments: ["index.db", "index.db-wal"])
+    func aFolderInTheIndexsPlaceIsReplaced(name: String) throws {
+        let s = Sandbox()
+        s.initVault()
+        let a = try Self.add(s, "a.txt", seed: 4121)
+        #expect(s.shell("rm -f vault/index.db vault/index.db-wal vault/index.db-shm && mkdir -p vault/\(name)/inner").status == 0)
+        let (ids, r) = Self.listed(s)
+        #expect(r.status == 0 && ids == [a], "\(ids) \(r.status) \(r.stderr)")
+        #expect(r.stderr.contains("not a regular file"), "\(r.stderr)")
+        #expect(s.run("list").status == 0 && s.run("verify").status == 0)
+    }
+
+    /// log.vlt and its heads put back from an older copy: the index had applied more records,
+    /// and the user is told (the records after are gone: the back office's kept head says which).
+    @Test func aHistoryPutBackFromAnOlderCopyIsTold() throws {
+        let s = Sandbox()
+        s.initVault()
+        _ = try Self.add(s, "a.txt", seed: 4131)
+        #expect(s.shell("mkdir kept && cp vault/log.vlt vault/log.head vault/log.anchor kept/").status == 0)
+        _ = try Self.add(s, "b.txt", seed: 4132)
+        #expect(s.shell("cp kept/* vault/").status == 0)
+        let r = s.run("list")
+        #expect(r.stderr.contains("put back from an older copy"), "\(r.stderr)")
+    }
 }

@@ -119,6 +119,10 @@ extension Vault {
         progress?(objects.count, objects.count)
         switch status {
         case .current, .stale:
+            if !(try index.verifyRows(against: try index.stateOrEmpty())) {
+                findings.append(AuditFinding(.indexMismatch, "index.db does not match the commitment vault sealed with its rows: rows were added, removed or changed outside vault (rebuilt from the history and the objects)"))
+                try rebuildIndexNow()
+            }
             for id in try index.ids() where !objects.contains(id) && !pending.contains(id.hex) {
                 findings.append(AuditFinding(.indexMismatch, "the index has a row for \(id), which has no object (the next command reconciles it)", document: id.hex))
             }

@@ -69,7 +69,19 @@ extension Vault {
             try writer.append(HistoryRecord(.begin, documents: authenticatedDocuments(objects.sorted()),
                                             detail: "the vault had no history; these documents were present"))
         } else if writer.whole {
-            let adopted = authenticatedDocuments(try writer.index.unlogged().filter { !pending.contains($0) })
+            var unlogged = try writer.index.unlogged().filter { !pending.contains($0) }
+            if !unlogged.isEmpty {
+                // The index's flag alone is not trusted (anyone can clear it): what the history
+                // itself names is not adopted again. A full scan, only when there is a candidate.
+                let named = try writer.log.scan(keepRecords: false).projected()
+                let known = unlogged.filter { named.present[$0.hex] != nil || named.removed[$0.hex] != nil }
+                if !known.isEmpty {
+                    let index = writer.index
+                    try index.write(writer.lock) { try index.markLogged(known) }
+                    unlogged.removeAll { known.contains($0) }
+                }
+            }
+            let adopted = authenticatedDocuments(unlogged)
             if !adopted.isEmpty {
                 try writer.append(HistoryRecord(.adopt, documents: adopted, detail: "committed by a command that ended before recording them"))
             }
@@ -82,6 +94,7 @@ extension Vault {
     /// read and the index's view of it derived again.
     /// - Parameter initial: the record is the first of a new log (`init`, `clone`).
     func historyWriter(index: DocumentIndex, _ lock: WriterLock, initial: Bool = false) throws -> HistoryWriter {
+        try checkKeyEpoch(lock)
         let log = try HistoryLog(vault: self)
         if let tail = log.verifiedTail() {
             var state = try index.stateOrEmpty()
@@ -115,6 +128,17 @@ extension Vault {
         }
         return HistoryWriter(vault: self, log: log, lock: lock, tail: LogTail(scan), index: index, whole: scan.findings.isEmpty,
                              scan: scan)
+    }
+
+    /// Fails unless `vault.json` is still of this vault's key epoch: a password change that ran
+    /// while this command did (passwd refuses while another command holds the vault, but a lock
+    /// file can be removed) would otherwise get a record or an envelope sealed under the key it
+    /// retired — refused afterwards as an old password's. Checked under the writer lock, which
+    /// the change holds throughout.
+    func checkKeyEpoch(_ lock: WriterLock) throws {
+        guard store.source == nil, let onDisk = try? store.readConfig(), onDisk.keyEpoch != keys.epoch else { return }
+        throw VaultError(.busy, "the password changed while this command ran (key epoch \(keys.epoch) → \(onDisk.keyEpoch)); nothing more was changed",
+                         hint: "run the command again with the new password")
     }
 
     /// Accepts what is wrong with the history (an audit that accepts the loss): appends an

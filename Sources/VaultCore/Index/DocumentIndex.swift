@@ -266,7 +266,7 @@ final class DocumentIndex {
             return false
         } catch is LedgerRowDamaged {
             return false
-        } catch let e as VaultError where e.code == .vaultDamaged {
+        } catch is RowDamaged {
             return false
         }
         return sum.hex == expected
@@ -299,7 +299,7 @@ final class DocumentIndex {
         guard id.count == EnvelopeFormat.documentIDSize, sealed.count >= header + EnvelopeFormat.tagSize,
               sealed.starts(with: SealedState.magic), sealed[8] == SealedState.version, sealed[9] == SealedState.Purpose.indexRecord.rawValue,
               UInt32(bigEndianBytes: sealed[10..<14]) == epoch else {
-            throw VaultError(.vaultDamaged, "index.db's row for \(id.count == 16 ? DocumentID(bytes: id).hex : "?") is not a sealed record of this epoch")
+            throw RowDamaged(what: "index.db's row for \(id.count == 16 ? DocumentID(bytes: id).hex : "?") is not a sealed record of this epoch")
         }
         var ad = [UInt8]()
         ad.reserveCapacity(prefix + rowADBase.count + 32)
@@ -314,7 +314,7 @@ final class DocumentIndex {
             } } }
         }
         guard ok, let metadata = try? DocumentMetadata.decode(plain) else {
-            throw VaultError(.vaultDamaged, "index.db's row for \(DocumentID(bytes: id).hex) fails authentication")
+            throw RowDamaged(what: "index.db's row for \(DocumentID(bytes: id).hex) fails authentication")
         }
         return DocumentRecord(id: DocumentID(bytes: id), metadata: metadata)
     }
@@ -414,7 +414,7 @@ final class DocumentIndex {
         guard let plain = SealedState.open(sealed, purpose: .indexRecord, role: Self.unreadableRole(id), epoch: epoch, subkey: sealKey,
                                            vaultID: vaultID),
               let u = try? JSONDecoder().decode(Unreadable.self, from: Data(plain)) else {
-            throw VaultError(.vaultDamaged, "index.db's unreadable row for \(id.hex) fails authentication")
+            throw RowDamaged(what: "index.db's unreadable row for \(id.hex) fails authentication")
         }
         return VaultError(VaultError.Code(rawValue: u.code), u.message)
     }
@@ -569,7 +569,7 @@ final class DocumentIndex {
         guard let plain = SealedState.open(sealed, purpose: .indexRecord, role: "index.db/removed/\(id.hex)", epoch: epoch,
                                            subkey: sealKey, vaultID: vaultID),
               let r = try? JSONDecoder().decode(Removed.self, from: Data(plain)), r.document.id == id.hex else {
-            throw VaultError(.vaultDamaged, "index.db's removal row for \(id.hex) fails authentication")
+            throw RowDamaged(what: "index.db's removal row for \(id.hex) fails authentication")
         }
         return r
     }
@@ -638,6 +638,13 @@ final class DocumentIndex {
             let id = DocumentID(bytes: b)
             try body(id, try openDelivery(s.blob(0), id, s.blob(2)))
         }
+    }
+
+    /// A row that does not open in its place (edited, moved, forged, damaged): the index is
+    /// rebuilt from the history and the objects and the lookup made again
+    /// (``Vault/withIndex(known:full:ownChanges:_:)``); never a failure of the command.
+    struct RowDamaged: Error {
+        let what: String
     }
 
     /// A ledger row that does not open in its place (moved, edited, forged): the ledger is

@@ -44,6 +44,27 @@ extension Vault {
 
     private func withIndex<R>(lock: WriterLock?, known: [DocumentID: DocumentRecord], full: Bool,
                               ownChanges: [(before: String, after: String)], _ body: (DocumentIndex) throws -> R) throws -> R {
+        do {
+            return try withCheckedIndex(lock: lock, known: known, full: full, ownChanges: ownChanges, body)
+        } catch let damaged as DocumentIndex.RowDamaged {
+            // A row a lookup touched does not open: rebuilt, and the lookup made once more.
+            VaultNotices.post("\(damaged.what); rebuilt index.db from the history and the objects")
+            try holding(lock) { lock in
+                indexHolder.lock.lock()
+                defer { indexHolder.lock.unlock() }
+                indexHolder.lastStatus = .damaged
+                try rebuildIndex(try openIndex(), known: known, lock)
+            }
+            do {
+                return try withCheckedIndex(lock: lock, known: known, full: full, ownChanges: ownChanges, body)
+            } catch let again as DocumentIndex.RowDamaged {
+                throw VaultError(.vaultDamaged, again.what)
+            }
+        }
+    }
+
+    private func withCheckedIndex<R>(lock: WriterLock?, known: [DocumentID: DocumentRecord], full: Bool,
+                                     ownChanges: [(before: String, after: String)], _ body: (DocumentIndex) throws -> R) throws -> R {
         indexHolder.lock.lock()
         defer { indexHolder.lock.unlock() }
         let index = try openIndex()
@@ -105,8 +126,16 @@ extension Vault {
                 indexHolder.lastStatus = .damaged
             }
             let path = store.path(.index)
-            for suffix in ["", "-wal", "-shm"] where FileSystem.kind(of: path + suffix, following: false) != .missing {
-                try FileSystem.remove(path + suffix)
+            for suffix in ["", "-wal", "-shm"] {
+                switch FileSystem.kind(of: path + suffix, following: false) {
+                case .missing: continue
+                case .directory:
+                    // A folder in its place (anything in it is nobody's but the attacker's).
+                    do { try FileManager.default.removeItem(atPath: path + suffix) } catch {
+                        throw VaultError(.io, "cannot remove the folder \(path + suffix) in the index's place", cause: error)
+                    }
+                default: try FileSystem.remove(path + suffix)
+                }
             }
             index = try DocumentIndex(vault: self)
         } catch let e as VaultError where e.code == .vaultDamaged {
@@ -120,11 +149,17 @@ extension Vault {
         return index
     }
 
-    /// True when the log's verified tail is past what the index has applied.
+    /// True when the log's verified tail is past what the index has applied. A log shorter than
+    /// what the index applied (the history, or it with its heads, put back from an older copy)
+    /// is told once: the index was the only witness of the records that are gone.
     private func historyBehind(_ index: DocumentIndex) throws -> Bool {
         guard store.source == nil || FileSystem.kind(of: store.path(.log)) != .missing,
               let tail = try HistoryLog(vault: self).verifiedTail() else { return false }
         let state = try index.stateOrEmpty()
+        if tail.count < state.logCount {
+            VaultNotices.post("the history holds \(tail.count) records, and index.db had applied \(state.logCount): log.vlt and its heads "
+                              + "were put back from an older copy (records after \(tail.count) are gone); compare the head the back office kept")
+        }
         return tail.count != state.logCount || Hex.encode(tail.tag) != state.logTag
     }
 

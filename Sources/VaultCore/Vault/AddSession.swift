@@ -87,7 +87,9 @@ package final class AddSession {
             throw VaultError(.duplicate, "its contents are already in the vault as \(twin.id) (\(twin.metadata.name))")
         }
         // The commit: under the writer lock, so a remove or an index rebuild never sees half of it.
-        try pending.store.withWriterLock { _ in
+        let vault = try self.vault
+        try pending.store.withWriterLock { lock in
+            try vault.checkKeyEpoch(lock)
             let before = Platform.statTimes(pending.store.objectsPath) ?? ""
             try object.commit(replace: false, sync: false)
             stamps.append((before, Platform.statTimes(pending.store.objectsPath) ?? ""))

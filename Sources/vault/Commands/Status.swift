@@ -48,9 +48,9 @@ extension VaultCommand {
             let vault = try await options.open()
             if vault.store.source == nil { try Uploader.recordConfirmedBatches(in: vault) }
             let list = vault.store.source == nil ? try DestinationList.load(vault) : DestinationList()
-            let ledger = try vault.ledger()
             var present = Set<DocumentID>()
-            _ = try vault.forEachRecord { present.insert($0.id) }
+            _ = try vault.forEachRecord { present.insert($0.id) }   // checks every row first: the ledger below is verified
+            let ledger = try vault.ledger()
             let unfinished = vault.store.source == nil ? try Uploader.unfinishedRuns(in: vault) : [:]
             var identities = list.destinations.map(\.identity)
             for d in ledger.keys.sorted() where !identities.contains(d) { identities.append(d) }
