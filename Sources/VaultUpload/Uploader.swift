@@ -451,7 +451,7 @@ public final class Uploader: @unchecked Sendable {
         if options.removeDelivered {
             let ready = try documents.filter { d in try options.alsoRequired.allSatisfy { try vault.delivery(of: d.id, to: $0) != nil } }
             // Only what the history itself confirms at every required destination goes.
-            let unproven = Set(try vault.unprovenDeliveries(ready.map(\.id), at: options.alsoRequired + [identity.value]))
+            let unproven = Set(try vault.unprovenDeliveries(ready.map(\.id), at: options.alsoRequired + [identity.value]).ids)
             let proven = ready.filter { !unproven.contains($0.id) }
             if !proven.isEmpty { try vault.removeDocuments(proven.map(\.id)) }
         }

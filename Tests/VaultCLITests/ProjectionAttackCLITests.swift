@@ -426,4 +426,40 @@ import Glibc
         let r = s.run("list")
         #expect(r.stderr.contains("put back from an older copy"), "\(r.stderr)")
     }
+
+    /// Someone who knew the password before a `passwd` and kept a copy of the vault extended
+    /// that copy's history with a `destination remove` sealed under the old key, put the history
+    /// back and deleted index.db: the required destination was gone and `remove --delivered`
+    /// deleted what it never got. The keyring now keeps where the history stood when each epoch
+    /// was retired: the forged record counts for nothing, and nothing is removed.
+    @Test func anOldPasswordsForkOfTheHistoryDropsNoRequiredDestination() throws {
+        let s = Sandbox()
+        s.initVault()
+        let receiver = Receiver(in: s)
+        #expect(s.run("destination", "add", "office", receiver.url).status == 0)
+        #expect(s.run("destination", "add", "archive", "http://127.0.0.1:9/archive").status == 0)
+        let ids = [try Self.add(s, "a.txt", seed: 4141), try Self.add(s, "b.txt", seed: 4142)]
+        #expect(s.run(["upload", "--to", "office"], env: Self.office).status == 0)
+        #expect(s.shell("cp -a vault kept").status == 0)
+        let changed = s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "the new password"])
+        try #require(changed.status == 0, "\(changed.stderr)")
+        // The attacker, with the old password, on the old copy.
+        let forged = s.run(["--vault", s.path("kept"), "destination", "remove", "archive"])
+        try #require(forged.status == 0, "\(forged.stderr)")
+        #expect(s.shell("cp kept/log.vlt kept/log.head kept/log.anchor vault/ && rm -f vault/index.db vault/index.db-wal vault/index.db-shm").status == 0)
+        s.env["VAULT_PASSWORD"] = "the new password"
+        let list = DeliveryCLITests.json(s.run("destination", "list", "--json"))
+        let names = (list["destinations"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
+        #expect(names == ["office", "archive"], "the forged record counts for nothing: \(list)")
+        let removed = s.run("remove", "--delivered", "--json")
+        #expect(removed.status == 0 && DeliveryCLITests.json(removed)["removed"] as? [String] == [], "archive never got them: \(removed.out)\(removed.stderr)")
+        // Even once the owner drops archive, a history with findings removes nothing.
+        let dropped = s.run("destination", "remove", "archive")
+        #expect(dropped.status == 0 && dropped.stderr.contains("the history has"), "the owner hears of the findings: \(dropped.stderr)")
+        let byOffice = s.run("remove", "--delivered", "--json")
+        #expect(byOffice.status == 65 && byOffice.stderr.contains("nothing was removed"), "\(byOffice.status) \(byOffice.out)\(byOffice.stderr)")
+        #expect(Set(Self.listed(s).ids) == Set(ids))
+        let audit = s.run("audit", "--json")
+        #expect(audit.status == 65 && audit.out.contains("log-record-superseded"), "\(audit.out)")
+    }
 }

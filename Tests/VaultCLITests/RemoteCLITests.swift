@@ -196,9 +196,12 @@ import Glibc
         #expect(again.status == 0, "\(again.stderr)")
         let sent = Set(objects("PUT", second))
         #expect(sent.isDisjoint(with: held), "nothing the store held was sent again: \(sent.intersection(held))")
-        #expect(sent.union(held) == everything)
+        // A PUT the killed push had in flight can land after the listing above (the path's stop
+        // cuts the log line, not the store's write): the second push then finds it there.
+        let there = everything.subtracting(sent)
+        #expect(held.isSubset(of: there) && there.count - held.count <= 1, "\(held.count) held, \(there.count) not sent again")
         #expect(try await stored() == everything)
-        #expect(again.stderr.contains("pushed \(40 - held.count) documents"), "\(again.stderr)")
+        #expect(again.stderr.contains("pushed \(40 - there.count) documents"), "\(again.stderr)")
 
         // A clone killed midway, then finished with pull: no object fetched twice.
         let replica = s.path("replica")

@@ -76,7 +76,7 @@ extension Vault {
         // The index: sealed rows that must name exactly the objects, with their metadata, and
         // the documents the history removed. Each object's row is looked up as the object is
         // read (nothing is kept per document but the row's id set of the index's own pass).
-        let (status, index) = try inspectIndex()
+        var (status, index) = try inspectIndex()
         let rowsUsable = status == .current || status == .stale   // a stale stamp alone (a copied folder, a crash) is not a finding
         for (n, id) in objects.sorted().enumerated() {
             progress?(n, objects.count)
@@ -122,6 +122,7 @@ extension Vault {
             if !(try index.verifyRows(against: try index.stateOrEmpty())) {
                 findings.append(AuditFinding(.indexMismatch, "index.db does not match the commitment vault sealed with its rows: rows were added, removed or changed outside vault (rebuilt from the history and the objects)"))
                 try rebuildIndexNow()
+                index = try inspectIndex().index
             }
             for id in try index.ids() where !objects.contains(id) && !pending.contains(id.hex) {
                 findings.append(AuditFinding(.indexMismatch, "the index has a row for \(id), which has no object (the next command reconciles it)", document: id.hex))

@@ -33,6 +33,12 @@ extension HistoryLog {
         scan.end = framed.last?.end ?? HistoryFormat.fileHeader.count
         try authenticateAll(framed, in: file, keepRecords: keepRecords, into: &scan)
         checkEnds(framed, fileSize: fileSize, into: &scan)
+        // A password change saw more records than there are: the history was put back from a
+        // copy older than the change.
+        for (e, anchor) in epochKeys.retiredAt.sorted(by: { $0.key < $1.key }) where anchor.count > framed.count {
+            scan.findings.append(AuditFinding(.rolledBack, "the history holds \(framed.count) records; when a password change retired epoch \(e) it held \(anchor.count): it was put back from an older copy"))
+            break
+        }
         return scan
     }
 
@@ -73,6 +79,17 @@ extension HistoryLog {
     /// `accept` after it settled it).
     private func whyNot(_ sealed: [UInt8], nonce: [UInt8], frame f: Framed, at position: Int, previous: [UInt8], floor: UInt32,
                         framed: [Framed], scan: HistoryScan) -> AuditFinding? {
+        // Opens under an epoch whose retirement it comes after (or differs at its last record):
+        // an old copy of the history, extended by someone who knew the old password, put back.
+        if let (e, _) = open(sealed, nonce: nonce, position: position, previousTag: previous, from: floor),
+           let anchor = epochKeys.retiredAt[e] {
+            if position > anchor.count {
+                return AuditFinding(.logRecordSuperseded, "record \(position) is sealed under the key of epoch \(e), which a password change retired after record \(anchor.count): someone who knew an old password wrote it",
+                                    record: position)
+            }
+            return AuditFinding(.logForked, "record \(position) is not the record the password change that retired epoch \(e) saw last: the history was replaced by another copy of itself",
+                                record: position)
+        }
         if let old = keys.keys.filter({ $0 < floor }).first(where: { e in
             open(sealed, nonce: nonce, position: position, previousTag: previous, from: e).map { $0.0 < floor } ?? false }) {
             return AuditFinding(.logRecordSuperseded, "record \(position) is sealed under the key of epoch \(old), which a password change before it retired: someone who knew an old password wrote it",

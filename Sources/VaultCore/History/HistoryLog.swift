@@ -106,8 +106,16 @@ struct HistoryLog {
     func authenticate(_ f: Framed, at position: Int, after previous: [UInt8], floor: UInt32, in file: OpenFile,
                       documents: (HistoryRecord.Operation) -> Bool = { _ in true }) throws -> (epoch: UInt32, record: HistoryRecord)? {
         let (nonce, sealed) = try load(f, from: file)
-        return open(sealed, nonce: nonce, position: position, previousTag: previous, from: floor, documents: documents)
-            .map { (epoch: $0.0, record: $0.1) }
+        guard let (e, record) = open(sealed, nonce: nonce, position: position, previousTag: previous, from: floor, documents: documents),
+              Self.fits(position: position, tag: f.tag, epoch: e, retiredAt: epochKeys.retiredAt) else { return nil }
+        return (e, record)
+    }
+
+    /// Whether a record of epoch `e` may stand at `position` with `tag`: not after the record
+    /// the password change that retired `e` saw last, and that record itself the same one.
+    static func fits(position: Int, tag: [UInt8], epoch e: UInt32, retiredAt: [UInt32: LogAnchor]) -> Bool {
+        guard let anchor = retiredAt[e] else { return true }
+        return position < anchor.count || (position == anchor.count && tag == anchor.tag)
     }
 
     /// Opens a record under the log key of epoch `from` or a later one: the epoch and the record.

@@ -210,6 +210,9 @@ package struct AuditFinding: Codable, Sendable, Equatable {
         public static let logRecordMoved = Code(rawValue: "log-record-moved")
         /// A record is sealed under a key a password change retired.
         public static let logRecordSuperseded = Code(rawValue: "log-record-superseded")
+        /// The record a password change saw last is not there: the history was replaced by
+        /// another copy of itself.
+        public static let logForked = Code(rawValue: "log-forked")
         /// `log.vlt` ends inside a record.
         public static let logTorn = Code(rawValue: "log-torn")
         /// Records were cut off the end of the log.

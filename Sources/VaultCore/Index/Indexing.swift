@@ -53,7 +53,7 @@ extension Vault {
                 indexHolder.lock.lock()
                 defer { indexHolder.lock.unlock() }
                 indexHolder.lastStatus = .damaged
-                try rebuildIndex(try openIndex(), known: known, lock)
+                try rebuildIndex(try freshIndexFile(lock), known: known, lock)
             }
             do {
                 return try withCheckedIndex(lock: lock, known: known, full: full, ownChanges: ownChanges, body)
@@ -67,7 +67,7 @@ extension Vault {
                                      ownChanges: [(before: String, after: String)], _ body: (DocumentIndex) throws -> R) throws -> R {
         indexHolder.lock.lock()
         defer { indexHolder.lock.unlock() }
-        let index = try openIndex()
+        var index = try openIndex()
         var status = try checkIndex(index, full: full)
         // A command that acts on every document checks every row against the commitment first.
         var unverified = false
@@ -97,6 +97,9 @@ extension Vault {
                 }
                 if again == .stale {
                     try reconcileIndex(index, known: known, lock)
+                } else if again == .damaged {
+                    index = try freshIndexFile(lock)
+                    try rebuildIndex(index, known: known, lock)
                 } else if again != .current {
                     try rebuildIndex(index, known: known, lock)
                 }
@@ -299,8 +302,20 @@ extension Vault {
         try store.withWriterLock { lock in
             indexHolder.lock.lock()
             defer { indexHolder.lock.unlock() }
-            try rebuildIndex(try openIndex(), lock)
+            try rebuildIndex(try freshIndexFile(lock), lock)
         }
+    }
+
+    /// Closes the index, deletes its files and opens a new, empty one (which a rebuild then
+    /// fills): an index that did not verify is never cleared in place, so nothing of the old
+    /// file — a page, a row, an object of someone else's — outlives the rebuild.
+    private func freshIndexFile(_ lock: WriterLock) throws -> DocumentIndex {
+        indexHolder.index = nil
+        let path = store.path(.index)
+        for suffix in ["", "-wal", "-shm"] where FileSystem.kind(of: path + suffix, following: false) == .file {
+            try FileSystem.remove(path + suffix)
+        }
+        return try openIndex()
     }
 
     /// How the index stands, without repairing it (`audit`), and the index when it can be read.

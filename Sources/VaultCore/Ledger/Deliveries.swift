@@ -192,10 +192,18 @@ extension Vault {
     /// Those of `ids` that the history itself (a full scan: every record authenticated in its
     /// place, under the epoch rules) does not show confirmed at every one of `identities` — what
     /// a removal by delivery checks before it deletes, whatever the index says.
-    package func unprovenDeliveries(_ ids: [DocumentID], at identities: [String]) throws -> [DocumentID] {
-        let deliveries = try history().projected().deliveries
+    /// A history with findings proves nothing (what a forger could not make count may still
+    /// have been left out): every document is unproven, and the findings' codes say why.
+    package func unprovenDeliveries(_ ids: [DocumentID], at identities: [String]) throws -> (ids: [DocumentID], findings: [String]) {
+        let scan = try history()
+        let findings = Array(Set(scan.findings.map(\.code.rawValue))).sorted()
+        if !findings.isEmpty {
+            VaultNotices.post("the history has findings (\(findings.joined(separator: ", "))): nothing is removed by delivery until an audit settles them")
+            return (ids, findings)
+        }
+        let deliveries = scan.projected().deliveries
         let wanted = identities.map { DestinationIdentity(given: $0)?.value ?? $0 }
-        return ids.filter { id in !wanted.allSatisfy { deliveries[$0]?[id.hex] != nil } }
+        return (ids.filter { id in !wanted.allSatisfy { deliveries[$0]?[id.hex] != nil } }, [])
     }
 
     /// Every ledger row, by destination: the documents delivered there (present or removed

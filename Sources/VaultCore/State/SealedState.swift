@@ -153,11 +153,14 @@ package struct EpochKeys: Sendable {
     let current: SecretBytes
     /// Earlier epochs' vault keys.
     let earlier: [UInt32: SecretBytes]
+    /// Where the history stood when each earlier epoch was retired (``LogAnchor``), when known.
+    let retiredAt: [UInt32: LogAnchor]
 
-    init(epoch: UInt32, current: SecretBytes, earlier: [UInt32: SecretBytes] = [:]) {
+    init(epoch: UInt32, current: SecretBytes, earlier: [UInt32: SecretBytes] = [:], retiredAt: [UInt32: LogAnchor] = [:]) {
         self.epoch = epoch
         self.current = current
         self.earlier = earlier
+        self.retiredAt = retiredAt
     }
 
     /// The vault key of `epoch`, if known.

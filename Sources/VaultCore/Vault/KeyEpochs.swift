@@ -12,6 +12,9 @@ struct RetiredEpoch {
     var keyCheck: [UInt8]
     /// When the password change retired it (ms since 1970).
     var retired: Int64
+    /// Where the history stood when it was retired (``LogAnchor``); nil for epochs retired by
+    /// versions before `vault/3`.
+    var anchor: LogAnchor? = nil
 
     /// Bytes of one entry in the sealed keyring.
     static let entrySize = 4 + 32 + 32 + 4 + 4 + 16 + 16 + 8
@@ -20,8 +23,9 @@ struct RetiredEpoch {
 /// The keyring of earlier epochs in `vault.json` (`keyring`): a sealed state file (purpose
 /// keyring, role `vault.json`) under the current vault key, holding u32 count ‖ count × (u32
 /// epoch ‖ vault key (32) ‖ KEK (32) ‖ u32 opslimit ‖ u32 memlimit KiB ‖ salt (16) ‖ key check
-/// (16) ‖ i64 retired ms). Only the current password opens it, and through it every earlier
-/// epoch; an old password opens none of the later ones.
+/// (16) ‖ i64 retired ms), then (from `vault/3`) u32 n ‖ n × (u32 epoch ‖ u64 records ‖ tag
+/// (16)): where the history stood when each epoch was retired. Only the current password opens
+/// it, and through it every earlier epoch; an old password opens none of the later ones.
 enum EpochKeyring {
     static let role = "vault.json"
 
@@ -36,6 +40,13 @@ enum EpochKeyring {
             body.appendBigEndian(e.kdf.memLimitKiB)
             body += e.salt + e.keyCheck
             body.appendBigEndian(UInt64(bitPattern: e.retired))
+        }
+        let anchored = entries.filter { $0.anchor != nil }
+        body.appendBigEndian(UInt32(anchored.count))
+        for e in anchored {
+            body.appendBigEndian(e.epoch)
+            body.appendBigEndian(UInt64(e.anchor!.count))
+            body += e.anchor!.tag
         }
         defer { Sodium.wipe(&body) }
         return try SealedState.seal(body, purpose: .keyring, role: role, keys: keys, vaultID: vaultID, random: random).base64
@@ -53,7 +64,7 @@ enum EpochKeyring {
             return try bytes.withUnsafeBytes { try SecretBytes(copying: $0) }
         }
         let count = Int(try reader.u32())
-        guard count * RetiredEpoch.entrySize == body.count - 4 else { throw damaged }
+        guard count * RetiredEpoch.entrySize <= body.count - 4 else { throw damaged }
         var entries: [RetiredEpoch] = []
         for _ in 0..<count {
             let epoch = try reader.u32(), vaultKey = try secret(), kek = try secret()
@@ -63,6 +74,25 @@ enum EpochKeyring {
             guard epoch < keys.epoch, !entries.contains(where: { $0.epoch == epoch }) else { throw damaged }
             entries.append(RetiredEpoch(epoch: epoch, vaultKey: vaultKey, kek: kek, kdf: kdf, salt: salt, keyCheck: check, retired: retired))
         }
+        if reader.remaining > 0 {
+            for _ in 0..<(try reader.u32()) {
+                let epoch = try reader.u32(), records = try reader.u64(), tag = try reader.raw(HistoryFormat.tagSize)
+                guard let i = entries.firstIndex(where: { $0.epoch == epoch }), entries[i].anchor == nil,
+                      records <= UInt64(Int.max) else { throw damaged }
+                entries[i].anchor = LogAnchor(count: Int(records), tag: tag)
+            }
+        }
+        guard reader.remaining == 0 else { throw damaged }
         return entries
     }
+}
+
+/// Where the history stood when a password change retired a key epoch: how many records it held
+/// and the tag of the last, sealed into the keyring. No record sealed under that epoch's key can
+/// come after that one, and that one must be there: a log extended, replaced or cut by someone
+/// who knew the old password (an old copy put back, with records of their own) is a finding,
+/// and its records count for nothing.
+struct LogAnchor: Sendable, Equatable {
+    var count: Int
+    var tag: [UInt8]
 }

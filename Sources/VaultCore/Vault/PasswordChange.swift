@@ -114,7 +114,13 @@ extension Vault {
             }
             let known = Dictionary(try records().records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             let keyring2 = try Keyring.create(password: newPassword, kdf: parameters, random: random)
-            let (newConfig, newKeys) = try rotatedConfig(keyring: keyring2, parameters: parameters)
+            // Where the history stands as this epoch ends: sealed into the keyring, so no record
+            // of this epoch's key can follow it (nobody writes between here and the change: the
+            // writer lock is held throughout).
+            let log = try HistoryLog(vault: self)
+            let tail = try log.verifiedTail() ?? LogTail(try log.scan(keepRecords: false))
+            let (newConfig, newKeys) = try rotatedConfig(keyring: keyring2, parameters: parameters,
+                                                         anchor: LogAnchor(count: tail.count, tag: tail.tag))
 
             // Every header, re-sealed in memory first: nothing changes unless all of them open.
             let ids = try store.objectIDs().sorted()
@@ -158,13 +164,15 @@ extension Vault {
     /// The `vault.json` of the next key epoch: the new password block, a new random vault key
     /// wrapped under the new KEK, and the keyring of every earlier epoch (this one included)
     /// sealed under the new vault key.
-    private func rotatedConfig(keyring keyring2: Keyring, parameters: KDFParameters) throws -> (VaultConfig, EpochKeys) {
+    private func rotatedConfig(keyring keyring2: Keyring, parameters: KDFParameters, anchor: LogAnchor) throws -> (VaultConfig, EpochKeys) {
         var retired = try config.keyring.map { try EpochKeyring.open($0, keys: keys, vaultID: config.id, path: store.configPath) } ?? []
         retired.append(RetiredEpoch(epoch: keys.epoch, vaultKey: vaultKey, kek: keyring.kek, kdf: keyring.kdf, salt: keyring.salt,
-                                    keyCheck: keyring.keyCheck, retired: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))))
+                                    keyCheck: keyring.keyCheck, retired: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)),
+                                    anchor: anchor))
         let newKey = try SecretBytes.random(count: EnvelopeFormat.keySize, using: random)
         let newKeys = EpochKeys(epoch: keys.epoch + 1, current: newKey,
-                                earlier: Dictionary(retired.map { ($0.epoch, $0.vaultKey) }, uniquingKeysWith: { a, _ in a }))
+                                earlier: Dictionary(retired.map { ($0.epoch, $0.vaultKey) }, uniquingKeysWith: { a, _ in a }),
+                                retiredAt: Dictionary(retired.compactMap { e in e.anchor.map { (e.epoch, $0) } }, uniquingKeysWith: { a, _ in a }))
         var newConfig = config
         newConfig.format = VaultConfig.currentFormat
         newConfig.epoch = newKeys.epoch

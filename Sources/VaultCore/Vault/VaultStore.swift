@@ -144,7 +144,8 @@ public struct VaultStore: Sendable {
         if let text = config.keyring {
             let retired = try EpochKeyring.open(text, keys: keys, vaultID: config.id, path: path)
             keys = EpochKeys(epoch: config.keyEpoch, current: vaultKey,
-                             earlier: Dictionary(retired.map { ($0.epoch, $0.vaultKey) }, uniquingKeysWith: { a, _ in a }))
+                             earlier: Dictionary(retired.map { ($0.epoch, $0.vaultKey) }, uniquingKeysWith: { a, _ in a }),
+                             retiredAt: Dictionary(retired.compactMap { e in e.anchor.map { (e.epoch, $0) } }, uniquingKeysWith: { a, _ in a }))
             earlier = retired.sorted { $0.epoch > $1.epoch }.map { Keyring(kdf: $0.kdf, salt: $0.salt, kek: $0.kek, epoch: $0.epoch) }
         }
         return Vault(store: store, config: config, keyring: keyring.with(epoch: config.keyEpoch, earlier: earlier), keys: keys, random: random)

@@ -76,7 +76,11 @@ extension VaultCommand {
                     return
                 }
                 // The history itself must show every confirmation, not the index alone.
-                let unproven = try vault.unprovenDeliveries(ids, at: destinations)
+                let (unproven, findings) = try vault.unprovenDeliveries(ids, at: destinations)
+                if !findings.isEmpty {
+                    throw VaultError(.vaultDamaged, "the history has findings (\(findings.joined(separator: ", "))): a removal by delivery needs a whole history; nothing was removed",
+                                     hint: "run 'vault audit' to see them")
+                }
                 if !unproven.isEmpty {
                     throw VaultError(.vaultDamaged, "the index says \(Plural.count(unproven.count, "document")) (\(unproven.prefix(3).map { String($0.hex.prefix(12)) }.joined(separator: ", "))\(unproven.count > 3 ? ", …" : "")) "
                                      + "reached \(destinations.joined(separator: " and ")), and the history does not confirm it; nothing was removed",
