@@ -462,4 +462,30 @@ import Glibc
         let audit = s.run("audit", "--json")
         #expect(audit.status == 65 && audit.out.contains("log-record-superseded"), "\(audit.out)")
     }
+
+    /// The history put back from a copy taken at the very point of a `passwd` (nothing of the
+    /// attacker's in it), index.db kept: the index had applied more records and kept a
+    /// destination the copy lacks. The index is a witness: the user is told, the audit says
+    /// rolled back, and nothing is removed by delivery. (Without index.db, only a head kept
+    /// elsewhere tells: docs/SECURITY.md.)
+    @Test func aHistoryPutBackAtAPasswordChangeBesideTheIndexIsARollback() throws {
+        let s = Sandbox()
+        s.initVault()
+        let receiver = Receiver(in: s)
+        #expect(s.run("destination", "add", "office", receiver.url).status == 0)
+        let ids = [try Self.add(s, "a.txt", seed: 4151), try Self.add(s, "b.txt", seed: 4152)]
+        #expect(s.run(["upload", "--to", "office"], env: Self.office).status == 0)
+        #expect(s.shell("mkdir kept && cp vault/log.vlt vault/log.head vault/log.anchor kept/").status == 0)
+        try #require(s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "the new password"]).status == 0)
+        s.env["VAULT_PASSWORD"] = "the new password"
+        #expect(s.run("destination", "add", "backup", "http://127.0.0.1:9/backup").status == 0)
+        #expect(s.shell("cp kept/* vault/").status == 0)
+        let listed = s.run("destination", "list")
+        #expect(listed.stderr.contains("put back from an older copy"), "\(listed.stderr)")
+        let removed = s.run("remove", "--delivered", "--json")
+        #expect((DeliveryCLITests.json(removed)["removed"] as? [String] ?? []).isEmpty, "\(removed.out)\(removed.stderr)")
+        #expect(Set(Self.listed(s).ids) == Set(ids))
+        let audit = s.run("audit", "--json")
+        #expect(audit.status == 65 && audit.out.contains("rolled-back"), "\(audit.out)")
+    }
 }

@@ -31,7 +31,7 @@ extension Vault {
     package func audit(deep: Bool = false, expectedHead: HistoryHead? = nil, requireDelivered: [String] = [],
                       progress: ((Int, Int) -> Void)? = nil) throws -> AuditReport {
         let scan = try HistoryLog(vault: self).scan(keepRecords: false)
-        var findings = scan.findings + scan.noted
+        var findings = scan.findings + scan.noted + indexWitness(scan)
         if !requireDelivered.isEmpty {
             let deliveries = scan.deliveries()
             let removed = scan.documentState().removed

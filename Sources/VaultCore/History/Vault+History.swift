@@ -4,7 +4,18 @@ import Foundation
 
 extension Vault {
     /// Reads and checks the history (no lock needed: records are only ever appended).
-    package func history() throws -> HistoryScan { try HistoryLog(vault: self).scan() }
+    package func history() throws -> HistoryScan {
+        var scan = try HistoryLog(vault: self).scan()
+        scan.findings += indexWitness(scan)
+        return scan
+    }
+
+    /// What the index witnesses against `scan`: it never applied records the log did not hold,
+    /// so a log shorter than the most it applied was put back from an older copy.
+    func indexWitness(_ scan: HistoryScan) -> [AuditFinding] {
+        guard let high = indexedLogHigh(), scan.exists, high > scan.entries.count else { return [] }
+        return [AuditFinding(.rolledBack, "the history holds \(scan.entries.count) records, and index.db had applied \(high): log.vlt and its heads were put back from an older copy")]
+    }
 
     /// The head `log.head` names (count and last tag), read without scanning the log: what
     /// `upload` sends as `X-Vault-Log-Head`, so the back office keeps a copy of the head
@@ -208,6 +219,7 @@ struct HistoryWriter {
             var state = try index.stateOrEmpty()
             (state.logCount, state.logEnd, state.logTag) = (tail.count, tail.end, Hex.encode(tail.tag))
             state.logEpoch = log.epoch
+            if record.operation == .accept { state.logHigh = nil }   // a password holder accepted the log as it is
             state.removed = try index.counts(documents: false).removed
             try index.writeState(state)
         }

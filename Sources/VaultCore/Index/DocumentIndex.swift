@@ -46,6 +46,9 @@ final class DocumentIndex {
         var commitment: String?
         /// The destinations the history names (its `destination` records), nil when none did.
         var destinations: DestinationList?
+        /// The most records the index ever applied (never lowered, but by an `accept`): a
+        /// history shorter than this was put back from an older copy.
+        var logHigh: Int?
     }
 
     let db: SQLiteDatabase
@@ -166,6 +169,7 @@ final class DocumentIndex {
     func writeState(_ state: State) throws {
         var state = state
         state.commitment = commitment.hex
+        state.logHigh = max(state.logHigh ?? 0, state.logCount)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let sealed = SealedState.seal(Array(try encoder.encode(state)), purpose: .indexState, role: "index.db/state", epoch: epoch,
@@ -177,7 +181,7 @@ final class DocumentIndex {
     func stateOrEmpty() throws -> State {
         if case .current(let s)? = try readState() { return s }
         return State(documents: 0, removed: 0, objects: "", logCount: 0, logEnd: 0, logTag: "", logEpoch: nil, commitment: nil,
-                     destinations: nil)
+                     destinations: nil, logHigh: nil)
     }
 
     /// The rows as counted now (each table's smallest index is walked).

@@ -53,7 +53,8 @@ extension Vault {
                 indexHolder.lock.lock()
                 defer { indexHolder.lock.unlock() }
                 indexHolder.lastStatus = .damaged
-                try rebuildIndex(try freshIndexFile(lock), known: known, lock)
+                let high = Self.high(of: try openIndex())
+                try rebuildIndex(try freshIndexFile(lock), known: known, keptHigh: high, lock)
             }
             do {
                 return try withCheckedIndex(lock: lock, known: known, full: full, ownChanges: ownChanges, body)
@@ -98,8 +99,9 @@ extension Vault {
                 if again == .stale {
                     try reconcileIndex(index, known: known, lock)
                 } else if again == .damaged {
+                    let high = Self.high(of: index)
                     index = try freshIndexFile(lock)
-                    try rebuildIndex(index, known: known, lock)
+                    try rebuildIndex(index, known: known, keptHigh: high, lock)
                 } else if again != .current {
                     try rebuildIndex(index, known: known, lock)
                 }
@@ -156,12 +158,22 @@ extension Vault {
     /// what the index applied (the history, or it with its heads, put back from an older copy)
     /// is told once: the index was the only witness of the records that are gone.
     private func historyBehind(_ index: DocumentIndex) throws -> Bool {
-        guard store.source == nil || FileSystem.kind(of: store.path(.log)) != .missing,
-              let tail = try HistoryLog(vault: self).verifiedTail() else { return false }
+        guard store.source == nil || FileSystem.kind(of: store.path(.log)) != .missing else { return false }
         let state = try index.stateOrEmpty()
-        if tail.count < state.logCount {
-            VaultNotices.post("the history holds \(tail.count) records, and index.db had applied \(state.logCount): log.vlt and its heads "
-                              + "were put back from an older copy (records after \(tail.count) are gone); compare the head the back office kept")
+        let log = try HistoryLog(vault: self)
+        guard let tail = try log.verifiedTail() else {
+            // The heads do not vouch for the tail (damaged, or put back with an older log): the
+            // whole log is read, and the index follows what it says.
+            let scan = try log.scan(keepRecords: false)
+            if scan.exists, scan.entries.count < (state.logHigh ?? state.logCount) {
+                VaultNotices.post("the history holds \(scan.entries.count) records, and index.db had applied \(state.logHigh ?? state.logCount): log.vlt "
+                                  + "and its heads were put back from an older copy; compare the head the back office kept")
+            }
+            return scan.entries.count != state.logCount || Hex.encode(scan.head.tag) != state.logTag
+        }
+        if tail.count < (state.logHigh ?? state.logCount) {
+            VaultNotices.post("the history holds \(tail.count) records, and index.db had applied \(state.logHigh ?? state.logCount): log.vlt "
+                              + "and its heads were put back from an older copy; compare the head the back office kept")
         }
         return tail.count != state.logCount || Hex.encode(tail.tag) != state.logTag
     }
@@ -225,7 +237,10 @@ extension Vault {
     /// Makes the index anew from the objects (reusing the records of an `index.vlt` of the
     /// version before, which need not be opened again) and the history (which documents it
     /// names, which it removed, how far it goes).
-    func rebuildIndex(_ index: DocumentIndex, known: [DocumentID: DocumentRecord] = [:], _ lock: WriterLock) throws {
+    /// - Parameter keptHigh: the most records the index this one replaces had applied (a witness
+    ///   a rebuild keeps: ``DocumentIndex/State/logHigh``).
+    func rebuildIndex(_ index: DocumentIndex, known: [DocumentID: DocumentRecord] = [:], keptHigh: Int? = nil, _ lock: WriterLock) throws {
+        let keptHigh = max(keptHigh ?? 0, Self.high(of: index) ?? 0)
         let objects = try store.objectIDs()
         var known = known
         if FileSystem.kind(of: store.indexPath) != .missing, let bytes = try? FileSystem.readFile(store.indexPath),
@@ -251,7 +266,7 @@ extension Vault {
                     try index.setUnreadable(id, VaultError.from(error))
                 }
             }
-            try deriveHistory(index, from: scan, state: state, lock)
+            try deriveHistory(index, from: scan, state: state, keptHigh: keptHigh, lock)
             try commitIndexState(index, lock)
         }
         if FileSystem.kind(of: store.indexPath) != .missing { try FileSystem.remove(store.indexPath) }
@@ -261,7 +276,8 @@ extension Vault {
     /// which documents a record names (the others are adopted by the next change, when the
     /// chain is whole), which were removed, and how far the history goes.
     func deriveHistory(_ index: DocumentIndex, from scan: HistoryScan,
-                       state: (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int]), _ lock: WriterLock) throws {
+                       state: (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int]), keptHigh: Int? = nil,
+                       _ lock: WriterLock) throws {
         try index.clearHistoryRows()
         // A broken chain adopts nothing: every document counts as named.
         let whole = scan.findings.isEmpty || !scan.exists
@@ -278,6 +294,7 @@ extension Vault {
         s.logEpoch = scan.exists ? scan.entries.last?.epoch : nil
         let destinations = scan.projected().destinations
         s.destinations = destinations.destinations.isEmpty ? nil : destinations
+        s.logHigh = scan.acceptedAt != nil ? nil : max(s.logHigh ?? 0, keptHigh ?? 0)
         try index.writeState(s)
     }
 
@@ -302,8 +319,23 @@ extension Vault {
         try store.withWriterLock { lock in
             indexHolder.lock.lock()
             defer { indexHolder.lock.unlock() }
-            try rebuildIndex(try freshIndexFile(lock), lock)
+            let high = Self.high(of: try openIndex())
+            try rebuildIndex(try freshIndexFile(lock), keptHigh: high, lock)
         }
+    }
+
+    /// The most records `index` ever applied, when its state row opens.
+    static func high(of index: DocumentIndex) -> Int? {
+        guard case .current(let s)? = try? index.readState() else { return nil }
+        return s.logHigh ?? s.logCount
+    }
+
+    /// ``high(of:)`` of this vault's index as it stands (nothing repaired).
+    func indexedLogHigh() -> Int? {
+        indexHolder.lock.lock()
+        defer { indexHolder.lock.unlock() }
+        guard store.source == nil, let index = try? openIndex() else { return nil }
+        return Self.high(of: index)
     }
 
     /// Closes the index, deletes its files and opens a new, empty one (which a rebuild then
