@@ -488,4 +488,25 @@ import Glibc
         let audit = s.run("audit", "--json")
         #expect(audit.status == 65 && audit.out.contains("rolled-back"), "\(audit.out)")
     }
+
+    /// A link or a FIFO in the place of `session.lock` made commands run without it (and passwd
+    /// fail with exit 74): it is replaced by a regular file, and the link's target is untouched.
+    @Test(arguments: ["link", "fifo"])
+    func aSessionLockThatIsNotAFileIsReplaced(kind: String) throws {
+        let s = Sandbox()
+        s.initVault()
+        _ = try Self.add(s, "a.txt", seed: 4161)
+        s.write("target", Array("untouched".utf8))
+        try FileManager.default.removeItem(atPath: s.path("vault/session.lock"))
+        if kind == "link" {
+            #expect(symlink(s.path("target"), s.path("vault/session.lock")) == 0)
+        } else {
+            #expect(mkfifo(s.path("vault/session.lock"), 0o600) == 0)
+        }
+        #expect(s.run("list").status == 0)
+        var st = stat()
+        #expect(lstat(s.path("vault/session.lock"), &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG, "a regular file took its place")
+        #expect(FileManager.default.contents(atPath: s.path("target")) == Data("untouched".utf8))
+        #expect(s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "another"]).status == 0)
+    }
 }

@@ -87,6 +87,9 @@ final class DocumentIndex {
     /// new file the objects and the history fill (``Vault/withIndex(known:full:_:)``).
     struct Rejected: Error {
         let why: String
+        /// An index of an earlier version of vault (made anew without a word); otherwise
+        /// someone else's file, said in a warning.
+        var earlierVersion = false
     }
 
     /// The schema's objects as SQLite lists them (`sqlite_master`), from an empty database in
@@ -135,7 +138,7 @@ final class DocumentIndex {
         } else if current != Int64(Self.schemaVersion) {
             // Another version's layout: made anew in a new file (earlier versions kept rows
             // this one checks otherwise), filled from the objects and the history.
-            throw Rejected(why: "index.db is of another version (\(current))")
+            throw Rejected(why: "index.db is of another version (\(current))", earlierVersion: current == 2 || current == 3)
         } else if objects != Self.referenceObjects {
             throw Rejected(why: "index.db holds other tables, indexes, triggers or views than vault's")
         }

@@ -126,7 +126,7 @@ extension Vault {
         do {
             index = try DocumentIndex(vault: self)
         } catch let rejected as DocumentIndex.Rejected {
-            if !rejected.why.contains("another version") {
+            if !rejected.earlierVersion {
                 VaultNotices.post("\(rejected.why); made it anew from the history and the objects")
                 indexHolder.lastStatus = .damaged
             }

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Keeps a password change from interleaving with any other command on the vault: every
@@ -16,10 +17,28 @@ enum SessionLock {
     /// vault this process cannot write (a read-only copy): nothing there can change its password.
     static func join(_ store: VaultStore) {
         held.withLock { held in
-            guard held[store.root] == nil, let file = try? OpenFile.openOrCreate(store.path(.sessionLock)) else { return }
+            guard held[store.root] == nil, let file = open(store) else { return }
             guard (try? file.lockShared()) == true else { file.close(); return }
             held[store.root] = file
         }
+    }
+
+    /// `session.lock`, a regular file: a link, a FIFO or a folder someone put in its place is
+    /// removed and the file made again (a lock on something else would guard nothing).
+    private static func open(_ store: VaultStore) -> OpenFile? {
+        let path = store.path(.sessionLock)
+        if let file = try? OpenFile.openOrCreate(path) {
+            if file.isRegularFile { return file }
+            file.close()
+        }
+        switch FileSystem.kind(of: path, following: false) {
+        case .directory: try? FileManager.default.removeItem(atPath: path)
+        case .missing: break
+        default: try? FileSystem.remove(path)
+        }
+        guard let file = try? OpenFile.openOrCreate(path) else { return nil }
+        guard file.isRegularFile else { file.close(); return nil }
+        return file
     }
 
     /// Runs `body` with no other process holding `store`'s vault; throws ``VaultError/Code/busy``
