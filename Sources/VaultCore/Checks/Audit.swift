@@ -76,7 +76,9 @@ extension Vault {
         // The index: sealed rows that must name exactly the objects, with their metadata, and
         // the documents the history removed. Each object's row is looked up as the object is
         // read (nothing is kept per document but the row's id set of the index's own pass).
-        var (status, index) = try inspectIndex()
+        let inspected = try inspectIndex()
+        let status = inspected.status
+        var index = inspected.index
         let rowsUsable = status == .current || status == .stale   // a stale stamp alone (a copied folder, a crash) is not a finding
         for (n, id) in objects.sorted().enumerated() {
             progress?(n, objects.count)

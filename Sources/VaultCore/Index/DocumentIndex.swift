@@ -444,19 +444,7 @@ final class DocumentIndex {
     }
 
     /// The ids noted unreadable, without opening their rows.
-    func unreadableRowIDs() throws -> Set<DocumentID> {
-        let s = try db.statement("SELECT id FROM unreadable")
-        var out = Set<DocumentID>()
-        defer { s.reset() }
-        while try s.step() {
-            let b = s.blob(0)
-            if b.count == EnvelopeFormat.documentIDSize { out.insert(DocumentID(bytes: b)) }
-        }
-        return out
-    }
-
-    /// The ids noted unreadable.
-    func unreadableIDs() throws -> Set<DocumentID> { try unreadableRowIDs() }
+    func unreadableIDs() throws -> Set<DocumentID> { try idSet("SELECT id FROM unreadable") }
 
     /// The row of `id`, if any.
     func record(_ id: DocumentID) throws -> DocumentRecord? {
@@ -532,8 +520,11 @@ final class DocumentIndex {
     }
 
     /// The ids of every row.
-    func ids() throws -> Set<DocumentID> {
-        let s = try db.statement("SELECT id FROM documents")
+    func ids() throws -> Set<DocumentID> { try idSet("SELECT id FROM documents") }
+
+    /// The document ids `sql` selects (its first column; anything not an id is left out).
+    private func idSet(_ sql: String) throws -> Set<DocumentID> {
+        let s = try db.statement(sql)
         var out = Set<DocumentID>()
         defer { s.reset() }
         while try s.step() {
