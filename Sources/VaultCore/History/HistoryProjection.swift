@@ -82,7 +82,10 @@ package struct DestinationChange: Codable, Sendable, Equatable {
     /// For people: what changed, the URL's secret-looking query values hidden.
     package var summary: String {
         guard action == .set, let entry else { return "\(name) removed" }
-        let shown = DestinationIdentity(url: entry.url)?.description.replacingOccurrences(of: " (", with: " via ") ?? entry.url
+        var shown = DestinationIdentity(url: entry.url, s3: entry.s3Place)?.description ?? entry.url
+        if shown.hasPrefix("s3://"), shown.hasSuffix(")"), let open = shown.range(of: " (", options: .backwards) {
+            shown = shown[..<open.lowerBound] + " via " + shown[open.upperBound...].dropLast()
+        }
         return "\(name) → \(shown)\(entry.required ? "" : ", optional")"
     }
 
