@@ -1,4 +1,5 @@
 import Crypto
+import SystemPackage
 import Foundation
 
 /// What an export is asked to do.
@@ -266,6 +267,34 @@ final class ManifestFile: @unchecked Sendable {
     }
 }
 
+/// An export folder taken by one run: an exclusive advisory lock on the folder itself (a
+/// manifest is replaced by renames, so it cannot carry the lock). A second export into the
+/// folder is refused while it is held; a killed run's lock goes with its process.
+final class OutputFolder {
+    private let fd: SystemPackage.FileDescriptor
+
+    private init(_ fd: SystemPackage.FileDescriptor) { self.fd = fd }
+
+    /// Takes `directory`'s lock without waiting.
+    /// - Throws: ``VaultError/Code/busy`` when another export holds it.
+    static func lock(_ directory: String) throws -> OutputFolder {
+        let fd: SystemPackage.FileDescriptor
+        do {
+            fd = try SystemPackage.FileDescriptor.open(FilePath(directory), .readOnly, options: [.directory, .closeOnExec])
+        } catch {
+            throw VaultError.posix("cannot open", directory, error)
+        }
+        guard (try? Platform.lock(fd, wait: false)) == true else {
+            try? fd.close()
+            throw VaultError(.busy, "another export is writing to \(directory)", hint: "wait for it to finish, or use another --out folder")
+        }
+        return OutputFolder(fd)
+    }
+
+    /// Lets the folder go (closing the descriptor drops the lock).
+    func release() { try? fd.close() }
+}
+
 /// Runs an export: plans every batch (exact lengths, limits checked) before any work, then
 /// produces each payload through a ``PayloadProducer``.
 package final class Exporter {
@@ -279,6 +308,8 @@ package final class Exporter {
     private let progress: ProgressCounter
     private var lastTrim = ContinuousClock.now
     private var hasStarted = false
+    /// The output folder's lock while a run writes into it.
+    private var folder: OutputFolder?
     /// Set from another thread to stop the run between chunk groups with `CancellationError`
     /// (what the async API does when its task is cancelled).
     let cancellation = CancellationFlag()
@@ -343,9 +374,10 @@ package final class Exporter {
         // Registered before the manifest exists, so no interrupt can leave it unmarked.
         let interrupt = Interrupts.register {
             manifest.finish(as: .interrupted, holdingLock: true)
-            for dir in made { FileSystem.removeIfEmpty(dir) }
         }
-        defer { Interrupts.unregister(interrupt) }
+        // After the temporary payload is removed: only then can the folder be empty.
+        let folders = Interrupts.register(emptyFolders: made)
+        defer { Interrupts.unregister(interrupt); Interrupts.unregister(folders) }
         do {
             try manifest.write()
             started()
@@ -355,8 +387,12 @@ package final class Exporter {
         } catch {
             manifest.finish(as: error is CancellationError ? .interrupted : .failed, holdingLock: false)
             for dir in made { FileSystem.removeIfEmpty(dir) }
+            folder?.release()
+            folder = nil
             throw error
         }
+        folder?.release()
+        folder = nil
         var summary = ExportSummary(runID: runID, batches: manifest.batches)
         summary.plaintextBytes = progress.total
         onEvent(.finished(batches: plan.batchCount, documents: summary.documents, skipped: summary.skipped.count, payloadBytes: summary.payloadBytes))
@@ -366,7 +402,8 @@ package final class Exporter {
     /// Checks an output folder without changing anything (what a command does before it asks
     /// for the password): a missing folder (and missing parents) can be made; an existing one
     /// must be a writable folder holding no batch files or manifest of an earlier run, unless
-    /// `force`. Returns the earlier run's files.
+    /// `force` — or unless that run was killed (its manifest still has `pending` batches and no
+    /// export holds the folder): a rerun replaces what it left. Returns the earlier run's files.
     @discardableResult
     public static func checkOutput(_ directory: String, force: Bool) throws -> [String] {
         switch FileSystem.kind(of: directory) {
@@ -387,19 +424,52 @@ package final class Exporter {
         }
         let earlier = try FileSystem.list(directory).filter { $0 == ManifestFile.name || ExportBatch.isFileName($0) }.sorted()
         if !earlier.isEmpty && !force {
+            if let folder = try? OutputFolder.lock(directory) {
+                defer { folder.release() }
+                if Self.killedRun(in: directory) != nil { return earlier }
+            } else {
+                throw VaultError(.busy, "another export is writing to \(directory)", hint: "wait for it to finish, or use another --out folder")
+            }
             throw VaultError(.alreadyExists, "\(directory) already holds \(earlier.prefix(3).joined(separator: ", "))\(earlier.count > 3 ? ", …" : "")")
         }
         return earlier
     }
 
-    /// Checks the folder (creating it and missing parents, 0700), sweeps temporary files killed
-    /// exports left, and with `force` removes the batch files and manifest of earlier runs, so
-    /// the folder never holds a batch file its manifest does not list. Returns the folders made.
+    /// The run id of a killed export's manifest in `directory`: one with a batch still
+    /// `pending` (an error or an interrupt marks them; only a kill leaves them so).
+    static func killedRun(in directory: String) -> String? {
+        struct Left: Decodable {
+            struct Batch: Decodable { var status: String }
+            var runId: String
+            var batches: [Batch]
+        }
+        guard let bytes = try? FileSystem.readFile(directory + "/" + ManifestFile.name, limit: 256 << 20),
+              let left = try? JSONDecoder().decode(Left.self, from: Data(bytes)),
+              left.batches.contains(where: { $0.status == BatchStatus.pending.rawValue }) else { return nil }
+        return left.runId
+    }
+
+    /// Checks the folder (creating it and missing parents, 0700) and takes it for this run (an
+    /// advisory lock on the folder, held until the run ends), sweeps temporary files killed
+    /// exports left, and removes the batch files and manifest of earlier runs (with `force`, or
+    /// a killed run's), so the folder never holds a batch file its manifest does not list.
+    /// Returns the folders made.
     private func prepare(_ directory: String) throws -> [String] {
         try Self.checkOutput(directory, force: options.force)
-        if FileSystem.kind(of: directory) == .missing { return try FileSystem.makeDirectories(directory) }
+        let made = FileSystem.kind(of: directory) == .missing ? try FileSystem.makeDirectories(directory) : []
+        do {
+            folder = try OutputFolder.lock(directory)
+        } catch {
+            for dir in made.reversed() { FileSystem.removeIfEmpty(dir) }
+            throw error
+        }
+        guard made.isEmpty else { return made }
         AtomicFile.sweep(directory)
-        let earlier = try Self.checkOutput(directory, force: options.force)
+        let killed = Self.killedRun(in: directory)
+        let earlier = try Self.checkOutput(directory, force: options.force || killed != nil)
+        if let killed, !earlier.isEmpty, !options.force {
+            VaultNotices.post("replacing what the killed export \(killed.prefix(8)) left in \(directory) (\(earlier.count == 1 ? "1 file" : "\(earlier.count) files"))")
+        }
         for name in earlier { try FileSystem.remove(directory + "/" + name) }
         if !earlier.isEmpty { try FileSystem.syncDirectory(directory) }
         return []

@@ -29,7 +29,7 @@ package enum FileSystem {
     @discardableResult
     public static func makeDirectories(_ path: String, permissions: FilePermissions = .ownerReadWriteExecute) throws -> [String] {
         var missing: [String] = []
-        var dir = path
+        var dir = withoutTrailingSlashes(path)
         while kind(of: dir) == .missing && !dir.isEmpty && dir != "/" && dir != "." {
             missing.insert(dir, at: 0)
             dir = directory(of: dir)
@@ -91,8 +91,16 @@ package enum FileSystem {
 
     /// The directory part of a path ("." for a bare name).
     public static func directory(of path: String) -> String {
+        let path = withoutTrailingSlashes(path)
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// `path` without trailing slashes (`outbox/` and `outbox//` name `outbox`; `/` stays).
+    public static func withoutTrailingSlashes(_ path: String) -> String {
+        var p = Substring(path)
+        while p.count > 1 && p.hasSuffix("/") { p = p.dropLast() }
+        return String(p)
     }
 
     /// Reads a whole (small) file.

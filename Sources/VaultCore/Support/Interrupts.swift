@@ -18,6 +18,7 @@ package enum Interrupts {
     // nonisolated(unsafe): every access to these three is under `lock`.
     nonisolated(unsafe) private static var paths: [Int: String] = [:]
     nonisolated(unsafe) private static var actions: [Int: () -> Void] = [:]
+    nonisolated(unsafe) private static var folders: [Int: [String]] = [:]
     nonisolated(unsafe) private static var next = 0
 
     /// Registers a temporary file to remove on interrupt and creates it with `create`, both
@@ -41,11 +42,21 @@ package enum Interrupts {
         return Token(value: next)
     }
 
+    /// Registers folders a command made, removed on interrupt if they are empty once the
+    /// temporary files are gone (innermost first).
+    public static func register(emptyFolders: [String]) -> Token {
+        lock.lock(); defer { lock.unlock() }
+        next += 1
+        folders[next] = emptyFolders
+        return Token(value: next)
+    }
+
     /// Withdraws a registration (the file was committed or removed; the action is moot).
     public static func unregister(_ token: Token) {
         lock.lock(); defer { lock.unlock() }
         paths[token.value] = nil
         actions[token.value] = nil
+        folders[token.value] = nil
     }
 
     /// Runs the actions, then removes every registered file and keeps the lock, so nothing new
@@ -59,6 +70,8 @@ package enum Interrupts {
         lock.lock()
         for path in paths.values { try? Platform.unlink(path) }
         paths = [:]
+        for dirs in folders.values { for dir in dirs { try? Platform.removeEmptyDirectory(dir) } }
+        folders = [:]
         // The lock stays taken: the process is about to exit.
     }
 
