@@ -192,7 +192,7 @@ final class ProgressRenderer: @unchecked Sendable {
                                 rate: Double(done) / elapsed, width: Self.width)
         erase()
         Terminal.raw(line)
-        shown = line.count
+        shown = DisplayWidth.cells(line)
         Terminal.lineOpen = true
     }
 
@@ -206,8 +206,10 @@ final class ProgressRenderer: @unchecked Sendable {
     /// A whole line on stderr, with the bar out of its way (it is redrawn on the next tick).
     private func say(_ text: String) {
         erase()
-        // On the bar's terminal a line never wraps (the error at the end carries the whole reason).
-        Terminal.err(Terminal.cut(Terminal.printable(text), Self.width - 1))
+        // On the bar's terminal a line never wraps (the error at the end carries the whole reason);
+        // into a file or a pipe it is whole.
+        let line = Terminal.printable(text)
+        Terminal.err(Terminal.isTTY(2) ? Terminal.cut(line, Self.width - 1) : line)
     }
 
     /// The bar's text, at most `width - 1` characters (the last column would wrap on some
@@ -223,21 +225,24 @@ final class ProgressRenderer: @unchecked Sendable {
         let figures = "\(Terminal.size(done))/\(Terminal.size(total))"
         let speed = "\(Terminal.size(UInt64(rate)))/s"
         let eta = rate > 0 && total > done ? String(format: "ETA %.0fs", Double(total - done) / rate) : ""
+        let nameCells = DisplayWidth.cells(name)
         var used = head.count + 2 + figures.count
         func fits(_ n: Int) -> Bool { used + n <= room }
         let showETA = !eta.isEmpty && fits(2 + eta.count)
         if showETA { used += 2 + eta.count }
         var nameWidth = 0
-        let firstName = min(name.count, 24)
+        let firstName = min(nameCells, 24)
         if firstName > 0 && fits(1 + min(firstName, 8)) { nameWidth = min(firstName, room - used - 1); used += 1 + nameWidth }
         // The rate before the bar's width: with both, the bar takes what is left (5 to 20).
         let showSpeed = fits(2 + speed.count + 4 + 5) || (!fits(4 + 5) && fits(2 + speed.count))
         if showSpeed { used += 2 + speed.count }
         var barWidth = 0
         if fits(2 + 2 + 5) { barWidth = min(20, room - used - 4); used += 4 + barWidth }
-        if nameWidth > 0 && name.count > nameWidth { nameWidth += min(name.count - nameWidth, room - used) }
+        if nameWidth > 0 && nameCells > nameWidth { nameWidth += min(nameCells - nameWidth, room - used) }
         var line = head
-        if nameWidth > 0 { line += " " + (nameWidth >= name.count ? name : name.prefix(nameWidth - 1) + "…") }
+        // Widths in terminal cells: a CJK name takes two per character, and a bar that wrapped
+        // would leave a line on screen at every redraw.
+        if nameWidth > 0 { line += " " + (nameWidth >= nameCells ? name : DisplayWidth.prefix(name, cells: nameWidth - 1) + "…") }
         if barWidth > 0 {
             let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 1
             let filled = Int(fraction * Double(barWidth))
@@ -246,7 +251,7 @@ final class ProgressRenderer: @unchecked Sendable {
         line += "  " + figures
         if showSpeed { line += "  " + speed }
         if showETA { line += "  " + eta }
-        return String(line.prefix(room))
+        return String(DisplayWidth.prefix(line, cells: room))
     }
 
     // MARK: JSON lines

@@ -52,8 +52,8 @@ final class FittedTable {
     }
 
     private func flushWindow() {
-        var natural = columns.map(\.title.count)
-        for row in pending { for (i, c) in row.enumerated() { natural[i] = max(natural[i], c.count) } }
+        var natural = columns.map { DisplayWidth.cells($0.title) }
+        for row in pending { for (i, c) in row.enumerated() { natural[i] = max(natural[i], DisplayWidth.cells(c)) } }
         let layout = Self.fit(columns, natural: natural, width: width)
         self.layout = layout
         output.append(line(columns.map(\.title), layout))
@@ -70,7 +70,7 @@ final class FittedTable {
         func total() -> Int { shown.reduce(0) { $0 + widths[$1] } + 2 * max(shown.count - 1, 0) }
         func shrink(to floor: Int) {
             for f in shown where columns[f].flexible && total() > room {
-                widths[f] = max(min(widths[f], max(floor, columns[f].title.count)), widths[f] - (total() - room))
+                widths[f] = max(min(widths[f], max(floor, DisplayWidth.cells(columns[f].title))), widths[f] - (total() - room))
             }
         }
         shrink(to: comfortable)
@@ -89,9 +89,11 @@ final class FittedTable {
         for (n, i) in layout.shown.enumerated() {
             let w = layout.widths[i]
             var c = cells[i]
-            if width != nil && c.count > w { c = columns[i].flexible ? Terminal.middle(c, w) : String(c.prefix(max(w - 1, 0))) + "…" }
+            if width != nil && DisplayWidth.cells(c) > w {
+                c = columns[i].flexible ? Terminal.middle(c, w) : DisplayWidth.prefix(c, cells: max(w - 1, 0)) + "…"
+            }
             if n > 0 { out += "  " }
-            let pad = String(repeating: " ", count: max(0, w - c.count))
+            let pad = String(repeating: " ", count: max(0, w - DisplayWidth.cells(c)))
             out += columns[i].alignRight ? pad + c : n == layout.shown.count - 1 ? c : c + pad
         }
         if let width { out = Terminal.cut(out, width - 1) }
@@ -100,17 +102,19 @@ final class FittedTable {
 }
 
 extension Terminal {
-    /// `text` in at most `width` characters, shortened in the middle: `a-long…name.pdf`.
+    /// `text` in at most `width` terminal cells, shortened in the middle: `a-long…name.pdf`.
     static func middle(_ text: String, _ width: Int) -> String {
-        guard text.count > width else { return text }
-        guard width > 1 else { return String(text.prefix(width)) }
-        let head = (width - 1 + 1) / 2, tail = width - 1 - head
-        return text.prefix(head) + "…" + text.suffix(tail)
+        guard DisplayWidth.cells(text) > width else { return text }
+        guard width > 1 else { return String(DisplayWidth.prefix(text, cells: width)) }
+        let head = (width - 1 + 1) / 2
+        let start = DisplayWidth.prefix(text, cells: head)
+        // A wide character that did not fit the start leaves its cell to the end.
+        return start + "…" + DisplayWidth.suffix(text, cells: width - 1 - DisplayWidth.cells(start))
     }
 
-    /// `text` in at most `width` characters, cut at the end with `…`.
+    /// `text` in at most `width` terminal cells, cut at the end with `…`.
     static func cut(_ text: String, _ width: Int) -> String {
-        guard text.count > width else { return text }
-        return width > 0 ? text.prefix(width - 1) + "…" : ""
+        guard DisplayWidth.cells(text) > width else { return text }
+        return width > 0 ? DisplayWidth.prefix(text, cells: width - 1) + "…" : ""
     }
 }

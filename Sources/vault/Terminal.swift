@@ -27,9 +27,10 @@ enum Terminal {
         t.withUTF8 { try? stderr.write(UnsafeRawBufferPointer($0)) }
     }
 
-    /// Prints a line to stderr.
+    /// Prints a line to stderr, with control characters shown, not obeyed (whatever part of
+    /// it came from a name, a URL or a server); its own line breaks stay.
     static func err(_ line: String) {
-        var t = line + "\n"
+        var t = line.split(separator: "\n", omittingEmptySubsequences: false).map { printable(String($0)) }.joined(separator: "\n") + "\n"
         t.withUTF8 { try? stderr.write(UnsafeRawBufferPointer($0)) }
     }
 
@@ -72,10 +73,21 @@ enum Terminal {
             case "\t": out += "\\t"
             case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value):
                 out += String(format: "\\x%02x", scalar.value)
+            case _ where Self.isBidiControl(scalar):
+                // Shown, not obeyed: U+202E would print `invoice\u{202E}fdp.exe` as "invoiceexe.pdf".
+                out += String(format: "\\u%04x", scalar.value)
             default: out.unicodeScalars.append(scalar)
             }
         }
         return out
+    }
+
+    /// The scalars that reorder the text around them (embeddings, overrides, isolates, marks).
+    static func isBidiControl(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: return true
+        default: return false
+        }
     }
 
     /// Human size: 1023 B, 1.5 KiB, 12.3 MiB, ... (see ``ByteSize/text(_:)``).

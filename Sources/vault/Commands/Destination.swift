@@ -10,10 +10,10 @@ extension VaultCommand {
             abstract: "List, add or remove the destinations documents are delivered to (back offices).",
             discussion: """
                 A destination is a short name for where 'vault upload' delivers documents: an \
-                https:// URL, s3://BUCKET/PREFIX, or a presign endpoint. It is kept sealed in \
-                destinations.vlt in the vault folder (so this asks for the password: nobody without \
-                it can redirect an upload). The delivery ledger knows a destination by its URL \
-                (scheme, host, port and path), with or without a name. Remotes ('vault remote') are \
+                https:// URL, s3://BUCKET/PREFIX, or a presign endpoint. It is kept in the sealed \
+                history (so this asks for the password: nobody without it can add or drop a \
+                destination). The delivery ledger knows a destination by its URL \
+                (scheme, host, port, path and query), with or without a name. Remotes ('vault remote') are \
                 the other kind of place: replicas of the whole vault.
 
                 A destination is required unless added with --optional: 'vault remove --delivered' \
@@ -56,7 +56,7 @@ extension VaultCommand.Destinations {
             if result.json { Terminal.out(JSONOutput.line(Result(destinations: list.destinations))); return }
             if list.destinations.isEmpty { Terminal.err("vault: no destinations (add one with 'vault destination add NAME URL')"); return }
             for d in list.destinations {
-                Terminal.out("\(d.name)  \(d.url)" + (d.wire.map { "  (\($0))" } ?? "") + (d.required ? "" : "  optional") + "\n")
+                Terminal.out("\(d.name)  \(Terminal.printable(d.url))" + (d.wire.map { "  (\($0))" } ?? "") + (d.required ? "" : "  optional") + "\n")
             }
         }
     }

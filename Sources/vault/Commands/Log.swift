@@ -109,8 +109,9 @@ extension VaultCommand {
             if narrow { line += "  " + Terminal.printable(r.host) }
             if let d = DestinationChange.of(r)?.summary ?? r.detail {
                 let detail = "  (\(Terminal.printable(d)))"
-                if line.count + detail.count <= room { line += detail }
-                else if line.count + 8 < room { line += Terminal.cut(detail, room - line.count - 1) + ")" }
+                let used = DisplayWidth.cells(line)
+                if used + DisplayWidth.cells(detail) <= room { line += detail }
+                else if used + 8 < room { line += Terminal.cut(detail, room - used - 1) + ")" }
             }
             var text = fit(line) + "\n"
             let full = room >= 9 + 32 + 2 + 17 + 2 + 10 + 2 + 16
@@ -120,7 +121,7 @@ extension VaultCommand {
                 let size = Terminal.size(d.size)
                 let name = Terminal.printable(d.name)
                 let left = room - head.count - size.count - 2
-                text += fit(head + size + "  " + (width == nil || left >= name.count ? name : Terminal.middle(name, max(left, 4)))) + "\n"
+                text += fit(head + size + "  " + (width == nil || left >= DisplayWidth.cells(name) ? name : Terminal.middle(name, max(left, 4)))) + "\n"
             }
             for d in r.destinations { text += fit(indent + "-> " + Terminal.middle(Terminal.printable(d), max(room - indent.count - 3, 8))) + "\n" }
             for a in r.anomalies { text += fit(indent + "! \(a.code): \(Terminal.printable(a.message))") + "\n" }

@@ -80,7 +80,7 @@ extension VaultCommand {
                 + (required.isEmpty ? "" : " everywhere required") + "\n"
             if entries.isEmpty { out += "no destinations yet: 'vault upload --url URL' delivers, 'vault destination add NAME URL' names one\n" }
             for e in entries {
-                out += "\n\(e.name.map { "\($0)  " } ?? "")\(e.destination)\(e.name == nil ? "" : e.required ? "" : "  (optional)")\n"
+                out += "\n\(e.name.map { "\($0)  " } ?? "")\(Terminal.printable(e.destination))\(e.name == nil ? "" : e.required ? "" : "  (optional)")\n"
                 out += "  delivered \(e.delivered), pending \(e.pending)" + (e.removed > 0 ? ", removed after delivery \(e.removed)" : "")
                 out += "; last delivery \(e.lastDelivery ?? "never")\n"
                 if e.interruptedRuns > 0 {
