@@ -137,6 +137,8 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         case pushToNewPrefixOrClone
         /// Create the bucket, or check the store's URL and endpoint.
         case checkBucketAndEndpoint
+        /// Check the host name in the URL (it does not resolve).
+        case checkHostName
         /// Raise the payload byte limit to at least this many bytes, or leave the document out.
         case raiseByteLimit(UInt64)
         /// Free some disk space and run the operation again.

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOPosix
 import VaultCore
 
 /// One protocol's way of sending a batch (``UploadProtocol``). A sender owns what it learns
@@ -59,6 +60,13 @@ enum AttemptOutcome: Sendable {
         if error is CancellationError { throw error }
         if let t = error as? TransientFailure { return .retry(reason: t.reason, retryAfter: t.retryAfter) }
         if let e = error as? VaultError { return .refused(e) }
+        // A name that does not resolve (EAI_NONAME) will not on a retry: a typo in the URL.
+        // A temporary failure of the resolver (EAI_AGAIN) is retried as other network errors.
+        let dns = (error as? NIOConnectionError).flatMap { $0.dnsAError ?? $0.dnsAAAAError } ?? error
+        if let h = dns as? SocketAddressError.UnknownHost, h.errorCode != Int(EAI_AGAIN) {
+            return .refused(VaultError(.uploadRejected, "cannot find the host '\(h.host)' (\(h.errorDescription.lowercased())); nothing was sent",
+                                       remedy: .checkHostName))
+        }
         return .retry(reason: describe(error, timeout: timeout), retryAfter: nil)
     }
 

@@ -149,8 +149,11 @@ package struct UploadJournal: Codable, Sendable {
     /// selection lacks documents removed since (``UploadJournal/spec(vault:target:method:wire:limits:)``).
     /// Nil in journals of earlier versions (those match by their job).
     public var spec: String?
+    /// The settings the run was started with, by option (``UploadOptions/settings``); nil in
+    /// journals of earlier versions.
+    public var settings: [String: String]?
 
-    enum CodingKeys: String, CodingKey { case version, job, runId, target, identity, created, updated, batches, skipped, generation, spec }
+    enum CodingKeys: String, CodingKey { case version, job, runId, target, identity, created, updated, batches, skipped, generation, spec, settings }
 
     /// A new journal (written by its first save).
     init(job: String, runId: String, target: String, created: String, updated: String, batches: [Batch]) {

@@ -40,6 +40,22 @@ public struct UploadOptions: Sendable {
 
     /// What the wire format depends on besides the documents, for the job id: the JSON shape
     /// alone (so journals of earlier versions still resume), or the protocol's settings.
+    /// The settings a run was started with, as the options that set them: what a later
+    /// command is told when it does not match (`--batch-size 5 (this command: 20)`).
+    public var settings: [String: String] {
+        var out = ["--batch-size": String(limits.documents), "--max-bytes": limits.bytes.map(String.init) ?? "none",
+                   "--shape": shape.rawValue, "--method": target.method]
+        switch wire {
+        case .json: out["--protocol"] = "json"
+        case .form(let f): out["--protocol"] = "form"; out["--field"] = f.fieldName
+                           out["--form-field"] = f.fields.map { "\($0.name)=…" }.joined(separator: ",")
+        case .tus: out["--protocol"] = "tus"
+        case .s3(let t): out["--protocol"] = "s3"; out["--part-size"] = String(t.partSize)
+        case .presignedS3: out["--protocol"] = "presigned-s3"
+        }
+        return out
+    }
+
     var wireDescription: String {
         switch wire {
         case .json: shape.rawValue
@@ -94,8 +110,18 @@ public struct UploadSummary: Sendable {
     public var payloadBytes: UInt64
     /// Retries this command made.
     public var retries: Int
-    /// Documents left out.
+    /// Documents left out (damaged with skipping asked for, or too large for the server).
     public var skipped: Int
+    /// Those of them the server refused as too large (413 for the document alone): not
+    /// delivered, tried again by a later run.
+    public var tooLarge: [DocumentID] = []
+    /// Documents, batches and payload bytes this call sent and had confirmed (a resumed run's
+    /// earlier batches are not counted).
+    public var sentDocuments = 0
+    public var sentBatches = 0
+    public var sentBytes: UInt64 = 0
+    /// Documents removed once delivered (`removeDelivered`), as they were.
+    public var removed: [DocumentRecord] = []
     /// tus: payload bytes the server already had when batches resumed (not sent again).
     public var resumedBytes: UInt64 = 0
 }
@@ -120,6 +146,9 @@ public final class Uploader: @unchecked Sendable {
     private let transport: any UploadTransport
     private let sender: any BatchSender
     private let job: String
+    /// What this call sent and had confirmed, and removed.
+    private var sent = (documents: 0, batches: 0, bytes: UInt64(0))
+    private var removedIDs: [DocumentRecord] = []
     /// The run's journal, loaded or planned by ``run()``.
     private var journal: UploadJournal!
     /// Payload bytes servers already had when batches resumed (not sent again).
@@ -249,6 +278,25 @@ public final class Uploader: @unchecked Sendable {
         return runs
     }
 
+    /// Interrupted runs to the destination `options` name that this command does not continue
+    /// because they were started with other settings: each run's id and the settings that
+    /// differ (`--batch-size`: (then, now)); empty for a journal of an earlier version, which
+    /// kept no settings.
+    public static func mismatchedRuns(in vault: Vault, options: UploadOptions) throws -> [(runID: String, differences: [String: (then: String, now: String)])] {
+        let spec = try spec(vault: vault, options: options)
+        let here = DestinationIdentity(url: options.target.url)?.value
+        var out: [(runID: String, differences: [String: (then: String, now: String)])] = []
+        for entry in try UploadJournals.list(in: vault) where entry.state == .interrupted {
+            guard let journal = try? UploadJournal.load(from: vault, job: entry.job), journal.deliveryIdentity?.value == here,
+                  journal.spec != spec, try unfinished(journal, in: vault) != nil else { continue }
+            let now = options.settings
+            var differences: [String: (then: String, now: String)] = [:]
+            for (key, then) in journal.settings ?? [:] where now[key] != then { differences[key] = (then, now[key] ?? "none") }
+            out.append((journal.runId, differences))
+        }
+        return out
+    }
+
     /// The protocol's sender.
     static func sender(for o: UploadOptions, transport: any UploadTransport) -> any BatchSender {
         switch o.wire {
@@ -280,14 +328,23 @@ public final class Uploader: @unchecked Sendable {
         var retries = 0
         var i = 0
         while i < journal.batches.count {
-            if journal.batches[i].status != .complete { retries += try await send(index: i) }
+            if journal.batches[i].status != .complete {
+                let (tries, left) = try await send(index: i)
+                retries += tries
+                if left { continue }   // batch i was a refused document's alone: the next one is at i now
+            }
             i += 1
         }
-        let summary = UploadSummary(runID: journal.runId, batches: journal.batches.count, alreadyConfirmed: confirmedBefore,
+        var summary = UploadSummary(runID: journal.runId, batches: journal.batches.count, alreadyConfirmed: confirmedBefore,
                                     documents: journal.batches.reduce(0) { $0 + $1.documents.count },
                                     documentIDs: journal.batches.flatMap(\.documents),
                                     payloadBytes: journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }, retries: retries,
-                                    skipped: journal.skipped.count, resumedBytes: resumedBytes)
+                                    skipped: journal.skipped.count, tooLarge: journal.skipped.filter { $0.code == VaultError.Code.uploadRejected.rawValue }
+                                        .compactMap { DocumentID(hex: $0.id) }, resumedBytes: resumedBytes)
+        summary.sentDocuments = sent.documents
+        summary.sentBatches = sent.batches
+        summary.sentBytes = sent.bytes
+        summary.removed = removedIDs
         onEvent(.finished(batches: summary.batches, documents: summary.documents, payloadBytes: summary.payloadBytes,
                           retries: retries, skipped: summary.skipped))
         return summary
@@ -317,6 +374,7 @@ public final class Uploader: @unchecked Sendable {
         journal = UploadJournal(job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
         journal.identity = Destination.identity(of: options.target.url)
         journal.spec = try Self.spec(vault: vault, options: options)
+        journal.settings = options.settings
         journal.batches = try planned.map { b in
             UploadJournal.Batch(documents: b.records.map(\.id.hex), bytes: b.length, status: .pending, attempts: 0,
                                 key: try UploadJournal.idempotencyKey(vault: vault, runID: runID, index: b.index, records: b.records))
@@ -343,9 +401,10 @@ public final class Uploader: @unchecked Sendable {
 
     // MARK: One batch
 
-    /// Sends batch `i` until it is confirmed; returns the number of retries it took. Each
-    /// attempt ends in an ``AttemptOutcome``, handled here.
-    private func send(index i: Int) async throws -> Int {
+    /// Sends batch `i` until it is confirmed; returns the number of retries it took, and
+    /// whether the batch left the run instead (its one document was too large for the server).
+    /// Each attempt ends in an ``AttemptOutcome``, handled here.
+    private func send(index i: Int) async throws -> (retries: Int, left: Bool) {
         var retries = 0
         var attempt = 0
         while true {
@@ -355,9 +414,9 @@ public final class Uploader: @unchecked Sendable {
             switch try await sender.attempt(begin(index: i, attempt: attempt)) {
             case .confirmed(let status, let duplicate):
                 try confirm(i, status: status, duplicate: duplicate)
-                return retries
+                return (retries, false)
             case .split(let reason, let says):
-                try await split(i, reason: reason, serverSays: says)
+                if try await split(i, reason: reason, serverSays: says) { return (retries, true) }
                 attempt = 0
             case .skip(let f):
                 try await skip(i, f)
@@ -448,12 +507,18 @@ public final class Uploader: @unchecked Sendable {
         }
         try vault.recordDelivery(documents, at: identity,
                                  detail: Self.deliveryDetail(run: journal.runId, batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
+        sent.documents += documents.count
+        sent.batches += 1
+        sent.bytes += journal.batches[i].bytes
         if options.removeDelivered {
             let ready = try documents.filter { d in try options.alsoRequired.allSatisfy { try vault.delivery(of: d.id, to: $0) != nil } }
             // Only what the history itself confirms at every required destination goes.
             let unproven = Set(try vault.unprovenDeliveries(ready.map(\.id), at: options.alsoRequired + [identity.value]).ids)
             let proven = ready.filter { !unproven.contains($0.id) }
-            if !proven.isEmpty { try vault.removeDocuments(proven.map(\.id)) }
+            if !proven.isEmpty {
+                try vault.removeDocuments(proven.map(\.id))
+                removedIDs += proven
+            }
         }
         onEvent(.confirmed(batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
     }
@@ -484,15 +549,25 @@ public final class Uploader: @unchecked Sendable {
         return recorded
     }
 
-    /// 413: the batch becomes two halves (never sent: new keys), or, for one document, the
-    /// upload stops naming the limit.
-    private func split(_ i: Int, reason: String, serverSays: String) async throws {
+    /// 413: the batch becomes two halves (never sent: new keys), or, for one document, that
+    /// document leaves the run — named, with the server's limit, and not delivered, so a later
+    /// run tries it again — and the other batches still go, as rclone and restic go on past a
+    /// file that fails. Returns true when batch `i` left the run.
+    private func split(_ i: Int, reason: String, serverSays: String) async throws -> Bool {
         let docs = batchRecords(journal.batches[i])
         guard docs.count > 1 else {
+            let d = docs[0]
+            let error = VaultError(.uploadRejected,
+                                   "it makes a \(journal.batches[i].bytes)-byte payload, larger than the server accepts (\(reason))\(serverSays)")
+            await sender.abandon(journal.batches[i].wire)
+            journal.batches.remove(at: i)
+            journal.skipped.append(.init(id: d.id.hex, code: error.code.rawValue))
+            runProgress.skip(remaining: d.metadata.size)
+            if i < journal.batches.count { try rekey(from: i) }
+            prefix = nil
             try journal.save(to: vault)
-            throw VaultError(.uploadRejected,
-                             "document \(docs[0].id.hex.prefix(12)) (\(docs[0].metadata.name)) makes a \(journal.batches[i].bytes)-byte payload, larger than the server accepts (\(reason))\(serverSays)",
-                             hint: "raise the server's size limit, or leave this document out")
+            onEvent(.skipped(id: d.id, name: d.metadata.name, error: error))
+            return true
         }
         await sender.abandon(journal.batches[i].wire)
         let half = docs.count / 2
@@ -502,6 +577,7 @@ public final class Uploader: @unchecked Sendable {
         try rekey(from: i)
         try journal.save(to: vault)
         onEvent(.split(batch: i + 1, into: [i + 1, i + 2]))
+        return false
     }
 
     /// A document failed authentication: it is cut out of the batch (whose payload changes, so

@@ -64,6 +64,7 @@ enum Hints {
         case .addDestinationsAgain: "delete it, then 'vault destination add' the destinations again"
         case .pushToNewPrefixOrClone: "push to a new prefix with 'vault remote add NAME s3://BUCKET/NEW-PREFIX', or clone the store again with its password"
         case .checkBucketAndEndpoint: "create it, or check the URL and AWS_ENDPOINT_URL"
+        case .checkHostName: "check the host name in the URL (or the destination's, 'vault destination')"
         case .raiseByteLimit(let needed): "use --max-bytes \(ByteCount.atLeast(needed)) or more, or leave this document out"
         case .freeSpace: "free some space and run the command again"
         }

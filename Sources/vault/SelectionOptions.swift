@@ -9,8 +9,18 @@ struct SelectionOptions: ParsableArguments {
     @Option(name: .customLong("tag"), help: ArgumentHelp("Only documents with this tag; repeat for documents with any of several.", valueName: "tag"))
     var tags: [String] = []
 
+    @Option(name: .customLong("exclude"), help: ArgumentHelp("Leave this document out (id prefix or name); repeat for several.", valueName: "id-or-name"))
+    var excludes: [String] = []
+
     /// What the arguments select.
-    var selection: DocumentSelection { DocumentSelection(queries: documents, tags: tags) }
+    var selection: DocumentSelection {
+        var s = DocumentSelection(queries: documents, tags: tags)
+        s.excluding = excludes
+        return s
+    }
+
+    /// True when the arguments name no documents and no tags (`--exclude` may still leave some out).
+    var isEverything: Bool { documents.isEmpty && tags.isEmpty }
 
     /// The selected records in stable order (oldest first); at least one.
     /// - Throws: ``VaultError/Code/notFound`` when nothing is selected; resolution errors.

@@ -7,11 +7,11 @@ import Testing
     static let token = ["VAULT_UPLOAD_TOKEN": "test-token"] as [String: String?]
 
     /// Adds `count` documents; returns (ids, originals by id).
-    static func add(_ s: Sandbox, count: Int, size: (Int) -> Int = { 1000 + $0 * 17 }) -> ([String], [String: [UInt8]]) {
+    static func add(_ s: Sandbox, count: Int, size: (Int) -> Int = { 1000 + $0 * 17 }, seed: UInt64 = 7) -> ([String], [String: [UInt8]]) {
         var ids: [String] = [], originals: [String: [UInt8]] = [:]
         for i in 0..<count {
-            let bytes = [UInt8].random(size(i), seed: UInt64(i + 7))
-            let r = s.run("add", "-", "--name", "doc \(i).bin", stdin: bytes)
+            let bytes = [UInt8].random(size(i), seed: UInt64(i) + seed)
+            let r = s.run("add", "-", "--name", "doc \(Int(seed) - 7 + i).bin", stdin: bytes)
             precondition(r.status == 0, r.stderr)
             let id = r.out.trimmingCharacters(in: .newlines)
             ids.append(id)
@@ -53,7 +53,7 @@ import Testing
         // The same command again sends nothing: the ledger says the destination has every document.
         let again = s.run(["upload", "--url", r.url], env: Self.token)
         #expect(again.status == 0)
-        #expect(again.stderr == "vault: nothing new to send to \(r.url): it has confirmed every selected document (--all sends them again)\n")
+        #expect(again.stderr == "vault: nothing new to send to \(r.url): it has confirmed every selected document (--new-run sends them again)\n")
         #expect(r.log.count == 3)
         // --all sends the same run again: its journal says every batch is confirmed.
         let all = s.run(["upload", "--url", r.url, "--all"], env: Self.token)
@@ -110,12 +110,28 @@ import Testing
         try Self.checkStore(r, originals)
         #expect(up.events.contains { $0?["event"] as? String == "split" && $0?["batch"] as? Int == 1 && $0?["into"] as? [Int] == [1, 2] })
 
+        // One document too large alone: named with the server's limit, left undelivered, and
+        // the documents after it still go (exit 2, as rclone and restic go past a file that fails).
         let big = s.run("add", "-", "--name", "big.bin", stdin: .random(100_000))
         let bigID = big.out.trimmingCharacters(in: .newlines)
-        let one = s.run(["upload", bigID, "--url", r.url], env: Self.token)
-        #expect(one.status == 69)
-        #expect(one.stderr.hasPrefix("vault: document \(bigID.prefix(12)) (big.bin) makes a 133547-byte payload, larger than the server accepts (413 Payload Too Large): {\"error\": \"payload of 133547 bytes is larger than the limit of 90000 bytes\", \"limit\": 90000}\n"), "\(one.stderr)")
-        #expect(one.stderr.hasSuffix("vault: hint: raise the server's size limit, or leave this document out\n"))
+        let (after, afterOriginals) = Self.add(s, count: 2, size: { _ in 20_000 }, seed: 70)
+        let one = s.run(["upload", "--url", r.url, "--batch-size", "1"], env: Self.token)
+        #expect(one.status == 2, "\(one.stderr)")
+        #expect(one.stderr.contains("vault: warning: skipped \(bigID.prefix(12)) big.bin: it makes a 133547-byte payload, larger than the server accepts "
+                                    + "(413 Payload Too Large): {\"error\": \"payload of 133547 bytes is larger than the limit of 90000 bytes\", \"limit\": 90000}\n"), "\(one.stderr)")
+        #expect(one.stderr.contains("vault: uploaded 2 documents in 2 batches"), "\(one.stderr)")
+        #expect(one.stderr.hasSuffix("vault: 1 document was too large for the server and not delivered: \(bigID.prefix(12)) big.bin\n"
+                                     + "vault: hint: the warnings above give the server's limit; the other documents were delivered; raise the limit, or leave it out with --exclude ID\n"),
+                "\(one.stderr)")
+        #expect(r.accepted == ids + after)
+        try Self.checkStore(r, originals.merging(afterOriginals) { a, _ in a })
+        // The next run tries it again (still too large: exit 2), and --exclude leaves it out.
+        let again = s.run(["upload", "--url", r.url], env: Self.token)
+        #expect(again.status == 2 && again.stderr.contains("1 document was too large for the server"), "\(again.stderr)")
+        let excluded = s.run(["upload", "--url", r.url, "--exclude", String(bigID.prefix(8))], env: Self.token)
+        #expect(excluded.status == 0 && excluded.stderr.contains("nothing new to send"), "\(excluded.stderr)")
+        let status = s.run("status", "--json")
+        #expect(status.out.contains("\"pending\":1"), "big.bin stays undelivered: \(status.out)")
     }
 
     @Test func credentialsAndRejections() throws {
@@ -158,7 +174,8 @@ import Testing
         #expect(first.stderr == "vault: batch 2/2 failed 2 times, last: 503 Service Unavailable\nvault: hint: 1 of 2 batches are confirmed; run the same command again to resume\n")
         let second = s.run(["upload", "--url", r.url, "--batch-size", "2", "--resume"], env: Self.token)
         #expect(second.status == 0, "\(second.stderr)")
-        #expect(second.stderr.contains("resumed: 1 batch(es) were already confirmed"))
+        #expect(second.stderr.contains("vault: uploaded 2 documents in 1 batch ("), "what this command sent: \(second.stderr)")
+        #expect(second.stderr.contains("whose other 1 batch was confirmed before"), "\(second.stderr)")
         #expect(r.accepted == ids)
         #expect(r.log.filter { $0["batch"] as? String == "1/2" }.count == 1, "the confirmed batch is not sent again")
         let noJournal = s.run(["upload", "--url", r.url + "/other", "--resume"], env: Self.token)

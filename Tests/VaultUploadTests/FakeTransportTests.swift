@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import NIOCore
 import Testing
 import VaultCore
@@ -183,13 +184,20 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         #expect(summary.batches == 3)
         let counts = t.bodies.map { ((try? JSONSerialization.jsonObject(with: Data($0))) as? [String: [Any]])?["Files"]?.count ?? -1 }
         #expect(counts == [4, 2, 1, 1, 2])
-        // A single document the server refuses is named, and nothing more is tried.
-        let (v1, r1, d1) = try Self.vault(1)
-        defer { try? FileManager.default.removeItem(atPath: d1) }
-        let one = ScriptedTransport([.status(413)])
-        await #expect { try await Uploader(vault: v1, records: r1, options: Self.options(), transport: one, onEvent: { _ in }).run() }
-            throws: { e in (e as? VaultError)?.code == .uploadRejected }
-        #expect(one.bodies.count == 1)
+        // A single document the server refuses leaves the run, named; the others still go.
+        let (v3, r3, d3) = try Self.vault(3)
+        defer { try? FileManager.default.removeItem(atPath: d3) }
+        let one = ScriptedTransport([.status(200), .status(413)])
+        var o = Self.options()
+        o.limits = BatchLimits(documents: 1)
+        let skipped = Mutex<[String]>([])
+        let left = try await Uploader(vault: v3, records: r3, options: o, transport: one, onEvent: { e in
+            if case .skipped(let id, _, let error) = e { skipped.withLock { $0.append("\(id.hex) \(error.code.rawValue)") } }
+        }).run()
+        #expect(one.bodies.count == 3, "batch 3 is still sent after batch 2's refusal")
+        #expect(left.tooLarge == [r3[1].id] && left.skipped == 1 && left.batches == 2 && left.sentDocuments == 2)
+        #expect(skipped.withLock { $0 } == ["\(r3[1].id.hex) upload-rejected"])
+        #expect(try v3.delivery(of: r3[1].id, to: "http://127.0.0.1:9/in") == nil && v3.delivery(of: r3[0].id, to: "http://127.0.0.1:9/in") != nil, "the refused document is not delivered")
     }
 
     @Test func refusedCredentialsStopAtOnce() async throws {

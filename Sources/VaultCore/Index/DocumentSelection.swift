@@ -6,6 +6,9 @@ public struct DocumentSelection: Sendable, Equatable {
     public var queries: [String]
     /// Only documents with at least one of these tags (none: no tag filter).
     public var tags: [String]
+    /// Documents left out of what the rest selects, named as `queries` are (each must match
+    /// one document).
+    public var excluding: [String] = []
 
     /// A selection; the default selects every document.
     public init(queries: [String] = [], tags: [String] = []) {
@@ -29,6 +32,17 @@ public struct DocumentSelection: Sendable, Equatable {
     /// The selected records from `catalog`, in stable order, each once: only the documents the
     /// queries or the tag match are read.
     package func apply(to catalog: some DocumentCatalog) throws -> [DocumentRecord] {
+        let left = try excludedIDs(in: catalog)
+        let selected = try including(catalog)
+        return left.isEmpty ? selected : selected.filter { !left.contains($0.id) }
+    }
+
+    /// The ids `excluding` names (resolved as queries are).
+    package func excludedIDs(in catalog: some DocumentCatalog) throws -> Set<DocumentID> {
+        Set(try excluding.map { try Self.resolve($0, in: catalog).id })
+    }
+
+    private func including(_ catalog: some DocumentCatalog) throws -> [DocumentRecord] {
         var selected: [DocumentRecord]
         if !queries.isEmpty {
             var byID: [DocumentID: DocumentRecord] = [:]

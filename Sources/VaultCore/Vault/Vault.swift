@@ -115,7 +115,9 @@ public final class Vault: @unchecked Sendable {
     package func forEachSelected(_ selection: DocumentSelection, sending: Bool = false, _ body: (DocumentRecord) throws -> Void) throws {
         var called = false
         var back: [(DocumentRecord, Int)] = []
+        var excluded = Set<DocumentID>()
         func visit(_ r: DocumentRecord, _ index: DocumentIndex) throws {
+            if excluded.contains(r.id) { return }
             if sending, let position = try index.removal(of: r.id) {
                 back.append((r, position))
                 return
@@ -124,6 +126,7 @@ public final class Vault: @unchecked Sendable {
             try body(r)
         }
         func pass(_ index: DocumentIndex) throws {
+            excluded = try selection.excludedIDs(in: IndexCatalog(index: index))
             if !selection.queries.isEmpty || selection.tags.count > 1 {
                 for r in try selection.apply(to: IndexCatalog(index: index)) { try visit(r, index) }
             } else if let tag = selection.tags.first {

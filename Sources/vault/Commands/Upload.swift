@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import VaultCore
 import VaultS3
 import VaultUpload
@@ -16,13 +17,16 @@ extension VaultCommand {
                 Content-Length, an Idempotency-Key and X-Vault-Batch: i/n. Credentials come from \
                 VAULT_UPLOAD_TOKEN (Bearer) or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD (Basic). \
                 Only documents the destination has not confirmed are sent (the delivery ledger; \
-                --all sends them again). An interrupted upload to the same URL is finished first, \
-                sending no confirmed batch again. The protocols: UPLOAD.md in share/doc/vault.
+                --new-run sends them again). An interrupted upload to the same URL is finished \
+                first, sending no confirmed batch again. A document the server refuses as too \
+                large (413 for it alone) is named and left undelivered, the others still go (exit \
+                2). --dry-run shows what would be sent (and removed) without sending. The \
+                protocols: docs/UPLOAD.md.
 
                 Examples:
                   VAULT_UPLOAD_TOKEN=... vault upload --url https://backoffice.example/batches
                   vault upload --url https://office.example/batches --tag 2026 --progress json
-                  vault upload --url https://backoffice.example/batches --remove-delivered
+                  vault upload --to office --remove-delivered --dry-run
                   vault upload --url https://backoffice.example/batches --all --tag 2026
                   vault upload --url https://office.example/in.php --protocol form \\
                       --form-field case=4711
@@ -102,6 +106,9 @@ extension VaultCommand {
         @Flag(help: "Remove each document from the vault once the destination confirmed its batch (and the history recorded it).")
         var removeDelivered = false
 
+        @Flag(help: "Show what would be sent (and, with --remove-delivered, removed), with names and sizes; send and remove nothing.")
+        var dryRun = false
+
         @OptionGroup var result: ResultOptions
 
         /// `upload --json`.
@@ -116,6 +123,24 @@ extension VaultCommand {
             var skipped: Int
             var resumedBytes: UInt64
             var seconds: Double
+            /// What this command sent (a resumed run's earlier batches are not counted).
+            var sentDocuments = 0
+            var sentBatches = 0
+            var sentBytes: UInt64 = 0
+            /// Documents the server refused as too large (not delivered).
+            var tooLarge: [String] = []
+            /// Documents removed (`--remove-delivered`).
+            var removed: [String] = []
+        }
+
+        /// `upload --dry-run --json`.
+        struct DryRun: Encodable {
+            struct Document: Encodable { var id, name: String; var size: UInt64 }
+            var dryRun = true
+            var target: String
+            var send: [Document]
+            var resumes: Int
+            var remove: [Document]
         }
 
         @Flag(help: "Allow http:// to a host that is not a loopback address (documents cross the network unencrypted; credentials are still never sent).")
@@ -290,8 +315,8 @@ extension VaultCommand {
             uploadOptions.policy = RetryPolicy(retries: retries)
             uploadOptions.allowsCleartext = insecureHTTP
             // What a kill left in a journal only is recorded before anything is chosen.
-            try Uploader.recordConfirmedBatches(in: vault)
-            var freed = 0
+            if !dryRun { try Uploader.recordConfirmedBatches(in: vault) }
+            var freed: [DocumentRecord] = []
             if removeDelivered {
                 // A document goes once this destination and every required one confirmed it;
                 // those that qualify already (a kill after the confirmation, before the removal) go now.
@@ -300,24 +325,35 @@ extension VaultCommand {
                 uploadOptions.removeDelivered = true
                 uploadOptions.alsoRequired = required
                 let filter = try DeliveryFilter(.delivered([here] + required, olderThan: nil), vault: vault)
-                let ready = try vault.select(selection.selection).map(\.id).filter(filter.keeps)
-                if !ready.isEmpty { try vault.removeDocuments(ready) }
-                freed = ready.count
+                freed = try vault.select(selection.selection).filter { filter.keeps($0.id) }
+                if !freed.isEmpty && !dryRun {
+                    try vault.removeDocuments(freed.map(\.id))
+                    if !result.json { Removal.report(freed, why: "delivered before this upload") }
+                }
             }
-            let runs = try plan(vault, options: uploadOptions, freed: freed)
+            let runs = try plan(vault, options: uploadOptions, freed: freed.count)
+            if dryRun { return preview(runs, removing: freed, target: target) }
             let renderer = ProgressRenderer(mode: progressOptions.resolved)
+            // Documents left out, as they were said: without a bar or JSON lines, named at the end.
+            let leftOut = Mutex<[String]>([])
+            let onEvent: @Sendable (UploadEvent) -> Void = { event in
+                if case .skipped(let id, let name, let e) = event { leftOut.withLock { $0.append("skipped \(id.hex.prefix(12)) \(name): \(e.message)") } }
+                renderer.handle(event)
+            }
             let started = Date()
             var total: UploadSummary?
             for run in runs {
                 var o = uploadOptions
-                o.newRun = newRun
+                // A fresh run of what is undelivered is new: a finished run of the same documents
+                // (one refused as too large, say) is not "continued" into sending nothing.
+                o.newRun = newRun || (!run.resuming && !all)
                 o.requireJournal = run.resuming
                 let summary: UploadSummary
                 do {
-                    summary = try await Uploader(vault: vault, records: run.records, options: o, job: run.job, onEvent: renderer.handle).run()
+                    summary = try await Uploader(vault: vault, records: run.records, options: o, job: run.job, onEvent: onEvent).run()
                 } catch var e as VaultError {
                     renderer.clear()
-                    if e.code == .notFound && resume && e.hint == nil { e.hint = "run the upload without --resume to start one" }
+                        if e.code == .notFound && resume && e.hint == nil { e.hint = "run the upload without --resume to start one" }
                     throw e
                 } catch {
                     renderer.clear()
@@ -331,35 +367,82 @@ extension VaultCommand {
                 // Everything selected was delivered there before.
                 if result.json {
                     Terminal.out(JSONOutput.line(Result(runId: "", target: target.redacted, batches: 0, alreadyConfirmed: 0, documents: 0,
-                                                        payloadBytes: 0, retries: 0, skipped: 0, resumedBytes: 0, seconds: 0)))
+                                                        payloadBytes: 0, retries: 0, skipped: 0, resumedBytes: 0, seconds: 0,
+                                                        removed: freed.map(\.id.hex))))
                 }
                 if progressOptions.printsSummary {
-                    Terminal.err(try vault.documentCount() == 0 ? "vault: nothing to send to \(target.redacted): the vault is empty"
-                                 : "vault: nothing new to send to \(target.redacted): it has confirmed every selected document (--all sends them again)")
+                    Terminal.err(try vault.documentCount() == 0 && freed.isEmpty ? "vault: nothing to send to \(target.redacted): the vault is empty"
+                                 : "vault: nothing new to send to \(target.redacted): it has confirmed every selected document"
+                                   + (removeDelivered ? "" : " (--new-run sends them again)"))
                 }
                 return
             }
+            let tooLarge = try vault.records(summary.tooLarge, skippingMissing: true)
+            let removedNow = summary.removed
             if result.json {
                 Terminal.out(JSONOutput.line(Result(runId: summary.runID, target: target.redacted, batches: summary.batches,
                                                     alreadyConfirmed: summary.alreadyConfirmed, documents: summary.documents,
                                                     payloadBytes: summary.payloadBytes, retries: summary.retries, skipped: summary.skipped,
                                                     resumedBytes: summary.resumedBytes,
-                                                    seconds: (seconds * 1000).rounded() / 1000)))
+                                                    seconds: (seconds * 1000).rounded() / 1000, sentDocuments: summary.sentDocuments,
+                                                    sentBatches: summary.sentBatches, sentBytes: summary.sentBytes,
+                                                    tooLarge: tooLarge.map(\.id.hex), removed: (freed + removedNow).map(\.id.hex))))
             }
-            let sent = summary.batches - summary.alreadyConfirmed
             if progressOptions.printsSummary {
-                var line = sent == 0
+                // What this command did: a resumed run's earlier batches were sent by another.
+                var line = summary.sentBatches == 0 && summary.alreadyConfirmed == summary.batches && summary.batches > 0
                     ? "vault: nothing to send: all \(Plural.count(summary.batches, "batch")) of run \(summary.runID.prefix(8)) were already confirmed"
-                    : String(format: "vault: uploaded %d document%@ in %d batch%@ (%@) to %@ in %.1f s, %d retr%@",
-                             summary.documents, summary.documents == 1 ? "" : "s", summary.batches, summary.batches == 1 ? "" : "es",
-                             Terminal.size(summary.payloadBytes), target.redacted, seconds, summary.retries, summary.retries == 1 ? "y" : "ies")
-                if sent > 0 && summary.alreadyConfirmed > 0 { line += "; resumed: \(summary.alreadyConfirmed) batch(es) were already confirmed" }
-                if summary.resumedBytes > 0 { line += "; \(Terminal.size(summary.resumedBytes)) the server already had were not sent again" }
-                if removeDelivered { line += "; each confirmed document was removed from the vault" }
+                    : String(format: "vault: uploaded %@ in %@ (%@) to %@ in %.1f s, %@",
+                             Plural.count(summary.sentDocuments, "document"), Plural.count(summary.sentBatches, "batch"),
+                             Terminal.size(summary.sentBytes), target.redacted, seconds, Plural.count(summary.retries, "retry"))
+                if summary.sentBatches > 0 && summary.alreadyConfirmed > 0 {
+                    line += "; finished run \(summary.runID.prefix(8)), whose other \(Plural.count(summary.alreadyConfirmed, "batch")) "
+                        + "\(summary.alreadyConfirmed == 1 ? "was" : "were") confirmed before"
+                }
+                if summary.resumedBytes > 0 { line += "; \(Terminal.size(summary.resumedBytes)) the server already had \(summary.resumedBytes == 1 ? "was" : "were") not sent again" }
+                if removeDelivered {
+                    line += "; removed \(Plural.count(removedNow.count, "document")) delivered now"
+                    if !freed.isEmpty { line += " and \(freed.count) delivered before" }
+                }
                 Terminal.err(line)
             }
-            if summary.skipped > 0 {
-                throw VaultError(.partial, "\(summary.skipped) damaged document(s) were left out", hint: "run 'vault verify' for details")
+            if removeDelivered && !removedNow.isEmpty && !result.json {
+                Removal.report(removedNow, why: "delivered to \(target.redacted) now")
+            }
+            let damaged = summary.skipped - tooLarge.count
+            if progressOptions.resolved == .none { for line in leftOut.withLock({ $0 }) { Terminal.warn(line) } }
+            if !tooLarge.isEmpty {
+                let names = tooLarge.prefix(5).map { "\($0.id.hex.prefix(12)) \(Terminal.printable($0.metadata.name))" }.joined(separator: ", ")
+                throw VaultError(.partial, "\(Plural.count(tooLarge.count, "document")) \(tooLarge.count == 1 ? "was" : "were") too large for the server and not delivered: \(names)"
+                                 + (damaged > 0 ? "; \(damaged) damaged \(damaged == 1 ? "was" : "were") left out" : ""),
+                                 hint: "the warnings above give the server's limit; the other documents were delivered; raise the limit, "
+                                     + "or leave \(tooLarge.count == 1 ? "it" : "them") out with --exclude ID")
+            }
+            if damaged > 0 {
+                throw VaultError(.partial, "\(Plural.count(damaged, "damaged document")) \(damaged == 1 ? "was" : "were") left out", hint: "run 'vault verify' for details")
+            }
+        }
+
+        /// `--dry-run`: what the runs would send and what would be removed, on standard output
+        /// (or as one JSON object); nothing is sent, removed or recorded.
+        func preview(_ runs: [PlannedRun], removing: [DocumentRecord], target: UploadTarget) {
+            let documents = runs.flatMap(\.records)
+            func doc(_ r: DocumentRecord) -> DryRun.Document { .init(id: r.id.hex, name: r.metadata.name, size: r.metadata.size) }
+            if result.json {
+                Terminal.out(JSONOutput.line(DryRun(target: target.redacted, send: documents.map(doc), resumes: runs.filter(\.resuming).count,
+                                                    remove: removing.map(doc))))
+                return
+            }
+            var out = ""
+            for r in documents { out += "would send  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \(Terminal.printable(r.metadata.name))\n" }
+            for r in removing { out += "would remove  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \(Terminal.printable(r.metadata.name))  (delivered)\n" }
+            Terminal.out(out)
+            if progressOptions.printsSummary {
+                let bytes = documents.reduce(UInt64(0)) { $0 + $1.metadata.size }
+                var line = "vault: dry run: would send \(Plural.count(documents.count, "document")) (\(Terminal.size(bytes))) to \(target.redacted)"
+                if runs.contains(where: \.resuming) { line += ", finishing \(Plural.count(runs.filter(\.resuming).count, "interrupted run"))" }
+                if removeDelivered { line += "; would remove \(Plural.count(removing.count, "document")) delivered before, and each one sent once confirmed" }
+                Terminal.err(line + "; nothing was sent or removed")
             }
         }
 
@@ -381,7 +464,7 @@ extension VaultCommand {
         func plan(_ vault: VaultCore.Vault, options: UploadOptions, freed: Int) throws -> [PlannedRun] {
             let target = options.target
             // An empty vault (or one the removal emptied) has nothing new: not an error.
-            let everything = selection.documents.isEmpty && selection.tags.isEmpty
+            let everything = selection.isEverything
             if freed > 0 || everything, try vault.select(selection.selection).isEmpty { return [] }
             let selected = try selection.records(in: vault, verb: "upload", sending: true)
             if all || newRun { return [PlannedRun(records: selected, resuming: resume)] }
@@ -393,6 +476,14 @@ extension VaultCommand {
             }
             if resume {
                 if runs.isEmpty {
+                    // One may exist, started with other settings: say which differ.
+                    if let other = try Uploader.mismatchedRuns(in: vault, options: options).first {
+                        let differ = other.differences.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.then) (this command: \($0.value.now))" }
+                        throw VaultError(.notFound, "the interrupted upload to \(target.redacted) (run \(other.runID.prefix(8))) was started with "
+                                         + (differ.isEmpty ? "other settings or documents" : differ.joined(separator: ", ")),
+                                         hint: differ.isEmpty ? "run the same command as then to finish it, or 'vault uploads prune' to give it up"
+                                             : "run it again with those settings to finish it, or 'vault uploads prune' to give it up")
+                    }
                     throw VaultError(.notFound, "there is no interrupted upload of these documents to \(target.redacted)",
                                      hint: "run the upload without --resume to start one")
                 }
@@ -414,6 +505,11 @@ extension VaultCommand {
             t.retries += s.retries
             t.skipped += s.skipped
             t.resumedBytes += s.resumedBytes
+            t.sentDocuments += s.sentDocuments
+            t.sentBatches += s.sentBatches
+            t.sentBytes += s.sentBytes
+            t.tooLarge += s.tooLarge
+            t.removed += s.removed
             return t
         }
 
