@@ -1,6 +1,27 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import SystemPackage
 import VaultCore
+
+/// Which files found in folders are left out: `--exclude GLOB` patterns (fnmatch(3), matched
+/// against the file's name and its path relative to the folder named), and by default the
+/// litter other systems leave (`.DS_Store`, `Thumbs.db`, `desktop.ini`, AppleDouble `._*`).
+struct Exclusions {
+    static let defaults = [".DS_Store", "Thumbs.db", "desktop.ini", "._*"]
+    var patterns: [String] = []
+    var defaults = true
+
+    /// The pattern that leaves `relative` (found in a folder) out, if one does.
+    func match(relative: String, found: Bool) -> String? {
+        let base = relative.split(separator: "/").last.map(String.init) ?? relative
+        let all = patterns + (defaults && found ? Self.defaults : [])
+        return all.first { fnmatch($0, base, 0) == 0 || fnmatch($0, relative, 0) == 0 }
+    }
+}
 
 /// The files a command reads, checked before anything is stored: `add` and `import`.
 enum InputFiles {
@@ -27,6 +48,18 @@ enum InputFiles {
 
     static func expand(_ paths: [String], recursive: Bool, stdinName: String, verb: String) throws -> [Input] {
         try expandReporting(paths, recursive: recursive, stdinName: stdinName, verb: verb).inputs
+    }
+
+    /// As ``expandReporting(_:recursive:stdinName:verb:)``, leaving out what `exclusions`
+    /// match (returned apart: paths as shown).
+    static func expandReporting(_ paths: [String], recursive: Bool, stdinName: String, verb: String,
+                                exclusions: Exclusions) throws -> (inputs: [Input], skipped: [Skipped], excluded: [String]) {
+        let (all, skipped) = try expandReporting(paths, recursive: recursive, stdinName: stdinName, verb: verb)
+        var kept: [Input] = [], excluded: [String] = []
+        for input in all {
+            if input.path != "-" && exclusions.match(relative: input.name, found: input.found) != nil { excluded.append(input.path) } else { kept.append(input) }
+        }
+        return (kept, skipped, excluded)
     }
 
     static func expandReporting(_ paths: [String], recursive: Bool, stdinName: String, verb: String) throws -> (inputs: [Input], skipped: [Skipped]) {

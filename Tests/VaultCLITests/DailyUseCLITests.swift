@@ -162,7 +162,7 @@ import Glibc
         #expect(ids.count == 1)
         #expect(r.stderr.hasPrefix("vault: cannot add r3m.bin: cannot write \(s.path("vault/objects/"))"), "\(r.stderr)")
         #expect(r.stderr.hasSuffix(": file too large for this file system or limit\n"
-                                   + "vault: hint: 1 of 3 files were added (their ids are above); 2 were not (1 more file not tried)\n"), "\(r.stderr)")
+                                   + "vault: hint: 1 of 3 files was added (their ids are above); 2 were not (1 more file not tried)\n"), "\(r.stderr)")
         #expect(!r.stderr.contains("nothing was changed"))
         let record = try #require(Self.lastRecord(s))
         #expect(record["op"] as? String == "add" && record["outcome"] as? String == "partial")
@@ -187,7 +187,7 @@ import Glibc
         #expect(s.run("add", "keep.marker").status == 73, "the same empty file again is a duplicate")
         let twins = s.run("add", "a.txt", "b.txt")
         #expect(twins.status == 2 && twins.out.split(separator: "\n").count == 1)
-        #expect(twins.stderr.hasSuffix("vault: 1 of 2 files were not added\n"
+        #expect(twins.stderr.hasSuffix("vault: 1 of 2 files was not added\n"
                                         + "vault: hint: they are named above; --allow-duplicate adds a file whose contents are already in the vault\n"), "\(twins.stderr)")
         // One file alone that is a duplicate: nothing was added, so it is not partial.
         let alone = s.run("add", "b.txt")

@@ -394,7 +394,7 @@ import Glibc
         let r = s.run("add", "b.txt", "c.txt")
         #expect(r.status == 2, "partial: c.txt was added, b.txt was not")
         #expect(r.stderr == "vault: warning: b.txt was not added: its contents are already in the vault as \(id) (a.txt)\n"
-                + "vault: 1 of 2 files were not added\nvault: hint: they are named above; --allow-duplicate adds a file whose contents are already in the vault\n")
+                + "vault: 1 of 2 files was not added\nvault: hint: they are named above; --allow-duplicate adds a file whose contents are already in the vault\n")
         #expect(DailyUseCLITests.lastRecord(s)?["outcome"] as? String == "partial")
         #expect(r.out.split(separator: "\n").count == 1, "c.txt was still added")
         #expect(s.run("add", "b.txt", "--allow-duplicate").status == 0)

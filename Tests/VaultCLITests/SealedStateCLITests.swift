@@ -325,7 +325,7 @@ import Glibc
         #expect(r.status == 2, "\(r.stderr)")
         #expect(r.out.split(separator: "\n").count == 2, "a.txt and c.txt were added")
         #expect(r.stderr.contains("inbox/b\\xFF.txt was not added: its name is not valid UTF-8"), "\(r.stderr)")
-        #expect(r.stderr.contains("vault: 1 of 3 files were not added"))
+        #expect(r.stderr.contains("vault: 1 of 3 files was not added"))
         let names = s.run("list", "--json").out
         #expect(names.contains("\"a.txt\"") && names.contains("\"c.txt\""))
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SystemPackage
 import VaultCore
 
 extension VaultCommand {
@@ -10,11 +11,14 @@ extension VaultCommand {
             discussion: """
                 Each file becomes one document; its id is printed on its own line as soon as it is \
                 stored. Use - to read standard input (needs --name). The content type is detected \
-                from the first bytes unless --type is given.
+                from the first bytes unless --type is given. In folders (-r), files matching \
+                --exclude are left out, and so are .DS_Store, Thumbs.db, desktop.ini and ._* \
+                unless --no-default-excludes. On a terminal a bar shows large files and a last \
+                line says what was added; --dry-run lists what would be added and adds nothing.
 
                 Examples:
                   vault add scan.pdf receipt.jpg --tag 2026
-                  vault add -r inbox/
+                  vault add -r inbox/ --exclude '*.tmp' --dry-run
                   cat photo.heic | vault add - --name photo.heic
                 """)
 
@@ -39,14 +43,36 @@ extension VaultCommand {
         @Flag(name: [.short, .customLong("recursive")], help: "Add the files inside directories, recursively (names are paths relative to the directory).")
         var recursive = false
 
+        @Option(name: .customLong("exclude"), help: ArgumentHelp("Leave out files matching GLOB (by name or relative path); repeat for several.", valueName: "glob"))
+        var excludes: [String] = []
+
+        @Flag(help: "Also add .DS_Store, Thumbs.db, desktop.ini and ._* files found in folders.")
+        var noDefaultExcludes = false
+
+        @Flag(help: "List what would be added, with sizes, and add nothing (no password needed).")
+        var dryRun = false
+
+        @Option(help: "Progress on stderr: bar, none, or auto (bar on a terminal).")
+        var progress: ProgressMode = .auto
+
         @OptionGroup var result: OutputOptions
 
-        /// `add --json`: what was added, and what was not (with why).
+        /// `add --json`: what was added, and what was not (with why); with `--dry-run`, what would be.
         struct Result: Encodable {
             struct Added: Encodable { var id, path, name, contentType: String; var size: UInt64; var sha256: String }
             struct NotAdded: Encodable { var path, code, message: String }
+            struct WouldAdd: Encodable { var path, name: String; var size: UInt64 }
             var added: [Added] = []
             var notAdded: [NotAdded] = []
+            var excluded: [String] = []
+            var dryRun: Bool?
+            var wouldAdd: [WouldAdd]?
+        }
+
+        /// What `--progress` comes to (`json` is not offered: `--json` is the machine form).
+        var progressMode: ProgressMode {
+            let mode = progress == .auto ? (Terminal.isTTY(2) ? .bar : .none) : progress
+            return result.json || result.quiet || mode == .json ? .none : mode
         }
 
         func validate() throws {
@@ -67,13 +93,24 @@ extension VaultCommand {
 
         func execute(_ options: GlobalOptions) async throws {
             // Check every input before asking for the password or storing anything.
-            let (inputs, skipped) = try InputFiles.expandReporting(paths, recursive: recursive, stdinName: name ?? "stdin", verb: "add")
+            let exclusions = Exclusions(patterns: excludes, defaults: !noDefaultExcludes)
+            let (inputs, skipped, excluded) = try InputFiles.expandReporting(paths, recursive: recursive, stdinName: name ?? "stdin",
+                                                                            verb: "add", exclusions: exclusions)
             if inputs.isEmpty, let first = skipped.first {
                 throw VaultError(.usage, "\(Terminal.printable(first.shown)) was not added: \(first.error.message)", hint: "rename it; nothing was added")
             }
             if inputs.count > 1 && name != nil {
                 throw VaultError(.usage, "--name needs exactly one file, but \(paths[0]) holds \(inputs.count)")
             }
+            if dryRun { return try preview(inputs, skipped: skipped, excluded: excluded) }
+            if inputs.isEmpty && !excluded.isEmpty {
+                throw VaultError(.notFound, "every file was left out (\(Plural.count(excluded.count, "file")) matched an exclusion)",
+                                 hint: "--no-default-excludes or fewer --exclude patterns; nothing was added")
+            }
+            let sizes = inputs.map { $0.path == "-" ? 0 : (try? FilePath($0.path).stat().size).map { UInt64(max($0, 0)) } ?? 0 }
+            let renderer = ProgressRenderer(mode: progressMode)
+            renderer.handle(Importer.Event.started(files: inputs.count, bytes: sizes.reduce(0, +)))
+            var before: UInt64 = 0
             // Argon2id runs while the first file is read, hashed and sealed.
             let vault = try options.unlockInBackground()
             var duplicates = 0
@@ -81,18 +118,24 @@ extension VaultCommand {
             var outcome = Result()
             defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
             let session = try AddSession(pending: vault, operation: .add)
+            outcome.excluded = excluded
             for skip in skipped {
                 Terminal.warn("\(Terminal.printable(skip.shown)) was not added: \(skip.error.message)")
                 outcome.notAdded.append(.init(path: skip.shown, code: skip.error.code.rawValue, message: skip.error.message))
             }
-            do { for input in inputs {
+            defer { renderer.clear() }
+            do { for (position, input) in inputs.enumerated() {
                 let file: any ByteSource = input.path == "-" ? OpenFile.standard(0, name: "standard input")
                                                               : try ReadAheadFile(try input.open())
                 let shown = input.path == "-" ? "standard input" : input.path
                 let record: DocumentRecord
+                renderer.handle(Importer.Event.fileStarted(position: position + 1, of: inputs.count, name: name ?? input.name))
+                let total = sizes.reduce(0, +)
+                defer { before += sizes[position] }
                 do {
                     record = try session.add(from: file, name: name ?? input.name, contentType: contentType, tags: tags,
-                                             allowDuplicate: allowDuplicate)
+                                             allowDuplicate: allowDuplicate,
+                                             progress: { renderer.handle(Importer.Event.progress(done: before + $0, total: max(total, before + $0))) })
                 } catch let e as VaultError where e.code == .duplicate {
                     guard inputs.count > 1 else {
                         outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
@@ -127,18 +170,55 @@ extension VaultCommand {
                 try session.finish(outcome: .partial, detail: "stopped at \(stopped.shown): \(stopped.error.message)")
                 let rest = notTried > 0 ? " (\(notTried) more \(Plural.files(notTried)) not tried)" : ""
                 throw VaultError(.partial, "cannot add \(Terminal.printable(stopped.shown)): \(stopped.error.message)",
-                                 hint: "\(outcome.added.count) of \(total) \(Plural.files(total)) were added (their ids are above); "
-                                     + "\(total - outcome.added.count) were not\(rest)" + Self.advice(stopped.error))
+                                 hint: "\(outcome.added.count) of \(Plural.count(total, "file")) \(outcome.added.count == 1 ? "was" : "were") added (their ids are above); "
+                                     + "\(total - outcome.added.count) \(total - outcome.added.count == 1 ? "was" : "were") not\(rest)" + Self.advice(stopped.error))
             }
             try session.finish(outcome: duplicates > 0 || !skipped.isEmpty ? .partial : .ok)
+            renderer.clear()
+            if progressMode == .bar {
+                // On a terminal, what happened in one line (the ids are on standard output).
+                let bytes = outcome.added.reduce(UInt64(0)) { $0 + $1.size }
+                var line = "vault: added \(Plural.count(outcome.added.count, "document")) (\(Terminal.size(bytes)))"
+                if duplicates > 0 { line += ", \(duplicates) already in the vault" }
+                if !excluded.isEmpty { line += ", \(excluded.count) left out by exclusions" }
+                Terminal.err(line)
+            }
             if outcome.added.isEmpty && skipped.isEmpty && duplicates > 0 {   // nothing happened: not a partial success
-                throw VaultError(.duplicate, "none of the \(inputs.count) files was added: their contents are already in the vault",
+                throw VaultError(.duplicate, "none of the \(Plural.count(inputs.count, "file")) was added: their contents are already in the vault",
                                  hint: "they are named above; --allow-duplicate adds them anyway")
             }
             if !skipped.isEmpty || duplicates > 0 {
                 let why = duplicates == 0 ? "they are named above"
                     : "they are named above; --allow-duplicate adds a file whose contents are already in the vault"
-                throw VaultError(.partial, "\(skipped.count + duplicates) of \(total) \(Plural.files(total)) were not added", hint: why)
+                let left = skipped.count + duplicates
+                throw VaultError(.partial, "\(left) of \(Plural.count(total, "file")) \(left == 1 ? "was" : "were") not added", hint: why)
+            }
+        }
+
+        /// `--dry-run`: what would be added (name, size, path), what is left out and why;
+        /// nothing is read but the folders, and no password is asked for.
+        func preview(_ inputs: [InputFiles.Input], skipped: [InputFiles.Skipped], excluded: [String]) throws {
+            var outcome = Result()
+            outcome.dryRun = true
+            outcome.excluded = excluded
+            outcome.notAdded = skipped.map { .init(path: $0.shown, code: $0.error.code.rawValue, message: $0.error.message) }
+            var would: [Result.WouldAdd] = []
+            for input in inputs {
+                let size = input.path == "-" ? 0 : (try? FilePath(input.path).stat().size).map { UInt64(max($0, 0)) } ?? 0
+                would.append(.init(path: input.path == "-" ? "standard input" : input.path, name: name ?? input.name, size: size))
+            }
+            outcome.wouldAdd = would
+            if result.json { Terminal.out(JSONOutput.line(outcome)); return }
+            if !result.quiet {
+                var lines = ""
+                for w in would { lines += "would add \(Terminal.printable(w.name)) (\(Terminal.size(w.size)))\n" }
+                for e in excluded { lines += "left out \(Terminal.printable(e)) (excluded)\n" }
+                for s in skipped { lines += "left out \(Terminal.printable(s.shown)) (\(s.error.message))\n" }
+                Terminal.out(lines)
+                let bytes = would.reduce(UInt64(0)) { $0 + $1.size }
+                Terminal.err("vault: dry run: would add \(Plural.count(would.count, "file")) (\(Terminal.size(bytes)))"
+                             + (excluded.isEmpty && skipped.isEmpty ? "" : ", leaving out \(excluded.count + skipped.count)")
+                             + "; nothing was added (a file whose contents are in the vault already is found when adding)")
             }
         }
     }

@@ -94,7 +94,7 @@ extension VaultCommand {
             } else {
                 var out = ""
                 for f in report.findings { out += "\(f.code): \(Terminal.printable(f.message))\n" }
-                out += "audited \(report.records) records, \(report.documents) documents, \(report.objects) objects\(deep ? " (every chunk)" : " (headers)"): "
+                out += "audited \(Plural.count(report.records, "record")), \(Plural.count(report.documents, "document")), \(Plural.count(report.objects, "object"))\(deep ? " (every chunk)" : " (headers)"): "
                 out += report.findings.isEmpty ? "clean" : "\(report.findings.count) finding\(report.findings.count == 1 ? "" : "s")"
                 out += "; head \(report.head)\n"
                 Terminal.out(out)

@@ -43,7 +43,7 @@ extension VaultCommand {
             if !report.sent.isEmpty || report.tombstones > 0 || !report.refusedTombstones.isEmpty {
                 let sent = Set(report.sent)
                 try vault.recordPush(try vault.records().records.filter { sent.contains($0.id) }, to: location.description, outcome: .ok,
-                                     detail: report.tombstones > 0 ? "\(report.tombstones) tombstone(s)" : nil,
+                                     detail: report.tombstones > 0 ? Plural.count(report.tombstones, "tombstone") : nil,
                                      anomalies: Replicator.anomalies(report.refusedTombstones))
             }
             if transfer.json {

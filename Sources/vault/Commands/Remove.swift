@@ -14,12 +14,16 @@ extension VaultCommand {
                 that every required one confirmed too; --delivered removes those every required \
                 destination confirmed. Nothing a required destination has not confirmed is removed.
 
+                The ids removed go to standard output, and a line on standard error names what was \
+                removed. On a terminal, removing more than 5 documents asks first (--yes does not); \
+                --dry-run lists what would be removed and removes nothing.
+
                 Examples:
                   vault remove 79d6
                   vault remove receipt.jpg scan.pdf
                   vault remove 79d6 --json
                   vault remove --delivered-to office --older-than 30d
-                  vault remove --delivered
+                  vault remove --delivered --dry-run
                 """)
 
         @OptionGroup var global: GlobalOptions
@@ -37,10 +41,21 @@ extension VaultCommand {
         @Option(name: .customLong("older-than"), help: ArgumentHelp("With --delivered…: only deliveries at least this old (30d, 12h, 2w).", valueName: "age"))
         var olderThan: String?
 
+        @Flag(help: "List what would be removed, with names and sizes; remove nothing.")
+        var dryRun = false
+
+        @Flag(name: .shortAndLong, help: "Do not ask before removing more than 5 documents on a terminal.")
+        var yes = false
+
         @OptionGroup var result: OutputOptions
 
-        /// `remove --json`.
-        struct Result: Encodable { var removed: [String] }
+        /// `remove --json`: the ids removed (with `--dry-run`: that would be), and their names.
+        struct Result: Encodable {
+            struct Document: Encodable { var id, name: String; var size: UInt64 }
+            var removed: [String]
+            var documents: [Document] = []
+            var dryRun: Bool?
+        }
 
         func validate() throws {
             let byDelivery = delivered || deliveredTo != nil
@@ -72,7 +87,7 @@ extension VaultCommand {
                 ids = ids.filter(filter.keeps)
                 if ids.isEmpty {
                     if !result.json && !result.quiet { Terminal.err("vault: nothing to remove: no document was confirmed by \(destinations.joined(separator: " and "))\(olderThan.map { " \($0) ago or more" } ?? "")") }
-                    else if result.json { Terminal.out(JSONOutput.line(Result(removed: []))) }
+                    else if result.json { Terminal.out(JSONOutput.line(Result(removed: [], dryRun: dryRun ? true : nil))) }
                     return
                 }
                 // The history itself must show every confirmation, not the index alone.
@@ -87,11 +102,25 @@ extension VaultCommand {
                                      hint: "run 'vault audit' to see what is wrong with the vault folder")
                 }
             }
+            let records = try vault.records(ids)
+            let why = delivered || deliveredTo != nil ? "(delivered)" : ""
+            let documents = records.map { Result.Document(id: $0.id.hex, name: $0.metadata.name, size: $0.metadata.size) }
+            if dryRun {
+                if result.json { return Terminal.out(JSONOutput.line(Result(removed: ids.map(\.hex), documents: documents, dryRun: true))) }
+                guard !result.quiet else { return }
+                Terminal.out(records.map { "would remove  \($0.id.hex.prefix(12))  \(Terminal.size($0.metadata.size))  \(Terminal.printable($0.metadata.name))\n" }.joined())
+                Terminal.err("vault: dry run: would remove \(Removal.summary(records))\(why.isEmpty ? "" : " " + why); nothing was removed")
+                return
+            }
+            guard Removal.confirm(records, why: why, yes: yes || result.json) else {
+                throw VaultError(.usage, "nothing was removed (not confirmed)", hint: "--yes removes without asking; --dry-run lists them")
+            }
             try vault.removeDocuments(ids)
             if result.json {
-                Terminal.out(JSONOutput.line(Result(removed: ids.map(\.hex))))
-            } else {
-                for id in ids where !result.quiet { Terminal.out(id.hex + "\n") }
+                Terminal.out(JSONOutput.line(Result(removed: ids.map(\.hex), documents: documents)))
+            } else if !result.quiet {
+                Terminal.out(ids.map { $0.hex + "\n" }.joined())
+                Terminal.err("vault: removed \(Removal.summary(records))\(why.isEmpty ? "" : " " + why): \(Removal.names(records))")
             }
         }
     }
