@@ -13,10 +13,10 @@ struct GlobalOptions: ParsableArguments {
             transform: ByteCount.option)
     var cacheSize: ByteCount?
 
-    @Option(name: .long, help: ArgumentHelp("Read the password from this file (one trailing newline is ignored) instead of $VAULT_PASSWORD or a prompt.", valueName: "file"), completion: .file())
+    @Option(name: .long, help: ArgumentHelp("Read the password from this file (one trailing newline is ignored) instead of the variables or a prompt; see the password order below.", valueName: "file"), completion: .file())
     var passwordFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("Run this command and take what it prints as the password (a password manager's CLI; split into words like a shell's, nothing expanded), instead of $VAULT_PASSWORD or $VAULT_PASSWORD_COMMAND.", valueName: "command"))
+    @Option(name: .long, help: ArgumentHelp("Run this command and take what it prints as the password (a password manager's CLI; split into words like a shell's, nothing expanded), instead of the variables or a prompt.", valueName: "command"))
     var passwordCommand: String?
 
     /// These options, with any unset value taken from `outer` (the options given before the command name).
@@ -106,7 +106,7 @@ struct GlobalOptions: ParsableArguments {
         try requireLocal()
         try requireFolder()
         let store = self.store
-        _ = try store.unlockCheckExists()
+        try checkExists(store)
         let password = try PasswordReader.read(file: passwordFile, command: passwordCommand)
         return try store.unlock(password: password)
     }
@@ -116,12 +116,27 @@ struct GlobalOptions: ParsableArguments {
         try requireLocal()
         try requireFolder()
         let store = self.store
-        _ = try store.unlockCheckExists()
+        try checkExists(store)
         return PendingVault(store: store, password: try PasswordReader.read(file: passwordFile, command: passwordCommand))
     }
 }
 
 extension GlobalOptions {
+    /// Fails before any password is asked for when there is no vault at `store`; the hint
+    /// creates one where this command looked (`vault init` alone would make the default one).
+    func checkExists(_ store: VaultStore) throws {
+        do {
+            _ = try store.unlockCheckExists()
+        } catch var e as VaultError {
+            if let v = vault {
+                e.hint = "check the path, or create a vault there with 'vault init --vault \(v)'"
+            } else if let v = environment("VAULT_DIR"), !v.isEmpty {
+                e.hint = "check VAULT_DIR, or create a vault there with 'vault init' (VAULT_DIR=\(v))"
+            }
+            throw e
+        }
+    }
+
     /// `--vault NAME` without a `/` that names no folder here: a remote of the default vault
     /// (this command needs a folder), or nothing at all — said so, rather than "no vault at NAME".
     func requireFolder() throws {
@@ -130,7 +145,7 @@ extension GlobalOptions {
         local.vault = nil
         guard local.store.exists, FileSystem.kind(of: RemoteList.path(local.store)) == .file else { throw noVaultOrRemote(name, known: []) }
         let location = try remote(name, password: try PasswordReader.read(file: passwordFile, command: passwordCommand))
-        throw VaultError(.usage, "this command needs a local vault; '\(name)' is the remote \(location)", hint: "make a replica with 'vault clone \(name)'")
+        throw VaultError(.usage, "this command needs a local vault; '\(name)' is the remote \(location)", hint: "make a replica with 'vault clone \(location) --vault NEW-FOLDER'")
     }
 
     /// Where the default vault's remote `name` points (one unlock of the default vault).
@@ -154,7 +169,7 @@ extension GlobalOptions {
     func requireLocal() throws {
         if let v = vault, v.hasPrefix("s3://") {
             throw VaultError(.usage, "this command needs a local vault; \(v) can be read in place only by list, get, verify, export and upload",
-                             hint: "make a replica with 'vault clone \(v)'")
+                             hint: "make a replica with 'vault clone \(v) --vault NEW-FOLDER'")
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import VaultCore
 
 /// What the CLI adds to an error before it is printed: the libraries name no command, option
@@ -54,7 +55,7 @@ enum Hints {
         case .rebuildIndex: "run 'vault verify' to rebuild the index"
         case .auditAndRemoveAgain(let id): "run 'vault audit'; 'vault remove \(id.hex.prefix(8))' removes it again"
         case .verifyThenRemoveOrRestore: "run 'vault verify', and remove or restore that document first"
-        case .cloneFirst(let source): "clone it first with 'vault clone \(source)', or use a replica"
+        case .cloneFirst(let source): "clone it first with 'vault clone \(source) --vault NEW-FOLDER', or use a replica"
         case .addRecursively: "use -r to add the files inside it"
         case .pruneUploadJournal: "'vault uploads prune' removes it; the upload then starts afresh"
         case .pushFirst: "push one there first with 'vault push'"
@@ -68,5 +69,20 @@ enum Hints {
         case .raiseByteLimit(let needed): "use --max-bytes \(ByteCount.atLeast(needed)) or more, or leave this document out"
         case .freeSpace: "free some space and run the command again"
         }
+    }
+}
+
+/// Where the documentation a hint names is on this machine: beside an installed binary
+/// (`PREFIX/share/doc/vault`), or the source tree's `docs/` for a binary built in it; else
+/// the file's name in the source tree (a hint never names a folder that is not there).
+enum DocsLocation {
+    static func path(_ file: String) -> String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let bin = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        let candidates = [bin.appendingPathComponent("../share/doc/vault/" + file),          // PREFIX/bin/vault
+                          bin.appendingPathComponent("../../docs/" + file),                  // .build/debug/vault
+                          bin.appendingPathComponent("../../../docs/" + file)]               // .build/<triple>/debug/vault
+        for c in candidates where FileManager.default.fileExists(atPath: c.standardizedFileURL.path) { return c.standardizedFileURL.path }
+        return "docs/\(file) in vault's source"
     }
 }

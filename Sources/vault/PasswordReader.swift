@@ -4,7 +4,7 @@ import VaultCore
 
 /// Gets the vault password without it ever passing through argv or a Swift `String`:
 /// `--password-file FILE`, else `--password-command CMD`, else `VAULT_PASSWORD`, else
-/// `VAULT_PASSWORD_COMMAND`, else a no-echo prompt on the terminal.
+/// `VAULT_PASSWORD_FILE`, else `VAULT_PASSWORD_COMMAND`, else a no-echo prompt on the terminal.
 enum PasswordReader {
     static let maxLength = 4096
 
@@ -14,6 +14,8 @@ enum PasswordReader {
         var variable: String
         /// The environment variable naming a command that prints the password.
         var commandVariable: String { variable + "_COMMAND" }
+        /// The environment variable naming a file that holds the password (restic's `RESTIC_PASSWORD_FILE`).
+        var fileVariable: String { variable + "_FILE" }
         /// The option naming a file.
         var fileOption: String
         /// The prompt on the terminal.
@@ -29,7 +31,7 @@ enum PasswordReader {
     }
 
     /// Where the vault's password came from, for the hint after a wrong one.
-    enum Origin { case file(String), command, variable, commandVariable, prompt }
+    enum Origin { case file(String), command, variable, fileVariable(String), commandVariable, prompt }
 
     /// Where the vault password of this run came from (set by ``read(file:command:from:confirm:)``).
     // nonisolated(unsafe): set on the main task before the vault is opened, read when its error is printed.
@@ -41,6 +43,7 @@ enum PasswordReader {
         case .file(let path)?: "check the password file \(Terminal.printable(path))"
         case .command?: "check what --password-command prints"
         case .variable?: "check VAULT_PASSWORD"
+        case .fileVariable(let path)?: "check the password file \(Terminal.printable(path)) (VAULT_PASSWORD_FILE)"
         case .commandVariable?: "check what VAULT_PASSWORD_COMMAND prints"
         case .prompt?: "the password typed does not open this vault; run the command again to retype it (is Caps Lock on?)"
         case nil: "check VAULT_PASSWORD or the password file"
@@ -67,6 +70,9 @@ enum PasswordReader {
             guard env.count <= maxLength else { throw VaultError(.usage, "\(source.variable) is longer than \(maxLength) bytes") }
             password = env
             origin = .variable
+        } else if let path = ProcessInfo.processInfo.environment[source.fileVariable], !path.isEmpty {
+            password = try fromFile(path)
+            origin = .fileVariable(path)
         } else if let command = ProcessInfo.processInfo.environment[source.commandVariable], !command.isEmpty {
             password = try fromCommand(command, named: source.commandVariable)
             origin = .commandVariable
@@ -175,10 +181,15 @@ enum PasswordReader {
         guard let tty = Platform.openControllingTerminal() else {
             throw VaultError(.usage, source.what == "vault" ? "no password given and no terminal to ask on"
                                                              : "no \(source.what) password given and no terminal to ask on",
-                             hint: "set \(source.variable) or \(source.commandVariable), or pass \(source.fileOption) FILE")
+                             hint: "set \(source.variable), \(source.fileVariable) or \(source.commandVariable), or pass \(source.fileOption) FILE")
         }
         defer { try? tty.close() }
         let first = try prompt(tty, source.prompt)
+        // Said at once, not after the repeat.
+        if first.count == 0 {
+            throw VaultError(.usage, source.what == "vault" ? "the password is empty" : "the \(source.what) password is empty",
+                             hint: "a \(source.what) password must have at least one character")
+        }
         if confirm {
             let second = try prompt(tty, "Repeat password: ")
             let same = first.withUnsafeBytes { a in second.withUnsafeBytes { b in a.elementsEqual(b) } }

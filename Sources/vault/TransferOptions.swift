@@ -14,7 +14,7 @@ struct TransferOptions: ParsableArguments {
 
     @OptionGroup var progress: ProgressOptions
 
-    @Flag(help: "Print the result as one JSON object on standard output (schemas in share/doc/vault/schemas).")
+    @Flag(help: "Print the result as one JSON object on standard output (schemas: docs/schemas, installed in share/doc/vault/schemas).")
     var json = false
 
     /// True when the summary line goes on stderr: not with `--quiet`, `--json` or `--progress json`.
@@ -53,7 +53,7 @@ struct TransferOptions: ParsableArguments {
     func open(_ remote: String?, _ options: GlobalOptions, purpose: String) throws -> (VaultCore.Vault, RemoteLocation, S3Client) {
         try options.requireLocal()
         let store = options.store
-        _ = try store.unlockCheckExists()
+        try options.checkExists(store)
         let connection = try S3Environment.connection(purpose: purpose)   // checked before the password is asked
         let vault = try options.unlock()
         let (_, location) = try RemoteList.load(vault).resolve(remote)

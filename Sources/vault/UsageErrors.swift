@@ -17,8 +17,11 @@ extension VaultCommand {
         guard !message.isEmpty else { Platform.exit(code.rawValue) }   // a command that reported its own error
         let help = helpCommand(in: full)
         var hints: [String] = []
-        if let word = quoted(after: "Unexpected argument '", in: message), arguments.first(where: { !$0.hasPrefix("-") }) == word,
-           help == "vault --help" {
+        // `vault ad` and `vault ad x`: the first word is not a command (with arguments after it,
+        // argument-parser says "2 unexpected arguments").
+        let first = arguments.first(where: { !$0.hasPrefix("-") })
+        if let word = first, message.lowercased().contains("unexpected argument"), message.contains("'\(word)'"),
+           !commandNames.contains(word), help == "vault --help" {
             Terminal.err("vault: '\(Terminal.printable(word))' is not a vault command")
             if let near = nearest(word, among: commandNames) { hints.append("did you mean 'vault \(near)'?") }
             hints.append("'vault --help' lists the commands")

@@ -8,8 +8,10 @@ struct VaultCommand: AsyncParsableCommand {
         commandName: "vault",
         abstract: "Keep documents password-encrypted on disk and ship them in batches.",
         discussion: """
-            The password comes from --password-file FILE, else $VAULT_PASSWORD, else a no-echo \
-            prompt on the terminal; never from the command line. 'man vault' is the manual.
+            The password comes from --password-file FILE, else --password-command CMD, else \
+            $VAULT_PASSWORD, else $VAULT_PASSWORD_FILE, else $VAULT_PASSWORD_COMMAND, else a \
+            no-echo prompt on the terminal; never from the command line. The options above go \
+            before or after any command. 'man vault' is the manual.
 
             Examples:
               vault init
@@ -20,7 +22,8 @@ struct VaultCommand: AsyncParsableCommand {
             Exit codes:
               0    success
               1    internal error
-              2    partial success: some documents were skipped or not added
+              2    partial success: some documents were skipped, not added, or
+                   too large for the server
               3    not found (vault, document, input file, password file, tag,
                    remote)
               4    ambiguous id prefix or name
@@ -28,12 +31,14 @@ struct VaultCommand: AsyncParsableCommand {
                    a terminal
               65   damaged data (an envelope, the index, vault.json, the
                    history); audit findings; pulled objects that fail
-              69   upload: the server rejected a batch
+              69   upload: the server rejected a batch, or its host does not
+                   resolve
               73   the output or vault exists, or the document is already in the
                    vault; the store holds another vault
               74   I/O error (permissions, disk full, file too large)
               75   upload, push, pull: retries ran out; run the same command
-                   again to resume
+                   again to resume. Busy: another command holds the vault or
+                   the export folder
               76   upload, push, pull: the server refused the credentials
               77   wrong password
               130  interrupted (SIGINT, SIGTERM, SIGHUP); no partial output is left
@@ -43,7 +48,7 @@ struct VaultCommand: AsyncParsableCommand {
                       Destinations.self, Status.self, Remote.self, Push.self, Pull.self, Clone.self, Version.self]
     )
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(visibility: .hidden) var global: GlobalOptions
 
     /// Before any parsing: no core dumps, large buffers off the heap, secrets out of the environment, and interrupts that
     /// remove temporary files, restore the terminal, print `vault: interrupted` and exit 130.

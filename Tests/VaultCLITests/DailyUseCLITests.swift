@@ -268,7 +268,7 @@ import Glibc
                 + "vault: hint: it has no remotes; a new vault folder is made with 'vault init --vault ./office'\n", "\(gone.stderr)")
         #expect(s.run("remote", "add", "home", "s3://bucket/home").status == 0)
         let local = s.run("add", "a.bin", "--vault", "home")
-        #expect(local.status == 64 && local.stderr == "vault: this command needs a local vault; 'home' is the remote s3://bucket/home\nvault: hint: make a replica with 'vault clone home'\n", "\(local.stderr)")
+        #expect(local.status == 64 && local.stderr == "vault: this command needs a local vault; 'home' is the remote s3://bucket/home\nvault: hint: make a replica with 'vault clone s3://bucket/home --vault NEW-FOLDER'\n", "\(local.stderr)")
     }
 
     /// Every command that prints a result has -q (nothing but errors) and --json (one object,
@@ -278,6 +278,8 @@ import Glibc
         func check(_ schema: String, _ args: [String], env: [String: String?] = [:], status: Int32 = 0) -> [String: Any] {
             let r = s.run(args, env: env)
             #expect(r.status == status, "\(args): \(r.stderr)")
+            // --json is a mode: the object on stdout, nothing on stderr but errors.
+            if status == 0 { #expect(r.stderr.isEmpty, "\(args) --json said on stderr: \(r.stderr)") }
             AuditCLITests.write(s.path("out.json"), r.stdout)
             let v = AuditCLITests.validate(s.path("out.json"), schema: schema)
             #expect(v.status == 0, "\(args) against \(schema).schema.json: \(v.output)")
@@ -294,9 +296,23 @@ import Glibc
         #expect(quietAdd.status == 0 && quietAdd.stdout.isEmpty && quietAdd.stderr.isEmpty)
         _ = check("add", ["add", "a.txt", "b.txt", "--json"], status: 73)   // a duplicate alone: notAdded
         _ = check("get", ["get", "a.txt", "-o", "a-copy.txt", "--json"])
+        let wouldExport = check("export", ["export", "--out", "out", "--dry-run", "--json"])
+        #expect((wouldExport["batches"] as? [[String: Any]])?.first?["file"] as? String == "batch-0001.json" && !FileManager.default.fileExists(atPath: s.path("out")))
         _ = check("export", ["export", "--out", "out", "--json"])
         let r = Receiver(in: s)
+        let wouldSend = check("upload", ["upload", "--url", r.url, "--dry-run", "--json"], env: UploadCLITests.token)
+        #expect((wouldSend["send"] as? [Any])?.count == 3 && r.accepted.isEmpty, "\(wouldSend)")
         _ = check("upload", ["upload", "--url", r.url, "--json"], env: UploadCLITests.token)
+        _ = check("uploads", ["uploads", "--json"])
+        _ = check("uploads-prune", ["uploads", "prune", "--json"])
+        let wouldRemove = check("remove", ["remove", "a.txt", "--dry-run", "--json"])
+        #expect((wouldRemove["documents"] as? [[String: Any]])?.first?["name"] as? String == "a.txt")
+        try FileManager.default.createDirectory(atPath: s.path("inbox"), withIntermediateDirectories: true)
+        s.write("inbox/x.txt", Array("x".utf8))
+        s.write("inbox/.DS_Store", [0])
+        let wouldAdd = check("add", ["add", "-r", "inbox", "--dry-run", "--json"])
+        #expect((wouldAdd["wouldAdd"] as? [[String: Any]])?.map { $0["name"] as? String } == ["x.txt"] && (wouldAdd["excluded"] as? [String])?.count == 1,
+                "\(wouldAdd)")
         _ = check("verify", ["verify", "--json"])
         let quietVerify = s.run("verify", "-q")
         #expect(quietVerify.status == 0 && quietVerify.stdout.isEmpty && quietVerify.stderr.isEmpty)

@@ -8,6 +8,7 @@ extension VaultCommand {
     struct Add: VaultSubcommand {
         static let configuration = CommandConfiguration(
             abstract: "Encrypt files into the vault and print their new ids.",
+            usage: "vault add [<options>] <path> ...",
             discussion: """
                 Each file becomes one document; its id is printed on its own line as soon as it is \
                 stored. Use - to read standard input (needs --name). The content type is detected \
@@ -22,7 +23,7 @@ extension VaultCommand {
                   cat photo.heic | vault add - --name photo.heic
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         @Argument(help: ArgumentHelp("Files to add; - reads standard input; directories need -r.", valueName: "path"), completion: .file())

@@ -7,11 +7,12 @@ extension VaultCommand {
     struct Audit: VaultSubcommand {
         static let configuration = CommandConfiguration(
             abstract: "Check the vault against its sealed history; exit 0 when clean, 65 with findings.",
+            usage: "vault audit [--deep] [--head] [--expect-head <head>] [<options>]",
             discussion: """
                 Checks that the history's chain is whole; that every document it says is present is \
                 there and authenticates (its header; every chunk and the SHA-256 with --deep); that no \
                 object is there which the history says was removed (resurrected) or never added; and \
-                that the index agrees. Each finding has a code (CLI.md in share/doc/vault lists them).
+                that the index agrees. Each finding has a code (docs/CLI.md lists them).
 
                 --head prints the history's head (record count and last tag) on one line: keep it \
                 elsewhere (a ticket, another machine), and --expect-head HEAD later also fails when \
@@ -30,13 +31,13 @@ extension VaultCommand {
                   vault audit --accept-loss
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         @Flag(help: "Read and authenticate every chunk of every document, and check each SHA-256.")
         var deep = false
 
-        @Flag(help: "Print the report as one JSON object (schema: share/doc/vault/schemas/audit.schema.json).")
+        @Flag(help: "Print the report as one JSON object (schema: docs/schemas/audit.schema.json).")
         var json = false
 
         @Flag(help: "Only print the history's head: <records>-<tag>.")
@@ -100,7 +101,7 @@ extension VaultCommand {
                 Terminal.out(out)
             }
             if !report.findings.isEmpty {
-                throw VaultError(.vaultDamaged, "the audit found \(Plural.count(report.findings.count, "problem"))", hint: "CLI.md in share/doc/vault says what each code means")
+                throw VaultError(.vaultDamaged, "the audit found \(Plural.count(report.findings.count, "problem"))", hint: "\(DocsLocation.path("CLI.md")) says what each code means")
             }
         }
     }

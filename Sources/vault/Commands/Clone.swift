@@ -9,6 +9,7 @@ extension VaultCommand {
     struct Clone: VaultSubcommand {
         static let configuration = CommandConfiguration(
             abstract: "Make a new local replica of a vault kept on an S3-compatible store.",
+            usage: "vault clone <url> [<options>]",
             discussion: """
                 Fetches the store's vault.json and checks the password against it before anything is created, \
                 then pulls every document (each authenticated before it is taken) and adds the store as the \
@@ -19,7 +20,7 @@ extension VaultCommand {
                   VAULT_DIR=/srv/vault vault clone s3://backoffice/vault --progress bar
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         @Argument(help: ArgumentHelp("The store: s3://BUCKET/PREFIX.", valueName: "url"))

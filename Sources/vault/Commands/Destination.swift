@@ -29,7 +29,7 @@ extension VaultCommand {
             subcommands: [List.self, Add.self, Remove.self],
             defaultSubcommand: List.self)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         var parentOptions: GlobalOptions { global.merged(with: root.global) }
@@ -41,7 +41,7 @@ extension VaultCommand.Destinations {
     struct List: VaultSubcommand {
         static let configuration = CommandConfiguration(abstract: "List the destinations (the default).")
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Destinations
         @OptionGroup var result: ResultOptions
 
@@ -65,7 +65,7 @@ extension VaultCommand.Destinations {
     struct Add: VaultSubcommand {
         static let configuration = CommandConfiguration(abstract: "Name a destination: an https:// URL, s3://BUCKET/PREFIX or a presign endpoint.")
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Destinations
 
         @Argument(help: ArgumentHelp("The destination's name (letters, digits, '-', '_' and '.', up to 64).", valueName: "name"))
@@ -119,7 +119,7 @@ extension VaultCommand.Destinations {
     struct Remove: VaultSubcommand {
         static let configuration = CommandConfiguration(abstract: "Forget a destination's name (its deliveries stay in the history).")
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Destinations
 
         @Argument(help: ArgumentHelp("The destination's name.", valueName: "name"))

@@ -14,7 +14,8 @@ extension VaultCommand {
                 document decrypted, authenticated and base64-encoded as it streams. --out DIR writes \
                 batch-0001.json, ... and manifest.json; --out - streams a single batch to stdout. \
                 A damaged document stops the export (no incomplete file is left), or with --skip-bad \
-                is cut out of its payload and the export goes on (exit code 2). See docs/EXPORT.md.
+                is cut out of its payload and the export goes on (exit code 2). An empty vault \
+                has nothing to export: exit 0, as for upload. See docs/EXPORT.md.
 
                 Examples:
                   vault export --out outbox/
@@ -22,7 +23,7 @@ extension VaultCommand {
                   vault export 79d6 scan.pdf --out - > payload.json
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
         @OptionGroup var progressOptions: ProgressOptions
 
@@ -38,6 +39,9 @@ extension VaultCommand {
 
         @Flag(help: "Replace the batch files and manifest of an earlier export in the folder (and remove those the new run does not write).")
         var force = false
+
+        @Flag(help: "List the batches and documents that would be written, with sizes; write nothing.")
+        var dryRun = false
 
         @OptionGroup var result: ResultOptions
 
@@ -59,8 +63,36 @@ extension VaultCommand {
 
         func run() async throws { try await run(parent: root.global) }
 
+        /// `--dry-run`: the batches as planned (their documents, names and sizes), written nowhere.
+        func preview(_ options: GlobalOptions) async throws {
+            let vault = try await options.open()
+            let records = try vault.select(selection.selection)
+            let batches = try BatchPlanner.plan(records, limits: batching.limits, shape: batching.shape)
+            if result.json {
+                struct Document: Encodable { var id, name: String; var size: UInt64 }
+                struct Batch: Encodable { var file: String; var payloadBytes: UInt64; var documents: [Document] }
+                struct DryRun: Encodable { var dryRun = true; var out: String; var batches: [Batch] }
+                Terminal.out(JSONOutput.line(DryRun(out: out, batches: batches.map { b in
+                    Batch(file: b.fileName, payloadBytes: b.length, documents: b.records.map { .init(id: $0.id.hex, name: $0.metadata.name, size: $0.metadata.size) })
+                })))
+                return
+            }
+            var text = ""
+            for b in batches {
+                text += "would write  \(out == "-" ? "standard output" : b.fileName)  \(Terminal.size(b.length))\n"
+                for r in b.records { text += "  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \(Terminal.printable(r.metadata.name))\n" }
+            }
+            Terminal.out(text)
+            if progressOptions.printsSummary && !result.json {
+                let bytes = batches.reduce(UInt64(0)) { $0 + $1.length }
+                Terminal.err("vault: dry run: would export \(Plural.count(records.count, "document")) in \(Plural.count(batches.count, "batch")) "
+                             + "(\(Terminal.size(bytes)) of payload) to \(out == "-" ? "standard output" : out); nothing was written")
+            }
+        }
+
         func execute(_ options: GlobalOptions) async throws {
             let toStdout = out == "-"
+            if dryRun { return try await preview(options) }
             if toStdout && Terminal.isTTY(1) {
                 throw VaultError(.usage, "refusing to write the payload to a terminal", hint: "redirect standard output, or use --out DIR")
             }
@@ -84,7 +116,17 @@ extension VaultCommand {
             let renderer = ProgressRenderer(mode: progressOptions.resolved)
             // Planned while the index is read, one row at a time: the plan keeps ids, not records.
             let exporter = try VaultCore.Exporter(vault: vault, selection: selection.selection, options: exportOptions, onEvent: renderer.handle)
-            if exporter.documents == 0 { throw VaultError(.notFound, "there are no documents to export") }
+            if exporter.documents == 0 {
+                // Nothing to export is not a failure (a daily export on an empty day), as for upload;
+                // a name, id or tag that matches nothing still is (exit 3).
+                if result.json {
+                    Terminal.out(JSONOutput.line(Result(runId: "", out: toStdout ? "standard output" : out, documents: 0, payloadBytes: 0,
+                                                        seconds: 0, batches: [], skipped: [])))
+                } else if progressOptions.printsSummary && !result.json {
+                    Terminal.err("vault: nothing to export: the vault is empty" + (toStdout ? "" : " (nothing was written to \(out))"))
+                }
+                return
+            }
             let started = Date()
             let summary: ExportSummary
             do {
@@ -113,7 +155,7 @@ extension VaultCommand {
                 Terminal.out(JSONOutput.line(Result(runId: summary.runID, out: where_, documents: summary.documents, payloadBytes: summary.payloadBytes,
                                                     seconds: (seconds * 1000).rounded() / 1000, batches: summary.batches, skipped: summary.skipped)))
             }
-            if progressOptions.printsSummary {
+            if progressOptions.printsSummary && !result.json {
                 // The documents' size first: what the bar counted; then the payload it became.
                 Terminal.err(String(format: "vault: exported %@ (%@) in %@ (%@ of payload) to %@ in %.1f s",
                                     Plural.count(summary.documents, "document"), Terminal.size(summary.plaintextBytes),

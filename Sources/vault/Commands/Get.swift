@@ -7,6 +7,7 @@ extension VaultCommand {
     struct Get: VaultSubcommand {
         static let configuration = CommandConfiguration(
             abstract: "Decrypt a document to a file or standard output, or several into a folder.",
+            usage: "vault get [<id-or-name> ...] [--all] [-o <file-or-dir>] [<options>]",
             discussion: """
                 With -o FILE the plaintext goes to a temporary file beside FILE that is renamed into \
                 place only after every chunk has authenticated, so a damaged document never leaves a \
@@ -28,9 +29,10 @@ extension VaultCommand {
                 --range START-END (byte offsets, inclusive, as in HTTP Range) decrypts and \
                 authenticates only the 64 KiB chunks that cover the range; END past the end of the \
                 document is taken as its last byte.
-                """)
+                """,
+            aliases: ["cat"])
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         @Argument(help: ArgumentHelp("Unique id prefixes (4+ digits) or exact names; names shown escaped by list (new\\nline.txt) work too.", valueName: "id-or-name"))

@@ -24,7 +24,7 @@ extension VaultCommand {
                   vault import --rncryptor photo.enc --from-key-file keys.bin --remove-source
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
         @OptionGroup var progressOptions: ProgressOptions
 
@@ -124,7 +124,7 @@ extension VaultCommand {
             }
             renderer.clear()
             let outcome = importer.outcome
-            if progressOptions.printsSummary {
+            if progressOptions.printsSummary && !result.json {
                 let bytes = outcome.imported.reduce(UInt64(0)) { $0 + $1.record.metadata.size }
                 Terminal.err(String(format: "vault: imported %d of %d file%@ (%@) in %.1f s; %d failed, %d skipped (already in the vault)",
                                     outcome.imported.count, inputs.count, inputs.count == 1 ? "" : "s", Terminal.size(bytes),

@@ -17,7 +17,7 @@ extension VaultCommand {
                   vault init --password-file pw.txt --kdf interactive
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         @Option(help: "How hard the password is to guess offline: interactive (64 MiB, ~0.1 s), moderate (256 MiB, ~0.7 s) or sensitive (1 GiB, ~3.5 s).")
@@ -40,8 +40,9 @@ extension VaultCommand {
             let vault = try store.create(password: password, kdf: kdf.parameters)
             if output.json { Terminal.out(JSONOutput.line(Result(vault: store.root, id: vault.id, kdf: kdf.name))) }
             else if !output.quiet { Terminal.err("vault: created \(store.root) (Argon2id \(kdf.name), id \(vault.id.prefix(12)))") }
-            // Said once, even with -q: it is the one thing a new user must know.
-            Terminal.err("vault: keep the password safe: without it the documents cannot be recovered, by anyone")
+            // Said once, even with -q: it is the one thing a new user must know (--json is a
+            // script's mode: stderr carries errors only).
+            if !output.json { Terminal.err("vault: keep the password safe: without it the documents cannot be recovered, by anyone") }
         }
     }
 }

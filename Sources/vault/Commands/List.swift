@@ -7,6 +7,7 @@ extension VaultCommand {
     struct List: VaultSubcommand {
         static let configuration = CommandConfiguration(
             abstract: "List the documents in the vault, oldest first.",
+            usage: "vault list [--tag <tag> ...] [--undelivered | --to <dest>] [<options>]",
             discussion: """
                 The table shows a 12-digit id prefix; any unique prefix of 4 or more digits names a document.
 
@@ -17,9 +18,10 @@ extension VaultCommand {
                   vault list --undelivered             (what some required destination lacks)
                   vault list --undelivered --to office
                   vault list --delivered-to https://backoffice.example/batches
-                """)
+                """,
+            aliases: ["ls"])
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         @Flag(help: "Print a JSON array of objects with id, name, contentType, size, sha256, added and tags.")

@@ -10,21 +10,24 @@ extension VaultCommand {
             discussion: """
                 Every record is authenticated in its place in the chain before it is printed; a record \
                 that fails is shown as DAMAGED, and the command then exits 65 (run 'vault audit'). \
-                --since takes a date (2026-11-01) or a time (2026-11-01T09:30:00Z).
+                --since takes a date (2026-11-01), a time (2026-11-01T09:30:00Z) or an age \
+                (24h, 7d, 2w: that long ago). --doc shows each record that names the document \
+                with that document's line only (the record's other documents are counted).
 
                 Examples:
                   vault log
                   vault log --since 2026-11-01 --doc 79d6
+                  vault log --since 24h
                   vault log --json
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
-        @Flag(help: "Print the history as one JSON object (schema: share/doc/vault/schemas/log.schema.json).")
+        @Flag(help: "Print the history as one JSON object (schema: docs/schemas/log.schema.json).")
         var json = false
 
-        @Option(help: ArgumentHelp("Only records written at or after this date or time (ISO 8601, UTC unless an offset is given).", valueName: "time"))
+        @Option(help: ArgumentHelp("Only records written at or after this date or time (ISO 8601, UTC unless an offset is given), or this long ago (24h, 7d).", valueName: "time"))
         var since: String?
 
         @Option(help: ArgumentHelp("Only records naming this document (an id prefix of 4+ hex digits).", valueName: "id"))
@@ -32,7 +35,7 @@ extension VaultCommand {
 
         func validate() throws {
             if let since, Self.parseTime(since) == nil {
-                throw ValidationError("--since needs a date (2026-11-01) or an ISO 8601 time (2026-11-01T09:30:00Z), not '\(since)'.")
+                throw ValidationError("--since needs a date (2026-11-01), an ISO 8601 time (2026-11-01T09:30:00Z) or an age (24h, 7d), not '\(since)'.")
             }
             if let doc, doc.count < 4 || doc.count > 32 || Hex.decode(doc.count % 2 == 0 ? doc : doc + "0") == nil {
                 throw ValidationError("--doc needs 4 to 32 hex digits of a document id, not '\(doc)'.")
@@ -67,7 +70,7 @@ extension VaultCommand {
             guard scan.exists else {
                 throw VaultError(.notFound, "this vault has no history yet", hint: "the next change to the vault starts it")
             }
-            let sinceMillis = since.flatMap(Self.parseTime).map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
+            let sinceMillis = since.flatMap { Self.parseTime($0) }.map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
             let prefix = doc?.lowercased()
             let shown = scan.entries.filter { e in
                 guard let r = e.record else { return sinceMillis == nil && prefix == nil }
@@ -85,7 +88,7 @@ extension VaultCommand {
                 }, findings: findings)))
             } else {
                 let width = FittedTable.stdoutWidth
-                Terminal.out(shown.map { Self.text($0, width: width) }.joined())
+                Terminal.out(shown.map { Self.text($0, width: width, only: prefix) }.joined())
             }
             if !findings.isEmpty {
                 for f in findings where !json { Terminal.warn(f.message) }
@@ -96,7 +99,10 @@ extension VaultCommand {
         /// One record and its documents. On a terminal (`width`), every line fits: the detail
         /// goes first, then a document line shows a 12-digit id without the SHA-256, names are
         /// shortened in the middle, and what is still too long is cut with `…`.
-        static func text(_ e: HistoryScan.Entry, width: Int? = nil) -> String {
+        /// - Parameter only: with `--doc`, the id prefix whose document lines are shown (a send
+        ///   names every document it sent: one document's log would be hundreds of lines); the
+        ///   record's line still counts them all.
+        static func text(_ e: HistoryScan.Entry, width: Int? = nil, only: String? = nil) -> String {
             let room = width.map { $0 - 1 } ?? Int.max
             func fit(_ s: String) -> String { width == nil ? s : Terminal.cut(s, room) }
             guard let r = e.record else { return fit(String(format: "%5d  DAMAGED: this record fails authentication", e.position)) + "\n" }
@@ -116,7 +122,7 @@ extension VaultCommand {
             var text = fit(line) + "\n"
             let full = room >= 9 + 32 + 2 + 17 + 2 + 10 + 2 + 16
             let indent = narrow ? "   " : "         "
-            for d in r.documents {
+            for d in r.documents where only.map({ d.id.hasPrefix($0) }) ?? true {
                 let head = full ? "         \(d.id)  \(d.sha256.prefix(16))…  " : indent + "\(d.id.prefix(12))  "
                 let size = Terminal.size(d.size)
                 let name = Terminal.printable(d.name)
@@ -128,7 +134,9 @@ extension VaultCommand {
             return text
         }
 
-        static func parseTime(_ text: String) -> Date? {
+        static func parseTime(_ text: String, now: Date = Date()) -> Date? {
+            // An age, as --older-than takes: 24h, 7d, 2w.
+            if let age = DeliveryFilter.duration(text) { return now.addingTimeInterval(-age) }
             let full = ISO8601DateFormatter()
             if let d = full.date(from: text) { return d }
             let fractional = ISO8601DateFormatter()

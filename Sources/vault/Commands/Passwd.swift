@@ -7,6 +7,7 @@ extension VaultCommand {
     struct Passwd: VaultSubcommand {
         static let configuration = CommandConfiguration(
             abstract: "Change the vault's password (and optionally its Argon2id level); documents are not re-encrypted.",
+            usage: "vault passwd [--kdf <level>] [--new-password-file <file>] [-q] [--json]",
             discussion: """
                 The current password comes as for every command; the new one from \
                 --new-password-file FILE, else $VAULT_NEW_PASSWORD, else a no-echo prompt asked twice. \
@@ -20,7 +21,7 @@ extension VaultCommand {
                   vault passwd --password-file old.txt --new-password-file new.txt
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         @Option(help: ArgumentHelp("A new Argon2id level: interactive, moderate or sensitive (default: keep the current parameters).", valueName: "level"))

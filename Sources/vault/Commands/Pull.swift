@@ -9,6 +9,7 @@ extension VaultCommand {
     struct Pull: VaultSubcommand {
         static let configuration = CommandConfiguration(
             abstract: "Fetch from a remote store the documents and removals this vault lacks.",
+            usage: "vault pull [<remote>] [<options>]",
             discussion: """
                 Every fetched envelope is authenticated chunk by chunk, with its id, under this vault's key \
                 before it enters objects/; a damaged or foreign object is reported and not taken (exit 65, or 2 \
@@ -20,7 +21,7 @@ extension VaultCommand {
                   vault pull office --progress bar
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         @Argument(help: ArgumentHelp("A remote's name or an s3://BUCKET/PREFIX URL (default: the only remote).", valueName: "remote"))

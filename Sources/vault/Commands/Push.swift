@@ -9,6 +9,7 @@ extension VaultCommand {
     struct Push: VaultSubcommand {
         static let configuration = CommandConfiguration(
             abstract: "Send a remote store the documents and removals it lacks.",
+            usage: "vault push [<remote>] [<options>]",
             discussion: """
                 Sends the envelopes (already sealed: the store never sees plaintext or keys) of documents the \
                 store has neither as object nor as tombstone, and a sealed tombstone for each document removed \
@@ -22,7 +23,7 @@ extension VaultCommand {
                   vault push s3://backoffice/vault --progress json
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         @Argument(help: ArgumentHelp("A remote's name or an s3://BUCKET/PREFIX URL (default: the only remote).", valueName: "remote"))

@@ -25,7 +25,7 @@ extension VaultCommand {
             defaultSubcommand: List.self)
 
         /// `vault --vault DIR remote …` and `vault remote --vault DIR …` both name the vault.
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         /// The global options as given before and after `remote`.
@@ -38,7 +38,7 @@ extension VaultCommand.Remote {
     struct List: VaultSubcommand {
         static let configuration = CommandConfiguration(abstract: "List the remotes (the default).")
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Remote
         @OptionGroup var result: ResultOptions
 
@@ -59,7 +59,7 @@ extension VaultCommand.Remote {
     struct Add: VaultSubcommand {
         static let configuration = CommandConfiguration(abstract: "Name a store: s3://BUCKET/PREFIX.")
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Remote
 
         @Argument(help: ArgumentHelp("The remote's name (letters, digits, '-', '_' and '.', up to 64).", valueName: "name"))
@@ -92,7 +92,7 @@ extension VaultCommand.Remote {
     struct Remove: VaultSubcommand {
         static let configuration = CommandConfiguration(abstract: "Forget a remote (the store itself is unchanged).")
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Remote
 
         @Argument(help: ArgumentHelp("The remote's name.", valueName: "name"))

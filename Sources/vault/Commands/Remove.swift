@@ -6,6 +6,7 @@ extension VaultCommand {
     struct Remove: VaultSubcommand {
         static let configuration = CommandConfiguration(
             abstract: "Delete documents from the vault and print their ids.",
+            usage: "vault remove [<id-or-name> ...] [--delivered[-to <dest>]] [<options>]",
             discussion: """
                 Every argument is resolved first; if any is unknown or ambiguous, nothing is deleted.
 
@@ -24,9 +25,10 @@ extension VaultCommand {
                   vault remove 79d6 --json
                   vault remove --delivered-to office --older-than 30d
                   vault remove --delivered --dry-run
-                """)
+                """,
+            aliases: ["rm"])
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         @Argument(help: ArgumentHelp("Unique id prefixes (4+ digits) or exact names (with --delivered…: among these only).", valueName: "id-or-name"))

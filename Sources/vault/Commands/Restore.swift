@@ -21,7 +21,7 @@ extension VaultCommand {
                   vault restore old-store-copy/objects/*.vlt --json
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         @Argument(help: ArgumentHelp("Envelope files (objects/<id>.vlt) of this vault.", valueName: "file"), completion: .file())

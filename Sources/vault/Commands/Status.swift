@@ -15,10 +15,10 @@ extension VaultCommand {
 
                 Examples:
                   vault status
-                  vault status --json            (schema: share/doc/vault/schemas)
+                  vault status --json            (schema: docs/schemas)
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
         @OptionGroup var result: ResultOptions
 

@@ -36,14 +36,14 @@ extension VaultCommand {
                                                                (no S3 credentials here)
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
         @OptionGroup var progressOptions: ProgressOptions
 
         @Option(name: .customLong("url"), help: ArgumentHelp("Where to send the batches: http:// or https://, or s3://BUCKET/PREFIX.", valueName: "url"))
         var urlOption: String?
 
-        @Option(name: .customLong("presign-url"), help: ArgumentHelp("--protocol s3 without credentials: the back office's presign endpoint (UPLOAD.md in share/doc/vault), which hands out presigned part URLs.", valueName: "url"))
+        @Option(name: .customLong("presign-url"), help: ArgumentHelp("--protocol s3 without credentials: the back office's presign endpoint (docs/UPLOAD.md), which hands out presigned part URLs.", valueName: "url"))
         var presignURL: String?
 
         @Option(name: .customLong("to"), help: ArgumentHelp("A destination by name ('vault destination add'): its URL and protocol.", valueName: "name"))
@@ -354,6 +354,10 @@ extension VaultCommand {
                 } catch var e as VaultError {
                     renderer.clear()
                         if e.code == .notFound && resume && e.hint == nil { e.hint = "run the upload without --resume to start one" }
+                    if e.code == .uploadUnauthorized && e.hint == nil && s3 != nil {
+                        // S3's own credentials signed it, not VAULT_UPLOAD_* (those are for HTTP and presign endpoints).
+                        e.hint = "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and AWS_REGION"
+                    }
                     throw e
                 } catch {
                     renderer.clear()
@@ -370,7 +374,7 @@ extension VaultCommand {
                                                         payloadBytes: 0, retries: 0, skipped: 0, resumedBytes: 0, seconds: 0,
                                                         removed: freed.map(\.id.hex))))
                 }
-                if progressOptions.printsSummary {
+                if progressOptions.printsSummary && !result.json {
                     Terminal.err(try vault.documentCount() == 0 && freed.isEmpty ? "vault: nothing to send to \(target.redacted): the vault is empty"
                                  : "vault: nothing new to send to \(target.redacted): it has confirmed every selected document"
                                    + (removeDelivered ? "" : " (--new-run sends them again)"))
@@ -388,7 +392,7 @@ extension VaultCommand {
                                                     sentBatches: summary.sentBatches, sentBytes: summary.sentBytes,
                                                     tooLarge: tooLarge.map(\.id.hex), removed: (freed + removedNow).map(\.id.hex))))
             }
-            if progressOptions.printsSummary {
+            if progressOptions.printsSummary && !result.json {
                 // What this command did: a resumed run's earlier batches were sent by another.
                 var line = summary.sentBatches == 0 && summary.alreadyConfirmed == summary.batches && summary.batches > 0
                     ? "vault: nothing to send: all \(Plural.count(summary.batches, "batch")) of run \(summary.runID.prefix(8)) were already confirmed"
@@ -437,7 +441,7 @@ extension VaultCommand {
             for r in documents { out += "would send  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \(Terminal.printable(r.metadata.name))\n" }
             for r in removing { out += "would remove  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \(Terminal.printable(r.metadata.name))  (delivered)\n" }
             Terminal.out(out)
-            if progressOptions.printsSummary {
+            if progressOptions.printsSummary && !result.json {
                 let bytes = documents.reduce(UInt64(0)) { $0 + $1.metadata.size }
                 var line = "vault: dry run: would send \(Plural.count(documents.count, "document")) (\(Terminal.size(bytes))) to \(target.redacted)"
                 if runs.contains(where: \.resuming) { line += ", finishing \(Plural.count(runs.filter(\.resuming).count, "interrupted run"))" }

@@ -26,7 +26,7 @@ extension VaultCommand {
             defaultSubcommand: List.self)
 
         /// `vault --vault DIR uploads …` and `vault uploads --vault DIR …` both name the vault.
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         /// The global options as given before and after `uploads`.
@@ -42,7 +42,7 @@ extension VaultCommand.Uploads {
     struct List: VaultSubcommand {
         static let configuration = CommandConfiguration(abstract: "List the journals: job, state, batches confirmed, documents, size, last update, target (the default).")
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Uploads
 
         @Flag(help: "Print the journals as one JSON object.")
@@ -80,7 +80,7 @@ extension VaultCommand.Uploads {
     struct Prune: VaultSubcommand {
         static let configuration = CommandConfiguration(abstract: "Remove the journals of complete, damaged and abandoned uploads.")
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Uploads
 
         @Option(help: ArgumentHelp("Days without progress after which an unfinished upload is abandoned.", valueName: "days"))
@@ -103,7 +103,7 @@ extension VaultCommand.Uploads {
             let removed = try UploadJournals.prune(in: vault, abandonedAfter: abandonedAfter * 86_400)
             if json { Terminal.out(JSONOutput.line(VaultCommand.Uploads.Result(journals: nil, removed: removed))) }
             for e in removed where !json { Terminal.out("removed  \(e.job)  \(e.state.rawValue)  \(e.target)\n") }
-            Terminal.err("vault: removed \(removed.count) upload journal\(removed.count == 1 ? "" : "s")")
+            if !json { Terminal.err("vault: removed \(Plural.count(removed.count, "upload journal"))") }
         }
     }
 
@@ -111,7 +111,7 @@ extension VaultCommand.Uploads {
     struct Show: VaultSubcommand {
         static let configuration = CommandConfiguration(abstract: "Print one journal whole, as JSON, after it authenticated.")
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Uploads
 
         @Argument(help: ArgumentHelp("The job, as the list prints it.", valueName: "job"))

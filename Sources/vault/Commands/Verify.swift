@@ -15,7 +15,7 @@ extension VaultCommand {
                   vault verify --json
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
         @Argument(help: ArgumentHelp("Documents to verify (default: all).", valueName: "id-or-name"))
