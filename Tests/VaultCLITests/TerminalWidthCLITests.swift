@@ -78,6 +78,60 @@ import Glibc
         #expect(s.run("uploads", "show", String(job.prefix(12))).out.contains(job), "a job's prefix names it")
     }
 
+    /// Terminal cells as tmux draws them, written here apart from vault's own table (CJK and
+    /// fullwidth forms take two cells, combining marks none), so the test does not check vault
+    /// against itself.
+    static func cells(_ text: String) -> Int {
+        text.unicodeScalars.reduce(0) { n, u in
+            switch u.value {
+            case 0x0300...0x036F: n
+            case 0x1100...0x115F, 0x2E80...0x9FFF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFF00...0xFF60, 0xFFE0...0xFFE6: n + 2
+            default: n + 1
+            }
+        }
+    }
+
+    /// CJK and combining names in tmux at 50, 80 and 160 columns: `list` rows neither wrap nor
+    /// lose their alignment (widths in cells, not characters), the bar with a long CJK name is
+    /// redrawn on one line and cleared (a wrapped bar stacks a line per redraw), and `add` on a
+    /// terminal says what it added.
+    @Test(arguments: [50, 80, 160])
+    func wideAndCombiningNamesKeepTheirColumns(columns: Int) throws {
+        let s = Sandbox()
+        s.initVault()
+        let names = ["日本語の領収書.jpg", "Rechnung für Müller.pdf", "Cafe\u{301} crème.txt", "請求書・二〇二六年十一月分の最終版の写し.pdf"]
+        try FileManager.default.createDirectory(atPath: s.path("inbox"), withIntermediateDirectories: true)
+        for (i, name) in names.enumerated() { s.write("inbox/" + name, .random(2000 + i, seed: UInt64(40 + i))) }
+        try s.writeLarge("inbox/大きなスキャン画像ファイルの名前がとても長い場合の表示テスト.bin", mebibytes: 48, seed: 9)
+        let (shown, joined) = try Self.inTmux(s, columns: columns, """
+            "$1" add -r inbox > ids.txt
+            "$1" export --out out --progress bar
+            echo ---
+            "$1" list
+            "$1" log --doc "$(head -c 8 ids.txt)"
+
+            """)
+        let text = shown.joined(separator: "\n")
+        // Tables and the log never wrap (a summary may: it is a sentence).
+        let table = Array(shown.drop { $0 != "---" }.dropFirst())
+        #expect(table.count > 8 && table == Array(joined.drop { $0 != "---" }.dropFirst()), "a line wrapped at \(columns) columns:\n\(text)")
+        for line in table { #expect(Self.cells(line) < columns, "\(columns) columns: '\(line)' takes \(Self.cells(line)) cells") }
+        #expect(shown.contains { $0.hasPrefix("vault: added 5 documents (48 MiB)") }, "add says what it added on a terminal: \(text)")
+        #expect(!shown.contains { $0.contains("[#") || $0.contains("[-") }, "the bar was cleared, and never wrapped: \(text)")
+        // list: every row's size ends where the header's SIZE does (in cells).
+        let header = try #require(table.first { $0.hasPrefix("ID ") }, "\(text)")
+        let sizeEnd = Self.cells(String(header[..<header.range(of: "SIZE")!.upperBound]))
+        let rows = table.prefix { !$0.hasPrefix(" ") && !$0.first!.isNumber || $0.count > 12 && $0.prefix(12).allSatisfy(\.isHexDigit) }.filter { $0.prefix(12).allSatisfy(\.isHexDigit) }
+        #expect(rows.count == 5, "\(text)")
+        for row in rows {
+            let size = try #require(row.range(of: #"[0-9.]+ (B|KiB|MiB)"#, options: .regularExpression), "\(row)")
+            #expect(Self.cells(String(row[..<size.upperBound])) == sizeEnd, "misaligned at \(columns) columns:\n\(header)\n\(row)")
+        }
+        if columns == 160 {
+            for name in names.prefix(3) { #expect(text.contains(name.precomposedStringWithCanonicalMapping) || text.contains(name), "\(name) whole at 160 columns") }
+        }
+    }
+
     /// Help at 80 columns: the exit-code table keeps its indentation and no example is broken
     /// mid-command (argument-parser wraps a long line at the margin, without indenting it).
     @Test func helpFitsEightyColumns() {
@@ -85,11 +139,16 @@ import Glibc
         let commands = ["", "init", "add", "import", "restore", "list", "get", "remove", "verify", "export", "upload", "uploads",
                         "uploads prune", "log", "audit", "passwd", "destination", "destination add", "status", "remote", "remote add",
                         "push", "pull", "clone", "version"]
+        // The options every command takes are shown once, by `vault --help`, not in every command's help.
+        #expect(s.shell("COLUMNS=80 \"$1\" help get").out.contains("--password-file") == false)
+        #expect(s.shell("COLUMNS=80 \"$1\" --help").out.contains("--password-command"))
         for command in commands {
             let r = s.shell("COLUMNS=80 \"$1\" help \(command)")
             #expect(r.status == 0, "\(command): \(r.stderr)")
             var block = false
             for line in r.out.split(separator: "\n", omittingEmptySubsequences: false) {
+                // Every line, the usage line too, fits the 80 columns docs/CLI.md promises.
+                #expect(line.count <= 80, "vault help \(command): '\(line)' is \(line.count) characters")
                 if line == "Examples:" || line == "Exit codes:" { block = true; continue }
                 if line.isEmpty { block = false; continue }
                 if block { #expect(line.hasPrefix("  ") && line.count <= 80, "vault help \(command): '\(line)' is a broken example or code line") }

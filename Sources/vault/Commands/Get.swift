@@ -56,18 +56,49 @@ extension VaultCommand {
         @Flag(help: "Print what was written as one JSON object on standard output (needs -o).")
         var json = false
 
-        @Option(help: ArgumentHelp("Only bytes START through END (inclusive, 0-based, as in HTTP Range).", valueName: "START-END"))
+        @Option(help: "Progress on stderr with -o: bar, none, or auto (bar on a terminal).")
+        var progress: ProgressMode = .auto
+
+        /// The bar for files written (-o), never with -q or --json.
+        var renderer: ProgressRenderer {
+            let mode = progress == .auto ? (Terminal.isTTY(2) ? .bar : .none) : progress
+            return ProgressRenderer(mode: json || quiet || mode == .json ? .none : mode)
+        }
+
+        @Option(parsing: .unconditional,
+                help: ArgumentHelp("Only bytes START through END (inclusive, 0-based, as in HTTP Range); START- to the end, -N the last N bytes.", valueName: "START-END"))
         var range: String?
 
-        /// `START-END` with START <= END; `START-` (to the end) is allowed too.
-        static func parse(range text: String) throws -> (UInt64, UInt64?) {
-            let parts = text.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, let start = UInt64(parts[0]), parts[1].isEmpty || UInt64(parts[1]) != nil else {
-                throw VaultError(.usage, "--range \(text) is not START-END", hint: "byte offsets, inclusive: --range 0-1023")
+        /// What `--range` asks for, as HTTP's Range does: `START-END` with START <= END,
+        /// `START-` (to the end), or `-N` (the last N bytes, a suffix range).
+        enum ByteRange: Equatable {
+            case from(UInt64, through: UInt64?)
+            case last(UInt64)
+
+            /// The first and last offsets in a document of `size` bytes, nil when none of it is
+            /// in the document (a start past its end, or the last 0 bytes).
+            func bounds(size: UInt64) -> (UInt64, UInt64)? {
+                switch self {
+                case .from(let start, let end):
+                    guard start < size else { return nil }
+                    return (start, min(end ?? (size - 1), size - 1))
+                case .last(let n):
+                    guard n > 0, size > 0 else { return nil }
+                    return (size - min(n, size), size - 1)
+                }
             }
-            let end = UInt64(parts[1])
+        }
+
+        static func parse(range text: String) throws -> ByteRange {
+            let parts = text.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[0].isEmpty ? UInt64(parts[1]) != nil : UInt64(parts[0]) != nil,
+                  parts[1].isEmpty || UInt64(parts[1]) != nil, !(parts[0].isEmpty && parts[1].isEmpty) else {
+                throw VaultError(.usage, "--range \(text) is not START-END", hint: "byte offsets, inclusive: --range 0-1023, --range 1024- or --range -100 (the last 100 bytes)")
+            }
+            if parts[0].isEmpty { return .last(UInt64(parts[1])!) }
+            let start = UInt64(parts[0])!, end = UInt64(parts[1])
             if let end, end < start { throw VaultError(.usage, "--range \(text) ends before it starts") }
-            return (start, end)
+            return .from(start, through: end)
         }
 
         /// `get --json`: the files written.
@@ -110,16 +141,15 @@ extension VaultCommand {
             let bounds = try range.map(Self.parse(range:))
             let vault = try await options.open()
             let record = try vault.resolve(document)
-            if let (start, end) = bounds {
+            if let bounds {
                 let reader = try vault.randomAccess(record.id)
-                guard start < reader.size else {
-                    throw VaultError(.usage, "--range \(range!) starts past the end of \(record.metadata.name) (\(reader.size) bytes)")
+                guard let (start, last) = bounds.bounds(size: reader.size) else {
+                    throw VaultError(.usage, "--range \(range!) holds no byte of \(record.metadata.name) (\(Plural.count(Int(reader.size), "byte")))")
                 }
                 if toStdout && Terminal.isTTY(1) && !ContentType.isText(reader.metadata.contentType) {
                     throw VaultError(.usage, "refusing to write \(reader.metadata.contentType) data to a terminal",
                                      hint: "use -o FILE, or redirect standard output")
                 }
-                let last = min(end ?? (reader.size - 1), reader.size - 1)
                 let file = toStdout ? nil : try Self.atomicOutput(output!)
                 var screen = toStdout && Terminal.isTTY(1) ? PrintableText() : nil
                 var at = start
@@ -149,7 +179,12 @@ extension VaultCommand {
                 }
                 return
             }
-            try Self.writeFile(reader, to: output!, force: force)
+            let bar = renderer
+            bar.handle(Importer.Event.started(files: 1, bytes: record.metadata.size))
+            bar.handle(Importer.Event.fileStarted(position: 1, of: 1, name: record.metadata.name))
+            defer { bar.clear() }
+            try Self.writeFile(reader, to: output!, force: force) { bar.handle(Importer.Event.progress(done: $0, total: record.metadata.size)) }
+            bar.clear()
             if json { Terminal.out(JSONOutput.line(Result(written: [.init(id: record.id.hex, name: record.metadata.name, path: output!, size: record.metadata.size)]))) }
         }
 
@@ -167,11 +202,17 @@ extension VaultCommand {
             let made = try FileSystem.makeDirectories(folder)
             var outcome = Result()
             var bytes: UInt64 = 0
+            let total = records.reduce(UInt64(0)) { $0 + $1.metadata.size }
+            let bar = renderer
+            bar.handle(Importer.Event.started(files: records.count, bytes: total))
+            defer { bar.clear() }
             do {
-                for (record, relative) in plan.targets {
+                for (n, (record, relative)) in plan.targets.enumerated() {
                     let path = folder.hasSuffix("/") ? folder + relative : folder + "/" + relative
                     _ = try FileSystem.makeDirectories(FileSystem.directory(of: path))
-                    try Self.writeFile(try vault.open(record.id), to: path, force: force)
+                    bar.handle(Importer.Event.fileStarted(position: n + 1, of: records.count, name: record.metadata.name))
+                    let before = bytes
+                    try Self.writeFile(try vault.open(record.id), to: path, force: force) { bar.handle(Importer.Event.progress(done: before + $0, total: total)) }
                     outcome.written.append(.init(id: record.id.hex, name: record.metadata.name, path: path, size: record.metadata.size))
                     bytes += record.metadata.size
                 }
@@ -183,15 +224,22 @@ extension VaultCommand {
                                  + (done == 0 ? "nothing was written" : "\(done) of \(Plural.count(records.count, "document")) were written to \(folder) before it"),
                                  remedy: e.remedy, cause: e.cause)
             }
+            bar.clear()
             if json { Terminal.out(JSONOutput.line(outcome)) }
             else if !quiet { Terminal.err("vault: wrote \(Plural.count(records.count, "document")) (\(Terminal.size(bytes))) to \(Terminal.printable(folder))") }
         }
 
         /// Streams into a temporary file beside `path` (swept there if a killed `get` left one),
         /// fsyncs, then renames it into place: a damaged document or an interrupt leaves no file.
-        static func writeFile(_ reader: EnvelopeReader, to path: String, force: Bool) throws {
+        /// `progress` hears the bytes written so far.
+        static func writeFile(_ reader: EnvelopeReader, to path: String, force: Bool, progress: (UInt64) -> Void = { _ in }) throws {
             let output = try atomicOutput(path)
-            while let batch = try reader.next() { try output.file.write(batch) }
+            var written: UInt64 = 0
+            while let batch = try reader.next() {
+                try output.file.write(batch)
+                written += UInt64(batch.count)
+                progress(written)
+            }
             try output.commit(replace: force)
         }
 
