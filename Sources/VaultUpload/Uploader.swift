@@ -22,6 +22,11 @@ public struct UploadOptions: Sendable {
     public var newRun = false
     /// Fail unless a journal of this job exists.
     public var requireJournal = false
+    /// A journal of this job whose batches are all confirmed is not continued (into sending
+    /// nothing): a new run starts. For a run of what is undelivered, where a finished run of
+    /// the same documents left some out (too large for the server, or damaged). The journal is
+    /// still read and checked first.
+    public var renewFinished = false
     /// Remove each document once its batch is confirmed and the confirmation recorded (and
     /// every destination of ``alsoRequired`` confirmed it too).
     public var removeDelivered = false
@@ -40,18 +45,19 @@ public struct UploadOptions: Sendable {
 
     /// What the wire format depends on besides the documents, for the job id: the JSON shape
     /// alone (so journals of earlier versions still resume), or the protocol's settings.
-    /// The settings a run was started with, as the options that set them: what a later
-    /// command is told when it does not match (`--batch-size 5 (this command: 20)`).
+    /// The settings a run was started with, by name (`batchSize`, `maxBytes`, `shape`,
+    /// `method`, `protocol`, `field`, `formFields`, `partSize`): what a later command is told
+    /// when it does not match.
     public var settings: [String: String] {
-        var out = ["--batch-size": String(limits.documents), "--max-bytes": limits.bytes.map(String.init) ?? "none",
-                   "--shape": shape.rawValue, "--method": target.method]
+        var out = ["batchSize": String(limits.documents), "maxBytes": limits.bytes.map(String.init) ?? "none",
+                   "shape": shape.rawValue, "method": target.method]
         switch wire {
-        case .json: out["--protocol"] = "json"
-        case .form(let f): out["--protocol"] = "form"; out["--field"] = f.fieldName
-                           out["--form-field"] = f.fields.map { "\($0.name)=…" }.joined(separator: ",")
-        case .tus: out["--protocol"] = "tus"
-        case .s3(let t): out["--protocol"] = "s3"; out["--part-size"] = String(t.partSize)
-        case .presignedS3: out["--protocol"] = "presigned-s3"
+        case .json: out["protocol"] = "json"
+        case .form(let f): out["protocol"] = "form"; out["field"] = f.fieldName
+                           out["formFields"] = f.fields.map { "\($0.name)=…" }.joined(separator: ",")
+        case .tus: out["protocol"] = "tus"
+        case .s3(let t): out["protocol"] = "s3"; out["partSize"] = String(t.partSize)
+        case .presignedS3: out["protocol"] = "presigned-s3"
         }
         return out
     }
@@ -280,7 +286,7 @@ public final class Uploader: @unchecked Sendable {
 
     /// Interrupted runs to the destination `options` name that this command does not continue
     /// because they were started with other settings: each run's id and the settings that
-    /// differ (`--batch-size`: (then, now)); empty for a journal of an earlier version, which
+    /// differ (`batchSize`: (then, now)); empty for a journal of an earlier version, which
     /// kept no settings.
     public static func mismatchedRuns(in vault: Vault, options: UploadOptions) throws -> [(runID: String, differences: [String: (then: String, now: String)])] {
         let spec = try spec(vault: vault, options: options)
@@ -357,7 +363,8 @@ public final class Uploader: @unchecked Sendable {
     }
 
     private func openJournal() throws -> UploadJournal {
-        if !options.newRun, let existing = try UploadJournal.load(from: vault, job: job) {
+        if !options.newRun, let existing = try UploadJournal.load(from: vault, job: job),
+           !(options.renewFinished && existing.batches.allSatisfy({ $0.status == .complete })) {
             // Every document still to send must be in the selection (those of confirmed batches
             // may have been removed since).
             for b in existing.batches where b.status != .complete { for id in b.documents where DocumentID(hex: id).flatMap({ records[$0] }) == nil {

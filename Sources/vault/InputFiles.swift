@@ -1,9 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import SystemPackage
 import VaultCore
 
@@ -19,7 +14,7 @@ struct Exclusions {
     func match(relative: String, found: Bool) -> String? {
         let base = relative.split(separator: "/").last.map(String.init) ?? relative
         let all = patterns + (defaults && found ? Self.defaults : [])
-        return all.first { fnmatch($0, base, 0) == 0 || fnmatch($0, relative, 0) == 0 }
+        return all.first { Platform.matches(glob: $0, base) || Platform.matches(glob: $0, relative) }
     }
 }
 

@@ -15,6 +15,9 @@ enum Platform {
     /// True when `fd` is a terminal.
     static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 
+    /// Whether `name` matches the shell pattern `glob` (fnmatch(3): `*`, `?`, `[…]`).
+    static func matches(glob: String, _ name: String) -> Bool { fnmatch(glob, name, 0) == 0 }
+
     /// The width of the terminal on `fd`, if it is one and says.
     static func terminalColumns(_ fd: Int32) -> Int? {
         var size = winsize()

@@ -23,7 +23,10 @@ extension VaultCommand {
         if let word = first, message.lowercased().contains("unexpected argument"), message.contains("'\(word)'"),
            !commandNames.contains(word), help == "vault --help" {
             Terminal.err("vault: '\(Terminal.printable(word))' is not a vault command")
-            if let near = nearest(word, among: commandNames) { hints.append("did you mean 'vault \(near)'?") }
+            // An alias counts as its command: 'lst' is near 'ls' and 'list', both of them list.
+            let aliasOf = Dictionary(commands, uniquingKeysWith: { a, _ in a })
+            let near = nearest(word, among: commandNames, sameAs: { aliasOf[$0] ?? $0 })
+            if let near { hints.append("did you mean 'vault \(near)'?") }
             hints.append("'vault --help' lists the commands")
         } else {
             Terminal.err("vault: " + sentence(Terminal.printable(message).replacingOccurrences(of: "\\n", with: "; ")))
@@ -54,16 +57,23 @@ extension VaultCommand {
     }
 
     /// The subcommands' names and aliases.
-    private static var commandNames: [String] {
+    private static var commandNames: [String] { commands.map(\.name) }
+
+    /// Each name a subcommand answers to, with its own name (`ls` → `list`).
+    private static var commands: [(name: String, command: String)] {
         // A command without a commandName is named after its type (Add → add), as argument-parser names it.
-        configuration.subcommands.flatMap { [$0.configuration.commandName ?? String(describing: $0).lowercased()] + $0.configuration.aliases }
+        configuration.subcommands.flatMap { c in
+            let name = c.configuration.commandName ?? String(describing: c).lowercased()
+            return ([name] + c.configuration.aliases).map { ($0, name) }
+        }
     }
 
     /// The candidate closest to `word` (at most two edits away, or one it starts), if exactly one is.
-    static func nearest(_ word: String, among candidates: [String]) -> String? {
-        let scored = candidates.map { ($0, distance(word, $0)) }.filter { $0.1 <= 2 || (word.count >= 3 && $0.0.hasPrefix(word)) }
+    /// - Parameter sameAs: what a candidate stands for (candidates that stand for the same one are one).
+    static func nearest(_ word: String, among candidates: [String], sameAs: (String) -> String = { $0 }) -> String? {
+        let scored = candidates.map { (sameAs($0), distance(word, $0)) }.filter { $0.1 <= 2 || (word.count >= 3 && $0.0.hasPrefix(word)) }
         guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
-        return scored.filter { $0.1 == best.1 }.count == 1 ? best.0 : nil
+        return Set(scored.filter { $0.1 == best.1 }.map(\.0)).count == 1 ? best.0 : nil
     }
 
     /// Levenshtein distance (transpositions count as two edits).

@@ -327,7 +327,7 @@ import Glibc
         #expect(wrong.status == 77 && wrong.stderr.hasPrefix("vault: wrong password"))
         let none = s.run(["passwd"])
         #expect(none.status == 64)
-        #expect(none.stderr == "vault: no new password given and no terminal to ask on\nvault: hint: set VAULT_NEW_PASSWORD or VAULT_NEW_PASSWORD_COMMAND, or pass --new-password-file FILE\n")
+        #expect(none.stderr == "vault: no new password given and no terminal to ask on\nvault: hint: set VAULT_NEW_PASSWORD, VAULT_NEW_PASSWORD_FILE or VAULT_NEW_PASSWORD_COMMAND, or pass --new-password-file FILE\n")
         s.write("empty.txt", [])
         let empty = s.run(["passwd", "--new-password-file", "empty.txt"])
         #expect(empty.status == 64 && empty.stderr.hasPrefix("vault: the new password is empty"))

@@ -132,7 +132,7 @@ import Testing
         #expect(s.run("--password-file", s.path("pw"), "list").status == 0, "global options also work before the command")
         let none = s.run("list", env: ["VAULT_PASSWORD": nil])
         #expect(none.status == 64)
-        #expect(none.stderr == "vault: no password given and no terminal to ask on\nvault: hint: set VAULT_PASSWORD or VAULT_PASSWORD_COMMAND, or pass --password-file FILE\n")
+        #expect(none.stderr == "vault: no password given and no terminal to ask on\nvault: hint: set VAULT_PASSWORD, VAULT_PASSWORD_FILE or VAULT_PASSWORD_COMMAND, or pass --password-file FILE\n")
         let missing = s.run("list", "--password-file", s.path("nope"))
         #expect(missing.status == 3)
         #expect(missing.stderr.hasPrefix("vault: password file: cannot open \(s.path("nope")): no such file or directory\n"))
@@ -242,7 +242,7 @@ import Testing
         #expect(s.run("list").out == "")
         let missing = s.run("list", "--vault", s.path("elsewhere"))
         #expect(missing.status == 3)
-        #expect(missing.stderr == "vault: no vault at \(s.path("elsewhere"))\nvault: hint: create one with 'vault init', or pass --vault DIR\n")
+        #expect(missing.stderr == "vault: no vault at \(s.path("elsewhere"))\nvault: hint: check the path, or create a vault there with 'vault init --vault \(s.path("elsewhere"))'\n")
     }
 
     @Test func ambiguousNamesAndPermissions() throws {

@@ -149,7 +149,7 @@ import Glibc
         // No import password and no terminal: a clear error before anything is read.
         let none = s.run(["import", "--rncryptor", "v.enc"])
         #expect(none.status == 64)
-        #expect(none.stderr == "vault: no RNCryptor password given and no terminal to ask on\nvault: hint: set VAULT_IMPORT_PASSWORD or VAULT_IMPORT_PASSWORD_COMMAND, or pass --from-password-file FILE\n")
+        #expect(none.stderr == "vault: no RNCryptor password given and no terminal to ask on\nvault: hint: set VAULT_IMPORT_PASSWORD, VAULT_IMPORT_PASSWORD_FILE or VAULT_IMPORT_PASSWORD_COMMAND, or pass --from-password-file FILE\n")
     }
 
     /// 256 MiB in `make test`, 1 GiB in `make long` (the python package encrypts in memory).

@@ -286,7 +286,7 @@ final class OutputFolder {
         }
         guard (try? Platform.lock(fd, wait: false)) == true else {
             try? fd.close()
-            throw VaultError(.busy, "another export is writing to \(directory)", hint: "wait for it to finish, or use another --out folder")
+            throw VaultError(.busy, "another export is writing to \(directory)", hint: "wait for it to finish, or export into another folder")
         }
         return OutputFolder(fd)
     }
@@ -428,7 +428,7 @@ package final class Exporter {
                 defer { folder.release() }
                 if Self.killedRun(in: directory) != nil { return earlier }
             } else {
-                throw VaultError(.busy, "another export is writing to \(directory)", hint: "wait for it to finish, or use another --out folder")
+                throw VaultError(.busy, "another export is writing to \(directory)", hint: "wait for it to finish, or export into another folder")
             }
             throw VaultError(.alreadyExists, "\(directory) already holds \(earlier.prefix(3).joined(separator: ", "))\(earlier.count > 3 ? ", …" : "")")
         }

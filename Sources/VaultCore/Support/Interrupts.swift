@@ -15,11 +15,12 @@ package enum Interrupts {
     public struct Token: Hashable, Sendable { fileprivate let value: Int }
 
     private static let lock = NSLock()
-    // nonisolated(unsafe): every access to these three is under `lock`.
+    // nonisolated(unsafe): every access to these four is under `lock`.
     nonisolated(unsafe) private static var paths: [Int: String] = [:]
     nonisolated(unsafe) private static var actions: [Int: () -> Void] = [:]
-    nonisolated(unsafe) private static var folders: [Int: [String]] = [:]
     nonisolated(unsafe) private static var next = 0
+    // nonisolated(unsafe): under `lock` as well.
+    nonisolated(unsafe) private static var folders: [Int: [String]] = [:]
 
     /// Registers a temporary file to remove on interrupt and creates it with `create`, both
     /// under the registry's lock, so an interrupt's sweep finds it created or it is never made.

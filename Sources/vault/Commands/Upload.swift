@@ -344,9 +344,10 @@ extension VaultCommand {
             var total: UploadSummary?
             for run in runs {
                 var o = uploadOptions
-                // A fresh run of what is undelivered is new: a finished run of the same documents
-                // (one refused as too large, say) is not "continued" into sending nothing.
-                o.newRun = newRun || (!run.resuming && !all)
+                o.newRun = newRun
+                // A fresh run of what is undelivered: a finished run of the same documents (one
+                // refused as too large, say) is not "continued" into sending nothing.
+                o.renewFinished = !run.resuming && !all
                 o.requireJournal = run.resuming
                 let summary: UploadSummary
                 do {
@@ -482,7 +483,10 @@ extension VaultCommand {
                 if runs.isEmpty {
                     // One may exist, started with other settings: say which differ.
                     if let other = try Uploader.mismatchedRuns(in: vault, options: options).first {
-                        let differ = other.differences.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.then) (this command: \($0.value.now))" }
+                        let option = ["batchSize": "--batch-size", "maxBytes": "--max-bytes", "shape": "--shape", "method": "--method",
+                                      "protocol": "--protocol", "field": "--field", "formFields": "--form-field", "partSize": "--part-size"]
+                        let differ = other.differences.sorted { $0.key < $1.key }
+                            .map { "\(option[$0.key] ?? $0.key) \($0.value.then) (this command: \($0.value.now))" }
                         throw VaultError(.notFound, "the interrupted upload to \(target.redacted) (run \(other.runID.prefix(8))) was started with "
                                          + (differ.isEmpty ? "other settings or documents" : differ.joined(separator: ", ")),
                                          hint: differ.isEmpty ? "run the same command as then to finish it, or 'vault uploads prune' to give it up"
