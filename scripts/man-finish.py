@@ -14,9 +14,10 @@ import sys
 ENVIRONMENT = [
     ("VAULT_DIR", "The vault folder when --vault is not given (else $XDG_DATA_HOME/vault, else ~/.local/share/vault); an s3:// URL reads a vault in place."),
     ("VAULT_PASSWORD", "The vault password (after --password-file and --password-command). Copied into locked memory and removed from the environment at start."),
-    ("VAULT_PASSWORD_COMMAND", "A command that prints the vault password, run without a shell."),
-    ("VAULT_NEW_PASSWORD, VAULT_NEW_PASSWORD_COMMAND", "The new password for passwd (after --new-password-file)."),
-    ("VAULT_IMPORT_PASSWORD, VAULT_IMPORT_PASSWORD_COMMAND", "The RNCryptor password for import (after --from-password-file)."),
+    ("VAULT_PASSWORD_FILE", "A file holding the vault password (after VAULT_PASSWORD; one trailing newline is ignored)."),
+    ("VAULT_PASSWORD_COMMAND", "A command that prints the vault password, run without a shell (after VAULT_PASSWORD_FILE)."),
+    ("VAULT_NEW_PASSWORD, VAULT_NEW_PASSWORD_FILE, VAULT_NEW_PASSWORD_COMMAND", "The new password for passwd (after --new-password-file)."),
+    ("VAULT_IMPORT_PASSWORD, VAULT_IMPORT_PASSWORD_FILE, VAULT_IMPORT_PASSWORD_COMMAND", "The RNCryptor password for import (after --from-password-file)."),
     ("VAULT_UPLOAD_TOKEN", "A bearer token for upload."),
     ("VAULT_UPLOAD_USER, VAULT_UPLOAD_PASSWORD", "HTTP basic credentials for upload (both or neither)."),
     ("VAULT_IO_REPORT", "A file to which vault copies its I/O counters at exit (diagnostics)."),
