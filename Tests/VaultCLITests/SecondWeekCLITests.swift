@@ -202,4 +202,33 @@ import Glibc
         let left = try FileManager.default.contentsOfDirectory(atPath: s.path("killed")).sorted()
         #expect(left == ["batch-0001.json", "manifest.json"], "no hidden payload stays: \(left)")
     }
+
+    /// `vault tag`: tags change in the history; every selection, a rebuilt index and an audit
+    /// see them.
+    @Test func tagsChangeAfterAddAndSurviveARebuild() throws {
+        let s = Sandbox()
+        s.initVault()
+        s.write("a.txt", Array("alpha".utf8))
+        s.write("b.txt", Array("beta".utf8))
+        #expect(s.run("add", "a.txt", "--tag", "inbox").status == 0)
+        #expect(s.run("add", "b.txt").status == 0)
+        let tagged = s.run("tag", "a.txt", "b.txt", "--add", "2026", "--remove", "inbox", "--json")
+        #expect(tagged.status == 0 && tagged.stderr.isEmpty, "\(tagged.stderr)")
+        AuditCLITests.write(s.path("tag.json"), tagged.stdout)
+        #expect(AuditCLITests.validate(s.path("tag.json"), schema: "tag").status == 0)
+        #expect(tagged.out.contains("\"name\":\"a.txt\",\"tags\":[\"2026\"]") && tagged.out.contains("\"name\":\"b.txt\",\"tags\":[\"2026\"]"), "\(tagged.out)")
+        #expect(s.run("list", "--tag", "inbox").status == 3, "inbox is gone from a.txt")
+        #expect(s.run("export", "--tag", "2026", "--out", "out", "-q").status == 0)
+        #expect(s.run("log").out.contains("(+2026 -inbox)"))
+        // The index is derived: deleted, it is rebuilt with the history's tags.
+        try FileManager.default.removeItem(atPath: s.path("vault/index.db"))
+        #expect(s.run("list", "--tag", "2026", "--json").out.components(separatedBy: "\"id\"").count == 3)
+        let audit = s.run("audit")
+        #expect(audit.status == 0 && audit.out.contains("clean"), "\(audit.out)")
+        #expect(s.run("verify", "-q").status == 0)
+        // Refused before anything changes.
+        let both = s.run("tag", "a.txt", "--add", "x", "--remove", "x")
+        #expect(both.status == 64 && both.stderr.hasPrefix("vault: the tag 'x' cannot be added and removed at once\n"))
+        #expect(s.run("tag", "a.txt").status == 64)
+    }
 }

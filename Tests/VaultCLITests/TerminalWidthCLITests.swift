@@ -136,7 +136,7 @@ import Glibc
     /// mid-command (argument-parser wraps a long line at the margin, without indenting it).
     @Test func helpFitsEightyColumns() {
         let s = Sandbox()
-        let commands = ["", "init", "add", "import", "restore", "list", "get", "remove", "verify", "export", "upload", "uploads",
+        let commands = ["", "init", "add", "import", "restore", "list", "get", "tag", "remove", "verify", "export", "upload", "uploads",
                         "uploads prune", "log", "audit", "passwd", "destination", "destination add", "status", "remote", "remote add",
                         "push", "pull", "clone", "version"]
         // The options every command takes are shown once, by `vault --help`, not in every command's help.

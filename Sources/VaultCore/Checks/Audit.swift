@@ -62,6 +62,8 @@ extension Vault {
             }
         }
         let logState = scan.documentState()
+        // A row's tags are its envelope's with the history's changes made (`vault tag`).
+        let tagChanges = scan.projected().tagChanges
         var present = logState.present
         let removed = logState.removed
         // A removal a crash interrupted is finished by the next change: not a finding.
@@ -107,7 +109,7 @@ extension Vault {
             if rowsUsable, let m = metadata {
                 do {
                     if let row = try index.record(id) {
-                        if row.metadata != m {
+                        if row.metadata != m.retagged(tagChanges[hex]) {
                             findings.append(AuditFinding(.indexMismatch, "the index's record of \(id) differs from its envelope", document: hex))
                         }
                     } else {

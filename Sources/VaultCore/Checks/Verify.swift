@@ -61,7 +61,8 @@ extension Vault {
                 let reader = try openEnvelope(id, verifyDigest: true)
                 entry.name = reader.metadata.name
                 entry.size = reader.metadata.size
-                if let record = known[id], record.metadata != reader.metadata { indexState = .damaged; mismatch = true }
+                // Tags change in the history (`vault tag`), not in the envelope: audit checks them.
+                if let record = known[id], !record.metadata.sameDocument(as: reader.metadata) { indexState = .damaged; mismatch = true }
                 while let batch = try reader.next() {
                     done += UInt64(batch.count)
                     progress?(done, max(total, done))

@@ -317,7 +317,7 @@ package final class PayloadProducer {
                                  position: positionBase + documentIndex + 1, of: progress.documents))
         do {
             let r = try vault.open(record.id, threads: threads, batching: batching, startChunk: fromChunk)
-            guard r.metadata == record.metadata else {
+            guard r.metadata.sameDocument(as: record.metadata) else {   // tags change in the history, not the envelope
                 throw VaultError(.vaultDamaged, "document \(record.id): its envelope disagrees with the index",
                                  remedy: .rebuildIndex)
             }

@@ -17,6 +17,8 @@ protocol HistoryProjection {
     mutating func delivered(_ documents: [HistoryRecord.Document], _ delivery: Delivery) throws
     /// A destination added, changed or removed.
     mutating func destination(_ change: DestinationChange) throws
+    /// The tags of documents changed.
+    mutating func retagged(_ documents: [HistoryRecord.Document], _ change: TagChange) throws
 }
 
 extension HistoryRecord {
@@ -24,7 +26,7 @@ extension HistoryRecord {
     /// keeps no records leaves them out of the others: a send names every document it sent).
     static func projectsDocuments(_ operation: Operation) -> Bool {
         switch operation {
-        case .add, .import, .adopt, .pull, .begin, .accept, .remove, .upload: true
+        case .add, .import, .adopt, .pull, .begin, .accept, .remove, .upload, .tag: true
         case .`init`, .export, .passwd, .push, .clone, .upgrade, .destination: false
         }
     }
@@ -45,6 +47,8 @@ extension HistoryRecord {
             }
         case .destination:
             if outcome != .failed, let change = detail.flatMap(DestinationChange.init(json:)) { try projection.destination(change) }
+        case .tag:
+            if outcome != .failed, let change = TagChange.of(self) { try projection.retagged(documents, change) }
         case .`init`, .export, .passwd, .push, .clone, .upgrade:
             break
         }
@@ -128,6 +132,8 @@ struct DocumentProjection: HistoryProjection {
     var deliveries: [String: [String: Delivery]] = [:]
     /// The destinations, as the records so far made them.
     var destinations = DestinationList()
+    /// The tag changes made to each document so far, as one change (by id).
+    var tagChanges: [String: TagChange] = [:]
 
     mutating func present(_ documents: [HistoryRecord.Document], at position: Int) {
         for d in documents { present[d.id] = (d, position) }
@@ -154,6 +160,10 @@ struct DocumentProjection: HistoryProjection {
 
     mutating func destination(_ change: DestinationChange) {
         destinations = change.applied(to: destinations)
+    }
+
+    mutating func retagged(_ documents: [HistoryRecord.Document], _ change: TagChange) {
+        for d in documents { tagChanges[d.id] = tagChanges[d.id].map { $0.then(change) } ?? change }
     }
 
     /// The projection of `records` (position and record), in order.

@@ -30,6 +30,9 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
         /// JSON in `detail` (``DestinationChange``). The destination list is the projection of
         /// these records: nothing outside the history says which destinations exist.
         case destination
+        /// The tags of the documents named changed: those added and removed as JSON in `detail`
+        /// (``TagChange``). A document's tags are its envelope's with every change applied.
+        case tag
     }
 
     /// How the command ended.

@@ -683,6 +683,14 @@ struct IndexProjection: HistoryProjection {
         }
     }
 
+    /// A row's tags are its envelope's with the history's changes made.
+    func retagged(_ documents: [HistoryRecord.Document], _ change: TagChange) throws {
+        for d in documents {
+            guard let id = DocumentID(hex: d.id), let row = try index.record(id) else { continue }
+            try index.put(DocumentRecord(id: id, metadata: row.metadata.retagged(change)), logged: true)
+        }
+    }
+
     /// The destination list is kept in the sealed state row.
     func destination(_ change: DestinationChange) throws {
         var state = try index.stateOrEmpty()

@@ -287,6 +287,11 @@ extension Vault {
         for (_, documents) in scan.deliveries() {
             for (id, delivery) in documents { if let id = DocumentID(hex: id) { try index.addDelivery(id, delivery) } }
         }
+        // Rows were made from the envelopes: the history's tag changes are made to them.
+        for (hex, change) in scan.projected().tagChanges {
+            guard let id = DocumentID(hex: hex), let row = try index.record(id) else { continue }
+            try index.put(DocumentRecord(id: id, metadata: row.metadata.retagged(change)), logged: true)
+        }
         var s = try index.stateOrEmpty()
         s.logCount = scan.exists ? scan.entries.count : 0
         s.logEnd = scan.exists ? scan.end : 0

@@ -113,7 +113,7 @@ extension VaultCommand {
             line += " " + r.outcome.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0) + (narrow ? "" : Terminal.printable(r.host))
             if !r.documents.isEmpty { line += (narrow ? "" : "  ") + Plural.count(r.documents.count, "document") }
             if narrow { line += "  " + Terminal.printable(r.host) }
-            if let d = DestinationChange.of(r)?.summary ?? r.detail {
+            if let d = DestinationChange.of(r)?.summary ?? TagChange.of(r)?.summary ?? r.detail {
                 let detail = "  (\(Terminal.printable(d)))"
                 let used = DisplayWidth.cells(line)
                 if used + DisplayWidth.cells(detail) <= room { line += detail }

@@ -1,0 +1,86 @@
+import Foundation
+
+/// What a `tag` record does to its documents' tags: the tags added and those removed
+/// (`vault tag`). The envelope keeps the tags a document was added with; the history is where
+/// they change, so a change is sealed, chained and audited like any other, and the index's
+/// tags are the envelope's with every change applied in order.
+package struct TagChange: Codable, Sendable, Equatable {
+    /// Tags added, and tags removed (never both).
+    package private(set) var add: [String]
+    package private(set) var remove: [String]
+
+    /// A change; a tag both added and removed is refused, and each list is sorted and unique.
+    /// - Throws: ``VaultError/Code/usage`` for an empty change, an empty or too long tag, or a
+    ///   tag in both lists.
+    package init(add: [String], remove: [String]) throws {
+        self.add = Array(Set(add)).sorted()
+        self.remove = Array(Set(remove)).sorted()
+        guard !self.add.isEmpty || !self.remove.isEmpty else { throw VaultError(.usage, "a tag change adds or removes at least one tag") }
+        for t in self.add + self.remove where t.isEmpty || t.utf8.count > DocumentMetadata.maxTagBytes {
+            throw VaultError(.usage, "tags must be 1 to \(DocumentMetadata.maxTagBytes) bytes long")
+        }
+        if let both = Set(self.add).intersection(self.remove).sorted().first {
+            throw VaultError(.usage, "the tag '\(both)' cannot be added and removed at once")
+        }
+    }
+
+    /// From a record's detail; nil for anything that is not a valid change.
+    init?(json: String) {
+        guard let c = try? JSONDecoder().decode(TagChange.self, from: Data(json.utf8)),
+              let valid = try? TagChange(add: c.add, remove: c.remove), valid == c else { return nil }
+        self = c
+    }
+
+    /// As a record's detail (sorted keys: the same change is the same bytes).
+    var json: String {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? e.encode(self)) ?? Data(), as: UTF8.self)
+    }
+
+    /// For people: `+2026 -inbox`.
+    package var summary: String { (add.map { "+" + $0 } + remove.map { "-" + $0 }).joined(separator: " ") }
+
+    /// `tags` with the change made: those removed go, those added are appended (in order).
+    package func applied(to tags: [String]) -> [String] {
+        let gone = Set(remove)
+        var out = tags.filter { !gone.contains($0) }
+        for t in add where !out.contains(t) { out.append(t) }
+        return out
+    }
+
+    /// This change, then `next`: one change that does both.
+    func then(_ next: TagChange) -> TagChange {
+        var added = Set(add), removed = Set(remove)
+        added.subtract(next.remove); added.formUnion(next.add)
+        removed.subtract(next.add); removed.formUnion(next.remove)
+        var c = self
+        c.add = added.sorted()
+        c.remove = removed.sorted()
+        return c
+    }
+
+    /// The change a `tag` record names, if it is one.
+    package static func of(_ record: HistoryRecord) -> TagChange? {
+        record.operation == .tag ? record.detail.flatMap(TagChange.init(json:)) : nil
+    }
+}
+
+extension DocumentMetadata {
+    /// Whether `other` describes the same document: everything but the tags, which the history
+    /// changes after the envelope was sealed (``TagChange``).
+    package func sameDocument(as other: DocumentMetadata) -> Bool {
+        var a = self, b = other
+        a.tags = []
+        b.tags = []
+        return a == b
+    }
+
+    /// This metadata with `change` (if any) made to its tags.
+    package func retagged(_ change: TagChange?) -> DocumentMetadata {
+        guard let change else { return self }
+        var m = self
+        m.tags = change.applied(to: tags)
+        return m
+    }
+}
