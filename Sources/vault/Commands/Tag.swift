@@ -6,7 +6,7 @@ extension VaultCommand {
     struct Tag: VaultSubcommand {
         static let configuration = CommandConfiguration(
             abstract: "Add or remove tags of documents already in the vault.",
-            usage: "vault tag <id-or-name> ... [--add <tag>]... [--remove <tag>]... [<options>]",
+            usage: "vault tag <id-or-name> ... [--add <tag> ...] [--remove <tag> ...] [-q]",
             discussion: """
                 The change is a record of the sealed history (the envelope keeps the tags the \\
                 document was added with), so it is audited like any other; list, export and \\
