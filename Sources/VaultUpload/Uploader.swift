@@ -121,10 +121,12 @@ public struct UploadSummary: Sendable {
     /// Those of them the server refused as too large (413 for the document alone): not
     /// delivered, tried again by a later run.
     public var tooLarge: [DocumentID] = []
-    /// Documents, batches and payload bytes this call sent and had confirmed (a resumed run's
-    /// earlier batches are not counted).
+    /// Documents this call sent and had confirmed (a resumed run's earlier batches are not
+    /// counted).
     public var sentDocuments = 0
+    /// Batches this call sent and had confirmed.
     public var sentBatches = 0
+    /// Payload bytes of the batches this call sent and had confirmed.
     public var sentBytes: UInt64 = 0
     /// Documents removed once delivered (`removeDelivered`), as they were.
     public var removed: [DocumentRecord] = []

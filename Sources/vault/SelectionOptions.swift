@@ -77,7 +77,7 @@ extension VaultCore.Vault {
                             skipped: Int, detail: String?) {
         do {
             try appendToHistory(HistoryRecord(operation, outcome: skipped > 0 ? .partial : .ok, documents: sent, destinations: destinations,
-                                     detail: detail ?? (skipped > 0 ? "\(skipped) damaged document(s) left out" : nil)))
+                                     detail: detail ?? (skipped > 0 ? "\(Plural.count(skipped, "damaged document")) left out" : nil)))
         } catch {
             Terminal.warn("the history could not record this \(operation.rawValue): \(VaultError.from(error).message)")
         }

@@ -231,4 +231,23 @@ import Glibc
         #expect(both.status == 64 && both.stderr.hasPrefix("vault: the tag 'x' cannot be added and removed at once\n"))
         #expect(s.run("tag", "a.txt").status == 64)
     }
+
+    /// A warning the bar prints is cut to the terminal's width on a terminal only: into a file
+    /// (a cron job's log) it is whole.
+    @Test func warningsAreWholeInAFile() throws {
+        let s = Sandbox()
+        s.initVault()
+        let name = "a-rather-long-document-name-that-goes-on-past-eighty-columns-on-its-own.pdf"
+        let id = s.run(["add", "-", "--name", name], stdin: .random(200_000, seed: 8)).out.trimmingCharacters(in: .newlines)
+        s.write("ok.txt", Array("fine".utf8))
+        #expect(s.run("add", "ok.txt").status == 0)
+        let object = s.path("vault/objects/\(id).vlt")
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: object)))
+        bytes[bytes.count / 2] ^= 1
+        try Data(bytes).write(to: URL(fileURLWithPath: object))
+        let r = s.run(["export", "--out", "out", "--skip-bad", "--progress", "bar"], env: ["COLUMNS": "80"])
+        #expect(r.status == 2, "\(r.stderr)")
+        let warning = try #require(r.stderr.split(separator: "\n").first { $0.contains("warning: skipped") }, "\(r.stderr)")
+        #expect(warning.count > 80 && warning.contains(name) && !warning.hasSuffix("…"), "cut in a file: \(warning)")
+    }
 }
