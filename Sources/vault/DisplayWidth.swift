@@ -54,33 +54,57 @@ enum DisplayWidth {
         min(character.unicodeScalars.reduce(0) { $0 + cells($1) }, 2)
     }
 
-    /// The longest start of `text` that fits in `width` cells (whole characters).
+    /// The longest start of `text` that fits in `width` cells: whole characters, and never
+    /// part of an escape ``Terminal/printable(_:)`` wrote (`\u202e` is kept whole or left out,
+    /// so a shortened name never shows a broken marker).
     static func prefix(_ text: some StringProtocol, cells width: Int) -> Substring {
         let text = Substring(text)
         var used = 0
         var end = text.startIndex
-        for i in text.indices {
-            let w = cells(text[i])
+        for unit in units(text) {
+            let w = cells(text[unit])
             if used + w > width { break }
             used += w
-            end = text.index(after: i)
+            end = unit.upperBound
         }
         return text[..<end]
     }
 
-    /// The longest end of `text` that fits in `width` cells (whole characters).
+    /// The longest end of `text` that fits in `width` cells (whole characters and escapes).
     static func suffix(_ text: some StringProtocol, cells width: Int) -> Substring {
         let text = Substring(text)
         var used = 0
         var start = text.endIndex
-        while start > text.startIndex {
-            let i = text.index(before: start)
-            let w = cells(text[i])
+        for unit in units(text).reversed() {
+            let w = cells(text[unit])
             if used + w > width { break }
             used += w
-            start = i
+            start = unit.lowerBound
         }
         return text[start...]
+    }
+
+    /// `text` as what must not be split: characters, and the escapes `printable` writes
+    /// (`\n`, `\r`, `\t`, `\xNN`, `\uNNNN`).
+    static func units(_ text: Substring) -> [Range<Substring.Index>] {
+        var out: [Range<Substring.Index>] = []
+        var i = text.startIndex
+        while i < text.endIndex {
+            var end = text.index(after: i)
+            if text[i] == "\\", end < text.endIndex {
+                let rest = text[end...]
+                if let k = rest.first, "nrt".contains(k) {
+                    end = text.index(after: end)
+                } else if let k = rest.first, k == "x" || k == "u" {
+                    let digits = k == "x" ? 2 : 4
+                    let hex = rest.dropFirst().prefix(digits)
+                    if hex.count == digits && hex.allSatisfy(\.isHexDigit) { end = hex.endIndex }
+                }
+            }
+            out.append(i..<end)
+            i = end
+        }
+        return out
     }
 
     /// `text` padded with spaces to `width` cells (on the right, or on the left for numbers).

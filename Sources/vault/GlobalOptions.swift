@@ -143,7 +143,8 @@ extension GlobalOptions {
         guard let name = vault, !name.contains("/"), FileSystem.kind(of: name) == .missing, RemoteList.isValidName(name) else { return }
         var local = self
         local.vault = nil
-        guard local.store.exists, FileSystem.kind(of: RemoteList.path(local.store)) == .file else { throw noVaultOrRemote(name, known: []) }
+        guard local.store.exists else { return }   // no default vault to have remotes: "no vault at NAME" says it
+        guard FileSystem.kind(of: RemoteList.path(local.store)) == .file else { throw noVaultOrRemote(name, known: []) }
         let location = try remote(name, password: try PasswordReader.read(file: passwordFile, command: passwordCommand))
         throw VaultError(.usage, "this command needs a local vault; '\(name)' is the remote \(location)", hint: "make a replica with 'vault clone \(location) --vault NEW-FOLDER'")
     }

@@ -47,17 +47,27 @@ enum InputFiles {
 
     /// As ``expandReporting(_:recursive:stdinName:verb:)``, leaving out what `exclusions`
     /// match (returned apart: paths as shown).
+    /// A folder that matches is not walked (`--exclude .git` leaves out what is in it).
     static func expandReporting(_ paths: [String], recursive: Bool, stdinName: String, verb: String,
                                 exclusions: Exclusions) throws -> (inputs: [Input], skipped: [Skipped], excluded: [String]) {
-        let (all, skipped) = try expandReporting(paths, recursive: recursive, stdinName: stdinName, verb: verb)
+        var prunedFolders: [String] = []
+        let (all, skipped) = try expandReporting(paths, recursive: recursive, stdinName: stdinName, verb: verb,
+                                                 pruning: { relative, shown in
+                                                     guard exclusions.match(relative: relative, found: true) != nil else { return false }
+                                                     prunedFolders.append(shown)
+                                                     return true
+                                                 })
         var kept: [Input] = [], excluded: [String] = []
         for input in all {
             if input.path != "-" && exclusions.match(relative: input.name, found: input.found) != nil { excluded.append(input.path) } else { kept.append(input) }
         }
-        return (kept, skipped, excluded)
+        return (kept, skipped, prunedFolders + excluded)
     }
 
-    static func expandReporting(_ paths: [String], recursive: Bool, stdinName: String, verb: String) throws -> (inputs: [Input], skipped: [Skipped]) {
+    /// - Parameter pruning: asked for each folder found under one named (its path relative to
+    ///   that one, and as shown); true leaves it out, unwalked.
+    static func expandReporting(_ paths: [String], recursive: Bool, stdinName: String, verb: String,
+                                pruning: (String, String) -> Bool = { _, _ in false }) throws -> (inputs: [Input], skipped: [Skipped]) {
         let nothing = "nothing was \(verb == "add" ? "added" : verb + "ed")"
         var out: [Input] = []
         var skipped: [Skipped] = []
@@ -70,7 +80,7 @@ enum InputFiles {
                 guard recursive else {
                     throw VaultError(.usage, "\(path) is a directory", hint: "use -r to \(verb) the files inside it; \(nothing)")
                 }
-                let (files, left) = try walk(path, nothing: nothing)
+                let (files, left) = try walk(path, nothing: nothing, pruning: pruning)
                 if files.isEmpty && left.isEmpty { Terminal.warn("\(path) holds no files") }
                 out += files
                 skipped += left
@@ -86,7 +96,7 @@ enum InputFiles {
 
     /// Regular files under `dir`, sorted, not following symbolic links. A folder or file that
     /// cannot be read fails the whole command, as an unreadable file named on the command line does.
-    private static func walk(_ dir: String, nothing: String) throws -> ([Input], [Skipped]) {
+    private static func walk(_ dir: String, nothing: String, pruning: (String, String) -> Bool) throws -> ([Input], [Skipped]) {
         var found: [Input] = []
         var skipped: [Skipped] = []
         func visit(_ path: String, _ relative: String) throws {
@@ -105,7 +115,7 @@ enum InputFiles {
                     throw VaultError(.io, "cannot read \(full)", hint: nothing)
                 }
                 switch st.type {
-                case .directory: try visit(full, rel)
+                case .directory: if !pruning(rel, full) { try visit(full, rel) }
                 case .regular:
                     guard Platform.isReadable(full) else { throw VaultError(.io, "\(full): permission denied", hint: nothing) }
                     found.append(Input(path: full, name: rel, found: true))
@@ -116,7 +126,9 @@ enum InputFiles {
                 }
             }
         }
-        try visit(URL(fileURLWithPath: dir).standardizedFileURL.path, "")
+        // Paths as the user wrote the folder (`inbox/a.pdf`, not an absolute path), without a
+        // trailing slash.
+        try visit(FileSystem.withoutTrailingSlashes(dir), "")
         return (found.sorted { $0.name < $1.name }, skipped)
     }
 }

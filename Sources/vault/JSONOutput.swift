@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import VaultCore
 
 /// JSON for scripts, from `Codable` values: one line, sorted keys, `/` unescaped.
 enum JSONOutput {
@@ -9,7 +10,32 @@ enum JSONOutput {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Encoding plain structs of strings and numbers cannot fail.
-        return String(decoding: try! encoder.encode(value), as: UTF8.self) + "\n"
+        let text = String(decoding: try! encoder.encode(value), as: UTF8.self)
+        return escapingInvisibles(text) + "\n"
+    }
+
+    /// `json` with the C1 controls and the bidirectional controls inside its strings written as
+    /// `\uXXXX` (the same string to a parser; shown, not obeyed, on a terminal). They can only
+    /// be inside strings: outside, JSON has none.
+    static func escapingInvisibles(_ json: String) -> String {
+        guard json.unicodeScalars.contains(where: { (0x80...0x9F).contains($0.value) || Terminal.isBidiControl($0) }) else { return json }
+        var out = String.UnicodeScalarView()
+        for u in json.unicodeScalars {
+            if (0x80...0x9F).contains(u.value) || Terminal.isBidiControl(u) {
+                out.append(contentsOf: String(format: "\\u%04x", u.value).unicodeScalars)
+            } else {
+                out.append(u)
+            }
+        }
+        return String(out)
+    }
+
+    /// `s` quoted as a JSON string, with the invisibles ``escapingInvisibles(_:)`` escapes
+    /// escaped too (a payload's strings are ``JSONString``'s own, byte for byte: this is for
+    /// what people may read on a terminal).
+    static func quoted(_ s: String) -> [UInt8] {
+        if s.utf8.allSatisfy({ $0 < 0x80 }) { return JSONString.quoted(s) }
+        return Array(escapingInvisibles(String(decoding: JSONString.quoted(s), as: UTF8.self)).utf8)
     }
 
     /// Seconds since `start`, to the millisecond.

@@ -71,7 +71,7 @@ enum PasswordReader {
             password = env
             origin = .variable
         } else if let path = ProcessInfo.processInfo.environment[source.fileVariable], !path.isEmpty {
-            password = try fromFile(path)
+            password = try fromFile(path, named: source.fileVariable)
             origin = .fileVariable(path)
         } else if let command = ProcessInfo.processInfo.environment[source.commandVariable], !command.isEmpty {
             password = try fromCommand(command, named: source.commandVariable)
@@ -89,10 +89,12 @@ enum PasswordReader {
     }
 
     /// A file's bytes without one trailing newline (LF or CRLF), at most ``maxLength`` of them.
-    static func fromFile(_ path: String) throws -> SecretBytes {
+    /// - Parameter what: how the file was named, for messages (`VAULT_PASSWORD_FILE`).
+    static func fromFile(_ path: String, named what: String = "password file") throws -> SecretBytes {
         let f: VaultCore.OpenFile
         do { f = try VaultCore.OpenFile.openForReading(path) } catch let e as VaultError {
-            throw VaultError(e.code, "password file: \(e.message)", hint: e.hint, remedy: e.remedy)
+            // The error's own remedy is about documents (add -r for a folder): not a password's.
+            throw VaultError(e.code, "\(what): \(e.message)", hint: e.hint)
         }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength + 2, alignment: 1)
         defer { buffer.initializeMemory(as: UInt8.self, repeating: 0); buffer.deallocate() }

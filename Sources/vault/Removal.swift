@@ -10,7 +10,7 @@ enum Removal {
     /// One line on stderr: how many, how large, and their names (the first ten).
     static func report(_ records: [DocumentRecord], why: String) {
         guard !records.isEmpty else { return }
-        Terminal.err("vault: removed \(summary(records)) \(why): \(names(records))")
+        Terminal.err("vault: removed \(summary(records))\(why.isEmpty ? "" : " " + why): \(names(records))")
     }
 
     /// `23 documents (4.5 MiB)`.
@@ -29,7 +29,7 @@ enum Removal {
     /// goes on. Returns false when the user said no.
     static func confirm(_ records: [DocumentRecord], why: String, yes: Bool) -> Bool {
         guard !yes, records.count > confirmAbove, Terminal.isTTY(0), Terminal.isTTY(2) else { return true }
-        Terminal.err("vault: about to remove \(summary(records)) \(why):")
+        Terminal.err("vault: about to remove \(summary(records))\(why.isEmpty ? "" : " " + why):")
         for r in records.prefix(20) {
             Terminal.err("  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \(Terminal.printable(r.metadata.name))")
         }

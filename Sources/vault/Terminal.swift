@@ -82,6 +82,19 @@ enum Terminal {
         return out
     }
 
+    /// Why `url` cannot name a destination for people to read, if it cannot: a control
+    /// character in it, or one percent-encoded in its host (a host has none; `%1b` there would
+    /// print as an escape sequence wherever the host is shown decoded).
+    static func urlControlProblem(_ url: String) -> String? {
+        if url.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || isBidiControl($0) }) {
+            return "it holds a control character"
+        }
+        if let host = URLComponents(string: url)?.host, host.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || isBidiControl($0) }) {
+            return "its host holds a percent-encoded control character"
+        }
+        return nil
+    }
+
     /// The scalars that reorder the text around them (embeddings, overrides, isolates, marks).
     static func isBidiControl(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {

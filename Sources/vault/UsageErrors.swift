@@ -17,11 +17,10 @@ extension VaultCommand {
         guard !message.isEmpty else { Platform.exit(code.rawValue) }   // a command that reported its own error
         let help = helpCommand(in: full)
         var hints: [String] = []
-        // `vault ad` and `vault ad x`: the first word is not a command (with arguments after it,
-        // argument-parser says "2 unexpected arguments").
-        let first = arguments.first(where: { !$0.hasPrefix("-") })
-        if let word = first, message.lowercased().contains("unexpected argument"), message.contains("'\(word)'"),
-           !commandNames.contains(word), help == "vault --help" {
+        // `vault ad`, `vault ad x`, `vault lst --json`: the first word is not a command (with
+        // arguments after it argument-parser says "2 unexpected arguments", with an option
+        // "unknown option": either way it parsed at the top, where no command was found).
+        if let word = firstWord(arguments), !commandNames.contains(word), help == "vault --help" {
             Terminal.err("vault: '\(Terminal.printable(word))' is not a vault command")
             // An alias counts as its command: 'lst' is near 'ls' and 'list', both of them list.
             let aliasOf = Dictionary(commands, uniquingKeysWith: { a, _ in a })
@@ -34,6 +33,21 @@ extension VaultCommand {
         }
         if !hints.isEmpty { Terminal.err("vault: hint: " + hints.joined(separator: hints[0].hasSuffix("?") ? " " : "; ")) }
         Platform.exit(code.rawValue)
+    }
+
+    /// The first word of `arguments` that is not an option or the value of one of the options
+    /// every command takes (`--vault DIR`): the command, when there is one.
+    static func firstWord(_ arguments: [String]) -> String? {
+        let valued: Set<String> = ["--vault", "--password-file", "--password-command", "--cache-size"]
+        var i = 0
+        while i < arguments.count {
+            let a = arguments[i]
+            if a == "--" { return i + 1 < arguments.count ? arguments[i + 1] : nil }
+            if valued.contains(a) { i += 2; continue }
+            if !a.hasPrefix("-") { return a }
+            i += 1
+        }
+        return nil
     }
 
     /// A message in vault's manner: lower case first (unless it starts with an option, a

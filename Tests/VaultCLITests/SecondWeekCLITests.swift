@@ -128,10 +128,11 @@ import Glibc
         #expect(s.run(["add", "-", "--name", tricky], stdin: Array("MZ".utf8)).status == 0)
         let list = s.run("list")
         #expect(list.out.contains("invoice\\u202efdp.exe") && !list.out.contains("\u{202E}"), "\(list.out)")
+        // An escape sequence in a URL never reaches the terminal: refused before it is kept.
         let added = s.run("destination", "add", "x", "https://ex%1b%5b31mample.com/in")
-        #expect(added.status == 0 && added.stderr.contains("ex\\x1b[31mample.com") && !added.stderr.contains("\u{1B}"), "\(added.stderr)")
-        let status = s.run("status")
-        #expect(status.out.contains("ex\\x1b[31mample.com") && !status.out.contains("\u{1B}"), "\(status.out)")
+        #expect(added.status == 64 && added.stderr.contains("ex%1b%5b31mample.com") && !added.stderr.contains("\u{1B}"), "\(added.stderr)")
+        let raw = s.run("destination", "add", "y", "https://example.com/\u{1B}[31mred")
+        #expect(raw.status == 64 && raw.stderr.contains("\\x1b[31mred") && !raw.stderr.contains("\u{1B}"), "\(raw.stderr)")
     }
 
     @Test func hintsSayWhatIsTrue() throws {
@@ -188,6 +189,18 @@ import Glibc
             #expect(r.status == 130, "\(r.stderr)")
             #expect(!FileManager.default.fileExists(atPath: s.path("new")), "signal \(signal) left the folders it made")
         }
+        // Ctrl-C after a batch completed: the manifest marks the rest interrupted, and the next
+        // export replaces them (only a finished export's files need --force).
+        s.write("small.txt", Array("small".utf8))
+        #expect(s.run("add", "small.txt").status == 0)
+        let stopping = s.spawn(["export", "small.txt", "big.bin", "--batch-size", "1", "--out", "stopped"])
+        #expect(poll(every: 10_000) { FileManager.default.fileExists(atPath: s.path("stopped/batch-0001.json")) })
+        kill(stopping, SIGINT)
+        #expect(s.wait(stopping).status == 130)
+        let resumed = s.run("export", "small.txt", "big.bin", "--batch-size", "1", "--out", "stopped")
+        #expect(resumed.status == 0 && resumed.stderr.hasPrefix("vault: warning: replaced what the unfinished export "), "\(resumed.stderr)")
+        let finished = s.run("export", "--out", "stopped")
+        #expect(finished.status == 73, "a finished export's files need --force: \(finished.stderr)")
         let pid = s.spawn(["export", "--out", "killed"])
         // The manifest in place and the payload's temporary file begun: killed mid-batch.
         #expect(poll(every: 10_000) {
@@ -198,7 +211,7 @@ import Glibc
         _ = s.wait(pid)
         let again = s.run("export", "--out", "killed")
         #expect(again.status == 0, "\(again.stderr)")
-        #expect(again.stderr.hasPrefix("vault: warning: replacing what the killed export "), "\(again.stderr)")
+        #expect(again.stderr.hasPrefix("vault: warning: replaced what the unfinished export "), "\(again.stderr)")
         let left = try FileManager.default.contentsOfDirectory(atPath: s.path("killed")).sorted()
         #expect(left == ["batch-0001.json", "manifest.json"], "no hidden payload stays: \(left)")
     }
@@ -249,5 +262,56 @@ import Glibc
         #expect(r.status == 2, "\(r.stderr)")
         let warning = try #require(r.stderr.split(separator: "\n").first { $0.contains("warning: skipped") }, "\(r.stderr)")
         #expect(warning.count > 80 && warning.contains(name) && !warning.hasSuffix("…"), "cut in a file: \(warning)")
+    }
+
+    /// What a review through the binary found after the first pass: previews that must predict
+    /// what the command does, exclusions, and what is shown.
+    @Test func previewsPredictTheCommandAndExclusionsSayWhatTheyDid() throws {
+        let s = Sandbox()
+        // A dry run checks what the command would: the vault, the folder.
+        try FileManager.default.createDirectory(atPath: s.path("inbox/.git"), withIntermediateDirectories: true)
+        s.write("inbox/a.txt", Array("a".utf8))
+        s.write("inbox/.git/HEAD", Array("ref".utf8))
+        let noVault = s.run("add", "-r", "inbox", "--dry-run")
+        #expect(noVault.status == 3 && noVault.stderr.hasPrefix("vault: no vault at "), "\(noVault.stderr)")
+        s.initVault()
+        let pruned = s.run("add", "-r", "inbox/", "--exclude", ".git", "--dry-run")
+        #expect(pruned.status == 0 && pruned.out == "would add a.txt (1 B)\nleft out inbox/.git (excluded)\n", "paths as typed, a folder left out whole: \(pruned.out)")
+        #expect(s.run("add", "-r", "inbox", "--exclude", ".git").status == 0)
+        let emptyDry = Sandbox()
+        emptyDry.initVault()
+        let nothing = emptyDry.run("export", "--out", "o", "--dry-run")
+        #expect(nothing.status == 0 && nothing.out.isEmpty && nothing.stderr == "vault: dry run: nothing to export: the vault is empty\n", "\(nothing.stderr)")
+        #expect(s.run("export", "--out", "done", "-q").status == 0)
+        let taken = s.run("export", "--out", "done", "--dry-run")
+        #expect(taken.status == 73 && taken.stderr.hasPrefix("vault: done already holds batch-0001.json"), "a dry run checks the folder: \(taken.stderr)")
+        // --exclude leaving out the whole selection is said as such, exit 0, by export and upload alike.
+        let excluded = s.run("export", "--out", "x", "--exclude", "a.txt")
+        #expect(excluded.status == 0 && excluded.stderr == "vault: nothing to export: --exclude leaves out every selected document (nothing was written to x)\n", "\(excluded.stderr)")
+        let r = Receiver(in: s)
+        let up = s.run(["upload", "--url", r.url, "--exclude", "a.txt"], env: UploadCLITests.token)
+        #expect(up.status == 0 && up.stderr == "vault: nothing to send to \(r.url): --exclude leaves out every selected document\n", "\(up.stderr)")
+        // A mistyped command with options gets the suggestion too.
+        let typo = s.run("lst", "--json")
+        #expect(typo.status == 64 && typo.stderr == "vault: 'lst' is not a vault command\nvault: hint: did you mean 'vault list'? 'vault --help' lists the commands\n", "\(typo.stderr)")
+        // A hidden file that is not one of vault's temporary files is left alone by an export.
+        try FileManager.default.createDirectory(atPath: s.path("keep"), withIntermediateDirectories: true)
+        s.write("keep/.vault-tmp-notes", Array("mine".utf8))
+        #expect(s.run("export", "--out", "keep", "-q").status == 0)
+        #expect(FileManager.default.fileExists(atPath: s.path("keep/.vault-tmp-notes")))
+        // A host with a control character in it is no destination; JSON writes bidi controls escaped.
+        let host = s.run("destination", "add", "x", "https://ex%1b%5b31mample.com/in")
+        #expect(host.status == 64 && host.stderr.contains("its host holds a percent-encoded control character"), "\(host.stderr)")
+        #expect(s.run(["add", "-", "--name", "in\u{202E}fdp.exe"], stdin: [1]).status == 0)
+        let json = s.run("list", "--json")
+        #expect(json.out.contains("in\\u202efdp.exe") && !json.out.contains("\u{202E}"), "\(json.out)")
+        #expect((try JSONSerialization.jsonObject(with: Data(json.stdout)) as? [[String: Any]])?.contains { $0["name"] as? String == "in\u{202E}fdp.exe" } == true,
+                "the same string to a parser")
+        // A tag reads the same wherever tags are listed.
+        let comma = s.run("tag", "a.txt", "--add", "a,b")
+        #expect(comma.status == 64 && comma.stderr.contains("a tag has no control characters or commas"), "\(comma.stderr)")
+        // VAULT_PASSWORD_FILE naming a folder: said so, with no advice meant for documents.
+        let folder = s.run(["list"], env: ["VAULT_PASSWORD": nil, "VAULT_PASSWORD_FILE": s.path("inbox")])
+        #expect(folder.status == 64 && folder.stderr.hasPrefix("vault: VAULT_PASSWORD_FILE: ") && !folder.stderr.contains("-r"), "\(folder.stderr)")
     }
 }

@@ -402,8 +402,9 @@ package final class Exporter {
     /// Checks an output folder without changing anything (what a command does before it asks
     /// for the password): a missing folder (and missing parents) can be made; an existing one
     /// must be a writable folder holding no batch files or manifest of an earlier run, unless
-    /// `force` — or unless that run was killed (its manifest still has `pending` batches and no
-    /// export holds the folder): a rerun replaces what it left. Returns the earlier run's files.
+    /// `force` — or unless that run did not finish (interrupted, failed or killed: its manifest
+    /// has a batch that is not `complete`, and no export holds the folder): a rerun replaces what
+    /// it left. Returns the earlier run's files.
     @discardableResult
     public static func checkOutput(_ directory: String, force: Bool) throws -> [String] {
         switch FileSystem.kind(of: directory) {
@@ -426,7 +427,7 @@ package final class Exporter {
         if !earlier.isEmpty && !force {
             if let folder = try? OutputFolder.lock(directory) {
                 defer { folder.release() }
-                if Self.killedRun(in: directory) != nil { return earlier }
+                if Self.unfinishedRun(in: directory) != nil { return earlier }
             } else {
                 throw VaultError(.busy, "another export is writing to \(directory)", hint: "wait for it to finish, or export into another folder")
             }
@@ -435,9 +436,10 @@ package final class Exporter {
         return earlier
     }
 
-    /// The run id of a killed export's manifest in `directory`: one with a batch still
-    /// `pending` (an error or an interrupt marks them; only a kill leaves them so).
-    static func killedRun(in directory: String) -> String? {
+    /// The run id of an unfinished export's manifest in `directory`: one with a batch that is
+    /// not `complete` (`pending` after a kill, `interrupted` after a signal, `failed` after an
+    /// error).
+    static func unfinishedRun(in directory: String) -> String? {
         struct Left: Decodable {
             struct Batch: Decodable { var status: String }
             var runId: String
@@ -445,7 +447,7 @@ package final class Exporter {
         }
         guard let bytes = try? FileSystem.readFile(directory + "/" + ManifestFile.name, limit: 256 << 20),
               let left = try? JSONDecoder().decode(Left.self, from: Data(bytes)),
-              left.batches.contains(where: { $0.status == BatchStatus.pending.rawValue }) else { return nil }
+              left.batches.contains(where: { $0.status != BatchStatus.complete.rawValue }) else { return nil }
         return left.runId
     }
 
@@ -465,13 +467,14 @@ package final class Exporter {
         }
         guard made.isEmpty else { return made }
         AtomicFile.sweep(directory)
-        let killed = Self.killedRun(in: directory)
-        let earlier = try Self.checkOutput(directory, force: options.force || killed != nil)
-        if let killed, !earlier.isEmpty, !options.force {
-            VaultNotices.post("replacing what the killed export \(killed.prefix(8)) left in \(directory) (\(earlier.count == 1 ? "1 file" : "\(earlier.count) files"))")
-        }
+        let unfinished = Self.unfinishedRun(in: directory)
+        let earlier = try Self.checkOutput(directory, force: options.force || unfinished != nil)
         for name in earlier { try FileSystem.remove(directory + "/" + name) }
         if !earlier.isEmpty { try FileSystem.syncDirectory(directory) }
+        // Said once it is done (a file that could not be removed stops the run first).
+        if let unfinished, !earlier.isEmpty, !options.force {
+            VaultNotices.post("replaced what the unfinished export \(unfinished.prefix(8)) left in \(directory) (\(earlier.count == 1 ? "1 file" : "\(earlier.count) files"))")
+        }
         return []
     }
 

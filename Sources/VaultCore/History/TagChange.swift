@@ -19,9 +19,20 @@ package struct TagChange: Codable, Sendable, Equatable {
         for t in self.add + self.remove where t.isEmpty || t.utf8.count > DocumentMetadata.maxTagBytes {
             throw VaultError(.usage, "tags must be 1 to \(DocumentMetadata.maxTagBytes) bytes long")
         }
+        for t in self.add where !Self.isPlain(t) {
+            throw VaultError(.usage, "the tag '\(t)' cannot be added: a tag has no control characters or commas, and does not begin or end with a space")
+        }
         if let both = Set(self.add).intersection(self.remove).sorted().first {
             throw VaultError(.usage, "the tag '\(both)' cannot be added and removed at once")
         }
+    }
+
+    /// A tag that reads the same wherever tags are listed: no control or bidirectional
+    /// characters, no comma (lists join with one), no space at either end.
+    package static func isPlain(_ tag: String) -> Bool {
+        !tag.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value)
+            || (0x2066...0x2069).contains($0.value) || [0x061C, 0x200E, 0x200F].contains($0.value) || $0 == "," }
+            && tag.first?.isWhitespace != true && tag.last?.isWhitespace != true
     }
 
     /// From a record's detail; nil for anything that is not a valid change.

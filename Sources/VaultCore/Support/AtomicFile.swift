@@ -93,7 +93,10 @@ package final class AtomicFile {
         guard let names = try? FileSystem.list(directory) else { return }
         for name in names where name.hasPrefix(temporaryPrefix) {
             let path = "\(directory)/\(name)"
-            let pid = name.dropFirst(temporaryPrefix.count).split(separator: "-").first.flatMap { Int32($0) }
+            // Only names vault makes, `.vault-tmp-<pid>-<random>`: a file of someone else's that
+            // happens to start so is not ours to remove.
+            let parts = name.dropFirst(temporaryPrefix.count).split(separator: "-", maxSplits: 1)
+            guard parts.count == 2, let pid = Int32(parts[0]), !parts[1].isEmpty, parts[1].allSatisfy(\.isHexDigit) else { continue }
             if pid == Platform.processID { continue }
             // Read-only, never O_CREAT: a file just renamed away stays away. Non-blocking: not a FIFO's reader.
             guard let fd = try? SystemPackage.FileDescriptor.open(FilePath(path), .readOnly, options: [.noFollow, .nonBlocking, .closeOnExec])
@@ -101,7 +104,7 @@ package final class AtomicFile {
             defer { try? fd.close() }
             // Locked: a writer is at work.
             guard (try? Platform.lock(fd, wait: false)) == true, let st = try? fd.stat(), st.type == .regular else { continue }
-            let gone = pid.map { !Platform.processExists($0) } ?? true
+            let gone = !Platform.processExists(pid)
             if gone || Platform.now - Platform.modificationTime(st) > abandonedAfter { try? Platform.unlink(path) }
         }
     }

@@ -81,6 +81,9 @@ extension VaultCommand {
             if name != nil && paths.count > 1 { throw ValidationError("--name needs exactly one path.") }
             if paths.contains("-") && name == nil { throw ValidationError("Reading standard input (-) needs --name.") }
             if paths.filter({ $0 == "-" }).count > 1 { throw ValidationError("Standard input (-) can be added only once.") }
+            if let bad = tags.first(where: { !TagChange.isPlain($0) }) {
+                throw ValidationError("--tag '\(Terminal.printable(bad))': a tag has no control characters or commas, and does not begin or end with a space.")
+            }
         }
 
         func run() async throws { try await run(parent: root.global) }
@@ -103,10 +106,15 @@ extension VaultCommand {
             if inputs.count > 1 && name != nil {
                 throw VaultError(.usage, "--name needs exactly one file, but \(paths[0]) holds \(inputs.count)")
             }
-            if dryRun { return try preview(inputs, skipped: skipped, excluded: excluded) }
             if inputs.isEmpty && !excluded.isEmpty {
                 throw VaultError(.notFound, "every file was left out (\(Plural.count(excluded.count, "file")) matched an exclusion)",
                                  hint: "--no-default-excludes or fewer --exclude patterns; nothing was added")
+            }
+            if dryRun {
+                // What the add would find before the password: the vault is there.
+                try options.requireLocal()
+                try options.checkExists(options.store)
+                return try preview(inputs, skipped: skipped, excluded: excluded)
             }
             let sizes = inputs.map { $0.path == "-" ? 0 : (try? FilePath($0.path).stat().size).map { UInt64(max($0, 0)) } ?? 0 }
             let renderer = ProgressRenderer(mode: progressMode)
@@ -212,7 +220,9 @@ extension VaultCommand {
             if result.json { Terminal.out(JSONOutput.line(outcome)); return }
             if !result.quiet {
                 var lines = ""
-                for w in would { lines += "would add \(Terminal.printable(w.name)) (\(Terminal.size(w.size)))\n" }
+                for w in would {
+                    lines += "would add \(Terminal.printable(w.name)) (\(w.path == "standard input" ? "from standard input" : Terminal.size(w.size)))\n"
+                }
                 for e in excluded { lines += "left out \(Terminal.printable(e)) (excluded)\n" }
                 for s in skipped { lines += "left out \(Terminal.printable(s.shown)) (\(s.error.message))\n" }
                 Terminal.out(lines)
@@ -220,6 +230,11 @@ extension VaultCommand {
                 Terminal.err("vault: dry run: would add \(Plural.count(would.count, "file")) (\(Terminal.size(bytes)))"
                              + (excluded.isEmpty && skipped.isEmpty ? "" : ", leaving out \(excluded.count + skipped.count)")
                              + "; nothing was added (a file whose contents are in the vault already is found when adding)")
+            }
+            // The exit status the add would have: a file it would not take is a partial add.
+            if !skipped.isEmpty {
+                throw VaultError(.partial, "dry run: \(skipped.count) of \(Plural.count(inputs.count + skipped.count, "file")) would not be added",
+                                 hint: "they are named above")
             }
         }
     }

@@ -86,6 +86,9 @@ extension VaultCommand.Destinations {
             guard DestinationList.isValidName(name) else {
                 throw VaultError(.usage, "'\(Terminal.printable(name))' is not a destination name (letters, digits, '-', '_' and '.', up to 64)")
             }
+            if let why = Terminal.urlControlProblem(url) {
+                throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a destination URL: \(why)")
+            }
             let place = url.lowercased().hasPrefix("s3://") ? S3Environment.place() : nil
             guard let identity = DestinationIdentity(url: url, s3: place)?.value else {
                 throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a destination URL (http://, https:// or s3://)")

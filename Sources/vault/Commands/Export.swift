@@ -50,6 +50,15 @@ extension VaultCommand {
             if out == "-" && result.json { throw ValidationError("--json needs --out DIR: with --out - standard output carries the payload.") }
         }
 
+        /// `export --dry-run --json`.
+        struct DryRunResult: Encodable {
+            struct Document: Encodable { var id, name: String; var size: UInt64 }
+            struct Batch: Encodable { var file: String; var payloadBytes: UInt64; var documents: [Document] }
+            var dryRun = true
+            var out: String
+            var batches: [Batch]
+        }
+
         /// `export --json`.
         struct Result: Encodable {
             var runId: String
@@ -63,17 +72,34 @@ extension VaultCommand {
 
         func run() async throws { try await run(parent: root.global) }
 
-        /// `--dry-run`: the batches as planned (their documents, names and sizes), written nowhere.
+        /// Why a selection came to nothing: an empty vault, or `--exclude` leaving out the rest.
+        static func whyNothing(_ vault: VaultCore.Vault) throws -> String {
+            try vault.documentCount() == 0 ? "the vault is empty" : "--exclude leaves out every selected document"
+        }
+
+        /// `--dry-run`: the batches as planned (their documents, names and sizes), written nowhere;
+        /// the folder is checked as the export would check it.
         func preview(_ options: GlobalOptions) async throws {
+            if out != "-" {
+                do {
+                    try VaultCore.Exporter.checkOutput(out, force: force)
+                } catch var e as VaultError {
+                    if e.code == .alreadyExists { e.hint = "use --force to replace them, or another --out folder" }
+                    if e.code == .usage { e = VaultError(.usage, "--out " + e.message, hint: "give a folder, or - for standard output") }
+                    throw e
+                }
+            }
             let vault = try await options.open()
             let records = try vault.select(selection.selection)
+            if records.isEmpty {
+                if result.json { Terminal.out(JSONOutput.line(DryRunResult(out: out, batches: []))); return }
+                if progressOptions.printsSummary { Terminal.err("vault: dry run: nothing to export: \(try Self.whyNothing(vault))") }
+                return
+            }
             let batches = try BatchPlanner.plan(records, limits: batching.limits, shape: batching.shape)
             if result.json {
-                struct Document: Encodable { var id, name: String; var size: UInt64 }
-                struct Batch: Encodable { var file: String; var payloadBytes: UInt64; var documents: [Document] }
-                struct DryRun: Encodable { var dryRun = true; var out: String; var batches: [Batch] }
-                Terminal.out(JSONOutput.line(DryRun(out: out, batches: batches.map { b in
-                    Batch(file: b.fileName, payloadBytes: b.length, documents: b.records.map { .init(id: $0.id.hex, name: $0.metadata.name, size: $0.metadata.size) })
+                Terminal.out(JSONOutput.line(DryRunResult(out: out, batches: batches.map { b in
+                    .init(file: b.fileName, payloadBytes: b.length, documents: b.records.map { .init(id: $0.id.hex, name: $0.metadata.name, size: $0.metadata.size) })
                 })))
                 return
             }
@@ -123,7 +149,7 @@ extension VaultCommand {
                     Terminal.out(JSONOutput.line(Result(runId: "", out: toStdout ? "standard output" : out, documents: 0, payloadBytes: 0,
                                                         seconds: 0, batches: [], skipped: [])))
                 } else if progressOptions.printsSummary && !result.json {
-                    Terminal.err("vault: nothing to export: the vault is empty" + (toStdout ? "" : " (nothing was written to \(out))"))
+                    Terminal.err("vault: nothing to export: \(try Self.whyNothing(vault)) (nothing was written\(toStdout ? "" : " to \(out)"))")
                 }
                 return
             }

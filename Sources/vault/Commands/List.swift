@@ -105,11 +105,11 @@ extension VaultCommand {
             out.append("{\"added\":\"")
             out.append(UTCTime.iso(millis: r.metadata.addedAtMillis))
             out.append("\",\"contentType\":")
-            out.append(bytes: JSONString.quoted(r.metadata.contentType))
+            out.append(bytes: JSONOutput.quoted(r.metadata.contentType))
             out.append(",\"id\":\"")
             out.appendHex(r.id.bytes)
             out.append("\",\"name\":")
-            out.append(bytes: JSONString.quoted(r.metadata.name))
+            out.append(bytes: JSONOutput.quoted(r.metadata.name))
             out.append(",\"sha256\":\"")
             out.appendHex(r.metadata.sha256)
             out.append("\",\"size\":")
@@ -117,7 +117,7 @@ extension VaultCommand {
             out.append(",\"tags\":[")
             for (i, tag) in r.metadata.tags.enumerated() {
                 if i > 0 { out.append(",") }
-                out.append(bytes: JSONString.quoted(tag))
+                out.append(bytes: JSONOutput.quoted(tag))
             }
             out.append("]}")
         }

@@ -89,6 +89,9 @@ extension VaultCommand {
             } else {
                 let width = FittedTable.stdoutWidth
                 Terminal.out(shown.map { Self.text($0, width: width, only: prefix) }.joined())
+                if shown.isEmpty {
+                    Terminal.err("vault: no record matches" + (prefix.map { " (--doc \($0))" } ?? "") + (since.map { " (--since \($0))" } ?? ""))
+                }
             }
             if !findings.isEmpty {
                 for f in findings where !json { Terminal.warn(f.message) }
@@ -109,7 +112,7 @@ extension VaultCommand {
             // Narrow terminals: the position unpadded, the time without the year and seconds, the host last.
             let narrow = room < 60
             var line = narrow ? "\(e.position)  " + UTCTime.minutes(millis: r.timeMillis).dropFirst(5) + "  " + r.operation.rawValue.padding(toLength: max(7, r.operation.rawValue.count), withPad: " ", startingAt: 0)
-                              : String(format: "%5d  ", e.position) + JSONOutput.iso(millis: r.timeMillis) + "  " + r.operation.rawValue.padding(toLength: max(7, r.operation.rawValue.count), withPad: " ", startingAt: 0)
+                              : String(format: "%5d  ", e.position) + JSONOutput.iso(millis: r.timeMillis) + "  " + r.operation.rawValue.padding(toLength: max(11, r.operation.rawValue.count), withPad: " ", startingAt: 0)
             line += " " + r.outcome.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0) + (narrow ? "" : Terminal.printable(r.host))
             if !r.documents.isEmpty { line += (narrow ? "" : "  ") + Plural.count(r.documents.count, "document") }
             if narrow { line += "  " + Terminal.printable(r.host) }

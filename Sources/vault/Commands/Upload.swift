@@ -208,6 +208,7 @@ extension VaultCommand {
 
         /// The URL (or presign endpoint) and the headers of a protocol over HTTP.
         private func validateHTTP() throws {
+            if let why = Terminal.urlControlProblem(url) { throw ValidationError("--url cannot be used: \(why).") }
             guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), ["http", "https"].contains(scheme),
                   let host = c.host, !host.isEmpty else {
                 throw ValidationError(url.lowercased().hasPrefix("s3://")
@@ -376,7 +377,9 @@ extension VaultCommand {
                                                         removed: freed.map(\.id.hex))))
                 }
                 if progressOptions.printsSummary && !result.json {
+                    let excludedAll = try !selection.excludes.isEmpty && vault.select(selection.selection).isEmpty && freed.isEmpty
                     Terminal.err(try vault.documentCount() == 0 && freed.isEmpty ? "vault: nothing to send to \(target.redacted): the vault is empty"
+                                 : excludedAll ? "vault: nothing to send to \(target.redacted): --exclude leaves out every selected document"
                                  : "vault: nothing new to send to \(target.redacted): it has confirmed every selected document"
                                    + (removeDelivered ? "" : " (--new-run sends them again)"))
                 }
@@ -470,7 +473,8 @@ extension VaultCommand {
             let target = options.target
             // An empty vault (or one the removal emptied) has nothing new: not an error.
             let everything = selection.isEverything
-            if freed > 0 || everything, try vault.select(selection.selection).isEmpty { return [] }
+            // As when --exclude leaves out the whole selection.
+            if freed > 0 || everything || !selection.excludes.isEmpty, try vault.select(selection.selection).isEmpty { return [] }
             let selected = try selection.records(in: vault, verb: "upload", sending: true)
             if all || newRun { return [PlannedRun(records: selected, resuming: resume)] }
             var runs: [PlannedRun] = []
