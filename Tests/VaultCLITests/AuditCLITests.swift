@@ -314,7 +314,7 @@ import Glibc
         let config = try String(contentsOfFile: s.path("vault/vault.json"), encoding: .utf8)
         #expect(config.contains("\"memLimitKiB\" : 262144"))
         let log = s.run(["log"], env: ["VAULT_PASSWORD": "new password"])
-        #expect(log.out.contains("passwd  ok") && log.out.contains("argon2id moderate"))
+        #expect(log.out.contains("passwd      ok") && log.out.contains("argon2id moderate"), "\(log.out)")
         #expect(Self.audit(s, [], vault: nil).status == 77)
         #expect(s.run(["audit", "--deep"], env: ["VAULT_PASSWORD": "new password"]).status == 0)
         #expect(!FileManager.default.fileExists(atPath: s.path("vault/passwd.journal")))
