@@ -191,13 +191,19 @@ import Glibc
         }
         // Ctrl-C after a batch completed: the manifest marks the rest interrupted, and the next
         // export replaces them (only a finished export's files need --force).
-        s.write("small.txt", Array("small".utf8))
-        #expect(s.run("add", "small.txt").status == 0)
-        let stopping = s.spawn(["export", "small.txt", "big.bin", "--batch-size", "1", "--out", "stopped"])
-        #expect(poll(every: 10_000) { FileManager.default.fileExists(atPath: s.path("stopped/batch-0001.json")) })
+        // Batches go oldest first: big.bin's, then later.bin's, which is still being written when
+        // the signal comes.
+        try s.writeLarge("later.bin", mebibytes: 64, seed: 5)
+        #expect(s.run("add", "later.bin").status == 0)
+        let stopping = s.spawn(["export", "big.bin", "later.bin", "--batch-size", "1", "--out", "stopped"])
+        // Batch 1 in place and batch 2's temporary payload begun: the signal lands mid-batch 2.
+        #expect(poll(every: 5_000) {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: s.path("stopped"))) ?? []
+            return names.contains("batch-0001.json") && names.contains { $0.hasPrefix(".vault-tmp-") }
+        })
         kill(stopping, SIGINT)
         #expect(s.wait(stopping).status == 130)
-        let resumed = s.run("export", "small.txt", "big.bin", "--batch-size", "1", "--out", "stopped")
+        let resumed = s.run("export", "big.bin", "later.bin", "--batch-size", "1", "--out", "stopped")
         #expect(resumed.status == 0 && resumed.stderr.hasPrefix("vault: warning: replaced what the unfinished export "), "\(resumed.stderr)")
         let finished = s.run("export", "--out", "stopped")
         #expect(finished.status == 73, "a finished export's files need --force: \(finished.stderr)")
