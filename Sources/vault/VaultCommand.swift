@@ -10,7 +10,7 @@ struct VaultCommand: AsyncParsableCommand {
         discussion: """
             The password comes from --password-file FILE, else --password-command CMD, else \
             $VAULT_PASSWORD, else $VAULT_PASSWORD_FILE, else $VAULT_PASSWORD_COMMAND, else a \
-            no-echo prompt on the terminal; never from the command line. The options above go \
+            no-echo prompt on the terminal; never from the command line. The options below go \
             before or after any command. 'man vault' is the manual.
 
             Examples:
