@@ -44,7 +44,7 @@ public struct RemoteLocation: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// The remotes a vault knows (`remotes.json` in the vault folder, 0600): names and URLs only;
+/// The remotes a vault knows (sealed in `remotes.vlt` in the vault folder, 0600): names and URLs only;
 /// credentials come from the AWS variables each time.
 public struct RemoteList: Codable, Sendable, Equatable {
     public struct Remote: Codable, Sendable, Equatable {

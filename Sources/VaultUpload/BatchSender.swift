@@ -148,7 +148,7 @@ final class BatchAttempt {
     /// `i/n`, as `X-Vault-Batch` and messages name the batch.
     var label: String { "\(index + 1)/\(count)" }
     /// `batch-NNNN.json`, the batch's object or file name.
-    var fileName: String { String(format: "batch-%04d.json", index + 1) }
+    var fileName: String { ExportBatch.fileName(index: index + 1) }
 
     /// Journals the batch's new wire state now.
     func record(_ state: UploadJournal.WireState) throws {

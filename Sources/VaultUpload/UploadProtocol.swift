@@ -142,7 +142,7 @@ public struct S3Target: Sendable {
 
     /// The object key of batch `index` of run `run`.
     func key(run: String, index: Int) -> String {
-        (prefix.isEmpty ? "" : prefix + "/") + "\(run)/" + String(format: "batch-%04d.json", index)
+        (prefix.isEmpty ? "" : prefix + "/") + "\(run)/" + ExportBatch.fileName(index: index)
     }
 
     /// `s3://BUCKET/PREFIX`: what the journal and messages call it (no credentials).

@@ -7,7 +7,13 @@ package struct ExportBatch: Sendable {
     /// The payload's exact length in bytes.
     public var length: UInt64
     /// The payload's file name in an export folder (`batch-0001.json`).
-    public var fileName: String { "batch-" + String(repeating: "0", count: max(0, 4 - String(index).count)) + "\(index).json" }
+    public var fileName: String { Self.fileName(index: index) }
+
+    /// The name of batch `index` (1-based), wherever a batch is a file or an object:
+    /// `batch-` and the index in four or more digits, then `.json`. The one spelling of it.
+    public static func fileName(index: Int) -> String {
+        "batch-" + String(repeating: "0", count: max(0, 4 - String(index).count)) + "\(index).json"
+    }
 
     /// True for names ``fileName`` produces: `batch-` and four or more digits, then `.json`.
     public static func isFileName(_ name: String) -> Bool {

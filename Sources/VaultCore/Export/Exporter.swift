@@ -207,7 +207,7 @@ final class ManifestFile: @unchecked Sendable {
         try? AtomicFile.write(json(), to: path)
     }
 
-    static func fileName(_ i: Int) -> String { ExportBatch(index: i + 1, records: [], length: 0).fileName }
+    static func fileName(_ i: Int) -> String { ExportBatch.fileName(index: i + 1) }
 
     /// The manifest's JSON (see the type's description for its layout).
     func json() -> [UInt8] {
