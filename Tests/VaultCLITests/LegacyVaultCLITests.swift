@@ -101,6 +101,27 @@ import Testing
         #expect(s.objects == ["aedf6da49b36c98b1cf26e5d747a2bf9.vlt"], "only the undelivered document stays")
     }
 
+    /// `vault tag` on a vault of the previous format (a committed fixture): the vault is
+    /// upgraded first (a `tag` record is of vault/3), its destinations and documents kept, and
+    /// the change applied.
+    @Test func tagUpgradesAVaultOfThePreviousFormatWithoutLoss() throws {
+        let s = try Self.copy("vault-2-destinations")
+        let env: [String: String?] = ["VAULT_PASSWORD": "destinations fixture password 2"]
+        let before = s.run(["list", "--json"], env: env)
+        let names = (Self.json(before) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        #expect(names.count == 3, "\(before.out)")
+        let tagged = s.run(["tag", "a.txt", "--add", "kept"], env: env)
+        #expect(tagged.status == 0 && tagged.out.contains("a.txt") && tagged.out.contains("kept"), "\(tagged.stderr)")
+        let after = Self.json(LegacyVaultCLITests.read(s, "vault/vault.json")) as? [String: Any]
+        #expect(after?["format"] as? String == "vault/3")
+        #expect((Self.json(s.run(["list", "--json"], env: env)) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String } == names)
+        #expect((Self.json(s.run(["list", "--tag", "kept", "--json"], env: env)) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String } == ["a.txt"])
+        let destinations = (Self.json(s.run(["destination", "list", "--json"], env: env)) as? [String: Any])?["destinations"] as? [[String: Any]] ?? []
+        #expect(destinations.compactMap { $0["name"] as? String } == ["office", "archive", "spare"])
+        let audit = s.run(["audit"], env: env)
+        #expect(audit.status == 0, "\(audit.out)\(audit.stderr)")
+    }
+
     /// A `vault/2` vault whose destination list is in `destinations.vlt` (required office and
     /// archive, optional spare), sealed under the key of the epoch before a `passwd` (that
     /// version did not seal it again): upgraded, its destinations are history records, the file

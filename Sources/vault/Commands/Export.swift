@@ -72,6 +72,18 @@ extension VaultCommand {
 
         func run() async throws { try await run(parent: root.global) }
 
+        /// `--out DIR` checked as the export will find it (``VaultCore/Exporter/checkOutput(_:force:)``),
+        /// with the CLI's words for what to do.
+        func checkFolder() throws {
+            do {
+                try VaultCore.Exporter.checkOutput(out, force: force)
+            } catch var e as VaultError {
+                if e.code == .alreadyExists { e.hint = "use --force to replace them, or another --out folder" }
+                if e.code == .usage { e = VaultError(.usage, "--out " + e.message, hint: "give a folder, or - for standard output") }
+                throw e
+            }
+        }
+
         /// Why a selection came to nothing: an empty vault, or `--exclude` leaving out the rest.
         static func whyNothing(_ vault: VaultCore.Vault) throws -> String {
             try vault.documentCount() == 0 ? "the vault is empty" : "--exclude leaves out every selected document"
@@ -80,15 +92,7 @@ extension VaultCommand {
         /// `--dry-run`: the batches as planned (their documents, names and sizes), written nowhere;
         /// the folder is checked as the export would check it.
         func preview(_ options: GlobalOptions) async throws {
-            if out != "-" {
-                do {
-                    try VaultCore.Exporter.checkOutput(out, force: force)
-                } catch var e as VaultError {
-                    if e.code == .alreadyExists { e.hint = "use --force to replace them, or another --out folder" }
-                    if e.code == .usage { e = VaultError(.usage, "--out " + e.message, hint: "give a folder, or - for standard output") }
-                    throw e
-                }
-            }
+            if out != "-" { try checkFolder() }
             let vault = try await options.open()
             let records = try vault.select(selection.selection)
             if records.isEmpty {
@@ -124,13 +128,7 @@ extension VaultCommand {
             }
             if !toStdout {
                 // The folder is checked before the password is asked for.
-                do {
-                    try VaultCore.Exporter.checkOutput(out, force: force)
-                } catch var e as VaultError {
-                    if e.code == .alreadyExists { e.hint = "use --force to replace them, or another --out folder" }
-                    if e.code == .usage { e = VaultError(.usage, "--out " + e.message, hint: "give a folder, or - for standard output") }
-                    throw e
-                }
+                try checkFolder()
             }
             let vault = try await options.open()
             try vault.refuseUnrecordedSend()
