@@ -74,8 +74,11 @@ man-check: deps
 
 # The DocC documentation of VaultCore and VaultUpload (swift-docc-plugin, one run for both), into
 # .build/docs/: fails on any DocC warning and on any public symbol without documentation (the
-# symbol graphs are found wherever the plugin put them; none found, or none counted, fails too).
+# symbol graphs are found wherever the plugin put them; none found, or none counted, fails too),
+# and on a `public` member of a type an app cannot see or a public tuple (scripts/access-check.py).
 DOCS_MODULES := VaultCore VaultUpload
+# Every library module: `public` means an app sees it, and no public API hands out tuples.
+LIBRARY_MODULES := VaultCore VaultUpload VaultS3 VaultRemote
 docs: deps
 	@mkdir -p .build/docs
 	@rm -rf $(addprefix .build/docs/,$(addsuffix .doccarchive,$(DOCS_MODULES)))
@@ -83,6 +86,8 @@ docs: deps
 		--output-path .build/docs > .build/docs/docc.log 2>&1 || { grep -B2 -A8 "warning:\|error:" .build/docs/docc.log | head -40; \
 		echo "vault: DocC failed (.build/docs/docc.log)" >&2; exit 1; }
 	@python3 scripts/docs-coverage.py .build $(DOCS_MODULES)
+	@$(SWIFT) package dump-symbol-graph --minimum-access-level package > .build/docs/symbols.log 2>&1 || { tail -20 .build/docs/symbols.log; exit 1; }
+	@python3 scripts/access-check.py $$(sed -n 's/^Files written to //p' .build/docs/symbols.log) $(LIBRARY_MODULES)
 	@echo "docs: $(addprefix .build/docs/,$(addsuffix .doccarchive,$(DOCS_MODULES))) (open with 'swift package preview-documentation' or any static server)"
 
 # The main job on sample documents, in a throwaway vault.

@@ -167,11 +167,11 @@ package protocol CauseStatedInMessage: Error {}
 /// An operating-system error (`errno`), kept as the cause of ``VaultError/Code/io`` errors.
 package struct POSIXErrorCode: Error, CustomStringConvertible, Sendable, CauseStatedInMessage {
     /// The error.
-    public let errno: Errno
+    package let errno: Errno
     /// Its `errno` value.
-    public var value: Int32 { errno.rawValue }
+    package var value: Int32 { errno.rawValue }
     /// The operating system's text for it.
-    public var description: String { errno.description }
+    package var description: String { errno.description }
 }
 
 extension VaultError {

@@ -574,7 +574,7 @@ package enum S3XML {
     }
 
     /// An `<Error><Code>…</Code><Message>…</Message></Error>` body, if it is one.
-    public static func error(_ body: [UInt8]) -> (code: String, message: String)? {
+    package static func error(_ body: [UInt8]) -> (code: String, message: String)? {
         guard let e = elements("Error", in: body).first, let code = e["Code"] else { return nil }
         return (code, e["Message"] ?? "")
     }

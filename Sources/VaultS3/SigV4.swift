@@ -16,19 +16,19 @@ public struct S3Credentials: Sendable {
 
 /// A request to sign: method, URL parts and headers. The signer reads these and adds its own.
 package struct S3Request: Sendable, Equatable {
-    public var method: String
+    package var method: String
     /// `http` or `https`.
-    public var scheme: String
+    package var scheme: String
     /// The host, with `:port` when it is not the scheme's default.
-    public var host: String
+    package var host: String
     /// The decoded path (`/bucket/key with spaces`); the signer encodes it.
-    public var path: String
+    package var path: String
     /// Decoded query items, in any order (a value-less item such as `uploads` has value "").
-    public var query: [(String, String)]
+    package var query: [(String, String)]
     /// Headers, in any case; `host` is added from ``host``.
-    public var headers: [(String, String)]
+    package var headers: [(String, String)]
 
-    public init(method: String, scheme: String = "https", host: String, path: String, query: [(String, String)] = [],
+    package init(method: String, scheme: String = "https", host: String, path: String, query: [(String, String)] = [],
                 headers: [(String, String)] = []) {
         self.method = method
         self.scheme = scheme
@@ -39,12 +39,12 @@ package struct S3Request: Sendable, Equatable {
     }
 
     /// The URL, path and query encoded as they are signed.
-    public var url: String {
+    package var url: String {
         let q = SigV4.canonicalQuery(query)
         return "\(scheme)://\(host)\(SigV4.encodePath(path))" + (q.isEmpty ? "" : "?" + q)
     }
 
-    public static func == (a: S3Request, b: S3Request) -> Bool {
+    package static func == (a: S3Request, b: S3Request) -> Bool {
         a.method == b.method && a.scheme == b.scheme && a.host == b.host && a.path == b.path
             && a.query.elementsEqual(b.query, by: ==) && a.headers.elementsEqual(b.headers, by: ==)
     }
@@ -58,19 +58,19 @@ package struct S3Request: Sendable, Equatable {
 /// published S3 examples and against botocore's signer (`S3SigV4Auth`, `S3SigV4QueryAuth`).
 package struct SigV4: Sendable {
     /// What the payload is signed as: its SHA-256, or `UNSIGNED-PAYLOAD`.
-    public enum Payload: Sendable {
+    package enum Payload: Sendable {
         case sha256(hex: String)
         case unsigned
 
         /// The SHA-256 of `bytes`.
-        public static func hashing(_ bytes: [UInt8]) -> Payload { .sha256(hex: SigV4.hex(SHA256.hash(data: bytes))) }
-        public static func hashing(_ bytes: UnsafeRawBufferPointer) -> Payload {
+        package static func hashing(_ bytes: [UInt8]) -> Payload { .sha256(hex: SigV4.hex(SHA256.hash(data: bytes))) }
+        package static func hashing(_ bytes: UnsafeRawBufferPointer) -> Payload {
             var h = SHA256()
             h.update(bufferPointer: bytes)
             return .sha256(hex: SigV4.hex(h.finalize()))
         }
         /// The SHA-256 of an empty body.
-        public static let empty = Payload.hashing([])
+        package static let empty = Payload.hashing([])
 
         var value: String {
             switch self {
@@ -80,15 +80,15 @@ package struct SigV4: Sendable {
         }
     }
 
-    public static let algorithm = "AWS4-HMAC-SHA256"
+    package static let algorithm = "AWS4-HMAC-SHA256"
     /// The longest a presigned URL may live (S3 refuses more): 7 days.
-    public static let maxExpiry = 604_800
+    package static let maxExpiry = 604_800
 
-    public var credentials: S3Credentials
-    public var region: String
-    public var service: String
+    package var credentials: S3Credentials
+    package var region: String
+    package var service: String
 
-    public init(credentials: S3Credentials, region: String, service: String = "s3") {
+    package init(credentials: S3Credentials, region: String, service: String = "s3") {
         self.credentials = credentials
         self.region = region
         self.service = service
@@ -98,7 +98,7 @@ package struct SigV4: Sendable {
 
     /// Signs `request` with headers: adds `x-amz-date`, `x-amz-content-sha256`, the session
     /// token if any, and `Authorization`.
-    public func sign(_ request: S3Request, payload: Payload, date: Date) -> S3Request {
+    package func sign(_ request: S3Request, payload: Payload, date: Date) -> S3Request {
         var r = request
         let (stamp, day) = Self.timestamps(date)
         r.headers.removeAll { ["authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"].contains($0.0.lowercased()) }
@@ -114,7 +114,7 @@ package struct SigV4: Sendable {
 
     /// A presigned URL for `request` (query authentication, `UNSIGNED-PAYLOAD`), valid for
     /// `expires` seconds (at most 7 days). Headers in `request` are signed and must then be sent.
-    public func presign(_ request: S3Request, expires: Int, date: Date) -> String {
+    package func presign(_ request: S3Request, expires: Int, date: Date) -> String {
         precondition(expires >= 1 && expires <= Self.maxExpiry, "internal error: presign expiry out of range")
         var r = request
         let (stamp, day) = Self.timestamps(date)

@@ -13,17 +13,17 @@ package struct FormBody: RawFraming, Equatable {
 
     /// The delimiter; it must not occur in any document. Callers derive it from a keyed digest
     /// (the batch's Idempotency-Key), so nobody without the vault key can plant it in a document.
-    public var boundary: String
+    package var boundary: String
     /// The file parts' field name (default `files[]`).
-    public var fieldName: String
+    package var fieldName: String
     /// Text fields, in order.
-    public var fields: [Field]
+    package var fields: [Field]
     /// The batch's 1-based number and the run's batch count, for the manifest.
-    public var batch: Int
-    public var of: Int
+    package var batch: Int
+    package var of: Int
 
     /// A form body.
-    public init(boundary: String, fieldName: String = "files[]", fields: [Field] = [], batch: Int, of: Int) {
+    package init(boundary: String, fieldName: String = "files[]", fields: [Field] = [], batch: Int, of: Int) {
         self.boundary = boundary
         self.fieldName = fieldName
         self.fields = fields
@@ -33,11 +33,11 @@ package struct FormBody: RawFraming, Equatable {
 
     static let crlf: [UInt8] = [0x0D, 0x0A]
 
-    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+    package var contentType: String { "multipart/form-data; boundary=\(boundary)" }
 
-    public func tail(_ record: DocumentRecord) -> [UInt8] { Self.crlf }
+    package func tail(_ record: DocumentRecord) -> [UInt8] { Self.crlf }
 
-    public var closing: [UInt8] { Array("--\(boundary)--\r\n".utf8) }
+    package var closing: [UInt8] { Array("--\(boundary)--\r\n".utf8) }
 
     /// Five-digit batch number and count: no run has more batches.
     package var widest: any RawFraming {
@@ -48,7 +48,7 @@ package struct FormBody: RawFraming, Equatable {
 
     /// A name or file name inside `Content-Disposition`'s quotes: UTF-8, with `"`, CR and LF
     /// percent-encoded as browsers do (the HTML standard's multipart/form-data encoding).
-    public static func quotedName(_ name: String) -> String {
+    package static func quotedName(_ name: String) -> String {
         var out = "\""
         for c in name.unicodeScalars {
             switch c {
@@ -66,7 +66,7 @@ package struct FormBody: RawFraming, Equatable {
     }
 
     /// The manifest part's JSON (canonical: sorted keys, no whitespace).
-    public func manifest(_ records: [DocumentRecord]) -> [UInt8] {
+    package func manifest(_ records: [DocumentRecord]) -> [UInt8] {
         var out = Array("{\"batch\":\(batch),\"documents\":[".utf8)
         for (i, r) in records.enumerated() {
             if i > 0 { out.append(0x2C) }
@@ -77,7 +77,7 @@ package struct FormBody: RawFraming, Equatable {
         return out + Array("],\"of\":\(of)}".utf8)
     }
 
-    public func opening(_ records: [DocumentRecord]) -> [UInt8] {
+    package func opening(_ records: [DocumentRecord]) -> [UInt8] {
         var out: [UInt8] = []
         for f in fields {
             out += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\(Self.quotedName(f.name))\r\n\r\n".utf8)
@@ -87,7 +87,7 @@ package struct FormBody: RawFraming, Equatable {
         return out + manifest(records) + Self.crlf
     }
 
-    public func head(_ record: DocumentRecord) -> [UInt8] {
+    package func head(_ record: DocumentRecord) -> [UInt8] {
         Array(("--\(boundary)\r\nContent-Disposition: form-data; name=\(Self.quotedName(fieldName)); "
                + "filename=\(Self.quotedName(record.metadata.name))\r\nContent-Type: \(record.metadata.contentType)\r\n\r\n").utf8)
     }

@@ -10,23 +10,23 @@ import VaultCore
 /// command line named before anything is sent to them, seal or not.
 package struct UploadJournal: Codable, Sendable {
     /// One batch's state.
-    public struct Batch: Codable, Sendable, Equatable, BatchBookkeeping {
+    package struct Batch: Codable, Sendable, Equatable, BatchBookkeeping {
         /// Ids of the documents in the payload, in order.
-        public var documents: [String]
+        package var documents: [String]
         /// Exact payload length.
-        public var bytes: UInt64
+        package var bytes: UInt64
         /// `pending`, or `complete` once the server confirmed it.
-        public var status: BatchStatus
+        package var status: BatchStatus
         /// Attempts made so far.
-        public var attempts: Int
+        package var attempts: Int
         /// The Idempotency-Key it was (or will be) sent with.
-        public var key: String
+        package var key: String
         /// HTTP status of the last answer, if any.
-        public var httpStatus: Int?
+        package var httpStatus: Int?
         /// When the server confirmed it (ISO 8601).
-        public var confirmedAt: String?
+        package var confirmedAt: String?
         /// What the server holds of the batch so far, in the protocol's terms.
-        public var wire = WireState.none
+        package var wire = WireState.none
 
         init(documents: [String], bytes: UInt64, status: BatchStatus, attempts: Int, key: String) {
             (self.documents, self.bytes, self.status, self.attempts, self.key) = (documents, bytes, status, attempts, key)
@@ -40,7 +40,7 @@ package struct UploadJournal: Codable, Sendable {
             case tusURL, tusOffset, s3Key, s3UploadID, s3PartSize, s3Parts
         }
 
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             documents = try c.decode([String].self, forKey: .documents)
             bytes = try c.decode(UInt64.self, forKey: .bytes)
@@ -57,7 +57,7 @@ package struct UploadJournal: Codable, Sendable {
             }
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(documents, forKey: .documents)
             try c.encode(bytes, forKey: .bytes)
@@ -83,7 +83,7 @@ package struct UploadJournal: Codable, Sendable {
     /// What a server holds of a batch that is not confirmed yet: nothing known, a tus upload, or
     /// an S3 multipart upload. Destinations in it are checked against the command line before
     /// use, seal or not.
-    public enum WireState: Sendable, Equatable {
+    package enum WireState: Sendable, Equatable {
         /// Nothing the next attempt can continue.
         case none
         /// tus: the upload's URL on the server (kept so a resumed run continues the same upload;
@@ -96,62 +96,62 @@ package struct UploadJournal: Codable, Sendable {
 
     /// An S3 multipart upload under way: the object key, the upload's id and part size, and each
     /// part the store confirmed (number and MD5, which is its ETag).
-    public struct MultipartState: Sendable, Equatable {
-        public var key: String
-        public var uploadID: String
-        public var partSize: UInt64?
-        public var parts: [S3Part]
+    package struct MultipartState: Sendable, Equatable {
+        package var key: String
+        package var uploadID: String
+        package var partSize: UInt64?
+        package var parts: [S3Part]
     }
 
     /// A part an S3 store confirmed.
-    public struct S3Part: Codable, Sendable, Equatable {
-        public var number: Int
-        public var md5: String
+    package struct S3Part: Codable, Sendable, Equatable {
+        package var number: Int
+        package var md5: String
     }
 
     /// A document left out (damaged, with skipping asked for).
-    public struct Skip: Codable, Sendable {
+    package struct Skip: Codable, Sendable {
         /// Its id.
-        public var id: String
+        package var id: String
         /// The error code.
-        public var code: String
+        package var code: String
     }
 
     /// Journal format version.
-    public var version = 1
+    package var version = 1
     /// The job: a digest of the target, method, shape, limits and the selected documents.
-    public var job: String
+    package var job: String
     /// The run id (random, kept across resumes; part of every Idempotency-Key).
-    public var runId: String
+    package var runId: String
     /// Where it goes (no credentials, no query).
-    public var target: String
+    package var target: String
     /// The destination's identity (``DestinationIdentity``) when the run began: what its
     /// confirmed batches are recorded at, whatever the environment of a later command. Nil in
     /// journals of earlier versions (then the identity of `target`).
-    public var identity: String?
+    package var identity: String?
 
     /// The identity the run's deliveries are recorded at; nil when `target` is not a destination.
     package var deliveryIdentity: DestinationIdentity? {
         identity.map(DestinationIdentity.init(recorded:)) ?? DestinationIdentity(url: target)
     }
     /// Created and last updated (ISO 8601).
-    public var created: String
-    public var updated: String
+    package var created: String
+    package var updated: String
     /// The batches, in order (413 may split one into two).
-    public var batches: [Batch]
+    package var batches: [Batch]
     /// Documents left out.
-    public var skipped: [Skip] = []
+    package var skipped: [Skip] = []
     /// The generation of the journal file (random, new each time it is written whole): the
     /// change log beside it belongs to this generation only (docs/UPLOAD.md, "Journal").
-    public var generation: String?
+    package var generation: String?
     /// The command without its documents (a keyed digest of the target, method, wire format
     /// and limits): what an interrupted run must match to be finished by a later command whose
     /// selection lacks documents removed since (``UploadJournal/spec(vault:target:method:wire:limits:)``).
     /// Nil in journals of earlier versions (those match by their job).
-    public var spec: String?
+    package var spec: String?
     /// The settings the run was started with, by option (``UploadOptions/settings``); nil in
     /// journals of earlier versions.
-    public var settings: [String: String]?
+    package var settings: [String: String]?
 
     enum CodingKeys: String, CodingKey { case version, job, runId, target, identity, created, updated, batches, skipped, generation, spec, settings }
 
@@ -175,14 +175,14 @@ package struct UploadJournal: Codable, Sendable {
     /// the run id, the batch's 1-based index and each document's id and plaintext SHA-256, as
     /// lower-case hex. Keyed, because the journal is stored in the clear: an unkeyed hash over
     /// document digests would let anyone with the vault folder confirm a guessed document.
-    public static func idempotencyKey(vault: Vault, runID: String, index: Int, records: [DocumentRecord]) throws -> String {
+    package static func idempotencyKey(vault: Vault, runID: String, index: Int, records: [DocumentRecord]) throws -> String {
         var message = Array("vault-upload/2\n\(runID)\n\(index)\n".utf8)
         for r in records { message += Array("\(r.id.hex):\(Hex.encode(r.metadata.sha256))\n".utf8) }
         return try vault.keyedDigest(purpose: digestPurpose, message)
     }
 
     /// The digest of an upload's command without its documents.
-    public static func spec(vault: Vault, target: String, method: String, wire: String, limits: BatchLimits) throws -> String {
+    package static func spec(vault: Vault, target: String, method: String, wire: String, limits: BatchLimits) throws -> String {
         let message = Array("vault-upload-spec/1\n\(target)\n\(method)\n\(wire)\n\(limits.documents)\n\(limits.bytes.map(String.init) ?? "-")\n".utf8)
         return String(try vault.keyedDigest(purpose: digestPurpose, message).prefix(32))
     }
@@ -190,7 +190,7 @@ package struct UploadJournal: Codable, Sendable {
     /// The job id of an upload: the same command over the same documents gives the same job.
     /// Keyed like ``idempotencyKey(vault:runID:index:records:)``.
     /// - Parameter wire: what the wire format depends on (the JSON shape, or the form's settings).
-    public static func jobID(vault: Vault, target: String, method: String, wire: String, limits: BatchLimits,
+    package static func jobID(vault: Vault, target: String, method: String, wire: String, limits: BatchLimits,
                              records: [DocumentRecord]) throws -> String {
         var message = Array("vault-upload-job/2\n\(target)\n\(method)\n\(wire)\n\(limits.documents)\n\(limits.bytes.map(String.init) ?? "-")\n".utf8)
         for r in records { message += Array("\(r.id.hex):\(Hex.encode(r.metadata.sha256))\n".utf8) }

@@ -5,7 +5,7 @@ import VaultCore
 /// the ones that are done with or cannot be trusted. Opening them needs the vault key.
 package enum UploadJournals {
     /// Where a journal stands.
-    public enum State: String, Codable, Sendable {
+    package enum State: String, Codable, Sendable {
         /// Every batch is confirmed.
         case complete
         /// Some batch was attempted and not every one is confirmed: the same command resumes it.
@@ -18,30 +18,30 @@ package enum UploadJournals {
     }
 
     /// One journal, summarized.
-    public struct Entry: Codable, Sendable {
+    package struct Entry: Codable, Sendable {
         /// The job (the journal's file name without `.json`).
-        public var job: String
+        package var job: String
         /// Its run id.
-        public var runId: String
+        package var runId: String
         /// Where it goes (scheme, host, port, path).
-        public var target: String
+        package var target: String
         /// Its state.
-        public var state: State
+        package var state: State
         /// Batches in the run, and how many are confirmed.
-        public var batches: Int
-        public var confirmed: Int
+        package var batches: Int
+        package var confirmed: Int
         /// Documents in the run, and the payload bytes.
-        public var documents: Int
-        public var payloadBytes: UInt64
+        package var documents: Int
+        package var payloadBytes: UInt64
         /// Created and last updated (ISO 8601).
-        public var created: String
-        public var updated: String
+        package var created: String
+        package var updated: String
         /// For a damaged journal: why it is not trusted.
-        public var problem: String?
+        package var problem: String?
     }
 
     /// Every journal of `vault`, oldest first; one that does not open is listed as damaged.
-    public static func list(in vault: Vault) throws -> [Entry] {
+    package static func list(in vault: Vault) throws -> [Entry] {
         let store = vault.store
         let dir = store.path(.uploads)
         guard FileSystem.kind(of: dir) == .directory else { return [] }
@@ -71,7 +71,7 @@ package enum UploadJournals {
     }
 
     /// One journal whole, as pretty-printed JSON (after it authenticated).
-    public static func show(job given: String, in vault: Vault) throws -> String {
+    package static func show(job given: String, in vault: Vault) throws -> String {
         let job = try resolve(given, in: vault)
         guard let journal = try UploadJournal.load(from: vault, job: job) else {
             throw VaultError(.notFound, "there is no upload journal of job \(job)")
@@ -99,7 +99,7 @@ package enum UploadJournals {
     /// Removes the journals (and their lock files) of complete uploads, of damaged ones, and of
     /// unfinished ones not updated for `abandonedAfter` seconds. A journal whose upload is
     /// running (its lock is held) is kept. Returns the entries removed.
-    public static func prune(in vault: Vault, abandonedAfter: TimeInterval, now: Date = Date()) throws -> [Entry] {
+    package static func prune(in vault: Vault, abandonedAfter: TimeInterval, now: Date = Date()) throws -> [Entry] {
         let store = vault.store
         let dir = store.path(.uploads)
         let iso = ISO8601DateFormatter()

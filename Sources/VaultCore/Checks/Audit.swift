@@ -3,16 +3,16 @@ import Foundation
 /// What an audit found.
 package struct AuditReport: Sendable {
     /// Every problem, each with a stable code.
-    public var findings: [AuditFinding]
+    package var findings: [AuditFinding]
     /// The log's head as it stands.
-    public var head: HistoryHead
+    package var head: HistoryHead
     /// Records in the log, and documents it says are present.
-    public var records: Int
-    public var documents: Int
+    package var records: Int
+    package var documents: Int
     /// Objects in `objects/`.
-    public var objects: Int
+    package var objects: Int
     /// True when every chunk was read (a deep audit), not only every header.
-    public var deep: Bool
+    package var deep: Bool
 }
 
 extension Vault {

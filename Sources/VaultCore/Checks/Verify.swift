@@ -1,19 +1,19 @@
 /// The result of ``Vault/verify(_:progress:)``.
 package struct VerifyReport: Sendable {
     /// One document's outcome.
-    public struct Entry: Sendable {
+    package struct Entry: Sendable {
         /// The document id.
-        public var id: DocumentID
+        package var id: DocumentID
         /// Its name, from the envelope if it opened, else from the index, else nil.
-        public var name: String?
+        package var name: String?
         /// Its plaintext size, when known.
-        public var size: UInt64?
+        package var size: UInt64?
         /// Why it failed, or nil if every chunk and the digest verified.
-        public var error: VaultError?
+        package var error: VaultError?
     }
 
     /// What was found about the index.
-    public enum IndexState: String, Sendable {
+    package enum IndexState: String, Sendable {
         /// It authenticated and matched the objects.
         case ok
         /// It was missing or named other documents (normal after a crash); it was rebuilt.
@@ -23,13 +23,13 @@ package struct VerifyReport: Sendable {
     }
 
     /// Per-document outcomes, in stable order.
-    public var documents: [Entry]
+    package var documents: [Entry]
     /// The index's state.
-    public var index: IndexState
+    package var index: IndexState
     /// The documents that failed.
-    public var damaged: [Entry] { documents.filter { $0.error != nil } }
+    package var damaged: [Entry] { documents.filter { $0.error != nil } }
     /// True when every document and the index verified.
-    public var isClean: Bool { damaged.isEmpty && index != .damaged }
+    package var isClean: Bool { damaged.isEmpty && index != .damaged }
 }
 
 extension Vault {

@@ -3,10 +3,10 @@
 /// is chosen once (by whoever reads) and passed down.
 package struct ChunkBatching: Sendable, Equatable {
     /// Chunks per batch.
-    public let chunks: Int
+    package let chunks: Int
 
     /// A batching of `chunks` chunks (at least 1).
-    public init(chunks: Int) {
+    package init(chunks: Int) {
         precondition(chunks >= 1, "internal error: a batch holds at least one chunk")
         self.chunks = chunks
     }
@@ -14,10 +14,10 @@ package struct ChunkBatching: Sendable, Equatable {
     /// The reading default: 12 chunks (768 KiB of plaintext). A multiple of 3, so every batch but
     /// the last is whole base64 groups and splits evenly between cores; small enough that a
     /// reader's memory stays a few MiB.
-    public static let reading = ChunkBatching(chunks: 12)
+    package static let reading = ChunkBatching(chunks: 12)
 
     /// Most plaintext bytes in one batch.
-    public var plaintextBytes: Int { chunks * EnvelopeFormat.chunkSize }
+    package var plaintextBytes: Int { chunks * EnvelopeFormat.chunkSize }
     /// Most sealed bytes in one batch.
-    public var sealedBytes: Int { chunks * EnvelopeFormat.sealedChunkSize }
+    package var sealedBytes: Int { chunks * EnvelopeFormat.sealedChunkSize }
 }

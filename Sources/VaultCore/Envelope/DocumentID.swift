@@ -45,7 +45,7 @@ package enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
     /// `bytes` as lower-case hex.
-    public static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+    package static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
         for b in bytes {
@@ -56,7 +56,7 @@ package enum Hex {
     }
 
     /// Decodes hex (either case); nil on odd length or a non-hex character.
-    public static func decode(_ text: String) -> [UInt8]? {
+    package static func decode(_ text: String) -> [UInt8]? {
         let u = Array(text.utf8)
         guard u.count % 2 == 0 else { return nil }
         func nibble(_ c: UInt8) -> UInt8? {

@@ -8,11 +8,11 @@
 /// for a full read.
 package final class DocumentReader {
     /// The document's metadata (from its authenticated header).
-    public let metadata: DocumentMetadata
+    package let metadata: DocumentMetadata
     /// Plaintext bytes in the document.
-    public var size: UInt64 { metadata.size }
+    package var size: UInt64 { metadata.size }
     /// Chunks decrypted and authenticated so far (cache hits do not count).
-    public private(set) var chunksOpened: UInt64 = 0
+    package private(set) var chunksOpened: UInt64 = 0
 
     /// Opens a reader of `chunks` chunks from chunk `start`.
     typealias Opener = (_ start: UInt64, _ chunks: Int) throws -> EnvelopeReader
@@ -30,7 +30,7 @@ package final class DocumentReader {
     deinit { for key in cache.keys { cache[key]!.withUnsafeMutableBytes { Sodium.wipe($0) } } }
 
     /// Up to `count` bytes from `offset` (fewer at the end of the document; none past it).
-    public func read(at offset: UInt64, count: Int) throws -> [UInt8] {
+    package func read(at offset: UInt64, count: Int) throws -> [UInt8] {
         guard count > 0, offset < size else { return [] }
         let end = min(size, offset + UInt64(count))
         let cs = UInt64(EnvelopeFormat.chunkSize)

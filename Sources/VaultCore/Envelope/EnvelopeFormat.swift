@@ -2,55 +2,55 @@
 /// specification; `EnvelopeFormatTests` pins every constant to it.
 package enum EnvelopeFormat {
     /// The 8 magic bytes that open every envelope: ASCII `VAULTENV`.
-    public static let magic: [UInt8] = Array("VAULTENV".utf8)
+    package static let magic: [UInt8] = Array("VAULTENV".utf8)
     /// The format version this build writes and reads.
-    public static let version: UInt8 = 1
+    package static let version: UInt8 = 1
     /// KDF algorithm id for Argon2id v1.3.
-    public static let kdfArgon2id13: UInt8 = 1
+    package static let kdfArgon2id13: UInt8 = 1
 
     /// Bytes of Argon2id salt.
-    public static let saltSize = 16
+    package static let saltSize = 16
     /// Bytes of key check value.
-    public static let keyCheckSize = 16
+    package static let keyCheckSize = 16
     /// Bytes of document id.
-    public static let documentIDSize = 16
+    package static let documentIDSize = 16
     /// Bytes of an XChaCha20-Poly1305 nonce.
-    public static let nonceSize = 24
+    package static let nonceSize = 24
     /// Bytes of a Poly1305 tag.
-    public static let tagSize = 16
+    package static let tagSize = 16
     /// Bytes of a document key.
-    public static let keySize = 32
+    package static let keySize = 32
     /// Bytes of a wrapped document key (key + tag).
-    public static let wrappedKeySize = keySize + tagSize
+    package static let wrappedKeySize = keySize + tagSize
 
     /// Offsets of the fixed header fields.
-    public static let versionOffset = 8
-    public static let kdfAlgorithmOffset = 9
-    public static let opsLimitOffset = 10
-    public static let memLimitOffset = 14
-    public static let saltOffset = 18
-    public static let keyCheckOffset = 34
-    public static let documentIDOffset = 50
-    public static let wrapNonceOffset = 66
-    public static let wrappedKeyOffset = 90
-    public static let metadataLengthOffset = 138
-    public static let metadataNonceOffset = 142
+    package static let versionOffset = 8
+    package static let kdfAlgorithmOffset = 9
+    package static let opsLimitOffset = 10
+    package static let memLimitOffset = 14
+    package static let saltOffset = 18
+    package static let keyCheckOffset = 34
+    package static let documentIDOffset = 50
+    package static let wrapNonceOffset = 66
+    package static let wrappedKeyOffset = 90
+    package static let metadataLengthOffset = 138
+    package static let metadataNonceOffset = 142
     /// Size of the fixed part of the header; the sealed metadata follows it.
-    public static let fixedHeaderSize = 166
+    package static let fixedHeaderSize = 166
 
     /// The wrapped key is authenticated together with header bytes `0..<wrapNonceOffset`.
-    public static let keyWrapADSize = wrapNonceOffset
+    package static let keyWrapADSize = wrapNonceOffset
     /// Smallest sealed metadata: one padding block plus the tag.
-    public static let minSealedMetadataSize = metadataBlock + tagSize
+    package static let minSealedMetadataSize = metadataBlock + tagSize
     /// Largest sealed metadata a reader accepts (1 MiB), so a hostile length cannot make us allocate more.
-    public static let maxSealedMetadataSize = 1 << 20
+    package static let maxSealedMetadataSize = 1 << 20
     /// Metadata plaintext is zero-padded to a multiple of this, so names leak only their length class.
-    public static let metadataBlock = 256
+    package static let metadataBlock = 256
 
     /// Plaintext bytes per payload chunk (64 KiB).
-    public static let chunkSize = 65536
+    package static let chunkSize = 65536
     /// Bytes per sealed payload chunk (chunk + tag).
-    public static let sealedChunkSize = chunkSize + tagSize
+    package static let sealedChunkSize = chunkSize + tagSize
 
     /// `crypto_kdf` context for the subkeys of a document key.
     static let subkeyContext = "vaultenv"

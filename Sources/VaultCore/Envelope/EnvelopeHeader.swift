@@ -9,24 +9,24 @@
 /// value is range-checked, so `serialized()` of a parsed header gives back the same bytes.
 package struct EnvelopeHeader: Equatable, Sendable {
     /// Argon2id parameters of the key-encryption key.
-    public var kdf: KDFParameters
+    package var kdf: KDFParameters
     /// Argon2id salt.
-    public var salt: [UInt8]
+    package var salt: [UInt8]
     /// Check value of the key-encryption key (tells a wrong password from damage).
-    public var keyCheck: [UInt8]
+    package var keyCheck: [UInt8]
     /// The document's id; the store checks it against the object's file name.
-    public var documentID: DocumentID
+    package var documentID: DocumentID
     /// Nonce of the key wrap.
-    public var wrapNonce: [UInt8]
+    package var wrapNonce: [UInt8]
     /// The document key sealed under the key-encryption key.
-    public var wrappedKey: [UInt8]
+    package var wrappedKey: [UInt8]
     /// Nonce of the sealed metadata.
-    public var metadataNonce: [UInt8]
+    package var metadataNonce: [UInt8]
     /// The metadata sealed under the metadata subkey; its tag authenticates the whole header.
-    public var sealedMetadata: [UInt8]
+    package var sealedMetadata: [UInt8]
 
     /// Creates a header from its fields.
-    public init(kdf: KDFParameters, salt: [UInt8], keyCheck: [UInt8], documentID: DocumentID,
+    package init(kdf: KDFParameters, salt: [UInt8], keyCheck: [UInt8], documentID: DocumentID,
                 wrapNonce: [UInt8], wrappedKey: [UInt8], metadataNonce: [UInt8], sealedMetadata: [UInt8]) {
         self.kdf = kdf
         self.salt = salt
@@ -39,10 +39,10 @@ package struct EnvelopeHeader: Equatable, Sendable {
     }
 
     /// Total header length in bytes; the payload starts here.
-    public var encodedSize: Int { EnvelopeFormat.fixedHeaderSize + sealedMetadata.count }
+    package var encodedSize: Int { EnvelopeFormat.fixedHeaderSize + sealedMetadata.count }
 
     /// The header bytes.
-    public func serialized() -> [UInt8] {
+    package func serialized() -> [UInt8] {
         precondition(salt.count == EnvelopeFormat.saltSize && keyCheck.count == EnvelopeFormat.keyCheckSize
                      && wrapNonce.count == EnvelopeFormat.nonceSize && wrappedKey.count == EnvelopeFormat.wrappedKeySize
                      && metadataNonce.count == EnvelopeFormat.nonceSize,
@@ -74,7 +74,7 @@ package struct EnvelopeHeader: Equatable, Sendable {
     /// more bytes to read. Checks magic, version, KDF id and parameters, and the metadata length
     /// bounds, before anything is allocated.
     /// - Parameter prefix: at least ``EnvelopeFormat/fixedHeaderSize`` bytes.
-    public static func headerLength(fromPrefix prefix: [UInt8]) throws -> Int {
+    package static func headerLength(fromPrefix prefix: [UInt8]) throws -> Int {
         let fixed = EnvelopeFormat.fixedHeaderSize
         if prefix.count >= EnvelopeFormat.magic.count, !prefix.starts(with: EnvelopeFormat.magic) {
             throw VaultError(.headerMalformed, "not a vault envelope (bad magic bytes)")
@@ -104,7 +104,7 @@ package struct EnvelopeHeader: Equatable, Sendable {
 
     /// Parses a complete header from the start of `bytes`; extra bytes after it are ignored
     /// (they are the payload).
-    public static func parse(_ bytes: [UInt8]) throws -> EnvelopeHeader {
+    package static func parse(_ bytes: [UInt8]) throws -> EnvelopeHeader {
         let total = try headerLength(fromPrefix: bytes)
         guard bytes.count >= total else {
             throw VaultError(.truncated, "envelope header is cut short: \(bytes.count) of \(total) bytes")

@@ -22,10 +22,10 @@ package protocol EnvelopeInput: AnyObject {
 }
 
 extension OpenFile: EnvelopeOutput, EnvelopeInput {
-    public func reserveHeader(_ headerSize: Int) throws { try seek(to: UInt64(headerSize)) }
-    public func append(_ bytes: UnsafeRawBufferPointer) throws { try write(bytes) }
-    public func writeHeader(_ header: [UInt8]) throws { try write(header, at: 0) }
-    public func totalSize() throws -> UInt64? { isRegularFile ? try size() : nil }
+    package func reserveHeader(_ headerSize: Int) throws { try seek(to: UInt64(headerSize)) }
+    package func append(_ bytes: UnsafeRawBufferPointer) throws { try write(bytes) }
+    package func writeHeader(_ header: [UInt8]) throws { try write(header, at: 0) }
+    package func totalSize() throws -> UInt64? { isRegularFile ? try size() : nil }
 }
 
 /// A file read front to back (an envelope, or an input of `add`), with the disk kept busy ahead
@@ -34,20 +34,20 @@ extension OpenFile: EnvelopeOutput, EnvelopeInput {
 /// cold export waiting on each read-ahead of the kernel's own size; this queues the window at
 /// once (a cold export of 20 x 50 MiB to a pipe: 1.61 -> 1.36 s).
 package final class ReadAheadFile: EnvelopeInput, ByteSource {
-    public let file: OpenFile
+    package let file: OpenFile
     let window: UInt64
     private var position: UInt64 = 0
     private var advised: UInt64 = 0
     private let size: UInt64?
 
-    public init(_ file: OpenFile, window: UInt64 = 16 << 20) throws {
+    package init(_ file: OpenFile, window: UInt64 = 16 << 20) throws {
         self.file = file
         self.window = window
         size = try file.totalSize()
         file.adviseSequential()
     }
 
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         if position + window / 2 >= advised, advised < (size ?? .max) {
             file.adviseWillNeed(offset: advised, length: window)
             advised += window
@@ -57,9 +57,9 @@ package final class ReadAheadFile: EnvelopeInput, ByteSource {
         return n
     }
 
-    public func totalSize() throws -> UInt64? { size }
+    package func totalSize() throws -> UInt64? { size }
 
-    public func seek(to offset: UInt64) throws {
+    package func seek(to offset: UInt64) throws {
         try file.seek(to: offset)
         position = offset
         advised = max(advised, offset)
@@ -74,32 +74,32 @@ package final class MemoryEnvelope: EnvelopeOutput, EnvelopeInput, @unchecked Se
     private var position = 0
 
     /// An empty envelope to write into, or existing bytes to read.
-    public init(_ bytes: [UInt8] = []) { storage = bytes }
+    package init(_ bytes: [UInt8] = []) { storage = bytes }
 
     /// The bytes written so far.
-    public var bytes: [UInt8] { lock.lock(); defer { lock.unlock() }; return storage }
+    package var bytes: [UInt8] { lock.lock(); defer { lock.unlock() }; return storage }
 
-    public func reserveHeader(_ headerSize: Int) throws {
+    package func reserveHeader(_ headerSize: Int) throws {
         lock.lock(); defer { lock.unlock() }
         storage = [UInt8](repeating: 0, count: headerSize)
     }
-    public func append(_ bytes: UnsafeRawBufferPointer) throws {
+    package func append(_ bytes: UnsafeRawBufferPointer) throws {
         lock.lock(); defer { lock.unlock() }
         storage.append(contentsOf: bytes)
     }
-    public func writeHeader(_ header: [UInt8]) throws {
+    package func writeHeader(_ header: [UInt8]) throws {
         lock.lock(); defer { lock.unlock() }
         storage.replaceSubrange(0..<header.count, with: header)
     }
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         lock.lock(); defer { lock.unlock() }
         let n = min(buffer.count, storage.count - position)
         storage.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[position..<position + n])) }
         position += n
         return n
     }
-    public func totalSize() throws -> UInt64? { UInt64(storage.count) }
-    public func seek(to offset: UInt64) throws {
+    package func totalSize() throws -> UInt64? { UInt64(storage.count) }
+    package func seek(to offset: UInt64) throws {
         lock.lock(); defer { lock.unlock() }
         position = Int(min(offset, UInt64(storage.count)))
     }

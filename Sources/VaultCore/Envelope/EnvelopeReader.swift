@@ -10,9 +10,9 @@ import Crypto
 /// trailing data). The payload's final-chunk flag then catches any cut the length did not.
 package final class EnvelopeReader {
     /// The parsed header.
-    public let header: EnvelopeHeader
+    package let header: EnvelopeHeader
     /// The authenticated metadata.
-    public let metadata: DocumentMetadata
+    package let metadata: DocumentMetadata
     private let stream: StreamReader
     private var hasher: SHA256?
 
@@ -25,7 +25,7 @@ package final class EnvelopeReader {
     ///   - batching: how many chunks each ``next()`` opens and releases.
     ///   - startChunk: read from this chunk on (random access; the input must be able to seek).
     ///     Chunks before it are not read. Not with `verifyDigest`, which needs every byte.
-    public init(input: any EnvelopeInput, keyring: Keyring, expectedID: DocumentID? = nil, verifyDigest: Bool = false,
+    package init(input: any EnvelopeInput, keyring: Keyring, expectedID: DocumentID? = nil, verifyDigest: Bool = false,
                 threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading, startChunk: UInt64 = 0,
                 readAhead: Bool = true) throws {
         header = try Self.readHeader(input)
@@ -74,7 +74,7 @@ package final class EnvelopeReader {
     }
 
     /// Reads and parses just the header (no keys needed): magic, version, KDF bounds, lengths.
-    public static func readHeader(_ input: any EnvelopeInput) throws -> EnvelopeHeader {
+    package static func readHeader(_ input: any EnvelopeInput) throws -> EnvelopeHeader {
         var prefix = [UInt8](repeating: 0, count: EnvelopeFormat.fixedHeaderSize)
         let n = try prefix.withUnsafeMutableBytes { try readFully(input, into: $0) }
         prefix.removeLast(prefix.count - n)
@@ -102,11 +102,11 @@ package final class EnvelopeReader {
     }
 
     /// Prefixed to the messages of payload errors (the store sets "document <id>").
-    public var context: String?
+    package var context: String?
 
     /// The next batch of authenticated plaintext (valid until the next call), or nil at the end.
     /// - Throws: a payload error; with `verifyDigest`, ``VaultError/Code/digestMismatch`` at the end.
-    public func next() throws -> UnsafeRawBufferPointer? {
+    package func next() throws -> UnsafeRawBufferPointer? {
         do {
             return try nextBatch()
         } catch {
@@ -130,7 +130,7 @@ package final class EnvelopeReader {
     }
 
     /// Plaintext bytes released so far.
-    public var releasedCount: UInt64 { stream.releasedCount }
+    package var releasedCount: UInt64 { stream.releasedCount }
     /// Chunks opened (and authenticated) so far.
-    public var openedChunks: UInt64 { stream.openedChunks }
+    package var openedChunks: UInt64 { stream.openedChunks }
 }

@@ -5,18 +5,18 @@
 /// empty final chunk). So every plaintext length has exactly one payload length and back.
 package enum EnvelopeSize {
     /// Number of chunks for `plaintextSize` bytes (at least one).
-    public static func chunkCount(plaintextSize: UInt64) -> UInt64 {
+    package static func chunkCount(plaintextSize: UInt64) -> UInt64 {
         plaintextSize == 0 ? 1 : (plaintextSize + UInt64(EnvelopeFormat.chunkSize) - 1) / UInt64(EnvelopeFormat.chunkSize)
     }
 
     /// Payload bytes (all sealed chunks) for `plaintextSize` bytes of plaintext.
-    public static func payloadSize(plaintextSize: UInt64) -> UInt64 {
+    package static func payloadSize(plaintextSize: UInt64) -> UInt64 {
         plaintextSize + chunkCount(plaintextSize: plaintextSize) * UInt64(EnvelopeFormat.tagSize)
     }
 
     /// The plaintext size that a payload of `payloadSize` bytes must hold, or nil when no valid
     /// payload has that length (cut inside a tag, or a non-final empty chunk).
-    public static func plaintextSize(payloadSize: UInt64) -> UInt64? {
+    package static func plaintextSize(payloadSize: UInt64) -> UInt64? {
         let sealed = UInt64(EnvelopeFormat.sealedChunkSize), tag = UInt64(EnvelopeFormat.tagSize)
         guard payloadSize >= tag else { return nil }
         let chunks = (payloadSize + sealed - 1) / sealed

@@ -8,7 +8,7 @@ import Crypto
 /// and an fsync, so a half-written envelope is never visible as a document.
 package final class EnvelopeWriter {
     /// The new document's id.
-    public let documentID: DocumentID
+    package let documentID: DocumentID
     private let output: any EnvelopeOutput
     private let keyring: () throws -> Keyring
     private let documentKey: SecretBytes
@@ -20,7 +20,7 @@ package final class EnvelopeWriter {
     /// Starts an envelope.
     /// - Parameters:
     ///   - metadata: name, content type, tags and time; `size` and `sha256` are filled in by ``finish()``.
-    public convenience init(output: any EnvelopeOutput, keyring: Keyring, documentID: DocumentID, metadata: DocumentMetadata,
+    package convenience init(output: any EnvelopeOutput, keyring: Keyring, documentID: DocumentID, metadata: DocumentMetadata,
                             random: any RandomSource = SystemRandom()) throws {
         try self.init(output: output, keyringWhenDone: { keyring }, documentID: documentID, metadata: metadata, random: random)
     }
@@ -49,21 +49,21 @@ package final class EnvelopeWriter {
     }
 
     /// Plaintext bytes written so far.
-    public var plaintextCount: UInt64 { stream.plaintextCount }
+    package var plaintextCount: UInt64 { stream.plaintextCount }
 
     /// Adds plaintext.
-    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+    package func write(_ bytes: UnsafeRawBufferPointer) throws {
         try stream.write(bytes)
     }
 
     /// Adds everything `source` yields, reading ahead while it hashes and seals (see
     /// ``StreamWriter/consume(_:progress:)``).
-    public func consume(_ source: any ByteSource, progress: ((UInt64) -> Void)? = nil) throws {
+    package func consume(_ source: any ByteSource, progress: ((UInt64) -> Void)? = nil) throws {
         try stream.consume(source, progress: progress)
     }
 
     /// Seals the final chunk and writes the header. Returns the document's metadata.
-    public func finish() throws -> DocumentMetadata {
+    package func finish() throws -> DocumentMetadata {
         try stream.finish()
         var meta = template
         meta.size = stream.plaintextCount

@@ -5,21 +5,21 @@
 /// keyring's was sealed under another password or vault, or its header is damaged.
 package final class Keyring: Sendable {
     /// Argon2id parameters.
-    public let kdf: KDFParameters
+    package let kdf: KDFParameters
     /// Argon2id salt.
-    public let salt: [UInt8]
+    package let salt: [UInt8]
     /// Check value of ``kek``.
-    public let keyCheck: [UInt8]
+    package let keyCheck: [UInt8]
     let kek: SecretBytes
     /// The key epoch this password block belongs to (0 outside a vault or before any change).
-    public let epoch: UInt32
+    package let epoch: UInt32
     /// Password blocks of earlier key epochs (from the vault's keyring), newest first: an
     /// envelope sealed under one of them is recognised as such, and opened only when
     /// ``acceptsEarlierEpochs`` is set.
     let earlier: [Keyring]
     /// Open envelopes sealed under an earlier epoch's password too (reading a backup or a store
     /// written before a password change); off for a vault's own objects.
-    public let acceptsEarlierEpochs: Bool
+    package let acceptsEarlierEpochs: Bool
 
     init(kdf: KDFParameters, salt: [UInt8], kek: SecretBytes, epoch: UInt32 = 0, earlier: [Keyring] = [],
          acceptsEarlierEpochs: Bool = false) {
@@ -38,19 +38,19 @@ package final class Keyring: Sendable {
     }
 
     /// The same keys, also opening envelopes of earlier epochs.
-    public func acceptingEarlierEpochs() -> Keyring {
+    package func acceptingEarlierEpochs() -> Keyring {
         Keyring(kdf: kdf, salt: salt, kek: kek, epoch: epoch, earlier: earlier, acceptsEarlierEpochs: true)
     }
 
     /// Runs Argon2id for a new salt (vault creation).
-    public static func create(password: SecretBytes, kdf: KDFParameters, random: any RandomSource) throws -> Keyring {
+    package static func create(password: SecretBytes, kdf: KDFParameters, random: any RandomSource) throws -> Keyring {
         let salt = random.bytes(PasswordKDF.saltSize)
         return Keyring(kdf: kdf, salt: salt, kek: try PasswordKDF.deriveKey(password: password, salt: salt, parameters: kdf))
     }
 
     /// Runs Argon2id and checks the result against a stored key check.
     /// - Throws: ``VaultError/Code/wrongPassword`` when the check does not match.
-    public static func unlock(password: SecretBytes, kdf: KDFParameters, salt: [UInt8], keyCheck: [UInt8]) throws -> Keyring {
+    package static func unlock(password: SecretBytes, kdf: KDFParameters, salt: [UInt8], keyCheck: [UInt8]) throws -> Keyring {
         let kek = try PasswordKDF.deriveKey(password: password, salt: salt, parameters: kdf)
         guard PasswordKDF.matches(kek: kek, check: keyCheck) else {
             throw VaultError(.wrongPassword, "wrong password")
@@ -59,7 +59,7 @@ package final class Keyring: Sendable {
     }
 
     /// Unlocks a single envelope with its own KDF parameters (no vault needed).
-    public static func unlock(password: SecretBytes, envelope header: EnvelopeHeader) throws -> Keyring {
+    package static func unlock(password: SecretBytes, envelope header: EnvelopeHeader) throws -> Keyring {
         try unlock(password: password, kdf: header.kdf, salt: header.salt, keyCheck: header.keyCheck)
     }
 

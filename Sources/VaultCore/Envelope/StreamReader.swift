@@ -11,7 +11,7 @@
 /// chunk that opens as final are ``VaultError/Code/trailingData``. Errors are sticky.
 package final class StreamReader {
     /// Fills the buffer from the start as far as it can; returns the bytes read, 0 at the end.
-    public typealias Source = (UnsafeMutableRawBufferPointer) throws -> Int
+    package typealias Source = (UnsafeMutableRawBufferPointer) throws -> Int
 
     private enum State { case reading, done, failed(VaultError) }
 
@@ -27,11 +27,11 @@ package final class StreamReader {
     private var nextIndex: UInt64 = 0
     private var state = State.reading
     /// Plaintext bytes released so far (all authenticated).
-    public private(set) var releasedCount: UInt64 = 0
+    package private(set) var releasedCount: UInt64 = 0
     /// Chunks opened so far, and the index of the first one.
-    public private(set) var openedChunks: UInt64 = 0
+    package private(set) var openedChunks: UInt64 = 0
     /// The index of the first chunk this reader opens.
-    public var firstIndex: UInt64 { nextIndex - openedChunks }
+    package var firstIndex: UInt64 { nextIndex - openedChunks }
 
     /// A reader of `batching.chunks` chunks at a time (one byte more is read, to see whether
     /// the input ends after them), whose source starts at chunk `firstIndex` (0: the start).
@@ -54,7 +54,7 @@ package final class StreamReader {
 
     /// The next batch of authenticated plaintext (valid until the next call), or nil after
     /// the final chunk has been verified and the input has ended.
-    public func next() throws -> UnsafeRawBufferPointer? {
+    package func next() throws -> UnsafeRawBufferPointer? {
         switch state {
         case .done: return nil
         case .failed(let e): throw e

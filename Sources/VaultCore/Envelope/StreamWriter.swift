@@ -19,7 +19,7 @@ import Foundation
 /// being read.
 package final class StreamWriter {
     /// Receives sealed payload bytes, in order, on one thread at a time.
-    public typealias Sink = @Sendable (UnsafeRawBufferPointer) throws -> Void
+    package typealias Sink = @Sendable (UnsafeRawBufferPointer) throws -> Void
 
     private enum State { case open, finished, failed(VaultError) }
 
@@ -37,12 +37,12 @@ package final class StreamWriter {
     private let output: OverlappedOutput
 
     /// Bytes of plaintext accepted so far.
-    public private(set) var plaintextCount: UInt64 = 0
+    package private(set) var plaintextCount: UInt64 = 0
     /// Bytes of sealed payload produced so far.
-    public private(set) var payloadCount: UInt64 = 0
+    package private(set) var payloadCount: UInt64 = 0
 
     /// Sees each batch of plaintext, in order, while that batch is being sealed on the other core.
-    public typealias Observer = (UnsafeRawBufferPointer) -> Void
+    package typealias Observer = (UnsafeRawBufferPointer) -> Void
     private let observer: Observer?
 
     /// A writer sealing with `cipher`; `batchChunks` chunks are sealed at a time.
@@ -65,7 +65,7 @@ package final class StreamWriter {
     }
 
     /// Adds plaintext.
-    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+    package func write(_ bytes: UnsafeRawBufferPointer) throws {
         try checkOpen()
         var rest = bytes
         while !rest.isEmpty {
@@ -81,7 +81,7 @@ package final class StreamWriter {
 
     /// Adds everything `source` yields (until it ends), reading ahead while sealing; calls
     /// `progress` with the plaintext count after each batch.
-    public func consume(_ source: any ByteSource, progress: ((UInt64) -> Void)? = nil) throws {
+    package func consume(_ source: any ByteSource, progress: ((UInt64) -> Void)? = nil) throws {
         try checkOpen()
         let size = plain.count
         do {
@@ -118,7 +118,7 @@ package final class StreamWriter {
     }
 
     /// Seals the final chunk and waits until every byte has reached the sink.
-    public func finish() throws {
+    package func finish() throws {
         try checkOpen()
         try flush(final: true)
         do { try output.drain() } catch { state = .failed(.from(error)); throw error }

@@ -7,13 +7,13 @@ import Dispatch
 /// encoders measured ~1 GB/s and libsodium's `sodium_bin2base64` 0.18 GB/s; see that file.
 package enum Base64 {
     /// Encoded length of `count` bytes: 4·⌈count/3⌉.
-    public static func encodedLength(_ count: UInt64) -> UInt64 { (count + 2) / 3 * 4 }
+    package static func encodedLength(_ count: UInt64) -> UInt64 { (count + 2) / 3 * 4 }
 
     /// Encodes `input` into `output` (at least ``encodedLength(_:)`` bytes); returns the bytes written.
     /// Large inputs are split at multiples of 3 bytes and encoded on `threads` threads (default:
     /// one per core).
     @discardableResult
-    public static func encode(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
+    package static func encode(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
                               threads: Int = Parallelism.allCores) -> Int {
         let n = input.count
         precondition(UInt64(output.count) >= encodedLength(UInt64(n)), "internal error: base64 output too small")
@@ -48,13 +48,13 @@ package struct Base64StreamEncoder {
     private let threads: Int
 
     /// A fresh encoder that splits large pieces over `threads` threads (default: one per core).
-    public init(threads: Int = Parallelism.allCores) { self.threads = threads }
+    package init(threads: Int = Parallelism.allCores) { self.threads = threads }
 
     /// Most bytes ``encode(_:into:)`` can write for `count` more input bytes.
-    public static func maxOutput(for count: Int) -> Int { (count + 2) / 3 * 4 + 4 }
+    package static func maxOutput(for count: Int) -> Int { (count + 2) / 3 * 4 + 4 }
 
     /// Encodes `input`, keeping any last 1–2 bytes that do not complete a group for the next call.
-    public mutating func encode(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
+    package mutating func encode(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
         var rest = input
         var written = 0
         if carried > 0 {
@@ -76,7 +76,7 @@ package struct Base64StreamEncoder {
     }
 
     /// Writes the padded final group, if any bytes are carried; returns the bytes written (0 or 4).
-    public mutating func finish(into output: UnsafeMutableRawBufferPointer) -> Int {
+    package mutating func finish(into output: UnsafeMutableRawBufferPointer) -> Int {
         defer { carried = 0 }
         switch carried {
         case 1: return [carry.0].withUnsafeBytes { Base64.encode($0, into: output) }

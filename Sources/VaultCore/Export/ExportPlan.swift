@@ -1,22 +1,22 @@
 /// One planned payload: which documents, in which order, and its exact length.
 package struct ExportBatch: Sendable {
     /// 1-based position in the run.
-    public let index: Int
+    package let index: Int
     /// The documents, in payload order.
-    public var records: [DocumentRecord]
+    package var records: [DocumentRecord]
     /// The payload's exact length in bytes.
-    public var length: UInt64
+    package var length: UInt64
     /// The payload's file name in an export folder (`batch-0001.json`).
-    public var fileName: String { Self.fileName(index: index) }
+    package var fileName: String { Self.fileName(index: index) }
 
     /// The name of batch `index` (1-based), wherever a batch is a file or an object:
     /// `batch-` and the index in four or more digits, then `.json`. The one spelling of it.
-    public static func fileName(index: Int) -> String {
+    package static func fileName(index: Int) -> String {
         "batch-" + String(repeating: "0", count: max(0, 4 - String(index).count)) + "\(index).json"
     }
 
     /// True for names ``fileName`` produces: `batch-` and four or more digits, then `.json`.
-    public static func isFileName(_ name: String) -> Bool {
+    package static func isFileName(_ name: String) -> Bool {
         guard name.hasPrefix("batch-"), name.hasSuffix(".json") else { return false }
         let digits = name.dropFirst(6).dropLast(5)
         return digits.count >= 4 && digits.allSatisfy { $0.isASCII && $0.isNumber }
@@ -43,14 +43,14 @@ package enum BatchPlanner {
     /// The batches for `records`.
     /// - Throws: ``VaultError/Code/usage`` naming the first document whose payload alone
     ///   exceeds the byte limit — before any work starts.
-    public static func plan(_ records: [DocumentRecord], limits: BatchLimits, shape: PayloadShape) throws -> [ExportBatch] {
+    package static func plan(_ records: [DocumentRecord], limits: BatchLimits, shape: PayloadShape) throws -> [ExportBatch] {
         try plan(records, limits: limits, format: .json(shape))
     }
 
     /// The batches for `records` in `format`: the plan an export makes (``CompactPlan``), with
     /// each batch's records. For a raw framing, lengths are computed with its widest fields (a
     /// form's five-digit batch number), so they bound the real ones from above.
-    public static func plan(_ records: [DocumentRecord], limits: BatchLimits, format: PayloadFormat) throws -> [ExportBatch] {
+    package static func plan(_ records: [DocumentRecord], limits: BatchLimits, format: PayloadFormat) throws -> [ExportBatch] {
         let plan = try CompactPlan(records, limits: limits, format: format)
         return (0..<plan.batchCount).map { i in
             ExportBatch(index: i + 1, records: Array(records[plan.bounds[i]..<plan.bounds[i + 1]]), length: plan.lengths[i])

@@ -299,7 +299,7 @@ final class OutputFolder {
 /// produces each payload through a ``PayloadProducer``.
 package final class Exporter {
     /// The run id (random).
-    public let runID: String
+    package let runID: String
     /// The plan: ids and batch bounds; each batch's records are read when it is produced.
     private let plan: CompactPlan
     private let vault: Vault
@@ -316,7 +316,7 @@ package final class Exporter {
 
     /// Plans the export of `records` (in this order).
     /// - Throws: ``VaultError/Code/usage`` if a document alone exceeds the byte limit.
-    public convenience init(vault: Vault, records: [DocumentRecord], options: ExportOptions,
+    package convenience init(vault: Vault, records: [DocumentRecord], options: ExportOptions,
                             onEvent: @escaping (ExportEvent) -> Void = { _ in }) throws {
         try self.init(vault: vault, plan: CompactPlan(records, limits: options.limits, format: .json(options.shape)),
                       options: options, onEvent: onEvent)
@@ -328,7 +328,7 @@ package final class Exporter {
     /// is refused (``Vault/forEachSelected(_:sending:_:)``).
     /// - Throws: ``VaultError/Code/usage`` if a document alone exceeds the byte limit;
     ///   ``VaultError/Code/notFound`` as ``Vault/select(_:)`` does.
-    public convenience init(vault: Vault, selection: DocumentSelection, options: ExportOptions,
+    package convenience init(vault: Vault, selection: DocumentSelection, options: ExportOptions,
                             onEvent: @escaping (ExportEvent) -> Void = { _ in }) throws {
         var plan = CompactPlan(limits: options.limits, format: .json(options.shape))
         try vault.forEachSelected(selection, sending: true) { try plan.add($0) }
@@ -346,11 +346,11 @@ package final class Exporter {
     }
 
     /// The number of documents planned.
-    public var documents: Int { plan.documents }
+    package var documents: Int { plan.documents }
     /// The number of batches planned.
-    public var batchCount: Int { plan.batchCount }
+    package var batchCount: Int { plan.batchCount }
     /// Total payload bytes of the plan.
-    public var payloadBytes: UInt64 { plan.payloadBytes }
+    package var payloadBytes: UInt64 { plan.payloadBytes }
 
     /// Batch `index` (1-based), with its records read from the index.
     private func batch(_ index: Int) throws -> ExportBatch {
@@ -364,7 +364,7 @@ package final class Exporter {
     /// temporary file renamed into place when complete, and its entry turns `complete` in the same
     /// step. An error stops the run with the unfinished batches `failed`; an interrupt (see
     /// ``Interrupts``) with them `interrupted`. A run that completed no batch leaves no manifest.
-    public func write(toDirectory directory: String) throws -> ExportSummary {
+    package func write(toDirectory directory: String) throws -> ExportSummary {
         let created = try prepare(directory)
         let manifest = ManifestFile(path: directory + "/" + ManifestFile.name, plan: plan, runId: runID,
                                     created: ISO8601DateFormatter().string(from: Date()), shape: options.shape.rawValue,
@@ -406,7 +406,7 @@ package final class Exporter {
     /// has a batch that is not `complete`, and no export holds the folder): a rerun replaces what
     /// it left. Returns the earlier run's files.
     @discardableResult
-    public static func checkOutput(_ directory: String, force: Bool) throws -> [String] {
+    package static func checkOutput(_ directory: String, force: Bool) throws -> [String] {
         switch FileSystem.kind(of: directory) {
         case .missing:
             var ancestor = FileSystem.directory(of: directory)
@@ -557,7 +557,7 @@ package final class Exporter {
     /// before its entry starts — a stream cannot be cut back — and damaged ones are left out.
     /// - Throws: ``VaultError/Code/singleBatchNeeded`` when the plan has several batches (write
     ///   each with ``write(batch:to:)``).
-    public func write(to output: some PayloadSink) throws -> ExportSummary {
+    package func write(to output: some PayloadSink) throws -> ExportSummary {
         guard plan.batchCount == 1 else {
             throw VaultError(.singleBatchNeeded, "a stream holds a single batch, but the selection needs \(plan.batchCount)")
         }
@@ -567,7 +567,7 @@ package final class Exporter {
     /// Streams batch `index` (1-based, of ``batchCount``) of the plan to `output`, as
     /// ``write(to:)`` streams a single one: an app writes each batch of a larger selection to a
     /// file of its own.
-    public func write(batch index: Int, to output: some PayloadSink) throws -> ExportSummary {
+    package func write(batch index: Int, to output: some PayloadSink) throws -> ExportSummary {
         guard (1...plan.batchCount).contains(index) else {
             throw VaultError(.usage, "there is no batch \(index): the plan has \(plan.batchCount)")
         }

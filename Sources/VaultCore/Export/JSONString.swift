@@ -7,7 +7,7 @@ package enum JSONString {
     private static let hex = Array("0123456789abcdef".utf8)
 
     /// The quoted, escaped UTF-8 bytes of `s`.
-    public static func quoted(_ s: String) -> [UInt8] {
+    package static func quoted(_ s: String) -> [UInt8] {
         var out: [UInt8] = [0x22]
         out.reserveCapacity(s.utf8.count + 2)
         for b in s.utf8 {
@@ -28,5 +28,5 @@ package enum JSONString {
     }
 
     /// The quoted form as a `String`.
-    public static func quote(_ s: String) -> String { String(decoding: quoted(s), as: UTF8.self) }
+    package static func quote(_ s: String) -> String { String(decoding: quoted(s), as: UTF8.self) }
 }

@@ -17,14 +17,14 @@ public enum PayloadShape: String, CaseIterable, Sendable {
 /// The framing bytes of one document's entry; the base64 goes between them.
 package struct PayloadEntry: Sendable {
     /// Bytes before the base64 (`{"Id":…,"Data":"` or `"`).
-    public let prefix: [UInt8]
+    package let prefix: [UInt8]
     /// Bytes after it (`"}` or `"`).
-    public let suffix: [UInt8]
+    package let suffix: [UInt8]
     /// Length of the document's base64.
-    public let dataLength: UInt64
+    package let dataLength: UInt64
 
     /// The entry of `record` in `shape`.
-    public init(_ record: DocumentRecord, shape: PayloadShape) {
+    package init(_ record: DocumentRecord, shape: PayloadShape) {
         let m = record.metadata
         switch shape {
         case .objects:
@@ -41,7 +41,7 @@ package struct PayloadEntry: Sendable {
     }
 
     /// The bytes after an entry's base64 in `shape` (`"}` or `"`): the same for every document.
-    public static func suffix(_ shape: PayloadShape) -> [UInt8] {
+    package static func suffix(_ shape: PayloadShape) -> [UInt8] {
         switch shape {
         case .objects: [0x22, 0x7D]
         case .strings: [0x22]
@@ -49,17 +49,17 @@ package struct PayloadEntry: Sendable {
     }
 
     /// Bytes of the whole entry.
-    public var length: UInt64 { UInt64(prefix.count + suffix.count) + dataLength }
+    package var length: UInt64 { UInt64(prefix.count + suffix.count) + dataLength }
 }
 
 /// Framing of the whole payload.
 package enum PayloadFraming {
     /// `{"Files":[`
-    public static let open = Array("{\"Files\":[".utf8)
+    package static let open = Array("{\"Files\":[".utf8)
     /// `]}`
-    public static let close = Array("]}".utf8)
+    package static let close = Array("]}".utf8)
     /// `,` between entries.
-    public static let separator: UInt8 = 0x2C
+    package static let separator: UInt8 = 0x2C
 }
 
 /// Where each part of a payload lies, from the documents' metadata alone: the opening framing,
@@ -68,7 +68,7 @@ package enum PayloadFraming {
 /// producer start at any byte offset.
 package struct PayloadLayout: Sendable {
     /// A part of the payload.
-    public enum Part: Sendable, Equatable {
+    package enum Part: Sendable, Equatable {
         /// `{"Files":[`, or a form's text fields and manifest.
         case open
         /// Document `i`'s separator (not for the first) and the bytes before its base64.
@@ -82,27 +82,27 @@ package struct PayloadLayout: Sendable {
     }
 
     /// One part and where it lies.
-    public struct Span: Sendable, Equatable {
+    package struct Span: Sendable, Equatable {
         /// Which part.
-        public let part: Part
+        package let part: Part
         /// Its first byte's offset in the payload.
-        public let offset: UInt64
+        package let offset: UInt64
         /// Its length (a document's data may be empty).
-        public let length: UInt64
+        package let length: UInt64
     }
 
     /// The parts in order; together they are the whole payload.
-    public let spans: [Span]
+    package let spans: [Span]
     /// The payload's length.
-    public var length: UInt64 { spans.last.map { $0.offset + $0.length } ?? 0 }
+    package var length: UInt64 { spans.last.map { $0.offset + $0.length } ?? 0 }
 
     /// The layout of the payload of `records`, in this order, in `shape`.
-    public init(_ records: [DocumentRecord], shape: PayloadShape) {
+    package init(_ records: [DocumentRecord], shape: PayloadShape) {
         self.init(records, format: .json(shape))
     }
 
     /// The layout of the payload of `records`, in this order, in `format`.
-    public init(_ records: [DocumentRecord], format: PayloadFormat) {
+    package init(_ records: [DocumentRecord], format: PayloadFormat) {
         var spans: [Span] = []
         var at: UInt64 = 0
         func add(_ part: Part, _ length: UInt64) {
@@ -120,7 +120,7 @@ package struct PayloadLayout: Sendable {
     }
 
     /// The part holding byte `offset` (never an empty one), or nil at or past the end.
-    public func span(containing offset: UInt64) -> Span? {
+    package func span(containing offset: UInt64) -> Span? {
         var low = 0, high = spans.count - 1
         guard offset < length else { return nil }
         while low < high {   // the last span starting at or before offset

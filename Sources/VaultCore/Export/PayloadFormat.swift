@@ -10,7 +10,7 @@ package enum PayloadFormat: Sendable {
     case raw(any RawFraming)
 
     /// The `Content-Type` of the payload.
-    public var contentType: String {
+    package var contentType: String {
         switch self {
         case .json: "application/json"
         case .raw(let f): f.contentType
@@ -70,7 +70,7 @@ package enum PayloadFormat: Sendable {
 
     /// The exact payload length for `records`, in this order: the one calculation of it, from
     /// the same parts the producer writes.
-    public func length(of records: [DocumentRecord]) -> UInt64 {
+    package func length(of records: [DocumentRecord]) -> UInt64 {
         var n = UInt64(opening(records).count + closing.count)
         for (i, r) in records.enumerated() {
             n += UInt64(head(r, first: i == 0).count + tail(r).count) + dataLength(r.metadata.size)

@@ -4,11 +4,11 @@ import Dispatch
 /// its entry began (before its separating comma): cut the payload back to it to remove it.
 package struct DocumentFailure: Error, Sendable {
     /// The document.
-    public let record: DocumentRecord
+    package let record: DocumentRecord
     /// Why it failed.
-    public let error: VaultError
+    package let error: VaultError
     /// Payload offset where its entry began.
-    public let startOffset: UInt64
+    package let startOffset: UInt64
 }
 
 /// A block of payload bytes lent by a ``PayloadProducer``; give it back with ``release()``.
@@ -16,9 +16,9 @@ package final class PayloadBlock: @unchecked Sendable {
     // @unchecked: the bytes are written by the producer before the block is handed out and
     // only read afterwards; `release` hands ownership back through a semaphore.
     /// The bytes (valid until released).
-    public private(set) var bytes: UnsafeRawBufferPointer
+    package private(set) var bytes: UnsafeRawBufferPointer
     /// Payload offset of the first byte.
-    public let offset: UInt64
+    package let offset: UInt64
     private let free: DispatchSemaphore
 
     init(bytes: UnsafeRawBufferPointer, offset: UInt64, free: DispatchSemaphore) {
@@ -28,7 +28,7 @@ package final class PayloadBlock: @unchecked Sendable {
     }
 
     /// Returns the buffer to the producer.
-    public func release() { free.signal() }
+    package func release() { free.signal() }
 }
 
 /// Produces one batch payload block by block, in constant memory: opens each document,
@@ -87,7 +87,7 @@ package final class PayloadProducer {
     private var openedBefore: UInt64 = 0
 
     /// Chunks decrypted (and authenticated) so far, over all documents.
-    public var chunksOpened: UInt64 {
+    package var chunksOpened: UInt64 {
         if case .inDocument(let r) = state { return openedBefore + r.openedChunks }
         return openedBefore
     }
@@ -98,7 +98,7 @@ package final class PayloadProducer {
     private let blockSize: Int
 
     /// The ids of the documents whose entries are complete.
-    public private(set) var written: [DocumentID] = []
+    package private(set) var written: [DocumentID] = []
 
     /// - Parameters:
     ///   - startOffset: the payload byte to start at (0: the whole payload). The producer finds
@@ -204,11 +204,11 @@ package final class PayloadProducer {
     }
 
     /// Payload bytes produced so far.
-    public var offset: UInt64 { emitted }
+    package var offset: UInt64 { emitted }
 
     /// The next block, or nil when the payload is complete.
     /// - Throws: ``DocumentFailure`` when a document fails (after any bytes before it were delivered).
-    public func next() throws -> PayloadBlock? {
+    package func next() throws -> PayloadBlock? {
         switch state {
         case .failurePending(let f): state = .failed(f); throw f
         case .failed: preconditionFailure("internal error: producer used after a failure without skipFailedDocument()")
@@ -239,7 +239,7 @@ package final class PayloadProducer {
     }
 
     /// After a ``DocumentFailure``: forgets the failed document and goes on with the next.
-    public func skipFailedDocument(at startOffset: UInt64) {
+    package func skipFailedDocument(at startOffset: UInt64) {
         guard case .failed(let f) = state else { preconditionFailure("internal error: nothing failed to skip") }
         onEvent(.documentSkipped(id: f.record.id, name: f.record.metadata.name, error: f.error))
         progress.skip(remaining: f.record.metadata.size - verifiedOfDocument)

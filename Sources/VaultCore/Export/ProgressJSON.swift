@@ -47,7 +47,7 @@ extension ExportEvent: Encodable {
 }
 
 extension Importer.Event: Encodable {
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         switch self {
         case .started(let files, let bytes):
             try ProgressJSON.write(encoder, "started", ["files": files, "bytes": bytes])

@@ -6,7 +6,7 @@ import Foundation
 /// so nobody without the password can add, change, reorder or remove one unnoticed.
 package struct HistoryRecord: Codable, Sendable, Equatable {
     /// What the command was.
-    public enum Operation: String, Codable, Sendable, CaseIterable {
+    package enum Operation: String, Codable, Sendable, CaseIterable {
         case `init`, add, `import`, remove, export, upload, passwd
         /// Documents that a command committed but did not record, because it was killed or
         /// interrupted first; the next change to the vault records them.
@@ -36,7 +36,7 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
     }
 
     /// How the command ended.
-    public enum Outcome: String, Codable, Sendable {
+    package enum Outcome: String, Codable, Sendable {
         /// Everything asked was done.
         case ok
         /// Some documents were done and some skipped (exit code 2).
@@ -46,18 +46,18 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
     }
 
     /// A document the record names.
-    public struct Document: Codable, Sendable, Equatable {
+    package struct Document: Codable, Sendable, Equatable {
         /// The document id (32 hex digits).
-        public var id: String
+        package var id: String
         /// Its name.
-        public var name: String
+        package var name: String
         /// SHA-256 of its plaintext (hex).
-        public var sha256: String
+        package var sha256: String
         /// Plaintext size in bytes.
-        public var size: UInt64
+        package var size: UInt64
 
         /// A document by its parts.
-        public init(id: String, name: String, sha256: String, size: UInt64) {
+        package init(id: String, name: String, sha256: String, size: UInt64) {
             self.id = id
             self.name = name
             self.sha256 = sha256
@@ -65,7 +65,7 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
         }
 
         /// The document of `record`.
-        public init(_ record: DocumentRecord) {
+        package init(_ record: DocumentRecord) {
             id = record.id.hex
             name = record.metadata.name
             sha256 = Hex.encode(record.metadata.sha256)
@@ -76,39 +76,39 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
     /// A problem the writer of this record found in the log before appending it (the log cut
     /// short, its head missing, ...). It is sealed into the chain, so an audit keeps
     /// reporting it: a repair cannot hide that the log was damaged.
-    public struct Anomaly: Codable, Sendable, Equatable {
+    package struct Anomaly: Codable, Sendable, Equatable {
         /// A finding code (`log-truncated`, `log-head-missing`, ...).
-        public var code: String
+        package var code: String
         /// What was found.
-        public var message: String
+        package var message: String
 
         /// An anomaly by its parts.
-        public init(code: String, message: String) {
+        package init(code: String, message: String) {
             self.code = code
             self.message = message
         }
     }
 
     /// What the command was.
-    public var operation: Operation
+    package var operation: Operation
     /// When the record was written, in milliseconds since 1970.
-    public var timeMillis: Int64
+    package var timeMillis: Int64
     /// The host name of the machine that wrote it.
-    public var host: String
+    package var host: String
     /// How the command ended.
-    public var outcome: Outcome
+    package var outcome: Outcome
     /// The documents added, removed, adopted or sent (with `begin`: every document present).
-    public var documents: [Document]
+    package var documents: [Document]
     /// Where documents went: batch files (`file://` paths) or upload targets (scheme, host and
     /// path only: never credentials, user info or query).
-    public var destinations: [String]
+    package var destinations: [String]
     /// A short note (the new KDF level of a `passwd`, the error of a failed command, ...).
-    public var detail: String?
+    package var detail: String?
     /// Problems found in the log when this record was appended.
-    public var anomalies: [Anomaly]
+    package var anomalies: [Anomaly]
 
     /// A record of `operation` now, on this host.
-    public init(_ operation: Operation, outcome: Outcome = .ok, documents: [Document] = [], destinations: [String] = [],
+    package init(_ operation: Operation, outcome: Outcome = .ok, documents: [Document] = [], destinations: [String] = [],
                 detail: String? = nil, now: Date = Date()) {
         self.operation = operation
         self.timeMillis = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
@@ -125,7 +125,7 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
     }
 
     /// Where a destination URL may be recorded: scheme, host, port and path, nothing else.
-    public static func destination(_ url: URL) -> String {
+    package static func destination(_ url: URL) -> String {
         guard var parts = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url.scheme ?? "" }
         parts.user = nil
         parts.password = nil
@@ -140,32 +140,32 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
 /// vault rolled back to an older copy (an audit given the expected head).
 package struct HistoryHead: Equatable, Sendable, CustomStringConvertible, Codable {
     /// Number of records.
-    public var count: Int
+    package var count: Int
     /// The last record's authentication tag (16 bytes; all zeros for an empty log).
-    public var tag: [UInt8]
+    package var tag: [UInt8]
 
     /// A head.
-    public init(count: Int, tag: [UInt8]) {
+    package init(count: Int, tag: [UInt8]) {
         self.count = count
         self.tag = tag
     }
 
     /// Parses `<count>-<32 hex digits>`.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 2, let count = Int(parts[0]), count >= 0, let tag = Hex.decode(String(parts[1])),
               tag.count == HistoryFormat.tagSize else { return nil }
         self.init(count: count, tag: tag)
     }
 
-    public var description: String { "\(count)-\(Hex.encode(tag))" }
+    package var description: String { "\(count)-\(Hex.encode(tag))" }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var c = encoder.singleValueContainer()
         try c.encode(description)
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let head = HistoryHead(text) else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a history head"))
@@ -178,75 +178,75 @@ package struct HistoryHead: Equatable, Sendable, CustomStringConvertible, Codabl
 package struct AuditFinding: Codable, Sendable, Equatable {
     /// What kind of finding this is: a stable code for scripts, written as its raw value.
     /// Extensible like ``VaultError/Code``: a code a record noted is kept as it was written.
-    public struct Code: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+    package struct Code: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible {
+        package let rawValue: String
+        package init(rawValue: String) { self.rawValue = rawValue }
+        package var description: String { rawValue }
 
         /// A document's envelope fails a check.
-        public static let damagedObject = Code(rawValue: "damaged-object")
+        package static let damagedObject = Code(rawValue: "damaged-object")
         /// The head given to compare with is not the history's.
-        public static let headDiffers = Code(rawValue: "head-differs")
+        package static let headDiffers = Code(rawValue: "head-differs")
         /// The index disagrees with the objects or the history.
-        public static let indexMismatch = Code(rawValue: "index-mismatch")
+        package static let indexMismatch = Code(rawValue: "index-mismatch")
         /// `log.anchor` does not open.
-        public static let logAnchorDamaged = Code(rawValue: "log-anchor-damaged")
+        package static let logAnchorDamaged = Code(rawValue: "log-anchor-damaged")
         /// `log.anchor` is missing.
-        public static let logAnchorMissing = Code(rawValue: "log-anchor-missing")
+        package static let logAnchorMissing = Code(rawValue: "log-anchor-missing")
         /// An authentic record does not follow the one before it.
-        public static let logChainBroken = Code(rawValue: "log-chain-broken")
+        package static let logChainBroken = Code(rawValue: "log-chain-broken")
         /// `log.head` does not open.
-        public static let logHeadDamaged = Code(rawValue: "log-head-damaged")
+        package static let logHeadDamaged = Code(rawValue: "log-head-damaged")
         /// The record a head names is not in the log: the log was replaced.
-        public static let logHeadMismatch = Code(rawValue: "log-head-mismatch")
+        package static let logHeadMismatch = Code(rawValue: "log-head-mismatch")
         /// `log.head` is missing.
-        public static let logHeadMissing = Code(rawValue: "log-head-missing")
+        package static let logHeadMissing = Code(rawValue: "log-head-missing")
         /// A head is sealed under a retired key.
-        public static let logHeadSuperseded = Code(rawValue: "log-head-superseded")
+        package static let logHeadSuperseded = Code(rawValue: "log-head-superseded")
         /// `log.vlt` is not a history log, or holds bytes that are not a record.
-        public static let logMalformed = Code(rawValue: "log-malformed")
+        package static let logMalformed = Code(rawValue: "log-malformed")
         /// The history is missing.
-        public static let logMissing = Code(rawValue: "log-missing")
+        package static let logMissing = Code(rawValue: "log-missing")
         /// A record fails authentication.
-        public static let logRecordDamaged = Code(rawValue: "log-record-damaged")
+        package static let logRecordDamaged = Code(rawValue: "log-record-damaged")
         /// A record is authentic at another position.
-        public static let logRecordMoved = Code(rawValue: "log-record-moved")
+        package static let logRecordMoved = Code(rawValue: "log-record-moved")
         /// A record is sealed under a key a password change retired.
-        public static let logRecordSuperseded = Code(rawValue: "log-record-superseded")
+        package static let logRecordSuperseded = Code(rawValue: "log-record-superseded")
         /// The record a password change saw last is not there: the history was replaced by
         /// another copy of itself.
-        public static let logForked = Code(rawValue: "log-forked")
+        package static let logForked = Code(rawValue: "log-forked")
         /// `log.vlt` ends inside a record.
-        public static let logTorn = Code(rawValue: "log-torn")
+        package static let logTorn = Code(rawValue: "log-torn")
         /// Records were cut off the end of the log.
-        public static let logTruncated = Code(rawValue: "log-truncated")
+        package static let logTruncated = Code(rawValue: "log-truncated")
         /// A document the index lists has no object.
-        public static let missingObject = Code(rawValue: "missing-object")
+        package static let missingObject = Code(rawValue: "missing-object")
         /// A document's object is not the one the history recorded.
-        public static let objectDiffers = Code(rawValue: "object-differs")
+        package static let objectDiffers = Code(rawValue: "object-differs")
         /// A pending removal does not open.
-        public static let pendingRemovalRefused = Code(rawValue: "pending-removal-refused")
+        package static let pendingRemovalRefused = Code(rawValue: "pending-removal-refused")
         /// A removed document's object is back.
-        public static let resurrectedObject = Code(rawValue: "resurrected-object")
+        package static let resurrectedObject = Code(rawValue: "resurrected-object")
         /// The log holds fewer records than the expected head.
-        public static let rolledBack = Code(rawValue: "rolled-back")
+        package static let rolledBack = Code(rawValue: "rolled-back")
         /// An object no history record added.
-        public static let unloggedObject = Code(rawValue: "unlogged-object")
+        package static let unloggedObject = Code(rawValue: "unlogged-object")
         /// A document was removed before the destination a delivery policy requires confirmed it.
-        public static let removedUndelivered = Code(rawValue: "removed-undelivered")
+        package static let removedUndelivered = Code(rawValue: "removed-undelivered")
     }
 
     /// What kind of finding this is.
-    public var code: Code
+    package var code: Code
     /// One line saying what was found.
-    public var message: String
+    package var message: String
     /// The document concerned, if any (32 hex digits).
-    public var document: String?
+    package var document: String?
     /// The log record concerned, if any (its position, from 1).
-    public var record: Int?
+    package var record: Int?
 
     /// A finding.
-    public init(_ code: Code, _ message: String, document: String? = nil, record: Int? = nil) {
+    package init(_ code: Code, _ message: String, document: String? = nil, record: Int? = nil) {
         self.code = code
         self.message = message
         self.document = document

@@ -4,25 +4,25 @@ import Foundation
 /// their place), the log's head as it stands, and what is wrong with the chain.
 package struct HistoryScan: Sendable {
     /// One whole record of the file.
-    public struct Entry: Sendable {
+    package struct Entry: Sendable {
         /// Its position in the file, from 1.
-        public let position: Int
+        package let position: Int
         /// The record, when it authenticates at this position after its predecessor.
-        public let record: HistoryRecord?
+        package let record: HistoryRecord?
         /// Its authentication tag.
-        public let tag: [UInt8]
+        package let tag: [UInt8]
         /// The key epoch it was sealed in, when it authenticates.
-        public let epoch: UInt32?
+        package let epoch: UInt32?
     }
 
     /// Every whole record, in file order.
-    public var entries: [Entry] = []
+    package var entries: [Entry] = []
     /// Problems with the log as it is now.
-    public var findings: [AuditFinding] = []
+    package var findings: [AuditFinding] = []
     /// Problems earlier writers found and sealed into their records (``HistoryRecord/anomalies``).
-    public var noted: [AuditFinding] = []
+    package var noted: [AuditFinding] = []
     /// True when `log.vlt` exists.
-    public var exists = false
+    package var exists = false
     /// The head kept beside the log (`log.head`), if it could be read, and its key epoch.
     var storedHead: StoredHead?
     var headEpoch: UInt32?
@@ -32,14 +32,14 @@ package struct HistoryScan: Sendable {
     /// True when `log.head` is a sealed state file: written by a version that also writes `log.anchor`.
     var storedHeadIsSealedState = false
     /// The position of the last `accept` record, if any.
-    public var acceptedAt: Int?
+    package var acceptedAt: Int?
     /// The byte offset after the last whole record.
     var end = HistoryFormat.fileHeader.count
     /// The file's size.
     var fileSize = 0
 
     /// The log's head as it stands: its whole records and the last one's tag.
-    public var head: HistoryHead {
+    package var head: HistoryHead {
         HistoryHead(count: entries.count, tag: entries.last?.tag ?? [UInt8](repeating: 0, count: HistoryFormat.tagSize))
     }
 
@@ -52,7 +52,7 @@ package struct HistoryScan: Sendable {
     }
 
     /// The records that authenticate, in order.
-    public var records: [(position: Int, record: HistoryRecord)] {
+    package var records: [(position: Int, record: HistoryRecord)] {
         entries.compactMap { e in e.record.map { (e.position, $0) } }
     }
 
@@ -65,13 +65,13 @@ package struct HistoryScan: Sendable {
 
     /// Replays the records: the documents the log says are in the vault (with the record that
     /// added them) and those it says were removed (with the record that removed them).
-    public func documentState() -> (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int]) {
+    package func documentState() -> (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int]) {
         let p = projected()
         return (p.present, p.removed)
     }
 
     /// The first confirmed delivery of each document, by destination and id.
-    public func deliveries() -> [String: [String: Delivery]] { projected().deliveries }
+    package func deliveries() -> [String: [String: Delivery]] { projected().deliveries }
 
     /// The document each removal named, by id (the last removal of each).
     func removedDocuments() -> [String: HistoryRecord.Document] { projected().removedDocuments }

@@ -8,31 +8,31 @@ import Foundation
 /// is named and left out. The history records the import once, as ok, partial or failed.
 package final class Importer {
     /// One file to import, and the document's name.
-    public struct File: Sendable {
-        public var path: String
-        public var name: String
-        public init(path: String, name: String) {
+    package struct File: Sendable {
+        package var path: String
+        package var name: String
+        package init(path: String, name: String) {
             self.path = path
             self.name = name
         }
     }
 
     /// How documents are made.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// The MIME type (nil: detected from the decrypted content).
-        public var contentType: String?
-        public var tags: [String] = []
+        package var contentType: String?
+        package var tags: [String] = []
         /// Import a file even when its contents are already in the vault.
-        public var allowDuplicate = false
+        package var allowDuplicate = false
         /// Delete each source file once its document is committed and synced.
-        public var removeSource = false
+        package var removeSource = false
         /// Go on after a file that fails.
-        public var skipBad = false
-        public init() {}
+        package var skipBad = false
+        package init() {}
     }
 
     /// What the importer reports as it works.
-    public enum Event: Sendable {
+    package enum Event: Sendable {
         case started(files: Int, bytes: UInt64)
         case fileStarted(position: Int, of: Int, name: String)
         /// RNCryptor bytes read so far, of the total of every file.
@@ -46,22 +46,22 @@ package final class Importer {
     }
 
     /// What became of each file so far (readable after ``run(_:)`` threw, too).
-    public struct Outcome: Sendable {
-        public var imported: [(path: String, record: DocumentRecord)] = []
-        public var failed: [(path: String, error: VaultError)] = []
-        public var skipped: [(path: String, error: VaultError)] = []
+    package struct Outcome: Sendable {
+        package var imported: [(path: String, record: DocumentRecord)] = []
+        package var failed: [(path: String, error: VaultError)] = []
+        package var skipped: [(path: String, error: VaultError)] = []
     }
 
     private let vault: Vault
     private let keys: RNCryptorKeys
     private let options: Options
     private let onEvent: (Event) -> Void
-    public private(set) var outcome = Outcome()
+    package private(set) var outcome = Outcome()
 
     /// An importer of files encrypted under `keys` into `vault`.
     /// - Parameter failedBefore: files that failed before the import (a name the front end
     ///   could not read), counted as failed.
-    public init(vault: Vault, keys: RNCryptorKeys, options: Options, failedBefore: [(path: String, error: VaultError)] = [],
+    package init(vault: Vault, keys: RNCryptorKeys, options: Options, failedBefore: [(path: String, error: VaultError)] = [],
                 onEvent: @escaping (Event) -> Void = { _ in }) {
         self.vault = vault
         self.keys = keys
@@ -73,7 +73,7 @@ package final class Importer {
     /// Imports `files` in order.
     /// - Throws: the first failure, as `cannot import PATH: …`, unless ``Options/skipBad``; what
     ///   was committed before it stays, durably, and the history records the import as failed.
-    public func run(_ files: [File]) throws {
+    package func run(_ files: [File]) throws {
         let sizes = files.map { (try? OpenFile.openForReading($0.path).size()) ?? 0 }
         let total = sizes.reduce(0, +)
         onEvent(.started(files: files.count, bytes: total))

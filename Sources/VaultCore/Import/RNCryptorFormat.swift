@@ -10,45 +10,45 @@
 /// ciphertext is at least one 16-byte block.
 package enum RNCryptorFormat {
     /// The only version this reads.
-    public static let version: UInt8 = 3
+    package static let version: UInt8 = 3
     /// Options byte of a password-based message.
-    public static let optionsPassword: UInt8 = 1
+    package static let optionsPassword: UInt8 = 1
     /// Options byte of a key-based message.
-    public static let optionsKeys: UInt8 = 0
+    package static let optionsKeys: UInt8 = 0
     /// Each salt.
-    public static let saltSize = 8
+    package static let saltSize = 8
     /// The AES-CBC IV, and the AES block.
-    public static let blockSize = 16
+    package static let blockSize = 16
     /// The HMAC-SHA256 trailer.
-    public static let hmacSize = 32
+    package static let hmacSize = 32
     /// Each key (AES-256, HMAC).
-    public static let keySize = 32
+    package static let keySize = 32
     /// PBKDF2-HMAC-SHA1 rounds, fixed by the format.
-    public static let pbkdf2Rounds = 10_000
+    package static let pbkdf2Rounds = 10_000
     /// Header of a password-based message: version, options, two salts, IV.
-    public static let passwordHeaderSize = 2 + 2 * saltSize + blockSize
+    package static let passwordHeaderSize = 2 + 2 * saltSize + blockSize
     /// Header of a key-based message: version, options, IV.
-    public static let keyHeaderSize = 2 + blockSize
+    package static let keyHeaderSize = 2 + blockSize
 }
 
 /// A parsed RNCryptor v3 header.
 package struct RNCryptorHeader: Sendable, Equatable {
     /// The salts of a password-based message; nil for a key-based one.
-    public var salts: (encryption: [UInt8], hmac: [UInt8])?
+    package var salts: (encryption: [UInt8], hmac: [UInt8])?
     /// The AES-CBC IV.
-    public var iv: [UInt8]
+    package var iv: [UInt8]
 
     /// True for a password-based message.
-    public var usesPassword: Bool { salts != nil }
+    package var usesPassword: Bool { salts != nil }
 
     /// The header's bytes, as they appear in the message (and in the HMAC).
-    public var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         if let salts { return [RNCryptorFormat.version, RNCryptorFormat.optionsPassword] + salts.encryption + salts.hmac + iv }
         return [RNCryptorFormat.version, RNCryptorFormat.optionsKeys] + iv
     }
 
     /// A header.
-    public init(salts: (encryption: [UInt8], hmac: [UInt8])?, iv: [UInt8]) {
+    package init(salts: (encryption: [UInt8], hmac: [UInt8])?, iv: [UInt8]) {
         self.salts = salts
         self.iv = iv
     }
@@ -56,7 +56,7 @@ package struct RNCryptorHeader: Sendable, Equatable {
     /// The header's length from its first two bytes (version, options).
     /// - Throws: ``VaultError/Code/unsupportedVersion`` naming the version byte;
     ///   ``VaultError/Code/headerMalformed`` for an unknown options byte.
-    public static func length(version: UInt8, options: UInt8) throws -> Int {
+    package static func length(version: UInt8, options: UInt8) throws -> Int {
         guard version == RNCryptorFormat.version else {
             throw VaultError(.unsupportedVersion, String(format: "RNCryptor version 0x%02x is not supported (only v3, 0x03)", version))
         }
@@ -68,7 +68,7 @@ package struct RNCryptorHeader: Sendable, Equatable {
     }
 
     /// Parses a whole header (as long as ``length(version:options:)`` says).
-    public static func parse(_ bytes: [UInt8]) throws -> RNCryptorHeader {
+    package static func parse(_ bytes: [UInt8]) throws -> RNCryptorHeader {
         guard bytes.count >= 2 else { throw VaultError(.truncated, "the file ends inside its RNCryptor header") }
         let n = try length(version: bytes[0], options: bytes[1])
         guard bytes.count == n else { throw VaultError(.truncated, "the file ends inside its RNCryptor header") }
@@ -79,7 +79,7 @@ package struct RNCryptorHeader: Sendable, Equatable {
         return RNCryptorHeader(salts: nil, iv: Array(bytes[2..<n]))
     }
 
-    public static func == (a: RNCryptorHeader, b: RNCryptorHeader) -> Bool {
+    package static func == (a: RNCryptorHeader, b: RNCryptorHeader) -> Bool {
         a.bytes == b.bytes
     }
 }

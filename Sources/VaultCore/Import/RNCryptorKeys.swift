@@ -19,13 +19,13 @@ package final class RNCryptorKeys: @unchecked Sendable {
     private let lock = NSLock()
 
     /// Keys derived from `password` (its UTF-8 bytes, not empty).
-    public init(password: SecretBytes) throws {
+    package init(password: SecretBytes) throws {
         guard password.count > 0 else { throw VaultError(.usage, "the RNCryptor password is empty") }
         source = .password(password)
     }
 
     /// The two 32-byte keys of key-based messages: encryption first, then HMAC.
-    public init(encryptionKey: SecretBytes, hmacKey: SecretBytes) throws {
+    package init(encryptionKey: SecretBytes, hmacKey: SecretBytes) throws {
         guard encryptionKey.count == RNCryptorFormat.keySize, hmacKey.count == RNCryptorFormat.keySize else {
             throw VaultError(.usage, "RNCryptor keys must be 32 bytes each")
         }
@@ -34,14 +34,14 @@ package final class RNCryptorKeys: @unchecked Sendable {
     }
 
     /// True when these open password-based messages.
-    public var isPassword: Bool {
+    package var isPassword: Bool {
         if case .password = source { return true }
         return false
     }
 
     /// The encryption and HMAC keys for a message with `header`.
     /// - Throws: ``VaultError/Code/usage`` when the message needs the other kind of credential.
-    public func keys(for header: RNCryptorHeader) throws -> (encryption: SymmetricKey, hmac: SymmetricKey) {
+    package func keys(for header: RNCryptorHeader) throws -> (encryption: SymmetricKey, hmac: SymmetricKey) {
         switch (source, header.salts) {
         case (.keys(let e, let h), nil):
             return (e, h)

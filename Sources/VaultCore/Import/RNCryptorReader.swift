@@ -22,7 +22,7 @@ import Foundation
 /// with a password or the other way round.
 package final class RNCryptorReader: ByteSource {
     /// The message's header.
-    public let header: RNCryptorHeader
+    package let header: RNCryptorHeader
     private let input: any ByteSource
     private let key: SymmetricKey
     private var hmac: HMAC<SHA256>
@@ -33,7 +33,7 @@ package final class RNCryptorReader: ByteSource {
     private enum State { case reading, ending, done, failed(VaultError) }
     private var state = State.reading
     /// Ciphertext bytes read from the input so far (header included), for progress.
-    public private(set) var consumed: UInt64 = 0
+    package private(set) var consumed: UInt64 = 0
 
     /// Bytes read from the input per step.
     static let step = 1 << 20
@@ -41,7 +41,7 @@ package final class RNCryptorReader: ByteSource {
     static let holdBack = RNCryptorFormat.hmacSize + RNCryptorFormat.blockSize
 
     /// Reads and parses the header from `input` and derives (or looks up) the keys.
-    public init(input: any ByteSource, keys: RNCryptorKeys) throws {
+    package init(input: any ByteSource, keys: RNCryptorKeys) throws {
         self.input = input
         var first = [UInt8](repeating: 0, count: 2)
         let n = try first.withUnsafeMutableBytes { try input.readFully(into: $0) }
@@ -60,7 +60,7 @@ package final class RNCryptorReader: ByteSource {
 
     deinit { wipe(&plain) }
 
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         while plainAt == plain.count {
             switch state {
             case .done: return 0

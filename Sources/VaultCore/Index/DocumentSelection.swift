@@ -137,11 +137,11 @@ package protocol DocumentCatalog {
 package struct ListCatalog: DocumentCatalog {
     let records: [DocumentRecord]
     /// A catalog of `records`.
-    public init(records: [DocumentRecord]) { self.records = records.stableOrder() }
-    public func records(named name: String) -> [DocumentRecord] { records.filter { $0.metadata.name == name } }
-    public func records(idPrefix prefix: String) -> [DocumentRecord] { records.filter { $0.id.hex.hasPrefix(prefix) } }
-    public func records(tagged tag: String) -> [DocumentRecord] { records.filter { $0.metadata.tags.contains(tag) } }
-    public func allRecords() -> [DocumentRecord] { records }
+    package init(records: [DocumentRecord]) { self.records = records.stableOrder() }
+    package func records(named name: String) -> [DocumentRecord] { records.filter { $0.metadata.name == name } }
+    package func records(idPrefix prefix: String) -> [DocumentRecord] { records.filter { $0.id.hex.hasPrefix(prefix) } }
+    package func records(tagged tag: String) -> [DocumentRecord] { records.filter { $0.metadata.tags.contains(tag) } }
+    package func allRecords() -> [DocumentRecord] { records }
 }
 
 /// The index as a catalog: each lookup reads the rows it matches.

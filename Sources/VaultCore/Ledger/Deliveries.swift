@@ -10,15 +10,15 @@ import Synchronization
 /// (docs/FORMAT.md "Deliveries"). Upload records of earlier versions (one per run) count too.
 package struct Delivery: Codable, Sendable, Equatable {
     /// Where it went (a destination's identity: ``Destination/identity(of:)``).
-    public var destination: String
+    package var destination: String
     /// The position of the history record that confirmed it.
-    public var record: Int
+    package var record: Int
     /// When it was confirmed (milliseconds since 1970).
-    public var timeMillis: Int64
+    package var timeMillis: Int64
     /// What the record says of it (the run, the batch, the back office's answer).
-    public var detail: String?
+    package var detail: String?
 
-    public init(destination: String, record: Int, timeMillis: Int64, detail: String?) {
+    package init(destination: String, record: Int, timeMillis: Int64, detail: String?) {
         self.destination = destination
         self.record = record
         self.timeMillis = timeMillis
@@ -26,7 +26,7 @@ package struct Delivery: Codable, Sendable, Equatable {
     }
 
     /// The time as a date.
-    public var date: Date { Date(timeIntervalSince1970: Double(timeMillis) / 1000) }
+    package var date: Date { Date(timeIntervalSince1970: Double(timeMillis) / 1000) }
 }
 
 /// Where an `s3://` destination's bytes go besides its bucket and prefix: the endpoint and the
@@ -34,10 +34,10 @@ package struct Delivery: Codable, Sendable, Equatable {
 /// delivery through a test endpoint never counts for production.
 package struct S3Place: Sendable, Equatable {
     /// The endpoint URL (scheme, host, port), as the client addresses it.
-    public var endpoint: String
-    public var region: String
+    package var endpoint: String
+    package var region: String
 
-    public init(endpoint: String, region: String) {
+    package init(endpoint: String, region: String) {
         self.endpoint = endpoint
         self.region = region
     }
@@ -56,18 +56,18 @@ package struct S3Place: Sendable, Equatable {
 /// destination with exactly that identity.
 package struct DestinationIdentity: Hashable, Sendable, CustomStringConvertible {
     /// The identity as the ledger and the history keep it.
-    public let value: String
+    package let value: String
 
     /// The process's S3 endpoint and region (set by the front end from its environment); nil
     /// when not set: the identity of an `s3://` URL is then its bucket and prefix alone.
     private static let s3Place = Mutex<S3Place?>(nil)
 
     /// Sets the endpoint and region `s3://` destinations are reached through in this process.
-    public static func useS3(_ place: S3Place?) { s3Place.withLock { $0 = place } }
+    package static func useS3(_ place: S3Place?) { s3Place.withLock { $0 = place } }
 
     /// The identity of the destination at `url`, reached (for `s3://`) through `place`, or the
     /// process's (``useS3(_:)``) when nil; nil for anything but `http(s)://` and `s3://`.
-    public init?(url: String, s3 place: S3Place? = nil) {
+    package init?(url: String, s3 place: S3Place? = nil) {
         guard let c = URLComponents(string: url.trimmingCharacters(in: .whitespaces)), let scheme = c.scheme?.lowercased(),
               let host = c.host, !host.isEmpty else { return nil }
         switch scheme {
@@ -98,7 +98,7 @@ package struct DestinationIdentity: Hashable, Sendable, CustomStringConvertible 
 
     /// An identity as a history record wrote it: `http(s)://` ones normalised as above (records
     /// of earlier versions wrote scheme, host, port and path), others as they are.
-    public init(recorded: String) {
+    package init(recorded: String) {
         if !recorded.hasPrefix("s3://"), let normal = DestinationIdentity(url: recorded) {
             self = normal
         } else {
@@ -108,7 +108,7 @@ package struct DestinationIdentity: Hashable, Sendable, CustomStringConvertible 
 
     /// A destination as a caller names it: an identity already (an `s3://` one with its place,
     /// as ``DestinationList/Entry/identity`` gives it), else a URL.
-    public init?(given: String) {
+    package init?(given: String) {
         if given.hasPrefix("s3://") && given.hasSuffix(")") && given.contains(" (") {
             self.init(recorded: given)
         } else {
@@ -118,7 +118,7 @@ package struct DestinationIdentity: Hashable, Sendable, CustomStringConvertible 
 
     /// For people: the identity with the value of every query parameter whose name suggests a
     /// secret (token, key, signature, password, secret, credential, auth, sig) shown as `…`.
-    public var description: String {
+    package var description: String {
         guard let q = value.firstIndex(of: "?"), !value.hasPrefix("s3://") else { return value }
         let secretWords = ["token", "key", "sig", "password", "secret", "credential", "auth"]
         let items = value[value.index(after: q)...].split(separator: "&", omittingEmptySubsequences: false).map { item -> String in
@@ -133,7 +133,7 @@ package struct DestinationIdentity: Hashable, Sendable, CustomStringConvertible 
 /// Destinations as the ledger knows them: what the user means by a place documents go.
 package enum Destination {
     /// The identity (``DestinationIdentity``) of the destination at `url`, as the ledger keeps it.
-    public static func identity(of url: String) -> String? { DestinationIdentity(url: url)?.value }
+    package static func identity(of url: String) -> String? { DestinationIdentity(url: url)?.value }
 
     /// The identities a history record confirmed its documents at: those of an `upload`
     /// record that did not fail (``DestinationIdentity/init(recorded:)``).
@@ -245,21 +245,21 @@ extension Vault {
 /// endpoint), how batches go there, and whether every document must reach it before it may
 /// be removed. Remotes (`remotes.vlt`) are the other kind of place: replicas of the vault.
 package struct DestinationList: Codable, Sendable, Equatable {
-    public struct Entry: Codable, Sendable, Equatable {
+    package struct Entry: Codable, Sendable, Equatable {
         /// The short name.
-        public var name: String
+        package var name: String
         /// The URL as given (`https://…`, `s3://BUCKET/PREFIX`, or the presign endpoint).
-        public var url: String
+        package var url: String
         /// How batches go there (json, form, tus, s3, presigned-s3); nil for the default of the URL.
-        public var wire: String?
+        package var wire: String?
         /// Every document must be confirmed here before removal by delivery frees it.
-        public var required: Bool
+        package var required: Bool
         /// For `s3://`: the endpoint and region it was added for (part of its identity; an upload
         /// to it through another is refused). Nil in lists of earlier versions: the process's.
-        public var endpoint: String?
-        public var region: String?
+        package var endpoint: String?
+        package var region: String?
 
-        public init(name: String, url: String, wire: String? = nil, required: Bool = true, s3 place: S3Place? = nil) {
+        package init(name: String, url: String, wire: String? = nil, required: Bool = true, s3 place: S3Place? = nil) {
             self.name = name
             self.url = url
             self.wire = wire
@@ -269,15 +269,15 @@ package struct DestinationList: Codable, Sendable, Equatable {
         }
 
         /// Where an `s3://` destination is reached, when the list says.
-        public var s3Place: S3Place? { endpoint.flatMap { e in region.map { S3Place(endpoint: e, region: $0) } } }
+        package var s3Place: S3Place? { endpoint.flatMap { e in region.map { S3Place(endpoint: e, region: $0) } } }
 
         /// The ledger's identity of the destination.
-        public var identity: String { DestinationIdentity(url: url, s3: s3Place)?.value ?? url }
+        package var identity: String { DestinationIdentity(url: url, s3: s3Place)?.value ?? url }
     }
 
-    public var destinations: [Entry] = []
+    package var destinations: [Entry] = []
 
-    public init() {}
+    package init() {}
 
     package static func path(_ store: VaultStore) -> String { store.path(.destinations) }
     package static let role = VaultFile.destinations.name
@@ -286,7 +286,7 @@ package struct DestinationList: Codable, Sendable, Equatable {
     /// `vault/3` on), which the index keeps in its sealed state row, brought up to date with the
     /// history as any use of the index is. Nothing outside the history decides which
     /// destinations exist or which are required.
-    public static func load(_ vault: Vault) throws -> DestinationList {
+    package static func load(_ vault: Vault) throws -> DestinationList {
         guard vault.keepsDestinationsInHistory else { return try loadFile(vault) }
         return try vault.withIndex { index in try index.stateOrEmpty().destinations ?? DestinationList() }
     }
@@ -316,7 +316,7 @@ package struct DestinationList: Codable, Sendable, Equatable {
 
     /// Makes the vault's destinations this list: a `destination` record in the history for each
     /// entry added or changed and each name removed (from `vault/3` on).
-    public func save(_ vault: Vault) throws {
+    package func save(_ vault: Vault) throws {
         guard vault.keepsDestinationsInHistory else { return try saveFile(vault) }
         let now = try Self.load(vault)
         for entry in destinations where now.destinations.first(where: { $0.name == entry.name }) != entry {
@@ -337,14 +337,14 @@ package struct DestinationList: Codable, Sendable, Equatable {
 
     /// True for a name a destination may have: 1-64 of letters, digits, `-`, `_`, `.`, not
     /// starting with `.` (a URL is never a name: it has `:`). The same rule as a remote's.
-    public static func isValidName(_ name: String) -> Bool {
+    package static func isValidName(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 64 && !name.hasPrefix(".")
             && name.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || "-_.".unicodeScalars.contains($0) }
     }
 
     /// The destination `nameOrURL` means: a URL as it is (with the entry of that identity, if
     /// one is named), else a named entry.
-    public func resolve(_ nameOrURL: String) throws -> (entry: Entry?, identity: String) {
+    package func resolve(_ nameOrURL: String) throws -> (entry: Entry?, identity: String) {
         if nameOrURL.contains("://") {
             guard let identity = Destination.identity(of: nameOrURL) else {
                 throw VaultError(.usage, "'\(nameOrURL.prefix(200))' is not a destination URL (http://, https:// or s3://)")
@@ -361,5 +361,5 @@ package struct DestinationList: Codable, Sendable, Equatable {
     }
 
     /// The destinations every document must reach before removal by delivery frees it.
-    public var required: [Entry] { destinations.filter(\.required) }
+    package var required: [Entry] { destinations.filter(\.required) }
 }

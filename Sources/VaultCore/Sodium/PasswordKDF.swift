@@ -59,7 +59,7 @@ package enum KDFLevel: String, CaseIterable, Sendable {
     case interactive, moderate, sensitive
 
     /// The parameters of this level.
-    public var parameters: KDFParameters {
+    package var parameters: KDFParameters {
         switch self {
         case .interactive: .interactive
         case .moderate: .moderate
@@ -71,17 +71,17 @@ package enum KDFLevel: String, CaseIterable, Sendable {
 /// Password → key-encryption key, with Argon2id (`crypto_pwhash`, algorithm ARGON2ID13).
 package enum PasswordKDF {
     /// Salt length in bytes (16).
-    public static let saltSize = Int(crypto_pwhash_argon2id_SALTBYTES)
+    package static let saltSize = Int(crypto_pwhash_argon2id_SALTBYTES)
     /// Derived key length in bytes (32).
-    public static let keySize = 32
+    package static let keySize = 32
     /// Length of the key check value stored beside the salt (16).
-    public static let keyCheckSize = 16
+    package static let keyCheckSize = 16
     private static let keyCheckContext = Array("vault/v1 key check".utf8)
 
     /// Derives the 32-byte key-encryption key. Runs once per command.
     /// - Throws: ``VaultError/Code/kdfParametersRejected`` for out-of-range parameters,
     ///   ``VaultError/Code/internal`` if Argon2id cannot get its memory.
-    public static func deriveKey(password: SecretBytes, salt: [UInt8], parameters: KDFParameters) throws -> SecretBytes {
+    package static func deriveKey(password: SecretBytes, salt: [UInt8], parameters: KDFParameters) throws -> SecretBytes {
         try parameters.validate()
         guard salt.count == saltSize else {
             throw VaultError(.headerMalformed, "salt must be \(saltSize) bytes, not \(salt.count)")
@@ -104,7 +104,7 @@ package enum PasswordKDF {
     /// The public check value of a key-encryption key: BLAKE2b-128 keyed by the KEK over a fixed
     /// context. It lets a reader tell a wrong password from damaged data before touching any
     /// wrapped key. It reveals nothing a wrapped key does not already let an attacker test.
-    public static func keyCheck(for kek: SecretBytes) -> [UInt8] {
+    package static func keyCheck(for kek: SecretBytes) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: keyCheckSize)
         kek.withUnsafeBytes { k in
             _ = crypto_generichash(&out, keyCheckSize, keyCheckContext, UInt64(keyCheckContext.count),
@@ -114,7 +114,7 @@ package enum PasswordKDF {
     }
 
     /// True when `check` is the check value of `kek` (constant time).
-    public static func matches(kek: SecretBytes, check: [UInt8]) -> Bool {
+    package static func matches(kek: SecretBytes, check: [UInt8]) -> Bool {
         let expected = keyCheck(for: kek)
         return expected.withUnsafeBytes { e in check.withUnsafeBytes { Sodium.constantTimeEqual(e, $0) } }
     }

@@ -9,7 +9,7 @@ package protocol RandomSource: Sendable {
 
 extension RandomSource {
     /// `count` random bytes as an array (for public values such as salts and nonces).
-    public func bytes(_ count: Int) -> [UInt8] {
+    package func bytes(_ count: Int) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
         out.withUnsafeMutableBytes { fill($0) }
         return out
@@ -19,8 +19,8 @@ extension RandomSource {
 /// The operating system's randomness, through libsodium's `randombytes_buf`.
 package struct SystemRandom: RandomSource {
     /// Creates the system source.
-    public init() {}
-    public func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+    package init() {}
+    package func fill(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         try? Sodium.ensureInitialized()
         randombytes_buf(base, buffer.count)
@@ -36,11 +36,11 @@ package final class DeterministicRandom: RandomSource {
     private let counter = Mutex<UInt64>(0)
 
     /// A source keyed by `seed` (any length).
-    public init(seed: String) {
+    package init(seed: String) {
         self.seed = Array(seed.utf8)
     }
 
-    public func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+    package func fill(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         try? Sodium.ensureInitialized()
         let n = counter.withLock { value -> UInt64 in

@@ -16,7 +16,7 @@ import Foundation
 /// over libsodium's AEAD); no package of this field does sealed state files.
 package enum SealedState {
     /// What a state file is for; each has its own subkey.
-    public enum Purpose: UInt8, Sendable, CaseIterable {
+    package enum Purpose: UInt8, Sendable, CaseIterable {
         case index = 1
         case logHead = 2
         case pendingRemoval = 3
@@ -149,7 +149,7 @@ package enum SealedState {
 /// and what is sealed under a superseded key is told apart from damage.
 package struct EpochKeys: Sendable {
     /// The current epoch (0 until the first password change).
-    public let epoch: UInt32
+    package let epoch: UInt32
     let current: SecretBytes
     /// Earlier epochs' vault keys.
     let earlier: [UInt32: SecretBytes]

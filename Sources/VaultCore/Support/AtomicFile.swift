@@ -10,14 +10,14 @@ import SystemPackage
 /// killed process left behind. Errors name the destination, not the temporary name.
 package final class AtomicFile {
     /// The prefix of every temporary file vault creates.
-    public static let temporaryPrefix = ".vault-tmp-"
+    package static let temporaryPrefix = ".vault-tmp-"
 
     /// The open temporary file; errors from it name the destination.
-    public let file: OpenFile
+    package let file: OpenFile
     /// Where the file goes on ``commit(replace:sync:)``.
-    public let destination: String
+    package let destination: String
     /// The temporary file's path.
-    public let temporaryPath: String
+    package let temporaryPath: String
     private let directory: String
     private var token: Interrupts.Token?
 
@@ -25,7 +25,7 @@ package final class AtomicFile {
     /// `staging` (a folder on the same file system) when given: so that writing it does not
     /// change the destination folder until the commit (the vault's `objects/`, whose stamp the
     /// index keeps).
-    public init(destination: String, staging: String? = nil, permissions: FilePermissions = .ownerReadWrite,
+    package init(destination: String, staging: String? = nil, permissions: FilePermissions = .ownerReadWrite,
                 random: any RandomSource = SystemRandom()) throws {
         self.destination = destination
         directory = FileSystem.directory(of: destination)
@@ -51,7 +51,7 @@ package final class AtomicFile {
     /// so the file survives a power cut once this returns.
     /// - Parameter replace: replace an existing destination; otherwise fail with
     ///   ``VaultError/Code/alreadyExists`` and keep it.
-    public func commit(replace: Bool, sync: Bool = true) throws {
+    package func commit(replace: Bool, sync: Bool = true) throws {
         guard let token else { preconditionFailure("internal error: \(destination) committed twice") }
         if sync { try file.sync() }
         if replace {
@@ -67,7 +67,7 @@ package final class AtomicFile {
     }
 
     /// Removes the temporary file (nothing happens if it was committed).
-    public func discard() {
+    package func discard() {
         guard let token else { return }
         try? Platform.unlink(temporaryPath)
         Interrupts.unregister(token)
@@ -76,7 +76,7 @@ package final class AtomicFile {
     }
 
     /// Writes `bytes` to `path` crash-safely, replacing what is there.
-    public static func write(_ bytes: [UInt8], to path: String, permissions: FilePermissions = .ownerReadWrite,
+    package static func write(_ bytes: [UInt8], to path: String, permissions: FilePermissions = .ownerReadWrite,
                              random: any RandomSource = SystemRandom()) throws {
         let f = try AtomicFile(destination: path, permissions: permissions, random: random)
         try f.file.write(bytes)
@@ -89,7 +89,7 @@ package final class AtomicFile {
     /// Removes temporary files in `directory` that a killed writer left behind: those whose
     /// `flock` can be taken and whose process is gone (or that are older than a minute, in case
     /// its pid was reused). Files of this process and of running writers are left alone.
-    public static func sweep(_ directory: String) {
+    package static func sweep(_ directory: String) {
         guard let names = try? FileSystem.list(directory) else { return }
         for name in names where name.hasPrefix(temporaryPrefix) {
             let path = "\(directory)/\(name)"

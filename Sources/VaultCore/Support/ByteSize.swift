@@ -1,7 +1,7 @@
 /// Byte counts for people.
 package enum ByteSize {
     /// Human size in binary units: 1023 B, 1.5 KiB, 12.3 MiB, ...
-    public static func text(_ bytes: UInt64) -> String {
+    package static func text(_ bytes: UInt64) -> String {
         if bytes < 1024 { return "\(bytes) B" }
         let units = ["KiB", "MiB", "GiB", "TiB"]
         var value = Double(bytes) / 1024

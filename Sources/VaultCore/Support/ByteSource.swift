@@ -7,7 +7,7 @@ package protocol ByteSource: AnyObject {
 
 extension ByteSource {
     /// Reads until `buffer` is full or the source ends; returns the bytes read.
-    public func readFully(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func readFully(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         var total = 0
         while total < buffer.count {
             let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]))
@@ -26,9 +26,9 @@ package final class BytesSource: ByteSource {
     private var at = 0
 
     /// A source of `bytes`.
-    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    package init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let n = min(buffer.count, bytes.count - at)
         bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[at..<at + n])) }
         at += n

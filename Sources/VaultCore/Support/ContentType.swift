@@ -1,12 +1,12 @@
 /// Content-type detection from a document's first bytes (magic numbers), when no type is given.
 package enum ContentType {
     /// The fallback for unknown binary data.
-    public static let octetStream = "application/octet-stream"
+    package static let octetStream = "application/octet-stream"
 
     /// The MIME type the leading bytes indicate: JPEG, PNG, PDF, HEIC/HEIF, TIFF, GIF, WebP, or
     /// plain text (valid UTF-8 without control characters other than tab, CR, LF, FF);
     /// otherwise `application/octet-stream`.
-    public static func sniff(_ head: UnsafeRawBufferPointer) -> String {
+    package static func sniff(_ head: UnsafeRawBufferPointer) -> String {
         let b = Array(head.prefix(4096))
         func starts(_ s: [UInt8], at offset: Int = 0) -> Bool {
             b.count >= offset + s.count && Array(b[offset..<offset + s.count]) == s
@@ -40,7 +40,7 @@ package enum ContentType {
     /// The type of a document named `name` whose first bytes are `head`: from the bytes when
     /// there are any (``sniff(_:)``), from the name's extension when there are none (an empty
     /// `notes.txt` is still text), else `application/octet-stream`.
-    public static func detect(_ head: UnsafeRawBufferPointer, name: String) -> String {
+    package static func detect(_ head: UnsafeRawBufferPointer, name: String) -> String {
         guard head.isEmpty else { return sniff(head) }
         let ext = name.split(separator: ".", omittingEmptySubsequences: false).last.map { $0.lowercased() }
         guard name.contains("."), let ext else { return octetStream }
@@ -56,7 +56,7 @@ package enum ContentType {
     ]
 
     /// True for types that are safe to print on a terminal.
-    public static func isText(_ type: String) -> Bool {
+    package static func isText(_ type: String) -> Bool {
         type.hasPrefix("text/") || type == "application/json"
     }
 }

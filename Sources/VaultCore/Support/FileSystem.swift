@@ -3,10 +3,10 @@ import SystemPackage
 /// Paths, directories, renames and links; crash-safe writes go through ``AtomicFile``.
 package enum FileSystem {
     /// What is at a path.
-    public enum Kind: Sendable { case missing, file, directory, other }
+    package enum Kind: Sendable { case missing, file, directory, other }
 
     /// What is at `path` (following symbolic links).
-    public static func kind(of path: String) -> Kind { kind(of: path, following: true) }
+    package static func kind(of path: String) -> Kind { kind(of: path, following: true) }
 
     /// What `path` itself is when `following` is false: a symbolic link (even to nothing) is
     /// `.other`.
@@ -20,14 +20,14 @@ package enum FileSystem {
     }
 
     /// Creates a directory with `permissions` (exactly, regardless of umask).
-    public static func makeDirectory(_ path: String, permissions: FilePermissions = .ownerReadWriteExecute) throws {
+    package static func makeDirectory(_ path: String, permissions: FilePermissions = .ownerReadWriteExecute) throws {
         do { try Platform.makeDirectory(path, permissions: permissions) } catch { throw VaultError.posix("cannot create directory", path, error) }
     }
 
     /// Creates a directory and any missing parents (each with `permissions`); returns the
     /// folders it made, outermost first.
     @discardableResult
-    public static func makeDirectories(_ path: String, permissions: FilePermissions = .ownerReadWriteExecute) throws -> [String] {
+    package static func makeDirectories(_ path: String, permissions: FilePermissions = .ownerReadWriteExecute) throws -> [String] {
         var missing: [String] = []
         var dir = withoutTrailingSlashes(path)
         while kind(of: dir) == .missing && !dir.isEmpty && dir != "/" && dir != "." {
@@ -39,17 +39,17 @@ package enum FileSystem {
     }
 
     /// Removes `path` if it is an empty directory; anything in it keeps it.
-    public static func removeIfEmpty(_ path: String) {
+    package static func removeIfEmpty(_ path: String) {
         try? Platform.removeEmptyDirectory(path)
     }
 
     /// Sets a path's permissions.
-    public static func setPermissions(_ path: String, _ permissions: FilePermissions) throws {
+    package static func setPermissions(_ path: String, _ permissions: FilePermissions) throws {
         do { try Platform.setPermissions(path, permissions) } catch { throw VaultError.posix("cannot set permissions on", path, error) }
     }
 
     /// Flushes a directory's entries (after a rename or unlink in it).
-    public static func syncDirectory(_ path: String) throws {
+    package static func syncDirectory(_ path: String) throws {
         do {
             let fd = try SystemPackage.FileDescriptor.open(FilePath(path), .readOnly, options: [.directory, .closeOnExec])
             defer { try? fd.close() }
@@ -60,13 +60,13 @@ package enum FileSystem {
     }
 
     /// Atomically replaces `to` with `from`.
-    public static func rename(_ from: String, to: String) throws {
+    package static func rename(_ from: String, to: String) throws {
         do { try Platform.rename(from, to: to) } catch { throw VaultError.posix("cannot rename to", to, error) }
     }
 
     /// Links `from` to the new name `to`, failing if `to` exists (an atomic no-overwrite rename
     /// when followed by unlinking `from`).
-    public static func link(_ from: String, to: String) throws {
+    package static func link(_ from: String, to: String) throws {
         do { try Platform.link(from, to: to) } catch {
             if error == .fileExists { throw VaultError(.alreadyExists, "\(to) already exists") }
             throw VaultError.posix("cannot create", to, error)
@@ -74,37 +74,37 @@ package enum FileSystem {
     }
 
     /// Removes a file; a missing file is not an error.
-    public static func remove(_ path: String) throws {
+    package static func remove(_ path: String) throws {
         do { try Platform.unlink(path) } catch { throw VaultError.posix("cannot remove", path, error) }
     }
 
     /// The names in a directory (without `.` and `..`).
-    public static func list(_ path: String) throws -> [String] {
+    package static func list(_ path: String) throws -> [String] {
         do { return try Platform.list(path) } catch { throw VaultError.posix("cannot list", path, error) }
     }
 
     /// The entries of `path`, each with its name when that is valid UTF-8 (nil otherwise: such a
     /// file cannot be named in a vault) and a printable rendering to report it by.
-    public static func listChecked(_ path: String) throws -> [(name: String?, shown: String)] {
+    package static func listChecked(_ path: String) throws -> [(name: String?, shown: String)] {
         do { return try Platform.listChecked(path) } catch { throw VaultError.posix("cannot list", path, error) }
     }
 
     /// The directory part of a path ("." for a bare name).
-    public static func directory(of path: String) -> String {
+    package static func directory(of path: String) -> String {
         let path = withoutTrailingSlashes(path)
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// `path` without trailing slashes (`outbox/` and `outbox//` name `outbox`; `/` stays).
-    public static func withoutTrailingSlashes(_ path: String) -> String {
+    package static func withoutTrailingSlashes(_ path: String) -> String {
         var p = Substring(path)
         while p.count > 1 && p.hasSuffix("/") { p = p.dropLast() }
         return String(p)
     }
 
     /// Reads a whole (small) file.
-    public static func readFile(_ path: String, limit: Int = 64 << 20) throws -> [UInt8] {
+    package static func readFile(_ path: String, limit: Int = 64 << 20) throws -> [UInt8] {
         let f = try OpenFile.openStored(path)
         let size = try f.size()
         guard size <= UInt64(limit) else { throw VaultError(.vaultDamaged, "\(path) is unexpectedly large (\(size) bytes)") }

@@ -12,7 +12,7 @@ import SystemPackage
 /// process then exits, so the lock is never released.
 package enum Interrupts {
     /// Identifies one registration, to withdraw it.
-    public struct Token: Hashable, Sendable { fileprivate let value: Int }
+    package struct Token: Hashable, Sendable { fileprivate let value: Int }
 
     private static let lock = NSLock()
     // nonisolated(unsafe): every access to these four is under `lock`.
@@ -25,7 +25,7 @@ package enum Interrupts {
     /// Registers a temporary file to remove on interrupt and creates it with `create`, both
     /// under the registry's lock, so an interrupt's sweep finds it created or it is never made.
     /// When `create` throws, nothing stays registered.
-    public static func create<R>(_ path: String, _ create: () throws -> R) throws -> (Token, R) {
+    package static func create<R>(_ path: String, _ create: () throws -> R) throws -> (Token, R) {
         lock.lock(); defer { lock.unlock() }
         let made = try create()
         next += 1
@@ -36,7 +36,7 @@ package enum Interrupts {
     /// Registers an action to run on interrupt (before temporary files are removed). Actions
     /// run on the interrupt thread while the main work may still be running: they must take
     /// whatever lock protects the state they touch.
-    public static func register(action: @escaping () -> Void) -> Token {
+    package static func register(action: @escaping () -> Void) -> Token {
         lock.lock(); defer { lock.unlock() }
         next += 1
         actions[next] = action
@@ -45,7 +45,7 @@ package enum Interrupts {
 
     /// Registers folders a command made, removed on interrupt if they are empty once the
     /// temporary files are gone (innermost first).
-    public static func register(emptyFolders: [String]) -> Token {
+    package static func register(emptyFolders: [String]) -> Token {
         lock.lock(); defer { lock.unlock() }
         next += 1
         folders[next] = emptyFolders
@@ -53,7 +53,7 @@ package enum Interrupts {
     }
 
     /// Withdraws a registration (the file was committed or removed; the action is moot).
-    public static func unregister(_ token: Token) {
+    package static func unregister(_ token: Token) {
         lock.lock(); defer { lock.unlock() }
         paths[token.value] = nil
         actions[token.value] = nil
@@ -62,7 +62,7 @@ package enum Interrupts {
 
     /// Runs the actions, then removes every registered file and keeps the lock, so nothing new
     /// can be registered (or created) before the process exits. Call only on the way out.
-    public static func cleanUpForExit() {
+    package static func cleanUpForExit() {
         lock.lock()
         let pending = actions.sorted { $0.key < $1.key }.map(\.value)
         actions = [:]
@@ -79,7 +79,7 @@ package enum Interrupts {
     /// Installs handlers for SIGINT, SIGTERM and SIGHUP. On the first signal a watcher thread
     /// runs ``cleanUpForExit()`` and then `onInterrupt` (which should print and exit).
     /// - Throws: ``VaultError/Code/internal`` if the handlers cannot be installed.
-    public static func install(onInterrupt: @escaping @Sendable (Int32) -> Void) throws {
+    package static func install(onInterrupt: @escaping @Sendable (Int32) -> Void) throws {
         let ends: (readEnd: SystemPackage.FileDescriptor, writeEnd: SystemPackage.FileDescriptor)
         do {
             ends = try SystemPackage.FileDescriptor.pipe()
@@ -101,7 +101,7 @@ package enum Interrupts {
 
     /// Turns off core dumps and (on Linux) marks the process not dumpable, so neither a core
     /// file nor another process of the same user can read secrets out of its memory.
-    public static func disableCoreDumps() throws {
+    package static func disableCoreDumps() throws {
         do { try Platform.disableCoreDumps() } catch { throw VaultError(.internal, "cannot disable core dumps (\(error))") }
     }
 }

@@ -10,9 +10,9 @@ package final class OpenFile: @unchecked Sendable {
     // @unchecked: a descriptor is used by one thread at a time (the stream writer hands it to
     // its background queue and waits for that queue before touching it again).
     /// The swift-system descriptor.
-    public let descriptor: SystemPackage.FileDescriptor
+    package let descriptor: SystemPackage.FileDescriptor
     /// The path it was opened with, for messages.
-    public let path: String
+    package let path: String
     private var closed = false
 
     private init(_ descriptor: SystemPackage.FileDescriptor, path: String) {
@@ -22,17 +22,17 @@ package final class OpenFile: @unchecked Sendable {
 
     /// Opens an existing file for reading. Refuses directories.
     /// Advises the kernel that this file will be read once, front to back (best effort).
-    public func adviseSequential() { Platform.adviseSequential(descriptor) }
+    package func adviseSequential() { Platform.adviseSequential(descriptor) }
 
     /// Asks the kernel to start reading `length` bytes from `offset` now (best effort).
-    public func adviseWillNeed(offset: UInt64, length: UInt64) { Platform.adviseWillNeed(descriptor, offset: offset, length: length) }
+    package func adviseWillNeed(offset: UInt64, length: UInt64) { Platform.adviseWillNeed(descriptor, offset: offset, length: length) }
 
     /// When this is a pipe, grows its buffer to up to 1 MiB (Linux; the unprivileged maximum
     /// by default), so a fast writer and reader do not switch every 64 KiB.
     @discardableResult
-    public func growPipeBuffer() -> Int? { Platform.growPipe(descriptor, to: 1 << 20) }
+    package func growPipeBuffer() -> Int? { Platform.growPipe(descriptor, to: 1 << 20) }
 
-    public static func openForReading(_ path: String) throws -> OpenFile {
+    package static func openForReading(_ path: String) throws -> OpenFile {
         let f: OpenFile
         do {
             f = OpenFile(try .open(FilePath(path), .readOnly, options: [.closeOnExec]), path: path)
@@ -76,7 +76,7 @@ package final class OpenFile: @unchecked Sendable {
 
     /// Creates a new file with `permissions`; fails if it exists. Errors name the file `name`
     /// (default: `path`), so a temporary file's errors can name its destination.
-    public static func createExclusive(_ path: String, permissions: FilePermissions = .ownerReadWrite,
+    package static func createExclusive(_ path: String, permissions: FilePermissions = .ownerReadWrite,
                                        name: String? = nil) throws -> OpenFile {
         do {
             return OpenFile(try .open(FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .noFollow, .closeOnExec],
@@ -87,7 +87,7 @@ package final class OpenFile: @unchecked Sendable {
     }
 
     /// Opens an existing file for reading and writing in place (never creates one).
-    public static func openExisting(_ path: String) throws -> OpenFile {
+    package static func openExisting(_ path: String) throws -> OpenFile {
         do {
             return OpenFile(try .open(FilePath(path), .readWrite, options: [.noFollow, .closeOnExec]), path: path)
         } catch {
@@ -96,7 +96,7 @@ package final class OpenFile: @unchecked Sendable {
     }
 
     /// Opens (creating if needed) a file for reading and writing.
-    public static func openOrCreate(_ path: String, permissions: FilePermissions = .ownerReadWrite) throws -> OpenFile {
+    package static func openOrCreate(_ path: String, permissions: FilePermissions = .ownerReadWrite) throws -> OpenFile {
         do {
             return OpenFile(try .open(FilePath(path), .readWrite, options: [.create, .noFollow, .closeOnExec],
                                             permissions: permissions), path: path)
@@ -106,7 +106,7 @@ package final class OpenFile: @unchecked Sendable {
     }
 
     /// Wraps an inherited descriptor such as standard input (0); it is not closed.
-    public static func standard(_ fd: Int32, name: String) -> OpenFile {
+    package static func standard(_ fd: Int32, name: String) -> OpenFile {
         let f = OpenFile(SystemPackage.FileDescriptor(rawValue: fd), path: name)
         f.closed = true
         return f
@@ -115,18 +115,18 @@ package final class OpenFile: @unchecked Sendable {
     deinit { if !closed { try? descriptor.close() } }
 
     /// Closes the descriptor now.
-    public func close() {
+    package func close() {
         if !closed { try? descriptor.close(); closed = true }
     }
 
     /// Reads at most `buffer.count` bytes; 0 at end of file.
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         guard buffer.count > 0 else { return 0 }
         do { return try descriptor.read(into: buffer) } catch { throw VaultError.posix("cannot read", path, error) }
     }
 
     /// Reads up to `count` bytes as an array (for headers and small files).
-    public func read(upTo count: Int) throws -> [UInt8] {
+    package func read(upTo count: Int) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
         let n = try out.withUnsafeMutableBytes { (b) in try readFully(into: b) }
         out.removeLast(count - n)
@@ -134,7 +134,7 @@ package final class OpenFile: @unchecked Sendable {
     }
 
     /// Reads `count` bytes at `offset` without moving the file position (fewer at end of file).
-    public func read(count: Int, at offset: UInt64) throws -> [UInt8] {
+    package func read(count: Int, at offset: UInt64) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
         var done = 0
         while done < count {
@@ -152,24 +152,24 @@ package final class OpenFile: @unchecked Sendable {
     }
 
     /// Writes every byte, retrying short writes.
-    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+    package func write(_ bytes: UnsafeRawBufferPointer) throws {
         do { _ = try descriptor.writeAll(bytes) } catch { throw VaultError.posix("cannot write", path, error) }
     }
 
     /// Writes an array.
-    public func write(_ bytes: [UInt8]) throws {
+    package func write(_ bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { (b) in try write(b) }
     }
 
     /// Writes every byte at `offset` without moving the file position.
-    public func write(_ bytes: [UInt8], at offset: UInt64) throws {
+    package func write(_ bytes: [UInt8], at offset: UInt64) throws {
         do { _ = try descriptor.writeAll(toAbsoluteOffset: Int64(offset), bytes) } catch {
             throw VaultError.posix("cannot write", path, error)
         }
     }
 
     /// Moves the file position.
-    public func seek(to offset: UInt64) throws {
+    package func seek(to offset: UInt64) throws {
         do { _ = try descriptor.seek(offset: Int64(offset), from: .start) } catch { throw VaultError.posix("cannot seek in", path, error) }
     }
 
@@ -177,7 +177,7 @@ package final class OpenFile: @unchecked Sendable {
     /// is reported before any work and the file system allocates the extents once (on ext4
     /// that also skips delayed-allocation bookkeeping on every write). File systems that cannot
     /// reserve space are left to allocate as they write.
-    public func reserve(_ length: UInt64) throws {
+    package func reserve(_ length: UInt64) throws {
         guard length > 0 else { return }
         do { _ = try Platform.reserve(descriptor, Int64(length)) } catch {
             throw VaultError.posix("cannot reserve \(length) bytes for", path, error)
@@ -185,26 +185,26 @@ package final class OpenFile: @unchecked Sendable {
     }
 
     /// Cuts the file to `size` bytes.
-    public func truncate(to size: UInt64) throws {
+    package func truncate(to size: UInt64) throws {
         do { try descriptor.resize(to: Int64(size)) } catch { throw VaultError.posix("cannot truncate", path, error) }
     }
 
     /// Flushes the file's data and metadata to the device.
-    public func sync() throws {
+    package func sync() throws {
         do { try Platform.sync(descriptor) } catch { throw VaultError.posix("cannot sync", path, error) }
     }
 
     /// The file's size in bytes.
-    public func size() throws -> UInt64 {
+    package func size() throws -> UInt64 {
         do { return UInt64(try descriptor.stat().size) } catch { throw VaultError.posix("cannot stat", path, error) }
     }
 
     /// True if this is a regular file (not a pipe or terminal).
-    public var isRegularFile: Bool { (try? descriptor.stat())?.type == .regular }
+    package var isRegularFile: Bool { (try? descriptor.stat())?.type == .regular }
 
     /// Takes an exclusive `flock`, waiting for it when `wait` is true. Returns false if it is
     /// held elsewhere and `wait` is false.
-    public func lockExclusive(wait: Bool = true) throws -> Bool {
+    package func lockExclusive(wait: Bool = true) throws -> Bool {
         do { return try Platform.lock(descriptor, wait: wait) } catch { throw VaultError.posix("cannot lock", path, error) }
     }
 
@@ -215,5 +215,5 @@ package final class OpenFile: @unchecked Sendable {
     }
 
     /// Releases a `flock`.
-    public func unlock() { Platform.unlock(descriptor) }
+    package func unlock() { Platform.unlock(descriptor) }
 }

@@ -8,10 +8,10 @@ package enum ProcessMemory {
     /// and allocated on another leave resident holes: peak memory grew with the number of parts
     /// (+25 MiB for 20 x 50 MiB with two parts in flight, where the parts themselves are 16).
     /// A fixed threshold of 4 MiB keeps smaller buffers on the heap, as before.
-    public static let largeAllocation = 4 << 20
+    package static let largeAllocation = 4 << 20
 
     /// Applies the policy above to this process (glibc; nothing elsewhere). Call it once, early.
-    public static func mapLargeBuffersDirectly() {
+    package static func mapLargeBuffersDirectly() {
         Platform.mapLargeAllocations(atLeast: largeAllocation)
     }
 }

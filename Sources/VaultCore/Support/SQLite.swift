@@ -199,8 +199,8 @@ final class SQLiteStatement {
 /// An SQLite result code, kept as the cause of the error it gave (its text is in the message).
 package struct SQLiteFailure: Error, CustomStringConvertible, Sendable, CauseStatedInMessage {
     /// The extended result code.
-    public let code: Int32
+    package let code: Int32
     /// True for a database that cannot be written (`SQLITE_READONLY` and its extended codes).
-    public var isReadOnly: Bool { code & 0xff == SQLITE_READONLY || code & 0xff == SQLITE_PERM }
-    public var description: String { String(cString: sqlite3_errstr(code)) }
+    package var isReadOnly: Bool { code & 0xff == SQLITE_READONLY || code & 0xff == SQLITE_PERM }
+    package var description: String { String(cString: sqlite3_errstr(code)) }
 }

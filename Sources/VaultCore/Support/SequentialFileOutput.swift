@@ -10,7 +10,7 @@
 package final class SequentialFileOutput: EnvelopeOutput, @unchecked Sendable {
     // @unchecked: used by one thread at a time (the stream writer's background queue).
     /// The file being written.
-    public let file: OpenFile
+    package let file: OpenFile
     private var position: UInt64 = 0
     private var started: UInt64 = 0
     private var previous: [(UInt64, UInt64)] = []
@@ -19,17 +19,17 @@ package final class SequentialFileOutput: EnvelopeOutput, @unchecked Sendable {
     static let lag = 4
 
     /// Output to `file`, starting at its current position 0.
-    public init(file: OpenFile) { self.file = file }
+    package init(file: OpenFile) { self.file = file }
 
     /// Bytes appended so far (including any reserved header).
-    public var count: UInt64 { position }
+    package var count: UInt64 { position }
 
-    public func reserveHeader(_ headerSize: Int) throws {
+    package func reserveHeader(_ headerSize: Int) throws {
         try file.seek(to: UInt64(headerSize))
         position = UInt64(headerSize)
     }
 
-    public func append(_ bytes: UnsafeRawBufferPointer) throws {
+    package func append(_ bytes: UnsafeRawBufferPointer) throws {
         try file.write(bytes)
         position += UInt64(bytes.count)
         if position - started >= Self.window {
@@ -43,5 +43,5 @@ package final class SequentialFileOutput: EnvelopeOutput, @unchecked Sendable {
         }
     }
 
-    public func writeHeader(_ header: [UInt8]) throws { try file.write(header, at: 0) }
+    package func writeHeader(_ header: [UInt8]) throws { try file.write(header, at: 0) }
 }

@@ -26,13 +26,13 @@ package final class AddSession {
 
     /// Starts a session.
     /// - Parameter operation: how the history records it: `.add` or `.import`.
-    public convenience init(vault: Vault, operation: HistoryRecord.Operation = .add) throws {
+    package convenience init(vault: Vault, operation: HistoryRecord.Operation = .add) throws {
         try self.init(pending: PendingVault(vault), operation: operation)
     }
 
     /// A session on a vault that may still be unlocking: the first document is encrypted
     /// meanwhile, and only its commit waits for the unlock.
-    public init(pending: PendingVault, operation: HistoryRecord.Operation = .add) throws {
+    package init(pending: PendingVault, operation: HistoryRecord.Operation = .add) throws {
         self.pending = pending
         self.operation = operation
     }
@@ -52,13 +52,13 @@ package final class AddSession {
     }
 
     /// The documents committed so far.
-    public var records: [DocumentRecord] { Array(added.values).stableOrder() }
+    package var records: [DocumentRecord] { Array(added.values).stableOrder() }
 
     /// Encrypts everything `input` yields into a new document and commits it.
     /// - Throws: ``VaultError/Code/duplicate`` (nothing added) when the contents are already in
     ///   the vault (or were added earlier in this session) and `allowDuplicate` is false. An
     ///   empty input is a duplicate only of an empty document with the same name.
-    public func add(from input: any ByteSource, name: String, contentType: String? = nil, tags: [String] = [],
+    package func add(from input: any ByteSource, name: String, contentType: String? = nil, tags: [String] = [],
                     allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
         precondition(!finished, "internal error: add after finish")
         let id = DocumentID.random(using: pending.random)
@@ -110,7 +110,7 @@ package final class AddSession {
 
     /// Makes the commits so far durable now (fsync of `objects/`), before ``finish()``: for a
     /// caller that must not act on a document (delete its source) until it survives a power cut.
-    public func syncCommits() throws {
+    package func syncCommits() throws {
         try FileSystem.syncDirectory(pending.store.objectsPath)
     }
 
@@ -121,7 +121,7 @@ package final class AddSession {
     ///   - outcome: how the command ended (`.partial` when some inputs were not added,
     ///     `.failed` when it stopped on an error).
     ///   - detail: a note for the history record (the error of a failed command).
-    public func finish(outcome: HistoryRecord.Outcome = .ok, detail: String? = nil) throws {
+    package func finish(outcome: HistoryRecord.Outcome = .ok, detail: String? = nil) throws {
         guard !finished else { return }
         finished = true
         try syncCommits()

@@ -4,11 +4,11 @@ import Foundation
 /// What a password change did.
 package struct PasswordChangeSummary: Sendable {
     /// Envelopes whose header was rewritten.
-    public var documents: Int
+    package var documents: Int
     /// Bytes written: the journal, the headers and `vault.json` (payloads are never touched).
-    public var bytesWritten: UInt64
+    package var bytesWritten: UInt64
     /// The new Argon2id parameters.
-    public var kdf: KDFParameters
+    package var kdf: KDFParameters
 }
 
 /// `passwd.journal`: everything needed to finish or undo a password change without either

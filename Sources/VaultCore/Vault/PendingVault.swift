@@ -8,14 +8,14 @@ import Foundation
 /// the next batch and nothing is committed.
 package final class PendingVault: @unchecked Sendable {
     // @unchecked: `result` is written once, before `ready` is signalled, and read after.
-    public let store: VaultStore
+    package let store: VaultStore
     let random: any RandomSource
     private let ready = DispatchSemaphore(value: 0)
     private let lock = NSLock()
     private var result: Result<Vault, VaultError>?
 
     /// Starts unlocking `store` with `password` at once, on a background thread.
-    public init(store: VaultStore, password: SecretBytes, random: any RandomSource = SystemRandom()) {
+    package init(store: VaultStore, password: SecretBytes, random: any RandomSource = SystemRandom()) {
         self.store = store
         self.random = random
         Thread.detachNewThread { [self] in
@@ -29,7 +29,7 @@ package final class PendingVault: @unchecked Sendable {
     }
 
     /// An already unlocked vault.
-    public init(_ vault: Vault) {
+    package init(_ vault: Vault) {
         store = vault.store
         random = vault.random
         result = .success(vault)
@@ -37,14 +37,14 @@ package final class PendingVault: @unchecked Sendable {
     }
 
     /// The vault, once unlocked; the unlock's error (a wrong password: exit 77) otherwise.
-    public func get() throws -> Vault {
+    package func get() throws -> Vault {
         ready.wait()
         ready.signal()
         return try current!.get()
     }
 
     /// The unlock's error if it has already failed; nil while it runs or once it succeeded.
-    public var failure: VaultError? {
+    package var failure: VaultError? {
         if case .failure(let e) = current { return e }
         return nil
     }

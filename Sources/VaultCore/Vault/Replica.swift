@@ -8,15 +8,15 @@ import Foundation
 /// document), and one cannot be moved to another id or vault.
 package struct Tombstone: Codable, Sendable, Equatable {
     /// The removed document (32 hex digits).
-    public var id: String
+    package var id: String
     /// Its name, SHA-256 (hex) and size, as the removing replica knew them ("" and 0 if not).
-    public var name: String
-    public var sha256: String
-    public var size: UInt64
+    package var name: String
+    package var sha256: String
+    package var size: UInt64
     /// When the removing replica wrote the tombstone, in milliseconds since 1970.
-    public var time: Int64
+    package var time: Int64
     /// The host that wrote it.
-    public var host: String
+    package var host: String
 
     static let magic = Array("VTMB1".utf8)
     static let subkeyID: UInt64 = 3
@@ -25,7 +25,7 @@ package struct Tombstone: Codable, Sendable, Equatable {
     /// Its role in the sealed state format: its key under the store's prefix.
     static func role(_ id: String) -> String { "removed/\(id)" }
     /// A tombstone is small: a larger object under `removed/` is not one (read no more).
-    public static let maxSize = 64 << 10
+    package static let maxSize = 64 << 10
 
     /// The document as a history record names it.
     var document: HistoryRecord.Document { HistoryRecord.Document(id: id, name: name, sha256: sha256, size: size) }
