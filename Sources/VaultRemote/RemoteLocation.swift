@@ -100,10 +100,18 @@ public struct RemoteList: Codable, Sendable, Equatable {
     /// True for a name a remote may have: 1-64 of letters, digits, `-`, `_`, `.`, not starting with `.`.
     public static func isValidName(_ name: String) -> Bool { DestinationList.isValidName(name) }
 
+    /// A store a command named: the remote's name (nil for a URL given as it is) and where it is.
+    public struct Resolved: Sendable {
+        /// The remote's name, or nil for an `s3://` URL given as it is.
+        public var name: String?
+        /// Where the store is.
+        public var location: RemoteLocation
+    }
+
     /// The location `nameOrURL` names: an `s3://` URL as it is, else a remote's name; with
     /// nil, the vault's only remote.
-    public func resolve(_ nameOrURL: String?) throws -> (name: String?, location: RemoteLocation) {
-        if let n = nameOrURL, n.hasPrefix("s3://") { return (nil, try RemoteLocation(url: n)) }
+    public func resolve(_ nameOrURL: String?) throws -> Resolved {
+        if let n = nameOrURL, n.hasPrefix("s3://") { return Resolved(name: nil, location: try RemoteLocation(url: n)) }
         if let n = nameOrURL {
             guard let r = remotes.first(where: { $0.name == n }) else {
                 guard remotes.isEmpty else {
@@ -111,11 +119,11 @@ public struct RemoteList: Codable, Sendable, Equatable {
                 }
                 throw VaultError(.notFound, "no remote named '\(n)'", remedy: .addRemote)
             }
-            return (r.name, try RemoteLocation(url: r.url))
+            return Resolved(name: r.name, location: try RemoteLocation(url: r.url))
         }
         switch remotes.count {
         case 0: throw VaultError(.usage, "this vault has no remote", remedy: .addRemote)
-        case 1: return (remotes[0].name, try RemoteLocation(url: remotes[0].url))
+        case 1: return Resolved(name: remotes[0].name, location: try RemoteLocation(url: remotes[0].url))
         default: throw VaultError(.usage, "this vault has \(remotes.count) remotes; name one (\(remotes.map(\.name).joined(separator: ", ")))")
         }
     }

@@ -12,6 +12,18 @@ import VaultS3
 /// (as fetched), the sealed index (rebuilt from the envelopes' headers only, and reused by the
 /// next command), the history of what was sent, and upload journals. No plaintext is written.
 public enum RemoteVault {
+    /// A remote vault, opened: the vault read in place, the source of its objects, and the
+    /// objects under `removed/` that are not tombstones of this vault, with why.
+    public struct Opened: Sendable {
+        /// The vault, unlocked, reading its documents from the store.
+        public var vault: Vault
+        /// Where its documents are read from (with what it fetched so far).
+        public var source: S3ObjectSource
+        /// Objects under `removed/` that are not tombstones of this vault (junk, foreign,
+        /// forged, or sealed under a retired key): they hide nothing.
+        public var refusedTombstones: [RejectedObject]
+    }
+
     /// The cache folder of `location` at `endpoint` under `cacheRoot`.
     public static func cacheFolder(_ location: RemoteLocation, endpoint: URL, under cacheRoot: String) -> String {
         let digest = SHA256.hash(data: Data("\(endpoint.absoluteString)|\(location.description)".utf8))
@@ -24,7 +36,7 @@ public enum RemoteVault {
     ///   tombstones of this vault (junk, foreign, forged, or sealed under a retired key) with why:
     ///   they hide nothing, and the caller names them in a warning.
     public static func open(_ location: RemoteLocation, client: any ObjectStore, cacheRoot: String, password: SecretBytes,
-                            cacheBytes: Int = 64 << 20, policy: RetryPolicy = .store) async throws -> (Vault, S3ObjectSource, [(String, VaultError)]) {
+                            cacheBytes: Int = 64 << 20, policy: RetryPolicy = .store) async throws -> Opened {
         let retrying = { @Sendable (body: @Sendable () async throws -> [S3Client.ListedObject]) async throws -> [S3Client.ListedObject] in
             try await policy.run(isTransient: VaultError.isTransientStoreFailure, body)
         }
@@ -71,6 +83,6 @@ public enum RemoteVault {
         let source = S3ObjectSource(client: client, location: location, sizes: sizes, cacheBytes: cacheBytes, policy: policy)
         let vault = unlocked.reading(from: source)
         try source.prefetchHeads(try vault.unindexedObjects())
-        return (vault, source, opened.refused)
+        return Opened(vault: vault, source: source, refusedTombstones: opened.refused)
     }
 }

@@ -22,7 +22,30 @@ public struct PushReport: Sendable {
     public var created = false
     /// Objects under `removed/` that are not tombstones of this vault (junk, foreign, forged,
     /// or sealed under a retired key), with why: they hide nothing.
-    public var refusedTombstones: [(String, VaultError)] = []
+    public var refusedTombstones: [RejectedObject] = []
+}
+
+/// An object on the store that was not taken, and why (damaged, foreign, forged, or sealed
+/// under a retired key).
+public struct RejectedObject: Sendable {
+    /// Its key under the vault's prefix (`objects/<id>.vlt`, `removed/<id>`).
+    public var key: String
+    /// Why it was not taken.
+    public var error: VaultError
+
+    /// The object at `key`, refused for `error`.
+    public init(key: String, error: VaultError) {
+        self.key = key
+        self.error = error
+    }
+}
+
+/// A new local replica, made by ``Replicator/clone(_:client:into:password:parallel:progress:)``.
+public struct Clone: Sendable {
+    /// The replica, unlocked.
+    public var vault: Vault
+    /// What the pull that filled it did.
+    public var report: PullReport
 }
 
 /// What `pull` did.
@@ -33,10 +56,10 @@ public struct PullReport: Sendable {
     /// Documents removed here because the store had their tombstones.
     public var removed: [DocumentID] = []
     /// Objects that were not taken (damaged or foreign), with why.
-    public var rejected: [(String, VaultError)] = []
+    public var rejected: [RejectedObject] = []
     /// Objects under `removed/` that are not tombstones of this vault, with why: they remove
     /// and hide nothing.
-    public var refusedTombstones: [(String, VaultError)] = []
+    public var refusedTombstones: [RejectedObject] = []
 }
 
 /// Replicates a vault to and from an S3-compatible store (docs/REMOTE.md).
@@ -132,7 +155,7 @@ public final class Replicator: Sendable {
             if remote.tombstones.contains(id) {
                 // Junk in its place: replaced by the real one.
                 try await retrying { _ = try await client.putObject(bucket: location.bucket, key: location.tombstoneKey(id), body: ByteBuffer(bytes: stone),
-                                                                    contentType: Self.envelopeType, metadata: []) }
+                                                                    contentType: Self.envelopeType, metadata: [:]) }
                 report.tombstones += 1
             } else if try await retrying({ try await client.putObjectIfAbsent(bucket: location.bucket, key: location.tombstoneKey(id), body: ByteBuffer(bytes: stone),
                                                                              contentType: Self.envelopeType) }) {
@@ -181,14 +204,15 @@ public final class Replicator: Sendable {
             return size
         }
         if try await client.headObject(bucket: location.bucket, key: key) != nil { return size }
-        let upload = try await client.createMultipartUpload(bucket: location.bucket, key: key, contentType: Self.envelopeType, metadata: [])
+        let upload = try await client.createMultipartUpload(bucket: location.bucket, key: key, contentType: Self.envelopeType, metadata: [:])
         do {
-            var parts: [(number: Int, etag: String)] = []
+            var parts: [UploadedPart] = []
             var offset: UInt64 = 0
             while offset < size {
                 let body = try Self.read(file, Int(min(UInt64(partSize), size - offset)))
-                parts.append((parts.count + 1, try await client.uploadPart(bucket: location.bucket, key: key, uploadID: upload,
-                                                                            number: parts.count + 1, body: body)))
+                let number = parts.count + 1
+                let etag = try await client.uploadPart(bucket: location.bucket, key: key, uploadID: upload, number: number, body: body)
+                parts.append(UploadedPart(number: number, etag: etag))
                 offset += UInt64(body.readableBytes)
             }
             try await client.completeMultipartUpload(bucket: location.bucket, key: key, uploadID: upload, parts: parts)
@@ -260,7 +284,7 @@ public final class Replicator: Sendable {
                         report.fetched.append(record)
                         report.fetchedBytes += bytes
                     case .failure(let e):
-                        report.rejected.append(("objects/\(id.hex).vlt", e))
+                        report.rejected.append(RejectedObject(key: "objects/\(id.hex).vlt", error: e))
                     }
                     state.objectsDone += 1
                     state.bytesDone += remote.objects[id] ?? 0
@@ -278,22 +302,22 @@ public final class Replicator: Sendable {
     }
 
     /// Refused tombstones as history anomalies (`tombstone-refused`), so audits name them.
-    package static func anomalies(_ refused: [(String, VaultError)]) -> [HistoryRecord.Anomaly] {
-        refused.map { HistoryRecord.Anomaly(code: "tombstone-refused", message: "\($0.0) on the store is not a tombstone of this vault, and hid nothing: \($0.1.message)") }
+    package static func anomalies(_ refused: [RejectedObject]) -> [HistoryRecord.Anomaly] {
+        refused.map { HistoryRecord.Anomaly(code: "tombstone-refused", message: "\($0.key) on the store is not a tombstone of this vault, and hid nothing: \($0.error.message)") }
     }
 
     /// Fetches and opens the tombstones of `ids` (GETs of at most ``Tombstone/maxSize`` bytes):
     /// one counts only when it authenticates for its id under this vault's current key. The
     /// others (junk, foreign, forged, sealed under a retired key) are returned by key with why.
-    func openTombstones(_ ids: Set<DocumentID>) async throws -> (valid: [DocumentID: Tombstone], refused: [(String, VaultError)]) {
+    func openTombstones(_ ids: Set<DocumentID>) async throws -> (valid: [DocumentID: Tombstone], refused: [RejectedObject]) {
         var valid: [DocumentID: Tombstone] = [:]
-        var refused: [(String, VaultError)] = []
+        var refused: [RejectedObject] = []
         for id in ids.sorted() {
             do {
                 let bytes = try await retrying { try await client.getObject(bucket: location.bucket, key: location.tombstoneKey(id), range: nil, limit: Tombstone.maxSize) }
                 valid[id] = try vault.openTombstone(bytes, id: id)
             } catch let e as VaultError where e.code.isDamage || e.code == .notFound {
-                refused.append(("removed/\(id.hex)", e))
+                refused.append(RejectedObject(key: "removed/\(id.hex)", error: e))
             }
         }
         return (valid, refused)
@@ -333,7 +357,7 @@ public final class Replicator: Sendable {
     /// fetched and the password checked before anything is created, the store is recorded as
     /// the remote `origin`, then everything is pulled.
     public static func clone(_ location: RemoteLocation, client: any ObjectStore, into store: VaultStore, password: SecretBytes,
-                             parallel: Int = 4, progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }) async throws -> (Vault, PullReport) {
+                             parallel: Int = 4, progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }) async throws -> Clone {
         let probe = Probe(client: client, location: location)
         guard let config = try await probe.config() else {
             throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)", remedy: .pushFirst)
@@ -344,7 +368,7 @@ public final class Replicator: Sendable {
         remotes.remotes.append(.init(name: "origin", url: location.description))
         try remotes.save(vault)
         let r = Replicator(vault: vault, client: client, location: location, parallel: parallel)
-        return (vault, try await r.pull(progress: progress))
+        return Clone(vault: vault, report: try await r.pull(progress: progress))
     }
 
     /// Reads a store's `vault.json` (nil when the prefix holds none), after checking the bucket

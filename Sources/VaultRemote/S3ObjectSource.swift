@@ -96,7 +96,7 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
     private var clock: UInt64 = 0
     private var inFlight: [BlockKey: EventLoopFuture<Block>] = [:]
     private var headerSizes: [DocumentID: UInt64] = [:]
-    private var fetched: (requests: Int, bytes: UInt64) = (0, 0)
+    private var fetched = Transferred(requests: 0, bytes: 0)
 
     public init(client: any ObjectStore, location: RemoteLocation, sizes: [DocumentID: UInt64], cacheBytes: Int = 64 << 20, readAhead: Int = 2,
                 policy: RetryPolicy = .store) {
@@ -121,7 +121,15 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
     }
 
     /// GET requests made and bytes received so far.
-    public var transferred: (requests: Int, bytes: UInt64) { lock.withLock { fetched } }
+    public var transferred: Transferred { lock.withLock { fetched } }
+
+    /// What a source has fetched from the store.
+    public struct Transferred: Sendable, Equatable {
+        /// GET requests made.
+        public var requests: Int
+        /// Bytes received.
+        public var bytes: UInt64
+    }
 
     /// Fetches the heads of `ids`, many at once (the index of a cold cache is rebuilt from them).
     public func prefetchHeads(_ ids: [DocumentID], inFlight limit: Int = 16) throws {

@@ -18,7 +18,7 @@ public protocol ObjectStore: Sendable {
     /// Every object whose key starts with `prefix`, every page; never a key outside `prefix`.
     func listObjects(bucket: String, prefix: String, pageSize: Int) async throws -> [S3Client.ListedObject]
     /// The object's size and ETag, or nil when there is none.
-    func headObject(bucket: String, key: String) async throws -> (size: UInt64, etag: String)?
+    func headObject(bucket: String, key: String) async throws -> ObjectHead?
     /// The object's bytes (or `range` of them); an answer longer than `limit` is an error.
     func getObject(bucket: String, key: String, range: ClosedRange<UInt64>?, limit: Int) async throws -> [UInt8]
     /// Streams the object (or `range` of it) to `receive`; more than `expected` bytes is a
@@ -31,18 +31,18 @@ public protocol ObjectStore: Sendable {
     func getRange(bucket: String, key: String, range: ClosedRange<UInt64>, into target: UnsafeMutableRawBufferPointer) -> EventLoopFuture<Int>
     /// Writes the object; returns its ETag.
     @discardableResult
-    func putObject(bucket: String, key: String, body: ByteBuffer, contentType: String, metadata: [(String, String)]) async throws -> String
+    func putObject(bucket: String, key: String, body: ByteBuffer, contentType: String, metadata: [String: String]) async throws -> String
     /// Writes the object only when no object has the key; false when one was there.
     func putObjectIfAbsent(bucket: String, key: String, body: ByteBuffer, contentType: String) async throws -> Bool
     /// Deletes the object (none there is not an error).
     func deleteObject(bucket: String, key: String) async throws
     /// Starts a multipart upload; returns its id.
-    func createMultipartUpload(bucket: String, key: String, contentType: String, metadata: [(String, String)]) async throws -> String
+    func createMultipartUpload(bucket: String, key: String, contentType: String, metadata: [String: String]) async throws -> String
     /// Sends part `number` (from 1); returns its ETag.
     func uploadPart(bucket: String, key: String, uploadID: String, number: Int, body: ByteBuffer) async throws -> String
     /// Joins the parts into the object; returns its ETag.
     @discardableResult
-    func completeMultipartUpload(bucket: String, key: String, uploadID: String, parts: [(number: Int, etag: String)]) async throws -> String
+    func completeMultipartUpload(bucket: String, key: String, uploadID: String, parts: [UploadedPart]) async throws -> String
     /// Drops an unfinished multipart upload and its parts.
     func abortMultipartUpload(bucket: String, key: String, uploadID: String) async throws
 }

@@ -59,18 +59,18 @@ public final class S3Client: Sendable {
     }
 
     /// An S3 answer: status, headers and body.
-    public struct Response: Sendable {
-        public var status: Int
-        public var headers: [(String, String)]
-        public var body: [UInt8]
-        public func header(_ name: String) -> String? { headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1 }
+    package struct Response: Sendable {
+        package var status: Int
+        package var headers: HTTPHeaders
+        package var body: [UInt8]
+        package func header(_ name: String) -> String? { headers.first(name: name) }
     }
 
     /// Sends a signed request and returns the answer, whatever its status. The body's SHA-256
     /// is signed unless `unsignedBody`: a body sent with a `Content-MD5` header (which is signed,
     /// and which the store checks) need not be hashed twice.
-    public func send(_ method: String, bucket: String, key: String = "", query: [(String, String)] = [],
-                     headers: [(String, String)] = [], body: [UInt8] = [], unsignedBody: Bool = false, date: Date = Date(),
+    package func send(_ method: RequestMethod, bucket: String, key: String = "", query: [(String, String)] = [],
+                      headers: HTTPHeaders = [:], body: [UInt8] = [], unsignedBody: Bool = false, date: Date = Date(),
                      limit: Int = S3Client.answerLimit) async throws -> Response {
         try await send(method, bucket: bucket, key: key, query: query, headers: headers, body: ByteBuffer(bytes: body),
                        unsignedBody: unsignedBody, date: date, limit: limit)
@@ -78,18 +78,19 @@ public final class S3Client: Sendable {
 
     /// The same, with the body in a `ByteBuffer`, which the HTTP client sends without a copy
     /// (large parts are produced straight into one).
-    public func send(_ method: String, bucket: String, key: String = "", query: [(String, String)] = [],
-                     headers: [(String, String)] = [], body: ByteBuffer, unsignedBody: Bool = false, date: Date = Date(),
+    package func send(_ method: RequestMethod, bucket: String, key: String = "", query: [(String, String)] = [],
+                      headers: HTTPHeaders = [:], body: ByteBuffer, unsignedBody: Bool = false, date: Date = Date(),
                      limit: Int = S3Client.answerLimit, expected: UInt64? = nil,
                      receive: ((ByteBuffer) throws -> Void)? = nil) async throws -> Response {
-        let unsigned = addressing.request(method: method, endpoint: endpoint, bucket: bucket, key: key, query: query, headers: headers)
-        precondition(!unsignedBody || headers.contains { $0.0 == "Content-MD5" }, "an unsigned body needs a signed Content-MD5")
+        let unsigned = addressing.request(method: method.rawValue, endpoint: endpoint, bucket: bucket, key: key, query: query,
+                                            headers: headers.map { ($0.name, $0.value) })
+        precondition(!unsignedBody || headers.contains(name: "Content-MD5"), "an unsigned body needs a signed Content-MD5")
         let signed = signer.sign(unsigned, payload: unsignedBody ? .unsigned : body.withUnsafeReadableBytes { .hashing($0) }, date: date)
         var request = HTTPClientRequest(url: signed.url)
-        request.method = HTTPMethod(rawValue: method)
+        request.method = HTTPMethod(rawValue: method.rawValue)
         for (k, v) in signed.headers { request.headers.add(name: k, value: v) }
         request.headers.replaceOrAdd(name: "Host", value: signed.host)
-        if body.readableBytes > 0 || ["PUT", "POST"].contains(method) { request.body = .bytes(body) }
+        if body.readableBytes > 0 || [.put, .post].contains(method) { request.body = .bytes(body) }
         let response: HTTPClientResponse
         let deadline = deadline(forBytes: UInt64(body.readableBytes) + (expected ?? UInt64(limit)))
         do {
@@ -126,13 +127,13 @@ public final class S3Client: Sendable {
             // The connection dropped in the middle of the answer: as transient as one that failed before it.
             throw VaultError(.storeUnavailable, "S3 \(method) \(bucket)/\(key): \(Self.describe(error))")
         }
-        return Response(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
+        return Response(status: Int(response.status.code), headers: response.headers,
                         body: collected.readBytes(length: collected.readableBytes) ?? [])
     }
 
     /// Fails once `deadline` has passed: the HTTP client's deadline covers the wait for an
     /// answer's head, and this the body, piece by piece (a silent store meets the idle timeout).
-    static func check(_ deadline: NIODeadline, _ method: String, _ bucket: String, _ key: String) throws {
+    static func check(_ deadline: NIODeadline, _ method: RequestMethod, _ bucket: String, _ key: String) throws {
         if NIODeadline.now() > deadline {
             throw VaultError(.storeUnavailable, "S3 \(method) \(bucket)/\(key): \(describe(HTTPClientError.deadlineExceeded))")
         }
@@ -157,41 +158,43 @@ public final class S3Client: Sendable {
     }
 
     /// Base64 of the MD5 of `bytes`, for `Content-MD5`; and its hex, which is the part's ETag.
-    public static func md5(_ bytes: [UInt8]) -> (base64: String, hex: String) {
+    package static func md5(_ bytes: [UInt8]) -> (base64: String, hex: String) {
         bytes.withUnsafeBytes { md5($0) }
     }
 
-    public static func md5(_ bytes: UnsafeRawBufferPointer) -> (base64: String, hex: String) {
+    package static func md5(_ bytes: UnsafeRawBufferPointer) -> (base64: String, hex: String) {
         var h = Insecure.MD5()
         h.update(bufferPointer: bytes)
         let d = Array(h.finalize())
         return (Data(d).base64EncodedString(), SigV4.hex(d))
     }
 
-    public static func md5(_ bytes: ByteBuffer) -> (base64: String, hex: String) {
+    package static func md5(_ bytes: ByteBuffer) -> (base64: String, hex: String) {
         bytes.withUnsafeReadableBytes { md5($0) }
     }
 
     // MARK: Buckets and objects
 
     public func createBucket(_ bucket: String) async throws {
-        try check(try await send("PUT", bucket: bucket), "CreateBucket \(bucket)")
+        try check(try await send(.put, bucket: bucket), "CreateBucket \(bucket)")
     }
 
     /// PUT of a whole object with `Content-MD5` (S3 checks it: BadDigest). Returns the ETag,
     /// after checking it is the MD5 the client computed.
     @discardableResult
     public func putObject(bucket: String, key: String, body: [UInt8], contentType: String,
-                          metadata: [(String, String)] = []) async throws -> String {
+                          metadata: [String: String] = [:]) async throws -> String {
         try await putObject(bucket: bucket, key: key, body: ByteBuffer(bytes: body), contentType: contentType, metadata: metadata)
     }
 
     @discardableResult
     public func putObject(bucket: String, key: String, body: ByteBuffer, contentType: String,
-                          metadata: [(String, String)] = []) async throws -> String {
+                          metadata: [String: String] = [:]) async throws -> String {
         let md5 = Self.md5(body)
-        let r = try check(try await send("PUT", bucket: bucket, key: key, headers: [("Content-Type", contentType), ("Content-MD5", md5.base64)]
-                                         + metadata.map { ("x-amz-meta-\($0.0)", $0.1) }, body: body, unsignedBody: true), "PutObject \(bucket)/\(key)")
+        var headers: HTTPHeaders = ["Content-Type": contentType, "Content-MD5": md5.base64]
+        headers.add(contentsOf: Self.metadataHeaders(metadata))
+        let r = try check(try await send(.put, bucket: bucket, key: key, headers: headers, body: body, unsignedBody: true),
+                          "PutObject \(bucket)/\(key)")
         return try Self.etag(of: r, matching: md5.hex, "PutObject \(bucket)/\(key)", body: "body")
     }
 
@@ -213,15 +216,15 @@ public final class S3Client: Sendable {
     /// The same, with the body in a `ByteBuffer`.
     public func putObjectIfAbsent(bucket: String, key: String, body: ByteBuffer, contentType: String) async throws -> Bool {
         let md5 = Self.md5(body)
-        let r = try await send("PUT", bucket: bucket, key: key, headers: [("Content-Type", contentType), ("Content-MD5", md5.base64),
-                                                                          ("If-None-Match", "*")], body: body, unsignedBody: true)
+        let headers: HTTPHeaders = ["Content-Type": contentType, "Content-MD5": md5.base64, "If-None-Match": "*"]
+        let r = try await send(.put, bucket: bucket, key: key, headers: headers, body: body, unsignedBody: true)
         if r.status == 412 || S3XML.error(r.body)?.code == "PreconditionFailed" { return false }
         try check(r, "PutObject \(bucket)/\(key)")
         return true
     }
 
     public func deleteObject(bucket: String, key: String) async throws {
-        let r = try await send("DELETE", bucket: bucket, key: key)
+        let r = try await send(.delete, bucket: bucket, key: key)
         if r.status == 404 { return }
         try check(r, "DeleteObject \(bucket)/\(key)")
     }
@@ -250,7 +253,7 @@ public final class S3Client: Sendable {
         repeat {
             var query = [("list-type", "2"), ("prefix", prefix), ("max-keys", String(pageSize))]
             if let t = listing.token { query.append(("continuation-token", t)) }
-            let r = try check(try await send("GET", bucket: bucket, query: query), listing.what)
+            let r = try check(try await send(.get, bucket: bucket, query: query), listing.what)
             all += try listing.read(r.body)
         } while !listing.done
         return all
@@ -259,18 +262,18 @@ public final class S3Client: Sendable {
     /// True when `bucket` exists, by listing at most one key (a GET, so that a refusal comes
     /// with its S3 error code, which a HEAD would not carry).
     public func bucketExists(_ bucket: String) async throws -> Bool {
-        let r = try await send("GET", bucket: bucket, query: [("list-type", "2"), ("max-keys", "1")])
+        let r = try await send(.get, bucket: bucket, query: [("list-type", "2"), ("max-keys", "1")])
         if r.status == 404 || S3XML.error(r.body)?.code == "NoSuchBucket" { return false }
         try check(r, "ListObjectsV2 \(bucket)")
         return true
     }
 
     /// HEAD: the object's size and ETag, or nil when there is none.
-    public func headObject(bucket: String, key: String) async throws -> (size: UInt64, etag: String)? {
-        let r = try await send("HEAD", bucket: bucket, key: key)
+    public func headObject(bucket: String, key: String) async throws -> ObjectHead? {
+        let r = try await send(.head, bucket: bucket, key: key)
         if r.status == 404 { return nil }
         try check(r, "HeadObject \(bucket)/\(key)")
-        return (UInt64(r.header("Content-Length") ?? "") ?? 0, Self.unquote(r.header("ETag") ?? ""))
+        return ObjectHead(size: UInt64(r.header("Content-Length") ?? "") ?? 0, etag: Self.unquote(r.header("ETag") ?? ""))
     }
 
     /// Streams the object (or `range` of it) to `receive`, piece by piece as it arrives, and
@@ -280,11 +283,11 @@ public final class S3Client: Sendable {
     ///   and the request's deadline is reckoned from it.
     public func getObject(bucket: String, key: String, range: ClosedRange<UInt64>? = nil, expected: UInt64,
                           receive: @escaping (ByteBuffer) throws -> Void) async throws -> UInt64 {
-        let headers = range.map { [("Range", "bytes=\($0.lowerBound)-\($0.upperBound)")] } ?? []
+        let headers: HTTPHeaders = range.map { ["Range": "bytes=\($0.lowerBound)-\($0.upperBound)"] } ?? [:]
         // nonisolated(unsafe): the delegate calls `receive` on one event loop, in order, and
         // `count` is read only after the request has completed.
         nonisolated(unsafe) var count: UInt64 = 0
-        try check(try await send("GET", bucket: bucket, key: key, headers: headers, body: ByteBuffer(), expected: expected, receive: { part in
+        try check(try await send(.get, bucket: bucket, key: key, headers: headers, body: ByteBuffer(), expected: expected, receive: { part in
             count += UInt64(part.readableBytes)
             try receive(part)
         }), "GetObject \(bucket)/\(key)")
@@ -302,7 +305,7 @@ public final class S3Client: Sendable {
     /// the commands' threads are not).
     public func getRange(bucket: String, key: String, range: ClosedRange<UInt64>, into target: UnsafeMutableRawBufferPointer) -> EventLoopFuture<Int> {
         let headers = [("Range", "bytes=\(range.lowerBound)-\(range.upperBound)")]
-        let unsigned = addressing.request(method: "GET", endpoint: endpoint, bucket: bucket, key: key, query: [], headers: headers)
+        let unsigned = addressing.request(method: RequestMethod.get.rawValue, endpoint: endpoint, bucket: bucket, key: key, query: [], headers: headers)
         let signed = signer.sign(unsigned, payload: .hashing(UnsafeRawBufferPointer(start: nil, count: 0)), date: Date())
         let loop = http.eventLoopGroup.any()
         var request: HTTPClient.Request
@@ -332,13 +335,13 @@ public final class S3Client: Sendable {
         typealias Response = Int
         let target: UnsafeMutableRawBufferPointer
         let deadline: NIODeadline
-        let check: (Int, [(String, String)], [UInt8]) throws -> Void
+        let check: (Int, HTTPHeaders, [UInt8]) throws -> Void
         var status = 0
-        var headers: [(String, String)] = []
+        var headers: HTTPHeaders = [:]
         var filled = 0
         var errorBody: [UInt8] = []
 
-        init(target: UnsafeMutableRawBufferPointer, deadline: NIODeadline, check: @escaping (Int, [(String, String)], [UInt8]) throws -> Void) {
+        init(target: UnsafeMutableRawBufferPointer, deadline: NIODeadline, check: @escaping (Int, HTTPHeaders, [UInt8]) throws -> Void) {
             self.target = target
             self.deadline = deadline
             self.check = check
@@ -346,7 +349,7 @@ public final class S3Client: Sendable {
 
         func didReceiveHead(task: HTTPClient.Task<Int>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
             status = Int(head.status.code)
-            headers = head.headers.map { ($0.name, $0.value) }
+            headers = head.headers
             return task.eventLoop.makeSucceededVoidFuture()
         }
 
@@ -377,15 +380,17 @@ public final class S3Client: Sendable {
     /// - Parameter limit: the most bytes such an object can hold (`vault.json`, a tombstone):
     ///   a longer answer is an error, not a memory bomb.
     public func getObject(bucket: String, key: String, range: ClosedRange<UInt64>? = nil, limit: Int) async throws -> [UInt8] {
-        let headers = range.map { [("Range", "bytes=\($0.lowerBound)-\($0.upperBound)")] } ?? []
-        return try check(try await send("GET", bucket: bucket, key: key, headers: headers, limit: limit), "GetObject \(bucket)/\(key)").body
+        let headers: HTTPHeaders = range.map { ["Range": "bytes=\($0.lowerBound)-\($0.upperBound)"] } ?? [:]
+        return try check(try await send(.get, bucket: bucket, key: key, headers: headers, limit: limit), "GetObject \(bucket)/\(key)").body
     }
 
     // MARK: Multipart uploads
 
-    public func createMultipartUpload(bucket: String, key: String, contentType: String, metadata: [(String, String)] = []) async throws -> String {
-        let r = try check(try await send("POST", bucket: bucket, key: key, query: [("uploads", "")],
-                                         headers: [("Content-Type", contentType)] + metadata.map { ("x-amz-meta-\($0.0)", $0.1) }),
+    public func createMultipartUpload(bucket: String, key: String, contentType: String,
+                                      metadata: [String: String] = [:]) async throws -> String {
+        var headers: HTTPHeaders = ["Content-Type": contentType]
+        headers.add(contentsOf: Self.metadataHeaders(metadata))
+        let r = try check(try await send(.post, bucket: bucket, key: key, query: [("uploads", "")], headers: headers),
                           "CreateMultipartUpload \(bucket)/\(key)")
         guard let id = S3XML.values("UploadId", in: r.body).first, !id.isEmpty else {
             throw VaultError(.storeRejected, "CreateMultipartUpload \(bucket)/\(key): no UploadId in the answer")
@@ -400,37 +405,43 @@ public final class S3Client: Sendable {
 
     public func uploadPart(bucket: String, key: String, uploadID: String, number: Int, body: ByteBuffer) async throws -> String {
         let md5 = Self.md5(body)
-        let r = try check(try await send("PUT", bucket: bucket, key: key, query: [("partNumber", String(number)), ("uploadId", uploadID)],
-                                         headers: [("Content-MD5", md5.base64)], body: body, unsignedBody: true), "UploadPart \(number) of \(bucket)/\(key)")
+        let r = try check(try await send(.put, bucket: bucket, key: key, query: [("partNumber", String(number)), ("uploadId", uploadID)],
+                                         headers: ["Content-MD5": md5.base64], body: body, unsignedBody: true), "UploadPart \(number) of \(bucket)/\(key)")
         return try Self.etag(of: r, matching: md5.hex, "UploadPart \(number) of \(bucket)/\(key)", body: "part")
     }
 
     /// Completes with the parts in ascending order; an error inside a 200 is an error.
     @discardableResult
-    public func completeMultipartUpload(bucket: String, key: String, uploadID: String, parts: [(number: Int, etag: String)]) async throws -> String {
+    public func completeMultipartUpload(bucket: String, key: String, uploadID: String,
+                                        parts: [UploadedPart]) async throws -> String {
         var xml = "<CompleteMultipartUpload>"
         for p in parts.sorted(by: { $0.number < $1.number }) { xml += "<Part><PartNumber>\(p.number)</PartNumber><ETag>\"\(p.etag)\"</ETag></Part>" }
         xml += "</CompleteMultipartUpload>"
-        let r = try check(try await send("POST", bucket: bucket, key: key, query: [("uploadId", uploadID)],
-                                         headers: [("Content-Type", "application/xml")], body: Array(xml.utf8)),
+        let r = try check(try await send(.post, bucket: bucket, key: key, query: [("uploadId", uploadID)],
+                                         headers: ["Content-Type": "application/xml"], body: Array(xml.utf8)),
                           "CompleteMultipartUpload \(bucket)/\(key)")
         return Self.unquote(S3XML.values("ETag", in: r.body).first ?? "")
     }
 
     public func abortMultipartUpload(bucket: String, key: String, uploadID: String) async throws {
-        try check(try await send("DELETE", bucket: bucket, key: key, query: [("uploadId", uploadID)]), "AbortMultipartUpload \(bucket)/\(key)")
+        try check(try await send(.delete, bucket: bucket, key: key, query: [("uploadId", uploadID)]), "AbortMultipartUpload \(bucket)/\(key)")
     }
 
     /// Every part the store holds (all pages), one per part number (the last listed wins: a
     /// store may list a re-uploaded part twice).
-    public func listParts(bucket: String, key: String, uploadID: String) async throws -> [(number: Int, etag: String, size: UInt64)] {
+    public func listParts(bucket: String, key: String, uploadID: String) async throws -> [UploadedPart] {
         var list = S3XML.PartListing(what: "ListParts \(bucket)/\(key)")
         repeat {
-            let r = try check(try await send("GET", bucket: bucket, key: key, query: [("uploadId", uploadID), ("part-number-marker", String(list.marker))]),
+            let r = try check(try await send(.get, bucket: bucket, key: key, query: [("uploadId", uploadID), ("part-number-marker", String(list.marker))]),
                               list.what)
             try list.read(r.body)
         } while !list.done
         return list.parts
+    }
+
+    /// S3 user metadata as `x-amz-meta-` headers, in the order of their names.
+    static func metadataHeaders(_ metadata: [String: String]) -> [(String, String)] {
+        metadata.sorted { $0.key < $1.key }.map { ("x-amz-meta-\($0.key)", $0.value) }
     }
 
     /// An ETag without its quotes.
@@ -512,8 +523,8 @@ package enum S3XML {
         package init(what: String) { self.what = what }
 
         /// The parts read so far, by part number.
-        package var parts: [(number: Int, etag: String, size: UInt64)] {
-            byNumber.keys.sorted().map { ($0, byNumber[$0]!.0, byNumber[$0]!.1) }
+        package var parts: [UploadedPart] {
+            byNumber.keys.sorted().map { UploadedPart(number: $0, etag: byNumber[$0]!.0, size: byNumber[$0]!.1) }
         }
 
         /// Reads the next page.

@@ -113,7 +113,7 @@ final class S3Sender: BatchSender, @unchecked Sendable {
             }
             try await sendParts(a, state, geometry, chunks, done: &done)
             try await client.completeMultipartUpload(bucket: bucket, key: key, uploadID: state.uploadID,
-                                                     parts: done.keys.sorted().map { ($0, done[$0]!) })
+                                                     parts: done.keys.sorted().map { UploadedPart(number: $0, etag: done[$0]!) })
             return .confirmed(status: 200, duplicate: false)
         } catch {
             return try await outcome(of: error, a)
@@ -121,8 +121,10 @@ final class S3Sender: BatchSender, @unchecked Sendable {
     }
 
     /// The object's metadata: which batch of which run, and the history head.
-    private func metadata(_ a: BatchAttempt) -> [(String, String)] {
-        [("vault-batch", a.label), ("vault-documents", String(a.docs.count)), ("vault-run", a.runID)] + a.logHead.map { ("vault-log-head", $0.1) }
+    private func metadata(_ a: BatchAttempt) -> [String: String] {
+        var out = ["vault-batch": a.label, "vault-documents": String(a.docs.count), "vault-run": a.runID]
+        for (_, head) in a.logHead { out["vault-log-head"] = head }
+        return out
     }
 
     /// Some stores create a bucket on the first PUT; a missing bucket is a mistake to name.

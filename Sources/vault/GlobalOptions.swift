@@ -82,10 +82,10 @@ struct GlobalOptions: ParsableArguments {
         let client = connection.client()
         RemoteClients.keep(client)
         do {
-            let (vault, _, refused) = try await RemoteVault.open(location, client: client, cacheRoot: cacheRoot, password: pw,
-                                                                 cacheBytes: Int(cacheSize?.value ?? 64 << 20))
-            Terminal.warnRefusedTombstones(refused)
-            return vault
+            let opened = try await RemoteVault.open(location, client: client, cacheRoot: cacheRoot, password: pw,
+                                                    cacheBytes: Int(cacheSize?.value ?? 64 << 20))
+            Terminal.warnRefusedTombstones(opened.refusedTombstones)
+            return opened.vault
         } catch let e as VaultError {
             throw e
         } catch {

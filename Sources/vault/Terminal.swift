@@ -1,5 +1,6 @@
 import Foundation
 import VaultCore
+import VaultRemote
 
 /// Everything the CLI says goes through here. Output rules (docs/CLI.md): results on stdout;
 /// errors, warnings and progress on stderr, prefixed `vault:`; hints on a second line.
@@ -56,8 +57,8 @@ enum Terminal {
     static func warn(_ message: String) { err("vault: warning: \(printable(message))") }
 
     /// Names each object under a store's `removed/` that is not this vault's tombstone (with why).
-    static func warnRefusedTombstones(_ refused: [(String, VaultError)]) {
-        for (key, e) in refused { warn("\(key) is not a tombstone of this vault, and hides nothing: \(e.message)") }
+    static func warnRefusedTombstones(_ refused: [RejectedObject]) {
+        for r in refused { warn("\(r.key) is not a tombstone of this vault, and hides nothing: \(r.error.message)") }
     }
 
     /// `text` with control characters escaped, so a hostile document name cannot move the

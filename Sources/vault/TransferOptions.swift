@@ -56,7 +56,7 @@ struct TransferOptions: ParsableArguments {
         try options.checkExists(store)
         let connection = try S3Environment.connection(purpose: purpose)   // checked before the password is asked
         let vault = try options.unlock()
-        let (_, location) = try RemoteList.load(vault).resolve(remote)
+        let location = try RemoteList.load(vault).resolve(remote).location
         return (vault, location, connection.client(timeout: timeout))
     }
 

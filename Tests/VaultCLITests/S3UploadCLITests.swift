@@ -77,7 +77,7 @@ import Glibc
         for (i, want) in exported.enumerated() {
             let key = "station 3/\(run)/batch-000\(i + 1).json"
             #expect(try await s3.object(bucket: bucket, key: key) == want, "\(key)")
-            let head = try await s3.send("HEAD", bucket: bucket, key: key)
+            let head = try await s3.send(.head, bucket: bucket, key: key)
             #expect(head.header("Content-Type") == "application/json")
             #expect(head.header("x-amz-meta-vault-batch") == "\(i + 1)/3")
             #expect(head.header("x-amz-meta-vault-documents") == (i == 2 ? "5" : "20"))

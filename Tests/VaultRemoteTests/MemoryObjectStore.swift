@@ -111,10 +111,10 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
         }
     }
 
-    func headObject(bucket: String, key: String) async throws -> (size: UInt64, etag: String)? {
+    func headObject(bucket: String, key: String) async throws -> ObjectHead? {
         try lock.withLock {
             try enter(.head, key)
-            return try self.bucket(bucket)[key].map { (UInt64($0.count), "") }
+            return try self.bucket(bucket)[key].map { ObjectHead(size: UInt64($0.count), etag: "") }
         }
     }
 
@@ -160,7 +160,7 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
         }
     }
 
-    func putObject(bucket: String, key: String, body: ByteBuffer, contentType: String, metadata: [(String, String)]) async throws -> String {
+    func putObject(bucket: String, key: String, body: ByteBuffer, contentType: String, metadata: [String: String]) async throws -> String {
         try lock.withLock {
             try enter(.put, key)
             _ = try self.bucket(bucket)
@@ -186,7 +186,7 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
         }
     }
 
-    func createMultipartUpload(bucket: String, key: String, contentType: String, metadata: [(String, String)]) async throws -> String {
+    func createMultipartUpload(bucket: String, key: String, contentType: String, metadata: [String: String]) async throws -> String {
         try lock.withLock {
             try enter(.createMultipart, key)
             _ = try self.bucket(bucket)
@@ -205,7 +205,7 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
         }
     }
 
-    func completeMultipartUpload(bucket: String, key: String, uploadID: String, parts: [(number: Int, etag: String)]) async throws -> String {
+    func completeMultipartUpload(bucket: String, key: String, uploadID: String, parts: [UploadedPart]) async throws -> String {
         try lock.withLock {
             try enter(.complete, key)
             guard let upload = uploads.removeValue(forKey: uploadID) else { throw VaultError(.notFound, "NoSuchUpload: \(uploadID)") }

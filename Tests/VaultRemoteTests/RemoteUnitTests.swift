@@ -29,7 +29,7 @@ final class Station {
     /// A replica cloned here from `location` on `store`.
     init(cloning location: RemoteLocation, from store: any ObjectStore, password: String = "correct horse") async throws {
         dir = Self.temporaryFolder()
-        vault = try await Replicator.clone(location, client: store, into: VaultStore(root: dir + "/vault"), password: Self.password(password)).0
+        vault = try await Replicator.clone(location, client: store, into: VaultStore(root: dir + "/vault"), password: Self.password(password)).vault
     }
 
     deinit { try? FileManager.default.removeItem(atPath: dir) }
@@ -196,10 +196,10 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
 
         let report = try await Replicator(vault: b.vault, client: store, location: location).pull()
         #expect(report.fetched.map(\.id) == [fine])
-        let rejected = Dictionary(uniqueKeysWithValues: report.rejected.map { ($0.0, $0.1.code) })
+        let rejected = Dictionary(uniqueKeysWithValues: report.rejected.map { ($0.key, $0.error.code) })
         #expect(rejected["objects/\(damaged.hex).vlt"]?.isDamage == true, "\(report.rejected)")
         #expect(rejected["objects/\(overlong.hex).vlt"] == .trailingData, "\(report.rejected)")
-        #expect(report.removed.isEmpty && report.refusedTombstones.map(\.0) == ["removed/\(kept.hex)"])
+        #expect(report.removed.isEmpty && report.refusedTombstones.map(\.key) == ["removed/\(kept.hex)"])
         #expect(try b.vault.objectIDs() == [kept, fine])
         // Nothing half-downloaded stays behind.
         let objects = try FileManager.default.contentsOfDirectory(atPath: b.dir + "/vault/objects")
@@ -357,9 +357,10 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         store.clearLog()
         let cache = Station.temporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: cache) }
-        let (vault, source, refused) = try await RemoteVault.open(location, client: store, cacheRoot: cache + "/cache", password: Station.password())
+        let opened = try await RemoteVault.open(location, client: store, cacheRoot: cache + "/cache", password: Station.password())
+        let (vault, source, refused) = (opened.vault, opened.source, opened.refusedTombstones)
         #expect(try vault.objectIDs() == Set(a.originals.keys).subtracting([gone]))
-        #expect(refused.isEmpty, "junk whose id names no listed object is not even fetched: \(refused.map(\.0))")
+        #expect(refused.isEmpty, "junk whose id names no listed object is not even fetched: \(refused.map(\.key))")
         #expect(store.count(.getRange) == 3 && source.transferred.bytes <= 3 * 8 << 10, "one head per document")
         let records = try vault.records().records
         #expect(Set(records.map(\.id)) == Set(a.originals.keys).subtracting([gone]))

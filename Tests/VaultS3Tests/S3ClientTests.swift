@@ -24,7 +24,7 @@ import VaultCore
         try await s3.createBucket(bucket)
         let body = Self.bytes(100_000, seed: 1)
         let etag = try await s3.putObject(bucket: bucket, key: "runs/a b/batch-0001.json", body: body, contentType: "application/json",
-                                          metadata: [("batch", "1/2")])
+                                          metadata: ["batch": "1/2"])
         #expect(etag == S3Client.md5(body).hex)
         let head = try #require(try await s3.headObject(bucket: bucket, key: "runs/a b/batch-0001.json"))
         #expect(head.size == 100_000 && head.etag == etag)
@@ -66,8 +66,8 @@ import VaultCore
         try await s3.createBucket(bucket)
         let parts = [Self.bytes(5 << 20, seed: 2), Self.bytes(5 << 20, seed: 3), Self.bytes(1 << 20, seed: 4)]
         let id = try await s3.createMultipartUpload(bucket: bucket, key: "big.json", contentType: "application/json")
-        var etags: [(number: Int, etag: String)] = []
-        for (i, p) in parts.enumerated() { etags.append((i + 1, try await s3.uploadPart(bucket: bucket, key: "big.json", uploadID: id, number: i + 1, body: p))) }
+        var etags: [UploadedPart] = []
+        for (i, p) in parts.enumerated() { etags.append(UploadedPart(number: i + 1, etag: try await s3.uploadPart(bucket: bucket, key: "big.json", uploadID: id, number: i + 1, body: p))) }
         // A part sent again replaces the earlier one; the listing has one entry per number.
         _ = try await s3.uploadPart(bucket: bucket, key: "big.json", uploadID: id, number: 2, body: parts[1])
         let listed = try await s3.listParts(bucket: bucket, key: "big.json", uploadID: id)
@@ -93,7 +93,7 @@ import VaultCore
         defer { Task { await s3.shutdown() } }
         let bucket = "digest-\(UUID().uuidString.prefix(8).lowercased())"
         try await s3.createBucket(bucket)
-        let r = try await s3.send("PUT", bucket: bucket, key: "x", headers: [("Content-MD5", S3Client.md5([1, 2, 3]).base64)], body: [1, 2, 4])
+        let r = try await s3.send(.put, bucket: bucket, key: "x", headers: ["Content-MD5": S3Client.md5([1, 2, 3]).base64], body: [1, 2, 4])
         // The code is parsed from the answer and kept as the error's cause: callers decide on it.
         #expect { try s3.check(r, "PutObject") } throws: { e in
             (e as? VaultError)?.code == .storeRejected && (e as? VaultError)?.s3Code == "BadDigest"

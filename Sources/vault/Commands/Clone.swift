@@ -41,7 +41,7 @@ extension VaultCommand {
             let password = try PasswordReader.read(file: options.passwordFile, command: options.passwordCommand)
             let start = Date()
             let report = try await transfer.run(location, label: "clone") { progress in
-                try await Replicator.clone(location, client: client, into: store, password: password, parallel: transfer.parallel, progress: progress).1
+                try await Replicator.clone(location, client: client, into: store, password: password, parallel: transfer.parallel, progress: progress).report
             }
             try Pull.finish(report, from: location, start: start, transfer: transfer, verb: "cloned")
         }

@@ -43,13 +43,13 @@ extension VaultCommand {
 
         /// The summary line, the rejected objects as warnings, and the exit status they call for.
         static func finish(_ report: PullReport, from location: RemoteLocation, start: Date, transfer: TransferOptions, verb: String) throws {
-            for (key, e) in report.rejected { Terminal.err("vault: warning: not taken: \(key): \(e.message)") }
+            for r in report.rejected { Terminal.err("vault: warning: not taken: \(r.key): \(r.error.message)") }
             Terminal.warnRefusedTombstones(report.refusedTombstones)
             if transfer.json {
                 Terminal.out(JSONOutput.line(TransferOptions.PullResult(
                     remote: location.description, fetched: report.fetched.map(\.id.hex), fetchedBytes: report.fetchedBytes,
-                    removed: report.removed.map(\.hex), rejected: report.rejected.map { .init(key: $0.0, code: $0.1.code.rawValue, message: $0.1.message) },
-                    refusedTombstones: report.refusedTombstones.map(\.0), seconds: JSONOutput.seconds(since: start))))
+                    removed: report.removed.map(\.hex), rejected: report.rejected.map { .init(key: $0.key, code: $0.error.code.rawValue, message: $0.error.message) },
+                    refusedTombstones: report.refusedTombstones.map(\.key), seconds: JSONOutput.seconds(since: start))))
             }
             if transfer.printsSummary {
                 var line = String(format: "vault: %@ %d document%@ (%@) from %@ in %.1f s", verb, report.fetched.count, report.fetched.count == 1 ? "" : "s",

@@ -50,7 +50,7 @@ extension VaultCommand {
             if transfer.json {
                 Terminal.out(JSONOutput.line(TransferOptions.PushResult(
                     remote: location.description, sent: report.sent.map(\.hex), sentBytes: report.sentBytes, alreadyThere: report.alreadyThere,
-                    tombstones: report.tombstones, refusedTombstones: report.refusedTombstones.map(\.0), created: report.created,
+                    tombstones: report.tombstones, refusedTombstones: report.refusedTombstones.map(\.key), created: report.created,
                     seconds: JSONOutput.seconds(since: start))))
             }
             if transfer.printsSummary {
