@@ -7,7 +7,8 @@ import SystemPackage
 /// file or document involved, an optional hint saying what to do next, and the underlying
 /// cause when there is one. Messages never contain a password, a key or document contents.
 public struct VaultError: Error, CustomStringConvertible, Sendable {
-    /// What kind of failure this is. Extensible: new codes are new static members.
+    /// What kind of failure this is. Extensible: new codes are new static members, declared by
+    /// the module that raises them (VaultUpload's `upload-*`, VaultS3's `store-*`).
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
@@ -51,20 +52,6 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         public static let usage = Code(rawValue: "usage")
         /// The operating system refused an operation (permissions, disk full, ...).
         public static let io = Code(rawValue: "io")
-        /// The upload server refused the credentials (401, 403).
-        public static let uploadUnauthorized = Code(rawValue: "upload-unauthorized")
-        /// The upload server rejected a batch for good (4xx other than 401, 403, 408, 429).
-        public static let uploadRejected = Code(rawValue: "upload-rejected")
-        /// The upload gave up after its retries (network, timeouts, 5xx): run it again to resume.
-        public static let uploadFailed = Code(rawValue: "upload-failed")
-        /// A remote store (S3) refused the credentials: a bad signature, an unknown or expired key,
-        /// access denied.
-        public static let storeUnauthorized = Code(rawValue: "store-unauthorized")
-        /// A remote store refused a request for good (an S3 error other than the above, a 4xx).
-        public static let storeRejected = Code(rawValue: "store-rejected")
-        /// A remote store could not be reached or answered with a transient failure (a dropped
-        /// connection, a timeout, a passed deadline, 5xx, SlowDown) after the retries.
-        public static let storeUnavailable = Code(rawValue: "store-unavailable")
         /// Another vault command holds the vault, and this one cannot run beside it (a
         /// password change while another command has the vault open): run it when that ends.
         public static let busy = Code(rawValue: "busy")
@@ -105,44 +92,78 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         self.cause = cause
     }
 
-    /// A step, among the vault's own operations, that would set an error right.
-    public enum Remedy: Sendable, Equatable {
+    /// A step, among the vault's own operations, that would set an error right. Extensible like
+    /// ``Code``: each module declares the remedies of the errors it raises (VaultUpload,
+    /// VaultRemote), as static members of ``Remedy`` and its ``Remedy/Name``.
+    public struct Remedy: Sendable, Hashable {
+        /// Which step.
+        public let name: Name
+        /// The document the step concerns, when it concerns one.
+        public let document: DocumentID?
+        /// The place the step names (a remote vault's URL), when it names one.
+        public let location: String?
+        /// The byte count the step names (a limit to raise to), when it names one.
+        public let bytes: UInt64?
+
+        /// A remedy `name`, about `document`, `location` or `bytes` where the step needs one.
+        public init(_ name: Name, document: DocumentID? = nil, location: String? = nil, bytes: UInt64? = nil) {
+            self.name = name
+            self.document = document
+            self.location = location
+            self.bytes = bytes
+        }
+
+        /// The name of a step. Extensible: new steps are new static members.
+        public struct Name: RawRepresentable, Hashable, Sendable {
+            public let rawValue: String
+            public init(rawValue: String) { self.rawValue = rawValue }
+
+            /// Create a vault there.
+            public static let createVault = Name(rawValue: "create-vault")
+            /// Look the document up among those the vault lists.
+            public static let listDocuments = Name(rawValue: "list-documents")
+            /// Rebuild the index (verifying the vault does).
+            public static let rebuildIndex = Name(rawValue: "rebuild-index")
+            /// Audit the vault, and remove the document (``Remedy/document``) again.
+            public static let auditAndRemoveAgain = Name(rawValue: "audit-and-remove-again")
+            /// Verify the vault, and remove or restore the failing document before trying again.
+            public static let verifyThenRemoveOrRestore = Name(rawValue: "verify-then-remove-or-restore")
+            /// Make a local copy of the remote vault (``Remedy/location``) first, or use a replica.
+            public static let cloneFirst = Name(rawValue: "clone-first")
+            /// Add the files inside the folder instead (recursively).
+            public static let addRecursively = Name(rawValue: "add-recursively")
+            /// Name a destination for the vault.
+            public static let addDestination = Name(rawValue: "add-destination")
+            /// Delete the damaged destination list, then name the destinations again.
+            public static let addDestinationsAgain = Name(rawValue: "add-destinations-again")
+            /// Raise the payload byte limit to at least ``Remedy/bytes``, or leave the document out.
+            public static let raiseByteLimit = Name(rawValue: "raise-byte-limit")
+            /// Free some disk space and run the operation again.
+            public static let freeSpace = Name(rawValue: "free-space")
+        }
+
         /// Create a vault there.
-        case createVault
+        public static let createVault = Remedy(.createVault)
         /// Look the document up among those the vault lists.
-        case listDocuments
+        public static let listDocuments = Remedy(.listDocuments)
         /// Rebuild the index (verifying the vault does).
-        case rebuildIndex
-        /// Audit the vault, and remove the document (this id) again.
-        case auditAndRemoveAgain(DocumentID)
+        public static let rebuildIndex = Remedy(.rebuildIndex)
+        /// Audit the vault, and remove the document `id` again.
+        public static func auditAndRemoveAgain(_ id: DocumentID) -> Remedy { Remedy(.auditAndRemoveAgain, document: id) }
         /// Verify the vault, and remove or restore the failing document before trying again.
-        case verifyThenRemoveOrRestore
-        /// Make a local copy of the remote vault (named so) first, or use a replica.
-        case cloneFirst(String)
+        public static let verifyThenRemoveOrRestore = Remedy(.verifyThenRemoveOrRestore)
+        /// Make a local copy of the remote vault at `source` first, or use a replica.
+        public static func cloneFirst(_ source: String) -> Remedy { Remedy(.cloneFirst, location: source) }
         /// Add the files inside the folder instead (recursively).
-        case addRecursively
-        /// Remove the upload's journal; the upload then starts afresh.
-        case pruneUploadJournal
-        /// Push a vault to the store first.
-        case pushFirst
-        /// Name a remote store for the vault.
-        case addRemote
-        /// Delete the damaged remote list, then name the stores again.
-        case addRemotesAgain
+        public static let addRecursively = Remedy(.addRecursively)
         /// Name a destination for the vault.
-        case addDestination
+        public static let addDestination = Remedy(.addDestination)
         /// Delete the damaged destination list, then name the destinations again.
-        case addDestinationsAgain
-        /// Push to a new prefix, or clone the store again with its password.
-        case pushToNewPrefixOrClone
-        /// Create the bucket, or check the store's URL and endpoint.
-        case checkBucketAndEndpoint
-        /// Check the host name in the URL (it does not resolve).
-        case checkHostName
-        /// Raise the payload byte limit to at least this many bytes, or leave the document out.
-        case raiseByteLimit(UInt64)
+        public static let addDestinationsAgain = Remedy(.addDestinationsAgain)
+        /// Raise the payload byte limit to at least `bytes`, or leave the document out.
+        public static func raiseByteLimit(_ bytes: UInt64) -> Remedy { Remedy(.raiseByteLimit, bytes: bytes) }
         /// Free some disk space and run the operation again.
-        case freeSpace
+        public static let freeSpace = Remedy(.freeSpace)
     }
 
     /// The message, then the cause if it adds anything (an `errno` or a store's error is

@@ -1,5 +1,7 @@
 import Foundation
 import VaultCore
+import VaultRemote
+import VaultUpload
 
 /// What the CLI adds to an error before it is printed: the libraries name no command, option
 /// or environment variable (a test holds them to it), so the words that tell a user which
@@ -49,13 +51,15 @@ enum Hints {
 
     /// A remedy as the command that does it.
     static func text(_ remedy: VaultError.Remedy) -> String {
-        switch remedy {
+        switch remedy.name {
         case .createVault: "create one with 'vault init'"
         case .listDocuments: "see 'vault list'"
         case .rebuildIndex: "run 'vault verify' to rebuild the index"
-        case .auditAndRemoveAgain(let id): "run 'vault audit'; 'vault remove \(id.hex.prefix(8))' removes it again"
+        case .auditAndRemoveAgain:
+            "run 'vault audit'; 'vault remove \(remedy.document?.hex.prefix(8) ?? "ID")' removes it again"
         case .verifyThenRemoveOrRestore: "run 'vault verify', and remove or restore that document first"
-        case .cloneFirst(let source): "clone it first with 'vault clone \(source) --vault NEW-FOLDER', or use a replica"
+        case .cloneFirst:
+            "clone it first with 'vault clone \(remedy.location ?? "URL") --vault NEW-FOLDER', or use a replica"
         case .addRecursively: "use -r to add the files inside it"
         case .pruneUploadJournal: "'vault uploads prune' removes it; the upload then starts afresh"
         case .pushFirst: "push one there first with 'vault push'"
@@ -63,11 +67,15 @@ enum Hints {
         case .addRemotesAgain: "delete it, then 'vault remote add' the stores again"
         case .addDestination: "add one with 'vault destination add NAME URL', or give a URL"
         case .addDestinationsAgain: "delete it, then 'vault destination add' the destinations again"
-        case .pushToNewPrefixOrClone: "push to a new prefix with 'vault remote add NAME s3://BUCKET/NEW-PREFIX', or clone the store again with its password"
+        case .pushToNewPrefixOrClone:
+            "push to a new prefix with 'vault remote add NAME s3://BUCKET/NEW-PREFIX', "
+                + "or clone the store again with its password"
         case .checkBucketAndEndpoint: "create it, or check the URL and AWS_ENDPOINT_URL"
         case .checkHostName: "check the host name in the URL (or the destination's, 'vault destination')"
-        case .raiseByteLimit(let needed): "use --max-bytes \(ByteCount.atLeast(needed)) or more, or leave this document out"
+        case .raiseByteLimit:
+            "use --max-bytes \(ByteCount.atLeast(remedy.bytes ?? 0)) or more, or leave this document out"
         case .freeSpace: "free some space and run the command again"
+        default: remedy.name.rawValue   // a remedy a newer library names and this front end does not word
         }
     }
 }

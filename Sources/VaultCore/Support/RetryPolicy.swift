@@ -50,31 +50,6 @@ public struct RetryPolicy: Sendable {
                                          sleepBlocking: { usleep(useconds_t(max(0, $0) * 1e6)) })
     }
 
-    /// What to do about an HTTP status.
-    public enum Decision: Equatable, Sendable {
-        /// 2xx: the batch is confirmed.
-        case confirmed
-        /// 408, 429, 500, 502, 503, 504: try again after a delay.
-        case retry
-        /// 401, 403: stop; the credentials are wrong.
-        case authentication
-        /// 413: the payload is too large for the server.
-        case tooLarge
-        /// Any other status: stop with the server's message.
-        case reject
-    }
-
-    /// The decision for `status`.
-    public static func decide(status: Int) -> Decision {
-        switch status {
-        case 200..<300: .confirmed
-        case 408, 429, 500, 502, 503, 504: .retry
-        case 401, 403: .authentication
-        case 413: .tooLarge
-        default: .reject
-        }
-    }
-
     /// Seconds to wait before attempt `attempt + 1` (attempts count from 1): the server's
     /// `Retry-After` when given (capped), else "full jitter" — uniform in [0, min(max, base·2^(attempt−1))].
     /// - Parameters:
@@ -120,27 +95,5 @@ public struct RetryPolicy: Sendable {
                 attempt += 1
             }
         }
-    }
-
-    /// Parses `Retry-After`: delta-seconds (digits only: `inf`, `1e9` or `0x10` are not
-    /// seconds; too many digits are a very long wait, which the caller caps) or an HTTP date
-    /// (RFC 9110). Nil if neither.
-    public static func parseRetryAfter(_ value: String?, now: Date = Date()) -> Double? {
-        guard let v = value?.trimmingCharacters(in: .whitespaces), !v.isEmpty else { return nil }
-        if v.utf8.allSatisfy({ (0x30...0x39).contains($0) }) { return Double(UInt64(v) ?? .max) }
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "GMT")
-        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        guard let date = f.date(from: v) else { return nil }
-        return max(0, date.timeIntervalSince(now))
-    }
-}
-
-extension VaultError {
-    /// True for a store failure that may pass (``Code/storeUnavailable``): the one kind a
-    /// store operation retries.
-    public static func isTransientStoreFailure(_ error: any Error) -> Bool {
-        (error as? VaultError)?.code == .storeUnavailable
     }
 }

@@ -1,0 +1,25 @@
+import VaultCore
+
+/// The errors an upload raises, declared here as VaultUpload raises them.
+extension VaultError.Code {
+    /// The upload server refused the credentials (401, 403).
+    public static let uploadUnauthorized = Self(rawValue: "upload-unauthorized")
+    /// The upload server rejected a batch for good (4xx other than 401, 403, 408, 429).
+    public static let uploadRejected = Self(rawValue: "upload-rejected")
+    /// The upload gave up after its retries (network, timeouts, 5xx): run it again to resume.
+    public static let uploadFailed = Self(rawValue: "upload-failed")
+}
+
+extension VaultError.Remedy.Name {
+    /// Remove the upload's journal; the upload then starts afresh.
+    public static let pruneUploadJournal = Self(rawValue: "prune-upload-journal")
+    /// Check the host name in the URL (it does not resolve).
+    public static let checkHostName = Self(rawValue: "check-host-name")
+}
+
+extension VaultError.Remedy {
+    /// Remove the upload's journal; the upload then starts afresh.
+    public static let pruneUploadJournal = Self(.pruneUploadJournal)
+    /// Check the host name in the URL (it does not resolve).
+    public static let checkHostName = Self(.checkHostName)
+}
