@@ -85,13 +85,15 @@ let package = Package(
                 "CVaultBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // The fuzz target: libFuzzer's driver when `make fuzz` builds it with -DFUZZING and the
         // sanitizers; otherwise it replays the inputs it is given (make test: Fuzz/regressions/).
         .executableTarget(name: "fuzzvault", dependencies: ["VaultCore", "VaultUpload", "VaultS3", "VaultRemote", "CSQLite",
                                                            .product(name: "Crypto", package: "swift-crypto"),
-                                                           .product(name: "NIOCore", package: "swift-nio")],
+                                                           .product(name: "NIOCore", package: "swift-nio"),
+                                                           .product(name: "NIOHTTP1", package: "swift-nio")],
                           path: "Fuzz/Sources/fuzzvault"),
         // The example app (`make example`): a capture app's job through the public API only.
         // `packageAccess: false` compiles it outside the package, so `package` symbols are out of

@@ -12,6 +12,8 @@ public enum RequestMethod: String, Sendable, Codable, CaseIterable, CustomString
     case patch = "PATCH"
     /// `DELETE`.
     case delete = "DELETE"
+    /// `OPTIONS` (tus: what the server supports).
+    case options = "OPTIONS"
 
     /// The method as it goes on the wire (`POST`).
     public var description: String { rawValue }

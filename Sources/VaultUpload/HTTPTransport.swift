@@ -4,24 +4,43 @@ import VaultCore
 import NIOCore
 import NIOHTTP1
 import Synchronization
+import VaultS3
 
 /// Where and how batches are sent.
 public struct UploadTarget: Sendable {
-    /// The URL every batch is sent to.
-    public var url: String
+    /// The URL every batch is sent to (for S3, `s3://BUCKET/PREFIX`; presigned, the presign
+    /// endpoint).
+    public var url: URL { URL(string: address)! }
+    /// The URL as it was given: what journals, job ids and the delivery ledger name (a URL
+    /// that Foundation would write with escapes, such as an S3 prefix with a space, keeps its
+    /// spelling).
+    package let address: String
     /// `POST` or `PUT`.
-    public var method: String
+    public var method: RequestMethod
     /// Extra headers, sent with every request.
-    public var headers: [(String, String)]
+    public var headers: HTTPHeaders
     /// The `Authorization` header value (from the environment), if any.
     public var authorization: String?
     /// Seconds without progress (connecting, writing or reading) before an attempt fails.
     public var idleTimeout: Double
 
     /// A target.
-    public init(url: String, method: String = "POST", headers: [(String, String)] = [], authorization: String? = nil,
+    public init(url: URL, method: RequestMethod = .post, headers: HTTPHeaders = [:], authorization: String? = nil,
                 idleTimeout: Double = 60) {
-        self.url = url
+        self.init(checked: url.absoluteString, method: method, headers: headers, authorization: authorization,
+                  idleTimeout: idleTimeout)
+    }
+
+    /// A target at `address` as it was typed; nil when it is not a URL.
+    package init?(address: String, method: RequestMethod = .post, headers: HTTPHeaders = [:], authorization: String? = nil,
+                  idleTimeout: Double = 60) {
+        guard URL(string: address) != nil else { return nil }
+        self.init(checked: address, method: method, headers: headers, authorization: authorization, idleTimeout: idleTimeout)
+    }
+
+    private init(checked address: String, method: RequestMethod, headers: HTTPHeaders, authorization: String?,
+                 idleTimeout: Double) {
+        self.address = address
         self.method = method
         self.headers = headers
         self.authorization = authorization
@@ -30,7 +49,7 @@ public struct UploadTarget: Sendable {
 
     /// `scheme://host[:port]/path`: no credentials, no query (which may carry a token).
     public var redacted: String {
-        guard let c = URLComponents(string: url), let scheme = c.scheme, let host = c.host else { return "(invalid URL)" }
+        guard let c = URLComponents(string: address), let scheme = c.scheme, let host = c.host else { return "(invalid URL)" }
         return "\(scheme)://\(host)\(c.port.map { ":\($0)" } ?? "")\(c.path.isEmpty ? "/" : c.path)"
     }
 }
@@ -56,7 +75,7 @@ extension UploadTarget {
     /// True for `http://` to a host that is not a loopback literal: documents (and any
     /// credentials) would cross a network in the clear.
     public var isCleartextOverNetwork: Bool {
-        guard let c = URLComponents(string: url), c.scheme?.lowercased() == "http" else { return false }
+        guard let c = URLComponents(string: address), c.scheme?.lowercased() == "http" else { return false }
         return !Self.isLoopback(host: c.host ?? "")
     }
 }
@@ -72,16 +91,14 @@ public struct UploadResponse: Sendable {
     /// The body (its first MiB), as text.
     public var body: String
     /// The response headers.
-    public var headers: [(String, String)] = []
+    public var headers: HTTPHeaders = [:]
 
-    package init(status: Int, reason: String, retryAfter: String?, body: String, headers: [(String, String)] = []) {
+    package init(status: Int, reason: String, retryAfter: String?, body: String, headers: HTTPHeaders = [:]) {
         (self.status, self.reason, self.retryAfter, self.body, self.headers) = (status, reason, retryAfter, body, headers)
     }
 
     /// The first value of header `name` (case-insensitive).
-    public func header(_ name: String) -> String? {
-        headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
-    }
+    public func header(_ name: String) -> String? { headers.first(name: name) }
 }
 
 /// A request body: a batch payload produced while it is sent, or a few bytes in memory.
@@ -93,13 +110,13 @@ package enum RequestBody {
 /// Sends requests and returns the answers; a transport error is thrown.
 package protocol UploadTransport: Sendable {
     /// `method` to `url` (nil: the target's URL) with `headers` and `body`.
-    func request(_ method: String, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse
+    func request(_ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse
     func shutdown() async
 }
 
 extension UploadTransport {
     /// One batch payload to the target, with the target's method.
-    func send(_ body: PayloadBody, method: String, headers: [(String, String)]) async throws -> UploadResponse {
+    func send(_ body: PayloadBody, method: RequestMethod, headers: [(String, String)]) async throws -> UploadResponse {
         try await request(method, url: nil, headers: headers, body: .stream(body))
     }
 }
@@ -183,9 +200,9 @@ final class HTTPTransport: UploadTransport {
         self.target = target
     }
 
-    func request(_ method: String, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
-        var request = HTTPClientRequest(url: url ?? target.url)
-        request.method = HTTPMethod(rawValue: method)
+    func request(_ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+        var request = HTTPClientRequest(url: url ?? target.address)
+        request.method = HTTPMethod(rawValue: method.rawValue)
         for (k, v) in headers { request.headers.add(name: k, value: v) }
         switch body {
         case .stream(let b): request.body = .stream(b, length: .known(Int64(b.length)))
@@ -205,7 +222,7 @@ final class HTTPTransport: UploadTransport {
         }
         return UploadResponse(status: Int(response.status.code), reason: response.status.reasonPhrase,
                               retryAfter: response.headers.first(name: "Retry-After"), body: text,
-                              headers: response.headers.map { ($0.name, $0.value) })
+                              headers: response.headers)
     }
 
     func shutdown() async {

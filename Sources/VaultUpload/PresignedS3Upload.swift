@@ -101,7 +101,7 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
                 asked = true
             }
             let url = try checkedURL(urls[number]?.url, part: number, state)
-            let r = try await transport.request("PUT", url: url, headers: [("Content-MD5", md5.base64)], body: .bytes(body))
+            let r = try await transport.request(.put, url: url, headers: [("Content-MD5", md5.base64)], body: .bytes(body))
             if (200..<300).contains(r.status) {
                 let etag = S3Client.unquote(r.header("ETag") ?? "")
                 guard etag == md5.hex else { throw VaultError(.uploadRejected, "part \(number) of batch \(a.label): the ETag \(etag) is not the part's MD5") }
@@ -138,9 +138,9 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
     private func call<T: Decodable>(_ call: String, _ body: [String: Any], as: T.Type) async throws -> T {
         var headers: [(String, String)] = [("Content-Type", "application/json")]
         if let auth = endpoint.authorization { headers.append(("Authorization", auth)) }
-        let base = endpoint.url
+        let base = endpoint.address
         let url = base.hasSuffix("/") ? base + call : base + "/" + call
-        let r = try await transport.request("POST", url: url, headers: headers,
+        let r = try await transport.request(.post, url: url, headers: headers,
                                             body: .bytes(Array(try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))))
         switch r.status {
         case 200..<300:

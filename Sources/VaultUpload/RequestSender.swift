@@ -33,7 +33,7 @@ final class RequestSender: BatchSender, @unchecked Sendable {
             ("X-Vault-Batch", a.label),
         ] + a.logHead
         if let auth = target.authorization { headers.append(("Authorization", auth)) }
-        headers += target.headers
+        headers += target.headers.map { ($0.name, $0.value) }
         let response: UploadResponse
         do {
             response = try await transport.send(body, method: target.method, headers: headers)

@@ -45,7 +45,8 @@ final class TusSender: BatchSender, @unchecked Sendable {
 
     /// `Tus-Resumable`, the credentials and the target's extra headers: on every request.
     private var base: [(String, String)] {
-        [("Tus-Resumable", "1.0.0")] + (target.authorization.map { [("Authorization", $0)] } ?? []) + target.headers
+        [("Tus-Resumable", "1.0.0")] + (target.authorization.map { [("Authorization", $0)] } ?? [])
+            + target.headers.map { ($0.name, $0.value) }
     }
 
     func attempt(_ a: BatchAttempt) async throws -> AttemptOutcome {
@@ -72,8 +73,8 @@ final class TusSender: BatchSender, @unchecked Sendable {
 
     private func locate(_ a: BatchAttempt) async throws -> Located {
         guard case .tus(let known, _) = a.wire else { return try await create(a) }
-        let url = try Destinations.checkTusJournalURL(known, target: target.url, batch: a.index + 1)
-        let head = try await transport.request("HEAD", url: url, headers: base, body: nil)
+        let url = try Destinations.checkTusJournalURL(known, target: target.address, batch: a.index + 1)
+        let head = try await transport.request(.head, url: url, headers: base, body: nil)
         if let outcome = try failure(head, a) { return .outcome(outcome) }
         guard let offset = head.header("Upload-Offset").flatMap({ UInt64($0) }), offset <= a.length else {
             return .outcome(.retry(reason: "HEAD \(head.status) without a valid Upload-Offset", retryAfter: nil))
@@ -89,17 +90,17 @@ final class TusSender: BatchSender, @unchecked Sendable {
         let metadata = [("filename", a.fileName), ("filetype", "application/json"), ("name", a.fileName), ("type", "application/json"),
                         ("run", a.runID), ("batch", a.label)]
             .map { "\($0.0) \(Data($0.1.utf8).base64EncodedString())" }.joined(separator: ",")
-        let created = try await transport.request("POST", url: nil, headers: base + [
+        let created = try await transport.request(.post, url: nil, headers: base + [
             ("Upload-Length", String(a.length)), ("Upload-Metadata", metadata),
             ("Idempotency-Key", a.key), ("X-Vault-Batch", a.label),
         ] + a.logHead, body: .bytes([]))
         if created.status == 413 { return .outcome(.split(reason: "413 \(created.reason)", serverSays: created.serverSays)) }
         if let outcome = try failure(created, a) { return .outcome(outcome) }
         guard created.status == 201, let location = created.header("Location"),
-              let resolved = URL(string: location, relativeTo: URL(string: target.url))?.absoluteURL else {
+              let resolved = URL(string: location, relativeTo: URL(string: target.address))?.absoluteURL else {
             return .outcome(.refused(VaultError(.uploadRejected, "the tus server answered the creation with \(created.status) \(created.reason) and no Location")))
         }
-        guard Destinations.sameOrigin(resolved, as: target.url) else {
+        guard Destinations.sameOrigin(resolved, as: target.address) else {
             return .outcome(.refused(VaultError(.uploadRejected, "the tus server's upload URL points to another host (\(resolved.host ?? "?")); vault sends nothing there",
                                                 hint: "configure the server's Location base URL to its own address")))
         }
@@ -119,7 +120,7 @@ final class TusSender: BatchSender, @unchecked Sendable {
             pending = nil
             var headers = base + [("Upload-Offset", String(offset)), ("Content-Type", "application/offset+octet-stream")]
             if let checksum { headers.append(("Upload-Checksum", Self.checksum(chunk, checksum))) }
-            let r = try await transport.request("PATCH", url: url, headers: headers, body: .bytes(chunk))
+            let r = try await transport.request(.patch, url: url, headers: headers, body: .bytes(chunk))
             switch r.status {
             case 200, 204:
                 guard let acknowledged = r.header("Upload-Offset").flatMap({ UInt64($0) }), acknowledged > offset, acknowledged <= a.length else {
@@ -139,7 +140,7 @@ final class TusSender: BatchSender, @unchecked Sendable {
                 chunks.seek(to: offset + UInt64(chunkSize))
                 a.onEvent(.chunkSize(bytes: chunkSize, reason: "413 \(r.reason)"))
             case 409:   // offsets disagree: the server's is the truth
-                let head = try await transport.request("HEAD", url: url, headers: base, body: nil)
+                let head = try await transport.request(.head, url: url, headers: base, body: nil)
                 guard let o = head.header("Upload-Offset").flatMap({ UInt64($0) }), o <= a.length else {
                     return .retry(reason: "409 and HEAD \(head.status) without a valid Upload-Offset", retryAfter: nil)
                 }
@@ -181,7 +182,7 @@ final class TusSender: BatchSender, @unchecked Sendable {
     /// `OPTIONS` once per run.
     private func capabilities() async throws -> TusCapabilities {
         if let known = server { return known }
-        let r = try await transport.request("OPTIONS", url: nil, headers: base, body: nil)
+        let r = try await transport.request(.options, url: nil, headers: base, body: nil)
         guard (200..<300).contains(r.status) else {
             if RetryPolicy.decide(status: r.status) == .retry { throw TransientFailure(reason: "OPTIONS: \(r.status) \(r.reason)") }
             throw VaultError(r.status == 401 || r.status == 403 ? .uploadUnauthorized : .uploadRejected,
@@ -198,7 +199,7 @@ final class TusSender: BatchSender, @unchecked Sendable {
     /// Ends an abandoned upload (a batch split or changed): DELETE, best effort.
     func abandon(_ state: UploadJournal.WireState) async {
         guard case .tus(let url, _) = state, server?.extensions.contains("termination") == true else { return }
-        _ = try? await transport.request("DELETE", url: url, headers: base, body: nil)
+        _ = try? await transport.request(.delete, url: url, headers: base, body: nil)
     }
 }
 

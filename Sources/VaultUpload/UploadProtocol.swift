@@ -18,25 +18,31 @@ public enum UploadProtocol: Sendable {
     /// docs/UPLOAD.md), which hands out presigned part URLs: the station holds no S3 secret.
     case presignedS3(PresignOptions)
 
-    /// The protocols by name.
-    public enum Name: String, CaseIterable, Sendable {
+    /// The protocols by name, as commands and destination lists spell them.
+    public enum Name: String, CaseIterable, Codable, Sendable {
         /// A JSON body per batch.
         case json
         /// A multipart form per batch.
         case form
         /// tus 1.0 resumable uploads.
         case tus
-        /// S3 multipart uploads, direct or through presigned URLs.
+        /// S3 multipart uploads with the station's credentials.
         case s3
+        /// S3 multipart uploads through the back office's presigned URLs.
+        case presignedS3 = "presigned-s3"
+
+        /// True for the protocols that send S3 objects (direct or presigned).
+        public var sendsS3Objects: Bool { self == .s3 || self == .presignedS3 }
     }
 
-    /// This protocol's name (presigned S3 is S3).
+    /// This protocol's name.
     public var name: Name {
         switch self {
         case .json: .json
         case .form: .form
         case .tus: .tus
-        case .s3, .presignedS3: .s3
+        case .s3: .s3
+        case .presignedS3: .presignedS3
         }
     }
 }
@@ -147,4 +153,10 @@ public struct S3Target: Sendable {
 
     /// `s3://BUCKET/PREFIX`: what the journal and messages call it (no credentials).
     public var name: String { "s3://\(bucket)/\(prefix)" }
+}
+
+extension DestinationList.Entry {
+    /// The protocol the entry names, nil for the default of its URL (the list keeps the name
+    /// as text, so lists stay readable by every version; a name no version makes is nil too).
+    package var uploadProtocol: UploadProtocol.Name? { wire.flatMap(UploadProtocol.Name.init(rawValue:)) }
 }

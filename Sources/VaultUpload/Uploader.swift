@@ -50,14 +50,16 @@ public struct UploadOptions: Sendable {
     /// when it does not match.
     public var settings: [String: String] {
         var out = ["batchSize": String(limits.documents), "maxBytes": limits.bytes.map(String.init) ?? "none",
-                   "shape": shape.rawValue, "method": target.method]
+                   "shape": shape.rawValue, "method": target.method.rawValue]
+        out["protocol"] = wire.name.rawValue
         switch wire {
-        case .json: out["protocol"] = "json"
-        case .form(let f): out["protocol"] = "form"; out["field"] = f.fieldName
-                           out["formFields"] = f.fields.map { "\($0.name)=…" }.joined(separator: ",")
-        case .tus: out["protocol"] = "tus"
-        case .s3(let t): out["protocol"] = "s3"; out["partSize"] = String(t.partSize)
-        case .presignedS3: out["protocol"] = "presigned-s3"
+        case .form(let f):
+            out["field"] = f.fieldName
+            out["formFields"] = f.fields.map { "\($0.name)=…" }.joined(separator: ",")
+        case .s3(let t):
+            out["partSize"] = String(t.partSize)
+        case .json, .tus, .presignedS3:
+            break
         }
         return out
     }
@@ -207,7 +209,7 @@ public final class Uploader: @unchecked Sendable {
     /// Documents go over plain `http://` only to loopback, unless the caller allowed it; credentials never.
     static func refuseCleartext(_ options: UploadOptions) throws {
         guard options.target.isCleartextOverNetwork else { return }
-        let host = URLComponents(string: options.target.url)?.host ?? options.target.redacted
+        let host = URLComponents(string: options.target.address)?.host ?? options.target.redacted
         guard options.allowsCleartext else {
             throw VaultError(.usage, "refusing to send documents unencrypted over http:// to \(host)")
         }
@@ -219,20 +221,20 @@ public final class Uploader: @unchecked Sendable {
     /// The job an upload of `records` (in this order) with `options` is: the same command over
     /// the same documents is the same job, whose journal it continues.
     public static func job(vault: Vault, records: [DocumentRecord], options: UploadOptions) throws -> String {
-        try UploadJournal.jobID(vault: vault, target: jobTarget(options), method: options.target.method,
+        try UploadJournal.jobID(vault: vault, target: jobTarget(options), method: options.target.method.rawValue,
                                 wire: options.wireDescription, limits: options.limits, records: records)
     }
 
     static func spec(vault: Vault, options: UploadOptions) throws -> String {
-        try UploadJournal.spec(vault: vault, target: jobTarget(options), method: options.target.method,
+        try UploadJournal.spec(vault: vault, target: jobTarget(options), method: options.target.method.rawValue,
                                wire: options.wireDescription, limits: options.limits)
     }
 
     /// What names the target in a job: its URL, and for `s3://` its identity (the endpoint and
     /// region too: a run through one endpoint is not continued through another).
     private static func jobTarget(_ options: UploadOptions) -> String {
-        guard options.target.url.lowercased().hasPrefix("s3://") else { return options.target.url }
-        return Destination.identity(of: options.target.url) ?? options.target.url
+        guard options.target.address.lowercased().hasPrefix("s3://") else { return options.target.address }
+        return Destination.identity(of: options.target.address) ?? options.target.address
     }
 
     /// An interrupted run that is still worth finishing: one whose unconfirmed batches hold no
@@ -292,7 +294,7 @@ public final class Uploader: @unchecked Sendable {
     /// kept no settings.
     public static func mismatchedRuns(in vault: Vault, options: UploadOptions) throws -> [(runID: String, differences: [String: (then: String, now: String)])] {
         let spec = try spec(vault: vault, options: options)
-        let here = DestinationIdentity(url: options.target.url)?.value
+        let here = DestinationIdentity(url: options.target.address)?.value
         var out: [(runID: String, differences: [String: (then: String, now: String)])] = []
         for entry in try UploadJournals.list(in: vault) where entry.state == .interrupted {
             guard let journal = try? UploadJournal.load(from: vault, job: entry.job), journal.deliveryIdentity?.value == here,
@@ -381,7 +383,7 @@ public final class Uploader: @unchecked Sendable {
         let runID = UUID().uuidString.lowercased()
         let now = ISO8601DateFormatter().string(from: Date())
         journal = UploadJournal(job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
-        journal.identity = Destination.identity(of: options.target.url)
+        journal.identity = Destination.identity(of: options.target.address)
         journal.spec = try Self.spec(vault: vault, options: options)
         journal.settings = options.settings
         journal.batches = try planned.map { b in
@@ -511,7 +513,7 @@ public final class Uploader: @unchecked Sendable {
         journal.batches[i].httpStatus = status
         try journal.save(to: vault)
         let documents = batchRecords(journal.batches[i])
-        guard let identity = journal.deliveryIdentity ?? DestinationIdentity(url: options.target.url) else {
+        guard let identity = journal.deliveryIdentity ?? DestinationIdentity(url: options.target.address) else {
             throw VaultError(.usage, "'\(options.target.redacted)' is not a destination URL")
         }
         try vault.recordDelivery(documents, at: identity,

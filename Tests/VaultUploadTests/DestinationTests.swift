@@ -10,11 +10,12 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
     // @unchecked: the uploader makes one request at a time.
     private(set) var requests: [(method: String, url: String?)] = []
 
-    func request(_ method: String, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+    func request(_ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+        let method = method.rawValue
         requests.append((method, url))
         if method == "OPTIONS" {
             return UploadResponse(status: 204, reason: "No Content", retryAfter: nil, body: "",
-                                  headers: [("Tus-Resumable", "1.0.0"), ("Tus-Version", "1.0.0"), ("Tus-Extension", "creation,termination")])
+                                  headers: ["Tus-Resumable": "1.0.0", "Tus-Version": "1.0.0", "Tus-Extension": "creation,termination"])
         }
         return UploadResponse(status: 404, reason: "Not Found", retryAfter: nil, body: "")
     }
@@ -29,7 +30,7 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
     /// A sealed journal for `records` under `options`, its one batch as `batch` makes it.
     static func plant(_ vault: Vault, _ records: [DocumentRecord], _ options: UploadOptions, runID: String = UUID().uuidString.lowercased(),
                       _ batch: (inout UploadJournal.Batch) -> Void) throws {
-        let job = try UploadJournal.jobID(vault: vault, target: options.target.url, method: options.target.method,
+        let job = try UploadJournal.jobID(vault: vault, target: options.target.address, method: options.target.method.rawValue,
                                           wire: options.wireDescription, limits: options.limits, records: records)
         var b = UploadJournal.Batch(documents: records.map(\.id.hex), bytes: 0, status: .pending, attempts: 1, key: "k")
         batch(&b)

@@ -3,6 +3,7 @@ import Synchronization
 import NIOCore
 import Testing
 import VaultCore
+import VaultS3
 @testable import VaultUpload
 
 /// The uploader's handling of each attempt's outcome, through a transport that answers from a
@@ -16,7 +17,8 @@ final class ScriptedTransport: UploadTransport, @unchecked Sendable {
 
     init(_ script: [Answer]) { self.script = script }
 
-    func request(_ method: String, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+    func request(_ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+        let method = method.rawValue
         var bytes: [UInt8] = []
         if case .stream(let b) = body { for try await var buffer in b { bytes += buffer.readBytes(length: buffer.readableBytes) ?? [] } }
         bodies.append(bytes)
@@ -41,7 +43,8 @@ final class HeldTransport: UploadTransport, @unchecked Sendable {
     private(set) var received = 0
     private(set) var complete = 0
 
-    func request(_ method: String, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+    func request(_ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+        let method = method.rawValue
         guard case .stream(let b) = body else { return UploadResponse(status: 200, reason: "OK", retryAfter: nil, body: "") }
         var bytes = 0
         for try await buffer in b {
@@ -76,7 +79,7 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
     }
 
     static func options(retries: Int = 3) -> UploadOptions {
-        var o = UploadOptions(target: UploadTarget(url: "http://127.0.0.1:9/in"))
+        var o = UploadOptions(target: UploadTarget(address: "http://127.0.0.1:9/in")!)
         o.policy = RetryPolicy(retries: retries, baseDelay: 0, maxDelay: 0)
         return o
     }
@@ -87,7 +90,7 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
     @Test func plainHTTPOffLoopbackIsRefusedUnlessAllowedAndNeverWithCredentials() throws {
         let (vault, records, dir) = try Self.vault(1)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        var o = UploadOptions(target: UploadTarget(url: "http://192.0.2.7/in"))
+        var o = UploadOptions(target: UploadTarget(address: "http://192.0.2.7/in")!)
         let e = #expect(throws: VaultError.self) { try Uploader(vault: vault, records: records, options: o) }
         #expect(e?.code == .usage && e?.message == "refusing to send documents unencrypted over http:// to 192.0.2.7")
         o.allowsCleartext = true
@@ -98,7 +101,7 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         #expect(c.map { !$0.description.contains("secret") } == true)
         // Loopback and https are fine as they are.
         for url in ["http://127.0.0.1:9/in", "http://[::1]:9/in", "https://192.0.2.7/in"] {
-            var t = UploadTarget(url: url)
+            var t = UploadTarget(address: url)!
             t.authorization = "Bearer secret"
             _ = try Uploader(vault: vault, records: records, options: UploadOptions(target: t))
         }

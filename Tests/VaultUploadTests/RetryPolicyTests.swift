@@ -62,7 +62,7 @@ import VaultCore
         #expect(k != (try UploadJournal.idempotencyKey(vault: v, runID: "run", index: 2, records: [a])))
         #expect(k != (try UploadJournal.idempotencyKey(vault: v, runID: "run", index: 1, records: [b])))
         #expect(k != (try UploadJournal.idempotencyKey(vault: other, runID: "run", index: 1, records: [a])), "another vault key, another key")
-        #expect(UploadTarget(url: "https://h.example:8443/in/box?token=abc").redacted == "https://h.example:8443/in/box")
+        #expect(UploadTarget(address: "https://h.example:8443/in/box?token=abc")!.redacted == "https://h.example:8443/in/box")
     }
 
     @Test func loopbackIsDecidedByParsingTheAddress() {
@@ -73,10 +73,10 @@ import VaultCore
                      "2130706433", "0x7f.1", "127.1", "", "example.com", "::"] {
             #expect(!UploadTarget.isLoopback(host: host), "\(host)")
         }
-        #expect(UploadTarget(url: "http://127.attacker.example/x").isCleartextOverNetwork)
-        #expect(UploadTarget(url: "http://192.168.1.1/x").isCleartextOverNetwork)
-        #expect(!UploadTarget(url: "https://example.com/x").isCleartextOverNetwork)
-        #expect(!UploadTarget(url: "http://[::1]:8080/x").isCleartextOverNetwork)
-        #expect(!UploadTarget(url: "http://127.0.0.1:8080/x").isCleartextOverNetwork)
+        #expect(UploadTarget(address: "http://127.attacker.example/x")!.isCleartextOverNetwork)
+        #expect(UploadTarget(address: "http://192.168.1.1/x")!.isCleartextOverNetwork)
+        #expect(!UploadTarget(address: "https://example.com/x")!.isCleartextOverNetwork)
+        #expect(!UploadTarget(address: "http://[::1]:8080/x")!.isCleartextOverNetwork)
+        #expect(!UploadTarget(address: "http://127.0.0.1:8080/x")!.isCleartextOverNetwork)
     }
 }

@@ -87,7 +87,7 @@ enum Seeds {
         remotes.remotes = [.init(name: "backup", url: "s3://bucket/prefix")]
         try! remotes.save(vault)
         let transport = FuzzTransport(answers: [], presign: false, always: UploadResponse(status: 200, reason: "OK", retryAfter: nil, body: ""))
-        let options = UploadOptions(target: UploadTarget(url: UploadFamily.target))
+        let options = UploadOptions(target: UploadTarget(address: UploadFamily.target)!)
         waitFor {
             _ = try! await Uploader(vault: vault, records: sandbox.records, options: options, transport: transport, job: "seed-job", onEvent: { _ in }).run()
         }

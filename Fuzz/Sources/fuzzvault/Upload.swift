@@ -13,7 +13,9 @@
 //  - errors are VaultErrors.
 import Foundation
 import NIOCore
+import NIOHTTP1
 import VaultCore
+import VaultS3
 @preconcurrency import VaultUpload
 
 enum UploadFamily {
@@ -40,7 +42,7 @@ enum UploadFamily {
             return
         }
         let transport = FuzzTransport(answers: parts(rest, limit: maxAnswers), presign: mode % 5 == 3)
-        var options = UploadOptions(target: UploadTarget(url: target, authorization: "Bearer " + secret), wire: wire)
+        var options = UploadOptions(target: UploadTarget(address: target, authorization: "Bearer " + secret)!, wire: wire)
         let waits = Waits()
         options.policy = RetryPolicy(retries: 2, baseDelay: 0.001, maxDelay: 0.01, maxRetryAfter: 30)
         options.policy.clock = RetryPolicy.Clock(sleep: { waits.add($0) }, sleepBlocking: { waits.add($0) })
@@ -83,7 +85,8 @@ final class FuzzTransport: UploadTransport, @unchecked Sendable {
         self.always = always
     }
 
-    func request(_ method: String, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+    func request(_ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+        let method = method.rawValue
         requests += 1
         expect(requests <= UploadFamily.maxRequests, "the upload does not end: \(requests) requests")
         let to = url ?? UploadFamily.target
@@ -114,6 +117,6 @@ final class FuzzTransport: UploadTransport, @unchecked Sendable {
             return (String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
         }
         let retryAfter = headers.first { $0.0.lowercased() == "retry-after" }?.1
-        return UploadResponse(status: status, reason: "fuzz", retryAfter: retryAfter, body: body, headers: headers)
+        return UploadResponse(status: status, reason: "fuzz", retryAfter: retryAfter, body: body, headers: HTTPHeaders(headers))
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VaultCore
+import VaultUpload
 
 extension VaultCommand {
     /// `vault destination`: the places documents are delivered to.
@@ -93,11 +94,17 @@ extension VaultCommand.Destinations {
             guard let identity = DestinationIdentity(url: url, s3: place)?.value else {
                 throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a destination URL (http://, https:// or s3://)")
             }
-            if let wire, !["json", "form", "tus", "s3", "presigned-s3"].contains(wire) {
-                throw VaultError(.usage, "--protocol must be json, form, tus, s3 or presigned-s3, not '\(Terminal.printable(wire))'")
+            // Parsed here rather than by the option's type: the message names every protocol.
+            let named = try wire.map { given in
+                guard let name = UploadProtocol.Name(rawValue: given) else {
+                    let all = UploadProtocol.Name.allCases.map(\.rawValue)
+                    throw VaultError(.usage, "--protocol must be \(all.dropLast().joined(separator: ", ")) or \(all.last!), "
+                                     + "not '\(Terminal.printable(given))'")
+                }
+                return name
             }
             let s3URL = url.lowercased().hasPrefix("s3://")
-            if s3URL ? !(wire == nil || wire == "s3") : wire == "s3" {
+            if s3URL ? !(named == nil || named == .s3) : named == .s3 {
                 throw VaultError(.usage, s3URL ? "an s3:// destination is sent by --protocol s3" : "--protocol s3 needs an s3://BUCKET/PREFIX URL (or use presigned-s3 with the presign endpoint)")
             }
             if let c = URLComponents(string: url), c.user != nil || c.password != nil {
@@ -112,7 +119,7 @@ extension VaultCommand.Destinations {
             if let other = list.destinations.first(where: { $0.identity == identity }) {
                 throw VaultError(.alreadyExists, "\(identity) is the destination '\(other.name)' already")
             }
-            list.destinations.append(.init(name: name, url: url, wire: wire, required: !optional, s3: place))
+            list.destinations.append(.init(name: name, url: url, wire: named?.rawValue, required: !optional, s3: place))
             try list.save(vault)
             Terminal.err("vault: added destination \(name) → \(identity)" + (optional ? " (optional)" : ""))
         }

@@ -1,11 +1,18 @@
 import ArgumentParser
 import Foundation
+import NIOHTTP1
 import Synchronization
 import VaultCore
 import VaultS3
 import VaultUpload
 
 extension UploadProtocol.Name: ExpressibleByArgument {}
+
+/// `--method`: any case; the values offered are those an upload takes.
+extension RequestMethod: ExpressibleByArgument {
+    public init?(argument: String) { self.init(name: argument) }
+    public static var allValueStrings: [String] { [RequestMethod.post, .put].map(\.rawValue) }
+}
 
 extension VaultCommand {
     /// `vault upload`: stream batch payloads to a server.
@@ -59,8 +66,12 @@ extension VaultCommand {
         @Option(name: .customLong("protocol"), help: ArgumentHelp("How batches go: json (one JSON payload per request), form (one multipart/form-data request per batch, a file part per document), tus (tus 1.0 resumable uploads of the JSON payloads) or s3 (objects PREFIX/<run>/batch-NNNN.json by multipart upload; the default for an s3:// URL).", valueName: "json|form|tus|s3"))
         var protocolOption: UploadProtocol.Name?
 
-        /// `--protocol`, or s3 for an `s3://` URL or a presign endpoint, else json.
-        var wire: UploadProtocol.Name { protocolOption ?? (url.lowercased().hasPrefix("s3://") || presignURL != nil ? .s3 : .json) }
+        /// `--protocol`, or s3 for an `s3://` URL, presigned-s3 for a presign endpoint, else
+        /// json (`--protocol s3 --presign-url` is presigned-s3).
+        var wire: UploadProtocol.Name {
+            if protocolOption == .s3 && presignURL != nil { return .presignedS3 }
+            return protocolOption ?? (url.lowercased().hasPrefix("s3://") ? .s3 : presignURL != nil ? .presignedS3 : .json)
+        }
 
         @Option(help: ArgumentHelp("--protocol s3: parts in flight at once (1-16; default 2); each holds one part in memory.", valueName: "n"))
         var parallel: Int?
@@ -80,7 +91,7 @@ extension VaultCommand {
         var chunkSize: ByteCount?
 
         @Option(help: "HTTP method: POST or PUT.")
-        var method: String = "POST"
+        var method: RequestMethod = .post
 
         @Option(name: .customLong("header"), help: ArgumentHelp("An extra request header, 'Name: value'; repeat for several.", valueName: "header"))
         var headers: [String] = []
@@ -151,7 +162,7 @@ extension VaultCommand {
         func validate() throws {
             if retries < 0 { throw ValidationError("--retries cannot be negative.") }
             if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds.") }
-            if !["POST", "PUT"].contains(method.uppercased()) { throw ValidationError("--method must be POST or PUT.") }
+            if ![.post, .put].contains(method) { throw ValidationError("--method must be POST or PUT.") }
             if resume && newRun { throw ValidationError("--resume and --new-run contradict each other.") }
             if resume && all { throw ValidationError("--resume and --all contradict each other.") }
             if to != nil {
@@ -160,14 +171,15 @@ extension VaultCommand {
                 return
             }
             // Options that belong to one protocol.
-            let belonging: [(given: Bool, to: UploadProtocol.Name, message: String)] = [
-                (field != "files[]" || !formFields.isEmpty, .form, "--field and --form-field need --protocol form."),
-                (chunkSize != nil, .tus, "--chunk-size needs --protocol tus."),
-                (partSize != nil, .s3, "--part-size needs --protocol s3."),
-                (parallel != nil, .s3, "--parallel needs --protocol s3."),
-                (presignURL != nil, .s3, "--presign-url is for --protocol s3."),
+            let s3: Set<UploadProtocol.Name> = [.s3, .presignedS3]
+            let belonging: [(given: Bool, to: Set<UploadProtocol.Name>, message: String)] = [
+                (field != "files[]" || !formFields.isEmpty, [.form], "--field and --form-field need --protocol form."),
+                (chunkSize != nil, [.tus], "--chunk-size needs --protocol tus."),
+                (partSize != nil, s3, "--part-size needs --protocol s3."),
+                (parallel != nil, s3, "--parallel needs --protocol s3."),
+                (presignURL != nil, s3, "--presign-url is for --protocol s3."),
             ]
-            if let wrong = belonging.first(where: { $0.given && $0.to != wire }) { throw ValidationError(wrong.message) }
+            if let wrong = belonging.first(where: { $0.given && !$0.to.contains(wire) }) { throw ValidationError(wrong.message) }
             if (urlOption == nil) == (presignURL == nil) {
                 throw ValidationError(presignURL == nil ? "Give --url (or, for S3 through the back office, --presign-url)." : "Give --url or --presign-url, not both.")
             }
@@ -175,7 +187,7 @@ extension VaultCommand {
             case .json: try validateHTTP()
             case .form: try validateForm(); try validateHTTP()
             case .tus: try validateTus(); try validateHTTP()
-            case .s3: try validateS3()
+            case .s3, .presignedS3: try validateS3()
             }
         }
 
@@ -191,7 +203,7 @@ extension VaultCommand {
 
         private func validateTus() throws {
             if let c = chunkSize, c.value < 1024 || c.value > 1 << 30 { throw ValidationError("--chunk-size must be between 1K and 1G.") }
-            if method.uppercased() != "POST" { throw ValidationError("--method does not apply to tus (it creates with POST and sends with PATCH).") }
+            if method != .post { throw ValidationError("--method does not apply to tus (it creates with POST and sends with PATCH).") }
         }
 
         private func validateS3() throws {
@@ -199,11 +211,11 @@ extension VaultCommand {
                 throw ValidationError("--part-size must be between 5M and 5G (S3's part limits).")
             }
             if let p = parallel, p < 1 || p > 16 { throw ValidationError("--parallel must be between 1 and 16.") }
-            guard presignURL == nil else { return try validateHTTP() }
+            guard wire == .s3 else { return try validateHTTP() }
             guard let c = URLComponents(string: url), c.scheme?.lowercased() == "s3", let bucket = c.host, !bucket.isEmpty else {
                 throw ValidationError("--protocol s3 needs --url s3://BUCKET/PREFIX.")
             }
-            if !headers.isEmpty || method.uppercased() != "POST" { throw ValidationError("--header and --method do not apply to s3.") }
+            if !headers.isEmpty || method != .post { throw ValidationError("--header and --method do not apply to s3.") }
         }
 
         /// The URL (or presign endpoint) and the headers of a protocol over HTTP.
@@ -244,7 +256,7 @@ extension VaultCommand {
                 }))
             case .tus:
                 return .tus(TusOptions(chunkSize: chunkSize.map { Int($0.value) } ?? 4 << 20))
-            case .s3 where presignURL != nil:
+            case .presignedS3:
                 return .presignedS3(PresignOptions(partSize: partSize?.value ?? 8 << 20, insecureHTTP: insecureHTTP))
             case .s3:
                 return .s3(try Self.s3Target(url: url, partSize: partSize?.value, parallel: parallel ?? 2))
@@ -268,12 +280,12 @@ extension VaultCommand {
             }
             var resolved = self
             resolved.to = nil
-            if entry.wire == "presigned-s3" {
+            if entry.uploadProtocol == .presignedS3 {
                 resolved.presignURL = entry.url
                 resolved.protocolOption = protocolOption ?? .s3
             } else {
                 resolved.urlOption = entry.url
-                resolved.protocolOption = protocolOption ?? entry.wire.flatMap(UploadProtocol.Name.init(rawValue:))
+                resolved.protocolOption = protocolOption ?? entry.uploadProtocol
             }
             do {
                 try resolved.validate()
@@ -288,8 +300,10 @@ extension VaultCommand {
             let wire = try uploadProtocol()
             var s3: S3Target?
             if case .s3(let t) = wire { s3 = t }
-            var target = UploadTarget(url: s3?.name ?? url, method: method.uppercased(),
-                                      authorization: s3 == nil ? try Self.authorization() : nil, idleTimeout: timeout)
+            guard var target = UploadTarget(address: s3?.name ?? url, method: method,
+                                            authorization: s3 == nil ? try Self.authorization() : nil, idleTimeout: timeout) else {
+                throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a URL")
+            }
             if s3 == nil && target.isCleartextOverNetwork {
                 let host = URLComponents(string: url)?.host ?? url
                 guard insecureHTTP else {
@@ -305,10 +319,10 @@ extension VaultCommand {
             let vault: VaultCore.Vault
             if let opened { vault = opened } else { vault = try await options.open() }
             try vault.refuseUnrecordedSend()
-            target.headers = headers.map { h in
+            target.headers = HTTPHeaders(headers.map { h in
                 let p = h.split(separator: ":", maxSplits: 1)
                 return (p[0].trimmingCharacters(in: .whitespaces), p[1].trimmingCharacters(in: .whitespaces))
-            }
+            })
             var uploadOptions = UploadOptions(target: target, wire: wire)
             uploadOptions.limits = batching.limits
             uploadOptions.shape = batching.shape
@@ -321,7 +335,7 @@ extension VaultCommand {
             if removeDelivered {
                 // A document goes once this destination and every required one confirmed it;
                 // those that qualify already (a kill after the confirmation, before the removal) go now.
-                let here = Destination.identity(of: target.url) ?? target.url
+                let here = Destination.identity(of: target.address) ?? target.address
                 let required = vault.store.source == nil ? try DestinationList.load(vault).required.map(\.identity).filter { $0 != here } : []
                 uploadOptions.removeDelivered = true
                 uploadOptions.alsoRequired = required
@@ -501,7 +515,7 @@ extension VaultCommand {
                 }
                 return runs
             }
-            let fresh = try vault.undelivered(selected.filter { !resumed.contains($0.id) }, to: target.url)
+            let fresh = try vault.undelivered(selected.filter { !resumed.contains($0.id) }, to: target.address)
             if !fresh.isEmpty { runs.append(PlannedRun(records: fresh, resuming: false)) }
             return runs
         }
