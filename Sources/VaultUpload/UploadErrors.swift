@@ -15,6 +15,10 @@ extension VaultError.Remedy.Name {
     public static let pruneUploadJournal = Self(rawValue: "prune-upload-journal")
     /// Check the host name in the URL (it does not resolve).
     public static let checkHostName = Self(rawValue: "check-host-name")
+    /// Use `https://`, or allow plain `http://` on a network the user trusts.
+    public static let useHTTPS = Self(rawValue: "use-https")
+    /// Use `https://`, or send without credentials.
+    public static let dropCredentials = Self(rawValue: "drop-credentials")
 }
 
 extension VaultError.Remedy {
@@ -22,4 +26,8 @@ extension VaultError.Remedy {
     public static let pruneUploadJournal = Self(.pruneUploadJournal)
     /// Check the host name in the URL (it does not resolve).
     public static let checkHostName = Self(.checkHostName)
+    /// Use `https://`, or allow plain `http://` on a network the user trusts.
+    public static let useHTTPS = Self(.useHTTPS)
+    /// Use `https://`, or send without credentials.
+    public static let dropCredentials = Self(.dropCredentials)
 }

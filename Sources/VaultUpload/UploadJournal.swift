@@ -232,8 +232,10 @@ package struct UploadJournal: Codable, Sendable {
     /// The journal of `job`, nil when there is none.
     /// - Throws: ``VaultError/Code/vaultDamaged`` for a journal that was edited, swapped, cut,
     ///   written for another job or vault, or under a retired key, and for an unsealed journal
-    ///   of an earlier version: none is trusted, and nothing is sent.
-    package static func load(from vault: Vault, job: String) throws -> UploadJournal? {
+    ///   of an earlier version: none is trusted, and nothing is sent (the message says so
+    ///   unless `listing`: a listing sends nothing either way).
+    package static func load(from vault: Vault, job: String, listing: Bool = false) throws -> UploadJournal? {
+        let nothingSent = listing ? "" : "; nothing was sent"
         let store = vault.store
         let p = path(in: store, job: job)
         let legacy = legacyPath(in: store, job: job)
@@ -250,7 +252,10 @@ package struct UploadJournal: Codable, Sendable {
                                        what: "the upload journal \(p)")
         } catch {
             var e = VaultError.from(error)
-            if e.code == .vaultDamaged { e.message += "; nothing was sent"; e.remedy = .pruneUploadJournal }
+            if e.code == .vaultDamaged {
+                e.message += nothingSent
+                e.remedy = .pruneUploadJournal
+            }
             throw e
         }
         var journal: UploadJournal
@@ -258,10 +263,11 @@ package struct UploadJournal: Codable, Sendable {
             journal = try JSONDecoder().decode(UploadJournal.self, from: Data(body))
             guard journal.job == job else { throw VaultError(.vaultDamaged, "it names another job") }
         } catch {
-            throw VaultError(.vaultDamaged, "the upload journal \(p) is malformed; nothing was sent", remedy: .pruneUploadJournal, cause: error)
+            throw VaultError(.vaultDamaged, "the upload journal \(p) is malformed\(nothingSent)", remedy: .pruneUploadJournal,
+                             cause: error)
         }
         journal.baseBytes = body.count
-        try journal.applyLog(from: vault)
+        try journal.applyLog(from: vault, nothingSent: nothingSent)
         journal.written = journal.batches
         journal.writtenSkipped = journal.skipped.count
         return journal
@@ -270,7 +276,7 @@ package struct UploadJournal: Codable, Sendable {
     /// Applies the change log of this generation. Its first record not opening means it belongs
     /// to another generation (a crash between a whole write and the log's removal): ignored. A
     /// later record that does not open is damage; a torn last record (a crash mid-append) ends it.
-    private mutating func applyLog(from vault: Vault) throws {
+    private mutating func applyLog(from vault: Vault, nothingSent: String) throws {
         let path = Self.logPath(in: vault.store, job: job)
         guard let generation, FileSystem.kind(of: path) == .file else { return }
         let bytes = try FileSystem.readFile(path, limit: Self.maxSize)
@@ -282,12 +288,12 @@ package struct UploadJournal: Codable, Sendable {
             guard let body = try? vault.openState(sealed, purpose: .uploadJournal, role: Self.logRole(job: job, generation: generation, n: n + 1),
                                                   what: "the upload journal's change log") else {
                 if n == 0 { return }
-                throw VaultError(.vaultDamaged, "the change log of the upload journal \(Self.path(in: vault.store, job: job)) fails authentication at record \(n + 1); nothing was sent",
+                throw VaultError(.vaultDamaged, "the change log of the upload journal \(Self.path(in: vault.store, job: job)) fails authentication at record \(n + 1)\(nothingSent)",
                                  remedy: .pruneUploadJournal)
             }
             guard let change = try? JSONDecoder().decode(Change.self, from: Data(body)),
                   change.batches.allSatisfy({ $0.index >= 0 && $0.index < batches.count }) else {
-                throw VaultError(.vaultDamaged, "the change log of the upload journal \(Self.path(in: vault.store, job: job)) is malformed; nothing was sent",
+                throw VaultError(.vaultDamaged, "the change log of the upload journal \(Self.path(in: vault.store, job: job)) is malformed\(nothingSent)",
                                  remedy: .pruneUploadJournal)
             }
             for e in change.batches { batches[e.index] = e.batch }

@@ -40,8 +40,19 @@ package enum UploadJournals {
         package var problem: String?
     }
 
+    /// A journal as read: its summary, and the journal itself when it opened.
+    package struct Read: Sendable {
+        /// The summary (`damaged` when the journal did not open).
+        package var entry: Entry
+        /// The journal, nil when it did not open.
+        package var journal: UploadJournal?
+    }
+
     /// Every journal of `vault`, oldest first; one that does not open is listed as damaged.
-    package static func list(in vault: Vault) throws -> [Entry] {
+    package static func list(in vault: Vault) throws -> [Entry] { try read(in: vault).map(\.entry) }
+
+    /// Every journal of `vault`, each read once, oldest first: what an upload plans from.
+    package static func read(in vault: Vault) throws -> [Read] {
         let store = vault.store
         let dir = store.path(.uploads)
         guard FileSystem.kind(of: dir) == .directory else { return [] }
@@ -50,24 +61,25 @@ package enum UploadJournals {
             let job = String(name[..<name.lastIndex(of: ".")!])
             let iso = ISO8601DateFormatter()
             let mtime = iso.string(from: (try? FileManager.default.attributesOfItem(atPath: dir + "/" + name)[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0))
-            func damaged(_ why: String) -> Entry {
-                Entry(job: job, runId: "", target: "", state: .damaged, batches: 0, confirmed: 0, documents: 0, payloadBytes: 0,
-                      created: mtime, updated: mtime, problem: why)
+            func damaged(_ why: String) -> Read {
+                Read(entry: Entry(job: job, runId: "", target: "", state: .damaged, batches: 0, confirmed: 0, documents: 0,
+                                  payloadBytes: 0, created: mtime, updated: mtime, problem: why), journal: nil)
             }
             if name.hasSuffix(".json") {
                 return damaged("an unsealed journal (written by an earlier version of vault, or by someone else): not trusted")
             }
             do {
-                guard let j = try UploadJournal.load(from: vault, job: job) else { return damaged("it disappeared") }
+                guard let j = try UploadJournal.load(from: vault, job: job, listing: true) else { return damaged("it disappeared") }
                 let confirmed = j.batches.filter { $0.status == .complete }.count
                 let state: State = confirmed == j.batches.count ? .complete : j.batches.contains { $0.attempts > 0 } ? .interrupted : .pending
-                return Entry(job: job, runId: j.runId, target: j.target, state: state, batches: j.batches.count, confirmed: confirmed,
-                             documents: j.batches.reduce(0) { $0 + $1.documents.count }, payloadBytes: j.batches.reduce(0) { $0 + $1.bytes },
-                             created: j.created, updated: j.updated)
+                let entry = Entry(job: job, runId: j.runId, target: j.target, state: state, batches: j.batches.count,
+                                  confirmed: confirmed, documents: j.batches.reduce(0) { $0 + $1.documents.count },
+                                  payloadBytes: j.batches.reduce(0) { $0 + $1.bytes }, created: j.created, updated: j.updated)
+                return Read(entry: entry, journal: j)
             } catch {
-                return damaged(VaultError.from(error).message.replacingOccurrences(of: "; nothing was sent", with: ""))
+                return damaged(VaultError.from(error).message)
             }
-        }.sorted { ($0.created, $0.job) < ($1.created, $1.job) }
+        }.sorted { ($0.entry.created, $0.entry.job) < ($1.entry.created, $1.entry.job) }
     }
 
     /// One journal whole, as pretty-printed JSON (after it authenticated).

@@ -64,6 +64,23 @@ public struct UploadOptions: Sendable {
         return out
     }
 
+    /// The cleartext rule, the one place it is decided: documents go over plain `http://` only
+    /// to a loopback host, unless ``allowsCleartext``; credentials never. Returns true when
+    /// documents will cross a network unencrypted (allowed: the caller may say so).
+    /// - Throws: ``VaultCore/VaultError/Code/usage`` (remedy ``VaultCore/VaultError/Remedy/useHTTPS``
+    ///   or ``VaultCore/VaultError/Remedy/dropCredentials``) when the rule refuses.
+    public func checkCleartext() throws -> Bool {
+        guard target.isCleartextOverNetwork else { return false }
+        let host = URLComponents(string: target.address)?.host ?? target.redacted
+        guard allowsCleartext else {
+            throw VaultError(.usage, "refusing to send documents unencrypted over http:// to \(host)", remedy: .useHTTPS)
+        }
+        if target.authorization != nil {
+            throw VaultError(.usage, "refusing to send credentials unencrypted over http:// to \(host)", remedy: .dropCredentials)
+        }
+        return true
+    }
+
     var wireDescription: String {
         switch wire {
         case .json: shape.rawValue
@@ -174,6 +191,10 @@ public final class Uploader: @unchecked Sendable {
     /// `documentStarted` events count positions over the run.
     private var runProgress = ProgressCounter(total: 0, documents: 0)
 
+    /// True when the caller recorded every journal's confirmed batches already (a
+    /// ``DocumentDelivery`` does, from the journals it read once): ``run()`` does not again.
+    package var journalsRecorded = false
+
     /// The progress of ``run()``: a consumer slower than the upload sees the latest value, never
     /// a backlog. It ends when the run returns or throws. One consumer.
     public let progress: AsyncStream<UploadProgress>
@@ -206,16 +227,8 @@ public final class Uploader: @unchecked Sendable {
         self.job = try job ?? Self.job(vault: vault, records: records, options: options)
     }
 
-    /// Documents go over plain `http://` only to loopback, unless the caller allowed it; credentials never.
     static func refuseCleartext(_ options: UploadOptions) throws {
-        guard options.target.isCleartextOverNetwork else { return }
-        let host = URLComponents(string: options.target.address)?.host ?? options.target.redacted
-        guard options.allowsCleartext else {
-            throw VaultError(.usage, "refusing to send documents unencrypted over http:// to \(host)")
-        }
-        if options.target.authorization != nil {
-            throw VaultError(.usage, "refusing to send credentials unencrypted over http:// to \(host)")
-        }
+        _ = try options.checkCleartext()
     }
 
     /// The job an upload of `records` (in this order) with `options` is: the same command over
@@ -248,15 +261,20 @@ public final class Uploader: @unchecked Sendable {
         return (unsent, open.count)
     }
 
-    /// The interrupted runs still worth finishing, by destination
-    /// identity: how many, and their unconfirmed batches.
-    public static func unfinishedRuns(in vault: Vault) throws -> [String: (runs: Int, batches: Int)] {
-        var out: [String: (runs: Int, batches: Int)] = [:]
-        for entry in try UploadJournals.list(in: vault) where entry.state == .interrupted {
-            guard let journal = try? UploadJournal.load(from: vault, job: entry.job), let identity = journal.deliveryIdentity?.value,
+    /// The interrupted runs still worth finishing, by destination identity: how many, and
+    /// their unconfirmed batches.
+    public static func unfinishedRuns(in vault: Vault) throws -> [String: UnfinishedRuns] {
+        try unfinishedRuns(in: vault, journals: UploadJournals.read(in: vault))
+    }
+
+    /// The same, from journals read already.
+    package static func unfinishedRuns(in vault: Vault, journals: [UploadJournals.Read]) throws -> [String: UnfinishedRuns] {
+        var out: [String: UnfinishedRuns] = [:]
+        for read in journals where read.entry.state == .interrupted {
+            guard let journal = read.journal,
+                  let identity = journal.deliveryIdentity?.value,
                   let left = try unfinished(journal, in: vault) else { continue }
-            let now = out[identity] ?? (0, 0)
-            out[identity] = (now.runs + 1, now.batches + left.batches)
+            out[identity, default: UnfinishedRuns(runs: 0, batches: 0)].add(batches: left.batches)
         }
         return out
     }
@@ -267,22 +285,30 @@ public final class Uploader: @unchecked Sendable {
     /// (those of confirmed batches may have been removed since: they are not sent again).
     /// Journals that do not open are left alone.
     public static func interruptedRuns(in vault: Vault, options: UploadOptions, among selected: [DocumentRecord]) throws
-        -> [(job: String, records: [DocumentRecord])] {
+        -> [InterruptedRun] {
+        try interruptedRuns(in: vault, options: options, among: selected, journals: UploadJournals.read(in: vault))
+    }
+
+    /// The same, from journals read already.
+    package static func interruptedRuns(in vault: Vault, options: UploadOptions, among selected: [DocumentRecord],
+                                        journals: [UploadJournals.Read]) throws -> [InterruptedRun] {
         let spec = try spec(vault: vault, options: options)
         let chosen = Dictionary(selected.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        var runs: [(job: String, records: [DocumentRecord])] = []
+        var runs: [InterruptedRun] = []
         var taken = Set<DocumentID>()
-        for entry in try UploadJournals.list(in: vault) where entry.state == .interrupted {
-            guard let journal = try? UploadJournal.load(from: vault, job: entry.job), let left = try unfinished(journal, in: vault) else { continue }
-            let ids = Set(journal.batches.flatMap(\.documents).compactMap(DocumentID.init(hex:)) + journal.skipped.compactMap { DocumentID(hex: $0.id) })
-            guard left.unsent.allSatisfy({ chosen[$0] != nil }), taken.isDisjoint(with: ids) else { continue }
+        for read in journals where read.entry.state == .interrupted {
+            guard let journal = read.journal, let left = try unfinished(journal, in: vault) else { continue }
+            let ids = Set(journal.batches.flatMap(\.documents).compactMap(DocumentID.init(hex:))
+                          + journal.skipped.compactMap { DocumentID(hex: $0.id) })
+            guard left.unsent.allSatisfy({ chosen[$0] != nil }) else { continue }
+            guard taken.isDisjoint(with: ids) else { continue }
             let records = selected.filter { ids.contains($0.id) }
             if let s = journal.spec {
                 guard s == spec else { continue }
             } else {
-                guard try job(vault: vault, records: records, options: options) == entry.job else { continue }
+                guard try job(vault: vault, records: records, options: options) == read.entry.job else { continue }
             }
-            runs.append((entry.job, records))
+            runs.append(InterruptedRun(job: read.entry.job, records: records))
             taken.formUnion(ids)
         }
         return runs
@@ -290,19 +316,28 @@ public final class Uploader: @unchecked Sendable {
 
     /// Interrupted runs to the destination `options` name that this command does not continue
     /// because they were started with other settings: each run's id and the settings that
-    /// differ (`batchSize`: (then, now)); empty for a journal of an earlier version, which
-    /// kept no settings.
-    public static func mismatchedRuns(in vault: Vault, options: UploadOptions) throws -> [(runID: String, differences: [String: (then: String, now: String)])] {
+    /// differ; no differences for a journal of an earlier version, which kept no settings.
+    public static func mismatchedRuns(in vault: Vault, options: UploadOptions) throws -> [MismatchedRun] {
+        try mismatchedRuns(in: vault, options: options, journals: UploadJournals.read(in: vault))
+    }
+
+    /// The same, from journals read already.
+    package static func mismatchedRuns(in vault: Vault, options: UploadOptions,
+                                       journals: [UploadJournals.Read]) throws -> [MismatchedRun] {
         let spec = try spec(vault: vault, options: options)
         let here = DestinationIdentity(url: options.target.address)?.value
-        var out: [(runID: String, differences: [String: (then: String, now: String)])] = []
-        for entry in try UploadJournals.list(in: vault) where entry.state == .interrupted {
-            guard let journal = try? UploadJournal.load(from: vault, job: entry.job), journal.deliveryIdentity?.value == here,
-                  journal.spec != spec, try unfinished(journal, in: vault) != nil else { continue }
+        var out: [MismatchedRun] = []
+        for read in journals where read.entry.state == .interrupted {
+            guard let journal = read.journal,
+                  journal.deliveryIdentity?.value == here,
+                  journal.spec != spec,
+                  try unfinished(journal, in: vault) != nil else { continue }
             let now = options.settings
-            var differences: [String: (then: String, now: String)] = [:]
-            for (key, then) in journal.settings ?? [:] where now[key] != then { differences[key] = (then, now[key] ?? "none") }
-            out.append((journal.runId, differences))
+            var differences: [MismatchedRun.Difference] = []
+            for (key, then) in (journal.settings ?? [:]).sorted(by: { $0.key < $1.key }) where now[key] != then {
+                differences.append(.init(setting: key, then: then, now: now[key] ?? "none"))
+            }
+            out.append(MismatchedRun(runID: journal.runId, differences: differences))
         }
         return out
     }
@@ -327,7 +362,7 @@ public final class Uploader: @unchecked Sendable {
             throw VaultError(.usage, "another upload of the same documents to the same place is running")
         }
         defer { lock.unlock() }
-        try Self.recordConfirmedBatches(in: vault)
+        if !journalsRecorded { try Self.recordConfirmedBatches(in: vault) }
         journal = try openJournal()
         let confirmedBefore = journal.batches.filter { $0.status == .complete }.count
         onEvent(.started(runID: journal.runId, batches: journal.batches.count, documents: journal.batches.reduce(0) { $0 + $1.documents.count },
@@ -544,16 +579,23 @@ public final class Uploader: @unchecked Sendable {
     /// removed since are not recorded again. Returns the batches recorded.
     @discardableResult
     public static func recordConfirmedBatches(in vault: Vault) throws -> Int {
+        try recordConfirmedBatches(in: vault, journals: UploadJournals.read(in: vault))
+    }
+
+    /// The same, from journals read already.
+    @discardableResult
+    package static func recordConfirmedBatches(in vault: Vault, journals: [UploadJournals.Read]) throws -> Int {
         var recorded = 0
-        for entry in try UploadJournals.list(in: vault) where entry.state != .damaged && entry.confirmed > 0 {
-            guard let journal = try UploadJournal.load(from: vault, job: entry.job), let identity = journal.deliveryIdentity else { continue }
+        for read in journals where read.entry.state != .damaged && read.entry.confirmed > 0 {
+            guard let journal = read.journal, let identity = journal.deliveryIdentity else { continue }
             for (i, batch) in journal.batches.enumerated() where batch.status == .complete {
                 let ids = batch.documents.compactMap(DocumentID.init(hex:))
                 let present = try vault.records(ids, skippingMissing: true)
                 let missing = try vault.undelivered(present, at: identity)
                 guard !missing.isEmpty else { continue }
-                try vault.recordDelivery(missing, at: identity,
-                                         detail: deliveryDetail(run: journal.runId, batch: i + 1, of: journal.batches.count, status: batch.httpStatus, recovered: true))
+                let detail = deliveryDetail(run: journal.runId, batch: i + 1, of: journal.batches.count, status: batch.httpStatus,
+                                            recovered: true)
+                try vault.recordDelivery(missing, at: identity, detail: detail)
                 recorded += 1
             }
         }
@@ -611,6 +653,53 @@ public final class Uploader: @unchecked Sendable {
         onEvent(.retry(batch: i + 1, attempt: attempt, delay: delay, reason: reason))
         try await options.policy.clock.sleep(delay)
     }
+}
+
+/// The interrupted runs to one destination still worth finishing.
+public struct UnfinishedRuns: Sendable, Equatable {
+    /// How many runs.
+    public var runs: Int
+    /// Their unconfirmed batches.
+    public var batches: Int
+
+    /// `runs` runs with `batches` unconfirmed batches between them.
+    public init(runs: Int, batches: Int) {
+        self.runs = runs
+        self.batches = batches
+    }
+
+    mutating func add(batches more: Int) {
+        runs += 1
+        batches += more
+    }
+}
+
+/// An interrupted run that a command would finish: its job and the chosen documents it holds.
+public struct InterruptedRun: Sendable {
+    /// The run's job (its journal's name).
+    public var job: String
+    /// Its documents among those chosen.
+    public var records: [DocumentRecord]
+}
+
+/// An interrupted run to a destination, started with other settings than a command's.
+public struct MismatchedRun: Sendable, Equatable {
+    /// A setting that differs: its name (as ``UploadOptions/settings`` names it), its value
+    /// when the run started, and the command's.
+    public struct Difference: Sendable, Equatable {
+        /// The setting's name (`batchSize`, `maxBytes`, `shape`, `method`, `protocol`, `field`,
+        /// `formFields`, `partSize`).
+        public var setting: String
+        /// Its value when the run started.
+        public var then: String
+        /// Its value in this command (`none` when it has none).
+        public var now: String
+    }
+
+    /// The run's id.
+    public var runID: String
+    /// The settings that differ, by name; empty for a journal of an earlier version.
+    public var differences: [Difference]
 }
 
 /// Where an upload has got to.

@@ -35,17 +35,6 @@ struct SelectionOptions: ParsableArguments {
 }
 
 extension VaultCore.Vault {
-    /// A send the history could not record is not made: a delivery missing from the audit
-    /// trail is worse than one not made.
-    func refuseUnrecordedSend() throws {
-        do {
-            try checkHistoryWritable()
-        } catch let e as VaultError {
-            throw VaultError(e.code, e.message + "; nothing was sent",
-                             hint: "a send the history cannot record is not made: make the vault folder writable (it is read-only to this user, or on a read-only file system)")
-        }
-    }
-
     /// Records what a sending command did, warning (not failing: the documents are out
     /// already) when the history cannot be written.
     func recordSent(_ operation: HistoryRecord.Operation, _ records: [DocumentRecord], sentIDs: [String], destinations: [String],

@@ -180,6 +180,18 @@ extension Vault {
         }
     }
 
+    /// A send the history could not record is not made: a delivery missing from the audit
+    /// trail is worse than one not made.
+    package func refuseUnrecordedSend() throws {
+        do {
+            try checkHistoryWritable()
+        } catch let e as VaultError {
+            throw VaultError(e.code, e.message + "; nothing was sent",
+                             hint: "a send the history cannot record is not made: make the vault folder writable "
+                                 + "(it is read-only to this user, or on a read-only file system)")
+        }
+    }
+
     /// Fails when one of `records` was removed according to the history and its object is
     /// back (a resurrected document): such a document is not sent anywhere.
     package func refuseResurrected(_ records: [DocumentRecord]) throws {

@@ -46,12 +46,15 @@ extension VaultCommand {
 
         func execute(_ options: GlobalOptions) async throws {
             let vault = try await options.open()
-            if vault.store.source == nil { try Uploader.recordConfirmedBatches(in: vault) }
+            // The upload journals, read once: what a kill left confirmed in one only is recorded,
+            // then the runs still worth finishing are counted.
+            let journals = vault.store.source == nil ? try UploadJournals.read(in: vault) : []
+            try Uploader.recordConfirmedBatches(in: vault, journals: journals)
             let list = vault.store.source == nil ? try DestinationList.load(vault) : DestinationList()
             var present = Set<DocumentID>()
             _ = try vault.forEachRecord { present.insert($0.id) }   // checks every row first: the ledger below is verified
             let ledger = try vault.ledger()
-            let unfinished = vault.store.source == nil ? try Uploader.unfinishedRuns(in: vault) : [:]
+            let unfinished = try Uploader.unfinishedRuns(in: vault, journals: journals)
             var identities = list.destinations.map(\.identity)
             for d in ledger.keys.sorted() where !identities.contains(d) { identities.append(d) }
             for d in unfinished.keys.sorted() where !identities.contains(d) { identities.append(d) }
@@ -61,7 +64,7 @@ extension VaultCommand {
                 let entry = list.destinations.first { $0.identity == identity }
                 let rows = ledger[identity] ?? [:]
                 let delivered = rows.keys.filter { present.contains($0) }.count
-                let left = unfinished[identity] ?? (0, 0)
+                let left = unfinished[identity] ?? UnfinishedRuns(runs: 0, batches: 0)
                 entries.append(Entry(name: entry?.name, destination: identity, required: entry?.required ?? false, delivered: delivered,
                                      pending: present.count - delivered, removed: rows.count - delivered,
                                      lastDelivery: rows.values.map(\.timeMillis).max().map { iso.string(from: Date(timeIntervalSince1970: Double($0) / 1000)) },

@@ -295,110 +295,131 @@ extension VaultCommand {
             try await resolved.send(options, vault: vault)
         }
 
-        /// Sends to the URL given (or resolved); `vault` when it is open already.
+        /// Sends to the URL given (or resolved); `vault` when it is open already: parses what
+        /// the library's delivery needs, runs it, and renders what it did.
         func send(_ options: GlobalOptions, vault opened: VaultCore.Vault?) async throws {
-            let wire = try uploadProtocol()
-            var s3: S3Target?
-            if case .s3(let t) = wire { s3 = t }
-            guard var target = UploadTarget(address: s3?.name ?? url, method: method,
-                                            authorization: s3 == nil ? try Self.authorization() : nil, idleTimeout: timeout) else {
-                throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a URL")
-            }
-            if s3 == nil && target.isCleartextOverNetwork {
-                let host = URLComponents(string: url)?.host ?? url
-                guard insecureHTTP else {
-                    throw VaultError(.usage, "refusing to send documents unencrypted over http:// to \(host)",
-                                     hint: "use https://, or --insecure-http on a network you trust")
-                }
-                if target.authorization != nil {
-                    throw VaultError(.usage, "refusing to send credentials unencrypted over http:// to \(host)",
-                                     hint: "use https://, or unset VAULT_UPLOAD_TOKEN, VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD")
-                }
-                Terminal.warn("sending documents unencrypted over http:// to \(host)")
+            let uploadOptions = try self.uploadOptions()
+            let target = uploadOptions.target
+            // The cleartext rule, before the password is asked.
+            if try uploadOptions.checkCleartext() {
+                Terminal.warn("sending documents unencrypted over http:// to \(URLComponents(string: url)?.host ?? url)")
             }
             let vault: VaultCore.Vault
             if let opened { vault = opened } else { vault = try await options.open() }
-            try vault.refuseUnrecordedSend()
-            target.headers = HTTPHeaders(headers.map { h in
-                let p = h.split(separator: ":", maxSplits: 1)
-                return (p[0].trimmingCharacters(in: .whitespaces), p[1].trimmingCharacters(in: .whitespaces))
-            })
-            var uploadOptions = UploadOptions(target: target, wire: wire)
-            uploadOptions.limits = batching.limits
-            uploadOptions.shape = batching.shape
-            uploadOptions.skipBad = skipBad
-            uploadOptions.policy = RetryPolicy(retries: retries)
-            uploadOptions.allowsCleartext = insecureHTTP
-            // What a kill left in a journal only is recorded before anything is chosen.
-            if !dryRun { try Uploader.recordConfirmedBatches(in: vault) }
-            var freed: [DocumentRecord] = []
-            if removeDelivered {
-                // A document goes once this destination and every required one confirmed it;
-                // those that qualify already (a kill after the confirmation, before the removal) go now.
-                let here = Destination.identity(of: target.address) ?? target.address
-                let required = vault.store.source == nil ? try DestinationList.load(vault).required.map(\.identity).filter { $0 != here } : []
-                uploadOptions.removeDelivered = true
-                uploadOptions.alsoRequired = required
-                let filter = try DeliveryFilter(.delivered([here] + required, olderThan: nil), vault: vault)
-                freed = try vault.select(selection.selection).filter { filter.keeps($0.id) }
-                if !freed.isEmpty && !dryRun {
-                    try vault.removeDocuments(freed.map(\.id))
-                    if !result.json { Removal.report(freed, why: "delivered before this upload") }
-                }
+            let delivery = DocumentDelivery(vault: vault, documents: try chosen(in: vault), options: uploadOptions,
+                                            mode: mode, removeDelivered: removeDelivered)
+            if dryRun { return preview(try delivery.preview(), target: target) }
+            let plan: DocumentDelivery.Plan
+            do {
+                plan = try delivery.prepare()
+            } catch let e as VaultError {
+                throw worded(e, target: target)
             }
-            let runs = try plan(vault, options: uploadOptions, freed: freed.count)
-            if dryRun { return preview(runs, removing: freed, target: target) }
+            if !plan.deliveredBefore.isEmpty && !result.json {
+                Removal.report(plan.deliveredBefore, why: "delivered before this upload")
+            }
             let renderer = ProgressRenderer(mode: progressOptions.resolved)
             // Documents left out, as they were said: without a bar or JSON lines, named at the end.
             let leftOut = Mutex<[String]>([])
             let onEvent: @Sendable (UploadEvent) -> Void = { event in
-                if case .skipped(let id, let name, let e) = event { leftOut.withLock { $0.append("skipped \(id.hex.prefix(12)) \(name): \(e.message)") } }
+                if case .skipped(let id, let name, let e) = event {
+                    leftOut.withLock { $0.append("skipped \(id.hex.prefix(12)) \(name): \(e.message)") }
+                }
                 renderer.handle(event)
             }
             let started = Date()
-            var total: UploadSummary?
-            for run in runs {
-                var o = uploadOptions
-                o.newRun = newRun
-                // A fresh run of what is undelivered: a finished run of the same documents (one
-                // refused as too large, say) is not "continued" into sending nothing.
-                o.renewFinished = !run.resuming && !all
-                o.requireJournal = run.resuming
-                let summary: UploadSummary
-                do {
-                    summary = try await Uploader(vault: vault, records: run.records, options: o, job: run.job, onEvent: onEvent).run()
-                } catch var e as VaultError {
-                    renderer.clear()
-                        if e.code == .notFound && resume && e.hint == nil { e.hint = "run the upload without --resume to start one" }
-                    if e.code == .uploadUnauthorized && e.hint == nil && s3 != nil {
-                        // S3's own credentials signed it, not VAULT_UPLOAD_* (those are for HTTP and presign endpoints).
-                        e.hint = "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and AWS_REGION"
-                    }
-                    throw e
-                } catch {
-                    renderer.clear()
-                    throw error
-                }
+            let total: UploadSummary?
+            do {
+                total = try await delivery.send(plan, onEvent: onEvent)
+            } catch var e as VaultError {
                 renderer.clear()
-                total = total.map { Self.adding(summary, to: $0) } ?? summary
-            }
-            let seconds = Date().timeIntervalSince(started)
-            guard let summary = total else {
-                // Everything selected was delivered there before.
-                if result.json {
-                    Terminal.out(JSONOutput.line(Result(runId: "", target: target.redacted, batches: 0, alreadyConfirmed: 0, documents: 0,
-                                                        payloadBytes: 0, retries: 0, skipped: 0, resumedBytes: 0, seconds: 0,
-                                                        removed: freed.map(\.id.hex))))
+                if e.code == .notFound && resume && e.hint == nil { e.hint = "run the upload without --resume to start one" }
+                if e.code == .uploadUnauthorized && e.hint == nil && uploadOptions.wire.name == .s3 {
+                    // S3's own credentials signed it, not VAULT_UPLOAD_* (those are for HTTP and presign endpoints).
+                    e.hint = "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and AWS_REGION"
                 }
-                if progressOptions.printsSummary && !result.json {
-                    let excludedAll = try !selection.excludes.isEmpty && vault.select(selection.selection).isEmpty && freed.isEmpty
-                    Terminal.err(try vault.documentCount() == 0 && freed.isEmpty ? "vault: nothing to send to \(target.redacted): the vault is empty"
-                                 : excludedAll ? "vault: nothing to send to \(target.redacted): --exclude leaves out every selected document"
-                                 : "vault: nothing new to send to \(target.redacted): it has confirmed every selected document"
-                                   + (removeDelivered ? "" : " (--new-run sends them again)"))
-                }
-                return
+                throw e
+            } catch {
+                renderer.clear()
+                throw error
             }
+            renderer.clear()
+            let freed = plan.deliveredBefore
+            guard let summary = total else { return try nothingSent(vault, target: target, freed: freed) }
+            try report(summary, vault: vault, target: target, freed: freed, seconds: Date().timeIntervalSince(started),
+                       leftOut: leftOut.withLock { $0 })
+        }
+
+        /// The chosen documents: the selection, with what `--exclude` leaves out (an empty vault,
+        /// or an exclusion that leaves nothing, chooses none rather than failing).
+        func chosen(in vault: VaultCore.Vault) throws -> [DocumentRecord] {
+            let all = try vault.select(selection.selection)
+            if all.isEmpty && (selection.isEverything || !selection.excludes.isEmpty) { return [] }
+            return try selection.records(in: vault, verb: "upload")
+        }
+
+        /// The runs `--all`, `--new-run` and `--resume` ask for.
+        var mode: DocumentDelivery.Mode { resume ? .resumeOnly : newRun ? .newRun : all ? .everything : .undelivered }
+
+        /// The target, protocol and settings, as validated.
+        func uploadOptions() throws -> UploadOptions {
+            let wire = try uploadProtocol()
+            var s3: S3Target?
+            if case .s3(let t) = wire { s3 = t }
+            let headers = HTTPHeaders(headers.map { h in
+                let p = h.split(separator: ":", maxSplits: 1)
+                return (p[0].trimmingCharacters(in: .whitespaces), p[1].trimmingCharacters(in: .whitespaces))
+            })
+            guard let target = UploadTarget(address: s3?.name ?? url, method: method, headers: headers,
+                                            authorization: s3 == nil ? try Self.authorization() : nil, idleTimeout: timeout) else {
+                throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a URL")
+            }
+            var o = UploadOptions(target: target, wire: wire)
+            o.limits = batching.limits
+            o.shape = batching.shape
+            o.skipBad = skipBad
+            o.policy = RetryPolicy(retries: retries)
+            o.allowsCleartext = insecureHTTP
+            return o
+        }
+
+        /// A planning error in the command's words: `--resume` with no run to finish, or one
+        /// started with other settings (named by their options).
+        func worded(_ error: VaultError, target: UploadTarget) -> VaultError {
+            var e = error
+            guard e.code == .notFound, resume else { return e }
+            guard let other = e.cause as? MismatchedRun else {
+                if e.hint == nil { e.hint = "run the upload without --resume to start one" }
+                return e
+            }
+            let option = ["batchSize": "--batch-size", "maxBytes": "--max-bytes", "shape": "--shape", "method": "--method",
+                          "protocol": "--protocol", "field": "--field", "formFields": "--form-field", "partSize": "--part-size"]
+            let differ = other.differences.map { "\(option[$0.setting] ?? $0.setting) \($0.then) (this command: \($0.now))" }
+            return VaultError(.notFound, "the interrupted upload to \(target.redacted) (run \(other.runID.prefix(8))) was started with "
+                              + (differ.isEmpty ? "other settings or documents" : differ.joined(separator: ", ")),
+                              hint: differ.isEmpty ? "run the same command as then to finish it, or 'vault uploads prune' to give it up"
+                                  : "run it again with those settings to finish it, or 'vault uploads prune' to give it up")
+        }
+
+        /// Everything chosen was delivered there before (or nothing was chosen).
+        func nothingSent(_ vault: VaultCore.Vault, target: UploadTarget, freed: [DocumentRecord]) throws {
+            if result.json {
+                Terminal.out(JSONOutput.line(Result(runId: "", target: target.redacted, batches: 0, alreadyConfirmed: 0, documents: 0,
+                                                    payloadBytes: 0, retries: 0, skipped: 0, resumedBytes: 0, seconds: 0,
+                                                    removed: freed.map(\.id.hex))))
+            }
+            guard progressOptions.printsSummary && !result.json else { return }
+            let excludedAll = try !selection.excludes.isEmpty && vault.select(selection.selection).isEmpty && freed.isEmpty
+            let to = target.redacted
+            Terminal.err(try vault.documentCount() == 0 && freed.isEmpty ? "vault: nothing to send to \(to): the vault is empty"
+                         : excludedAll ? "vault: nothing to send to \(to): --exclude leaves out every selected document"
+                         : "vault: nothing new to send to \(to): it has confirmed every selected document"
+                           + (removeDelivered ? "" : " (--new-run sends them again)"))
+        }
+
+        /// The summary line (or JSON object), the removals, and the exit for documents left out.
+        func report(_ summary: UploadSummary, vault: VaultCore.Vault, target: UploadTarget, freed: [DocumentRecord], seconds: Double,
+                    leftOut: [String]) throws {
             let tooLarge = try vault.records(summary.tooLarge, skippingMissing: true)
             let removedNow = summary.removed
             if result.json {
@@ -411,132 +432,85 @@ extension VaultCommand {
                                                     tooLarge: tooLarge.map(\.id.hex), removed: (freed + removedNow).map(\.id.hex))))
             }
             if progressOptions.printsSummary && !result.json {
-                // What this command did: a resumed run's earlier batches were sent by another.
-                var line = summary.sentBatches == 0 && summary.alreadyConfirmed == summary.batches && summary.batches > 0
-                    ? "vault: nothing to send: all \(Plural.count(summary.batches, "batch")) of run \(summary.runID.prefix(8)) were already confirmed"
-                    : String(format: "vault: uploaded %@ in %@ (%@) to %@ in %.1f s, %@",
-                             Plural.count(summary.sentDocuments, "document"), Plural.count(summary.sentBatches, "batch"),
-                             Terminal.size(summary.sentBytes), target.redacted, seconds, Plural.count(summary.retries, "retry"))
-                if summary.sentBatches > 0 && summary.alreadyConfirmed > 0 {
-                    line += "; finished run \(summary.runID.prefix(8)), whose other \(Plural.count(summary.alreadyConfirmed, "batch")) "
-                        + "\(summary.alreadyConfirmed == 1 ? "was" : "were") confirmed before"
-                }
-                if summary.resumedBytes > 0 { line += "; \(Terminal.size(summary.resumedBytes)) the server already had \(summary.resumedBytes == 1 ? "was" : "were") not sent again" }
-                if removeDelivered {
-                    line += "; removed \(Plural.count(removedNow.count, "document")) delivered now"
-                    if !freed.isEmpty { line += " and \(freed.count) delivered before" }
-                }
-                Terminal.err(line)
+                Terminal.err(summaryLine(summary, target: target, freed: freed, seconds: seconds))
             }
             if removeDelivered && !removedNow.isEmpty && !result.json {
                 Removal.report(removedNow, why: "delivered to \(target.redacted) now")
             }
             let damaged = summary.skipped - tooLarge.count
-            if progressOptions.resolved == .none { for line in leftOut.withLock({ $0 }) { Terminal.warn(line) } }
+            if progressOptions.resolved == .none { for line in leftOut { Terminal.warn(line) } }
             if !tooLarge.isEmpty {
-                let names = tooLarge.prefix(5).map { "\($0.id.hex.prefix(12)) \(Terminal.printable($0.metadata.name))" }.joined(separator: ", ")
-                throw VaultError(.partial, "\(Plural.count(tooLarge.count, "document")) \(tooLarge.count == 1 ? "was" : "were") too large for the server and not delivered: \(names)"
+                let names = tooLarge.prefix(5).map { "\($0.id.hex.prefix(12)) \(Terminal.printable($0.metadata.name))" }
+                    .joined(separator: ", ")
+                let were = tooLarge.count == 1 ? "was" : "were"
+                throw VaultError(.partial, "\(Plural.count(tooLarge.count, "document")) \(were) too large for the server and not "
+                                 + "delivered: \(names)"
                                  + (damaged > 0 ? "; \(damaged) damaged \(damaged == 1 ? "was" : "were") left out" : ""),
                                  hint: "the warnings above give the server's limit; the other documents were delivered; raise the limit, "
                                      + "or leave \(tooLarge.count == 1 ? "it" : "them") out with --exclude ID")
             }
             if damaged > 0 {
-                throw VaultError(.partial, "\(Plural.count(damaged, "damaged document")) \(damaged == 1 ? "was" : "were") left out", hint: "run 'vault verify' for details")
+                throw VaultError(.partial, "\(Plural.count(damaged, "damaged document")) \(damaged == 1 ? "was" : "were") left out",
+                                 hint: "run 'vault verify' for details")
             }
+        }
+
+        /// What this command did, in one line: a resumed run's earlier batches were sent by another.
+        func summaryLine(_ summary: UploadSummary, target: UploadTarget, freed: [DocumentRecord], seconds: Double) -> String {
+            let finishedOnly = summary.sentBatches == 0 && summary.alreadyConfirmed == summary.batches && summary.batches > 0
+            var line = finishedOnly
+                ? "vault: nothing to send: all \(Plural.count(summary.batches, "batch")) of run \(summary.runID.prefix(8)) "
+                    + "were already confirmed"
+                : String(format: "vault: uploaded %@ in %@ (%@) to %@ in %.1f s, %@",
+                         Plural.count(summary.sentDocuments, "document"), Plural.count(summary.sentBatches, "batch"),
+                         Terminal.size(summary.sentBytes), target.redacted, seconds, Plural.count(summary.retries, "retry"))
+            if summary.sentBatches > 0 && summary.alreadyConfirmed > 0 {
+                let were = summary.alreadyConfirmed == 1 ? "was" : "were"
+                line += "; finished run \(summary.runID.prefix(8)), whose other "
+                    + "\(Plural.count(summary.alreadyConfirmed, "batch")) \(were) confirmed before"
+            }
+            if summary.resumedBytes > 0 {
+                let were = summary.resumedBytes == 1 ? "was" : "were"
+                line += "; \(Terminal.size(summary.resumedBytes)) the server already had \(were) not sent again"
+            }
+            if removeDelivered {
+                line += "; removed \(Plural.count(summary.removed.count, "document")) delivered now"
+                if !freed.isEmpty { line += " and \(freed.count) delivered before" }
+            }
+            return line
         }
 
         /// `--dry-run`: what the runs would send and what would be removed, on standard output
         /// (or as one JSON object); nothing is sent, removed or recorded.
-        func preview(_ runs: [PlannedRun], removing: [DocumentRecord], target: UploadTarget) {
-            let documents = runs.flatMap(\.records)
+        func preview(_ plan: DocumentDelivery.Plan, target: UploadTarget) {
+            let documents = plan.documents
+            let removing = plan.deliveredBefore
+            let resumes = plan.runs.filter(\.resuming).count
             func doc(_ r: DocumentRecord) -> DryRun.Document { .init(id: r.id.hex, name: r.metadata.name, size: r.metadata.size) }
             if result.json {
-                Terminal.out(JSONOutput.line(DryRun(target: target.redacted, send: documents.map(doc), resumes: runs.filter(\.resuming).count,
+                Terminal.out(JSONOutput.line(DryRun(target: target.redacted, send: documents.map(doc), resumes: resumes,
                                                     remove: removing.map(doc))))
                 return
             }
             var out = ""
-            for r in documents { out += "would send  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \(Terminal.printable(r.metadata.name))\n" }
-            for r in removing { out += "would remove  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \(Terminal.printable(r.metadata.name))  (delivered)\n" }
+            for r in documents {
+                out += "would send  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \(Terminal.printable(r.metadata.name))\n"
+            }
+            for r in removing {
+                out += "would remove  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  "
+                    + "\(Terminal.printable(r.metadata.name))  (delivered)\n"
+            }
             Terminal.out(out)
             if progressOptions.printsSummary && !result.json {
                 let bytes = documents.reduce(UInt64(0)) { $0 + $1.metadata.size }
-                var line = "vault: dry run: would send \(Plural.count(documents.count, "document")) (\(Terminal.size(bytes))) to \(target.redacted)"
-                if runs.contains(where: \.resuming) { line += ", finishing \(Plural.count(runs.filter(\.resuming).count, "interrupted run"))" }
-                if removeDelivered { line += "; would remove \(Plural.count(removing.count, "document")) delivered before, and each one sent once confirmed" }
+                var line = "vault: dry run: would send \(Plural.count(documents.count, "document")) (\(Terminal.size(bytes))) "
+                    + "to \(target.redacted)"
+                if resumes > 0 { line += ", finishing \(Plural.count(resumes, "interrupted run"))" }
+                if removeDelivered {
+                    line += "; would remove \(Plural.count(removing.count, "document")) delivered before, and each one sent once confirmed"
+                }
                 Terminal.err(line + "; nothing was sent or removed")
             }
-        }
-
-        /// One run to make: its documents, and whether it continues an interrupted one.
-        struct PlannedRun {
-            var records: [DocumentRecord]
-            var resuming: Bool
-            /// The interrupted run's job, when it continues one.
-            var job: String? = nil
-        }
-
-        /// The runs of this command. By default: an interrupted run of the same command to this
-        /// destination whose documents are all selected is finished first, as it was planned (no
-        /// batch sent twice, tus and S3 offsets kept); then one run of the selected documents the
-        /// destination has not confirmed. `--all` and `--new-run`: one run of the whole
-        /// selection; `--resume`: only the interrupted run.
-        /// - Parameter freed: documents `--remove-delivered` removed before planning (a selection
-        ///   they leave empty has nothing new, and is not an error).
-        func plan(_ vault: VaultCore.Vault, options: UploadOptions, freed: Int) throws -> [PlannedRun] {
-            let target = options.target
-            // An empty vault (or one the removal emptied) has nothing new: not an error.
-            let everything = selection.isEverything
-            // As when --exclude leaves out the whole selection.
-            if freed > 0 || everything || !selection.excludes.isEmpty, try vault.select(selection.selection).isEmpty { return [] }
-            let selected = try selection.records(in: vault, verb: "upload", sending: true)
-            if all || newRun { return [PlannedRun(records: selected, resuming: resume)] }
-            var runs: [PlannedRun] = []
-            var resumed = Set<DocumentID>()
-            for run in try Uploader.interruptedRuns(in: vault, options: options, among: selected) {
-                runs.append(PlannedRun(records: run.records, resuming: true, job: run.job))
-                resumed.formUnion(run.records.map(\.id))
-            }
-            if resume {
-                if runs.isEmpty {
-                    // One may exist, started with other settings: say which differ.
-                    if let other = try Uploader.mismatchedRuns(in: vault, options: options).first {
-                        let option = ["batchSize": "--batch-size", "maxBytes": "--max-bytes", "shape": "--shape", "method": "--method",
-                                      "protocol": "--protocol", "field": "--field", "formFields": "--form-field", "partSize": "--part-size"]
-                        let differ = other.differences.sorted { $0.key < $1.key }
-                            .map { "\(option[$0.key] ?? $0.key) \($0.value.then) (this command: \($0.value.now))" }
-                        throw VaultError(.notFound, "the interrupted upload to \(target.redacted) (run \(other.runID.prefix(8))) was started with "
-                                         + (differ.isEmpty ? "other settings or documents" : differ.joined(separator: ", ")),
-                                         hint: differ.isEmpty ? "run the same command as then to finish it, or 'vault uploads prune' to give it up"
-                                             : "run it again with those settings to finish it, or 'vault uploads prune' to give it up")
-                    }
-                    throw VaultError(.notFound, "there is no interrupted upload of these documents to \(target.redacted)",
-                                     hint: "run the upload without --resume to start one")
-                }
-                return runs
-            }
-            let fresh = try vault.undelivered(selected.filter { !resumed.contains($0.id) }, to: target.address)
-            if !fresh.isEmpty { runs.append(PlannedRun(records: fresh, resuming: false)) }
-            return runs
-        }
-
-        static func adding(_ s: UploadSummary, to t: UploadSummary) -> UploadSummary {
-            var t = t
-            t.runID = s.runID
-            t.batches += s.batches
-            t.alreadyConfirmed += s.alreadyConfirmed
-            t.documents += s.documents
-            t.documentIDs += s.documentIDs
-            t.payloadBytes += s.payloadBytes
-            t.retries += s.retries
-            t.skipped += s.skipped
-            t.resumedBytes += s.resumedBytes
-            t.sentDocuments += s.sentDocuments
-            t.sentBatches += s.sentBatches
-            t.sentBytes += s.sentBytes
-            t.tooLarge += s.tooLarge
-            t.removed += s.removed
-            return t
         }
 
         /// `s3://BUCKET/PREFIX`, the store and credentials from the standard AWS variables:
