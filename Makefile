@@ -45,13 +45,14 @@ long: build peers
 	TMPDIR=$(TEST_TMPDIR) VAULT_LONG_TESTS=1 $(SWIFT) test
 
 # Examples/CaptureApp: a capture app's job through the public async API only (add, list, range
-# read, export into a FileHandle with progress, a cancelled export); it exits non-zero when
+# read, export into a FileHandle with progress, a cancelled export, a delivery to a back office
+# on 127.0.0.1 as `vault upload --remove-delivered` makes it); it exits non-zero when
 # anything is not as expected. A target of this package compiled without package access, so it
 # sees what an app sees and shares the one build (Examples/CaptureApp/Package.swift builds the
 # same sources as a package of its own, as an app would).
 example: deps
 	@$(SWIFT) build --product CaptureApp > /dev/null
-	.build/debug/CaptureApp
+	@scripts/example.sh .build/debug/CaptureApp
 
 # Test peers this project did not write: php-cli (apt), and rncryptor, jsonschema and resumable-upload from PyPI in .build-peers/
 peers:

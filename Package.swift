@@ -99,7 +99,7 @@ let package = Package(
         // `packageAccess: false` compiles it outside the package, so `package` symbols are out of
         // its reach, as they are for an app that depends on vault (Examples/CaptureApp/Package.swift
         // builds the same sources that way); here it shares the one build of the dependency graph.
-        .executableTarget(name: "CaptureApp", dependencies: ["VaultCore"], path: "Examples/CaptureApp/Sources/CaptureApp",
+        .executableTarget(name: "CaptureApp", dependencies: ["VaultCore", "VaultUpload"], path: "Examples/CaptureApp/Sources/CaptureApp",
                           packageAccess: false),
         // Large vaults for `make bench` and the scale tests (not installed).
         .executableTarget(name: "vault-fixture", dependencies: ["VaultCore"]),

@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
-// A capture app's job, written against the public VaultCore API only: this package depends on
-// vault by path, as an app would. `make example` (and `make test`) builds and runs it.
+// A capture app's job, written against the public VaultCore and VaultUpload API only: this
+// package depends on vault by path, as an app would. `make example` (and `make test`) builds and runs it.
 import PackageDescription
 
 let package = Package(
@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [.package(name: "vault", path: "../..")],
     targets: [
-        .executableTarget(name: "CaptureApp", dependencies: [.product(name: "VaultCore", package: "vault")]),
+        .executableTarget(name: "CaptureApp", dependencies: [.product(name: "VaultCore", package: "vault"),
+                                                               .product(name: "VaultUpload", package: "vault")]),
     ]
 )

@@ -1,8 +1,12 @@
-// What a capture app does with VaultCore, end to end: keep captured files encrypted, hand a
-// batch to the back office as a JSON payload in a file, and let the user cancel. Every step
-// checks its result; the run exits non-zero on the first thing that is not as expected.
+// What a capture app does with VaultCore and VaultUpload, end to end: keep captured files
+// encrypted, hand a batch to the back office as a JSON payload in a file, let the user cancel,
+// and deliver to the back office as `vault upload --remove-delivered` does. Every step checks
+// its result; the run exits non-zero on the first thing that is not as expected.
+// The back office's URL and the folder it stores into come from CAPTURE_APP_BACK_OFFICE and
+// CAPTURE_APP_RECEIVED (`make example` starts one on 127.0.0.1).
 import Foundation
 import VaultCore
+import VaultUpload
 
 func check(_ condition: Bool, _ what: String) {
     guard condition else {
@@ -122,7 +126,33 @@ var after = 0
 for await _ in second.progress { after += 1 }
 check(after <= 1, "its progress sequence ended")
 
-// 6. A wrong password is a VaultError the app can switch over.
+// 6. Delivery to the back office: the same workflow as `vault upload --remove-delivered`
+//    (VaultUpload's DocumentDelivery). The first delivery sends every document; the second has
+//    nothing new (the delivery ledger); one that frees space removes what was delivered.
+let environment = ProcessInfo.processInfo.environment
+guard let office = environment["CAPTURE_APP_BACK_OFFICE"].flatMap(URL.init(string:)),
+      let received = environment["CAPTURE_APP_RECEIVED"] else {
+    check(false, "CAPTURE_APP_BACK_OFFICE and CAPTURE_APP_RECEIVED name a back office")
+    exit(1)
+}
+let options = UploadOptions(target: UploadTarget(url: office))
+let delivery = DocumentDelivery(vault: vault, documents: try await vault.documents(), options: options)
+let plan = try delivery.prepare()
+check(plan.documents.count == 4 && plan.runs.count == 1, "the delivery plans one run of 4 documents")
+let delivered = try await delivery.send(plan)
+check(delivered?.sentDocuments == 4 && delivered?.sentBatches == 1, "the back office confirmed 4 documents in 1 batch")
+for record in documents {
+    let stored = try Data(contentsOf: URL(fileURLWithPath: received).appendingPathComponent(record.id.hex))
+    check(stored == (try await vault.read(record.id)), "\(record.metadata.name) arrived byte for byte")
+}
+let again = DocumentDelivery(vault: vault, documents: try await vault.documents(), options: options)
+check(try again.prepare().runs.isEmpty, "a second delivery has nothing new to send")
+let freeing = DocumentDelivery(vault: vault, documents: try await vault.documents(), options: options, removeDelivered: true)
+check(try freeing.preview().deliveredBefore.count == 4, "a delivery that frees space would remove the 4 delivered documents")
+_ = try await freeing.send(try freeing.prepare())
+check(try await vault.documents().isEmpty, "and removes them: the vault is empty")
+
+// 7. A wrong password is a VaultError the app can switch over.
 do {
     _ = try await store.unlock(password: "wrong horse")
     check(false, "a wrong password is refused")
