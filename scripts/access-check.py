@@ -7,6 +7,9 @@ Reads the symbol graphs of `swift package dump-symbol-graph --minimum-access-lev
   see it, so `public` says something false about it;
 - a public symbol whose type holds a tuple (a parameter, a result or a property): an app gets
   unnamed structure that cannot be documented or grown, where a struct says what each part is.
+- a public type that the Topics of a module's DocC landing page (Sources/<Module>/<Module>.docc/
+  <Module>.md, where the module has one) do not list: the landing page is the public surface's
+  table.
 Only declarations in this package's Sources/ are judged (the graphs also hold members that
 dependencies add to our types). A run that finds no public symbol at all fails: a check that
 passes on nothing checks nothing.
@@ -79,6 +82,19 @@ for s in symbols.values():
         types = []
     if any(has_tuple(t) for t in types):
         problems.append(f"{w}: {'.'.join(s['pathComponents'])} is public and has a tuple in its type")
+for module in modules:
+    page = os.path.join("Sources", module, f"{module}.docc", f"{module}.md")
+    if not os.path.exists(page):
+        continue
+    text = open(page).read()
+    listed = text[text.find("## Topics"):] if "## Topics" in text else ""
+    for s in symbols.values():
+        kinds = ("swift.struct", "swift.class", "swift.enum", "swift.protocol", "swift.typealias", "swift.actor")
+        if s["accessLevel"] != "public" or len(s["pathComponents"]) != 1 or s["kind"]["identifier"] not in kinds:
+            continue
+        w = where(s)
+        if w and f"Sources/{module}/" in w and f"``{s['pathComponents'][0]}``" not in listed:
+            problems.append(f"{w}: {s['pathComponents'][0]} is public and not listed in {page}")
 for p in sorted(set(problems)):
     print(p)
 print(f"access: {public} public declarations in {', '.join(modules)}, {len(set(problems))} problems")

@@ -1,7 +1,6 @@
 import VaultCore
 
-/// The steps that set right the errors of remote vaults, declared here as VaultRemote raises
-/// them.
+/// The names of the steps that set right the errors of remote vaults.
 extension VaultError.Remedy.Name {
     /// Push a vault to the store first.
     public static let pushFirst = Self(rawValue: "push-first")
@@ -15,6 +14,7 @@ extension VaultError.Remedy.Name {
     public static let checkBucketAndEndpoint = Self(rawValue: "check-bucket-and-endpoint")
 }
 
+/// The steps that set right the errors of remote vaults.
 extension VaultError.Remedy {
     /// Push a vault to the store first.
     public static let pushFirst = Self(.pushFirst)

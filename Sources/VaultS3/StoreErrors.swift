@@ -13,7 +13,7 @@ extension VaultError.Code {
 }
 
 extension VaultError {
-    /// True for a store failure that may pass (``VaultCore/VaultError/Code/storeUnavailable``):
+    /// True for a store failure that may pass (`VaultError.Code.storeUnavailable`):
     /// the one kind a store operation retries.
     public static func isTransientStoreFailure(_ error: any Error) -> Bool {
         (error as? VaultError)?.code == .storeUnavailable

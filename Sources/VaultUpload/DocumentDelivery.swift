@@ -79,9 +79,9 @@ public struct DocumentDelivery: Sendable {
 
     /// Records what journals alone confirmed, removes what was delivered before (with
     /// ``removeDelivered``), and plans the runs.
-    /// - Throws: ``VaultCore/VaultError/Code/notFound`` in ``Mode/resumeOnly`` when there is no
+    /// - Throws: `VaultError.Code.notFound` in ``Mode/resumeOnly`` when there is no
     ///   interrupted run to finish (with a ``MismatchedRun`` as its cause when one was started with
-    ///   other settings); ``VaultCore/VaultError/Code/vaultDamaged`` for a resurrected document;
+    ///   other settings); `VaultError.Code.vaultDamaged` for a resurrected document;
     ///   the cleartext rule's and the history's errors. Nothing is sent.
     public func prepare() throws -> Plan {
         try plan(changing: true)

@@ -10,6 +10,7 @@ extension VaultError.Code {
     public static let uploadFailed = Self(rawValue: "upload-failed")
 }
 
+/// The names of the steps that set right the errors of uploads.
 extension VaultError.Remedy.Name {
     /// Remove the upload's journal; the upload then starts afresh.
     public static let pruneUploadJournal = Self(rawValue: "prune-upload-journal")
@@ -21,6 +22,7 @@ extension VaultError.Remedy.Name {
     public static let dropCredentials = Self(rawValue: "drop-credentials")
 }
 
+/// The steps that set right the errors of uploads.
 extension VaultError.Remedy {
     /// Remove the upload's journal; the upload then starts afresh.
     public static let pruneUploadJournal = Self(.pruneUploadJournal)

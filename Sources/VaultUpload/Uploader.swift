@@ -67,8 +67,8 @@ public struct UploadOptions: Sendable {
     /// The cleartext rule, the one place it is decided: documents go over plain `http://` only
     /// to a loopback host, unless ``allowsCleartext``; credentials never. Returns true when
     /// documents will cross a network unencrypted (allowed: the caller may say so).
-    /// - Throws: ``VaultCore/VaultError/Code/usage`` (remedy ``VaultCore/VaultError/Remedy/useHTTPS``
-    ///   or ``VaultCore/VaultError/Remedy/dropCredentials``) when the rule refuses.
+    /// - Throws: `VaultError.Code.usage` (remedy `VaultError.Remedy.useHTTPS`
+    ///   or `VaultError.Remedy.dropCredentials`) when the rule refuses.
     public func checkCleartext() throws -> Bool {
         guard target.isCleartextOverNetwork else { return false }
         let host = URLComponents(string: target.address)?.host ?? target.redacted
