@@ -50,12 +50,14 @@ struct VaultCommand: AsyncParsableCommand {
 
     @OptionGroup(visibility: .hidden) var global: GlobalOptions
 
-    /// Before any parsing: no core dumps, large buffers off the heap, secrets out of the environment, and interrupts that
+    /// Before any parsing: no core dumps, large buffers off the heap and the heap trimmed between documents (the
+    /// library leaves its host's heap alone unless asked), secrets out of the environment, and interrupts that
     /// remove temporary files, restore the terminal, print `vault: interrupted` and exit 130.
     static func main() async {
         do {
             try Interrupts.disableCoreDumps()
             ProcessMemory.mapLargeBuffersDirectly()
+            ProcessMemory.trimHeapBetweenDocuments()
             try EnvironmentSecrets.capture()
             IOReport.install()
             VaultNotices.install { Terminal.warn($0) }

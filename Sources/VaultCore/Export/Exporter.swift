@@ -49,38 +49,6 @@ public struct ManifestBatch: Codable, Sendable {
     public var status: BatchStatus
 }
 
-/// Where a batch stands: the one status of the export manifest's batches and the upload
-/// journal's.
-public enum BatchStatus: String, Codable, Sendable {
-    /// Not written (or sent) yet.
-    case pending
-    /// The payload file is in place (or the server confirmed it).
-    case complete
-    /// The run stopped with an error before this batch was done.
-    case failed
-    /// The run was interrupted (SIGINT, SIGTERM, SIGHUP) before this batch was done.
-    case interrupted
-
-    /// Reads a status; `confirmed` (what upload journals of version 1 wrote) is `complete`.
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        guard let status = text == "confirmed" ? .complete : BatchStatus(rawValue: text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "unknown batch status '\(text)'"))
-        }
-        self = status
-    }
-}
-
-/// What the export manifest and the upload journal both keep about a batch.
-package protocol BatchBookkeeping {
-    /// Ids of the documents in the payload, in order.
-    var documents: [String] { get }
-    /// The payload's exact length.
-    var bytes: UInt64 { get }
-    /// Where it stands.
-    var status: BatchStatus { get }
-}
-
 extension ManifestBatch: BatchBookkeeping {}
 
 /// A document left out of a batch, and why.
@@ -383,7 +351,7 @@ package final class Exporter {
             started()
             for index in 1...plan.batchCount { try writeBatch(try batch(index), in: directory, manifest: manifest) }
             try manifest.flush()
-            Platform.releaseFreeMemory()   // before the summary and the history record, which name every document
+            ProcessMemory.releaseFreeMemoryIfAsked()   // before the summary and the history record, which name every document
         } catch {
             manifest.finish(as: error is CancellationError ? .interrupted : .failed, holdingLock: false)
             for dir in made { FileSystem.removeIfEmpty(dir) }
@@ -535,13 +503,14 @@ package final class Exporter {
         releaseFreeMemory()
     }
 
-    /// At most once a second, gives freed heap pages back (see ``Platform/releaseFreeMemory()``):
+    /// At most once a second, gives freed heap pages back when the host asked for it (see
+    /// ``ProcessMemory/trimHeapBetweenDocuments()``):
     /// the per-document buffers left an export's resident memory swinging by 45 MiB within a
     /// second over documents of 4 KiB (the live heap stays near 20 MiB). A trim walks the heap,
     /// so not after each batch.
     private func releaseFreeMemory() {
         guard ContinuousClock.now - lastTrim >= .seconds(1) else { return }
-        Platform.releaseFreeMemory()
+        ProcessMemory.releaseFreeMemoryIfAsked()
         lastTrim = ContinuousClock.now
     }
 

@@ -1,4 +1,8 @@
-/// How a process that runs vault's pipelines should hold its memory.
+import Synchronization
+
+/// How a process that runs vault's pipelines should hold its memory. The host decides: the
+/// library neither sets the allocator's thresholds nor trims the heap unless the host asked for
+/// it (the CLI does, at start; an app keeps its heap as it tunes it).
 package enum ProcessMemory {
     /// Large buffers get mappings of their own, returned to the system when freed.
     ///
@@ -13,5 +17,23 @@ package enum ProcessMemory {
     /// Applies the policy above to this process (glibc; nothing elsewhere). Call it once, early.
     package static func mapLargeBuffersDirectly() {
         Platform.mapLargeAllocations(atLeast: largeAllocation)
+    }
+
+    /// True once the host asked for the heap's free pages to be given back between documents.
+    private static let trimming = Atomic(false)
+
+    /// Asks that long operations (add, export) give the heap's free pages back between documents
+    /// (glibc `malloc_trim`; nothing elsewhere): glibc serves the per-document megabyte buffers
+    /// from the heap once its dynamic mmap threshold has risen, and their freed pages would
+    /// otherwise stay resident and fragment, so peak memory would grow with the number of
+    /// documents. Call it once, early.
+    package static func trimHeapBetweenDocuments() {
+        trimming.store(true, ordering: .relaxed)
+    }
+
+    /// Gives the heap's free pages back, when the host asked for it.
+    static func releaseFreeMemoryIfAsked() {
+        guard trimming.load(ordering: .relaxed) else { return }
+        Platform.releaseFreeMemory()
     }
 }

@@ -100,7 +100,7 @@ package final class AddSession {
         // small ones: 2,000 documents of 4 KiB took 8.4 s with a trim after each, mostly in the kernel.
         sinceTrim += 1
         if metadata.size >= 1 << 20 || sinceTrim >= 64 {
-            Platform.releaseFreeMemory()
+            ProcessMemory.releaseFreeMemoryIfAsked()
             sinceTrim = 0
         }
         added[id] = record
