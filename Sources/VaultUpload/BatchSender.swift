@@ -45,7 +45,7 @@ enum AttemptOutcome: Sendable {
     /// - Parameter what: the request, for a refusal's message ("the server rejected batch 2/5").
     static func of(_ r: UploadResponse, rejected what: String) -> AttemptOutcome {
         switch RetryPolicy.decide(status: r.status) {
-        case .confirmed: .confirmed(status: r.status, duplicate: r.body.contains("\"duplicate\": true"))
+        case .confirmed: .confirmed(status: r.status, duplicate: r.jsonField("duplicate") as? Bool == true)
         case .authentication: .refused(VaultError(.uploadUnauthorized, "the server refused the credentials (\(r.status) \(r.reason))"))
         case .tooLarge: .split(reason: "\(r.status) \(r.reason)", serverSays: r.serverSays)
         case .reject: .refused(VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))

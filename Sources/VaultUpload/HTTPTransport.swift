@@ -99,6 +99,13 @@ public struct UploadResponse: Sendable {
 
     /// The first value of header `name` (case-insensitive).
     public func header(_ name: String) -> String? { headers.first(name: name) }
+
+    /// The value of `field` when the body is a JSON object (the receiver's `duplicate`, the
+    /// presign endpoint's `error`): answers are read as data, never searched as text.
+    func jsonField(_ field: String) -> Any? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return nil }
+        return object[field]
+    }
 }
 
 /// A request body: a batch payload produced while it is sent, or a few bytes in memory.

@@ -149,7 +149,7 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
             }
         case 401, 403:
             throw VaultError(.uploadUnauthorized, "the presign endpoint refused the credentials (\(r.status) \(r.reason))")
-        case 404 where r.body.contains("NoSuchUpload") || r.body.contains("NoSuchKey") || r.body.contains("NotFound"):
+        case 404 where ["NoSuchUpload", "NoSuchKey", "NotFound"].contains(r.jsonField("error") as? String ?? ""):
             throw VaultError(.notFound, "presign \(call): \(r.body.trimmingCharacters(in: .whitespacesAndNewlines))")
         default:
             if RetryPolicy.decide(status: r.status) == .retry { throw TransientFailure(reason: "presign \(call): \(r.status) \(r.reason)") }
