@@ -12,10 +12,11 @@ struct SelectionOptions: ParsableArguments {
     @Option(name: .customLong("exclude"), help: ArgumentHelp("Leave this document out (id prefix or name); repeat for several.", valueName: "id-or-name"))
     var excludes: [String] = []
 
-    /// What the arguments select.
-    var selection: DocumentSelection {
-        var s = DocumentSelection(queries: documents, tags: tags)
-        s.excluding = excludes
+    /// What the arguments select in `vault`: each name or id prefix typed resolved to the one
+    /// document it means (``DocumentQuery``).
+    func selection(in vault: VaultCore.Vault) throws -> DocumentSelection {
+        var s = DocumentSelection(documents: try documents.map { try DocumentQuery.reference($0, in: vault) }, tags: tags)
+        s.excluding = try excludes.map { try DocumentQuery.reference($0, in: vault) }
         return s
     }
 
@@ -27,7 +28,7 @@ struct SelectionOptions: ParsableArguments {
     /// - Throws: ``VaultError/Code/vaultDamaged`` when `sending` and a selected document was
     ///   removed according to the history but its object is back (it is never sent).
     func records(in vault: VaultCore.Vault, verb: String, sending: Bool = false) throws -> [DocumentRecord] {
-        let selected = try vault.select(selection)
+        let selected = try vault.select(selection(in: vault))
         if selected.isEmpty { throw VaultError(.notFound, "there are no documents to \(verb)") }
         if sending { try vault.refuseResurrected(selected) }
         return selected

@@ -73,7 +73,7 @@ enum StateFamily {
     /// Reads the index the ways commands do: every record, one by name, the audit.
     static func readIndex(_ vault: Vault) {
         onlyVaultErrors("reading the index") { _ = try vault.records() }
-        onlyVaultErrors("resolving a name") { _ = try vault.resolve("doc 1.txt") }
+        onlyVaultErrors("resolving a name") { _ = try vault.select(DocumentSelection(documents: [.name("doc 1.txt")])) }
         onlyVaultErrors("auditing") { _ = try vault.audit() }
     }
 

@@ -1,24 +1,29 @@
-/// Which documents a command works on: those named (unique id prefixes of at least 4 hex
-/// digits, or exact names), those with any of some tags, or all. The one place `list`, `get`, `remove`,
-/// `verify`, `export` and `upload` resolve what the user typed. Pure: it works on the records.
+/// Which documents an operation works on: those referred to (by id, id prefix or exact name),
+/// those with any of some tags, or all. Typed: what a person typed is turned into references by
+/// the front end (the CLI guesses between a name and an id prefix), not here. Pure: it works on
+/// the records.
 public struct DocumentSelection: Sendable, Equatable {
-    /// Id prefixes or names; empty means every document.
-    public var queries: [String]
-    /// Only documents with at least one of these tags (none: no tag filter).
-    public var tags: [String]
-    /// Documents left out of what the rest selects, named as `queries` are (each must match
-    /// one document).
-    public var excluding: [String] = []
-
-    /// A selection; the default selects every document.
-    public init(queries: [String] = [], tags: [String] = []) {
-        self.queries = queries
-        self.tags = tags
+    /// One document, as an operation refers to it.
+    public enum Reference: Sendable, Hashable {
+        /// The document with this id.
+        case id(DocumentID)
+        /// The one document whose id starts with these hex digits (at least 4, any case).
+        case idPrefix(String)
+        /// The one document with exactly this name.
+        case name(String)
     }
 
-    /// A selection of the documents named, with `tag` when given.
-    public init(queries: [String] = [], tag: String?) {
-        self.init(queries: queries, tags: tag.map { [$0] } ?? [])
+    /// The documents referred to; empty means every document.
+    public var documents: [Reference]
+    /// Only documents with at least one of these tags (none: no tag filter).
+    public var tags: [String]
+    /// Documents left out of what the rest selects (each must match one document).
+    public var excluding: [Reference] = []
+
+    /// A selection; the default selects every document.
+    public init(documents: [Reference] = [], tags: [String] = []) {
+        self.documents = documents
+        self.tags = tags
     }
 
     /// The selected records, in the order of `records` (stable order: oldest first), each once.
@@ -37,17 +42,17 @@ public struct DocumentSelection: Sendable, Equatable {
         return left.isEmpty ? selected : selected.filter { !left.contains($0.id) }
     }
 
-    /// The ids `excluding` names (resolved as queries are).
+    /// The ids `excluding` refers to.
     package func excludedIDs(in catalog: some DocumentCatalog) throws -> Set<DocumentID> {
         Set(try excluding.map { try Self.resolve($0, in: catalog).id })
     }
 
     private func including(_ catalog: some DocumentCatalog) throws -> [DocumentRecord] {
         var selected: [DocumentRecord]
-        if !queries.isEmpty {
+        if !documents.isEmpty {
             var byID: [DocumentID: DocumentRecord] = [:]
-            for q in queries {
-                let r = try Self.resolve(q, in: catalog)
+            for reference in documents {
+                let r = try Self.resolve(reference, in: catalog)
                 byID[r.id] = r
             }
             selected = Array(byID.values).stableOrder()
@@ -68,56 +73,41 @@ public struct DocumentSelection: Sendable, Equatable {
         return selected
     }
 
-    /// The document a user means by `query`: a unique id prefix (at least 4 hex digits) or an
-    /// exact name. An exact name wins over an id prefix that is also a name.
+    /// The one document `reference` refers to in `records`.
     /// - Throws: ``VaultError/Code/notFound`` or ``VaultError/Code/ambiguous`` (naming the candidates).
-    public static func resolve(_ query: String, in records: [DocumentRecord]) throws -> DocumentRecord {
-        try resolve(query, in: ListCatalog(records: records))
+    public static func resolve(_ reference: Reference, in records: [DocumentRecord]) throws -> DocumentRecord {
+        try resolve(reference, in: ListCatalog(records: records))
     }
 
-    /// The document a user means by `query`, looked up in `catalog`.
-    package static func resolve(_ query: String, in catalog: some DocumentCatalog) throws -> DocumentRecord {
-        let lower = query.lowercased()
-        let isHex = lower.count >= 4 && lower.allSatisfy { $0.isHexDigit }
-        var matches = try catalog.records(named: query)
-        if matches.isEmpty, let shown = unescape(query), shown != query { matches = try catalog.records(named: shown) }
-        if isHex { matches += try catalog.records(idPrefix: lower).filter { $0.metadata.name != query } }
+    /// The one document `reference` refers to, looked up in `catalog`.
+    package static func resolve(_ reference: Reference, in catalog: some DocumentCatalog) throws -> DocumentRecord {
+        switch reference {
+        case .id(let id):
+            guard let r = try catalog.records(idPrefix: id.hex).first(where: { $0.id == id }) else {
+                throw VaultError(.notFound, "there is no document \(id)", remedy: .listDocuments)
+            }
+            return r
+        case .idPrefix(let prefix):
+            let lower = prefix.lowercased()
+            guard lower.count >= 4, lower.allSatisfy(\.isHexDigit) else {
+                throw VaultError(.notFound, "no document matches '\(prefix)'", hint: "an id prefix needs at least 4 characters")
+            }
+            return try one(of: try catalog.records(idPrefix: lower), matching: prefix)
+        case .name(let name):
+            return try one(of: try catalog.records(named: name), matching: name)
+        }
+    }
+
+    /// The one record of `matches`, those `query` matched.
+    /// - Throws: ``VaultError/Code/notFound`` for none, ``VaultError/Code/ambiguous`` for several.
+    package static func one(of matches: [DocumentRecord], matching query: String) throws -> DocumentRecord {
         switch matches.count {
         case 1: return matches[0]
-        case 0:
-            if lower.count < 4 && lower.allSatisfy(\.isHexDigit) {
-                throw VaultError(.notFound, "no document matches '\(query)'", hint: "an id prefix needs at least 4 characters")
-            }
-            throw VaultError(.notFound, "no document matches '\(query)'", remedy: .listDocuments)
+        case 0: throw VaultError(.notFound, "no document matches '\(query)'", remedy: .listDocuments)
         default:
             let names = matches.prefix(5).map { "\($0.id.hex.prefix(12)) \($0.metadata.name)" }.joined(separator: ", ")
             throw VaultError(.ambiguous, "'\(query)' matches \(matches.count) documents: \(names)", hint: "use a longer id prefix")
         }
-    }
-
-    /// The name a user copied from a listing, where control characters are shown escaped
-    /// (`\\n`, `\\r`, `\\t`, `\\xHH`): the name with them put back, or nil when `text` has no
-    /// backslash. A name holding a backslash itself is looked up as typed first.
-    static func unescape(_ text: String) -> String? {
-        guard text.contains("\\") else { return nil }
-        var out = String.UnicodeScalarView()
-        var scalars = Array(text.unicodeScalars)[...]
-        while let u = scalars.popFirst() {
-            guard u == "\\", let next = scalars.first else { out.append(u); continue }
-            switch next {
-            case "n": out.append("\n"); scalars.removeFirst()
-            case "r": out.append("\r"); scalars.removeFirst()
-            case "t": out.append("\t"); scalars.removeFirst()
-            case "x":
-                let digits = String(String.UnicodeScalarView(scalars.dropFirst().prefix(2)))
-                if digits.count == 2, let v = UInt32(digits, radix: 16), let scalar = Unicode.Scalar(v) {
-                    out.append(scalar)
-                    scalars.removeFirst(3)
-                } else { out.append(u) }
-            default: out.append(u)
-            }
-        }
-        return String(out)
     }
 }
 

@@ -103,7 +103,7 @@ public final class Vault: @unchecked Sendable {
     /// The documents `selection` names, in stable order: lookups by name, id prefix and tag
     /// read only the rows they match.
     package func select(_ selection: DocumentSelection) throws -> [DocumentRecord] {
-        try lookingUp(full: selection.queries.isEmpty) { index in try selection.apply(to: IndexCatalog(index: index)) }
+        try lookingUp(full: selection.documents.isEmpty) { index in try selection.apply(to: IndexCatalog(index: index)) }
     }
 
     /// Calls `body` with each document `selection` names, in stable order, reading the index one
@@ -127,7 +127,7 @@ public final class Vault: @unchecked Sendable {
         }
         func pass(_ index: DocumentIndex) throws {
             excluded = try selection.excludedIDs(in: IndexCatalog(index: index))
-            if !selection.queries.isEmpty || selection.tags.count > 1 {
+            if !selection.documents.isEmpty || selection.tags.count > 1 {
                 for r in try selection.apply(to: IndexCatalog(index: index)) { try visit(r, index) }
             } else if let tag = selection.tags.first {
                 var any = false
@@ -138,8 +138,8 @@ public final class Vault: @unchecked Sendable {
             }
         }
         do {
-            try withIndex(full: selection.queries.isEmpty) { index in try index.db.reading { try pass(index) } }
-        } catch let e as VaultError where e.code == .notFound && !called && back.isEmpty && !selection.queries.isEmpty {
+            try withIndex(full: selection.documents.isEmpty) { index in try index.db.reading { try pass(index) } }
+        } catch let e as VaultError where e.code == .notFound && !called && back.isEmpty && !selection.documents.isEmpty {
             // As lookingUp: nothing is reported missing before the rows are counted.
             try withIndex(full: true) { index in try index.db.reading { try pass(index) } }
         }
@@ -163,9 +163,10 @@ public final class Vault: @unchecked Sendable {
         }
     }
 
-    /// The document a user means by `query` (see ``DocumentSelection/resolve(_:in:)``).
-    package func resolve(_ query: String) throws -> DocumentRecord {
-        try lookingUp(full: false) { index in try DocumentSelection.resolve(query, in: IndexCatalog(index: index)) }
+    /// Runs `body` on the index as a catalog, in one snapshot (a front end's own lookups, such as
+    /// the CLI's guess between a name and an id prefix), with ``lookingUp(full:_:)``'s recount.
+    package func lookUp<R>(_ body: (any DocumentCatalog) throws -> R) throws -> R {
+        try lookingUp(full: false) { index in try body(IndexCatalog(index: index)) }
     }
 
     /// Runs a lookup in one snapshot of the index. When it finds nothing, the document rows are

@@ -94,7 +94,7 @@ extension VaultCommand {
         func preview(_ options: GlobalOptions) async throws {
             if out != "-" { try checkFolder() }
             let vault = try await options.open()
-            let records = try vault.select(selection.selection)
+            let records = try vault.select(selection.selection(in: vault))
             if records.isEmpty {
                 if result.json { Terminal.out(JSONOutput.line(DryRunResult(out: out, batches: []))); return }
                 if progressOptions.printsSummary { Terminal.err("vault: dry run: nothing to export: \(try Self.whyNothing(vault))") }
@@ -139,7 +139,7 @@ extension VaultCommand {
             exportOptions.force = force
             let renderer = ProgressRenderer(mode: progressOptions.resolved)
             // Planned while the index is read, one row at a time: the plan keeps ids, not records.
-            let exporter = try VaultCore.Exporter(vault: vault, selection: selection.selection, options: exportOptions, onEvent: renderer.handle)
+            let exporter = try VaultCore.Exporter(vault: vault, selection: selection.selection(in: vault), options: exportOptions, onEvent: renderer.handle)
             if exporter.documents == 0 {
                 // Nothing to export is not a failure (a daily export on an empty day), as for upload;
                 // a name, id or tag that matches nothing still is (exit 3).

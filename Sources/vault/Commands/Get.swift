@@ -140,7 +140,7 @@ extension VaultCommand {
             }
             let bounds = try range.map(Self.parse(range:))
             let vault = try await options.open()
-            let record = try vault.resolve(document)
+            let record = try DocumentQuery.record(document, in: vault)
             if let bounds {
                 let reader = try vault.randomAccess(record.id)
                 guard let (start, last) = bounds.bounds(size: reader.size) else {
@@ -196,7 +196,7 @@ extension VaultCommand {
             case .file, .other: throw VaultError(.alreadyExists, "\(folder) is not a folder", hint: "several documents go into a folder: -o DIR")
             }
             let vault = try await options.open()
-            let records = try vault.select(DocumentSelection(queries: documents, tags: tags))
+            let records = try vault.select(DocumentQuery.selection(documents, tags: tags, in: vault))
             if records.isEmpty { throw VaultError(.notFound, "there are no documents to get") }
             let plan = try FolderPlan(records, into: folder, force: force)
             let made = try FileSystem.makeDirectories(folder)

@@ -77,7 +77,7 @@ extension VaultCommand {
 
         private func removing(_ options: GlobalOptions) throws {
             let vault = try options.unlock()
-            var ids = documents.isEmpty ? [] : try vault.select(DocumentSelection(queries: documents)).map(\.id)
+            var ids = documents.isEmpty ? [] : try vault.select(DocumentQuery.selection(documents, in: vault)).map(\.id)
             if delivered || deliveredTo != nil {
                 let list = try DestinationList.load(vault)
                 if delivered && list.required.isEmpty {

@@ -49,7 +49,7 @@ extension VaultCommand {
             let change = try TagChange(add: added, remove: removed)   // checked before the password is asked
             do {
                 let vault = try options.unlock()
-                let ids = try vault.select(DocumentSelection(queries: documents)).map(\.id)
+                let ids = try vault.select(DocumentQuery.selection(documents, in: vault)).map(\.id)
                 let now = try vault.retag(ids, change)
                 if result.json {
                     Terminal.out(JSONOutput.line(Result(documents: now.map { .init(id: $0.id.hex, name: $0.metadata.name, tags: $0.metadata.tags) })))

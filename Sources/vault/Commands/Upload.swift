@@ -353,7 +353,7 @@ extension VaultCommand {
         /// The chosen documents: the selection, with what `--exclude` leaves out (an empty vault,
         /// or an exclusion that leaves nothing, chooses none rather than failing).
         func chosen(in vault: VaultCore.Vault) throws -> [DocumentRecord] {
-            let all = try vault.select(selection.selection)
+            let all = try vault.select(selection.selection(in: vault))
             if all.isEmpty && (selection.isEverything || !selection.excludes.isEmpty) { return [] }
             return try selection.records(in: vault, verb: "upload")
         }
@@ -409,7 +409,7 @@ extension VaultCommand {
                                                     removed: freed.map(\.id.hex))))
             }
             guard progressOptions.printsSummary && !result.json else { return }
-            let excludedAll = try !selection.excludes.isEmpty && vault.select(selection.selection).isEmpty && freed.isEmpty
+            let excludedAll = try !selection.excludes.isEmpty && vault.select(selection.selection(in: vault)).isEmpty && freed.isEmpty
             let to = target.redacted
             Terminal.err(try vault.documentCount() == 0 && freed.isEmpty ? "vault: nothing to send to \(to): the vault is empty"
                          : excludedAll ? "vault: nothing to send to \(to): --exclude leaves out every selected document"

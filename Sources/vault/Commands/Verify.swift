@@ -28,7 +28,7 @@ extension VaultCommand {
 
         func execute(_ options: GlobalOptions) async throws {
             let vault = try await options.open()
-            let ids = documents.isEmpty ? nil : try vault.select(DocumentSelection(queries: documents)).map(\.id)
+            let ids = documents.isEmpty ? nil : try vault.select(DocumentQuery.selection(documents, in: vault)).map(\.id)
             let report = try vault.verify(ids)
             if !output.quiet { Terminal.out(json ? Self.json(report) : Self.text(report)) }
             if !report.isClean {
