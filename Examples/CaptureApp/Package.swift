@@ -8,7 +8,11 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [.package(name: "vault", path: "../..")],
     targets: [
-        .executableTarget(name: "CaptureApp", dependencies: [.product(name: "VaultCore", package: "vault"),
-                                                               .product(name: "VaultUpload", package: "vault")]),
+        .executableTarget(
+            name: "CaptureApp",
+            dependencies: [
+                .product(name: "VaultCore", package: "vault"),
+                .product(name: "VaultUpload", package: "vault")
+            ])
     ]
 )

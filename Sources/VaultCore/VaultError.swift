@@ -62,8 +62,11 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
 
         /// True for the codes that mean stored data failed a check.
         public var isDamage: Bool {
-            [.headerMalformed, .unsupportedVersion, .kdfParametersRejected, .headerAuthenticationFailed,
-             .chunkAuthenticationFailed, .truncated, .trailingData, .digestMismatch, .vaultDamaged, .hmacMismatch, .badPadding].contains(self)
+            [
+                .headerMalformed, .unsupportedVersion, .kdfParametersRejected, .headerAuthenticationFailed,
+                .chunkAuthenticationFailed, .truncated, .trailingData, .digestMismatch, .vaultDamaged, .hmacMismatch,
+                .badPadding
+            ].contains(self)
         }
     }
 
@@ -84,7 +87,8 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
     public var nothingChanged = false
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, hint: String? = nil, remedy: Remedy? = nil, cause: (any Error)? = nil) {
+    public init(_ code: Code, _ message: String, hint: String? = nil, remedy: Remedy? = nil, cause: (any Error)? = nil)
+    {
         self.code = code
         self.message = message
         self.hint = hint
@@ -149,7 +153,9 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         /// Rebuild the index (verifying the vault does).
         public static let rebuildIndex = Remedy(.rebuildIndex)
         /// Audit the vault, and remove the document `id` again.
-        public static func auditAndRemoveAgain(_ id: DocumentID) -> Remedy { Remedy(.auditAndRemoveAgain, document: id) }
+        public static func auditAndRemoveAgain(_ id: DocumentID) -> Remedy {
+            Remedy(.auditAndRemoveAgain, document: id)
+        }
         /// Verify the vault, and remove or restore the failing document before trying again.
         public static let verifyThenRemoveOrRestore = Remedy(.verifyThenRemoveOrRestore)
         /// Make a local copy of the remote vault at `source` first, or use a replica.
@@ -230,7 +236,9 @@ extension VaultError {
     /// True when the operating system (or SQLite) refused to write: permission denied, a
     /// read-only file system, a read-only database.
     public var isWriteRefused: Bool {
-        if let e = (cause as? POSIXErrorCode)?.errno { return e == .permissionDenied || e == .notPermitted || e == .readOnlyFileSystem }
+        if let e = (cause as? POSIXErrorCode)?.errno {
+            return e == .permissionDenied || e == .notPermitted || e == .readOnlyFileSystem
+        }
         return (cause as? SQLiteFailure)?.isReadOnly ?? false
     }
 }

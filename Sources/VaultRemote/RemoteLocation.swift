@@ -14,8 +14,13 @@ public struct RemoteLocation: Sendable, Equatable, CustomStringConvertible {
     /// Parses `s3://BUCKET/PREFIX`.
     /// - Throws: ``VaultError/Code/usage`` for anything else.
     public init(url: String) throws {
-        guard url.hasPrefix("s3://"), let c = URLComponents(string: url), let host = c.host, !host.isEmpty,
-              c.query == nil, c.fragment == nil, c.user == nil else {
+        guard url.hasPrefix("s3://"),
+              let c = URLComponents(string: url),
+              let host = c.host,
+              !host.isEmpty,
+              c.query == nil,
+              c.fragment == nil,
+              c.user == nil else {
             throw VaultError(.usage, "'\(url)' is not an s3://BUCKET/PREFIX URL")
         }
         bucket = host
@@ -33,7 +38,8 @@ public struct RemoteLocation: Sendable, Equatable, CustomStringConvertible {
 
     /// The document id of an object key, or nil for a key that is not `objects/<id>.vlt`.
     func objectID(_ key: String) -> DocumentID? {
-        guard key.hasPrefix(objectsPrefix), key.hasSuffix(".vlt") else { return nil }
+        guard key.hasPrefix(objectsPrefix),
+              key.hasSuffix(".vlt") else { return nil }
         return DocumentID(hex: String(key.dropFirst(objectsPrefix.count).dropLast(4)))
     }
 
@@ -77,12 +83,18 @@ public struct RemoteList: Codable, Sendable, Equatable {
         let path = path(vault.store)
         guard FileSystem.kind(of: path) != .missing else {
             if FileSystem.kind(of: legacyPath(vault.store)) != .missing {
-                throw VaultError(.vaultDamaged, "\(legacyPath(vault.store)) is an unsealed remote list (written by an earlier version of vault, or by someone else): it is not trusted",
-                                 remedy: .addRemotesAgain)
+                throw VaultError(
+                    .vaultDamaged,
+                    """
+                        \(legacyPath(vault.store)) is an unsealed remote list (written by an earlier version of \
+                        vault, or by someone else): it is not trusted
+                        """,
+                    remedy: .addRemotesAgain)
             }
             return RemoteList()
         }
-        let body = try vault.openState(try FileSystem.readFile(path, limit: 1 << 20), purpose: .remotes, role: role, what: path)
+        let body = try vault.openState(
+            try FileSystem.readFile(path, limit: 1 << 20), purpose: .remotes, role: role, what: path)
         do {
             return try JSONDecoder().decode(RemoteList.self, from: Data(body))
         } catch {
@@ -94,7 +106,9 @@ public struct RemoteList: Codable, Sendable, Equatable {
     public func save(_ vault: Vault) throws {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys]
-        try AtomicFile.write(try vault.sealState(Array(try e.encode(self)), purpose: .remotes, role: Self.role), to: Self.path(vault.store))
+        try AtomicFile.write(
+            try vault.sealState(Array(try e.encode(self)), purpose: .remotes, role: Self.role),
+            to: Self.path(vault.store))
     }
 
     /// True for a name a remote may have: 1-64 of letters, digits, `-`, `_`, `.`, not starting with `.`.
@@ -115,7 +129,9 @@ public struct RemoteList: Codable, Sendable, Equatable {
         if let n = nameOrURL {
             guard let r = remotes.first(where: { $0.name == n }) else {
                 guard remotes.isEmpty else {
-                    throw VaultError(.notFound, "no remote named '\(n)'", hint: "known: \(remotes.map(\.name).joined(separator: ", "))")
+                    throw VaultError(
+                        .notFound, "no remote named '\(n)'",
+                        hint: "known: \(remotes.map(\.name).joined(separator: ", "))")
                 }
                 throw VaultError(.notFound, "no remote named '\(n)'", remedy: .addRemote)
             }
@@ -124,7 +140,10 @@ public struct RemoteList: Codable, Sendable, Equatable {
         switch remotes.count {
         case 0: throw VaultError(.usage, "this vault has no remote", remedy: .addRemote)
         case 1: return Resolved(name: remotes[0].name, location: try RemoteLocation(url: remotes[0].url))
-        default: throw VaultError(.usage, "this vault has \(remotes.count) remotes; name one (\(remotes.map(\.name).joined(separator: ", ")))")
+        default:
+            throw VaultError(
+                .usage,
+                "this vault has \(remotes.count) remotes; name one (\(remotes.map(\.name).joined(separator: ", ")))")
         }
     }
 }

@@ -35,22 +35,36 @@ public enum RemoteVault {
     /// - Returns: the vault, its object source, and the objects under `removed/` that are not
     ///   tombstones of this vault (junk, foreign, forged, or sealed under a retired key) with why:
     ///   they hide nothing, and the caller names them in a warning.
-    public static func open(_ location: RemoteLocation, client: any ObjectStore, cacheRoot: String, password: SecretBytes,
-                            cacheBytes: Int = 64 << 20, policy: RetryPolicy = .store) async throws -> Opened {
-        let retrying = { @Sendable (body: @Sendable () async throws -> [S3Client.ListedObject]) async throws -> [S3Client.ListedObject] in
+    public static func open(
+        _ location: RemoteLocation, client: any ObjectStore, cacheRoot: String, password: SecretBytes,
+        cacheBytes: Int = 64 << 20, policy: RetryPolicy = .store
+    ) async throws -> Opened {
+        let retrying = {
+            @Sendable (
+                body: @Sendable () async throws -> [S3Client.ListedObject]
+            ) async throws -> [S3Client.ListedObject] in
             try await policy.run(isTransient: VaultError.isTransientStoreFailure, body)
         }
-        guard let config = try await policy.run(isTransient: VaultError.isTransientStoreFailure, {
-            try await Replicator.Probe(client: client, location: location).config()
-        }) else {
+        guard
+            let config = try await policy.run(
+                isTransient: VaultError.isTransientStoreFailure,
+                {
+                    try await Replicator.Probe(client: client, location: location).config()
+                })
+        else {
             throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)")
         }
-        async let objects = retrying { try await client.listObjects(bucket: location.bucket, prefix: location.objectsPrefix, pageSize: 1000) }
-        async let removed = retrying { try await client.listObjects(bucket: location.bucket, prefix: location.removedPrefix, pageSize: 1000) }
+        async let objects = retrying {
+            try await client.listObjects(bucket: location.bucket, prefix: location.objectsPrefix, pageSize: 1000)
+        }
+        async let removed = retrying {
+            try await client.listObjects(bucket: location.bucket, prefix: location.removedPrefix, pageSize: 1000)
+        }
         let stones = Set(try await removed.compactMap { location.tombstoneID($0.key) })
         var listed: [DocumentID: UInt64] = [:]
         for o in try await objects { if let id = location.objectID(o.key) { listed[id] = o.size } }
-        let unfiltered = S3ObjectSource(client: client, location: location, sizes: listed, cacheBytes: cacheBytes, policy: policy)
+        let unfiltered = S3ObjectSource(
+            client: client, location: location, sizes: listed, cacheBytes: cacheBytes, policy: policy)
 
         let folder = cacheFolder(location, endpoint: client.endpoint, under: cacheRoot)
         // The cache root and any missing parent (e.g. ~/.cache), then the store's folder: 0700.
@@ -68,7 +82,8 @@ public enum RemoteVault {
         if current != config {
             if let current, Replicator.vaultID(current) != Replicator.vaultID(config) {
                 // Another vault now lives at that prefix: its predecessor's index and history are not its own.
-                for name in ["index.vlt", "log.vlt", "log.head"] where FileSystem.kind(of: folder + "/" + name) == .file {
+                for name in ["index.vlt", "log.vlt", "log.head"] where FileSystem.kind(of: folder + "/" + name) == .file
+                {
                     try FileSystem.remove(folder + "/" + name)
                 }
             }
@@ -80,7 +95,8 @@ public enum RemoteVault {
             .openTombstones(stones.filter { listed[$0] != nil })
         var sizes = listed
         for id in opened.valid.keys { sizes[id] = nil }
-        let source = S3ObjectSource(client: client, location: location, sizes: sizes, cacheBytes: cacheBytes, policy: policy)
+        let source = S3ObjectSource(
+            client: client, location: location, sizes: sizes, cacheBytes: cacheBytes, policy: policy)
         let vault = unlocked.reading(from: source)
         try source.prefetchHeads(try vault.unindexedObjects())
         return Opened(vault: vault, source: source, refusedTombstones: opened.refused)

@@ -80,8 +80,10 @@ public final class Replicator: Sendable {
     /// How each store request is retried (one budget per request).
     public let policy: RetryPolicy
 
-    public init(vault: Vault, client: any ObjectStore, location: RemoteLocation, parallel: Int = 4, partSize: Int = 8 << 20,
-                policy: RetryPolicy = .store) {
+    public init(
+        vault: Vault, client: any ObjectStore, location: RemoteLocation, parallel: Int = 4, partSize: Int = 8 << 20,
+        policy: RetryPolicy = .store
+    ) {
         self.vault = vault
         self.client = client
         self.location = location
@@ -118,20 +120,31 @@ public final class Replicator: Sendable {
             guard create else {
                 throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)", remedy: .pushFirst)
             }
-            created = try await client.putObjectIfAbsent(bucket: location.bucket, key: location.configKey, body: ByteBuffer(bytes: try vault.configBytes()),
-                                                         contentType: "application/json")
-            if !created { remote = try await probe.config() }   // another station was first
+            created = try await client.putObjectIfAbsent(
+                bucket: location.bucket, key: location.configKey, body: ByteBuffer(bytes: try vault.configBytes()),
+                contentType: "application/json")
+            if !created { remote = try await probe.config() }  // another station was first
         }
         if let remote, Self.vaultID(remote) != vault.id {
-            throw VaultError(.alreadyExists, "\(location) holds another vault (id \(Self.vaultID(remote)?.prefix(12) ?? "unreadable"), this one is \(vault.id.prefix(12)))",
-                             hint: "push to an empty prefix, or clone that vault instead")
+            throw VaultError(
+                .alreadyExists,
+                """
+                    \(location) holds another vault (id \(Self.vaultID(remote)?.prefix(12) ?? "unreadable"), this one \
+                    is \(vault.id.prefix(12)))
+                    """,
+                hint: "push to an empty prefix, or clone that vault instead")
         }
         // Only a password change rewrites vault.json, and a clone copies it byte for byte: a store
         // whose vault.json is not this vault's holds it under another password, and envelopes
         // sealed under this one would be mixed in among them, unreadable to its readers.
         if let remote, remote != (try vault.configBytes()), !vault.holdsSameKeys(asConfig: remote) {
-            throw VaultError(.alreadyExists, "\(location) holds this vault under another password (its vault.json is not this vault's: the password was changed here or at another station)",
-                             remedy: .pushToNewPrefixOrClone)
+            throw VaultError(
+                .alreadyExists,
+                """
+                    \(location) holds this vault under another password (its vault.json is not this vault's: the \
+                    password was changed here or at another station)
+                    """,
+                remedy: .pushToNewPrefixOrClone)
         }
         return created
     }
@@ -154,11 +167,17 @@ public final class Replicator: Sendable {
             let stone = try vault.sealTombstone(document)
             if remote.tombstones.contains(id) {
                 // Junk in its place: replaced by the real one.
-                try await retrying { _ = try await client.putObject(bucket: location.bucket, key: location.tombstoneKey(id), body: ByteBuffer(bytes: stone),
-                                                                    contentType: Self.envelopeType, metadata: [:]) }
+                try await retrying {
+                    _ = try await client.putObject(
+                        bucket: location.bucket, key: location.tombstoneKey(id), body: ByteBuffer(bytes: stone),
+                        contentType: Self.envelopeType, metadata: [:])
+                }
                 report.tombstones += 1
-            } else if try await retrying({ try await client.putObjectIfAbsent(bucket: location.bucket, key: location.tombstoneKey(id), body: ByteBuffer(bytes: stone),
-                                                                             contentType: Self.envelopeType) }) {
+            } else if try await retrying({
+                try await client.putObjectIfAbsent(
+                    bucket: location.bucket, key: location.tombstoneKey(id), body: ByteBuffer(bytes: stone),
+                    contentType: Self.envelopeType)
+            }) {
                 report.tombstones += 1
             }
         }
@@ -199,19 +218,22 @@ public final class Replicator: Sendable {
         let size = try file.size()
         let key = location.objectKey(id)
         if size <= UInt64(partSize) {
-            _ = try await client.putObjectIfAbsent(bucket: location.bucket, key: key, body: try Self.read(file, Int(size)),
-                                                   contentType: Self.envelopeType)
+            _ = try await client.putObjectIfAbsent(
+                bucket: location.bucket, key: key, body: try Self.read(file, Int(size)),
+                contentType: Self.envelopeType)
             return size
         }
         if try await client.headObject(bucket: location.bucket, key: key) != nil { return size }
-        let upload = try await client.createMultipartUpload(bucket: location.bucket, key: key, contentType: Self.envelopeType, metadata: [:])
+        let upload = try await client.createMultipartUpload(
+            bucket: location.bucket, key: key, contentType: Self.envelopeType, metadata: [:])
         do {
             var parts: [UploadedPart] = []
             var offset: UInt64 = 0
             while offset < size {
                 let body = try Self.read(file, Int(min(UInt64(partSize), size - offset)))
                 let number = parts.count + 1
-                let etag = try await client.uploadPart(bucket: location.bucket, key: key, uploadID: upload, number: number, body: body)
+                let etag = try await client.uploadPart(
+                    bucket: location.bucket, key: key, uploadID: upload, number: number, body: body)
                 parts.append(UploadedPart(number: number, etag: etag))
                 offset += UInt64(body.readableBytes)
             }
@@ -254,27 +276,34 @@ public final class Replicator: Sendable {
     public func pull(progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }) async throws -> PullReport {
         var report = PullReport()
         _ = try await retrying { try await checkIdentity(create: false) }
-        vault.sweepTemporaries(objects: true)   // what a killed pull or clone was downloading
+        vault.sweepTemporaries(objects: true)  // what a killed pull or clone was downloading
         let remote = try await retrying { try await remoteState() }
         let local = try vault.objectIDs()
         let removedHere = try vault.removedDocuments()
         // Only tombstones that open count: junk under removed/ removes and hides nothing. Those of
         // documents this vault removed already are not fetched again (their objects are not
         // wanted anyway): a pull costs the listing and what is new, not the store's history.
-        let opened = try await openTombstones(remote.tombstones.filter { local.contains($0) || (remote.objects[$0] != nil && removedHere[$0] == nil) })
+        let opened = try await openTombstones(
+            remote.tombstones.filter { local.contains($0) || (remote.objects[$0] != nil && removedHere[$0] == nil) })
         report.refusedTombstones = opened.refused
         let stones = opened.valid.filter { local.contains($0.key) }.sorted { $0.key < $1.key }.map(\.value)
         try vault.applyTombstones(stones)
         report.removed = stones.compactMap { DocumentID(hex: $0.id) }
-        let wanted = remote.objects.keys.filter { !local.contains($0) && opened.valid[$0] == nil && removedHere[$0] == nil }.sorted()
-        var state = TransferProgress(objectsTotal: wanted.count, bytesTotal: wanted.reduce(0) { $0 + remote.objects[$1]! })
+        let wanted = remote.objects.keys.filter {
+            !local.contains($0) && opened.valid[$0] == nil && removedHere[$0] == nil
+        }.sorted()
+        var state = TransferProgress(
+            objectsTotal: wanted.count, bytesTotal: wanted.reduce(0) { $0 + remote.objects[$1]! })
         progress(state)
         var queue = wanted.makeIterator()
         do {
-            try await withThrowingTaskGroup(of: (DocumentID, Result<DocumentRecord, VaultError>, UInt64).self) { group in
+            try await withThrowingTaskGroup(of: (DocumentID, Result<DocumentRecord, VaultError>, UInt64).self) {
+                group in
                 func launch() -> Bool {
                     guard let id = queue.next() else { return false }
-                    group.addTask { try await self.retrying { try await self.fetch(id, size: remote.objects[id] ?? 0) } }
+                    group.addTask {
+                        try await self.retrying { try await self.fetch(id, size: remote.objects[id] ?? 0) }
+                    }
                     return true
                 }
                 for _ in 0..<parallel where launch() {}
@@ -294,27 +323,39 @@ public final class Replicator: Sendable {
             }
         } catch {
             // What was taken in before the failure counts: the next pull does not fetch it again.
-            try? vault.recordFetched(report.fetched, from: location.description, anomalies: Self.anomalies(report.refusedTombstones))
+            try? vault.recordFetched(
+                report.fetched, from: location.description, anomalies: Self.anomalies(report.refusedTombstones))
             throw error
         }
-        try vault.recordFetched(report.fetched, from: location.description, anomalies: Self.anomalies(report.refusedTombstones))
+        try vault.recordFetched(
+            report.fetched, from: location.description, anomalies: Self.anomalies(report.refusedTombstones))
         return report
     }
 
     /// Refused tombstones as history anomalies (`tombstone-refused`), so audits name them.
     package static func anomalies(_ refused: [RejectedObject]) -> [HistoryRecord.Anomaly] {
-        refused.map { HistoryRecord.Anomaly(code: "tombstone-refused", message: "\($0.key) on the store is not a tombstone of this vault, and hid nothing: \($0.error.message)") }
+        refused.map {
+            HistoryRecord.Anomaly(
+                code: "tombstone-refused",
+                message: "\($0.key) on the store is not a tombstone of this vault, and hid nothing: \($0.error.message)"
+            )
+        }
     }
 
     /// Fetches and opens the tombstones of `ids` (GETs of at most ``Tombstone/maxSize`` bytes):
     /// one counts only when it authenticates for its id under this vault's current key. The
     /// others (junk, foreign, forged, sealed under a retired key) are returned by key with why.
-    func openTombstones(_ ids: Set<DocumentID>) async throws -> (valid: [DocumentID: Tombstone], refused: [RejectedObject]) {
+    func openTombstones(
+        _ ids: Set<DocumentID>
+    ) async throws -> (valid: [DocumentID: Tombstone], refused: [RejectedObject]) {
         var valid: [DocumentID: Tombstone] = [:]
         var refused: [RejectedObject] = []
         for id in ids.sorted() {
             do {
-                let bytes = try await retrying { try await client.getObject(bucket: location.bucket, key: location.tombstoneKey(id), range: nil, limit: Tombstone.maxSize) }
+                let bytes = try await retrying {
+                    try await client.getObject(
+                        bucket: location.bucket, key: location.tombstoneKey(id), range: nil, limit: Tombstone.maxSize)
+                }
                 valid[id] = try vault.openTombstone(bytes, id: id)
             } catch let e as VaultError where e.code.isDamage || e.code == .notFound {
                 refused.append(RejectedObject(key: "removed/\(id.hex)", error: e))
@@ -325,13 +366,16 @@ public final class Replicator: Sendable {
 
     /// Downloads one envelope into a temporary file and takes it in if it authenticates.
     /// Damage is a result (the pull goes on); a network or disk failure is thrown.
-    func fetch(_ id: DocumentID, size: UInt64) async throws -> (DocumentID, Result<DocumentRecord, VaultError>, UInt64) {
+    func fetch(_ id: DocumentID, size: UInt64) async throws -> (DocumentID, Result<DocumentRecord, VaultError>, UInt64)
+    {
         let staged = try vault.stagingFile(for: id)
         let file = staged.file
         let bytes: UInt64
         do {
             // Never more than the listing said: a store that sends on and on fills no disk.
-            bytes = try await client.getObject(bucket: location.bucket, key: location.objectKey(id), range: nil, expected: size) { part in
+            bytes = try await client.getObject(
+                bucket: location.bucket, key: location.objectKey(id), range: nil, expected: size
+            ) { part in
                 try part.withUnsafeReadableBytes { try file.write($0) }
             }
         } catch let e as VaultError where e.code == .trailingData {
@@ -356,8 +400,10 @@ public final class Replicator: Sendable {
     /// Makes a new local replica at `store` of the vault at `location`: its `vault.json` is
     /// fetched and the password checked before anything is created, the store is recorded as
     /// the remote `origin`, then everything is pulled.
-    public static func clone(_ location: RemoteLocation, client: any ObjectStore, into store: VaultStore, password: SecretBytes,
-                             parallel: Int = 4, progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }) async throws -> Clone {
+    public static func clone(
+        _ location: RemoteLocation, client: any ObjectStore, into store: VaultStore, password: SecretBytes,
+        parallel: Int = 4, progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }
+    ) async throws -> Clone {
         let probe = Probe(client: client, location: location)
         guard let config = try await probe.config() else {
             throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)", remedy: .pushFirst)
@@ -379,10 +425,13 @@ public final class Replicator: Sendable {
 
         func config() async throws -> [UInt8]? {
             guard try await client.bucketExists(location.bucket) else {
-                throw VaultError(.notFound, "NoSuchBucket: the bucket \(location.bucket) does not exist", remedy: .checkBucketAndEndpoint)
+                throw VaultError(
+                    .notFound, "NoSuchBucket: the bucket \(location.bucket) does not exist",
+                    remedy: .checkBucketAndEndpoint)
             }
             do {
-                return try await client.getObject(bucket: location.bucket, key: location.configKey, range: nil, limit: Replicator.configLimit)
+                return try await client.getObject(
+                    bucket: location.bucket, key: location.configKey, range: nil, limit: Replicator.configLimit)
             } catch let e as VaultError where e.code == .notFound {
                 return nil
             }

@@ -8,7 +8,8 @@ import VaultS3
 ///
 /// Each envelope is read in blocks: its head (the first 8 KiB, which holds the header of any
 /// ordinary document: what `list` needs), then chunk groups counted from the end of the header:
-/// 16 sealed chunks (1 MiB of plaintext) for random reads, up to 256 for sequential ones. A random read fetches only the groups that
+/// 16 sealed chunks (1 MiB of plaintext) for random reads, up to 256 for sequential ones. A random read fetches only
+/// the groups that
 /// cover it; a sequential read also fetches the next groups ahead while the current one is
 /// decrypted. Blocks go through one cache with a byte limit (least recently used first out);
 /// groups a sequential reader has passed are dropped at once. Nothing is written to disk.
@@ -98,8 +99,11 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
     private var headerSizes: [DocumentID: UInt64] = [:]
     private var fetched = Transferred(requests: 0, bytes: 0)
 
-    public init(client: any ObjectStore, location: RemoteLocation, sizes: [DocumentID: UInt64], cacheBytes: Int = 64 << 20, readAhead: Int = 2,
-                policy: RetryPolicy = .store) {
+    public init(
+        client: any ObjectStore, location: RemoteLocation, sizes: [DocumentID: UInt64], cacheBytes: Int = 64 << 20,
+        readAhead: Int = 2,
+        policy: RetryPolicy = .store
+    ) {
         self.client = client
         self.policy = policy
         self.location = location
@@ -166,7 +170,9 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
             clock += 1
             cache[key] = (e.block, clock)
             return e.block
-        }) { return hit }
+        }) {
+            return hit
+        }
         // A dropped connection or a 5xx is fetched again, under the store's policy.
         return try policy.runBlocking(isTransient: VaultError.isTransientStoreFailure) {
             guard let f = future(key) else {
@@ -190,12 +196,15 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
         lock.unlock()
         guard let r = range(key) else { return nil }
         let length = Int(r.upperBound - r.lowerBound + 1)
-        let block = key.chunks != sequentialGroupChunks || length > pool.size ? Block(memory: .allocate(byteCount: length, alignment: 64), pool: nil)
-                                                                              : Block(memory: pool.take(), pool: pool)
-        let f = client.getRange(bucket: location.bucket, key: location.objectKey(key.id), range: r, into: block.memory).map { n -> Block in
-            block.count = n
-            return block
-        }
+        let block =
+            key.chunks != sequentialGroupChunks || length > pool.size
+            ? Block(memory: .allocate(byteCount: length, alignment: 64), pool: nil)
+            : Block(memory: pool.take(), pool: pool)
+        let f = client.getRange(bucket: location.bucket, key: location.objectKey(key.id), range: r, into: block.memory)
+            .map { n -> Block in
+                block.count = n
+                return block
+            }
         lock.withLock { inFlight[key] = f }
         f.whenComplete { [self] result in
             lock.withLock {
@@ -204,7 +213,9 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
                 fetched.requests += 1
                 fetched.bytes += UInt64(block.count)
                 if key.block < 0, headerSizes[key.id] == nil, block.count >= EnvelopeFormat.fixedHeaderSize,
-                   let h = try? EnvelopeHeader.headerLength(fromPrefix: Array(block.bytes.prefix(EnvelopeFormat.fixedHeaderSize))) {
+                    let h = try? EnvelopeHeader.headerLength(
+                        fromPrefix: Array(block.bytes.prefix(EnvelopeFormat.fixedHeaderSize)))
+                {
                     headerSizes[key.id] = UInt64(h)
                 }
                 insert(key, block)
@@ -236,11 +247,16 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
 
     /// Exactly `range` of `id` (a few bytes), not cached.
     func exact(_ id: DocumentID, _ range: ClosedRange<UInt64>) throws -> [UInt8] {
-        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(range.upperBound - range.lowerBound + 1), alignment: 8)
+        let memory = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: Int(range.upperBound - range.lowerBound + 1), alignment: 8)
         defer { memory.deallocate() }
         do {
-            let n = try client.getRange(bucket: location.bucket, key: location.objectKey(id), range: range, into: memory).wait()
-            lock.withLock { fetched.requests += 1; fetched.bytes += UInt64(n) }
+            let n = try client.getRange(
+                bucket: location.bucket, key: location.objectKey(id), range: range, into: memory
+            ).wait()
+            lock.withLock {
+                fetched.requests += 1; fetched.bytes += UInt64(n)
+            }
             return Array(UnsafeRawBufferPointer(rebasing: memory[0..<n]))
         } catch let e as VaultError {
             throw e
@@ -281,11 +297,20 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
         func seek(to offset: UInt64) throws { position = offset }
 
         func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-            guard position < size, buffer.count > 0 else { return 0 }
-            if current == nil || position < current!.start || position >= current!.start + UInt64(current!.block.count) {
-                if !sequential, buffer.count <= Self.exactReadLimit, let header = source.headerSize(id), position >= header,
-                   !source.isCached(BlockKey(id: id, block: Int((position - header) / (S3ObjectSource.randomGroupChunks * UInt64(EnvelopeFormat.sealedChunkSize))),
-                                             chunks: S3ObjectSource.randomGroupChunks)) {
+            guard position < size,
+                  buffer.count > 0 else { return 0 }
+            if current == nil || position < current!.start || position >= current!.start + UInt64(current!.block.count)
+            {
+                if !sequential, buffer.count <= Self.exactReadLimit, let header = source.headerSize(id),
+                    position >= header,
+                    !source.isCached(
+                        BlockKey(
+                            id: id,
+                            block: Int(
+                                (position - header)
+                                    / (S3ObjectSource.randomGroupChunks * UInt64(EnvelopeFormat.sealedChunkSize))),
+                            chunks: S3ObjectSource.randomGroupChunks))
+                {
                     // A few bytes past what a random reader asked for (its look-ahead for the
                     // end of the payload): fetched exactly, not as a whole group.
                     let n = Int(min(UInt64(buffer.count), size - position))
@@ -299,8 +324,11 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
             let c = current!
             let at = Int(position - c.start)
             let n = min(buffer.count, c.block.count - at)
-            guard n > 0 else { throw VaultError(.truncated, "document \(id): the store returned less than its listing said") }
-            UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]).copyMemory(from: UnsafeRawBufferPointer(rebasing: c.block.bytes[at..<at + n]))
+            guard n > 0 else {
+                throw VaultError(.truncated, "document \(id): the store returned less than its listing said")
+            }
+            UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]).copyMemory(
+                from: UnsafeRawBufferPointer(rebasing: c.block.bytes[at..<at + n]))
             position += UInt64(n)
             return n
         }
@@ -313,7 +341,7 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
                 var head = try source.block(key)
                 header = source.headerSize(id)
                 if let h = header, h > UInt64(head.count), position < h {
-                    source.drop(key)   // a header longer than the head: fetch it whole
+                    source.drop(key)  // a header longer than the head: fetch it whole
                     head = try source.block(key)
                 }
                 if header == nil || position < header! {
@@ -326,10 +354,14 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
             let groupBytes = chunks * UInt64(EnvelopeFormat.sealedChunkSize)
             let group = Int((position - h) / groupBytes)
             let key = BlockKey(id: id, block: group, chunks: chunks)
-            if sequential, let previous = current?.key, previous.block >= 0, previous.block < group { source.drop(previous) }
+            if sequential, let previous = current?.key, previous.block >= 0, previous.block < group {
+                source.drop(previous)
+            }
             let block = try source.block(key)
             if sequential {
-                for ahead in 0..<source.readAhead { source.prefetch(BlockKey(id: id, block: group + 1 + ahead, chunks: chunks)) }
+                for ahead in 0..<source.readAhead {
+                    source.prefetch(BlockKey(id: id, block: group + 1 + ahead, chunks: chunks))
+                }
             }
             current = (key, h + UInt64(group) * groupBytes, block)
         }

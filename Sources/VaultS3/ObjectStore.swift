@@ -24,25 +24,35 @@ public protocol ObjectStore: Sendable {
     /// Streams the object (or `range` of it) to `receive`; more than `expected` bytes is a
     /// `trailing-data` error. Returns the bytes received.
     @discardableResult
-    func getObject(bucket: String, key: String, range: ClosedRange<UInt64>?, expected: UInt64,
-                   receive: @escaping (ByteBuffer) throws -> Void) async throws -> UInt64
+    func getObject(
+        bucket: String, key: String, range: ClosedRange<UInt64>?, expected: UInt64,
+        receive: @escaping (ByteBuffer) throws -> Void
+    ) async throws -> UInt64
     /// A ranged read into caller-owned memory, for synchronous readers that wait on the future
     /// from a thread that is not an event loop; more bytes than `target` holds is an error.
-    func getRange(bucket: String, key: String, range: ClosedRange<UInt64>, into target: UnsafeMutableRawBufferPointer) -> EventLoopFuture<Int>
+    func getRange(
+        bucket: String, key: String, range: ClosedRange<UInt64>, into target: UnsafeMutableRawBufferPointer
+    ) -> EventLoopFuture<Int>
     /// Writes the object; returns its ETag.
     @discardableResult
-    func putObject(bucket: String, key: String, body: ByteBuffer, contentType: String, metadata: [String: String]) async throws -> String
+    func putObject(
+        bucket: String, key: String, body: ByteBuffer, contentType: String, metadata: [String: String]
+    ) async throws -> String
     /// Writes the object only when no object has the key; false when one was there.
     func putObjectIfAbsent(bucket: String, key: String, body: ByteBuffer, contentType: String) async throws -> Bool
     /// Deletes the object (none there is not an error).
     func deleteObject(bucket: String, key: String) async throws
     /// Starts a multipart upload; returns its id.
-    func createMultipartUpload(bucket: String, key: String, contentType: String, metadata: [String: String]) async throws -> String
+    func createMultipartUpload(
+        bucket: String, key: String, contentType: String, metadata: [String: String]
+    ) async throws -> String
     /// Sends part `number` (from 1); returns its ETag.
     func uploadPart(bucket: String, key: String, uploadID: String, number: Int, body: ByteBuffer) async throws -> String
     /// Joins the parts into the object; returns its ETag.
     @discardableResult
-    func completeMultipartUpload(bucket: String, key: String, uploadID: String, parts: [UploadedPart]) async throws -> String
+    func completeMultipartUpload(
+        bucket: String, key: String, uploadID: String, parts: [UploadedPart]
+    ) async throws -> String
     /// Drops an unfinished multipart upload and its parts.
     func abortMultipartUpload(bucket: String, key: String, uploadID: String) async throws
 }

@@ -38,7 +38,10 @@ public final class S3Client: Sendable {
     /// Listing pages followed at most (10 million keys at 1,000 a page).
     public static let maxPages = 10_000
 
-    public init(endpoint: URL, region: String, credentials: S3Credentials, addressing: S3Addressing = .path, timeout: Double = 60) {
+    public init(
+        endpoint: URL, region: String, credentials: S3Credentials, addressing: S3Addressing = .path,
+        timeout: Double = 60
+    ) {
         self.endpoint = endpoint
         self.addressing = addressing
         self.timeout = timeout
@@ -69,23 +72,31 @@ public final class S3Client: Sendable {
     /// Sends a signed request and returns the answer, whatever its status. The body's SHA-256
     /// is signed unless `unsignedBody`: a body sent with a `Content-MD5` header (which is signed,
     /// and which the store checks) need not be hashed twice.
-    package func send(_ method: RequestMethod, bucket: String, key: String = "", query: [(String, String)] = [],
-                      headers: HTTPHeaders = [:], body: [UInt8] = [], unsignedBody: Bool = false, date: Date = Date(),
-                     limit: Int = S3Client.answerLimit) async throws -> Response {
-        try await send(method, bucket: bucket, key: key, query: query, headers: headers, body: ByteBuffer(bytes: body),
-                       unsignedBody: unsignedBody, date: date, limit: limit)
+    package func send(
+        _ method: RequestMethod, bucket: String, key: String = "", query: [(String, String)] = [],
+        headers: HTTPHeaders = [:], body: [UInt8] = [], unsignedBody: Bool = false, date: Date = Date(),
+        limit: Int = S3Client.answerLimit
+    ) async throws -> Response {
+        try await send(
+            method, bucket: bucket, key: key, query: query, headers: headers, body: ByteBuffer(bytes: body),
+            unsignedBody: unsignedBody, date: date, limit: limit)
     }
 
     /// The same, with the body in a `ByteBuffer`, which the HTTP client sends without a copy
     /// (large parts are produced straight into one).
-    package func send(_ method: RequestMethod, bucket: String, key: String = "", query: [(String, String)] = [],
-                      headers: HTTPHeaders = [:], body: ByteBuffer, unsignedBody: Bool = false, date: Date = Date(),
-                     limit: Int = S3Client.answerLimit, expected: UInt64? = nil,
-                     receive: ((ByteBuffer) throws -> Void)? = nil) async throws -> Response {
-        let unsigned = addressing.request(method: method.rawValue, endpoint: endpoint, bucket: bucket, key: key, query: query,
-                                            headers: headers.map { ($0.name, $0.value) })
-        precondition(!unsignedBody || headers.contains(name: "Content-MD5"), "an unsigned body needs a signed Content-MD5")
-        let signed = signer.sign(unsigned, payload: unsignedBody ? .unsigned : body.withUnsafeReadableBytes { .hashing($0) }, date: date)
+    package func send(
+        _ method: RequestMethod, bucket: String, key: String = "", query: [(String, String)] = [],
+        headers: HTTPHeaders = [:], body: ByteBuffer, unsignedBody: Bool = false, date: Date = Date(),
+        limit: Int = S3Client.answerLimit, expected: UInt64? = nil,
+        receive: ((ByteBuffer) throws -> Void)? = nil
+    ) async throws -> Response {
+        let unsigned = addressing.request(
+            method: method.rawValue, endpoint: endpoint, bucket: bucket, key: key, query: query,
+            headers: headers.map { ($0.name, $0.value) })
+        precondition(
+            !unsignedBody || headers.contains(name: "Content-MD5"), "an unsigned body needs a signed Content-MD5")
+        let signed = signer.sign(
+            unsigned, payload: unsignedBody ? .unsigned : body.withUnsafeReadableBytes { .hashing($0) }, date: date)
         var request = HTTPClientRequest(url: signed.url)
         request.method = HTTPMethod(rawValue: method.rawValue)
         for (k, v) in signed.headers { request.headers.add(name: k, value: v) }
@@ -108,7 +119,9 @@ public final class S3Client: Sendable {
                     try Self.check(deadline, method, bucket, key)
                     received += UInt64(part.readableBytes)
                     if let expected, received > expected {
-                        throw VaultError(.trailingData, "S3 \(method) \(bucket)/\(key): the store sent more than the \(expected) bytes it listed")
+                        throw VaultError(
+                            .trailingData,
+                            "S3 \(method) \(bucket)/\(key): the store sent more than the \(expected) bytes it listed")
                     }
                     try receive(part)
                 }
@@ -116,7 +129,13 @@ public final class S3Client: Sendable {
                 for try await var part in response.body {
                     try Self.check(deadline, method, bucket, key)
                     guard collected.readableBytes + part.readableBytes <= limit else {
-                        throw VaultError(.vaultDamaged, "S3 \(method) \(bucket)/\(key): the store's answer is longer than \(limit) bytes, more than such an answer can be")
+                        throw VaultError(
+                            .vaultDamaged,
+                            """
+                                S3 \(method) \(bucket)/\(key): the store's answer is longer than \(limit) bytes, more \
+                                than such an answer can be
+                                """
+                        )
                     }
                     collected.writeBuffer(&part)
                 }
@@ -127,22 +146,28 @@ public final class S3Client: Sendable {
             // The connection dropped in the middle of the answer: as transient as one that failed before it.
             throw VaultError(.storeUnavailable, "S3 \(method) \(bucket)/\(key): \(Self.describe(error))")
         }
-        return Response(status: Int(response.status.code), headers: response.headers,
-                        body: collected.readBytes(length: collected.readableBytes) ?? [])
+        return Response(
+            status: Int(response.status.code), headers: response.headers,
+            body: collected.readBytes(length: collected.readableBytes) ?? [])
     }
 
     /// Fails once `deadline` has passed: the HTTP client's deadline covers the wait for an
     /// answer's head, and this the body, piece by piece (a silent store meets the idle timeout).
     static func check(_ deadline: NIODeadline, _ method: RequestMethod, _ bucket: String, _ key: String) throws {
         if NIODeadline.now() > deadline {
-            throw VaultError(.storeUnavailable, "S3 \(method) \(bucket)/\(key): \(describe(HTTPClientError.deadlineExceeded))")
+            throw VaultError(
+                .storeUnavailable, "S3 \(method) \(bucket)/\(key): \(describe(HTTPClientError.deadlineExceeded))")
         }
     }
 
     /// A transport error in words; a passed deadline names the bound.
     static func describe(_ error: any Error) -> String {
         if let h = error as? HTTPClientError, h == .deadlineExceeded {
-            return "the request took longer than its deadline (the timeout plus its bytes at \(Int(minimumRate) >> 10) KiB/s)"
+            return
+                """
+                    the request took longer than its deadline (the timeout plus its bytes at \
+                    \(Int(minimumRate) >> 10) KiB/s)
+                    """
         }
         return String(describing: error)
     }
@@ -182,26 +207,34 @@ public final class S3Client: Sendable {
     /// PUT of a whole object with `Content-MD5` (S3 checks it: BadDigest). Returns the ETag,
     /// after checking it is the MD5 the client computed.
     @discardableResult
-    public func putObject(bucket: String, key: String, body: [UInt8], contentType: String,
-                          metadata: [String: String] = [:]) async throws -> String {
-        try await putObject(bucket: bucket, key: key, body: ByteBuffer(bytes: body), contentType: contentType, metadata: metadata)
+    public func putObject(
+        bucket: String, key: String, body: [UInt8], contentType: String,
+        metadata: [String: String] = [:]
+    ) async throws -> String {
+        try await putObject(
+            bucket: bucket, key: key, body: ByteBuffer(bytes: body), contentType: contentType, metadata: metadata)
     }
 
     @discardableResult
-    public func putObject(bucket: String, key: String, body: ByteBuffer, contentType: String,
-                          metadata: [String: String] = [:]) async throws -> String {
+    public func putObject(
+        bucket: String, key: String, body: ByteBuffer, contentType: String,
+        metadata: [String: String] = [:]
+    ) async throws -> String {
         let md5 = Self.md5(body)
         var headers: HTTPHeaders = ["Content-Type": contentType, "Content-MD5": md5.base64]
         headers.add(contentsOf: Self.metadataHeaders(metadata))
-        let r = try check(try await send(.put, bucket: bucket, key: key, headers: headers, body: body, unsignedBody: true),
-                          "PutObject \(bucket)/\(key)")
+        let r = try check(
+            try await send(.put, bucket: bucket, key: key, headers: headers, body: body, unsignedBody: true),
+            "PutObject \(bucket)/\(key)")
         return try Self.etag(of: r, matching: md5.hex, "PutObject \(bucket)/\(key)", body: "body")
     }
 
     /// The answer's ETag, which for a single PUT or a part is the MD5 of the bytes the store kept.
     static func etag(of r: Response, matching md5: String, _ what: String, body: String) throws -> String {
         let etag = unquote(r.header("ETag") ?? "")
-        guard etag == md5 else { throw VaultError(.storeRejected, "\(what): the ETag \(etag) is not the \(body)'s MD5 \(md5)") }
+        guard etag == md5 else {
+            throw VaultError(.storeRejected, "\(what): the ETag \(etag) is not the \(body)'s MD5 \(md5)")
+        }
         return etag
     }
 
@@ -209,12 +242,15 @@ public final class S3Client: Sendable {
     /// recent S3-compatible stores honour with 412). Returns false when one was already there.
     /// Stores that ignore the header would overwrite: callers that must never overwrite HEAD
     /// first as well, which leaves a race between the HEAD and the PUT on such stores.
-    public func putObjectIfAbsent(bucket: String, key: String, body: [UInt8], contentType: String) async throws -> Bool {
+    public func putObjectIfAbsent(bucket: String, key: String, body: [UInt8], contentType: String) async throws -> Bool
+    {
         try await putObjectIfAbsent(bucket: bucket, key: key, body: ByteBuffer(bytes: body), contentType: contentType)
     }
 
     /// The same, with the body in a `ByteBuffer`.
-    public func putObjectIfAbsent(bucket: String, key: String, body: ByteBuffer, contentType: String) async throws -> Bool {
+    public func putObjectIfAbsent(
+        bucket: String, key: String, body: ByteBuffer, contentType: String
+    ) async throws -> Bool {
         let md5 = Self.md5(body)
         let headers: HTTPHeaders = ["Content-Type": contentType, "Content-MD5": md5.base64, "If-None-Match": "*"]
         let r = try await send(.put, bucket: bucket, key: key, headers: headers, body: body, unsignedBody: true)
@@ -273,7 +309,8 @@ public final class S3Client: Sendable {
         let r = try await send(.head, bucket: bucket, key: key)
         if r.status == 404 { return nil }
         try check(r, "HeadObject \(bucket)/\(key)")
-        return ObjectHead(size: UInt64(r.header("Content-Length") ?? "") ?? 0, etag: Self.unquote(r.header("ETag") ?? ""))
+        return ObjectHead(
+            size: UInt64(r.header("Content-Length") ?? "") ?? 0, etag: Self.unquote(r.header("ETag") ?? ""))
     }
 
     /// Streams the object (or `range` of it) to `receive`, piece by piece as it arrives, and
@@ -281,16 +318,21 @@ public final class S3Client: Sendable {
     @discardableResult
     /// - Parameter expected: the object's size as listed: more bytes than that are an error,
     ///   and the request's deadline is reckoned from it.
-    public func getObject(bucket: String, key: String, range: ClosedRange<UInt64>? = nil, expected: UInt64,
-                          receive: @escaping (ByteBuffer) throws -> Void) async throws -> UInt64 {
+    public func getObject(
+        bucket: String, key: String, range: ClosedRange<UInt64>? = nil, expected: UInt64,
+        receive: @escaping (ByteBuffer) throws -> Void
+    ) async throws -> UInt64 {
         let headers: HTTPHeaders = range.map { ["Range": "bytes=\($0.lowerBound)-\($0.upperBound)"] } ?? [:]
         // nonisolated(unsafe): the delegate calls `receive` on one event loop, in order, and
         // `count` is read only after the request has completed.
         nonisolated(unsafe) var count: UInt64 = 0
-        try check(try await send(.get, bucket: bucket, key: key, headers: headers, body: ByteBuffer(), expected: expected, receive: { part in
-            count += UInt64(part.readableBytes)
-            try receive(part)
-        }), "GetObject \(bucket)/\(key)")
+        try check(
+            try await send(
+                .get, bucket: bucket, key: key, headers: headers, body: ByteBuffer(), expected: expected,
+                receive: { part in
+                    count += UInt64(part.readableBytes)
+                    try receive(part)
+                }), "GetObject \(bucket)/\(key)")
         return count
     }
 
@@ -303,10 +345,15 @@ public final class S3Client: Sendable {
     /// core's threads): the request runs on the HTTP client's event loop, and the future is
     /// waited for on the caller's thread, which must not be an event loop (the core's readers and
     /// the commands' threads are not).
-    public func getRange(bucket: String, key: String, range: ClosedRange<UInt64>, into target: UnsafeMutableRawBufferPointer) -> EventLoopFuture<Int> {
+    public func getRange(
+        bucket: String, key: String, range: ClosedRange<UInt64>, into target: UnsafeMutableRawBufferPointer
+    ) -> EventLoopFuture<Int> {
         let headers = [("Range", "bytes=\(range.lowerBound)-\(range.upperBound)")]
-        let unsigned = addressing.request(method: RequestMethod.get.rawValue, endpoint: endpoint, bucket: bucket, key: key, query: [], headers: headers)
-        let signed = signer.sign(unsigned, payload: .hashing(UnsafeRawBufferPointer(start: nil, count: 0)), date: Date())
+        let unsigned = addressing.request(
+            method: RequestMethod.get.rawValue, endpoint: endpoint, bucket: bucket, key: key, query: [],
+            headers: headers)
+        let signed = signer.sign(
+            unsigned, payload: .hashing(UnsafeRawBufferPointer(start: nil, count: 0)), date: Date())
         let loop = http.eventLoopGroup.any()
         var request: HTTPClient.Request
         do {
@@ -317,11 +364,14 @@ public final class S3Client: Sendable {
         for (k, v) in signed.headers { request.headers.add(name: k, value: v) }
         request.headers.replaceOrAdd(name: "Host", value: signed.host)
         let what = "GetObject \(bucket)/\(key)"
-        let delegate = IntoMemory(target: target, deadline: deadline(forBytes: UInt64(target.count))) { status, headers, body in
+        let delegate = IntoMemory(target: target, deadline: deadline(forBytes: UInt64(target.count))) {
+            status, headers, body in
             try self.check(Response(status: status, headers: headers, body: body), what)
         }
-        return http.execute(request: request, delegate: delegate, eventLoop: .delegate(on: loop),
-                            deadline: deadline(forBytes: UInt64(target.count))).futureResult
+        return http.execute(
+            request: request, delegate: delegate, eventLoop: .delegate(on: loop),
+            deadline: deadline(forBytes: UInt64(target.count))
+        ).futureResult
             .flatMapErrorThrowing { error in
                 if error is VaultError { throw error }
                 throw VaultError(.storeUnavailable, "S3 GET \(bucket)/\(key): \(Self.describe(error))")
@@ -341,7 +391,10 @@ public final class S3Client: Sendable {
         var filled = 0
         var errorBody: [UInt8] = []
 
-        init(target: UnsafeMutableRawBufferPointer, deadline: NIODeadline, check: @escaping (Int, HTTPHeaders, [UInt8]) throws -> Void) {
+        init(
+            target: UnsafeMutableRawBufferPointer, deadline: NIODeadline,
+            check: @escaping (Int, HTTPHeaders, [UInt8]) throws -> Void
+        ) {
             self.target = target
             self.deadline = deadline
             self.check = check
@@ -355,7 +408,8 @@ public final class S3Client: Sendable {
 
         func didReceiveBodyPart(task: HTTPClient.Task<Int>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
             if NIODeadline.now() > deadline {
-                return task.eventLoop.makeFailedFuture(VaultError(.storeUnavailable, "S3 GET: \(S3Client.describe(HTTPClientError.deadlineExceeded))"))
+                return task.eventLoop.makeFailedFuture(
+                    VaultError(.storeUnavailable, "S3 GET: \(S3Client.describe(HTTPClientError.deadlineExceeded))"))
             }
             guard (200..<300).contains(status) else {
                 errorBody += buffer.readableBytesView.prefix(1 << 20 - errorBody.count)
@@ -363,9 +417,12 @@ public final class S3Client: Sendable {
             }
             let n = buffer.readableBytes
             guard filled + n <= target.count else {
-                return task.eventLoop.makeFailedFuture(VaultError(.trailingData, "the store sent more bytes than the range asked for"))
+                return task.eventLoop.makeFailedFuture(
+                    VaultError(.trailingData, "the store sent more bytes than the range asked for"))
             }
-            buffer.withUnsafeReadableBytes { UnsafeMutableRawBufferPointer(rebasing: target[filled..<filled + n]).copyMemory(from: $0) }
+            buffer.withUnsafeReadableBytes {
+                UnsafeMutableRawBufferPointer(rebasing: target[filled..<filled + n]).copyMemory(from: $0)
+            }
             filled += n
             return task.eventLoop.makeSucceededVoidFuture()
         }
@@ -379,52 +436,76 @@ public final class S3Client: Sendable {
     /// The object's bytes, or those of `range` (inclusive, as in HTTP).
     /// - Parameter limit: the most bytes such an object can hold (`vault.json`, a tombstone):
     ///   a longer answer is an error, not a memory bomb.
-    public func getObject(bucket: String, key: String, range: ClosedRange<UInt64>? = nil, limit: Int) async throws -> [UInt8] {
+    public func getObject(
+        bucket: String, key: String, range: ClosedRange<UInt64>? = nil, limit: Int
+    ) async throws -> [UInt8] {
         let headers: HTTPHeaders = range.map { ["Range": "bytes=\($0.lowerBound)-\($0.upperBound)"] } ?? [:]
-        return try check(try await send(.get, bucket: bucket, key: key, headers: headers, limit: limit), "GetObject \(bucket)/\(key)").body
+        return try check(
+            try await send(.get, bucket: bucket, key: key, headers: headers, limit: limit), "GetObject \(bucket)/\(key)"
+        ).body
     }
 
     // MARK: Multipart uploads
 
-    public func createMultipartUpload(bucket: String, key: String, contentType: String,
-                                      metadata: [String: String] = [:]) async throws -> String {
+    public func createMultipartUpload(
+        bucket: String, key: String, contentType: String,
+        metadata: [String: String] = [:]
+    ) async throws -> String {
         var headers: HTTPHeaders = ["Content-Type": contentType]
         headers.add(contentsOf: Self.metadataHeaders(metadata))
-        let r = try check(try await send(.post, bucket: bucket, key: key, query: [("uploads", "")], headers: headers),
-                          "CreateMultipartUpload \(bucket)/\(key)")
-        guard let id = S3XML.values("UploadId", in: r.body).first, !id.isEmpty else {
+        let r = try check(
+            try await send(.post, bucket: bucket, key: key, query: [("uploads", "")], headers: headers),
+            "CreateMultipartUpload \(bucket)/\(key)")
+        guard let id = S3XML.values("UploadId", in: r.body).first,
+              !id.isEmpty else {
             throw VaultError(.storeRejected, "CreateMultipartUpload \(bucket)/\(key): no UploadId in the answer")
         }
         return id
     }
 
     /// Uploads part `number` with `Content-MD5`; returns its ETag after checking it is the MD5.
-    public func uploadPart(bucket: String, key: String, uploadID: String, number: Int, body: [UInt8]) async throws -> String {
-        try await uploadPart(bucket: bucket, key: key, uploadID: uploadID, number: number, body: ByteBuffer(bytes: body))
+    public func uploadPart(
+        bucket: String, key: String, uploadID: String, number: Int, body: [UInt8]
+    ) async throws -> String {
+        try await uploadPart(
+            bucket: bucket, key: key, uploadID: uploadID, number: number, body: ByteBuffer(bytes: body))
     }
 
-    public func uploadPart(bucket: String, key: String, uploadID: String, number: Int, body: ByteBuffer) async throws -> String {
+    public func uploadPart(
+        bucket: String, key: String, uploadID: String, number: Int, body: ByteBuffer
+    ) async throws -> String {
         let md5 = Self.md5(body)
-        let r = try check(try await send(.put, bucket: bucket, key: key, query: [("partNumber", String(number)), ("uploadId", uploadID)],
-                                         headers: ["Content-MD5": md5.base64], body: body, unsignedBody: true), "UploadPart \(number) of \(bucket)/\(key)")
+        let r = try check(
+            try await send(
+                .put, bucket: bucket, key: key, query: [("partNumber", String(number)), ("uploadId", uploadID)],
+                headers: ["Content-MD5": md5.base64], body: body, unsignedBody: true),
+            "UploadPart \(number) of \(bucket)/\(key)")
         return try Self.etag(of: r, matching: md5.hex, "UploadPart \(number) of \(bucket)/\(key)", body: "part")
     }
 
     /// Completes with the parts in ascending order; an error inside a 200 is an error.
     @discardableResult
-    public func completeMultipartUpload(bucket: String, key: String, uploadID: String,
-                                        parts: [UploadedPart]) async throws -> String {
+    public func completeMultipartUpload(
+        bucket: String, key: String, uploadID: String,
+        parts: [UploadedPart]
+    ) async throws -> String {
         var xml = "<CompleteMultipartUpload>"
-        for p in parts.sorted(by: { $0.number < $1.number }) { xml += "<Part><PartNumber>\(p.number)</PartNumber><ETag>\"\(p.etag)\"</ETag></Part>" }
+        for p in parts.sorted(by: { $0.number < $1.number }) {
+            xml += "<Part><PartNumber>\(p.number)</PartNumber><ETag>\"\(p.etag)\"</ETag></Part>"
+        }
         xml += "</CompleteMultipartUpload>"
-        let r = try check(try await send(.post, bucket: bucket, key: key, query: [("uploadId", uploadID)],
-                                         headers: ["Content-Type": "application/xml"], body: Array(xml.utf8)),
-                          "CompleteMultipartUpload \(bucket)/\(key)")
+        let r = try check(
+            try await send(
+                .post, bucket: bucket, key: key, query: [("uploadId", uploadID)],
+                headers: ["Content-Type": "application/xml"], body: Array(xml.utf8)),
+            "CompleteMultipartUpload \(bucket)/\(key)")
         return Self.unquote(S3XML.values("ETag", in: r.body).first ?? "")
     }
 
     public func abortMultipartUpload(bucket: String, key: String, uploadID: String) async throws {
-        try check(try await send(.delete, bucket: bucket, key: key, query: [("uploadId", uploadID)]), "AbortMultipartUpload \(bucket)/\(key)")
+        try check(
+            try await send(.delete, bucket: bucket, key: key, query: [("uploadId", uploadID)]),
+            "AbortMultipartUpload \(bucket)/\(key)")
     }
 
     /// Every part the store holds (all pages), one per part number (the last listed wins: a
@@ -432,8 +513,11 @@ public final class S3Client: Sendable {
     public func listParts(bucket: String, key: String, uploadID: String) async throws -> [UploadedPart] {
         var list = S3XML.PartListing(what: "ListParts \(bucket)/\(key)")
         repeat {
-            let r = try check(try await send(.get, bucket: bucket, key: key, query: [("uploadId", uploadID), ("part-number-marker", String(list.marker))]),
-                              list.what)
+            let r = try check(
+                try await send(
+                    .get, bucket: bucket, key: key,
+                    query: [("uploadId", uploadID), ("part-number-marker", String(list.marker))]),
+                list.what)
             try list.read(r.body)
         } while !list.done
         return list.parts
@@ -492,17 +576,23 @@ package enum S3XML {
                 throw VaultError(.vaultDamaged, "\(what): the store's listing goes on past \(S3Client.maxPages) pages")
             }
             let objects = elements("Contents", in: body).compactMap { o -> S3Client.ListedObject? in
-                guard let key = o["Key"], key.hasPrefix(prefix) else { return nil }
-                return S3Client.ListedObject(key: key, size: UInt64(o["Size"] ?? "") ?? 0, etag: S3Client.unquote(o["ETag"] ?? ""),
-                                             lastModified: o["LastModified"] ?? "")
+                guard let key = o["Key"],
+                      key.hasPrefix(prefix) else { return nil }
+                return S3Client.ListedObject(
+                    key: key, size: UInt64(o["Size"] ?? "") ?? 0, etag: S3Client.unquote(o["ETag"] ?? ""),
+                    lastModified: o["LastModified"] ?? "")
             }
             let truncated = values("IsTruncated", in: body).first == "true"
-            guard truncated, let next = values("NextContinuationToken", in: body).first, !next.isEmpty else {
+            guard truncated,
+                  let next = values("NextContinuationToken", in: body).first,
+                  !next.isEmpty else {
                 done = true
                 return objects
             }
             guard seen.insert(next).inserted else {
-                throw VaultError(.vaultDamaged, "\(what): the store gave a continuation token it gave before: its listing would never end")
+                throw VaultError(
+                    .vaultDamaged,
+                    "\(what): the store gave a continuation token it gave before: its listing would never end")
             }
             token = next
             return objects
@@ -533,18 +623,23 @@ package enum S3XML {
             precondition(!done, "the part list has ended")
             pages += 1
             guard pages <= S3Client.maxPages else {
-                throw VaultError(.vaultDamaged, "\(what): the store's part list goes on past \(S3Client.maxPages) pages")
+                throw VaultError(
+                    .vaultDamaged, "\(what): the store's part list goes on past \(S3Client.maxPages) pages")
             }
             for p in elements("Part", in: body) {
                 guard let n = Int(p["PartNumber"] ?? "") else { continue }
                 byNumber[n] = (S3Client.unquote(p["ETag"] ?? ""), UInt64(p["Size"] ?? "") ?? 0)
             }
-            guard values("IsTruncated", in: body).first == "true", let next = values("NextPartNumberMarker", in: body).first else {
+            guard values("IsTruncated", in: body).first == "true",
+                  let next = values("NextPartNumberMarker", in: body).first else {
                 done = true
                 return
             }
-            guard let n = Int(next), n > marker else {
-                throw VaultError(.vaultDamaged, "\(what): the store's next part marker '\(next.prefix(20))' does not follow '\(marker)'")
+            guard let n = Int(next),
+                  n > marker else {
+                throw VaultError(
+                    .vaultDamaged,
+                    "\(what): the store's next part marker '\(next.prefix(20))' does not follow '\(marker)'")
             }
             marker = n
         }
@@ -563,7 +658,11 @@ package enum S3XML {
     /// a DTD could grow an answer far past its bytes. Another encoding, declared or detected
     /// from NUL bytes, would have libxml2 decode the checked bytes as something else.
     package static func isPlainUTF8XML(_ body: [UInt8]) -> Bool {
-        guard !body.isEmpty, !body.contains(0), let whole = String(validating: body, as: UTF8.self) else { return false }
+        guard !body.isEmpty,
+              !body.contains(0),
+              let whole = String(validating: body, as: UTF8.self) else {
+            return false
+        }
         var text = whole[...]
         if text.hasPrefix("\u{FEFF}") { text = text.dropFirst() }
         if text.hasPrefix("<?") {
@@ -571,12 +670,18 @@ package enum S3XML {
             let declaration = text[..<end.lowerBound].lowercased()
             // Its own characters only (pseudo-attributes): a "?>" found further on, past a `<`,
             // would make the whole head a "declaration" that libxml2 reads otherwise.
-            guard declaration.hasPrefix("<?xml"), let after = declaration.dropFirst(5).first, after.isWhitespace,
-                  declaration.contains("version"),
-                  declaration.dropFirst(5).allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0.isWhitespace || "=\"'.-_".contains($0)) })
+            guard declaration.hasPrefix("<?xml"),
+                let after = declaration.dropFirst(5).first,
+                after.isWhitespace,
+                declaration.contains("version"),
+                declaration.dropFirst(5).allSatisfy({
+                    $0.isASCII && ($0.isLetter || $0.isNumber || $0.isWhitespace || "=\"'.-_".contains($0))
+                })
             else { return false }
             if let e = declaration.range(of: "encoding") {
-                let value = declaration[e.upperBound...].drop { " =\t\r\n\"'".contains($0) }.prefix { !" \t\r\n\"'".contains($0) }
+                let value = declaration[e.upperBound...].drop { " =\t\r\n\"'".contains($0) }.prefix {
+                    !" \t\r\n\"'".contains($0)
+                }
                 guard value == "utf-8" || value == "utf8" else { return false }
             }
             text = text[end.upperBound...]
@@ -586,7 +691,8 @@ package enum S3XML {
 
     /// An `<Error><Code>…</Code><Message>…</Message></Error>` body, if it is one.
     package static func error(_ body: [UInt8]) -> (code: String, message: String)? {
-        guard let e = elements("Error", in: body).first, let code = e["Code"] else { return nil }
+        guard let e = elements("Error", in: body).first,
+              let code = e["Code"] else { return nil }
         return (code, e["Message"] ?? "")
     }
 
@@ -606,11 +712,13 @@ package enum S3XML {
             guard S3XML.isPlainUTF8XML(body) else { return }
             let p = XMLParser(data: Data(body))
             p.delegate = self
-            _ = p.parse()   // a malformed answer leaves empty the fields its callers need, which they report
+            _ = p.parse()  // a malformed answer leaves empty the fields its callers need, which they report
         }
 
-        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-                    attributes: [String: String] = [:]) {
+        func parser(
+            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
             if name == container { current = [:] }
             text = ""
         }

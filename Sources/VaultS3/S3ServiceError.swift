@@ -25,7 +25,8 @@ public struct S3ServiceError: Error, Sendable, CustomStringConvertible, CauseSta
     /// What kind of failure it is.
     public var vaultCode: VaultError.Code {
         switch code {
-        case "SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied", "ExpiredToken", "InvalidToken": .storeUnauthorized
+        case "SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied", "ExpiredToken", "InvalidToken":
+            .storeUnauthorized
         case "NoSuchBucket", "NoSuchKey", "NoSuchUpload": .notFound
         case "SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout": .storeUnavailable
         default: status >= 500 ? .storeUnavailable : .storeRejected

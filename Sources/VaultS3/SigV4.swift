@@ -28,8 +28,10 @@ package struct S3Request: Sendable, Equatable {
     /// Headers, in any case; `host` is added from ``host``.
     package var headers: [(String, String)]
 
-    package init(method: String, scheme: String = "https", host: String, path: String, query: [(String, String)] = [],
-                headers: [(String, String)] = []) {
+    package init(
+        method: String, scheme: String = "https", host: String, path: String, query: [(String, String)] = [],
+        headers: [(String, String)] = []
+    ) {
         self.method = method
         self.scheme = scheme
         self.host = host
@@ -101,14 +103,23 @@ package struct SigV4: Sendable {
     package func sign(_ request: S3Request, payload: Payload, date: Date) -> S3Request {
         var r = request
         let (stamp, day) = Self.timestamps(date)
-        r.headers.removeAll { ["authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"].contains($0.0.lowercased()) }
+        r.headers.removeAll {
+            ["authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"].contains($0.0.lowercased())
+        }
         r.headers.append(("x-amz-date", stamp))
         r.headers.append(("x-amz-content-sha256", payload.value))
         if let token = credentials.sessionToken { r.headers.append(("x-amz-security-token", token)) }
         let (canonical, signed) = canonicalRequest(r, payload: payload.value)
         let signature = self.signature(canonical, stamp: stamp, day: day)
         // ", " between the parts, as botocore writes it (AWS accepts both).
-        r.headers.append(("Authorization", "\(Self.algorithm) Credential=\(credentials.accessKeyID)/\(scope(day)), SignedHeaders=\(signed), Signature=\(signature)"))
+        r.headers.append(
+            (
+                "Authorization",
+                """
+                    \(Self.algorithm) Credential=\(credentials.accessKeyID)/\(scope(day)), SignedHeaders=\(signed), \
+                    Signature=\(signature)
+                    """
+            ))
         return r
     }
 
@@ -119,13 +130,16 @@ package struct SigV4: Sendable {
         var r = request
         let (stamp, day) = Self.timestamps(date)
         let signedHeaders = Self.canonicalHeaders(r).names
-        r.query += [("X-Amz-Algorithm", Self.algorithm), ("X-Amz-Credential", "\(credentials.accessKeyID)/\(scope(day))"),
-                    ("X-Amz-Date", stamp), ("X-Amz-Expires", String(expires)), ("X-Amz-SignedHeaders", signedHeaders)]
+        r.query += [
+            ("X-Amz-Algorithm", Self.algorithm), ("X-Amz-Credential", "\(credentials.accessKeyID)/\(scope(day))"),
+            ("X-Amz-Date", stamp), ("X-Amz-Expires", String(expires)), ("X-Amz-SignedHeaders", signedHeaders)
+        ]
         if let token = credentials.sessionToken { r.query.append(("X-Amz-Security-Token", token)) }
         let (canonical, _) = canonicalRequest(r, payload: Payload.unsigned.value)
         r.query.append(("X-Amz-Signature", signature(canonical, stamp: stamp, day: day)))
         // The request's own items first, then the authentication, the signature last (as botocore).
-        return "\(r.scheme)://\(r.host)\(Self.encodePath(r.path))?" + r.query.map { "\(Self.encode($0.0))=\(Self.encode($0.1))" }.joined(separator: "&")
+        return "\(r.scheme)://\(r.host)\(Self.encodePath(r.path))?"
+            + r.query.map { "\(Self.encode($0.0))=\(Self.encode($0.1))" }.joined(separator: "&")
     }
 
     // MARK: The parts (internal for the tests)
@@ -135,8 +149,13 @@ package struct SigV4: Sendable {
     /// The canonical request and the signed header names.
     func canonicalRequest(_ r: S3Request, payload: String) -> (String, String) {
         let headers = Self.canonicalHeaders(r)
-        return ([r.method.uppercased(), Self.encodePath(r.path), Self.canonicalQuery(r.query), headers.text, headers.names, payload]
-            .joined(separator: "\n"), headers.names)
+        return (
+            [
+                r.method.uppercased(), Self.encodePath(r.path), Self.canonicalQuery(r.query), headers.text,
+                headers.names, payload
+            ]
+            .joined(separator: "\n"), headers.names
+        )
     }
 
     func stringToSign(_ canonical: String, stamp: String, day: String) -> String {
@@ -144,7 +163,9 @@ package struct SigV4: Sendable {
     }
 
     func signature(_ canonical: String, stamp: String, day: String) -> String {
-        Self.hex(HMAC<SHA256>.authenticationCode(for: Array(stringToSign(canonical, stamp: stamp, day: day).utf8), using: signingKey(day)))
+        Self.hex(
+            HMAC<SHA256>.authenticationCode(
+                for: Array(stringToSign(canonical, stamp: stamp, day: day).utf8), using: signingKey(day)))
     }
 
     /// HMAC chain: "AWS4" + secret → date → region → service → "aws4_request".
@@ -161,7 +182,9 @@ package struct SigV4: Sendable {
     static func canonicalHeaders(_ r: S3Request) -> (text: String, names: String) {
         var values: [String: [String]] = ["host": [r.host]]
         for (name, value) in r.headers where name.lowercased() != "host" {
-            let trimmed = value.trimmingCharacters(in: .whitespaces).split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+            let trimmed = value.trimmingCharacters(in: .whitespaces).split(
+                separator: " ", omittingEmptySubsequences: true
+            ).joined(separator: " ")
             values[name.lowercased(), default: []].append(trimmed)
         }
         let names = values.keys.sorted()
@@ -170,13 +193,15 @@ package struct SigV4: Sendable {
 
     /// Query items encoded (RFC 3986 unreserved kept), sorted by name then value.
     static func canonicalQuery(_ items: [(String, String)]) -> String {
-        items.map { (encode($0.0), encode($0.1)) }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
+        items.map { (encode($0.0), encode($0.1)) }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map { "\($0.0)=\($0.1)" }
+            .joined(separator: "&")
     }
 
     /// The path encoded once, segment by segment (S3 does not double-encode), `/` kept.
     static func encodePath(_ path: String) -> String {
         let p = path.isEmpty ? "/" : path
-        return p.split(separator: "/", omittingEmptySubsequences: false).map { encode(String($0)) }.joined(separator: "/")
+        return p.split(separator: "/", omittingEmptySubsequences: false).map { encode(String($0)) }.joined(
+            separator: "/")
     }
 
     private static let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~".utf8)
@@ -185,7 +210,11 @@ package struct SigV4: Sendable {
     static func encode(_ s: String) -> String {
         var out = ""
         for b in s.utf8 {
-            if unreserved.contains(b) { out.unicodeScalars.append(Unicode.Scalar(b)) } else { out += String(format: "%%%02X", b) }
+            if unreserved.contains(b) {
+                out.unicodeScalars.append(Unicode.Scalar(b))
+            } else {
+                out += String(format: "%%%02X", b)
+            }
         }
         return out
     }
@@ -199,7 +228,9 @@ package struct SigV4: Sendable {
         return (stamp, String(stamp.prefix(8)))
     }
 
-    static func hex<D: Sequence>(_ d: D) -> String where D.Element == UInt8 { d.map { String(format: "%02x", $0) }.joined() }
+    static func hex<D: Sequence>(_ d: D) -> String where D.Element == UInt8 {
+        d.map { String(format: "%02x", $0) }.joined()
+    }
 }
 
 /// Where a bucket's objects are addressed.
@@ -210,17 +241,22 @@ public enum S3Addressing: Sendable {
     case virtualHost
 
     /// The request for `key` in `bucket` at `endpoint` (`scheme://host[:port]`).
-    package func request(method: String, endpoint: URL, bucket: String, key: String, query: [(String, String)] = [],
-                        headers: [(String, String)] = []) -> S3Request {
+    package func request(
+        method: String, endpoint: URL, bucket: String, key: String, query: [(String, String)] = [],
+        headers: [(String, String)] = []
+    ) -> S3Request {
         let scheme = endpoint.scheme ?? "https"
         let port = endpoint.port.map { ":\($0)" } ?? ""
         let host = endpoint.host ?? ""
         switch self {
         case .path:
-            return S3Request(method: method, scheme: scheme, host: host + port, path: "/\(bucket)" + (key.isEmpty ? "" : "/\(key)"),
-                             query: query, headers: headers)
+            return S3Request(
+                method: method, scheme: scheme, host: host + port, path: "/\(bucket)" + (key.isEmpty ? "" : "/\(key)"),
+                query: query, headers: headers)
         case .virtualHost:
-            return S3Request(method: method, scheme: scheme, host: "\(bucket).\(host)\(port)", path: "/\(key)", query: query, headers: headers)
+            return S3Request(
+                method: method, scheme: scheme, host: "\(bucket).\(host)\(port)", path: "/\(key)", query: query,
+                headers: headers)
         }
     }
 }

@@ -46,7 +46,8 @@ enum AttemptOutcome: Sendable {
     static func of(_ r: UploadResponse, rejected what: String) -> AttemptOutcome {
         switch RetryPolicy.decide(status: r.status) {
         case .confirmed: .confirmed(status: r.status, duplicate: r.jsonField("duplicate") as? Bool == true)
-        case .authentication: .refused(VaultError(.uploadUnauthorized, "the server refused the credentials (\(r.status) \(r.reason))"))
+        case .authentication:
+            .refused(VaultError(.uploadUnauthorized, "the server refused the credentials (\(r.status) \(r.reason))"))
         case .tooLarge: .split(reason: "\(r.status) \(r.reason)", serverSays: r.serverSays)
         case .reject: .refused(VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))
         case .retry: .retry(reason: "\(r.status) \(r.reason)", retryAfter: RetryPolicy.parseRetryAfter(r.retryAfter))
@@ -64,8 +65,11 @@ enum AttemptOutcome: Sendable {
         // A temporary failure of the resolver (EAI_AGAIN) is retried as other network errors.
         let dns = (error as? NIOConnectionError).flatMap { $0.dnsAError ?? $0.dnsAAAAError } ?? error
         if let h = dns as? SocketAddressError.UnknownHost, h.errorCode != Int(EAI_AGAIN) {
-            return .refused(VaultError(.uploadRejected, "cannot find the host '\(h.host)' (\(h.errorDescription.lowercased())); nothing was sent",
-                                       remedy: .checkHostName))
+            return .refused(
+                VaultError(
+                    .uploadRejected,
+                    "cannot find the host '\(h.host)' (\(h.errorDescription.lowercased())); nothing was sent",
+                    remedy: .checkHostName))
         }
         return .retry(reason: describe(error, timeout: timeout), retryAfter: nil)
     }
@@ -73,7 +77,9 @@ enum AttemptOutcome: Sendable {
     /// A transport error in words (no URL with credentials: the client's errors carry none).
     static func describe(_ error: any Error, timeout: Double) -> String {
         let seconds = String(format: "%g s", timeout)
-        if let io = error as? IOError { return "connection error: " + String(cString: strerror(io.errnoCode)).lowercased() }
+        if let io = error as? IOError {
+            return "connection error: " + String(cString: strerror(io.errnoCode)).lowercased()
+        }
         if let h = error as? HTTPClientError {
             switch h {
             case .readTimeout: return "no answer within \(seconds)"
@@ -134,12 +140,18 @@ final class BatchAttempt {
     private let onResumed: (UInt64) -> Void
     private let makeProducer: (UInt64) -> PayloadProducer
 
-    init(index: Int, count: Int, runID: String, key: String, docs: [DocumentRecord], format: PayloadFormat, length: UInt64,
-         before: UInt64, total: UInt64, wire: UploadJournal.WireState, logHead: [(String, String)], onSent: @escaping @Sendable (UInt64) -> Void,
-         onEvent: @escaping @Sendable (UploadEvent) -> Void,
-         persist: @escaping (UploadJournal.WireState) throws -> Void, setStatus: @escaping (Int) -> Void,
-         onResumed: @escaping (UInt64) -> Void, makeProducer: @escaping (UInt64) -> PayloadProducer) {
-        (self.index, self.count, self.runID, self.key, self.docs, self.format) = (index, count, runID, key, docs, format)
+    init(
+        index: Int, count: Int, runID: String, key: String, docs: [DocumentRecord], format: PayloadFormat,
+        length: UInt64,
+        before: UInt64, total: UInt64, wire: UploadJournal.WireState, logHead: [(String, String)],
+        onSent: @escaping @Sendable (UInt64) -> Void,
+        onEvent: @escaping @Sendable (UploadEvent) -> Void,
+        persist: @escaping (UploadJournal.WireState) throws -> Void, setStatus: @escaping (Int) -> Void,
+        onResumed: @escaping (UInt64) -> Void, makeProducer: @escaping (UInt64) -> PayloadProducer
+    ) {
+        (self.index, self.count, self.runID, self.key, self.docs, self.format) = (
+            index, count, runID, key, docs, format
+        )
         (self.length, self.before, self.total, self.wire, self.logHead) = (length, before, total, wire, logHead)
         (self.onSent, self.onEvent, self.persist, self.setStatus) = (onSent, onEvent, persist, setStatus)
         (self.onResumed, self.makeProducer) = (onResumed, makeProducer)

@@ -7,33 +7,44 @@ import VaultCore
 enum Destinations {
     /// Scheme, host and port (the default port of the scheme made explicit), lower-cased.
     static func origin(_ url: URL) -> String? {
-        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        guard let scheme = url.scheme?.lowercased(),
+              let host = url.host?.lowercased() else { return nil }
         let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
         return "\(scheme)://\(host):\(port)"
     }
 
     /// True when `url` has the same origin as `target` (RFC 6454: scheme, host and port).
     static func sameOrigin(_ url: URL, as target: String) -> Bool {
-        guard let a = origin(url), let t = URL(string: target), let b = origin(t) else { return false }
+        guard let a = origin(url),
+              let t = URL(string: target),
+              let b = origin(t) else { return false }
         return a == b
     }
 
     /// A tus upload URL from the journal: it must be on the upload URL's origin (the server's
     /// Location is checked the same way when the upload is created).
     static func checkTusJournalURL(_ url: String, target: String, batch: Int) throws -> String {
-        guard let parsed = URL(string: url), sameOrigin(parsed, as: target) else {
-            throw VaultError(.vaultDamaged,
-                             "the upload journal gives batch \(batch) an upload URL on another origin than the upload's URL (\(URL(string: url).flatMap(origin) ?? "unparseable")); nothing was sent",
-                             remedy: .pruneUploadJournal)
+        guard let parsed = URL(string: url),
+              sameOrigin(parsed, as: target) else {
+            throw VaultError(
+                .vaultDamaged,
+                """
+                    the upload journal gives batch \(batch) an upload URL on another origin than the upload's URL \
+                    (\(URL(string: url).flatMap(origin) ?? "unparseable")); nothing was sent
+                    """,
+                remedy: .pruneUploadJournal)
         }
         return parsed.absoluteString
     }
 
     /// A run id as vault makes them (a lower-case UUID): nothing else goes into a key.
     static func checkRunID(_ run: String) throws {
-        guard run.count == 36, run.allSatisfy({ $0.isHexDigit && !$0.isUppercase || $0 == "-" }), UUID(uuidString: run) != nil else {
-            throw VaultError(.vaultDamaged, "the upload journal's run id is not one vault makes; nothing was sent",
-                             remedy: .pruneUploadJournal)
+        guard run.count == 36,
+              run.allSatisfy({ $0.isHexDigit && !$0.isUppercase || $0 == "-" }),
+              UUID(uuidString: run) != nil else {
+            throw VaultError(
+                .vaultDamaged, "the upload journal's run id is not one vault makes; nothing was sent",
+                remedy: .pruneUploadJournal)
         }
     }
 
@@ -42,8 +53,13 @@ enum Destinations {
     static func checkS3Key(_ journaled: String?, expected: String, batch: Int) throws -> String {
         guard let journaled else { return expected }
         guard journaled == expected else {
-            throw VaultError(.vaultDamaged, "the upload journal gives batch \(batch) the key '\(journaled.prefix(200))', not '\(expected)' under the prefix the command names; nothing was sent",
-                             remedy: .pruneUploadJournal)
+            throw VaultError(
+                .vaultDamaged,
+                """
+                    the upload journal gives batch \(batch) the key '\(journaled.prefix(200))', not '\(expected)' \
+                    under the prefix the command names; nothing was sent
+                    """,
+                remedy: .pruneUploadJournal)
         }
         return journaled
     }
@@ -55,17 +71,33 @@ enum Destinations {
         let segments = key.split(separator: "/", omittingEmptySubsequences: false)
         guard key == requested || key.hasSuffix("/" + requested),
               !segments.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else {
-            throw VaultError(.uploadRejected, "the presign endpoint chose the key '\(key.prefix(200))' for '\(requested)': it must end with it (the presign protocol in UPLOAD.md)")
+            throw VaultError(
+                .uploadRejected,
+                """
+                    the presign endpoint chose the key '\(key.prefix(200))' for '\(requested)': it must end with it \
+                    (the presign protocol in UPLOAD.md)
+                    """
+            )
         }
     }
 
     /// A presigned part URL must be for that part of that upload: its query names `partNumber`
     /// and `uploadId`, and its path ends with the key.
     static func checkPresignedPart(_ url: URLComponents, number: Int, uploadID: String, key: String) throws {
-        let query = Dictionary((url.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { a, _ in a })
+        let query = Dictionary(
+            (url.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { a, _ in a })
         let path = url.path
-        guard query["partNumber"] == String(number), query["uploadId"] == uploadID, path.hasSuffix("/" + key) else {
-            throw VaultError(.uploadRejected, "the presign endpoint gave part \(number) a URL that is not for that part of upload \(uploadID.prefix(16)) of '\(key.prefix(200))' (the presign protocol in UPLOAD.md); nothing was sent to it")
+        guard query["partNumber"] == String(number),
+              query["uploadId"] == uploadID,
+              path.hasSuffix("/" + key) else {
+            throw VaultError(
+                .uploadRejected,
+                """
+                    the presign endpoint gave part \(number) a URL that is not for that part of upload \
+                    \(uploadID.prefix(16)) of '\(key.prefix(200))' (the presign protocol in UPLOAD.md); nothing was \
+                    sent to it
+                    """
+            )
         }
     }
 }

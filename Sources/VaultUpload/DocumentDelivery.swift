@@ -1,7 +1,7 @@
 import Foundation
 import VaultCore
 
-/// Delivering documents to one destination, as `vault upload` does: the whole policy in one
+/// Delivering documents to one destination, as the command-line tool's upload does: the whole policy in one
 /// place, so that an app delivers with the same behaviour as the command.
 ///
 /// ``prepare()`` reads the vault's upload journals once and, in this order:
@@ -68,8 +68,10 @@ public struct DocumentDelivery: Sendable {
     public var removeDelivered: Bool
 
     /// A delivery of `documents` from `vault` with `options`.
-    public init(vault: Vault, documents: [DocumentRecord], options: UploadOptions, mode: Mode = .undelivered,
-                removeDelivered: Bool = false) {
+    public init(
+        vault: Vault, documents: [DocumentRecord], options: UploadOptions, mode: Mode = .undelivered,
+        removeDelivered: Bool = false
+    ) {
         self.vault = vault
         self.documents = documents
         self.options = options
@@ -95,7 +97,9 @@ public struct DocumentDelivery: Sendable {
     /// Sends the runs of `plan` one after the other; `onEvent` hears every run's events.
     /// - Returns: what the runs did, merged (nil when the plan has no run: everything chosen was
     ///   delivered before).
-    public func send(_ plan: Plan, onEvent: @escaping @Sendable (UploadEvent) -> Void = { _ in }) async throws -> UploadSummary? {
+    public func send(
+        _ plan: Plan, onEvent: @escaping @Sendable (UploadEvent) -> Void = { _ in }
+    ) async throws -> UploadSummary? {
         let required = try requiredElsewhere()
         var total: UploadSummary?
         for run in plan.runs {
@@ -107,7 +111,8 @@ public struct DocumentDelivery: Sendable {
             o.requireJournal = run.resuming
             o.removeDelivered = removeDelivered
             o.alsoRequired = removeDelivered ? required : []
-            let uploader = try Uploader(vault: vault, records: run.documents, options: o, job: run.job, onEvent: onEvent)
+            let uploader = try Uploader(
+                vault: vault, records: run.documents, options: o, job: run.job, onEvent: onEvent)
             uploader.journalsRecorded = true
             let summary = try await uploader.run()
             total = total.map { $0.adding(summary) } ?? summary
@@ -154,11 +159,15 @@ public struct DocumentDelivery: Sendable {
             // One may exist, started with other settings: the error says which differ.
             if let other = try Uploader.mismatchedRuns(in: vault, options: options, journals: journals).first {
                 let differ = other.differences.map { "\($0.setting) \($0.then) (now: \($0.now))" }
-                throw VaultError(.notFound, "the interrupted upload to \(options.target.redacted) (run \(other.runID.prefix(8))) "
-                                 + "was started with " + (differ.isEmpty ? "other settings or documents" : differ.joined(separator: ", ")),
-                                 cause: other)
+                throw VaultError(
+                    .notFound,
+                    "the interrupted upload to \(options.target.redacted) (run \(other.runID.prefix(8))) "
+                        + "was started with "
+                        + (differ.isEmpty ? "other settings or documents" : differ.joined(separator: ", ")),
+                    cause: other)
             }
-            throw VaultError(.notFound, "there is no interrupted upload of these documents to \(options.target.redacted)")
+            throw VaultError(
+                .notFound, "there is no interrupted upload of these documents to \(options.target.redacted)")
         }
         let fresh = try vault.undelivered(chosen.filter { !resumed.contains($0.id) }, to: options.target.address)
         if !fresh.isEmpty { runs.append(Run(documents: fresh, resuming: false)) }

@@ -80,15 +80,26 @@ package struct FormBody: RawFraming, Equatable {
     package func opening(_ records: [DocumentRecord]) -> [UInt8] {
         var out: [UInt8] = []
         for f in fields {
-            out += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\(Self.quotedName(f.name))\r\n\r\n".utf8)
+            out += Array(
+                "--\(boundary)\r\nContent-Disposition: form-data; name=\(Self.quotedName(f.name))\r\n\r\n".utf8)
             out += Array(f.value.utf8) + Self.crlf
         }
-        out += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"manifest\"\r\nContent-Type: application/json\r\n\r\n".utf8)
+        out += Array(
+            """
+                --\(boundary)\r\nContent-Disposition: form-data; name=\"manifest\"\r\nContent-Type: \
+                application/json\r\n\r\n
+                """
+                .utf8)
         return out + manifest(records) + Self.crlf
     }
 
     package func head(_ record: DocumentRecord) -> [UInt8] {
-        Array(("--\(boundary)\r\nContent-Disposition: form-data; name=\(Self.quotedName(fieldName)); "
-               + "filename=\(Self.quotedName(record.metadata.name))\r\nContent-Type: \(record.metadata.contentType)\r\n\r\n").utf8)
+        Array(
+            ("--\(boundary)\r\nContent-Disposition: form-data; name=\(Self.quotedName(fieldName)); "
+                + """
+                    filename=\(Self.quotedName(record.metadata.name))\r\nContent-Type: \
+                    \(record.metadata.contentType)\r\n\r\n
+                    """)
+                .utf8)
     }
 }

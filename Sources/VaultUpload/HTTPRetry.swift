@@ -34,7 +34,8 @@ extension RetryPolicy {
     /// seconds; too many digits are a very long wait, which the caller caps) or an HTTP date
     /// (RFC 9110). Nil if neither.
     public static func parseRetryAfter(_ value: String?, now: Date = Date()) -> Double? {
-        guard let v = value?.trimmingCharacters(in: .whitespaces), !v.isEmpty else { return nil }
+        guard let v = value?.trimmingCharacters(in: .whitespaces),
+              !v.isEmpty else { return nil }
         if v.utf8.allSatisfy({ (0x30...0x39).contains($0) }) { return Double(UInt64(v) ?? .max) }
         let f = DateFormatter()
         f.locale = Locale(identifier: "en_US_POSIX")

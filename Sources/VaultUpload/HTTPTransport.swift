@@ -25,21 +25,29 @@ public struct UploadTarget: Sendable {
     public var idleTimeout: Double
 
     /// A target.
-    public init(url: URL, method: RequestMethod = .post, headers: HTTPHeaders = [:], authorization: String? = nil,
-                idleTimeout: Double = 60) {
-        self.init(checked: url.absoluteString, method: method, headers: headers, authorization: authorization,
-                  idleTimeout: idleTimeout)
+    public init(
+        url: URL, method: RequestMethod = .post, headers: HTTPHeaders = [:], authorization: String? = nil,
+        idleTimeout: Double = 60
+    ) {
+        self.init(
+            checked: url.absoluteString, method: method, headers: headers, authorization: authorization,
+            idleTimeout: idleTimeout)
     }
 
     /// A target at `address` as it was typed; nil when it is not a URL.
-    package init?(address: String, method: RequestMethod = .post, headers: HTTPHeaders = [:], authorization: String? = nil,
-                  idleTimeout: Double = 60) {
+    package init?(
+        address: String, method: RequestMethod = .post, headers: HTTPHeaders = [:], authorization: String? = nil,
+        idleTimeout: Double = 60
+    ) {
         guard URL(string: address) != nil else { return nil }
-        self.init(checked: address, method: method, headers: headers, authorization: authorization, idleTimeout: idleTimeout)
+        self.init(
+            checked: address, method: method, headers: headers, authorization: authorization, idleTimeout: idleTimeout)
     }
 
-    private init(checked address: String, method: RequestMethod, headers: HTTPHeaders, authorization: String?,
-                 idleTimeout: Double) {
+    private init(
+        checked address: String, method: RequestMethod, headers: HTTPHeaders, authorization: String?,
+        idleTimeout: Double
+    ) {
         self.address = address
         self.method = method
         self.headers = headers
@@ -49,7 +57,11 @@ public struct UploadTarget: Sendable {
 
     /// `scheme://host[:port]/path`: no credentials, no query (which may carry a token).
     public var redacted: String {
-        guard let c = URLComponents(string: address), let scheme = c.scheme, let host = c.host else { return "(invalid URL)" }
+        guard let c = URLComponents(string: address),
+              let scheme = c.scheme,
+              let host = c.host else {
+            return "(invalid URL)"
+        }
         return "\(scheme)://\(host)\(c.port.map { ":\($0)" } ?? "")\(c.path.isEmpty ? "/" : c.path)"
     }
 }
@@ -75,7 +87,8 @@ extension UploadTarget {
     /// True for `http://` to a host that is not a loopback literal: documents (and any
     /// credentials) would cross a network in the clear.
     public var isCleartextOverNetwork: Bool {
-        guard let c = URLComponents(string: address), c.scheme?.lowercased() == "http" else { return false }
+        guard let c = URLComponents(string: address),
+              c.scheme?.lowercased() == "http" else { return false }
         return !Self.isLoopback(host: c.host ?? "")
     }
 }
@@ -94,7 +107,9 @@ public struct UploadResponse: Sendable {
     public var headers: HTTPHeaders = [:]
 
     package init(status: Int, reason: String, retryAfter: String?, body: String, headers: HTTPHeaders = [:]) {
-        (self.status, self.reason, self.retryAfter, self.body, self.headers) = (status, reason, retryAfter, body, headers)
+        (self.status, self.reason, self.retryAfter, self.body, self.headers) = (
+            status, reason, retryAfter, body, headers
+        )
     }
 
     /// The first value of header `name` (case-insensitive).
@@ -103,7 +118,9 @@ public struct UploadResponse: Sendable {
     /// The value of `field` when the body is a JSON object (the receiver's `duplicate`, the
     /// presign endpoint's `error`): answers are read as data, never searched as text.
     func jsonField(_ field: String) -> Any? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return nil }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else {
+            return nil
+        }
         return object[field]
     }
 }
@@ -117,7 +134,9 @@ package enum RequestBody {
 /// Sends requests and returns the answers; a transport error is thrown.
 package protocol UploadTransport: Sendable {
     /// `method` to `url` (nil: the target's URL) with `headers` and `body`.
-    func request(_ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse
+    func request(
+        _ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?
+    ) async throws -> UploadResponse
     func shutdown() async
 }
 
@@ -207,7 +226,9 @@ final class HTTPTransport: UploadTransport {
         self.target = target
     }
 
-    func request(_ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+    func request(
+        _ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?
+    ) async throws -> UploadResponse {
         var request = HTTPClientRequest(url: url ?? target.address)
         request.method = HTTPMethod(rawValue: method.rawValue)
         for (k, v) in headers { request.headers.add(name: k, value: v) }
@@ -227,9 +248,10 @@ final class HTTPTransport: UploadTransport {
         } catch {
             // The status is what matters; an unreadable error body is not.
         }
-        return UploadResponse(status: Int(response.status.code), reason: response.status.reasonPhrase,
-                              retryAfter: response.headers.first(name: "Retry-After"), body: text,
-                              headers: response.headers)
+        return UploadResponse(
+            status: Int(response.status.code), reason: response.status.reasonPhrase,
+            retryAfter: response.headers.first(name: "Retry-After"), body: text,
+            headers: response.headers)
     }
 
     func shutdown() async {

@@ -10,7 +10,8 @@ struct PresignedPart: Codable, Sendable {
 
     /// True when the URL expires within `margin` seconds (or its expiry cannot be read).
     func expiresSoon(margin: Double = 60, now: Date = Date()) -> Bool {
-        guard let e = expires, let date = ISO8601DateFormatter().date(from: e) else { return false }
+        guard let e = expires,
+              let date = ISO8601DateFormatter().date(from: e) else { return false }
         return date.timeIntervalSince(now) < margin
     }
 }
@@ -38,16 +39,24 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
     private struct Head: Decodable { var size: UInt64 }
 
     func attempt(_ a: BatchAttempt) async throws -> AttemptOutcome {
-        let geometry = MultipartBatch(length: a.length,
-                                      partSize: a.wire.multipart?.partSize ?? S3Target.partSize(for: a.length, atLeast: options.partSize))
+        let geometry = MultipartBatch(
+            length: a.length,
+            partSize: a.wire.multipart?.partSize ?? S3Target.partSize(for: a.length, atLeast: options.partSize))
         do {
             try Destinations.checkRunID(a.runID)
             let requested = "\(a.runID)/" + a.fileName
             if let key = a.wire.multipart?.key { try Destinations.checkPresignedKey(key, requested: requested) }
-            guard var done = try await geometry.resume(a, listed: { m in
-                let listed = try await self.call("list", ["key": m.key, "uploadId": m.uploadID], as: Listed.self)
-                return Dictionary(listed.parts.map { ($0.number, S3Client.unquote($0.etag)) }, uniquingKeysWith: { _, last in last })
-            }, objectSize: { key in try? await self.call("head", ["key": key], as: Head.self).size }) else {
+            guard
+                var done = try await geometry.resume(
+                    a,
+                    listed: { m in
+                        let listed = try await self.call(
+                            "list", ["key": m.key, "uploadId": m.uploadID], as: Listed.self)
+                        return Dictionary(
+                            listed.parts.map { ($0.number, S3Client.unquote($0.etag)) },
+                            uniquingKeysWith: { _, last in last })
+                    }, objectSize: { key in try? await self.call("head", ["key": key], as: Head.self).size })
+            else {
                 return .confirmed(status: 200, duplicate: true)
             }
             var urls: [Int: PresignedPart] = [:]
@@ -55,12 +64,17 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
             if let known = a.wire.multipart {
                 state = known
             } else {
-                let created = try await call("create", [
-                    "key": requested, "contentType": "application/json",
-                    "metadata": ["vault-batch": a.label, "vault-documents": String(a.docs.count), "vault-run": a.runID], "parts": geometry.count,
-                ], as: Created.self)
+                let created = try await call(
+                    "create",
+                    [
+                        "key": requested, "contentType": "application/json",
+                        "metadata": [
+                            "vault-batch": a.label, "vault-documents": String(a.docs.count), "vault-run": a.runID
+                        ], "parts": geometry.count
+                    ], as: Created.self)
                 try Destinations.checkPresignedKey(created.key, requested: requested)
-                state = UploadJournal.MultipartState(key: created.key, uploadID: created.uploadId, partSize: geometry.partSize, parts: [])
+                state = UploadJournal.MultipartState(
+                    key: created.key, uploadID: created.uploadId, partSize: geometry.partSize, parts: [])
                 try a.record(.multipart(state))
                 for p in created.parts { urls[p.number] = p }
             }
@@ -74,9 +88,12 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
                 sent += UInt64(body.count)
                 a.onSent(sent)
             }
-            _ = try await call("complete", [
-                "key": state.key, "uploadId": state.uploadID, "parts": done.keys.sorted().map { ["number": $0, "etag": done[$0]!] as [String: Any] },
-            ], as: [String: String].self)
+            _ = try await call(
+                "complete",
+                [
+                    "key": state.key, "uploadId": state.uploadID,
+                    "parts": done.keys.sorted().map { ["number": $0, "etag": done[$0]!] as [String: Any] }
+                ], as: [String: String].self)
             return .confirmed(status: 200, duplicate: false)
         } catch {
             let outcome = try AttemptOutcome.of(error, timeout: endpoint.idleTimeout)
@@ -90,27 +107,42 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
 
     /// PUTs one part to its presigned URL; returns its ETag, checked against the part's MD5. An
     /// expired or refused URL is asked for again, once; a `BadDigest` is sent once more.
-    private func put(part number: Int, _ body: [UInt8], of a: BatchAttempt, _ state: UploadJournal.MultipartState,
-                     urls: inout [Int: PresignedPart]) async throws -> String {
+    private func put(
+        part number: Int, _ body: [UInt8], of a: BatchAttempt, _ state: UploadJournal.MultipartState,
+        urls: inout [Int: PresignedPart]
+    ) async throws -> String {
         let md5 = S3Client.md5(body)
         var asked = false, resent = false
         while true {
             if urls[number] == nil || urls[number]!.expiresSoon() {
-                let fresh = try await call("parts", ["key": state.key, "uploadId": state.uploadID, "numbers": [number]], as: Parts.self)
+                let fresh = try await call(
+                    "parts", ["key": state.key, "uploadId": state.uploadID, "numbers": [number]], as: Parts.self)
                 for p in fresh.parts { urls[p.number] = p }
                 asked = true
             }
             let url = try checkedURL(urls[number]?.url, part: number, state)
-            let r = try await transport.request(.put, url: url, headers: [("Content-MD5", md5.base64)], body: .bytes(body))
+            let r = try await transport.request(
+                .put, url: url, headers: [("Content-MD5", md5.base64)], body: .bytes(body))
             if (200..<300).contains(r.status) {
                 let etag = S3Client.unquote(r.header("ETag") ?? "")
-                guard etag == md5.hex else { throw VaultError(.uploadRejected, "part \(number) of batch \(a.label): the ETag \(etag) is not the part's MD5") }
+                guard etag == md5.hex else {
+                    throw VaultError(
+                        .uploadRejected, "part \(number) of batch \(a.label): the ETag \(etag) is not the part's MD5")
+                }
                 return etag
             }
             let error = S3XML.error(Array(r.body.utf8))
             if r.status == 403 && !asked { urls[number] = nil; continue }
-            let what = "part \(number) of batch \(a.label): \(r.status) \(error.map { "\($0.code): \($0.message)" } ?? r.reason)"
-            if r.status == 403 { throw VaultError(.uploadUnauthorized, "the store refused the presigned URL for \(what)", hint: "the URL expired or was altered") }
+            let what =
+                """
+                    part \(number) of batch \(a.label): \(r.status) \
+                    \(error.map { "\($0.code): \($0.message)" } ?? r.reason)
+                    """
+            if r.status == 403 {
+                throw VaultError(
+                    .uploadUnauthorized, "the store refused the presigned URL for \(what)",
+                    hint: "the URL expired or was altered")
+            }
             if error?.code == "BadDigest" {
                 if !resent { resent = true; continue }
                 throw S3Sender.badDigestTwice(part: number, batch: a.label)
@@ -122,13 +154,18 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
 
     /// A part URL that is for that part of that upload, and not cleartext over a network.
     private func checkedURL(_ url: String?, part number: Int, _ state: UploadJournal.MultipartState) throws -> String {
-        guard let url, let parsed = URLComponents(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme) else {
+        guard let url,
+              let parsed = URLComponents(string: url),
+              let scheme = parsed.scheme?.lowercased(),
+              ["http", "https"].contains(scheme) else {
             throw VaultError(.uploadRejected, "the presign endpoint gave no usable URL for part \(number)")
         }
         try Destinations.checkPresignedPart(parsed, number: number, uploadID: state.uploadID, key: state.key)
         if scheme == "http" && !UploadTarget.isLoopback(host: parsed.host ?? "") && !options.insecureHTTP {
-            throw VaultError(.usage, "refusing to send documents unencrypted over http:// to \(parsed.host ?? "?") (a presigned part URL)",
-                             hint: "have the back office presign https:// URLs")
+            throw VaultError(
+                .usage,
+                "refusing to send documents unencrypted over http:// to \(parsed.host ?? "?") (a presigned part URL)",
+                hint: "have the back office presign https:// URLs")
         }
         return url
     }
@@ -140,20 +177,31 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
         if let auth = endpoint.authorization { headers.append(("Authorization", auth)) }
         let base = endpoint.address
         let url = base.hasSuffix("/") ? base + call : base + "/" + call
-        let r = try await transport.request(.post, url: url, headers: headers,
-                                            body: .bytes(Array(try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))))
+        let r = try await transport.request(
+            .post, url: url, headers: headers,
+            body: .bytes(Array(try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))))
         switch r.status {
         case 200..<300:
             do { return try JSONDecoder().decode(T.self, from: Data(r.body.utf8)) } catch {
-                throw VaultError(.uploadRejected, "the presign endpoint's answer to \(call) is not what the presign protocol (UPLOAD.md) describes: \(String(r.body.prefix(200)))")
+                throw VaultError(
+                    .uploadRejected,
+                    """
+                        the presign endpoint's answer to \(call) is not what the presign protocol (UPLOAD.md) \
+                        describes: \(String(r.body.prefix(200)))
+                        """
+                )
             }
         case 401, 403:
-            throw VaultError(.uploadUnauthorized, "the presign endpoint refused the credentials (\(r.status) \(r.reason))")
+            throw VaultError(
+                .uploadUnauthorized, "the presign endpoint refused the credentials (\(r.status) \(r.reason))")
         case 404 where ["NoSuchUpload", "NoSuchKey", "NotFound"].contains(r.jsonField("error") as? String ?? ""):
             throw VaultError(.notFound, "presign \(call): \(r.body.trimmingCharacters(in: .whitespacesAndNewlines))")
         default:
-            if RetryPolicy.decide(status: r.status) == .retry { throw TransientFailure(reason: "presign \(call): \(r.status) \(r.reason)") }
-            throw VaultError(.uploadRejected, "the presign endpoint rejected \(call): \(r.status) \(r.reason)\(r.serverSays)")
+            if RetryPolicy.decide(status: r.status) == .retry {
+                throw TransientFailure(reason: "presign \(call): \(r.status) \(r.reason)")
+            }
+            throw VaultError(
+                .uploadRejected, "the presign endpoint rejected \(call): \(r.status) \(r.reason)\(r.serverSays)")
         }
     }
 

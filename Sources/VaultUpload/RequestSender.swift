@@ -21,17 +21,21 @@ final class RequestSender: BatchSender, @unchecked Sendable {
     /// a part.
     func format(batch: Int, of: Int) -> PayloadFormat {
         guard let form else { return .json(shape) }
-        return .raw(FormBody(boundary: "vault-" + Hex.encode(SystemRandom().bytes(20)), fieldName: form.fieldName, fields: form.fields,
-                              batch: batch, of: of))
+        return .raw(
+            FormBody(
+                boundary: "vault-" + Hex.encode(SystemRandom().bytes(20)), fieldName: form.fieldName,
+                fields: form.fields,
+                batch: batch, of: of))
     }
 
     func attempt(_ a: BatchAttempt) async throws -> AttemptOutcome {
         let body = PayloadBody(producer: a.producer(), length: a.length, onSent: a.onSent)
-        var headers: [(String, String)] = [
-            ("Content-Type", a.format.contentType),
-            ("Idempotency-Key", a.key),
-            ("X-Vault-Batch", a.label),
-        ] + a.logHead
+        var headers: [(String, String)] =
+            [
+                ("Content-Type", a.format.contentType),
+                ("Idempotency-Key", a.key),
+                ("X-Vault-Batch", a.label)
+            ] + a.logHead
         if let auth = target.authorization { headers.append(("Authorization", auth)) }
         headers += target.headers.map { ($0.name, $0.value) }
         let response: UploadResponse

@@ -24,12 +24,16 @@ struct MultipartBatch {
     ///   - listed: the store's parts of the upload (number → ETag); throws `not-found` when the
     ///     store no longer knows it.
     ///   - objectSize: the size of the object at the upload's key, if there is one.
-    func resume(_ a: BatchAttempt, listed: (UploadJournal.MultipartState) async throws -> [Int: String],
-                objectSize: (String) async throws -> UInt64?) async throws -> [Int: String]? {
+    func resume(
+        _ a: BatchAttempt, listed: (UploadJournal.MultipartState) async throws -> [Int: String],
+        objectSize: (String) async throws -> UInt64?
+    ) async throws -> [Int: String]? {
         guard case .multipart(let state) = a.wire else { return [:] }
         do {
             let have = try await listed(state)
-            let kept = Dictionary(state.parts.filter { have[$0.number] == $0.md5 }.map { ($0.number, $0.md5) }, uniquingKeysWith: { _, last in last })
+            let kept = Dictionary(
+                state.parts.filter { have[$0.number] == $0.md5 }.map { ($0.number, $0.md5) },
+                uniquingKeysWith: { _, last in last })
             let bytes = self.bytes(of: kept.keys)
             if bytes > 0 { a.resumed(at: bytes) }
             return kept
@@ -73,8 +77,10 @@ final class S3Sender: BatchSender, @unchecked Sendable {
 
     init(target: S3Target, shape: PayloadShape, timeout: Double) {
         (s3, self.shape, self.timeout) = (target, shape, timeout)
-        client = S3Client(endpoint: target.endpoint, region: target.region, credentials: target.credentials, addressing: target.addressing,
-                          timeout: timeout)
+        client = S3Client(
+            endpoint: target.endpoint, region: target.region, credentials: target.credentials,
+            addressing: target.addressing,
+            timeout: timeout)
     }
 
     func format(batch: Int, of: Int) -> PayloadFormat { .json(shape) }
@@ -85,35 +91,51 @@ final class S3Sender: BatchSender, @unchecked Sendable {
         let key: String
         do {
             try Destinations.checkRunID(a.runID)
-            key = try Destinations.checkS3Key(a.wire.multipart?.key, expected: s3.key(run: a.runID, index: a.index + 1), batch: a.index + 1)
+            key = try Destinations.checkS3Key(
+                a.wire.multipart?.key, expected: s3.key(run: a.runID, index: a.index + 1), batch: a.index + 1)
         } catch {
             return .refused(VaultError.from(error))
         }
-        let geometry = MultipartBatch(length: a.length, partSize: a.wire.multipart?.partSize ?? S3Target.partSize(for: a.length, atLeast: s3.partSize))
+        let geometry = MultipartBatch(
+            length: a.length,
+            partSize: a.wire.multipart?.partSize ?? S3Target.partSize(for: a.length, atLeast: s3.partSize))
         let (client, bucket) = (client, s3.bucket)
         do {
             try await checkBucket()
             let chunks = a.chunks()
             if a.length <= geometry.partSize {
-                try await client.putObject(bucket: bucket, key: key, body: try chunks.readBuffer(Int(a.length)), contentType: "application/json",
-                                           metadata: metadata(a))
+                try await client.putObject(
+                    bucket: bucket, key: key, body: try chunks.readBuffer(Int(a.length)),
+                    contentType: "application/json",
+                    metadata: metadata(a))
                 a.onSent(a.length)
                 return .confirmed(status: 200, duplicate: false)
             }
-            guard var done = try await geometry.resume(a, listed: { m in
-                Dictionary(try await client.listParts(bucket: bucket, key: m.key, uploadID: m.uploadID).map { ($0.number, $0.etag) },
-                           uniquingKeysWith: { _, last in last })
-            }, objectSize: { key in try await client.headObject(bucket: bucket, key: key)?.size }) else {
+            guard
+                var done = try await geometry.resume(
+                    a,
+                    listed: { m in
+                        Dictionary(
+                            try await client.listParts(bucket: bucket, key: m.key, uploadID: m.uploadID).map {
+                                ($0.number, $0.etag)
+                            },
+                            uniquingKeysWith: { _, last in last })
+                    }, objectSize: { key in try await client.headObject(bucket: bucket, key: key)?.size })
+            else {
                 return .confirmed(status: 200, duplicate: true)
             }
-            var state = a.wire.multipart ?? UploadJournal.MultipartState(key: key, uploadID: "", partSize: geometry.partSize, parts: [])
+            var state =
+                a.wire.multipart
+                ?? UploadJournal.MultipartState(key: key, uploadID: "", partSize: geometry.partSize, parts: [])
             if state.uploadID.isEmpty {
-                state.uploadID = try await client.createMultipartUpload(bucket: bucket, key: key, contentType: "application/json", metadata: metadata(a))
+                state.uploadID = try await client.createMultipartUpload(
+                    bucket: bucket, key: key, contentType: "application/json", metadata: metadata(a))
                 try a.record(.multipart(state))
             }
             try await sendParts(a, state, geometry, chunks, done: &done)
-            try await client.completeMultipartUpload(bucket: bucket, key: key, uploadID: state.uploadID,
-                                                     parts: done.keys.sorted().map { UploadedPart(number: $0, etag: done[$0]!) })
+            try await client.completeMultipartUpload(
+                bucket: bucket, key: key, uploadID: state.uploadID,
+                parts: done.keys.sorted().map { UploadedPart(number: $0, etag: done[$0]!) })
             return .confirmed(status: 200, duplicate: false)
         } catch {
             return try await outcome(of: error, a)
@@ -131,8 +153,10 @@ final class S3Sender: BatchSender, @unchecked Sendable {
     private func checkBucket() async throws {
         guard !bucketChecked else { return }
         guard try await client.bucketExists(s3.bucket) else {
-            throw VaultError(.uploadRejected, "NoSuchBucket: the bucket \(s3.bucket) does not exist at \(s3.endpoint.absoluteString)",
-                             hint: "create it, or check the bucket name and the store's endpoint")
+            throw VaultError(
+                .uploadRejected,
+                "NoSuchBucket: the bucket \(s3.bucket) does not exist at \(s3.endpoint.absoluteString)",
+                hint: "create it, or check the bucket name and the store's endpoint")
         }
         bucketChecked = true
     }
@@ -140,8 +164,10 @@ final class S3Sender: BatchSender, @unchecked Sendable {
     /// Sends the parts not `done`, up to `parallel` in flight: parts are produced here, in order
     /// (the payload is read once), and each is sent by its own task; memory holds at most
     /// `parallel` parts. Each confirmed part is journaled at once.
-    private func sendParts(_ a: BatchAttempt, _ state: UploadJournal.MultipartState, _ geometry: MultipartBatch, _ chunks: PayloadChunks,
-                           done: inout [Int: String]) async throws {
+    private func sendParts(
+        _ a: BatchAttempt, _ state: UploadJournal.MultipartState, _ geometry: MultipartBatch, _ chunks: PayloadChunks,
+        done: inout [Int: String]
+    ) async throws {
         var sent = geometry.bytes(of: done.keys)
         var missing = (1...geometry.count).filter { done[$0] == nil }.makeIterator()
         let (client, bucket, parallel, label) = (client, s3.bucket, s3.parallel, a.label)
@@ -153,8 +179,13 @@ final class S3Sender: BatchSender, @unchecked Sendable {
                 chunks.seek(to: geometry.offset(of: number))
                 let body = try chunks.readBuffer(Int(geometry.size(of: number)))
                 group.addTask {
-                    (number, try await Self.uploadPart(client, bucket: bucket, key: state.key, uploadID: state.uploadID, number: number, body: body,
-                                                       batch: label), body.readableBytes)
+                    (
+                        number,
+                        try await Self.uploadPart(
+                            client, bucket: bucket, key: state.key, uploadID: state.uploadID, number: number,
+                            body: body,
+                            batch: label), body.readableBytes
+                    )
                 }
                 inFlight += 1
                 return true
@@ -174,13 +205,16 @@ final class S3Sender: BatchSender, @unchecked Sendable {
 
     /// Sends one part; a `BadDigest` (the bytes changed on the way) is sent once more, and a
     /// second is damage (exit 65) naming the part.
-    static func uploadPart(_ client: S3Client, bucket: String, key: String, uploadID: String, number: Int, body: ByteBuffer,
-                           batch: String) async throws -> String {
+    static func uploadPart(
+        _ client: S3Client, bucket: String, key: String, uploadID: String, number: Int, body: ByteBuffer,
+        batch: String
+    ) async throws -> String {
         do {
             return try await client.uploadPart(bucket: bucket, key: key, uploadID: uploadID, number: number, body: body)
         } catch let e as VaultError where e.s3Code == "BadDigest" {
             do {
-                return try await client.uploadPart(bucket: bucket, key: key, uploadID: uploadID, number: number, body: body)
+                return try await client.uploadPart(
+                    bucket: bucket, key: key, uploadID: uploadID, number: number, body: body)
             } catch let again as VaultError where again.s3Code == "BadDigest" {
                 throw badDigestTwice(part: number, batch: batch)
             }
@@ -188,8 +222,9 @@ final class S3Sender: BatchSender, @unchecked Sendable {
     }
 
     static func badDigestTwice(part number: Int, batch: String) -> VaultError {
-        VaultError(.vaultDamaged, "part \(number) of batch \(batch) failed its Content-MD5 check twice (BadDigest)",
-                   hint: "the bytes change between this machine and the store; check the network path")
+        VaultError(
+            .vaultDamaged, "part \(number) of batch \(batch) failed its Content-MD5 check twice (BadDigest)",
+            hint: "the bytes change between this machine and the store; check the network path")
     }
 
     /// A store failure as an attempt's outcome: transient ones are retried; a refusal aborts the
@@ -200,7 +235,8 @@ final class S3Sender: BatchSender, @unchecked Sendable {
         case .storeUnavailable:
             return .retry(reason: e.message, retryAfter: nil)
         case .notFound:
-            return .refused(VaultError(.uploadRejected, e.message, hint: "does the bucket \(s3.bucket) exist?", cause: e.cause))
+            return .refused(
+                VaultError(.uploadRejected, e.message, hint: "does the bucket \(s3.bucket) exist?", cause: e.cause))
         default:
             await abandon(a.wire)
             try? a.record(.none)

@@ -13,7 +13,8 @@ struct TusCapabilities: Sendable {
 
     init(_ r: UploadResponse) {
         func list(_ name: String) -> [String] {
-            (r.header(name) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+            (r.header(name) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                .filter { !$0.isEmpty }
         }
         extensions = Set(list("Tus-Extension"))
         maxSize = r.header("Tus-Max-Size").flatMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
@@ -63,7 +64,9 @@ final class TusSender: BatchSender, @unchecked Sendable {
             }
         } catch {
             let outcome = try AttemptOutcome.of(error, timeout: target.idleTimeout)
-            if case .retry(let reason, _) = outcome, a.wire.tusOffset > startedAt { return .resume(at: a.wire.tusOffset, reason: reason) }
+            if case .retry(let reason, _) = outcome, a.wire.tusOffset > startedAt {
+                return .resume(at: a.wire.tusOffset, reason: reason)
+            }
             return outcome
         }
     }
@@ -76,7 +79,8 @@ final class TusSender: BatchSender, @unchecked Sendable {
         let url = try Destinations.checkTusJournalURL(known, target: target.address, batch: a.index + 1)
         let head = try await transport.request(.head, url: url, headers: base, body: nil)
         if let outcome = try failure(head, a) { return .outcome(outcome) }
-        guard let offset = head.header("Upload-Offset").flatMap({ UInt64($0) }), offset <= a.length else {
+        guard let offset = head.header("Upload-Offset").flatMap({ UInt64($0) }),
+              offset <= a.length else {
             return .outcome(.retry(reason: "HEAD \(head.status) without a valid Upload-Offset", retryAfter: nil))
         }
         if offset > 0 && offset < a.length { a.resumed(at: offset) }
@@ -87,29 +91,51 @@ final class TusSender: BatchSender, @unchecked Sendable {
     private func create(_ a: BatchAttempt) async throws -> Located {
         // filename and filetype as tus-js-client and Uppy send them (some servers want them on a
         // resume), name and type as Uppy's own, then vault's run and batch.
-        let metadata = [("filename", a.fileName), ("filetype", "application/json"), ("name", a.fileName), ("type", "application/json"),
-                        ("run", a.runID), ("batch", a.label)]
-            .map { "\($0.0) \(Data($0.1.utf8).base64EncodedString())" }.joined(separator: ",")
-        let created = try await transport.request(.post, url: nil, headers: base + [
-            ("Upload-Length", String(a.length)), ("Upload-Metadata", metadata),
-            ("Idempotency-Key", a.key), ("X-Vault-Batch", a.label),
-        ] + a.logHead, body: .bytes([]))
-        if created.status == 413 { return .outcome(.split(reason: "413 \(created.reason)", serverSays: created.serverSays)) }
+        let metadata = [
+            ("filename", a.fileName), ("filetype", "application/json"), ("name", a.fileName),
+            ("type", "application/json"),
+            ("run", a.runID), ("batch", a.label)
+        ]
+        .map { "\($0.0) \(Data($0.1.utf8).base64EncodedString())" }.joined(separator: ",")
+        let created = try await transport.request(
+            .post, url: nil,
+            headers: base + [
+                ("Upload-Length", String(a.length)), ("Upload-Metadata", metadata),
+                ("Idempotency-Key", a.key), ("X-Vault-Batch", a.label)
+            ] + a.logHead, body: .bytes([]))
+        if created.status == 413 {
+            return .outcome(.split(reason: "413 \(created.reason)", serverSays: created.serverSays))
+        }
         if let outcome = try failure(created, a) { return .outcome(outcome) }
-        guard created.status == 201, let location = created.header("Location"),
+        guard created.status == 201,
+              let location = created.header("Location"),
               let resolved = URL(string: location, relativeTo: URL(string: target.address))?.absoluteURL else {
-            return .outcome(.refused(VaultError(.uploadRejected, "the tus server answered the creation with \(created.status) \(created.reason) and no Location")))
+            return .outcome(
+                .refused(
+                    VaultError(
+                        .uploadRejected,
+                        "the tus server answered the creation with \(created.status) \(created.reason) and no Location")
+                ))
         }
         guard Destinations.sameOrigin(resolved, as: target.address) else {
-            return .outcome(.refused(VaultError(.uploadRejected, "the tus server's upload URL points to another host (\(resolved.host ?? "?")); vault sends nothing there",
-                                                hint: "configure the server's Location base URL to its own address")))
+            return .outcome(
+                .refused(
+                    VaultError(
+                        .uploadRejected,
+                        """
+                            the tus server's upload URL points to another host (\(resolved.host ?? "?")); vault sends \
+                            nothing there
+                            """,
+                        hint: "configure the server's Location base URL to its own address")))
         }
         try a.record(.tus(url: resolved.absoluteString, offset: 0))
         return .at(url: resolved.absoluteString, offset: 0)
     }
 
     /// PATCHes the payload from `offset` to its end.
-    private func patch(_ a: BatchAttempt, url: String, from start: UInt64, startedAt: UInt64, checksum: String?) async throws -> AttemptOutcome {
+    private func patch(
+        _ a: BatchAttempt, url: String, from start: UInt64, startedAt: UInt64, checksum: String?
+    ) async throws -> AttemptOutcome {
         var offset = start
         let chunks = a.chunks()
         chunks.seek(to: offset)
@@ -118,37 +144,47 @@ final class TusSender: BatchSender, @unchecked Sendable {
         while offset < a.length {
             let chunk = try pending ?? chunks.read(min(chunkSize, Int(a.length - offset)))
             pending = nil
-            var headers = base + [("Upload-Offset", String(offset)), ("Content-Type", "application/offset+octet-stream")]
+            var headers =
+                base + [("Upload-Offset", String(offset)), ("Content-Type", "application/offset+octet-stream")]
             if let checksum { headers.append(("Upload-Checksum", Self.checksum(chunk, checksum))) }
             let r = try await transport.request(.patch, url: url, headers: headers, body: .bytes(chunk))
             switch r.status {
             case 200, 204:
-                guard let acknowledged = r.header("Upload-Offset").flatMap({ UInt64($0) }), acknowledged > offset, acknowledged <= a.length else {
+                guard let acknowledged = r.header("Upload-Offset").flatMap({ UInt64($0) }),
+                      acknowledged > offset,
+                      acknowledged <= a.length else {
                     return .retry(reason: "PATCH \(r.status) without a valid Upload-Offset", retryAfter: nil)
                 }
                 offset = acknowledged
                 if chunks.position != offset { chunks.seek(to: offset) }
                 try a.record(.tus(url: url, offset: offset))
                 a.onSent(offset)
-            case 460:   // the server's checksum of the chunk differs: send it again
+            case 460:  // the server's checksum of the chunk differs: send it again
                 mismatches += 1
-                guard mismatches < 3 else { return .retry(reason: "460 checksum mismatch, \(mismatches) times in a row", retryAfter: nil) }
+                guard mismatches < 3 else {
+                    return .retry(reason: "460 checksum mismatch, \(mismatches) times in a row", retryAfter: nil)
+                }
                 pending = chunk
-            case 413 where chunk.count > TusOptions.minimumChunkSize:   // a proxy's or the server's chunk limit
+            case 413 where chunk.count > TusOptions.minimumChunkSize:  // a proxy's or the server's chunk limit
                 chunkSize = max(TusOptions.minimumChunkSize, chunk.count / 2)
                 pending = Array(chunk[..<chunkSize])
                 chunks.seek(to: offset + UInt64(chunkSize))
                 a.onEvent(.chunkSize(bytes: chunkSize, reason: "413 \(r.reason)"))
-            case 409:   // offsets disagree: the server's is the truth
+            case 409:  // offsets disagree: the server's is the truth
                 let head = try await transport.request(.head, url: url, headers: base, body: nil)
-                guard let o = head.header("Upload-Offset").flatMap({ UInt64($0) }), o <= a.length else {
+                guard let o = head.header("Upload-Offset").flatMap({ UInt64($0) }),
+                      o <= a.length else {
                     return .retry(reason: "409 and HEAD \(head.status) without a valid Upload-Offset", retryAfter: nil)
                 }
                 offset = o
                 chunks.seek(to: offset)
             default:
-                guard let outcome = try failure(r, a) else { return .retry(reason: "PATCH \(r.status) \(r.reason)", retryAfter: nil) }
-                if case .retry(let reason, _) = outcome, offset > startedAt, r.status >= 500 { return .resume(at: offset, reason: reason) }
+                guard let outcome = try failure(r, a) else {
+                    return .retry(reason: "PATCH \(r.status) \(r.reason)", retryAfter: nil)
+                }
+                if case .retry(let reason, _) = outcome, offset > startedAt, r.status >= 500 {
+                    return .resume(at: offset, reason: reason)
+                }
                 return outcome
             }
         }
@@ -171,7 +207,9 @@ final class TusSender: BatchSender, @unchecked Sendable {
             return nil
         case 404, 410:
             try a.record(.none)
-            return .retry(reason: "the server no longer has the upload (\(r.status) \(r.reason)); starting the batch again", retryAfter: 0)
+            return .retry(
+                reason: "the server no longer has the upload (\(r.status) \(r.reason)); starting the batch again",
+                retryAfter: 0)
         default:
             let outcome = AttemptOutcome.of(r, rejected: "the tus server rejected batch \(a.label)")
             if case .confirmed = outcome { return nil }
@@ -184,13 +222,22 @@ final class TusSender: BatchSender, @unchecked Sendable {
         if let known = server { return known }
         let r = try await transport.request(.options, url: nil, headers: base, body: nil)
         guard (200..<300).contains(r.status) else {
-            if RetryPolicy.decide(status: r.status) == .retry { throw TransientFailure(reason: "OPTIONS: \(r.status) \(r.reason)") }
-            throw VaultError(r.status == 401 || r.status == 403 ? .uploadUnauthorized : .uploadRejected,
-                             "the server does not answer tus OPTIONS (\(r.status) \(r.reason)); is it a tus endpoint?")
+            if RetryPolicy.decide(status: r.status) == .retry {
+                throw TransientFailure(reason: "OPTIONS: \(r.status) \(r.reason)")
+            }
+            throw VaultError(
+                r.status == 401 || r.status == 403 ? .uploadUnauthorized : .uploadRejected,
+                "the server does not answer tus OPTIONS (\(r.status) \(r.reason)); is it a tus endpoint?")
         }
         let caps = TusCapabilities(r)
         guard caps.extensions.contains("creation") else {
-            throw VaultError(.uploadRejected, "the tus server does not offer the creation extension (Tus-Extension: \(r.header("Tus-Extension") ?? "none"))")
+            throw VaultError(
+                .uploadRejected,
+                """
+                    the tus server does not offer the creation extension (Tus-Extension: \
+                    \(r.header("Tus-Extension") ?? "none"))
+                    """
+            )
         }
         server = caps
         return caps
@@ -198,7 +245,8 @@ final class TusSender: BatchSender, @unchecked Sendable {
 
     /// Ends an abandoned upload (a batch split or changed): DELETE, best effort.
     func abandon(_ state: UploadJournal.WireState) async {
-        guard case .tus(let url, _) = state, server?.extensions.contains("termination") == true else { return }
+        guard case .tus(let url, _) = state,
+              server?.extensions.contains("termination") == true else { return }
         _ = try? await transport.request(.delete, url: url, headers: base, body: nil)
     }
 }

@@ -29,7 +29,9 @@ package struct UploadJournal: Codable, Sendable {
         package var wire = WireState.none
 
         init(documents: [String], bytes: UInt64, status: BatchStatus, attempts: Int, key: String) {
-            (self.documents, self.bytes, self.status, self.attempts, self.key) = (documents, bytes, status, attempts, key)
+            (self.documents, self.bytes, self.status, self.attempts, self.key) = (
+                documents, bytes, status, attempts, key
+            )
         }
 
         // The wire state is written as the flat keys journals have always had (tusURL,
@@ -51,9 +53,13 @@ package struct UploadJournal: Codable, Sendable {
             confirmedAt = try c.decodeIfPresent(String.self, forKey: .confirmedAt)
             if let url = try c.decodeIfPresent(String.self, forKey: .tusURL) {
                 wire = .tus(url: url, offset: try c.decodeIfPresent(UInt64.self, forKey: .tusOffset) ?? 0)
-            } else if let id = try c.decodeIfPresent(String.self, forKey: .s3UploadID), let key = try c.decodeIfPresent(String.self, forKey: .s3Key) {
-                wire = .multipart(MultipartState(key: key, uploadID: id, partSize: try c.decodeIfPresent(UInt64.self, forKey: .s3PartSize),
-                                                 parts: try c.decodeIfPresent([S3Part].self, forKey: .s3Parts) ?? []))
+            } else if let id = try c.decodeIfPresent(String.self, forKey: .s3UploadID),
+                let key = try c.decodeIfPresent(String.self, forKey: .s3Key)
+            {
+                wire = .multipart(
+                    MultipartState(
+                        key: key, uploadID: id, partSize: try c.decodeIfPresent(UInt64.self, forKey: .s3PartSize),
+                        parts: try c.decodeIfPresent([S3Part].self, forKey: .s3Parts) ?? []))
             }
         }
 
@@ -153,11 +159,15 @@ package struct UploadJournal: Codable, Sendable {
     /// journals of earlier versions.
     package var settings: [String: String]?
 
-    enum CodingKeys: String, CodingKey { case version, job, runId, target, identity, created, updated, batches, skipped, generation, spec, settings }
+    enum CodingKeys: String, CodingKey {
+        case version, job, runId, target, identity, created, updated, batches, skipped, generation, spec, settings
+    }
 
     /// A new journal (written by its first save).
     init(job: String, runId: String, target: String, created: String, updated: String, batches: [Batch]) {
-        (self.job, self.runId, self.target, self.created, self.updated, self.batches) = (job, runId, target, created, updated, batches)
+        (self.job, self.runId, self.target, self.created, self.updated, self.batches) = (
+            job, runId, target, created, updated, batches
+        )
     }
 
     /// What the files on disk hold: the batches as last written, the change log's records and
@@ -175,31 +185,41 @@ package struct UploadJournal: Codable, Sendable {
     /// the run id, the batch's 1-based index and each document's id and plaintext SHA-256, as
     /// lower-case hex. Keyed, because the journal is stored in the clear: an unkeyed hash over
     /// document digests would let anyone with the vault folder confirm a guessed document.
-    package static func idempotencyKey(vault: Vault, runID: String, index: Int, records: [DocumentRecord]) throws -> String {
+    package static func idempotencyKey(
+        vault: Vault, runID: String, index: Int, records: [DocumentRecord]
+    ) throws -> String {
         var message = Array("vault-upload/2\n\(runID)\n\(index)\n".utf8)
         for r in records { message += Array("\(r.id.hex):\(Hex.encode(r.metadata.sha256))\n".utf8) }
         return try vault.keyedDigest(purpose: digestPurpose, message)
     }
 
     /// The digest of an upload's command without its documents.
-    package static func spec(vault: Vault, target: String, method: String, wire: String, limits: BatchLimits) throws -> String {
-        let message = Array("vault-upload-spec/1\n\(target)\n\(method)\n\(wire)\n\(limits.documents)\n\(limits.bytes.map(String.init) ?? "-")\n".utf8)
+    package static func spec(
+        vault: Vault, target: String, method: String, wire: String, limits: BatchLimits
+    ) throws -> String {
+        let bytes = limits.bytes.map(String.init) ?? "-"
+        let message = Array("vault-upload-spec/1\n\(target)\n\(method)\n\(wire)\n\(limits.documents)\n\(bytes)\n".utf8)
         return String(try vault.keyedDigest(purpose: digestPurpose, message).prefix(32))
     }
 
     /// The job id of an upload: the same command over the same documents gives the same job.
     /// Keyed like ``idempotencyKey(vault:runID:index:records:)``.
     /// - Parameter wire: what the wire format depends on (the JSON shape, or the form's settings).
-    package static func jobID(vault: Vault, target: String, method: String, wire: String, limits: BatchLimits,
-                             records: [DocumentRecord]) throws -> String {
-        var message = Array("vault-upload-job/2\n\(target)\n\(method)\n\(wire)\n\(limits.documents)\n\(limits.bytes.map(String.init) ?? "-")\n".utf8)
+    package static func jobID(
+        vault: Vault, target: String, method: String, wire: String, limits: BatchLimits,
+        records: [DocumentRecord]
+    ) throws -> String {
+        let bytes = limits.bytes.map(String.init) ?? "-"
+        var message = Array("vault-upload-job/2\n\(target)\n\(method)\n\(wire)\n\(limits.documents)\n\(bytes)\n".utf8)
         for r in records { message += Array("\(r.id.hex):\(Hex.encode(r.metadata.sha256))\n".utf8) }
         return String(try vault.keyedDigest(purpose: digestPurpose, message).prefix(32))
     }
 
     /// The journal's file: a sealed state file (purpose upload journal, role `uploads/<job>`),
     /// so nobody without the password can edit, swap or forge one (docs/FORMAT.md).
-    package static func path(in store: VaultStore, job: String) -> String { store.root + "/" + UploadJournalFiles.name(job: job) }
+    package static func path(in store: VaultStore, job: String) -> String {
+        store.root + "/" + UploadJournalFiles.name(job: job)
+    }
 
     /// Where versions before sealed state kept the journal, as plain JSON.
     static func legacyPath(in store: VaultStore, job: String) -> String { "\(store.path(.uploads))/\(job).json" }
@@ -208,7 +228,9 @@ package struct UploadJournal: Codable, Sendable {
 
     /// The change log beside the journal: `u32 length ‖ sealed state` records, each the batches
     /// one save changed, sealed as the `n`th record of the journal's generation.
-    package static func logPath(in store: VaultStore, job: String) -> String { store.root + "/" + UploadJournalFiles.logName(job: job) }
+    package static func logPath(in store: VaultStore, job: String) -> String {
+        store.root + "/" + UploadJournalFiles.logName(job: job)
+    }
     package static func logRole(job: String, generation: String, n: Int) -> String {
         UploadJournalFiles.logRole(job: job, generation: generation, n: n)
     }
@@ -241,15 +263,21 @@ package struct UploadJournal: Codable, Sendable {
         let legacy = legacyPath(in: store, job: job)
         guard FileSystem.kind(of: p) == .file else {
             if FileSystem.kind(of: legacy) != .missing {
-                throw VaultError(.vaultDamaged, "the upload journal \(legacy) is unsealed (written by an earlier version of vault, or by someone else): it is not trusted, and nothing was sent",
-                                 remedy: .pruneUploadJournal)
+                throw VaultError(
+                    .vaultDamaged,
+                    """
+                        the upload journal \(legacy) is unsealed (written by an earlier version of vault, or by \
+                        someone else): it is not trusted, and nothing was sent
+                        """,
+                    remedy: .pruneUploadJournal)
             }
             return nil
         }
         let body: [UInt8]
         do {
-            body = try vault.openState(try FileSystem.readFile(p, limit: maxSize), purpose: .uploadJournal, role: role(job: job),
-                                       what: "the upload journal \(p)")
+            body = try vault.openState(
+                try FileSystem.readFile(p, limit: maxSize), purpose: .uploadJournal, role: role(job: job),
+                what: "the upload journal \(p)")
         } catch {
             var e = VaultError.from(error)
             if e.code == .vaultDamaged {
@@ -263,8 +291,9 @@ package struct UploadJournal: Codable, Sendable {
             journal = try JSONDecoder().decode(UploadJournal.self, from: Data(body))
             guard journal.job == job else { throw VaultError(.vaultDamaged, "it names another job") }
         } catch {
-            throw VaultError(.vaultDamaged, "the upload journal \(p) is malformed\(nothingSent)", remedy: .pruneUploadJournal,
-                             cause: error)
+            throw VaultError(
+                .vaultDamaged, "the upload journal \(p) is malformed\(nothingSent)", remedy: .pruneUploadJournal,
+                cause: error)
         }
         journal.baseBytes = body.count
         try journal.applyLog(from: vault, nothingSent: nothingSent)
@@ -278,23 +307,38 @@ package struct UploadJournal: Codable, Sendable {
     /// later record that does not open is damage; a torn last record (a crash mid-append) ends it.
     private mutating func applyLog(from vault: Vault, nothingSent: String) throws {
         let path = Self.logPath(in: vault.store, job: job)
-        guard let generation, FileSystem.kind(of: path) == .file else { return }
+        guard let generation,
+              FileSystem.kind(of: path) == .file else { return }
         let bytes = try FileSystem.readFile(path, limit: Self.maxSize)
         var offset = 0, n = 0
         while bytes.count - offset >= 4 {
             let length = Int(UInt32(bigEndianBytes: bytes[offset..<offset + 4]))
-            guard length <= Self.maxSize, offset + 4 + length <= bytes.count else { break }
+            guard length <= Self.maxSize,
+                  offset + 4 + length <= bytes.count else { break }
             let sealed = Array(bytes[offset + 4..<offset + 4 + length])
-            guard let body = try? vault.openState(sealed, purpose: .uploadJournal, role: Self.logRole(job: job, generation: generation, n: n + 1),
-                                                  what: "the upload journal's change log") else {
+            guard
+                let body = try? vault.openState(
+                    sealed, purpose: .uploadJournal, role: Self.logRole(job: job, generation: generation, n: n + 1),
+                    what: "the upload journal's change log")
+            else {
                 if n == 0 { return }
-                throw VaultError(.vaultDamaged, "the change log of the upload journal \(Self.path(in: vault.store, job: job)) fails authentication at record \(n + 1)\(nothingSent)",
-                                 remedy: .pruneUploadJournal)
+                throw VaultError(
+                    .vaultDamaged,
+                    """
+                        the change log of the upload journal \(Self.path(in: vault.store, job: job)) fails \
+                        authentication at record \(n + 1)\(nothingSent)
+                        """,
+                    remedy: .pruneUploadJournal)
             }
             guard let change = try? JSONDecoder().decode(Change.self, from: Data(body)),
                   change.batches.allSatisfy({ $0.index >= 0 && $0.index < batches.count }) else {
-                throw VaultError(.vaultDamaged, "the change log of the upload journal \(Self.path(in: vault.store, job: job)) is malformed\(nothingSent)",
-                                 remedy: .pruneUploadJournal)
+                throw VaultError(
+                    .vaultDamaged,
+                    """
+                        the change log of the upload journal \(Self.path(in: vault.store, job: job)) is \
+                        malformed\(nothingSent)
+                        """,
+                    remedy: .pruneUploadJournal)
             }
             for e in change.batches { batches[e.index] = e.batch }
             updated = change.updated
@@ -319,15 +363,17 @@ package struct UploadJournal: Codable, Sendable {
             let changed = batches.indices.filter { batches[$0] != written[$0] }
             guard !changed.isEmpty else { return }
             let change = Change(updated: updated, batches: changed.map { Change.Entry(index: $0, batch: batches[$0]) })
-            let sealed = try vault.sealState(Array(try e.encode(change)), purpose: .uploadJournal,
-                                             role: Self.logRole(job: job, generation: generation, n: logRecords + 1))
+            let sealed = try vault.sealState(
+                Array(try e.encode(change)), purpose: .uploadJournal,
+                role: Self.logRole(job: job, generation: generation, n: logRecords + 1))
             var frame = [UInt8]()
             frame.appendBigEndian(UInt32(sealed.count))
             frame += sealed
             let path = Self.logPath(in: vault.store, job: job)
             let file = try OpenFile.openOrCreate(path)
             defer { file.close() }
-            if try file.size() != UInt64(logBytes) { try file.truncate(to: UInt64(logBytes)) }   // a torn record of a crash
+            // a torn record of a crash
+            if try file.size() != UInt64(logBytes) { try file.truncate(to: UInt64(logBytes)) }
             try file.write(frame, at: UInt64(logBytes))
             try file.sync()
             if logRecords == 0 { try FileSystem.syncDirectory(dir) }

@@ -56,25 +56,37 @@ package enum UploadJournals {
         let store = vault.store
         let dir = store.path(.uploads)
         guard FileSystem.kind(of: dir) == .directory else { return [] }
-        let names = try FileSystem.list(dir).filter { ($0.hasSuffix(".journal") || $0.hasSuffix(".json")) && !$0.hasPrefix(".") }
+        let names = try FileSystem.list(dir).filter {
+            ($0.hasSuffix(".journal") || $0.hasSuffix(".json")) && !$0.hasPrefix(".")
+        }
         return names.map { name in
             let job = String(name[..<name.lastIndex(of: ".")!])
             let iso = ISO8601DateFormatter()
-            let mtime = iso.string(from: (try? FileManager.default.attributesOfItem(atPath: dir + "/" + name)[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0))
+            let mtime = iso.string(
+                from: (try? FileManager.default.attributesOfItem(atPath: dir + "/" + name)[.modificationDate] as? Date)
+                    ?? Date(timeIntervalSince1970: 0))
             func damaged(_ why: String) -> Read {
-                Read(entry: Entry(job: job, runId: "", target: "", state: .damaged, batches: 0, confirmed: 0, documents: 0,
-                                  payloadBytes: 0, created: mtime, updated: mtime, problem: why), journal: nil)
+                Read(
+                    entry: Entry(
+                        job: job, runId: "", target: "", state: .damaged, batches: 0, confirmed: 0, documents: 0,
+                        payloadBytes: 0, created: mtime, updated: mtime, problem: why), journal: nil)
             }
             if name.hasSuffix(".json") {
-                return damaged("an unsealed journal (written by an earlier version of vault, or by someone else): not trusted")
+                return damaged(
+                    "an unsealed journal (written by an earlier version of vault, or by someone else): not trusted")
             }
             do {
-                guard let j = try UploadJournal.load(from: vault, job: job, listing: true) else { return damaged("it disappeared") }
+                guard let j = try UploadJournal.load(from: vault, job: job, listing: true) else {
+                    return damaged("it disappeared")
+                }
                 let confirmed = j.batches.filter { $0.status == .complete }.count
-                let state: State = confirmed == j.batches.count ? .complete : j.batches.contains { $0.attempts > 0 } ? .interrupted : .pending
-                let entry = Entry(job: job, runId: j.runId, target: j.target, state: state, batches: j.batches.count,
-                                  confirmed: confirmed, documents: j.batches.reduce(0) { $0 + $1.documents.count },
-                                  payloadBytes: j.batches.reduce(0) { $0 + $1.bytes }, created: j.created, updated: j.updated)
+                let state: State =
+                    confirmed == j.batches.count
+                    ? .complete : j.batches.contains { $0.attempts > 0 } ? .interrupted : .pending
+                let entry = Entry(
+                    job: job, runId: j.runId, target: j.target, state: state, batches: j.batches.count,
+                    confirmed: confirmed, documents: j.batches.reduce(0) { $0 + $1.documents.count },
+                    payloadBytes: j.batches.reduce(0) { $0 + $1.bytes }, created: j.created, updated: j.updated)
                 return Read(entry: entry, journal: j)
             } catch {
                 return damaged(VaultError.from(error).message)
@@ -96,7 +108,8 @@ package enum UploadJournals {
     /// The job a unique prefix (4 or more hex digits) names, as for documents.
     static func resolve(_ given: String, in vault: Vault) throws -> String {
         let prefix = given.lowercased()
-        guard (4...32).contains(prefix.count), prefix.allSatisfy(\.isHexDigit) else {
+        guard (4...32).contains(prefix.count),
+              prefix.allSatisfy(\.isHexDigit) else {
             throw VaultError(.usage, "'\(given.prefix(64))' is not an upload job (4 to 32 hex digits)")
         }
         if prefix.count == 32 { return prefix }
@@ -104,7 +117,9 @@ package enum UploadJournals {
         switch matches.count {
         case 0: throw VaultError(.notFound, "there is no upload journal of job \(prefix)")
         case 1: return matches[0]
-        default: throw VaultError(.ambiguous, "'\(prefix)' matches \(matches.count) upload jobs", hint: "use a longer prefix")
+        default:
+            throw VaultError(
+                .ambiguous, "'\(prefix)' matches \(matches.count) upload jobs", hint: "use a longer prefix")
         }
     }
 
@@ -119,13 +134,14 @@ package enum UploadJournals {
         for entry in try list(in: vault) {
             let age = iso.date(from: entry.updated).map { now.timeIntervalSince($0) } ?? .infinity
             guard entry.state == .complete || entry.state == .damaged || age >= abandonedAfter else { continue }
-            let file = FileSystem.kind(of: UploadJournal.path(in: store, job: entry.job)) == .file
+            let file =
+                FileSystem.kind(of: UploadJournal.path(in: store, job: entry.job)) == .file
                 ? UploadJournal.path(in: store, job: entry.job) : UploadJournal.legacyPath(in: store, job: entry.job)
             let lockPath = UploadJournal.lockPath(in: store, job: entry.job)
             let log = UploadJournal.logPath(in: store, job: entry.job)
             if FileSystem.kind(of: lockPath) == .file {
                 let lock = try OpenFile.openOrCreate(lockPath)
-                guard try lock.lockExclusive(wait: false) else { continue }   // an upload of this job is running
+                guard try lock.lockExclusive(wait: false) else { continue }  // an upload of this job is running
                 try FileSystem.remove(file)
                 try FileSystem.remove(log)
                 try FileSystem.remove(lockPath)

@@ -121,8 +121,11 @@ public struct S3Target: Sendable {
     public var parallel: Int
 
     /// A target: `bucket` at `endpoint`, keys under `prefix`.
-    public init(endpoint: URL, region: String, credentials: S3Credentials, addressing: S3Addressing, bucket: String, prefix: String,
-                partSize: UInt64 = 8 << 20, parallel: Int = 2) {
+    public init(
+        endpoint: URL, region: String, credentials: S3Credentials, addressing: S3Addressing, bucket: String,
+        prefix: String,
+        partSize: UInt64 = 8 << 20, parallel: Int = 2
+    ) {
         self.endpoint = endpoint
         self.region = region
         self.credentials = credentials

@@ -49,8 +49,10 @@ public struct UploadOptions: Sendable {
     /// `method`, `protocol`, `field`, `formFields`, `partSize`): what a later command is told
     /// when it does not match.
     public var settings: [String: String] {
-        var out = ["batchSize": String(limits.documents), "maxBytes": limits.bytes.map(String.init) ?? "none",
-                   "shape": shape.rawValue, "method": target.method.rawValue]
+        var out = [
+            "batchSize": String(limits.documents), "maxBytes": limits.bytes.map(String.init) ?? "none",
+            "shape": shape.rawValue, "method": target.method.rawValue
+        ]
         out["protocol"] = wire.name.rawValue
         switch wire {
         case .form(let f):
@@ -73,10 +75,12 @@ public struct UploadOptions: Sendable {
         guard target.isCleartextOverNetwork else { return false }
         let host = URLComponents(string: target.address)?.host ?? target.redacted
         guard allowsCleartext else {
-            throw VaultError(.usage, "refusing to send documents unencrypted over http:// to \(host)", remedy: .useHTTPS)
+            throw VaultError(
+                .usage, "refusing to send documents unencrypted over http:// to \(host)", remedy: .useHTTPS)
         }
         if target.authorization != nil {
-            throw VaultError(.usage, "refusing to send credentials unencrypted over http:// to \(host)", remedy: .dropCredentials)
+            throw VaultError(
+                .usage, "refusing to send credentials unencrypted over http:// to \(host)", remedy: .dropCredentials)
         }
         return true
     }
@@ -95,7 +99,8 @@ public struct UploadOptions: Sendable {
 /// What the uploader reports as it works.
 public enum UploadEvent: Sendable {
     /// The run is planned (or resumed): totals, and how much was confirmed before.
-    case started(runID: String, batches: Int, documents: Int, payloadBytes: UInt64, confirmedBatches: Int, resumed: Bool)
+    case started(
+        runID: String, batches: Int, documents: Int, payloadBytes: UInt64, confirmedBatches: Int, resumed: Bool)
     /// An attempt at a batch begins.
     case attempt(batch: Int, of: Int, attempt: Int, documents: Int, payloadBytes: UInt64)
     /// Payload bytes handed to the network for the whole run: confirmed batches plus the current
@@ -186,7 +191,8 @@ public final class Uploader: @unchecked Sendable {
     private var prefix: (documents: [Int], bytes: [UInt64])?
     /// `X-Vault-Log-Head: <count>-<tag>`: the vault's history head when the run started, sent
     /// with every batch so the back office keeps a copy of it (docs/UPLOAD.md).
-    private lazy var logHeadHeader: [(String, String)] = vault.storedHead().map { [("X-Vault-Log-Head", $0.description)] } ?? []
+    private lazy var logHeadHeader: [(String, String)] =
+        vault.storedHead().map { [("X-Vault-Log-Head", $0.description)] } ?? []
     /// Plaintext bytes and documents over the whole run, shared by its batches as in an export:
     /// `documentStarted` events count positions over the run.
     private var runProgress = ProgressCounter(total: 0, documents: 0)
@@ -202,20 +208,28 @@ public final class Uploader: @unchecked Sendable {
 
     /// Prepares an upload of `records` (in this order); with `job`, the run of that job (an
     /// interrupted run, ``interruptedRuns(in:options:among:)``).
-    public convenience init(vault: Vault, records: [DocumentRecord], options: UploadOptions, job: String? = nil,
-                            onEvent: @escaping @Sendable (UploadEvent) -> Void = { _ in }) throws {
-        try self.init(vault: vault, records: records, options: options, transport: HTTPTransport(target: options.target), job: job, onEvent: onEvent)
+    public convenience init(
+        vault: Vault, records: [DocumentRecord], options: UploadOptions, job: String? = nil,
+        onEvent: @escaping @Sendable (UploadEvent) -> Void = { _ in }
+    ) throws {
+        try self.init(
+            vault: vault, records: records, options: options, transport: HTTPTransport(target: options.target),
+            job: job, onEvent: onEvent)
     }
 
-    package init(vault: Vault, records: [DocumentRecord], options: UploadOptions, transport: any UploadTransport, job: String? = nil,
-                 onEvent: @escaping @Sendable (UploadEvent) -> Void) throws {
+    package init(
+        vault: Vault, records: [DocumentRecord], options: UploadOptions, transport: any UploadTransport,
+        job: String? = nil,
+        onEvent: @escaping @Sendable (UploadEvent) -> Void
+    ) throws {
         try Self.refuseCleartext(options)
         self.vault = vault
         self.order = records
         self.records = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         self.options = options
         self.transport = transport
-        let (stream, continuation) = AsyncStream.makeStream(of: UploadProgress.self, bufferingPolicy: .bufferingNewest(1))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: UploadProgress.self, bufferingPolicy: .bufferingNewest(1))
         let tracker = UploadProgressTracker(continuation)
         self.onEvent = { event in
             tracker.take(event)
@@ -234,13 +248,15 @@ public final class Uploader: @unchecked Sendable {
     /// The job an upload of `records` (in this order) with `options` is: the same command over
     /// the same documents is the same job, whose journal it continues.
     public static func job(vault: Vault, records: [DocumentRecord], options: UploadOptions) throws -> String {
-        try UploadJournal.jobID(vault: vault, target: jobTarget(options), method: options.target.method.rawValue,
-                                wire: options.wireDescription, limits: options.limits, records: records)
+        try UploadJournal.jobID(
+            vault: vault, target: jobTarget(options), method: options.target.method.rawValue,
+            wire: options.wireDescription, limits: options.limits, records: records)
     }
 
     static func spec(vault: Vault, options: UploadOptions) throws -> String {
-        try UploadJournal.spec(vault: vault, target: jobTarget(options), method: options.target.method.rawValue,
-                               wire: options.wireDescription, limits: options.limits)
+        try UploadJournal.spec(
+            vault: vault, target: jobTarget(options), method: options.target.method.rawValue,
+            wire: options.wireDescription, limits: options.limits)
     }
 
     /// What names the target in a job: its URL, and for `s3://` its identity (the endpoint and
@@ -256,7 +272,8 @@ public final class Uploader: @unchecked Sendable {
     static func unfinished(_ journal: UploadJournal, in vault: Vault) throws -> (unsent: [DocumentID], batches: Int)? {
         let open = journal.batches.filter { $0.status != .complete }
         let unsent = open.flatMap(\.documents).compactMap(DocumentID.init(hex:))
-        guard !open.isEmpty, let identity = journal.deliveryIdentity,
+        guard !open.isEmpty,
+              let identity = journal.deliveryIdentity,
               try unsent.allSatisfy({ try vault.delivery(of: $0, at: identity) == nil }) else { return nil }
         return (unsent, open.count)
     }
@@ -268,7 +285,9 @@ public final class Uploader: @unchecked Sendable {
     }
 
     /// The same, from journals read already.
-    package static func unfinishedRuns(in vault: Vault, journals: [UploadJournals.Read]) throws -> [String: UnfinishedRuns] {
+    package static func unfinishedRuns(
+        in vault: Vault, journals: [UploadJournals.Read]
+    ) throws -> [String: UnfinishedRuns] {
         var out: [String: UnfinishedRuns] = [:]
         for read in journals where read.entry.state == .interrupted {
             guard let journal = read.journal,
@@ -284,22 +303,29 @@ public final class Uploader: @unchecked Sendable {
     /// documents, none confirmed since by another run, with the selected documents of each
     /// (those of confirmed batches may have been removed since: they are not sent again).
     /// Journals that do not open are left alone.
-    public static func interruptedRuns(in vault: Vault, options: UploadOptions, among selected: [DocumentRecord]) throws
-        -> [InterruptedRun] {
+    public static func interruptedRuns(
+        in vault: Vault, options: UploadOptions, among selected: [DocumentRecord]
+    ) throws
+        -> [InterruptedRun]
+    {
         try interruptedRuns(in: vault, options: options, among: selected, journals: UploadJournals.read(in: vault))
     }
 
     /// The same, from journals read already.
-    package static func interruptedRuns(in vault: Vault, options: UploadOptions, among selected: [DocumentRecord],
-                                        journals: [UploadJournals.Read]) throws -> [InterruptedRun] {
+    package static func interruptedRuns(
+        in vault: Vault, options: UploadOptions, among selected: [DocumentRecord],
+        journals: [UploadJournals.Read]
+    ) throws -> [InterruptedRun] {
         let spec = try spec(vault: vault, options: options)
         let chosen = Dictionary(selected.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         var runs: [InterruptedRun] = []
         var taken = Set<DocumentID>()
         for read in journals where read.entry.state == .interrupted {
-            guard let journal = read.journal, let left = try unfinished(journal, in: vault) else { continue }
-            let ids = Set(journal.batches.flatMap(\.documents).compactMap(DocumentID.init(hex:))
-                          + journal.skipped.compactMap { DocumentID(hex: $0.id) })
+            guard let journal = read.journal,
+                  let left = try unfinished(journal, in: vault) else { continue }
+            let ids = Set(
+                journal.batches.flatMap(\.documents).compactMap(DocumentID.init(hex:))
+                    + journal.skipped.compactMap { DocumentID(hex: $0.id) })
             guard left.unsent.allSatisfy({ chosen[$0] != nil }) else { continue }
             guard taken.isDisjoint(with: ids) else { continue }
             let records = selected.filter { ids.contains($0.id) }
@@ -322,8 +348,10 @@ public final class Uploader: @unchecked Sendable {
     }
 
     /// The same, from journals read already.
-    package static func mismatchedRuns(in vault: Vault, options: UploadOptions,
-                                       journals: [UploadJournals.Read]) throws -> [MismatchedRun] {
+    package static func mismatchedRuns(
+        in vault: Vault, options: UploadOptions,
+        journals: [UploadJournals.Read]
+    ) throws -> [MismatchedRun] {
         let spec = try spec(vault: vault, options: options)
         let here = DestinationIdentity(url: options.target.address)?.value
         var out: [MismatchedRun] = []
@@ -349,13 +377,18 @@ public final class Uploader: @unchecked Sendable {
         case .form(let form): RequestSender(target: o.target, transport: transport, shape: o.shape, form: form)
         case .tus(let tus): TusSender(target: o.target, transport: transport, shape: o.shape, options: tus)
         case .s3(let s3): S3Sender(target: s3, shape: o.shape, timeout: o.target.idleTimeout)
-        case .presignedS3(let presign): PresignedS3Sender(endpoint: o.target, transport: transport, shape: o.shape, options: presign)
+        case .presignedS3(let presign):
+            PresignedS3Sender(endpoint: o.target, transport: transport, shape: o.shape, options: presign)
         }
     }
 
     /// Runs (or resumes) the upload.
     public func run() async throws -> UploadSummary {
-        defer { Task { [transport, sender] in await transport.shutdown(); await sender.shutdown() } }
+        defer {
+            Task { [transport, sender] in
+                await transport.shutdown(); await sender.shutdown()
+            }
+        }
         defer { progressEnd.finish() }
         let lock = try OpenFile.openOrCreate(try lockPath())
         guard try lock.lockExclusive(wait: false) else {
@@ -365,9 +398,12 @@ public final class Uploader: @unchecked Sendable {
         if !journalsRecorded { try Self.recordConfirmedBatches(in: vault) }
         journal = try openJournal()
         let confirmedBefore = journal.batches.filter { $0.status == .complete }.count
-        onEvent(.started(runID: journal.runId, batches: journal.batches.count, documents: journal.batches.reduce(0) { $0 + $1.documents.count },
-                         payloadBytes: journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }, confirmedBatches: confirmedBefore,
-                         resumed: confirmedBefore > 0 || journal.batches.contains { $0.attempts > 0 }))
+        onEvent(
+            .started(
+                runID: journal.runId, batches: journal.batches.count,
+                documents: journal.batches.reduce(0) { $0 + $1.documents.count },
+                payloadBytes: journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }, confirmedBatches: confirmedBefore,
+                resumed: confirmedBefore > 0 || journal.batches.contains { $0.attempts > 0 }))
         let all = journal.batches.flatMap(batchRecords)
         runProgress = ProgressCounter(total: all.reduce(0) { $0 + $1.metadata.size }, documents: all.count)
         var retries = 0
@@ -376,22 +412,26 @@ public final class Uploader: @unchecked Sendable {
             if journal.batches[i].status != .complete {
                 let (tries, left) = try await send(index: i)
                 retries += tries
-                if left { continue }   // batch i was a refused document's alone: the next one is at i now
+                if left { continue }  // batch i was a refused document's alone: the next one is at i now
             }
             i += 1
         }
-        var summary = UploadSummary(runID: journal.runId, batches: journal.batches.count, alreadyConfirmed: confirmedBefore,
-                                    documents: journal.batches.reduce(0) { $0 + $1.documents.count },
-                                    documentIDs: journal.batches.flatMap(\.documents),
-                                    payloadBytes: journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }, retries: retries,
-                                    skipped: journal.skipped.count, tooLarge: journal.skipped.filter { $0.code == VaultError.Code.uploadRejected.rawValue }
-                                        .compactMap { DocumentID(hex: $0.id) }, resumedBytes: resumedBytes)
+        var summary = UploadSummary(
+            runID: journal.runId, batches: journal.batches.count, alreadyConfirmed: confirmedBefore,
+            documents: journal.batches.reduce(0) { $0 + $1.documents.count },
+            documentIDs: journal.batches.flatMap(\.documents),
+            payloadBytes: journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }, retries: retries,
+            skipped: journal.skipped.count,
+            tooLarge: journal.skipped.filter { $0.code == VaultError.Code.uploadRejected.rawValue }
+                .compactMap { DocumentID(hex: $0.id) }, resumedBytes: resumedBytes)
         summary.sentDocuments = sent.documents
         summary.sentBatches = sent.batches
         summary.sentBytes = sent.bytes
         summary.removed = removedIDs
-        onEvent(.finished(batches: summary.batches, documents: summary.documents, payloadBytes: summary.payloadBytes,
-                          retries: retries, skipped: summary.skipped))
+        onEvent(
+            .finished(
+                batches: summary.batches, documents: summary.documents, payloadBytes: summary.payloadBytes,
+                retries: retries, skipped: summary.skipped))
         return summary
     }
 
@@ -403,29 +443,36 @@ public final class Uploader: @unchecked Sendable {
 
     private func openJournal() throws -> UploadJournal {
         if !options.newRun, let existing = try UploadJournal.load(from: vault, job: job),
-           !(options.renewFinished && existing.batches.allSatisfy({ $0.status == .complete })) {
+            !(options.renewFinished && existing.batches.allSatisfy({ $0.status == .complete }))
+        {
             // Every document still to send must be in the selection (those of confirmed batches
             // may have been removed since).
-            for b in existing.batches where b.status != .complete { for id in b.documents where DocumentID(hex: id).flatMap({ records[$0] }) == nil {
-                throw VaultError(.vaultDamaged, "the upload journal names document \(id), which is not in this selection")
-            } }
+            for b in existing.batches where b.status != .complete {
+                for id in b.documents where DocumentID(hex: id).flatMap({ records[$0] }) == nil {
+                    throw VaultError(
+                        .vaultDamaged, "the upload journal names document \(id), which is not in this selection")
+                }
+            }
             return existing
         }
         if options.requireJournal {
-            throw VaultError(.notFound, "there is no interrupted upload of these documents to \(options.target.redacted)")
+            throw VaultError(
+                .notFound, "there is no interrupted upload of these documents to \(options.target.redacted)")
         }
         let planned = try BatchPlanner.plan(order, limits: options.limits, format: sender.format(batch: 1, of: 1))
         let runID = UUID().uuidString.lowercased()
         let now = ISO8601DateFormatter().string(from: Date())
-        journal = UploadJournal(job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
+        journal = UploadJournal(
+            job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
         journal.identity = Destination.identity(of: options.target.address)
         journal.spec = try Self.spec(vault: vault, options: options)
         journal.settings = options.settings
         journal.batches = try planned.map { b in
-            UploadJournal.Batch(documents: b.records.map(\.id.hex), bytes: b.length, status: .pending, attempts: 0,
-                                key: try UploadJournal.idempotencyKey(vault: vault, runID: runID, index: b.index, records: b.records))
+            UploadJournal.Batch(
+                documents: b.records.map(\.id.hex), bytes: b.length, status: .pending, attempts: 0,
+                key: try UploadJournal.idempotencyKey(vault: vault, runID: runID, index: b.index, records: b.records))
         }
-        try rekey(from: 0)   // exact lengths (a form's manifest names its batch number)
+        try rekey(from: 0)  // exact lengths (a form's manifest names its batch number)
         try journal.save(to: vault)
         return journal
     }
@@ -440,7 +487,8 @@ public final class Uploader: @unchecked Sendable {
         prefix = nil
         for j in from..<journal.batches.count where journal.batches[j].status != .complete {
             let docs = batchRecords(journal.batches[j])
-            journal.batches[j].key = try UploadJournal.idempotencyKey(vault: vault, runID: journal.runId, index: j + 1, records: docs)
+            journal.batches[j].key = try UploadJournal.idempotencyKey(
+                vault: vault, runID: journal.runId, index: j + 1, records: docs)
             journal.batches[j].bytes = sender.format(batch: j + 1, of: journal.batches.count).length(of: docs)
         }
     }
@@ -475,13 +523,19 @@ public final class Uploader: @unchecked Sendable {
                 try journal.save(to: vault)
                 attempt = 1
                 retries += 1
-                try await wait(i, attempt: attempt, retryAfter: nil, reason: "\(reason); the server has \(at) of \(journal.batches[i].bytes) bytes")
+                try await wait(
+                    i, attempt: attempt, retryAfter: nil,
+                    reason: "\(reason); the server has \(at) of \(journal.batches[i].bytes) bytes")
             case .retry(let reason, let retryAfter):
                 try journal.save(to: vault)
                 guard attempt < options.policy.maxAttempts else {
-                    let (confirmed, n) = (journal.batches.filter { $0.status == .complete }.count, journal.batches.count)
-                    throw VaultError(.uploadFailed, "batch \(i + 1)/\(n) failed \(attempt) time\(attempt == 1 ? "" : "s"), last: \(reason)",
-                                     hint: "\(confirmed) of \(n) batch\(n == 1 ? " is" : "es are") confirmed")
+                    let (confirmed, n) = (
+                        journal.batches.filter { $0.status == .complete }.count, journal.batches.count
+                    )
+                    throw VaultError(
+                        .uploadFailed,
+                        "batch \(i + 1)/\(n) failed \(attempt) time\(attempt == 1 ? "" : "s"), last: \(reason)",
+                        hint: "\(confirmed) of \(n) batch\(n == 1 ? " is" : "es are") confirmed")
                 }
                 retries += 1
                 try await wait(i, attempt: attempt, retryAfter: retryAfter, reason: reason)
@@ -504,7 +558,8 @@ public final class Uploader: @unchecked Sendable {
         let (events, vault) = (onEvent, vault)
         onEvent(.attempt(batch: i + 1, of: n, attempt: attempt, documents: docs.count, payloadBytes: length))
         return BatchAttempt(
-            index: i, count: n, runID: journal.runId, key: journal.batches[i].key, docs: docs, format: format, length: length,
+            index: i, count: n, runID: journal.runId, key: journal.batches[i].key, docs: docs, format: format,
+            length: length,
             before: before, total: total, wire: journal.batches[i].wire, logHead: logHeadHeader,
             onSent: { events(.sent(done: before + $0, total: total)) }, onEvent: events,
             persist: { [unowned self] state in
@@ -517,8 +572,10 @@ public final class Uploader: @unchecked Sendable {
                 events(.resumed(batch: i + 1, at: at))
             },
             makeProducer: { start in
-                PayloadProducer(vault: vault, records: docs, format: format, progress: progress, positionBase: positionBase,
-                                threads: Parallelism.besideOneStage, startOffset: start) { events(.document($0)) }
+                PayloadProducer(
+                    vault: vault, records: docs, format: format, progress: progress, positionBase: positionBase,
+                    threads: Parallelism.besideOneStage, startOffset: start
+                ) { events(.document($0)) }
             })
     }
 
@@ -551,15 +608,20 @@ public final class Uploader: @unchecked Sendable {
         guard let identity = journal.deliveryIdentity ?? DestinationIdentity(url: options.target.address) else {
             throw VaultError(.usage, "'\(options.target.redacted)' is not a destination URL")
         }
-        try vault.recordDelivery(documents, at: identity,
-                                 detail: Self.deliveryDetail(run: journal.runId, batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
+        try vault.recordDelivery(
+            documents, at: identity,
+            detail: Self.deliveryDetail(
+                run: journal.runId, batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
         sent.documents += documents.count
         sent.batches += 1
         sent.bytes += journal.batches[i].bytes
         if options.removeDelivered {
-            let ready = try documents.filter { d in try options.alsoRequired.allSatisfy { try vault.delivery(of: d.id, to: $0) != nil } }
+            let ready = try documents.filter { d in
+                try options.alsoRequired.allSatisfy { try vault.delivery(of: d.id, to: $0) != nil }
+            }
             // Only what the history itself confirms at every required destination goes.
-            let unproven = Set(try vault.unprovenDeliveries(ready.map(\.id), at: options.alsoRequired + [identity.value]).ids)
+            let unproven = Set(
+                try vault.unprovenDeliveries(ready.map(\.id), at: options.alsoRequired + [identity.value]).ids)
             let proven = ready.filter { !unproven.contains($0.id) }
             if !proven.isEmpty {
                 try vault.removeDocuments(proven.map(\.id))
@@ -569,8 +631,11 @@ public final class Uploader: @unchecked Sendable {
         onEvent(.confirmed(batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
     }
 
-    static func deliveryDetail(run: String, batch: Int, of count: Int, status: Int?, duplicate: Bool = false, recovered: Bool = false) -> String {
-        "run \(run) batch \(batch)/\(count)" + (status.map { ": \($0)" } ?? "") + (duplicate ? " (the server had it already)" : "")
+    static func deliveryDetail(
+        run: String, batch: Int, of count: Int, status: Int?, duplicate: Bool = false, recovered: Bool = false
+    ) -> String {
+        "run \(run) batch \(batch)/\(count)" + (status.map { ": \($0)" } ?? "")
+            + (duplicate ? " (the server had it already)" : "")
             + (recovered ? "; recorded from the upload journal" : "")
     }
 
@@ -587,14 +652,16 @@ public final class Uploader: @unchecked Sendable {
     package static func recordConfirmedBatches(in vault: Vault, journals: [UploadJournals.Read]) throws -> Int {
         var recorded = 0
         for read in journals where read.entry.state != .damaged && read.entry.confirmed > 0 {
-            guard let journal = read.journal, let identity = journal.deliveryIdentity else { continue }
+            guard let journal = read.journal,
+                  let identity = journal.deliveryIdentity else { continue }
             for (i, batch) in journal.batches.enumerated() where batch.status == .complete {
                 let ids = batch.documents.compactMap(DocumentID.init(hex:))
                 let present = try vault.records(ids, skippingMissing: true)
                 let missing = try vault.undelivered(present, at: identity)
                 guard !missing.isEmpty else { continue }
-                let detail = deliveryDetail(run: journal.runId, batch: i + 1, of: journal.batches.count, status: batch.httpStatus,
-                                            recovered: true)
+                let detail = deliveryDetail(
+                    run: journal.runId, batch: i + 1, of: journal.batches.count, status: batch.httpStatus,
+                    recovered: true)
                 try vault.recordDelivery(missing, at: identity, detail: detail)
                 recorded += 1
             }
@@ -610,8 +677,13 @@ public final class Uploader: @unchecked Sendable {
         let docs = batchRecords(journal.batches[i])
         guard docs.count > 1 else {
             let d = docs[0]
-            let error = VaultError(.uploadRejected,
-                                   "it makes a \(journal.batches[i].bytes)-byte payload, larger than the server accepts (\(reason))\(serverSays)")
+            let error = VaultError(
+                .uploadRejected,
+                """
+                    it makes a \(journal.batches[i].bytes)-byte payload, larger than the server accepts \
+                    (\(reason))\(serverSays)
+                    """
+            )
             await sender.abandon(journal.batches[i].wire)
             journal.batches.remove(at: i)
             journal.skipped.append(.init(id: d.id.hex, code: error.code.rawValue))
@@ -624,9 +696,11 @@ public final class Uploader: @unchecked Sendable {
         }
         await sender.abandon(journal.batches[i].wire)
         let half = docs.count / 2
-        journal.batches.replaceSubrange(i...i, with: [Array(docs[..<half]), Array(docs[half...])].map { part in
-            UploadJournal.Batch(documents: part.map(\.id.hex), bytes: 0, status: .pending, attempts: 0, key: "")
-        })
+        journal.batches.replaceSubrange(
+            i...i,
+            with: [Array(docs[..<half]), Array(docs[half...])].map { part in
+                UploadJournal.Batch(documents: part.map(\.id.hex), bytes: 0, status: .pending, attempts: 0, key: "")
+            })
         try rekey(from: i)
         try journal.save(to: vault)
         onEvent(.split(batch: i + 1, into: [i + 1, i + 2]))

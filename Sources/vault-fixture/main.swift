@@ -12,19 +12,23 @@ import Foundation
 import VaultCore
 
 let args = CommandLine.arguments
-guard args.count >= 3, let count = Int(args[2]), count >= 0 else {
+guard args.count >= 3,
+      let count = Int(args[2]),
+      count >= 0 else {
     FileHandle.standardError.write(Data("usage: vault-fixture VAULT COUNT [PER-RECORD]\n".utf8))
     exit(64)
 }
 let perRecord = args.count > 3 ? max(1, Int(args[3]) ?? 1) : 1
-guard let password = ProcessInfo.processInfo.environment["VAULT_PASSWORD"], !password.isEmpty else {
+guard let password = ProcessInfo.processInfo.environment["VAULT_PASSWORD"],
+      !password.isEmpty else {
     FileHandle.standardError.write(Data("vault-fixture: set VAULT_PASSWORD\n".utf8))
     exit(64)
 }
 do {
     let secret = try Array(password.utf8).withUnsafeBytes { try SecretBytes(copying: $0) }
     let store = VaultStore(root: args[1])
-    let kdf: KDFParameters = ProcessInfo.processInfo.environment["VAULT_FIXTURE_KDF"] == "insecure-test" ? .minimum : .interactive
+    let kdf: KDFParameters =
+        ProcessInfo.processInfo.environment["VAULT_FIXTURE_KDF"] == "insecure-test" ? .minimum : .interactive
     let vault = store.exists ? try store.unlock(password: secret) : try store.create(password: secret, kdf: kdf)
     let start = try vault.documentCount()
     var random = SystemRandomNumberGenerator()
@@ -35,8 +39,9 @@ do {
         for j in stride(from: 0, to: bytes.count, by: 8) {
             withUnsafeBytes(of: random.next()) { bytes.replaceSubrange(j..<j + 8, with: $0) }
         }
-        _ = try session!.add(from: BytesSource(bytes), name: "doc-\(i).txt", contentType: "text/plain", tags: ["t\(i % 10)"],
-                             allowDuplicate: true, now: Date(timeIntervalSince1970: 1_767_225_600 + Double(i)))
+        _ = try session!.add(
+            from: BytesSource(bytes), name: "doc-\(i).txt", contentType: "text/plain", tags: ["t\(i % 10)"],
+            allowDuplicate: true, now: Date(timeIntervalSince1970: 1_767_225_600 + Double(i)))
         if (i - start + 1) % perRecord == 0 {
             try session!.finish()
             session = nil

@@ -21,20 +21,28 @@ struct ByteCount: ExpressibleByArgument {
             break
         }
         var scale: UInt64 = 1
-        if let last = rest.last, let s = ["K": UInt64(1) << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40][String(last)] {
+        if let last = rest.last, let s = ["K": UInt64(1) << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40][String(last)]
+        {
             scale = s
             rest = rest.dropLast()
         }
         while rest.last == " " { rest = rest.dropLast() }
-        guard !rest.isEmpty, rest.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), rest.filter({ $0 == "." }).count <= 1,
-              rest.first != ".", rest.last != "." else { return nil }
+        guard !rest.isEmpty,
+              rest.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+              rest.filter({ $0 == "." }).count <= 1,
+              rest.first != ".",
+              rest.last != "." else { return nil }
         if !rest.contains(".") {
-            guard let n = UInt64(rest), n > 0 else { return nil }
+            guard let n = UInt64(rest),
+                  n > 0 else { return nil }
             let (v, overflow) = n.multipliedReportingOverflow(by: scale)
             return overflow ? nil : v
         }
         // A fraction only with a unit, and only down to whole bytes: 1.5M is 1572864.
-        guard scale > 1, let d = Double(rest), d > 0, d * Double(scale) < 9.2e18 else { return nil }
+        guard scale > 1,
+              let d = Double(rest),
+              d > 0,
+              d * Double(scale) < 9.2e18 else { return nil }
         let v = (d * Double(scale)).rounded(.up)
         return v >= 1 ? UInt64(v) : nil
     }

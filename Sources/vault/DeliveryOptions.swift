@@ -44,7 +44,9 @@ struct DeliveryFilter {
 
     /// `30d`, `12h`, `45m`, `2w`, `90s` in seconds.
     static func duration(_ text: String) -> TimeInterval? {
-        guard let unit = text.last, let n = Double(text.dropLast()), n >= 0 else { return nil }
+        guard let unit = text.last,
+              let n = Double(text.dropLast()),
+              n >= 0 else { return nil }
         switch unit {
         case "s": return n
         case "m": return n * 60

@@ -10,7 +10,9 @@ enum DocumentQuery {
     }
 
     /// A selection of the documents `queries` mean in `vault`, with `tags`.
-    static func selection(_ queries: [String], tags: [String] = [], in vault: VaultCore.Vault) throws -> DocumentSelection {
+    static func selection(
+        _ queries: [String], tags: [String] = [], in vault: VaultCore.Vault
+    ) throws -> DocumentSelection {
         DocumentSelection(documents: try queries.map { try reference($0, in: vault) }, tags: tags)
     }
 
@@ -29,7 +31,8 @@ enum DocumentQuery {
         if matches.isEmpty, let shown = unescape(query), shown != query { matches = try catalog.records(named: shown) }
         if isHex { matches += try catalog.records(idPrefix: lower).filter { $0.metadata.name != query } }
         if matches.isEmpty && lower.count < 4 && lower.allSatisfy(\.isHexDigit) {
-            throw VaultError(.notFound, "no document matches '\(query)'", hint: "an id prefix needs at least 4 characters")
+            throw VaultError(
+                .notFound, "no document matches '\(query)'", hint: "an id prefix needs at least 4 characters")
         }
         return try DocumentSelection.one(of: matches, matching: query)
     }
@@ -42,7 +45,8 @@ enum DocumentQuery {
         var out = String.UnicodeScalarView()
         var scalars = Array(text.unicodeScalars)[...]
         while let u = scalars.popFirst() {
-            guard u == "\\", let next = scalars.first else { out.append(u); continue }
+            guard u == "\\",
+                  let next = scalars.first else { out.append(u); continue }
             switch next {
             case "n": out.append("\n"); scalars.removeFirst()
             case "r": out.append("\r"); scalars.removeFirst()
@@ -52,7 +56,9 @@ enum DocumentQuery {
                 if digits.count == 2, let v = UInt32(digits, radix: 16), let scalar = Unicode.Scalar(v) {
                     out.append(scalar)
                     scalars.removeFirst(3)
-                } else { out.append(u) }
+                } else {
+                    out.append(u)
+                }
             default: out.append(u)
             }
         }

@@ -7,7 +7,10 @@ import VaultCore
 /// before this runs, and nothing reads these variables afterwards.
 enum EnvironmentSecrets {
     /// The vault password, an import's password, and the upload credentials.
-    static let names = ["VAULT_PASSWORD", "VAULT_IMPORT_PASSWORD", "VAULT_NEW_PASSWORD", "VAULT_UPLOAD_TOKEN", "VAULT_UPLOAD_USER", "VAULT_UPLOAD_PASSWORD", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"]
+    static let names = [
+        "VAULT_PASSWORD", "VAULT_IMPORT_PASSWORD", "VAULT_NEW_PASSWORD", "VAULT_UPLOAD_TOKEN", "VAULT_UPLOAD_USER",
+        "VAULT_UPLOAD_PASSWORD", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"
+    ]
 
     // nonisolated(unsafe): written once by capture() before any command runs, then only read.
     nonisolated(unsafe) private static var values: [String: SecretBytes] = [:]

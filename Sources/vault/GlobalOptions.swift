@@ -6,17 +6,43 @@ import VaultS3
 
 /// Options every command takes; they may come before or after the command name.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The vault directory (default: $VAULT_DIR, else $XDG_DATA_HOME/vault or ~/.local/share/vault); or, for list, get, verify, export and upload, a vault read in place on a store: s3://BUCKET/PREFIX or a remote's name.", valueName: "dir"), completion: .directory)
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            """
+                The vault directory (default: $VAULT_DIR, else $XDG_DATA_HOME/vault or ~/.local/share/vault); or, for \
+                list, get, verify, export and upload, a vault read in place on a store: s3://BUCKET/PREFIX or a \
+                remote's name.
+                """,
+            valueName: "dir"), completion: .directory)
     var vault: String?
 
-    @Option(name: .long, help: ArgumentHelp("With --vault s3://…: the memory for envelope blocks read from the store (default 64M).", valueName: "size"),
-            transform: ByteCount.option)
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "With --vault s3://…: the memory for envelope blocks read from the store (default 64M).",
+            valueName: "size"),
+        transform: ByteCount.option)
     var cacheSize: ByteCount?
 
-    @Option(name: .long, help: ArgumentHelp("Read the password from this file (one trailing newline is ignored) instead of the variables or a prompt; see the password order below.", valueName: "file"), completion: .file())
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            """
+                Read the password from this file (one trailing newline is ignored) instead of the variables or a \
+                prompt; see the password order below.
+                """,
+            valueName: "file"), completion: .file())
     var passwordFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("Run this command and take what it prints as the password (a password manager's CLI; split into words like a shell's, nothing expanded), instead of the variables or a prompt.", valueName: "command"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            """
+                Run this command and take what it prints as the password (a password manager's CLI; split into words \
+                like a shell's, nothing expanded), instead of the variables or a prompt.
+                """,
+            valueName: "command"))
     var passwordCommand: String?
 
     /// These options, with any unset value taken from `outer` (the options given before the command name).
@@ -41,12 +67,17 @@ struct GlobalOptions: ParsableArguments {
     }
 
     func target() throws -> Target {
-        guard let v = vault ?? environment("VAULT_DIR").flatMap({ $0.hasPrefix("s3://") ? $0 : nil }) else { return .local }
+        guard let v = vault ?? environment("VAULT_DIR").flatMap({ $0.hasPrefix("s3://") ? $0 : nil }) else {
+            return .local
+        }
         if v.hasPrefix("s3://") { return .store(try RemoteLocation(url: v)) }
-        guard !v.contains("/"), FileSystem.kind(of: v) == .missing, RemoteList.isValidName(v) else { return .local }
+        guard !v.contains("/"),
+              FileSystem.kind(of: v) == .missing,
+              RemoteList.isValidName(v) else { return .local }
         var local = self
         local.vault = nil
-        guard local.store.exists, FileSystem.kind(of: RemoteList.path(local.store)) == .file else { return .local }
+        guard local.store.exists,
+              FileSystem.kind(of: RemoteList.path(local.store)) == .file else { return .local }
         return .remote(v)
     }
 
@@ -82,8 +113,9 @@ struct GlobalOptions: ParsableArguments {
         let client = connection.client()
         RemoteClients.keep(client)
         do {
-            let opened = try await RemoteVault.open(location, client: client, cacheRoot: cacheRoot, password: pw,
-                                                    cacheBytes: Int(cacheSize?.value ?? 64 << 20))
+            let opened = try await RemoteVault.open(
+                location, client: client, cacheRoot: cacheRoot, password: pw,
+                cacheBytes: Int(cacheSize?.value ?? 64 << 20))
             Terminal.warnRefusedTombstones(opened.refusedTombstones)
             return opened.vault
         } catch let e as VaultError {
@@ -117,7 +149,8 @@ struct GlobalOptions: ParsableArguments {
         try requireFolder()
         let store = self.store
         try checkExists(store)
-        return PendingVault(store: store, password: try PasswordReader.read(file: passwordFile, command: passwordCommand))
+        return PendingVault(
+            store: store, password: try PasswordReader.read(file: passwordFile, command: passwordCommand))
     }
 }
 
@@ -140,13 +173,18 @@ extension GlobalOptions {
     /// `--vault NAME` without a `/` that names no folder here: a remote of the default vault
     /// (this command needs a folder), or nothing at all — said so, rather than "no vault at NAME".
     func requireFolder() throws {
-        guard let name = vault, !name.contains("/"), FileSystem.kind(of: name) == .missing, RemoteList.isValidName(name) else { return }
+        guard let name = vault,
+              !name.contains("/"),
+              FileSystem.kind(of: name) == .missing,
+              RemoteList.isValidName(name) else { return }
         var local = self
         local.vault = nil
-        guard local.store.exists else { return }   // no default vault to have remotes: "no vault at NAME" says it
+        guard local.store.exists else { return }  // no default vault to have remotes: "no vault at NAME" says it
         guard FileSystem.kind(of: RemoteList.path(local.store)) == .file else { throw noVaultOrRemote(name, known: []) }
         let location = try remote(name, password: try PasswordReader.read(file: passwordFile, command: passwordCommand))
-        throw VaultError(.usage, "this command needs a local vault; '\(name)' is the remote \(location)", hint: "make a replica with 'vault clone \(location) --vault NEW-FOLDER'")
+        throw VaultError(
+            .usage, "this command needs a local vault; '\(name)' is the remote \(location)",
+            hint: "make a replica with 'vault clone \(location) --vault NEW-FOLDER'")
     }
 
     /// Where the default vault's remote `name` points (one unlock of the default vault).
@@ -155,22 +193,30 @@ extension GlobalOptions {
         var local = self
         local.vault = nil
         let list = try RemoteList.load(try local.store.unlock(password: password))
-        guard let remote = list.remotes.first(where: { $0.name == name }) else { throw noVaultOrRemote(name, known: list.remotes.map(\.name)) }
+        guard let remote = list.remotes.first(where: { $0.name == name }) else {
+            throw noVaultOrRemote(name, known: list.remotes.map(\.name))
+        }
         return try RemoteLocation(url: remote.url)
     }
 
     /// `--vault NAME` that is neither a folder nor a remote (one removed, or mistyped).
     func noVaultOrRemote(_ name: String, known: [String]) -> VaultError {
-        VaultError(.notFound, "no vault at \(name), and the vault has no remote named '\(name)'",
-                   hint: (known.isEmpty ? "it has no remotes" : "its remotes: " + known.joined(separator: ", "))
-                       + "; a new vault folder is made with 'vault init --vault ./\(name)'")
+        VaultError(
+            .notFound, "no vault at \(name), and the vault has no remote named '\(name)'",
+            hint: (known.isEmpty ? "it has no remotes" : "its remotes: " + known.joined(separator: ", "))
+                + "; a new vault folder is made with 'vault init --vault ./\(name)'")
     }
 
     /// Fails when `--vault` names a store: the command needs a local vault.
     func requireLocal() throws {
         if let v = vault, v.hasPrefix("s3://") {
-            throw VaultError(.usage, "this command needs a local vault; \(v) can be read in place only by list, get, verify, export and upload",
-                             hint: "make a replica with 'vault clone \(v) --vault NEW-FOLDER'")
+            throw VaultError(
+                .usage,
+                """
+                    this command needs a local vault; \(v) can be read in place only by list, get, verify, export and \
+                    upload
+                    """,
+                hint: "make a replica with 'vault clone \(v) --vault NEW-FOLDER'")
         }
     }
 }
@@ -188,11 +234,13 @@ extension VaultStore {
     func unlockCheckExists() throws -> Bool {
         switch FileSystem.kind(of: root) {
         case .missing:
-            throw VaultError(.notFound, "no vault at \(root)", hint: "create one with 'vault init', or pass --vault DIR")
+            throw VaultError(
+                .notFound, "no vault at \(root)", hint: "create one with 'vault init', or pass --vault DIR")
         case .directory where exists:
             return true
         default:
-            throw VaultError(.notFound, "\(root) is not a vault (it has no vault.json)", hint: "create one with 'vault init'")
+            throw VaultError(
+                .notFound, "\(root) is not a vault (it has no vault.json)", hint: "create one with 'vault init'")
         }
     }
 }

@@ -44,7 +44,10 @@ enum Hints {
     /// For a command that changes the vault: an I/O error that says the vault cannot be
     /// written gets a hint saying so.
     static func readOnlyVault(_ error: any Error) -> any Error {
-        guard var e = error as? VaultError, e.code == .io, e.hint == nil, e.isWriteRefused else { return error }
+        guard var e = error as? VaultError,
+              e.code == .io,
+              e.hint == nil,
+              e.isWriteRefused else { return error }
         e.hint = "this user cannot write to the vault folder: is it read-only (or on a read-only file system)?"
         return e
     }
@@ -77,7 +80,7 @@ enum Hints {
         case .raiseByteLimit:
             "use --max-bytes \(ByteCount.atLeast(remedy.bytes ?? 0)) or more, or leave this document out"
         case .freeSpace: "free some space and run the command again"
-        default: remedy.name.rawValue   // a remedy a newer library names and this front end does not word
+        default: remedy.name.rawValue  // a remedy a newer library names and this front end does not word
         }
     }
 }
@@ -87,12 +90,17 @@ enum Hints {
 /// the file's name in the source tree (a hint never names a folder that is not there).
 enum DocsLocation {
     static func path(_ file: String) -> String {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let exe =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let bin = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        let candidates = [bin.appendingPathComponent("../share/doc/vault/" + file),          // PREFIX/bin/vault
-                          bin.appendingPathComponent("../../docs/" + file),                  // .build/debug/vault
-                          bin.appendingPathComponent("../../../docs/" + file)]               // .build/<triple>/debug/vault
-        for c in candidates where FileManager.default.fileExists(atPath: c.standardizedFileURL.path) { return c.standardizedFileURL.path }
+        let candidates = [
+            bin.appendingPathComponent("../share/doc/vault/" + file),  // PREFIX/bin/vault
+            bin.appendingPathComponent("../../docs/" + file),  // .build/debug/vault
+            bin.appendingPathComponent("../../../docs/" + file)
+        ]  // .build/<triple>/debug/vault
+        for c in candidates where FileManager.default.fileExists(atPath: c.standardizedFileURL.path) {
+            return c.standardizedFileURL.path
+        }
         return "docs/\(file) in vault's source"
     }
 }

@@ -30,7 +30,9 @@ enum InputFiles {
 
         /// Opens it for reading.
         func open() throws -> OpenFile {
-            found ? try OpenFile.openRegular(path, refusal: .usage, why: "found in a folder") : try OpenFile.openForReading(path)
+            found
+                ? try OpenFile.openRegular(path, refusal: .usage, why: "found in a folder")
+                : try OpenFile.openForReading(path)
         }
     }
 
@@ -48,26 +50,35 @@ enum InputFiles {
     /// As ``expandReporting(_:recursive:stdinName:verb:)``, leaving out what `exclusions`
     /// match (returned apart: paths as shown).
     /// A folder that matches is not walked (`--exclude .git` leaves out what is in it).
-    static func expandReporting(_ paths: [String], recursive: Bool, stdinName: String, verb: String,
-                                exclusions: Exclusions) throws -> (inputs: [Input], skipped: [Skipped], excluded: [String]) {
+    static func expandReporting(
+        _ paths: [String], recursive: Bool, stdinName: String, verb: String,
+        exclusions: Exclusions
+    ) throws -> (inputs: [Input], skipped: [Skipped], excluded: [String]) {
         var prunedFolders: [String] = []
-        let (all, skipped) = try expandReporting(paths, recursive: recursive, stdinName: stdinName, verb: verb,
-                                                 pruning: { relative, shown in
-                                                     guard exclusions.match(relative: relative, found: true) != nil else { return false }
-                                                     prunedFolders.append(shown)
-                                                     return true
-                                                 })
+        let (all, skipped) = try expandReporting(
+            paths, recursive: recursive, stdinName: stdinName, verb: verb,
+            pruning: { relative, shown in
+                guard exclusions.match(relative: relative, found: true) != nil else { return false }
+                prunedFolders.append(shown)
+                return true
+            })
         var kept: [Input] = [], excluded: [String] = []
         for input in all {
-            if input.path != "-" && exclusions.match(relative: input.name, found: input.found) != nil { excluded.append(input.path) } else { kept.append(input) }
+            if input.path != "-" && exclusions.match(relative: input.name, found: input.found) != nil {
+                excluded.append(input.path)
+            } else {
+                kept.append(input)
+            }
         }
         return (kept, skipped, prunedFolders + excluded)
     }
 
     /// - Parameter pruning: asked for each folder found under one named (its path relative to
     ///   that one, and as shown); true leaves it out, unwalked.
-    static func expandReporting(_ paths: [String], recursive: Bool, stdinName: String, verb: String,
-                                pruning: (String, String) -> Bool = { _, _ in false }) throws -> (inputs: [Input], skipped: [Skipped]) {
+    static func expandReporting(
+        _ paths: [String], recursive: Bool, stdinName: String, verb: String,
+        pruning: (String, String) -> Bool = { _, _ in false }
+    ) throws -> (inputs: [Input], skipped: [Skipped]) {
         let nothing = "nothing was \(verb == "add" ? "added" : verb + "ed")"
         var out: [Input] = []
         var skipped: [Skipped] = []
@@ -78,14 +89,17 @@ enum InputFiles {
                 throw VaultError(.notFound, "\(path): no such file", hint: nothing)
             case .directory:
                 guard recursive else {
-                    throw VaultError(.usage, "\(path) is a directory", hint: "use -r to \(verb) the files inside it; \(nothing)")
+                    throw VaultError(
+                        .usage, "\(path) is a directory", hint: "use -r to \(verb) the files inside it; \(nothing)")
                 }
                 let (files, left) = try walk(path, nothing: nothing, pruning: pruning)
                 if files.isEmpty && left.isEmpty { Terminal.warn("\(path) holds no files") }
                 out += files
                 skipped += left
             case .file:
-                guard Platform.isReadable(path) else { throw VaultError(.io, "\(path): permission denied", hint: nothing) }
+                guard Platform.isReadable(path) else {
+                    throw VaultError(.io, "\(path): permission denied", hint: nothing)
+                }
                 out.append(Input(path: path, name: URL(fileURLWithPath: path).lastPathComponent))
             case .other:
                 throw VaultError(.usage, "\(path) is not a regular file", hint: nothing)
@@ -96,7 +110,9 @@ enum InputFiles {
 
     /// Regular files under `dir`, sorted, not following symbolic links. A folder or file that
     /// cannot be read fails the whole command, as an unreadable file named on the command line does.
-    private static func walk(_ dir: String, nothing: String, pruning: (String, String) -> Bool) throws -> ([Input], [Skipped]) {
+    private static func walk(
+        _ dir: String, nothing: String, pruning: (String, String) -> Bool
+    ) throws -> ([Input], [Skipped]) {
         var found: [Input] = []
         var skipped: [Skipped] = []
         func visit(_ path: String, _ relative: String) throws {
@@ -106,8 +122,10 @@ enum InputFiles {
             }
             for entry in entries {
                 guard let name = entry.name else {
-                    skipped.append(Skipped(shown: path + "/" + entry.shown,
-                                           error: VaultError(.usage, "its name is not valid UTF-8, and a document's name must be")))
+                    skipped.append(
+                        Skipped(
+                            shown: path + "/" + entry.shown,
+                            error: VaultError(.usage, "its name is not valid UTF-8, and a document's name must be")))
                     continue
                 }
                 let full = path + "/" + name, rel = relative.isEmpty ? name : relative + "/" + name
@@ -117,12 +135,20 @@ enum InputFiles {
                 switch st.type {
                 case .directory: if !pruning(rel, full) { try visit(full, rel) }
                 case .regular:
-                    guard Platform.isReadable(full) else { throw VaultError(.io, "\(full): permission denied", hint: nothing) }
+                    guard Platform.isReadable(full) else {
+                        throw VaultError(.io, "\(full): permission denied", hint: nothing)
+                    }
                     found.append(Input(path: full, name: rel, found: true))
                 case .symbolicLink:
-                    skipped.append(Skipped(shown: full, error: VaultError(.usage, "a symbolic link: not followed (name its target to add it)")))
+                    skipped.append(
+                        Skipped(
+                            shown: full,
+                            error: VaultError(.usage, "a symbolic link: not followed (name its target to add it)")))
                 default:
-                    skipped.append(Skipped(shown: full, error: VaultError(.usage, "not a regular file (a pipe, a device or a socket)")))
+                    skipped.append(
+                        Skipped(
+                            shown: full, error: VaultError(.usage, "not a regular file (a pipe, a device or a socket)"))
+                    )
                 }
             }
         }

@@ -18,7 +18,8 @@ enum JSONOutput {
     /// `\uXXXX` (the same string to a parser; shown, not obeyed, on a terminal). They can only
     /// be inside strings: outside, JSON has none.
     static func escapingInvisibles(_ json: String) -> String {
-        guard json.unicodeScalars.contains(where: { (0x80...0x9F).contains($0.value) || Terminal.isBidiControl($0) }) else { return json }
+        guard json.unicodeScalars.contains(where: { (0x80...0x9F).contains($0.value) || Terminal.isBidiControl($0) })
+        else { return json }
         var out = String.UnicodeScalarView()
         for u in json.unicodeScalars {
             if (0x80...0x9F).contains(u.value) || Terminal.isBidiControl(u) {

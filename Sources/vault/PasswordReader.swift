@@ -23,11 +23,14 @@ enum PasswordReader {
         /// What it unlocks, for messages.
         var what: String
 
-        static let vault = Source(variable: "VAULT_PASSWORD", fileOption: "--password-file", prompt: "Vault password: ", what: "vault")
-        static let newPassword = Source(variable: "VAULT_NEW_PASSWORD", fileOption: "--new-password-file", prompt: "New vault password: ",
-                                        what: "new")
-        static let rncryptor = Source(variable: "VAULT_IMPORT_PASSWORD", fileOption: "--from-password-file",
-                                      prompt: "RNCryptor password: ", what: "RNCryptor")
+        static let vault = Source(
+            variable: "VAULT_PASSWORD", fileOption: "--password-file", prompt: "Vault password: ", what: "vault")
+        static let newPassword = Source(
+            variable: "VAULT_NEW_PASSWORD", fileOption: "--new-password-file", prompt: "New vault password: ",
+            what: "new")
+        static let rncryptor = Source(
+            variable: "VAULT_IMPORT_PASSWORD", fileOption: "--from-password-file",
+            prompt: "RNCryptor password: ", what: "RNCryptor")
     }
 
     /// Where the vault's password came from, for the hint after a wrong one.
@@ -45,7 +48,8 @@ enum PasswordReader {
         case .variable?: "check VAULT_PASSWORD"
         case .fileVariable(let path)?: "check the password file \(Terminal.printable(path)) (VAULT_PASSWORD_FILE)"
         case .commandVariable?: "check what VAULT_PASSWORD_COMMAND prints"
-        case .prompt?: "the password typed does not open this vault; run the command again to retype it (is Caps Lock on?)"
+        case .prompt?:
+            "the password typed does not open this vault; run the command again to retype it (is Caps Lock on?)"
         case nil: "check VAULT_PASSWORD or the password file"
         }
     }
@@ -54,7 +58,9 @@ enum PasswordReader {
     /// variable (taken out of the environment at start), or a no-echo prompt.
     /// - Parameter confirm: ask twice on a terminal (vault creation).
     /// - Parameter command: a command given on the command line (`--password-command`).
-    static func read(file: String?, command: String? = nil, from source: Source = .vault, confirm: Bool = false) throws -> SecretBytes {
+    static func read(
+        file: String?, command: String? = nil, from source: Source = .vault, confirm: Bool = false
+    ) throws -> SecretBytes {
         let password: SecretBytes
         let origin: Origin
         if file != nil && command != nil {
@@ -67,7 +73,9 @@ enum PasswordReader {
             password = try fromCommand(command, named: "the password command")
             origin = .command
         } else if let env = EnvironmentSecrets.value(source.variable) {
-            guard env.count <= maxLength else { throw VaultError(.usage, "\(source.variable) is longer than \(maxLength) bytes") }
+            guard env.count <= maxLength else {
+                throw VaultError(.usage, "\(source.variable) is longer than \(maxLength) bytes")
+            }
             password = env
             origin = .variable
         } else if let path = ProcessInfo.processInfo.environment[source.fileVariable], !path.isEmpty {
@@ -82,8 +90,9 @@ enum PasswordReader {
         }
         if source.what == "vault" { vaultOrigin = origin }
         if password.count == 0 {
-            throw VaultError(.usage, source.what == "vault" ? "the password is empty" : "the \(source.what) password is empty",
-                             hint: "a \(source.what) password must have at least one character")
+            throw VaultError(
+                .usage, source.what == "vault" ? "the password is empty" : "the \(source.what) password is empty",
+                hint: "a \(source.what) password must have at least one character")
         }
         return password
     }
@@ -99,7 +108,9 @@ enum PasswordReader {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength + 2, alignment: 1)
         defer { buffer.initializeMemory(as: UInt8.self, repeating: 0); buffer.deallocate() }
         let n = try f.readFully(into: buffer)
-        guard n <= maxLength + 1 else { throw VaultError(.usage, "password file \(path) is longer than \(maxLength) bytes") }
+        guard n <= maxLength + 1 else {
+            throw VaultError(.usage, "password file \(path) is longer than \(maxLength) bytes")
+        }
         var end = n
         // One trailing newline (LF or CRLF) is the file's, not the password's.
         if end > 0 && buffer[end - 1] == 0x0A { end -= 1; if end > 0 && buffer[end - 1] == 0x0D { end -= 1 } }
@@ -112,16 +123,21 @@ enum PasswordReader {
     /// on `PATH` unless it holds a `/`. Its standard input and error are vault's (so it can ask on
     /// the terminal); its output goes only into wiped memory, never to a log or a message.
     static func fromCommand(_ command: String, named what: String) throws -> SecretBytes {
-        guard let words = splitWords(command), let program = words.first else {
+        guard let words = splitWords(command),
+              let program = words.first else {
             throw VaultError(.usage, "\(what) is empty or has an unmatched quote")
         }
-        guard let executable = resolve(program) else { throw VaultError(.notFound, "\(what): '\(program)' was not found on PATH") }
+        guard let executable = resolve(program) else {
+            throw VaultError(.notFound, "\(what): '\(program)' was not found on PATH")
+        }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = Array(words.dropFirst())
         let pipe = Pipe()
         process.standardOutput = pipe
-        do { try process.run() } catch { throw VaultError(.usage, "\(what): cannot run '\(program)': \(error.localizedDescription)") }
+        do { try process.run() } catch {
+            throw VaultError(.usage, "\(what): cannot run '\(program)': \(error.localizedDescription)")
+        }
         let reader = SystemPackage.FileDescriptor(rawValue: pipe.fileHandleForReading.fileDescriptor)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength + 2, alignment: 1)
         defer { buffer.initializeMemory(as: UInt8.self, repeating: 0); buffer.deallocate() }
@@ -130,13 +146,24 @@ enum PasswordReader {
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
         defer { scratch.initializeMemory(as: UInt8.self, repeating: 0); scratch.deallocate() }
         while true {
-            let k = (try? reader.read(into: n < buffer.count ? UnsafeMutableRawBufferPointer(rebasing: buffer[n...]) : scratch)) ?? 0
+            let k =
+                (try? reader.read(
+                    into: n < buffer.count ? UnsafeMutableRawBufferPointer(rebasing: buffer[n...]) : scratch)) ?? 0
             if k == 0 { break }
             if n < buffer.count { n += k } else { overflow = true }
         }
         process.waitUntilExit()
         guard process.terminationReason == .exit && process.terminationStatus == 0 else {
-            throw VaultError(.usage, "\(what) failed (\(process.terminationReason == .exit ? "exit status \(process.terminationStatus)" : "killed by signal \(process.terminationStatus)")); nothing was unlocked")
+            let how = process.terminationReason == .exit
+                ? "exit status \(process.terminationStatus)" : "killed by signal \(process.terminationStatus)"
+            throw VaultError(
+                .usage,
+                """
+                    \(what) failed \
+                    (\(how)); \
+                    nothing was unlocked
+                    """
+            )
         }
         if overflow || n > maxLength + 1 { throw VaultError(.usage, "\(what) printed more than \(maxLength) bytes") }
         var end = n
@@ -176,21 +203,32 @@ enum PasswordReader {
     static func resolve(_ program: String) -> String? {
         if program.contains("/") { return FileManager.default.isExecutableFile(atPath: program) ? program : nil }
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        return path.split(separator: ":").map { "\($0)/\(program)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        return path.split(separator: ":").map { "\($0)/\(program)" }.first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
     }
 
     private static func fromTerminal(_ source: Source, confirm: Bool) throws -> SecretBytes {
         guard let tty = Platform.openControllingTerminal() else {
-            throw VaultError(.usage, source.what == "vault" ? "no password given and no terminal to ask on"
-                                                             : "no \(source.what) password given and no terminal to ask on",
-                             hint: "set \(source.variable), \(source.fileVariable) or \(source.commandVariable), or pass \(source.fileOption) FILE")
+            throw VaultError(
+                .usage,
+                source.what == "vault"
+                    ? "no password given and no terminal to ask on"
+                    : "no \(source.what) password given and no terminal to ask on",
+                hint:
+                    """
+                        set \(source.variable), \(source.fileVariable) or \(source.commandVariable), or pass \
+                        \(source.fileOption) FILE
+                        """
+            )
         }
         defer { try? tty.close() }
         let first = try prompt(tty, source.prompt)
         // Said at once, not after the repeat.
         if first.count == 0 {
-            throw VaultError(.usage, source.what == "vault" ? "the password is empty" : "the \(source.what) password is empty",
-                             hint: "a \(source.what) password must have at least one character")
+            throw VaultError(
+                .usage, source.what == "vault" ? "the password is empty" : "the \(source.what) password is empty",
+                hint: "a \(source.what) password must have at least one character")
         }
         if confirm {
             let second = try prompt(tty, "Repeat password: ")
@@ -219,7 +257,9 @@ enum PasswordReader {
         defer { buffer.initializeMemory(as: UInt8.self, repeating: 0); buffer.deallocate() }
         var n = 0
         // One byte at a time, so nothing after the line is consumed; read() retries EINTR.
-        while n < buffer.count, let k = try? tty.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[n..<n + 1])), k == 1 {
+        while n < buffer.count, let k = try? tty.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[n..<n + 1])),
+            k == 1
+        {
             if buffer[n] == 0x0A { break }
             n += 1
         }

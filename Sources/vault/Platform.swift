@@ -21,7 +21,8 @@ enum Platform {
     /// The width of the terminal on `fd`, if it is one and says.
     static func terminalColumns(_ fd: Int32) -> Int? {
         var size = winsize()
-        guard ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        guard ioctl(fd, UInt(TIOCGWINSZ), &size) == 0,
+              size.ws_col > 0 else { return nil }
         return Int(size.ws_col)
     }
 
@@ -98,7 +99,8 @@ private func systemExit(_ code: Int32) -> Never { exit(code) }
 enum IOReport {
     /// Registers the exit handler when the variable is set.
     static func install() {
-        guard let path = getenv("VAULT_IO_REPORT"), path.pointee != 0 else { return }
+        guard let path = getenv("VAULT_IO_REPORT"),
+              path.pointee != 0 else { return }
         reportPath = strdup(path)
         atexit {
             guard let path = reportPath else { return }
@@ -108,7 +110,8 @@ enum IOReport {
             let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
             close(input)
             let output = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard output >= 0, n > 0 else { return }
+            guard output >= 0,
+                  n > 0 else { return }
             _ = buffer.withUnsafeBytes { write(output, $0.baseAddress, n) }
             close(output)
         }

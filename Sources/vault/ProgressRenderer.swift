@@ -12,7 +12,13 @@ enum ProgressMode: String, ExpressibleByArgument, CaseIterable {
 
 /// Progress and summary options of export and upload.
 struct ProgressOptions: ParsableArguments {
-    @Option(help: "Progress on stderr: bar (redrawn line), json (one event object per line, nothing else), none, or auto (bar on a terminal, else none).")
+    @Option(
+        help:
+            """
+                Progress on stderr: bar (redrawn line), json (one event object per line, nothing else), none, or auto \
+                (bar on a terminal, else none).
+                """
+    )
     var progress: ProgressMode = .auto
 
     @Flag(name: .shortAndLong, help: "Print no summary line (errors and warnings still appear).")
@@ -105,7 +111,7 @@ final class ProgressRenderer: @unchecked Sendable {
     func handle(_ event: Importer.Event) {
         locked { r in
             switch (r.mode, event) {
-            case (_, .imported): break   // the id goes to standard output
+            case (_, .imported): break  // the id goes to standard output
             case (.json, .progress(let d, let t)):
                 r.emit(r.json(event), throttled: d != t)
             case (.json, .finished):
@@ -147,7 +153,8 @@ final class ProgressRenderer: @unchecked Sendable {
         case .batchStarted(let i, let n, _, _): batch = (i, n)
         case .documentStarted(_, let name, _, let pos, let of): document = (pos, of, name)
         case .progress(let d, let t): done = d; total = t
-        case .documentSkipped(let id, let name, let e): say("vault: warning: skipped \(id.hex.prefix(12)) \(name): \(e.message)")
+        case .documentSkipped(let id, let name, let e):
+            say("vault: warning: skipped \(id.hex.prefix(12)) \(name): \(e.message)")
         case .finished: draw()
         default: break
         }
@@ -165,11 +172,22 @@ final class ProgressRenderer: @unchecked Sendable {
             label = attempt > 1 ? "upload, attempt \(attempt)" : "upload"
         case .sent(let d, let t): done = d; total = t
         case .retry(let b, let attempt, let delay, let reason):
-            say(String(format: "vault: warning: batch %d: %@; retrying in %.1f s (attempt %d)", b, Terminal.printable(reason), delay, attempt + 1))
+            say(
+                String(
+                    format: "vault: warning: batch %d: %@; retrying in %.1f s (attempt %d)", b,
+                    Terminal.printable(reason), delay, attempt + 1))
         case .split(let b, _): say("vault: warning: batch \(b) is too large for the server; splitting it in two")
-        case .resumed(let b, let at): say("vault: batch \(b): the server already has \(Terminal.size(at)); continuing from there")
-        case .chunkSize(let bytes, let reason): say("vault: warning: the server refused a chunk (\(Terminal.printable(reason))); sending \(Terminal.size(UInt64(bytes))) chunks")
-        case .skipped(let id, let name, let e): say("vault: warning: skipped \(id.hex.prefix(12)) \(name): \(e.message)")
+        case .resumed(let b, let at):
+            say("vault: batch \(b): the server already has \(Terminal.size(at)); continuing from there")
+        case .chunkSize(let bytes, let reason):
+            say(
+                """
+                    vault: warning: the server refused a chunk (\(Terminal.printable(reason))); sending \
+                    \(Terminal.size(UInt64(bytes))) chunks
+                    """
+            )
+        case .skipped(let id, let name, let e):
+            say("vault: warning: skipped \(id.hex.prefix(12)) \(name): \(e.message)")
         case .finished: draw()
         default: break
         }
@@ -188,8 +206,9 @@ final class ProgressRenderer: @unchecked Sendable {
 
     private func draw() {
         let elapsed = max(Date().timeIntervalSince(start), 0.001)
-        let line = Self.compose(batch: batch, document: document, label: label, done: done, total: total,
-                                rate: Double(done) / elapsed, width: Self.width)
+        let line = Self.compose(
+            batch: batch, document: document, label: label, done: done, total: total,
+            rate: Double(done) / elapsed, width: Self.width)
         erase()
         Terminal.raw(line)
         shown = DisplayWidth.cells(line)
@@ -216,11 +235,15 @@ final class ProgressRenderer: @unchecked Sendable {
     /// terminals). What always shows: the batch, the document (or upload) and the byte counts;
     /// then, while there is room: the ETA, up to 24 characters of the name, the rate with a bar
     /// (5 to 20 wide) beside it, and the rest of the name. A long name is shortened with `…`.
-    static func compose(batch: (Int, Int), document: (Int, Int, String), label: String?, done: UInt64, total: UInt64,
-                        rate: Double, width: Int) -> String {
+    static func compose(
+        batch: (Int, Int), document: (Int, Int, String), label: String?, done: UInt64, total: UInt64,
+        rate: Double, width: Int
+    ) -> String {
         let room = max(width - 1, 20)
-        let head = batch.1 == 0 ? label ?? "file \(document.0)/\(document.1)"
-                                                : "batch \(batch.0)/\(batch.1)  " + (label ?? "doc \(document.0)/\(document.1)")
+        let head =
+            batch.1 == 0
+            ? label ?? "file \(document.0)/\(document.1)"
+            : "batch \(batch.0)/\(batch.1)  " + (label ?? "doc \(document.0)/\(document.1)")
         let name = label == nil ? Terminal.printable(document.2) : ""
         let figures = "\(Terminal.size(done))/\(Terminal.size(total))"
         let speed = "\(Terminal.size(UInt64(rate)))/s"
@@ -232,7 +255,9 @@ final class ProgressRenderer: @unchecked Sendable {
         if showETA { used += 2 + eta.count }
         var nameWidth = 0
         let firstName = min(nameCells, 24)
-        if firstName > 0 && fits(1 + min(firstName, 8)) { nameWidth = min(firstName, room - used - 1); used += 1 + nameWidth }
+        if firstName > 0 && fits(1 + min(firstName, 8)) {
+            nameWidth = min(firstName, room - used - 1); used += 1 + nameWidth
+        }
         // The rate before the bar's width: with both, the bar takes what is left (5 to 20).
         let showSpeed = fits(2 + speed.count + 4 + 5) || (!fits(4 + 5) && fits(2 + speed.count))
         if showSpeed { used += 2 + speed.count }
@@ -242,11 +267,14 @@ final class ProgressRenderer: @unchecked Sendable {
         var line = head
         // Widths in terminal cells: a CJK name takes two per character, and a bar that wrapped
         // would leave a line on screen at every redraw.
-        if nameWidth > 0 { line += " " + (nameWidth >= nameCells ? name : DisplayWidth.prefix(name, cells: nameWidth - 1) + "…") }
+        if nameWidth > 0 {
+            line += " " + (nameWidth >= nameCells ? name : DisplayWidth.prefix(name, cells: nameWidth - 1) + "…")
+        }
         if barWidth > 0 {
             let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 1
             let filled = Int(fraction * Double(barWidth))
-            line += "  [" + String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled) + "]"
+            line +=
+                "  [" + String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled) + "]"
         }
         line += "  " + figures
         if showSpeed { line += "  " + speed }
@@ -274,7 +302,7 @@ final class ProgressRenderer: @unchecked Sendable {
     private func uploadJSON(_ event: UploadEvent) {
         switch event {
         case .document(.progress):
-            return   // the upload's own `sent` events count the bytes
+            return  // the upload's own `sent` events count the bytes
         case .sent(let d, let t):
             emit(json(event), throttled: d != t)
         case .finished:
@@ -308,7 +336,9 @@ final class ProgressRenderer: @unchecked Sendable {
         init(_ p: TransferProgress) { self.p = p }
 
         func encode(to encoder: any Encoder) throws {
-            try ProgressJSON.write(encoder, "progress", ["done": p.bytesDone, "total": p.bytesTotal, "files": p.objectsDone, "of": p.objectsTotal])
+            try ProgressJSON.write(
+                encoder, "progress",
+                ["done": p.bytesDone, "total": p.bytesTotal, "files": p.objectsDone, "of": p.objectsTotal])
         }
     }
 }

@@ -15,7 +15,10 @@ enum Removal {
 
     /// `23 documents (4.5 MiB)`.
     static func summary(_ records: [DocumentRecord]) -> String {
-        "\(Plural.count(records.count, "document")) (\(Terminal.size(records.reduce(UInt64(0)) { $0 + $1.metadata.size })))"
+        """
+            \(Plural.count(records.count, "document")) \
+            (\(Terminal.size(records.reduce(UInt64(0)) { $0 + $1.metadata.size })))
+            """
     }
 
     /// The first ten names, then how many more.
@@ -28,10 +31,14 @@ enum Removal {
     /// both standard input and standard error are a terminal; `yes` or a script (no terminal)
     /// goes on. Returns false when the user said no.
     static func confirm(_ records: [DocumentRecord], why: String, yes: Bool) -> Bool {
-        guard !yes, records.count > confirmAbove, Terminal.isTTY(0), Terminal.isTTY(2) else { return true }
+        guard !yes,
+              records.count > confirmAbove,
+              Terminal.isTTY(0),
+              Terminal.isTTY(2) else { return true }
         Terminal.err("vault: about to remove \(summary(records))\(why.isEmpty ? "" : " " + why):")
         for r in records.prefix(20) {
-            Terminal.err("  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \(Terminal.printable(r.metadata.name))")
+            Terminal.err(
+                "  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \(Terminal.printable(r.metadata.name))")
         }
         if records.count > 20 { Terminal.err("  … and \(records.count - 20) more") }
         Terminal.raw("vault: remove them? [y/N] ")

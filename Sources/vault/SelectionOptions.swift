@@ -6,16 +6,21 @@ struct SelectionOptions: ParsableArguments {
     @Argument(help: ArgumentHelp("Documents (default: all), by id prefix or name.", valueName: "id-or-name"))
     var documents: [String] = []
 
-    @Option(name: .customLong("tag"), help: ArgumentHelp("Only documents with this tag; repeat for documents with any of several.", valueName: "tag"))
+    @Option(
+        name: .customLong("tag"),
+        help: ArgumentHelp("Only documents with this tag; repeat for documents with any of several.", valueName: "tag"))
     var tags: [String] = []
 
-    @Option(name: .customLong("exclude"), help: ArgumentHelp("Leave this document out (id prefix or name); repeat for several.", valueName: "id-or-name"))
+    @Option(
+        name: .customLong("exclude"),
+        help: ArgumentHelp("Leave this document out (id prefix or name); repeat for several.", valueName: "id-or-name"))
     var excludes: [String] = []
 
     /// What the arguments select in `vault`: each name or id prefix typed resolved to the one
     /// document it means (``DocumentQuery``).
     func selection(in vault: VaultCore.Vault) throws -> DocumentSelection {
-        var s = DocumentSelection(documents: try documents.map { try DocumentQuery.reference($0, in: vault) }, tags: tags)
+        var s = DocumentSelection(
+            documents: try documents.map { try DocumentQuery.reference($0, in: vault) }, tags: tags)
         s.excluding = try excludes.map { try DocumentQuery.reference($0, in: vault) }
         return s
     }
@@ -38,23 +43,31 @@ struct SelectionOptions: ParsableArguments {
 extension VaultCore.Vault {
     /// Records what a sending command did, warning (not failing: the documents are out
     /// already) when the history cannot be written.
-    func recordSent(_ operation: HistoryRecord.Operation, _ records: [DocumentRecord], sentIDs: [String], destinations: [String],
-                    skipped: Int, detail: String? = nil) {
+    func recordSent(
+        _ operation: HistoryRecord.Operation, _ records: [DocumentRecord], sentIDs: [String], destinations: [String],
+        skipped: Int, detail: String? = nil
+    ) {
         let byID = Dictionary(uniqueKeysWithValues: records.map { ($0.id.hex, $0) })
-        recordSent(operation, sent: sentIDs.compactMap { byID[$0] }.map(HistoryRecord.Document.init), destinations: destinations,
-                   skipped: skipped, detail: detail)
+        recordSent(
+            operation, sent: sentIDs.compactMap { byID[$0] }.map(HistoryRecord.Document.init),
+            destinations: destinations,
+            skipped: skipped, detail: detail)
     }
 
     /// As above, with the sent documents' records read from the index by id (for a command that
     /// did not hold the records: a document removed meanwhile is left out).
-    func recordSent(_ operation: HistoryRecord.Operation, sentIDs: [String], destinations: [String], skipped: Int, detail: String? = nil) {
+    func recordSent(
+        _ operation: HistoryRecord.Operation, sentIDs: [String], destinations: [String], skipped: Int,
+        detail: String? = nil
+    ) {
         var sent: [HistoryRecord.Document] = []
         sent.reserveCapacity(sentIDs.count)
         do {
             // A thousand records at a time: the record names every document, its records need not all be held too.
             let ids = sentIDs.compactMap(DocumentID.init(hex:))
             for start in stride(from: 0, to: ids.count, by: 1000) {
-                sent += try records(Array(ids[start..<min(start + 1000, ids.count)]), skippingMissing: true).map(HistoryRecord.Document.init)
+                sent += try records(Array(ids[start..<min(start + 1000, ids.count)]), skippingMissing: true).map(
+                    HistoryRecord.Document.init)
             }
         } catch {
             Terminal.warn("the history could not record this \(operation.rawValue): \(VaultError.from(error).message)")
@@ -63,11 +76,15 @@ extension VaultCore.Vault {
         recordSent(operation, sent: sent, destinations: destinations, skipped: skipped, detail: detail)
     }
 
-    private func recordSent(_ operation: HistoryRecord.Operation, sent: [HistoryRecord.Document], destinations: [String],
-                            skipped: Int, detail: String?) {
+    private func recordSent(
+        _ operation: HistoryRecord.Operation, sent: [HistoryRecord.Document], destinations: [String],
+        skipped: Int, detail: String?
+    ) {
         do {
-            try appendToHistory(HistoryRecord(operation, outcome: skipped > 0 ? .partial : .ok, documents: sent, destinations: destinations,
-                                     detail: detail ?? (skipped > 0 ? "\(Plural.count(skipped, "damaged document")) left out" : nil)))
+            try appendToHistory(
+                HistoryRecord(
+                    operation, outcome: skipped > 0 ? .partial : .ok, documents: sent, destinations: destinations,
+                    detail: detail ?? (skipped > 0 ? "\(Plural.count(skipped, "damaged document")) left out" : nil)))
         } catch {
             Terminal.warn("the history could not record this \(operation.rawValue): \(VaultError.from(error).message)")
         }

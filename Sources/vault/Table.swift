@@ -66,18 +66,23 @@ final class FittedTable {
         var shown = Array(columns.indices)
         var widths = natural
         guard let width else { return (shown, widths) }
-        let room = width - 1   // the last column would wrap on some terminals
+        let room = width - 1  // the last column would wrap on some terminals
         func total() -> Int { shown.reduce(0) { $0 + widths[$1] } + 2 * max(shown.count - 1, 0) }
         func shrink(to floor: Int) {
             for f in shown where columns[f].flexible && total() > room {
-                widths[f] = max(min(widths[f], max(floor, DisplayWidth.cells(columns[f].title))), widths[f] - (total() - room))
+                widths[f] = max(
+                    min(widths[f], max(floor, DisplayWidth.cells(columns[f].title))), widths[f] - (total() - room))
             }
         }
         shrink(to: comfortable)
-        while total() > room, let drop = shown.filter({ columns[$0].dropRank > 0 }).max(by: { columns[$0].dropRank < columns[$1].dropRank }) {
+        while total() > room,
+            let drop = shown.filter({ columns[$0].dropRank > 0 }).max(by: {
+                columns[$0].dropRank < columns[$1].dropRank
+            })
+        {
             shown.removeAll { $0 == drop }
         }
-        for f in shown where columns[f].flexible && total() < room {   // room a dropped column freed
+        for f in shown where columns[f].flexible && total() < room {  // room a dropped column freed
             widths[f] = min(natural[f], widths[f] + room - total())
         }
         shrink(to: minimum)

@@ -31,7 +31,9 @@ enum Terminal {
     /// Prints a line to stderr, with control characters shown, not obeyed (whatever part of
     /// it came from a name, a URL or a server); its own line breaks stay.
     static func err(_ line: String) {
-        var t = line.split(separator: "\n", omittingEmptySubsequences: false).map { printable(String($0)) }.joined(separator: "\n") + "\n"
+        var t =
+            line.split(separator: "\n", omittingEmptySubsequences: false).map { printable(String($0)) }.joined(
+                separator: "\n") + "\n"
         t.withUTF8 { try? stderr.write(UnsafeRawBufferPointer($0)) }
     }
 
@@ -87,10 +89,16 @@ enum Terminal {
     /// character in it, or one percent-encoded in its host (a host has none; `%1b` there would
     /// print as an escape sequence wherever the host is shown decoded).
     static func urlControlProblem(_ url: String) -> String? {
-        if url.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || isBidiControl($0) }) {
+        if url.unicodeScalars.contains(where: {
+            $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || isBidiControl($0)
+        }) {
             return "it holds a control character"
         }
-        if let host = URLComponents(string: url)?.host, host.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || isBidiControl($0) }) {
+        if let host = URLComponents(string: url)?.host,
+            host.unicodeScalars.contains(where: {
+                $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || isBidiControl($0)
+            })
+        {
             return "its host holds a percent-encoded control character"
         }
         return nil

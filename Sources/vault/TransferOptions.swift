@@ -9,12 +9,21 @@ struct TransferOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Objects in flight at once.", valueName: "n"))
     var parallel: Int = 4
 
-    @Option(help: ArgumentHelp("Seconds a request may go without progress; a whole request may take this plus its bytes at 256 KiB/s.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a request may go without progress; a whole request may take this plus its bytes at 256 KiB/s.",
+            valueName: "seconds"))
     var timeout: Double = 60
 
     @OptionGroup var progress: ProgressOptions
 
-    @Flag(help: "Print the result as one JSON object on standard output (schemas: docs/schemas, installed in share/doc/vault/schemas).")
+    @Flag(
+        help:
+            """
+                Print the result as one JSON object on standard output (schemas: docs/schemas, installed in \
+                share/doc/vault/schemas).
+                """
+    )
     var json = false
 
     /// True when the summary line goes on stderr: not with `--quiet`, `--json` or `--progress json`.
@@ -50,11 +59,13 @@ struct TransferOptions: ParsableArguments {
     }
 
     /// The local vault (unlocked), the store `remote` names, and a client of it.
-    func open(_ remote: String?, _ options: GlobalOptions, purpose: String) throws -> (VaultCore.Vault, RemoteLocation, S3Client) {
+    func open(
+        _ remote: String?, _ options: GlobalOptions, purpose: String
+    ) throws -> (VaultCore.Vault, RemoteLocation, S3Client) {
         try options.requireLocal()
         let store = options.store
         try options.checkExists(store)
-        let connection = try S3Environment.connection(purpose: purpose)   // checked before the password is asked
+        let connection = try S3Environment.connection(purpose: purpose)  // checked before the password is asked
         let vault = try options.unlock()
         let location = try RemoteList.load(vault).resolve(remote).location
         return (vault, location, connection.client(timeout: timeout))
@@ -62,16 +73,23 @@ struct TransferOptions: ParsableArguments {
 
     /// Runs `body` with a progress bar or events (cleared before any summary or error); failures
     /// that are not `VaultError`s (the network) become exit 75.
-    func run<R>(_ location: RemoteLocation, label: String, _ body: (@escaping @Sendable (TransferProgress) -> Void) async throws -> R) async throws -> R {
+    func run<R>(
+        _ location: RemoteLocation, label: String,
+        _ body: (@escaping @Sendable (TransferProgress) -> Void) async throws -> R
+    ) async throws -> R {
         let renderer = ProgressRenderer(mode: progress.resolved)
         defer { renderer.clear() }
         do {
             return try await body { renderer.handle($0, label: label) }
         } catch var e as VaultError {
-            if e.code == .storeUnavailable && e.hint == nil { e.hint = "run the command again: finished objects are not sent or fetched twice" }
+            if e.code == .storeUnavailable && e.hint == nil {
+                e.hint = "run the command again: finished objects are not sent or fetched twice"
+            }
             throw e
         } catch {
-            throw VaultError(.storeUnavailable, "\(location): \(error)", hint: "run the command again: finished objects are not sent or fetched twice")
+            throw VaultError(
+                .storeUnavailable, "\(location): \(error)",
+                hint: "run the command again: finished objects are not sent or fetched twice")
         }
     }
 }

@@ -3,18 +3,19 @@ import VaultCore
 
 /// Errors argument-parser finds on the command line, said the way vault says every error:
 /// `vault: message`, then `vault: hint: …` (the command that was probably meant, and where
-/// the help is; argument-parser suggests options itself). argument-parser's own report (`Error: …` and a usage line) is kept for
+/// the help is; argument-parser suggests options itself). argument-parser's own report (`Error: …` and a usage line) is
+/// kept for
 /// help and `--version` only.
 extension VaultCommand {
     static func exitReporting(_ error: Error, arguments: [String]) -> Never {
         let code = exitCode(for: error)
         let full = fullMessage(for: error)
-        if code == .success {   // --help, help, --version
+        if code == .success {  // --help, help, --version
             if !full.isEmpty { print(full) }
             Platform.exit(0)
         }
         let message = self.message(for: error)
-        guard !message.isEmpty else { Platform.exit(code.rawValue) }   // a command that reported its own error
+        guard !message.isEmpty else { Platform.exit(code.rawValue) }  // a command that reported its own error
         let help = helpCommand(in: full)
         var hints: [String] = []
         // `vault ad`, `vault ad x`, `vault lst --json`: the first word is not a command (with
@@ -31,7 +32,9 @@ extension VaultCommand {
             Terminal.err("vault: " + sentence(Terminal.printable(message).replacingOccurrences(of: "\\n", with: "; ")))
             if let help { hints.append("see '\(help)'") }
         }
-        if !hints.isEmpty { Terminal.err("vault: hint: " + hints.joined(separator: hints[0].hasSuffix("?") ? " " : "; ")) }
+        if !hints.isEmpty {
+            Terminal.err("vault: hint: " + hints.joined(separator: hints[0].hasSuffix("?") ? " " : "; "))
+        }
         Platform.exit(code.rawValue)
     }
 
@@ -66,7 +69,10 @@ extension VaultCommand {
     }
 
     private static func quoted(after prefix: String, in text: String) -> String? {
-        guard let start = text.range(of: prefix)?.upperBound, let end = text[start...].firstIndex(of: "'") else { return nil }
+        guard let start = text.range(of: prefix)?.upperBound,
+              let end = text[start...].firstIndex(of: "'") else {
+            return nil
+        }
         return String(text[start..<end])
     }
 
@@ -85,7 +91,9 @@ extension VaultCommand {
     /// The candidate closest to `word` (at most two edits away, or one it starts), if exactly one is.
     /// - Parameter sameAs: what a candidate stands for (candidates that stand for the same one are one).
     static func nearest(_ word: String, among candidates: [String], sameAs: (String) -> String = { $0 }) -> String? {
-        let scored = candidates.map { (sameAs($0), distance(word, $0)) }.filter { $0.1 <= 2 || (word.count >= 3 && $0.0.hasPrefix(word)) }
+        let scored = candidates.map { (sameAs($0), distance(word, $0)) }.filter {
+            $0.1 <= 2 || (word.count >= 3 && $0.0.hasPrefix(word))
+        }
         guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
         return Set(scored.filter { $0.1 == best.1 }.map(\.0)).count == 1 ? best.0 : nil
     }

@@ -44,8 +44,11 @@ struct VaultCommand: AsyncParsableCommand {
               130  interrupted (SIGINT, SIGTERM, SIGHUP); no partial output is left
             """,
         version: BuildInfo.line,
-        subcommands: [Init.self, Add.self, Import.self, Restore.self, List.self, Get.self, Tag.self, Remove.self, Verify.self, Export.self, Upload.self, Uploads.self, Log.self, Audit.self, Passwd.self,
-                      Destinations.self, Status.self, Remote.self, Push.self, Pull.self, Clone.self, Version.self]
+        subcommands: [
+            Init.self, Add.self, Import.self, Restore.self, List.self, Get.self, Tag.self, Remove.self, Verify.self,
+            Export.self, Upload.self, Uploads.self, Log.self, Audit.self, Passwd.self,
+            Destinations.self, Status.self, Remote.self, Push.self, Pull.self, Clone.self, Version.self
+        ]
     )
 
     @OptionGroup(visibility: .hidden) var global: GlobalOptions

@@ -25,7 +25,9 @@ import Glibc
     }
 
     /// `audit --json`, parsed: the finding codes, and the whole object.
-    static func audit(_ s: Sandbox, _ extra: [String] = [], vault: String? = nil) -> (status: Int32, codes: [String], json: [String: Any]) {
+    static func audit(
+        _ s: Sandbox, _ extra: [String] = [], vault: String? = nil
+    ) -> (status: Int32, codes: [String], json: [String: Any]) {
         let r = s.run(["audit", "--json"] + extra + (vault.map { ["--vault", s.path($0)] } ?? []))
         let json = (try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [String: Any] ?? [:]
         let codes = (json["findings"] as? [[String: Any]] ?? []).compactMap { $0["code"] as? String }
@@ -45,7 +47,9 @@ import Glibc
     }
 
     static func read(_ path: String) -> [UInt8] { Array((try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()) }
-    static func write(_ path: String, _ bytes: [UInt8]) { _ = FileManager.default.createFile(atPath: path, contents: Data(bytes)) }
+    static func write(_ path: String, _ bytes: [UInt8]) {
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
+    }
 
     // MARK: History
 
@@ -57,24 +61,34 @@ import Glibc
         let json = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any])
         let records = try #require(json["records"] as? [[String: Any]])
         #expect(records.map { $0["op"] as? String } == ["init", "add", "add", "add", "remove", "export"])
-        #expect(records.allSatisfy { $0["status"] as? String == "ok" && $0["outcome"] as? String == "ok" && !($0["host"] as? String ?? "").isEmpty })
+        #expect(
+            records.allSatisfy {
+                $0["status"] as? String == "ok" && $0["outcome"] as? String == "ok"
+                    && !($0["host"] as? String ?? "").isEmpty
+            })
         let added = try #require(records[1]["documents"] as? [[String: Any]])
         let a = s.path("a.txt")
         #expect(added.first?["id"] as? String == ids["a.txt"])
         #expect(added.first?["size"] as? Int == 3000)
-        #expect(added.first?["sha256"] as? String == SHA256.hash(data: Self.read(a)).map { String(format: "%02x", $0) }.joined())
+        #expect(
+            added.first?["sha256"] as? String
+                == SHA256.hash(data: Self.read(a)).map { String(format: "%02x", $0) }.joined())
         let removed = try #require(records[4]["documents"] as? [[String: Any]])
         #expect(removed.map { $0["id"] as? String } == [ids["b.txt"]])
         let exported = try #require(records[5]["documents"] as? [[String: Any]])
         #expect(Set(exported.compactMap { $0["id"] as? String }) == [ids["a.txt"]!, ids["c.txt"]!])
-        #expect(records[5]["destinations"] as? [String] == [URL(fileURLWithPath: s.path("outbox/batch-0001.json")).standardizedFileURL.absoluteString])
+        #expect(
+            records[5]["destinations"] as? [String] == [
+                URL(fileURLWithPath: s.path("outbox/batch-0001.json")).standardizedFileURL.absoluteString
+            ])
         #expect(json["head"] as? String == s.run("audit", "--head").out.trimmingCharacters(in: .newlines))
         #expect((json["head"] as? String)?.hasPrefix("6-") == true)
 
         // Filters.
         let byDoc = s.run("log", "--doc", String(ids["b.txt"]!.prefix(8)))
         #expect(byDoc.status == 0)
-        #expect(byDoc.out.split(separator: "\n").filter { $0.contains("  add ") || $0.contains("  remove ") }.count == 2)
+        #expect(
+            byDoc.out.split(separator: "\n").filter { $0.contains("  add ") || $0.contains("  remove ") }.count == 2)
         let future = s.run("log", "--since", "2999-01-01")
         #expect(future.status == 0 && future.out.isEmpty)
         let bad = s.run("log", "--since", "yesterday")
@@ -144,14 +158,17 @@ import Glibc
         let object = s.path("vault/objects/\(id).vlt")
         let copy = Self.read(object)
         #expect(s.run("remove", id).status == 0)
-        Self.write(object, copy)   // restored behind the vault's back
+        Self.write(object, copy)  // restored behind the vault's back
         chmod(object, 0o600)
         let (status, codes, _) = Self.audit(s)
         #expect(status == 65)
         #expect(codes.contains("resurrected-object"))
         let export = s.run("export", "--out", "outbox")
         #expect(export.status == 65)
-        #expect(export.stderr.contains("vault: document \(id) (a.txt) was removed (history record 3) and its object is back; nothing was sent"))
+        #expect(
+            export.stderr.contains(
+                "vault: document \(id) (a.txt) was removed (history record 3) and its object is back; nothing was sent")
+        )
         #expect(!FileManager.default.fileExists(atPath: s.path("outbox/batch-0001.json")))
         let upload = s.run("upload", "--url", "http://127.0.0.1:9/in", "--retries", "0")
         #expect(upload.status == 65)
@@ -258,7 +275,9 @@ import Glibc
         let after = Self.audit(s)
         #expect(after.status == 0, "\(after.codes)")
         let log = s.run("log", "--json")
-        let records = (try JSONSerialization.jsonObject(with: Data(log.stdout)) as? [String: Any])?["records"] as? [[String: Any]] ?? []
+        let records =
+            (try JSONSerialization.jsonObject(with: Data(log.stdout)) as? [String: Any])?["records"] as? [[String: Any]]
+            ?? []
         #expect(records.map { $0["op"] as? String } == ["init", "adopt", "add"])
         #expect((records[1]["documents"] as? [Any])?.count == committed.count)
     }
@@ -287,7 +306,9 @@ import Glibc
         #expect(status == 0, "\(codes)")
         #expect(json["documents"] as? Int == 1)
         let log = s.run("log", "--json")
-        let records = (try JSONSerialization.jsonObject(with: Data(log.stdout)) as? [String: Any])?["records"] as? [[String: Any]] ?? []
+        let records =
+            (try JSONSerialization.jsonObject(with: Data(log.stdout)) as? [String: Any])?["records"] as? [[String: Any]]
+            ?? []
         #expect(records.map { $0["op"] as? String } == ["init", "add", "remove", "add"])
         #expect((records[2]["documents"] as? [Any])?.count == 300)
         #expect(records[2]["detail"] as? String == "finished after the removing command was interrupted")
@@ -327,7 +348,13 @@ import Glibc
         #expect(wrong.status == 77 && wrong.stderr.hasPrefix("vault: wrong password"))
         let none = s.run(["passwd"])
         #expect(none.status == 64)
-        #expect(none.stderr == "vault: no new password given and no terminal to ask on\nvault: hint: set VAULT_NEW_PASSWORD, VAULT_NEW_PASSWORD_FILE or VAULT_NEW_PASSWORD_COMMAND, or pass --new-password-file FILE\n")
+        #expect(
+            none.stderr
+                == """
+                    vault: no new password given and no terminal to ask on\nvault: hint: set VAULT_NEW_PASSWORD, \
+                    VAULT_NEW_PASSWORD_FILE or VAULT_NEW_PASSWORD_COMMAND, or pass --new-password-file FILE\n
+                    """
+        )
         s.write("empty.txt", [])
         let empty = s.run(["passwd", "--new-password-file", "empty.txt"])
         #expect(empty.status == 64 && empty.stderr.hasPrefix("vault: the new password is empty"))
@@ -360,13 +387,20 @@ import Glibc
             if FileManager.default.fileExists(atPath: s.path("vault/passwd.journal")) { midChange += 1 }
             let old = s.run(["verify"], env: ["VAULT_PASSWORD": current])
             let fresh = s.run(["verify"], env: ["VAULT_PASSWORD": new])
-            #expect([old.status, fresh.status].sorted() == [0, 77], "kill \(n): old \(old.status) \(old.stderr), new \(fresh.status) \(fresh.stderr)")
+            #expect(
+                [old.status, fresh.status].sorted() == [0, 77],
+                "kill \(n): old \(old.status) \(old.stderr), new \(fresh.status) \(fresh.stderr)")
             if fresh.status == 0 { current = new; committed += 1 }
             #expect(s.objects.count == documents)
             let audit = s.run(["audit", "--deep"], env: ["VAULT_PASSWORD": current])
             #expect(audit.status == 0, "kill \(n): \(audit.out)")
         }
-        print("passwd kills: \(midChange) mid-change (journal left), \(committed) committed, \(kills - committed) rolled back or not started")
+        print(
+            """
+                passwd kills: \(midChange) mid-change (journal left), \(committed) committed, \(kills - committed) \
+                rolled back or not started
+                """
+        )
     }
 
     // MARK: JSON Schemas
@@ -380,9 +414,10 @@ import Glibc
         #expect(s.run("destination", "add", "office", "https://backoffice.example/batches").status == 0)
         #expect(s.run("destination", "add", "inbox", "s3://inbox/station", "--optional").status == 0)
         let outputs: [(String, [String])] = [
-            ("remotes", ["remote", "--json"]), ("destinations", ["destination", "--json"]), ("status", ["status", "--json"]),
+            ("remotes", ["remote", "--json"]), ("destinations", ["destination", "--json"]),
+            ("status", ["status", "--json"]),
             ("log", ["log", "--json"]), ("audit", ["audit", "--json"]), ("audit", ["audit", "--json", "--deep"]),
-            ("verify", ["verify", "--json"]), ("list", ["list", "--json"]), ("uploads", ["uploads", "--json"]),
+            ("verify", ["verify", "--json"]), ("list", ["list", "--json"]), ("uploads", ["uploads", "--json"])
         ]
         for (schema, args) in outputs {
             let r = s.run(args)

@@ -22,15 +22,18 @@ import Testing
         let ids = add.out.split(separator: "\n").map(String.init)
         #expect(ids.count == names.count && ids.allSatisfy { $0.count == 32 })
         let listed = try Self.listJSON(s)
-        let expectedTypes = ["receipt.jpg": "image/jpeg", "scan.png": "image/png", "contract.pdf": "application/pdf",
-                             "diagram.gif": "image/gif", "photo.tiff": "image/tiff", "photo.webp": "image/webp",
-                             "notes.txt": "text/plain", "archive.bin": "application/octet-stream", "empty.txt": "text/plain"]
+        let expectedTypes = [
+            "receipt.jpg": "image/jpeg", "scan.png": "image/png", "contract.pdf": "application/pdf",
+            "diagram.gif": "image/gif", "photo.tiff": "image/tiff", "photo.webp": "image/webp",
+            "notes.txt": "text/plain", "archive.bin": "application/octet-stream", "empty.txt": "text/plain"
+        ]
         for (id, name) in zip(ids, names) {
             let original = Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/" + name)))
             let entry = try #require(listed.first { $0["id"] as? String == id })
             #expect(entry["name"] as? String == name)
             #expect(entry["size"] as? Int == original.count)
-            #expect(entry["sha256"] as? String == SHA256.hash(data: original).map { String(format: "%02x", $0) }.joined())
+            #expect(
+                entry["sha256"] as? String == SHA256.hash(data: original).map { String(format: "%02x", $0) }.joined())
             if let type = expectedTypes[name] { #expect(entry["contentType"] as? String == type, "\(name)") }
             let out = s.path("out-" + name)
             let get = s.run("get", String(id.prefix(8)), "-o", out)
@@ -44,7 +47,9 @@ import Testing
     @Test func oddNamesSurviveListAndGet() throws {
         let s = Sandbox()
         s.initVault()
-        let names = ["with space.txt", "quote\"s.pdf", "back\\slash", "new\nline.txt", "emoji 🎉📄.png", "tab\there", "ünïcødé 文件"]
+        let names = [
+            "with space.txt", "quote\"s.pdf", "back\\slash", "new\nline.txt", "emoji 🎉📄.png", "tab\there", "ünïcødé 文件"
+        ]
         for (i, name) in names.enumerated() {
             let r = s.run("add", "-", "--name", name, "--tag", "odd", stdin: Array("content \(i)\n".utf8))
             #expect(r.status == 0, "\(name): \(r.stderr)")
@@ -91,7 +96,9 @@ import Testing
             #expect(r.status == 77, "\(args)")
             #expect(r.stderr == "vault: wrong password\nvault: hint: check VAULT_PASSWORD\n", "\(args)")
             #expect(r.stdout.isEmpty)
-            #expect(try FileManager.default.contentsOfDirectory(atPath: s.path("vault/objects")).isEmpty, "no object and no temporary file: \(args)")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: s.path("vault/objects")).isEmpty,
+                "no object and no temporary file: \(args)")
         }
         #expect(FileManager.default.contents(atPath: s.path("vault/log.vlt")) == logBefore, "nothing was recorded")
         #expect(s.run("add", "big.bin", "small.txt").status == 0)
@@ -107,12 +114,17 @@ import Testing
         let plain = [UInt8].random(3 * 65536 + 1234, seed: 77)
         s.write("doc.bin", plain)
         let id = s.run("add", "doc.bin").out.trimmingCharacters(in: .whitespacesAndNewlines)
-        for (start, end) in [(0, 0), (0, 1023), (65535, 65536), (65530, 2 * 65536 + 3), (plain.count - 1, plain.count - 1), (100, plain.count - 1)] {
+        for (start, end) in [
+            (0, 0), (0, 1023), (65535, 65536), (65530, 2 * 65536 + 3), (plain.count - 1, plain.count - 1),
+            (100, plain.count - 1)
+        ] {
             let r = s.run("get", id, "--range", "\(start)-\(end)")
             #expect(r.status == 0, "\(start)-\(end): \(r.stderr)")
             #expect(r.stdout == Array(plain[start...end]), "\(start)-\(end)")
         }
-        #expect(s.run("get", id, "--range", "196000-999999999").stdout == Array(plain[196000...]), "END past the end is the last byte")
+        #expect(
+            s.run("get", id, "--range", "196000-999999999").stdout == Array(plain[196000...]),
+            "END past the end is the last byte")
         #expect(s.run("get", id, "--range", "196000-").stdout == Array(plain[196000...]))
         #expect(s.run("get", id, "--range", "10-19", "-o", "piece.bin").status == 0)
         #expect(FileManager.default.contents(atPath: s.path("piece.bin")).map(Array.init) == Array(plain[10...19]))
@@ -127,15 +139,26 @@ import Testing
     @Test func passwordSources() {
         let s = Sandbox()
         s.write("pw", Array("file password\n".utf8))
-        #expect(s.run("init", "--kdf", "insecure-test", "--password-file", s.path("pw"), env: ["VAULT_PASSWORD": nil]).status == 0)
+        #expect(
+            s.run("init", "--kdf", "insecure-test", "--password-file", s.path("pw"), env: ["VAULT_PASSWORD": nil])
+                .status == 0)
         #expect(s.run("list", "--password-file", s.path("pw")).status == 0)
-        #expect(s.run("--password-file", s.path("pw"), "list").status == 0, "global options also work before the command")
+        #expect(
+            s.run("--password-file", s.path("pw"), "list").status == 0, "global options also work before the command")
         let none = s.run("list", env: ["VAULT_PASSWORD": nil])
         #expect(none.status == 64)
-        #expect(none.stderr == "vault: no password given and no terminal to ask on\nvault: hint: set VAULT_PASSWORD, VAULT_PASSWORD_FILE or VAULT_PASSWORD_COMMAND, or pass --password-file FILE\n")
+        #expect(
+            none.stderr
+                == """
+                    vault: no password given and no terminal to ask on\nvault: hint: set VAULT_PASSWORD, \
+                    VAULT_PASSWORD_FILE or VAULT_PASSWORD_COMMAND, or pass --password-file FILE\n
+                    """
+        )
         let missing = s.run("list", "--password-file", s.path("nope"))
         #expect(missing.status == 3)
-        #expect(missing.stderr.hasPrefix("vault: password file: cannot open \(s.path("nope")): no such file or directory\n"))
+        #expect(
+            missing.stderr.hasPrefix("vault: password file: cannot open \(s.path("nope")): no such file or directory\n")
+        )
         let empty = s.run("list", env: ["VAULT_PASSWORD": ""])
         #expect(empty.status == 64)
         #expect(empty.stderr.hasPrefix("vault: the password is empty\n"))
@@ -160,11 +183,13 @@ import Testing
         s.write("docs/sub/b.txt", Array("b".utf8))
         let r = s.run("add", "docs")
         #expect(r.status == 64)
-        #expect(r.stderr == "vault: docs is a directory\nvault: hint: use -r to add the files inside it; nothing was added\n")
+        #expect(
+            r.stderr
+                == "vault: docs is a directory\nvault: hint: use -r to add the files inside it; nothing was added\n")
         #expect(s.objects.isEmpty)
         let rr = s.run("add", "-r", "docs")
         #expect(rr.status == 0, "\(rr.stderr)")
-        #expect(try Self.listJSON(s).compactMap { $0["name"] as? String } .sorted() == ["a.txt", "sub/b.txt"])
+        #expect(try Self.listJSON(s).compactMap { $0["name"] as? String }.sorted() == ["a.txt", "sub/b.txt"])
     }
 
     @Test func verifyNamesADamagedDocumentAndGetLeavesNoFile() throws {
@@ -183,15 +208,28 @@ import Testing
         #expect(v.status == 65)
         #expect(v.out.contains("DAMAGED  \(badID)  bad.bin: chunk 3 failed authentication\n"))
         #expect(v.out.contains("verified 2 documents: 1 ok, 1 damaged; index ok"))
-        #expect(v.stderr == "vault: 1 of 2 documents is damaged\nvault: hint: restore the damaged documents from a backup and remove them here\n")
+        #expect(
+            v.stderr
+                == """
+                    vault: 1 of 2 documents is damaged\nvault: hint: restore the damaged documents from a backup and \
+                    remove them here\n
+                    """
+        )
         let json = try JSONSerialization.jsonObject(with: Data(s.run("verify", "--json").stdout)) as! [String: Any]
         #expect(json["damaged"] as? Int == 1 && json["ok"] as? Int == 1)
 
         let get = s.run("get", "bad.bin", "-o", s.path("restored.bin"))
         #expect(get.status == 65)
-        #expect(get.stderr == "vault: document \(badID): chunk 3 failed authentication\nvault: hint: the document is damaged or was tampered with\n")
+        #expect(
+            get.stderr
+                == """
+                    vault: document \(badID): chunk 3 failed authentication\nvault: hint: the document is damaged or \
+                    was tampered with\n
+                    """
+        )
         #expect(!FileManager.default.fileExists(atPath: s.path("restored.bin")))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: s.dir).filter { $0.hasPrefix(".vault-tmp-") }.isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: s.dir).filter { $0.hasPrefix(".vault-tmp-") }.isEmpty)
         #expect(s.run("get", "good.bin", "-o", s.path("good.out")).status == 0)
     }
 
@@ -230,7 +268,13 @@ import Testing
 
         let short = s.run("get", String(id.prefix(3)))
         #expect(short.status == 3)
-        #expect(short.stderr == "vault: no document matches '\(id.prefix(3))'\nvault: hint: an id prefix needs at least 4 characters\n")
+        #expect(
+            short.stderr
+                == """
+                    vault: no document matches '\(id.prefix(3))'\nvault: hint: an id prefix needs at least 4 \
+                    characters\n
+                    """
+        )
         let unknown = s.run("remove", String(id.prefix(6)), "nope")
         #expect(unknown.status == 3)
         #expect(s.objects.count == 1, "nothing is removed when one argument is unknown")
@@ -242,7 +286,13 @@ import Testing
         #expect(s.run("list").out == "")
         let missing = s.run("list", "--vault", s.path("elsewhere"))
         #expect(missing.status == 3)
-        #expect(missing.stderr == "vault: no vault at \(s.path("elsewhere"))\nvault: hint: check the path, or create a vault there with 'vault init --vault \(s.path("elsewhere"))'\n")
+        #expect(
+            missing.stderr
+                == """
+                    vault: no vault at \(s.path("elsewhere"))\nvault: hint: check the path, or create a vault there \
+                    with 'vault init --vault \(s.path("elsewhere"))'\n
+                    """
+        )
     }
 
     @Test func ambiguousNamesAndPermissions() throws {

@@ -17,26 +17,32 @@ import Glibc
     static func add(_ s: Sandbox, _ count: Int, size: Int = 3_000, seed: UInt64) throws -> [String] {
         var ids: [String] = []
         for i in 0..<count {
-            let r = s.run("add", "-", "--name", "day-\(seed)-\(i).bin", stdin: .random(size + i, seed: seed * 100 + UInt64(i)))
+            let r = s.run(
+                "add", "-", "--name", "day-\(seed)-\(i).bin", stdin: .random(size + i, seed: seed * 100 + UInt64(i)))
             try #require(r.status == 0, "\(r.stderr)")
             ids.append(r.out.trimmingCharacters(in: .newlines))
         }
         return ids
     }
 
-    static func json(_ r: CLIResult) -> [String: Any] { (try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [String: Any] ?? [:] }
+    static func json(_ r: CLIResult) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [String: Any] ?? [:]
+    }
 
     /// The document ids inside `{"Files":[{"Id":…}]}` payloads.
     static func ids(inPayloads payloads: [[UInt8]]) -> [String] {
         payloads.flatMap { p -> [String] in
-            let files = ((try? JSONSerialization.jsonObject(with: Data(p))) as? [String: Any])?["Files"] as? [[String: Any]] ?? []
+            let files =
+                ((try? JSONSerialization.jsonObject(with: Data(p))) as? [String: Any])?["Files"] as? [[String: Any]]
+                ?? []
             return files.compactMap { $0["Id"] as? String }
         }
     }
 
     /// The vault's documents now.
     static func present(_ s: Sandbox) -> Set<String> {
-        let list = (try? JSONSerialization.jsonObject(with: Data(s.run("list", "--json").stdout))) as? [[String: Any]] ?? []
+        let list =
+            (try? JSONSerialization.jsonObject(with: Data(s.run("list", "--json").stdout))) as? [[String: Any]] ?? []
         return Set(list.compactMap { $0["id"] as? String })
     }
 
@@ -45,39 +51,62 @@ import Glibc
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
-        let receiver = Receiver(in: s, faults: "[" + Array(repeating: #"{"action": "slow", "rate": 4000000}"#, count: 200).joined(separator: ",") + "]")
+        let receiver = Receiver(
+            in: s,
+            faults: "[" + Array(repeating: #"{"action": "slow", "rate": 4000000}"#, count: 200).joined(separator: ",")
+                + "]")
         let php = try PHPServer(in: s)
         let tus = try TusServer(in: s)
         let s3env = S3UploadCLITests.env(sw)
-        for (name, url, extra) in [("office", receiver.url, [String]()), ("forms", php.url, ["--protocol", "form"]),
-                                   ("tus", tus.url, ["--protocol", "tus"]), ("archive", "s3://\(bucket)/station", [])] {
+        for (name, url, extra) in [
+            ("office", receiver.url, [String]()), ("forms", php.url, ["--protocol", "form"]),
+            ("tus", tus.url, ["--protocol", "tus"]), ("archive", "s3://\(bucket)/station", [])
+        ] {
             let r = s.run(["destination", "add", name, url] + extra, env: name == "archive" ? s3env : [:])
             try #require(r.status == 0, "\(r.stderr)")
         }
-        let env: [String: [String: String?]] = ["office": Self.office, "forms": Self.forms, "tus": [:], "archive": s3env]
-        func ship(_ name: String, _ extra: [String] = []) -> CLIResult { s.run(["upload", "--to", name] + extra, env: env[name]!) }
+        let env: [String: [String: String?]] = [
+            "office": Self.office, "forms": Self.forms, "tus": [:], "archive": s3env
+        ]
+        func ship(_ name: String, _ extra: [String] = []) -> CLIResult {
+            s.run(["upload", "--to", name] + extra, env: env[name]!)
+        }
         func held() async throws -> [String: [String]] {
             let keys = try await s3.listObjects(bucket: bucket, prefix: "station/")
             var s3payloads: [[UInt8]] = []
             for k in keys { s3payloads.append(try await s3.object(bucket: bucket, key: k.key)) }
-            return ["office": receiver.accepted, "forms": php.stored, "tus": Self.ids(inPayloads: tus.uploads), "archive": Self.ids(inPayloads: s3payloads)]
+            return [
+                "office": receiver.accepted, "forms": php.stored, "tus": Self.ids(inPayloads: tus.uploads),
+                "archive": Self.ids(inPayloads: s3payloads)
+            ]
         }
 
         // Monday: three documents, shipped everywhere.
         let monday = try Self.add(s, 3, seed: 1)
-        for name in ["office", "forms", "tus", "archive"] { let r = ship(name); #expect(r.status == 0, "\(name): \(r.stderr)") }
+        for name in ["office", "forms", "tus", "archive"] {
+            let r = ship(name); #expect(r.status == 0, "\(name): \(r.stderr)")
+        }
         // Tuesday: four more; each destination gets only those.
         let tuesday = try Self.add(s, 4, seed: 2)
-        #expect(Set(s.run("list", "--undelivered", "--to", "forms").out.split(separator: "\n").dropFirst().map { String($0.prefix(12)) })
+        #expect(
+            Set(
+                s.run("list", "--undelivered", "--to", "forms").out.split(separator: "\n").dropFirst().map {
+                    String($0.prefix(12))
+                })
                 == Set(tuesday.map { String($0.prefix(12)) }))
-        for name in ["office", "forms", "tus", "archive"] { let r = ship(name); #expect(r.status == 0, "\(name): \(r.stderr)") }
+        for name in ["office", "forms", "tus", "archive"] {
+            let r = ship(name); #expect(r.status == 0, "\(name): \(r.stderr)")
+        }
         var now = try await held()
         for name in ["office", "forms", "tus", "archive"] {
-            #expect(now[name]!.sorted() == (monday + tuesday).sorted(), "\(name) holds each document once: \(now[name]!)")
+            #expect(
+                now[name]!.sorted() == (monday + tuesday).sorted(), "\(name) holds each document once: \(now[name]!)")
         }
         // Nothing new: nothing sent.
         let quiet = ship("office")
-        #expect(quiet.status == 0 && quiet.stderr.hasPrefix("vault: nothing new to send to \(receiver.url)"), "\(quiet.stderr)")
+        #expect(
+            quiet.status == 0 && quiet.stderr.hasPrefix("vault: nothing new to send to \(receiver.url)"),
+            "\(quiet.stderr)")
 
         // Wednesday: six large documents; the office upload is killed once its first batch is confirmed.
         let wednesday = try Self.add(s, 6, size: 1 << 20, seed: 3)
@@ -105,7 +134,9 @@ import Glibc
             #expect(now[name]!.sorted() == (monday + tuesday + wednesday).sorted(), "\(name) holds each document once")
         }
         // The batch in flight at the kill went again under its Idempotency-Key: the office kept it once.
-        let keys = receiver.log.filter { ($0["status"] as? Int) == 200 && $0["duplicate"] == nil }.compactMap { $0["key"] as? String }
+        let keys = receiver.log.filter { ($0["status"] as? Int) == 200 && $0["duplicate"] == nil }.compactMap {
+            $0["key"] as? String
+        }
         #expect(Set(keys).count == keys.count, "no batch was taken twice")
 
         // Thursday: shipped to the others first, then documents leave as soon as the office,
@@ -128,12 +159,16 @@ import Glibc
         #expect(Set(findings.compactMap { $0["document"] as? String }) == Set(stray))
         // Where each document went, and when.
         let log = s.run("log", "--doc", String(monday[0].prefix(8)))
-        for url in [receiver.url, php.url, tus.url, "s3://\(bucket)/station"] { #expect(log.out.contains("-> \(url)"), "\(log.out)") }
+        for url in [receiver.url, php.url, tus.url, "s3://\(bucket)/station"] {
+            #expect(log.out.contains("-> \(url)"), "\(log.out)")
+        }
         // Friday: two more go everywhere, and are freed by age.
         let friday = try Self.add(s, 2, seed: 6)
         #expect(s.run("remove", "--delivered-to", "office").status == 0)
         #expect(Self.present(s) == Set(friday), "nothing is removed before every required destination confirmed it")
-        for name in ["office", "forms", "tus", "archive"] { let r = ship(name); #expect(r.status == 0, "\(name): \(r.stderr)") }
+        for name in ["office", "forms", "tus", "archive"] {
+            let r = ship(name); #expect(r.status == 0, "\(name): \(r.stderr)")
+        }
         let young = s.run("remove", "--delivered-to", "office", "--older-than", "1d")
         #expect(young.status == 0 && young.stderr.hasPrefix("vault: nothing to remove"), "\(young.stderr)")
         #expect(Self.present(s) == Set(friday))
@@ -141,7 +176,9 @@ import Glibc
         #expect(Self.present(s).isEmpty)
         now = try await held()
         for name in ["office", "forms", "tus", "archive"] {
-            #expect(now[name]!.sorted() == (monday + tuesday + wednesday + thursday + friday).sorted(), "\(name) holds each document once")
+            #expect(
+                now[name]!.sorted() == (monday + tuesday + wednesday + thursday + friday).sorted(),
+                "\(name) holds each document once")
         }
         let final = Self.json(s.run("status", "--json"))
         #expect(final["documents"] as? Int == 0 && final["undelivered"] as? Int == 0, "\(final)")
@@ -152,18 +189,24 @@ import Glibc
         let s = Sandbox()
         s.initVault()
         let ids = try Self.add(s, 8, size: 600_000, seed: 7)
-        let receiver = Receiver(in: s, faults: "[" + Array(repeating: #"{"action": "slow", "rate": 3000000}"#, count: 100).joined(separator: ",") + "]")
+        let receiver = Receiver(
+            in: s,
+            faults: "[" + Array(repeating: #"{"action": "slow", "rate": 3000000}"#, count: 100).joined(separator: ",")
+                + "]")
         // Killed at a different moment each time, until every document went.
         var round = 0
         while !Self.present(s).isEmpty && round < 12 {
             round += 1
-            let pid = s.spawn(["upload", "--url", receiver.url, "--batch-size", "1", "--remove-delivered"], env: Self.office)
+            let pid = s.spawn(
+                ["upload", "--url", receiver.url, "--batch-size", "1", "--remove-delivered"], env: Self.office)
             usleep(useconds_t(120_000 + round * 70_000))
             kill(pid, SIGKILL)
             _ = s.wait(pid)
             // Whatever is gone from the vault, the back office confirmed.
             let removed = Set(ids).subtracting(Self.present(s))
-            #expect(removed.isSubset(of: Set(receiver.accepted)), "round \(round): removed without confirmation: \(removed.subtracting(receiver.accepted))")
+            #expect(
+                removed.isSubset(of: Set(receiver.accepted)),
+                "round \(round): removed without confirmation: \(removed.subtracting(receiver.accepted))")
         }
         #expect(round >= 2, "killed more than once")
         let last = s.run(["upload", "--url", receiver.url, "--batch-size", "1", "--remove-delivered"], env: Self.office)
@@ -180,7 +223,11 @@ import Glibc
         s.initVault()
         #expect(s.run("destination", "add", "office", "https://backoffice.example/batches").status == 0)
         let twice = s.run("destination", "add", "again", "HTTPS://BackOffice.example:443/batches")
-        #expect(twice.status == 73 && twice.stderr.hasPrefix("vault: https://backoffice.example/batches is the destination 'office' already"), "\(twice.stderr)")
+        #expect(
+            twice.status == 73
+                && twice.stderr.hasPrefix(
+                    "vault: https://backoffice.example/batches is the destination 'office' already"),
+            "\(twice.stderr)")
         let credentials = s.run("destination", "add", "x", "https://user:pw@backoffice.example/")
         #expect(credentials.status == 64)
         let s3form = s.run("destination", "add", "x", "s3://bucket/p", "--protocol", "form")
@@ -191,7 +238,9 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: path))
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: path))
         let listed = s.run("destination", "list")
-        #expect(listed.status == 0 && listed.out.hasPrefix("office  https://backoffice.example/batches"), "\(listed.out)\(listed.stderr)")
+        #expect(
+            listed.status == 0 && listed.out.hasPrefix("office  https://backoffice.example/batches"),
+            "\(listed.out)\(listed.stderr)")
         let none = s.run(["upload", "--to", "nowhere"], env: Self.office)
         #expect(none.status == 3 && none.stderr.contains("no destination named 'nowhere'"), "\(none.stderr)")
         #expect(s.run("upload", "--to", "a", "--url", "https://x.example/").status == 64)

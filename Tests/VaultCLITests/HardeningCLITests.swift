@@ -18,9 +18,10 @@ import Glibc
         poll(every: 1000) {
             grown = entries(dir).contains { name in
                 name.hasPrefix(".vault-tmp-")
-                    && ((try? FileManager.default.attributesOfItem(atPath: dir + "/" + name)[.size] as? Int) ?? 0) >= bytes
+                    && ((try? FileManager.default.attributesOfItem(atPath: dir + "/" + name)[.size] as? Int) ?? 0)
+                        >= bytes
             }
-            return grown || !isRunning(pid)   // or it finished first
+            return grown || !isRunning(pid)  // or it finished first
         }
         return grown
     }
@@ -28,7 +29,8 @@ import Glibc
     /// True while `pid` has not exited (it is not yet a zombie), without reaping it.
     static func isRunning(_ pid: pid_t) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return false }
+            let close = stat.lastIndex(of: ")")
+        else { return false }
         return stat[stat.index(close, offsetBy: 2)] != "Z"
     }
 
@@ -61,7 +63,9 @@ import Glibc
                 if Self.entries(out) == ["big.bin"] {
                     // The signal came after the rename that commits the file (a loaded machine
                     // can deliver it there): then it is whole and exact, never partial.
-                    #expect(Array(try Data(contentsOf: URL(fileURLWithPath: out + "/big.bin"))) == original, "a committed file is whole")
+                    #expect(
+                        Array(try Data(contentsOf: URL(fileURLWithPath: out + "/big.bin"))) == original,
+                        "a committed file is whole")
                     try FileManager.default.removeItem(atPath: out + "/big.bin")
                 } else {
                     #expect(Self.entries(out).isEmpty, "no decrypted file, whole or partial: \(Self.entries(out))")
@@ -107,12 +111,16 @@ import Glibc
         }
         let out = s.path("out")
         let pid = s.spawn(["export", "--out", out, "--batch-size", "1"])
-        let first = poll(every: 500) { FileManager.default.fileExists(atPath: out + "/batch-0001.json") || !Self.isRunning(pid) }
+        let first = poll(every: 500) {
+            FileManager.default.fileExists(atPath: out + "/batch-0001.json") || !Self.isRunning(pid)
+        }
         kill(pid, SIGTERM)
         let r = s.wait(pid)
         #expect(first)
         #expect(r.status == 130, "\(r.stderr)")
-        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as! [String: Any]
+        let manifest =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+            as! [String: Any]
         let batches = manifest["batches"] as! [[String: Any]]
         let statuses = batches.map { $0["status"] as! String }
         #expect(statuses.first == "complete")
@@ -155,21 +163,30 @@ import Glibc
         s.initVault()
         // A real terminal (script's pseudo-terminal); vault prompts on it (echo goes off: waited
         // for, up to a minute), then gets SIGINT.
-        s.write("prompt.sh", Array("""
-            "$1" list 2>err.txt & p=$!
-            i=0; until stty -a | grep -q -- ' -echo ' || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done
-            stty -a > during.txt; kill -INT $p; wait $p; echo $? > rc.txt; stty -a > after.txt
+        s.write(
+            "prompt.sh",
+            Array(
+                """
+                "$1" list 2>err.txt & p=$!
+                i=0; until stty -a | grep -q -- ' -echo ' || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done
+                stty -a > during.txt; kill -INT $p; wait $p; echo $? > rc.txt; stty -a > after.txt
 
-            """.utf8))
+                """.utf8))
         let r = s.shell("script -qec \"sh prompt.sh $1\" /dev/null", env: ["VAULT_PASSWORD": nil])
         #expect(r.status == 0, "\(r.stderr)")
         func flags(_ name: String) -> [Substring] {
-            ((try? String(contentsOfFile: s.path(name), encoding: .utf8)) ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == ";" })
+            ((try? String(contentsOfFile: s.path(name), encoding: .utf8)) ?? "").split(whereSeparator: {
+                $0 == " " || $0 == "\n" || $0 == ";"
+            })
         }
         #expect(flags("during.txt").contains("-echo"), "the prompt turned echo off")
-        #expect(flags("after.txt").contains("echo") && !flags("after.txt").contains("-echo"), "echo is back after the interrupt")
+        #expect(
+            flags("after.txt").contains("echo") && !flags("after.txt").contains("-echo"),
+            "echo is back after the interrupt")
         #expect((try? String(contentsOfFile: s.path("rc.txt"), encoding: .utf8)) == "130\n")
-        #expect((try? String(contentsOfFile: s.path("err.txt"), encoding: .utf8))?.hasSuffix("vault: interrupted\n") == true)
+        #expect(
+            (try? String(contentsOfFile: s.path("err.txt"), encoding: .utf8))?.hasSuffix("vault: interrupted\n") == true
+        )
     }
 
     @Test func temporaryFilesOfAKilledCommandAreSweptByTheNextWriter() throws {
@@ -233,14 +250,18 @@ import Glibc
         #expect(s.run(["upload", "--url", r.url], env: UploadCLITests.token).status == 0)
         let journal = try #require(s.journal())
         // What the folder shows: the sealed file, and (for the checks below) what it seals.
-        let text = String(decoding: SealedStateCLITests.bytes(s.path("vault/uploads/\(s.journalJobs[0]).journal")), as: UTF8.self)
+        let text =
+            String(
+                decoding: SealedStateCLITests.bytes(s.path("vault/uploads/\(s.journalJobs[0]).journal")), as: UTF8.self)
             + s.run("uploads", "show", s.journalJobs[0]).out
         let runID = journal["runId"] as! String, job = journal["job"] as! String
         let key = (journal["batches"] as! [[String: Any]])[0]["key"] as! String
         #expect(r.log.first?["key"] as? String == key, "the server got the journaled key")
 
         // The unkeyed formulas of the earlier journal, recomputed from what the folder shows.
-        func sha(_ text: String) -> String { SHA256.hash(data: Array(text.utf8)).map { String(format: "%02x", $0) }.joined() }
+        func sha(_ text: String) -> String {
+            SHA256.hash(data: Array(text.utf8)).map { String(format: "%02x", $0) }.joined()
+        }
         // In the vault's stable order (what upload batches), which `list` prints.
         let ordered = list.map { $0["id"] as! String }
         #expect(Set(ordered) == Set(ids))
@@ -263,7 +284,8 @@ import Glibc
         let r = Receiver(in: s, token: nil)
         let attacker = s.run(["upload", "--url", "http://127.attacker.example/upload"])
         #expect(attacker.status == 64)
-        #expect(attacker.stderr == "vault: refusing to send documents unencrypted over http:// to 127.attacker.example\n"
+        #expect(
+            attacker.stderr == "vault: refusing to send documents unencrypted over http:// to 127.attacker.example\n"
                 + "vault: hint: use https://, or --insecure-http on a network you trust\n")
         // 2130706433 is 127.0.0.1 to the resolver, but not a literal loopback address: refused
         // unless --insecure-http, and never with credentials (the traffic stays on this machine).
@@ -271,7 +293,8 @@ import Glibc
         #expect(s.run(["upload", "--url", numeric]).status == 64)
         let withToken = s.run(["upload", "--url", numeric, "--insecure-http"], env: UploadCLITests.token)
         #expect(withToken.status == 64)
-        #expect(withToken.stderr.hasPrefix("vault: refusing to send credentials unencrypted over http:// to 2130706433\n"))
+        #expect(
+            withToken.stderr.hasPrefix("vault: refusing to send credentials unencrypted over http:// to 2130706433\n"))
         #expect(r.log.isEmpty, "nothing was sent")
         let insecure = s.run(["upload", "--url", numeric, "--insecure-http"])
         #expect(insecure.status == 0, "\(insecure.stderr)")
@@ -291,31 +314,47 @@ import Glibc
         chown(box, 65534, 65534)
         #expect(mkfifo(box + "/password", 0o600) == 0)
         chown(box + "/password", 65534, 65534)
-        let secrets = ["VAULT_PASSWORD": "pw-in-env-7f3a", "VAULT_UPLOAD_TOKEN": "token-in-env-9c1d", "VAULT_UPLOAD_PASSWORD": "basic-in-env-2b8e"]
+        let secrets = [
+            "VAULT_PASSWORD": "pw-in-env-7f3a", "VAULT_UPLOAD_TOKEN": "token-in-env-9c1d",
+            "VAULT_UPLOAD_PASSWORD": "basic-in-env-2b8e"
+        ]
         // vault runs as nobody and waits for its password on the FIFO: alive, past its start-up.
-        let pid = s.spawn(["init", "--vault", box + "/v", "--kdf", "insecure-test", "--password-file", box + "/password"],
-                          env: secrets, wrapper: Sandbox.nobody)
+        let pid = s.spawn(
+            ["init", "--vault", box + "/v", "--kdf", "insecure-test", "--password-file", box + "/password"],
+            env: secrets, wrapper: Sandbox.nobody)
         // Waited for (up to two minutes: the suite's other tests share the two cores): vault has
         // been exec'd and has taken the secrets out of its environment.
         var environ = "", comm = ""
         let deadline = Date().addingTimeInterval(120)
         while Date() < deadline && Self.isRunning(pid) {
-            environ = (try? String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ")), as: UTF8.self)) ?? ""
+            environ =
+                (try? String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ")), as: UTF8.self))
+                ?? ""
             comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
-            if comm == "vault\n" && !environ.isEmpty && !secrets.values.contains(where: { environ.contains($0) }) { break }
+            if comm == "vault\n" && !environ.isEmpty && !secrets.values.contains(where: { environ.contains($0) }) {
+                break
+            }
             usleep(5000)
         }
         #expect(comm == "vault\n" && Self.isRunning(pid), "vault is running: \(comm)")
         #expect(!environ.isEmpty)
-        for (name, value) in secrets { #expect(!environ.contains(value), "\(name) is still readable in /proc/PID/environ") }
+        for (name, value) in secrets {
+            #expect(!environ.contains(value), "\(name) is still readable in /proc/PID/environ")
+        }
         let limits = (try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)) ?? ""
-        #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max core file size") && $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"] },
-                "\(limits)")
+        #expect(
+            limits.split(separator: "\n").contains {
+                $0.hasPrefix("Max core file size")
+                    && $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"]
+            },
+            "\(limits)")
         // Not dumpable: the kernel makes /proc/PID's files root's, although vault runs as 65534.
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
         #expect(status.contains("\nUid:\t65534\t65534\t65534\t65534\n"), "\(status)")
         var st = stat()
-        #expect(stat("/proc/\(pid)/environ", &st) == 0 && st.st_uid == 0, "/proc/\(pid)/environ belongs to uid \(st.st_uid)")
+        #expect(
+            stat("/proc/\(pid)/environ", &st) == 0 && st.st_uid == 0, "/proc/\(pid)/environ belongs to uid \(st.st_uid)"
+        )
         let writer = open(box + "/password", O_WRONLY)
         _ = write(writer, "pw\n", 3)
         close(writer)
@@ -333,8 +372,12 @@ import Glibc
         try FileManager.default.createDirectory(atPath: s.path("vault/lock"), withIntermediateDirectories: false)
         let r = s.run("add", "a.txt")
         #expect(r.status == 64, "\(r.stderr)")
-        #expect(r.stderr == "vault: cannot add a.txt: \(s.path("vault/lock")) is a directory\nvault: hint: it was not added\n")
-        #expect(Self.entries(s.path("vault/objects")).isEmpty, "the object was not committed: \(Self.entries(s.path("vault/objects")))")
+        #expect(
+            r.stderr
+                == "vault: cannot add a.txt: \(s.path("vault/lock")) is a directory\nvault: hint: it was not added\n")
+        #expect(
+            Self.entries(s.path("vault/objects")).isEmpty,
+            "the object was not committed: \(Self.entries(s.path("vault/objects")))")
     }
 
     // MARK: 6. A damaged vault.json is damage
@@ -346,7 +389,8 @@ import Glibc
         s.write("a.txt", Array("alpha".utf8))
         #expect(s.run("add", "a.txt").status == 0)
         let path = s.path("vault/vault.json")
-        var config = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as! [String: Any]
+        var config =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as! [String: Any]
         switch field {
         case "opsLimit":
             var kdf = config["kdf"] as! [String: Any]
@@ -358,7 +402,8 @@ import Glibc
         try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: path))
         let r = s.run("list")
         #expect(r.status == 65)
-        #expect(r.stderr == "vault: \(path) does not match its envelopes (KDF parameters, salt or key check differ)\n"
+        #expect(
+            r.stderr == "vault: \(path) does not match its envelopes (KDF parameters, salt or key check differ)\n"
                 + "vault: hint: restore vault.json from a backup; the documents themselves are unchanged\n")
     }
 
@@ -369,16 +414,25 @@ import Glibc
         s.initVault()
         _ = UploadCLITests.add(s, count: 3)
         #expect(s.run("export", "--out", "out", "--batch-size", "1").status == 0)
-        #expect(Self.entries(s.path("out")) == ["batch-0001.json", "batch-0002.json", "batch-0003.json", "manifest.json"])
+        #expect(
+            Self.entries(s.path("out")) == ["batch-0001.json", "batch-0002.json", "batch-0003.json", "manifest.json"])
         let again = s.run("export", "--out", "out", "--batch-size", "3", "--force")
         #expect(again.status == 0, "\(again.stderr)")
-        #expect(Self.entries(s.path("out")) == ["batch-0001.json", "manifest.json"], "no batch file the manifest does not list")
+        #expect(
+            Self.entries(s.path("out")) == ["batch-0001.json", "manifest.json"],
+            "no batch file the manifest does not list")
         // Without --force, any earlier batch file is refused, by name, not only those the plan reuses.
         try FileManager.default.moveItem(atPath: s.path("out/batch-0001.json"), toPath: s.path("out/batch-0007.json"))
         try FileManager.default.removeItem(atPath: s.path("out/manifest.json"))
         let refused = s.run("export", "--out", "out")
         #expect(refused.status == 73)
-        #expect(refused.stderr == "vault: out already holds batch-0007.json\nvault: hint: use --force to replace them, or another --out folder\n")
+        #expect(
+            refused.stderr
+                == """
+                    vault: out already holds batch-0007.json\nvault: hint: use --force to replace them, or another \
+                    --out folder\n
+                    """
+        )
     }
 
     // MARK: 8. Everything fails loudly
@@ -393,8 +447,13 @@ import Glibc
         let id = first.out.trimmingCharacters(in: .newlines)
         let r = s.run("add", "b.txt", "c.txt")
         #expect(r.status == 2, "partial: c.txt was added, b.txt was not")
-        #expect(r.stderr == "vault: warning: b.txt was not added: its contents are already in the vault as \(id) (a.txt)\n"
-                + "vault: 1 of 2 files was not added\nvault: hint: they are named above; --allow-duplicate adds a file whose contents are already in the vault\n")
+        #expect(
+            r.stderr == "vault: warning: b.txt was not added: its contents are already in the vault as \(id) (a.txt)\n"
+                + """
+                    vault: 1 of 2 files was not added\nvault: hint: they are named above; --allow-duplicate adds a \
+                    file whose contents are already in the vault\n
+                    """
+        )
         #expect(DailyUseCLITests.lastRecord(s)?["outcome"] as? String == "partial")
         #expect(r.out.split(separator: "\n").count == 1, "c.txt was still added")
         #expect(s.run("add", "b.txt", "--allow-duplicate").status == 0)
@@ -405,11 +464,15 @@ import Glibc
         let s = Sandbox()
         s.initVault()
         for name in ["notes.txt", "scan.PDF", "blob", "photo.jpeg", "archive.xyz"] { s.write(name, []) }
-        #expect(s.run("add", "notes.txt", "scan.PDF", "blob", "photo.jpeg", "archive.xyz", "--allow-duplicate").status == 0)
+        #expect(
+            s.run("add", "notes.txt", "scan.PDF", "blob", "photo.jpeg", "archive.xyz", "--allow-duplicate").status == 0)
         let list = try JSONSerialization.jsonObject(with: Data(s.run("list", "--json").stdout)) as! [[String: Any]]
         let types = Dictionary(uniqueKeysWithValues: list.map { ($0["name"] as! String, $0["contentType"] as! String) })
-        #expect(types == ["notes.txt": "text/plain", "scan.PDF": "application/pdf", "blob": "application/octet-stream",
-                          "photo.jpeg": "image/jpeg", "archive.xyz": "application/octet-stream"])
+        #expect(
+            types == [
+                "notes.txt": "text/plain", "scan.PDF": "application/pdf", "blob": "application/octet-stream",
+                "photo.jpeg": "image/jpeg", "archive.xyz": "application/octet-stream"
+            ])
     }
 
     @Test func anUnreadableFolderFailsARecursiveAddLikeAnUnreadableFile() throws {
@@ -419,14 +482,17 @@ import Glibc
         try FileManager.default.createDirectory(atPath: box + "/inbox/locked", withIntermediateDirectories: true)
         s.write("box/inbox/a.txt", Array("alpha".utf8))
         s.write("box/inbox/locked/b.txt", Array("beta".utf8))
-        for p in [box, box + "/inbox", box + "/inbox/locked", box + "/inbox/a.txt", box + "/inbox/locked/b.txt"] { chown(p, 65534, 65534) }
+        for p in [box, box + "/inbox", box + "/inbox/locked", box + "/inbox/a.txt", box + "/inbox/locked/b.txt"] {
+            chown(p, 65534, 65534)
+        }
         let env: [String: String?] = ["VAULT_DIR": box + "/v", "HOME": box]
         #expect(s.runAsNobody(["init", "--kdf", "insecure-test"], env: env).status == 0)
         chmod(box + "/inbox/locked", 0)
         let r = s.runAsNobody(["add", "-r", box + "/inbox"], env: env)
-        let shown = box   // as the user wrote it
+        let shown = box  // as the user wrote it
         #expect(r.status == 74, "\(r.stderr)")
-        #expect(r.stderr == "vault: cannot list \(shown)/inbox/locked: permission denied\nvault: hint: nothing was added\n")
+        #expect(
+            r.stderr == "vault: cannot list \(shown)/inbox/locked: permission denied\nvault: hint: nothing was added\n")
         #expect(Self.entries(box + "/v/objects").isEmpty)
         chmod(box + "/inbox/locked", 0o700)
         chmod(box + "/inbox/a.txt", 0)
@@ -438,13 +504,17 @@ import Glibc
     /// A TCP socket on 127.0.0.1: bound to a port the OS picks, or connected to `port`.
     static func loopbackSocket(connectingTo port: UInt16? = nil) -> (Int32, UInt16) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: (port ?? 0).bigEndian,
-                               sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var addr = sockaddr_in(
+            sin_family: sa_family_t(AF_INET), sin_port: (port ?? 0).bigEndian,
+            sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         withUnsafeMutablePointer(to: &addr) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                if port != nil { precondition(connect(fd, $0, len) == 0, "cannot connect to 127.0.0.1:\(port!)") }
-                else { _ = bind(fd, $0, len); _ = getsockname(fd, $0, &len) }
+                if port != nil {
+                    precondition(connect(fd, $0, len) == 0, "cannot connect to 127.0.0.1:\(port!)")
+                } else {
+                    _ = bind(fd, $0, len); _ = getsockname(fd, $0, &len)
+                }
             }
         }
         return (fd, UInt16(bigEndian: addr.sin_port))
@@ -519,12 +589,15 @@ import Glibc
         try s.writeLarge("big.bin", mebibytes: 64, seed: 5)
         #expect(s.run("add", "big.bin", "--name", name).status == 0)
         for columns in [40, 60, 80, 100] {
-            let screen = Self.onTerminal(s, columns: columns, "export --out out\(columns) --progress bar", env: ["TERM": "xterm"])
+            let screen = Self.onTerminal(
+                s, columns: columns, "export --out out\(columns) --progress bar", env: ["TERM": "xterm"])
             let bars = Self.redraws(screen).filter { $0.hasPrefix("batch ") }
             #expect(!bars.isEmpty, "\(screen)")
             for line in bars { #expect(line.count <= columns - 1, "\(columns) columns: '\(line)' (\(line.count))") }
             #expect(screen.contains("\u{1B}[2K"))
-            if columns == 100 { #expect(bars.contains { $0.contains(" a very long document") && $0.contains("…") }, "\(bars)") }
+            if columns == 100 {
+                #expect(bars.contains { $0.contains(" a very long document") && $0.contains("…") }, "\(bars)")
+            }
             // At 80 columns the ETA keeps its place (a redraw midway, with bytes done and a rate, shows it).
             if columns >= 80 && bars.count > 2 { #expect(bars.contains { $0.contains("  ETA ") }, "\(bars)") }
             // One unit system: the bar and the summary both count in binary units.
@@ -541,7 +614,8 @@ import Glibc
         #expect(s.run("add", "big.bin").status == 0)
         let screen = Self.onTerminal(s, columns: 80, "export --out out --progress bar", env: env)
         #expect(!screen.contains("\u{1B}"), "\(screen.debugDescription)")
-        #expect(Self.redraws(screen).contains { $0.hasPrefix("batch 1/1  doc 1/1 big.bin") }, "\(screen.debugDescription)")
+        #expect(
+            Self.redraws(screen).contains { $0.hasPrefix("batch 1/1  doc 1/1 big.bin") }, "\(screen.debugDescription)")
     }
 
     @Test func aSlowServerDoesNotFreezeTheBar() throws {
@@ -568,7 +642,9 @@ import Glibc
         #expect(json.status == 0)
         let lines = json.stderr.split(separator: "\n")
         for line in lines {
-            #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "not a JSON object: \(line)")
+            #expect(
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any],
+                "not a JSON object: \(line)")
         }
         let last = try JSONSerialization.jsonObject(with: Data(lines.last!.utf8)) as! [String: Any]
         #expect(last["event"] as? String == "finished" && last["documents"] as? Int == 3 && last["seconds"] is Double)
@@ -592,7 +668,9 @@ import Glibc
         let ids = added.compactMap { $0["id"] as? String }
         let r = Receiver(in: s, token: nil)
         let upload = object(s.run("upload", "--url", r.url, "--json"))
-        #expect(upload?["documents"] as? Int == 2 && upload?["batches"] as? Int == 1 && upload?["target"] as? String == r.url)
+        #expect(
+            upload?["documents"] as? Int == 2 && upload?["batches"] as? Int == 1
+                && upload?["target"] as? String == r.url)
         let export = object(s.run("export", "--out", "o", "--json"))
         // Added in one command, the two may share a millisecond; the batch holds both either way.
         #expect(Set((export?["batches"] as? [[String: Any]])?.first?["documents"] as? [String] ?? []) == Set(ids))

@@ -16,7 +16,8 @@ import Testing
             let path = s.path("vault/" + name)
             var isDir: ObjCBool = false
             _ = FileManager.default.fileExists(atPath: path, isDirectory: &isDir)
-            try FileManager.default.setAttributes([.posixPermissions: isDir.boolValue ? 0o700 : 0o600], ofItemAtPath: path)
+            try FileManager.default.setAttributes(
+                [.posixPermissions: isDir.boolValue ? 0o700 : 0o600], ofItemAtPath: path)
         }
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: s.path("vault"))
         return s
@@ -33,18 +34,23 @@ import Testing
         let docs = (Self.json(list) as? [[String: Any]]) ?? []
         #expect(Set(docs.compactMap { $0["name"] as? String }) == ["notes.txt", "empty.txt"])
         // Upgraded in place: vault/3, epoch 0, the same keys; the remote list sealed.
-        let after = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.path("vault/vault.json")))) as! [String: Any]
+        let after =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.path("vault/vault.json"))))
+            as! [String: Any]
         #expect(after["format"] as? String == "vault/3" && after["epoch"] as? Int == 0)
         #expect(!FileManager.default.fileExists(atPath: s.path("vault/remotes.json")))
         #expect(s.run(["remote"], env: Self.password).out == "office  s3://backoffice/vault\n")
         // The history is whole, old records and the upgrade's; the documents are the originals.
         let log = s.run(["log", "--json"], env: Self.password)
-        let ops = ((Self.json(log) as? [String: Any])?["records"] as? [[String: Any]])?.compactMap { $0["op"] as? String } ?? []
+        let ops =
+            ((Self.json(log) as? [String: Any])?["records"] as? [[String: Any]])?.compactMap { $0["op"] as? String }
+            ?? []
         #expect(ops == ["init", "add", "add", "add", "remove", "upgrade"], "\(ops)")
         let audit = s.run(["audit", "--deep"], env: Self.password)
         #expect(audit.status == 0, "\(audit.out)")
         #expect(s.run(["verify"], env: Self.password).status == 0)
-        let notes = Array(try Data(contentsOf: Sandbox.repository.appendingPathComponent("Fixtures/documents/notes.txt")))
+        let notes = Array(
+            try Data(contentsOf: Sandbox.repository.appendingPathComponent("Fixtures/documents/notes.txt")))
         #expect(s.run(["get", "notes.txt"], env: Self.password).stdout == notes)
         // The unsealed journal of its interrupted upload is not trusted: listed damaged, pruned.
         let uploads = s.run(["uploads", "--json"], env: Self.password)
@@ -54,18 +60,25 @@ import Testing
         // And it goes on: add, a password change (a new key epoch), audit.
         s.write("new.txt", Array("after the upgrade".utf8))
         #expect(s.run(["add", "new.txt"], env: Self.password).status == 0)
-        #expect(s.run(["passwd"], env: Self.password.merging(["VAULT_NEW_PASSWORD": "rotated"]) { _, b in b }).status == 0)
+        #expect(
+            s.run(["passwd"], env: Self.password.merging(["VAULT_NEW_PASSWORD": "rotated"]) { _, b in b }).status == 0)
         let rotated: [String: String?] = ["VAULT_PASSWORD": "rotated"]
         #expect(s.run(["audit", "--deep"], env: rotated).status == 0)
-        #expect(Set(((Self.json(s.run(["list", "--json"], env: rotated)) as? [[String: Any]]) ?? []).compactMap { $0["name"] as? String })
+        #expect(
+            Set(
+                ((Self.json(s.run(["list", "--json"], env: rotated)) as? [[String: Any]]) ?? []).compactMap {
+                    $0["name"] as? String
+                })
                 == ["notes.txt", "empty.txt", "new.txt"])
         #expect(s.run(["log"], env: rotated).out.contains("key epoch 0 → 1"))
     }
 
     @Test func itsHistoryCannotBeErasedOnceUpgraded() throws {
         let s = try Self.copy()
-        #expect(s.run(["list"], env: Self.password).status == 0)   // upgrades it
-        for name in ["log.vlt", "log.head", "log.anchor"] { try FileManager.default.removeItem(atPath: s.path("vault/" + name)) }
+        #expect(s.run(["list"], env: Self.password).status == 0)  // upgrades it
+        for name in ["log.vlt", "log.head", "log.anchor"] {
+            try FileManager.default.removeItem(atPath: s.path("vault/" + name))
+        }
         s.write("x.txt", Array("x".utf8))
         #expect(s.run(["add", "x.txt"], env: Self.password).status == 0)
         let audit = s.run(["audit"], env: Self.password)
@@ -83,21 +96,31 @@ import Testing
         #expect(list.status == 0, "\(list.stderr)")
         let names = (Self.json(list) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
         #expect(names == ["empty.txt", "a report (final) é.txt", "notes.txt", "later.txt"])
-        let notes = Array(try Data(contentsOf: Sandbox.repository.appendingPathComponent("Fixtures/documents/notes.txt")))
+        let notes = Array(
+            try Data(contentsOf: Sandbox.repository.appendingPathComponent("Fixtures/documents/notes.txt")))
         #expect(s.run(["get", "notes.txt"], env: env).stdout == notes)
         #expect(s.run(["get", "empty.txt"], env: env).stdout.isEmpty)
         #expect(s.run(["get", "a report (final) é.txt"], env: env).out == "first document\n")
         let delivered = s.run(["list", "--delivered-to", office, "--json"], env: env)
-        #expect((Self.json(delivered) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String } == ["empty.txt", "a report (final) é.txt", "notes.txt"])
+        #expect(
+            (Self.json(delivered) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String } == [
+                "empty.txt", "a report (final) é.txt", "notes.txt"
+            ])
         let pending = s.run(["list", "--undelivered", "--to", office, "--json"], env: env)
         #expect((Self.json(pending) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String } == ["later.txt"])
         let status = Self.json(s.run(["status", "--json"], env: env)) as? [String: Any]
         let entry = (status?["destinations"] as? [[String: Any]])?.first
-        #expect(entry?["destination"] as? String == office && entry?["delivered"] as? Int == 3 && entry?["pending"] as? Int == 1, "\(String(describing: status))")
+        #expect(
+            entry?["destination"] as? String == office && entry?["delivered"] as? Int == 3
+                && entry?["pending"] as? Int == 1, "\(String(describing: status))")
         #expect(s.run(["audit", "--deep", "--require-delivered", office], env: env).status == 0)
         let freed = s.run(["remove", "--delivered-to", office, "--json"], env: env)
-        #expect(Set((Self.json(freed) as? [String: Any])?["removed"] as? [String] ?? [])
-                == ["5ab1dd1866d4c3f2862bc1d0c8be4400", "e6e12c9efb413eb8f2aae5cc3f4f1b00", "84aead89a57e4840ca7f69bc4c157212"])
+        #expect(
+            Set((Self.json(freed) as? [String: Any])?["removed"] as? [String] ?? [])
+                == [
+                    "5ab1dd1866d4c3f2862bc1d0c8be4400", "e6e12c9efb413eb8f2aae5cc3f4f1b00",
+                    "84aead89a57e4840ca7f69bc4c157212"
+                ])
         #expect(s.objects == ["aedf6da49b36c98b1cf26e5d747a2bf9.vlt"], "only the undelivered document stays")
     }
 
@@ -114,9 +137,17 @@ import Testing
         #expect(tagged.status == 0 && tagged.out.contains("a.txt") && tagged.out.contains("kept"), "\(tagged.stderr)")
         let after = Self.json(LegacyVaultCLITests.read(s, "vault/vault.json")) as? [String: Any]
         #expect(after?["format"] as? String == "vault/3")
-        #expect((Self.json(s.run(["list", "--json"], env: env)) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String } == names)
-        #expect((Self.json(s.run(["list", "--tag", "kept", "--json"], env: env)) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String } == ["a.txt"])
-        let destinations = (Self.json(s.run(["destination", "list", "--json"], env: env)) as? [String: Any])?["destinations"] as? [[String: Any]] ?? []
+        #expect(
+            (Self.json(s.run(["list", "--json"], env: env)) as? [[String: Any]] ?? []).compactMap {
+                $0["name"] as? String
+            } == names)
+        #expect(
+            (Self.json(s.run(["list", "--tag", "kept", "--json"], env: env)) as? [[String: Any]] ?? []).compactMap {
+                $0["name"] as? String
+            } == ["a.txt"])
+        let destinations =
+            (Self.json(s.run(["destination", "list", "--json"], env: env)) as? [String: Any])?["destinations"]
+            as? [[String: Any]] ?? []
         #expect(destinations.compactMap { $0["name"] as? String } == ["office", "archive", "spare"])
         let audit = s.run(["audit"], env: env)
         #expect(audit.status == 0, "\(audit.out)\(audit.stderr)")
@@ -133,29 +164,42 @@ import Testing
         #expect(before.contains("\"vault\\/2\""))
         let listed = s.run(["destination", "list", "--json"], env: env)
         #expect(listed.status == 0, "\(listed.stderr)")
-        #expect(listed.stderr.contains("destinations.vlt was sealed under the key of epoch 0"), "the user is told: \(listed.stderr)")
+        #expect(
+            listed.stderr.contains("destinations.vlt was sealed under the key of epoch 0"),
+            "the user is told: \(listed.stderr)")
         let entries = (Self.json(listed) as? [String: Any])?["destinations"] as? [[String: Any]] ?? []
         #expect(entries.compactMap { $0["name"] as? String } == ["office", "archive", "spare"], "\(listed.out)")
         #expect(entries.compactMap { $0["required"] as? Bool } == [true, true, false], "\(listed.out)")
         let after = Self.json(LegacyVaultCLITests.read(s, "vault/vault.json")) as? [String: Any]
-        #expect(after?["format"] as? String == "vault/3" && after?["epoch"] as? Int == 1, "\(String(describing: after))")
-        #expect(!FileManager.default.fileExists(atPath: s.path("vault/destinations.vlt")), "the file is gone: the history holds the list")
+        #expect(
+            after?["format"] as? String == "vault/3" && after?["epoch"] as? Int == 1, "\(String(describing: after))")
+        #expect(
+            !FileManager.default.fileExists(atPath: s.path("vault/destinations.vlt")),
+            "the file is gone: the history holds the list")
         let log = s.run(["log", "--json"], env: env)
-        let ops = ((Self.json(log) as? [String: Any])?["records"] as? [[String: Any]] ?? []).compactMap { $0["op"] as? String }
+        let ops = ((Self.json(log) as? [String: Any])?["records"] as? [[String: Any]] ?? []).compactMap {
+            $0["op"] as? String
+        }
         #expect(ops.suffix(4) == ["destination", "destination", "destination", "upgrade"], "\(ops)")
         for command in [["status"], ["list", "--undelivered"], ["audit"]] {
             let r = s.run(command, env: env)
             #expect(r.status == 0 && !r.stderr.contains("old password"), "\(command): \(r.status) \(r.out)\(r.stderr)")
         }
         let office = s.run(["list", "--delivered-to", "office", "--json"], env: env)
-        #expect((Self.json(office) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String } == ["a.txt", "b.txt"], "\(office.out)")
+        #expect(
+            (Self.json(office) as? [[String: Any]] ?? []).compactMap { $0["name"] as? String } == ["a.txt", "b.txt"],
+            "\(office.out)")
         let freed = s.run(["remove", "--delivered", "--json"], env: env)
-        #expect((Self.json(freed) as? [String: Any])?["removed"] as? [String] == [], "the archive never got them: \(freed.out)\(freed.stderr)")
+        #expect(
+            (Self.json(freed) as? [String: Any])?["removed"] as? [String] == [],
+            "the archive never got them: \(freed.out)\(freed.stderr)")
         #expect(s.objects.count == 3)
         // A destination changed now is one more record, and the projection follows it.
         #expect(s.run(["destination", "remove", "archive"], env: env).status == 0)
         let gone = s.run(["remove", "--delivered", "--json"], env: env)
-        #expect(Set((Self.json(gone) as? [String: Any])?["removed"] as? [String] ?? []).count == 2, "\(gone.out)\(gone.stderr)")
+        #expect(
+            Set((Self.json(gone) as? [String: Any])?["removed"] as? [String] ?? []).count == 2,
+            "\(gone.out)\(gone.stderr)")
     }
 
     /// The bytes of a file in the sandbox, as a result `json` reads.

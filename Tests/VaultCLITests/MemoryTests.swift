@@ -33,8 +33,9 @@ import VaultS3
         let size = try FileManager.default.attributesOfItem(atPath: s.path("big.out"))[.size] as? Int
         #expect(size == Self.large << 20)
         let addDelta = addBig.maxRSSKiB - addSmall.maxRSSKiB, getDelta = getBig.maxRSSKiB - getSmall.maxRSSKiB
-        print("peak RSS: add 1 KiB \(addSmall.maxRSSKiB) KiB, \(Self.large) MiB \(addBig.maxRSSKiB) KiB (+\(addDelta)); "
-              + "get 1 KiB \(getSmall.maxRSSKiB) KiB, \(Self.large) MiB \(getBig.maxRSSKiB) KiB (+\(getDelta))")
+        print(
+            "peak RSS: add 1 KiB \(addSmall.maxRSSKiB) KiB, \(Self.large) MiB \(addBig.maxRSSKiB) KiB (+\(addDelta)); "
+                + "get 1 KiB \(getSmall.maxRSSKiB) KiB, \(Self.large) MiB \(getBig.maxRSSKiB) KiB (+\(getDelta))")
         #expect(addSmall.maxRSSKiB > 60 * 1024, "the figure includes Argon2id's 64 MiB, so it is vault's own")
         #expect(addDelta <= 16 * 1024)
         #expect(getDelta <= 16 * 1024)
@@ -72,25 +73,42 @@ import VaultS3
         #expect(upSmall.status == 0 && upBig.status == 0, "\(upBig.stderr)")
         #expect(r.statuses == ["200", "200"])
         #expect((r.log.last?["bytes"] as? Int ?? 0) > 20 * Self.each << 20 * 4 / 3)
-        print("peak RSS: upload 1 x 1 MiB \(upSmall.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(upBig.maxRSSKiB) KiB (+\(upBig.maxRSSKiB - upSmall.maxRSSKiB))")
+        print(
+            """
+                peak RSS: upload 1 x 1 MiB \(upSmall.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(upBig.maxRSSKiB) KiB \
+                (+\(upBig.maxRSSKiB - upSmall.maxRSSKiB))
+                """
+        )
         #expect(upBig.maxRSSKiB - upSmall.maxRSSKiB <= 8 * 1024)
         // The same as multipart/form-data (raw bytes), to the same sink.
-        let formSmall = s.measure("upload", "--tag", "small", "--url", r.url, "--protocol", "form", "--progress", "none")
+        let formSmall = s.measure(
+            "upload", "--tag", "small", "--url", r.url, "--protocol", "form", "--progress", "none")
         let formBig = s.measure("upload", "--tag", "big", "--url", r.url, "--protocol", "form", "--progress", "none")
         #expect(formSmall.status == 0 && formBig.status == 0, "\(formBig.stderr)")
         let formBytes: Int = r.log.last?["bytes"] as? Int ?? 0
         #expect(formBytes > 20 * Self.each << 20)
-        print("peak RSS: form upload 1 x 1 MiB \(formSmall.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(formBig.maxRSSKiB) KiB (+\(formBig.maxRSSKiB - formSmall.maxRSSKiB))")
+        print(
+            """
+                peak RSS: form upload 1 x 1 MiB \(formSmall.maxRSSKiB) KiB, 20 x \(Self.each) MiB \
+                \(formBig.maxRSSKiB) KiB (+\(formBig.maxRSSKiB - formSmall.maxRSSKiB))
+                """
+        )
         #expect(formBig.maxRSSKiB - formSmall.maxRSSKiB <= 8 * 1024)
         // And over tus, in 4 MiB checksummed PATCHes, to resumable-upload.
         let tus = try TusServer(in: s, checksums: "sha256")
-        let tusSmall = s.measure("upload", "--tag", "small", "--url", tus.url, "--protocol", "tus", "--progress", "none")
+        let tusSmall = s.measure(
+            "upload", "--tag", "small", "--url", tus.url, "--protocol", "tus", "--progress", "none")
         let tusBig = s.measure("upload", "--tag", "big", "--url", tus.url, "--protocol", "tus", "--progress", "none")
         #expect(tusSmall.status == 0 && tusBig.status == 0, "\(tusBig.stderr)")
         let tusWritten: Int = tus.written.reduce(0, +)
         let bigPayload: Int = 20 * Self.each << 20 * 4 / 3
         #expect(tusWritten > bigPayload)
-        print("peak RSS: tus upload 1 x 1 MiB \(tusSmall.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(tusBig.maxRSSKiB) KiB (+\(tusBig.maxRSSKiB - tusSmall.maxRSSKiB))")
+        print(
+            """
+                peak RSS: tus upload 1 x 1 MiB \(tusSmall.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(tusBig.maxRSSKiB) \
+                KiB (+\(tusBig.maxRSSKiB - tusSmall.maxRSSKiB))
+                """
+        )
         #expect(tusBig.maxRSSKiB - tusSmall.maxRSSKiB <= 8 * 1024)
         // And to S3 (SeaweedFS) with two 8 MiB parts in flight: at most 16 MiB more.
         let sw = try SeaweedFS.shared.get()
@@ -98,26 +116,48 @@ import VaultS3
         let make = s.run(["upload", "--url", "s3://\(bucket)/probe", "--tag", "small"], env: S3UploadCLITests.env(sw))
         #expect(make.status == 69, "the bucket does not exist yet: \(make.stderr)")
         try Self.createBucket(bucket, sw)
-        let s3Small = s.measureWith(["upload", "--tag", "small", "--url", "s3://\(bucket)/m", "--parallel", "2", "--progress", "none"], env: S3UploadCLITests.env(sw))
-        let s3Big = s.measureWith(["upload", "--tag", "big", "--url", "s3://\(bucket)/m", "--parallel", "2", "--progress", "none"], env: S3UploadCLITests.env(sw))
+        let s3Small = s.measureWith(
+            ["upload", "--tag", "small", "--url", "s3://\(bucket)/m", "--parallel", "2", "--progress", "none"],
+            env: S3UploadCLITests.env(sw))
+        let s3Big = s.measureWith(
+            ["upload", "--tag", "big", "--url", "s3://\(bucket)/m", "--parallel", "2", "--progress", "none"],
+            env: S3UploadCLITests.env(sw))
         #expect(s3Small.status == 0 && s3Big.status == 0, "\(s3Big.stderr)")
-        print("peak RSS: s3 upload (--parallel 2) 1 x 1 MiB \(s3Small.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(s3Big.maxRSSKiB) KiB (+\(s3Big.maxRSSKiB - s3Small.maxRSSKiB))")
+        print(
+            """
+                peak RSS: s3 upload (--parallel 2) 1 x 1 MiB \(s3Small.maxRSSKiB) KiB, 20 x \(Self.each) MiB \
+                \(s3Big.maxRSSKiB) KiB (+\(s3Big.maxRSSKiB - s3Small.maxRSSKiB))
+                """
+        )
         #expect(s3Big.maxRSSKiB - s3Small.maxRSSKiB <= 16 * 1024)
         // And the same export read in place from the store (push first), with a 16 MiB cache:
         // at most 8 MiB more than for 1 MiB, plus the cache.
         let push = s.run(["push", "s3://\(bucket)/vault"], env: S3UploadCLITests.env(sw))
         #expect(push.status == 0, "\(push.stderr)")
         let remote = ["--vault", "s3://\(bucket)/vault", "--cache-size", "16M", "export", "--progress", "none"]
-        let directSmall = s.measureWith(remote + ["--tag", "small", "--out", "direct-small"], env: S3UploadCLITests.env(sw))
+        let directSmall = s.measureWith(
+            remote + ["--tag", "small", "--out", "direct-small"], env: S3UploadCLITests.env(sw))
         let directBig = s.measureWith(remote + ["--tag", "big", "--out", "direct-big"], env: S3UploadCLITests.env(sw))
         #expect(directSmall.status == 0 && directBig.status == 0, "\(directBig.stderr)")
-        #expect(FileManager.default.contents(atPath: s.path("direct-big/batch-0001.json")) == FileManager.default.contents(atPath: s.path("big/batch-0001.json")))
-        print("peak RSS: direct export from the store (--cache-size 16M) 1 x 1 MiB \(directSmall.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(directBig.maxRSSKiB) KiB (+\(directBig.maxRSSKiB - directSmall.maxRSSKiB))")
+        #expect(
+            FileManager.default.contents(atPath: s.path("direct-big/batch-0001.json"))
+                == FileManager.default.contents(atPath: s.path("big/batch-0001.json")))
+        print(
+            """
+                peak RSS: direct export from the store (--cache-size 16M) 1 x 1 MiB \(directSmall.maxRSSKiB) KiB, 20 \
+                x \(Self.each) MiB \(directBig.maxRSSKiB) KiB (+\(directBig.maxRSSKiB - directSmall.maxRSSKiB))
+                """
+        )
         #expect(directBig.maxRSSKiB - directSmall.maxRSSKiB <= (8 + 16) * 1024)
         #expect(small.status == 0 && big.status == 0, "\(big.stderr)")
         let size = try FileManager.default.attributesOfItem(atPath: s.path("big/batch-0001.json"))[.size] as? Int ?? 0
         #expect(size > 20 * Self.each << 20 * 4 / 3)
-        print("peak RSS: export 1 x 1 MiB \(small.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(big.maxRSSKiB) KiB (+\(big.maxRSSKiB - small.maxRSSKiB))")
+        print(
+            """
+                peak RSS: export 1 x 1 MiB \(small.maxRSSKiB) KiB, 20 x \(Self.each) MiB \(big.maxRSSKiB) KiB \
+                (+\(big.maxRSSKiB - small.maxRSSKiB))
+                """
+        )
         #expect(small.maxRSSKiB > 60 * 1024)
         #expect(big.maxRSSKiB - small.maxRSSKiB <= 8 * 1024)
     }

@@ -14,14 +14,19 @@ import Glibc
     static let office: [String: String?] = ["VAULT_UPLOAD_TOKEN": "test-token"]
 
     /// Adds one small document named `name`; its id.
-    static func add(_ s: Sandbox, _ name: String, seed: UInt64, tags: [String] = [], env: [String: String?] = [:]) throws -> String {
-        let r = s.run(["add", "-", "--name", name] + tags.flatMap { ["--tag", $0] }, env: env, stdin: .random(2000, seed: seed))
+    static func add(
+        _ s: Sandbox, _ name: String, seed: UInt64, tags: [String] = [], env: [String: String?] = [:]
+    ) throws -> String {
+        let r = s.run(
+            ["add", "-", "--name", name] + tags.flatMap { ["--tag", $0] }, env: env, stdin: .random(2000, seed: seed))
         try #require(r.status == 0, "\(r.stderr)")
         return r.out.trimmingCharacters(in: .newlines)
     }
 
     /// The ids `list --json` shows (with repeats, if a row is listed twice).
-    static func listed(_ s: Sandbox, _ args: [String] = [], env: [String: String?] = [:]) -> (ids: [String], result: CLIResult) {
+    static func listed(
+        _ s: Sandbox, _ args: [String] = [], env: [String: String?] = [:]
+    ) -> (ids: [String], result: CLIResult) {
         let r = s.run(["list", "--json"] + args, env: env)
         let rows = (try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [[String: Any]] ?? []
         return (rows.compactMap { $0["id"] as? String }, r)
@@ -56,12 +61,15 @@ import Glibc
         // sealed under the retired key.
         #expect(s.shell("mkdir saved && cp vault/index.db* saved/").status == 0)
         let holder = try OldKeyHolder(folder: s.path("kept"), password: "correct horse battery")
-        try holder.appendForgedRecord(.upload, documents: [(undelivered, "after.txt")], destinations: ["http://127.0.0.1:9/office"],
-                                      toLogIn: s.path("vault"))
+        try holder.appendForgedRecord(
+            .upload, documents: [(undelivered, "after.txt")], destinations: ["http://127.0.0.1:9/office"],
+            toLogIn: s.path("vault"))
         // The owner goes on: an ordinary add.
         let owner = s.run(["add", "-", "--name", "later.txt"], stdin: .random(2000, seed: 3903))
         #expect(owner.status == 0, "\(owner.stderr)")
-        #expect(owner.stderr.contains("warning") && owner.stderr.contains("history"), "the owner hears of it: \(owner.stderr)")
+        #expect(
+            owner.stderr.contains("warning") && owner.stderr.contains("history"),
+            "the owner hears of it: \(owner.stderr)")
         // The attacker puts the old index.db back.
         #expect(s.shell("rm -f vault/index.db-wal vault/index.db-shm && cp saved/index.db* vault/").status == 0)
 
@@ -89,7 +97,8 @@ import Glibc
         let receiver = Receiver(in: s)
         #expect(s.run("destination", "add", "office", receiver.url).status == 0)
         let older = s.path("vault/destinations.vlt")
-        let snapshot = FileManager.default.fileExists(atPath: older) ? try Data(contentsOf: URL(fileURLWithPath: older)) : nil
+        let snapshot =
+            FileManager.default.fileExists(atPath: older) ? try Data(contentsOf: URL(fileURLWithPath: older)) : nil
         #expect(s.run("destination", "add", "archive", "http://127.0.0.1:9/archive").status == 0)
         let ids = [try Self.add(s, "a.txt", seed: 3911), try Self.add(s, "b.txt", seed: 3912)]
         let sent = s.run(["upload", "--to", "office"], env: Self.office)
@@ -100,9 +109,12 @@ import Glibc
             try? FileManager.default.removeItem(atPath: older)
         }
         let removed = s.run("remove", "--delivered-to", "office", "--json")
-        #expect(DeliveryCLITests.json(removed)["removed"] as? [String] == [], "archive never got them: \(removed.out) \(removed.stderr)")
+        #expect(
+            DeliveryCLITests.json(removed)["removed"] as? [String] == [],
+            "archive never got them: \(removed.out) \(removed.stderr)")
         let everything = s.run("remove", "--delivered", "--json")
-        #expect(DeliveryCLITests.json(everything)["removed"] as? [String] == [], "\(everything.out) \(everything.stderr)")
+        #expect(
+            DeliveryCLITests.json(everything)["removed"] as? [String] == [], "\(everything.out) \(everything.stderr)")
         #expect(Set(Self.listed(s).ids) == Set(ids))
         let list = DeliveryCLITests.json(s.run("destination", "list", "--json"))
         let names = (list["destinations"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
@@ -118,8 +130,14 @@ import Glibc
         let s = Sandbox()
         s.initVault()
         let a = try Self.add(s, "a.txt", seed: 3921), b = try Self.add(s, "b.txt", seed: 3922)
-        _ = Self.sql(s, "DELETE FROM documents WHERE id = \(Self.blob(b));\n"
-                        + "INSERT INTO documents SELECT added, CAST(id AS TEXT), name, digest, logged, record FROM documents WHERE id = \(Self.blob(a));\n")
+        _ = Self.sql(
+            s,
+            "DELETE FROM documents WHERE id = \(Self.blob(b));\n"
+                + """
+                    INSERT INTO documents SELECT added, CAST(id AS TEXT), name, digest, logged, record FROM documents \
+                    WHERE id = \(Self.blob(a));\n
+                    """
+        )
         let (ids, r) = Self.listed(s)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(ids.sorted() == [a, b].sorted(), "each document once: \(ids)")
@@ -136,9 +154,11 @@ import Glibc
         let s = Sandbox()
         s.initVault()
         let a = try Self.add(s, "a.txt", seed: 3931), b = try Self.add(s, "b.txt", seed: 3932)
-        let planted = Self.sql(s, "CREATE TRIGGER hide AFTER INSERT ON documents WHEN NEW.id = \(Self.blob(b)) "
-                                  + "BEGIN DELETE FROM documents WHERE id = NEW.id; END;\n"
-                                  + "DELETE FROM documents WHERE id = \(Self.blob(b));\n")
+        let planted = Self.sql(
+            s,
+            "CREATE TRIGGER hide AFTER INSERT ON documents WHEN NEW.id = \(Self.blob(b)) "
+                + "BEGIN DELETE FROM documents WHERE id = NEW.id; END;\n"
+                + "DELETE FROM documents WHERE id = \(Self.blob(b));\n")
         #expect(planted.status == 0, "\(planted.stderr)")
         let (ids, r) = Self.listed(s)
         #expect(r.status == 0 && ids.sorted() == [a, b].sorted(), "\(ids) \(r.stderr)")
@@ -154,7 +174,8 @@ import Glibc
     @Test func aDeletedTagRowHidesNoDocument() throws {
         let s = Sandbox()
         s.initVault()
-        let a = try Self.add(s, "a.txt", seed: 3941, tags: ["2026"]), b = try Self.add(s, "b.txt", seed: 3942, tags: ["2026"])
+        let a = try Self.add(s, "a.txt", seed: 3941, tags: ["2026"]),
+            b = try Self.add(s, "b.txt", seed: 3942, tags: ["2026"])
         #expect(Self.sql(s, "DELETE FROM tags WHERE id = \(Self.blob(b));\n").status == 0)
         let (ids, r) = Self.listed(s, ["--tag", "2026"])
         #expect(r.status == 0 && ids.sorted() == [a, b].sorted(), "\(ids) \(r.stderr)")
@@ -171,9 +192,11 @@ import Glibc
         s.initVault()
         let a = try Self.add(s, "a.txt", seed: 3951)
         let fake = String(repeating: "ab", count: 16)
-        _ = Self.sql(s, "INSERT INTO unreadable (id, code, message) VALUES (\(Self.blob(fake)), 'vault-damaged', "
-                        + "'CALL +1 555 0100 TO RESTORE YOUR FILES');\n"
-                        + "INSERT INTO unreadable (id, record) VALUES (\(Self.blob(fake)), X'00');\n")
+        _ = Self.sql(
+            s,
+            "INSERT INTO unreadable (id, code, message) VALUES (\(Self.blob(fake)), 'vault-damaged', "
+                + "'CALL +1 555 0100 TO RESTORE YOUR FILES');\n"
+                + "INSERT INTO unreadable (id, record) VALUES (\(Self.blob(fake)), X'00');\n")
         let (ids, r) = Self.listed(s)
         #expect(r.status == 0 && ids == [a], "\(ids) \(r.status) \(r.stderr)")
         #expect(!r.stderr.contains("CALL +1"), "\(r.stderr)")
@@ -188,12 +211,18 @@ import Glibc
         s.initVault()
         let a = try Self.add(s, "a.txt", seed: 3961), b = try Self.add(s, "b.txt", seed: 3962)
         let bounded = ["/usr/bin/timeout", "-s", "KILL", "60"]
-        _ = Self.sql(s, "ALTER TABLE documents RENAME TO kept;\n"
-                        + "CREATE VIEW documents AS WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) "
-                        + "SELECT k.added, k.id, k.name, k.digest, k.logged, k.record FROM kept k, n;\n")
+        _ = Self.sql(
+            s,
+            "ALTER TABLE documents RENAME TO kept;\n"
+                + "CREATE VIEW documents AS WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) "
+                + "SELECT k.added, k.id, k.name, k.digest, k.logged, k.record FROM kept k, n;\n")
         let viewed = s.wait(s.spawn(["list", "--json"], wrapper: bounded))
         #expect(viewed.status == 0, "\(viewed.status) \(viewed.stderr)")
-        #expect(Set(((try? JSONSerialization.jsonObject(with: Data(viewed.stdout))) as? [[String: Any]] ?? []).compactMap { $0["id"] as? String })
+        #expect(
+            Set(
+                ((try? JSONSerialization.jsonObject(with: Data(viewed.stdout))) as? [[String: Any]] ?? []).compactMap {
+                    $0["id"] as? String
+                })
                 == [a, b], "\(viewed.out)")
         // B's object replaced by a FIFO.
         try FileManager.default.removeItem(atPath: s.path("vault/objects/\(b).vlt"))
@@ -204,7 +233,8 @@ import Glibc
             #expect(r.status == 0 || r.status == 65, "\(command): \(r.status) \(r.stderr)")
         }
         let verify = s.wait(s.spawn(["verify"], wrapper: bounded))
-        #expect(verify.status == 65 && verify.out.contains(b), "verify names the object that is not a file: \(verify.out)")
+        #expect(
+            verify.status == 65 && verify.out.contains(b), "verify names the object that is not a file: \(verify.out)")
     }
 
     /// index.db replaced by a symbolic link to another SQLite database: vault dropped that
@@ -215,13 +245,17 @@ import Glibc
         s.initVault()
         let a = try Self.add(s, "a.txt", seed: 3971)
         #expect(s.shell("sqlite3 other.db 'CREATE TABLE precious (x); INSERT INTO precious VALUES (42);'").status == 0)
-        #expect(s.shell("rm -f vault/index.db vault/index.db-wal vault/index.db-shm && ln -s ../other.db vault/index.db").status == 0)
+        #expect(
+            s.shell("rm -f vault/index.db vault/index.db-wal vault/index.db-shm && ln -s ../other.db vault/index.db")
+                .status == 0)
         let (ids, r) = Self.listed(s)
         #expect(r.status == 0 && ids == [a], "\(ids) \(r.stderr)")
         let other = s.shell("sqlite3 other.db 'SELECT x FROM precious'")
         #expect(other.out == "42\n", "the other database is untouched: \(other.out) \(other.stderr)")
         var st = stat()
-        #expect(lstat(s.path("vault/index.db"), &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG, "a regular index.db took its place")
+        #expect(
+            lstat(s.path("vault/index.db"), &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG,
+            "a regular index.db took its place")
     }
 
     /// One flipped bit in a sealed row made `list`, `verify` and `status` fail with exit 65
@@ -230,18 +264,28 @@ import Glibc
         let s = Sandbox()
         s.initVault()
         let a = try Self.add(s, "a.txt", seed: 3981), b = try Self.add(s, "b.txt", seed: 3982)
-        #expect(Self.sql(s, "UPDATE documents SET record = CAST(substr(record, 1, 40) || X'FF' || substr(record, 42) AS BLOB) "
-                            + "WHERE id = \(Self.blob(b));\n").status == 0)
+        #expect(
+            Self.sql(
+                s,
+                "UPDATE documents SET record = CAST(substr(record, 1, 40) || X'FF' || substr(record, 42) AS BLOB) "
+                    + "WHERE id = \(Self.blob(b));\n"
+            ).status == 0)
         let (ids, r) = Self.listed(s)
         #expect(r.status == 0 && ids.sorted() == [a, b].sorted(), "\(ids) \(r.stderr)")
         #expect(s.run("status").status == 0)
-        #expect(Self.sql(s, "UPDATE documents SET record = CAST(substr(record, 1, 40) || X'FF' || substr(record, 42) AS BLOB) "
-                            + "WHERE id = \(Self.blob(a));\n").status == 0)
+        #expect(
+            Self.sql(
+                s,
+                "UPDATE documents SET record = CAST(substr(record, 1, 40) || X'FF' || substr(record, 42) AS BLOB) "
+                    + "WHERE id = \(Self.blob(a));\n"
+            ).status == 0)
         // verify says what it found (exit 65: someone changed the vault folder) and that it was
         // rebuilt; the next one finds nothing.
         let verify = s.run("verify")
         #expect(verify.status == 65 && verify.out.contains("index damaged"), "\(verify.out)\(verify.stderr)")
-        #expect(verify.stderr.contains("rebuilt"), "verify says what it found and that it was rebuilt: \(verify.out)\(verify.stderr)")
+        #expect(
+            verify.stderr.contains("rebuilt"),
+            "verify says what it found and that it was rebuilt: \(verify.out)\(verify.stderr)")
         let again = s.run("verify")
         #expect(again.status == 0 && again.out.contains("index ok"), "\(again.out)\(again.stderr)")
     }
@@ -259,7 +303,9 @@ import Glibc
         #expect(first.status == 0, "\(first.stderr)")
         let second = s.run(["upload", "--url", receiver.url + "?tenant=b", "--remove-delivered"], env: Self.office)
         #expect(second.status == 0, "\(second.stderr)")
-        #expect(receiver.log.filter { ($0["status"] as? Int) == 200 }.count == 2, "sent to tenant b too: \(receiver.statuses)")
+        #expect(
+            receiver.log.filter { ($0["status"] as? Int) == 200 }.count == 2,
+            "sent to tenant b too: \(receiver.statuses)")
         #expect(Self.listed(s).ids == [] && receiver.accepted == [a, a], "removed once tenant b confirmed it")
     }
 
@@ -279,7 +325,9 @@ import Glibc
         #expect(again.status == 0, "\(again.stderr)")
         #expect(!again.stderr.contains("nothing new"), "another endpoint is another destination: \(again.stderr)")
         path.waitUntilIdle()
-        #expect(path.entries.contains { $0["method"] as? String == "PUT" || $0["method"] as? String == "POST" }, "it went through the other endpoint")
+        #expect(
+            path.entries.contains { $0["method"] as? String == "PUT" || $0["method"] as? String == "POST" },
+            "it went through the other endpoint")
     }
 
     // MARK: passwd
@@ -319,7 +367,9 @@ import Glibc
         // The body is read slowly (about 3 s a batch), so passwd comes while the upload runs.
         let receiver = Receiver(in: s, faults: #"[{"action": "slow", "rate": 1500}, {"action": "slow", "rate": 1500}]"#)
         let pid = s.spawn(["upload", "--url", receiver.url, "--batch-size", "1"], env: Self.office)
-        poll(every: 20_000) { FileManager.default.fileExists(atPath: s.path("vault/uploads")) || !HardeningCLITests.isRunning(pid) }
+        poll(every: 20_000) {
+            FileManager.default.fileExists(atPath: s.path("vault/uploads")) || !HardeningCLITests.isRunning(pid)
+        }
         try #require(HardeningCLITests.isRunning(pid), "the upload ended before passwd could be tried")
         let passwd = s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "during the upload"])
         #expect(passwd.status == 75, "\(passwd.status) \(passwd.stderr)")
@@ -350,7 +400,8 @@ import Glibc
         let r = s.wait(s.spawn(["add", "-r", "inbox"], wrapper: ["/usr/bin/timeout", "-s", "KILL", "60"]))
         #expect(r.status == 2, "\(r.status) \(r.stderr)")
         #expect(r.stderr.contains("pipe") && r.stderr.contains("link.txt"), "both are named: \(r.stderr)")
-        let names = ((try? JSONSerialization.jsonObject(with: Data(s.run("list", "--json").stdout))) as? [[String: Any]] ?? [])
+        let names =
+            ((try? JSONSerialization.jsonObject(with: Data(s.run("list", "--json").stdout))) as? [[String: Any]] ?? [])
             .compactMap { $0["name"] as? String }
         #expect(names == ["page.txt"], "\(names)")
     }
@@ -365,12 +416,15 @@ import Glibc
         s.initVault()
         let a = try Self.add(s, "a.txt", seed: 4101)
         #expect(mkfifo(s.path("slow"), 0o600) == 0)
-        let writer = open(s.path("slow"), O_RDWR)   // a writer exists: the add's open does not block
+        let writer = open(s.path("slow"), O_RDWR)  // a writer exists: the add's open does not block
         try #require(writer >= 0)
         let pid = s.spawn(["add", "-", "--name", "slow.txt"], stdinPath: s.path("slow"))
         let holding = poll(every: 20_000) {
             let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
-            return fds.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)"))?.hasSuffix("session.lock") == true }
+            return fds.contains {
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)"))?.hasSuffix(
+                    "session.lock") == true
+            }
                 || !HardeningCLITests.isRunning(pid)
         }
         try #require(holding && HardeningCLITests.isRunning(pid), "the add never held the session lock")
@@ -380,7 +434,9 @@ import Glibc
         _ = Array("written after the change".utf8).withUnsafeBytes { write(writer, $0.baseAddress, $0.count) }
         close(writer)
         let added = s.wait(pid)
-        #expect(added.status == 75 && added.stderr.contains("the password changed while this command ran"), "\(added.status) \(added.stderr)")
+        #expect(
+            added.status == 75 && added.stderr.contains("the password changed while this command ran"),
+            "\(added.status) \(added.stderr)")
         s.env["VAULT_PASSWORD"] = "changed beside an add"
         let (ids, r) = Self.listed(s)
         #expect(r.status == 0 && ids == [a], "nothing under the retired key: \(ids) \(r.stderr)")
@@ -407,7 +463,9 @@ import Glibc
         let s = Sandbox()
         s.initVault()
         let a = try Self.add(s, "a.txt", seed: 4121)
-        #expect(s.shell("rm -f vault/index.db vault/index.db-wal vault/index.db-shm && mkdir -p vault/\(name)/inner").status == 0)
+        #expect(
+            s.shell("rm -f vault/index.db vault/index.db-wal vault/index.db-shm && mkdir -p vault/\(name)/inner").status
+                == 0)
         let (ids, r) = Self.listed(s)
         #expect(r.status == 0 && ids == [a], "\(ids) \(r.status) \(r.stderr)")
         #expect(r.stderr.contains("not a regular file"), "\(r.stderr)")
@@ -446,18 +504,30 @@ import Glibc
         // The attacker, with the old password, on the old copy.
         let forged = s.run(["--vault", s.path("kept"), "destination", "remove", "archive"])
         try #require(forged.status == 0, "\(forged.stderr)")
-        #expect(s.shell("cp kept/log.vlt kept/log.head kept/log.anchor vault/ && rm -f vault/index.db vault/index.db-wal vault/index.db-shm").status == 0)
+        #expect(
+            s.shell(
+                """
+                    cp kept/log.vlt kept/log.head kept/log.anchor vault/ && rm -f vault/index.db vault/index.db-wal \
+                    vault/index.db-shm
+                    """
+            ).status == 0)
         s.env["VAULT_PASSWORD"] = "the new password"
         let list = DeliveryCLITests.json(s.run("destination", "list", "--json"))
         let names = (list["destinations"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
         #expect(names == ["office", "archive"], "the forged record counts for nothing: \(list)")
         let removed = s.run("remove", "--delivered", "--json")
-        #expect(removed.status == 0 && DeliveryCLITests.json(removed)["removed"] as? [String] == [], "archive never got them: \(removed.out)\(removed.stderr)")
+        #expect(
+            removed.status == 0 && DeliveryCLITests.json(removed)["removed"] as? [String] == [],
+            "archive never got them: \(removed.out)\(removed.stderr)")
         // Even once the owner drops archive, a history with findings removes nothing.
         let dropped = s.run("destination", "remove", "archive")
-        #expect(dropped.status == 0 && dropped.stderr.contains("the history has"), "the owner hears of the findings: \(dropped.stderr)")
+        #expect(
+            dropped.status == 0 && dropped.stderr.contains("the history has"),
+            "the owner hears of the findings: \(dropped.stderr)")
         let byOffice = s.run("remove", "--delivered", "--json")
-        #expect(byOffice.status == 65 && byOffice.stderr.contains("nothing was removed"), "\(byOffice.status) \(byOffice.out)\(byOffice.stderr)")
+        #expect(
+            byOffice.status == 65 && byOffice.stderr.contains("nothing was removed"),
+            "\(byOffice.status) \(byOffice.out)\(byOffice.stderr)")
         #expect(Set(Self.listed(s).ids) == Set(ids))
         let audit = s.run("audit", "--json")
         #expect(audit.status == 65 && audit.out.contains("log-record-superseded"), "\(audit.out)")
@@ -483,7 +553,8 @@ import Glibc
         let listed = s.run("destination", "list")
         #expect(listed.stderr.contains("put back from an older copy"), "\(listed.stderr)")
         let removed = s.run("remove", "--delivered", "--json")
-        #expect((DeliveryCLITests.json(removed)["removed"] as? [String] ?? []).isEmpty, "\(removed.out)\(removed.stderr)")
+        #expect(
+            (DeliveryCLITests.json(removed)["removed"] as? [String] ?? []).isEmpty, "\(removed.out)\(removed.stderr)")
         #expect(Set(Self.listed(s).ids) == Set(ids))
         let audit = s.run("audit", "--json")
         #expect(audit.status == 65 && audit.out.contains("rolled-back"), "\(audit.out)")
@@ -505,7 +576,9 @@ import Glibc
         }
         #expect(s.run("list").status == 0)
         var st = stat()
-        #expect(lstat(s.path("vault/session.lock"), &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG, "a regular file took its place")
+        #expect(
+            lstat(s.path("vault/session.lock"), &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG,
+            "a regular file took its place")
         #expect(FileManager.default.contents(atPath: s.path("target")) == Data("untouched".utf8))
         #expect(s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "another"]).status == 0)
     }

@@ -16,7 +16,10 @@ import Glibc
         let env: [String: String?] = vaultDir.map { ["VAULT_DIR": $0] } ?? [:]
         let v = s.run(["verify"], env: env)
         #expect(v.status == 0, "\(v.out) \(v.stderr)")
-        #expect(v.out.hasSuffix("verified \(documents) document\(documents == 1 ? "" : "s"): \(documents) ok, 0 damaged; index ok\n"), "\(v.out)")
+        #expect(
+            v.out.hasSuffix(
+                "verified \(documents) document\(documents == 1 ? "" : "s"): \(documents) ok, 0 damaged; index ok\n"),
+            "\(v.out)")
         let objects = entries((vaultDir ?? s.path("vault")) + "/objects")
         #expect(objects.count == documents, "\(objects)")
         #expect(!objects.contains { $0.hasPrefix(".vault-tmp-") }, "no temporary file survives")
@@ -31,8 +34,11 @@ import Glibc
         let add = s.run(["add", "big.bin"], fileSizeLimitKiB: 1024)
         #expect(add.status == 74)
         #expect(add.stderr.hasPrefix("vault: cannot add big.bin: cannot write \(s.path("vault/objects/"))"))
-        #expect(add.stderr.contains(".vlt: file too large"), "the object is named, not its temporary file: \(add.stderr)")
-        #expect(add.stderr.contains(": file too large for this file system or limit\nvault: hint: nothing was changed\n"), "\(add.stderr)")
+        #expect(
+            add.stderr.contains(".vlt: file too large"), "the object is named, not its temporary file: \(add.stderr)")
+        #expect(
+            add.stderr.contains(": file too large for this file system or limit\nvault: hint: nothing was changed\n"),
+            "\(add.stderr)")
         Self.vaultIsIntact(s, documents: 1)
 
         #expect(s.run("add", "big.bin").status == 0)
@@ -50,14 +56,16 @@ import Glibc
         let s = Sandbox()
         let small = s.path("small-fs")
         try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
-        let mounted = s.run(["--version"]).status == 0 && {
-            let r = Process()
-            r.executableURL = URL(fileURLWithPath: "/bin/mount")
-            r.arguments = ["-t", "tmpfs", "-o", "size=4m", "tmpfs", small]
-            try? r.run()
-            r.waitUntilExit()
-            return r.terminationStatus == 0
-        }()
+        let mounted =
+            s.run(["--version"]).status == 0
+            && {
+                let r = Process()
+                r.executableURL = URL(fileURLWithPath: "/bin/mount")
+                r.arguments = ["-t", "tmpfs", "-o", "size=4m", "tmpfs", small]
+                try? r.run()
+                r.waitUntilExit()
+                return r.terminationStatus == 0
+            }()
         #expect(mounted, "could not mount a 4 MiB tmpfs")
         defer {
             let u = Process()
@@ -73,7 +81,13 @@ import Glibc
         #expect(s.run(["add", "a.bin"], env: ["VAULT_DIR": vaultDir]).status == 0)
         let full = s.run(["add", "big.bin"], env: ["VAULT_DIR": vaultDir])
         #expect(full.status == 74)
-        #expect(full.stderr.contains(": no space left on device\nvault: hint: free some space and run the command again; nothing was changed\n"), "\(full.stderr)")
+        #expect(
+            full.stderr.contains(
+                """
+                    : no space left on device\nvault: hint: free some space and run the command again; nothing was \
+                    changed\n
+                    """
+            ), "\(full.stderr)")
         Self.vaultIsIntact(s, documents: 1, vaultDir: vaultDir)
         // Export into the (nearly full) small file system: 1 MiB needs ~1.4 MiB of payload.
         s.write("filler", [])
@@ -83,8 +97,11 @@ import Glibc
         let out = s.run(["export", "--out", small + "/out"], env: ["VAULT_DIR": vaultDir])
         #expect(out.status == 74, "\(out.stderr)")
         // Found when the batch's space is reserved, before any document is decrypted.
-        #expect(out.stderr == "vault: no room for batch-0001.json in \(small)/out: it needs 1.4 MiB (no space left on device)\n"
-                + "vault: hint: free some space and run the command again; completed batches and the manifest stay\n", "\(out.stderr)")
+        #expect(
+            out.stderr
+                == "vault: no room for batch-0001.json in \(small)/out: it needs 1.4 MiB (no space left on device)\n"
+                + "vault: hint: free some space and run the command again; completed batches and the manifest stay\n",
+            "\(out.stderr)")
         #expect(Self.entries(small + "/out").isEmpty)
         Self.vaultIsIntact(s, documents: 1, vaultDir: vaultDir)
     }
@@ -96,14 +113,22 @@ import Glibc
         #expect(s.run("add", "a.txt").status == 0)
         let unreadable = s.run("add", "/proc/self/mem", "--name", "mem")
         #expect(unreadable.status == 74)
-        #expect(unreadable.stderr == "vault: cannot add /proc/self/mem: cannot read /proc/self/mem: Input/output error\nvault: hint: it was not added\n")
+        #expect(
+            unreadable.stderr
+                == """
+                    vault: cannot add /proc/self/mem: cannot read /proc/self/mem: Input/output error\nvault: hint: it \
+                    was not added\n
+                    """
+        )
         Self.vaultIsIntact(s, documents: 1)
         let export = s.run("export", "--out", "/sys/vault-test-out")
         #expect(export.status == 74)
         #expect(export.stderr == "vault: cannot create directory /sys/vault-test-out: permission denied\n")
         let get = s.run("get", "a.txt", "-o", "/sys/vault-test-file")
         #expect(get.status == 74)
-        #expect(get.stderr == "vault: cannot create /sys/vault-test-file: permission denied\n", "the target is named, not a temporary file")
+        #expect(
+            get.stderr == "vault: cannot create /sys/vault-test-file: permission denied\n",
+            "the target is named, not a temporary file")
     }
 
     /// At least 30 misuses, each with its exact message start and exit code.
@@ -116,9 +141,23 @@ import Glibc
         try FileManager.default.createDirectory(atPath: s.path("empty"), withIntermediateDirectories: true)
         s.write("dir/x.txt", Array("x".utf8))
         let missing = s.run("list")
-        #expect(missing.status == 3 && missing.stderr == "vault: no vault at \(s.path("vault"))\nvault: hint: check VAULT_DIR, or create a vault there with 'vault init' (VAULT_DIR=\(s.path("vault")))\n")
+        #expect(
+            missing.status == 3
+                && missing.stderr
+                    == """
+                        vault: no vault at \(s.path("vault"))\nvault: hint: check VAULT_DIR, or create a vault there \
+                        with 'vault init' (VAULT_DIR=\(s.path("vault")))\n
+                        """
+        )
         let notVault = s.run("list", "--vault", s.path("empty"))
-        #expect(notVault.status == 3 && notVault.stderr == "vault: \(s.path("empty")) is not a vault (it has no vault.json)\nvault: hint: check the path, or create a vault there with 'vault init --vault \(s.path("empty"))'\n")
+        #expect(
+            notVault.status == 3
+                && notVault.stderr
+                    == """
+                        vault: \(s.path("empty")) is not a vault (it has no vault.json)\nvault: hint: check the path, \
+                        or create a vault there with 'vault init --vault \(s.path("empty"))'\n
+                        """
+        )
         s.initVault()
         #expect(s.run("add", "a.txt", "b.txt", "--tag", "t").status == 0)
         #expect(s.run("add", "-", "--name", "twin", stdin: [1]).status == 0)
@@ -127,51 +166,135 @@ import Glibc
         let cases: [(args: [String], env: [String: String?], status: Int32, stderr: String)] = [
             (["get", "nope"], [:], 3, "vault: no document matches 'nope'\n"),
             (["get", "twin"], [:], 4, "vault: 'twin' matches 2 documents: "),
-            (["get", "ab"], [:], 3, "vault: no document matches 'ab'\nvault: hint: an id prefix needs at least 4 characters\n"),
+            (
+                ["get", "ab"], [:], 3,
+                "vault: no document matches 'ab'\nvault: hint: an id prefix needs at least 4 characters\n"
+            ),
             (["list"], ["VAULT_PASSWORD": ""], 64, "vault: the password is empty\n"),
             (["list"], ["VAULT_PASSWORD": nil], 64, "vault: no password given and no terminal to ask on\n"),
-            (["list", "--password-file", "missing-pw"], [:], 3, "vault: password file: cannot open missing-pw: no such file or directory\n"),
+            (
+                ["list", "--password-file", "missing-pw"], [:], 3,
+                "vault: password file: cannot open missing-pw: no such file or directory\n"
+            ),
             (["list"], ["VAULT_PASSWORD": "wrong"], 77, "vault: wrong password\n"),
             (["export", "--out", "o", "--batch-size", "0"], [:], 64, "vault: --batch-size must be at least 1, not 0\n"),
-            (["export", "--out", "o", "--max-bytes=-5"], [:], 64, "vault: the value '-5' is invalid for '--max-bytes <size>'"),
-            (["export", "--out", "o", "--max-bytes", "10X"], [:], 64, "vault: the value '10X' is invalid for '--max-bytes <size>'"),
-            (["export", "--out", "a.txt"], [:], 64, "vault: --out a.txt is not a directory\nvault: hint: give a folder, or - for standard output\n"),
-            (["export", "--out", "-", "--batch-size", "1"], [:], 64, "vault: a stream holds a single batch, but the selection needs 4\nvault: hint: use --out DIR, raise --batch-size/--max-bytes, or select fewer documents\n"),
-            (["export", "--out", "o", "--shape", "xml"], [:], 64, "vault: the value 'xml' is invalid for '--shape <shape>'"),
+            (
+                ["export", "--out", "o", "--max-bytes=-5"], [:], 64,
+                "vault: the value '-5' is invalid for '--max-bytes <size>'"
+            ),
+            (
+                ["export", "--out", "o", "--max-bytes", "10X"], [:], 64,
+                "vault: the value '10X' is invalid for '--max-bytes <size>'"
+            ),
+            (
+                ["export", "--out", "a.txt"], [:], 64,
+                "vault: --out a.txt is not a directory\nvault: hint: give a folder, or - for standard output\n"
+            ),
+            (
+                ["export", "--out", "-", "--batch-size", "1"], [:], 64,
+                """
+                    vault: a stream holds a single batch, but the selection needs 4\nvault: hint: use --out DIR, \
+                    raise --batch-size/--max-bytes, or select fewer documents\n
+                    """
+            ),
+            (
+                ["export", "--out", "o", "--shape", "xml"], [:], 64,
+                "vault: the value 'xml' is invalid for '--shape <shape>'"
+            ),
             (["export", "--out", "o", "--tag", "none"], [:], 3, "vault: no documents have the tag 'none'\n"),
             (["export"], [:], 64, "vault: missing expected argument '--out <dir|->'\n"),
             (["add"], [:], 64, "vault: missing expected argument '<path> ...'\n"),
             (["add", "a.txt", "b.txt", "--name", "n"], [:], 64, "vault: --name needs exactly one path\n"),
             (["add", "-"], [:], 64, "vault: reading standard input (-) needs --name\n"),
-            (["add", "dir"], [:], 64, "vault: dir is a directory\nvault: hint: use -r to add the files inside it; nothing was added\n"),
+            (
+                ["add", "dir"], [:], 64,
+                "vault: dir is a directory\nvault: hint: use -r to add the files inside it; nothing was added\n"
+            ),
             (["add", "missing.txt"], [:], 3, "vault: missing.txt: no such file\nvault: hint: nothing was added\n"),
-            (["add", "-", "--name", ""], [:], 64, "vault: cannot add standard input: a document name cannot be empty\n"),
-            (["add", "a.txt", "--type", "not a type"], [:], 64, "vault: cannot add a.txt: content type 'not a type' is not a valid MIME type\n"),
+            (
+                ["add", "-", "--name", ""], [:], 64,
+                "vault: cannot add standard input: a document name cannot be empty\n"
+            ),
+            (
+                ["add", "a.txt", "--type", "not a type"], [:], 64,
+                "vault: cannot add a.txt: content type 'not a type' is not a valid MIME type\n"
+            ),
             (["remove"], [:], 64, "vault: give at least one document to remove (or --delivered-to)\n"),
-            (["remove", "--older-than", "30d"], [:], 64, "vault: --older-than goes with --delivered or --delivered-to\n"),
-            (["remove", "--delivered", "--older-than", "soon"], [:], 64, "vault: --older-than must look like 30d, 12h, 45m or 2w, not 'soon'\n"),
-            (["remove", "--delivered"], [:], 64, "vault: no destination is required: name them with 'vault destination add', or use --delivered-to\n"),
+            (
+                ["remove", "--older-than", "30d"], [:], 64,
+                "vault: --older-than goes with --delivered or --delivered-to\n"
+            ),
+            (
+                ["remove", "--delivered", "--older-than", "soon"], [:], 64,
+                "vault: --older-than must look like 30d, 12h, 45m or 2w, not 'soon'\n"
+            ),
+            (
+                ["remove", "--delivered"], [:], 64,
+                "vault: no destination is required: name them with 'vault destination add', or use --delivered-to\n"
+            ),
             (["list", "--to", "office"], [:], 64, "vault: --to goes with --undelivered\n"),
-            (["upload", "--to", "office", "--url", "https://host/x"], [:], 64, "vault: give --to or --url (--presign-url), not both\n"),
-            (["destination", "add", "office", "ftp://host/x"], [:], 64, "vault: 'ftp://host/x' is not a destination URL (http://, https:// or s3://)\n"),
+            (
+                ["upload", "--to", "office", "--url", "https://host/x"], [:], 64,
+                "vault: give --to or --url (--presign-url), not both\n"
+            ),
+            (
+                ["destination", "add", "office", "ftp://host/x"], [:], 64,
+                "vault: 'ftp://host/x' is not a destination URL (http://, https:// or s3://)\n"
+            ),
             (["remove", "a.txt", "nope"], [:], 3, "vault: no document matches 'nope'\n"),
             (["init"], [:], 73, "vault: a vault already exists at \(s.path("vault"))\n"),
             (["init", "--vault", s.path("dir")], [:], 73, "vault: \(s.path("dir")) exists and is not empty\n"),
-            (["init", "--kdf", "extreme", "--vault", s.path("new")], [:], 64, "vault: the value 'extreme' is invalid for '--kdf <kdf>'"),
-            (["frobnicate"], [:], 64, "vault: 'frobnicate' is not a vault command\nvault: hint: 'vault --help' lists the commands\n"),
+            (
+                ["init", "--kdf", "extreme", "--vault", s.path("new")], [:], 64,
+                "vault: the value 'extreme' is invalid for '--kdf <kdf>'"
+            ),
+            (
+                ["frobnicate"], [:], 64,
+                "vault: 'frobnicate' is not a vault command\nvault: hint: 'vault --help' lists the commands\n"
+            ),
             (["list", "--colour"], [:], 64, "vault: unknown option '--colour'\n"),
-            (["get", "a.txt", "-o", "b.txt"], [:], 73, "vault: b.txt already exists\nvault: hint: use --force to replace it\n"),
+            (
+                ["get", "a.txt", "-o", "b.txt"], [:], 73,
+                "vault: b.txt already exists\nvault: hint: use --force to replace it\n"
+            ),
             (["get", "a.txt", "-o", "dir", "--range", "0-1"], [:], 64, "vault: dir is a directory\n"),
-            (["get", "a.txt", "-o", "no/such/dir/file"], [:], 3, "vault: cannot write no/such/dir/file: its directory does not exist\n"),
+            (
+                ["get", "a.txt", "-o", "no/such/dir/file"], [:], 3,
+                "vault: cannot write no/such/dir/file: its directory does not exist\n"
+            ),
             (["verify", "nope"], [:], 3, "vault: no document matches 'nope'\n"),
-            (["upload", "--url", "ftp://host/x"], [:], 64, "vault: --url must be an http:// or https:// URL with a host, or s3://BUCKET/PREFIX with --protocol s3\n"),
+            (
+                ["upload", "--url", "ftp://host/x"], [:], 64,
+                """
+                    vault: --url must be an http:// or https:// URL with a host, or s3://BUCKET/PREFIX with \
+                    --protocol s3\n
+                    """
+            ),
             (["upload", "--url", "https://u:p@host/x"], [:], 64, "vault: put no credentials in --url;"),
-            (["upload", "--url", "https://host/x", "--header", "no colon"], [:], 64, "vault: --header must look like 'Name: value', not 'no colon'\n"),
-            (["upload", "--url", "https://host/x", "--header", "Content-Length: 5"], [:], 64, "vault: --header cannot set Content-Length; vault sets it\n"),
-            (["upload", "--url", "https://host/x", "--timeout", "0"], [:], 64, "vault: --timeout must be a positive number of seconds\n"),
-            (["upload", "--url", "https://host/x", "--resume", "--new-run"], [:], 64, "vault: --resume and --new-run contradict each other\n"),
-            (["upload", "--url", "https://host/x", "--method", "GET"], [:], 64, "vault: --method must be POST or PUT\n"),
-            (["upload", "--url", "https://host/x"], ["VAULT_UPLOAD_USER": "u"], 64, "vault: VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD must be set together\n"),
+            (
+                ["upload", "--url", "https://host/x", "--header", "no colon"], [:], 64,
+                "vault: --header must look like 'Name: value', not 'no colon'\n"
+            ),
+            (
+                ["upload", "--url", "https://host/x", "--header", "Content-Length: 5"], [:], 64,
+                "vault: --header cannot set Content-Length; vault sets it\n"
+            ),
+            (
+                ["upload", "--url", "https://host/x", "--timeout", "0"], [:], 64,
+                "vault: --timeout must be a positive number of seconds\n"
+            ),
+            (
+                ["upload", "--url", "https://host/x", "--resume", "--new-run"], [:], 64,
+                "vault: --resume and --new-run contradict each other\n"
+            ),
+            (
+                ["upload", "--url", "https://host/x", "--method", "GET"], [:], 64,
+                "vault: --method must be POST or PUT\n"
+            ),
+            (
+                ["upload", "--url", "https://host/x"], ["VAULT_UPLOAD_USER": "u"], 64,
+                "vault: VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD must be set together\n"
+            )
         ]
         #expect(cases.count >= 30)
         for c in cases {
@@ -204,7 +327,13 @@ import Glibc
             return String(decoding: data, as: UTF8.self).replacingOccurrences(of: "\r", with: "")
         }
         let bin = onTTY("get img.png")
-        #expect(bin.contains("vault: refusing to write image/png data to a terminal\nvault: hint: use -o FILE, or redirect standard output\n[exit 64]"), "\(bin)")
+        #expect(
+            bin.contains(
+                """
+                    vault: refusing to write image/png data to a terminal\nvault: hint: use -o FILE, or redirect \
+                    standard output\n[exit 64]
+                    """
+            ), "\(bin)")
         #expect(!bin.contains("PNG"))
         #expect(onTTY("get note.txt").contains("hello terminal\n[exit 0]"))
         #expect(onTTY("export --out -").contains("vault: refusing to write the payload to a terminal"))
@@ -225,11 +354,17 @@ import Glibc
         var readerFailures: [String] = []
         for _ in 0..<5 {
             let l = s.run("list", "--json")
-            if l.status != 0 { readerFailures.append("list: \(l.stderr)") }
-            else if (try? JSONSerialization.jsonObject(with: Data(l.stdout))) == nil { readerFailures.append("list printed invalid JSON") }
+            if l.status != 0 {
+                readerFailures.append("list: \(l.stderr)")
+            } else if (try? JSONSerialization.jsonObject(with: Data(l.stdout))) == nil {
+                readerFailures.append("list printed invalid JSON")
+            }
             let e = s.run("export", "--out", "-", "--batch-size", "200")
-            if e.status != 0 { readerFailures.append("export: \(e.stderr)") }
-            else if (try? JSONSerialization.jsonObject(with: Data(e.stdout))) == nil { readerFailures.append("export printed invalid JSON") }
+            if e.status != 0 {
+                readerFailures.append("export: \(e.stderr)")
+            } else if (try? JSONSerialization.jsonObject(with: Data(e.stdout))) == nil {
+                readerFailures.append("export printed invalid JSON")
+            }
         }
         let results = pids.map { s.wait($0) }
         for r in results { #expect(r.status == 0, "\(r.stderr)") }
@@ -259,7 +394,8 @@ import Glibc
             return cmdline.hasPrefix(Sandbox.binary) || !HardeningCLITests.isRunning(pid)
         }
         _ = s.wait(pid)
-        #expect(cmdline.hasPrefix(Sandbox.binary) && cmdline.contains("big.bin"), "the running add was seen: \(cmdline)")
+        #expect(
+            cmdline.hasPrefix(Sandbox.binary) && cmdline.contains("big.bin"), "the running add was seen: \(cmdline)")
         #expect(!cmdline.contains(password))
         #expect(s.run("export", "--out", "out").status == 0)
         // No file under the vault holds the password, in any form we can think of.
@@ -283,7 +419,8 @@ import Glibc
 
 extension Array where Element == UInt8 {
     func contains(_ needle: [UInt8]) -> Bool {
-        guard !needle.isEmpty, count >= needle.count else { return false }
+        guard !needle.isEmpty,
+              count >= needle.count else { return false }
         let first = needle[0]
         var i = 0
         while i <= count - needle.count {
@@ -299,8 +436,10 @@ extension Array where Element == UInt8 {
     @Test func killedAddsRemovesAndExportsLeaveAConsistentVault() throws {
         let r = Process()
         r.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        r.arguments = ["python3", Sandbox.repository.appendingPathComponent("scripts/crash_test.py").path,
-                       "--vault-bin", Sandbox.binary, "--runs", "6"]
+        r.arguments = [
+            "python3", Sandbox.repository.appendingPathComponent("scripts/crash_test.py").path,
+            "--vault-bin", Sandbox.binary, "--runs", "6"
+        ]
         let out = Pipe()
         r.standardOutput = out
         r.standardError = out
@@ -368,9 +507,17 @@ extension Array where Element == UInt8 {
         #expect(!FileManager.default.fileExists(atPath: s.path("v2/vault.json")))
         // A wrong password typed at the prompt: the hint is about the prompt, not a variable.
         let wrong = Self.onTTY(s, "list", vault: s.path("v1"), answers: ["not it"])
-        #expect(wrong.hasSuffix("vault: wrong password\nvault: hint: the password typed does not open this vault; run the command again to retype it (is Caps Lock on?)\n[exit 77]\n"), "\(wrong)")
+        #expect(
+            wrong.hasSuffix(
+                """
+                    vault: wrong password\nvault: hint: the password typed does not open this vault; run the command \
+                    again to retype it (is Caps Lock on?)\n[exit 77]\n
+                    """
+            ), "\(wrong)")
         s.write("pw.txt", Array("not it".utf8))
         let file = s.run(["list", "--vault", s.path("v1"), "--password-file", "pw.txt"])
-        #expect(file.status == 77 && file.stderr == "vault: wrong password\nvault: hint: check the password file pw.txt\n", "\(file.stderr)")
+        #expect(
+            file.status == 77 && file.stderr == "vault: wrong password\nvault: hint: check the password file pw.txt\n",
+            "\(file.stderr)")
     }
 }

@@ -20,8 +20,11 @@ import Glibc
         try FileManager.default.createDirectory(atPath: s.path(dir), withIntermediateDirectories: true)
         for i in 0..<count {
             let name = "\(dir)/\(station) \(i).txt"
-            if i % largeEvery == 7 { try s.writeLarge(name, mebibytes: 20, seed: seed &* 1000 &+ UInt64(i)) }
-            else { s.write(name, .random(200 + (i * 131) % 3000, seed: seed &* 1000 &+ UInt64(i))) }
+            if i % largeEvery == 7 {
+                try s.writeLarge(name, mebibytes: 20, seed: seed &* 1000 &+ UInt64(i))
+            } else {
+                s.write(name, .random(200 + (i * 131) % 3000, seed: seed &* 1000 &+ UInt64(i)))
+            }
         }
         let r = s.run(["--vault", s.path(station), "add", "-r", s.path(dir)])
         precondition(r.status == 0, r.stderr)
@@ -86,7 +89,9 @@ import Glibc
         for station in ["b", "c", "d"] { #expect(Self.ids(s, station, env: env) == everyone) }
         for station in ["a", "b", "c", "d"] {
             let v = Self.run(s, station, ["verify"], env: env)
-            #expect(v.status == 0 && v.out.contains("verified \(2 * each) documents: \(2 * each) ok, 0 damaged"), "\(v.out)\(v.stderr)")
+            #expect(
+                v.status == 0 && v.out.contains("verified \(2 * each) documents: \(2 * each) ok, 0 damaged"),
+                "\(v.out)\(v.stderr)")
             let audit = Self.run(s, station, ["audit"], env: env)
             #expect(audit.status == 0, "\(audit.out)\(audit.stderr)")
         }
@@ -95,7 +100,9 @@ import Glibc
         #expect(Self.run(s, "b", ["remove", gone], env: env).status == 0)
         let push = Self.run(s, "b", ["push"], env: env)
         #expect(push.status == 0 && push.stderr.contains("1 removal"), "\(push.stderr)")
-        #expect(try await s3.headObject(bucket: bucket, key: "office vault/objects/\(gone).vlt") == nil, "the store no longer holds it")
+        #expect(
+            try await s3.headObject(bucket: bucket, key: "office vault/objects/\(gone).vlt") == nil,
+            "the store no longer holds it")
         #expect(try await s3.headObject(bucket: bucket, key: "office vault/removed/\(gone)") != nil)
         for station in ["a", "c"] {
             let r = Self.run(s, station, ["pull"], env: env)
@@ -104,7 +111,9 @@ import Glibc
         }
         // The replicas' histories name the clone, the pulls and the removal, as the schema says.
         let log = Self.run(s, "c", ["log", "--json"], env: env)
-        let ops = ((try? JSONSerialization.jsonObject(with: Data(log.stdout)) as? [String: Any])?["records"] as? [[String: Any]])?.compactMap { $0["op"] as? String }
+        let ops =
+            ((try? JSONSerialization.jsonObject(with: Data(log.stdout)) as? [String: Any])?["records"]
+            as? [[String: Any]])?.compactMap { $0["op"] as? String }
         #expect(ops == ["clone", "pull", "remove"], "\(log.out.prefix(400))")
         _ = FileManager.default.createFile(atPath: s.path("log.json"), contents: Data(log.stdout))
         let valid = AuditCLITests.validate(s.path("log.json"), schema: "log")
@@ -113,12 +122,20 @@ import Glibc
         #expect(Self.run(s, "a", ["push"], env: env).stderr.contains("pushed 0 documents"))
         let pushed = Self.run(s, "a", ["push", "--json"], env: env)
         _ = FileManager.default.createFile(atPath: s.path("push.json"), contents: Data(pushed.stdout))
-        #expect(pushed.status == 0 && pushed.stderr.isEmpty && AuditCLITests.validate(s.path("push.json"), schema: "push").status == 0, "\(pushed.out)")
-        #expect((try? JSONSerialization.jsonObject(with: Data(pushed.stdout)) as? [String: Any])?["sent"] as? [String] == [])
+        #expect(
+            pushed.status == 0 && pushed.stderr.isEmpty
+                && AuditCLITests.validate(s.path("push.json"), schema: "push").status == 0, "\(pushed.out)")
+        #expect(
+            (try? JSONSerialization.jsonObject(with: Data(pushed.stdout)) as? [String: Any])?["sent"] as? [String] == []
+        )
         let pulled = Self.run(s, "c", ["pull", "--json"], env: env)
         _ = FileManager.default.createFile(atPath: s.path("pull.json"), contents: Data(pulled.stdout))
-        #expect(pulled.status == 0 && pulled.stderr.isEmpty && AuditCLITests.validate(s.path("pull.json"), schema: "pull").status == 0, "\(pulled.out)")
-        #expect((try? JSONSerialization.jsonObject(with: Data(pulled.stdout)) as? [String: Any])?["fetched"] as? [String] == [])
+        #expect(
+            pulled.status == 0 && pulled.stderr.isEmpty
+                && AuditCLITests.validate(s.path("pull.json"), schema: "pull").status == 0, "\(pulled.out)")
+        #expect(
+            (try? JSONSerialization.jsonObject(with: Data(pulled.stdout)) as? [String: Any])?["fetched"] as? [String]
+                == [])
     }
 
     /// After `vault passwd` the store still holds the vault under the old password: push and
@@ -143,11 +160,22 @@ import Glibc
         for command in ["push", "pull"] {
             let r = s.run([command], env: renewed)
             #expect(r.status == 73, "\(command): \(r.stderr)")
-            #expect(r.stderr.hasPrefix("vault: s3://\(bucket)/v holds this vault under another password (its vault.json is not this vault's: the password was changed here or at another station)\nvault: hint: push to a new prefix"), "\(r.stderr)")
+            #expect(
+                r.stderr.hasPrefix(
+                    """
+                        vault: s3://\(bucket)/v holds this vault under another password (its vault.json is not this \
+                        vault's: the password was changed here or at another station)\nvault: hint: push to a new \
+                        prefix
+                        """
+                ), "\(r.stderr)")
         }
-        #expect(try await s3.listObjects(bucket: bucket, prefix: "v/").map(\.key) == before, "nothing was written to the store")
+        #expect(
+            try await s3.listObjects(bucket: bucket, prefix: "v/").map(\.key) == before,
+            "nothing was written to the store")
         let inPlace = s.run(["--vault", "s3://\(bucket)/v", "list", "--json"], env: env)
-        #expect(inPlace.status == 0 && inPlace.out.contains("a.txt") && !inPlace.out.contains("b.txt"), "\(inPlace.out)\(inPlace.stderr)")
+        #expect(
+            inPlace.status == 0 && inPlace.out.contains("a.txt") && !inPlace.out.contains("b.txt"),
+            "\(inPlace.out)\(inPlace.stderr)")
         let fresh = s.run(["push", "s3://\(bucket)/v2"], env: renewed)
         #expect(fresh.status == 0 && fresh.stderr.contains("pushed 2 documents"), "\(fresh.stderr)")
         #expect(s.run(["--vault", "s3://\(bucket)/v2", "verify"], env: renewed).status == 0)
@@ -176,7 +204,10 @@ import Glibc
                 .filter { $0.contains("/objects/") }.compactMap { $0.split(separator: "/").last.map(String.init) }
         }
         func stored() async throws -> Set<String> {
-            Set(try await s3.listObjects(bucket: bucket, prefix: "v/objects/").compactMap { $0.key.split(separator: "/").last.map(String.init) })
+            Set(
+                try await s3.listObjects(bucket: bucket, prefix: "v/objects/").compactMap {
+                    $0.key.split(separator: "/").last.map(String.init)
+                })
         }
 
         let (first, firstEnv) = try path()
@@ -199,7 +230,9 @@ import Glibc
         // A PUT the killed push had in flight can land after the listing above (the path's stop
         // cuts the log line, not the store's write): the second push then finds it there.
         let there = everything.subtracting(sent)
-        #expect(held.isSubset(of: there) && there.count - held.count <= 1, "\(held.count) held, \(there.count) not sent again")
+        #expect(
+            held.isSubset(of: there) && there.count - held.count <= 1,
+            "\(held.count) held, \(there.count) not sent again")
         #expect(try await stored() == everything)
         #expect(again.stderr.contains("pushed \(40 - there.count) documents"), "\(again.stderr)")
 
@@ -208,7 +241,10 @@ import Glibc
         let (third, thirdEnv) = try path()
         let cpid = s.spawn(["--vault", replica, "clone", url, "--parallel", "1"], env: thirdEnv)
         func taken() -> Set<String> {
-            Set(((try? FileManager.default.contentsOfDirectory(atPath: replica + "/objects")) ?? []).filter { $0.hasSuffix(".vlt") })
+            Set(
+                ((try? FileManager.default.contentsOfDirectory(atPath: replica + "/objects")) ?? []).filter {
+                    $0.hasSuffix(".vlt")
+                })
         }
         #expect(poll(every: 2000) { taken().count >= 10 || !HardeningCLITests.isRunning(cpid) })
         kill(cpid, SIGKILL)
@@ -222,12 +258,18 @@ import Glibc
         // Distinct objects: on a loaded machine a GET can outlast the client's deadline and be
         // asked for again; what counts is that the pull fetched exactly what the replica lacked.
         let fetched = Set(objects("GET", fourth))
-        #expect(fetched == everything.subtracting(kept), "only what the replica lacked: \(fetched.count) for \(40 - kept.count)")
+        #expect(
+            fetched == everything.subtracting(kept),
+            "only what the replica lacked: \(fetched.count) for \(40 - kept.count)")
         #expect(taken() == everything)
         let verify = s.run(["--vault", replica, "verify"])
-        #expect(verify.status == 0 && verify.out.contains("verified 40 documents: 40 ok"), "\(verify.out)\(verify.stderr)")
+        #expect(
+            verify.status == 0 && verify.out.contains("verified 40 documents: 40 ok"), "\(verify.out)\(verify.stderr)")
         #expect(s.run(["--vault", replica, "audit"]).status == 0)
-        #expect(((try? FileManager.default.contentsOfDirectory(atPath: replica + "/objects")) ?? []).allSatisfy { !$0.hasPrefix(".vault-tmp-") })
+        #expect(
+            ((try? FileManager.default.contentsOfDirectory(atPath: replica + "/objects")) ?? []).allSatisfy {
+                !$0.hasPrefix(".vault-tmp-")
+            })
     }
 
     @Test func damagedForeignAndForgedObjectsAreNotTaken() async throws {
@@ -248,39 +290,60 @@ import Glibc
         try await s3.putObject(bucket: bucket, key: victim, body: bytes, contentType: "application/octet-stream")
         let c = s.run(["--vault", s.path("c"), "clone", url], env: env)
         #expect(c.status == 2, "\(c.stderr)")
-        #expect(c.stderr.contains("vault: warning: not taken: objects/\(added[1]).vlt: document \(added[1]): "), "\(c.stderr)")
+        #expect(
+            c.stderr.contains("vault: warning: not taken: objects/\(added[1]).vlt: document \(added[1]): "),
+            "\(c.stderr)")
         #expect(c.stderr.contains("cloned 2 documents"))
         #expect(!FileManager.default.fileExists(atPath: s.path("c/objects/\(added[1]).vlt")))
         // Pulled again, only that one is fetched again, and rejected again: 65, nothing taken.
         let p = s.run(["--vault", s.path("c"), "pull"], env: env)
         #expect(p.status == 65, "\(p.stderr)")
-        #expect(p.stderr.hasSuffix("vault: 1 object at s3://\(bucket)/v failed authentication and was not taken\n"
-                                   + "vault: hint: the store's copy is damaged or not this vault's; push it again from a station that has it\n"), "\(p.stderr)")
+        #expect(
+            p.stderr.hasSuffix(
+                "vault: 1 object at s3://\(bucket)/v failed authentication and was not taken\n"
+                    + """
+                        vault: hint: the store's copy is damaged or not this vault's; push it again from a station \
+                        that has it\n
+                        """
+            ), "\(p.stderr)")
         // An envelope of another vault under a valid name is foreign: rejected the same way.
         let other = Sandbox()
         other.initVault()
         other.write("x.txt", .random(700, seed: 5))
         let foreignID = other.run("add", "x.txt").out.trimmingCharacters(in: .whitespacesAndNewlines)
         let foreign = Array(FileManager.default.contents(atPath: other.path("vault/objects/\(foreignID).vlt"))!)
-        try await s3.putObject(bucket: bucket, key: "v/objects/\(foreignID).vlt", body: foreign, contentType: "application/octet-stream")
+        try await s3.putObject(
+            bucket: bucket, key: "v/objects/\(foreignID).vlt", body: foreign, contentType: "application/octet-stream")
         let f = s.run(["--vault", s.path("c"), "pull"], env: env)
         #expect(f.status == 65 && f.stderr.contains("not taken: objects/\(foreignID).vlt"), "\(f.stderr)")
         // A forged tombstone does not remove anything.
-        try await s3.putObject(bucket: bucket, key: "v/removed/\(added[0])", body: .random(120, seed: 8), contentType: "application/octet-stream")
+        try await s3.putObject(
+            bucket: bucket, key: "v/removed/\(added[0])", body: .random(120, seed: 8),
+            contentType: "application/octet-stream")
         let t = s.run(["--vault", s.path("c"), "pull"], env: env)
-        #expect(t.stderr.contains("vault: warning: removed/\(added[0]) is not a tombstone of this vault, and hides nothing: the tombstone of document \(added[0]) is not a sealed tombstone file"), "\(t.stderr)")
+        #expect(
+            t.stderr.contains(
+                """
+                    vault: warning: removed/\(added[0]) is not a tombstone of this vault, and hides nothing: the \
+                    tombstone of document \(added[0]) is not a sealed tombstone file
+                    """
+            ), "\(t.stderr)")
         #expect(FileManager.default.fileExists(atPath: s.path("c/objects/\(added[0]).vlt")))
         // SlowDown on the way is retried: a push to a fresh prefix through a path that answers the
         // first two PUTs with 503 SlowDown still sends every object.
         let slow = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--slowdown", "2"], in: s)
-        let retried = s.run(["push", "s3://\(bucket)/slow", "--parallel", "1"], env: env.merging(["AWS_ENDPOINT_URL": slow.url]) { _, b in b })
+        let retried = s.run(
+            ["push", "s3://\(bucket)/slow", "--parallel", "1"],
+            env: env.merging(["AWS_ENDPOINT_URL": slow.url]) { _, b in b })
         #expect(retried.status == 0 && retried.stderr.contains("pushed 3 documents"), "\(retried.stderr)")
         #expect(slow.entries.filter { $0["fault"] as? String == "slowdown" }.count == 2)
         #expect(try await s3.listObjects(bucket: bucket, prefix: "slow/objects/").count == 3)
         // A store holding another vault is refused by push, and clone with a wrong password creates nothing.
         let refused = other.run(["push", url], env: env)
         #expect(refused.status == 73 && refused.stderr.contains("holds another vault"), "\(refused.stderr)")
-        let wrong = s.run(["--vault", s.path("w"), "clone", url], env: env.merging(["VAULT_PASSWORD": "not the password"]) { _, b in b })
+        let wrong = s.run(
+            ["--vault", s.path("w"), "clone", url],
+            env: env.merging(["VAULT_PASSWORD": "not the password"]) { _, b in b })
         #expect(wrong.status == 77, "\(wrong.stderr)")
         #expect(!FileManager.default.fileExists(atPath: s.path("w")))
         // Names and URLs that are not remotes.
@@ -289,7 +352,10 @@ import Glibc
         let none = s.run(["pull"], env: env)
         #expect(none.status == 64 && none.stderr.hasPrefix("vault: this vault has no remote\n"), "\(none.stderr)")
         let missing = s.run(["pull", "s3://\(bucket)/nothing-here"], env: env)
-        #expect(missing.status == 3 && missing.stderr.hasPrefix("vault: no vault at s3://\(bucket)/nothing-here (it has no vault.json)\n"), "\(missing.stderr)")
+        #expect(
+            missing.status == 3
+                && missing.stderr.hasPrefix("vault: no vault at s3://\(bucket)/nothing-here (it has no vault.json)\n"),
+            "\(missing.stderr)")
     }
 }
 
@@ -306,14 +372,18 @@ import Glibc
         let s = Sandbox()
         s.initVault()
         try FileManager.default.createDirectory(atPath: s.path("many"), withIntermediateDirectories: true)
-        for i in 0..<Self.documents { s.write("many/scan \(i).txt", .random(100 + (i * 37) % 1900, seed: 3000 + UInt64(i))) }
+        for i in 0..<Self.documents {
+            s.write("many/scan \(i).txt", .random(100 + (i * 37) % 1900, seed: 3000 + UInt64(i)))
+        }
         #expect(s.run("add", "-r", s.path("many")).status == 0)
         let url = "s3://\(bucket)/direct"
         #expect(s.run(["push", url, "--parallel", "8"], env: S3UploadCLITests.env(sw)).status == 0)
         let path = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString], in: s)
         let env = S3UploadCLITests.env(sw).merging(["AWS_ENDPOINT_URL": path.url]) { _, b in b }
         func objectGETs() -> [[String: Any]] {
-            path.entries.filter { $0["method"] as? String == "GET" && ($0["path"] as? String ?? "").contains("/objects/") }
+            path.entries.filter {
+                $0["method"] as? String == "GET" && ($0["path"] as? String ?? "").contains("/objects/")
+            }
         }
         // A cold list: one ranged GET of at most 8 KiB per document, nothing else of the envelopes.
         let list = s.run(["--vault", url, "list", "--json"], env: env)
@@ -322,8 +392,16 @@ import Glibc
         let heads = objectGETs()
         let bytes = heads.reduce(0) { $0 + ($1["bytes"] as? Int ?? 0) }
         #expect(heads.count == Self.documents)
-        #expect(heads.allSatisfy { ($0["range"] as? String ?? "").hasPrefix("bytes=0-") && ($0["bytes"] as? Int ?? .max) <= 8192 })
-        print("cold list of \(Self.documents) remote documents: \(heads.count) ranged GETs, \(bytes) bytes (\(bytes / Self.documents) per document)")
+        #expect(
+            heads.allSatisfy {
+                ($0["range"] as? String ?? "").hasPrefix("bytes=0-") && ($0["bytes"] as? Int ?? .max) <= 8192
+            })
+        print(
+            """
+                cold list of \(Self.documents) remote documents: \(heads.count) ranged GETs, \(bytes) bytes \
+                (\(bytes / Self.documents) per document)
+                """
+        )
         // Warm: the sealed index in the cache folder answers; no envelope is read again.
         #expect(s.run(["--vault", url, "list"], env: env).status == 0)
         #expect(objectGETs().count == Self.documents)
@@ -331,19 +409,26 @@ import Glibc
         let cache = s.path(".cache/vault")
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: cache)) ?? []
         #expect(folders.count == 1)
-        let kept = ((FileManager.default.enumerator(atPath: cache + "/" + (folders.first ?? ""))?.allObjects as? [String]) ?? []).sorted()
+        let kept =
+            ((FileManager.default.enumerator(atPath: cache + "/" + (folders.first ?? ""))?.allObjects as? [String])
+            ?? []).sorted()
         #expect(kept == ["index.db", "lock", "objects", "vault.json"], "\(kept)")
         // verify and export in place give what the local vault gives.
         let v = s.run(["--vault", url, "verify"], env: env)
-        #expect(v.status == 0 && v.out.contains("verified \(Self.documents) documents: \(Self.documents) ok, 0 damaged"), "\(v.out)\(v.stderr)")
+        #expect(
+            v.status == 0 && v.out.contains("verified \(Self.documents) documents: \(Self.documents) ok, 0 damaged"),
+            "\(v.out)\(v.stderr)")
         let local = S3UploadCLITests.exported(s, ["--batch-size", "500"])
         let remote = s.run(["--vault", url, "export", "--out", "remote-out", "--batch-size", "500", "-q"], env: env)
         #expect(remote.status == 0, "\(remote.stderr)")
-        let files = ((try? FileManager.default.contentsOfDirectory(atPath: s.path("remote-out"))) ?? []).filter { $0.hasPrefix("batch-") }.sorted()
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: s.path("remote-out"))) ?? []).filter {
+            $0.hasPrefix("batch-")
+        }.sorted()
         #expect(files.map { Array(FileManager.default.contents(atPath: s.path("remote-out/" + $0))!) } == local)
         // A byte changed on the store is caught by verify and get in place.
         let ids = s.run("list", "--json").stdout
-        let first = ((try? JSONSerialization.jsonObject(with: Data(ids)) as? [[String: Any]])?.first?["id"] as? String) ?? ""
+        let first =
+            ((try? JSONSerialization.jsonObject(with: Data(ids)) as? [[String: Any]])?.first?["id"] as? String) ?? ""
         let key = "direct/objects/\(first).vlt"
         var object = try await s3.object(bucket: bucket, key: key)
         object[object.count - 20] ^= 0x40
@@ -354,7 +439,14 @@ import Glibc
         #expect(get.status == 65 && get.stderr.hasPrefix("vault: document \(first): "), "\(get.stderr)")
         // Commands that change a vault refuse a store read in place.
         let add = s.run(["--vault", url, "add", s.path("many/scan 1.txt")], env: env)
-        #expect(add.status == 64 && add.stderr.hasPrefix("vault: this command needs a local vault; \(url) can be read in place only by list, get, verify, export and upload\n"), "\(add.stderr)")
+        #expect(
+            add.status == 64
+                && add.stderr.hasPrefix(
+                    """
+                        vault: this command needs a local vault; \(url) can be read in place only by list, get, \
+                        verify, export and upload\n
+                        """
+                ), "\(add.stderr)")
     }
 
     @Test func aRangeOfALargeRemoteDocumentFetchesOnlyTheChunkGroupsCoveringIt() async throws {
@@ -370,18 +462,28 @@ import Glibc
         let path = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString], in: s)
         let env = S3UploadCLITests.env(sw).merging(["AWS_ENDPOINT_URL": path.url]) { _, b in b }
         let size = Self.largeMiB << 20, middle = size / 3 * 2
-        for (range, label) in [("\(middle)-\(middle + 99)", "100 bytes"), ("\(size - 824)-", "the last 824 bytes"), ("5000000-9000000", "4 MB")] {
+        for (range, label) in [
+            ("\(middle)-\(middle + 99)", "100 bytes"), ("\(size - 824)-", "the last 824 bytes"),
+            ("5000000-9000000", "4 MB")
+        ] {
             let before = path.entries.count
             let r = s.run(["--vault", url, "get", "big.bin", "--range", range], env: env)
             #expect(r.status == 0, "\(r.stderr)")
             #expect(r.stdout == s.run("get", "big.bin", "--range", range).stdout, "\(label)")
-            let gets = path.entries.dropFirst(before).filter { $0["method"] as? String == "GET" && ($0["path"] as? String ?? "").contains("/objects/") }
+            let gets = path.entries.dropFirst(before).filter {
+                $0["method"] as? String == "GET" && ($0["path"] as? String ?? "").contains("/objects/")
+            }
             let served = gets.reduce(0) { $0 + ($1["bytes"] as? Int ?? 0) }
             // The head, then groups of 16 sealed chunks (1,048,832 bytes) covering the range.
             let parts = range.split(separator: "-", omittingEmptySubsequences: false)
             let start = Int(parts[0])!, end = parts[1].isEmpty ? size - 1 : Int(parts[1])!
             let groups = (end / (16 << 16)) - (start / (16 << 16)) + 1
-            print("get --range \(range) of a \(Self.largeMiB) MiB remote document: \(gets.count) GETs, \(served) bytes (\(groups) covering group(s)): \(gets.map { $0["range"] as? String ?? "" })")
+            print(
+                """
+                    get --range \(range) of a \(Self.largeMiB) MiB remote document: \(gets.count) GETs, \(served) \
+                    bytes (\(groups) covering group(s)): \(gets.map { $0["range"] as? String ?? "" })
+                    """
+            )
             #expect(served <= 8192 + groups * 16 * 65552, "\(label): \(served) bytes")
             #expect(served >= (end - start + 1))
         }

@@ -9,15 +9,20 @@ import Glibc
 /// `vault upload --protocol s3` with the station's own credentials, against SeaweedFS.
 @Suite(.blocking) struct S3UploadCLITests {
     static func env(_ sw: SeaweedFS, secret: String = SeaweedFS.secretKey) -> [String: String?] {
-        ["AWS_ACCESS_KEY_ID": SeaweedFS.accessKey, "AWS_SECRET_ACCESS_KEY": secret, "AWS_ENDPOINT_URL": sw.endpoint.absoluteString,
-         "AWS_REGION": "us-east-1"]
+        [
+            "AWS_ACCESS_KEY_ID": SeaweedFS.accessKey, "AWS_SECRET_ACCESS_KEY": secret,
+            "AWS_ENDPOINT_URL": sw.endpoint.absoluteString,
+            "AWS_REGION": "us-east-1"
+        ]
     }
 
     static func client(_ sw: SeaweedFS) -> S3Client {
         // The shared store serves every test at once on two cores, so a whole-object read back can
         // wait long between bytes: the checks' client waits up to five minutes, not one.
-        S3Client(endpoint: sw.endpoint, region: "us-east-1", credentials: S3Credentials(accessKeyID: SeaweedFS.accessKey, secretAccessKey: SeaweedFS.secretKey),
-                 timeout: 300)
+        S3Client(
+            endpoint: sw.endpoint, region: "us-east-1",
+            credentials: S3Credentials(accessKeyID: SeaweedFS.accessKey, secretAccessKey: SeaweedFS.secretKey),
+            timeout: 300)
     }
 
     /// The shared SeaweedFS, a client of it, and a new bucket named `prefix-<random>`.
@@ -30,9 +35,9 @@ import Glibc
             do {
                 try await s3.createBucket(bucket)
                 break
-            } catch where attempt < 4 {
+            } catch  where attempt < 4 {
                 try await Task.sleep(nanoseconds: 500_000_000 << attempt)
-                if (try? await s3.bucketExists(bucket)) == true { break }   // made, though the answer was lost
+                if (try? await s3.bucketExists(bucket)) == true { break }  // made, though the answer was lost
             }
         }
         return (sw, s3, bucket)
@@ -43,11 +48,15 @@ import Glibc
         let out = "export-\(UUID().uuidString.prefix(6))"
         let r = s.run(["export", "--out", out, "-q"] + extra)
         precondition(r.status == 0, r.stderr)
-        return ((try? FileManager.default.contentsOfDirectory(atPath: s.path(out))) ?? []).filter { $0.hasPrefix("batch-") }.sorted()
+        return ((try? FileManager.default.contentsOfDirectory(atPath: s.path(out))) ?? []).filter {
+            $0.hasPrefix("batch-")
+        }.sorted()
             .map { Array(FileManager.default.contents(atPath: s.path(out + "/" + $0))!) }
     }
 
-    static func runID(_ r: CLIResult) -> String { (try? JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any])?["runId"] as? String ?? "" }
+    static func runID(_ r: CLIResult) -> String {
+        (try? JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any])?["runId"] as? String ?? ""
+    }
 
     /// 45 documents: 44 small ones of assorted sizes and, as the 25th, one of 12 MiB, so the
     /// default batching makes three batches: a single PUT, a multipart upload of 16 MiB of base64
@@ -56,7 +65,11 @@ import Glibc
         var names: [String] = []
         for i in 1...45 {
             let name = String(format: "doc %02d.txt", i)
-            if i == 25 { try s.writeLarge(name, mebibytes: 12, seed: 3) } else { s.write(name, .random(500 + i * 397, seed: UInt64(i))) }
+            if i == 25 {
+                try s.writeLarge(name, mebibytes: 12, seed: 3)
+            } else {
+                s.write(name, .random(500 + i * 397, seed: UInt64(i)))
+            }
             names.append(name)
         }
         let r = s.run(["add"] + names)
@@ -82,7 +95,9 @@ import Glibc
             #expect(head.header("x-amz-meta-vault-batch") == "\(i + 1)/3")
             #expect(head.header("x-amz-meta-vault-documents") == (i == 2 ? "5" : "20"))
             let etag = head.header("ETag") ?? ""
-            #expect(i == 1 ? etag.hasSuffix("-3\"") : !etag.contains("-"), "batch \(i + 1) went as \(i == 1 ? "three parts" : "one PUT"): \(etag)")
+            #expect(
+                i == 1 ? etag.hasSuffix("-3\"") : !etag.contains("-"),
+                "batch \(i + 1) went as \(i == 1 ? "three parts" : "one PUT"): \(etag)")
         }
         #expect(s.run("log").out.contains("-> s3://\(bucket)/station 3"))
         #expect(!s.run("log").out.contains(SeaweedFS.secretKey))
@@ -99,7 +114,8 @@ import Glibc
         s.write("a.txt", .random(3000, seed: 71))
         try s.writeLarge("b.bin", mebibytes: 6, seed: 72)
         #expect(s.run("add", "a.txt", "b.bin").status == 0)
-        let once = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--slowdown", "2", "--flip", "1"], in: s)
+        let once = try PythonPeer(
+            "flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--slowdown", "2", "--flip", "1"], in: s)
         let through = Self.env(sw).merging(["AWS_ENDPOINT_URL": once.url]) { _, b in b }
         let r = s.run(["upload", "--url", "s3://\(bucket)/p", "--part-size", "5M", "--json"], env: through)
         #expect(r.status == 0, "\(r.stderr)")
@@ -109,10 +125,13 @@ import Glibc
         #expect(try await s3.object(bucket: bucket, key: key) == Self.exported(s)[0])
 
         let always = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--flip", "-1"], in: s)
-        let bad = s.run(["upload", "--url", "s3://\(bucket)/p", "--part-size", "5M", "--new-run", "--parallel", "1"],
-                        env: Self.env(sw).merging(["AWS_ENDPOINT_URL": always.url]) { _, b in b })
+        let bad = s.run(
+            ["upload", "--url", "s3://\(bucket)/p", "--part-size", "5M", "--new-run", "--parallel", "1"],
+            env: Self.env(sw).merging(["AWS_ENDPOINT_URL": always.url]) { _, b in b })
         #expect(bad.status == 65)
-        #expect(bad.stderr.hasPrefix("vault: part 1 of batch 1/1 failed its Content-MD5 check twice (BadDigest)\n"), "\(bad.stderr)")
+        #expect(
+            bad.stderr.hasPrefix("vault: part 1 of batch 1/1 failed its Content-MD5 check twice (BadDigest)\n"),
+            "\(bad.stderr)")
         let puts = always.entries.filter { $0["method"] as? String == "PUT" }
         #expect(puts.count == 2, "part 1 was sent twice, then the upload stopped: \(puts)")
         #expect(always.entries.last?["method"] as? String == "DELETE", "the multipart upload was aborted")
@@ -134,7 +153,8 @@ import Glibc
         let pid = s.spawn(args, env: env)
         // Kill it once the journal names three confirmed parts.
         func confirmedParts() -> [Int] {
-            guard let j = s.journal(), let b = (j["batches"] as? [[String: Any]])?.first else { return [] }
+            guard let j = s.journal(),
+                  let b = (j["batches"] as? [[String: Any]])?.first else { return [] }
             return ((b["s3Parts"] as? [[String: Any]]) ?? []).compactMap { $0["number"] as? Int }
         }
         poll(every: 2000) { confirmedParts().count >= 3 || !HardeningCLITests.isRunning(pid) }
@@ -169,15 +189,24 @@ import Glibc
         #expect(wrong.status == 76)
         #expect(wrong.stderr.contains("SignatureDoesNotMatch"))
         // S3's own keys signed it: the hint names them, not the HTTP token.
-        #expect(wrong.stderr.contains("vault: hint: check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY") && !wrong.stderr.contains("VAULT_UPLOAD_TOKEN"), "\(wrong.stderr)")
-        let missing = s.run(["upload", "--url", "s3://no-such-bucket-\(UUID().uuidString.prefix(6).lowercased())/p", "--new-run"], env: Self.env(sw))
+        #expect(
+            wrong.stderr.contains("vault: hint: check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY")
+                && !wrong.stderr.contains("VAULT_UPLOAD_TOKEN"), "\(wrong.stderr)")
+        let missing = s.run(
+            ["upload", "--url", "s3://no-such-bucket-\(UUID().uuidString.prefix(6).lowercased())/p", "--new-run"],
+            env: Self.env(sw))
         #expect(missing.status == 69)
         #expect(missing.stderr.contains("NoSuchBucket"))
         let noKeys = s.run(["upload", "--url", "s3://b/p"], env: ["AWS_ENDPOINT_URL": sw.endpoint.absoluteString])
-        #expect(noKeys.status == 64 && noKeys.stderr.hasPrefix("vault: --protocol s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"))
+        #expect(
+            noKeys.status == 64
+                && noKeys.stderr.hasPrefix("vault: --protocol s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"))
         #expect(s.run(["upload", "--url", "s3://b/p", "--part-size", "1M"], env: Self.env(sw)).status == 64)
-        let plain = s.run(["upload", "--url", "s3://b/p"], env: Self.env(sw).merging(["AWS_ENDPOINT_URL": "http://s3.example.com"]) { _, b in b })
-        #expect(plain.status == 64 && plain.stderr.contains("refusing to send signed requests unencrypted over http://"))
+        let plain = s.run(
+            ["upload", "--url", "s3://b/p"],
+            env: Self.env(sw).merging(["AWS_ENDPOINT_URL": "http://s3.example.com"]) { _, b in b })
+        #expect(
+            plain.status == 64 && plain.stderr.contains("refusing to send signed requests unencrypted over http://"))
     }
 }
 
@@ -186,11 +215,17 @@ import Glibc
 @Suite(.blocking) struct PresignedS3UploadCLITests {
     /// The reference presign endpoint (scripts/presign-server.py, boto3) for `bucket`, holding
     /// the credentials of `store` (SeaweedFS, or a network path in front of it).
-    static func presignServer(_ s: Sandbox, store: String, bucket: String, expires: Int = 604_800, fault: String? = nil) throws -> PythonPeer {
-        try PythonPeer("presign-server.py", ["--bucket", bucket, "--prefix", "office", "--token", "presign-token", "--expires", String(expires)]
-                       + (fault.map { ["--fault", $0] } ?? []),
-                       environment: ["AWS_ACCESS_KEY_ID=\(SeaweedFS.accessKey)", "AWS_SECRET_ACCESS_KEY=\(SeaweedFS.secretKey)",
-                                     "AWS_ENDPOINT_URL=\(store)", "AWS_REGION=us-east-1"], in: s)
+    static func presignServer(
+        _ s: Sandbox, store: String, bucket: String, expires: Int = 604_800, fault: String? = nil
+    ) throws -> PythonPeer {
+        try PythonPeer(
+            "presign-server.py",
+            ["--bucket", bucket, "--prefix", "office", "--token", "presign-token", "--expires", String(expires)]
+                + (fault.map { ["--fault", $0] } ?? []),
+            environment: [
+                "AWS_ACCESS_KEY_ID=\(SeaweedFS.accessKey)", "AWS_SECRET_ACCESS_KEY=\(SeaweedFS.secretKey)",
+                "AWS_ENDPOINT_URL=\(store)", "AWS_REGION=us-east-1"
+            ], in: s)
     }
 
     /// URLs good for a week, and URLs good for 5 s (well inside the minute within which vault asks
@@ -204,7 +239,9 @@ import Glibc
         try S3UploadCLITests.addFortyFive(s)
         let server = try Self.presignServer(s, store: sw.endpoint.absoluteString, bucket: bucket, expires: expires)
         // No AWS variables at all: only the back office's token.
-        let r = s.run(["upload", "--presign-url", server.url, "--part-size", "5M", "--json"], env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
+        let r = s.run(
+            ["upload", "--presign-url", server.url, "--part-size", "5M", "--json"],
+            env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
         #expect(r.status == 0, "\(r.stderr)")
         let run = S3UploadCLITests.runID(r)
         let exported = S3UploadCLITests.exported(s)
@@ -222,7 +259,8 @@ import Glibc
             #expect(calls == ["/create", "/complete", "/create", "/complete", "/create", "/complete"])
         }
         let wrong = s.run(["upload", "--presign-url", server.url, "--new-run"], env: ["VAULT_UPLOAD_TOKEN": "wrong"])
-        #expect(wrong.status == 76 && wrong.stderr.hasPrefix("vault: the presign endpoint refused the credentials (401"))
+        #expect(
+            wrong.status == 76 && wrong.stderr.hasPrefix("vault: the presign endpoint refused the credentials (401"))
         guard expires > 60 else { return }
         // The endpoint as a named destination: the ledger knows it by its URL, so only what is new goes.
         #expect(s.run("destination", "add", "office", server.url, "--protocol", "presigned-s3").status == 0)
@@ -232,7 +270,8 @@ import Glibc
         // The refused run left a journal of every document; finishing it would send them twice: it is not.
         let status = try JSONSerialization.jsonObject(with: Data(s.run("status", "--json").stdout)) as? [String: Any]
         let office = (status?["destinations"] as? [[String: Any]])?.first
-        #expect(office?["pending"] as? Int == 1 && office?["interruptedRuns"] as? Int == 0, "\(String(describing: status))")
+        #expect(
+            office?["pending"] as? Int == 1 && office?["interruptedRuns"] as? Int == 0, "\(String(describing: status))")
         let named = s.run(["upload", "--to", "office", "--json"], env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
         #expect(named.status == 0, "\(named.stderr)")
         let result = try JSONSerialization.jsonObject(with: Data(named.stdout)) as? [String: Any]
@@ -243,7 +282,8 @@ import Glibc
     /// A broken back office: URLs already expired (its clock is behind) or with an altered
     /// signature. Each is asked for once more, then the store's refusal is the answer: exit 76
     /// with SeaweedFS's error code and message, and the multipart upload is aborted.
-    @Test(arguments: [("expired", "403 AccessDenied: Request has expired"), ("tampered", "403 SignatureDoesNotMatch: ")])
+    @Test(arguments: [("expired", "403 AccessDenied: Request has expired"), ("tampered", "403 SignatureDoesNotMatch: ")]
+    )
     func expiredAndTamperedURLsAreRefusedWithTheStoresError(fault: String, error: String) async throws {
         let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket(fault)
         defer { Task { await s3.shutdown() } }
@@ -254,7 +294,9 @@ import Glibc
         let server = try Self.presignServer(s, store: sw.endpoint.absoluteString, bucket: bucket, fault: fault)
         let r = s.run(["upload", "--presign-url", server.url], env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
         #expect(r.status == 76)
-        #expect(r.stderr.hasPrefix("vault: the store refused the presigned URL for part 1 of batch 1/1: \(error)"), "\(r.stderr)")
+        #expect(
+            r.stderr.hasPrefix("vault: the store refused the presigned URL for part 1 of batch 1/1: \(error)"),
+            "\(r.stderr)")
         #expect(r.stderr.contains("vault: hint: the URL expired or was altered"))
         let calls = server.entries.compactMap { $0["path"] as? String }
         #expect(calls == ["/create", "/parts", "/abort"], "asked once more, then aborted: \(calls)")
@@ -273,14 +315,19 @@ import Glibc
         let server = try Self.presignServer(s, store: once.url, bucket: bucket)
         let r = s.run(["upload", "--presign-url", server.url, "--json"], env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(try await s3.object(bucket: bucket, key: "office/\(S3UploadCLITests.runID(r))/batch-0001.json") == S3UploadCLITests.exported(s)[0])
+        #expect(
+            try await s3.object(bucket: bucket, key: "office/\(S3UploadCLITests.runID(r))/batch-0001.json")
+                == S3UploadCLITests.exported(s)[0])
         #expect(once.entries.filter { $0["method"] as? String == "PUT" }.count == 2)
 
         let always = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--flip", "-1"], in: s)
         let bad = try Self.presignServer(s, store: always.url, bucket: bucket)
-        let stop = s.run(["upload", "--presign-url", bad.url, "--new-run"], env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
+        let stop = s.run(
+            ["upload", "--presign-url", bad.url, "--new-run"], env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
         #expect(stop.status == 65)
-        #expect(stop.stderr.hasPrefix("vault: part 1 of batch 1/1 failed its Content-MD5 check twice (BadDigest)\n"), "\(stop.stderr)")
+        #expect(
+            stop.stderr.hasPrefix("vault: part 1 of batch 1/1 failed its Content-MD5 check twice (BadDigest)\n"),
+            "\(stop.stderr)")
         #expect(bad.entries.compactMap { $0["path"] as? String } == ["/create", "/abort"])
     }
 }

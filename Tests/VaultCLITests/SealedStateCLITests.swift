@@ -10,7 +10,9 @@ import Glibc
 /// on the built binary: an attacker who can write to the vault folder, with no password or only
 /// an old one.
 @Suite(.blocking) struct SealedStateCLITests {
-    static func bytes(_ path: String) -> [UInt8] { Array((try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()) }
+    static func bytes(_ path: String) -> [UInt8] {
+        Array((try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data())
+    }
 
     /// The documents a journal names (`vault uploads show`).
     static func documents(ofJob job: String, _ s: Sandbox) -> [String] {
@@ -25,7 +27,8 @@ import Glibc
         let s = Sandbox()
         s.initVault()
         let (ids, _) = UploadCLITests.add(s, count: 2)
-        let r = Receiver(in: s, token: nil, faults: #"[{"action": "status", "status": 503}, {"action": "status", "status": 503}]"#)
+        let r = Receiver(
+            in: s, token: nil, faults: #"[{"action": "status", "status": 503}, {"action": "status", "status": 503}]"#)
         #expect(s.run("upload", "--url", r.url, ids[0], "--retries", "0").status == 75)
         #expect(s.run("upload", "--url", r.url, ids[1], "--retries", "0").status == 75)
         let jobs = s.journalJobs
@@ -52,7 +55,7 @@ import Glibc
             ("swapped", Self.bytes(path1), "fails authentication"),
             ("cut", Array(original.prefix(original.count / 2)), "fails authentication"),
             ("foreign", foreign, "fails authentication"),
-            ("emptied", [], "is not a sealed upload journal"),
+            ("emptied", [], "is not a sealed upload journal")
         ]
         for (what, bytes, message) in attacks {
             _ = FileManager.default.createFile(atPath: path0, contents: Data(bytes))
@@ -65,7 +68,9 @@ import Glibc
         // `vault uploads` names it damaged; prune removes it (and keeps the healthy interrupted one).
         let listed = s.run("uploads", "--json")
         #expect(listed.status == 0, "\(listed.stderr)")
-        let entries = (try JSONSerialization.jsonObject(with: Data(listed.stdout)) as! [String: Any])["journals"] as! [[String: Any]]
+        let entries =
+            (try JSONSerialization.jsonObject(with: Data(listed.stdout)) as! [String: Any])["journals"]
+            as! [[String: Any]]
         #expect(entries.first { $0["job"] as? String == job0 }?["state"] as? String == "damaged")
         #expect(entries.first { $0["job"] as? String == job1 }?["state"] as? String == "interrupted")
         #expect(s.run("uploads").out.contains("\n\(job0.prefix(12))  damaged"))
@@ -96,7 +101,8 @@ import Glibc
         batches[0]["tusOffset"] = 0
         journal["batches"] = batches
         try FileManager.default.removeItem(atPath: s.path("vault/uploads/\(job).journal"))
-        _ = FileManager.default.createFile(atPath: s.path("vault/uploads/\(job).json"), contents: try JSONSerialization.data(withJSONObject: journal))
+        _ = FileManager.default.createFile(
+            atPath: s.path("vault/uploads/\(job).json"), contents: try JSONSerialization.data(withJSONObject: journal))
         let before = tus.log
         // The ledger alone sends nothing (the document was delivered); --all is the same job
         // again, which reads the journal: it is refused.
@@ -114,10 +120,13 @@ import Glibc
         let s = Sandbox()
         s.initVault()
         let peer = try PythonPeer("hostile-s3.py", ["--mode", "log"], in: s)
-        let env: [String: String?] = ["AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_ENDPOINT_URL": "http://127.0.0.1:\(peer.port)"]
+        let env: [String: String?] = [
+            "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_ENDPOINT_URL": "http://127.0.0.1:\(peer.port)"
+        ]
         #expect(s.run(["remote", "add", "office", "s3://office/vault"], env: env).status == 0)
         let sealed = Self.bytes(s.path("vault/remotes.vlt"))
-        #expect(sealed.starts(with: Array("VAULTSTA".utf8)) && !String(decoding: sealed, as: UTF8.self).contains("office"))
+        #expect(
+            sealed.starts(with: Array("VAULTSTA".utf8)) && !String(decoding: sealed, as: UTF8.self).contains("office"))
         #expect(s.run(["remote"], env: env).out == "office  s3://office/vault\n")
         // A plain list, as earlier versions wrote, naming the attacker's bucket.
         try FileManager.default.removeItem(atPath: s.path("vault/remotes.vlt"))
@@ -143,7 +152,7 @@ import Glibc
         s.write("before.txt", Array("before".utf8))
         #expect(s.run("add", "before.txt").status == 0)
         let kept = s.path("kept")
-        try FileManager.default.copyItem(atPath: s.path("vault"), toPath: kept)   // the old vault.json, and all
+        try FileManager.default.copyItem(atPath: s.path("vault"), toPath: kept)  // the old vault.json, and all
         let change = s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "a new password"])
         #expect(change.status == 0, "\(change.stderr)")
         let newPassword: [String: String?] = ["VAULT_PASSWORD": "a new password"]
@@ -159,9 +168,14 @@ import Glibc
             try FileManager.default.copyItem(atPath: s.path("vault/" + name), toPath: kept + "/" + name)
         }
         let log = s.run(["--vault", kept, "log", "--json"])
-        #expect(!log.out.contains("acme-merger") && !log.out.contains(secretID), "no name or id of a later document: \(log.out)")
+        #expect(
+            !log.out.contains("acme-merger") && !log.out.contains(secretID),
+            "no name or id of a later document: \(log.out)")
         let digest = s.run(["list", "--json"], env: newPassword).out
-        let sha = ((try JSONSerialization.jsonObject(with: Data(digest.utf8)) as! [[String: Any]]).first { $0["id"] as? String == secretID })?["sha256"] as? String
+        let sha =
+            ((try JSONSerialization.jsonObject(with: Data(digest.utf8)) as! [[String: Any]]).first {
+                $0["id"] as? String == secretID
+            })?["sha256"] as? String
         #expect(sha != nil && !log.out.contains(sha!), "nor its SHA-256")
         #expect(!log.out.contains("\"size\":20"))
         let list = s.run(["--vault", kept, "list", "--json"])
@@ -188,7 +202,9 @@ import Glibc
         // Restored on purpose, with the new password: a new document of the current epoch.
         let r = s.run(["restore", "backup.vlt", "--json"], env: env)
         #expect(r.status == 0, "\(r.stderr)")
-        let restored = ((try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [String: Any])?["restored"] as? [[String: Any]]
+        let restored =
+            ((try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [String: Any])?["restored"]
+            as? [[String: Any]]
         #expect(restored?.first?["name"] as? String == "contract.txt" && restored?.first?["id"] as? String != id)
         #expect(s.run(["get", "contract.txt"], env: env).stdout == Array("the signed contract".utf8))
         #expect(s.run(["list", "--tag", "legal"], env: env).out.contains("contract.txt"))
@@ -200,7 +216,10 @@ import Glibc
         other.write("x.txt", Array("x".utf8))
         let otherID = other.run("add", "x.txt").out.trimmingCharacters(in: .newlines)
         let foreign = s.run(["restore", other.path("vault/objects/\(otherID).vlt")], env: env)
-        #expect(foreign.status == 65 && foreign.stderr.contains("was not restored: its password block does not match this vault"), "\(foreign.stderr)")
+        #expect(
+            foreign.status == 65
+                && foreign.stderr.contains("was not restored: its password block does not match this vault"),
+            "\(foreign.stderr)")
     }
 
     @Test func aPasswdKilledBetweenItsRecordAndItsHeadAuditsClean() throws {
@@ -227,7 +246,9 @@ import Glibc
         s.write("victim.txt", Array("keep me".utf8))
         let id = s.run(["add", "victim.txt"], env: env).out.trimmingCharacters(in: .newlines)
         let holder = try OldKeyHolder(folder: kept, password: "correct horse battery")
-        for pending in [try holder.pendingRemoval([(id, "victim.txt")]), try holder.legacyPendingRemoval([(id, "victim.txt")])] {
+        for pending in [
+            try holder.pendingRemoval([(id, "victim.txt")]), try holder.legacyPendingRemoval([(id, "victim.txt")])
+        ] {
             _ = FileManager.default.createFile(atPath: s.path("vault/remove.pending"), contents: Data(pending))
             s.write("other.txt", [UInt8].random(100, seed: UInt64(pending.count)))
             let r = s.run(["add", "other.txt"], env: env)
@@ -247,13 +268,17 @@ import Glibc
         let current = Self.bytes(s.path("vault/vault.json"))
         // passwd.journal needs no password to be acted on: one naming the old vault.json as
         // "old" and anything else as "new" used to put the old vault.json back.
-        func u32(_ n: Int) -> [UInt8] { [UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] }
+        func u32(_ n: Int) -> [UInt8] {
+            [UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)]
+        }
         let other = Array("{}".utf8)
         var journal = Array("VAULTPWJ".utf8) + u32(old.count) + old + u32(other.count) + other + u32(0)
         journal += Array(SHA256.hash(data: journal))
         _ = FileManager.default.createFile(atPath: s.path("vault/passwd.journal"), contents: Data(journal))
         let r = s.run(["list"], env: ["VAULT_PASSWORD": "rotated"])
-        #expect(r.status == 65 && r.stderr.contains("names neither the vault.json there nor the one it would write"), "\(r.stderr)")
+        #expect(
+            r.status == 65 && r.stderr.contains("names neither the vault.json there nor the one it would write"),
+            "\(r.stderr)")
         #expect(Self.bytes(s.path("vault/vault.json")) == current, "vault.json was not put back")
         try FileManager.default.removeItem(atPath: s.path("vault/passwd.journal"))
         #expect(s.run(["list"]).status == 77, "the old password still does not open it")
@@ -268,7 +293,9 @@ import Glibc
         let (ids, _) = UploadCLITests.add(s, count: 3)
         #expect(s.run("audit").status == 0)
         // Delete the history and a document.
-        for name in ["log.vlt", "log.head", "log.anchor", "objects/\(ids[1]).vlt"] { try FileManager.default.removeItem(atPath: s.path("vault/" + name)) }
+        for name in ["log.vlt", "log.head", "log.anchor", "objects/\(ids[1]).vlt"] {
+            try FileManager.default.removeItem(atPath: s.path("vault/" + name))
+        }
         let first = s.run("audit")
         #expect(first.status == 65 && first.out.contains("log-missing"), "\(first.out)")
         // The next ordinary change does not bless what is there: no 'begin'.
@@ -301,7 +328,9 @@ import Glibc
         _ = FileManager.default.createFile(atPath: s.path("vault/log.vlt"), contents: Data(log.prefix(oldEnd)))
         _ = FileManager.default.createFile(atPath: s.path("vault/log.head"), contents: Data(oldHead))
         let audit = s.run("audit")
-        #expect(audit.status == 65 && audit.out.contains("log-truncated") && audit.out.contains("log.anchor says"), "\(audit.out)")
+        #expect(
+            audit.status == 65 && audit.out.contains("log-truncated") && audit.out.contains("log.anchor says"),
+            "\(audit.out)")
         // And the next change does not launder it.
         s.write("x.txt", Array("x".utf8))
         #expect(s.run("add", "x.txt").status == 0)
@@ -318,7 +347,9 @@ import Glibc
         s.write("inbox/c.txt", Array("c".utf8))
         // A name with the byte 0xFF, made below Foundation (which would not pass it through).
         let path = Array(s.path("inbox/b").utf8) + [0xFF] + Array(".txt".utf8) + [0]
-        let fd = path.withUnsafeBufferPointer { open(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), O_CREAT | O_WRONLY, 0o600) }
+        let fd = path.withUnsafeBufferPointer {
+            open(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), O_CREAT | O_WRONLY, 0o600)
+        }
         try #require(fd >= 0)
         close(fd)
         let r = s.run("add", "-r", "inbox")
@@ -337,7 +368,9 @@ import Glibc
         s.write("hostile.txt", Array("title\u{1B}]0;pwned\u{07}\u{1B}[2J".utf8))
         s.write("c1.txt", Array("a\u{9B}2Jb".utf8))
         // Typed text on purpose, as a document from another station can be.
-        for name in ["plain.txt", "hostile.txt", "c1.txt"] { #expect(s.run("add", name, "--type", "text/plain").status == 0) }
+        for name in ["plain.txt", "hostile.txt", "c1.txt"] {
+            #expect(s.run("add", name, "--type", "text/plain").status == 0)
+        }
         // script(1) gives the command a terminal as standard output.
         func onTerminal(_ name: String) -> CLIResult {
             s.shell("script -qefc '\(Sandbox.binary) get \(name) 2>\(s.path("err.txt"))' /dev/null")

@@ -26,7 +26,9 @@ import Glibc
         let out = "export-\(UUID().uuidString.prefix(6))"
         let r = s.run(["export", "--out", out, "-q"] + extra)
         precondition(r.status == 0 || r.status == 2, r.stderr)
-        return ((try? FileManager.default.contentsOfDirectory(atPath: s.path(out))) ?? []).filter { $0.hasPrefix("batch-") }.sorted()
+        return ((try? FileManager.default.contentsOfDirectory(atPath: s.path(out))) ?? []).filter {
+            $0.hasPrefix("batch-")
+        }.sorted()
             .map { Array(FileManager.default.contents(atPath: s.path(out + "/" + $0))!) }
     }
 
@@ -37,7 +39,9 @@ import Glibc
         let s = try Self.vault(count: 3, mebibytes: 3, seed: 300)
         // The server takes at most 1 MiB per PATCH; vault starts at 4 MiB and halves on 413.
         let tus = try TusServer(in: s, checksums: checksums, maxChunk: 1 << 20)
-        let r = s.run(["upload", "--url", tus.url, "--protocol", "tus", "--batch-size", "2", "--progress", "json", "--json"])
+        let r = s.run([
+            "upload", "--url", tus.url, "--protocol", "tus", "--batch-size", "2", "--progress", "json", "--json"
+        ])
         #expect(r.status == 0, "\(r.stderr)")
         let chunkEvents = r.events.compactMap { $0 }.filter { $0["event"] as? String == "chunkSize" }
         #expect(chunkEvents.map { $0["bytes"] as? Int } == [2 << 20, 1 << 20])
@@ -52,25 +56,44 @@ import Glibc
         // The server kept the metadata tus-js-client and Uppy send (filename, filetype), beside vault's own.
         let batch = try #require((s.journal()?["batches"] as? [[String: Any]])?.first)
         let url = try #require(batch["tusURL"] as? String)
-        let head = s.shell("python3 -c 'import sys, urllib.request as u; r = u.urlopen(u.Request(sys.argv[1], method=\"HEAD\", headers={\"Tus-Resumable\": \"1.0.0\"})); print(\"upload-metadata: \" + r.headers[\"Upload-Metadata\"])' '\(url)'")
-        let line = try #require(head.out.split(separator: "\n").first { $0.lowercased().hasPrefix("upload-metadata:") }, "\(head.out) \(head.stderr)")
+        let head = s.shell(
+            """
+                python3 -c 'import sys, urllib.request as u; r = u.urlopen(u.Request(sys.argv[1], method=\"HEAD\", \
+                headers={\"Tus-Resumable\": \"1.0.0\"})); print(\"upload-metadata: \" + \
+                r.headers[\"Upload-Metadata\"])' '\(url)'
+                """
+        )
+        let line = try #require(
+            head.out.split(separator: "\n").first { $0.lowercased().hasPrefix("upload-metadata:") },
+            "\(head.out) \(head.stderr)")
         var metadata: [String: String] = [:]
         for pair in line.dropFirst("upload-metadata:".count).split(separator: ",") {
             let kv = pair.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1)
-            metadata[String(kv[0])] = kv.count > 1 ? Data(base64Encoded: String(kv[1])).map { String(decoding: $0, as: UTF8.self) } : ""
+            metadata[String(kv[0])] =
+                kv.count > 1 ? Data(base64Encoded: String(kv[1])).map { String(decoding: $0, as: UTF8.self) } : ""
         }
         #expect(metadata["filename"] == "batch-0001.json" && metadata["filetype"] == "application/json", "\(metadata)")
-        #expect(metadata["name"] == "batch-0001.json" && metadata["type"] == "application/json" && metadata["batch"] == "1/2", "\(metadata)")
+        #expect(
+            metadata["name"] == "batch-0001.json" && metadata["type"] == "application/json"
+                && metadata["batch"] == "1/2", "\(metadata)")
     }
 
     @Test func aServerKilledMidPatchAndRestartedIsResumedFromItsOffset() throws {
         let s = try Self.vault(count: 1, mebibytes: 24, seed: 310)
         let tus = try TusServer(in: s)
-        let pid = s.spawn(["upload", "--url", tus.url, "--protocol", "tus", "--chunk-size", "256K", "--progress", "json", "--retries", "8"])
+        let pid = s.spawn([
+            "upload", "--url", tus.url, "--protocol", "tus", "--chunk-size", "256K", "--progress", "json", "--retries",
+            "8"
+        ])
         poll(every: 2000) { tus.written.count >= 12 || !HardeningCLITests.isRunning(pid) }
         guard HardeningCLITests.isRunning(pid) else {
             let early = s.wait(pid)
-            Issue.record("the upload ended before the server could be killed: \(early.status) \(early.stderr) \(tus.log.suffix(1500))")
+            Issue.record(
+                """
+                    the upload ended before the server could be killed: \(early.status) \(early.stderr) \
+                    \(tus.log.suffix(1500))
+                    """
+            )
             return
         }
         tus.crash()
@@ -92,7 +115,8 @@ import Glibc
         poll(every: 2000) { tus.written.count >= 16 || !HardeningCLITests.isRunning(pid) }
         guard HardeningCLITests.isRunning(pid) else {
             let early = s.wait(pid)
-            Issue.record("the upload ended before it could be killed: \(early.status) \(early.stderr) \(tus.log.suffix(1500))")
+            Issue.record(
+                "the upload ended before it could be killed: \(early.status) \(early.stderr) \(tus.log.suffix(1500))")
             return
         }
         kill(pid, SIGKILL)
@@ -106,8 +130,13 @@ import Glibc
         // its log agree.
         var acknowledged = -1
         let settled = poll(every: 20_000) {
-            let head = s.shell("\"\(Peer.python)\" -c 'import sys, urllib.request as u; "
-                               + "print(u.urlopen(u.Request(sys.argv[1], method=\"HEAD\", headers={\"Tus-Resumable\": \"1.0.0\"})).headers[\"Upload-Offset\"])' '\(tusURL)'")
+            let head = s.shell(
+                "\"\(Peer.python)\" -c 'import sys, urllib.request as u; "
+                    + """
+                        print(u.urlopen(u.Request(sys.argv[1], method=\"HEAD\", headers={\"Tus-Resumable\": \
+                        \"1.0.0\"})).headers[\"Upload-Offset\"])' '\(tusURL)'
+                        """
+            )
             acknowledged = Int(head.out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
             return acknowledged >= 0 && acknowledged == tus.written.reduce(0, +)
         }
@@ -128,7 +157,8 @@ import Glibc
 
     @Test func aDamagedDocumentAbandonsTheUploadWithDeleteAndSkipBadStartsAnother() throws {
         let s = try Self.vault(count: 3, mebibytes: 2, seed: 330)
-        let ids = (try JSONSerialization.jsonObject(with: Data(s.run("list", "--json").stdout)) as! [[String: Any]]).map { $0["id"] as! String }
+        let ids = (try JSONSerialization.jsonObject(with: Data(s.run("list", "--json").stdout)) as! [[String: Any]]).map
+        { $0["id"] as! String }
         let object = s.path("vault/objects/\(ids[1]).vlt")
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: object)))
         bytes[bytes.count - 100] ^= 1

@@ -7,7 +7,9 @@ import Testing
     static let token = ["VAULT_UPLOAD_TOKEN": "test-token"] as [String: String?]
 
     /// Adds `count` documents; returns (ids, originals by id).
-    static func add(_ s: Sandbox, count: Int, size: (Int) -> Int = { 1000 + $0 * 17 }, seed: UInt64 = 7) -> ([String], [String: [UInt8]]) {
+    static func add(
+        _ s: Sandbox, count: Int, size: (Int) -> Int = { 1000 + $0 * 17 }, seed: UInt64 = 7
+    ) -> ([String], [String: [UInt8]]) {
         var ids: [String] = [], originals: [String: [UInt8]] = [:]
         for i in 0..<count {
             let bytes = [UInt8].random(size(i), seed: UInt64(i) + seed)
@@ -22,7 +24,9 @@ import Testing
 
     static func checkStore(_ r: Receiver, _ originals: [String: [UInt8]]) throws {
         for (id, bytes) in originals {
-            #expect(Array(try Data(contentsOf: URL(fileURLWithPath: r.storePath + "/" + id))) == bytes, "\(id) differs at the receiver")
+            #expect(
+                Array(try Data(contentsOf: URL(fileURLWithPath: r.storePath + "/" + id))) == bytes,
+                "\(id) differs at the receiver")
         }
     }
 
@@ -44,8 +48,10 @@ import Testing
         #expect(heads.count == 1 && heads.first?.hasPrefix("46-") == true, "\(heads)")
         #expect(Set(r.log.compactMap { $0["key"] as? String }).count == 3)
         let finished = up.events.last ?? nil
-        #expect(finished?["event"] as? String == "finished" && finished?["documents"] as? Int == 45 && finished?["batches"] as? Int == 3,
-                "the finished event is the summary: \(up.stderr)")
+        #expect(
+            finished?["event"] as? String == "finished" && finished?["documents"] as? Int == 45
+                && finished?["batches"] as? Int == 3,
+            "the finished event is the summary: \(up.stderr)")
         // Positions count over the run, as in an export.
         let started = up.events.compactMap { $0 }.filter { $0["event"] as? String == "documentStarted" }
         #expect(started.map { $0["position"] as? Int } == (1...45).map { $0 })
@@ -53,7 +59,13 @@ import Testing
         // The same command again sends nothing: the ledger says the destination has every document.
         let again = s.run(["upload", "--url", r.url], env: Self.token)
         #expect(again.status == 0)
-        #expect(again.stderr == "vault: nothing new to send to \(r.url): it has confirmed every selected document (--new-run sends them again)\n")
+        #expect(
+            again.stderr
+                == """
+                    vault: nothing new to send to \(r.url): it has confirmed every selected document (--new-run sends \
+                    them again)\n
+                    """
+        )
         #expect(r.log.count == 3)
         // --all sends the same run again: its journal says every batch is confirmed.
         let all = s.run(["upload", "--url", r.url, "--all"], env: Self.token)
@@ -89,9 +101,16 @@ import Testing
         #expect(r.accepted == ids)
         try Self.checkStore(r, originals)
         let retries = up.events.compactMap { $0 }.filter { $0["event"] as? String == "retry" }
-        #expect(retries.contains { $0["batch"] as? Int == 1 && $0["attempt"] as? Int == 2 && $0["delay"] as? Double == 1.0
-                                   && $0["reason"] as? String == "503 Service Unavailable" }, "Retry-After is honoured: \(retries)")
-        #expect(retries.contains { ["connection error: connection reset by peer", "the server closed the connection"].contains($0["reason"] as? String) })
+        #expect(
+            retries.contains {
+                $0["batch"] as? Int == 1 && $0["attempt"] as? Int == 2 && $0["delay"] as? Double == 1.0
+                    && $0["reason"] as? String == "503 Service Unavailable"
+            }, "Retry-After is honoured: \(retries)")
+        #expect(
+            retries.contains {
+                ["connection error: connection reset by peer", "the server closed the connection"].contains(
+                    $0["reason"] as? String)
+            })
         #expect(up.stderr.contains("\"retries\":4"))
         #expect(Date().timeIntervalSince(started) >= 1.0)
         #expect(!r.statuses.contains("411"), "every request carried Content-Length")
@@ -108,7 +127,10 @@ import Testing
         #expect(r.log.map { $0["batch"] as? String } == ["1/1", "1/2", "2/2"])
         #expect(r.accepted == ids)
         try Self.checkStore(r, originals)
-        #expect(up.events.contains { $0?["event"] as? String == "split" && $0?["batch"] as? Int == 1 && $0?["into"] as? [Int] == [1, 2] })
+        #expect(
+            up.events.contains {
+                $0?["event"] as? String == "split" && $0?["batch"] as? Int == 1 && $0?["into"] as? [Int] == [1, 2]
+            })
 
         // One document too large alone: named with the server's limit, left undelivered, and
         // the documents after it still go (exit 2, as rclone and restic go past a file that fails).
@@ -117,17 +139,33 @@ import Testing
         let (after, afterOriginals) = Self.add(s, count: 2, size: { _ in 20_000 }, seed: 70)
         let one = s.run(["upload", "--url", r.url, "--batch-size", "1"], env: Self.token)
         #expect(one.status == 2, "\(one.stderr)")
-        #expect(one.stderr.contains("vault: warning: skipped \(bigID.prefix(12)) big.bin: it makes a 133547-byte payload, larger than the server accepts "
-                                    + "(413 Payload Too Large): {\"error\": \"payload of 133547 bytes is larger than the limit of 90000 bytes\", \"limit\": 90000}\n"), "\(one.stderr)")
+        #expect(
+            one.stderr.contains(
+                """
+                    vault: warning: skipped \(bigID.prefix(12)) big.bin: it makes a 133547-byte payload, larger than \
+                    the server accepts 
+                    """
+                    + """
+                        (413 Payload Too Large): {\"error\": \"payload of 133547 bytes is larger than the limit of \
+                        90000 bytes\", \"limit\": 90000}\n
+                        """
+            ), "\(one.stderr)")
         #expect(one.stderr.contains("vault: uploaded 2 documents in 2 batches"), "\(one.stderr)")
-        #expect(one.stderr.hasSuffix("vault: 1 document was too large for the server and not delivered: \(bigID.prefix(12)) big.bin\n"
-                                     + "vault: hint: the warnings above give the server's limit; the other documents were delivered; raise the limit, or leave it out with --exclude ID\n"),
-                "\(one.stderr)")
+        #expect(
+            one.stderr.hasSuffix(
+                "vault: 1 document was too large for the server and not delivered: \(bigID.prefix(12)) big.bin\n"
+                    + """
+                        vault: hint: the warnings above give the server's limit; the other documents were delivered; \
+                        raise the limit, or leave it out with --exclude ID\n
+                        """
+            ),
+            "\(one.stderr)")
         #expect(r.accepted == ids + after)
         try Self.checkStore(r, originals.merging(afterOriginals) { a, _ in a })
         // The next run tries it again (still too large: exit 2), and --exclude leaves it out.
         let again = s.run(["upload", "--url", r.url], env: Self.token)
-        #expect(again.status == 2 && again.stderr.contains("1 document was too large for the server"), "\(again.stderr)")
+        #expect(
+            again.status == 2 && again.stderr.contains("1 document was too large for the server"), "\(again.stderr)")
         let excluded = s.run(["upload", "--url", r.url, "--exclude", String(bigID.prefix(8))], env: Self.token)
         #expect(excluded.status == 0 && excluded.stderr.contains("nothing new to send"), "\(excluded.stderr)")
         let status = s.run("status", "--json")
@@ -139,28 +177,42 @@ import Testing
         s.initVault()
         _ = Self.add(s, count: 2)
         let r = Receiver(in: s, token: nil, user: "alice", password: "s3cret")
-        let wrong = s.run(["upload", "--url", r.url], env: ["VAULT_UPLOAD_USER": "alice", "VAULT_UPLOAD_PASSWORD": "nope"])
+        let wrong = s.run(
+            ["upload", "--url", r.url], env: ["VAULT_UPLOAD_USER": "alice", "VAULT_UPLOAD_PASSWORD": "nope"])
         #expect(wrong.status == 76)
-        #expect(wrong.stderr == "vault: the server refused the credentials (403 Forbidden)\nvault: hint: check VAULT_UPLOAD_TOKEN, or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD\n")
+        #expect(
+            wrong.stderr
+                == """
+                    vault: the server refused the credentials (403 Forbidden)\nvault: hint: check VAULT_UPLOAD_TOKEN, \
+                    or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD\n
+                    """
+        )
         #expect(r.statuses == ["403"], "no retries on an authentication failure")
         let none = s.run(["upload", "--url", r.url])
         #expect(none.status == 76)
         #expect(none.stderr.hasPrefix("vault: the server refused the credentials (401 Unauthorized)\n"))
-        let ok = s.run(["upload", "--url", r.url, "--new-run"], env: ["VAULT_UPLOAD_USER": "alice", "VAULT_UPLOAD_PASSWORD": "s3cret"])
+        let ok = s.run(
+            ["upload", "--url", r.url, "--new-run"],
+            env: ["VAULT_UPLOAD_USER": "alice", "VAULT_UPLOAD_PASSWORD": "s3cret"])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(!ok.stderr.contains("s3cret") && !wrong.stderr.contains("nope"))
 
         let rejecting = Receiver(in: s, faults: #"[{"action": "status", "status": 422, "message": "schema says no"}]"#)
         let rej = s.run(["upload", "--url", rejecting.url], env: Self.token)
         #expect(rej.status == 69)
-        #expect(rej.stderr == "vault: the server rejected batch 1/1: 422 Unprocessable Entity: {\"error\": \"schema says no\"}\n")
+        #expect(
+            rej.stderr
+                == "vault: the server rejected batch 1/1: 422 Unprocessable Entity: {\"error\": \"schema says no\"}\n")
         #expect(rejecting.statuses == ["422"])
 
         let argv = s.run(["upload", "--url", r.url, "--header", "Authorization: Bearer x"])
         #expect(argv.status == 64)
         #expect(argv.stderr.hasPrefix("vault: credentials never go on the command line"))
-        let insecure = s.run(["upload", "--url", "http://example.invalid/upload", "--insecure-http"], env: ["VAULT_PASSWORD": "wrong"])
-        #expect(insecure.stderr.hasPrefix("vault: warning: sending documents unencrypted over http:// to example.invalid\n"))
+        let insecure = s.run(
+            ["upload", "--url", "http://example.invalid/upload", "--insecure-http"], env: ["VAULT_PASSWORD": "wrong"])
+        #expect(
+            insecure.stderr.hasPrefix("vault: warning: sending documents unencrypted over http:// to example.invalid\n")
+        )
         #expect(insecure.status == 77, "the wrong password stops it before any connection")
     }
 
@@ -168,13 +220,23 @@ import Testing
         let s = Sandbox()
         s.initVault()
         let (ids, _) = Self.add(s, count: 4)
-        let r = Receiver(in: s, faults: #"[{"action": "ok"}, {"action": "status", "status": 503}, {"action": "status", "status": 503}]"#)
+        let r = Receiver(
+            in: s,
+            faults: #"[{"action": "ok"}, {"action": "status", "status": 503}, {"action": "status", "status": 503}]"#)
         let first = s.run(["upload", "--url", r.url, "--batch-size", "2", "--retries", "1"], env: Self.token)
         #expect(first.status == 75)
-        #expect(first.stderr == "vault: batch 2/2 failed 2 times, last: 503 Service Unavailable\nvault: hint: 1 of 2 batches are confirmed; run the same command again to resume\n")
+        #expect(
+            first.stderr
+                == """
+                    vault: batch 2/2 failed 2 times, last: 503 Service Unavailable\nvault: hint: 1 of 2 batches are \
+                    confirmed; run the same command again to resume\n
+                    """
+        )
         let second = s.run(["upload", "--url", r.url, "--batch-size", "2", "--resume"], env: Self.token)
         #expect(second.status == 0, "\(second.stderr)")
-        #expect(second.stderr.contains("vault: uploaded 2 documents in 1 batch ("), "what this command sent: \(second.stderr)")
+        #expect(
+            second.stderr.contains("vault: uploaded 2 documents in 1 batch ("),
+            "what this command sent: \(second.stderr)")
         #expect(second.stderr.contains("whose other 1 batch was confirmed before"), "\(second.stderr)")
         #expect(r.accepted == ids)
         #expect(r.log.filter { $0["batch"] as? String == "1/2" }.count == 1, "the confirmed batch is not sent again")
@@ -209,7 +271,8 @@ import Testing
         let r = Receiver(in: s, faults: plan)
         let pid = s.spawn(["upload", "--url", r.url, "--batch-size", "2"], env: Self.token)
         let firstConfirmed = poll(every: 20_000) {
-            r.log.contains { $0["batch"] as? String == "1/3" && ($0["status"] as? Int) == 200 } || !HardeningCLITests.isRunning(pid)
+            r.log.contains { $0["batch"] as? String == "1/3" && ($0["status"] as? Int) == 200 }
+                || !HardeningCLITests.isRunning(pid)
         }
         usleep(150_000)
         kill(pid, SIGKILL)
@@ -227,7 +290,9 @@ import Testing
         let s = Sandbox()
         s.initVault()
         let (ids, _) = Self.add(s, count: 3)
-        let r = Receiver(in: s, token: nil, faults: #"[{"action": "ok"}, {"action": "status", "status": 503}, {"action": "status", "status": 503}]"#)
+        let r = Receiver(
+            in: s, token: nil,
+            faults: #"[{"action": "ok"}, {"action": "status", "status": 503}, {"action": "status", "status": 503}]"#)
         #expect(s.run("upload", "--url", r.url, ids[0]).status == 0)
         #expect(s.run("upload", "--url", r.url, ids[1], ids[2], "--retries", "1").status == 75)
         // Journals are sealed: listing them needs the password.
@@ -237,26 +302,38 @@ import Testing
         func journals() throws -> [[String: Any]] {
             let out = s.run(["uploads", "--json"], env: noPassword)
             #expect(out.status == 0, "\(out.stderr)")
-            return (try JSONSerialization.jsonObject(with: Data(out.stdout)) as! [String: Any])["journals"] as! [[String: Any]]
+            return (try JSONSerialization.jsonObject(with: Data(out.stdout)) as! [String: Any])["journals"]
+                as! [[String: Any]]
         }
         // Both may start in the same second (times are ISO 8601 seconds): find them by state.
         let both = try journals()
-        let complete = both.first { $0["state"] as? String == "complete" }, interrupted = both.first { $0["state"] as? String == "interrupted" }
+        let complete = both.first { $0["state"] as? String == "complete" },
+            interrupted = both.first { $0["state"] as? String == "interrupted" }
         #expect(both.count == 2 && complete != nil && interrupted != nil, "\(both)")
         #expect(complete?["documents"] as? Int == 1 && interrupted?["documents"] as? Int == 2)
         #expect(both.allSatisfy { $0["target"] as? String == r.url })
-        #expect(interrupted?["confirmed"] as? Int == 0 && interrupted?["batches"] as? Int == 1 && complete?["confirmed"] as? Int == 1)
+        #expect(
+            interrupted?["confirmed"] as? Int == 0 && interrupted?["batches"] as? Int == 1
+                && complete?["confirmed"] as? Int == 1)
         let text = s.run(["uploads"], env: noPassword)
-        let rows = text.out.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
-        #expect(rows.count == 3 && rows[0].prefix(4) == ["JOB", "STATE", "BATCHES", "DOCS"], "a header and two rows: \(text.out)")
-        #expect(rows.contains { $0.count > 4 && $0[1] == "interrupted" && $0[2] == "0/1" && $0[3] == "2" }, "\(text.out)")
+        let rows = text.out.split(separator: "\n").map {
+            $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        }
+        #expect(
+            rows.count == 3 && rows[0].prefix(4) == ["JOB", "STATE", "BATCHES", "DOCS"],
+            "a header and two rows: \(text.out)")
+        #expect(
+            rows.contains { $0.count > 4 && $0[1] == "interrupted" && $0[2] == "0/1" && $0[3] == "2" }, "\(text.out)")
         // prune: the complete one goes; the unfinished one is kept until it is 30 days old.
         let pruned = s.run(["uploads", "prune"], env: noPassword)
         #expect(pruned.status == 0 && pruned.stderr == "vault: removed 1 upload journal\n")
         #expect(try journals().map { $0["state"] as? String } == ["interrupted"])
         #expect(s.run(["uploads", "prune", "--abandoned-after", "0"], env: noPassword).status == 0)
         #expect(try journals().isEmpty)
-        #expect(!(try FileManager.default.contentsOfDirectory(atPath: s.path("vault/uploads"))).contains { $0.hasSuffix(".journal") || $0.hasSuffix(".lock") })
+        #expect(
+            !(try FileManager.default.contentsOfDirectory(atPath: s.path("vault/uploads"))).contains {
+                $0.hasSuffix(".journal") || $0.hasSuffix(".lock")
+            })
         #expect(s.run(["uploads", "tidy"]).status == 64)
     }
 }

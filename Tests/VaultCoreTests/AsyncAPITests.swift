@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import Testing
-import VaultCore   // not @testable: what an app sees
+import VaultCore  // not @testable: what an app sees
 
 /// The async entry points as an app uses them: a `String` password, files by URL, `Data`,
 /// ranges, an export into a `FileHandle` with progress as an `AsyncSequence`, and cancellation
@@ -12,7 +12,8 @@ import VaultCore   // not @testable: what an app sees
         let dir = TempDir()
         let vault: Vault
         init() async throws {
-            vault = try await VaultStore(url: URL(fileURLWithPath: dir.file("vault"))).create(password: "app pässword", kdf: .minimum)
+            vault = try await VaultStore(url: URL(fileURLWithPath: dir.file("vault"))).create(
+                password: "app pässword", kdf: .minimum)
         }
         func file(_ name: String, _ bytes: [UInt8]) -> URL {
             _ = FileManager.default.createFile(atPath: dir.file(name), contents: Data(bytes))
@@ -35,7 +36,9 @@ import VaultCore   // not @testable: what an app sees
         #expect(try await app.vault.read(note.id) == Data("a note".utf8))
         // A range across a chunk boundary (64 KiB), and one past the end, clamped.
         #expect(try await app.vault.read(added.id, range: 65_000..<70_000) == Data(photo[65_000..<70_000]))
-        #expect(try await app.vault.read(added.id, range: UInt64(photo.count - 5)..<UInt64(photo.count + 100)) == Data(photo.suffix(5)))
+        #expect(
+            try await app.vault.read(added.id, range: UInt64(photo.count - 5)..<UInt64(photo.count + 100))
+                == Data(photo.suffix(5)))
 
         // The same password opens it again; another is VaultError wrong-password.
         let store = VaultStore(url: URL(fileURLWithPath: app.dir.file("vault")))
@@ -43,7 +46,9 @@ import VaultCore   // not @testable: what an app sees
         let e = await #expect(throws: VaultError.self) { try await store.unlock(password: "app password") }
         #expect(e?.code == .wrongPassword)
         // Adding the same contents again is refused.
-        let d = await #expect(throws: VaultError.self) { try await app.vault.add(Data("a note".utf8), name: "again.txt") }
+        let d = await #expect(throws: VaultError.self) {
+            try await app.vault.add(Data("a note".utf8), name: "again.txt")
+        }
         #expect(d?.code == .duplicate)
 
         // Removing: an unknown id removes nothing; known ones go.
@@ -57,10 +62,14 @@ import VaultCore   // not @testable: what an app sees
 
     @Test func anExportIntoAFileHandleMatchesTheFolderAndReportsProgress() async throws {
         let app = try await AppVault()
-        for i in 0..<3 { _ = try await app.vault.add(Data(testBytes(1 << 20 + i, seed: UInt64(i))), name: "scan-\(i).pdf") }
+        for i in 0..<3 {
+            _ = try await app.vault.add(Data(testBytes(1 << 20 + i, seed: UInt64(i))), name: "scan-\(i).pdf")
+        }
         let export = try await app.vault.prepareExport()
         #expect(export.documents == 3 && export.batchCount == 1)
-        let watcher = Task { var seen: [ExportProgress] = []; for await p in export.progress { seen.append(p) }; return seen }
+        let watcher = Task {
+            var seen: [ExportProgress] = []; for await p in export.progress { seen.append(p) }; return seen
+        }
 
         let path = app.dir.file("payload.json")
         _ = FileManager.default.createFile(atPath: path, contents: Data("kept".utf8))
@@ -73,13 +82,21 @@ import VaultCore   // not @testable: what an app sees
         #expect(written.prefix(4) == Data("kept".utf8))
 
         let folder = try await app.vault.prepareExport().write(toDirectory: URL(fileURLWithPath: app.dir.file("out")))
-        #expect(try Data(contentsOf: URL(fileURLWithPath: app.dir.file("out/" + folder.batches[0].file!))) == written.dropFirst(4))
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: app.dir.file("out/" + folder.batches[0].file!)))
+                == written.dropFirst(4))
 
         // The sequence ends once the plan is written; its last value is the whole. (How many
         // values a consumer sees depends on how often it runs: it gets the newest, not each.)
         let seen = await watcher.value
         let total: UInt64 = 3 << 20 + 3
-        #expect(seen.last.map { [$0.completedBytes, $0.totalBytes, UInt64($0.completedDocuments), UInt64($0.totalDocuments), UInt64($0.batch)] }
+        #expect(
+            seen.last.map {
+                [
+                    $0.completedBytes, $0.totalBytes, UInt64($0.completedDocuments), UInt64($0.totalDocuments),
+                    UInt64($0.batch)
+                ]
+            }
                 == [total, total, 3, 3, 1])
         #expect(seen.last?.fractionCompleted == 1)
         #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.completedBytes <= $1.completedBytes })
@@ -106,7 +123,11 @@ import VaultCore   // not @testable: what an app sees
         var options = ExportOptions()
         options.limits = BatchLimits(documents: 2)
         let export = try await app.vault.prepareExport(options: options)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: { let p = app.dir.file("x"); _ = FileManager.default.createFile(atPath: p, contents: nil); return p }()))
+        let handle = try FileHandle(
+            forWritingTo: URL(
+                fileURLWithPath: {
+                    let p = app.dir.file("x"); _ = FileManager.default.createFile(atPath: p, contents: nil); return p
+                }()))
         let e = await #expect(throws: VaultError.self) { try await export.write(to: handle) }
         #expect(e?.code == .singleBatchNeeded)
         var names: [String] = []
@@ -116,7 +137,9 @@ import VaultCore   // not @testable: what an app sees
             let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
             _ = try await export.write(batch: batch, to: h)
             try h.close()
-            let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as! [String: [[String: Any]]]
+            let json =
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
+                as! [String: [[String: Any]]]
             names += json["Files"]!.map { $0["Name"] as! String }
         }
         #expect(names == ["d0.txt", "d1.txt", "d2.txt", "d3.txt", "d4.txt"])

@@ -34,7 +34,9 @@ import Testing
         /// Waits (a bound of minutes) for the pipeline to be held.
         func waitUntilHeld() async {
             await withCheckedContinuation { c in
-                DispatchQueue.global().async { [reached] in _ = reached.wait(timeout: .now() + 300); c.resume() }
+                DispatchQueue.global().async { [reached] in
+                    _ = reached.wait(timeout: .now() + 300); c.resume()
+                }
             }
         }
     }
@@ -44,7 +46,8 @@ import Testing
     func vault(documents: [Int]) throws -> Vault {
         let v = try VaultStore(root: dir.file("vault")).create(password: TestKeys.password(), kdf: .minimum)
         for (i, size) in documents.enumerated() {
-            _ = try v.add(from: BytesSource(testBytes(size, seed: UInt64(i + 1))), name: "d\(i).bin", allowDuplicate: true)
+            _ = try v.add(
+                from: BytesSource(testBytes(size, seed: UInt64(i + 1))), name: "d\(i).bin", allowDuplicate: true)
         }
         return v
     }
@@ -52,7 +55,8 @@ import Testing
     @Test func aCancelledExportIntoAFileStopsWithinAChunkGroupAndCutsTheFileBack() async throws {
         let v = try vault(documents: [24 << 20])
         let gate = Gate(after: 0)
-        let export = try ExportOperation(vault: v, selection: DocumentSelection(), options: ExportOptions(), observer: gate.observe)
+        let export = try ExportOperation(
+            vault: v, selection: DocumentSelection(), options: ExportOptions(), observer: gate.observe)
         let path = dir.file("payload.json")
         _ = FileManager.default.createFile(atPath: path, contents: Data("before".utf8))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
@@ -78,7 +82,8 @@ import Testing
         var options = ExportOptions()
         options.limits = BatchLimits(documents: 1)
         let gate = Gate(after: 5 << 20, batch: 2)
-        let export = try ExportOperation(vault: v, selection: DocumentSelection(), options: options, observer: gate.observe)
+        let export = try ExportOperation(
+            vault: v, selection: DocumentSelection(), options: options, observer: gate.observe)
         let out = URL(fileURLWithPath: dir.file("out"))
         let writer = Task { try await export.write(toDirectory: out) }
         await gate.waitUntilHeld()
@@ -89,7 +94,9 @@ import Testing
         // No temporary file is left, the first batch is whole, the manifest says the rest were interrupted.
         let files = try FileManager.default.contentsOfDirectory(atPath: out.path).sorted()
         #expect(files == ["batch-0001.json", "manifest.json"])
-        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("manifest.json"))) as! [String: Any]
+        let manifest =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("manifest.json")))
+            as! [String: Any]
         let batches = manifest["batches"] as! [[String: Any]]
         #expect(batches.map { $0["status"] as! String } == ["complete", "interrupted", "interrupted"])
         let first = try Data(contentsOf: out.appendingPathComponent("batch-0001.json"))

@@ -13,7 +13,8 @@ import Testing
             for (i, line) in lines.enumerated() where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
                 guard line.contains("@unchecked Sendable") || line.contains("nonisolated(unsafe)") else { continue }
                 let window = lines[max(0, i - 3)...min(lines.count - 1, i + 3)]
-                if !window.contains(where: { $0.contains("// @unchecked:") || $0.contains("// nonisolated(unsafe):") }) {
+                if !window.contains(where: { $0.contains("// @unchecked:") || $0.contains("// nonisolated(unsafe):") })
+                {
                     found.append("\(path):\(i + 1)")
                 }
             }
@@ -22,9 +23,12 @@ import Testing
     }
 
     @Test func everyEscapeSaysWhyItIsSafe() throws {
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources").standardized
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../Sources"
+        ).standardized
         var files: [(String, String)] = []
-        for case let url as URL in FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)! where url.pathExtension == "swift" {
+        for case let url as URL in FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)!
+        where url.pathExtension == "swift" {
             files.append((url.path, try String(contentsOf: url, encoding: .utf8)))
         }
         #expect(files.count > 100)
@@ -32,9 +36,14 @@ import Testing
     }
 
     @Test func theCheckFindsAnEscapeWithoutAReason() {
-        let planted = [("a.swift", "final class A: @unchecked Sendable {\n    var x = 0\n}\n"),
-                       ("b.swift", "final class B: @unchecked Sendable {\n    // @unchecked: x is under a lock.\n    var x = 0\n}\n"),
-                       ("c.swift", "nonisolated(unsafe) var y = 1\n")]
+        let planted = [
+            ("a.swift", "final class A: @unchecked Sendable {\n    var x = 0\n}\n"),
+            (
+                "b.swift",
+                "final class B: @unchecked Sendable {\n    // @unchecked: x is under a lock.\n    var x = 0\n}\n"
+            ),
+            ("c.swift", "nonisolated(unsafe) var y = 1\n")
+        ]
         #expect(Self.unexplained(in: planted) == ["a.swift:1", "c.swift:1"])
     }
 }

@@ -15,7 +15,7 @@ import Testing
         ("http://127.0.0.1:80", "http://127.0.0.1/"),
         ("http://127.0.0.1:8080/batches/", "http://127.0.0.1:8080/batches/"),
         ("s3://archive//station-3/", "s3://archive/station-3"),
-        ("s3://archive", "s3://archive"),
+        ("s3://archive", "s3://archive")
     ])
     func aDestinationIsKnownByWhatTheUserMeans(url: String, identity: String) {
         #expect(Destination.identity(of: url) == identity)
@@ -26,22 +26,31 @@ import Testing
     @Test func anS3DestinationIncludesWhereItIsReachedAndSecretsAreNotShown() {
         let test = S3Place(endpoint: "http://127.0.0.1:8333/", region: "us-east-1")
         let production = S3Place(endpoint: "https://s3.us-east-1.amazonaws.com", region: "us-east-1")
-        let a = DestinationIdentity(url: "s3://archive/in", s3: test), b = DestinationIdentity(url: "s3://archive/in", s3: production)
-        #expect(a?.value == "s3://archive/in (http://127.0.0.1:8333, us-east-1)" && a != b, "\(String(describing: a)) \(String(describing: b))")
-        #expect(DestinationIdentity(recorded: "s3://archive/in").value == "s3://archive/in", "a record of an earlier version matches only itself")
-        #expect(DestinationIdentity(url: "https://o.example/in?tenant=a&access_token=s3cr3t&Signature=x")?.description
+        let a = DestinationIdentity(url: "s3://archive/in", s3: test),
+            b = DestinationIdentity(url: "s3://archive/in", s3: production)
+        #expect(
+            a?.value == "s3://archive/in (http://127.0.0.1:8333, us-east-1)" && a != b,
+            "\(String(describing: a)) \(String(describing: b))")
+        #expect(
+            DestinationIdentity(recorded: "s3://archive/in").value == "s3://archive/in",
+            "a record of an earlier version matches only itself")
+        #expect(
+            DestinationIdentity(url: "https://o.example/in?tenant=a&access_token=s3cr3t&Signature=x")?.description
                 == "https://o.example/in?tenant=a&access_token=…&Signature=…")
     }
 
     @Test func anythingButHTTPAndS3IsNoDestination() {
-        for url in ["ftp://host/x", "file:///tmp/x", "office", "https://", ""] { #expect(Destination.identity(of: url) == nil, "\(url)") }
+        for url in ["ftp://host/x", "file:///tmp/x", "office", "https://", ""] {
+            #expect(Destination.identity(of: url) == nil, "\(url)")
+        }
     }
 
     @Test func eachConfirmedBatchIsOneHistoryRecordAndOneLookupPerDocument() throws {
         let f = try ExportTests.Fixture(sizes: [10, 20, 30])
         let (a, b, c) = (f.records[0], f.records[1], f.records[2])
-        try f.vault.recordDelivery([a, b], to: "HTTPS://Office.example:443/in", detail: "run r batch 1/1: 200",
-                                   now: Date(timeIntervalSince1970: 1_800_000_000))
+        try f.vault.recordDelivery(
+            [a, b], to: "HTTPS://Office.example:443/in", detail: "run r batch 1/1: 200",
+            now: Date(timeIntervalSince1970: 1_800_000_000))
         let d = try #require(try f.vault.delivery(of: a.id, to: Self.office))
         #expect(d.destination == Self.office && d.timeMillis == 1_800_000_000_000 && d.detail == "run r batch 1/1: 200")
         #expect(try f.vault.delivery(of: c.id, to: Self.office) == nil)
@@ -49,9 +58,12 @@ import Testing
         #expect(try f.vault.undelivered(f.records, to: Self.office).map(\.id) == [c.id])
         // The history says so: an upload record naming the batch and the destination's identity.
         let last = try #require(try f.vault.history().entries.last?.record)
-        #expect(last.operation == .upload && last.documents.map(\.id) == [a.id.hex, b.id.hex] && last.destinations == [Self.office])
+        #expect(
+            last.operation == .upload && last.documents.map(\.id) == [a.id.hex, b.id.hex]
+                && last.destinations == [Self.office])
         // A second confirmation keeps the first one's time.
-        try f.vault.recordDelivery([a], to: Self.office, detail: "run s batch 1/1: 200", now: Date(timeIntervalSince1970: 1_900_000_000))
+        try f.vault.recordDelivery(
+            [a], to: Self.office, detail: "run s batch 1/1: 200", now: Date(timeIntervalSince1970: 1_900_000_000))
         #expect(try f.vault.delivery(of: a.id, to: Self.office)?.timeMillis == 1_800_000_000_000)
         #expect(try f.vault.deliveries(of: a.id).count == 1)
         #expect(try f.vault.ledger()[Self.office]?.count == 2)
@@ -62,8 +74,14 @@ import Testing
         let f = try ExportTests.Fixture(sizes: [10, 20])
         let (a, b) = (f.records[0], f.records[1])
         // One record per run, the target as scheme, host, port and path: as versions before the ledger wrote it.
-        try f.vault.appendToHistory(HistoryRecord(.upload, documents: [HistoryRecord.Document(a)], destinations: ["http://127.0.0.1:8080/batches"], detail: "run 1c0e"))
-        try f.vault.appendToHistory(HistoryRecord(.upload, outcome: .failed, documents: [HistoryRecord.Document(b)], destinations: ["http://127.0.0.1:8080/batches"]))
+        try f.vault.appendToHistory(
+            HistoryRecord(
+                .upload, documents: [HistoryRecord.Document(a)], destinations: ["http://127.0.0.1:8080/batches"],
+                detail: "run 1c0e"))
+        try f.vault.appendToHistory(
+            HistoryRecord(
+                .upload, outcome: .failed, documents: [HistoryRecord.Document(b)],
+                destinations: ["http://127.0.0.1:8080/batches"]))
         #expect(try f.vault.delivery(of: a.id, to: "http://127.0.0.1:8080/batches") != nil)
         #expect(try f.vault.delivery(of: b.id, to: "http://127.0.0.1:8080/batches") == nil)
     }
@@ -88,9 +106,15 @@ import Testing
         try f.vault.recordDelivery([a, b], to: Self.office, detail: "run r batch 1/1: 200")
         // c "delivered" by a copy of a's row under c's id, as an attacker with the folder could write it.
         try f.vault.withIndex { index in
-            try index.db.execute("INSERT INTO deliveries (destination, id, record) SELECT destination, x'\(c.id.hex)', record FROM deliveries WHERE id = x'\(a.id.hex)'")
+            try index.db.execute(
+                """
+                    INSERT INTO deliveries (destination, id, record) SELECT destination, x'\(c.id.hex)', record FROM \
+                    deliveries WHERE id = x'\(a.id.hex)'
+                    """
+            )
         }
-        #expect(try f.vault.undelivered(f.records, to: Self.office).map(\.id) == [c.id], "the forged row is not believed")
+        #expect(
+            try f.vault.undelivered(f.records, to: Self.office).map(\.id) == [c.id], "the forged row is not believed")
         #expect(try f.vault.ledger()[Self.office].map { Set($0.keys) } == [a.id, b.id])
         // A row deleted: the document looks undelivered until the ledger is derived again; never the reverse.
         try f.vault.withIndex { index in try index.db.execute("DELETE FROM deliveries WHERE id = x'\(b.id.hex)'") }

@@ -28,8 +28,9 @@ import Testing
     @Test func parseThenSerializeGivesTheSameBytes() throws {
         let keyring = TestKeys.keyring()
         for (i, n) in [0, 1, 65536, 200_000].enumerated() {
-            let env = try sealEnvelope(testBytes(n), keyring: keyring, name: String(repeating: "n", count: 1 + i * 300),
-                                       tags: (0..<i).map { "tag\($0)" })
+            let env = try sealEnvelope(
+                testBytes(n), keyring: keyring, name: String(repeating: "n", count: 1 + i * 300),
+                tags: (0..<i).map { "tag\($0)" })
             let header = try EnvelopeHeader.parse(env)
             #expect(header.serialized() == Array(env.prefix(header.encodedSize)))
             #expect(header.encodedSize == (try EnvelopeHeader.headerLength(fromPrefix: Array(env.prefix(166)))))
@@ -67,15 +68,17 @@ import Testing
         try KDFParameters.minimum.validate()
         // Deriving with hostile parameters fails at validation, not after allocating 4 GiB.
         let e = #expect(throws: VaultError.self) {
-            try PasswordKDF.deriveKey(password: TestKeys.password(), salt: [UInt8](repeating: 0, count: 16),
-                                      parameters: KDFParameters(opsLimit: 3, memLimitKiB: .max))
+            try PasswordKDF.deriveKey(
+                password: TestKeys.password(), salt: [UInt8](repeating: 0, count: 16),
+                parameters: KDFParameters(opsLimit: 3, memLimitKiB: .max))
         }
         #expect(e?.code == .kdfParametersRejected)
     }
 
     @Test func metadataRoundTripsAndRejectsNonCanonicalPadding() throws {
-        let m = DocumentMetadata(name: "Ünïcødé \"q\"\n🎉", contentType: "image/png", size: 12345,
-                                 sha256: testBytes(32), addedAtMillis: -5, tags: ["a", "b c"])
+        let m = DocumentMetadata(
+            name: "Ünïcødé \"q\"\n🎉", contentType: "image/png", size: 12345,
+            sha256: testBytes(32), addedAtMillis: -5, tags: ["a", "b c"])
         let e = m.encoded()
         #expect(e.count % 256 == 0)
         #expect(try DocumentMetadata.decode(e) == m)
@@ -87,7 +90,8 @@ import Testing
     }
 
     @Test func emptyNameAndBadContentTypeAreRefused() {
-        let ok = DocumentMetadata(name: "x", contentType: "a/b", size: 0, sha256: testBytes(32), addedAtMillis: 0, tags: [])
+        let ok = DocumentMetadata(
+            name: "x", contentType: "a/b", size: 0, sha256: testBytes(32), addedAtMillis: 0, tags: [])
         var m = ok; m.name = ""
         expectError(.usage) { try m.validate() }
         m = ok; m.contentType = "text/plain; charset=utf-8"
@@ -108,8 +112,9 @@ import Testing
     @Test func argon2idMatchesAnIndependentImplementation() throws {
         // Known answer cross-checked with Python cryptography's Argon2id (research/swift-probe.md):
         // password "correct horse", salt 16 × 0x07, 2 passes, 64 MiB, 1 lane.
-        let key = try PasswordKDF.deriveKey(password: TestKeys.password("correct horse"), salt: [UInt8](repeating: 7, count: 16),
-                                            parameters: .interactive)
+        let key = try PasswordKDF.deriveKey(
+            password: TestKeys.password("correct horse"), salt: [UInt8](repeating: 7, count: 16),
+            parameters: .interactive)
         let hex = key.withUnsafeBytes { Hex.encode($0) }
         #expect(hex.hasPrefix("c4a902bf"))
         #expect(hex.hasSuffix("0ca88e2acf"))
@@ -119,7 +124,9 @@ import Testing
         let keyring = TestKeys.keyring()
         let env = try sealEnvelope(testBytes(1000), keyring: keyring)
         let header = try EnvelopeReader.readHeader(MemoryEnvelope(env))
-        let e = #expect(throws: VaultError.self) { try Keyring.unlock(password: TestKeys.password("nope"), envelope: header) }
+        let e = #expect(throws: VaultError.self) {
+            try Keyring.unlock(password: TestKeys.password("nope"), envelope: header)
+        }
         #expect(e?.code == .wrongPassword)
         var damaged = env
         damaged[EnvelopeFormat.wrappedKeyOffset] ^= 1

@@ -16,7 +16,9 @@ import Testing
             let n = out.withUnsafeMutableBytes { o in
                 input.withUnsafeBytes { i in
                     var w = e.encode(UnsafeRawBufferPointer(rebasing: i[0..<split]), into: o)
-                    w += e.encode(UnsafeRawBufferPointer(rebasing: i[split...]), into: UnsafeMutableRawBufferPointer(rebasing: o[w...]))
+                    w += e.encode(
+                        UnsafeRawBufferPointer(rebasing: i[split...]),
+                        into: UnsafeMutableRawBufferPointer(rebasing: o[w...]))
                     return w + e.finish(into: UnsafeMutableRawBufferPointer(rebasing: o[w...]))
                 }
             }
@@ -58,7 +60,9 @@ import Testing
         let all: [UInt8] = (0..<240).map { i -> UInt8 in UInt8(truncatingIfNeeded: i * 37 + 11) }
         for (name, encode) in paths {
             var out = [UInt8](repeating: 0, count: all.count / 3 * 4)
-            _ = out.withUnsafeMutableBufferPointer { o in all.withUnsafeBufferPointer { encode($0.baseAddress, all.count, o.baseAddress) } }
+            _ = out.withUnsafeMutableBufferPointer { o in
+                all.withUnsafeBufferPointer { encode($0.baseAddress, all.count, o.baseAddress) }
+            }
             #expect(out == Array(Data(all).base64EncodedData()), "\(name)")
         }
     }
@@ -71,7 +75,9 @@ import Testing
         while i < input.count {
             let n = min(step, input.count - i)
             var piece = [UInt8](repeating: 0, count: Base64StreamEncoder.maxOutput(for: n))
-            let w = piece.withUnsafeMutableBytes { p in input.withUnsafeBytes { e.encode(UnsafeRawBufferPointer(rebasing: $0[i..<i + n]), into: p) } }
+            let w = piece.withUnsafeMutableBytes { p in
+                input.withUnsafeBytes { e.encode(UnsafeRawBufferPointer(rebasing: $0[i..<i + n]), into: p) }
+            }
             out += piece[0..<w]
             i += n
             step = step % 7 + 1
@@ -97,9 +103,10 @@ import Testing
                 let bytes = testBytes(size, seed: UInt64(i + 1))
                 let path = dir.file("in-\(i)")
                 _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
-                let r = try vault.add(from: OpenFile.openForReading(path), name: names?[i] ?? "doc-\(i).bin",
-                                      contentType: "application/octet-stream", tags: tags, allowDuplicate: true,
-                                      now: Date(timeIntervalSince1970: 1_700_000_000 + Double(i)))
+                let r = try vault.add(
+                    from: OpenFile.openForReading(path), name: names?[i] ?? "doc-\(i).bin",
+                    contentType: "application/octet-stream", tags: tags, allowDuplicate: true,
+                    now: Date(timeIntervalSince1970: 1_700_000_000 + Double(i)))
                 originals[r.id] = bytes
                 records.append(r)
             }
@@ -111,15 +118,19 @@ import Testing
                 let b64 = Data(originals[r.id]!).base64EncodedString()
                 guard shape == .objects else { return "\"\(b64)\"" }
                 let m = r.metadata
-                return "{\"Id\":\"\(r.id.hex)\",\"Name\":\(JSONString.quote(m.name)),\"ContentType\":\"\(m.contentType)\",\"Size\":\(m.size),"
+                return "{\"Id\":\"\(r.id.hex)\",\"Name\":\(JSONString.quote(m.name)),"
+                    + "\"ContentType\":\"\(m.contentType)\",\"Size\":\(m.size),"
                     + "\"SHA256\":\"\(Hex.encode(Array(SHA256.hash(data: originals[r.id]!))))\",\"Data\":\"\(b64)\"}"
             }
             return Array(("{\"Files\":[" + entries.joined(separator: ",") + "]}").utf8)
         }
 
-        func export(_ options: ExportOptions, records: [DocumentRecord]? = nil, events: EventLog? = nil) throws -> (ExportSummary, String) {
+        func export(
+            _ options: ExportOptions, records: [DocumentRecord]? = nil, events: EventLog? = nil
+        ) throws -> (ExportSummary, String) {
             let out = dir.file("out-\(UUID().uuidString.prefix(8))")
-            let exporter = try Exporter(vault: vault, records: records ?? self.records, options: options, onEvent: { events?.add($0) })
+            let exporter = try Exporter(
+                vault: vault, records: records ?? self.records, options: options, onEvent: { events?.add($0) })
             return (try exporter.write(toDirectory: out), out)
         }
 
@@ -134,7 +145,9 @@ import Testing
     final class EventLog: @unchecked Sendable {
         var events: [ExportEvent] = []
         func add(_ e: ExportEvent) { events.append(e) }
-        var progress: [(UInt64, UInt64)] { events.compactMap { if case .progress(let d, let t) = $0 { (d, t) } else { nil } } }
+        var progress: [(UInt64, UInt64)] {
+            events.compactMap { if case .progress(let d, let t) = $0 { (d, t) } else { nil } }
+        }
     }
 
     /// Parses a payload with a JSON parser, decodes every document, checks bytes and SHA-256.
@@ -176,11 +189,14 @@ import Testing
         #expect(summary.batches.map { $0.documents.count } == [20, 20, 5])
         #expect(summary.batches.map(\.file) == ["batch-0001.json", "batch-0002.json", "batch-0003.json"])
         for (i, b) in summary.batches.enumerated() {
-            try Self.checkPayload(out + "/" + b.file!, f, expect: Array(f.records[(i * 20)..<min(45, i * 20 + 20)].map(\.id)))
+            try Self.checkPayload(
+                out + "/" + b.file!, f, expect: Array(f.records[(i * 20)..<min(45, i * 20 + 20)].map(\.id)))
             let size = try FileManager.default.attributesOfItem(atPath: out + "/" + b.file!)[.size] as! Int
             #expect(UInt64(size) == b.bytes)
         }
-        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json"))) as! [String: Any]
+        let manifest =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+            as! [String: Any]
         let batches = manifest["batches"] as! [[String: Any]]
         #expect(batches.map { $0["status"] as! String } == ["complete", "complete", "complete"])
         #expect(manifest["runId"] as? String == summary.runID)
@@ -198,7 +214,10 @@ import Testing
     }
 
     @Test func namesNeedingEscapes() throws {
-        let names = ["quote\"d", "back\\slash", "new\nline", "tab\there", "ctrl\u{01}\u{1F}", "emoji 🎉 ünï 文件", "slash/kept", "del\u{7F}"]
+        let names = [
+            "quote\"d", "back\\slash", "new\nline", "tab\there", "ctrl\u{01}\u{1F}", "emoji 🎉 ünï 文件", "slash/kept",
+            "del\u{7F}"
+        ]
         let f = try Fixture(sizes: names.map { _ in 10 }, names: names)
         let (_, out) = try f.export(ExportOptions())
         let raw = Array(try Data(contentsOf: URL(fileURLWithPath: out + "/batch-0001.json")))
@@ -222,8 +241,9 @@ import Testing
         let e = #expect(throws: VaultError.self) { try f.export(o) }
         #expect(e?.code == .usage)
         #expect(e?.message.contains(f.records[4].id.hex.prefix(12)) == true)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: f.dir.path).filter { $0.hasPrefix("out-") }.isEmpty,
-                "nothing is written when the plan fails")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: f.dir.path).filter { $0.hasPrefix("out-") }.isEmpty,
+            "nothing is written when the plan fails")
         o.limits = BatchLimits(documents: 20, bytes: max(two + 10, big))
         let (summary, out) = try f.export(o)
         #expect(summary.batches.map { $0.documents.count } == [2, 2, 1])
@@ -232,8 +252,9 @@ import Testing
             let size = try FileManager.default.attributesOfItem(atPath: out + "/" + b.file!)[.size] as! Int
             #expect(UInt64(size) == b.bytes)
         }
-        #expect(PayloadFormat.json(.objects).length(of: Array(f.records[0..<3])) > two + 10,
-                "the limit is what keeps a third document out of each batch")
+        #expect(
+            PayloadFormat.json(.objects).length(of: Array(f.records[0..<3])) > two + 10,
+            "the limit is what keeps a third document out of each batch")
     }
 
     @Test func aDamagedDocumentStopsTheExportAndLeavesNoPayload() throws {
@@ -244,14 +265,16 @@ import Testing
         let e = #expect(throws: VaultError.self) { try exporter.write(toDirectory: out) }
         #expect(e?.code == .chunkAuthenticationFailed)
         #expect(e?.message.contains(f.records[1].id.hex) == true)
-        #expect(!FileManager.default.fileExists(atPath: out), "no batch file, no temp file, no manifest, and no folder the run made")
+        #expect(
+            !FileManager.default.fileExists(atPath: out),
+            "no batch file, no temp file, no manifest, and no folder the run made")
     }
 
     @Test(arguments: [0, 1, 2])
     func skipBadCutsTheDocumentOutAndTheJSONStaysValid(position: Int) throws {
         let f = try Fixture(sizes: [1000, 900_000, 2001])
         let bad = f.records[position]
-        try f.damage(bad.id, at: 20)     // in the final chunk: the document fails after releasing data
+        try f.damage(bad.id, at: 20)  // in the final chunk: the document fails after releasing data
         var o = ExportOptions()
         o.skipBad = true
         let events = EventLog()
@@ -274,11 +297,17 @@ import Testing
         let path = f.dir.file("stdout.json")
         var o = ExportOptions()
         o.skipBad = true
-        let summary = try Exporter(vault: f.vault, records: f.records, options: o).write(to: OpenFile.createExclusive(path))
+        let summary = try Exporter(vault: f.vault, records: f.records, options: o).write(
+            to: OpenFile.createExclusive(path))
         #expect(summary.skipped.count == 1)
-        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: path))) == f.reference([f.records[0], f.records[2]], shape: .objects))
+        #expect(
+            Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+                == f.reference([f.records[0], f.records[2]], shape: .objects))
         o.limits = BatchLimits(documents: 2)
-        let e = #expect(throws: VaultError.self) { try Exporter(vault: f.vault, records: f.records, options: o).write(to: OpenFile.createExclusive(f.dir.file("x"))) }
+        let e = #expect(throws: VaultError.self) {
+            try Exporter(vault: f.vault, records: f.records, options: o).write(
+                to: OpenFile.createExclusive(f.dir.file("x")))
+        }
         #expect(e?.code == .singleBatchNeeded)
     }
 
@@ -304,7 +333,9 @@ import Testing
         _ = FileManager.default.createFile(atPath: path, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         var events: [ExportEvent] = []
-        let viaHandle = try Exporter(vault: f.vault, records: f.records, options: ExportOptions(), onEvent: { events.append($0) }).write(to: FileHandleSink(handle))
+        let viaHandle = try Exporter(
+            vault: f.vault, records: f.records, options: ExportOptions(), onEvent: { events.append($0) }
+        ).write(to: FileHandleSink(handle))
         try handle.close()
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: path))) == reference)
         #expect(viaHandle.payloadBytes == UInt64(reference.count))
@@ -317,7 +348,9 @@ import Testing
         #expect(sink.bytes == reference)
         let failing = CollectingSink()
         failing.failAfter = 1
-        let e = #expect(throws: VaultError.self) { try Exporter(vault: f.vault, records: f.records, options: ExportOptions()).write(to: failing) }
+        let e = #expect(throws: VaultError.self) {
+            try Exporter(vault: f.vault, records: f.records, options: ExportOptions()).write(to: failing)
+        }
         #expect(e?.code == .io && e?.message == "the app's stream closed")
     }
 }
@@ -338,34 +371,42 @@ import Testing
     @Test(arguments: [nil, UInt64(1 << 20)])
     func theHandWrittenManifestIsByteIdenticalToJSONEncoders(maxBytes: UInt64?) throws {
         let records = (0..<7).map { i in
-            DocumentRecord(id: DocumentID(bytes: testBytes(16, seed: UInt64(i + 1))),
-                           metadata: DocumentMetadata(name: "doc \(i)", contentType: "text/plain", size: UInt64(100 * i), sha256: testBytes(32),
-                                                      addedAtMillis: Int64(i), tags: []))
+            DocumentRecord(
+                id: DocumentID(bytes: testBytes(16, seed: UInt64(i + 1))),
+                metadata: DocumentMetadata(
+                    name: "doc \(i)", contentType: "text/plain", size: UInt64(100 * i), sha256: testBytes(32),
+                    addedAtMillis: Int64(i), tags: []))
         }
         let plan = try CompactPlan(records, limits: BatchLimits(documents: 3, bytes: maxBytes), format: .json(.objects))
         #expect(plan.batchCount == 3)
         let dir = TempDir()
-        let file = ManifestFile(path: dir.path + "/manifest.json", plan: plan, runId: "0f1e2d3c-run", created: "2026-11-24T05:00:00Z",
-                                shape: "objects", batchSize: 3, maxBytes: maxBytes)
+        let file = ManifestFile(
+            path: dir.path + "/manifest.json", plan: plan, runId: "0f1e2d3c-run", created: "2026-11-24T05:00:00Z",
+            shape: "objects", batchSize: 3, maxBytes: maxBytes)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         func expectSameAsEncoder() throws {
-            let reference = Reference(runId: "0f1e2d3c-run", created: "2026-11-24T05:00:00Z", shape: "objects", batchSize: 3,
-                                      maxBytes: maxBytes, batches: file.batches)
+            let reference = Reference(
+                runId: "0f1e2d3c-run", created: "2026-11-24T05:00:00Z", shape: "objects", batchSize: 3,
+                maxBytes: maxBytes, batches: file.batches)
             let expected = Array(try encoder.encode(reference)) + [0x0a]
             #expect(String(decoding: file.json(), as: UTF8.self) == String(decoding: expected, as: UTF8.self))
         }
-        try expectSameAsEncoder()   // every batch pending
+        try expectSameAsEncoder()  // every batch pending
         // One batch complete, one complete with a document cut out (odd characters in its
         // error and name), one left pending.
         let first = try AtomicFile(destination: dir.path + "/batch-0001.json")
         try first.file.write([0x7B], at: 0)
         try file.complete(first, index: 0, kept: nil, skipped: [], bytes: 1, sha256: String(repeating: "ab", count: 32))
         let second = try AtomicFile(destination: dir.path + "/batch-0002.json")
-        try file.complete(second, index: 1, kept: [records[3].id, records[5].id],
-                          skipped: [ManifestSkip(id: records[4].id.hex, name: "a/b \"q\"\n\u{1}ü", code: "chunk-authentication-failed",
-                                                 error: "tab\there\\")],
-                          bytes: 2, sha256: String(repeating: "cd", count: 32))
+        try file.complete(
+            second, index: 1, kept: [records[3].id, records[5].id],
+            skipped: [
+                ManifestSkip(
+                    id: records[4].id.hex, name: "a/b \"q\"\n\u{1}ü", code: "chunk-authentication-failed",
+                    error: "tab\there\\")
+            ],
+            bytes: 2, sha256: String(repeating: "cd", count: 32))
         try file.flush()
         try expectSameAsEncoder()
         file.finish(as: .interrupted, holdingLock: false)

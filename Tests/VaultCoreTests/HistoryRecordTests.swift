@@ -12,19 +12,29 @@ struct HistoryRecordTests {
     }
 
     @Test(arguments: [
-        HistoryRecord(.`init`, detail: "argon2id ops 2, memory 65536 KiB", now: Date(timeIntervalSince1970: 1_767_225_600.123)),
-        HistoryRecord(.add, documents: [.init(id: String(repeating: "ab", count: 16), name: "scan é/1.pdf", sha256: String(repeating: "0f", count: 32), size: 123_456_789)]),
-        HistoryRecord(.export, outcome: .partial, documents: (0..<3).map { .init(id: "\($0)", name: "n\($0)", sha256: "", size: UInt64($0)) },
-                      destinations: ["file:///tmp/out/batch-0001.json", "stdout"], detail: "1 damaged document(s) left out"),
-        HistoryRecord(.remove, outcome: .failed, documents: [.init(id: "x", name: "", sha256: "", size: 0)]),
+        HistoryRecord(
+            .`init`, detail: "argon2id ops 2, memory 65536 KiB", now: Date(timeIntervalSince1970: 1_767_225_600.123)),
+        HistoryRecord(
+            .add,
+            documents: [
+                .init(
+                    id: String(repeating: "ab", count: 16), name: "scan é/1.pdf",
+                    sha256: String(repeating: "0f", count: 32), size: 123_456_789)
+            ]),
+        HistoryRecord(
+            .export, outcome: .partial,
+            documents: (0..<3).map { .init(id: "\($0)", name: "n\($0)", sha256: "", size: UInt64($0)) },
+            destinations: ["file:///tmp/out/batch-0001.json", "stdout"], detail: "1 damaged document(s) left out"),
+        HistoryRecord(.remove, outcome: .failed, documents: [.init(id: "x", name: "", sha256: "", size: 0)])
     ]) func handWrittenJSONIsWhatJSONEncoderWrites(record: HistoryRecord) throws {
         #expect(record.json() == (try Self.reference(record)))
         #expect(try JSONDecoder().decode(HistoryRecord.self, from: Data(record.json())) == record)
     }
 
     @Test func anomaliesAndControlCharactersRoundTrip() throws {
-        var r = HistoryRecord(.upload, documents: [.init(id: "id", name: "a\"b\\c\u{01}\n\t\u{7f}ü", sha256: "s", size: 1)],
-                              destinations: ["https://example.invalid:8443/batches"])
+        var r = HistoryRecord(
+            .upload, documents: [.init(id: "id", name: "a\"b\\c\u{01}\n\t\u{7f}ü", sha256: "s", size: 1)],
+            destinations: ["https://example.invalid:8443/batches"])
         r.anomalies = [.init(code: "log-torn", message: "log.vlt ends inside a record \"after\" record 3")]
         #expect(try JSONDecoder().decode(HistoryRecord.self, from: Data(r.json())) == r)
         // Without control characters the bytes are JSONEncoder's too.
@@ -35,15 +45,23 @@ struct HistoryRecordTests {
     /// The reader of the canonical layout gives what JSONDecoder gives, and nil (so the caller
     /// falls back to JSONDecoder) for anything else.
     @Test func theCanonicalReaderGivesWhatJSONDecoderGives() throws {
-        var odd = HistoryRecord(.upload, documents: [.init(id: "id", name: "a\"b\\c\u{01}\u{08}\u{0c}\n\r\t\u{1f}\u{7f}ü🎉/", sha256: "s", size: 0)],
-                                destinations: ["https://example.invalid:8443/batches", ""], detail: "")
+        var odd = HistoryRecord(
+            .upload,
+            documents: [.init(id: "id", name: "a\"b\\c\u{01}\u{08}\u{0c}\n\r\t\u{1f}\u{7f}ü🎉/", sha256: "s", size: 0)],
+            destinations: ["https://example.invalid:8443/batches", ""], detail: "")
         odd.anomalies = [.init(code: "log-torn", message: "ends \"inside\""), .init(code: "x", message: "")]
         odd.timeMillis = -5
         let records = [
             HistoryRecord(.`init`, detail: "argon2id", now: Date(timeIntervalSince1970: 1_767_225_600.123)),
-            HistoryRecord(.add, documents: (0..<50).map { .init(id: String(repeating: "ab", count: 16), name: "n\($0)", sha256: String(repeating: "0f", count: 32), size: UInt64($0) * 1_000_003) }),
+            HistoryRecord(
+                .add,
+                documents: (0..<50).map {
+                    .init(
+                        id: String(repeating: "ab", count: 16), name: "n\($0)",
+                        sha256: String(repeating: "0f", count: 32), size: UInt64($0) * 1_000_003)
+                }),
             HistoryRecord(.remove, outcome: .failed, documents: []),
-            odd,
+            odd
         ]
         for r in records {
             let bytes = r.json()
@@ -55,12 +73,15 @@ struct HistoryRecordTests {
         }
         let canonical = String(decoding: records[1].json(), as: UTF8.self)
         // Not the canonical layout: nil, and the caller decodes with JSONDecoder.
-        for variant in [canonical.replacingOccurrences(of: ",\"host\"", with: ", \"host\""),
-                        canonical.replacingOccurrences(of: "\"size\":0", with: "\"size\":00"),
-                        canonical.replacingOccurrences(of: "\"n1\"", with: "\"n\\u0031\""),
-                        canonical.replacingOccurrences(of: "\"n2\"", with: "\"n\\/\""),
-                        canonical + " ", String(canonical.dropLast())] {
-            #expect(HistoryRecordReader.read(Array(variant.utf8), documents: { _ in true }) == nil, "\(variant.prefix(60))")
+        for variant in [
+            canonical.replacingOccurrences(of: ",\"host\"", with: ", \"host\""),
+            canonical.replacingOccurrences(of: "\"size\":0", with: "\"size\":00"),
+            canonical.replacingOccurrences(of: "\"n1\"", with: "\"n\\u0031\""),
+            canonical.replacingOccurrences(of: "\"n2\"", with: "\"n\\/\""),
+            canonical + " ", String(canonical.dropLast())
+        ] {
+            #expect(
+                HistoryRecordReader.read(Array(variant.utf8), documents: { _ in true }) == nil, "\(variant.prefix(60))")
         }
         // Broken UTF-8 and raw control characters are refused, as JSONDecoder refuses them;
         // in documents that are only checked, too.

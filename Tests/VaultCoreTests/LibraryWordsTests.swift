@@ -10,9 +10,11 @@ import Testing
 
     /// What names a CLI: a long or short option (`--url`, `-r`), a command (`'vault push'`,
     /// `vault audit`), an environment variable of vault's or AWS's.
-    static let cliWords = try! NSRegularExpression(pattern: #"""
-        (--[a-z][a-z0-9-]+)|((?:^|[\s'"(`])-[a-zA-Z](?=[\s'",).`]|$))|(\bvault (?:init|add|list|get|remove|export|upload|uploads|log|audit|passwd|remote|push|pull|clone|verify|import|restore)\b)|(\b(?:VAULT|AWS)_[A-Z_]+)
-        """#, options: [.anchorsMatchLines])
+    static let cliWords = try! NSRegularExpression(
+        pattern: #"(--[a-z][a-z0-9-]+)|((?:^|[\s'"(`])-[a-zA-Z](?=[\s'",).`]|$))|"#
+            + #"(\bvault (?:init|add|list|get|remove|export|upload|uploads|log|audit|passwd|remote|push|pull|clone|"#
+            + #"verify|import|restore)\b)|(\b(?:VAULT|AWS)_[A-Z_]+)"#,
+        options: [.anchorsMatchLines])
 
     /// `path:line: word` for each CLI word in `files`.
     static func offenders(in files: [(String, String)]) -> [String] {
@@ -21,7 +23,8 @@ import Testing
             for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 let s = String(line)
                 for m in cliWords.matches(in: s, range: NSRange(s.startIndex..., in: s)) {
-                    let word = String(s[Range(m.range, in: s)!]).trimmingCharacters(in: CharacterSet(charactersIn: " \t'\"(`"))
+                    let word = String(s[Range(m.range, in: s)!]).trimmingCharacters(
+                        in: CharacterSet(charactersIn: " \t'\"(`"))
                     found.append("\(path):\(n + 1): \(word)")
                 }
             }
@@ -34,16 +37,31 @@ import Testing
         let files = all.filter { f in Self.libraries.contains { f.0.hasPrefix($0 + "/") } }
         #expect(files.count > 60, "found only \(files.count) library files")
         let offenders = Self.offenders(in: files)
-        #expect(offenders.isEmpty, "CLI words in the libraries (give the error a Remedy, or word it in the library's terms):\n\(offenders.joined(separator: "\n"))")
+        #expect(
+            offenders.isEmpty,
+            """
+                CLI words in the libraries (give the error a Remedy, or word it in the library's \
+                terms):\n\(offenders.joined(separator: "\n"))
+                """
+        )
     }
 
     @Test func theCheckFindsPlantedWords() {
         let planted = [
             ("VaultCore/X.swift", #"throw VaultError(.usage, "x", hint: "use -r to add the files")"#),
-            ("VaultUpload/Y.swift", "/// Extra headers (`--header`).\nlet a = \"x-vault-batch\" // -1, a-b, 1-16 are fine"),
-            ("VaultRemote/Z.swift", #"hint: "push one there first with 'vault push'"; check AWS_ENDPOINT_URL or VAULT_PASSWORD"#),
+            (
+                "VaultUpload/Y.swift",
+                "/// Extra headers (`--header`).\nlet a = \"x-vault-batch\" // -1, a-b, 1-16 are fine"
+            ),
+            (
+                "VaultRemote/Z.swift",
+                #"hint: "push one there first with 'vault push'"; check AWS_ENDPOINT_URL or VAULT_PASSWORD"#
+            )
         ]
-        #expect(Self.offenders(in: planted) == ["VaultCore/X.swift:1: -r", "VaultUpload/Y.swift:1: --header", "VaultRemote/Z.swift:1: vault push",
-                                                "VaultRemote/Z.swift:1: AWS_ENDPOINT_URL", "VaultRemote/Z.swift:1: VAULT_PASSWORD"])
+        #expect(
+            Self.offenders(in: planted) == [
+                "VaultCore/X.swift:1: -r", "VaultUpload/Y.swift:1: --header", "VaultRemote/Z.swift:1: vault push",
+                "VaultRemote/Z.swift:1: AWS_ENDPOINT_URL", "VaultRemote/Z.swift:1: VAULT_PASSWORD"
+            ])
     }
 }

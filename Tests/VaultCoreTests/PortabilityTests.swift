@@ -5,11 +5,14 @@ import Testing
 /// in the platform files (one per module, `Platform.swift`), each behind `#if` with a fallback.
 @Suite struct PortabilityTests {
     /// Words that tie code to one platform.
-    static let platformWords = ["Glibc", "Darwin", "fallocate", "sync_file_range", "posix_fadvise", "prctl", "PR_SET_",
-                                "O_DIRECT", "st_mtim", "FALLOC_FL", "SYNC_FILE_RANGE", "F_FULLFSYNC", "CVaultSystem"]
+    static let platformWords = [
+        "Glibc", "Darwin", "fallocate", "sync_file_range", "posix_fadvise", "prctl", "PR_SET_",
+        "O_DIRECT", "st_mtim", "FALLOC_FL", "SYNC_FILE_RANGE", "F_FULLFSYNC", "CVaultSystem"
+    ]
 
     static var sources: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("Sources")
     }
 
@@ -17,7 +20,9 @@ import Testing
     static func swiftFiles() throws -> [(String, String)] {
         let root = sources.path
         let all = FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? []
-        return try all.filter { $0.hasSuffix(".swift") }.sorted().map { ($0, try String(contentsOfFile: root + "/" + $0, encoding: .utf8)) }
+        return try all.filter { $0.hasSuffix(".swift") }.sorted().map {
+            ($0, try String(contentsOfFile: root + "/" + $0, encoding: .utf8))
+        }
     }
 
     /// `path:line: word` for each platform word outside a platform file (comments ignored).
@@ -43,9 +48,12 @@ import Testing
     }
 
     @Test func theCheckFindsPlantedCallsAndIgnoresComments() {
-        let planted = [("VaultCore/Store/X.swift", "import Foundation\n#if canImport(Glibc)\nlet t = st.st_mtim // x"),
-                       ("vault/Y.swift", "// Glibc is mentioned in a comment only"),
-                       ("vault/Platform.swift", "import Glibc\nprctl(PR_SET_DUMPABLE, 0)")]
-        #expect(Self.offenders(in: planted) == ["VaultCore/Store/X.swift:2: Glibc", "VaultCore/Store/X.swift:3: st_mtim"])
+        let planted = [
+            ("VaultCore/Store/X.swift", "import Foundation\n#if canImport(Glibc)\nlet t = st.st_mtim // x"),
+            ("vault/Y.swift", "// Glibc is mentioned in a comment only"),
+            ("vault/Platform.swift", "import Glibc\nprctl(PR_SET_DUMPABLE, 0)")
+        ]
+        #expect(
+            Self.offenders(in: planted) == ["VaultCore/Store/X.swift:2: Glibc", "VaultCore/Store/X.swift:3: st_mtim"])
     }
 }

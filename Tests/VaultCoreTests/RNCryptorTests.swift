@@ -63,10 +63,14 @@ import Testing
         let records = try Self.vectors("key")
         #expect(records.count == 4)
         for r in records {
-            let keys = try RNCryptorKeys(encryptionKey: Self.secret(Self.hex(r["enc_key_hex"])), hmacKey: Self.secret(Self.hex(r["hmac_key_hex"])))
+            let keys = try RNCryptorKeys(
+                encryptionKey: Self.secret(Self.hex(r["enc_key_hex"])),
+                hmacKey: Self.secret(Self.hex(r["hmac_key_hex"])))
             let plaintext = Self.hex(r["plaintext_hex"]), message = Self.hex(r["ciphertext_hex"])
-            #expect(try RNCryptorWriter.message(plaintext, keys: keys, header: RNCryptorHeader(salts: nil, iv: Self.hex(r["iv_hex"]))) == message,
-                    "\(r["title"]!)")
+            #expect(
+                try RNCryptorWriter.message(
+                    plaintext, keys: keys, header: RNCryptorHeader(salts: nil, iv: Self.hex(r["iv_hex"]))) == message,
+                "\(r["title"]!)")
             #expect(try Self.decrypt(message, keys: keys) == plaintext, "\(r["title"]!)")
         }
     }
@@ -76,12 +80,15 @@ import Testing
         #expect(records.count == 6)
         for r in records {
             let keys = try RNCryptorKeys(password: Self.secret(Array(r["password"]!.utf8)))
-            let header = RNCryptorHeader(salts: (Self.hex(r["enc_salt_hex"]), Self.hex(r["hmac_salt_hex"])), iv: Self.hex(r["iv_hex"]))
+            let header = RNCryptorHeader(
+                salts: (Self.hex(r["enc_salt_hex"]), Self.hex(r["hmac_salt_hex"])), iv: Self.hex(r["iv_hex"]))
             let plaintext = Self.hex(r["plaintext_hex"]), message = Self.hex(r["ciphertext_hex"])
             #expect(try RNCryptorWriter.message(plaintext, keys: keys, header: header) == message, "\(r["title"]!)")
             #expect(try Self.decrypt(message, keys: keys) == plaintext, "\(r["title"]!)")
             // The wrong credential kind is refused before any byte is read past the header.
-            let other = try RNCryptorKeys(encryptionKey: Self.secret([UInt8](repeating: 1, count: 32)), hmacKey: Self.secret([UInt8](repeating: 2, count: 32)))
+            let other = try RNCryptorKeys(
+                encryptionKey: Self.secret([UInt8](repeating: 1, count: 32)),
+                hmacKey: Self.secret([UInt8](repeating: 2, count: 32)))
             let e = #expect(throws: VaultError.self) { try RNCryptorReader(input: BytesSource(message), keys: other) }
             #expect(e?.code == .usage)
         }
@@ -91,7 +98,8 @@ import Testing
     func streamingRoundTrip(size: Int) throws {
         let keys = try RNCryptorKeys(password: Self.secret(Array("pässwörd".utf8)))
         let plaintext = testBytes(size, seed: UInt64(size + 1))
-        let message = try RNCryptorWriter.message(plaintext, keys: keys, header: RNCryptorWriter.randomHeader(for: keys))
+        let message = try RNCryptorWriter.message(
+            plaintext, keys: keys, header: RNCryptorWriter.randomHeader(for: keys))
         #expect(message.count == 34 + (size / 16 + 1) * 16 + 32)
         #expect(try Self.decrypt(message, keys: keys, piece: 65_537) == plaintext)
     }
@@ -101,21 +109,31 @@ import Testing
         let vault = try VaultStore(root: dir.file("vault")).create(password: TestKeys.password(), kdf: .minimum)
         let keys = try RNCryptorKeys(password: Self.secret(Array("pw".utf8)))
         let plaintext = Array("a small scan, three blocks long......".utf8)
-        let message = try RNCryptorWriter.message(plaintext, keys: keys, header: RNCryptorWriter.randomHeader(for: keys))
+        let message = try RNCryptorWriter.message(
+            plaintext, keys: keys, header: RNCryptorWriter.randomHeader(for: keys))
         var mutations: [(String, [UInt8])] = []
-        for i in 0..<message.count { for bit in 0..<8 { var m = message; m[i] ^= 1 << bit; mutations.append(("flip \(i).\(bit)", m)) } }
+        for i in 0..<message.count {
+            for bit in 0..<8 { var m = message; m[i] ^= 1 << bit; mutations.append(("flip \(i).\(bit)", m)) }
+        }
         for n in 0..<message.count { mutations.append(("cut at \(n)", Array(message[..<n]))) }
         mutations.append(("one byte more", message + [0]))
         mutations.append(("a block more", message + [UInt8](repeating: 0, count: 16)))
         var codes: [VaultError.Code: Int] = [:]
         for (what, m) in mutations {
             let e = #expect(throws: VaultError.self, "\(what)") {
-                _ = try vault.add(from: RNCryptorReader(input: BytesSource(m), keys: keys), name: "scan", allowDuplicate: true)
+                _ = try vault.add(
+                    from: RNCryptorReader(input: BytesSource(m), keys: keys), name: "scan", allowDuplicate: true)
             }
-            if let e { codes[e.code, default: 0] += 1; #expect(e.code.isDamage || e.code == .usage, "\(what): \(e.code)") }
+            if let e {
+                codes[e.code, default: 0] += 1; #expect(e.code.isDamage || e.code == .usage, "\(what): \(e.code)")
+            }
         }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("vault/objects")).isEmpty, "nothing added, no temporary file")
-        #expect(codes[.hmacMismatch, default: 0] > 0 && codes[.truncated, default: 0] > 0 && codes[.unsupportedVersion, default: 0] > 0)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: dir.file("vault/objects")).isEmpty,
+            "nothing added, no temporary file")
+        #expect(
+            codes[.hmacMismatch, default: 0] > 0 && codes[.truncated, default: 0] > 0
+                && codes[.unsupportedVersion, default: 0] > 0)
         // And the unchanged message is added, byte for byte.
         let record = try vault.add(from: RNCryptorReader(input: BytesSource(message), keys: keys), name: "scan")
         var back: [UInt8] = []
@@ -129,8 +147,10 @@ import Testing
         let keys = try RNCryptorKeys(encryptionKey: Self.secret(encryption), hmacKey: Self.secret(mac))
         let iv = [UInt8](repeating: 3, count: 16)
         // One block whose last byte is 0: never valid PKCS#7, though the HMAC is right.
-        let ciphertext = Array(try AES._CBC.encrypt([UInt8](repeating: 0x41, count: 15) + [0], using: .init(data: encryption),
-                                                    iv: AES._CBC.IV(ivBytes: iv), noPadding: true))
+        let ciphertext = Array(
+            try AES._CBC.encrypt(
+                [UInt8](repeating: 0x41, count: 15) + [0], using: .init(data: encryption),
+                iv: AES._CBC.IV(ivBytes: iv), noPadding: true))
         let body = [3, 0] + iv + ciphertext
         let message = body + Array(HMAC<SHA256>.authenticationCode(for: body, using: .init(data: mac)))
         let bad = #expect(throws: VaultError.self) { try Self.decrypt(message, keys: keys) }

@@ -24,7 +24,9 @@ import Testing
     func everyRangeReadsTheRightBytesOpeningOnlyItsChunks(size: Int) throws {
         let d = try OneDocument(size: size)
         var ranges: [(Int, Int)] = [(0, 1), (0, size), (size - 1, 1), (size, 5), (0, 0)]
-        for b in stride(from: Self.chunk, to: size, by: Self.chunk) { ranges += [(b - 1, 2), (b, 1), (b - 3, Self.chunk + 6)] }
+        for b in stride(from: Self.chunk, to: size, by: Self.chunk) {
+            ranges += [(b - 1, 2), (b, 1), (b - 3, Self.chunk + 6)]
+        }
         var rng = SystemRandomNumberGenerator()
         for _ in 0..<20 where size > 0 {
             let start = Int.random(in: 0..<size, using: &rng)
@@ -37,7 +39,9 @@ import Testing
             let want = start < size ? Array(d.plain[start..<end]) : []
             #expect(got == want, "\(start)+\(count) of \(size)")
             let covering = want.isEmpty ? 0 : (end - 1) / Self.chunk - start / Self.chunk + 1
-            #expect(reader.chunksOpened == UInt64(covering), "\(start)+\(count) of \(size): opened \(reader.chunksOpened), covering \(covering)")
+            #expect(
+                reader.chunksOpened == UInt64(covering),
+                "\(start)+\(count) of \(size): opened \(reader.chunksOpened), covering \(covering)")
             // The same range again comes from the cache.
             _ = try reader.read(at: UInt64(start), count: count)
             #expect(reader.chunksOpened == UInt64(covering))
@@ -60,11 +64,13 @@ import Testing
         let path = d.vault.store.objectPath(d.id)
         var bytes = Array(FileManager.default.contents(atPath: path)!)
         let header = try EnvelopeReader.readHeader(MemoryEnvelope(bytes)).encodedSize
-        bytes[header + 6 * EnvelopeFormat.sealedChunkSize + 100] ^= 1   // chunk 6
+        bytes[header + 6 * EnvelopeFormat.sealedChunkSize + 100] ^= 1  // chunk 6
         _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
         let reader = try d.vault.randomAccess(d.id)
         #expect(try reader.read(at: 0, count: 6 * Self.chunk) == Array(d.plain[0..<(6 * Self.chunk)]))
-        #expect(try reader.read(at: UInt64(7 * Self.chunk), count: Self.chunk) == Array(d.plain[(7 * Self.chunk)..<(8 * Self.chunk)]))
+        #expect(
+            try reader.read(at: UInt64(7 * Self.chunk), count: Self.chunk)
+                == Array(d.plain[(7 * Self.chunk)..<(8 * Self.chunk)]))
         expectError(.chunkAuthenticationFailed) { _ = try reader.read(at: UInt64(6 * Self.chunk + 10), count: 1) }
         do {
             _ = try reader.read(at: UInt64(5 * Self.chunk), count: 2 * Self.chunk)

@@ -12,8 +12,9 @@ import VaultCore
         private var recorded: [Double] = []
         var waits: [Double] { lock.withLock { recorded } }
         var clock: RetryPolicy.Clock {
-            RetryPolicy.Clock(sleep: { s in self.lock.withLock { self.recorded.append(s) } },
-                              sleepBlocking: { s in self.lock.withLock { self.recorded.append(s) } })
+            RetryPolicy.Clock(
+                sleep: { s in self.lock.withLock { self.recorded.append(s) } },
+                sleepBlocking: { s in self.lock.withLock { self.recorded.append(s) } })
         }
     }
 
@@ -28,7 +29,8 @@ import VaultCore
         let clock = RecordingClock()
         var calls = 0
         await #expect {
-            try await Self.policy(clock).run(isTransient: VaultError.isTransientStoreFailure) { () async throws -> Int in
+            try await Self.policy(clock).run(isTransient: VaultError.isTransientStoreFailure) {
+                () async throws -> Int in
                 calls += 1
                 throw VaultError(.storeUnavailable, "attempt \(calls)")
             }
@@ -42,7 +44,8 @@ import VaultCore
         let clock = RecordingClock()
         var calls = 0
         await #expect {
-            try await Self.policy(clock).run(isTransient: VaultError.isTransientStoreFailure) { () async throws -> Int in
+            try await Self.policy(clock).run(isTransient: VaultError.isTransientStoreFailure) {
+                () async throws -> Int in
                 calls += 1
                 throw VaultError(.storeUnauthorized, "refused")
             }
@@ -55,8 +58,10 @@ import VaultCore
         let clock = RecordingClock()
         var calls = 0
         var reported: [Int] = []
-        let value = try await Self.policy(clock).run(isTransient: VaultError.isTransientStoreFailure,
-                                                     onRetry: { attempt, _, _ in reported.append(attempt) }) { () async throws -> String in
+        let value = try await Self.policy(clock).run(
+            isTransient: VaultError.isTransientStoreFailure,
+            onRetry: { attempt, _, _ in reported.append(attempt) }
+        ) { () async throws -> String in
             calls += 1
             if calls < 3 { throw VaultError(.storeUnavailable, "dropped") }
             return "ok"
@@ -71,7 +76,8 @@ import VaultCore
         let clock = RecordingClock()
         var calls = 0
         #expect {
-            try Self.policy(clock, retries: 2).runBlocking(isTransient: VaultError.isTransientStoreFailure) { () throws -> Int in
+            try Self.policy(clock, retries: 2).runBlocking(isTransient: VaultError.isTransientStoreFailure) {
+                () throws -> Int in
                 calls += 1
                 throw VaultError(.storeUnavailable, "dropped")
             }

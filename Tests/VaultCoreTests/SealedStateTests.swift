@@ -23,21 +23,35 @@ import Testing
         let earlier = EpochKeys(epoch: 0, current: keys.earlier[0]!)
         let random = DeterministicRandom(seed: "vault sealed state vectors")
         let body = Array(#"{"count":3,"end":1234,"tag":"00112233445566778899aabbccddeeff"}"#.utf8)
-        func seal(_ k: EpochKeys, _ purpose: SealedState.Purpose, _ role: String, id: String = vaultID) throws -> [UInt8] {
+        func seal(
+            _ k: EpochKeys, _ purpose: SealedState.Purpose, _ role: String, id: String = vaultID
+        ) throws -> [UInt8] {
             try SealedState.seal(body, purpose: purpose, role: role, keys: k, vaultID: id, random: random)
         }
-        func fields(_ expect: String, _ comment: String, purpose: SealedState.Purpose = .logHead, role: String = "log.head") -> [(String, String)] {
-            [("expect", expect), ("comment", comment), ("vault-id", vaultID), ("epoch", "1"), ("purpose", String(purpose.rawValue)),
-             ("role", role), ("body", Hex.encode(body)), ("vault-key-epoch-0", Hex.encode((0..<32).map { UInt8($0) })),
-             ("vault-key-epoch-1", Hex.encode((0..<32).map { UInt8(0xA0 + $0) }))]
+        func fields(
+            _ expect: String, _ comment: String, purpose: SealedState.Purpose = .logHead, role: String = "log.head"
+        ) -> [(String, String)] {
+            [
+                ("expect", expect), ("comment", comment), ("vault-id", vaultID), ("epoch", "1"),
+                ("purpose", String(purpose.rawValue)),
+                ("role", role), ("body", Hex.encode(body)),
+                ("vault-key-epoch-0", Hex.encode((0..<32).map { UInt8($0) })),
+                ("vault-key-epoch-1", Hex.encode((0..<32).map { UInt8(0xA0 + $0) }))
+            ]
         }
         let good = try seal(keys, .logHead, "log.head")
         var v: [Vector] = [
             Vector(name: "good_log_head", fields: fields("success", "a log head, epoch 1"), bytes: good),
-            Vector(name: "good_tombstone", fields: fields("success", "a tombstone of document 0f…", purpose: .tombstone, role: "removed/0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f"),
-                   bytes: try seal(keys, .tombstone, "removed/0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f")),
-            Vector(name: "good_upload_journal", fields: fields("success", "an upload journal", purpose: .uploadJournal, role: "uploads/0123"),
-                   bytes: try seal(keys, .uploadJournal, "uploads/0123")),
+            Vector(
+                name: "good_tombstone",
+                fields: fields(
+                    "success", "a tombstone of document 0f…", purpose: .tombstone,
+                    role: "removed/0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f"),
+                bytes: try seal(keys, .tombstone, "removed/0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f")),
+            Vector(
+                name: "good_upload_journal",
+                fields: fields("success", "an upload journal", purpose: .uploadJournal, role: "uploads/0123"),
+                bytes: try seal(keys, .uploadJournal, "uploads/0123"))
         ]
         func bad(_ name: String, _ comment: String, _ bytes: [UInt8]) {
             v.append(Vector(name: name, fields: fields("vault-damaged", comment), bytes: bytes))
@@ -55,8 +69,12 @@ import Testing
         purpose[9] = SealedState.Purpose.index.rawValue
         bad("purpose_changed", "the purpose byte says index", purpose)
         bad("other_role", "sealed as log.anchor, presented as log.head", try seal(keys, .logHead, "log.anchor"))
-        bad("other_vault", "sealed for another vault id", try seal(keys, .logHead, "log.head", id: "ffeeddccbbaa99887766554433221100"))
-        bad("superseded_epoch", "sealed under epoch 0's key, which epoch 1 retired", try seal(earlier, .logHead, "log.head"))
+        bad(
+            "other_vault", "sealed for another vault id",
+            try seal(keys, .logHead, "log.head", id: "ffeeddccbbaa99887766554433221100"))
+        bad(
+            "superseded_epoch", "sealed under epoch 0's key, which epoch 1 retired",
+            try seal(earlier, .logHead, "log.head"))
         bad("truncated", "the last 8 bytes cut off", Array(good.dropLast(8)))
         bad("too_short", "shorter than a header and a tag", Array(good.prefix(SealedState.headerSize + 15)))
         var version = good
@@ -69,7 +87,8 @@ import Testing
     }
 
     static var directory: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("Fixtures/state").path
     }
 
@@ -87,9 +106,15 @@ import Testing
         let apart = XChaCha20Poly1305.seal(plaintext, ad: ad, nonce: nonce, key: key)
         var inPlace = plaintext + [UInt8](repeating: 0, count: XChaCha20Poly1305.tagSize)
         inPlace.withUnsafeMutableBytes { buffer in
-            ad.withUnsafeBytes { a in nonce.withUnsafeBytes { n in key.withUnsafeBytes { k in
-                XChaCha20Poly1305.seal(UnsafeRawBufferPointer(rebasing: buffer[..<plaintext.count]), into: buffer, ad: a, nonce: n, key: k)
-            } } }
+            ad.withUnsafeBytes { a in
+                nonce.withUnsafeBytes { n in
+                    key.withUnsafeBytes { k in
+                        XChaCha20Poly1305.seal(
+                            UnsafeRawBufferPointer(rebasing: buffer[..<plaintext.count]), into: buffer, ad: a, nonce: n,
+                            key: k)
+                    }
+                }
+            }
         }
         #expect(inPlace == apart)
         #expect(XChaCha20Poly1305.open(inPlace, ad: ad, nonce: nonce, key: key) == plaintext)
@@ -108,23 +133,32 @@ import Testing
         let vectors = try Self.vectors()
         if ProcessInfo.processInfo.environment["VAULT_REGENERATE_FIXTURES"] != nil {
             try FileManager.default.createDirectory(atPath: Self.directory, withIntermediateDirectories: true)
-            for v in vectors { _ = FileManager.default.createFile(atPath: "\(Self.directory)/\(v.name).vector", contents: Data(Self.encode(v))) }
+            for v in vectors {
+                _ = FileManager.default.createFile(
+                    atPath: "\(Self.directory)/\(v.name).vector", contents: Data(Self.encode(v)))
+            }
         }
         let files = try inputFiles(in: Self.directory, suffix: ".vector")
         #expect(files.count == vectors.count, "the vectors in \(Self.directory)")
         let keys = try Self.keys()
         for v in vectors {
-            let committed = Array((try? Data(contentsOf: URL(fileURLWithPath: "\(Self.directory)/\(v.name).vector"))) ?? Data())
-            #expect(committed == Self.encode(v), "\(v.name): the committed file differs from the generator's ('make fixtures')")
+            let committed = Array(
+                (try? Data(contentsOf: URL(fileURLWithPath: "\(Self.directory)/\(v.name).vector"))) ?? Data())
+            #expect(
+                committed == Self.encode(v),
+                "\(v.name): the committed file differs from the generator's ('make fixtures')")
             let f = Dictionary(v.fields, uniquingKeysWith: { a, _ in a })
             let purpose = SealedState.Purpose(rawValue: UInt8(f["purpose"]!)!)!
             var outcome = "success"
             do {
-                let body = try SealedState.open(v.bytes, purpose: purpose, role: f["role"]!, keys: keys, vaultID: f["vault-id"]!, what: v.name)
+                let body = try SealedState.open(
+                    v.bytes, purpose: purpose, role: f["role"]!, keys: keys, vaultID: f["vault-id"]!, what: v.name)
                 #expect(Hex.encode(body) == f["body"])
             } catch {
                 outcome = VaultError.from(error).code.rawValue
-                if v.name == "superseded_epoch" { #expect(VaultError.from(error).message.contains("superseded key (epoch 0")) }
+                if v.name == "superseded_epoch" {
+                    #expect(VaultError.from(error).message.contains("superseded key (epoch 0"))
+                }
             }
             #expect(outcome == f["expect"], "\(v.name): \(outcome)")
         }
@@ -138,21 +172,25 @@ import Testing
                 var b = good
                 b[i] ^= delta
                 expectError(.vaultDamaged, "byte \(i)") {
-                    _ = try SealedState.open(b, purpose: .logHead, role: "log.head", keys: keys, vaultID: Self.vaultID, what: "x")
+                    _ = try SealedState.open(
+                        b, purpose: .logHead, role: "log.head", keys: keys, vaultID: Self.vaultID, what: "x")
                 }
             }
         }
         // And appended bytes: the tag is the last 16, so anything after it breaks the seal.
         expectError(.vaultDamaged) {
-            _ = try SealedState.open(good + [0], purpose: .logHead, role: "log.head", keys: keys, vaultID: Self.vaultID, what: "x")
+            _ = try SealedState.open(
+                good + [0], purpose: .logHead, role: "log.head", keys: keys, vaultID: Self.vaultID, what: "x")
         }
     }
 
     @Test func theKeyringRoundTripsAndRefusesAnEpochAtOrAfterItsOwn() throws {
         let keys = try Self.keys()
         let random = DeterministicRandom(seed: "keyring")
-        let entry = RetiredEpoch(epoch: 0, vaultKey: keys.earlier[0]!, kek: keys.current, kdf: .minimum, salt: [UInt8](repeating: 7, count: 16),
-                                 keyCheck: [UInt8](repeating: 9, count: 16), retired: 1_767_225_600_000)
+        let entry = RetiredEpoch(
+            epoch: 0, vaultKey: keys.earlier[0]!, kek: keys.current, kdf: .minimum,
+            salt: [UInt8](repeating: 7, count: 16),
+            keyCheck: [UInt8](repeating: 9, count: 16), retired: 1_767_225_600_000)
         let text = try EpochKeyring.seal([entry], keys: keys, vaultID: Self.vaultID, random: random)
         let back = try EpochKeyring.open(text, keys: keys, vaultID: Self.vaultID, path: "vault.json")
         #expect(back.count == 1 && back[0].epoch == 0 && back[0].salt == entry.salt && back[0].retired == entry.retired)
@@ -161,6 +199,8 @@ import Testing
         var future = entry
         future.epoch = 1
         let bad = try EpochKeyring.seal([future], keys: keys, vaultID: Self.vaultID, random: random)
-        expectError(.vaultDamaged) { _ = try EpochKeyring.open(bad, keys: keys, vaultID: Self.vaultID, path: "vault.json") }
+        expectError(.vaultDamaged) {
+            _ = try EpochKeyring.open(bad, keys: keys, vaultID: Self.vaultID, path: "vault.json")
+        }
     }
 }

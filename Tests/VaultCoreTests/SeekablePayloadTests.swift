@@ -12,10 +12,13 @@ import Testing
 
     typealias Fixture = ExportTests.Fixture
 
-    static func produce(_ f: Fixture, format: PayloadFormat, from k: UInt64) throws -> (bytes: [UInt8], chunks: UInt64) {
+    static func produce(_ f: Fixture, format: PayloadFormat, from k: UInt64) throws -> (bytes: [UInt8], chunks: UInt64)
+    {
         let progress = ProgressCounter(total: f.records.reduce(0) { $0 + $1.metadata.size }, documents: f.records.count)
-        let producer = PayloadProducer(vault: f.vault, records: f.records, format: format, progress: progress, batching: batching,
-                                       startOffset: k) { _ in }
+        let producer = PayloadProducer(
+            vault: f.vault, records: f.records, format: format, progress: progress, batching: batching,
+            startOffset: k
+        ) { _ in }
         var out: [UInt8] = []
         while let block = try producer.next() {
             #expect(block.offset == k + UInt64(out.count), "blocks carry their payload offset")
@@ -27,7 +30,9 @@ import Testing
 
     /// The chunks a producer starting at `k` must open: none of documents whose data ends before
     /// `k`, the covering group onward of the document whose data holds `k`, all of the rest.
-    static func expectedChunks(_ layout: PayloadLayout, _ records: [DocumentRecord], from k: UInt64, groupLength: UInt64) -> UInt64 {
+    static func expectedChunks(
+        _ layout: PayloadLayout, _ records: [DocumentRecord], from k: UInt64, groupLength: UInt64
+    ) -> UInt64 {
         var total: UInt64 = 0
         for (i, r) in records.enumerated() {
             let chunks = EnvelopeSize.chunkCount(plaintextSize: r.metadata.size)
@@ -48,7 +53,9 @@ import Testing
         func opening(_ records: [DocumentRecord]) -> [UInt8] {
             Array("batch \(batch): \(records.map(\.id.hex).joined(separator: ","))\n".utf8)
         }
-        func head(_ record: DocumentRecord) -> [UInt8] { Array("<\(record.metadata.name) \(record.metadata.size)>".utf8) }
+        func head(_ record: DocumentRecord) -> [UInt8] {
+            Array("<\(record.metadata.name) \(record.metadata.size)>".utf8)
+        }
         func tail(_ record: DocumentRecord) -> [UInt8] { Array("</>\r\n".utf8) }
         var closing: [UInt8] { Array("end\n".utf8) }
         var widest: any RawFraming { TestFraming(batch: 99_999) }
@@ -85,15 +92,21 @@ import Testing
         #expect(format.length(of: f.records) == UInt64(full.count))
 
         var offsets = Set<UInt64>()
-        func near(_ o: UInt64, _ d: Int) { for x in -d...d { let v = Int64(o) + Int64(x); if v >= 0 && v <= Int64(layout.length) { offsets.insert(UInt64(v)) } } }
+        func near(_ o: UInt64, _ d: Int) {
+            for x in -d...d {
+                let v = Int64(o) + Int64(x); if v >= 0 && v <= Int64(layout.length) { offsets.insert(UInt64(v)) }
+            }
+        }
         for span in layout.spans {
-            near(span.offset, 2)                                              // every framing and document boundary
+            near(span.offset, 2)  // every framing and document boundary
             if case .data = span.part {
-                for g in stride(from: UInt64(0), through: span.length, by: Int(groupLength)) { near(span.offset + g, 3) }  // group and base64 boundaries
+                for g in stride(from: UInt64(0), through: span.length, by: Int(groupLength)) {
+                    near(span.offset + g, 3)
+                }  // group and base64 boundaries
             }
         }
         var seed: UInt64 = 0x5eed
-        for _ in 0..<40 {                                                      // and random ones
+        for _ in 0..<40 {  // and random ones
             seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17
             offsets.insert(seed % (layout.length + 1))
         }
@@ -101,10 +114,14 @@ import Testing
         for k in offsets.sorted() {
             let (bytes, chunks) = try Self.produce(f, format: format, from: k)
             #expect(bytes == Array(full[Int(k)...]), "the bytes from offset \(k) are the payload's suffix")
-            #expect(chunks == Self.expectedChunks(layout, f.records, from: k, groupLength: groupLength), "chunks decrypted from offset \(k)")
+            #expect(
+                chunks == Self.expectedChunks(layout, f.records, from: k, groupLength: groupLength),
+                "chunks decrypted from offset \(k)")
         }
         // From 0 every chunk is opened once; the largest document from its last group opens that group only.
-        #expect(try Self.produce(f, format: format, from: 0).chunks == f.records.reduce(0) { $0 + EnvelopeSize.chunkCount(plaintextSize: $1.metadata.size) })
+        #expect(
+            try Self.produce(f, format: format, from: 0).chunks
+                == f.records.reduce(0) { $0 + EnvelopeSize.chunkCount(plaintextSize: $1.metadata.size) })
     }
 
     @Test func theLayoutFindsTheSpanOfEveryByte() throws {
@@ -120,6 +137,8 @@ import Testing
             #expect(span.offset <= k && k < span.offset + span.length && span.length > 0)
         }
         #expect(layout.span(containing: layout.length) == nil)
-        #expect(layout.span(containing: layout.spans.first { $0.part == .data(0) }!.offset)?.part == .tail(0), "an empty document's data is skipped")
+        #expect(
+            layout.span(containing: layout.spans.first { $0.part == .data(0) }!.offset)?.part == .tail(0),
+            "an empty document's data is skipped")
     }
 }

@@ -22,9 +22,11 @@ import Testing
     /// Deciding by what an error or an answer says in words: searching a message, a hint, a
     /// description or a reason (or a server's answer body) as text, or comparing it whole.
     /// Errors are matched by code, remedy or cause type; answers are parsed.
-    static let proseDecisions = try! NSRegularExpression(pattern: #"""
-        \b(?:message|hint|description|localizedDescription|errorDescription|reason|body)\??\.(?:lowercased\(\)\.)?(?:contains(?!\(\d)|hasPrefix|hasSuffix|starts\(with|range\(of|firstRange|replacingOccurrences)|\.message\s*[!=]=|"\\\((?:e|error)\)"\.(?:contains|hasPrefix)|String\(describing: \w+\)\.(?:contains|hasPrefix)
-        """#)
+    static let proseDecisions = try! NSRegularExpression(
+        pattern: #"\b(?:message|hint|description|localizedDescription|errorDescription|reason|body)\??\."#
+            + #"(?:lowercased\(\)\.)?(?:contains(?!\(\d)|hasPrefix|hasSuffix|starts\(with|range\(of|firstRange|"#
+            + #"replacingOccurrences)|\.message\s*[!=]=|"\\\((?:e|error)\)"\.(?:contains|hasPrefix)|"#
+            + #"String\(describing: \w+\)\.(?:contains|hasPrefix)"#)
 
     /// `path:line` for each line of code (comments aside) in `files` that decides by prose.
     static func proseOffenders(in files: [(String, String)]) -> [String] {
@@ -45,7 +47,8 @@ import Testing
     static func longLines(in files: [(String, String)], limit: Int = 120) -> [String] {
         var found: [String] = []
         for (path, text) in files {
-            for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() where line.count > limit {
+            for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where line.count > limit {
                 found.append("\(path):\(n + 1) (\(line.count) columns)")
             }
         }
@@ -60,17 +63,43 @@ import Testing
         #expect(offenders.isEmpty, "decisions on prose (match the code, remedy or cause; parse answers):\n\(list)")
     }
 
+    @Test func noLineIsLongerThan120Columns() throws {
+        let files = try Self.swiftFiles(in: ["Sources", "Examples", "Fuzz", "Tests"])
+        #expect(files.count > 200, "found only \(files.count) files")
+        let long = Self.longLines(in: files)
+        #expect(long.isEmpty, "lines over 120 columns:\n\(long.joined(separator: "\n"))")
+        let text = String(repeating: "x", count: 120) + "\n" + String(repeating: "y", count: 121)
+        let planted = [("Sources/A.swift", text)]
+        #expect(Self.longLines(in: planted) == ["Sources/A.swift:2 (121 columns)"])
+    }
+
     @Test func theProseCheckFindsPlantedDecisions() {
         let planted = [
-            ("Sources/A.swift", #"case .failure(let e): return e.message.contains("key epoch") ? .otherEpoch : .damaged"#),
+            (
+                "Sources/A.swift",
+                #"case .failure(let e): return e.message.contains("key epoch") ? .otherEpoch : .damaged"#
+            ),
             ("Sources/B.swift", #"if ["permission denied"].contains(where: e.message.contains) { x }"#),
             ("Sources/C.swift", #"let s = hint.replacingOccurrences(of: "; nothing was changed", with: "")"#),
             ("Sources/D.swift", #"duplicate: r.body.contains("\"duplicate\": true")"#),
-            ("Sources/E.swift", "// e.message.contains(\"x\") in a comment is prose about code\nlet m = e.message + \"; nothing was sent\""),
-            ("Sources/F.swift", "guard !body.contains(0) else { return }\nlet w = \"(\\(h.errorDescription.lowercased()))\""),
-            ("Sources/G.swift", "if e.reason.lowercased().contains(\"timed out\") { retry() }"),
+            (
+                "Sources/E.swift",
+                """
+                    // e.message.contains(\"x\") in a comment is prose about code\nlet m = e.message + \"; nothing \
+                    was sent\"
+                    """
+            ),
+            (
+                "Sources/F.swift",
+                "guard !body.contains(0) else { return }\nlet w = \"(\\(h.errorDescription.lowercased()))\""
+            ),
+            ("Sources/G.swift", "if e.reason.lowercased().contains(\"timed out\") { retry() }")
         ]
-        #expect(Self.proseOffenders(in: planted).map { $0.prefix(while: { $0 != " " }) }
-                == ["Sources/A.swift:1:", "Sources/B.swift:1:", "Sources/C.swift:1:", "Sources/D.swift:1:", "Sources/G.swift:1:"])
+        #expect(
+            Self.proseOffenders(in: planted).map { $0.prefix(while: { $0 != " " }) }
+                == [
+                    "Sources/A.swift:1:", "Sources/B.swift:1:", "Sources/C.swift:1:", "Sources/D.swift:1:",
+                    "Sources/G.swift:1:"
+                ])
     }
 }

@@ -84,22 +84,28 @@ import Testing
         let config = try Data(contentsOf: URL(fileURLWithPath: f.vault.store.configPath))
         let path = f.vault.store.objectPath(f.records[1].id)
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        bytes[60] ^= 1   // inside the header's sealed part
+        bytes[60] ^= 1  // inside the header's sealed part
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let e = #expect(throws: VaultError.self) { _ = try f.vault.changePassword(to: TestKeys.password("next"), kdf: .minimum) }
+        let e = #expect(throws: VaultError.self) {
+            _ = try f.vault.changePassword(to: TestKeys.password("next"), kdf: .minimum)
+        }
         #expect(e?.code.isDamage == true && e?.remedy == .verifyThenRemoveOrRestore, "\(String(describing: e))")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: f.vault.store.configPath)) == config, "vault.json is unchanged")
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: f.vault.store.configPath)) == config, "vault.json is unchanged")
         _ = try f.vault.store.unlock(password: TestKeys.password())
     }
 
     @Test func theJournalRoundTripsAndAnyChangeToItIsDamage() throws {
         let id = DocumentID(bytes: Array(repeating: 7, count: EnvelopeFormat.documentIDSize))
-        let journal = PasswordJournal(oldConfig: Array("old".utf8), newConfig: Array("new!".utf8),
-                                      entries: [.init(id: id, old: [1, 2, 3], new: [4, 5, 6])],
-                                      resealed: [.init(name: "remotes.vlt", bytes: [9, 9]), .init(name: "uploads/ab12.journal", bytes: [7])])
+        let journal = PasswordJournal(
+            oldConfig: Array("old".utf8), newConfig: Array("new!".utf8),
+            entries: [.init(id: id, old: [1, 2, 3], new: [4, 5, 6])],
+            resealed: [.init(name: "remotes.vlt", bytes: [9, 9]), .init(name: "uploads/ab12.journal", bytes: [7])])
         let bytes = journal.encoded()
         let back = try PasswordJournal.decode(bytes)
-        #expect(back.oldConfig == journal.oldConfig && back.newConfig == journal.newConfig && back.resealed == journal.resealed)
+        #expect(
+            back.oldConfig == journal.oldConfig && back.newConfig == journal.newConfig
+                && back.resealed == journal.resealed)
         #expect(back.entries.map(\.id) == [id] && back.entries[0].old == [1, 2, 3] && back.entries[0].new == [4, 5, 6])
         for i in [0, 9, bytes.count / 2, bytes.count - 1] {
             var bad = bytes
@@ -111,10 +117,13 @@ import Testing
 
     /// A journal needs no password, so it names only files a password change seals again: never
     /// an object, vault.json or a path out of the folder.
-    @Test(arguments: ["objects/0123456789abcdef0123456789abcdef.vlt", "vault.json", "../outside", "uploads/../vault.json",
-                      "uploads/ABC.journal", "uploads/.journal", "/etc/passwd"])
+    @Test(arguments: [
+        "objects/0123456789abcdef0123456789abcdef.vlt", "vault.json", "../outside", "uploads/../vault.json",
+        "uploads/ABC.journal", "uploads/.journal", "/etc/passwd"
+    ])
     func aJournalNamingAnyOtherFileIsDamage(name: String) throws {
-        let journal = PasswordJournal(oldConfig: [1], newConfig: [2], entries: [], resealed: [.init(name: name, bytes: [9])])
+        let journal = PasswordJournal(
+            oldConfig: [1], newConfig: [2], entries: [], resealed: [.init(name: name, bytes: [9])])
         expectError(.vaultDamaged, "\(name)") { _ = try PasswordJournal.decode(journal.encoded()) }
     }
 }
@@ -125,16 +134,20 @@ import Testing
         let config = Array(try Data(contentsOf: URL(fileURLWithPath: f.vault.store.configPath)))
         // A wrong password: refused before anything is created.
         let wrong = VaultStore(root: f.dir.file("wrong"))
-        expectError(.wrongPassword) { _ = try wrong.createReplica(configBytes: config, password: TestKeys.password("no"), source: "s3://b/p") }
+        expectError(.wrongPassword) {
+            _ = try wrong.createReplica(configBytes: config, password: TestKeys.password("no"), source: "s3://b/p")
+        }
         #expect(!FileManager.default.fileExists(atPath: f.dir.file("wrong")))
         // A folder that holds something: refused.
         try FileManager.default.createDirectory(atPath: f.dir.file("busy"), withIntermediateDirectories: false)
         _ = FileManager.default.createFile(atPath: f.dir.file("busy/x"), contents: Data())
         expectError(.alreadyExists) {
-            _ = try VaultStore(root: f.dir.file("busy")).createReplica(configBytes: config, password: TestKeys.password(), source: "s3://b/p")
+            _ = try VaultStore(root: f.dir.file("busy")).createReplica(
+                configBytes: config, password: TestKeys.password(), source: "s3://b/p")
         }
         // The same vault, empty, its history starting with the clone.
-        let replica = try VaultStore(root: f.dir.file("replica")).createReplica(configBytes: config, password: TestKeys.password(), source: "s3://b/p")
+        let replica = try VaultStore(root: f.dir.file("replica")).createReplica(
+            configBytes: config, password: TestKeys.password(), source: "s3://b/p")
         #expect(replica.id == f.vault.id)
         #expect(try replica.records().records.isEmpty)
         let scan = try replica.history()

@@ -71,7 +71,9 @@ import Testing
     @Test(arguments: [1, 2, 16], [0, 1, 5000])
     func consumingASourceSealsWhatWritingDoes(batchChunks: Int, prefix: Int) throws {
         let batch = batchChunks * Self.chunk
-        for length in [0, 1, batch - 1, batch, batch + 1, 2 * batch, 2 * batch + 1, 3 * batch, 3 * batch + 7, 7 * batch - 3] where length >= prefix {
+        for length in [
+            0, 1, batch - 1, batch, batch + 1, 2 * batch, 2 * batch + 1, 3 * batch, 3 * batch + 7, 7 * batch - 3
+        ] where length >= prefix {
             let plain = testBytes(length, seed: UInt64(length + batchChunks))
             let cipher = Self.cipher()
             let want = MemoryEnvelope()
@@ -85,7 +87,9 @@ import Testing
                 var seen: [UInt64] = []
                 try c.consume(Pieces(Array(plain[prefix...]), step: step)) { seen.append($0) }
                 try c.finish()
-                #expect(got.bytes == want.bytes, "length \(length), batch \(batchChunks) chunks, prefix \(prefix), reads of \(step)")
+                #expect(
+                    got.bytes == want.bytes,
+                    "length \(length), batch \(batchChunks) chunks, prefix \(prefix), reads of \(step)")
                 #expect(c.plaintextCount == UInt64(length))
                 #expect(seen == seen.sorted() && (seen.last ?? 0) <= UInt64(length))
             }
@@ -107,7 +111,9 @@ import Testing
         for cut in cuts.sorted() where cut >= 0 && cut < payload.count {
             let (released, error) = Self.open(Array(payload.prefix(cut)))
             #expect(error != nil, "cut at \(cut) of \(payload.count) was not detected")
-            #expect([.truncated, .chunkAuthenticationFailed].contains(error?.code), "cut at \(cut): \(String(describing: error))")
+            #expect(
+                [.truncated, .chunkAuthenticationFailed].contains(error?.code),
+                "cut at \(cut): \(String(describing: error))")
             #expect(released.count <= length, "released more than the plaintext")
         }
     }
@@ -131,7 +137,9 @@ import Testing
         let ss = EnvelopeFormat.sealedChunkSize
         let payload = try Self.seal(testBytes(3 * Self.chunk + 10), step: Self.chunk)
         let c = (0..<4).map { Array(payload[($0 * ss)..<min(payload.count, ($0 + 1) * ss)]) }
-        for variant in [c[1] + c[0] + c[2] + c[3], c[0] + c[2] + c[1] + c[3], c[0] + c[0] + c[2] + c[3], c[0] + c[1] + c[3]] {
+        for variant in [
+            c[1] + c[0] + c[2] + c[3], c[0] + c[2] + c[1] + c[3], c[0] + c[0] + c[2] + c[3], c[0] + c[1] + c[3]
+        ] {
             let (_, error) = Self.open(variant)
             #expect(error?.code == .chunkAuthenticationFailed || error?.code == .truncated)
         }
@@ -157,7 +165,8 @@ import Testing
     }
 
     @Test func aChunkFromAnotherKeyIsRejected() throws {
-        let other = ChunkCipher(payloadKey: try SecretBytes.random(count: 32, using: DeterministicRandom(seed: "other")))
+        let other = ChunkCipher(
+            payloadKey: try SecretBytes.random(count: 32, using: DeterministicRandom(seed: "other")))
         let ss = EnvelopeFormat.sealedChunkSize
         let a = try Self.seal(testBytes(2 * Self.chunk + 5), step: Self.chunk)
         let b = try Self.seal(testBytes(2 * Self.chunk + 5), step: Self.chunk, cipher: other)
@@ -186,7 +195,9 @@ import Testing
         #expect(EnvelopeSize.plaintextSize(payloadSize: 15) == nil)
         #expect(EnvelopeSize.plaintextSize(payloadSize: 16) == 0)
         #expect(EnvelopeSize.plaintextSize(payloadSize: UInt64(EnvelopeFormat.sealedChunkSize + 16)) == nil)
-        #expect(EnvelopeSize.plaintextSize(payloadSize: UInt64(EnvelopeFormat.sealedChunkSize + 17)) == UInt64(Self.chunk + 1))
+        #expect(
+            EnvelopeSize.plaintextSize(payloadSize: UInt64(EnvelopeFormat.sealedChunkSize + 17))
+                == UInt64(Self.chunk + 1))
         for n: UInt64 in [0, 1, 65535, 65536, 65537, 1 << 30] {
             #expect(EnvelopeSize.plaintextSize(payloadSize: EnvelopeSize.payloadSize(plaintextSize: n)) == n)
         }

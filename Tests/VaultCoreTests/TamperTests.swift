@@ -41,7 +41,12 @@ import VaultTestSupport
             cases.append(("chunks 0 and 1 swapped", Array(original[..<h]) + c1 + c0 + rest))
             cases.append(("chunk 0 duplicated", Array(original[..<h]) + c0 + c0 + rest))
             let oh = try EnvelopeHeader.parse(otherBytes).encodedSize
-            cases.append(("chunk 1 from another document", Array(original[..<(h + ss)]) + Array(otherBytes[(oh + ss)..<min(otherBytes.count, oh + 2 * ss)]) + rest))
+            cases.append(
+                (
+                    "chunk 1 from another document",
+                    Array(original[..<(h + ss)]) + Array(otherBytes[(oh + ss)..<min(otherBytes.count, oh + 2 * ss)])
+                        + rest
+                ))
         }
         let oh = try EnvelopeHeader.parse(otherBytes).encodedSize
         cases.append(("header of another document", Array(otherBytes[..<oh]) + Array(original[h...])))
@@ -61,12 +66,20 @@ import VaultTestSupport
                 Issue.record("get did not detect: \(name)")
             } catch {
                 let e = VaultError.from(error)
-                if e.code.isDamage { get.detected += 1 } else { Issue.record("get: \(name): \(e.code) is not a damage code") }
+                if e.code.isDamage {
+                    get.detected += 1
+                } else {
+                    Issue.record("get: \(name): \(e.code) is not a damage code")
+                }
             }
             // verify: the document is reported damaged.
             verify.tried += 1
             let report = try f.vault.verify([target.id])
-            if let e = report.documents.first?.error, e.code.isDamage { verify.detected += 1 } else { Issue.record("verify did not detect: \(name)") }
+            if let e = report.documents.first?.error, e.code.isDamage {
+                verify.detected += 1
+            } else {
+                Issue.record("verify did not detect: \(name)")
+            }
             // export: with --skip-bad the payload holds the other documents and nothing of this one.
             if n < h && n % headerStride != 0 && n != h - 1 { continue }
             export.tried += 1
@@ -83,7 +96,13 @@ import VaultTestSupport
         }
         try Data(original).write(to: URL(fileURLWithPath: path))
         #expect(try f.vault.verify([target.id]).isClean, "the original still verifies")
-        print("tamper matrix, \(size)-byte document (\(chunks) chunk(s), \(h)-byte header): \(cases.count) cases; detected by get \(get.detected)/\(get.tried), verify \(verify.detected)/\(verify.tried), export \(export.detected)/\(export.tried)")
+        print(
+            """
+                tamper matrix, \(size)-byte document (\(chunks) chunk(s), \(h)-byte header): \(cases.count) cases; \
+                detected by get \(get.detected)/\(get.tried), verify \(verify.detected)/\(verify.tried), export \
+                \(export.detected)/\(export.tried)
+                """
+        )
         #expect(get.detected == cases.count && verify.detected == cases.count && export.detected == export.tried)
         #expect(export.tried >= cases.count - h + h / headerStride)
     }

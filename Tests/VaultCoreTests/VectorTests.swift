@@ -47,7 +47,9 @@ import Testing
                 outcome = VaultError.from(error).code.rawValue
             }
             #expect(outcome == v.fields["expect"], "\(name): got \(outcome)")
-            #expect(Hex.encode(Array(SHA256.hash(data: released))) == v.fields["payload"], "\(name): released plaintext differs")
+            #expect(
+                Hex.encode(Array(SHA256.hash(data: released))) == v.fields["payload"],
+                "\(name): released plaintext differs")
             if outcome == "success" {
                 good += 1
                 #expect(document.map { String(reflecting: $0.name) } == v.fields["name"], "\(name): document name")
@@ -71,7 +73,9 @@ import Testing
         #expect(Set(files) == Set(generated.map { "\($0.name).vector" }))
         for v in generated {
             let committed = try Data(contentsOf: URL(fileURLWithPath: "\(dir)/\(v.name).vector"))
-            #expect(Array(committed) == v.fileContents, "\(v.name).vector differs from the generator's output (run make fixtures)")
+            #expect(
+                Array(committed) == v.fileContents,
+                "\(v.name).vector differs from the generator's output (run make fixtures)")
         }
     }
 }

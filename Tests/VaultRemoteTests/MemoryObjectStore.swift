@@ -15,7 +15,8 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
 
     /// The kinds of request, as the log names them.
     enum Request: String, Sendable {
-        case bucketExists, list, head, get, getRange, put, putIfAbsent, delete, createMultipart, uploadPart, complete, abort
+        case bucketExists, list, head, get, getRange, put, putIfAbsent, delete, createMultipart, uploadPart, complete,
+            abort
     }
 
     let endpoint = URL(string: "http://127.0.0.1:9/")!
@@ -47,7 +48,11 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
     var rangeBytes: UInt64 { lock.withLock { servedRangeBytes } }
 
     /// Forgets the log.
-    func clearLog() { lock.withLock { requests.removeAll(); servedRangeBytes = 0 } }
+    func clearLog() {
+        lock.withLock {
+            requests.removeAll(); servedRangeBytes = 0
+        }
+    }
 
     /// The next `times` requests of `kind` (on `key`, when given) fail with `error`.
     func fail(_ kind: Request, key: String? = nil, times: Int = 1, with error: VaultError) {
@@ -73,7 +78,9 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
     /// Logs a request and throws the failure planted for it, if any (lock held by the caller).
     private func enter(_ kind: Request, _ key: String) throws {
         requests.append((kind, key))
-        if let i = planted.firstIndex(where: { $0.request == kind && ($0.key == nil || $0.key == key) && $0.remaining > 0 }) {
+        if let i = planted.firstIndex(where: {
+            $0.request == kind && ($0.key == nil || $0.key == key) && $0.remaining > 0
+        }) {
             planted[i].remaining -= 1
             throw planted[i].error
         }
@@ -85,7 +92,9 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
     }
 
     private func stored(_ bucket: String, _ key: String) throws -> [UInt8] {
-        guard let bytes = try self.bucket(bucket)[key] else { throw VaultError(.notFound, "NoSuchKey: \(bucket)/\(key)") }
+        guard let bytes = try self.bucket(bucket)[key] else {
+            throw VaultError(.notFound, "NoSuchKey: \(bucket)/\(key)")
+        }
         return bytes
     }
 
@@ -106,8 +115,13 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
     func listObjects(bucket: String, prefix: String, pageSize: Int) async throws -> [S3Client.ListedObject] {
         try lock.withLock {
             try enter(.list, prefix)
-            return try self.bucket(bucket).filter { $0.key.hasPrefix(prefix) }.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
-                .map { S3Client.ListedObject(key: $0.key, size: listedSizes[$0.key] ?? UInt64($0.value.count), etag: "", lastModified: "") }
+            return try self.bucket(bucket).filter { $0.key.hasPrefix(prefix) }.sorted {
+                Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8))
+            }
+            .map {
+                S3Client.ListedObject(
+                    key: $0.key, size: listedSizes[$0.key] ?? UInt64($0.value.count), etag: "", lastModified: "")
+            }
         }
     }
 
@@ -122,13 +136,17 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
         try lock.withLock {
             try enter(.get, key)
             let bytes = Self.slice(try stored(bucket, key), range)
-            guard bytes.count <= limit else { throw VaultError(.vaultDamaged, "GetObject \(key): the answer is longer than \(limit) bytes") }
+            guard bytes.count <= limit else {
+                throw VaultError(.vaultDamaged, "GetObject \(key): the answer is longer than \(limit) bytes")
+            }
             return Array(bytes)
         }
     }
 
-    func getObject(bucket: String, key: String, range: ClosedRange<UInt64>?, expected: UInt64,
-                   receive: @escaping (ByteBuffer) throws -> Void) async throws -> UInt64 {
+    func getObject(
+        bucket: String, key: String, range: ClosedRange<UInt64>?, expected: UInt64,
+        receive: @escaping (ByteBuffer) throws -> Void
+    ) async throws -> UInt64 {
         let bytes = try lock.withLock {
             try enter(.get, key)
             return Self.slice(try stored(bucket, key), range)
@@ -138,13 +156,17 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
         for start in stride(from: bytes.startIndex, to: bytes.endIndex, by: 64 << 10) {
             let piece = bytes[start..<min(start + (64 << 10), bytes.endIndex)]
             received += UInt64(piece.count)
-            if received > expected { throw VaultError(.trailingData, "GetObject \(key): more than the \(expected) bytes listed") }
+            if received > expected {
+                throw VaultError(.trailingData, "GetObject \(key): more than the \(expected) bytes listed")
+            }
             try receive(ByteBuffer(bytes: piece))
         }
         return received
     }
 
-    func getRange(bucket: String, key: String, range: ClosedRange<UInt64>, into target: UnsafeMutableRawBufferPointer) -> EventLoopFuture<Int> {
+    func getRange(
+        bucket: String, key: String, range: ClosedRange<UInt64>, into target: UnsafeMutableRawBufferPointer
+    ) -> EventLoopFuture<Int> {
         // Answered on an event loop, as the HTTP client answers. The caller keeps `target` valid
         // and untouched until the future completes (the contract), as S3Client's delegate relies on.
         nonisolated(unsafe) let target = target
@@ -153,14 +175,20 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
                 try enter(.getRange, key)
                 return Self.slice(try stored(bucket, key), range)
             }
-            guard bytes.count <= target.count else { throw VaultError(.trailingData, "GetObject \(key): more bytes than the range asked for") }
-            bytes.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: target[0..<bytes.count]).copyMemory(from: $0) }
+            guard bytes.count <= target.count else {
+                throw VaultError(.trailingData, "GetObject \(key): more bytes than the range asked for")
+            }
+            bytes.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: target[0..<bytes.count]).copyMemory(from: $0)
+            }
             lock.withLock { servedRangeBytes += UInt64(bytes.count) }
             return bytes.count
         }
     }
 
-    func putObject(bucket: String, key: String, body: ByteBuffer, contentType: String, metadata: [String: String]) async throws -> String {
+    func putObject(
+        bucket: String, key: String, body: ByteBuffer, contentType: String, metadata: [String: String]
+    ) async throws -> String {
         try lock.withLock {
             try enter(.put, key)
             _ = try self.bucket(bucket)
@@ -186,7 +214,9 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
         }
     }
 
-    func createMultipartUpload(bucket: String, key: String, contentType: String, metadata: [String: String]) async throws -> String {
+    func createMultipartUpload(
+        bucket: String, key: String, contentType: String, metadata: [String: String]
+    ) async throws -> String {
         try lock.withLock {
             try enter(.createMultipart, key)
             _ = try self.bucket(bucket)
@@ -196,7 +226,8 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
         }
     }
 
-    func uploadPart(bucket: String, key: String, uploadID: String, number: Int, body: ByteBuffer) async throws -> String {
+    func uploadPart(bucket: String, key: String, uploadID: String, number: Int, body: ByteBuffer) async throws -> String
+    {
         try lock.withLock {
             try enter(.uploadPart, key)
             guard uploads[uploadID] != nil else { throw VaultError(.notFound, "NoSuchUpload: \(uploadID)") }
@@ -205,13 +236,18 @@ final class MemoryObjectStore: ObjectStore, @unchecked Sendable {
         }
     }
 
-    func completeMultipartUpload(bucket: String, key: String, uploadID: String, parts: [UploadedPart]) async throws -> String {
+    func completeMultipartUpload(
+        bucket: String, key: String, uploadID: String, parts: [UploadedPart]
+    ) async throws -> String {
         try lock.withLock {
             try enter(.complete, key)
-            guard let upload = uploads.removeValue(forKey: uploadID) else { throw VaultError(.notFound, "NoSuchUpload: \(uploadID)") }
+            guard let upload = uploads.removeValue(forKey: uploadID) else {
+                throw VaultError(.notFound, "NoSuchUpload: \(uploadID)")
+            }
             var bytes: [UInt8] = []
             for part in parts {
-                guard let body = upload.parts[part.number], part.etag == "etag-\(part.number)" else {
+                guard let body = upload.parts[part.number],
+                      part.etag == "etag-\(part.number)" else {
                     throw VaultError(.storeRejected, "InvalidPart: \(part.number)")
                 }
                 bytes += body

@@ -27,9 +27,12 @@ final class Station {
     }
 
     /// A replica cloned here from `location` on `store`.
-    init(cloning location: RemoteLocation, from store: any ObjectStore, password: String = "correct horse") async throws {
+    init(cloning location: RemoteLocation, from store: any ObjectStore, password: String = "correct horse") async throws
+    {
         dir = Self.temporaryFolder()
-        vault = try await Replicator.clone(location, client: store, into: VaultStore(root: dir + "/vault"), password: Self.password(password)).vault
+        vault = try await Replicator.clone(
+            location, client: store, into: VaultStore(root: dir + "/vault"), password: Self.password(password)
+        ).vault
     }
 
     deinit { try? FileManager.default.removeItem(atPath: dir) }
@@ -44,13 +47,16 @@ final class Station {
         }
         let path = dir + "/in-\(originals.count)"
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let r = try vault.add(from: VaultCore.OpenFile.openForReading(path), name: "doc-\(originals.count).bin", allowDuplicate: true)
+        let r = try vault.add(
+            from: VaultCore.OpenFile.openForReading(path), name: "doc-\(originals.count).bin", allowDuplicate: true)
         originals[r.id] = bytes
         return r.id
     }
 
     /// The envelope of `id` as it is on disk.
-    func envelope(_ id: DocumentID) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: vault.objectPath(id)))) }
+    func envelope(_ id: DocumentID) throws -> [UInt8] {
+        Array(try Data(contentsOf: URL(fileURLWithPath: vault.objectPath(id))))
+    }
 
     /// The plaintext of `id`, read and authenticated.
     func plaintext(_ id: DocumentID, in vault: Vault? = nil) throws -> [UInt8] {
@@ -71,15 +77,18 @@ final class RecordingClock: @unchecked Sendable {
     /// The store's policy (3 retries, ceilings 0.5, 1, 2 s), jitter at one half, on this clock.
     var policy: RetryPolicy {
         var p = RetryPolicy.store
-        p.clock = RetryPolicy.Clock(sleep: { s in self.lock.withLock { self.recorded.append(s) } },
-                                    sleepBlocking: { s in self.lock.withLock { self.recorded.append(s) } })
+        p.clock = RetryPolicy.Clock(
+            sleep: { s in self.lock.withLock { self.recorded.append(s) } },
+            sleepBlocking: { s in self.lock.withLock { self.recorded.append(s) } })
         p.random = { 0.5 }
         return p
     }
 }
 
-func expectError(_ code: VaultError.Code, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation,
-                 _ body: () async throws -> Void) async {
+func expectError(
+    _ code: VaultError.Code, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> Void
+) async {
     let e = await #expect(throws: VaultError.self, comment, sourceLocation: sourceLocation) { try await body() }
     #expect(e?.code == code, comment, sourceLocation: sourceLocation)
 }
@@ -112,7 +121,9 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         let store = MemoryObjectStore()
         let clock = RecordingClock()
         store.fail(.uploadPart, times: 1, with: VaultError(.storeUnavailable, "503 SlowDown"))
-        let report = try await Replicator(vault: a.vault, client: store, location: location, partSize: 5 << 20, policy: clock.policy).push()
+        let report = try await Replicator(
+            vault: a.vault, client: store, location: location, partSize: 5 << 20, policy: clock.policy
+        ).push()
         #expect(report.sent == [big])
         #expect(store.object("vaults", location.objectKey(big)) == (try a.envelope(big)))
         #expect(store.count(.createMultipart) == 2 && store.count(.abort) == 1 && store.openUploads == 0)
@@ -125,7 +136,9 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         let store = MemoryObjectStore()
         let clock = RecordingClock()
         store.fail(.list, times: 100, with: VaultError(.storeUnavailable, "503"))
-        await expectError(.storeUnavailable) { _ = try await Replicator(vault: a.vault, client: store, location: location, policy: clock.policy).push() }
+        await expectError(.storeUnavailable) {
+            _ = try await Replicator(vault: a.vault, client: store, location: location, policy: clock.policy).push()
+        }
         // Four tries of the two listings, no more: the client does not retry inside.
         #expect(store.count(.list) == 8)
         #expect(clock.waits == [0.25, 0.5, 1])
@@ -133,7 +146,9 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         let refused = MemoryObjectStore()
         let calm = RecordingClock()
         refused.fail(.list, times: 100, with: VaultError(.storeUnauthorized, "403 AccessDenied"))
-        await expectError(.storeUnauthorized) { _ = try await Replicator(vault: a.vault, client: refused, location: location, policy: calm.policy).push() }
+        await expectError(.storeUnauthorized) {
+            _ = try await Replicator(vault: a.vault, client: refused, location: location, policy: calm.policy).push()
+        }
         #expect(calm.waits.isEmpty)
         #expect(refused.keys("vaults", prefix: location.objectsPrefix).isEmpty)
     }
@@ -144,8 +159,14 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         _ = try await Replicator(vault: a.vault, client: store, location: location).push()
         let before = store.keys("vaults")
         let other = try Station(sizes: [300])
-        await expectError(.alreadyExists) { _ = try await Replicator(vault: other.vault, client: store, location: location).push() }
-        await expectError(.notFound) { _ = try await Replicator(vault: other.vault, client: store, location: try RemoteLocation(url: "s3://missing/x")).push() }
+        await expectError(.alreadyExists) {
+            _ = try await Replicator(vault: other.vault, client: store, location: location).push()
+        }
+        await expectError(.notFound) {
+            _ = try await Replicator(
+                vault: other.vault, client: store, location: try RemoteLocation(url: "s3://missing/x")
+            ).push()
+        }
         #expect(store.keys("vaults") == before)
         #expect(store.object("vaults", location.configKey) == (try a.vault.configBytes()))
     }
@@ -163,7 +184,9 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         let fresh = try a.add(4_000)
         let pushed = try await Replicator(vault: a.vault, client: store, location: location).push()
         #expect(pushed.tombstones == 1 && pushed.sent == [fresh])
-        #expect(store.object("vaults", location.objectKey(gone)) == nil && store.object("vaults", location.tombstoneKey(gone)) != nil)
+        #expect(
+            store.object("vaults", location.objectKey(gone)) == nil
+                && store.object("vaults", location.tombstoneKey(gone)) != nil)
 
         store.clearLog()
         let pulled = try await Replicator(vault: b.vault, client: store, location: location).pull()
@@ -175,7 +198,9 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         store.clearLog()
         let again = try await Replicator(vault: b.vault, client: store, location: location).pull()
         #expect(again.fetched.isEmpty && again.removed.isEmpty)
-        #expect(store.count(.get, prefix: location.objectsPrefix) == 0 && store.count(.get, prefix: location.removedPrefix) == 0)
+        #expect(
+            store.count(.get, prefix: location.objectsPrefix) == 0
+                && store.count(.get, prefix: location.removedPrefix) == 0)
     }
 
     @Test func aPullRejectsADamagedOrOverlongEnvelopeAndAForgedTombstoneRemovesNothing() async throws {
@@ -213,12 +238,15 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         let dir = Station.temporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         await expectError(.wrongPassword) {
-            _ = try await Replicator.clone(location, client: store, into: VaultStore(root: dir + "/replica"), password: Station.password("wrong"))
+            _ = try await Replicator.clone(
+                location, client: store, into: VaultStore(root: dir + "/replica"), password: Station.password("wrong"))
         }
         #expect(!FileManager.default.fileExists(atPath: dir + "/replica"))
         await expectError(.notFound) {
-            _ = try await Replicator.clone(try RemoteLocation(url: "s3://vaults/elsewhere"), client: store, into: VaultStore(root: dir + "/replica"),
-                                           password: Station.password())
+            _ = try await Replicator.clone(
+                try RemoteLocation(url: "s3://vaults/elsewhere"), client: store,
+                into: VaultStore(root: dir + "/replica"),
+                password: Station.password())
         }
         #expect(!FileManager.default.fileExists(atPath: dir + "/replica"))
     }
@@ -240,13 +268,17 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
     }
 
     /// `count` raw bytes at `offset` of `id`, read through the source.
-    static func read(_ source: S3ObjectSource, _ id: DocumentID, at offset: UInt64, _ count: Int, sequential: Bool = false) throws -> [UInt8] {
+    static func read(
+        _ source: S3ObjectSource, _ id: DocumentID, at offset: UInt64, _ count: Int, sequential: Bool = false
+    ) throws -> [UInt8] {
         let input = try source.input(for: id, sequential: sequential)
         try input.seek(to: offset)
         var out = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {
-            let n = try out.withUnsafeMutableBytes { try input.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }
+            let n = try out.withUnsafeMutableBytes {
+                try input.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...]))
+            }
             if n == 0 { break }
             filled += n
         }
@@ -256,7 +288,8 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
     @Test func aSequentialReadFetchesEachByteOnceInGroupsAndReturnsTheEnvelope() async throws {
         let (a, id, store) = try await Self.pushed(6 << 20)
         let envelope = try a.envelope(id)
-        let source = S3ObjectSource(client: store, location: location, sizes: [id: UInt64(envelope.count)], cacheBytes: 8 << 20)
+        let source = S3ObjectSource(
+            client: store, location: location, sizes: [id: UInt64(envelope.count)], cacheBytes: 8 << 20)
         #expect(try Self.read(source, id, at: 0, envelope.count + 10, sequential: true) == envelope)
         let header = Int(source.headerSize(id)!)
         let groupBytes = Int(source.sequentialGroupChunks) * EnvelopeFormat.sealedChunkSize
@@ -270,8 +303,9 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
     @Test func aRandomReadFetchesTheHeadAndTheGroupThatCoversItAndAFewBytesExactly() async throws {
         let (a, id, store) = try await Self.pushed(6 << 20)
         let envelope = try a.envelope(id)
-        let source = S3ObjectSource(client: store, location: location, sizes: [id: UInt64(envelope.count)], cacheBytes: 8 << 20)
-        let at = 5 << 19   // inside group 2, clear of its ends
+        let source = S3ObjectSource(
+            client: store, location: location, sizes: [id: UInt64(envelope.count)], cacheBytes: 8 << 20)
+        let at = 5 << 19  // inside group 2, clear of its ends
         #expect(try Self.read(source, id, at: UInt64(at), 4_096) == Array(envelope[at..<at + 4_096]))
         #expect(source.transferred.requests == 2, "the head, then one group")
         #expect(source.transferred.bytes <= UInt64((8 << 10) + Self.group))
@@ -287,8 +321,9 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
     @Test func theCacheKeepsToItsLimitAndEvictsTheLeastRecentlyUsedGroupFirst() async throws {
         let (a, id, store) = try await Self.pushed(5 << 20)
         let envelope = try a.envelope(id)
-        let source = S3ObjectSource(client: store, location: location, sizes: [id: UInt64(envelope.count)], cacheBytes: 4 << 20)
-        _ = try Self.read(source, id, at: 0, 4_096)   // the head: the header's size is known from here on
+        let source = S3ObjectSource(
+            client: store, location: location, sizes: [id: UInt64(envelope.count)], cacheBytes: 4 << 20)
+        _ = try Self.read(source, id, at: 0, 4_096)  // the head: the header's size is known from here on
         let header = Int(source.headerSize(id)!)
         func group(_ g: Int) throws -> Int {
             let before = source.transferred.requests
@@ -309,14 +344,16 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         let envelope = try a.envelope(id)
         let clock = RecordingClock()
         store.fail(.getRange, times: 1, with: VaultError(.storeUnavailable, "503"))
-        let source = S3ObjectSource(client: store, location: location, sizes: [id: UInt64(envelope.count)], policy: clock.policy)
+        let source = S3ObjectSource(
+            client: store, location: location, sizes: [id: UInt64(envelope.count)], policy: clock.policy)
         #expect(try Self.read(source, id, at: 0, envelope.count, sequential: true) == envelope)
         #expect(clock.waits == [0.25])
 
         let down = RecordingClock()
         store.clearLog()
         store.fail(.getRange, times: 100, with: VaultError(.storeUnavailable, "503"))
-        let failing = S3ObjectSource(client: store, location: location, sizes: [id: UInt64(envelope.count)], policy: down.policy)
+        let failing = S3ObjectSource(
+            client: store, location: location, sizes: [id: UInt64(envelope.count)], policy: down.policy)
         await expectError(.storeUnavailable) { _ = try Self.read(failing, id, at: 0, 100) }
         #expect(store.count(.getRange) == 4 && down.waits == [0.25, 0.5, 1])
 
@@ -324,7 +361,8 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         let unauthorized = MemoryObjectStore()
         unauthorized.set("vaults", location.objectKey(id), envelope)
         unauthorized.fail(.getRange, times: 100, with: VaultError(.storeUnauthorized, "403"))
-        let denied = S3ObjectSource(client: unauthorized, location: location, sizes: [id: UInt64(envelope.count)], policy: refused.policy)
+        let denied = S3ObjectSource(
+            client: unauthorized, location: location, sizes: [id: UInt64(envelope.count)], policy: refused.policy)
         await expectError(.storeUnauthorized) { _ = try Self.read(denied, id, at: 0, 100) }
         #expect(unauthorized.count(.getRange) == 1 && refused.waits.isEmpty)
     }
@@ -333,7 +371,9 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         let (a, id, store) = try await Self.pushed(1 << 20)
         let envelope = try a.envelope(id)
         let source = S3ObjectSource(client: store, location: location, sizes: [id: UInt64(envelope.count) + 100_000])
-        await expectError(.truncated) { _ = try Self.read(source, id, at: 0, envelope.count + 100_000, sequential: true) }
+        await expectError(.truncated) {
+            _ = try Self.read(source, id, at: 0, envelope.count + 100_000, sequential: true)
+        }
         #expect(store.count(.getRange) < 10)
         // Through the envelope reader the same store fails the document as cut short.
         let vault = a.vault.reading(from: source)
@@ -357,7 +397,8 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         store.clearLog()
         let cache = Station.temporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: cache) }
-        let opened = try await RemoteVault.open(location, client: store, cacheRoot: cache + "/cache", password: Station.password())
+        let opened = try await RemoteVault.open(
+            location, client: store, cacheRoot: cache + "/cache", password: Station.password())
         let (vault, source, refused) = (opened.vault, opened.source, opened.refusedTombstones)
         #expect(try vault.objectIDs() == Set(a.originals.keys).subtracting([gone]))
         #expect(refused.isEmpty, "junk whose id names no listed object is not even fetched: \(refused.map(\.key))")
@@ -367,7 +408,8 @@ let location = try! RemoteLocation(url: "s3://vaults/station")
         #expect(records.first { $0.id == big }?.metadata.size == 3 << 20)
         #expect(try a.plaintext(big, in: vault) == a.originals[big])
         await expectError(.wrongPassword) {
-            _ = try await RemoteVault.open(location, client: store, cacheRoot: cache + "/cache", password: Station.password("wrong"))
+            _ = try await RemoteVault.open(
+                location, client: store, cacheRoot: cache + "/cache", password: Station.password("wrong"))
         }
     }
 }

@@ -7,7 +7,8 @@ import VaultCore
 /// scripts/record-s3-answers.sh into Fuzz/seeds/s3/, where they also seed `make fuzz`) and on
 /// the hostile ones the fuzzer found or the review wrote.
 @Suite struct S3AnswerTests {
-    static let seeds = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Fuzz").standardized
+    static let seeds = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Fuzz")
+        .standardized
 
     /// The parts of a seed, framed as the fuzz family reads it (a mode byte, parts split at 0x1E).
     static func parts(_ name: String) throws -> [[UInt8]] {
@@ -21,7 +22,8 @@ import VaultCore
         #expect(try listing.read(p[1]).map(\.key) == ["p/a", "p/b"])
         #expect(listing.token == "p/b" && !listing.done)
         let second = try listing.read(p[2])
-        #expect(second.map(\.key) == ["p/c", "p/sp ace"] && second.allSatisfy { $0.size > 0 && !$0.etag.contains("\"") })
+        #expect(
+            second.map(\.key) == ["p/c", "p/sp ace"] && second.allSatisfy { $0.size > 0 && !$0.etag.contains("\"") })
         #expect(listing.done)
 
         // The same page again (the same token): an error, not another page.
@@ -55,8 +57,10 @@ import VaultCore
         #expect(S3XML.values("UploadId", in: created).first?.isEmpty == false)
         let completed = try Self.parts("seeds/s3/seaweedfs-complete-multipart")[0]
         #expect(S3Client.unquote(S3XML.values("ETag", in: completed).first ?? "").hasSuffix("-2"))
-        for (seed, code) in [("no-such-key", "NoSuchKey"), ("no-such-bucket", "NoSuchBucket"), ("signature", "SignatureDoesNotMatch"),
-                             ("invalid-part", "InvalidPart")] {
+        for (seed, code) in [
+            ("no-such-key", "NoSuchKey"), ("no-such-bucket", "NoSuchBucket"), ("signature", "SignatureDoesNotMatch"),
+            ("invalid-part", "InvalidPart")
+        ] {
             #expect(S3XML.error(try Self.parts("seeds/s3/seaweedfs-error-\(seed)")[0])?.code == code)
         }
     }
@@ -70,7 +74,8 @@ import VaultCore
         let bomb = try Self.parts("seeds/s3/hostile-entity-bomb-error")[0]
         #expect(S3XML.error(bomb) == nil)
         #expect(S3XML.error(try Self.parts("seeds/s3/hostile-external-entity")[0]) == nil)
-        let error = Array("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code><Message>é</Message></Error>".utf8)
+        let error = Array(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code><Message>é</Message></Error>".utf8)
         #expect(S3XML.error(error)?.code == "SlowDown" && S3XML.error(error)?.message == "é")
         let latin1 = Array("<?xml version='1.0' encoding='ISO-8859-1'?><Error><Code>SlowDown</Code></Error>".utf8)
         #expect(S3XML.error(latin1) == nil)
@@ -80,8 +85,11 @@ import VaultCore
         #expect(S3XML.error(try Self.parts("regressions/s3/processing-instruction-without-data")[0]) == nil)
         // The third: a declaration that seems to end at a later instruction's `?>`.
         #expect(S3XML.error(try Self.parts("regressions/s3/declaration-ends-inside-an-instruction")[0]) == nil)
-        for refused in ["<Error><!-- x --><Code>A</Code></Error>", "<Error><Code><![CDATA[A]]></Code></Error>", "<?xml?><Error><Code>A</Code></Error>",
-                        "<Error><?pi?><Code>A</Code></Error>", "<Error><Code>A\u{0}</Code></Error>"] {
+        for refused in [
+            "<Error><!-- x --><Code>A</Code></Error>", "<Error><Code><![CDATA[A]]></Code></Error>",
+            "<?xml?><Error><Code>A</Code></Error>",
+            "<Error><?pi?><Code>A</Code></Error>", "<Error><Code>A\u{0}</Code></Error>"
+        ] {
             #expect(S3XML.error(Array(refused.utf8)) == nil, "\(refused)")
         }
         #expect(S3XML.error(Array("\u{FEFF}<?xml version='1.0'?>\n<Error><Code>A</Code></Error>".utf8))?.code == "A")

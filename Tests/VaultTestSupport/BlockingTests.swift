@@ -11,8 +11,10 @@ import Testing
 package struct BlockingTrait: SuiteTrait, TestTrait, TestScoping {
     package var isRecursive: Bool { true }
 
-    package func provideScope(for test: Test, testCase: Test.Case?,
-                              performing function: @Sendable () async throws -> Void) async throws {
+    package func provideScope(
+        for test: Test, testCase: Test.Case?,
+        performing function: @Sendable () async throws -> Void
+    ) async throws {
         // Around each test case only (a suite's scope is entered once, on the pool).
         guard testCase != nil else { return try await function() }
         try await withTaskExecutorPreference(BlockingTestExecutor.shared) { try await function() }

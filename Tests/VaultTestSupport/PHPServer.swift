@@ -12,7 +12,10 @@ package final class PHPServer {
     package let store: String
     package var url: String { "http://127.0.0.1:\(port)/upload.php" }
 
-    package init(in scratch: some ScratchSpace, token: String = "form-token", postMaxSize: String = "64M", maxFileUploads: Int = 20) throws {
+    package init(
+        in scratch: some ScratchSpace, token: String = "form-token", postMaxSize: String = "64M",
+        maxFileUploads: Int = 20
+    ) throws {
         store = scratch.path("php-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(atPath: store + "/tmp", withIntermediateDirectories: true)
         let php = "/usr/bin/php"
@@ -22,12 +25,16 @@ package final class PHPServer {
         var lastError = ""
         for _ in 0..<5 {
             let candidate = Peer.freePort()
-            let args = [php, "-n", "-d", "max_file_uploads=\(maxFileUploads)", "-d", "post_max_size=\(postMaxSize)",
-                        "-d", "upload_max_filesize=\(postMaxSize)", "-d", "upload_tmp_dir=\(store)/tmp", "-d", "file_uploads=1", "-d", "display_errors=0",
-                        "-S", "127.0.0.1:\(candidate)", Peer.repository.appendingPathComponent("scripts/form-receiver.php").path]
-            let p = try Peer.spawn(args, environment: ["FORM_STORE=\(store)", "FORM_TOKEN=\(token)", "PATH=/usr/bin:/bin"],
-                                   stdout: store + "/stdout", stderr: store + "/stderr")
-            var exited = false   // the port was taken meanwhile
+            let args = [
+                php, "-n", "-d", "max_file_uploads=\(maxFileUploads)", "-d", "post_max_size=\(postMaxSize)",
+                "-d", "upload_max_filesize=\(postMaxSize)", "-d", "upload_tmp_dir=\(store)/tmp", "-d", "file_uploads=1",
+                "-d", "display_errors=0",
+                "-S", "127.0.0.1:\(candidate)", Peer.repository.appendingPathComponent("scripts/form-receiver.php").path
+            ]
+            let p = try Peer.spawn(
+                args, environment: ["FORM_STORE=\(store)", "FORM_TOKEN=\(token)", "PATH=/usr/bin:/bin"],
+                stdout: store + "/stdout", stderr: store + "/stderr")
+            var exited = false  // the port was taken meanwhile
             let up = Peer.poll(every: 25_000) {
                 if waitpid(p, nil, WNOHANG) == p { exited = true }
                 return exited || Peer.accepts(candidate)
@@ -48,7 +55,8 @@ package final class PHPServer {
 
     /// Each request PHP's script saw: method, path, Content-Length and X-Vault-Batch.
     package var requests: [String] {
-        ((try? String(contentsOfFile: store + "/requests.log", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        ((try? String(contentsOfFile: store + "/requests.log", encoding: .utf8)) ?? "").split(separator: "\n").map(
+            String.init)
     }
 
     /// id -> the file name as PHP gave it, its type, and the manifest's name.
@@ -62,5 +70,7 @@ package final class PHPServer {
         ((try? FileManager.default.contentsOfDirectory(atPath: store)) ?? []).filter { $0.count == 32 }.sorted()
     }
 
-    package func bytes(of id: String) -> [UInt8] { Array(FileManager.default.contents(atPath: store + "/" + id) ?? Data()) }
+    package func bytes(of id: String) -> [UInt8] {
+        Array(FileManager.default.contents(atPath: store + "/" + id) ?? Data())
+    }
 }

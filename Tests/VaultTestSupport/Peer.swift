@@ -9,7 +9,8 @@ import Glibc
 /// stopped by PID.
 package enum Peer {
     /// The repository's root folder.
-    package static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    package static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent()
         .deletingLastPathComponent()
 
     /// The test peers' Python (`make test` installs it into .build-peers/).
@@ -20,8 +21,10 @@ package enum Peer {
     /// process's), found on `PATH` when `searchPath`. No blocked signals and default handlers
     /// (``resetSignals(_:flags:)``).
     /// - Returns: the child's PID.
-    package static func spawn(_ arguments: [String], environment: [String]? = nil, stdout: String? = nil, stderr: String? = nil,
-                              searchPath: Bool = false, flags: Int32 = 0) throws -> pid_t {
+    package static func spawn(
+        _ arguments: [String], environment: [String]? = nil, stdout: String? = nil, stderr: String? = nil,
+        searchPath: Bool = false, flags: Int32 = 0
+    ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -40,8 +43,9 @@ package enum Peer {
         var pid: pid_t = 0
         let rc = envp.withUnsafeMutableBufferPointer { own in
             let env = environment == nil ? environ : own.baseAddress
-            return searchPath ? posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, env)
-                              : posix_spawn(&pid, arguments[0], &actions, &attributes, argv, env)
+            return searchPath
+                ? posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, env)
+                : posix_spawn(&pid, arguments[0], &actions, &attributes, argv, env)
         }
         guard rc == 0 else { throw PeerError("cannot start \(arguments[0]): \(String(cString: strerror(rc)))") }
         return pid
@@ -84,8 +88,12 @@ package enum Peer {
         defer { close(fd) }
         var addr = loopback(port: 0)
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
+        }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 
@@ -94,8 +102,11 @@ package enum Peer {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var addr = loopback(port: port)
-        return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        } == 0
     }
 
     private static func loopback(port: Int) -> sockaddr_in {
@@ -126,18 +137,21 @@ package enum Peer {
     /// column — in /proc/net/tcp and tcp6.)
     package static func hasOpenConnections(_ pid: pid_t) -> Bool {
         let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
-        let inodes = Set(fds.compactMap { fd -> String? in
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"),
-                  target.hasPrefix("socket:[") else { return nil }
-            return String(target.dropFirst(8).dropLast())
-        })
+        let inodes = Set(
+            fds.compactMap { fd -> String? in
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"),
+                    target.hasPrefix("socket:[")
+                else { return nil }
+                return String(target.dropFirst(8).dropLast())
+            })
         guard !inodes.isEmpty else { return false }
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
             let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
             for line in text.split(separator: "\n").dropFirst() {
                 let fields = line.split(separator: " ")
                 // sl, local, remote, state (0A: listening), tx:rx queues, ..., the inode is the tenth field.
-                guard fields.count > 9, inodes.contains(String(fields[9])) else { continue }
+                guard fields.count > 9,
+                      inodes.contains(String(fields[9])) else { continue }
                 if fields[3] != "0A" { return true }
                 let waiting = fields[4].split(separator: ":").last.flatMap { Int($0, radix: 16) } ?? 0
                 if waiting > 0 { return true }
@@ -156,7 +170,9 @@ package enum Peer {
     package static func port(writtenTo file: String) -> Int? {
         var found: Int?
         poll(every: 25_000) {
-            found = (try? String(contentsOfFile: file, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            found = (try? String(contentsOfFile: file, encoding: .utf8)).flatMap {
+                Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
             return found != nil
         }
         return found

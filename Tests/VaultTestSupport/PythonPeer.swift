@@ -13,21 +13,25 @@ package final class PythonPeer {
     package let log: String
     package var url: String { "http://127.0.0.1:\(port)/" }
 
-    package init(_ script: String, _ arguments: [String], environment: [String] = [], in scratch: some ScratchSpace) throws {
+    package init(
+        _ script: String, _ arguments: [String], environment: [String] = [], in scratch: some ScratchSpace
+    ) throws {
         let dir = scratch.path("peer-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         log = dir + "/log.jsonl"
         guard FileManager.default.isExecutableFile(atPath: Peer.python) else {
             throw PeerError("the test peers are not installed: 'make test' installs them into .build-peers/")
         }
-        let args = [Peer.python, Peer.repository.appendingPathComponent("scripts/" + script).path] + arguments
+        let args =
+            [Peer.python, Peer.repository.appendingPathComponent("scripts/" + script).path] + arguments
             + ["--port-file", dir + "/port", "--log", log]
         let p = try Peer.spawn(args, environment: ["PATH=/usr/bin:/bin"] + environment, stderr: dir + "/stderr")
         pid = p
         guard let port = Peer.port(writtenTo: dir + "/port") else {
             kill(p, SIGKILL)
             waitpid(p, nil, 0)
-            throw PeerError("\(script) did not start: \((try? String(contentsOfFile: dir + "/stderr", encoding: .utf8)) ?? "")")
+            throw PeerError(
+                "\(script) did not start: \((try? String(contentsOfFile: dir + "/stderr", encoding: .utf8)) ?? "")")
         }
         self.port = port
     }

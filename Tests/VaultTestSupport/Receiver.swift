@@ -13,12 +13,16 @@ package final class Receiver {
     package var logPath: String { dir + "/log.jsonl" }
     package var storePath: String { dir + "/store" }
 
-    package init(in scratch: some ScratchSpace, token: String? = "test-token", user: String? = nil, password: String? = nil,
-                 maxBytes: Int? = nil, faults: String? = nil, mode: String = "verify") {
+    package init(
+        in scratch: some ScratchSpace, token: String? = "test-token", user: String? = nil, password: String? = nil,
+        maxBytes: Int? = nil, faults: String? = nil, mode: String = "verify"
+    ) {
         dir = scratch.path("receiver-\(UUID().uuidString.prefix(6))")
         try! FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        var args = ["python3", Peer.repository.appendingPathComponent("scripts/receiver.py").path,
-                    "--port-file", dir + "/port", "--log", dir + "/log.jsonl", "--mode", mode, "--quiet"]
+        var args = [
+            "python3", Peer.repository.appendingPathComponent("scripts/receiver.py").path,
+            "--port-file", dir + "/port", "--log", dir + "/log.jsonl", "--mode", mode, "--quiet"
+        ]
         if mode == "verify" { args += ["--store", dir + "/store"] }
         if let token { args += ["--token", token] }
         if let user, let password { args += ["--user", user, "--password", password] }
@@ -29,7 +33,9 @@ package final class Receiver {
         }
         pid = try! Peer.spawn(args, stdout: dir + "/stdout", stderr: dir + "/stderr", searchPath: true)
         let found = Peer.port(writtenTo: dir + "/port")
-        precondition(found != nil, "the receiver did not start: \((try? String(contentsOfFile: dir + "/stderr", encoding: .utf8)) ?? "")")
+        precondition(
+            found != nil,
+            "the receiver did not start: \((try? String(contentsOfFile: dir + "/stderr", encoding: .utf8)) ?? "")")
         port = found!
     }
 
@@ -40,7 +46,9 @@ package final class Receiver {
 
     /// Ids accepted (not as duplicates), in order.
     package var accepted: [String] {
-        log.filter { ($0["status"] as? Int) == 200 && $0["duplicate"] == nil }.flatMap { $0["accepted"] as? [String] ?? [] }
+        log.filter { ($0["status"] as? Int) == 200 && $0["duplicate"] == nil }.flatMap {
+            $0["accepted"] as? [String] ?? []
+        }
     }
 
     package var statuses: [String] { log.map { "\($0["status"]!)" } }

@@ -26,17 +26,26 @@ package final class SeaweedFS: @unchecked Sendable {
 
     /// A client of it with the test credentials.
     package func client(timeout: Double = 60) -> S3Client {
-        S3Client(endpoint: endpoint, region: "us-east-1", credentials: S3Credentials(accessKeyID: Self.accessKey, secretAccessKey: Self.secretKey),
-                 timeout: timeout)
+        S3Client(
+            endpoint: endpoint, region: "us-east-1",
+            credentials: S3Credentials(accessKeyID: Self.accessKey, secretAccessKey: Self.secretKey),
+            timeout: timeout)
     }
 
     /// Stops the SeaweedFS of earlier test processes that died without their exit handler (a
     /// crash, a kill): each scratch folder names its test process and holds weed's pid.
     static func stopLeftovers() {
         let tmp = NSTemporaryDirectory()
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? [] where name.hasPrefix(folderPrefix) {
-            guard let owner = Int32(name.dropFirst(folderPrefix.count)), owner != getpid(), kill(owner, 0) != 0 else { continue }
-            if let text = try? String(contentsOfFile: tmp + "/" + name + "/weed.pid", encoding: .utf8), let weed = Int32(text), weed > 0 {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? [] where name.hasPrefix(folderPrefix)
+        {
+            guard let owner = Int32(name.dropFirst(folderPrefix.count)),
+                  owner != getpid(),
+                  kill(owner, 0) != 0 else {
+                continue
+            }
+            if let text = try? String(contentsOfFile: tmp + "/" + name + "/weed.pid", encoding: .utf8),
+                let weed = Int32(text), weed > 0
+            {
                 kill(weed, SIGKILL)
             }
             try? FileManager.default.removeItem(atPath: tmp + "/" + name)
@@ -52,21 +61,35 @@ package final class SeaweedFS: @unchecked Sendable {
         Self.stopLeftovers()
         try? FileManager.default.removeItem(atPath: dir)
         try FileManager.default.createDirectory(atPath: dir + "/data", withIntermediateDirectories: true)
-        let config = "{\"identities\":[{\"name\":\"vault\",\"credentials\":[{\"accessKey\":\"\(Self.accessKey)\",\"secretKey\":\"\(Self.secretKey)\"}],\"actions\":[\"Admin\",\"Read\",\"Write\",\"List\",\"Tagging\"]}]}"
+        let credentials = "{\"accessKey\":\"\(Self.accessKey)\",\"secretKey\":\"\(Self.secretKey)\"}"
+        let config = "{\"identities\":[{\"name\":\"vault\",\"credentials\":[\(credentials)],"
+            + "\"actions\":[\"Admin\",\"Read\",\"Write\",\"List\",\"Tagging\"]}]}"
         _ = FileManager.default.createFile(atPath: dir + "/s3.json", contents: Data(config.utf8))
         let ports = (0..<13).map { _ in Peer.freePort() }
         s3Port = ports[0]
-        let args = [weed, "mini", "-dir=\(dir)/data", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-master.telemetry=false", "-admin.ui=false",
-                    "-webdav=false", "-s3.config=\(dir)/s3.json", "-master.volumeSizeLimitMB=64", "-s3.port.iceberg=0", "-s3.port.lance=0",
-                    "-s3.port=\(ports[0])", "-s3.port.grpc=\(ports[1])", "-master.port=\(ports[2])", "-master.port.grpc=\(ports[3])",
-                    "-volume.port=\(ports[4])", "-volume.port.grpc=\(ports[5])", "-filer.port=\(ports[6])", "-filer.port.grpc=\(ports[7])",
-                    "-admin.port=\(ports[8])", "-admin.port.grpc=\(ports[9])"]
-        let p = try Peer.spawn(args, environment: ["PATH=/usr/bin:/bin", "HOME=\(dir)"], stdout: dir + "/log", stderr: dir + "/log")
+        let args = [
+            weed, "mini", "-dir=\(dir)/data", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-master.telemetry=false",
+            "-admin.ui=false",
+            "-webdav=false", "-s3.config=\(dir)/s3.json", "-master.volumeSizeLimitMB=64", "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
+            "-s3.port=\(ports[0])", "-s3.port.grpc=\(ports[1])", "-master.port=\(ports[2])",
+            "-master.port.grpc=\(ports[3])",
+            "-volume.port=\(ports[4])", "-volume.port.grpc=\(ports[5])", "-filer.port=\(ports[6])",
+            "-filer.port.grpc=\(ports[7])",
+            "-admin.port=\(ports[8])", "-admin.port.grpc=\(ports[9])"
+        ]
+        let p = try Peer.spawn(
+            args, environment: ["PATH=/usr/bin:/bin", "HOME=\(dir)"], stdout: dir + "/log", stderr: dir + "/log")
         pid = p
         _ = FileManager.default.createFile(atPath: dir + "/weed.pid", contents: Data(String(p).utf8))
         guard Peer.poll(every: 50_000, until: { Peer.accepts(ports[0]) }) else {
             kill(p, SIGKILL)
-            throw PeerError("SeaweedFS did not start: \((try? String(contentsOfFile: dir + "/log", encoding: .utf8))?.suffix(2000) ?? "")")
+            throw PeerError(
+                """
+                    SeaweedFS did not start: \
+                    \((try? String(contentsOfFile: dir + "/log", encoding: .utf8))?.suffix(2000) ?? "")
+                    """
+            )
         }
         weedPid = p
         weedDir = dir

@@ -29,11 +29,14 @@ package final class TusServer {
         guard FileManager.default.isExecutableFile(atPath: Peer.python) else {
             throw PeerError("the tus peer is not installed: 'make test' installs resumable-upload into .build-peers/")
         }
-        var args = [Peer.python, "-m", "resumable_upload", "serve", "--host", "127.0.0.1", "--port", String(port),
-                    "--upload-dir", dir + "/up", "--db-path", dir + "/up.db", "--checksum-algorithms", checksums,
-                    "--enable-downloads", "--upload-expiry", "3600", "--log-level", "INFO"]
+        var args = [
+            Peer.python, "-m", "resumable_upload", "serve", "--host", "127.0.0.1", "--port", String(port),
+            "--upload-dir", dir + "/up", "--db-path", dir + "/up.db", "--checksum-algorithms", checksums,
+            "--enable-downloads", "--upload-expiry", "3600", "--log-level", "INFO"
+        ]
         if let maxChunk { args += ["--max-chunk-size", String(maxChunk)] }
-        pid = try Peer.spawn(args, environment: ["PATH=/usr/bin:/bin", "PYTHONUNBUFFERED=1"], stdout: logPath, stderr: logPath)
+        pid = try Peer.spawn(
+            args, environment: ["PATH=/usr/bin:/bin", "PYTHONUNBUFFERED=1"], stdout: logPath, stderr: logPath)
         guard Peer.poll(every: 25_000, until: { Peer.accepts(port) }) else {
             throw PeerError("resumable-upload did not start: \(log.suffix(2000))")
         }

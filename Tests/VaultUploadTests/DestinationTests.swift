@@ -10,12 +10,15 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
     // @unchecked: the uploader makes one request at a time.
     private(set) var requests: [(method: String, url: String?)] = []
 
-    func request(_ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+    func request(
+        _ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?
+    ) async throws -> UploadResponse {
         let method = method.rawValue
         requests.append((method, url))
         if method == "OPTIONS" {
-            return UploadResponse(status: 204, reason: "No Content", retryAfter: nil, body: "",
-                                  headers: ["Tus-Resumable": "1.0.0", "Tus-Version": "1.0.0", "Tus-Extension": "creation,termination"])
+            return UploadResponse(
+                status: 204, reason: "No Content", retryAfter: nil, body: "",
+                headers: ["Tus-Resumable": "1.0.0", "Tus-Version": "1.0.0", "Tus-Extension": "creation,termination"])
         }
         return UploadResponse(status: 404, reason: "Not Found", retryAfter: nil, body: "")
     }
@@ -28,10 +31,14 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
 /// hostile server, cannot redirect data or credentials.
 @Suite struct DestinationTests {
     /// A sealed journal for `records` under `options`, its one batch as `batch` makes it.
-    static func plant(_ vault: Vault, _ records: [DocumentRecord], _ options: UploadOptions, runID: String = UUID().uuidString.lowercased(),
-                      _ batch: (inout UploadJournal.Batch) -> Void) throws {
-        let job = try UploadJournal.jobID(vault: vault, target: options.target.address, method: options.target.method.rawValue,
-                                          wire: options.wireDescription, limits: options.limits, records: records)
+    static func plant(
+        _ vault: Vault, _ records: [DocumentRecord], _ options: UploadOptions,
+        runID: String = UUID().uuidString.lowercased(),
+        _ batch: (inout UploadJournal.Batch) -> Void
+    ) throws {
+        let job = try UploadJournal.jobID(
+            vault: vault, target: options.target.address, method: options.target.method.rawValue,
+            wire: options.wireDescription, limits: options.limits, records: records)
         var b = UploadJournal.Batch(documents: records.map(\.id.hex), bytes: 0, status: .pending, attempts: 1, key: "k")
         batch(&b)
         var journal = UploadJournal(job: job, runId: runID, target: "planted", created: "", updated: "", batches: [b])
@@ -44,12 +51,21 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
         var o = FakeTransportTests.options()
         o.wire = .tus(TusOptions())
         o.target.authorization = "Bearer secret-token"
-        for other in ["http://127.0.0.2:9/files/1", "https://127.0.0.1:9/files/1", "http://127.0.0.1:10/files/1", "http://localhost:9/files/1"] {
+        for other in [
+            "http://127.0.0.2:9/files/1", "https://127.0.0.1:9/files/1", "http://127.0.0.1:10/files/1",
+            "http://localhost:9/files/1"
+        ] {
             try Self.plant(vault, records, o) { $0.wire = .tus(url: other, offset: 0) }
             let t = RecordingTransport()
-            await #expect { try await Uploader(vault: vault, records: records, options: o, transport: t, onEvent: { _ in }).run() }
-                throws: { e in (e as? VaultError)?.code == .vaultDamaged && (e as? VaultError)?.message.contains("another origin") == true }
-            #expect(t.requests.allSatisfy { $0.url == nil }, "\(other): only the --url itself was asked (OPTIONS): \(t.requests)")
+            await #expect {
+                try await Uploader(vault: vault, records: records, options: o, transport: t, onEvent: { _ in }).run()
+            } throws: { e in
+                (e as? VaultError)?.code == .vaultDamaged
+                    && (e as? VaultError)?.message.contains("another origin") == true
+            }
+            #expect(
+                t.requests.allSatisfy { $0.url == nil },
+                "\(other): only the --url itself was asked (OPTIONS): \(t.requests)")
         }
         // The same origin, spelled with its default port, is the same origin.
         #expect(Destinations.sameOrigin(URL(string: "http://127.0.0.1:80/files/1")!, as: "http://127.0.0.1/files"))
@@ -60,16 +76,26 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
         let (vault, records, dir) = try FakeTransportTests.vault(1)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var o = FakeTransportTests.options()
-        o.wire = .s3(S3Target(endpoint: URL(string: "http://127.0.0.1:9")!, region: "us-east-1",
-                        credentials: S3Credentials(accessKeyID: "k", secretAccessKey: "s"), addressing: .path, bucket: "b", prefix: "office"))
-        try Self.plant(vault, records, o) { $0.wire = .multipart(.init(key: "public/website/index.html", uploadID: "u", parts: [])) }
+        o.wire = .s3(
+            S3Target(
+                endpoint: URL(string: "http://127.0.0.1:9")!, region: "us-east-1",
+                credentials: S3Credentials(accessKeyID: "k", secretAccessKey: "s"), addressing: .path, bucket: "b",
+                prefix: "office"))
+        try Self.plant(vault, records, o) {
+            $0.wire = .multipart(.init(key: "public/website/index.html", uploadID: "u", parts: []))
+        }
         let t = RecordingTransport()
-        await #expect { try await Uploader(vault: vault, records: records, options: o, transport: t, onEvent: { _ in }).run() }
-            throws: { e in (e as? VaultError)?.code == .vaultDamaged && (e as? VaultError)?.message.contains("public/website/index.html") == true }
+        await #expect {
+            try await Uploader(vault: vault, records: records, options: o, transport: t, onEvent: { _ in }).run()
+        } throws: { e in
+            (e as? VaultError)?.code == .vaultDamaged
+                && (e as? VaultError)?.message.contains("public/website/index.html") == true
+        }
         // A run id that is not one vault makes cannot steer the key either.
         try Self.plant(vault, records, o, runID: "../../public") { _ in }
-        await #expect { try await Uploader(vault: vault, records: records, options: o, transport: t, onEvent: { _ in }).run() }
-            throws: { e in (e as? VaultError)?.code == .vaultDamaged }
+        await #expect {
+            try await Uploader(vault: vault, records: records, options: o, transport: t, onEvent: { _ in }).run()
+        } throws: { e in (e as? VaultError)?.code == .vaultDamaged }
         #expect(t.requests.isEmpty)
     }
 
@@ -77,15 +103,23 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
         let requested = "0f9e2c1a-1111-2222-3333-444455556666/batch-0001.json"
         try Destinations.checkPresignedKey(requested, requested: requested)
         try Destinations.checkPresignedKey("incoming/station-7/" + requested, requested: requested)
-        for bad in ["public/website/index.html", "x/../" + requested, "/" + requested, "a//" + requested, requested + "x"] {
+        for bad in [
+            "public/website/index.html", "x/../" + requested, "/" + requested, "a//" + requested, requested + "x"
+        ] {
             expectError(.uploadRejected) { try Destinations.checkPresignedKey(bad, requested: requested) }
         }
         let key = "incoming/" + requested
-        let good = URLComponents(string: "https://store.example/bucket/\(key)?partNumber=2&uploadId=U1&X-Amz-Signature=abc")!
+        let good = URLComponents(
+            string: "https://store.example/bucket/\(key)?partNumber=2&uploadId=U1&X-Amz-Signature=abc")!
         try Destinations.checkPresignedPart(good, number: 2, uploadID: "U1", key: key)
-        for bad in ["https://store.example/bucket/\(key)?partNumber=3&uploadId=U1", "https://store.example/bucket/\(key)?partNumber=2&uploadId=U2",
-                    "https://store.example/bucket/public/index.html?partNumber=2&uploadId=U1"] {
-            expectError(.uploadRejected) { try Destinations.checkPresignedPart(URLComponents(string: bad)!, number: 2, uploadID: "U1", key: key) }
+        for bad in [
+            "https://store.example/bucket/\(key)?partNumber=3&uploadId=U1",
+            "https://store.example/bucket/\(key)?partNumber=2&uploadId=U2",
+            "https://store.example/bucket/public/index.html?partNumber=2&uploadId=U1"
+        ] {
+            expectError(.uploadRejected) {
+                try Destinations.checkPresignedPart(URLComponents(string: bad)!, number: 2, uploadID: "U1", key: key)
+            }
         }
     }
 
@@ -96,7 +130,9 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
         o.wire = .form(FormOptions())
         let t = ScriptedTransport([.status(503), .status(503)])
         _ = try await Uploader(vault: vault, records: records, options: o, transport: t, onEvent: { _ in }).run()
-        let boundaries = t.headers.map { h in String(h.first { $0.0 == "Content-Type" }!.1.dropFirst("multipart/form-data; boundary=".count)) }
+        let boundaries = t.headers.map { h in
+            String(h.first { $0.0 == "Content-Type" }!.1.dropFirst("multipart/form-data; boundary=".count))
+        }
         #expect(boundaries.count == 3 && Set(boundaries).count == 3, "\(boundaries)")
         #expect(Set(t.bodies.map(\.count)).count == 1, "the length does not depend on the boundary")
         for (body, boundary) in zip(t.bodies, boundaries) {

@@ -17,17 +17,22 @@ final class ScriptedTransport: UploadTransport, @unchecked Sendable {
 
     init(_ script: [Answer]) { self.script = script }
 
-    func request(_ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+    func request(
+        _ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?
+    ) async throws -> UploadResponse {
         let method = method.rawValue
         var bytes: [UInt8] = []
-        if case .stream(let b) = body { for try await var buffer in b { bytes += buffer.readBytes(length: buffer.readableBytes) ?? [] } }
+        if case .stream(let b) = body {
+            for try await var buffer in b { bytes += buffer.readBytes(length: buffer.readableBytes) ?? [] }
+        }
         bodies.append(bytes)
         self.headers.append(headers)
         let answer = script.isEmpty ? .status(200) : script.removeFirst()
         switch answer {
         case .drop: throw ScriptedDrop()
         case .status(let code, let retryAfter):
-            return UploadResponse(status: code, reason: "scripted", retryAfter: retryAfter, body: code == 413 ? "{\"limit\": 1}" : "")
+            return UploadResponse(
+                status: code, reason: "scripted", retryAfter: retryAfter, body: code == 413 ? "{\"limit\": 1}" : "")
         }
     }
 
@@ -43,9 +48,13 @@ final class HeldTransport: UploadTransport, @unchecked Sendable {
     private(set) var received = 0
     private(set) var complete = 0
 
-    func request(_ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+    func request(
+        _ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?
+    ) async throws -> UploadResponse {
         let method = method.rawValue
-        guard case .stream(let b) = body else { return UploadResponse(status: 200, reason: "OK", retryAfter: nil, body: "") }
+        guard case .stream(let b) = body else {
+            return UploadResponse(status: 200, reason: "OK", retryAfter: nil, body: "")
+        }
         var bytes = 0
         for try await buffer in b {
             bytes += buffer.readableBytes
@@ -71,7 +80,8 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         let vault = try VaultStore(root: dir).create(password: try SecretBytes(password: "pw"), kdf: .minimum)
         for i in 0..<count {
             let file = dir + "-in-\(i)"
-            _ = FileManager.default.createFile(atPath: file, contents: Data((0..<(1000 + i)).map { UInt8(truncatingIfNeeded: $0 &* (i + 3)) }))
+            _ = FileManager.default.createFile(
+                atPath: file, contents: Data((0..<(1000 + i)).map { UInt8(truncatingIfNeeded: $0 &* (i + 3)) }))
             _ = try vault.add(from: try OpenFile.openForReading(file), name: "doc \(i)")
             try? FileManager.default.removeItem(atPath: file)
         }
@@ -112,9 +122,12 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var o = Self.options()
         o.limits = BatchLimits(documents: 2)
-        let uploader = try Uploader(vault: vault, records: records, options: o,
-                                    transport: ScriptedTransport([.status(503, retryAfter: "0")]), onEvent: { _ in })
-        let watcher = Task { var last: UploadProgress?; for await p in uploader.progress { last = p }; return last }
+        let uploader = try Uploader(
+            vault: vault, records: records, options: o,
+            transport: ScriptedTransport([.status(503, retryAfter: "0")]), onEvent: { _ in })
+        let watcher = Task {
+            var last: UploadProgress?; for await p in uploader.progress { last = p }; return last
+        }
         let summary = try await uploader.run()
         let last = try #require(await watcher.value)
         let total: UInt64 = records.reduce(0) { $0 + $1.metadata.size }
@@ -135,22 +148,26 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         _ = try vault.add(from: BytesSource(big), name: "scan.tiff")
         let records = try vault.records().records
         let held = HeldTransport()
-        let uploader = try Uploader(vault: vault, records: records, options: Self.options(), transport: held, onEvent: { _ in })
+        let uploader = try Uploader(
+            vault: vault, records: records, options: Self.options(), transport: held, onEvent: { _ in })
         let run = Task { try await uploader.run() }
         for await _ in held.firstRead { break }
         run.cancel()
         held.goOnSignal.yield()
         await #expect(throws: CancellationError.self) { try await run.value }
         #expect(held.complete == 0)
-        #expect(held.received > 0 && held.received <= 2 * ChunkBatching.reading.plaintextBytes * 4 / 3 + 4096,
-                "sent \(held.received) bytes after the cancel")
+        #expect(
+            held.received > 0 && held.received <= 2 * ChunkBatching.reading.plaintextBytes * 4 / 3 + 4096,
+            "sent \(held.received) bytes after the cancel")
         // The sequence has ended: a loop over it gets at most the value it held, and returns.
         var after = 0
         for await _ in uploader.progress { after += 1 }
         #expect(after <= 1)
 
         let again = ScriptedTransport([])
-        let summary = try await Uploader(vault: vault, records: records, options: Self.options(), transport: again, onEvent: { _ in }).run()
+        let summary = try await Uploader(
+            vault: vault, records: records, options: Self.options(), transport: again, onEvent: { _ in }
+        ).run()
         #expect(summary.alreadyConfirmed == 0 && summary.batches == 1)
         #expect(again.bodies.count == 1 && UInt64(again.bodies[0].count) == summary.payloadBytes)
     }
@@ -159,7 +176,9 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         let (vault, records, dir) = try Self.vault(3)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let t = ScriptedTransport([.status(503, retryAfter: "0"), .drop, .status(429, retryAfter: "0")])
-        let summary = try await Uploader(vault: vault, records: records, options: Self.options(), transport: t, onEvent: { _ in }).run()
+        let summary = try await Uploader(
+            vault: vault, records: records, options: Self.options(), transport: t, onEvent: { _ in }
+        ).run()
         #expect(summary.retries == 3)
         #expect(t.bodies.count == 4)
         #expect(Set(t.bodies).count == 1, "every attempt sends the same payload")
@@ -173,8 +192,14 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         let (vault, records, dir) = try Self.vault(1)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let t = ScriptedTransport([.drop, .drop, .drop])
-        await #expect { try await Uploader(vault: vault, records: records, options: Self.options(retries: 2), transport: t, onEvent: { _ in }).run() }
-            throws: { e in (e as? VaultError)?.code == .uploadFailed && (e as? VaultError)?.message == "batch 1/1 failed 3 times, last: connection reset by peer" }
+        await #expect {
+            try await Uploader(
+                vault: vault, records: records, options: Self.options(retries: 2), transport: t, onEvent: { _ in }
+            ).run()
+        } throws: { e in
+            (e as? VaultError)?.code == .uploadFailed
+                && (e as? VaultError)?.message == "batch 1/1 failed 3 times, last: connection reset by peer"
+        }
         #expect(t.bodies.count == 3)
     }
 
@@ -183,9 +208,13 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // 413 for the 4-document batch and for the first 2-document half; then all is accepted.
         let t = ScriptedTransport([.status(413), .status(413)])
-        let summary = try await Uploader(vault: vault, records: records, options: Self.options(), transport: t, onEvent: { _ in }).run()
+        let summary = try await Uploader(
+            vault: vault, records: records, options: Self.options(), transport: t, onEvent: { _ in }
+        ).run()
         #expect(summary.batches == 3)
-        let counts = t.bodies.map { ((try? JSONSerialization.jsonObject(with: Data($0))) as? [String: [Any]])?["Files"]?.count ?? -1 }
+        let counts = t.bodies.map {
+            ((try? JSONSerialization.jsonObject(with: Data($0))) as? [String: [Any]])?["Files"]?.count ?? -1
+        }
         #expect(counts == [4, 2, 1, 1, 2])
         // A single document the server refuses leaves the run, named; the others still go.
         let (v3, r3, d3) = try Self.vault(3)
@@ -194,13 +223,21 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         var o = Self.options()
         o.limits = BatchLimits(documents: 1)
         let skipped = Mutex<[String]>([])
-        let left = try await Uploader(vault: v3, records: r3, options: o, transport: one, onEvent: { e in
-            if case .skipped(let id, _, let error) = e { skipped.withLock { $0.append("\(id.hex) \(error.code.rawValue)") } }
-        }).run()
+        let left = try await Uploader(
+            vault: v3, records: r3, options: o, transport: one,
+            onEvent: { e in
+                if case .skipped(let id, _, let error) = e {
+                    skipped.withLock { $0.append("\(id.hex) \(error.code.rawValue)") }
+                }
+            }
+        ).run()
         #expect(one.bodies.count == 3, "batch 3 is still sent after batch 2's refusal")
         #expect(left.tooLarge == [r3[1].id] && left.skipped == 1 && left.batches == 2 && left.sentDocuments == 2)
         #expect(skipped.withLock { $0 } == ["\(r3[1].id.hex) upload-rejected"])
-        #expect(try v3.delivery(of: r3[1].id, to: "http://127.0.0.1:9/in") == nil && v3.delivery(of: r3[0].id, to: "http://127.0.0.1:9/in") != nil, "the refused document is not delivered")
+        #expect(
+            try v3.delivery(of: r3[1].id, to: "http://127.0.0.1:9/in") == nil
+                && v3.delivery(of: r3[0].id, to: "http://127.0.0.1:9/in") != nil,
+            "the refused document is not delivered")
     }
 
     @Test func refusedCredentialsStopAtOnce() async throws {
@@ -208,8 +245,13 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         defer { try? FileManager.default.removeItem(atPath: dir) }
         for code in [401, 403, 400, 422] {
             let t = ScriptedTransport([.status(code)])
-            await #expect { try await Uploader(vault: vault, records: records, options: Self.options(), transport: t, onEvent: { _ in }).run() }
-                throws: { e in (e as? VaultError)?.code == (code < 404 && code != 400 ? .uploadUnauthorized : .uploadRejected) }
+            await #expect {
+                try await Uploader(
+                    vault: vault, records: records, options: Self.options(), transport: t, onEvent: { _ in }
+                ).run()
+            } throws: { e in
+                (e as? VaultError)?.code == (code < 404 && code != 400 ? .uploadUnauthorized : .uploadRejected)
+            }
             #expect(t.bodies.count == 1, "\(code) is not retried")
         }
     }
@@ -225,10 +267,24 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         let type = t.headers[0].first { $0.0 == "Content-Type" }!.1
         #expect(type.hasPrefix("multipart/form-data; boundary=vault-"))
         let boundary = String(type.dropFirst("multipart/form-data; boundary=".count))
-        #expect(body.hasPrefix("--\(boundary)\r\nContent-Disposition: form-data; name=\"manifest\"\r\nContent-Type: application/json\r\n\r\n{\"batch\":1,\"documents\":["))
+        #expect(
+            body.hasPrefix(
+                """
+                    --\(boundary)\r\nContent-Disposition: form-data; name=\"manifest\"\r\nContent-Type: \
+                    application/json\r\n\r\n{\"batch\":1,\"documents\":[
+                    """
+            ))
         #expect(body.hasSuffix("\r\n--\(boundary)--\r\n"))
-        #expect(body.contains("Content-Disposition: form-data; name=\"files[]\"; filename=\"doc 0\"\r\nContent-Type: application/octet-stream\r\n\r\n"))
+        #expect(
+            body.contains(
+                """
+                    Content-Disposition: form-data; name=\"files[]\"; filename=\"doc 0\"\r\nContent-Type: \
+                    application/octet-stream\r\n\r\n
+                    """
+            ))
         // The exact Content-Length promised is what was sent.
-        #expect(UInt64(t.bodies[0].count) == PayloadFormat.raw(FormBody(boundary: boundary, batch: 1, of: 1)).length(of: records))
+        #expect(
+            UInt64(t.bodies[0].count)
+                == PayloadFormat.raw(FormBody(boundary: boundary, batch: 1, of: 1)).length(of: records))
     }
 }

@@ -9,7 +9,9 @@ import VaultCore
         for s in [408, 429, 500, 502, 503, 504] { #expect(RetryPolicy.decide(status: s) == .retry, "\(s)") }
         for s in [401, 403] { #expect(RetryPolicy.decide(status: s) == .authentication) }
         #expect(RetryPolicy.decide(status: 413) == .tooLarge)
-        for s in [300, 307, 400, 404, 409, 411, 422, 501, 505] { #expect(RetryPolicy.decide(status: s) == .reject, "\(s)") }
+        for s in [300, 307, 400, 404, 409, 411, 422, 501, 505] {
+            #expect(RetryPolicy.decide(status: s) == .reject, "\(s)")
+        }
     }
 
     @Test func fullJitterStaysUnderADoublingCappedCeiling() {
@@ -36,7 +38,7 @@ import VaultCore
             #expect(RetryPolicy.parseRetryAfter(notSeconds) == nil, "\(notSeconds)")
         }
         #expect(RetryPolicy.parseRetryAfter(String(repeating: "9", count: 400)) == Double(UInt64.max))
-        let now = Date(timeIntervalSince1970: 1_767_225_600)        // Thu, 01 Jan 2026 00:00:00 GMT
+        let now = Date(timeIntervalSince1970: 1_767_225_600)  // Thu, 01 Jan 2026 00:00:00 GMT
         #expect(RetryPolicy.parseRetryAfter("Thu, 01 Jan 2026 00:00:42 GMT", now: now) == 42)
         #expect(RetryPolicy.parseRetryAfter("Wed, 31 Dec 2025 23:59:00 GMT", now: now) == 0)
     }
@@ -49,28 +51,43 @@ import VaultCore
     }
 
     @Test func idempotencyKeysDependOnTheVaultKeyRunIndexAndDocuments() throws {
-        let a = DocumentRecord(id: DocumentID(bytes: [UInt8](repeating: 1, count: 16)),
-                               metadata: DocumentMetadata(name: "a", contentType: "a/b", size: 1, sha256: [UInt8](repeating: 1, count: 32), addedAtMillis: 0, tags: []))
+        let a = DocumentRecord(
+            id: DocumentID(bytes: [UInt8](repeating: 1, count: 16)),
+            metadata: DocumentMetadata(
+                name: "a", contentType: "a/b", size: 1, sha256: [UInt8](repeating: 1, count: 32), addedAtMillis: 0,
+                tags: []))
         var b = a
         b.metadata.sha256 = [UInt8](repeating: 2, count: 32)
         let v = try Self.vault(), other = try Self.vault()
-        defer { try? FileManager.default.removeItem(atPath: v.store.root); try? FileManager.default.removeItem(atPath: other.store.root) }
+        defer {
+            try? FileManager.default.removeItem(atPath: v.store.root);
+            try? FileManager.default.removeItem(atPath: other.store.root)
+        }
         let k = try UploadJournal.idempotencyKey(vault: v, runID: "run", index: 1, records: [a])
         #expect(k.count == 64)
         #expect(k == (try UploadJournal.idempotencyKey(vault: v, runID: "run", index: 1, records: [a])))
         #expect(k != (try UploadJournal.idempotencyKey(vault: v, runID: "run2", index: 1, records: [a])))
         #expect(k != (try UploadJournal.idempotencyKey(vault: v, runID: "run", index: 2, records: [a])))
         #expect(k != (try UploadJournal.idempotencyKey(vault: v, runID: "run", index: 1, records: [b])))
-        #expect(k != (try UploadJournal.idempotencyKey(vault: other, runID: "run", index: 1, records: [a])), "another vault key, another key")
-        #expect(UploadTarget(address: "https://h.example:8443/in/box?token=abc")!.redacted == "https://h.example:8443/in/box")
+        #expect(
+            k != (try UploadJournal.idempotencyKey(vault: other, runID: "run", index: 1, records: [a])),
+            "another vault key, another key")
+        #expect(
+            UploadTarget(address: "https://h.example:8443/in/box?token=abc")!.redacted
+                == "https://h.example:8443/in/box")
     }
 
     @Test func loopbackIsDecidedByParsingTheAddress() {
-        for host in ["localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "127.255.255.255", "::1", "[::1]", "0:0:0:0:0:0:0:1"] {
+        for host in [
+            "localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "127.255.255.255", "::1", "[::1]", "0:0:0:0:0:0:0:1"
+        ] {
             #expect(UploadTarget.isLoopback(host: host), "\(host)")
         }
-        for host in ["127.attacker.example", "127.0.0.1.nip.io", "localhost.example", "128.0.0.1", "10.0.0.1", "::2", "[::ffff:127.0.0.1]x",
-                     "2130706433", "0x7f.1", "127.1", "", "example.com", "::"] {
+        for host in [
+            "127.attacker.example", "127.0.0.1.nip.io", "localhost.example", "128.0.0.1", "10.0.0.1", "::2",
+            "[::ffff:127.0.0.1]x",
+            "2130706433", "0x7f.1", "127.1", "", "example.com", "::"
+        ] {
             #expect(!UploadTarget.isLoopback(host: host), "\(host)")
         }
         #expect(UploadTarget(address: "http://127.attacker.example/x")!.isCleartextOverNetwork)

@@ -24,9 +24,13 @@ enum ConfigFamily {
         let rest = Array(bytes.dropFirst())
         switch mode % 5 {
         case 0:
-            if let config = onlyVaultErrors("vault.json", codes: [.vaultDamaged, .unsupportedVersion, .kdfParametersRejected],
-                                            { try VaultConfig.decode(rest, path: "vault.json") }) {
-                let again = onlyVaultErrors("vault.json written back") { try VaultConfig.decode(config.encoded(), path: "vault.json") }
+            if let config = onlyVaultErrors(
+                "vault.json", codes: [.vaultDamaged, .unsupportedVersion, .kdfParametersRejected],
+                { try VaultConfig.decode(rest, path: "vault.json") })
+            {
+                let again = onlyVaultErrors("vault.json written back") {
+                    try VaultConfig.decode(config.encoded(), path: "vault.json")
+                }
                 expect(again == config, "vault.json does not read back as it was written")
             }
         case 1:
@@ -35,17 +39,27 @@ enum ConfigFamily {
             journal(rest)
         case 4:
             let (vault, dir) = sandbox.fresh()
-            var json = try! JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/vault.json"))) as! [String: Any]
-            json["keyring"] = Data(try! vault.sealState(rest, purpose: .keyring, role: "vault.json")).base64EncodedString()
-            put(Array(try! JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])), at: dir + "/vault.json")
+            var json =
+                try! JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/vault.json")))
+                as! [String: Any]
+            json["keyring"] = Data(try! vault.sealState(rest, purpose: .keyring, role: "vault.json"))
+                .base64EncodedString()
+            put(
+                Array(try! JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])),
+                at: dir + "/vault.json")
             onlyVaultErrors("opening a vault with its keyring", codes: [.vaultDamaged]) {
                 _ = try VaultStore(root: dir).unlock(password: try SecretBytes(password: fuzzPassword))
             }
         default:
-            guard let config = try? VaultConfig.decode(rest, path: "vault.json"), config.parameters == .minimum else { return }
+            guard let config = try? VaultConfig.decode(rest, path: "vault.json"),
+                  config.parameters == .minimum else {
+                return
+            }
             let (_, dir) = sandbox.fresh()
             put(rest, at: dir + "/vault.json")
-            onlyVaultErrors("opening a vault") { _ = try VaultStore(root: dir).unlock(password: try SecretBytes(password: fuzzPassword)) }
+            onlyVaultErrors("opening a vault") {
+                _ = try VaultStore(root: dir).unlock(password: try SecretBytes(password: fuzzPassword))
+            }
         }
     }
 

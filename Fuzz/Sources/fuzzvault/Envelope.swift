@@ -12,8 +12,9 @@ import VaultCore
 enum EnvelopeFamily {
     static let keyring: Keyring = {
         let pw = Array("vault fixture password".utf8)
-        return try! Keyring.create(password: pw.withUnsafeBytes { try! SecretBytes(copying: $0) }, kdf: .minimum,
-                                   random: DeterministicRandom(seed: "vault fixtures v1 / keyring"))
+        return try! Keyring.create(
+            password: pw.withUnsafeBytes { try! SecretBytes(copying: $0) }, kdf: .minimum,
+            random: DeterministicRandom(seed: "vault fixtures v1 / keyring"))
     }()
 
     static func check(_ bytes: [UInt8]) {

@@ -24,7 +24,7 @@ let families: [Family] = [
     Family(name: "config", check: ConfigFamily.check),
     Family(name: "rncryptor", check: RNCryptorFamily.check),
     Family(name: "s3", check: S3Family.check),
-    Family(name: "upload", check: UploadFamily.check),
+    Family(name: "upload", check: UploadFamily.check)
 ]
 
 nonisolated(unsafe) var selected: Family?
@@ -49,23 +49,36 @@ func LLVMFuzzerRunDriver(
 struct FuzzMain {
     static func main() {
         let args = CommandLine.arguments
-        guard args.count >= 2, let family = families.first(where: { $0.name == args[1] }) else {
-            FileHandle.standardError.write(Data("usage: fuzzvault FAMILY [inputs or libFuzzer options]; families: \(families.map(\.name).joined(separator: ", "))\n".utf8))
+        guard args.count >= 2,
+              let family = families.first(where: { $0.name == args[1] }) else {
+            FileHandle.standardError.write(
+                Data(
+                    """
+                        usage: fuzzvault FAMILY [inputs or libFuzzer options]; families: \
+                        \(families.map(\.name).joined(separator: ", "))\n
+                        """
+                        .utf8))
             exit(64)
         }
         selected = family
         if args.count == 4, args[2] == "--make-seeds" {
-            print("fuzzvault \(family.name): \(Seeds.make(family.name, into: args[3])) seeds written by vault into \(args[3])")
+            print(
+                """
+                    fuzzvault \(family.name): \(Seeds.make(family.name, into: args[3])) seeds written by vault into \
+                    \(args[3])
+                    """
+            )
             exit(0)
         }
         #if FUZZING
         // libFuzzer sees the arguments after the family.
         var argv: [UnsafeMutablePointer<CChar>?] = [strdup(args[0])] + args.dropFirst(2).map { strdup($0) } + [nil]
         var argc = CInt(argv.count - 1)
-        exit(argv.withUnsafeMutableBufferPointer { p in
-            var base = p.baseAddress!
-            return LLVMFuzzerRunDriver(&argc, &base) { data, size in fuzzOne(data, size) }
-        })
+        exit(
+            argv.withUnsafeMutableBufferPointer { p in
+                var base = p.baseAddress!
+                return LLVMFuzzerRunDriver(&argc, &base) { data, size in fuzzOne(data, size) }
+            })
         #else
         var count = 0
         for arg in args.dropFirst(2) {
@@ -74,8 +87,10 @@ struct FuzzMain {
                 FileHandle.standardError.write(Data("fuzzvault: no such file: \(arg)\n".utf8))
                 exit(66)
             }
-            let files = isFolder.boolValue
-                ? ((try? FileManager.default.contentsOfDirectory(atPath: arg)) ?? []).sorted().map { arg + "/" + $0 } : [arg]
+            let files =
+                isFolder.boolValue
+                ? ((try? FileManager.default.contentsOfDirectory(atPath: arg)) ?? []).sorted().map { arg + "/" + $0 }
+                : [arg]
             for file in files where !file.hasSuffix("/README.md") {
                 guard let data = FileManager.default.contents(atPath: file) else { continue }
                 family.check(Array(data))

@@ -38,7 +38,9 @@ enum HistoryFamily {
             guard let which = rest.first else { return }
             let body = Array(rest.dropFirst())
             let (vault, dir) = sandbox.fresh()
-            let files: [(String, SealedState.Purpose)] = [("log.head", .logHead), ("log.anchor", .logAnchor), ("remove.pending", .pendingRemoval)]
+            let files: [(String, SealedState.Purpose)] = [
+                ("log.head", .logHead), ("log.anchor", .logAnchor), ("remove.pending", .pendingRemoval)
+            ]
             let (name, purpose) = files[Int(which >> 1) % files.count]
             let sealed = which & 1 == 1
             put(sealed ? try! vault.sealState(body, purpose: purpose, role: name) : body, at: dir + "/" + name)
@@ -49,7 +51,8 @@ enum HistoryFamily {
     /// Scans and audits: findings, or a VaultError; never a trap.
     static func readBack(_ vault: Vault) {
         if let scan = onlyVaultErrors("scanning the log", { try vault.history() }) {
-            expect(scan.entries.enumerated().allSatisfy { $0.element.position == $0.offset + 1 }, "entries out of place")
+            expect(
+                scan.entries.enumerated().allSatisfy { $0.element.position == $0.offset + 1 }, "entries out of place")
         }
         onlyVaultErrors("auditing") { _ = try vault.audit() }
     }
@@ -61,12 +64,18 @@ enum HistoryFamily {
             expect(decoded == fast, "the record reader accepts what JSONDecoder reads differently (or not at all)")
             expect(fast.json() == plain, "the record reader accepts a spelling json() does not write")
             let lean = HistoryRecordReader.read(plain, documents: { _ in false })
-            expect(lean?.documents == [] && lean.map { var l = $0; l.documents = fast.documents; return l == fast } == true,
-                   "reading without documents changes the rest of the record")
+            expect(
+                lean?.documents == []
+                    && lean.map {
+                        var l = $0; l.documents = fast.documents; return l == fast
+                    } == true,
+                "reading without documents changes the rest of the record")
         }
         if let decoded {
             let canonical = decoded.json()
-            expect(HistoryRecordReader.read(canonical, documents: { _ in true }) == decoded, "the record reader does not read what json() writes")
+            expect(
+                HistoryRecordReader.read(canonical, documents: { _ in true }) == decoded,
+                "the record reader does not read what json() writes")
         }
     }
 }

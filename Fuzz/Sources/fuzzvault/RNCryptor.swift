@@ -22,7 +22,9 @@ enum RNCryptorFamily {
     static func secret(_ bytes: [UInt8]) -> SecretBytes { bytes.withUnsafeBytes { try! SecretBytes(copying: $0) } }
     static let passwordKeys = try! RNCryptorKeys(password: try! SecretBytes(password: "thepassword"))
     /// The reader's documented failures (RNCryptorReader's comment).
-    static let codes: Set<VaultError.Code> = [.hmacMismatch, .badPadding, .unsupportedVersion, .headerMalformed, .truncated, .usage]
+    static let codes: Set<VaultError.Code> = [
+        .hmacMismatch, .badPadding, .unsupportedVersion, .headerMalformed, .truncated, .usage
+    ]
 
     static func check(_ bytes: [UInt8]) {
         guard let mode = bytes.first else { return }
@@ -31,7 +33,9 @@ enum RNCryptorFamily {
         case 1:
             read(rest, keys: passwordKeys)
         case 2:
-            read(rest + Array(HMAC<SHA256>.authenticationCode(for: rest, using: SymmetricKey(data: hmacKey))), keys: keys)
+            read(
+                rest + Array(HMAC<SHA256>.authenticationCode(for: rest, using: SymmetricKey(data: hmacKey))), keys: keys
+            )
         case 3:
             let header = RNCryptorHeader(salts: nil, iv: Array((rest + [UInt8](repeating: 7, count: 16)).prefix(16)))
             let message = try! RNCryptorWriter.message(rest, keys: keys, header: header)
@@ -55,7 +59,9 @@ enum RNCryptorFamily {
             }
         }
         guard message.count <= 1 << 20 else { return plain }
-        expect(plain != nil || released.isEmpty, "plaintext released from a message that then failed (\(released.count) bytes)")
+        expect(
+            plain != nil || released.isEmpty,
+            "plaintext released from a message that then failed (\(released.count) bytes)")
         if plain != nil, keys === Self.keys {
             let tag = HMAC<SHA256>.authenticationCode(for: message.dropLast(32), using: SymmetricKey(data: hmacKey))
             expect(Array(tag) == Array(message.suffix(32)), "a message read to its end without the right HMAC")

@@ -22,10 +22,13 @@ enum S3Family {
             var listing = S3XML.ObjectListing(prefix: prefix, what: "ListObjectsV2 fuzz/\(prefix)")
             var tokens: [String] = []
             for page in p.dropFirst() where !listing.done {
-                guard let objects = onlyVaultErrors("a listing page", codes: [.vaultDamaged], { try listing.read(page) }) else {
+                guard
+                    let objects = onlyVaultErrors("a listing page", codes: [.vaultDamaged], { try listing.read(page) })
+                else {
                     return
                 }
-                expect(objects.allSatisfy { $0.key.hasPrefix(prefix) }, "a key outside the prefix '\(prefix)' was listed")
+                expect(
+                    objects.allSatisfy { $0.key.hasPrefix(prefix) }, "a key outside the prefix '\(prefix)' was listed")
                 if !listing.done {
                     let token = listing.token!
                     expect(!tokens.contains(token), "the listing asks for continuation token '\(token)' a second time")
@@ -36,7 +39,9 @@ enum S3Family {
             var list = S3XML.PartListing(what: "ListParts fuzz")
             var markers: [Int] = [0]
             for page in p where !list.done {
-                guard onlyVaultErrors("a part list page", codes: [.vaultDamaged], { try list.read(page) }) != nil else { return }
+                guard onlyVaultErrors("a part list page", codes: [.vaultDamaged], { try list.read(page) }) != nil else {
+                    return
+                }
                 if !list.done {
                     expect(list.marker > markers.last!, "the part marker went from \(markers.last!) to \(list.marker)")
                     markers.append(list.marker)

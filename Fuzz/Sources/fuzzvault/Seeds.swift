@@ -38,21 +38,40 @@ enum Seeds {
             seed("remove-pending-sealed", [3, 5] + Array(try! JSONEncoder().encode(documents)))
         case "state":
             let id = try! vault.records().records.sorted { $0.metadata.name < $1.metadata.name }[0].id
-            let stone = try! vault.sealTombstone(try! vault.history().entries.compactMap(\.record).flatMap(\.documents).first { $0.id == id.hex }!)
+            let stone = try! vault.sealTombstone(
+                try! vault.history().entries.compactMap(\.record).flatMap(\.documents).first { $0.id == id.hex }!)
             seed("tombstone-raw", [0 << 1] + stone)
-            seed("tombstone-sealed", [0 << 1 | 1] + (try! vault.openState(stone, purpose: .tombstone, role: "removed/\(id.hex)", what: "tombstone")))
-            for (k, path, purpose, role) in [(1, DestinationList.path(vault.store), SealedState.Purpose.destinations, DestinationList.role),
-                                             (2, RemoteList.path(vault.store), .remotes, RemoteList.role)] {
+            seed(
+                "tombstone-sealed",
+                [0 << 1 | 1]
+                    + (try! vault.openState(stone, purpose: .tombstone, role: "removed/\(id.hex)", what: "tombstone")))
+            for (k, path, purpose, role) in [
+                (1, DestinationList.path(vault.store), SealedState.Purpose.destinations, DestinationList.role),
+                (2, RemoteList.path(vault.store), .remotes, RemoteList.role)
+            ] {
                 seed("\(role)-raw", [UInt8(k << 1)] + Array(FileManager.default.contents(atPath: path)!))
                 seed("\(role)-sealed", [UInt8(k << 1 | 1)] + open(path, purpose, role))
             }
-            let journal = open(UploadJournal.path(in: vault.store, job: "seed-job"), .uploadJournal, UploadJournal.role(job: "seed-job"))
-            let retitled = Array(String(decoding: journal, as: UTF8.self).replacingOccurrences(of: "seed-job", with: StateFamily.job).utf8)
+            let journal = open(
+                UploadJournal.path(in: vault.store, job: "seed-job"), .uploadJournal,
+                UploadJournal.role(job: "seed-job"))
+            let retitled = Array(
+                String(decoding: journal, as: UTF8.self).replacingOccurrences(of: "seed-job", with: StateFamily.job)
+                    .utf8)
             seed("journal-sealed", [3 << 1 | 1] + retitled)
-            seed("journal-with-log", [4 << 1 | 1] + retitled + [0x1E] + Array("{\"batches\":[],\"updated\":\"2026-11-24T00:00:00Z\"}".utf8))
+            seed(
+                "journal-with-log",
+                [4 << 1 | 1] + retitled + [0x1E] + Array("{\"batches\":[],\"updated\":\"2026-11-24T00:00:00Z\"}".utf8))
             let (state, record) = indexRows(root, id)
-            seed("index-state-sealed", [5 << 1 | 1] + (try! vault.openState(state, purpose: .indexState, role: "index.db/state", what: "state")))
-            seed("index-record-sealed", [6 << 1 | 1] + (try! vault.openState(record, purpose: .indexRecord, role: "index.db/documents/\(id.hex)", what: "row")))
+            seed(
+                "index-state-sealed",
+                [5 << 1 | 1]
+                    + (try! vault.openState(state, purpose: .indexState, role: "index.db/state", what: "state")))
+            seed(
+                "index-record-sealed",
+                [6 << 1 | 1]
+                    + (try! vault.openState(
+                        record, purpose: .indexRecord, role: "index.db/documents/\(id.hex)", what: "row")))
             seed("index-record-raw", [6 << 1] + record)
         case "config":
             let config = Array(FileManager.default.contents(atPath: root + "/vault.json")!)
@@ -63,9 +82,13 @@ enum Seeds {
             journal.appendBigEndian32(0)
             seed("passwd-journal-body", [1] + journal)
             let (changed, changedRoot) = ConfigFamily.sandbox.fresh()
-            let json = try! JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: changedRoot + "/vault.json"))) as! [String: Any]
+            let json =
+                try! JSONSerialization.jsonObject(
+                    with: Data(contentsOf: URL(fileURLWithPath: changedRoot + "/vault.json"))) as! [String: Any]
             let keyring = Array(Data(base64Encoded: json["keyring"] as! String)!)
-            seed("keyring-body", [4] + (try! changed.openState(keyring, purpose: .keyring, role: "vault.json", what: "keyring")))
+            seed(
+                "keyring-body",
+                [4] + (try! changed.openState(keyring, purpose: .keyring, role: "vault.json", what: "keyring")))
             seed("vault-json-epoch-1", [3] + Array(FileManager.default.contents(atPath: changedRoot + "/vault.json")!))
         default:
             break
@@ -79,17 +102,24 @@ enum Seeds {
         let sandbox = ScratchVault()
         let (vault, root) = sandbox.fresh()
         var destinations = DestinationList()
-        destinations.destinations = [.init(name: "office", url: "https://office.example/in"), .init(name: "tus", url: "https://office.example/tus", wire: "tus")]
+        destinations.destinations = [
+            .init(name: "office", url: "https://office.example/in"),
+            .init(name: "tus", url: "https://office.example/tus", wire: "tus")
+        ]
         try! destinations.save(vault)
         // The file a vault/2 kept them in (read once, by the upgrade to vault/3).
         try! destinations.saveFile(vault)
         var remotes = RemoteList()
         remotes.remotes = [.init(name: "backup", url: "s3://bucket/prefix")]
         try! remotes.save(vault)
-        let transport = FuzzTransport(answers: [], presign: false, always: UploadResponse(status: 200, reason: "OK", retryAfter: nil, body: ""))
+        let transport = FuzzTransport(
+            answers: [], presign: false, always: UploadResponse(status: 200, reason: "OK", retryAfter: nil, body: ""))
         let options = UploadOptions(target: UploadTarget(address: UploadFamily.target)!)
         waitFor {
-            _ = try! await Uploader(vault: vault, records: sandbox.records, options: options, transport: transport, job: "seed-job", onEvent: { _ in }).run()
+            _ = try! await Uploader(
+                vault: vault, records: sandbox.records, options: options, transport: transport, job: "seed-job",
+                onEvent: { _ in }
+            ).run()
         }
         return (vault, root)
     }
@@ -103,8 +133,12 @@ enum Seeds {
             var s: OpaquePointer?
             precondition(sqlite3_prepare_v2(db, sql, -1, &s, nil) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
             defer { sqlite3_finalize(s) }
-            return Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(s, 0), count: Int(sqlite3_column_bytes(s, 0))))
+            return Array(
+                UnsafeRawBufferPointer(start: sqlite3_column_blob(s, 0), count: Int(sqlite3_column_bytes(s, 0))))
         }
-        return (blob("SELECT value FROM meta WHERE name = 'state'"), blob("SELECT record FROM documents WHERE id = X'\(id.hex)'"))
+        return (
+            blob("SELECT value FROM meta WHERE name = 'state'"),
+            blob("SELECT record FROM documents WHERE id = X'\(id.hex)'")
+        )
     }
 }

@@ -26,7 +26,10 @@ enum StateFamily {
         let id = sandbox.records[0].id
         switch (first >> 1) % 7 {
         case 0:
-            if let stone = onlyVaultErrors("a tombstone", codes: [.vaultDamaged], { try vault.openTombstone(file(.tombstone, "removed/\(id.hex)"), id: id) }) {
+            if let stone = onlyVaultErrors(
+                "a tombstone", codes: [.vaultDamaged],
+                { try vault.openTombstone(file(.tombstone, "removed/\(id.hex)"), id: id) })
+            {
                 expect(stone.id == id.hex, "a tombstone opened for another document")
             }
         case 1:
@@ -34,7 +37,9 @@ enum StateFamily {
             // The vault/2 file, as the upgrade to vault/3 reads it (under any epoch's key) and as
             // a vault/2 vault that could not be upgraded reads it.
             onlyVaultErrors("the destination list", codes: [.vaultDamaged]) { _ = try DestinationList.loadFile(vault) }
-            onlyVaultErrors("the destination list", codes: [.vaultDamaged]) { _ = try DestinationList.loadFile(vault, anyEpoch: true) }
+            onlyVaultErrors("the destination list", codes: [.vaultDamaged]) {
+                _ = try DestinationList.loadFile(vault, anyEpoch: true)
+            }
         case 2:
             put(file(.remotes, RemoteList.role), at: RemoteList.path(vault.store))
             onlyVaultErrors("the remote list", codes: [.vaultDamaged]) { _ = try RemoteList.load(vault) }
@@ -44,11 +49,17 @@ enum StateFamily {
         case 4:
             // A journal and its change log: records sealed as the generation the journal names.
             let p = parts(body[...], limit: 8)
-            put(try! vault.sealState(p[0], purpose: .uploadJournal, role: UploadJournal.role(job: job)), at: UploadJournal.path(in: vault.store, job: job))
+            put(
+                try! vault.sealState(p[0], purpose: .uploadJournal, role: UploadJournal.role(job: job)),
+                at: UploadJournal.path(in: vault.store, job: job))
             let generation = (try? JSONDecoder().decode(UploadJournal.self, from: Data(p[0])))?.generation ?? "g"
             var log: [UInt8] = []
             for (n, change) in p.dropFirst().enumerated() {
-                let record = sealed ? try! vault.sealState(change, purpose: .uploadJournal, role: UploadJournal.logRole(job: job, generation: generation, n: n + 1)) : change
+                let record =
+                    sealed
+                    ? try! vault.sealState(
+                        change, purpose: .uploadJournal,
+                        role: UploadJournal.logRole(job: job, generation: generation, n: n + 1)) : change
                 log.appendBigEndian32(UInt32(record.count))
                 log += record
             }
@@ -58,13 +69,17 @@ enum StateFamily {
             row(dir, "UPDATE meta SET value = ? WHERE name = 'state'", file(.indexState, "index.db/state"))
             readIndex(vault)
         default:
-            row(dir, "UPDATE documents SET record = ? WHERE id = X'\(id.hex)'", file(.indexRecord, "index.db/documents/\(id.hex)"))
+            row(
+                dir, "UPDATE documents SET record = ? WHERE id = X'\(id.hex)'",
+                file(.indexRecord, "index.db/documents/\(id.hex)"))
             readIndex(vault)
         }
     }
 
     static func journal(_ vault: Vault) {
-        if let j = onlyVaultErrors("an upload journal", codes: [.vaultDamaged], { try UploadJournal.load(from: vault, job: job) }), let j {
+        if let j = onlyVaultErrors(
+            "an upload journal", codes: [.vaultDamaged], { try UploadJournal.load(from: vault, job: job) }), let j
+        {
             expect(j.job == job, "a journal opened for another job")
         }
         onlyVaultErrors("listing upload journals") { _ = try UploadJournals.list(in: vault) }
@@ -80,17 +95,25 @@ enum StateFamily {
     /// Writes one blob into `index.db` with SQLite itself, as someone editing the file would.
     static func row(_ dir: String, _ sql: String, _ blob: [UInt8]) {
         var db: OpaquePointer?
-        guard sqlite3_open(dir + "/index.db", &db) == SQLITE_OK else { preconditionFailure("the scratch index.db does not open") }
+        guard sqlite3_open(dir + "/index.db", &db) == SQLITE_OK else {
+            preconditionFailure("the scratch index.db does not open")
+        }
         defer { sqlite3_close(db) }
         var s: OpaquePointer?
-        guard sqlite3_prepare_v2(db, sql, -1, &s, nil) == SQLITE_OK else { preconditionFailure("index.db's schema changed: \(sql)") }
+        guard sqlite3_prepare_v2(db, sql, -1, &s, nil) == SQLITE_OK else {
+            preconditionFailure("index.db's schema changed: \(sql)")
+        }
         defer { sqlite3_finalize(s) }
-        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)   // SQLite copies the blob
-        _ = blob.withUnsafeBytes { sqlite3_bind_blob(s, 1, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transient) }
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)  // SQLite copies the blob
+        _ = blob.withUnsafeBytes {
+            sqlite3_bind_blob(s, 1, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transient)
+        }
         expect(sqlite3_step(s) == SQLITE_DONE && sqlite3_changes(db) == 1, "the scratch row was not written")
     }
 }
 
 extension Array where Element == UInt8 {
-    mutating func appendBigEndian32(_ v: UInt32) { append(contentsOf: [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)]) }
+    mutating func appendBigEndian32(_ v: UInt32) {
+        append(contentsOf: [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)])
+    }
 }

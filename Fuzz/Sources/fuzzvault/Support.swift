@@ -51,10 +51,12 @@ final class ScratchVault: @unchecked Sendable {
     /// - Parameter prepare: what else is done to the vault before it is copied (once).
     init(documents: Int = 2, prepare: (Vault) -> Void = { _ in }) {
         pristine = scratch + "/pristine-\(UUID().uuidString.prefix(8))"
-        let vault = try! VaultStore(root: pristine).create(password: try! SecretBytes(password: fuzzPassword), kdf: .minimum)
+        let vault = try! VaultStore(root: pristine).create(
+            password: try! SecretBytes(password: fuzzPassword), kdf: .minimum)
         for i in 0..<documents {
             let file = scratch + "/doc-\(i)"
-            FileManager.default.createFile(atPath: file, contents: Data((0..<(300 + 700 * i)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) }))
+            FileManager.default.createFile(
+                atPath: file, contents: Data((0..<(300 + 700 * i)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) }))
             _ = try! vault.add(from: try! OpenFile.openForReading(file), name: "doc \(i).txt")
             try? FileManager.default.removeItem(atPath: file)
         }
@@ -74,7 +76,8 @@ final class ScratchVault: @unchecked Sendable {
 
 /// Writes `bytes` to `path`, making its folder.
 func put(_ bytes: [UInt8], at path: String) {
-    try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    try? FileManager.default.createDirectory(
+        atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
     FileManager.default.createFile(atPath: path, contents: Data(bytes))
 }
 

@@ -36,13 +36,16 @@ enum UploadFamily {
         case 2: wire = .tus(TusOptions(chunkSize: 1024))
         case 3: wire = .presignedS3(PresignOptions())
         default:
-            if let s = RetryPolicy.parseRetryAfter(String(decoding: rest, as: UTF8.self), now: Date(timeIntervalSince1970: 1_700_000_000)) {
+            if let s = RetryPolicy.parseRetryAfter(
+                String(decoding: rest, as: UTF8.self), now: Date(timeIntervalSince1970: 1_700_000_000))
+            {
                 expect(s.isFinite && s >= 0, "Retry-After gave a wait of \(s)")
             }
             return
         }
         let transport = FuzzTransport(answers: parts(rest, limit: maxAnswers), presign: mode % 5 == 3)
-        var options = UploadOptions(target: UploadTarget(address: target, authorization: "Bearer " + secret)!, wire: wire)
+        var options = UploadOptions(
+            target: UploadTarget(address: target, authorization: "Bearer " + secret)!, wire: wire)
         let waits = Waits()
         options.policy = RetryPolicy(retries: 2, baseDelay: 0.001, maxDelay: 0.01, maxRetryAfter: 30)
         options.policy.clock = RetryPolicy.Clock(sleep: { waits.add($0) }, sleepBlocking: { waits.add($0) })
@@ -51,7 +54,8 @@ enum UploadFamily {
         let chosen = options
         waitFor {
             do {
-                let uploader = try Uploader(vault: vault, records: records, options: chosen, transport: transport, onEvent: { _ in })
+                let uploader = try Uploader(
+                    vault: vault, records: records, options: chosen, transport: transport, onEvent: { _ in })
                 _ = try await uploader.run()
             } catch is VaultError {
             } catch {
@@ -85,7 +89,9 @@ final class FuzzTransport: UploadTransport, @unchecked Sendable {
         self.always = always
     }
 
-    func request(_ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?) async throws -> UploadResponse {
+    func request(
+        _ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?
+    ) async throws -> UploadResponse {
         let method = method.rawValue
         requests += 1
         expect(requests <= UploadFamily.maxRequests, "the upload does not end: \(requests) requests")
@@ -96,9 +102,10 @@ final class FuzzTransport: UploadTransport, @unchecked Sendable {
         expect(presign || sameOrigin, "a request to \(to), which the user did not name")
         expect(!carriesSecret || sameOrigin, "the credentials went to \(to)")
         if c?.scheme?.lowercased() == "http" {
-            expect(["127.0.0.1", "localhost", "::1", "[::1]"].contains(c?.host ?? ""), "documents over http:// to \(to)")
+            expect(
+                ["127.0.0.1", "localhost", "::1", "[::1]"].contains(c?.host ?? ""), "documents over http:// to \(to)")
         }
-        if case .stream(let b) = body { for try await _ in b {} }   // the server reads the whole body
+        if case .stream(let b) = body { for try await _ in b {} }  // the server reads the whole body
         guard !answers.isEmpty else { if let always { return always }; throw Dropped() }
         return Self.response(answers.removeFirst())
     }
@@ -108,15 +115,21 @@ final class FuzzTransport: UploadTransport, @unchecked Sendable {
     /// `STATUS\nName: value\n…\n\nbody` (a status that does not parse is a 200).
     static func response(_ bytes: [UInt8]) -> UploadResponse {
         let text = String(decoding: bytes, as: UTF8.self)
-        let (head, body) = text.range(of: "\n\n").map { (String(text[..<$0.lowerBound]), String(text[$0.upperBound...])) } ?? (text, "")
+        let (head, body) =
+            text.range(of: "\n\n").map { (String(text[..<$0.lowerBound]), String(text[$0.upperBound...])) } ?? (
+                text, ""
+            )
         var lines = head.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let status = Int(lines.first?.prefix(3) ?? "") ?? 200
         if !lines.isEmpty { lines.removeFirst() }
         let headers = lines.compactMap { line -> (String, String)? in
             guard let colon = line.firstIndex(of: ":") else { return nil }
-            return (String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+            return (
+                String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            )
         }
         let retryAfter = headers.first { $0.0.lowercased() == "retry-after" }?.1
-        return UploadResponse(status: status, reason: "fuzz", retryAfter: retryAfter, body: body, headers: HTTPHeaders(headers))
+        return UploadResponse(
+            status: status, reason: "fuzz", retryAfter: retryAfter, body: body, headers: HTTPHeaders(headers))
     }
 }

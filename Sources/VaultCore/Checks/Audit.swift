@@ -28,8 +28,10 @@ extension Vault {
     /// - with `requireDelivered` (destination identities, ``Destination/identity(of:)``): every
     ///   document the history removed was confirmed by each of them before its removal.
     /// Reads only; changes nothing.
-    package func audit(deep: Bool = false, expectedHead: HistoryHead? = nil, requireDelivered: [String] = [],
-                      progress: ((Int, Int) -> Void)? = nil) throws -> AuditReport {
+    package func audit(
+        deep: Bool = false, expectedHead: HistoryHead? = nil, requireDelivered: [String] = [],
+        progress: ((Int, Int) -> Void)? = nil
+    ) throws -> AuditReport {
         let scan = try HistoryLog(vault: self).scan(keepRecords: false)
         var findings = scan.findings + scan.noted + indexWitness(scan)
         if !requireDelivered.isEmpty {
@@ -38,27 +40,50 @@ extension Vault {
             let names = scan.removedDocuments()
             for (hex, position) in removed.sorted(by: { $0.key < $1.key }) {
                 for destination in requireDelivered {
-                    guard let d = deliveries[destination]?[hex], d.record < position else {
-                        findings.append(AuditFinding(.removedUndelivered, "\(hex) (\(names[hex]?.name ?? "?")) was removed by record \(position) without a delivery to \(destination) before it",
-                                                     document: hex, record: position))
+                    guard let d = deliveries[destination]?[hex],
+                          d.record < position else {
+                        findings.append(
+                            AuditFinding(
+                                .removedUndelivered,
+                                """
+                                    \(hex) (\(names[hex]?.name ?? "?")) was removed by record \(position) without a \
+                                    delivery to \(destination) before it
+                                    """,
+                                document: hex, record: position))
                         continue
                     }
                 }
             }
         }
         if !scan.exists && scan.storedHead == nil && scan.anchor == nil && config.isLegacy {
-            findings.append(AuditFinding(.logMissing, "the vault has no history (log.vlt): it was made before vault kept one, or the log was deleted"))
+            findings.append(
+                AuditFinding(
+                    .logMissing,
+                    "the vault has no history (log.vlt): it was made before vault kept one, or the log was deleted"))
         }
         let pendingRemoval = try HistoryLog(vault: self).pendingRemovalState()
         if let refused = pendingRemoval.refused {
-            findings.append(AuditFinding(.pendingRemovalRefused, "\(refused.message); it is not acted on (delete it, or remove the documents again)"))
+            findings.append(
+                AuditFinding(
+                    .pendingRemovalRefused,
+                    "\(refused.message); it is not acted on (delete it, or remove the documents again)"))
         }
         if let expected = expectedHead {
             if scan.entries.count < expected.count {
-                findings.append(AuditFinding(.rolledBack, "the log holds \(scan.entries.count) records, but the expected head \(expected) has \(expected.count): the vault was rolled back, or its log cut"))
+                findings.append(
+                    AuditFinding(
+                        .rolledBack,
+                        """
+                            the log holds \(scan.entries.count) records, but the expected head \(expected) has \
+                            \(expected.count): the vault was rolled back, or its log cut
+                            """
+                    ))
             } else if expected.count > 0 && scan.entries[expected.count - 1].tag != expected.tag {
-                findings.append(AuditFinding(.headDiffers, "record \(expected.count) is not the one the expected head names: the log was replaced",
-                                             record: expected.count))
+                findings.append(
+                    AuditFinding(
+                        .headDiffers,
+                        "record \(expected.count) is not the one the expected head names: the log was replaced",
+                        record: expected.count))
             }
         }
         let logState = scan.documentState()
@@ -71,9 +96,17 @@ extension Vault {
         for id in pending { present[id] = nil }
         let objects = try store.objectIDs().filter { !pending.contains($0.hex) }
         // Only the few missing ones are sorted (sorting every entry would copy them all).
-        for (hex, (document, position)) in present.filter({ DocumentID(hex: $0.key).map { !objects.contains($0) } ?? true }).sorted(by: { $0.key < $1.key }) {
-            findings.append(AuditFinding(.missingObject, "\(hex) (\(document.name)), added by record \(position), has no object: it was deleted outside vault",
-                                         document: hex, record: position))
+        for (hex, (document, position)) in present.filter({
+            DocumentID(hex: $0.key).map { !objects.contains($0) } ?? true
+        }).sorted(by: { $0.key < $1.key }) {
+            findings.append(
+                AuditFinding(
+                    .missingObject,
+                    """
+                        \(hex) (\(document.name)), added by record \(position), has no object: it was deleted outside \
+                        vault
+                        """,
+                    document: hex, record: position))
         }
         // The index: sealed rows that must name exactly the objects, with their metadata, and
         // the documents the history removed. Each object's row is looked up as the object is
@@ -81,7 +114,8 @@ extension Vault {
         let inspected = try inspectIndex()
         let status = inspected.status
         var index = inspected.index
-        let rowsUsable = status == .current || status == .stale   // a stale stamp alone (a copied folder, a crash) is not a finding
+        // a stale stamp alone (a copied folder, a crash) is not a finding
+        let rowsUsable = status == .current || status == .stale
         for (n, id) in objects.sorted().enumerated() {
             progress?(n, objects.count)
             var metadata: DocumentMetadata?
@@ -95,28 +129,50 @@ extension Vault {
             }
             let hex = id.hex
             if let at = removed[hex], present[hex] == nil {
-                findings.append(AuditFinding(.resurrectedObject, "\(hex) was removed by record \(at), and its object is back: export and upload refuse it",
-                                             document: hex, record: at))
+                findings.append(
+                    AuditFinding(
+                        .resurrectedObject,
+                        "\(hex) was removed by record \(at), and its object is back: export and upload refuse it",
+                        document: hex, record: at))
             } else if let (logged, position) = present[hex] {
                 if let m = metadata, Hex.encode(m.sha256) != logged.sha256 || m.size != logged.size {
-                    findings.append(AuditFinding(.objectDiffers, "\(hex) is not the document record \(position) added (its size or SHA-256 differs)",
-                                                 document: hex, record: position))
+                    findings.append(
+                        AuditFinding(
+                            .objectDiffers,
+                            "\(hex) is not the document record \(position) added (its size or SHA-256 differs)",
+                            document: hex, record: position))
                 }
             } else if scan.exists {
-                findings.append(AuditFinding(.unloggedObject, "\(hex) is in the vault but in no record: it was copied in, or a command was killed after committing it (the next change records those as 'adopt')",
-                                             document: hex))
+                findings.append(
+                    AuditFinding(
+                        .unloggedObject,
+                        """
+                            \(hex) is in the vault but in no record: it was copied in, or a command was killed after \
+                            committing it (the next change records those as 'adopt')
+                            """,
+                        document: hex))
             }
             if rowsUsable, let m = metadata {
                 do {
                     if let row = try index.record(id) {
                         if row.metadata != m.retagged(tagChanges[hex]) {
-                            findings.append(AuditFinding(.indexMismatch, "the index's record of \(id) differs from its envelope", document: hex))
+                            findings.append(
+                                AuditFinding(
+                                    .indexMismatch, "the index's record of \(id) differs from its envelope",
+                                    document: hex))
                         }
                     } else {
-                        findings.append(AuditFinding(.indexMismatch, "the index has no row for \(id) (the next command rebuilds it)", document: hex))
+                        findings.append(
+                            AuditFinding(
+                                .indexMismatch, "the index has no row for \(id) (the next command rebuilds it)",
+                                document: hex))
                     }
                 } catch {
-                    findings.append(AuditFinding(.indexMismatch, "the index's row for \(id) fails authentication (the next command rebuilds it)", document: hex))
+                    findings.append(
+                        AuditFinding(
+                            .indexMismatch,
+                            "the index's row for \(id) fails authentication (the next command rebuilds it)",
+                            document: hex))
                 }
             }
         }
@@ -124,25 +180,58 @@ extension Vault {
         switch status {
         case .current, .stale:
             if !(try index.verifyRows(against: try index.stateOrEmpty())) {
-                findings.append(AuditFinding(.indexMismatch, "index.db does not match the commitment vault sealed with its rows: rows were added, removed or changed outside vault (rebuilt from the history and the objects)"))
+                findings.append(
+                    AuditFinding(
+                        .indexMismatch,
+                        """
+                            index.db does not match the commitment vault sealed with its rows: rows were added, \
+                            removed or changed outside vault (rebuilt from the history and the objects)
+                            """
+                    ))
                 try rebuildIndexNow()
                 index = try inspectIndex().index
             }
             for id in try index.ids() where !objects.contains(id) && !pending.contains(id.hex) {
-                findings.append(AuditFinding(.indexMismatch, "the index has a row for \(id), which has no object (the next command reconciles it)", document: id.hex))
+                findings.append(
+                    AuditFinding(
+                        .indexMismatch,
+                        "the index has a row for \(id), which has no object (the next command reconciles it)",
+                        document: id.hex))
             }
             // Compared only when the index has applied the whole history (a writer killed
             // between its record and the index leaves it one behind; the next command catches up).
             let indexState = try index.stateOrEmpty()
             let indexRemoved = Set(try index.removedDocuments().keys.map(\.hex))
-            if indexState.logCount == scan.entries.count && indexState.logTag == Hex.encode(scan.head.tag) && indexRemoved != Set(removed.keys) {
-                findings.append(AuditFinding(.indexMismatch, "the index's list of removed documents differs from the history's (\(indexRemoved.count) against \(removed.count))"))
+            if indexState.logCount == scan.entries.count && indexState.logTag == Hex.encode(scan.head.tag)
+                && indexRemoved != Set(removed.keys)
+            {
+                findings.append(
+                    AuditFinding(
+                        .indexMismatch,
+                        """
+                            the index's list of removed documents differs from the history's (\(indexRemoved.count) \
+                            against \(removed.count))
+                            """
+                    ))
             }
-        case .missing: findings.append(AuditFinding(.indexMismatch, "index.db is missing or empty (the next command rebuilds it)"))
-        case .otherEpoch: findings.append(AuditFinding(.indexMismatch, "index.db is sealed in another key epoch: a password change was interrupted, or an old copy was put back (the next command rebuilds it)"))
-        case .damaged: findings.append(AuditFinding(.indexMismatch, "index.db fails authentication or has lost rows (the next command rebuilds it)"))
+        case .missing:
+            findings.append(AuditFinding(.indexMismatch, "index.db is missing or empty (the next command rebuilds it)"))
+        case .otherEpoch:
+            findings.append(
+                AuditFinding(
+                    .indexMismatch,
+                    """
+                        index.db is sealed in another key epoch: a password change was interrupted, or an old copy \
+                        was put back (the next command rebuilds it)
+                        """
+                ))
+        case .damaged:
+            findings.append(
+                AuditFinding(
+                    .indexMismatch, "index.db fails authentication or has lost rows (the next command rebuilds it)"))
         }
-        return AuditReport(findings: findings, head: scan.head, records: scan.entries.count, documents: present.count,
-                           objects: objects.count, deep: deep)
+        return AuditReport(
+            findings: findings, head: scan.head, records: scan.entries.count, documents: present.count,
+            objects: objects.count, deep: deep)
     }
 }

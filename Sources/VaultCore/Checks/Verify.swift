@@ -37,24 +37,27 @@ extension Vault {
     /// the plaintext's SHA-256 with the recorded one, and checks the index against what the
     /// envelopes say, rebuilding it when it is stale or damaged.
     /// - Parameter progress: called after each verified batch with (bytes done, bytes total).
-    package func verify(_ ids: [DocumentID]? = nil, progress: ((UInt64, UInt64) -> Void)? = nil) throws -> VerifyReport {
+    package func verify(_ ids: [DocumentID]? = nil, progress: ((UInt64, UInt64) -> Void)? = nil) throws -> VerifyReport
+    {
         let all = try records().records
         let status = indexHolder.lastStatus
         let selected = try ids ?? Array(store.objectIDs())
         let known = Dictionary(all.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         let ordered = selected.sorted { a, b in
-            let ka = known[a].map { $0.metadata.addedAtMillis } ?? .max, kb = known[b].map { $0.metadata.addedAtMillis } ?? .max
+            let ka = known[a].map { $0.metadata.addedAtMillis } ?? .max,
+                kb = known[b].map { $0.metadata.addedAtMillis } ?? .max
             return (ka, a) < (kb, b)
         }
         let total = ordered.reduce(UInt64(0)) { $0 + (known[$1]?.metadata.size ?? 0) }
         var done: UInt64 = 0
         var mismatch = false
         var entries: [VerifyReport.Entry] = []
-        var indexState: VerifyReport.IndexState = switch status {
-        case .current: .ok
-        case .missing, .stale, .otherEpoch: .rebuilt
-        case .damaged: .damaged
-        }
+        var indexState: VerifyReport.IndexState =
+            switch status {
+            case .current: .ok
+            case .missing, .stale, .otherEpoch: .rebuilt
+            case .damaged: .damaged
+            }
         for id in ordered {
             var entry = VerifyReport.Entry(id: id, name: known[id]?.metadata.name, size: known[id]?.metadata.size)
             do {
@@ -62,7 +65,9 @@ extension Vault {
                 entry.name = reader.metadata.name
                 entry.size = reader.metadata.size
                 // Tags change in the history (`vault tag`), not in the envelope: audit checks them.
-                if let record = known[id], !record.metadata.sameDocument(as: reader.metadata) { indexState = .damaged; mismatch = true }
+                if let record = known[id], !record.metadata.sameDocument(as: reader.metadata) {
+                    indexState = .damaged; mismatch = true
+                }
                 while let batch = try reader.next() {
                     done += UInt64(batch.count)
                     progress?(done, max(total, done))

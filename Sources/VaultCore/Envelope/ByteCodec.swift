@@ -47,7 +47,8 @@ struct ByteReader {
     var remaining: Int { end - offset }
 
     mutating func raw(_ n: Int) throws -> [UInt8] {
-        guard n >= 0, remaining >= n else {
+        guard n >= 0,
+              remaining >= n else {
             throw damaged ?? VaultError(.headerMalformed, "\(what) ends early at byte \(offset) (needs \(n) more)")
         }
         defer { offset += n }

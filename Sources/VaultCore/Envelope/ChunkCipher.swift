@@ -29,15 +29,19 @@ final class ChunkCipher: Sendable {
     func seal(_ plain: UnsafeRawBufferPointer, index: UInt64, last: Bool, into out: UnsafeMutableRawBufferPointer) {
         Self.withNonce(index: index, last: last) { nonce in
             key.withUnsafeBytes { k in
-                XChaCha20Poly1305.seal(plain, into: out, ad: UnsafeRawBufferPointer(start: nil, count: 0), nonce: nonce, key: k)
+                XChaCha20Poly1305.seal(
+                    plain, into: out, ad: UnsafeRawBufferPointer(start: nil, count: 0), nonce: nonce, key: k)
             }
         }
     }
 
-    func open(_ sealed: UnsafeRawBufferPointer, index: UInt64, last: Bool, into out: UnsafeMutableRawBufferPointer) -> Bool {
+    func open(
+        _ sealed: UnsafeRawBufferPointer, index: UInt64, last: Bool, into out: UnsafeMutableRawBufferPointer
+    ) -> Bool {
         Self.withNonce(index: index, last: last) { nonce in
             key.withUnsafeBytes { k in
-                XChaCha20Poly1305.open(sealed, into: out, ad: UnsafeRawBufferPointer(start: nil, count: 0), nonce: nonce, key: k)
+                XChaCha20Poly1305.open(
+                    sealed, into: out, ad: UnsafeRawBufferPointer(start: nil, count: 0), nonce: nonce, key: k)
             }
         }
     }
@@ -51,14 +55,17 @@ final class ChunkCipher: Sendable {
     /// a thread that finishes the hash goes on sealing and no core waits for the other. (With
     /// the hash on one thread and all the sealing on the other, a 1 MiB batch took as long as
     /// its sealing alone: about 0.9 ms here, against 0.6 ms for the hash.)
-    func sealBatch(_ plain: UnsafeRawBufferPointer, firstIndex: UInt64, final: Bool,
-                   into sealed: UnsafeMutableRawBufferPointer, alongside: [() -> Void] = []) -> Int {
+    func sealBatch(
+        _ plain: UnsafeRawBufferPointer, firstIndex: UInt64, final: Bool,
+        into sealed: UnsafeMutableRawBufferPointer, alongside: [() -> Void] = []
+    ) -> Int {
         let cs = EnvelopeFormat.chunkSize, ss = EnvelopeFormat.sealedChunkSize
         let count = max(1, (plain.count + cs - 1) / cs)
         let sealChunk = { (i: Int) in
             let start = i * cs, end = min(start + cs, plain.count)
             let p = UnsafeRawBufferPointer(rebasing: plain[start..<end])
-            let o = UnsafeMutableRawBufferPointer(rebasing: sealed[i * ss..<(i * ss + p.count + EnvelopeFormat.tagSize)])
+            let o = UnsafeMutableRawBufferPointer(
+                rebasing: sealed[i * ss..<(i * ss + p.count + EnvelopeFormat.tagSize)])
             self.seal(p, index: firstIndex + UInt64(i), last: final && i == count - 1, into: o)
         }
         run(count, alongside: alongside, sealChunk)
@@ -69,8 +76,10 @@ final class ChunkCipher: Sendable {
     /// parallel. Returns nil when all verify, else the smallest failing chunk offset in the batch.
     /// `alongside` as in ``sealBatch(_:firstIndex:final:into:alongside:)`` (the reader reads
     /// the next batch there).
-    func openBatch(_ sealed: UnsafeRawBufferPointer, firstIndex: UInt64, final: Bool,
-                   into plain: UnsafeMutableRawBufferPointer, alongside: [() -> Void] = []) -> Int? {
+    func openBatch(
+        _ sealed: UnsafeRawBufferPointer, firstIndex: UInt64, final: Bool,
+        into plain: UnsafeMutableRawBufferPointer, alongside: [() -> Void] = []
+    ) -> Int? {
         let cs = EnvelopeFormat.chunkSize, ss = EnvelopeFormat.sealedChunkSize
         let count = (sealed.count + ss - 1) / ss
         let failures = FailureSet()

@@ -16,7 +16,8 @@ public struct DocumentID: Hashable, Comparable, Sendable, CustomStringConvertibl
 
     /// Parses 32 hex digits (either case); nil otherwise.
     public init?(hex: String) {
-        guard let b = Hex.decode(hex), b.count == EnvelopeFormat.documentIDSize else { return nil }
+        guard let b = Hex.decode(hex),
+              b.count == EnvelopeFormat.documentIDSize else { return nil }
         self.bytes = b
     }
 
@@ -29,7 +30,8 @@ public struct DocumentID: Hashable, Comparable, Sendable, CustomStringConvertibl
     public init(from decoder: any Decoder) throws {
         let s = try decoder.singleValueContainer().decode(String.self)
         guard let id = DocumentID(hex: s) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "bad document id"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "bad document id"))
         }
         self = id
     }
@@ -71,7 +73,8 @@ package enum Hex {
         out.reserveCapacity(u.count / 2)
         var i = 0
         while i < u.count {
-            guard let hi = nibble(u[i]), let lo = nibble(u[i + 1]) else { return nil }
+            guard let hi = nibble(u[i]),
+                  let lo = nibble(u[i + 1]) else { return nil }
             out.append(hi << 4 | lo)
             i += 2
         }

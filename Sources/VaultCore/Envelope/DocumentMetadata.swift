@@ -17,7 +17,8 @@ public struct DocumentMetadata: Equatable, Sendable, Codable {
     public var tags: [String]
 
     /// Creates metadata.
-    public init(name: String, contentType: String, size: UInt64, sha256: [UInt8], addedAtMillis: Int64, tags: [String]) {
+    public init(name: String, contentType: String, size: UInt64, sha256: [UInt8], addedAtMillis: Int64, tags: [String])
+    {
         self.name = name
         self.contentType = contentType
         self.size = size
@@ -43,7 +44,8 @@ public struct DocumentMetadata: Equatable, Sendable, Codable {
         guard name.utf8.count <= Self.maxNameBytes else {
             throw VaultError(.usage, "document name is longer than \(Self.maxNameBytes) bytes")
         }
-        guard !contentType.isEmpty, contentType.utf8.count <= Self.maxContentTypeBytes,
+        guard !contentType.isEmpty,
+              contentType.utf8.count <= Self.maxContentTypeBytes,
               contentType.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
             throw VaultError(.usage, "content type '\(contentType)' is not a valid MIME type")
         }
@@ -83,12 +85,16 @@ public struct DocumentMetadata: Equatable, Sendable, Codable {
         var tags: [String] = []
         for _ in 0..<Int(try r.u8()) { tags.append(try utf8(r.raw(Int(r.u8())), "tag")) }
         let padding = try r.raw(r.remaining)
-        guard padding.count < EnvelopeFormat.metadataBlock, bytes.count % EnvelopeFormat.metadataBlock == 0,
+        guard padding.count < EnvelopeFormat.metadataBlock,
+              bytes.count % EnvelopeFormat.metadataBlock == 0,
               padding.allSatisfy({ $0 == 0 }) else {
             throw VaultError(.headerMalformed, "document metadata has non-canonical padding")
         }
-        let meta = DocumentMetadata(name: name, contentType: type, size: size, sha256: digest, addedAtMillis: added, tags: tags)
-        do { try meta.validate() } catch { throw VaultError(.headerMalformed, "document metadata is invalid: \(VaultError.from(error).message)") }
+        let meta = DocumentMetadata(
+            name: name, contentType: type, size: size, sha256: digest, addedAtMillis: added, tags: tags)
+        do { try meta.validate() } catch {
+            throw VaultError(.headerMalformed, "document metadata is invalid: \(VaultError.from(error).message)")
+        }
         return meta
     }
 

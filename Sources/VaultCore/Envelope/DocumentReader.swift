@@ -19,7 +19,7 @@ package final class DocumentReader {
     private let opener: Opener
     private let cacheBytes: Int
     private var cache: [UInt64: [UInt8]] = [:]
-    private var recent: [UInt64] = []   // least recently used first
+    private var recent: [UInt64] = []  // least recently used first
 
     init(metadata: DocumentMetadata, cacheBytes: Int, opener: @escaping Opener) {
         self.metadata = metadata
@@ -31,7 +31,8 @@ package final class DocumentReader {
 
     /// Up to `count` bytes from `offset` (fewer at the end of the document; none past it).
     package func read(at offset: UInt64, count: Int) throws -> [UInt8] {
-        guard count > 0, offset < size else { return [] }
+        guard count > 0,
+              offset < size else { return [] }
         let end = min(size, offset + UInt64(count))
         let cs = UInt64(EnvelopeFormat.chunkSize)
         var out = [UInt8]()
@@ -63,7 +64,9 @@ package final class DocumentReader {
             // A run of missing chunks, at most one batch long: each reader opens exactly the
             // chunks asked for (a second batch of a longer run would read past the run's end).
             var runEnd = index
-            while runEnd < range.upperBound && cache[runEnd + 1] == nil && runEnd - index + 1 < UInt64(ChunkBatching.reading.chunks) { runEnd += 1 }
+            while runEnd < range.upperBound && cache[runEnd + 1] == nil
+                && runEnd - index + 1 < UInt64(ChunkBatching.reading.chunks)
+            { runEnd += 1 }
             let chunks = Int(runEnd - index + 1)
             let reader = try opener(index, chunks)
             var at = index

@@ -26,8 +26,10 @@ package struct EnvelopeHeader: Equatable, Sendable {
     package var sealedMetadata: [UInt8]
 
     /// Creates a header from its fields.
-    package init(kdf: KDFParameters, salt: [UInt8], keyCheck: [UInt8], documentID: DocumentID,
-                wrapNonce: [UInt8], wrappedKey: [UInt8], metadataNonce: [UInt8], sealedMetadata: [UInt8]) {
+    package init(
+        kdf: KDFParameters, salt: [UInt8], keyCheck: [UInt8], documentID: DocumentID,
+        wrapNonce: [UInt8], wrappedKey: [UInt8], metadataNonce: [UInt8], sealedMetadata: [UInt8]
+    ) {
         self.kdf = kdf
         self.salt = salt
         self.keyCheck = keyCheck
@@ -43,10 +45,11 @@ package struct EnvelopeHeader: Equatable, Sendable {
 
     /// The header bytes.
     package func serialized() -> [UInt8] {
-        precondition(salt.count == EnvelopeFormat.saltSize && keyCheck.count == EnvelopeFormat.keyCheckSize
-                     && wrapNonce.count == EnvelopeFormat.nonceSize && wrappedKey.count == EnvelopeFormat.wrappedKeySize
-                     && metadataNonce.count == EnvelopeFormat.nonceSize,
-                     "internal error: header field of the wrong size")
+        precondition(
+            salt.count == EnvelopeFormat.saltSize && keyCheck.count == EnvelopeFormat.keyCheckSize
+                && wrapNonce.count == EnvelopeFormat.nonceSize && wrappedKey.count == EnvelopeFormat.wrappedKeySize
+                && metadataNonce.count == EnvelopeFormat.nonceSize,
+            "internal error: header field of the wrong size")
         var w = ByteWriter()
         w.raw(EnvelopeFormat.magic)
         w.u8(EnvelopeFormat.version)
@@ -85,8 +88,13 @@ package struct EnvelopeHeader: Equatable, Sendable {
         var r = ByteReader(prefix, what: "envelope header", offset: EnvelopeFormat.versionOffset)
         let version = try r.u8()
         guard version == EnvelopeFormat.version else {
-            throw VaultError(.unsupportedVersion, "envelope format version \(version) is not supported (this build reads version \(EnvelopeFormat.version))",
-                             hint: "a newer vault may have written it")
+            throw VaultError(
+                .unsupportedVersion,
+                """
+                    envelope format version \(version) is not supported (this build reads version \
+                    \(EnvelopeFormat.version))
+                    """,
+                hint: "a newer vault may have written it")
         }
         let alg = try r.u8()
         guard alg == EnvelopeFormat.kdfArgon2id13 else {
@@ -95,7 +103,8 @@ package struct EnvelopeHeader: Equatable, Sendable {
         try KDFParameters(opsLimit: try r.u32(), memLimitKiB: try r.u32()).validate()
         r = ByteReader(prefix, what: "envelope header", offset: EnvelopeFormat.metadataLengthOffset)
         let m = Int(try r.u32())
-        guard m >= EnvelopeFormat.minSealedMetadataSize, m <= EnvelopeFormat.maxSealedMetadataSize,
+        guard m >= EnvelopeFormat.minSealedMetadataSize,
+              m <= EnvelopeFormat.maxSealedMetadataSize,
               (m - EnvelopeFormat.tagSize) % EnvelopeFormat.metadataBlock == 0 else {
             throw VaultError(.headerMalformed, "metadata length \(m) is out of range")
         }
@@ -119,7 +128,8 @@ package struct EnvelopeHeader: Equatable, Sendable {
         let m = Int(try r.u32())
         let metaNonce = try r.raw(EnvelopeFormat.nonceSize)
         let sealed = try r.raw(m)
-        return EnvelopeHeader(kdf: kdf, salt: salt, keyCheck: check, documentID: id, wrapNonce: wrapNonce,
-                              wrappedKey: wrapped, metadataNonce: metaNonce, sealedMetadata: sealed)
+        return EnvelopeHeader(
+            kdf: kdf, salt: salt, keyCheck: check, documentID: id, wrapNonce: wrapNonce,
+            wrappedKey: wrapped, metadataNonce: metaNonce, sealedMetadata: sealed)
     }
 }

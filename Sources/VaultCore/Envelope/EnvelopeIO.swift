@@ -94,7 +94,9 @@ package final class MemoryEnvelope: EnvelopeOutput, EnvelopeInput, @unchecked Se
     package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         lock.lock(); defer { lock.unlock() }
         let n = min(buffer.count, storage.count - position)
-        storage.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[position..<position + n])) }
+        storage.withUnsafeBytes {
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[position..<position + n]))
+        }
         position += n
         return n
     }

@@ -25,27 +25,39 @@ package final class EnvelopeReader {
     ///   - batching: how many chunks each ``next()`` opens and releases.
     ///   - startChunk: read from this chunk on (random access; the input must be able to seek).
     ///     Chunks before it are not read. Not with `verifyDigest`, which needs every byte.
-    package init(input: any EnvelopeInput, keyring: Keyring, expectedID: DocumentID? = nil, verifyDigest: Bool = false,
-                threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading, startChunk: UInt64 = 0,
-                readAhead: Bool = true) throws {
+    package init(
+        input: any EnvelopeInput, keyring: Keyring, expectedID: DocumentID? = nil, verifyDigest: Bool = false,
+        threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading, startChunk: UInt64 = 0,
+        readAhead: Bool = true
+    ) throws {
         header = try Self.readHeader(input)
         let kek = try keyring.kek(for: header)
-        guard let documentKey = try XChaCha20Poly1305.openKey(header.wrappedKey, ad: header.keyWrapAD,
-                                                              nonce: header.wrapNonce, key: kek) else {
-            throw VaultError(.headerAuthenticationFailed, "the wrapped document key failed authentication",
-                             hint: "the envelope header is damaged or was tampered with")
+        guard
+            let documentKey = try XChaCha20Poly1305.openKey(
+                header.wrappedKey, ad: header.keyWrapAD,
+                nonce: header.wrapNonce, key: kek)
+        else {
+            throw VaultError(
+                .headerAuthenticationFailed, "the wrapped document key failed authentication",
+                hint: "the envelope header is damaged or was tampered with")
         }
-        let metaKey = try SubkeyDerivation.derive(from: documentKey, id: EnvelopeFormat.metadataSubkeyID,
-                                                  context: EnvelopeFormat.subkeyContext)
-        guard let plainMeta = XChaCha20Poly1305.open(header.sealedMetadata, ad: header.metadataAD,
-                                                    nonce: header.metadataNonce, key: metaKey) else {
-            throw VaultError(.headerAuthenticationFailed, "the envelope header failed authentication",
-                             hint: "the envelope header is damaged or was tampered with")
+        let metaKey = try SubkeyDerivation.derive(
+            from: documentKey, id: EnvelopeFormat.metadataSubkeyID,
+            context: EnvelopeFormat.subkeyContext)
+        guard
+            let plainMeta = XChaCha20Poly1305.open(
+                header.sealedMetadata, ad: header.metadataAD,
+                nonce: header.metadataNonce, key: metaKey)
+        else {
+            throw VaultError(
+                .headerAuthenticationFailed, "the envelope header failed authentication",
+                hint: "the envelope header is damaged or was tampered with")
         }
         metadata = try DocumentMetadata.decode(plainMeta)
         if let expectedID, expectedID != header.documentID {
-            throw VaultError(.headerAuthenticationFailed, "the envelope holds document \(header.documentID), not \(expectedID)",
-                             hint: "object files were swapped or renamed")
+            throw VaultError(
+                .headerAuthenticationFailed, "the envelope holds document \(header.documentID), not \(expectedID)",
+                hint: "object files were swapped or renamed")
         }
         if let total = try input.totalSize() {
             let expected = UInt64(header.encodedSize) + EnvelopeSize.payloadSize(plaintextSize: metadata.size)
@@ -53,7 +65,8 @@ package final class EnvelopeReader {
                 throw VaultError(.truncated, "the envelope is cut short: \(total) of \(expected) bytes")
             }
             if total > expected {
-                throw VaultError(.trailingData, "\(total - expected) unexpected bytes follow the envelope's final chunk")
+                throw VaultError(
+                    .trailingData, "\(total - expected) unexpected bytes follow the envelope's final chunk")
             }
         }
         if startChunk > 0 {
@@ -64,10 +77,13 @@ package final class EnvelopeReader {
             }
             try input.seek(to: UInt64(header.encodedSize) + startChunk * UInt64(EnvelopeFormat.sealedChunkSize))
         }
-        let payloadKey = try SubkeyDerivation.derive(from: documentKey, id: EnvelopeFormat.payloadSubkeyID,
-                                                     context: EnvelopeFormat.subkeyContext)
-        stream = StreamReader(cipher: ChunkCipher(payloadKey: payloadKey, threads: threads), batching: batching,
-                              firstIndex: startChunk, readAhead: readAhead) { buffer in
+        let payloadKey = try SubkeyDerivation.derive(
+            from: documentKey, id: EnvelopeFormat.payloadSubkeyID,
+            context: EnvelopeFormat.subkeyContext)
+        stream = StreamReader(
+            cipher: ChunkCipher(payloadKey: payloadKey, threads: threads), batching: batching,
+            firstIndex: startChunk, readAhead: readAhead
+        ) { buffer in
             try input.read(into: buffer)
         }
         hasher = verifyDigest ? SHA256() : nil
@@ -91,7 +107,8 @@ package final class EnvelopeReader {
         return try EnvelopeHeader.parse(prefix + rest)
     }
 
-    private static func readFully(_ input: any EnvelopeInput, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    private static func readFully(_ input: any EnvelopeInput, into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+    {
         var total = 0
         while total < buffer.count {
             let k = try input.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]))

@@ -6,7 +6,8 @@
 package enum EnvelopeSize {
     /// Number of chunks for `plaintextSize` bytes (at least one).
     package static func chunkCount(plaintextSize: UInt64) -> UInt64 {
-        plaintextSize == 0 ? 1 : (plaintextSize + UInt64(EnvelopeFormat.chunkSize) - 1) / UInt64(EnvelopeFormat.chunkSize)
+        plaintextSize == 0
+            ? 1 : (plaintextSize + UInt64(EnvelopeFormat.chunkSize) - 1) / UInt64(EnvelopeFormat.chunkSize)
     }
 
     /// Payload bytes (all sealed chunks) for `plaintextSize` bytes of plaintext.

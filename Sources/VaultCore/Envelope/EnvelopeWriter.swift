@@ -20,16 +20,21 @@ package final class EnvelopeWriter {
     /// Starts an envelope.
     /// - Parameters:
     ///   - metadata: name, content type, tags and time; `size` and `sha256` are filled in by ``finish()``.
-    package convenience init(output: any EnvelopeOutput, keyring: Keyring, documentID: DocumentID, metadata: DocumentMetadata,
-                            random: any RandomSource = SystemRandom()) throws {
-        try self.init(output: output, keyringWhenDone: { keyring }, documentID: documentID, metadata: metadata, random: random)
+    package convenience init(
+        output: any EnvelopeOutput, keyring: Keyring, documentID: DocumentID, metadata: DocumentMetadata,
+        random: any RandomSource = SystemRandom()
+    ) throws {
+        try self.init(
+            output: output, keyringWhenDone: { keyring }, documentID: documentID, metadata: metadata, random: random)
     }
 
     /// Starts an envelope whose keyring is needed only by ``finish()`` (to seal the header):
     /// the payload is sealed under the document's own random key, so it can be written while
     /// the password's Argon2id run is still going.
-    init(output: any EnvelopeOutput, keyringWhenDone keyring: @escaping () throws -> Keyring, documentID: DocumentID,
-         metadata: DocumentMetadata, random: any RandomSource = SystemRandom()) throws {
+    init(
+        output: any EnvelopeOutput, keyringWhenDone keyring: @escaping () throws -> Keyring, documentID: DocumentID,
+        metadata: DocumentMetadata, random: any RandomSource = SystemRandom()
+    ) throws {
         var template = metadata
         template.size = 0
         template.sha256 = [UInt8](repeating: 0, count: 32)
@@ -40,12 +45,14 @@ package final class EnvelopeWriter {
         self.keyring = keyring
         self.random = random
         documentKey = try SecretBytes.random(count: EnvelopeFormat.keySize, using: random)
-        let payloadKey = try SubkeyDerivation.derive(from: documentKey, id: EnvelopeFormat.payloadSubkeyID,
-                                                     context: EnvelopeFormat.subkeyContext)
+        let payloadKey = try SubkeyDerivation.derive(
+            from: documentKey, id: EnvelopeFormat.payloadSubkeyID,
+            context: EnvelopeFormat.subkeyContext)
         // The metadata encoding has fixed-width size and digest fields, so the header size is known now.
         try output.reserveHeader(EnvelopeFormat.fixedHeaderSize + template.encoded().count + EnvelopeFormat.tagSize)
-        stream = StreamWriter(cipher: ChunkCipher(payloadKey: payloadKey), observer: { [hasher] in hasher.sha.update(bufferPointer: $0) },
-                              sink: { [output] bytes in try output.append(bytes) })
+        stream = StreamWriter(
+            cipher: ChunkCipher(payloadKey: payloadKey), observer: { [hasher] in hasher.sha.update(bufferPointer: $0) },
+            sink: { [output] bytes in try output.append(bytes) })
     }
 
     /// Plaintext bytes written so far.
@@ -68,8 +75,9 @@ package final class EnvelopeWriter {
         var meta = template
         meta.size = stream.plaintextCount
         meta.sha256 = Array(hasher.sha.finalize())
-        let header = try Self.sealHeader(documentKey: documentKey, keyring: try keyring(), documentID: documentID,
-                                         metadata: meta, random: random)
+        let header = try Self.sealHeader(
+            documentKey: documentKey, keyring: try keyring(), documentID: documentID,
+            metadata: meta, random: random)
         try output.writeHeader(header.serialized())
         return meta
     }
@@ -77,8 +85,10 @@ package final class EnvelopeWriter {
     /// Builds the header: wraps the document key under the keyring's KEK (authenticating the
     /// header prefix), and seals the metadata under the metadata subkey (authenticating the
     /// whole fixed header).
-    static func sealHeader(documentKey: SecretBytes, keyring: Keyring, documentID: DocumentID,
-                           metadata: DocumentMetadata, random: any RandomSource) throws -> EnvelopeHeader {
+    static func sealHeader(
+        documentKey: SecretBytes, keyring: Keyring, documentID: DocumentID,
+        metadata: DocumentMetadata, random: any RandomSource
+    ) throws -> EnvelopeHeader {
         let plainMeta = metadata.encoded()
         var header = EnvelopeHeader(
             kdf: keyring.kdf, salt: keyring.salt, keyCheck: keyring.keyCheck, documentID: documentID,
@@ -86,10 +96,13 @@ package final class EnvelopeWriter {
             wrappedKey: [UInt8](repeating: 0, count: EnvelopeFormat.wrappedKeySize),
             metadataNonce: random.bytes(EnvelopeFormat.nonceSize),
             sealedMetadata: [UInt8](repeating: 0, count: plainMeta.count + EnvelopeFormat.tagSize))
-        header.wrappedKey = XChaCha20Poly1305.sealKey(documentKey, ad: header.keyWrapAD, nonce: header.wrapNonce, key: keyring.kek)
-        let metaKey = try SubkeyDerivation.derive(from: documentKey, id: EnvelopeFormat.metadataSubkeyID,
-                                                  context: EnvelopeFormat.subkeyContext)
-        header.sealedMetadata = XChaCha20Poly1305.seal(plainMeta, ad: header.metadataAD, nonce: header.metadataNonce, key: metaKey)
+        header.wrappedKey = XChaCha20Poly1305.sealKey(
+            documentKey, ad: header.keyWrapAD, nonce: header.wrapNonce, key: keyring.kek)
+        let metaKey = try SubkeyDerivation.derive(
+            from: documentKey, id: EnvelopeFormat.metadataSubkeyID,
+            context: EnvelopeFormat.subkeyContext)
+        header.sealedMetadata = XChaCha20Poly1305.seal(
+            plainMeta, ad: header.metadataAD, nonce: header.metadataNonce, key: metaKey)
         return header
     }
 }

@@ -21,8 +21,10 @@ package final class Keyring: Sendable {
     /// written before a password change); off for a vault's own objects.
     package let acceptsEarlierEpochs: Bool
 
-    init(kdf: KDFParameters, salt: [UInt8], kek: SecretBytes, epoch: UInt32 = 0, earlier: [Keyring] = [],
-         acceptsEarlierEpochs: Bool = false) {
+    init(
+        kdf: KDFParameters, salt: [UInt8], kek: SecretBytes, epoch: UInt32 = 0, earlier: [Keyring] = [],
+        acceptsEarlierEpochs: Bool = false
+    ) {
         self.kdf = kdf
         self.salt = salt
         self.kek = kek
@@ -34,7 +36,8 @@ package final class Keyring: Sendable {
 
     /// This keyring in `epoch`, knowing the password blocks of earlier ones.
     func with(epoch: UInt32, earlier: [Keyring], acceptsEarlierEpochs: Bool = false) -> Keyring {
-        Keyring(kdf: kdf, salt: salt, kek: kek, epoch: epoch, earlier: earlier, acceptsEarlierEpochs: acceptsEarlierEpochs)
+        Keyring(
+            kdf: kdf, salt: salt, kek: kek, epoch: epoch, earlier: earlier, acceptsEarlierEpochs: acceptsEarlierEpochs)
     }
 
     /// The same keys, also opening envelopes of earlier epochs.
@@ -45,12 +48,15 @@ package final class Keyring: Sendable {
     /// Runs Argon2id for a new salt (vault creation).
     package static func create(password: SecretBytes, kdf: KDFParameters, random: any RandomSource) throws -> Keyring {
         let salt = random.bytes(PasswordKDF.saltSize)
-        return Keyring(kdf: kdf, salt: salt, kek: try PasswordKDF.deriveKey(password: password, salt: salt, parameters: kdf))
+        return Keyring(
+            kdf: kdf, salt: salt, kek: try PasswordKDF.deriveKey(password: password, salt: salt, parameters: kdf))
     }
 
     /// Runs Argon2id and checks the result against a stored key check.
     /// - Throws: ``VaultError/Code/wrongPassword`` when the check does not match.
-    package static func unlock(password: SecretBytes, kdf: KDFParameters, salt: [UInt8], keyCheck: [UInt8]) throws -> Keyring {
+    package static func unlock(
+        password: SecretBytes, kdf: KDFParameters, salt: [UInt8], keyCheck: [UInt8]
+    ) throws -> Keyring {
         let kek = try PasswordKDF.deriveKey(password: password, salt: salt, parameters: kdf)
         guard PasswordKDF.matches(kek: kek, check: keyCheck) else {
             throw VaultError(.wrongPassword, "wrong password")
@@ -65,15 +71,29 @@ package final class Keyring: Sendable {
 
     /// The key-encryption key for `header`, if it was sealed under this keyring.
     func kek(for header: EnvelopeHeader) throws -> SecretBytes {
-        if let old = earlier.first(where: { header.kdf == $0.kdf && header.salt == $0.salt && header.keyCheck == $0.keyCheck }) {
+        if let old = earlier.first(where: {
+            header.kdf == $0.kdf && header.salt == $0.salt && header.keyCheck == $0.keyCheck
+        }) {
             if acceptsEarlierEpochs { return old.kek }
-            throw VaultError(.headerAuthenticationFailed,
-                             "it is sealed under the password of key epoch \(old.epoch), which a password change retired (this vault is at epoch \(epoch))",
-                             hint: "an envelope of an earlier epoch in the vault's folder was put there from a backup or by someone who knew an old password")
+            throw VaultError(
+                .headerAuthenticationFailed,
+                """
+                    it is sealed under the password of key epoch \(old.epoch), which a password change retired (this \
+                    vault is at epoch \(epoch))
+                    """,
+                hint:
+                    """
+                        an envelope of an earlier epoch in the vault's folder was put there from a backup or by \
+                        someone who knew an old password
+                        """
+            )
         }
-        guard header.kdf == kdf, header.salt == salt, header.keyCheck == keyCheck else {
-            throw VaultError(.headerAuthenticationFailed, "its password block does not match this vault",
-                             hint: "the header is damaged, or the envelope comes from another vault")
+        guard header.kdf == kdf,
+              header.salt == salt,
+              header.keyCheck == keyCheck else {
+            throw VaultError(
+                .headerAuthenticationFailed, "its password block does not match this vault",
+                hint: "the header is damaged, or the envelope comes from another vault")
         }
         return kek
     }

@@ -23,7 +23,7 @@ package final class StreamReader {
     private var inHand = 0
     private var sealed: UnsafeMutableRawBufferPointer { buffers[inHand] }
     private let plain: UnsafeMutableRawBufferPointer
-    private var have = 0                                // bytes in `sealed`
+    private var have = 0  // bytes in `sealed`
     private var nextIndex: UInt64 = 0
     private var state = State.reading
     /// Plaintext bytes released so far (all authenticated).
@@ -37,7 +37,10 @@ package final class StreamReader {
     /// the input ends after them), whose source starts at chunk `firstIndex` (0: the start).
     /// - Parameter readAhead: read the next batch while this one is opened (for reads that go
     ///   on; off for a random-access read of a few chunks, which would read a batch for nothing).
-    init(cipher: ChunkCipher, batching: ChunkBatching, firstIndex: UInt64 = 0, readAhead: Bool = true, source: @escaping Source) {
+    init(
+        cipher: ChunkCipher, batching: ChunkBatching, firstIndex: UInt64 = 0, readAhead: Bool = true,
+        source: @escaping Source
+    ) {
         self.cipher = cipher
         self.source = source
         self.readAhead = readAhead
@@ -95,7 +98,9 @@ package final class StreamReader {
                     }
                 } catch { readError = error }
             }
-            try open(UnsafeRawBufferPointer(rebasing: sealed[0..<batch]), final: false, alongside: readAhead ? [readNext] : [])
+            try open(
+                UnsafeRawBufferPointer(rebasing: sealed[0..<batch]), final: false,
+                alongside: readAhead ? [readNext] : [])
             if let readError { throw readError }
             inHand = 1 - inHand
             have = 1 + read
@@ -103,7 +108,8 @@ package final class StreamReader {
         }
         // The input has ended: the last chunk in hand must be the final one.
         if have == 0 {
-            throw VaultError(.truncated, nextIndex == 0 ? "payload is empty (no chunks)" : "payload ends without a final chunk")
+            throw VaultError(
+                .truncated, nextIndex == 0 ? "payload is empty (no chunks)" : "payload ends without a final chunk")
         }
         let last = have - (have - 1) / ss * ss
         if last < tag || (last == tag && (nextIndex > 0 || have > ss)) {
@@ -115,7 +121,9 @@ package final class StreamReader {
                 let scratch = UnsafeMutableRawBufferPointer(rebasing: plain[0..<EnvelopeFormat.chunkSize])
                 let isFinal = cipher.open(s, index: nextIndex + UInt64(prev), last: true, into: scratch)
                 Sodium.wipe(scratch)
-                if isFinal { throw VaultError(.trailingData, "data follows the final chunk (chunk \(nextIndex + UInt64(prev)))") }
+                if isFinal {
+                    throw VaultError(.trailingData, "data follows the final chunk (chunk \(nextIndex + UInt64(prev)))")
+                }
             }
             throw VaultError(.truncated, "payload ends inside chunk \(nextIndex + UInt64((have - 1) / ss))")
         }
@@ -134,14 +142,16 @@ package final class StreamReader {
             if !(final && bad == count - 1) {
                 let s = UnsafeRawBufferPointer(rebasing: batch[bad * ss..<min(batch.count, (bad + 1) * ss)])
                 let cs = EnvelopeFormat.chunkSize
-                let scratch = UnsafeMutableRawBufferPointer(rebasing: plain[bad * cs..<(bad * cs + s.count - EnvelopeFormat.tagSize)])
+                let scratch = UnsafeMutableRawBufferPointer(
+                    rebasing: plain[bad * cs..<(bad * cs + s.count - EnvelopeFormat.tagSize)])
                 let isFinal = cipher.open(s, index: index, last: true, into: scratch)
                 Sodium.wipe(plain)
                 if isFinal { throw VaultError(.trailingData, "data follows the final chunk (chunk \(index))") }
             }
             Sodium.wipe(plain)
-            throw VaultError(.chunkAuthenticationFailed, "chunk \(index) failed authentication",
-                             hint: "the document is damaged or was tampered with")
+            throw VaultError(
+                .chunkAuthenticationFailed, "chunk \(index) failed authentication",
+                hint: "the document is damaged or was tampered with")
         }
         nextIndex += UInt64((batch.count + ss - 1) / ss)
         openedChunks += UInt64((batch.count + ss - 1) / ss)

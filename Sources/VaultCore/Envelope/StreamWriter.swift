@@ -71,7 +71,8 @@ package final class StreamWriter {
         while !rest.isEmpty {
             if filled == plain.count { try flush(final: false) }
             let n = min(rest.count, plain.count - filled)
-            UnsafeMutableRawBufferPointer(rebasing: plain[filled..<filled + n]).copyMemory(from: UnsafeRawBufferPointer(rebasing: rest[0..<n]))
+            UnsafeMutableRawBufferPointer(rebasing: plain[filled..<filled + n]).copyMemory(
+                from: UnsafeRawBufferPointer(rebasing: rest[0..<n]))
             filled += n
             touched[current] = max(touched[current], filled)
             plaintextCount += UInt64(n)
@@ -99,10 +100,17 @@ package final class StreamWriter {
                 var thirdCount = 0
                 var readError: Error?
                 let readMore = ahead == size
-                try flush(final: false, alongside: readMore ? [{ [batches] in
-                    do { thirdCount = try source.readFully(into: batches[third]) } catch { readError = error }
-                }] : [])
-                touched[third] = max(touched[third], readMore ? size : 0)   // a failed read may have written part of it
+                try flush(
+                    final: false,
+                    alongside: readMore
+                        ? [
+                            { [batches] in
+                                do { thirdCount = try source.readFully(into: batches[third]) } catch {
+                                    readError = error
+                                }
+                            }
+                        ] : [])
+                touched[third] = max(touched[third], readMore ? size : 0)  // a failed read may have written part of it
                 if let readError { throw readError }
                 plaintextCount += UInt64(ahead)
                 progress?(plaintextCount)
@@ -138,7 +146,8 @@ package final class StreamWriter {
             let buffer = try output.acquire()
             let batch = UnsafeRawBufferPointer(rebasing: plain[0..<filled])
             let observing = observer.map { observer in [{ observer(batch) }] } ?? []
-            let n = cipher.sealBatch(batch, firstIndex: nextIndex, final: final, into: buffer, alongside: observing + alongside)
+            let n = cipher.sealBatch(
+                batch, firstIndex: nextIndex, final: final, into: buffer, alongside: observing + alongside)
             nextIndex += UInt64(max(1, (filled + EnvelopeFormat.chunkSize - 1) / EnvelopeFormat.chunkSize))
             payloadCount += UInt64(n)
             filled = 0

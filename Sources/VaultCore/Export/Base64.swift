@@ -13,8 +13,10 @@ package enum Base64 {
     /// Large inputs are split at multiples of 3 bytes and encoded on `threads` threads (default:
     /// one per core).
     @discardableResult
-    package static func encode(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
-                              threads: Int = Parallelism.allCores) -> Int {
+    package static func encode(
+        _ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
+        threads: Int = Parallelism.allCores
+    ) -> Int {
         let n = input.count
         precondition(UInt64(output.count) >= encodedLength(UInt64(n)), "internal error: base64 output too small")
         guard n > 0 else { return 0 }
@@ -26,17 +28,20 @@ package enum Base64 {
             DispatchQueue.concurrentPerform(iterations: shares) { s in
                 let from = s * groups / shares * 3, to = (s + 1) * groups / shares * 3
                 let (inp, out) = i.value
-                vault_base64_encode(inp.baseAddress!.assumingMemoryBound(to: UInt8.self) + from, to - from,
-                                    out.baseAddress!.assumingMemoryBound(to: UInt8.self) + from / 3 * 4)
+                vault_base64_encode(
+                    inp.baseAddress!.assumingMemoryBound(to: UInt8.self) + from, to - from,
+                    out.baseAddress!.assumingMemoryBound(to: UInt8.self) + from / 3 * 4)
             }
             if whole < n {
-                vault_base64_encode(input.baseAddress!.assumingMemoryBound(to: UInt8.self) + whole, n - whole,
-                                    output.baseAddress!.assumingMemoryBound(to: UInt8.self) + whole / 3 * 4)
+                vault_base64_encode(
+                    input.baseAddress!.assumingMemoryBound(to: UInt8.self) + whole, n - whole,
+                    output.baseAddress!.assumingMemoryBound(to: UInt8.self) + whole / 3 * 4)
             }
             return Int(encodedLength(UInt64(n)))
         }
-        return vault_base64_encode(input.baseAddress!.assumingMemoryBound(to: UInt8.self), n,
-                                   output.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        return vault_base64_encode(
+            input.baseAddress!.assumingMemoryBound(to: UInt8.self), n,
+            output.baseAddress!.assumingMemoryBound(to: UInt8.self))
     }
 }
 
@@ -69,8 +74,9 @@ package struct Base64StreamEncoder {
             carried = 0
         }
         let whole = rest.count / 3 * 3
-        written += Base64.encode(UnsafeRawBufferPointer(rebasing: rest[0..<whole]),
-                                 into: UnsafeMutableRawBufferPointer(rebasing: output[written...]), threads: threads)
+        written += Base64.encode(
+            UnsafeRawBufferPointer(rebasing: rest[0..<whole]),
+            into: UnsafeMutableRawBufferPointer(rebasing: output[written...]), threads: threads)
         for b in rest[whole...] { if carried == 0 { carry.0 = b } else { carry.1 = b }; carried += 1 }
         return written
     }

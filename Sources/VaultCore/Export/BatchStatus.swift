@@ -16,7 +16,8 @@ public enum BatchStatus: String, Codable, Sendable {
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let status = text == "confirmed" ? .complete : BatchStatus(rawValue: text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "unknown batch status '\(text)'"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "unknown batch status '\(text)'"))
         }
         self = status
     }

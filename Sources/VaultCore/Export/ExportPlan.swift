@@ -17,7 +17,8 @@ package struct ExportBatch: Sendable {
 
     /// True for names ``fileName`` produces: `batch-` and four or more digits, then `.json`.
     package static func isFileName(_ name: String) -> Bool {
-        guard name.hasPrefix("batch-"), name.hasSuffix(".json") else { return false }
+        guard name.hasPrefix("batch-"),
+              name.hasSuffix(".json") else { return false }
         let digits = name.dropFirst(6).dropLast(5)
         return digits.count >= 4 && digits.allSatisfy { $0.isASCII && $0.isNumber }
     }
@@ -43,17 +44,22 @@ package enum BatchPlanner {
     /// The batches for `records`.
     /// - Throws: ``VaultError/Code/usage`` naming the first document whose payload alone
     ///   exceeds the byte limit — before any work starts.
-    package static func plan(_ records: [DocumentRecord], limits: BatchLimits, shape: PayloadShape) throws -> [ExportBatch] {
+    package static func plan(
+        _ records: [DocumentRecord], limits: BatchLimits, shape: PayloadShape
+    ) throws -> [ExportBatch] {
         try plan(records, limits: limits, format: .json(shape))
     }
 
     /// The batches for `records` in `format`: the plan an export makes (``CompactPlan``), with
     /// each batch's records. For a raw framing, lengths are computed with its widest fields (a
     /// form's five-digit batch number), so they bound the real ones from above.
-    package static func plan(_ records: [DocumentRecord], limits: BatchLimits, format: PayloadFormat) throws -> [ExportBatch] {
+    package static func plan(
+        _ records: [DocumentRecord], limits: BatchLimits, format: PayloadFormat
+    ) throws -> [ExportBatch] {
         let plan = try CompactPlan(records, limits: limits, format: format)
         return (0..<plan.batchCount).map { i in
-            ExportBatch(index: i + 1, records: Array(records[plan.bounds[i]..<plan.bounds[i + 1]]), length: plan.lengths[i])
+            ExportBatch(
+                index: i + 1, records: Array(records[plan.bounds[i]..<plan.bounds[i + 1]]), length: plan.lengths[i])
         }
     }
 }
@@ -77,7 +83,8 @@ struct BatchCutter {
         base = UInt64(bound.opening([]).count + bound.closing.count)
         cost = { r, first in
             let opening = bound.opening(first ? [r] : [r, r]).count - bound.opening(first ? [] : [r]).count
-            return UInt64(opening + bound.head(r, first: first).count + bound.tail(r).count) + bound.dataLength(r.metadata.size)
+            return UInt64(opening + bound.head(r, first: first).count + bound.tail(r).count)
+                + bound.dataLength(r.metadata.size)
         }
         length = base
     }
@@ -88,12 +95,18 @@ struct BatchCutter {
         if let max = limits.bytes {
             let alone = base + cost(r, true)
             if alone > max {
-                throw VaultError(.usage, "document \(r.id.hex.prefix(12)) (\(r.metadata.name)) needs a payload of \(ByteSize.text(alone)), more than the limit of \(ByteSize.text(max))",
-                                 remedy: .raiseByteLimit(alone))
+                throw VaultError(
+                    .usage,
+                    """
+                        document \(r.id.hex.prefix(12)) (\(r.metadata.name)) needs a payload of \
+                        \(ByteSize.text(alone)), more than the limit of \(ByteSize.text(max))
+                        """,
+                    remedy: .raiseByteLimit(alone))
             }
         }
         var closed: UInt64?
-        if documents > 0 && (documents >= limits.documents || limits.bytes.map { length + cost(r, false) > $0 } == true) {
+        if documents > 0 && (documents >= limits.documents || limits.bytes.map { length + cost(r, false) > $0 } == true)
+        {
             closed = length
             documents = 0
             length = base
@@ -178,7 +191,8 @@ public enum ExportEvent: Sendable {
     /// A document failed and was cut back out of the payload (skipping was asked for).
     case documentSkipped(id: DocumentID, name: String, error: VaultError)
     /// A payload is complete.
-    case batchFinished(index: Int, of: Int, file: String?, payloadBytes: UInt64, sha256: String?, documents: Int, skipped: Int)
+    case batchFinished(
+        index: Int, of: Int, file: String?, payloadBytes: UInt64, sha256: String?, documents: Int, skipped: Int)
     /// Every batch is done.
     case finished(batches: Int, documents: Int, skipped: Int, payloadBytes: UInt64)
 }

@@ -104,7 +104,10 @@ final class ManifestFile: @unchecked Sendable {
     private var lastWrite = ContinuousClock.now
     private var manifestBytes = 0
 
-    init(path: String, plan: CompactPlan, runId: String, created: String, shape: String, batchSize: Int, maxBytes: UInt64?) {
+    init(
+        path: String, plan: CompactPlan, runId: String, created: String, shape: String, batchSize: Int,
+        maxBytes: UInt64?
+    ) {
         self.path = path
         self.plan = plan
         header = (runId, created, shape, batchSize, maxBytes)
@@ -116,8 +119,9 @@ final class ManifestFile: @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         return entries.indices.map { i in
             let e = entries[i]
-            return ManifestBatch(file: Self.fileName(i), documents: (e.kept ?? plan.ids(ofBatch: i)).map(\.hex), skipped: e.skipped,
-                                 bytes: e.bytes, sha256: e.sha256, status: e.status)
+            return ManifestBatch(
+                file: Self.fileName(i), documents: (e.kept ?? plan.ids(ofBatch: i)).map(\.hex), skipped: e.skipped,
+                bytes: e.bytes, sha256: e.sha256, status: e.status)
         }
     }
 
@@ -130,12 +134,19 @@ final class ManifestFile: @unchecked Sendable {
     /// A batch is complete: its payload (a finished temporary file) is renamed into place and its
     /// entry turns `complete` at the next manifest write (see the type's description).
     /// - Parameter kept: the documents in the payload, when some were cut out.
-    func complete(_ payload: AtomicFile, index: Int, kept: [DocumentID]?, skipped: [ManifestSkip], bytes: UInt64, sha256: String) throws {
+    func complete(
+        _ payload: AtomicFile, index: Int, kept: [DocumentID]?, skipped: [ManifestSkip], bytes: UInt64, sha256: String
+    ) throws {
         lock.lock(); defer { lock.unlock() }
-        waiting.append((payload, Entry(status: .complete, kept: kept, skipped: skipped, bytes: bytes, sha256: sha256), index))
+        waiting.append(
+            (payload, Entry(status: .complete, kept: kept, skipped: skipped, bytes: bytes, sha256: sha256), index))
         waitingBytes += bytes
         // Each waiting payload holds a descriptor: at most 64 wait.
-        if waitingBytes >= UInt64(manifestBytes) || waiting.count >= 64 || ContinuousClock.now - lastWrite >= .seconds(1) { try writeLocked() }
+        if waitingBytes >= UInt64(manifestBytes) || waiting.count >= 64
+            || ContinuousClock.now - lastWrite >= .seconds(1)
+        {
+            try writeLocked()
+        }
     }
 
     /// Writes the waiting batches and the manifest now.
@@ -163,7 +174,7 @@ final class ManifestFile: @unchecked Sendable {
     func finish(as status: BatchStatus, holdingLock: Bool) {
         lock.lock()
         defer { if !holdingLock { lock.unlock() } }
-        for w in waiting {   // complete files: kept
+        for w in waiting {  // complete files: kept
             if (try? w.payload.commit(replace: false, sync: false)) != nil { entries[w.index] = w.entry }
         }
         waiting = []
@@ -203,10 +214,14 @@ final class ManifestFile: @unchecked Sendable {
             key(6, "bytes"); text(String(e.bytes)); text(",\n")
             key(6, "documents")
             if let kept = e.kept {
-                array(kept.count, 6) { j in text("        "); string(kept[j].hex) }
+                array(kept.count, 6) { j in
+                    text("        "); string(kept[j].hex)
+                }
             } else {
                 let base = plan.bounds[i]
-                array(plan.bounds[i + 1] - base, 6) { j in text("        "); string(plan.id(at: base + j).hex) }
+                array(plan.bounds[i + 1] - base, 6) { j in
+                    text("        "); string(plan.id(at: base + j).hex)
+                }
             }
             text(",\n")
             key(6, "file"); string(Self.fileName(i)); text(",\n")
@@ -248,13 +263,16 @@ final class OutputFolder {
     static func lock(_ directory: String) throws -> OutputFolder {
         let fd: SystemPackage.FileDescriptor
         do {
-            fd = try SystemPackage.FileDescriptor.open(FilePath(directory), .readOnly, options: [.directory, .closeOnExec])
+            fd = try SystemPackage.FileDescriptor.open(
+                FilePath(directory), .readOnly, options: [.directory, .closeOnExec])
         } catch {
             throw VaultError.posix("cannot open", directory, error)
         }
         guard (try? Platform.lock(fd, wait: false)) == true else {
             try? fd.close()
-            throw VaultError(.busy, "another export is writing to \(directory)", hint: "wait for it to finish, or export into another folder")
+            throw VaultError(
+                .busy, "another export is writing to \(directory)",
+                hint: "wait for it to finish, or export into another folder")
         }
         return OutputFolder(fd)
     }
@@ -284,10 +302,13 @@ package final class Exporter {
 
     /// Plans the export of `records` (in this order).
     /// - Throws: ``VaultError/Code/usage`` if a document alone exceeds the byte limit.
-    package convenience init(vault: Vault, records: [DocumentRecord], options: ExportOptions,
-                            onEvent: @escaping (ExportEvent) -> Void = { _ in }) throws {
-        try self.init(vault: vault, plan: CompactPlan(records, limits: options.limits, format: .json(options.shape)),
-                      options: options, onEvent: onEvent)
+    package convenience init(
+        vault: Vault, records: [DocumentRecord], options: ExportOptions,
+        onEvent: @escaping (ExportEvent) -> Void = { _ in }
+    ) throws {
+        try self.init(
+            vault: vault, plan: CompactPlan(records, limits: options.limits, format: .json(options.shape)),
+            options: options, onEvent: onEvent)
     }
 
     /// Plans the export of the documents `selection` names (in stable order), reading the index
@@ -296,15 +317,19 @@ package final class Exporter {
     /// is refused (``Vault/forEachSelected(_:sending:_:)``).
     /// - Throws: ``VaultError/Code/usage`` if a document alone exceeds the byte limit;
     ///   ``VaultError/Code/notFound`` as ``Vault/select(_:)`` does.
-    package convenience init(vault: Vault, selection: DocumentSelection, options: ExportOptions,
-                            onEvent: @escaping (ExportEvent) -> Void = { _ in }) throws {
+    package convenience init(
+        vault: Vault, selection: DocumentSelection, options: ExportOptions,
+        onEvent: @escaping (ExportEvent) -> Void = { _ in }
+    ) throws {
         var plan = CompactPlan(limits: options.limits, format: .json(options.shape))
         try vault.forEachSelected(selection, sending: true) { try plan.add($0) }
         plan.finish()
         try self.init(vault: vault, plan: plan, options: options, onEvent: onEvent)
     }
 
-    private init(vault: Vault, plan: CompactPlan, options: ExportOptions, onEvent: @escaping (ExportEvent) -> Void) throws {
+    private init(
+        vault: Vault, plan: CompactPlan, options: ExportOptions, onEvent: @escaping (ExportEvent) -> Void
+    ) throws {
         self.vault = vault
         self.options = options
         self.onEvent = onEvent
@@ -322,7 +347,8 @@ package final class Exporter {
 
     /// Batch `index` (1-based), with its records read from the index.
     private func batch(_ index: Int) throws -> ExportBatch {
-        ExportBatch(index: index, records: try vault.records(plan.ids(ofBatch: index - 1)), length: plan.lengths[index - 1])
+        ExportBatch(
+            index: index, records: try vault.records(plan.ids(ofBatch: index - 1)), length: plan.lengths[index - 1])
     }
 
     // MARK: To a folder
@@ -334,9 +360,10 @@ package final class Exporter {
     /// ``Interrupts``) with them `interrupted`. A run that completed no batch leaves no manifest.
     package func write(toDirectory directory: String) throws -> ExportSummary {
         let created = try prepare(directory)
-        let manifest = ManifestFile(path: directory + "/" + ManifestFile.name, plan: plan, runId: runID,
-                                    created: ISO8601DateFormatter().string(from: Date()), shape: options.shape.rawValue,
-                                    batchSize: options.limits.documents, maxBytes: options.limits.bytes)
+        let manifest = ManifestFile(
+            path: directory + "/" + ManifestFile.name, plan: plan, runId: runID,
+            created: ISO8601DateFormatter().string(from: Date()), shape: options.shape.rawValue,
+            batchSize: options.limits.documents, maxBytes: options.limits.bytes)
         // Folders this run made, innermost first: a run that leaves nothing in them leaves no folder.
         let made = created.reversed().map { $0 }
         // Registered before the manifest exists, so no interrupt can leave it unmarked.
@@ -351,7 +378,8 @@ package final class Exporter {
             started()
             for index in 1...plan.batchCount { try writeBatch(try batch(index), in: directory, manifest: manifest) }
             try manifest.flush()
-            ProcessMemory.releaseFreeMemoryIfAsked()   // before the summary and the history record, which name every document
+            // before the summary and the history record, which name every document
+            ProcessMemory.releaseFreeMemoryIfAsked()
         } catch {
             manifest.finish(as: error is CancellationError ? .interrupted : .failed, holdingLock: false)
             for dir in made { FileSystem.removeIfEmpty(dir) }
@@ -363,7 +391,10 @@ package final class Exporter {
         folder = nil
         var summary = ExportSummary(runID: runID, batches: manifest.batches)
         summary.plaintextBytes = progress.total
-        onEvent(.finished(batches: plan.batchCount, documents: summary.documents, skipped: summary.skipped.count, payloadBytes: summary.payloadBytes))
+        onEvent(
+            .finished(
+                batches: plan.batchCount, documents: summary.documents, skipped: summary.skipped.count,
+                payloadBytes: summary.payloadBytes))
         return summary
     }
 
@@ -378,10 +409,15 @@ package final class Exporter {
         switch FileSystem.kind(of: directory) {
         case .missing:
             var ancestor = FileSystem.directory(of: directory)
-            while FileSystem.kind(of: ancestor) == .missing && ancestor != "/" && ancestor != "." { ancestor = FileSystem.directory(of: ancestor) }
-            guard FileSystem.kind(of: ancestor) == .directory else { throw VaultError(.usage, "\(ancestor) is not a directory") }
+            while FileSystem.kind(of: ancestor) == .missing && ancestor != "/" && ancestor != "." {
+                ancestor = FileSystem.directory(of: ancestor)
+            }
+            guard FileSystem.kind(of: ancestor) == .directory else {
+                throw VaultError(.usage, "\(ancestor) is not a directory")
+            }
             guard Platform.isWritable(ancestor) else {
-                throw VaultError(.io, "cannot create \(directory): \(ancestor) is not writable", hint: "nothing was exported")
+                throw VaultError(
+                    .io, "cannot create \(directory): \(ancestor) is not writable", hint: "nothing was exported")
             }
             return []
         case .directory:
@@ -391,15 +427,24 @@ package final class Exporter {
         default:
             throw VaultError(.usage, "\(directory) is not a directory")
         }
-        let earlier = try FileSystem.list(directory).filter { $0 == ManifestFile.name || ExportBatch.isFileName($0) }.sorted()
+        let earlier = try FileSystem.list(directory).filter { $0 == ManifestFile.name || ExportBatch.isFileName($0) }
+            .sorted()
         if !earlier.isEmpty && !force {
             if let folder = try? OutputFolder.lock(directory) {
                 defer { folder.release() }
                 if Self.unfinishedRun(in: directory) != nil { return earlier }
             } else {
-                throw VaultError(.busy, "another export is writing to \(directory)", hint: "wait for it to finish, or export into another folder")
+                throw VaultError(
+                    .busy, "another export is writing to \(directory)",
+                    hint: "wait for it to finish, or export into another folder")
             }
-            throw VaultError(.alreadyExists, "\(directory) already holds \(earlier.prefix(3).joined(separator: ", "))\(earlier.count > 3 ? ", …" : "")")
+            throw VaultError(
+                .alreadyExists,
+                """
+                    \(directory) already holds \
+                    \(earlier.prefix(3).joined(separator: ", "))\(earlier.count > 3 ? ", …" : "")
+                    """
+            )
         }
         return earlier
     }
@@ -441,20 +486,29 @@ package final class Exporter {
         if !earlier.isEmpty { try FileSystem.syncDirectory(directory) }
         // Said once it is done (a file that could not be removed stops the run first).
         if let unfinished, !earlier.isEmpty, !options.force {
-            VaultNotices.post("replaced what the unfinished export \(unfinished.prefix(8)) left in \(directory) (\(earlier.count == 1 ? "1 file" : "\(earlier.count) files"))")
+            VaultNotices.post(
+                """
+                    replaced what the unfinished export \(unfinished.prefix(8)) left in \(directory) \
+                    (\(earlier.count == 1 ? "1 file" : "\(earlier.count) files"))
+                    """
+            )
         }
         return []
     }
 
     private func started() {
-        guard !hasStarted else { return }   // once per run, however many batches are streamed
+        guard !hasStarted else { return }  // once per run, however many batches are streamed
         hasStarted = true
-        onEvent(.started(runID: runID, documents: progress.documents, batches: plan.batchCount,
-                         plaintextBytes: progress.total, payloadBytes: payloadBytes))
+        onEvent(
+            .started(
+                runID: runID, documents: progress.documents, batches: plan.batchCount,
+                plaintextBytes: progress.total, payloadBytes: payloadBytes))
     }
 
     private func writeBatch(_ batch: ExportBatch, in directory: String, manifest: ManifestFile) throws {
-        onEvent(.batchStarted(index: batch.index, of: plan.batchCount, documents: batch.records.count, payloadBytes: batch.length))
+        onEvent(
+            .batchStarted(
+                index: batch.index, of: plan.batchCount, documents: batch.records.count, payloadBytes: batch.length))
         let payload = try AtomicFile(destination: directory + "/" + batch.fileName)
         let file = payload.file
         do {
@@ -462,13 +516,16 @@ package final class Exporter {
         } catch let e as VaultError where e.isNoSpace {
             // A full disk is found before any decryption, with what the batch needs.
             let mib = (Double(batch.length) / 1_048_576 * 10).rounded(.up) / 10
-            throw VaultError(.io, "no room for \(batch.fileName) in \(directory): it needs \(mib) MiB (no space left on device)",
-                             hint: "free some space and run the command again; completed batches and the manifest stay", cause: e.cause)
+            throw VaultError(
+                .io, "no room for \(batch.fileName) in \(directory): it needs \(mib) MiB (no space left on device)",
+                hint: "free some space and run the command again; completed batches and the manifest stay",
+                cause: e.cause)
         }
         let sink = HashingFileSink(file: file)
-        let producer = PayloadProducer(vault: vault, records: batch.records, shape: options.shape, progress: progress,
-                                       positionBase: plan.bounds[batch.index - 1],
-                                       threads: Parallelism.allCores, onEvent: onEvent)
+        let producer = PayloadProducer(
+            vault: vault, records: batch.records, shape: options.shape, progress: progress,
+            positionBase: plan.bounds[batch.index - 1],
+            threads: Parallelism.allCores, onEvent: onEvent)
         var skipped: [ManifestSkip] = []
         while true {
             do {
@@ -480,7 +537,10 @@ package final class Exporter {
                 guard options.skipBad else { throw f.error }
                 try sink.rewind(to: f.startOffset)
                 producer.skipFailedDocument(at: f.startOffset)
-                skipped.append(ManifestSkip(id: f.record.id.hex, name: f.record.metadata.name, code: f.error.code.rawValue, error: f.error.message))
+                skipped.append(
+                    ManifestSkip(
+                        id: f.record.id.hex, name: f.record.metadata.name, code: f.error.code.rawValue,
+                        error: f.error.message))
             } catch {
                 // Cancelled, or a read failed: no queued write may outlive the file it writes to
                 // (the temporary file is closed and removed as this returns).
@@ -496,10 +556,13 @@ package final class Exporter {
         }
         // Payloads are not fsynced: they can be made again from the vault, and the manifest's
         // length and SHA-256 tell a complete file from a torn one.
-        try manifest.complete(payload, index: batch.index - 1, kept: skipped.isEmpty ? nil : kept.map(\.id), skipped: skipped,
-                              bytes: expected, sha256: digest)
-        onEvent(.batchFinished(index: batch.index, of: plan.batchCount, file: batch.fileName, payloadBytes: expected, sha256: digest,
-                               documents: kept.count, skipped: skipped.count))
+        try manifest.complete(
+            payload, index: batch.index - 1, kept: skipped.isEmpty ? nil : kept.map(\.id), skipped: skipped,
+            bytes: expected, sha256: digest)
+        onEvent(
+            .batchFinished(
+                index: batch.index, of: plan.batchCount, file: batch.fileName, payloadBytes: expected, sha256: digest,
+                documents: kept.count, skipped: skipped.count))
         releaseFreeMemory()
     }
 
@@ -528,7 +591,8 @@ package final class Exporter {
     ///   each with ``write(batch:to:)``).
     package func write(to output: some PayloadSink) throws -> ExportSummary {
         guard plan.batchCount == 1 else {
-            throw VaultError(.singleBatchNeeded, "a stream holds a single batch, but the selection needs \(plan.batchCount)")
+            throw VaultError(
+                .singleBatchNeeded, "a stream holds a single batch, but the selection needs \(plan.batchCount)")
         }
         return try write(batch: 1, to: output)
     }
@@ -554,19 +618,23 @@ package final class Exporter {
                     let e = VaultError.from(error)
                     onEvent(.documentSkipped(id: r.id, name: r.metadata.name, error: e))
                     progress.skip(remaining: r.metadata.size)
-                    skipped.append(ManifestSkip(id: r.id.hex, name: r.metadata.name, code: e.code.rawValue, error: e.message))
+                    skipped.append(
+                        ManifestSkip(id: r.id.hex, name: r.metadata.name, code: e.code.rawValue, error: e.message))
                 }
             }
             batch.records = good
             batch.length = PayloadFormat.json(options.shape).length(of: good)
         }
-        onEvent(.batchStarted(index: index, of: plan.batchCount, documents: batch.records.count, payloadBytes: batch.length))
+        onEvent(
+            .batchStarted(index: index, of: plan.batchCount, documents: batch.records.count, payloadBytes: batch.length)
+        )
         // Writing runs on its own queue, beside decryption and encoding; blocks go back to the
         // producer's ring once written. Unlike the folder export there is no payload hash, so the
         // writer is light and decryption takes every core (20 x 50 MiB to a pipe, 5 warm runs:
         // median 1.26 s with one decrypting thread, 0.94 s with two).
-        let producer = PayloadProducer(vault: vault, records: batch.records, shape: options.shape, progress: progress,
-                                       threads: Parallelism.allCores, onEvent: onEvent)
+        let producer = PayloadProducer(
+            vault: vault, records: batch.records, shape: options.shape, progress: progress,
+            threads: Parallelism.allCores, onEvent: onEvent)
         let writer = StreamWriteQueue(output)
         do {
             while true {
@@ -585,11 +653,18 @@ package final class Exporter {
         try writer.drain()
         let count = writer.count
         precondition(count == batch.length, "internal error: streamed \(count) bytes, planned \(batch.length)")
-        onEvent(.batchFinished(index: index, of: plan.batchCount, file: nil, payloadBytes: count, sha256: nil,
-                               documents: batch.records.count, skipped: skipped.count))
+        onEvent(
+            .batchFinished(
+                index: index, of: plan.batchCount, file: nil, payloadBytes: count, sha256: nil,
+                documents: batch.records.count, skipped: skipped.count))
         onEvent(.finished(batches: 1, documents: batch.records.count, skipped: skipped.count, payloadBytes: count))
-        var summary = ExportSummary(runID: runID, batches: [ManifestBatch(file: nil, documents: batch.records.map(\.id.hex), skipped: skipped,
-                                                                          bytes: count, sha256: nil, status: .complete)])
+        var summary = ExportSummary(
+            runID: runID,
+            batches: [
+                ManifestBatch(
+                    file: nil, documents: batch.records.map(\.id.hex), skipped: skipped,
+                    bytes: count, sha256: nil, status: .complete)
+            ])
         summary.plaintextBytes = batch.records.reduce(0) { $0 + $1.metadata.size }
         return summary
     }

@@ -45,7 +45,7 @@ final class HashingFileSink: @unchecked Sendable {
     func drain() throws {
         hashQueue.sync {}
         queue.sync {}
-        queue.sync {}   // the release notifications queued behind the last write
+        queue.sync {}  // the release notifications queued behind the last write
         if let error { throw error }
     }
 
@@ -59,7 +59,8 @@ final class HashingFileSink: @unchecked Sendable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
         defer { buffer.deallocate() }
         while remaining > 0 {
-            let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(min(remaining, UInt64(buffer.count)))]))
+            let n = try file.read(
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(min(remaining, UInt64(buffer.count)))]))
             guard n > 0 else { throw VaultError(.io, "\(file.path) is shorter than expected") }
             hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             remaining -= UInt64(n)

@@ -123,7 +123,7 @@ package struct PayloadLayout: Sendable {
     package func span(containing offset: UInt64) -> Span? {
         var low = 0, high = spans.count - 1
         guard offset < length else { return nil }
-        while low < high {   // the last span starting at or before offset
+        while low < high {  // the last span starting at or before offset
             let mid = (low + high + 1) / 2
             if spans[mid].offset <= offset { low = mid } else { high = mid - 1 }
         }

@@ -47,7 +47,7 @@ package enum PayloadFormat: Sendable {
     /// A document's bytes after its data.
     func tail(_ record: DocumentRecord) -> [UInt8] {
         switch self {
-        case .json(let shape): PayloadEntry.suffix(shape)   // no entry built just for its constant tail
+        case .json(let shape): PayloadEntry.suffix(shape)  // no entry built just for its constant tail
         case .raw(let f): f.tail(record)
         }
     }

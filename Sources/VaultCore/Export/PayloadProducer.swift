@@ -111,18 +111,23 @@ package final class PayloadProducer {
     ///     stack): see ``Parallelism/besideOneStage``.
     ///   - batching: the chunks per decrypted batch, passed down to each document's reader; its
     ///     plaintext must be whole base64 groups (a multiple of 3 chunks) to be encoded in parallel.
-    package convenience init(vault: Vault, records: [DocumentRecord], shape: PayloadShape, progress: ProgressCounter,
-                             positionBase: Int = 0, threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading,
-                             startOffset: UInt64 = 0, onEvent: @escaping (ExportEvent) -> Void) {
-        self.init(vault: vault, records: records, format: .json(shape), progress: progress, positionBase: positionBase,
-                  threads: threads, batching: batching, startOffset: startOffset, onEvent: onEvent)
+    package convenience init(
+        vault: Vault, records: [DocumentRecord], shape: PayloadShape, progress: ProgressCounter,
+        positionBase: Int = 0, threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading,
+        startOffset: UInt64 = 0, onEvent: @escaping (ExportEvent) -> Void
+    ) {
+        self.init(
+            vault: vault, records: records, format: .json(shape), progress: progress, positionBase: positionBase,
+            threads: threads, batching: batching, startOffset: startOffset, onEvent: onEvent)
     }
 
     /// A producer of the payload of `records` in `format` (JSON with base64 data, or a form
     /// with raw data); the parameters are as above.
-    package init(vault: Vault, records: [DocumentRecord], format: PayloadFormat, progress: ProgressCounter,
-                 positionBase: Int = 0, threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading,
-                 startOffset: UInt64 = 0, onEvent: @escaping (ExportEvent) -> Void) {
+    package init(
+        vault: Vault, records: [DocumentRecord], format: PayloadFormat, progress: ProgressCounter,
+        positionBase: Int = 0, threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading,
+        startOffset: UInt64 = 0, onEvent: @escaping (ExportEvent) -> Void
+    ) {
         precondition(batching.plaintextBytes % 3 == 0, "internal error: a chunk group must be whole base64 groups")
         self.vault = vault
         self.records = records
@@ -148,7 +153,8 @@ package final class PayloadProducer {
     private func position(at offset: UInt64) throws {
         let layout = PayloadLayout(records, format: format)
         guard let span = layout.span(containing: offset) else {
-            precondition(offset == layout.length, "internal error: start \(offset) is past the payload's \(layout.length) bytes")
+            precondition(
+                offset == layout.length, "internal error: start \(offset) is past the payload's \(layout.length) bytes")
             state = .finished
             return
         }
@@ -232,7 +238,8 @@ package final class PayloadProducer {
             state = .failurePending(f)
             fill = keep
         }
-        let block = PayloadBlock(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<fill]), offset: emitted, free: free[ring])
+        let block = PayloadBlock(
+            bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<fill]), offset: emitted, free: free[ring])
         emitted += UInt64(fill)
         ring = (ring + 1) % buffers.count
         return block
@@ -257,7 +264,8 @@ package final class PayloadProducer {
             if pendingAt < pending.count {
                 let n = min(pending.count - pendingAt, buffer.count - fill)
                 pending.withUnsafeBytes { p in
-                    UnsafeMutableRawBufferPointer(rebasing: buffer[fill..<fill + n]).copyMemory(from: UnsafeRawBufferPointer(rebasing: p[pendingAt..<pendingAt + n]))
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[fill..<fill + n]).copyMemory(
+                        from: UnsafeRawBufferPointer(rebasing: p[pendingAt..<pendingAt + n]))
                 }
                 fill += n
                 pendingAt += n
@@ -282,12 +290,16 @@ package final class PayloadProducer {
                     throw DocumentFailure(record: record, error: VaultError.from(error), startOffset: entryStart)
                 }
                 if let batch {
-                    fill += keep(encoder.encode(batch, into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...])), at: fill, in: buffer)
+                    fill += keep(
+                        encoder.encode(batch, into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...])), at: fill,
+                        in: buffer)
                     verifiedOfDocument += UInt64(batch.count)
                     progress.add(UInt64(batch.count))
                     onEvent(.progress(done: progress.done, total: progress.total))
                 } else {
-                    fill += keep(encoder.finish(into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...])), at: fill, in: buffer)
+                    fill += keep(
+                        encoder.finish(into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...])), at: fill,
+                        in: buffer)
                     openedBefore += reader.openedChunks
                     state = .between
                     pending = format.tail(record)
@@ -313,13 +325,16 @@ package final class PayloadProducer {
         let record = records[documentIndex]
         entryStart = offset
         verifiedOfDocument = 0
-        onEvent(.documentStarted(id: record.id, name: record.metadata.name, size: record.metadata.size,
-                                 position: positionBase + documentIndex + 1, of: progress.documents))
+        onEvent(
+            .documentStarted(
+                id: record.id, name: record.metadata.name, size: record.metadata.size,
+                position: positionBase + documentIndex + 1, of: progress.documents))
         do {
             let r = try vault.open(record.id, threads: threads, batching: batching, startChunk: fromChunk)
-            guard r.metadata.sameDocument(as: record.metadata) else {   // tags change in the history, not the envelope
-                throw VaultError(.vaultDamaged, "document \(record.id): its envelope disagrees with the index",
-                                 remedy: .rebuildIndex)
+            guard r.metadata.sameDocument(as: record.metadata) else {  // tags change in the history, not the envelope
+                throw VaultError(
+                    .vaultDamaged, "document \(record.id): its envelope disagrees with the index",
+                    remedy: .rebuildIndex)
             }
             state = .inDocument(r)
         } catch {
@@ -342,7 +357,9 @@ private struct DataCoder {
 
     mutating func encode(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
         if base64 != nil { return base64!.encode(input, into: output) }
-        if let from = input.baseAddress, input.count > 0 { output.baseAddress!.copyMemory(from: from, byteCount: input.count) }
+        if let from = input.baseAddress, input.count > 0 {
+            output.baseAddress!.copyMemory(from: from, byteCount: input.count)
+        }
         return input.count
     }
 

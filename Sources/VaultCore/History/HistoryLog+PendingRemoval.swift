@@ -19,12 +19,16 @@ extension HistoryLog {
             let plain: [UInt8]
             let legacy = Array("VAULTRMP".utf8)
             if epoch == 0, bytes.starts(with: legacy), bytes.count > 8 + HistoryFormat.nonceSize,
-               let p = XChaCha20Poly1305.open(Array(bytes[(8 + HistoryFormat.nonceSize)...]), ad: legacy + Array(vaultID.utf8),
-                                              nonce: Array(bytes[8..<8 + HistoryFormat.nonceSize]), key: key) {
+                let p = XChaCha20Poly1305.open(
+                    Array(bytes[(8 + HistoryFormat.nonceSize)...]), ad: legacy + Array(vaultID.utf8),
+                    nonce: Array(bytes[8..<8 + HistoryFormat.nonceSize]), key: key)
+            {
                 plain = p
             } else {
-                plain = try SealedState.open(bytes, purpose: .pendingRemoval, role: VaultFile.pendingRemoval.name, keys: epochKeys, vaultID: vaultID,
-                                             what: "remove.pending")
+                plain = try SealedState.open(
+                    bytes, purpose: .pendingRemoval, role: VaultFile.pendingRemoval.name, keys: epochKeys,
+                    vaultID: vaultID,
+                    what: "remove.pending")
             }
             guard let documents = try? JSONDecoder().decode([HistoryRecord.Document].self, from: Data(plain)) else {
                 return (nil, VaultError(.vaultDamaged, "remove.pending is malformed"))

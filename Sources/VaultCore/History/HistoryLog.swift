@@ -30,7 +30,8 @@ struct HistoryLog {
         store = vault.store
         var keys: [UInt32: SecretBytes] = [:]
         for e in vault.keys.epochs {
-            keys[e] = try SubkeyDerivation.derive(from: vault.keys.key(epoch: e)!, id: HistoryFormat.subkeyID, context: HistoryFormat.subkeyContext)
+            keys[e] = try SubkeyDerivation.derive(
+                from: vault.keys.key(epoch: e)!, id: HistoryFormat.subkeyID, context: HistoryFormat.subkeyContext)
         }
         self.keys = keys
         epoch = vault.keys.epoch
@@ -75,22 +76,28 @@ struct HistoryLog {
     /// record's offsets, claimed position and tag, from lengths alone (no keys). Stops at the
     /// first length that cannot be a record's (noted in `findings`, counting records from
     /// `first`) or at a record that runs past `end`.
-    func frames(of file: OpenFile, from offset: Int = HistoryFormat.fileHeader.count, to end: Int, first: Int = 1,
-                findings: inout [AuditFinding]) throws -> [Framed] {
+    func frames(
+        of file: OpenFile, from offset: Int = HistoryFormat.fileHeader.count, to end: Int, first: Int = 1,
+        findings: inout [AuditFinding]
+    ) throws -> [Framed] {
         var framed: [Framed] = []
         var offset = offset
         while offset < end {
             guard end - offset >= Self.frameHeaderSize else { break }
             let frameHead = try file.read(count: Self.frameHeaderSize, at: UInt64(offset))
             let length = Int(UInt32(bigEndianBytes: frameHead[0..<4]))
-            guard length >= 8 + HistoryFormat.nonceSize + HistoryFormat.tagSize, length <= HistoryFormat.maxRecordSize else {
-                findings.append(AuditFinding(.logMalformed, "bytes at offset \(offset) of log.vlt are not a record (length \(length))",
-                                             record: first + framed.count))
+            guard length >= 8 + HistoryFormat.nonceSize + HistoryFormat.tagSize,
+                  length <= HistoryFormat.maxRecordSize else {
+                findings.append(
+                    AuditFinding(
+                        .logMalformed, "bytes at offset \(offset) of log.vlt are not a record (length \(length))",
+                        record: first + framed.count))
                 break
             }
             guard offset + 4 + length <= end else { break }
             let claimed = UInt64(bigEndianBytes: frameHead[4..<12])
-            let tag = try file.read(count: HistoryFormat.tagSize, at: UInt64(offset + 4 + length - HistoryFormat.tagSize))
+            let tag = try file.read(
+                count: HistoryFormat.tagSize, at: UInt64(offset + 4 + length - HistoryFormat.tagSize))
             framed.append(Framed(offset: offset, end: offset + 4 + length, position: Int(clamping: claimed), tag: tag))
             offset = offset + 4 + length
         }
@@ -103,11 +110,16 @@ struct HistoryLog {
     /// key a password change retired does not open after one of a later epoch.
     /// - Returns: the epoch it opened in (the next record's floor) and the record; nil when it
     ///   does not open in its place.
-    func authenticate(_ f: Framed, at position: Int, after previous: [UInt8], floor: UInt32, in file: OpenFile,
-                      documents: (HistoryRecord.Operation) -> Bool = { _ in true }) throws -> (epoch: UInt32, record: HistoryRecord)? {
+    func authenticate(
+        _ f: Framed, at position: Int, after previous: [UInt8], floor: UInt32, in file: OpenFile,
+        documents: (HistoryRecord.Operation) -> Bool = { _ in true }
+    ) throws -> (epoch: UInt32, record: HistoryRecord)? {
         let (nonce, sealed) = try load(f, from: file)
-        guard let (e, record) = open(sealed, nonce: nonce, position: position, previousTag: previous, from: floor, documents: documents),
-              Self.fits(position: position, tag: f.tag, epoch: e, retiredAt: epochKeys.retiredAt) else { return nil }
+        guard
+            let (e, record) = open(
+                sealed, nonce: nonce, position: position, previousTag: previous, from: floor, documents: documents),
+            Self.fits(position: position, tag: f.tag, epoch: e, retiredAt: epochKeys.retiredAt)
+        else { return nil }
         return (e, record)
     }
 
@@ -121,13 +133,16 @@ struct HistoryLog {
     /// Opens a record under the log key of epoch `from` or a later one: the epoch and the record.
     /// - Parameter documents: whether a record of this operation needs its documents (they
     ///   are left out otherwise: a send names every document it sent).
-    func open(_ sealed: [UInt8], nonce: [UInt8], position: Int, previousTag: [UInt8], from: UInt32,
-              documents: (HistoryRecord.Operation) -> Bool = { _ in true }) -> (UInt32, HistoryRecord)? {
+    func open(
+        _ sealed: [UInt8], nonce: [UInt8], position: Int, previousTag: [UInt8], from: UInt32,
+        documents: (HistoryRecord.Operation) -> Bool = { _ in true }
+    ) -> (UInt32, HistoryRecord)? {
         let ad = associatedData(position: position, previousTag: previousTag)
         for e in keys.keys.sorted() where e >= from {
             if let plain = XChaCha20Poly1305.open(sealed, ad: ad, nonce: nonce, key: keys[e]!),
-               let record = HistoryRecordReader.read(plain, documents: documents)
-                   ?? (try? JSONDecoder().decode(HistoryRecord.self, from: Data(plain))) {
+                let record = HistoryRecordReader.read(plain, documents: documents)
+                    ?? (try? JSONDecoder().decode(HistoryRecord.self, from: Data(plain)))
+            {
                 return (e, record)
             }
         }
@@ -146,12 +161,14 @@ struct HistoryLog {
         var record = record
         // What this append removes or replaces (a cut tail, a stale or missing head, an
         // unreadable file) is sealed into the record; damaged records stay in the file anyway.
-        record.anomalies += tail.findings.filter { ![.logRecordDamaged, .logRecordMoved, .logChainBroken, .logRecordSuperseded].contains($0.code) }
-            .map { HistoryRecord.Anomaly(code: $0.code.rawValue, message: $0.message) }
+        record.anomalies += tail.findings.filter {
+            ![.logRecordDamaged, .logRecordMoved, .logChainBroken, .logRecordSuperseded].contains($0.code)
+        }
+        .map { HistoryRecord.Anomaly(code: $0.code.rawValue, message: $0.message) }
         let file: OpenFile
         var end = tail.end
         if !tail.exists || end == 0 {
-            if tail.exists {   // unreadable from its first bytes: kept aside, never overwritten
+            if tail.exists {  // unreadable from its first bytes: kept aside, never overwritten
                 try FileSystem.rename(path, to: store.root + "/log.damaged-\(Int(Date().timeIntervalSince1970)).vlt")
             }
             try AtomicFile.write(HistoryFormat.fileHeader, to: path, random: random)
@@ -167,7 +184,7 @@ struct HistoryLog {
         let nonce = random.bytes(HistoryFormat.nonceSize)
         var frame = [UInt8]()
         frame.reserveCapacity(4 + 8 + nonce.count + 256 + record.documents.count * 170 + HistoryFormat.tagSize)
-        frame.appendBigEndian(UInt32(0))   // the length, below
+        frame.appendBigEndian(UInt32(0))  // the length, below
         frame.appendBigEndian(UInt64(position))
         frame += nonce
         let start = frame.count
@@ -177,10 +194,16 @@ struct HistoryLog {
         let ad = associatedData(position: position, previousTag: previous)
         frame.withUnsafeMutableBytes { buffer in
             let region = UnsafeMutableRawBufferPointer(rebasing: buffer[start...])
-            ad.withUnsafeBytes { a in nonce.withUnsafeBytes { n in key.withUnsafeBytes { k in
-                // libsodium's AEAD encrypts in place (the plaintext and ciphertext may be the same bytes).
-                XChaCha20Poly1305.seal(UnsafeRawBufferPointer(rebasing: region[..<plaintextCount]), into: region, ad: a, nonce: n, key: k)
-            } } }
+            ad.withUnsafeBytes { a in
+                nonce.withUnsafeBytes { n in
+                    key.withUnsafeBytes { k in
+                        // libsodium's AEAD encrypts in place (the plaintext and ciphertext may be the same bytes).
+                        XChaCha20Poly1305.seal(
+                            UnsafeRawBufferPointer(rebasing: region[..<plaintextCount]), into: region, ad: a, nonce: n,
+                            key: k)
+                    }
+                }
+            }
         }
         let length = UInt32(frame.count - 4)
         for i in 0..<4 { frame[i] = UInt8(truncatingIfNeeded: length >> (24 - 8 * UInt32(i))) }
@@ -199,19 +222,25 @@ struct HistoryLog {
     /// crash mid-append, an older vault's head, damage): the caller then reads the whole log.
     func verifiedTail() -> LogTail? {
         guard let headBytes = try? FileSystem.readFile(headPath, limit: 1 << 16),
-              let anchorBytes = try? FileSystem.readFile(anchorPath, limit: 1 << 16),
-              let (e1, h) = try? SealedState.openAnyEpoch(headBytes, purpose: .logHead, role: VaultFile.logHead.name, keys: epochKeys, vaultID: vaultID),
-              let (e2, a) = try? SealedState.openAnyEpoch(anchorBytes, purpose: .logAnchor, role: VaultFile.logAnchor.name, keys: epochKeys, vaultID: vaultID),
-              e1 == epoch, e2 == epoch,
-              let head = try? JSONDecoder().decode(StoredHead.self, from: Data(h)),
-              let anchor = try? JSONDecoder().decode(StoredHead.self, from: Data(a)), head == anchor,
-              head.count >= 1, head.end > HistoryFormat.fileHeader.count + HistoryFormat.tagSize,
-              let tag = Hex.decode(head.tag), tag.count == HistoryFormat.tagSize,
-              let file = try? OpenFile.openStored(path) else { return nil }
+            let anchorBytes = try? FileSystem.readFile(anchorPath, limit: 1 << 16),
+            let (e1, h) = try? SealedState.openAnyEpoch(
+                headBytes, purpose: .logHead, role: VaultFile.logHead.name, keys: epochKeys, vaultID: vaultID),
+            let (e2, a) = try? SealedState.openAnyEpoch(
+                anchorBytes, purpose: .logAnchor, role: VaultFile.logAnchor.name, keys: epochKeys, vaultID: vaultID),
+            e1 == epoch, e2 == epoch,
+            let head = try? JSONDecoder().decode(StoredHead.self, from: Data(h)),
+            let anchor = try? JSONDecoder().decode(StoredHead.self, from: Data(a)), head == anchor,
+            head.count >= 1, head.end > HistoryFormat.fileHeader.count + HistoryFormat.tagSize,
+            let tag = Hex.decode(head.tag), tag.count == HistoryFormat.tagSize,
+            let file = try? OpenFile.openStored(path)
+        else { return nil }
         defer { file.close() }
-        guard let size = try? file.size(), size == UInt64(head.end),
-              let last = try? file.read(count: HistoryFormat.tagSize, at: UInt64(head.end - HistoryFormat.tagSize)), last == tag,
-              let first = try? file.read(count: HistoryFormat.fileHeader.count, at: 0), first == HistoryFormat.fileHeader else { return nil }
+        guard let size = try? file.size(),
+              size == UInt64(head.end),
+              let last = try? file.read(count: HistoryFormat.tagSize, at: UInt64(head.end - HistoryFormat.tagSize)),
+              last == tag,
+              let first = try? file.read(count: HistoryFormat.fileHeader.count, at: 0),
+              first == HistoryFormat.fileHeader else { return nil }
         return LogTail(exists: true, count: head.count, end: head.end, tag: tag, fileSize: head.end, findings: [])
     }
 
@@ -222,19 +251,27 @@ struct HistoryLog {
     /// follow (the log was replaced or cut since, a record does not open, or the index does not
     /// know its floor), and the caller reads the whole log.
     func records(after state: DocumentIndex.State, upTo tail: LogTail) -> (records: [HistoryRecord], epoch: UInt32)? {
-        guard state.logEnd >= HistoryFormat.fileHeader.count, state.logEnd <= tail.end, state.logCount <= tail.count,
-              let previous = Hex.decode(state.logTag), let known = state.logEpoch else { return nil }
+        guard state.logEnd >= HistoryFormat.fileHeader.count,
+              state.logEnd <= tail.end,
+              state.logCount <= tail.count,
+              let previous = Hex.decode(state.logTag),
+              let known = state.logEpoch else { return nil }
         if state.logEnd == tail.end { return state.logCount == tail.count && previous == tail.tag ? ([], known) : nil }
-        guard tail.end - state.logEnd <= 256 << 20, let file = try? OpenFile.openStored(path) else { return nil }
+        guard tail.end - state.logEnd <= 256 << 20,
+              let file = try? OpenFile.openStored(path) else { return nil }
         defer { file.close() }
         var findings: [AuditFinding] = []
-        guard let framed = try? frames(of: file, from: state.logEnd, to: tail.end, first: state.logCount + 1, findings: &findings),
-              findings.isEmpty, state.logCount + framed.count == tail.count, framed.last?.end == tail.end, framed.last?.tag == tail.tag
+        guard
+            let framed = try? frames(
+                of: file, from: state.logEnd, to: tail.end, first: state.logCount + 1, findings: &findings),
+            findings.isEmpty, state.logCount + framed.count == tail.count, framed.last?.end == tail.end,
+            framed.last?.tag == tail.tag
         else { return nil }
         var out: [HistoryRecord] = []
         var tag = previous, floor = known
         for (i, f) in framed.enumerated() {
-            guard let opened = try? authenticate(f, at: state.logCount + i + 1, after: tag, floor: floor, in: file) else { return nil }
+            guard let opened = try? authenticate(f, at: state.logCount + i + 1, after: tag, floor: floor, in: file)
+            else { return nil }
             out.append(opened.record)
             (tag, floor) = (f.tag, opened.epoch)
         }
@@ -243,11 +280,14 @@ struct HistoryLog {
 
     /// Writes `value` sealed as `file` (its purpose, its name as the role), crash-safely.
     func writeState<T: Encodable>(_ value: T, as file: VaultFile) throws {
-        guard let purpose = file.sealedPurpose else { preconditionFailure("internal error: \(file.name) is not a sealed state file") }
+        guard let purpose = file.sealedPurpose else {
+            preconditionFailure("internal error: \(file.name) is not a sealed state file")
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let sealed = try SealedState.seal(Array(try encoder.encode(value)), purpose: purpose, role: file.name, keys: epochKeys,
-                                          vaultID: vaultID, random: random)
+        let sealed = try SealedState.seal(
+            Array(try encoder.encode(value)), purpose: purpose, role: file.name, keys: epochKeys,
+            vaultID: vaultID, random: random)
         try AtomicFile.write(sealed, to: store.path(file), random: random)
     }
 }

@@ -42,11 +42,16 @@ extension HistoryRecord {
             try projection.removed(documents, at: position)
         case .upload:
             for destination in Destination.confirmed(by: self) {
-                try projection.delivered(documents, Delivery(destination: destination, record: position, timeMillis: timeMillis,
-                                                             detail: detail))
+                try projection.delivered(
+                    documents,
+                    Delivery(
+                        destination: destination, record: position, timeMillis: timeMillis,
+                        detail: detail))
             }
         case .destination:
-            if outcome != .failed, let change = detail.flatMap(DestinationChange.init(json:)) { try projection.destination(change) }
+            if outcome != .failed, let change = detail.flatMap(DestinationChange.init(json:)) {
+                try projection.destination(change)
+            }
         case .tag:
             if outcome != .failed, let change = TagChange.of(self) { try projection.retagged(documents, change) }
         case .`init`, .export, .passwd, .push, .clone, .upgrade:
@@ -85,7 +90,8 @@ package struct DestinationChange: Codable, Sendable, Equatable {
 
     /// For people: what changed, the URL's secret-looking query values hidden.
     package var summary: String {
-        guard action == .set, let entry else { return "\(name) removed" }
+        guard action == .set,
+              let entry else { return "\(name) removed" }
         var shown = DestinationIdentity(url: entry.url, s3: entry.s3Place)?.description ?? entry.url
         if shown.hasPrefix("s3://"), shown.hasSuffix(")"), let open = shown.range(of: " (", options: .backwards) {
             shown = shown[..<open.lowerBound] + " via " + shown[open.upperBound...].dropLast()
@@ -111,7 +117,11 @@ package struct DestinationChange: Codable, Sendable, Equatable {
         switch action {
         case .set:
             guard let entry else { return list }
-            if let i = list.destinations.firstIndex(where: { $0.name == name }) { list.destinations[i] = entry } else { list.destinations.append(entry) }
+            if let i = list.destinations.firstIndex(where: { $0.name == name }) {
+                list.destinations[i] = entry
+            } else {
+                list.destinations.append(entry)
+            }
         case .remove:
             list.destinations.removeAll { $0.name == name }
         }

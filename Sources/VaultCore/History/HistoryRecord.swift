@@ -108,8 +108,10 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
     package var anomalies: [Anomaly]
 
     /// A record of `operation` now, on this host.
-    package init(_ operation: Operation, outcome: Outcome = .ok, documents: [Document] = [], destinations: [String] = [],
-                detail: String? = nil, now: Date = Date()) {
+    package init(
+        _ operation: Operation, outcome: Outcome = .ok, documents: [Document] = [], destinations: [String] = [],
+        detail: String? = nil, now: Date = Date()
+    ) {
         self.operation = operation
         self.timeMillis = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
         self.host = Platform.hostName
@@ -153,7 +155,10 @@ package struct HistoryHead: Equatable, Sendable, CustomStringConvertible, Codabl
     /// Parses `<count>-<32 hex digits>`.
     package init?(_ text: String) {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 2, let count = Int(parts[0]), count >= 0, let tag = Hex.decode(String(parts[1])),
+        guard parts.count == 2,
+              let count = Int(parts[0]),
+              count >= 0,
+              let tag = Hex.decode(String(parts[1])),
               tag.count == HistoryFormat.tagSize else { return nil }
         self.init(count: count, tag: tag)
     }
@@ -168,7 +173,8 @@ package struct HistoryHead: Equatable, Sendable, CustomStringConvertible, Codabl
     package init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let head = HistoryHead(text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a history head"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "not a history head"))
         }
         self = head
     }

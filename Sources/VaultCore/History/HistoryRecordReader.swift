@@ -25,7 +25,11 @@ package struct HistoryRecordReader {
         var anomalies: [HistoryRecord.Anomaly] = []
         if !literal("]") {
             repeat {
-                guard literal("{\"code\":"), let code = string(), literal(",\"message\":"), let message = string(), literal("}") else { return nil }
+                guard literal("{\"code\":"),
+                      let code = string(),
+                      literal(",\"message\":"),
+                      let message = string(),
+                      literal("}") else { return nil }
                 anomalies.append(HistoryRecord.Anomaly(code: code, message: message))
             } while literal(",")
             guard literal("]") else { return nil }
@@ -47,17 +51,24 @@ package struct HistoryRecordReader {
         guard literal(",\"documents\":[") else { return nil }
         let documentsStart = i
         guard documentList(build: false) != nil else { return nil }
-        guard literal(",\"host\":"), let host = string(),
-              literal(",\"op\":"), let op = string().flatMap(HistoryRecord.Operation.init(rawValue:)),
-              literal(",\"outcome\":"), let outcome = string().flatMap(HistoryRecord.Outcome.init(rawValue:)),
-              literal(",\"time\":"), let time = integer(negative: true), literal("}"), i == b.count else { return nil }
+        guard literal(",\"host\":"),
+              let host = string(),
+              literal(",\"op\":"),
+              let op = string().flatMap(HistoryRecord.Operation.init(rawValue:)),
+              literal(",\"outcome\":"),
+              let outcome = string().flatMap(HistoryRecord.Outcome.init(rawValue:)),
+              literal(",\"time\":"),
+              let time = integer(negative: true),
+              literal("}"),
+              i == b.count else { return nil }
         var documents: [HistoryRecord.Document] = []
         if wanted(op) {
             i = documentsStart
             guard let list = documentList(build: true) else { return nil }
             documents = list
         }
-        var record = HistoryRecord(op, outcome: outcome, documents: documents, destinations: destinations, detail: detail)
+        var record = HistoryRecord(
+            op, outcome: outcome, documents: documents, destinations: destinations, detail: detail)
         record.timeMillis = Int64(time)
         record.host = host
         record.anomalies = anomalies
@@ -69,9 +80,16 @@ package struct HistoryRecordReader {
         var out: [HistoryRecord.Document] = []
         if literal("]") { return out }
         repeat {
-            guard literal("{\"id\":"), let id = string(build: build), literal(",\"name\":"), let name = string(build: build),
-                  literal(",\"sha256\":"), let sha = string(build: build), literal(",\"size\":"), let size = integer(negative: false),
-                  size >= 0, literal("}") else { return nil }
+            guard literal("{\"id\":"),
+                  let id = string(build: build),
+                  literal(",\"name\":"),
+                  let name = string(build: build),
+                  literal(",\"sha256\":"),
+                  let sha = string(build: build),
+                  literal(",\"size\":"),
+                  let size = integer(negative: false),
+                  size >= 0,
+                  literal("}") else { return nil }
             if build { out.append(HistoryRecord.Document(id: id, name: name, sha256: sha, size: UInt64(size))) }
         } while literal(",")
         return literal("]") ? out : nil
@@ -88,7 +106,8 @@ package struct HistoryRecordReader {
     /// A JSON string as ``JSONString`` writes it; "" when not `build` (checked all the same,
     /// UTF-8 included, as the decoder would).
     private mutating func string(build: Bool = true) -> String? {
-        guard i < b.count, b[i] == 0x22 else { return nil }
+        guard i < b.count,
+              b[i] == 0x22 else { return nil }
         i += 1
         var out: [UInt8] = []
         var start = i
@@ -112,9 +131,13 @@ package struct HistoryRecordReader {
                 case 0x6E: out.append(0x0A)
                 case 0x72: out.append(0x0D)
                 case 0x74: out.append(0x09)
-                case 0x75:   // \u00XX, for the control characters without a short escape
-                    guard i + 5 < b.count, b[i + 2] == 0x30, b[i + 3] == 0x30,
-                          let hi = Self.hexValue(b[i + 4]), let lo = Self.hexValue(b[i + 5]), hi < 2 else { return nil }
+                case 0x75:  // \u00XX, for the control characters without a short escape
+                    guard i + 5 < b.count,
+                          b[i + 2] == 0x30,
+                          b[i + 3] == 0x30,
+                          let hi = Self.hexValue(b[i + 4]),
+                          let lo = Self.hexValue(b[i + 5]),
+                          hi < 2 else { return nil }
                     out.append(hi << 4 | lo)
                     i += 4
                 default: return nil
@@ -144,13 +167,18 @@ package struct HistoryRecordReader {
         var value: Int64 = 0
         while i < b.count, (0x30...0x39).contains(b[i]) {
             let (m, o1) = value.multipliedReportingOverflow(by: 10)
-            let (s, o2) = negative ? m.subtractingReportingOverflow(Int64(b[i] - 0x30)) : m.addingReportingOverflow(Int64(b[i] - 0x30))
-            guard !o1, !o2 else { return nil }
+            let (s, o2) =
+                negative
+                ? m.subtractingReportingOverflow(Int64(b[i] - 0x30)) : m.addingReportingOverflow(Int64(b[i] - 0x30))
+            guard !o1,
+                  !o2 else { return nil }
             value = s
             i += 1
         }
         let digits = i - start
-        guard digits > 0, digits == 1 || b[start] != 0x30, !(negative && value == 0) else { return nil }
+        guard digits > 0,
+              digits == 1 || b[start] != 0x30,
+              !(negative && value == 0) else { return nil }
         return value
     }
 }

@@ -92,12 +92,16 @@ struct LogTail {
 
     /// The tail of a whole-log scan.
     init(_ scan: HistoryScan) {
-        self.init(exists: scan.exists, count: scan.entries.count, end: scan.end, tag: scan.entries.last?.tag ?? HistoryLog.zeroTag,
-                  fileSize: scan.fileSize, findings: scan.findings)
+        self.init(
+            exists: scan.exists, count: scan.entries.count, end: scan.end,
+            tag: scan.entries.last?.tag ?? HistoryLog.zeroTag,
+            fileSize: scan.fileSize, findings: scan.findings)
     }
 
     init(exists: Bool, count: Int, end: Int, tag: [UInt8], fileSize: Int, findings: [AuditFinding]) {
-        (self.exists, self.count, self.end, self.tag, self.fileSize, self.findings) = (exists, count, end, tag, fileSize, findings)
+        (self.exists, self.count, self.end, self.tag, self.fileSize, self.findings) = (
+            exists, count, end, tag, fileSize, findings
+        )
     }
 }
 

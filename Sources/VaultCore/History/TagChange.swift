@@ -15,12 +15,20 @@ package struct TagChange: Codable, Sendable, Equatable {
     package init(add: [String], remove: [String]) throws {
         self.add = Array(Set(add)).sorted()
         self.remove = Array(Set(remove)).sorted()
-        guard !self.add.isEmpty || !self.remove.isEmpty else { throw VaultError(.usage, "a tag change adds or removes at least one tag") }
+        guard !self.add.isEmpty || !self.remove.isEmpty else {
+            throw VaultError(.usage, "a tag change adds or removes at least one tag")
+        }
         for t in self.add + self.remove where t.isEmpty || t.utf8.count > DocumentMetadata.maxTagBytes {
             throw VaultError(.usage, "tags must be 1 to \(DocumentMetadata.maxTagBytes) bytes long")
         }
         for t in self.add where !Self.isPlain(t) {
-            throw VaultError(.usage, "the tag '\(t)' cannot be added: a tag has no control characters or commas, and does not begin or end with a space")
+            throw VaultError(
+                .usage,
+                """
+                    the tag '\(t)' cannot be added: a tag has no control characters or commas, and does not begin or \
+                    end with a space
+                    """
+            )
         }
         if let both = Set(self.add).intersection(self.remove).sorted().first {
             throw VaultError(.usage, "the tag '\(both)' cannot be added and removed at once")
@@ -30,15 +38,18 @@ package struct TagChange: Codable, Sendable, Equatable {
     /// A tag that reads the same wherever tags are listed: no control or bidirectional
     /// characters, no comma (lists join with one), no space at either end.
     package static func isPlain(_ tag: String) -> Bool {
-        !tag.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value)
-            || (0x2066...0x2069).contains($0.value) || [0x061C, 0x200E, 0x200F].contains($0.value) || $0 == "," }
+        !tag.unicodeScalars.contains {
+            $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value)
+                || (0x2066...0x2069).contains($0.value) || [0x061C, 0x200E, 0x200F].contains($0.value) || $0 == ","
+        }
             && tag.first?.isWhitespace != true && tag.last?.isWhitespace != true
     }
 
     /// From a record's detail; nil for anything that is not a valid change.
     init?(json: String) {
         guard let c = try? JSONDecoder().decode(TagChange.self, from: Data(json.utf8)),
-              let valid = try? TagChange(add: c.add, remove: c.remove), valid == c else { return nil }
+              let valid = try? TagChange(add: c.add, remove: c.remove),
+              valid == c else { return nil }
         self = c
     }
 

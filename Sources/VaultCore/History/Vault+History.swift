@@ -13,8 +13,18 @@ extension Vault {
     /// What the index witnesses against `scan`: it never applied records the log did not hold,
     /// so a log shorter than the most it applied was put back from an older copy.
     func indexWitness(_ scan: HistoryScan) -> [AuditFinding] {
-        guard let high = indexedLogHigh(), scan.exists, high > scan.entries.count else { return [] }
-        return [AuditFinding(.rolledBack, "the history holds \(scan.entries.count) records, and index.db had applied \(high): log.vlt and its heads were put back from an older copy")]
+        guard let high = indexedLogHigh(),
+              scan.exists,
+              high > scan.entries.count else { return [] }
+        return [
+            AuditFinding(
+                .rolledBack,
+                """
+                    the history holds \(scan.entries.count) records, and index.db had applied \(high): log.vlt and \
+                    its heads were put back from an older copy
+                    """
+            )
+        ]
     }
 
     /// The head `log.head` names (count and last tag), read without scanning the log: what
@@ -34,7 +44,7 @@ extension Vault {
     /// documents checks first, so that nothing goes out that the history cannot record.
     package func checkHistoryWritable() throws {
         for path in [store.root, store.path(.log), store.path(.index)]
-            where FileSystem.kind(of: path) != .missing && !Platform.isWritable(path) {
+        where FileSystem.kind(of: path) != .missing && !Platform.isWritable(path) {
             throw VaultError(.io, "the history cannot be recorded: \(path) is not writable")
         }
     }
@@ -57,7 +67,9 @@ extension Vault {
     /// the index keeps what the history says about documents, so nothing is replayed.
     /// - Parameter pending: ids `record` itself adds (they are on disk already).
     @discardableResult
-    func appendToHistory(_ record: HistoryRecord, _ lock: WriterLock, pending: Set<DocumentID> = []) throws -> HistoryHead {
+    func appendToHistory(
+        _ record: HistoryRecord, _ lock: WriterLock, pending: Set<DocumentID> = []
+    ) throws -> HistoryHead {
         try withIndex(lock) { index in
             let initial = record.operation == .`init` || record.operation == .clone
             var writer = try historyWriter(index: index, lock, initial: initial)
@@ -73,12 +85,16 @@ extension Vault {
     /// What comes before a command's own record: a `begin` record for a vault that never had a
     /// history, or an `adopt` record for documents a killed command committed unrecorded.
     func prelude(_ writer: inout HistoryWriter, pending: Set<DocumentID>) throws {
-        if let scan = writer.scan, !scan.exists && scan.storedHead == nil && scan.anchor == nil && (config.isLegacy || store.source != nil) {
+        if let scan = writer.scan,
+            !scan.exists && scan.storedHead == nil && scan.anchor == nil && (config.isLegacy || store.source != nil)
+        {
             // Only a vault/1 vault may never have had a history; from vault/2 on a missing
             // log stays a finding until a password holder accepts the loss.
             let objects = try store.objectIDs().subtracting(pending)
-            try writer.append(HistoryRecord(.begin, documents: authenticatedDocuments(objects.sorted()),
-                                            detail: "the vault had no history; these documents were present"))
+            try writer.append(
+                HistoryRecord(
+                    .begin, documents: authenticatedDocuments(objects.sorted()),
+                    detail: "the vault had no history; these documents were present"))
         } else if writer.whole {
             var unlogged = try writer.index.unlogged().filter { !pending.contains($0) }
             if !unlogged.isEmpty {
@@ -94,7 +110,9 @@ extension Vault {
             }
             let adopted = authenticatedDocuments(unlogged)
             if !adopted.isEmpty {
-                try writer.append(HistoryRecord(.adopt, documents: adopted, detail: "committed by a command that ended before recording them"))
+                try writer.append(
+                    HistoryRecord(
+                        .adopt, documents: adopted, detail: "committed by a command that ended before recording them"))
             }
         }
     }
@@ -113,7 +131,9 @@ extension Vault {
                 if !missed.records.isEmpty {
                     try index.write(lock) {
                         var projection = IndexProjection(index: index)
-                        for (n, r) in missed.records.enumerated() { try r.apply(at: state.logCount + n + 1, to: &projection) }
+                        for (n, r) in missed.records.enumerated() {
+                            try r.apply(at: state.logCount + n + 1, to: &projection)
+                        }
                         state = try index.stateOrEmpty()
                         (state.logCount, state.logEnd, state.logTag) = (tail.count, tail.end, Hex.encode(tail.tag))
                         state.logEpoch = missed.epoch
@@ -121,15 +141,20 @@ extension Vault {
                         try index.writeState(state)
                     }
                 }
-                return HistoryWriter(vault: self, log: log, lock: lock, tail: tail, index: index, whole: true, scan: nil)
+                return HistoryWriter(
+                    vault: self, log: log, lock: lock, tail: tail, index: index, whole: true, scan: nil)
             }
         }
         var scan = try log.scan(keepRecords: false)
         if initial && !scan.exists { scan = HistoryScan.settled(scan) }
         if !scan.findings.isEmpty {
             let codes = Array(Set(scan.findings.map(\.code.rawValue))).sorted().joined(separator: ", ")
-            VaultNotices.post("the history has \(scan.findings.count == 1 ? "a finding" : "\(scan.findings.count) findings") (\(codes)): "
-                              + "records that do not verify count for nothing; an audit lists them")
+            VaultNotices.post(
+                """
+                    the history has \(scan.findings.count == 1 ? "a finding" : "\(scan.findings.count) findings") \
+                    (\(codes)): 
+                    """
+                    + "records that do not verify count for nothing; an audit lists them")
         }
         try index.write(lock) {
             try deriveHistory(index, from: scan, state: scan.documentState(), lock)
@@ -137,8 +162,9 @@ extension Vault {
             state.removed = try index.counts(documents: false).removed
             try index.writeState(state)
         }
-        return HistoryWriter(vault: self, log: log, lock: lock, tail: LogTail(scan), index: index, whole: scan.findings.isEmpty,
-                             scan: scan)
+        return HistoryWriter(
+            vault: self, log: log, lock: lock, tail: LogTail(scan), index: index, whole: scan.findings.isEmpty,
+            scan: scan)
     }
 
     /// Fails unless `vault.json` is still of this vault's key epoch: a password change that ran
@@ -147,9 +173,16 @@ extension Vault {
     /// retired — refused afterwards as an old password's. Checked under the writer lock, which
     /// the change holds throughout.
     func checkKeyEpoch(_ lock: WriterLock) throws {
-        guard store.source == nil, let onDisk = try? store.readConfig(), onDisk.keyEpoch != keys.epoch else { return }
-        throw VaultError(.busy, "the password changed while this command ran (key epoch \(keys.epoch) → \(onDisk.keyEpoch)); nothing more was changed",
-                         hint: "run the command again with the new password")
+        guard store.source == nil,
+              let onDisk = try? store.readConfig(),
+              onDisk.keyEpoch != keys.epoch else { return }
+        throw VaultError(
+            .busy,
+            """
+                the password changed while this command ran (key epoch \(keys.epoch) → \(onDisk.keyEpoch)); nothing \
+                more was changed
+                """,
+            hint: "run the command again with the new password")
     }
 
     /// Accepts what is wrong with the history (an audit that accepts the loss): appends an
@@ -165,8 +198,11 @@ extension Vault {
                 writer.tail.findings = []
                 let documents = authenticatedDocuments(try store.objectIDs().sorted())
                 let codes = Array(Set(settled.map(\.code.rawValue))).sorted()
-                try writer.append(HistoryRecord(.accept, documents: documents,
-                                                detail: "a password holder accepted: " + (codes.isEmpty ? "nothing was wrong" : codes.joined(separator: ", "))))
+                try writer.append(
+                    HistoryRecord(
+                        .accept, documents: documents,
+                        detail: "a password holder accepted: "
+                            + (codes.isEmpty ? "nothing was wrong" : codes.joined(separator: ", "))))
                 return settled
             }
         }
@@ -186,25 +222,31 @@ extension Vault {
         do {
             try checkHistoryWritable()
         } catch let e as VaultError {
-            throw VaultError(e.code, e.message + "; nothing was sent",
-                             hint: "a send the history cannot record is not made: make the vault folder writable "
-                                 + "(it is read-only to this user, or on a read-only file system)")
+            throw VaultError(
+                e.code, e.message + "; nothing was sent",
+                hint: "a send the history cannot record is not made: make the vault folder writable "
+                    + "(it is read-only to this user, or on a read-only file system)")
         }
     }
 
     /// Fails when one of `records` was removed according to the history and its object is
     /// back (a resurrected document): such a document is not sent anywhere.
     package func refuseResurrected(_ records: [DocumentRecord]) throws {
-        let back = try withIndex { index in try records.compactMap { r in try index.removal(of: r.id).map { (r, $0) } } }
+        let back = try withIndex { index in try records.compactMap { r in try index.removal(of: r.id).map { (r, $0) } }
+        }
         guard let (first, position) = back.first else { return }
         throw Self.resurrected(first, position: position, more: back.count - 1)
     }
 
     static func resurrected(_ first: DocumentRecord, position: Int, more: Int) -> VaultError {
-        VaultError(.vaultDamaged,
-                   "document \(first.id) (\(first.metadata.name)) was removed (history record \(position)) and its object is back"
-                   + (more > 0 ? ", and \(more) more" : "") + "; nothing was sent",
-                   remedy: .auditAndRemoveAgain(first.id))
+        VaultError(
+            .vaultDamaged,
+            """
+                document \(first.id) (\(first.metadata.name)) was removed (history record \(position)) and its object \
+                is back
+                """
+                + (more > 0 ? ", and \(more) more" : "") + "; nothing was sent",
+            remedy: .auditAndRemoveAgain(first.id))
     }
 }
 
@@ -231,7 +273,7 @@ struct HistoryWriter {
             var state = try index.stateOrEmpty()
             (state.logCount, state.logEnd, state.logTag) = (tail.count, tail.end, Hex.encode(tail.tag))
             state.logEpoch = log.epoch
-            if record.operation == .accept { state.logHigh = nil }   // a password holder accepted the log as it is
+            if record.operation == .accept { state.logHigh = nil }  // a password holder accepted the log as it is
             state.removed = try index.counts(documents: false).removed
             try index.writeState(state)
         }

@@ -8,7 +8,9 @@ extension Vault {
     func remove(_ documents: [HistoryRecord.Document], _ lock: WriterLock) throws {
         try withIndex(lock) { index in
             var writer = try historyWriter(index: index, lock)
-            if let earlier = writer.log.pendingRemoval() { try finishRemoval(earlier, writer: &writer, interrupted: true) }
+            if let earlier = writer.log.pendingRemoval() {
+                try finishRemoval(earlier, writer: &writer, interrupted: true)
+            }
             try prelude(&writer, pending: [])
             try writer.log.writePendingRemoval(documents)
             try finishRemoval(documents, writer: &writer, interrupted: false)
@@ -20,7 +22,9 @@ extension Vault {
     /// `remove.pending`.
     func finishRemoval(_ documents: [HistoryRecord.Document], writer: inout HistoryWriter, interrupted: Bool) throws {
         let ids = documents.compactMap { DocumentID(hex: $0.id) }
-        for id in ids where FileSystem.kind(of: store.objectPath(id)) != .missing { try FileSystem.remove(store.objectPath(id)) }
+        for id in ids where FileSystem.kind(of: store.objectPath(id)) != .missing {
+            try FileSystem.remove(store.objectPath(id))
+        }
         try FileSystem.syncDirectory(store.objectsPath)
         let index = writer.index
         try index.write(writer.lock) {
@@ -30,8 +34,10 @@ extension Vault {
         var recorded = interrupted && !ids.isEmpty
         for id in ids where recorded { recorded = try index.isRemoved(id) }
         if !recorded {
-            try writer.append(HistoryRecord(.remove, documents: documents,
-                                            detail: interrupted ? "finished after the removing command was interrupted" : nil))
+            try writer.append(
+                HistoryRecord(
+                    .remove, documents: documents,
+                    detail: interrupted ? "finished after the removing command was interrupted" : nil))
         }
         try FileSystem.remove(writer.log.pendingRemovalPath)
         try FileSystem.syncDirectory(store.root)

@@ -61,8 +61,10 @@ package final class Importer {
     /// An importer of files encrypted under `keys` into `vault`.
     /// - Parameter failedBefore: files that failed before the import (a name the front end
     ///   could not read), counted as failed.
-    package init(vault: Vault, keys: RNCryptorKeys, options: Options, failedBefore: [(path: String, error: VaultError)] = [],
-                onEvent: @escaping (Event) -> Void = { _ in }) {
+    package init(
+        vault: Vault, keys: RNCryptorKeys, options: Options, failedBefore: [(path: String, error: VaultError)] = [],
+        onEvent: @escaping (Event) -> Void = { _ in }
+    ) {
         self.vault = vault
         self.keys = keys
         self.options = options
@@ -91,15 +93,18 @@ package final class Importer {
             throw error
         }
         try session.finish(outcome: outcome.failed.isEmpty && outcome.skipped.isEmpty ? .ok : .partial)
-        onEvent(.finished(imported: outcome.imported.count, failed: outcome.failed.count, skipped: outcome.skipped.count))
+        onEvent(
+            .finished(imported: outcome.imported.count, failed: outcome.failed.count, skipped: outcome.skipped.count))
     }
 
     /// One file: imported, skipped as a duplicate, or failed (thrown unless skipping).
     private func importing(_ file: File, session: AddSession, done: UInt64, total: UInt64) throws {
         do {
             let reader = try RNCryptorReader(input: try OpenFile.openForReading(file.path), keys: keys)
-            let record = try session.add(from: reader, name: file.name, contentType: options.contentType, tags: options.tags,
-                                         allowDuplicate: options.allowDuplicate) { [onEvent] _ in
+            let record = try session.add(
+                from: reader, name: file.name, contentType: options.contentType, tags: options.tags,
+                allowDuplicate: options.allowDuplicate
+            ) { [onEvent] _ in
                 onEvent(.progress(done: done + reader.consumed, total: total))
             }
             if options.removeSource {
@@ -117,9 +122,11 @@ package final class Importer {
             let e = VaultError.from(error)
             outcome.failed.append((file.path, e))
             guard options.skipBad else {
-                throw VaultError(e.code, "cannot import \(file.path): \(e.message)",
-                                 hint: e.code == .hmacMismatch ? "check the RNCryptor password or keys; nothing was added from this file"
-                                                               : "nothing was added from this file", cause: e.cause)
+                throw VaultError(
+                    e.code, "cannot import \(file.path): \(e.message)",
+                    hint: e.code == .hmacMismatch
+                        ? "check the RNCryptor password or keys; nothing was added from this file"
+                        : "nothing was added from this file", cause: e.cause)
             }
             onEvent(.fileFailed(path: file.path, error: e))
         }

@@ -43,7 +43,9 @@ package struct RNCryptorHeader: Sendable, Equatable {
 
     /// The header's bytes, as they appear in the message (and in the HMAC).
     package var bytes: [UInt8] {
-        if let salts { return [RNCryptorFormat.version, RNCryptorFormat.optionsPassword] + salts.encryption + salts.hmac + iv }
+        if let salts {
+            return [RNCryptorFormat.version, RNCryptorFormat.optionsPassword] + salts.encryption + salts.hmac + iv
+        }
         return [RNCryptorFormat.version, RNCryptorFormat.optionsKeys] + iv
     }
 
@@ -58,7 +60,9 @@ package struct RNCryptorHeader: Sendable, Equatable {
     ///   ``VaultError/Code/headerMalformed`` for an unknown options byte.
     package static func length(version: UInt8, options: UInt8) throws -> Int {
         guard version == RNCryptorFormat.version else {
-            throw VaultError(.unsupportedVersion, String(format: "RNCryptor version 0x%02x is not supported (only v3, 0x03)", version))
+            throw VaultError(
+                .unsupportedVersion,
+                String(format: "RNCryptor version 0x%02x is not supported (only v3, 0x03)", version))
         }
         switch options {
         case RNCryptorFormat.optionsPassword: return RNCryptorFormat.passwordHeaderSize
@@ -74,7 +78,8 @@ package struct RNCryptorHeader: Sendable, Equatable {
         guard bytes.count == n else { throw VaultError(.truncated, "the file ends inside its RNCryptor header") }
         let s = RNCryptorFormat.saltSize
         if bytes[1] == RNCryptorFormat.optionsPassword {
-            return RNCryptorHeader(salts: (Array(bytes[2..<2 + s]), Array(bytes[2 + s..<2 + 2 * s])), iv: Array(bytes[2 + 2 * s..<n]))
+            return RNCryptorHeader(
+                salts: (Array(bytes[2..<2 + s]), Array(bytes[2 + s..<2 + 2 * s])), iv: Array(bytes[2 + 2 * s..<n]))
         }
         return RNCryptorHeader(salts: nil, iv: Array(bytes[2..<n]))
     }

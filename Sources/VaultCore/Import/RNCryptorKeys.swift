@@ -26,11 +26,13 @@ package final class RNCryptorKeys: @unchecked Sendable {
 
     /// The two 32-byte keys of key-based messages: encryption first, then HMAC.
     package init(encryptionKey: SecretBytes, hmacKey: SecretBytes) throws {
-        guard encryptionKey.count == RNCryptorFormat.keySize, hmacKey.count == RNCryptorFormat.keySize else {
+        guard encryptionKey.count == RNCryptorFormat.keySize,
+              hmacKey.count == RNCryptorFormat.keySize else {
             throw VaultError(.usage, "RNCryptor keys must be 32 bytes each")
         }
-        source = .keys(encryption: encryptionKey.withUnsafeBytes { SymmetricKey(data: $0) },
-                       hmac: hmacKey.withUnsafeBytes { SymmetricKey(data: $0) })
+        source = .keys(
+            encryption: encryptionKey.withUnsafeBytes { SymmetricKey(data: $0) },
+            hmac: hmacKey.withUnsafeBytes { SymmetricKey(data: $0) })
     }
 
     /// True when these open password-based messages.
@@ -60,8 +62,9 @@ package final class RNCryptorKeys: @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         if let key = cache[salt] { return key }
         let key = try password.withUnsafeBytes { p in
-            try KDF.Insecure.PBKDF2.deriveKey(from: p, salt: salt, using: .insecureSHA1, outputByteCount: RNCryptorFormat.keySize,
-                                              unsafeUncheckedRounds: RNCryptorFormat.pbkdf2Rounds)
+            try KDF.Insecure.PBKDF2.deriveKey(
+                from: p, salt: salt, using: .insecureSHA1, outputByteCount: RNCryptorFormat.keySize,
+                unsafeUncheckedRounds: RNCryptorFormat.pbkdf2Rounds)
         }
         cache[salt] = key
         return key

@@ -27,8 +27,8 @@ package final class RNCryptorReader: ByteSource {
     private let key: SymmetricKey
     private var hmac: HMAC<SHA256>
     private var iv: [UInt8]
-    private var pending: [UInt8] = []            // read, not yet decrypted (the tail may be the HMAC)
-    private var plain: [UInt8] = []              // decrypted, not yet handed out
+    private var pending: [UInt8] = []  // read, not yet decrypted (the tail may be the HMAC)
+    private var plain: [UInt8] = []  // decrypted, not yet handed out
     private var plainAt = 0
     private enum State { case reading, ending, done, failed(VaultError) }
     private var state = State.reading
@@ -45,9 +45,14 @@ package final class RNCryptorReader: ByteSource {
         self.input = input
         var first = [UInt8](repeating: 0, count: 2)
         let n = try first.withUnsafeMutableBytes { try input.readFully(into: $0) }
-        guard n == 2 else { throw VaultError(.truncated, n == 0 ? "the file is empty" : "the file ends inside its RNCryptor header") }
-        var bytes = first + [UInt8](repeating: 0, count: try RNCryptorHeader.length(version: first[0], options: first[1]) - 2)
-        let m = try bytes.withUnsafeMutableBytes { try input.readFully(into: UnsafeMutableRawBufferPointer(rebasing: $0[2...])) }
+        guard n == 2 else {
+            throw VaultError(.truncated, n == 0 ? "the file is empty" : "the file ends inside its RNCryptor header")
+        }
+        var bytes =
+            first + [UInt8](repeating: 0, count: try RNCryptorHeader.length(version: first[0], options: first[1]) - 2)
+        let m = try bytes.withUnsafeMutableBytes {
+            try input.readFully(into: UnsafeMutableRawBufferPointer(rebasing: $0[2...]))
+        }
         guard m == bytes.count - 2 else { throw VaultError(.truncated, "the file ends inside its RNCryptor header") }
         header = try RNCryptorHeader.parse(bytes)
         consumed = UInt64(bytes.count)
@@ -87,7 +92,9 @@ package final class RNCryptorReader: ByteSource {
         if case .reading = state {
             let before = pending.count
             pending += [UInt8](repeating: 0, count: Self.step)
-            let n = try pending.withUnsafeMutableBytes { try input.readFully(into: UnsafeMutableRawBufferPointer(rebasing: $0[before...])) }
+            let n = try pending.withUnsafeMutableBytes {
+                try input.readFully(into: UnsafeMutableRawBufferPointer(rebasing: $0[before...]))
+            }
             pending.removeLast(Self.step - n)
             consumed += UInt64(n)
             if n < Self.step { state = .ending }
@@ -111,13 +118,19 @@ package final class RNCryptorReader: ByteSource {
         hmac.update(data: ciphertext)
         // HashedAuthenticationCode == compares in constant time.
         guard hmac.finalize() == tag else {
-            throw VaultError(.hmacMismatch, "the HMAC does not match: a wrong RNCryptor password or key, or the file was changed")
+            throw VaultError(
+                .hmacMismatch, "the HMAC does not match: a wrong RNCryptor password or key, or the file was changed")
         }
-        var last = try AES._CBC.decrypt(ciphertext, using: key, iv: AES._CBC.IV(ivBytes: iv), noPadding: true).map { $0 }
+        var last = try AES._CBC.decrypt(ciphertext, using: key, iv: AES._CBC.IV(ivBytes: iv), noPadding: true).map {
+            $0
+        }
         let pad = Int(last.last ?? 0)
-        guard (1...RNCryptorFormat.blockSize).contains(pad), last.suffix(pad).allSatisfy({ $0 == UInt8(pad) }) else {
+        guard (1...RNCryptorFormat.blockSize).contains(pad),
+              last.suffix(pad).allSatisfy({ $0 == UInt8(pad) }) else {
             wipe(&last)
-            throw VaultError(.badPadding, "the PKCS#7 padding is invalid (the HMAC matched: the file was made by a faulty encryptor)")
+            throw VaultError(
+                .badPadding, "the PKCS#7 padding is invalid (the HMAC matched: the file was made by a faulty encryptor)"
+            )
         }
         last.removeLast(pad)
         plain = last

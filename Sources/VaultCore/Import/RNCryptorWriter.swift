@@ -10,8 +10,10 @@ package enum RNCryptorWriter {
     /// Encrypts everything `source` yields into `sink`, under `keys`, with the salts and IV of
     /// `header` (give random ones for real use): header, AES-256-CBC with PKCS#7 padding,
     /// HMAC-SHA256 over header and ciphertext.
-    package static func encrypt(from source: any ByteSource, to sink: (UnsafeRawBufferPointer) throws -> Void,
-                               keys: RNCryptorKeys, header: RNCryptorHeader) throws {
+    package static func encrypt(
+        from source: any ByteSource, to sink: (UnsafeRawBufferPointer) throws -> Void,
+        keys: RNCryptorKeys, header: RNCryptorHeader
+    ) throws {
         let (encryption, mac) = try keys.keys(for: header)
         var hmac = HMAC<SHA256>(key: mac)
         let head = header.bytes
@@ -29,7 +31,8 @@ package enum RNCryptorWriter {
                 let pad = RNCryptorFormat.blockSize - n % RNCryptorFormat.blockSize
                 block += [UInt8](repeating: UInt8(pad), count: pad)
             }
-            let ciphertext = Array(try AES._CBC.encrypt(block, using: encryption, iv: AES._CBC.IV(ivBytes: iv), noPadding: true))
+            let ciphertext = Array(
+                try AES._CBC.encrypt(block, using: encryption, iv: AES._CBC.IV(ivBytes: iv), noPadding: true))
             block.withUnsafeMutableBytes { Sodium.wipe($0) }
             hmac.update(data: ciphertext)
             try ciphertext.withUnsafeBytes(sink)
@@ -47,8 +50,11 @@ package enum RNCryptorWriter {
     }
 
     /// A header with random salts (for `keys` with a password) and a random IV.
-    package static func randomHeader(for keys: RNCryptorKeys, random: any RandomSource = SystemRandom()) -> RNCryptorHeader {
-        let salts = keys.isPassword ? (random.bytes(RNCryptorFormat.saltSize), random.bytes(RNCryptorFormat.saltSize)) : nil
+    package static func randomHeader(
+        for keys: RNCryptorKeys, random: any RandomSource = SystemRandom()
+    ) -> RNCryptorHeader {
+        let salts =
+            keys.isPassword ? (random.bytes(RNCryptorFormat.saltSize), random.bytes(RNCryptorFormat.saltSize)) : nil
         return RNCryptorHeader(salts: salts, iv: random.bytes(RNCryptorFormat.blockSize))
     }
 }

@@ -69,7 +69,8 @@ final class DocumentIndex {
     static let schema = """
         CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) STRICT, WITHOUT ROWID;
         CREATE TABLE documents (added INTEGER NOT NULL, id BLOB NOT NULL, name BLOB NOT NULL,
-            digest BLOB NOT NULL, logged INTEGER NOT NULL, record BLOB NOT NULL, PRIMARY KEY (added, id)) STRICT, WITHOUT ROWID;
+            digest BLOB NOT NULL, logged INTEGER NOT NULL, record BLOB NOT NULL, \
+        PRIMARY KEY (added, id)) STRICT, WITHOUT ROWID;
         CREATE UNIQUE INDEX documents_id ON documents(id);
         CREATE INDEX documents_name ON documents(name);
         CREATE INDEX documents_digest ON documents(digest);
@@ -95,13 +96,16 @@ final class DocumentIndex {
     /// The schema's objects as SQLite lists them (`sqlite_master`), from an empty database in
     /// memory: what every opened file must list, exactly.
     private static let referenceObjects: [String] = {
-        guard let db = try? SQLiteDatabase(path: ":memory:", create: false), (try? db.execute(schema)) != nil,
-              let objects = try? objects(of: db) else { preconditionFailure("internal error: the index schema does not load") }
+        guard let db = try? SQLiteDatabase(path: ":memory:", create: false),
+            (try? db.execute(schema)) != nil,
+            let objects = try? objects(of: db)
+        else { preconditionFailure("internal error: the index schema does not load") }
         return objects
     }()
 
     private static func objects(of db: SQLiteDatabase) throws -> [String] {
-        let s = try db.statement("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master ORDER BY type, name")
+        let s = try db.statement(
+            "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master ORDER BY type, name")
         var out: [String] = []
         defer { s.reset() }
         while try s.step() { out.append([s.text(0), s.text(1), s.text(2), s.text(3)].joined(separator: "\u{1}")) }
@@ -125,8 +129,10 @@ final class DocumentIndex {
         random = vault.random
         sealKey = try SealedState.subkey(vault.keys.current, purpose: .indexRecord)
         stateKey = try SealedState.subkey(vault.keys.current, purpose: .indexState)
-        lookupKey = try SubkeyDerivation.derive(from: vault.keys.current, id: Self.lookupPurpose, context: Vault.keyedDigestContext)
-        commitmentKey = try SubkeyDerivation.derive(from: vault.keys.current, id: Self.commitmentPurpose, context: Vault.keyedDigestContext)
+        lookupKey = try SubkeyDerivation.derive(
+            from: vault.keys.current, id: Self.lookupPurpose, context: Vault.keyedDigestContext)
+        commitmentKey = try SubkeyDerivation.derive(
+            from: vault.keys.current, id: Self.commitmentPurpose, context: Vault.keyedDigestContext)
         // No trigger or view of the file's runs before its objects are checked: none is read yet.
         try db.execute("PRAGMA trusted_schema=OFF")
         let objects = try Self.objects(of: db)
@@ -138,7 +144,8 @@ final class DocumentIndex {
         } else if current != Int64(Self.schemaVersion) {
             // Another version's layout: made anew in a new file (earlier versions kept rows
             // this one checks otherwise), filled from the objects and the history.
-            throw Rejected(why: "index.db is of another version (\(current))", earlierVersion: current == 2 || current == 3)
+            throw Rejected(
+                why: "index.db is of another version (\(current))", earlierVersion: current == 2 || current == 3)
         } else if objects != Self.referenceObjects {
             throw Rejected(why: "index.db holds other tables, indexes, triggers or views than vault's")
         }
@@ -158,9 +165,14 @@ final class DocumentIndex {
 
     /// Reads and opens the state row: nil when there is none (a new index).
     func readState() throws -> StateRow? {
-        guard let bytes = try db.statement("SELECT value FROM meta WHERE name = 'state'").first({ $0.blob(0) }) else { return nil }
-        guard let plain = SealedState.open(bytes, purpose: .indexState, role: "index.db/state", epoch: epoch, subkey: stateKey, vaultID: vaultID),
-              let state = try? JSONDecoder().decode(State.self, from: Data(plain)) else {
+        guard let bytes = try db.statement("SELECT value FROM meta WHERE name = 'state'").first({ $0.blob(0) }) else {
+            return nil
+        }
+        guard
+            let plain = SealedState.open(
+                bytes, purpose: .indexState, role: "index.db/state", epoch: epoch, subkey: stateKey, vaultID: vaultID),
+            let state = try? JSONDecoder().decode(State.self, from: Data(plain))
+        else {
             if let p = SealedState.prefix(of: bytes), p.epoch != epoch { return .otherEpoch(p.epoch) }
             return .unauthentic
         }
@@ -175,16 +187,18 @@ final class DocumentIndex {
         state.logHigh = max(state.logHigh ?? 0, state.logCount)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let sealed = SealedState.seal(Array(try encoder.encode(state)), purpose: .indexState, role: "index.db/state", epoch: epoch,
-                                      subkey: stateKey, vaultID: vaultID, random: random)
+        let sealed = SealedState.seal(
+            Array(try encoder.encode(state)), purpose: .indexState, role: "index.db/state", epoch: epoch,
+            subkey: stateKey, vaultID: vaultID, random: random)
         try db.statement("INSERT OR REPLACE INTO meta (name, value) VALUES ('state', ?)").bind(sealed).run()
     }
 
     /// The state row when it opens, else an empty state (for writers that set it anew).
     func stateOrEmpty() throws -> State {
         if case .current(let s)? = try readState() { return s }
-        return State(documents: 0, removed: 0, objects: "", logCount: 0, logEnd: 0, logTag: "", logEpoch: nil, commitment: nil,
-                     destinations: nil, logHigh: nil)
+        return State(
+            documents: 0, removed: 0, objects: "", logCount: 0, logEnd: 0, logTag: "", logEpoch: nil, commitment: nil,
+            destinations: nil, logHigh: nil)
     }
 
     /// The rows as counted now (each table's smallest index is walked).
@@ -195,14 +209,20 @@ final class DocumentIndex {
 
     /// The rows of removed documents, and with `documents` the document rows, as counted now.
     func counts(documents countDocuments: Bool) throws -> (documents: Int?, removed: Int) {
-        let documents = countDocuments ? try db.statement("SELECT count(*) FROM documents").first { Int($0.int64(0)) } ?? 0 : nil
+        let documents =
+            countDocuments ? try db.statement("SELECT count(*) FROM documents").first { Int($0.int64(0)) } ?? 0 : nil
         let removed = try db.statement("SELECT count(*) FROM removed").first { Int($0.int64(0)) } ?? 0
         return (documents, removed)
     }
 
     /// Empties every table (a rebuild).
     func clear() throws {
-        try db.execute("DELETE FROM documents; DELETE FROM tags; DELETE FROM removed; DELETE FROM unreadable; DELETE FROM meta; DELETE FROM deliveries")
+        try db.execute(
+            """
+                DELETE FROM documents; DELETE FROM tags; DELETE FROM removed; DELETE FROM unreadable; DELETE FROM \
+                meta; DELETE FROM deliveries
+                """
+        )
         delta = 0
         commitment = RowCommitment()
     }
@@ -211,7 +231,9 @@ final class DocumentIndex {
     /// document as not yet named by it (a derivation of the history begins).
     func clearHistoryRows() throws {
         try db.execute("UPDATE documents SET logged = 0")
-        try db.statement("DELETE FROM removed RETURNING id, record").forEach { commitment.remove(rowHash(.removed, [$0.blob(0), $0.blob(1)])) }
+        try db.statement("DELETE FROM removed RETURNING id, record").forEach {
+            commitment.remove(rowHash(.removed, [$0.blob(0), $0.blob(1)]))
+        }
         try db.statement("DELETE FROM deliveries RETURNING destination, id, record").forEach {
             commitment.remove(rowHash(.deliveries, [$0.blob(0), $0.blob(1), $0.blob(2)]))
         }
@@ -230,7 +252,9 @@ final class DocumentIndex {
         return KeyedHash.digest(message, key: commitmentKey)
     }
 
-    private func documentColumns(id: [UInt8], added: Int64, name: [UInt8], digest: [UInt8], record: [UInt8]) -> [[UInt8]] {
+    private func documentColumns(
+        id: [UInt8], added: Int64, name: [UInt8], digest: [UInt8], record: [UInt8]
+    ) -> [[UInt8]] {
         var a = [UInt8](); a.appendBigEndian(UInt64(bitPattern: added))
         return [id, a, name, digest, record]
     }
@@ -247,24 +271,36 @@ final class DocumentIndex {
                 try db.statement("SELECT id, added, name, digest, record FROM documents").forEach { s in
                     let id = s.blob(0), record = s.blob(4)
                     _ = try open(id: id, sealed: record)
-                    sum.add(rowHash(.documents, documentColumns(id: id, added: s.int64(1), name: s.blob(2), digest: s.blob(3), record: record)))
+                    sum.add(
+                        rowHash(
+                            .documents,
+                            documentColumns(
+                                id: id, added: s.int64(1), name: s.blob(2), digest: s.blob(3), record: record)))
                 }
-                try db.statement("SELECT tag, id FROM tags").forEach { sum.add(rowHash(.tags, [$0.blob(0), $0.blob(1)])) }
+                try db.statement("SELECT tag, id FROM tags").forEach {
+                    sum.add(rowHash(.tags, [$0.blob(0), $0.blob(1)]))
+                }
                 try db.statement("SELECT id, record FROM removed").forEach { s in
                     let id = s.blob(0), record = s.blob(1)
-                    guard id.count == EnvelopeFormat.documentIDSize else { throw Rejected(why: "a removal row has no id") }
+                    guard id.count == EnvelopeFormat.documentIDSize else {
+                        throw Rejected(why: "a removal row has no id")
+                    }
                     _ = try openRemoved(DocumentID(bytes: id), record)
                     sum.add(rowHash(.removed, [id, record]))
                 }
                 try db.statement("SELECT destination, id, record FROM deliveries").forEach { s in
                     let key = s.blob(0), id = s.blob(1), record = s.blob(2)
-                    guard id.count == EnvelopeFormat.documentIDSize else { throw Rejected(why: "a ledger row has no id") }
+                    guard id.count == EnvelopeFormat.documentIDSize else {
+                        throw Rejected(why: "a ledger row has no id")
+                    }
                     _ = try openDelivery(key, DocumentID(bytes: id), record)
                     sum.add(rowHash(.deliveries, [key, id, record]))
                 }
                 try db.statement("SELECT id, record FROM unreadable").forEach { s in
                     let id = s.blob(0), record = s.blob(1)
-                    guard id.count == EnvelopeFormat.documentIDSize else { throw Rejected(why: "an unreadable row has no id") }
+                    guard id.count == EnvelopeFormat.documentIDSize else {
+                        throw Rejected(why: "an unreadable row has no id")
+                    }
                     _ = try openUnreadable(DocumentID(bytes: id), record)
                     sum.add(rowHash(.unreadable, [id, record]))
                 }
@@ -290,8 +326,9 @@ final class DocumentIndex {
     func destinationKey(_ identity: String) -> [UInt8] { lookup(0x72, Array(identity.utf8)) }
 
     private func seal(_ record: DocumentRecord) -> [UInt8] {
-        SealedState.seal(record.metadata.encoded(), purpose: .indexRecord, role: "index.db/documents/\(record.id.hex)", epoch: epoch,
-                         subkey: sealKey, vaultID: vaultID, random: random)
+        SealedState.seal(
+            record.metadata.encoded(), purpose: .indexRecord, role: "index.db/documents/\(record.id.hex)", epoch: epoch,
+            subkey: sealKey, vaultID: vaultID, random: random)
     }
 
     /// The associated data of a document row after its 14-byte prefix, but for the id's hex digits.
@@ -303,10 +340,19 @@ final class DocumentIndex {
     /// strings: `list` opens 100,000 rows a second.
     private func open(id: [UInt8], sealed: [UInt8]) throws -> DocumentRecord {
         let header = SealedState.headerSize, prefix = SealedState.prefixSize
-        guard id.count == EnvelopeFormat.documentIDSize, sealed.count >= header + EnvelopeFormat.tagSize,
-              sealed.starts(with: SealedState.magic), sealed[8] == SealedState.version, sealed[9] == SealedState.Purpose.indexRecord.rawValue,
+        guard id.count == EnvelopeFormat.documentIDSize,
+              sealed.count >= header + EnvelopeFormat.tagSize,
+              sealed.starts(with: SealedState.magic),
+              sealed[8] == SealedState.version,
+              sealed[9] == SealedState.Purpose.indexRecord.rawValue,
               UInt32(bigEndianBytes: sealed[10..<14]) == epoch else {
-            throw RowDamaged(what: "index.db's row for \(id.count == 16 ? DocumentID(bytes: id).hex : "?") is not a sealed record of this epoch")
+            throw RowDamaged(
+                what:
+                    """
+                        index.db's row for \(id.count == 16 ? DocumentID(bytes: id).hex : "?") is not a sealed record \
+                        of this epoch
+                        """
+            )
         }
         var ad = [UInt8]()
         ad.reserveCapacity(prefix + rowADBase.count + 32)
@@ -315,12 +361,18 @@ final class DocumentIndex {
         for b in id { ad.append(Self.hexDigits[Int(b >> 4)]); ad.append(Self.hexDigits[Int(b & 15)]) }
         var plain = [UInt8](repeating: 0, count: sealed.count - header - EnvelopeFormat.tagSize)
         let ok = plain.withUnsafeMutableBytes { out in
-            sealed.withUnsafeBytes { s in ad.withUnsafeBytes { a in sealKey.withUnsafeBytes { k in
-                XChaCha20Poly1305.open(UnsafeRawBufferPointer(rebasing: s[header...]), into: out, ad: a,
-                                       nonce: UnsafeRawBufferPointer(rebasing: s[prefix..<header]), key: k)
-            } } }
+            sealed.withUnsafeBytes { s in
+                ad.withUnsafeBytes { a in
+                    sealKey.withUnsafeBytes { k in
+                        XChaCha20Poly1305.open(
+                            UnsafeRawBufferPointer(rebasing: s[header...]), into: out, ad: a,
+                            nonce: UnsafeRawBufferPointer(rebasing: s[prefix..<header]), key: k)
+                    }
+                }
+            }
         }
-        guard ok, let metadata = try? DocumentMetadata.decode(plain) else {
+        guard ok,
+              let metadata = try? DocumentMetadata.decode(plain) else {
             throw RowDamaged(what: "index.db's row for \(DocumentID(bytes: id).hex) fails authentication")
         }
         return DocumentRecord(id: DocumentID(bytes: id), metadata: metadata)
@@ -360,8 +412,12 @@ final class DocumentIndex {
         let name = nameKey(record.metadata.name), digest = digestKey(record.metadata.sha256), sealed = seal(record)
         try db.statement("INSERT INTO documents (id, added, name, digest, logged, record) VALUES (?, ?, ?, ?, ?, ?)")
             .bind(record.id.bytes, record.metadata.addedAtMillis, name, digest, logged ? 1 : 0, sealed).run()
-        commitment.add(rowHash(.documents, documentColumns(id: record.id.bytes, added: record.metadata.addedAtMillis, name: name,
-                                                           digest: digest, record: sealed)))
+        commitment.add(
+            rowHash(
+                .documents,
+                documentColumns(
+                    id: record.id.bytes, added: record.metadata.addedAtMillis, name: name,
+                    digest: digest, record: sealed)))
         for tag in Set(record.metadata.tags) {
             let key = tagKey(tag)
             try db.statement("INSERT OR IGNORE INTO tags (tag, id) VALUES (?, ?)").bind(key, record.id.bytes).run()
@@ -371,11 +427,16 @@ final class DocumentIndex {
 
     /// Deletes a document's row and its tags (nothing when there is none).
     func delete(_ id: DocumentID) throws {
-        try db.statement("DELETE FROM documents WHERE id = ? RETURNING id, added, name, digest, record").bind(id.bytes).forEach { s in
-            delta -= 1
-            commitment.remove(rowHash(.documents, documentColumns(id: s.blob(0), added: s.int64(1), name: s.blob(2), digest: s.blob(3),
-                                                                  record: s.blob(4))))
-        }
+        try db.statement("DELETE FROM documents WHERE id = ? RETURNING id, added, name, digest, record").bind(id.bytes)
+            .forEach { s in
+                delta -= 1
+                commitment.remove(
+                    rowHash(
+                        .documents,
+                        documentColumns(
+                            id: s.blob(0), added: s.int64(1), name: s.blob(2), digest: s.blob(3),
+                            record: s.blob(4))))
+            }
         try db.statement("DELETE FROM tags WHERE id = ? RETURNING tag, id").bind(id.bytes).forEach {
             commitment.remove(rowHash(.tags, [$0.blob(0), $0.blob(1)]))
         }
@@ -389,8 +450,10 @@ final class DocumentIndex {
     /// Records a document as removed according to the history.
     func addRemoved(_ document: HistoryRecord.Document, position: Int) throws {
         guard let id = DocumentID(hex: document.id) else { return }
-        let sealed = SealedState.seal(Array(try JSONEncoder().encode(Removed(document: document, record: position))), purpose: .indexRecord, role: "index.db/removed/\(id.hex)",
-                                      epoch: epoch, subkey: sealKey, vaultID: vaultID, random: random)
+        let sealed = SealedState.seal(
+            Array(try JSONEncoder().encode(Removed(document: document, record: position))), purpose: .indexRecord,
+            role: "index.db/removed/\(id.hex)",
+            epoch: epoch, subkey: sealKey, vaultID: vaultID, random: random)
         try db.statement("DELETE FROM removed WHERE id = ? RETURNING id, record").bind(id.bytes).forEach {
             commitment.remove(rowHash(.removed, [$0.blob(0), $0.blob(1)]))
         }
@@ -410,17 +473,21 @@ final class DocumentIndex {
             commitment.remove(rowHash(.unreadable, [$0.blob(0), $0.blob(1)]))
         }
         guard let error else { return }
-        let sealed = SealedState.seal(Array(try JSONEncoder().encode(Unreadable(code: error.code.rawValue, message: error.message))),
-                                      purpose: .indexRecord, role: Self.unreadableRole(id), epoch: epoch, subkey: sealKey, vaultID: vaultID,
-                                      random: random)
+        let sealed = SealedState.seal(
+            Array(try JSONEncoder().encode(Unreadable(code: error.code.rawValue, message: error.message))),
+            purpose: .indexRecord, role: Self.unreadableRole(id), epoch: epoch, subkey: sealKey, vaultID: vaultID,
+            random: random)
         try db.statement("INSERT INTO unreadable (id, record) VALUES (?, ?)").bind(id.bytes, sealed).run()
         commitment.add(rowHash(.unreadable, [id.bytes, sealed]))
     }
 
     private func openUnreadable(_ id: DocumentID, _ sealed: [UInt8]) throws -> VaultError {
-        guard let plain = SealedState.open(sealed, purpose: .indexRecord, role: Self.unreadableRole(id), epoch: epoch, subkey: sealKey,
-                                           vaultID: vaultID),
-              let u = try? JSONDecoder().decode(Unreadable.self, from: Data(plain)) else {
+        guard
+            let plain = SealedState.open(
+                sealed, purpose: .indexRecord, role: Self.unreadableRole(id), epoch: epoch, subkey: sealKey,
+                vaultID: vaultID),
+            let u = try? JSONDecoder().decode(Unreadable.self, from: Data(plain))
+        else {
             throw RowDamaged(what: "index.db's unreadable row for \(id.hex) fails authentication")
         }
         return VaultError(VaultError.Code(rawValue: u.code), u.message)
@@ -448,17 +515,20 @@ final class DocumentIndex {
 
     /// The row of `id`, if any.
     func record(_ id: DocumentID) throws -> DocumentRecord? {
-        try db.statement("SELECT record FROM documents WHERE id = ?").bind(id.bytes).first { try open(id: id.bytes, sealed: $0.blob(0)) }
+        try db.statement("SELECT record FROM documents WHERE id = ?").bind(id.bytes).first {
+            try open(id: id.bytes, sealed: $0.blob(0))
+        }
     }
 
     /// The documents named exactly `name`, in stable order.
     func records(named name: String) throws -> [DocumentRecord] {
-        let s = try db.statement("SELECT id, record FROM documents WHERE name = ? ORDER BY added, id").bind(nameKey(name))
+        let s = try db.statement("SELECT id, record FROM documents WHERE name = ? ORDER BY added, id").bind(
+            nameKey(name))
         var out: [DocumentRecord] = []
         defer { s.reset() }
         while try s.step() {
             let r = try open(id: s.blob(0), sealed: s.blob(1))
-            if r.metadata.name == name { out.append(r) }   // a keyed-hash collision is not a match
+            if r.metadata.name == name { out.append(r) }  // a keyed-hash collision is not a match
         }
         return out
     }
@@ -468,7 +538,9 @@ final class DocumentIndex {
         var low = [UInt8](), digits = Array(prefix.utf8)
         if digits.count % 2 == 1 { digits.append(UInt8(ascii: "0")) }
         var i = 0
-        while i + 1 < digits.count, let b = UInt8(String(decoding: digits[i...i + 1], as: UTF8.self), radix: 16) { low.append(b); i += 2 }
+        while i + 1 < digits.count, let b = UInt8(String(decoding: digits[i...i + 1], as: UTF8.self), radix: 16) {
+            low.append(b); i += 2
+        }
         var out: [DocumentRecord] = []
         let s = try db.statement("SELECT id, record FROM documents WHERE id >= ? ORDER BY id")
             .bind(low)
@@ -483,7 +555,8 @@ final class DocumentIndex {
 
     /// The documents whose SHA-256 is `sha256`, oldest first.
     func records(withDigest sha256: [UInt8]) throws -> [DocumentRecord] {
-        let s = try db.statement("SELECT id, record FROM documents WHERE digest = ? ORDER BY added, id").bind(digestKey(sha256))
+        let s = try db.statement("SELECT id, record FROM documents WHERE digest = ? ORDER BY added, id").bind(
+            digestKey(sha256))
         var out: [DocumentRecord] = []
         defer { s.reset() }
         while try s.step() {
@@ -502,13 +575,15 @@ final class DocumentIndex {
 
     /// Calls `body` with each document with tag `tag`, in stable order, one row at a time.
     func forEach(tagged tag: String, _ body: (DocumentRecord) throws -> Void) throws {
-        let s = try db.statement("""
+        let s = try db.statement(
+            """
             SELECT d.id, d.record FROM tags t JOIN documents d ON d.id = t.id WHERE t.tag = ? ORDER BY d.added, d.id
-            """).bind(tagKey(tag))
+            """
+        ).bind(tagKey(tag))
         defer { s.reset() }
         while try s.step() {
             let r = try open(id: s.blob(0), sealed: s.blob(1))
-            if r.metadata.tags.contains(tag) { try body(r) }   // a keyed-hash collision is not a match
+            if r.metadata.tags.contains(tag) { try body(r) }  // a keyed-hash collision is not a match
         }
     }
 
@@ -559,14 +634,20 @@ final class DocumentIndex {
 
     /// The position of the history record that removed `id`, if one did.
     func removal(of id: DocumentID) throws -> Int? {
-        guard let sealed = try db.statement("SELECT record FROM removed WHERE id = ?").bind(id.bytes).first({ $0.blob(0) }) else { return nil }
+        guard
+            let sealed = try db.statement("SELECT record FROM removed WHERE id = ?").bind(id.bytes).first({ $0.blob(0) }
+            )
+        else { return nil }
         return try openRemoved(id, sealed).record
     }
 
     private func openRemoved(_ id: DocumentID, _ sealed: [UInt8]) throws -> Removed {
-        guard let plain = SealedState.open(sealed, purpose: .indexRecord, role: "index.db/removed/\(id.hex)", epoch: epoch,
-                                           subkey: sealKey, vaultID: vaultID),
-              let r = try? JSONDecoder().decode(Removed.self, from: Data(plain)), r.document.id == id.hex else {
+        guard
+            let plain = SealedState.open(
+                sealed, purpose: .indexRecord, role: "index.db/removed/\(id.hex)", epoch: epoch,
+                subkey: sealKey, vaultID: vaultID),
+            let r = try? JSONDecoder().decode(Removed.self, from: Data(plain)), r.document.id == id.hex
+        else {
             throw RowDamaged(what: "index.db's removal row for \(id.hex) fails authentication")
         }
         return r
@@ -590,20 +671,29 @@ final class DocumentIndex {
 
     /// A ledger row's role: its place (destination key and document) is bound to it, so a row
     /// moved to another document or destination does not open.
-    private static func deliveryRole(_ key: [UInt8], _ id: DocumentID) -> String { "index.db/deliveries/\(Hex.encode(key))/\(id.hex)" }
+    private static func deliveryRole(_ key: [UInt8], _ id: DocumentID) -> String {
+        "index.db/deliveries/\(Hex.encode(key))/\(id.hex)"
+    }
 
     /// Records `destination`'s confirmation of `id`; the first one is kept (inside a write).
     func addDelivery(_ id: DocumentID, _ delivery: Delivery) throws {
         let key = destinationKey(delivery.destination)
-        let sealed = SealedState.seal(Array(try JSONEncoder().encode(delivery)), purpose: .indexRecord, role: Self.deliveryRole(key, id),
-                                      epoch: epoch, subkey: sealKey, vaultID: vaultID, random: random)
-        try db.statement("INSERT OR IGNORE INTO deliveries (destination, id, record) VALUES (?, ?, ?)").bind(key, id.bytes, sealed).run()
+        let sealed = SealedState.seal(
+            Array(try JSONEncoder().encode(delivery)), purpose: .indexRecord, role: Self.deliveryRole(key, id),
+            epoch: epoch, subkey: sealKey, vaultID: vaultID, random: random)
+        try db.statement("INSERT OR IGNORE INTO deliveries (destination, id, record) VALUES (?, ?, ?)").bind(
+            key, id.bytes, sealed
+        ).run()
         if db.changes == 1 { commitment.add(rowHash(.deliveries, [key, id.bytes, sealed])) }
     }
 
     private func openDelivery(_ key: [UInt8], _ id: DocumentID, _ sealed: [UInt8]) throws -> Delivery {
-        guard let plain = SealedState.open(sealed, purpose: .indexRecord, role: Self.deliveryRole(key, id), epoch: epoch, subkey: sealKey, vaultID: vaultID),
-              let d = try? JSONDecoder().decode(Delivery.self, from: Data(plain)), destinationKey(d.destination) == key else {
+        guard
+            let plain = SealedState.open(
+                sealed, purpose: .indexRecord, role: Self.deliveryRole(key, id), epoch: epoch, subkey: sealKey,
+                vaultID: vaultID),
+            let d = try? JSONDecoder().decode(Delivery.self, from: Data(plain)), destinationKey(d.destination) == key
+        else {
             throw LedgerRowDamaged(id: id)
         }
         return d
@@ -612,8 +702,12 @@ final class DocumentIndex {
     /// The delivery of `id` at the destination `identity`, if the ledger has one.
     func delivery(of id: DocumentID, to identity: String) throws -> Delivery? {
         let key = destinationKey(identity)
-        guard let sealed = try db.statement("SELECT record FROM deliveries WHERE destination = ? AND id = ?").bind(key, id.bytes)
-            .first({ $0.blob(0) }) else { return nil }
+        guard
+            let sealed = try db.statement("SELECT record FROM deliveries WHERE destination = ? AND id = ?").bind(
+                key, id.bytes
+            )
+            .first({ $0.blob(0) })
+        else { return nil }
         return try openDelivery(key, id, sealed)
     }
 
@@ -686,7 +780,8 @@ struct IndexProjection: HistoryProjection {
     /// A row's tags are its envelope's with the history's changes made.
     func retagged(_ documents: [HistoryRecord.Document], _ change: TagChange) throws {
         for d in documents {
-            guard let id = DocumentID(hex: d.id), let row = try index.record(id) else { continue }
+            guard let id = DocumentID(hex: d.id),
+                  let row = try index.record(id) else { continue }
             try index.put(DocumentRecord(id: id, metadata: row.metadata.retagged(change)), logged: true)
         }
     }
@@ -710,7 +805,8 @@ struct RowCommitment: Equatable {
     init() {}
 
     init?(hex: String) {
-        guard let bytes = Hex.decode(hex), bytes.count == 32 else { return nil }
+        guard let bytes = Hex.decode(hex),
+              bytes.count == 32 else { return nil }
         limbs = (0..<4).map { i in UInt64(bigEndianBytes: bytes[(24 - 8 * i)..<(32 - 8 * i)]) }
     }
 

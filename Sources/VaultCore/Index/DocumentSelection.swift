@@ -67,8 +67,11 @@ public struct DocumentSelection: Sendable, Equatable {
             selected = try catalog.allRecords()
         }
         if !tags.isEmpty, selected.isEmpty {
-            throw VaultError(.notFound, tags.count == 1 ? "no documents have the tag '\(tags[0])'"
-                                                        : "no documents have any of the tags " + tags.map { "'\($0)'" }.joined(separator: ", "))
+            throw VaultError(
+                .notFound,
+                tags.count == 1
+                    ? "no documents have the tag '\(tags[0])'"
+                    : "no documents have any of the tags " + tags.map { "'\($0)'" }.joined(separator: ", "))
         }
         return selected
     }
@@ -89,8 +92,10 @@ public struct DocumentSelection: Sendable, Equatable {
             return r
         case .idPrefix(let prefix):
             let lower = prefix.lowercased()
-            guard lower.count >= 4, lower.allSatisfy(\.isHexDigit) else {
-                throw VaultError(.notFound, "no document matches '\(prefix)'", hint: "an id prefix needs at least 4 characters")
+            guard lower.count >= 4,
+                  lower.allSatisfy(\.isHexDigit) else {
+                throw VaultError(
+                    .notFound, "no document matches '\(prefix)'", hint: "an id prefix needs at least 4 characters")
             }
             return try one(of: try catalog.records(idPrefix: lower), matching: prefix)
         case .name(let name):
@@ -106,7 +111,8 @@ public struct DocumentSelection: Sendable, Equatable {
         case 0: throw VaultError(.notFound, "no document matches '\(query)'", remedy: .listDocuments)
         default:
             let names = matches.prefix(5).map { "\($0.id.hex.prefix(12)) \($0.metadata.name)" }.joined(separator: ", ")
-            throw VaultError(.ambiguous, "'\(query)' matches \(matches.count) documents: \(names)", hint: "use a longer id prefix")
+            throw VaultError(
+                .ambiguous, "'\(query)' matches \(matches.count) documents: \(names)", hint: "use a longer id prefix")
         }
     }
 }

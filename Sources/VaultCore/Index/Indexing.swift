@@ -27,8 +27,10 @@ extension Vault {
     ///   under the writer lock (an add session's commits): when they chain from the index's
     ///   stamp to the folder's, the index is current but for them, and nothing is reconciled — a
     ///   bulk add looks up each document's twin without listing `objects/` again.
-    func withIndex<R>(known: [DocumentID: DocumentRecord] = [:], full: Bool = false,
-                      ownChanges: [(before: String, after: String)] = [], _ body: (DocumentIndex) throws -> R) throws -> R {
+    func withIndex<R>(
+        known: [DocumentID: DocumentRecord] = [:], full: Bool = false,
+        ownChanges: [(before: String, after: String)] = [], _ body: (DocumentIndex) throws -> R
+    ) throws -> R {
         try withIndex(lock: nil, known: known, full: full, ownChanges: ownChanges, body)
     }
 
@@ -36,14 +38,18 @@ extension Vault {
     /// - Parameter ownChanges: the caller's own changes to `objects/` (the stamp before and after
     ///   each, under the lock): when they account for all of the stamp's change, the index is
     ///   current (the caller writes the rows).
-    func withIndex<R>(_ lock: WriterLock, known: [DocumentID: DocumentRecord] = [:], full: Bool = false,
-                      ownChanges: [(before: String, after: String)] = [], _ body: (DocumentIndex) throws -> R) throws -> R {
+    func withIndex<R>(
+        _ lock: WriterLock, known: [DocumentID: DocumentRecord] = [:], full: Bool = false,
+        ownChanges: [(before: String, after: String)] = [], _ body: (DocumentIndex) throws -> R
+    ) throws -> R {
         lock.check(store)
         return try withIndex(lock: lock, known: known, full: full, ownChanges: ownChanges, body)
     }
 
-    private func withIndex<R>(lock: WriterLock?, known: [DocumentID: DocumentRecord], full: Bool,
-                              ownChanges: [(before: String, after: String)], _ body: (DocumentIndex) throws -> R) throws -> R {
+    private func withIndex<R>(
+        lock: WriterLock?, known: [DocumentID: DocumentRecord], full: Bool,
+        ownChanges: [(before: String, after: String)], _ body: (DocumentIndex) throws -> R
+    ) throws -> R {
         do {
             return try withCheckedIndex(lock: lock, known: known, full: full, ownChanges: ownChanges, body)
         } catch let damaged as DocumentIndex.RowDamaged {
@@ -64,8 +70,10 @@ extension Vault {
         }
     }
 
-    private func withCheckedIndex<R>(lock: WriterLock?, known: [DocumentID: DocumentRecord], full: Bool,
-                                     ownChanges: [(before: String, after: String)], _ body: (DocumentIndex) throws -> R) throws -> R {
+    private func withCheckedIndex<R>(
+        lock: WriterLock?, known: [DocumentID: DocumentRecord], full: Bool,
+        ownChanges: [(before: String, after: String)], _ body: (DocumentIndex) throws -> R
+    ) throws -> R {
         indexHolder.lock.lock()
         defer { indexHolder.lock.unlock() }
         var index = try openIndex()
@@ -73,7 +81,8 @@ extension Vault {
         // A command that acts on every document checks every row against the commitment first.
         var unverified = false
         if full, status == .current || status == .stale, case .current(let state)? = try index.readState(),
-           !(try index.verifyRows(against: state)) {
+            !(try index.verifyRows(against: state))
+        {
             unverified = true
             status = .damaged
         }
@@ -93,8 +102,9 @@ extension Vault {
             try holding(lock) { lock in
                 let again = unverified ? .damaged : try checkIndex(index, full: full)
                 if again == .damaged {
-                    VaultNotices.post("index.db does not match what vault last wrote (rows added, removed or changed by someone "
-                                      + "else, or damaged); rebuilt it from the history and the objects")
+                    VaultNotices.post(
+                        "index.db does not match what vault last wrote (rows added, removed or changed by someone "
+                            + "else, or damaged); rebuilt it from the history and the objects")
                 }
                 if again == .stale {
                     try reconcileIndex(index, known: known, lock)
@@ -137,7 +147,8 @@ extension Vault {
                 case .directory:
                     // A folder in its place (anything in it is nobody's but the attacker's).
                     do { try FileManager.default.removeItem(atPath: path + suffix) } catch {
-                        throw VaultError(.io, "cannot remove the folder \(path + suffix) in the index's place", cause: error)
+                        throw VaultError(
+                            .io, "cannot remove the folder \(path + suffix) in the index's place", cause: error)
                     }
                 default: try FileSystem.remove(path + suffix)
                 }
@@ -146,7 +157,8 @@ extension Vault {
         } catch let e as VaultError where e.code == .vaultDamaged {
             let path = store.path(.index)
             for suffix in ["", "-wal", "-shm"] where FileSystem.kind(of: path + suffix) != .missing {
-                try FileSystem.rename(path + suffix, to: store.root + "/index.damaged-\(Int(Date().timeIntervalSince1970)).db" + suffix)
+                try FileSystem.rename(
+                    path + suffix, to: store.root + "/index.damaged-\(Int(Date().timeIntervalSince1970)).db" + suffix)
             }
             index = try DocumentIndex(vault: self)
         }
@@ -166,14 +178,22 @@ extension Vault {
             // whole log is read, and the index follows what it says.
             let scan = try log.scan(keepRecords: false)
             if scan.exists, scan.entries.count < (state.logHigh ?? state.logCount) {
-                VaultNotices.post("the history holds \(scan.entries.count) records, and index.db had applied \(state.logHigh ?? state.logCount): log.vlt "
-                                  + "and its heads were put back from an older copy; compare the head the back office kept")
+                VaultNotices.post(
+                    """
+                        the history holds \(scan.entries.count) records, and index.db had applied \
+                        \(state.logHigh ?? state.logCount): log.vlt 
+                        """
+                        + "and its heads were put back from an older copy; compare the head the back office kept")
             }
             return scan.entries.count != state.logCount || Hex.encode(scan.head.tag) != state.logTag
         }
         if tail.count < (state.logHigh ?? state.logCount) {
-            VaultNotices.post("the history holds \(tail.count) records, and index.db had applied \(state.logHigh ?? state.logCount): log.vlt "
-                              + "and its heads were put back from an older copy; compare the head the back office kept")
+            VaultNotices.post(
+                """
+                    the history holds \(tail.count) records, and index.db had applied \
+                    \(state.logHigh ?? state.logCount): log.vlt 
+                    """
+                    + "and its heads were put back from an older copy; compare the head the back office kept")
         }
         return tail.count != state.logCount || Hex.encode(tail.tag) != state.logTag
     }
@@ -188,7 +208,9 @@ extension Vault {
         case .unauthentic: return .damaged
         }
         let counts = try index.counts(documents: full)
-        guard counts.documents.map({ $0 == state.documents }) ?? true && counts.removed == state.removed else { return .damaged }
+        guard counts.documents.map({ $0 == state.documents }) ?? true && counts.removed == state.removed else {
+            return .damaged
+        }
         if store.source != nil {
             return try index.ids().union(index.unreadableIDs()) == store.objectIDs() ? .current : .stale
         }
@@ -198,14 +220,16 @@ extension Vault {
     /// `objects/`'s inode, modification and change times: any entry created, renamed or
     /// removed in it changes them, and the change time cannot be set back.
     func objectsStamp() -> String {
-        guard store.source == nil, let st = Platform.statTimes(store.objectsPath) else { return "" }
+        guard store.source == nil,
+              let st = Platform.statTimes(store.objectsPath) else { return "" }
         return st
     }
 
     /// Brings the rows in line with `objects/`: rows of objects that are gone are deleted, and
     /// objects the index does not know are read (their headers only). Those the history removed
     /// are kept as resurrected (never adopted; export and upload refuse them).
-    private func reconcileIndex(_ index: DocumentIndex, known: [DocumentID: DocumentRecord], _ lock: WriterLock) throws {
+    private func reconcileIndex(_ index: DocumentIndex, known: [DocumentID: DocumentRecord], _ lock: WriterLock) throws
+    {
         if store.source == nil {
             sweepTemporaries(objects: true)
             if FileSystem.kind(of: store.stagingPath) == .directory { AtomicFile.sweep(store.stagingPath) }
@@ -221,7 +245,8 @@ extension Vault {
                     continue
                 }
                 do {
-                    let reader = try openEnvelope(id, threads: 1, batching: ChunkBatching(chunks: 1), readAhead: false)   // the header only
+                    // the header only
+                    let reader = try openEnvelope(id, threads: 1, batching: ChunkBatching(chunks: 1), readAhead: false)
                     try index.put(DocumentRecord(id: id, metadata: reader.metadata), logged: try index.isRemoved(id))
                     try index.setUnreadable(id, nil)
                 } catch let e as VaultError where e.code == .io && store.source == nil {
@@ -239,12 +264,15 @@ extension Vault {
     /// names, which it removed, how far it goes).
     /// - Parameter keptHigh: the most records the index this one replaces had applied (a witness
     ///   a rebuild keeps: ``DocumentIndex/State/logHigh``).
-    func rebuildIndex(_ index: DocumentIndex, known: [DocumentID: DocumentRecord] = [:], keptHigh: Int? = nil, _ lock: WriterLock) throws {
+    func rebuildIndex(
+        _ index: DocumentIndex, known: [DocumentID: DocumentRecord] = [:], keptHigh: Int? = nil, _ lock: WriterLock
+    ) throws {
         let keptHigh = max(keptHigh ?? 0, Self.high(of: index) ?? 0)
         let objects = try store.objectIDs()
         var known = known
         if FileSystem.kind(of: store.indexPath) != .missing, let bytes = try? FileSystem.readFile(store.indexPath),
-           let old = try? VaultIndex.open(bytes, keys: keys, vaultID: config.id) {
+            let old = try? VaultIndex.open(bytes, keys: keys, vaultID: config.id)
+        {
             known.merge(old.records) { a, _ in a }
         }
         let log = try HistoryLog(vault: self)
@@ -275,21 +303,27 @@ extension Vault {
     /// Sets what the index keeps from the history to what `scan` says (inside a transaction):
     /// which documents a record names (the others are adopted by the next change, when the
     /// chain is whole), which were removed, and how far the history goes.
-    func deriveHistory(_ index: DocumentIndex, from scan: HistoryScan,
-                       state: (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int]), keptHigh: Int? = nil,
-                       _ lock: WriterLock) throws {
+    func deriveHistory(
+        _ index: DocumentIndex, from scan: HistoryScan,
+        state: (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int]), keptHigh: Int? = nil,
+        _ lock: WriterLock
+    ) throws {
         try index.clearHistoryRows()
         // A broken chain adopts nothing: every document counts as named.
         let whole = scan.findings.isEmpty || !scan.exists
         if !whole { try index.db.execute("UPDATE documents SET logged = 1") }
-        try index.markLogged(state.present.keys.compactMap(DocumentID.init(hex:)) + state.removed.keys.compactMap(DocumentID.init(hex:)))
-        for (id, d) in scan.removedDocuments() { if let at = state.removed[id] { try index.addRemoved(d, position: at) } }
+        try index.markLogged(
+            state.present.keys.compactMap(DocumentID.init(hex:)) + state.removed.keys.compactMap(DocumentID.init(hex:)))
+        for (id, d) in scan.removedDocuments() {
+            if let at = state.removed[id] { try index.addRemoved(d, position: at) }
+        }
         for (_, documents) in scan.deliveries() {
             for (id, delivery) in documents { if let id = DocumentID(hex: id) { try index.addDelivery(id, delivery) } }
         }
         // Rows were made from the envelopes: the history's tag changes are made to them.
         for (hex, change) in scan.projected().tagChanges {
-            guard let id = DocumentID(hex: hex), let row = try index.record(id) else { continue }
+            guard let id = DocumentID(hex: hex),
+                  let row = try index.record(id) else { continue }
             try index.put(DocumentRecord(id: id, metadata: row.metadata.retagged(change)), logged: true)
         }
         var s = try index.stateOrEmpty()
@@ -339,7 +373,8 @@ extension Vault {
     func indexedLogHigh() -> Int? {
         indexHolder.lock.lock()
         defer { indexHolder.lock.unlock() }
-        guard store.source == nil, let index = try? openIndex() else { return nil }
+        guard store.source == nil,
+              let index = try? openIndex() else { return nil }
         return Self.high(of: index)
     }
 
@@ -367,7 +402,8 @@ extension Vault {
     func indexedIDs() -> Set<DocumentID> {
         indexHolder.lock.lock()
         defer { indexHolder.lock.unlock() }
-        guard let index = try? openIndex(), case .current? = try? index.readState() else { return [] }
+        guard let index = try? openIndex(),
+              case .current? = try? index.readState() else { return [] }
         return (try? index.ids()) ?? []
     }
 }

@@ -18,7 +18,8 @@ struct VaultIndex {
         if keys.epoch == 0, bytes.starts(with: legacyMagic) {
             json = try openLegacy(bytes, vaultKey: keys.current, vaultID: vaultID)
         } else {
-            json = try SealedState.open(bytes, purpose: .index, role: role, keys: keys, vaultID: vaultID, what: "the index")
+            json = try SealedState.open(
+                bytes, purpose: .index, role: role, keys: keys, vaultID: vaultID, what: "the index")
         }
         guard let list = try? JSONDecoder().decode([DocumentRecord].self, from: Data(json)) else {
             throw VaultError(.vaultDamaged, "the index is malformed")
@@ -29,8 +30,10 @@ struct VaultIndex {
     private static func openLegacy(_ bytes: [UInt8], vaultKey: SecretBytes, vaultID: String) throws -> [UInt8] {
         let head = legacyMagic.count + EnvelopeFormat.nonceSize
         guard bytes.count >= head + EnvelopeFormat.tagSize,
-              let json = XChaCha20Poly1305.open(Array(bytes[head...]), ad: legacyMagic + Array(vaultID.utf8),
-                                                nonce: Array(bytes[legacyMagic.count..<head]), key: vaultKey) else {
+            let json = XChaCha20Poly1305.open(
+                Array(bytes[head...]), ad: legacyMagic + Array(vaultID.utf8),
+                nonce: Array(bytes[legacyMagic.count..<head]), key: vaultKey)
+        else {
             throw VaultError(.vaultDamaged, "the index failed authentication")
         }
         return json

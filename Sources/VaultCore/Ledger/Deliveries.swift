@@ -68,8 +68,10 @@ package struct DestinationIdentity: Hashable, Sendable, CustomStringConvertible 
     /// The identity of the destination at `url`, reached (for `s3://`) through `place`, or the
     /// process's (``useS3(_:)``) when nil; nil for anything but `http(s)://` and `s3://`.
     package init?(url: String, s3 place: S3Place? = nil) {
-        guard let c = URLComponents(string: url.trimmingCharacters(in: .whitespaces)), let scheme = c.scheme?.lowercased(),
-              let host = c.host, !host.isEmpty else { return nil }
+        guard let c = URLComponents(string: url.trimmingCharacters(in: .whitespaces)),
+              let scheme = c.scheme?.lowercased(),
+              let host = c.host,
+              !host.isEmpty else { return nil }
         switch scheme {
         case "http", "https":
             let port = c.port.flatMap { ($0 == 80 && scheme == "http") || ($0 == 443 && scheme == "https") ? nil : $0 }
@@ -80,13 +82,14 @@ package struct DestinationIdentity: Hashable, Sendable, CustomStringConvertible 
             let prefix = c.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
             let base = prefix.isEmpty ? "s3://\(host)" : "s3://\(host)/\(prefix)"
             if let place = place ?? Self.s3Place.withLock({ $0 }) {
-                let endpoint = URLComponents(string: place.endpoint).map { e -> String in
-                    var e = e
-                    e.scheme = e.scheme?.lowercased(); e.host = e.host?.lowercased(); e.user = nil; e.password = nil
-                    e.query = nil; e.fragment = nil
-                    if e.path == "/" { e.path = "" }
-                    return e.string ?? place.endpoint
-                } ?? place.endpoint
+                let endpoint =
+                    URLComponents(string: place.endpoint).map { e -> String in
+                        var e = e
+                        e.scheme = e.scheme?.lowercased(); e.host = e.host?.lowercased(); e.user = nil; e.password = nil
+                        e.query = nil; e.fragment = nil
+                        if e.path == "/" { e.path = "" }
+                        return e.string ?? place.endpoint
+                    } ?? place.endpoint
                 value = "\(base) (\(endpoint), \(place.region))"
             } else {
                 value = base
@@ -119,11 +122,16 @@ package struct DestinationIdentity: Hashable, Sendable, CustomStringConvertible 
     /// For people: the identity with the value of every query parameter whose name suggests a
     /// secret (token, key, signature, password, secret, credential, auth, sig) shown as `…`.
     package var description: String {
-        guard let q = value.firstIndex(of: "?"), !value.hasPrefix("s3://") else { return value }
+        guard let q = value.firstIndex(of: "?"),
+              !value.hasPrefix("s3://") else { return value }
         let secretWords = ["token", "key", "sig", "password", "secret", "credential", "auth"]
-        let items = value[value.index(after: q)...].split(separator: "&", omittingEmptySubsequences: false).map { item -> String in
+        let items = value[value.index(after: q)...].split(separator: "&", omittingEmptySubsequences: false).map {
+            item -> String in
             let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, secretWords.contains(where: { parts[0].lowercased().contains($0) }) else { return String(item) }
+            guard parts.count == 2,
+                  secretWords.contains(where: { parts[0].lowercased().contains($0) }) else {
+                return String(item)
+            }
             return "\(parts[0])=…"
         }
         return String(value[..<q]) + "?" + items.joined(separator: "&")
@@ -138,7 +146,8 @@ package enum Destination {
     /// The identities a history record confirmed its documents at: those of an `upload`
     /// record that did not fail (``DestinationIdentity/init(recorded:)``).
     static func confirmed(by record: HistoryRecord) -> [String] {
-        guard record.operation == .upload, record.outcome != .failed else { return [] }
+        guard record.operation == .upload,
+              record.outcome != .failed else { return [] }
         return record.destinations.map { DestinationIdentity(recorded: $0).value }
     }
 }
@@ -147,7 +156,9 @@ extension Vault {
     /// Records that `destination` confirmed `documents` (one batch): an `upload` record in the
     /// history, which the index turns into ledger rows in the same step. Called once the batch
     /// is confirmed and its journal says so, before anything is removed on the strength of it.
-    package func recordDelivery(_ documents: [DocumentRecord], to destination: String, detail: String, now: Date = Date()) throws {
+    package func recordDelivery(
+        _ documents: [DocumentRecord], to destination: String, detail: String, now: Date = Date()
+    ) throws {
         guard let identity = DestinationIdentity(url: destination) else {
             throw VaultError(.usage, "'\(destination)' is not a destination URL")
         }
@@ -155,9 +166,13 @@ extension Vault {
     }
 
     /// ``recordDelivery(_:to:detail:now:)`` at an identity known already (an upload journal's).
-    package func recordDelivery(_ documents: [DocumentRecord], at identity: DestinationIdentity, detail: String, now: Date = Date()) throws {
-        try appendToHistory(HistoryRecord(.upload, documents: documents.map(HistoryRecord.Document.init), destinations: [identity.value],
-                                          detail: detail, now: now))
+    package func recordDelivery(
+        _ documents: [DocumentRecord], at identity: DestinationIdentity, detail: String, now: Date = Date()
+    ) throws {
+        try appendToHistory(
+            HistoryRecord(
+                .upload, documents: documents.map(HistoryRecord.Document.init), destinations: [identity.value],
+                detail: detail, now: now))
     }
 
     /// Those of `records` (in their order) that the destination of `identity` has not confirmed.
@@ -178,7 +193,9 @@ extension Vault {
 
     /// Every destination `id` was delivered to, oldest delivery first.
     package func deliveries(of id: DocumentID) throws -> [Delivery] {
-        try withLedger { index in try index.deliveries(of: id) }.sorted { ($0.timeMillis, $0.destination) < ($1.timeMillis, $1.destination) }
+        try withLedger { index in try index.deliveries(of: id) }.sorted {
+            ($0.timeMillis, $0.destination) < ($1.timeMillis, $1.destination)
+        }
     }
 
     /// Those of `records` (in their order) that `destination` has not confirmed.
@@ -194,11 +211,18 @@ extension Vault {
     /// a removal by delivery checks before it deletes, whatever the index says.
     /// A history with findings proves nothing (what a forger could not make count may still
     /// have been left out): every document is unproven, and the findings' codes say why.
-    package func unprovenDeliveries(_ ids: [DocumentID], at identities: [String]) throws -> (ids: [DocumentID], findings: [String]) {
+    package func unprovenDeliveries(
+        _ ids: [DocumentID], at identities: [String]
+    ) throws -> (ids: [DocumentID], findings: [String]) {
         let scan = try history()
         let findings = Array(Set(scan.findings.map(\.code.rawValue))).sorted()
         if !findings.isEmpty {
-            VaultNotices.post("the history has findings (\(findings.joined(separator: ", "))): nothing is removed by delivery until an audit settles them")
+            VaultNotices.post(
+                """
+                    the history has findings (\(findings.joined(separator: ", "))): nothing is removed by delivery \
+                    until an audit settles them
+                    """
+            )
             return (ids, findings)
         }
         let deliveries = scan.projected().deliveries
@@ -299,15 +323,20 @@ package struct DestinationList: Codable, Sendable, Equatable {
     package static func loadFile(_ vault: Vault, anyEpoch: Bool = false) throws -> DestinationList {
         let path = path(vault.store)
         if anyEpoch, FileSystem.kind(of: path) != .missing {
-            guard let (_, body) = try SealedState.openAnyEpoch(try FileSystem.readFile(path, limit: 1 << 20), purpose: .destinations,
-                                                                role: role, keys: vault.keys, vaultID: vault.config.id),
-                  let list = try? JSONDecoder().decode(DestinationList.self, from: Data(body)) else {
-                throw VaultError(.vaultDamaged, "\(path) does not open under any of the vault's keys", remedy: .addDestinationsAgain)
+            guard
+                let (_, body) = try SealedState.openAnyEpoch(
+                    try FileSystem.readFile(path, limit: 1 << 20), purpose: .destinations,
+                    role: role, keys: vault.keys, vaultID: vault.config.id),
+                let list = try? JSONDecoder().decode(DestinationList.self, from: Data(body))
+            else {
+                throw VaultError(
+                    .vaultDamaged, "\(path) does not open under any of the vault's keys", remedy: .addDestinationsAgain)
             }
             return list
         }
         guard FileSystem.kind(of: path) != .missing else { return DestinationList() }
-        let body = try vault.openState(try FileSystem.readFile(path, limit: 1 << 20), purpose: .destinations, role: role, what: path)
+        let body = try vault.openState(
+            try FileSystem.readFile(path, limit: 1 << 20), purpose: .destinations, role: role, what: path)
         guard let list = try? JSONDecoder().decode(DestinationList.self, from: Data(body)) else {
             throw VaultError(.vaultDamaged, "\(path) is not a valid destination list", remedy: .addDestinationsAgain)
         }
@@ -332,14 +361,19 @@ package struct DestinationList: Codable, Sendable, Equatable {
     package func saveFile(_ vault: Vault) throws {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys]
-        try AtomicFile.write(try vault.sealState(Array(try e.encode(self)), purpose: .destinations, role: Self.role), to: Self.path(vault.store))
+        try AtomicFile.write(
+            try vault.sealState(Array(try e.encode(self)), purpose: .destinations, role: Self.role),
+            to: Self.path(vault.store))
     }
 
     /// True for a name a destination may have: 1-64 of letters, digits, `-`, `_`, `.`, not
     /// starting with `.` (a URL is never a name: it has `:`). The same rule as a remote's.
     package static func isValidName(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 64 && !name.hasPrefix(".")
-            && name.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || "-_.".unicodeScalars.contains($0) }
+            && name.unicodeScalars.allSatisfy {
+                ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)))
+                    || "-_.".unicodeScalars.contains($0)
+            }
     }
 
     /// The destination `nameOrURL` means: a URL as it is (with the entry of that identity, if
@@ -347,13 +381,16 @@ package struct DestinationList: Codable, Sendable, Equatable {
     package func resolve(_ nameOrURL: String) throws -> (entry: Entry?, identity: String) {
         if nameOrURL.contains("://") {
             guard let identity = Destination.identity(of: nameOrURL) else {
-                throw VaultError(.usage, "'\(nameOrURL.prefix(200))' is not a destination URL (http://, https:// or s3://)")
+                throw VaultError(
+                    .usage, "'\(nameOrURL.prefix(200))' is not a destination URL (http://, https:// or s3://)")
             }
             return (destinations.first { $0.identity == identity }, identity)
         }
         guard let entry = destinations.first(where: { $0.name == nameOrURL }) else {
             guard destinations.isEmpty else {
-                throw VaultError(.notFound, "no destination named '\(nameOrURL.prefix(64))'", hint: "known: \(destinations.map(\.name).joined(separator: ", "))")
+                throw VaultError(
+                    .notFound, "no destination named '\(nameOrURL.prefix(64))'",
+                    hint: "known: \(destinations.map(\.name).joined(separator: ", "))")
             }
             throw VaultError(.notFound, "no destination named '\(nameOrURL.prefix(64))'", remedy: .addDestination)
         }

@@ -8,7 +8,7 @@ extension SecretBytes {
     /// A password given as a `String`: its UTF-8 bytes, exactly as typed (no Unicode
     /// normalisation, as the command-line tool reads them), copied into wiped memory at once.
     public convenience init(password: String) throws {
-        var text = password   // a native string lends its UTF-8 storage: no further copy is made
+        var text = password  // a native string lends its UTF-8 storage: no further copy is made
         try self.init(count: text.utf8.count) { buffer in
             text.withUTF8 { buffer.copyMemory(from: UnsafeRawBufferPointer($0)) }
         }
@@ -63,36 +63,46 @@ extension Vault {
     ///     otherwise that is ``VaultError/Code/duplicate`` and nothing is added.
     /// - Throws: `CancellationError` when the task is cancelled first (nothing is added);
     ///   ``VaultError`` otherwise.
-    public func add(fileAt url: URL, name: String? = nil, contentType: String? = nil, tags: [String] = [],
-                    allowDuplicate: Bool = false) async throws -> DocumentRecord {
+    public func add(
+        fileAt url: URL, name: String? = nil, contentType: String? = nil, tags: [String] = [],
+        allowDuplicate: Bool = false
+    ) async throws -> DocumentRecord {
         try Task.checkCancellation()
         return try await Offload.run { [self] in
             let file = try OpenFile.openForReading(url.path)
             let input = try ReadAheadFile(file)
-            return try add(from: input, name: name ?? url.lastPathComponent, contentType: contentType, tags: tags,
-                           allowDuplicate: allowDuplicate)
+            return try add(
+                from: input, name: name ?? url.lastPathComponent, contentType: contentType, tags: tags,
+                allowDuplicate: allowDuplicate)
         }
     }
 
     /// Encrypts `data` into a new document named `name`, durably, and returns its record.
-    public func add(_ data: Data, name: String, contentType: String? = nil, tags: [String] = [],
-                    allowDuplicate: Bool = false) async throws -> DocumentRecord {
+    public func add(
+        _ data: Data, name: String, contentType: String? = nil, tags: [String] = [],
+        allowDuplicate: Bool = false
+    ) async throws -> DocumentRecord {
         try Task.checkCancellation()
         return try await Offload.run { [self] in
-            try add(from: BytesSource(Array(data)), name: name, contentType: contentType, tags: tags, allowDuplicate: allowDuplicate)
+            try add(
+                from: BytesSource(Array(data)), name: name, contentType: contentType, tags: tags,
+                allowDuplicate: allowDuplicate)
         }
     }
 
     /// Encrypts everything `stream` yields (a camera's output, a download) into a new document,
     /// reading it on the worker thread until it ends; the stream is opened if it is not yet open.
     /// Do not use the stream elsewhere until this returns.
-    public func add(from stream: InputStream, name: String, contentType: String? = nil, tags: [String] = [],
-                    allowDuplicate: Bool = false) async throws -> DocumentRecord {
+    public func add(
+        from stream: InputStream, name: String, contentType: String? = nil, tags: [String] = [],
+        allowDuplicate: Bool = false
+    ) async throws -> DocumentRecord {
         try Task.checkCancellation()
-        let handed = UncheckedSendable(stream)   // the caller leaves it alone until we return (above)
+        let handed = UncheckedSendable(stream)  // the caller leaves it alone until we return (above)
         return try await Offload.run { [self] in
-            try add(from: InputStreamSource(handed.value), name: name, contentType: contentType, tags: tags,
-                    allowDuplicate: allowDuplicate)
+            try add(
+                from: InputStreamSource(handed.value), name: name, contentType: contentType, tags: tags,
+                allowDuplicate: allowDuplicate)
         }
     }
 
@@ -104,7 +114,7 @@ extension Vault {
     public func remove(_ ids: [DocumentID]) async throws {
         try Task.checkCancellation()
         try await Offload.run { [self] in
-            _ = try records(ids)   // every id known, or nothing is removed
+            _ = try records(ids)  // every id known, or nothing is removed
             try removeDocuments(ids)
         }
     }
@@ -135,8 +145,10 @@ extension Vault {
     /// `write` methods, and follow its ``ExportOperation/progress``.
     /// - Throws: ``VaultError/Code/notFound`` or ``VaultError/Code/ambiguous`` for a query,
     ///   ``VaultError/Code/usage`` when a document alone exceeds the byte limit.
-    public func prepareExport(_ selection: DocumentSelection = DocumentSelection(),
-                              options: ExportOptions = ExportOptions()) async throws -> ExportOperation {
+    public func prepareExport(
+        _ selection: DocumentSelection = DocumentSelection(),
+        options: ExportOptions = ExportOptions()
+    ) async throws -> ExportOperation {
         try await Offload.run { [self] in try ExportOperation(vault: self, selection: selection, options: options) }
     }
 }
@@ -178,7 +190,7 @@ public final class ExportOperation: @unchecked Sendable {
     private let cancellation: CancellationFlag
     private let lock = NSLock()
     private let continuation: AsyncStream<ExportProgress>.Continuation
-    private var written: Set<Int> = []   // batches written (under `lock`)
+    private var written: Set<Int> = []  // batches written (under `lock`)
 
     /// The progress of the writes: a consumer slower than the pipeline sees the latest value,
     /// never a backlog. It ends when every batch has been written, or a write throws. One
@@ -192,8 +204,11 @@ public final class ExportOperation: @unchecked Sendable {
     public let payloadBytes: UInt64
 
     /// - Parameter observer: also sees every pipeline event, on the pipeline's thread (tests).
-    init(vault: Vault, selection: DocumentSelection, options: ExportOptions, observer: ((ExportEvent) -> Void)? = nil) throws {
-        let (stream, continuation) = AsyncStream.makeStream(of: ExportProgress.self, bufferingPolicy: .bufferingNewest(1))
+    init(
+        vault: Vault, selection: DocumentSelection, options: ExportOptions, observer: ((ExportEvent) -> Void)? = nil
+    ) throws {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: ExportProgress.self, bufferingPolicy: .bufferingNewest(1))
         let tracker = ProgressTracker(continuation)
         exporter = try Exporter(vault: vault, selection: selection, options: options) { event in
             tracker.take(event)
@@ -224,10 +239,12 @@ public final class ExportOperation: @unchecked Sendable {
     }
 
     /// Runs `body` with a sink over `handle`; when it throws, cuts the file back to where it began.
-    private func write(batch index: Int, to handle: FileHandle,
-                       _ body: @escaping @Sendable (Exporter, FileHandleSink) throws -> ExportSummary) async throws -> ExportSummary {
+    private func write(
+        batch index: Int, to handle: FileHandle,
+        _ body: @escaping @Sendable (Exporter, FileHandleSink) throws -> ExportSummary
+    ) async throws -> ExportSummary {
         try await run(batches: [index]) { exporter in
-            let start = try? handle.offset()   // nil for a pipe, which cannot be cut back
+            let start = try? handle.offset()  // nil for a pipe, which cannot be cut back
             do {
                 return try body(exporter, FileHandleSink(handle))
             } catch {
@@ -250,7 +267,9 @@ public final class ExportOperation: @unchecked Sendable {
 
     /// Runs `body`, which writes `batches`, on a worker thread, one write at a time; ends
     /// ``progress`` when it throws or every batch has been written.
-    private func run(batches: Set<Int>, _ body: @escaping @Sendable (Exporter) throws -> ExportSummary) async throws -> ExportSummary {
+    private func run(
+        batches: Set<Int>, _ body: @escaping @Sendable (Exporter) throws -> ExportSummary
+    ) async throws -> ExportSummary {
         do {
             try Task.checkCancellation()
             return try await withTaskCancellationHandler {
@@ -275,7 +294,8 @@ public final class ExportOperation: @unchecked Sendable {
 /// Turns the pipeline's events into ``ExportProgress`` values. Called on the worker thread only.
 private final class ProgressTracker {
     private let continuation: AsyncStream<ExportProgress>.Continuation
-    private var current = ExportProgress(completedBytes: 0, totalBytes: 0, completedDocuments: 0, totalDocuments: 0, batch: 0, batches: 0)
+    private var current = ExportProgress(
+        completedBytes: 0, totalBytes: 0, completedDocuments: 0, totalDocuments: 0, batch: 0, batches: 0)
 
     init(_ continuation: AsyncStream<ExportProgress>.Continuation) { self.continuation = continuation }
 
@@ -322,10 +342,13 @@ final class InputStreamSource: ByteSource {
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        guard let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
+        guard let base = buffer.baseAddress,
+              !buffer.isEmpty else { return 0 }
         let n = stream.read(base.assumingMemoryBound(to: UInt8.self), maxLength: buffer.count)
         guard n >= 0 else {
-            throw VaultError(.io, "cannot read the stream: \(stream.streamError?.localizedDescription ?? "unknown error")", cause: stream.streamError)
+            throw VaultError(
+                .io, "cannot read the stream: \(stream.streamError?.localizedDescription ?? "unknown error")",
+                cause: stream.streamError)
         }
         return n
     }

@@ -42,14 +42,18 @@ public struct KDFParameters: Hashable, Sendable, Codable {
     /// Throws ``VaultError/Code/kdfParametersRejected`` unless `minimum ≤ self ≤ sensitive`.
     public func validate() throws {
         let lo = KDFParameters.minimum, hi = KDFParameters.sensitive
-        guard opsLimit >= lo.opsLimit, memLimitKiB >= lo.memLimitKiB else {
-            throw VaultError(.kdfParametersRejected,
-                             "password-hashing parameters below Argon2id's minimum (ops \(opsLimit), \(memLimitKiB) KiB)")
+        guard opsLimit >= lo.opsLimit,
+              memLimitKiB >= lo.memLimitKiB else {
+            throw VaultError(
+                .kdfParametersRejected,
+                "password-hashing parameters below Argon2id's minimum (ops \(opsLimit), \(memLimitKiB) KiB)")
         }
-        guard opsLimit <= hi.opsLimit, memLimitKiB <= hi.memLimitKiB else {
-            throw VaultError(.kdfParametersRejected,
-                             "password-hashing parameters above the 'sensitive' level (ops \(opsLimit), \(memLimitKiB) KiB)",
-                             hint: "refusing to spend more than 1 GiB and 4 passes on one password; the file may be hostile")
+        guard opsLimit <= hi.opsLimit,
+              memLimitKiB <= hi.memLimitKiB else {
+            throw VaultError(
+                .kdfParametersRejected,
+                "password-hashing parameters above the 'sensitive' level (ops \(opsLimit), \(memLimitKiB) KiB)",
+                hint: "refusing to spend more than 1 GiB and 4 passes on one password; the file may be hostile")
         }
     }
 }
@@ -81,7 +85,8 @@ package enum PasswordKDF {
     /// Derives the 32-byte key-encryption key. Runs once per command.
     /// - Throws: ``VaultError/Code/kdfParametersRejected`` for out-of-range parameters,
     ///   ``VaultError/Code/internal`` if Argon2id cannot get its memory.
-    package static func deriveKey(password: SecretBytes, salt: [UInt8], parameters: KDFParameters) throws -> SecretBytes {
+    package static func deriveKey(password: SecretBytes, salt: [UInt8], parameters: KDFParameters) throws -> SecretBytes
+    {
         try parameters.validate()
         guard salt.count == saltSize else {
             throw VaultError(.headerMalformed, "salt must be \(saltSize) bytes, not \(salt.count)")
@@ -89,14 +94,16 @@ package enum PasswordKDF {
         return try SecretBytes(count: keySize) { (out: UnsafeMutableRawBufferPointer) in
             let rc = password.withUnsafeBytes { pw -> Int32 in
                 pw.withMemoryRebound(to: CChar.self) { pwc in
-                    crypto_pwhash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(keySize),
-                                  pwc.baseAddress!, UInt64(pwc.count), salt,
-                                  UInt64(parameters.opsLimit), Int(parameters.memLimitKiB) * 1024,
-                                  crypto_pwhash_ALG_ARGON2ID13)
+                    crypto_pwhash(
+                        out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(keySize),
+                        pwc.baseAddress!, UInt64(pwc.count), salt,
+                        UInt64(parameters.opsLimit), Int(parameters.memLimitKiB) * 1024,
+                        crypto_pwhash_ALG_ARGON2ID13)
                 }
             }
             guard rc == 0 else {
-                throw VaultError(.internal, "Argon2id failed (could not allocate \(parameters.memLimitKiB / 1024) MiB?)")
+                throw VaultError(
+                    .internal, "Argon2id failed (could not allocate \(parameters.memLimitKiB / 1024) MiB?)")
             }
         }
     }
@@ -107,8 +114,9 @@ package enum PasswordKDF {
     package static func keyCheck(for kek: SecretBytes) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: keyCheckSize)
         kek.withUnsafeBytes { k in
-            _ = crypto_generichash(&out, keyCheckSize, keyCheckContext, UInt64(keyCheckContext.count),
-                                   k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+            _ = crypto_generichash(
+                &out, keyCheckSize, keyCheckContext, UInt64(keyCheckContext.count),
+                k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
         }
         return out
     }

@@ -21,7 +21,8 @@ package struct SystemRandom: RandomSource {
     /// Creates the system source.
     package init() {}
     package func fill(_ buffer: UnsafeMutableRawBufferPointer) {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        guard let base = buffer.baseAddress,
+              buffer.count > 0 else { return }
         try? Sodium.ensureInitialized()
         randombytes_buf(base, buffer.count)
     }
@@ -41,7 +42,8 @@ package final class DeterministicRandom: RandomSource {
     }
 
     package func fill(_ buffer: UnsafeMutableRawBufferPointer) {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        guard let base = buffer.baseAddress,
+              buffer.count > 0 else { return }
         try? Sodium.ensureInitialized()
         let n = counter.withLock { value -> UInt64 in
             defer { value += 1 }

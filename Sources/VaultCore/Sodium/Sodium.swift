@@ -24,7 +24,8 @@ enum Sodium {
 
     /// Zeroes memory in a way the optimiser may not remove.
     static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        guard let base = buffer.baseAddress,
+              buffer.count > 0 else { return }
         sodium_memzero(base, buffer.count)
     }
 

@@ -10,7 +10,9 @@ package enum UploadJournalFiles {
     /// The role the journal is sealed in.
     package static func role(job: String) -> String { "uploads/\(job)" }
     /// The role of record `n` (from 1) of the change log of journal generation `generation`.
-    package static func logRole(job: String, generation: String, n: Int) -> String { "uploads/\(job)/\(generation)/\(n)" }
+    package static func logRole(job: String, generation: String, n: Int) -> String {
+        "uploads/\(job)/\(generation)/\(n)"
+    }
 
     /// Whether `job` can name a journal: a job id is lower-case hex.
     static func isJob(_ job: Substring) -> Bool {
@@ -40,7 +42,8 @@ struct ResealedFiles {
     /// Whether a journal may name `name` as a file to write when the change commits: only these
     /// state files, never a path elsewhere (a planted journal names nothing else).
     static func isResealable(_ name: String) -> Bool {
-        name == VaultFile.remotes.name || name == VaultFile.destinations.name || UploadJournalFiles.job(ofName: name) != nil
+        name == VaultFile.remotes.name || name == VaultFile.destinations.name
+            || UploadJournalFiles.job(ofName: name) != nil
     }
 
     /// Each state file that opens under the current key, sealed under `keys` (one that does not
@@ -48,17 +51,23 @@ struct ResealedFiles {
     func resealed(to keys: EpochKeys) throws -> [PasswordJournal.Resealed] {
         var out: [PasswordJournal.Resealed] = []
         for file in [VaultFile.remotes, .destinations] {
-            guard let purpose = file.sealedPurpose, let body = opened(file.name, purpose: purpose, role: file.name) else { continue }
+            guard let purpose = file.sealedPurpose,
+                  let body = opened(file.name, purpose: purpose, role: file.name) else { continue }
             out.append(.init(name: file.name, bytes: try seal(body, purpose: purpose, role: file.name, keys: keys)))
         }
         let uploads = vault.store.path(.uploads)
         guard FileSystem.kind(of: uploads) == .directory else { return out }
         for entry in try FileSystem.list(uploads).sorted() {
-            guard let (job, isLog) = UploadJournalFiles.job(ofName: VaultFile.uploads.name + "/" + entry), !isLog,
-                  let body = opened(UploadJournalFiles.name(job: job), purpose: .uploadJournal, role: UploadJournalFiles.role(job: job))
+            guard let (job, isLog) = UploadJournalFiles.job(ofName: VaultFile.uploads.name + "/" + entry),
+                !isLog,
+                let body = opened(
+                    UploadJournalFiles.name(job: job), purpose: .uploadJournal, role: UploadJournalFiles.role(job: job))
             else { continue }
-            out.append(.init(name: UploadJournalFiles.name(job: job),
-                             bytes: try seal(body, purpose: .uploadJournal, role: UploadJournalFiles.role(job: job), keys: keys)))
+            out.append(
+                .init(
+                    name: UploadJournalFiles.name(job: job),
+                    bytes: try seal(body, purpose: .uploadJournal, role: UploadJournalFiles.role(job: job), keys: keys))
+            )
             if let log = try resealedLog(job: job, journal: body, keys: keys) { out.append(log) }
         }
         return out
@@ -79,8 +88,11 @@ struct ResealedFiles {
             let length = Int(UInt32(bigEndianBytes: bytes[offset..<offset + 4]))
             guard offset + 4 + length <= bytes.count else { break }
             let role = UploadJournalFiles.logRole(job: job, generation: generation, n: n + 1)
-            guard let body = try? vault.openState(Array(bytes[offset + 4..<offset + 4 + length]), purpose: .uploadJournal, role: role,
-                                                  what: name) else { break }
+            guard
+                let body = try? vault.openState(
+                    Array(bytes[offset + 4..<offset + 4 + length]), purpose: .uploadJournal, role: role,
+                    what: name)
+            else { break }
             let sealed = try seal(body, purpose: .uploadJournal, role: role, keys: keys)
             out.appendBigEndian(UInt32(sealed.count))
             out += sealed
@@ -92,11 +104,15 @@ struct ResealedFiles {
 
     private func opened(_ name: String, purpose: SealedState.Purpose, role: String) -> [UInt8]? {
         let path = vault.store.root + "/" + name
-        guard FileSystem.kind(of: path) == .file, let bytes = try? FileSystem.readFile(path, limit: 16 << 20) else { return nil }
+        guard FileSystem.kind(of: path) == .file,
+              let bytes = try? FileSystem.readFile(path, limit: 16 << 20) else {
+            return nil
+        }
         return try? vault.openState(bytes, purpose: purpose, role: role, what: path)
     }
 
     private func seal(_ body: [UInt8], purpose: SealedState.Purpose, role: String, keys: EpochKeys) throws -> [UInt8] {
-        try SealedState.seal(body, purpose: purpose, role: role, keys: keys, vaultID: vault.config.id, random: vault.random)
+        try SealedState.seal(
+            body, purpose: purpose, role: role, keys: keys, vaultID: vault.config.id, random: vault.random)
     }
 }

@@ -64,16 +64,22 @@ package enum SealedState {
     }
 
     /// Seals `body` as the state file `role` for `purpose`, under the current epoch's key.
-    static func seal(_ body: [UInt8], purpose: Purpose, role: String, keys: EpochKeys, vaultID: String,
-                     random: any RandomSource) throws -> [UInt8] {
-        seal(body, purpose: purpose, role: role, epoch: keys.epoch, subkey: try subkey(keys.current, purpose: purpose), vaultID: vaultID,
-             random: random)
+    static func seal(
+        _ body: [UInt8], purpose: Purpose, role: String, keys: EpochKeys, vaultID: String,
+        random: any RandomSource
+    ) throws -> [UInt8] {
+        seal(
+            body, purpose: purpose, role: role, epoch: keys.epoch, subkey: try subkey(keys.current, purpose: purpose),
+            vaultID: vaultID,
+            random: random)
     }
 
     /// Seals with a subkey derived once by the caller (``subkey(_:purpose:)`` of `epoch`'s
     /// vault key): for the index, which seals and opens one record per document.
-    static func seal(_ body: [UInt8], purpose: Purpose, role: String, epoch: UInt32, subkey: SecretBytes, vaultID: String,
-                     random: any RandomSource) -> [UInt8] {
+    static func seal(
+        _ body: [UInt8], purpose: Purpose, role: String, epoch: UInt32, subkey: SecretBytes, vaultID: String,
+        random: any RandomSource
+    ) -> [UInt8] {
         var prefix = magic + [version, purpose.rawValue]
         prefix.appendBigEndian(epoch)
         let nonce = random.bytes(EnvelopeFormat.nonceSize)
@@ -83,10 +89,15 @@ package enum SealedState {
 
     /// Opens what ``seal(_:purpose:role:epoch:subkey:vaultID:random:)`` sealed in `epoch`; nil
     /// when it is not such a file or does not authenticate.
-    static func open(_ bytes: [UInt8], purpose: Purpose, role: String, epoch: UInt32, subkey: SecretBytes, vaultID: String) -> [UInt8]? {
-        guard let p = prefix(of: bytes), p.purpose == purpose.rawValue, p.epoch == epoch else { return nil }
+    static func open(
+        _ bytes: [UInt8], purpose: Purpose, role: String, epoch: UInt32, subkey: SecretBytes, vaultID: String
+    ) -> [UInt8]? {
+        guard let p = prefix(of: bytes),
+              p.purpose == purpose.rawValue,
+              p.epoch == epoch else { return nil }
         let ad = associatedData(prefix: bytes[0..<prefixSize], vaultID: vaultID, role: role)
-        return XChaCha20Poly1305.open(Array(bytes[headerSize...]), ad: ad, nonce: Array(bytes[prefixSize..<headerSize]), key: subkey)
+        return XChaCha20Poly1305.open(
+            Array(bytes[headerSize...]), ad: ad, nonce: Array(bytes[prefixSize..<headerSize]), key: subkey)
     }
 
     /// What a state file says about itself before it is opened (public bytes).
@@ -97,7 +108,11 @@ package enum SealedState {
 
     /// Parses the public prefix, or nil if `bytes` is not a sealed state file of this version.
     static func prefix(of bytes: [UInt8]) -> Prefix? {
-        guard bytes.count >= headerSize + EnvelopeFormat.tagSize, bytes.starts(with: magic), bytes[8] == version else { return nil }
+        guard bytes.count >= headerSize + EnvelopeFormat.tagSize,
+              bytes.starts(with: magic),
+              bytes[8] == version else {
+            return nil
+        }
         return Prefix(purpose: bytes[9], epoch: UInt32(bigEndianBytes: bytes[10..<14]))
     }
 
@@ -107,40 +122,61 @@ package enum SealedState {
     /// - Throws: ``VaultError/Code/vaultDamaged``: malformed, written for another purpose, sealed
     ///   under a superseded key (it authenticates under an earlier epoch's key: someone who knew
     ///   an old password wrote it, or it predates the last password change), or failing authentication.
-    static func open(_ bytes: [UInt8], purpose: Purpose, role: String, keys: EpochKeys, vaultID: String,
-                     what: String) throws -> [UInt8] {
+    static func open(
+        _ bytes: [UInt8], purpose: Purpose, role: String, keys: EpochKeys, vaultID: String,
+        what: String
+    ) throws -> [UInt8] {
         guard let p = prefix(of: bytes) else {
-            throw VaultError(.vaultDamaged, "\(what) is not a sealed \(purpose.name) file (bad magic, version or length)")
+            throw VaultError(
+                .vaultDamaged, "\(what) is not a sealed \(purpose.name) file (bad magic, version or length)")
         }
         guard p.purpose == purpose.rawValue else {
-            throw VaultError(.vaultDamaged, "\(what) is a sealed file of another kind (purpose \(p.purpose)), not a \(purpose.name)")
+            throw VaultError(
+                .vaultDamaged, "\(what) is a sealed file of another kind (purpose \(p.purpose)), not a \(purpose.name)")
         }
-        if p.epoch == keys.epoch, let body = try openUnder(keys.current, bytes, purpose: purpose, role: role, vaultID: vaultID) {
+        if p.epoch == keys.epoch,
+            let body = try openUnder(keys.current, bytes, purpose: purpose, role: role, vaultID: vaultID)
+        {
             return body
         }
         if p.epoch < keys.epoch, let old = keys.earlier[p.epoch],
-           try openUnder(old, bytes, purpose: purpose, role: role, vaultID: vaultID) != nil {
-            throw VaultError(.vaultDamaged,
-                             "\(what) is sealed under a superseded key (epoch \(p.epoch); the vault's key is epoch \(keys.epoch)): it was written with an old password, after the password changed")
+            try openUnder(old, bytes, purpose: purpose, role: role, vaultID: vaultID) != nil
+        {
+            throw VaultError(
+                .vaultDamaged,
+                """
+                    \(what) is sealed under a superseded key (epoch \(p.epoch); the vault's key is epoch \
+                    \(keys.epoch)): it was written with an old password, after the password changed
+                    """
+            )
         }
-        throw VaultError(.vaultDamaged, "\(what) fails authentication: it was altered, moved, or comes from another vault")
+        throw VaultError(
+            .vaultDamaged, "\(what) fails authentication: it was altered, moved, or comes from another vault")
     }
 
     /// Opens under the key of `p.epoch` if this keyring has it (current or earlier); for readers
     /// that accept state written in an earlier epoch on purpose (a log head of a rotation that a
     /// crash interrupted). Returns the epoch and the body.
-    static func openAnyEpoch(_ bytes: [UInt8], purpose: Purpose, role: String, keys: EpochKeys, vaultID: String) throws
-        -> (epoch: UInt32, body: [UInt8])? {
-        guard let p = prefix(of: bytes), p.purpose == purpose.rawValue, let key = keys.key(epoch: p.epoch),
+    static func openAnyEpoch(
+        _ bytes: [UInt8], purpose: Purpose, role: String, keys: EpochKeys, vaultID: String
+    ) throws
+        -> (epoch: UInt32, body: [UInt8])?
+    {
+        guard let p = prefix(of: bytes),
+              p.purpose == purpose.rawValue,
+              let key = keys.key(epoch: p.epoch),
               let body = try openUnder(key, bytes, purpose: purpose, role: role, vaultID: vaultID) else { return nil }
         return (p.epoch, body)
     }
 
-    private static func openUnder(_ vaultKey: SecretBytes, _ bytes: [UInt8], purpose: Purpose, role: String,
-                                  vaultID: String) throws -> [UInt8]? {
+    private static func openUnder(
+        _ vaultKey: SecretBytes, _ bytes: [UInt8], purpose: Purpose, role: String,
+        vaultID: String
+    ) throws -> [UInt8]? {
         let ad = associatedData(prefix: bytes[0..<prefixSize], vaultID: vaultID, role: role)
-        return XChaCha20Poly1305.open(Array(bytes[headerSize...]), ad: ad, nonce: Array(bytes[prefixSize..<headerSize]),
-                                      key: try subkey(vaultKey, purpose: purpose))
+        return XChaCha20Poly1305.open(
+            Array(bytes[headerSize...]), ad: ad, nonce: Array(bytes[prefixSize..<headerSize]),
+            key: try subkey(vaultKey, purpose: purpose))
     }
 }
 
@@ -156,7 +192,9 @@ package struct EpochKeys: Sendable {
     /// Where the history stood when each earlier epoch was retired (``LogAnchor``), when known.
     let retiredAt: [UInt32: LogAnchor]
 
-    init(epoch: UInt32, current: SecretBytes, earlier: [UInt32: SecretBytes] = [:], retiredAt: [UInt32: LogAnchor] = [:]) {
+    init(
+        epoch: UInt32, current: SecretBytes, earlier: [UInt32: SecretBytes] = [:], retiredAt: [UInt32: LogAnchor] = [:]
+    ) {
         self.epoch = epoch
         self.current = current
         self.earlier = earlier
@@ -180,7 +218,8 @@ extension Vault {
     /// Opens a state file sealed by ``sealState(_:purpose:role:)``.
     /// - Throws: ``VaultError/Code/vaultDamaged`` naming `what` when it is malformed, of another
     ///   purpose or role (moved or swapped), from another vault, or sealed under a retired key.
-    package func openState(_ bytes: [UInt8], purpose: SealedState.Purpose, role: String, what: String) throws -> [UInt8] {
+    package func openState(_ bytes: [UInt8], purpose: SealedState.Purpose, role: String, what: String) throws -> [UInt8]
+    {
         try SealedState.open(bytes, purpose: purpose, role: role, keys: keys, vaultID: config.id, what: what)
     }
 }

@@ -25,11 +25,14 @@ package final class AtomicFile {
     /// `staging` (a folder on the same file system) when given: so that writing it does not
     /// change the destination folder until the commit (the vault's `objects/`, whose stamp the
     /// index keeps).
-    package init(destination: String, staging: String? = nil, permissions: FilePermissions = .ownerReadWrite,
-                random: any RandomSource = SystemRandom()) throws {
+    package init(
+        destination: String, staging: String? = nil, permissions: FilePermissions = .ownerReadWrite,
+        random: any RandomSource = SystemRandom()
+    ) throws {
         self.destination = destination
         directory = FileSystem.directory(of: destination)
-        let temporaryPath = "\(staging ?? directory)/\(Self.temporaryPrefix)\(Platform.processID)-\(Hex.encode(random.bytes(8)))"
+        let temporaryPath =
+            "\(staging ?? directory)/\(Self.temporaryPrefix)\(Platform.processID)-\(Hex.encode(random.bytes(8)))"
         self.temporaryPath = temporaryPath
         let (token, made) = try Interrupts.create(temporaryPath) {
             try OpenFile.createExclusive(temporaryPath, permissions: permissions, name: destination)
@@ -76,8 +79,10 @@ package final class AtomicFile {
     }
 
     /// Writes `bytes` to `path` crash-safely, replacing what is there.
-    package static func write(_ bytes: [UInt8], to path: String, permissions: FilePermissions = .ownerReadWrite,
-                             random: any RandomSource = SystemRandom()) throws {
+    package static func write(
+        _ bytes: [UInt8], to path: String, permissions: FilePermissions = .ownerReadWrite,
+        random: any RandomSource = SystemRandom()
+    ) throws {
         let f = try AtomicFile(destination: path, permissions: permissions, random: random)
         try f.file.write(bytes)
         try f.commit(replace: true)
@@ -96,14 +101,23 @@ package final class AtomicFile {
             // Only names vault makes, `.vault-tmp-<pid>-<random>`: a file of someone else's that
             // happens to start so is not ours to remove.
             let parts = name.dropFirst(temporaryPrefix.count).split(separator: "-", maxSplits: 1)
-            guard parts.count == 2, let pid = Int32(parts[0]), !parts[1].isEmpty, parts[1].allSatisfy(\.isHexDigit) else { continue }
+            guard parts.count == 2,
+                  let pid = Int32(parts[0]),
+                  !parts[1].isEmpty,
+                  parts[1].allSatisfy(\.isHexDigit) else { continue }
             if pid == Platform.processID { continue }
             // Read-only, never O_CREAT: a file just renamed away stays away. Non-blocking: not a FIFO's reader.
-            guard let fd = try? SystemPackage.FileDescriptor.open(FilePath(path), .readOnly, options: [.noFollow, .nonBlocking, .closeOnExec])
+            guard
+                let fd = try? SystemPackage.FileDescriptor.open(
+                    FilePath(path), .readOnly, options: [.noFollow, .nonBlocking, .closeOnExec])
             else { continue }
             defer { try? fd.close() }
             // Locked: a writer is at work.
-            guard (try? Platform.lock(fd, wait: false)) == true, let st = try? fd.stat(), st.type == .regular else { continue }
+            guard (try? Platform.lock(fd, wait: false)) == true,
+                  let st = try? fd.stat(),
+                  st.type == .regular else {
+                continue
+            }
             let gone = !Platform.processExists(pid)
             if gone || Platform.now - Platform.modificationTime(st) > abandonedAfter { try? Platform.unlink(path) }
         }

@@ -43,7 +43,8 @@ package enum ContentType {
     package static func detect(_ head: UnsafeRawBufferPointer, name: String) -> String {
         guard head.isEmpty else { return sniff(head) }
         let ext = name.split(separator: ".", omittingEmptySubsequences: false).last.map { $0.lowercased() }
-        guard name.contains("."), let ext else { return octetStream }
+        guard name.contains("."),
+              let ext else { return octetStream }
         return byExtension[ext] ?? octetStream
     }
 
@@ -52,7 +53,7 @@ package enum ContentType {
         "txt": "text/plain", "text": "text/plain", "md": "text/markdown", "csv": "text/csv", "html": "text/html",
         "htm": "text/html", "xml": "application/xml", "json": "application/json", "pdf": "application/pdf",
         "jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp",
-        "tif": "image/tiff", "tiff": "image/tiff", "heic": "image/heic", "heif": "image/heif",
+        "tif": "image/tiff", "tiff": "image/tiff", "heic": "image/heic", "heif": "image/heif"
     ]
 
     /// True for types that are safe to print on a terminal.

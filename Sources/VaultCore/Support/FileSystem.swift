@@ -21,13 +21,17 @@ package enum FileSystem {
 
     /// Creates a directory with `permissions` (exactly, regardless of umask).
     package static func makeDirectory(_ path: String, permissions: FilePermissions = .ownerReadWriteExecute) throws {
-        do { try Platform.makeDirectory(path, permissions: permissions) } catch { throw VaultError.posix("cannot create directory", path, error) }
+        do { try Platform.makeDirectory(path, permissions: permissions) } catch {
+            throw VaultError.posix("cannot create directory", path, error)
+        }
     }
 
     /// Creates a directory and any missing parents (each with `permissions`); returns the
     /// folders it made, outermost first.
     @discardableResult
-    package static func makeDirectories(_ path: String, permissions: FilePermissions = .ownerReadWriteExecute) throws -> [String] {
+    package static func makeDirectories(
+        _ path: String, permissions: FilePermissions = .ownerReadWriteExecute
+    ) throws -> [String] {
         var missing: [String] = []
         var dir = withoutTrailingSlashes(path)
         while kind(of: dir) == .missing && !dir.isEmpty && dir != "/" && dir != "." {
@@ -45,13 +49,16 @@ package enum FileSystem {
 
     /// Sets a path's permissions.
     package static func setPermissions(_ path: String, _ permissions: FilePermissions) throws {
-        do { try Platform.setPermissions(path, permissions) } catch { throw VaultError.posix("cannot set permissions on", path, error) }
+        do { try Platform.setPermissions(path, permissions) } catch {
+            throw VaultError.posix("cannot set permissions on", path, error)
+        }
     }
 
     /// Flushes a directory's entries (after a rename or unlink in it).
     package static func syncDirectory(_ path: String) throws {
         do {
-            let fd = try SystemPackage.FileDescriptor.open(FilePath(path), .readOnly, options: [.directory, .closeOnExec])
+            let fd = try SystemPackage.FileDescriptor.open(
+                FilePath(path), .readOnly, options: [.directory, .closeOnExec])
             defer { try? fd.close() }
             try Platform.sync(fd)
         } catch {
@@ -107,7 +114,9 @@ package enum FileSystem {
     package static func readFile(_ path: String, limit: Int = 64 << 20) throws -> [UInt8] {
         let f = try OpenFile.openStored(path)
         let size = try f.size()
-        guard size <= UInt64(limit) else { throw VaultError(.vaultDamaged, "\(path) is unexpectedly large (\(size) bytes)") }
+        guard size <= UInt64(limit) else {
+            throw VaultError(.vaultDamaged, "\(path) is unexpectedly large (\(size) bytes)")
+        }
         return try f.read(upTo: Int(size) + 1)
     }
 }

@@ -102,6 +102,8 @@ package enum Interrupts {
     /// Turns off core dumps and (on Linux) marks the process not dumpable, so neither a core
     /// file nor another process of the same user can read secrets out of its memory.
     package static func disableCoreDumps() throws {
-        do { try Platform.disableCoreDumps() } catch { throw VaultError(.internal, "cannot disable core dumps (\(error))") }
+        do { try Platform.disableCoreDumps() } catch {
+            throw VaultError(.internal, "cannot disable core dumps (\(error))")
+        }
     }
 }

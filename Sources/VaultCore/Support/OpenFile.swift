@@ -25,7 +25,9 @@ package final class OpenFile: @unchecked Sendable {
     package func adviseSequential() { Platform.adviseSequential(descriptor) }
 
     /// Asks the kernel to start reading `length` bytes from `offset` now (best effort).
-    package func adviseWillNeed(offset: UInt64, length: UInt64) { Platform.adviseWillNeed(descriptor, offset: offset, length: length) }
+    package func adviseWillNeed(offset: UInt64, length: UInt64) {
+        Platform.adviseWillNeed(descriptor, offset: offset, length: length)
+    }
 
     /// When this is a pipe, grows its buffer to up to 1 MiB (Linux; the unprivileged maximum
     /// by default), so a fast writer and reader do not switch every 64 KiB.
@@ -61,26 +63,33 @@ package final class OpenFile: @unchecked Sendable {
     package static func openRegular(_ path: String, refusal: VaultError.Code, why: String) throws -> OpenFile {
         let f: OpenFile
         do {
-            f = OpenFile(try .open(FilePath(path), .readOnly, options: [.closeOnExec, .noFollow, .nonBlocking]), path: path)
+            f = OpenFile(
+                try .open(FilePath(path), .readOnly, options: [.closeOnExec, .noFollow, .nonBlocking]), path: path)
         } catch Errno.tooManySymbolicLinkLevels {
             throw VaultError(refusal, "\(path) is a symbolic link, \(why): it is not followed")
         } catch {
             throw VaultError.posix("cannot open", path, error)
         }
-        guard let kind = try? f.descriptor.stat().type, kind == .regular else {
+        guard let kind = try? f.descriptor.stat().type,
+              kind == .regular else {
             f.close()
-            throw VaultError(refusal, "\(path) is not a regular file (a pipe, a device or a folder), \(why): it is not read")
+            throw VaultError(
+                refusal, "\(path) is not a regular file (a pipe, a device or a folder), \(why): it is not read")
         }
         return f
     }
 
     /// Creates a new file with `permissions`; fails if it exists. Errors name the file `name`
     /// (default: `path`), so a temporary file's errors can name its destination.
-    package static func createExclusive(_ path: String, permissions: FilePermissions = .ownerReadWrite,
-                                       name: String? = nil) throws -> OpenFile {
+    package static func createExclusive(
+        _ path: String, permissions: FilePermissions = .ownerReadWrite,
+        name: String? = nil
+    ) throws -> OpenFile {
         do {
-            return OpenFile(try .open(FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .noFollow, .closeOnExec],
-                                            permissions: permissions), path: name ?? path)
+            return OpenFile(
+                try .open(
+                    FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .noFollow, .closeOnExec],
+                    permissions: permissions), path: name ?? path)
         } catch {
             throw VaultError.posix("cannot create", name ?? path, error)
         }
@@ -96,10 +105,13 @@ package final class OpenFile: @unchecked Sendable {
     }
 
     /// Opens (creating if needed) a file for reading and writing.
-    package static func openOrCreate(_ path: String, permissions: FilePermissions = .ownerReadWrite) throws -> OpenFile {
+    package static func openOrCreate(_ path: String, permissions: FilePermissions = .ownerReadWrite) throws -> OpenFile
+    {
         do {
-            return OpenFile(try .open(FilePath(path), .readWrite, options: [.create, .noFollow, .closeOnExec],
-                                            permissions: permissions), path: path)
+            return OpenFile(
+                try .open(
+                    FilePath(path), .readWrite, options: [.create, .noFollow, .closeOnExec],
+                    permissions: permissions), path: path)
         } catch {
             throw VaultError.posix("cannot open", path, error)
         }
@@ -141,7 +153,9 @@ package final class OpenFile: @unchecked Sendable {
             let n: Int
             do {
                 n = try out.withUnsafeMutableBytes { b in
-                    try descriptor.read(fromAbsoluteOffset: Int64(offset) + Int64(done), into: UnsafeMutableRawBufferPointer(rebasing: b[done...]))
+                    try descriptor.read(
+                        fromAbsoluteOffset: Int64(offset) + Int64(done),
+                        into: UnsafeMutableRawBufferPointer(rebasing: b[done...]))
                 }
             } catch { throw VaultError.posix("cannot read", path, error) }
             if n == 0 { break }
@@ -170,7 +184,9 @@ package final class OpenFile: @unchecked Sendable {
 
     /// Moves the file position.
     package func seek(to offset: UInt64) throws {
-        do { _ = try descriptor.seek(offset: Int64(offset), from: .start) } catch { throw VaultError.posix("cannot seek in", path, error) }
+        do { _ = try descriptor.seek(offset: Int64(offset), from: .start) } catch {
+            throw VaultError.posix("cannot seek in", path, error)
+        }
     }
 
     /// Reserves disk space for `length` bytes without changing the file's size, so a full disk
@@ -205,13 +221,17 @@ package final class OpenFile: @unchecked Sendable {
     /// Takes an exclusive `flock`, waiting for it when `wait` is true. Returns false if it is
     /// held elsewhere and `wait` is false.
     package func lockExclusive(wait: Bool = true) throws -> Bool {
-        do { return try Platform.lock(descriptor, wait: wait) } catch { throw VaultError.posix("cannot lock", path, error) }
+        do { return try Platform.lock(descriptor, wait: wait) } catch {
+            throw VaultError.posix("cannot lock", path, error)
+        }
     }
 
     /// Takes a shared `flock` (converting an exclusive one this file holds): false when `wait`
     /// is false and another holds it exclusively.
     func lockShared(wait: Bool = true) throws -> Bool {
-        do { return try Platform.lock(descriptor, wait: wait, shared: true) } catch { throw VaultError.posix("cannot lock", path, error) }
+        do { return try Platform.lock(descriptor, wait: wait, shared: true) } catch {
+            throw VaultError.posix("cannot lock", path, error)
+        }
     }
 
     /// Releases a `flock`.

@@ -153,7 +153,8 @@ enum Platform {
             if let name = String(validating: bytes, as: UTF8.self) {
                 names.append((name, name))
             } else {
-                names.append((nil, bytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0) }.joined()))
+                names.append(
+                    (nil, bytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0) }.joined()))
             }
         }
         return names

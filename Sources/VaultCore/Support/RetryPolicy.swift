@@ -40,14 +40,18 @@ public struct RetryPolicy: Sendable {
 
         /// A clock that waits with `sleep` in tasks and `sleepBlocking` on other threads (a test's
         /// clock records the delays instead of waiting).
-        public init(sleep: @escaping @Sendable (Double) async throws -> Void, sleepBlocking: @escaping @Sendable (Double) -> Void) {
+        public init(
+            sleep: @escaping @Sendable (Double) async throws -> Void,
+            sleepBlocking: @escaping @Sendable (Double) -> Void
+        ) {
             self.sleep = sleep
             self.sleepBlocking = sleepBlocking
         }
 
         /// The system's clock.
-        public static let system = Clock(sleep: { try await Task.sleep(nanoseconds: UInt64(max(0, $0) * 1e9)) },
-                                         sleepBlocking: { usleep(useconds_t(max(0, $0) * 1e6)) })
+        public static let system = Clock(
+            sleep: { try await Task.sleep(nanoseconds: UInt64(max(0, $0) * 1e9)) },
+            sleepBlocking: { usleep(useconds_t(max(0, $0) * 1e6)) })
     }
 
     /// Seconds to wait before attempt `attempt + 1` (attempts count from 1): the server's
@@ -69,13 +73,16 @@ public struct RetryPolicy: Sendable {
 
     /// Runs `operation` until it succeeds, fails with an error `isTransient` does not accept,
     /// or has been tried ``maxAttempts`` times (then the last error is thrown).
-    public func run<T>(isTransient: (any Error) -> Bool, onRetry: (_ attempt: Int, _ delay: Double, _ error: any Error) -> Void = { _, _, _ in },
-                       _ operation: () async throws -> T) async throws -> T {
+    public func run<T>(
+        isTransient: (any Error) -> Bool,
+        onRetry: (_ attempt: Int, _ delay: Double, _ error: any Error) -> Void = { _, _, _ in },
+        _ operation: () async throws -> T
+    ) async throws -> T {
         var attempt = 1
         while true {
             do {
                 return try await operation()
-            } catch where attempt < maxAttempts && isTransient(error) && !(error is CancellationError) {
+            } catch  where attempt < maxAttempts && isTransient(error) && !(error is CancellationError) {
                 let wait = delay(afterAttempt: attempt)
                 onRetry(attempt, wait, error)
                 try await clock.sleep(wait)
@@ -90,7 +97,7 @@ public struct RetryPolicy: Sendable {
         while true {
             do {
                 return try operation()
-            } catch where attempt < maxAttempts && isTransient(error) {
+            } catch  where attempt < maxAttempts && isTransient(error) {
                 clock.sleepBlocking(delay(afterAttempt: attempt))
                 attempt += 1
             }

@@ -62,7 +62,8 @@ final class SQLiteDatabase {
         }
         var stmt: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
-        guard rc == SQLITE_OK, let stmt else { throw Self.error(rc, handle, "\(path)") }
+        guard rc == SQLITE_OK,
+              let stmt else { throw Self.error(rc, handle, "\(path)") }
         let s = SQLiteStatement(stmt, database: self)
         statements[sql] = s
         return s
@@ -139,7 +140,10 @@ final class SQLiteStatement {
             let rc: Int32
             switch v {
             case let b as [UInt8]:
-                rc = b.withUnsafeBytes { sqlite3_bind_blob(stmt, n, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), Self.transient) }
+                rc = b.withUnsafeBytes {
+                    sqlite3_bind_blob(
+                        stmt, n, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), Self.transient)
+                }
             case let x as Int64: rc = sqlite3_bind_int64(stmt, n, x)
             case let x as Int: rc = sqlite3_bind_int64(stmt, n, Int64(x))
             case let s as String: rc = sqlite3_bind_text(stmt, n, s, -1, Self.transient)
@@ -179,7 +183,8 @@ final class SQLiteStatement {
 
     func blob(_ column: Int32) -> [UInt8] {
         let n = Int(sqlite3_column_bytes(stmt, column))
-        guard n > 0, let p = sqlite3_column_blob(stmt, column) else { return [] }
+        guard n > 0,
+              let p = sqlite3_column_blob(stmt, column) else { return [] }
         return Array(UnsafeRawBufferPointer(start: p, count: n))
     }
 

@@ -1,4 +1,3 @@
-
 /// Appends to a file and keeps the kernel writing it back while it grows.
 ///
 /// Every 8 MiB it starts writeback of the new range and waits for the range four windows

@@ -39,13 +39,19 @@ package final class AddSession {
 
     /// The oldest document with these contents: in the vault (one index lookup), or added
     /// earlier in this session.
-    /// An empty document's only twin is an empty one of the same name (see ``add(from:name:contentType:tags:allowDuplicate:now:progress:)``).
+    /// An empty document's only twin is an empty one of the same name (see
+    /// ``add(from:name:contentType:tags:allowDuplicate:now:progress:)``).
     private func twin(of metadata: DocumentMetadata) throws -> DocumentRecord? {
         guard metadata.size == 0 else {
-            if let r = try vault.withIndex(ownChanges: stamps, { try $0.records(withDigest: metadata.sha256).first }) { return r }
+            if let r = try vault.withIndex(ownChanges: stamps, { try $0.records(withDigest: metadata.sha256).first }) {
+                return r
+            }
             return addedDigests[metadata.sha256]
         }
-        if let r = try vault.withIndex(ownChanges: stamps, { try $0.records(withDigest: metadata.sha256).first { $0.metadata.name == metadata.name } }) {
+        if let r = try vault.withIndex(
+            ownChanges: stamps,
+            { try $0.records(withDigest: metadata.sha256).first { $0.metadata.name == metadata.name } })
+        {
             return r
         }
         return Array(added.values).stableOrder().first { $0.metadata.size == 0 && $0.metadata.name == metadata.name }
@@ -58,29 +64,36 @@ package final class AddSession {
     /// - Throws: ``VaultError/Code/duplicate`` (nothing added) when the contents are already in
     ///   the vault (or were added earlier in this session) and `allowDuplicate` is false. An
     ///   empty input is a duplicate only of an empty document with the same name.
-    package func add(from input: any ByteSource, name: String, contentType: String? = nil, tags: [String] = [],
-                    allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
+    package func add(
+        from input: any ByteSource, name: String, contentType: String? = nil, tags: [String] = [],
+        allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil
+    ) throws -> DocumentRecord {
         precondition(!finished, "internal error: add after finish")
         let id = DocumentID.random(using: pending.random)
-        let object = try AtomicFile(destination: pending.store.objectPath(id), staging: try pending.store.staging(), random: pending.random)
+        let object = try AtomicFile(
+            destination: pending.store.objectPath(id), staging: try pending.store.staging(), random: pending.random)
         let input = UnlockGatedSource(input, until: pending)
 
         let bufferSize = 1 << 20
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 64)
         var used = 0
-        defer { Sodium.wipe(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<used])); buffer.deallocate() }   // only what was written: a small document touches few pages
+        // only what was written: a small document touches few pages
+        defer { Sodium.wipe(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<used])); buffer.deallocate() }
         let n = try input.readFully(into: buffer)
         used = n
         let type = contentType ?? ContentType.detect(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), name: name)
-        let template = DocumentMetadata(name: name, contentType: type, size: 0, sha256: [UInt8](repeating: 0, count: 32),
-                                        addedAtMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), tags: tags)
-        let writer = try EnvelopeWriter(output: SequentialFileOutput(file: object.file), keyringWhenDone: { [pending] in try pending.get().keyring },
-                                        documentID: id, metadata: template, random: pending.random)
+        let template = DocumentMetadata(
+            name: name, contentType: type, size: 0, sha256: [UInt8](repeating: 0, count: 32),
+            addedAtMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), tags: tags)
+        let writer = try EnvelopeWriter(
+            output: SequentialFileOutput(file: object.file),
+            keyringWhenDone: { [pending] in try pending.get().keyring },
+            documentID: id, metadata: template, random: pending.random)
         try writer.write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
         progress?(writer.plaintextCount)
         try writer.consume(input, progress: progress)
         let metadata = try writer.finish()
-        try object.file.sync()   // outside the lock, so concurrent adds do not wait on each other's disk
+        try object.file.sync()  // outside the lock, so concurrent adds do not wait on each other's disk
         // An empty file has no contents to compare: only its name says what it is (a marker, a
         // placeholder), so two empty files are duplicates only when their names are the same too.
         if !allowDuplicate, let twin = try twin(of: metadata) {
@@ -135,8 +148,10 @@ package final class AddSession {
                 }
             }
             if !added.isEmpty {
-                try vault.appendToHistory(HistoryRecord(operation, outcome: outcome, documents: records.map(HistoryRecord.Document.init),
-                                                        detail: detail), lock, pending: Set(added.keys))
+                try vault.appendToHistory(
+                    HistoryRecord(
+                        operation, outcome: outcome, documents: records.map(HistoryRecord.Document.init),
+                        detail: detail), lock, pending: Set(added.keys))
             }
         }
     }

@@ -18,8 +18,10 @@ extension Vault {
         do {
             return try store.withWriterLock { lock in
                 let onDisk = try store.readConfig()
-                guard onDisk.format != VaultConfig.currentFormat, onDisk.sameKeys(as: config) else {
-                    return try VaultStore.open(store, config: onDisk, keyring: keyring, path: store.configPath, random: random)
+                guard onDisk.format != VaultConfig.currentFormat,
+                      onDisk.sameKeys(as: config) else {
+                    return try VaultStore.open(
+                        store, config: onDisk, keyring: keyring, path: store.configPath, random: random)
                 }
                 var detail = "vault.json \(onDisk.format) → \(VaultConfig.currentFormat)"
                 // The remote list, plain JSON before sealed state, is sealed as it is (the
@@ -27,7 +29,9 @@ extension Vault {
                 let legacyRemotes = store.path(.legacyRemotes)
                 if onDisk.isLegacy && FileSystem.kind(of: legacyRemotes) == .file {
                     let list = try FileSystem.readFile(legacyRemotes, limit: 1 << 20)
-                    try AtomicFile.write(try sealState(list, purpose: .remotes, role: VaultFile.remotes.name), to: store.path(.remotes), random: random)
+                    try AtomicFile.write(
+                        try sealState(list, purpose: .remotes, role: VaultFile.remotes.name), to: store.path(.remotes),
+                        random: random)
                     try FileSystem.remove(legacyRemotes)
                     detail += "; remotes.json sealed as remotes.vlt"
                 }
@@ -36,10 +40,20 @@ extension Vault {
                 if FileSystem.kind(of: destinationsFile, following: false) != .missing {
                     do {
                         moved = try DestinationList.loadFile(self, anyEpoch: true).destinations
-                        if let bytes = try? FileSystem.readFile(destinationsFile, limit: 1 << 20), let sealed = SealedState.prefix(of: bytes),
-                           sealed.epoch < keys.epoch {
-                            VaultNotices.post("destinations.vlt was sealed under the key of epoch \(sealed.epoch), before a password change; "
-                                              + "its \(moved.count) destinations were moved into the history as they were: check them")
+                        if let bytes = try? FileSystem.readFile(destinationsFile, limit: 1 << 20),
+                            let sealed = SealedState.prefix(of: bytes),
+                            sealed.epoch < keys.epoch
+                        {
+                            VaultNotices.post(
+                                """
+                                    destinations.vlt was sealed under the key of epoch \(sealed.epoch), before a \
+                                    password change; 
+                                    """
+                                    + """
+                                        its \(moved.count) destinations were moved into the history as they were: \
+                                        check them
+                                        """
+                            )
                         }
                     } catch let e as VaultError where e.code.isDamage {
                         VaultNotices.post("\(e.message): its destinations were not taken; add them again")
@@ -49,18 +63,28 @@ extension Vault {
                 for entry in moved {
                     try appendToHistory(HistoryRecord(.destination, detail: DestinationChange(set: entry).json), lock)
                 }
-                if !moved.isEmpty { detail += "; \(moved.count) destination\(moved.count == 1 ? "" : "s") moved from destinations.vlt into the history" }
+                if !moved.isEmpty {
+                    detail +=
+                        """
+                            ; \(moved.count) destination\(moved.count == 1 ? "" : "s") moved from destinations.vlt \
+                            into the history
+                            """
+                }
                 try appendToHistory(HistoryRecord(.upgrade, detail: detail), lock)
                 var upgraded = config
                 upgraded.format = VaultConfig.currentFormat
                 upgraded.epoch = config.keyEpoch
                 let nonce = random.bytes(EnvelopeFormat.nonceSize)
-                upgraded.wrappedKey = .init(nonce: nonce.base64,
-                                            ciphertext: XChaCha20Poly1305.sealKey(vaultKey, ad: upgraded.wrapAD, nonce: nonce, key: keyring.kek).base64)
+                upgraded.wrappedKey = .init(
+                    nonce: nonce.base64,
+                    ciphertext: XChaCha20Poly1305.sealKey(vaultKey, ad: upgraded.wrapAD, nonce: nonce, key: keyring.kek)
+                        .base64)
                 try AtomicFile.write(upgraded.encoded(), to: store.configPath, random: random)
                 // The commit is vault.json; the list goes after it (a crash between leaves a file
                 // vault/3 never reads).
-                if FileSystem.kind(of: destinationsFile, following: false) != .missing { try FileSystem.remove(destinationsFile) }
+                if FileSystem.kind(of: destinationsFile, following: false) != .missing {
+                    try FileSystem.remove(destinationsFile)
+                }
                 // The index took the records as they were appended: it keeps the list from now on.
                 return Vault(store: store, config: upgraded, keyring: keyring, keys: keys, random: random)
             }

@@ -29,7 +29,9 @@ struct RetiredEpoch {
 enum EpochKeyring {
     static let role = "vault.json"
 
-    static func seal(_ entries: [RetiredEpoch], keys: EpochKeys, vaultID: String, random: any RandomSource) throws -> String {
+    static func seal(
+        _ entries: [RetiredEpoch], keys: EpochKeys, vaultID: String, random: any RandomSource
+    ) throws -> String {
         var body: [UInt8] = []
         body.appendBigEndian(UInt32(entries.count))
         for e in entries {
@@ -49,12 +51,16 @@ enum EpochKeyring {
             body += e.anchor!.tag
         }
         defer { Sodium.wipe(&body) }
-        return try SealedState.seal(body, purpose: .keyring, role: role, keys: keys, vaultID: vaultID, random: random).base64
+        return try SealedState.seal(body, purpose: .keyring, role: role, keys: keys, vaultID: vaultID, random: random)
+            .base64
     }
 
     static func open(_ text: String, keys: EpochKeys, vaultID: String, path: String) throws -> [RetiredEpoch] {
-        guard let bytes = [UInt8](base64: text) else { throw VaultError(.vaultDamaged, "the keyring in \(path) is not base64") }
-        var body = try SealedState.open(bytes, purpose: .keyring, role: role, keys: keys, vaultID: vaultID, what: "the keyring in \(path)")
+        guard let bytes = [UInt8](base64: text) else {
+            throw VaultError(.vaultDamaged, "the keyring in \(path) is not base64")
+        }
+        var body = try SealedState.open(
+            bytes, purpose: .keyring, role: role, keys: keys, vaultID: vaultID, what: "the keyring in \(path)")
         defer { Sodium.wipe(&body) }
         let damaged = VaultError(.vaultDamaged, "the keyring in \(path) is malformed")
         var reader = ByteReader(body, what: "the keyring", damaged: damaged)
@@ -71,13 +77,18 @@ enum EpochKeyring {
             let kdf = KDFParameters(opsLimit: try reader.u32(), memLimitKiB: try reader.u32())
             let salt = try reader.raw(16), check = try reader.raw(16)
             let retired = Int64(bitPattern: try reader.u64())
-            guard epoch < keys.epoch, !entries.contains(where: { $0.epoch == epoch }) else { throw damaged }
-            entries.append(RetiredEpoch(epoch: epoch, vaultKey: vaultKey, kek: kek, kdf: kdf, salt: salt, keyCheck: check, retired: retired))
+            guard epoch < keys.epoch,
+                  !entries.contains(where: { $0.epoch == epoch }) else { throw damaged }
+            entries.append(
+                RetiredEpoch(
+                    epoch: epoch, vaultKey: vaultKey, kek: kek, kdf: kdf, salt: salt, keyCheck: check, retired: retired)
+            )
         }
         if reader.remaining > 0 {
             for _ in 0..<(try reader.u32()) {
                 let epoch = try reader.u32(), records = try reader.u64(), tag = try reader.raw(HistoryFormat.tagSize)
-                guard let i = entries.firstIndex(where: { $0.epoch == epoch }), entries[i].anchor == nil,
+                guard let i = entries.firstIndex(where: { $0.epoch == epoch }),
+                      entries[i].anchor == nil,
                       records <= UInt64(Int.max) else { throw damaged }
                 entries[i].anchor = LogAnchor(count: Int(records), tag: tag)
             }

@@ -60,12 +60,15 @@ package struct PasswordJournal {
     }
 
     package static func decode(_ bytes: [UInt8]) throws -> PasswordJournal {
-        let damaged = VaultError(.vaultDamaged, "passwd.journal (an interrupted password change) is damaged",
-                                 hint: "restore the vault folder from a backup")
+        let damaged = VaultError(
+            .vaultDamaged, "passwd.journal (an interrupted password change) is damaged",
+            hint: "restore the vault folder from a backup")
         let first = bytes.starts(with: firstMagic)
-        guard bytes.count > magic.count + 32, first || bytes.starts(with: magic),
+        guard bytes.count > magic.count + 32,
+              first || bytes.starts(with: magic),
               Array(SHA256.hash(data: bytes.dropLast(32))) == Array(bytes.suffix(32)) else { throw damaged }
-        var reader = ByteReader(bytes, what: "passwd.journal", offset: magic.count, end: bytes.count - 32, damaged: damaged)
+        var reader = ByteReader(
+            bytes, what: "passwd.journal", offset: magic.count, end: bytes.count - 32, damaged: damaged)
         func field() throws -> [UInt8] { try reader.raw(Int(try reader.u32())) }
         var journal = PasswordJournal(oldConfig: try field(), newConfig: try field(), entries: [])
         journal.firstLayout = first
@@ -78,7 +81,10 @@ package struct PasswordJournal {
             if reader.remaining > 0 { journal.resealed = [Resealed(name: VaultFile.remotes.name, bytes: try field())] }
         } else {
             for _ in 0..<(try reader.u32()) {
-                guard let name = String(validating: try field(), as: UTF8.self), ResealedFiles.isResealable(name) else { throw damaged }
+                guard let name = String(validating: try field(), as: UTF8.self),
+                      ResealedFiles.isResealable(name) else {
+                    throw damaged
+                }
                 journal.resealed.append(Resealed(name: name, bytes: try field()))
             }
         }
@@ -99,89 +105,121 @@ extension Vault {
     /// the two passwords. Holds the writer lock throughout. Recorded in the history.
     /// - Throws: before changing anything, when an envelope does not open (a damaged vault is
     ///   not re-keyed: that document would be lost).
-    package func changePassword(to newPassword: SecretBytes, kdf newKDF: KDFParameters? = nil,
-                               progress: ((Int, Int) -> Void)? = nil) throws -> PasswordChangeSummary {
+    package func changePassword(
+        to newPassword: SecretBytes, kdf newKDF: KDFParameters? = nil,
+        progress: ((Int, Int) -> Void)? = nil
+    ) throws -> PasswordChangeSummary {
         try newPassword.withUnsafeBytes { p in
             if p.isEmpty { throw VaultError(.usage, "the new password is empty") }
         }
         let parameters = newKDF ?? kdf
         try parameters.validate()
-        return try SessionLock.alone(store) { try store.withWriterLock { lock in
-            // A removal a crash interrupted is finished under the key it was sealed with.
-            try withIndex(lock) { index in
-                var writer = try historyWriter(index: index, lock)
-                if let interrupted = writer.log.pendingRemoval() { try finishRemoval(interrupted, writer: &writer, interrupted: true) }
-            }
-            let known = Dictionary(try records().records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-            let keyring2 = try Keyring.create(password: newPassword, kdf: parameters, random: random)
-            // Where the history stands as this epoch ends: sealed into the keyring, so no record
-            // of this epoch's key can follow it (nobody writes between here and the change: the
-            // writer lock is held throughout).
-            let log = try HistoryLog(vault: self)
-            let tail = try log.verifiedTail() ?? LogTail(try log.scan(keepRecords: false))
-            let (newConfig, newKeys) = try rotatedConfig(keyring: keyring2, parameters: parameters,
-                                                         anchor: LogAnchor(count: tail.count, tag: tail.tag))
+        return try SessionLock.alone(store) {
+            try store.withWriterLock { lock in
+                // A removal a crash interrupted is finished under the key it was sealed with.
+                try withIndex(lock) { index in
+                    var writer = try historyWriter(index: index, lock)
+                    if let interrupted = writer.log.pendingRemoval() {
+                        try finishRemoval(interrupted, writer: &writer, interrupted: true)
+                    }
+                }
+                let known = Dictionary(try records().records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+                let keyring2 = try Keyring.create(password: newPassword, kdf: parameters, random: random)
+                // Where the history stands as this epoch ends: sealed into the keyring, so no record
+                // of this epoch's key can follow it (nobody writes between here and the change: the
+                // writer lock is held throughout).
+                let log = try HistoryLog(vault: self)
+                let tail = try log.verifiedTail() ?? LogTail(try log.scan(keepRecords: false))
+                let (newConfig, newKeys) = try rotatedConfig(
+                    keyring: keyring2, parameters: parameters,
+                    anchor: LogAnchor(count: tail.count, tag: tail.tag))
 
-            // Every header, re-sealed in memory first: nothing changes unless all of them open.
-            let ids = try store.objectIDs().sorted()
-            var entries: [PasswordJournal.Entry] = []
-            for (n, id) in ids.enumerated() {
-                progress?(n, ids.count * 2)
-                entries.append(try resealedHeader(id, keyring: keyring2))
+                // Every header, re-sealed in memory first: nothing changes unless all of them open.
+                let ids = try store.objectIDs().sorted()
+                var entries: [PasswordJournal.Entry] = []
+                for (n, id) in ids.enumerated() {
+                    progress?(n, ids.count * 2)
+                    entries.append(try resealedHeader(id, keyring: keyring2))
+                }
+                let resealed = try ResealedFiles(vault: self).resealed(to: newKeys)
+                let journal = PasswordJournal(
+                    oldConfig: try FileSystem.readFile(store.configPath, limit: 1 << 20),
+                    newConfig: newConfig.encoded(), entries: entries, resealed: resealed
+                ).encoded()
+                try AtomicFile.write(journal, to: store.passwordJournalPath, random: random)
+                var written = UInt64(journal.count)
+                for (n, e) in entries.enumerated() {
+                    progress?(ids.count + n, ids.count * 2)
+                    let file = try OpenFile.openExisting(store.objectPath(e.id))
+                    defer { file.close() }
+                    try file.write(e.new, at: 0)
+                    try file.sync()
+                    written += UInt64(e.new.count)
+                }
+                // The commit point.
+                try AtomicFile.write(newConfig.encoded(), to: store.configPath, random: random)
+                written += UInt64(newConfig.encoded().count)
+                for file in resealed {
+                    try AtomicFile.write(file.bytes, to: store.root + "/" + file.name, random: random)
+                }
+                try FileSystem.remove(store.passwordJournalPath)
+                try FileSystem.syncDirectory(store.root)
+                progress?(ids.count * 2, ids.count * 2)
+                // The state sealed under the retired key, sealed again under the new one; the record
+                // of the change is the first of the new epoch (a crash before it leaves a log whose
+                // head is of the old epoch, as its last record: consistent, and the next record is
+                // sealed under the new key).
+                let rotated = Vault(
+                    store: store, config: newConfig, keyring: keyring2.with(epoch: newKeys.epoch, earlier: []),
+                    keys: newKeys, random: random)
+                try rotated.withIndex(lock, known: known) { _ in }  // sealed again under the new key
+                let level = KDFLevel.allCases.first { $0.parameters == parameters }?.rawValue
+                try rotated.appendToHistory(
+                    HistoryRecord(
+                        .passwd,
+                        detail:
+                            """
+                                argon2id \(level ?? "custom"): ops \(parameters.opsLimit), memory \
+                                \(parameters.memLimitKiB) KiB; \(entries.count) headers re-sealed; key epoch \
+                                \(keys.epoch) → \(newKeys.epoch) (a new vault key)
+                                """
+                    ), lock)
+                return PasswordChangeSummary(documents: entries.count, bytesWritten: written, kdf: parameters)
             }
-            let resealed = try ResealedFiles(vault: self).resealed(to: newKeys)
-            let journal = PasswordJournal(oldConfig: try FileSystem.readFile(store.configPath, limit: 1 << 20),
-                                          newConfig: newConfig.encoded(), entries: entries, resealed: resealed).encoded()
-            try AtomicFile.write(journal, to: store.passwordJournalPath, random: random)
-            var written = UInt64(journal.count)
-            for (n, e) in entries.enumerated() {
-                progress?(ids.count + n, ids.count * 2)
-                let file = try OpenFile.openExisting(store.objectPath(e.id))
-                defer { file.close() }
-                try file.write(e.new, at: 0)
-                try file.sync()
-                written += UInt64(e.new.count)
-            }
-            // The commit point.
-            try AtomicFile.write(newConfig.encoded(), to: store.configPath, random: random)
-            written += UInt64(newConfig.encoded().count)
-            for file in resealed { try AtomicFile.write(file.bytes, to: store.root + "/" + file.name, random: random) }
-            try FileSystem.remove(store.passwordJournalPath)
-            try FileSystem.syncDirectory(store.root)
-            progress?(ids.count * 2, ids.count * 2)
-            // The state sealed under the retired key, sealed again under the new one; the record
-            // of the change is the first of the new epoch (a crash before it leaves a log whose
-            // head is of the old epoch, as its last record: consistent, and the next record is
-            // sealed under the new key).
-            let rotated = Vault(store: store, config: newConfig, keyring: keyring2.with(epoch: newKeys.epoch, earlier: []), keys: newKeys, random: random)
-            try rotated.withIndex(lock, known: known) { _ in }   // sealed again under the new key
-            let level = KDFLevel.allCases.first { $0.parameters == parameters }?.rawValue
-            try rotated.appendToHistory(HistoryRecord(.passwd, detail: "argon2id \(level ?? "custom"): ops \(parameters.opsLimit), memory \(parameters.memLimitKiB) KiB; \(entries.count) headers re-sealed; key epoch \(keys.epoch) → \(newKeys.epoch) (a new vault key)"), lock)
-            return PasswordChangeSummary(documents: entries.count, bytesWritten: written, kdf: parameters)
-        } }
+        }
     }
 
     /// The `vault.json` of the next key epoch: the new password block, a new random vault key
     /// wrapped under the new KEK, and the keyring of every earlier epoch (this one included)
     /// sealed under the new vault key.
-    private func rotatedConfig(keyring keyring2: Keyring, parameters: KDFParameters, anchor: LogAnchor) throws -> (VaultConfig, EpochKeys) {
-        var retired = try config.keyring.map { try EpochKeyring.open($0, keys: keys, vaultID: config.id, path: store.configPath) } ?? []
-        retired.append(RetiredEpoch(epoch: keys.epoch, vaultKey: vaultKey, kek: keyring.kek, kdf: keyring.kdf, salt: keyring.salt,
-                                    keyCheck: keyring.keyCheck, retired: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)),
-                                    anchor: anchor))
+    private func rotatedConfig(
+        keyring keyring2: Keyring, parameters: KDFParameters, anchor: LogAnchor
+    ) throws -> (VaultConfig, EpochKeys) {
+        var retired =
+            try config.keyring.map { try EpochKeyring.open($0, keys: keys, vaultID: config.id, path: store.configPath) }
+            ?? []
+        retired.append(
+            RetiredEpoch(
+                epoch: keys.epoch, vaultKey: vaultKey, kek: keyring.kek, kdf: keyring.kdf, salt: keyring.salt,
+                keyCheck: keyring.keyCheck, retired: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)),
+                anchor: anchor))
         let newKey = try SecretBytes.random(count: EnvelopeFormat.keySize, using: random)
-        let newKeys = EpochKeys(epoch: keys.epoch + 1, current: newKey,
-                                earlier: Dictionary(retired.map { ($0.epoch, $0.vaultKey) }, uniquingKeysWith: { a, _ in a }),
-                                retiredAt: Dictionary(retired.compactMap { e in e.anchor.map { (e.epoch, $0) } }, uniquingKeysWith: { a, _ in a }))
+        let newKeys = EpochKeys(
+            epoch: keys.epoch + 1, current: newKey,
+            earlier: Dictionary(retired.map { ($0.epoch, $0.vaultKey) }, uniquingKeysWith: { a, _ in a }),
+            retiredAt: Dictionary(
+                retired.compactMap { e in e.anchor.map { (e.epoch, $0) } }, uniquingKeysWith: { a, _ in a }))
         var newConfig = config
         newConfig.format = VaultConfig.currentFormat
         newConfig.epoch = newKeys.epoch
-        newConfig.kdf = .init(algorithm: KDFParameters.algorithm, opsLimit: parameters.opsLimit, memLimitKiB: parameters.memLimitKiB)
+        newConfig.kdf = .init(
+            algorithm: KDFParameters.algorithm, opsLimit: parameters.opsLimit, memLimitKiB: parameters.memLimitKiB)
         newConfig.salt = keyring2.salt.base64
         newConfig.keyCheck = keyring2.keyCheck.base64
         let nonce = random.bytes(EnvelopeFormat.nonceSize)
-        newConfig.wrappedKey = .init(nonce: nonce.base64,
-                                     ciphertext: XChaCha20Poly1305.sealKey(newKey, ad: newConfig.wrapAD, nonce: nonce, key: keyring2.kek).base64)
+        newConfig.wrappedKey = .init(
+            nonce: nonce.base64,
+            ciphertext: XChaCha20Poly1305.sealKey(newKey, ad: newConfig.wrapAD, nonce: nonce, key: keyring2.kek).base64)
         newConfig.keyring = try EpochKeyring.seal(retired, keys: newKeys, vaultID: config.id, random: random)
         return (newConfig, newKeys)
     }
@@ -194,12 +232,16 @@ extension Vault {
             defer { file.close() }
             let reader = try EnvelopeReader(input: file, keyring: keyring, expectedID: id)
             let kek = try keyring.kek(for: reader.header)
-            guard let documentKey = try XChaCha20Poly1305.openKey(reader.header.wrappedKey, ad: reader.header.keyWrapAD,
-                                                                  nonce: reader.header.wrapNonce, key: kek) else {
+            guard
+                let documentKey = try XChaCha20Poly1305.openKey(
+                    reader.header.wrappedKey, ad: reader.header.keyWrapAD,
+                    nonce: reader.header.wrapNonce, key: kek)
+            else {
                 throw VaultError(.headerAuthenticationFailed, "the wrapped document key failed authentication")
             }
-            let header = try EnvelopeWriter.sealHeader(documentKey: documentKey, keyring: keyring2, documentID: id,
-                                                       metadata: reader.metadata, random: random)
+            let header = try EnvelopeWriter.sealHeader(
+                documentKey: documentKey, keyring: keyring2, documentID: id,
+                metadata: reader.metadata, random: random)
             let old = reader.header.serialized(), new = header.serialized()
             precondition(old.count == new.count, "internal error: a re-sealed header changed size")
             return .init(id: id, old: old, new: new)
@@ -223,7 +265,7 @@ extension VaultStore {
     package func recoverPasswordChange() throws {
         guard FileSystem.kind(of: passwordJournalPath) != .missing else { return }
         try withWriterLock { _ in
-            guard FileSystem.kind(of: passwordJournalPath) != .missing else { return }   // it finished meanwhile
+            guard FileSystem.kind(of: passwordJournalPath) != .missing else { return }  // it finished meanwhile
             let journal = try PasswordJournal.decode(try FileSystem.readFile(passwordJournalPath, limit: 1 << 30))
             // The journal needs no password, so it is held to what a real one can be: vault.json
             // is never written from it (replacing vault.json is the change's atomic commit, so it
@@ -233,8 +275,13 @@ extension VaultStore {
             let current = try? FileSystem.readFile(configPath, limit: 1 << 20)
             let forward = current == journal.newConfig
             guard forward || current == journal.oldConfig else {
-                throw VaultError(.vaultDamaged, "\(passwordJournalPath) (an interrupted password change) names neither the vault.json there nor the one it would write: it was not written for this vault as it is, and is not acted on",
-                                 hint: "if no password change was interrupted here, delete passwd.journal")
+                throw VaultError(
+                    .vaultDamaged,
+                    """
+                        \(passwordJournalPath) (an interrupted password change) names neither the vault.json there \
+                        nor the one it would write: it was not written for this vault as it is, and is not acted on
+                        """,
+                    hint: "if no password change was interrupted here, delete passwd.journal")
             }
             for e in journal.entries where FileSystem.kind(of: objectPath(e.id)) == .file {
                 let file = try OpenFile.openExisting(objectPath(e.id))

@@ -20,7 +20,9 @@ package final class PendingVault: @unchecked Sendable {
         self.random = random
         Thread.detachNewThread { [self] in
             let r: Result<Vault, VaultError>
-            do { r = .success(try store.unlock(password: password, random: random)) } catch { r = .failure(VaultError.from(error)) }
+            do { r = .success(try store.unlock(password: password, random: random)) } catch {
+                r = .failure(VaultError.from(error))
+            }
             lock.lock()
             result = r
             lock.unlock()

@@ -39,7 +39,9 @@ extension Vault {
 
     /// The same vault (same keys and cache folder) reading its envelopes from `source`.
     package func reading(from source: any ObjectSource) -> Vault {
-        Vault(store: VaultStore(root: store.root, source: source), config: config, keyring: keyring, keys: keys, random: random)
+        Vault(
+            store: VaultStore(root: store.root, source: source), config: config, keyring: keyring, keys: keys,
+            random: random)
     }
 
     /// True when `bytes` is a `vault.json` of this vault under the same password and key epoch
@@ -70,10 +72,12 @@ extension Vault {
     /// Seals a tombstone for `document`: a sealed state file (purpose tombstone, role
     /// `removed/<id>`) under the current key epoch.
     package func sealTombstone(_ document: HistoryRecord.Document, now: Date = Date()) throws -> [UInt8] {
-        let stone = Tombstone(id: document.id, name: document.name, sha256: document.sha256, size: document.size,
-                              time: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), host: Platform.hostName)
-        return try SealedState.seal(Array(try JSONEncoder().encode(stone)), purpose: .tombstone, role: Tombstone.role(document.id),
-                                    keys: keys, vaultID: config.id, random: random)
+        let stone = Tombstone(
+            id: document.id, name: document.name, sha256: document.sha256, size: document.size,
+            time: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), host: Platform.hostName)
+        return try SealedState.seal(
+            Array(try JSONEncoder().encode(stone)), purpose: .tombstone, role: Tombstone.role(document.id),
+            keys: keys, vaultID: config.id, random: random)
     }
 
     /// Opens a tombstone said to be for `id`.
@@ -86,17 +90,28 @@ extension Vault {
         let head = Tombstone.magic.count + EnvelopeFormat.nonceSize
         if bytes.starts(with: Tombstone.magic) {
             let key = try SubkeyDerivation.derive(from: vaultKey, id: Tombstone.subkeyID, context: Tombstone.context)
-            guard keys.epoch == 0, bytes.count >= head + EnvelopeFormat.tagSize,
-                  let plain = XChaCha20Poly1305.open(Array(bytes[head...]), ad: Tombstone.ad(vaultID: config.id, id: id.hex),
-                                                     nonce: Array(bytes[Tombstone.magic.count..<head]), key: key) else {
-                throw VaultError(.vaultDamaged, "the tombstone of document \(id) fails authentication (forged, damaged, from another vault, or sealed under a retired key)")
+            guard keys.epoch == 0,
+                bytes.count >= head + EnvelopeFormat.tagSize,
+                let plain = XChaCha20Poly1305.open(
+                    Array(bytes[head...]), ad: Tombstone.ad(vaultID: config.id, id: id.hex),
+                    nonce: Array(bytes[Tombstone.magic.count..<head]), key: key)
+            else {
+                throw VaultError(
+                    .vaultDamaged,
+                    """
+                        the tombstone of document \(id) fails authentication (forged, damaged, from another vault, or \
+                        sealed under a retired key)
+                        """
+                )
             }
             json = plain
         } else {
-            json = try SealedState.open(bytes, purpose: .tombstone, role: Tombstone.role(id.hex), keys: keys, vaultID: config.id,
-                                        what: "the tombstone of document \(id)")
+            json = try SealedState.open(
+                bytes, purpose: .tombstone, role: Tombstone.role(id.hex), keys: keys, vaultID: config.id,
+                what: "the tombstone of document \(id)")
         }
-        guard let stone = try? JSONDecoder().decode(Tombstone.self, from: Data(json)), stone.id == id.hex else {
+        guard let stone = try? JSONDecoder().decode(Tombstone.self, from: Data(json)),
+              stone.id == id.hex else {
             throw VaultError(.vaultDamaged, "the tombstone of document \(id) is malformed")
         }
         return stone
@@ -127,7 +142,8 @@ extension Vault {
             var e = VaultError.from(error)
             if e.code == .wrongPassword {
                 // The vault is unlocked: an envelope this key does not open belongs to another vault.
-                e = VaultError(.headerAuthenticationFailed, "it is not sealed under this vault's key (another vault's envelope?)")
+                e = VaultError(
+                    .headerAuthenticationFailed, "it is not sealed under this vault's key (another vault's envelope?)")
             }
             throw e.context("document \(id)")
         }
@@ -138,7 +154,9 @@ extension Vault {
     /// Names fetched documents in the index and records them in the history (`pull`, with
     /// where they came from: no credentials), once for a whole pull.
     /// - Parameter anomalies: what was wrong on the store, sealed into the record (audits report it).
-    package func recordFetched(_ records: [DocumentRecord], from source: String, anomalies: [HistoryRecord.Anomaly] = []) throws {
+    package func recordFetched(
+        _ records: [DocumentRecord], from source: String, anomalies: [HistoryRecord.Anomaly] = []
+    ) throws {
         guard !records.isEmpty || !anomalies.isEmpty else { return }
         try store.withWriterLock { lock in
             let known = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
@@ -148,7 +166,8 @@ extension Vault {
                     try commitIndexState(index, lock)
                 }
             }
-            var r = HistoryRecord(.pull, documents: records.stableOrder().map(HistoryRecord.Document.init), destinations: [source])
+            var r = HistoryRecord(
+                .pull, documents: records.stableOrder().map(HistoryRecord.Document.init), destinations: [source])
             r.anomalies = anomalies
             try appendToHistory(r, lock, pending: Set(known.keys))
         }
@@ -162,7 +181,8 @@ extension Vault {
         try store.withWriterLock { lock in
             let documents = try withIndex(lock) { index in
                 try stones.map { stone in
-                    try DocumentID(hex: stone.id).flatMap { try index.record($0) }.map(HistoryRecord.Document.init) ?? stone.document
+                    try DocumentID(hex: stone.id).flatMap { try index.record($0) }.map(HistoryRecord.Document.init)
+                        ?? stone.document
                 }
             }
             try remove(documents, lock)
@@ -172,10 +192,13 @@ extension Vault {
     /// Records a push to `destination` (the documents sent, and how it ended).
     /// - Parameter anomalies: what was wrong on the store (objects under `removed/` that are not
     ///   this vault's tombstones), sealed into the record so that audits report it.
-    package func recordPush(_ documents: [DocumentRecord], to destination: String, outcome: HistoryRecord.Outcome,
-                           detail: String? = nil, anomalies: [HistoryRecord.Anomaly] = []) throws {
-        var r = HistoryRecord(.push, outcome: outcome, documents: documents.map(HistoryRecord.Document.init),
-                              destinations: [destination], detail: detail)
+    package func recordPush(
+        _ documents: [DocumentRecord], to destination: String, outcome: HistoryRecord.Outcome,
+        detail: String? = nil, anomalies: [HistoryRecord.Anomaly] = []
+    ) throws {
+        var r = HistoryRecord(
+            .push, outcome: outcome, documents: documents.map(HistoryRecord.Document.init),
+            destinations: [destination], detail: detail)
         r.anomalies = anomalies
         try appendToHistory(r)
     }
@@ -186,14 +209,18 @@ extension VaultStore {
     /// folder, the config, an empty index and a history that starts with the clone; the password
     /// is checked first (one Argon2id run), and nothing is left behind when it is wrong.
     /// - Parameter source: where the vault came from, for the history (no credentials).
-    package func createReplica(configBytes: [UInt8], password: SecretBytes, source: String,
-                              random: any RandomSource = SystemRandom()) throws -> Vault {
+    package func createReplica(
+        configBytes: [UInt8], password: SecretBytes, source: String,
+        random: any RandomSource = SystemRandom()
+    ) throws -> Vault {
         let config = try VaultConfig.decode(configBytes, path: "\(source)/vault.json")
         try checkCanCreate()
         // The password first, against the fetched parameters: nothing is created when it is wrong.
         let block = try config.passwordBlock(path: "\(source)/vault.json")
-        let keyring = try Keyring.unlock(password: password, kdf: config.parameters, salt: block.salt, keyCheck: block.keyCheck)
-        let vault = try VaultStore.open(self, config: config, keyring: keyring, path: "\(source)/vault.json", random: random)
+        let keyring = try Keyring.unlock(
+            password: password, kdf: config.parameters, salt: block.salt, keyCheck: block.keyCheck)
+        let vault = try VaultStore.open(
+            self, config: config, keyring: keyring, path: "\(source)/vault.json", random: random)
         try establish(vault, first: HistoryRecord(.clone, destinations: [source]), config: configBytes, random: random)
         return vault
     }

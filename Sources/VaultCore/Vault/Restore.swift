@@ -31,17 +31,23 @@ extension Vault {
     /// - Throws: ``VaultError/Code/headerAuthenticationFailed`` for an envelope of another vault,
     ///   the damage codes for a damaged one, ``VaultError/Code/duplicate`` when the contents are
     ///   already in the vault (unless `allowDuplicate`).
-    package func restore(envelopeAt path: String, into session: AddSession, allowDuplicate: Bool = false) throws -> DocumentRecord {
+    package func restore(
+        envelopeAt path: String, into session: AddSession, allowDuplicate: Bool = false
+    ) throws -> DocumentRecord {
         let file = try OpenFile.openForReading(path)
         defer { file.close() }
         let reader: EnvelopeReader
         do {
-            reader = try EnvelopeReader(input: file, keyring: keyring.acceptingEarlierEpochs(), verifyDigest: true, threads: 1)
+            reader = try EnvelopeReader(
+                input: file, keyring: keyring.acceptingEarlierEpochs(), verifyDigest: true, threads: 1)
         } catch let e as VaultError where e.code == .wrongPassword {
-            throw VaultError(.headerAuthenticationFailed, "it is sealed under a password this vault never had (another vault's envelope?)")
+            throw VaultError(
+                .headerAuthenticationFailed,
+                "it is sealed under a password this vault never had (another vault's envelope?)")
         }
         let m = reader.metadata
-        return try session.add(from: EnvelopePlaintext(reader), name: m.name, contentType: m.contentType, tags: m.tags,
-                               allowDuplicate: allowDuplicate)
+        return try session.add(
+            from: EnvelopePlaintext(reader), name: m.name, contentType: m.contentType, tags: m.tags,
+            allowDuplicate: allowDuplicate)
     }
 }

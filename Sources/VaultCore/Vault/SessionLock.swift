@@ -17,7 +17,8 @@ enum SessionLock {
     /// vault this process cannot write (a read-only copy): nothing there can change its password.
     static func join(_ store: VaultStore) {
         held.withLock { held in
-            guard held[store.root] == nil, let file = open(store) else { return }
+            guard held[store.root] == nil,
+                  let file = open(store) else { return }
             guard (try? file.lockShared()) == true else { file.close(); return }
             held[store.root] = file
         }
@@ -48,8 +49,9 @@ enum SessionLock {
         let file: OpenFile? = held.withLock { $0[store.root] }
         guard let file else { throw VaultError(.io, "cannot lock \(store.path(.sessionLock))") }
         guard try file.lockExclusive(wait: false) else {
-            throw VaultError(.busy, "another vault command is running on this vault (an upload, an add, ...); nothing was changed",
-                             hint: "run the password change again when it has ended")
+            throw VaultError(
+                .busy, "another vault command is running on this vault (an upload, an add, ...); nothing was changed",
+                hint: "run the password change again when it has ended")
         }
         defer { _ = try? file.lockShared() }
         return try body()

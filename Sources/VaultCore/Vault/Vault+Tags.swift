@@ -13,7 +13,8 @@ extension Vault {
         let changing = before.filter { $0.metadata.retagged(change) != $0.metadata }
         for r in changing { try r.metadata.retagged(change).validate() }
         if !changing.isEmpty {
-            try vault.appendToHistory(HistoryRecord(.tag, documents: changing.map(HistoryRecord.Document.init), detail: change.json))
+            try vault.appendToHistory(
+                HistoryRecord(.tag, documents: changing.map(HistoryRecord.Document.init), detail: change.json))
         }
         return try vault.records(ids)
     }

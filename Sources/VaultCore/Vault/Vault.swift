@@ -66,11 +66,14 @@ public final class Vault: @unchecked Sendable {
     ///   - allowDuplicate: add it even when a document with the same SHA-256 is in the vault;
     ///     otherwise that is ``VaultError/Code/duplicate`` and nothing is added.
     ///   - progress: called with the plaintext bytes read so far.
-    package func add(from input: any ByteSource, name: String, contentType: String? = nil, tags: [String] = [],
-                    allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
+    package func add(
+        from input: any ByteSource, name: String, contentType: String? = nil, tags: [String] = [],
+        allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil
+    ) throws -> DocumentRecord {
         let session = try AddSession(vault: self)
-        let record = try session.add(from: input, name: name, contentType: contentType, tags: tags, allowDuplicate: allowDuplicate,
-                                     now: now, progress: progress)
+        let record = try session.add(
+            from: input, name: name, contentType: contentType, tags: tags, allowDuplicate: allowDuplicate,
+            now: now, progress: progress)
         try session.finish()
         return record
     }
@@ -103,7 +106,8 @@ public final class Vault: @unchecked Sendable {
     /// The documents `selection` names, in stable order: lookups by name, id prefix and tag
     /// read only the rows they match.
     package func select(_ selection: DocumentSelection) throws -> [DocumentRecord] {
-        try lookingUp(full: selection.documents.isEmpty) { index in try selection.apply(to: IndexCatalog(index: index)) }
+        try lookingUp(full: selection.documents.isEmpty) { index in try selection.apply(to: IndexCatalog(index: index))
+        }
     }
 
     /// Calls `body` with each document `selection` names, in stable order, reading the index one
@@ -112,7 +116,9 @@ public final class Vault: @unchecked Sendable {
     /// - Parameter sending: refuse, after the pass, a document the history removed whose object
     ///   is back (see ``refuseResurrected(_:)``): such a document is not sent anywhere.
     /// - Throws: what ``select(_:)`` throws.
-    package func forEachSelected(_ selection: DocumentSelection, sending: Bool = false, _ body: (DocumentRecord) throws -> Void) throws {
+    package func forEachSelected(
+        _ selection: DocumentSelection, sending: Bool = false, _ body: (DocumentRecord) throws -> Void
+    ) throws {
         var called = false
         var back: [(DocumentRecord, Int)] = []
         var excluded = Set<DocumentID>()
@@ -131,7 +137,9 @@ public final class Vault: @unchecked Sendable {
                 for r in try selection.apply(to: IndexCatalog(index: index)) { try visit(r, index) }
             } else if let tag = selection.tags.first {
                 var any = false
-                try index.forEach(tagged: tag) { any = true; try visit($0, index) }
+                try index.forEach(tagged: tag) {
+                    any = true; try visit($0, index)
+                }
                 if !any { throw VaultError(.notFound, "no documents have the tag '\(tag)'") }
             } else {
                 try index.forEach { try visit($0, index) }
@@ -139,11 +147,14 @@ public final class Vault: @unchecked Sendable {
         }
         do {
             try withIndex(full: selection.documents.isEmpty) { index in try index.db.reading { try pass(index) } }
-        } catch let e as VaultError where e.code == .notFound && !called && back.isEmpty && !selection.documents.isEmpty {
+        } catch let e as VaultError where e.code == .notFound && !called && back.isEmpty && !selection.documents.isEmpty
+        {
             // As lookingUp: nothing is reported missing before the rows are counted.
             try withIndex(full: true) { index in try index.db.reading { try pass(index) } }
         }
-        if let (first, position) = back.first { throw Self.resurrected(first, position: position, more: back.count - 1) }
+        if let (first, position) = back.first {
+            throw Self.resurrected(first, position: position, more: back.count - 1)
+        }
     }
 
     /// The records of `ids`, in this order, read from the index in one snapshot.
@@ -155,7 +166,8 @@ public final class Vault: @unchecked Sendable {
                 try ids.compactMap { id in
                     guard let r = try index.record(id) else {
                         if skippingMissing { return nil }
-                        throw VaultError(.notFound, "document \(id) is no longer in the vault (was it removed meanwhile?)")
+                        throw VaultError(
+                            .notFound, "document \(id) is no longer in the vault (was it removed meanwhile?)")
                     }
                     return r
                 }
@@ -198,11 +210,14 @@ public final class Vault: @unchecked Sendable {
     /// Opens a document's envelope for reading (header checked and authenticated). Errors,
     /// now and from the reader later, name the document. `threads` is how many threads open
     /// each batch of chunks (default: one per core); `batching`, how many chunks a batch holds.
-    package func open(_ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores,
-                     batching: ChunkBatching = .reading, startChunk: UInt64 = 0, readAhead: Bool = true) throws -> EnvelopeReader {
+    package func open(
+        _ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores,
+        batching: ChunkBatching = .reading, startChunk: UInt64 = 0, readAhead: Bool = true
+    ) throws -> EnvelopeReader {
         do {
-            let reader = try openEnvelope(id, verifyDigest: verifyDigest, threads: threads, batching: batching, startChunk: startChunk,
-                                          readAhead: readAhead)
+            let reader = try openEnvelope(
+                id, verifyDigest: verifyDigest, threads: threads, batching: batching, startChunk: startChunk,
+                readAhead: readAhead)
             reader.context = "document \(id)"
             return reader
         } catch {
@@ -217,7 +232,8 @@ public final class Vault: @unchecked Sendable {
         let first = try open(id, batching: ChunkBatching(chunks: 1), readAhead: false)
         return DocumentReader(metadata: first.metadata, cacheBytes: cacheBytes) { [self] start, chunks in
             do {
-                let r = try openEnvelope(id, threads: 1, batching: ChunkBatching(chunks: chunks), startChunk: start, readAhead: false)
+                let r = try openEnvelope(
+                    id, threads: 1, batching: ChunkBatching(chunks: chunks), startChunk: start, readAhead: false)
                 r.context = "document \(id)"
                 return r
             } catch {
@@ -227,11 +243,16 @@ public final class Vault: @unchecked Sendable {
     }
 
     /// Opens an envelope; errors do not name the document (for callers that report ids themselves).
-    func openEnvelope(_ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores,
-                      batching: ChunkBatching = .reading, startChunk: UInt64 = 0, readAhead: Bool = true) throws -> EnvelopeReader {
+    func openEnvelope(
+        _ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores,
+        batching: ChunkBatching = .reading, startChunk: UInt64 = 0, readAhead: Bool = true
+    ) throws -> EnvelopeReader {
         if let source = store.source {
-            return try EnvelopeReader(input: try source.input(for: id, sequential: startChunk == 0 && readAhead), keyring: keyring, expectedID: id,
-                                      verifyDigest: verifyDigest, threads: threads, batching: batching, startChunk: startChunk, readAhead: readAhead)
+            return try EnvelopeReader(
+                input: try source.input(for: id, sequential: startChunk == 0 && readAhead), keyring: keyring,
+                expectedID: id,
+                verifyDigest: verifyDigest, threads: threads, batching: batching, startChunk: startChunk,
+                readAhead: readAhead)
         }
         let file: OpenFile
         do {
@@ -241,8 +262,9 @@ public final class Vault: @unchecked Sendable {
         }
         // Read once, front to back: the disk is kept reading ahead of the decryption.
         let input: any EnvelopeInput = startChunk == 0 && readAhead ? try ReadAheadFile(file) : file
-        return try EnvelopeReader(input: input, keyring: keyring, expectedID: id, verifyDigest: verifyDigest, threads: threads,
-                                  batching: batching, startChunk: startChunk, readAhead: readAhead)
+        return try EnvelopeReader(
+            input: input, keyring: keyring, expectedID: id, verifyDigest: verifyDigest, threads: threads,
+            batching: batching, startChunk: startChunk, readAhead: readAhead)
     }
 
     // MARK: Removing
@@ -254,7 +276,8 @@ public final class Vault: @unchecked Sendable {
         try store.withWriterLock { lock in
             let documents = try withIndex(lock) { index in
                 try ids.map { id in
-                    try index.record(id).map(HistoryRecord.Document.init) ?? HistoryRecord.Document(id: id.hex, name: "", sha256: "", size: 0)
+                    try index.record(id).map(HistoryRecord.Document.init)
+                        ?? HistoryRecord.Document(id: id.hex, name: "", sha256: "", size: 0)
                 }
             }
             try remove(documents, lock)

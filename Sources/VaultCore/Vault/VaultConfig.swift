@@ -62,14 +62,18 @@ package struct VaultConfig: Codable, Equatable {
     /// True when `other` is this vault under the same password and key epoch (the format and
     /// the wrap may differ: a `vault/1` file and its `vault/2` upgrade hold the same keys).
     func sameKeys(as other: VaultConfig) -> Bool {
-        id == other.id && kdf == other.kdf && salt == other.salt && keyCheck == other.keyCheck && keyEpoch == other.keyEpoch
+        id == other.id && kdf == other.kdf && salt == other.salt && keyCheck == other.keyCheck
+            && keyEpoch == other.keyEpoch
     }
 
     /// The password block's binary fields, checked for size.
     func passwordBlock(path: String) throws -> (salt: [UInt8], keyCheck: [UInt8], nonce: [UInt8], wrapped: [UInt8]) {
-        guard let salt = [UInt8](base64: salt), salt.count == PasswordKDF.saltSize,
-              let check = [UInt8](base64: keyCheck), check.count == PasswordKDF.keyCheckSize,
-              let nonce = [UInt8](base64: wrappedKey.nonce), nonce.count == EnvelopeFormat.nonceSize,
+        guard let salt = [UInt8](base64: salt),
+              salt.count == PasswordKDF.saltSize,
+              let check = [UInt8](base64: keyCheck),
+              check.count == PasswordKDF.keyCheckSize,
+              let nonce = [UInt8](base64: wrappedKey.nonce),
+              nonce.count == EnvelopeFormat.nonceSize,
               let wrapped = [UInt8](base64: wrappedKey.ciphertext) else {
             throw VaultError(.vaultDamaged, "\(path) has a malformed field")
         }
@@ -84,13 +88,21 @@ package struct VaultConfig: Codable, Equatable {
             throw VaultError(.vaultDamaged, "\(path) is not a valid vault configuration", cause: error)
         }
         guard [currentFormat, previousFormat, legacyFormat].contains(config.format) else {
-            throw VaultError(.unsupportedVersion, "\(path) has format '\(config.format)'; this build reads '\(currentFormat)', '\(previousFormat)' and '\(legacyFormat)'")
+            throw VaultError(
+                .unsupportedVersion,
+                """
+                    \(path) has format '\(config.format)'; this build reads '\(currentFormat)', '\(previousFormat)' \
+                    and '\(legacyFormat)'
+                    """
+            )
         }
         guard config.isLegacy ? (config.epoch == nil && config.keyring == nil) : config.epoch != nil else {
-            throw VaultError(.vaultDamaged, "\(path) has a key epoch field that does not fit its format '\(config.format)'")
+            throw VaultError(
+                .vaultDamaged, "\(path) has a key epoch field that does not fit its format '\(config.format)'")
         }
         guard config.kdf.algorithm == KDFParameters.algorithm else {
-            throw VaultError(.vaultDamaged, "\(path) names an unknown password-hashing algorithm '\(config.kdf.algorithm)'")
+            throw VaultError(
+                .vaultDamaged, "\(path) names an unknown password-hashing algorithm '\(config.kdf.algorithm)'")
         }
         try config.parameters.validate()
         return config

@@ -42,8 +42,9 @@ public struct VaultStore: Sendable {
     /// Fails for a store read from a remote source: `what` needs a local vault.
     package func requireLocal(_ what: String) throws {
         guard let source else { return }
-        throw VaultError(.usage, "\(what) needs a local vault, and \(source.name) is read directly",
-                         remedy: .cloneFirst(source.name))
+        throw VaultError(
+            .usage, "\(what) needs a local vault, and \(source.name) is read directly",
+            remedy: .cloneFirst(source.name))
     }
 
     /// True when `root` holds a `vault.json`.
@@ -52,8 +53,10 @@ public struct VaultStore: Sendable {
     /// Creates a new vault: directories, a random vault key wrapped under the password, an
     /// empty index. Runs Argon2id once.
     /// - Throws: ``VaultError/Code/alreadyExists`` if `root` is a vault or a non-empty directory.
-    package func create(password: SecretBytes, kdf: KDFParameters, random: any RandomSource = SystemRandom(),
-                       now: Date = Date()) throws -> Vault {
+    package func create(
+        password: SecretBytes, kdf: KDFParameters, random: any RandomSource = SystemRandom(),
+        now: Date = Date()
+    ) throws -> Vault {
         try checkCanCreate()
         try password.withUnsafeBytes { p in
             if p.isEmpty { throw VaultError(.usage, "the password is empty") }
@@ -64,14 +67,19 @@ public struct VaultStore: Sendable {
         var config = VaultConfig(
             format: VaultConfig.currentFormat, id: Hex.encode(random.bytes(16)), created: iso.string(from: now),
             kdf: .init(algorithm: KDFParameters.algorithm, opsLimit: kdf.opsLimit, memLimitKiB: kdf.memLimitKiB),
-            salt: keyring.salt.base64, keyCheck: keyring.keyCheck.base64, wrappedKey: .init(nonce: "", ciphertext: ""), epoch: 0)
+            salt: keyring.salt.base64, keyCheck: keyring.keyCheck.base64, wrappedKey: .init(nonce: "", ciphertext: ""),
+            epoch: 0)
         let nonce = random.bytes(EnvelopeFormat.nonceSize)
-        config.wrappedKey = .init(nonce: nonce.base64,
-                                  ciphertext: XChaCha20Poly1305.sealKey(vaultKey, ad: config.wrapAD, nonce: nonce, key: keyring.kek).base64)
+        config.wrappedKey = .init(
+            nonce: nonce.base64,
+            ciphertext: XChaCha20Poly1305.sealKey(vaultKey, ad: config.wrapAD, nonce: nonce, key: keyring.kek).base64)
         let keys = EpochKeys(epoch: 0, current: vaultKey)
         let vault = Vault(store: self, config: config, keyring: keyring, keys: keys, random: random)
-        try establish(vault, first: HistoryRecord(.`init`, detail: "argon2id ops \(kdf.opsLimit), memory \(kdf.memLimitKiB) KiB", now: now),
-                      config: config.encoded(), random: random)
+        try establish(
+            vault,
+            first: HistoryRecord(
+                .`init`, detail: "argon2id ops \(kdf.opsLimit), memory \(kdf.memLimitKiB) KiB", now: now),
+            config: config.encoded(), random: random)
         return vault
     }
 
@@ -83,7 +91,9 @@ public struct VaultStore: Sendable {
             // Missing parents are made too (0700): the nearest one that exists
             // must be a folder this user can write in.
             var ancestor = FileSystem.directory(of: root)
-            while FileSystem.kind(of: ancestor) == .missing && ancestor != "/" && ancestor != "." { ancestor = FileSystem.directory(of: ancestor) }
+            while FileSystem.kind(of: ancestor) == .missing && ancestor != "/" && ancestor != "." {
+                ancestor = FileSystem.directory(of: ancestor)
+            }
             guard FileSystem.kind(of: ancestor) == .directory else {
                 throw VaultError(.alreadyExists, "cannot create a vault in \(root): \(ancestor) is not a directory")
             }
@@ -93,7 +103,8 @@ public struct VaultStore: Sendable {
         case .directory:
             if exists { throw VaultError(.alreadyExists, "a vault already exists at \(root)") }
             guard try FileSystem.list(root).isEmpty else {
-                throw VaultError(.alreadyExists, "\(root) exists and is not empty", hint: "choose an empty or new directory")
+                throw VaultError(
+                    .alreadyExists, "\(root) exists and is not empty", hint: "choose an empty or new directory")
             }
         case .file, .other:
             throw VaultError(.alreadyExists, "\(root) exists and is not a directory")
@@ -121,12 +132,13 @@ public struct VaultStore: Sendable {
     /// Reads `vault.json` and unlocks the vault: one Argon2id run, then the key check, so a
     /// wrong password is reported before any document is touched.
     package func unlock(password: SecretBytes, random: any RandomSource = SystemRandom()) throws -> Vault {
-        _ = try readConfig()   // a clear error when there is no vault here
+        _ = try readConfig()  // a clear error when there is no vault here
         try recoverPasswordChange()
         let config = try readConfig()
         let block = try config.passwordBlock(path: configPath)
         try checkPasswordBlock(of: config, salt: block.salt, keyCheck: block.keyCheck)
-        let keyring = try Keyring.unlock(password: password, kdf: config.parameters, salt: block.salt, keyCheck: block.keyCheck)
+        let keyring = try Keyring.unlock(
+            password: password, kdf: config.parameters, salt: block.salt, keyCheck: block.keyCheck)
         let vault = try Self.open(self, config: config, keyring: keyring, path: configPath, random: random)
         if config.format != VaultConfig.currentFormat && source == nil { return try vault.upgradeFormat() }
         return vault
@@ -134,21 +146,32 @@ public struct VaultStore: Sendable {
 
     /// The vault `config` describes, its vault key unwrapped with `keyring` (the password's) and
     /// its keyring of earlier epochs opened.
-    static func open(_ store: VaultStore, config: VaultConfig, keyring: Keyring, path: String, random: any RandomSource) throws -> Vault {
+    static func open(
+        _ store: VaultStore, config: VaultConfig, keyring: Keyring, path: String, random: any RandomSource
+    ) throws -> Vault {
         let block = try config.passwordBlock(path: path)
-        guard let vaultKey = try XChaCha20Poly1305.openKey(block.wrapped, ad: config.wrapAD, nonce: block.nonce, key: keyring.kek) else {
+        guard
+            let vaultKey = try XChaCha20Poly1305.openKey(
+                block.wrapped, ad: config.wrapAD, nonce: block.nonce, key: keyring.kek)
+        else {
             throw VaultError(.vaultDamaged, "the vault key in \(path) failed authentication")
         }
         var keys = EpochKeys(epoch: config.keyEpoch, current: vaultKey)
         var earlier: [Keyring] = []
         if let text = config.keyring {
             let retired = try EpochKeyring.open(text, keys: keys, vaultID: config.id, path: path)
-            keys = EpochKeys(epoch: config.keyEpoch, current: vaultKey,
-                             earlier: Dictionary(retired.map { ($0.epoch, $0.vaultKey) }, uniquingKeysWith: { a, _ in a }),
-                             retiredAt: Dictionary(retired.compactMap { e in e.anchor.map { (e.epoch, $0) } }, uniquingKeysWith: { a, _ in a }))
-            earlier = retired.sorted { $0.epoch > $1.epoch }.map { Keyring(kdf: $0.kdf, salt: $0.salt, kek: $0.kek, epoch: $0.epoch) }
+            keys = EpochKeys(
+                epoch: config.keyEpoch, current: vaultKey,
+                earlier: Dictionary(retired.map { ($0.epoch, $0.vaultKey) }, uniquingKeysWith: { a, _ in a }),
+                retiredAt: Dictionary(
+                    retired.compactMap { e in e.anchor.map { (e.epoch, $0) } }, uniquingKeysWith: { a, _ in a }))
+            earlier = retired.sorted { $0.epoch > $1.epoch }.map {
+                Keyring(kdf: $0.kdf, salt: $0.salt, kek: $0.kek, epoch: $0.epoch)
+            }
         }
-        return Vault(store: store, config: config, keyring: keyring.with(epoch: config.keyEpoch, earlier: earlier), keys: keys, random: random)
+        return Vault(
+            store: store, config: config, keyring: keyring.with(epoch: config.keyEpoch, earlier: earlier), keys: keys,
+            random: random)
     }
 
     /// Every envelope carries the vault's KDF parameters, salt and key check. When vault.json's
@@ -161,8 +184,12 @@ public struct VaultStore: Sendable {
         var compared = 0
         // The first few entries the directory yields: reading all of it cost 10–30 ms at 20,000
         // documents, on every command.
-        let first = source == nil ? ((try? Platform.firstNames(objectsPath, suffix: ".vlt", limit: 8)) ?? []).compactMap { DocumentID(hex: String($0.dropLast(4))) }
-                                  : ((try? objectIDs()) ?? []).sorted().prefix(8).map { $0 }
+        let first =
+            source == nil
+            ? ((try? Platform.firstNames(objectsPath, suffix: ".vlt", limit: 8)) ?? []).compactMap {
+                DocumentID(hex: String($0.dropLast(4)))
+            }
+            : ((try? objectIDs()) ?? []).sorted().prefix(8).map { $0 }
         for id in first {
             guard let file = try? OpenFile.openStored(objectPath(id)),
                   let header = try? EnvelopeReader.readHeader(file) else { continue }
@@ -170,8 +197,9 @@ public struct VaultStore: Sendable {
             compared += 1
         }
         if compared > 0 {
-            throw VaultError(.vaultDamaged, "\(configPath) does not match its envelopes (KDF parameters, salt or key check differ)",
-                             hint: "restore vault.json from a backup; the documents themselves are unchanged")
+            throw VaultError(
+                .vaultDamaged, "\(configPath) does not match its envelopes (KDF parameters, salt or key check differ)",
+                hint: "restore vault.json from a backup; the documents themselves are unchanged")
         }
     }
 
@@ -192,9 +220,10 @@ public struct VaultStore: Sendable {
     /// The ids of the objects on disk (or in the source).
     func objectIDs() throws -> Set<DocumentID> {
         if let source { return try source.objectIDs() }
-        return Set(try FileSystem.list(objectsPath).compactMap { name -> DocumentID? in
-            guard name.hasSuffix(".vlt") else { return nil }
-            return DocumentID(hex: String(name.dropLast(4)))
-        })
+        return Set(
+            try FileSystem.list(objectsPath).compactMap { name -> DocumentID? in
+                guard name.hasSuffix(".vlt") else { return nil }
+                return DocumentID(hex: String(name.dropLast(4)))
+            })
     }
 }

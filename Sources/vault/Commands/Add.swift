@@ -26,25 +26,36 @@ extension VaultCommand {
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
-        @Argument(help: ArgumentHelp("Files to add; - reads standard input; directories need -r.", valueName: "path"), completion: .file())
+        @Argument(
+            help: ArgumentHelp("Files to add; - reads standard input; directories need -r.", valueName: "path"),
+            completion: .file())
         var paths: [String]
 
         @Option(help: "The document name (default: the file name). Only with a single path.")
         var name: String?
 
-        @Option(name: .customLong("type"), help: ArgumentHelp("The MIME type (default: detected from the content).", valueName: "mime"))
+        @Option(
+            name: .customLong("type"),
+            help: ArgumentHelp("The MIME type (default: detected from the content).", valueName: "mime"))
         var contentType: String?
 
-        @Option(name: .customLong("tag"), help: ArgumentHelp("A tag for every added document; repeat for several.", valueName: "tag"))
+        @Option(
+            name: .customLong("tag"),
+            help: ArgumentHelp("A tag for every added document; repeat for several.", valueName: "tag"))
         var tags: [String] = []
 
         @Flag(help: "Add a file even when a document with the same contents is already in the vault.")
         var allowDuplicate = false
 
-        @Flag(name: [.short, .customLong("recursive")], help: "Add the files inside directories, recursively (names are paths relative to the directory).")
+        @Flag(
+            name: [.short, .customLong("recursive")],
+            help: "Add the files inside directories, recursively (names are paths relative to the directory).")
         var recursive = false
 
-        @Option(name: .customLong("exclude"), help: ArgumentHelp("Leave out files matching GLOB (by name or relative path); repeat for several.", valueName: "glob"))
+        @Option(
+            name: .customLong("exclude"),
+            help: ArgumentHelp(
+                "Leave out files matching GLOB (by name or relative path); repeat for several.", valueName: "glob"))
         var excludes: [String] = []
 
         @Flag(help: "Also add .DS_Store, Thumbs.db, desktop.ini and ._* files found in folders.")
@@ -80,9 +91,16 @@ extension VaultCommand {
             if paths.isEmpty { throw ValidationError("Give at least one file to add.") }
             if name != nil && paths.count > 1 { throw ValidationError("--name needs exactly one path.") }
             if paths.contains("-") && name == nil { throw ValidationError("Reading standard input (-) needs --name.") }
-            if paths.filter({ $0 == "-" }).count > 1 { throw ValidationError("Standard input (-) can be added only once.") }
+            if paths.filter({ $0 == "-" }).count > 1 {
+                throw ValidationError("Standard input (-) can be added only once.")
+            }
             if let bad = tags.first(where: { !TagChange.isPlain($0) }) {
-                throw ValidationError("--tag '\(Terminal.printable(bad))': a tag has no control characters or commas, and does not begin or end with a space.")
+                throw ValidationError(
+                    """
+                        --tag '\(Terminal.printable(bad))': a tag has no control characters or commas, and does not \
+                        begin or end with a space.
+                        """
+                )
             }
         }
 
@@ -98,17 +116,21 @@ extension VaultCommand {
         func execute(_ options: GlobalOptions) async throws {
             // Check every input before asking for the password or storing anything.
             let exclusions = Exclusions(patterns: excludes, defaults: !noDefaultExcludes)
-            let (inputs, skipped, excluded) = try InputFiles.expandReporting(paths, recursive: recursive, stdinName: name ?? "stdin",
-                                                                            verb: "add", exclusions: exclusions)
+            let (inputs, skipped, excluded) = try InputFiles.expandReporting(
+                paths, recursive: recursive, stdinName: name ?? "stdin",
+                verb: "add", exclusions: exclusions)
             if inputs.isEmpty, let first = skipped.first {
-                throw VaultError(.usage, "\(Terminal.printable(first.shown)) was not added: \(first.error.message)", hint: "rename it; nothing was added")
+                throw VaultError(
+                    .usage, "\(Terminal.printable(first.shown)) was not added: \(first.error.message)",
+                    hint: "rename it; nothing was added")
             }
             if inputs.count > 1 && name != nil {
                 throw VaultError(.usage, "--name needs exactly one file, but \(paths[0]) holds \(inputs.count)")
             }
             if inputs.isEmpty && !excluded.isEmpty {
-                throw VaultError(.notFound, "every file was left out (\(Plural.count(excluded.count, "file")) matched an exclusion)",
-                                 hint: "--no-default-excludes or fewer --exclude patterns; nothing was added")
+                throw VaultError(
+                    .notFound, "every file was left out (\(Plural.count(excluded.count, "file")) matched an exclusion)",
+                    hint: "--no-default-excludes or fewer --exclude patterns; nothing was added")
             }
             if dryRun {
                 // What the add would find before the password: the vault is there.
@@ -116,60 +138,83 @@ extension VaultCommand {
                 try options.checkExists(options.store)
                 return try preview(inputs, skipped: skipped, excluded: excluded)
             }
-            let sizes = inputs.map { $0.path == "-" ? 0 : (try? FilePath($0.path).stat().size).map { UInt64(max($0, 0)) } ?? 0 }
+            let sizes = inputs.map {
+                $0.path == "-" ? 0 : (try? FilePath($0.path).stat().size).map { UInt64(max($0, 0)) } ?? 0
+            }
             let renderer = ProgressRenderer(mode: progressMode)
             renderer.handle(Importer.Event.started(files: inputs.count, bytes: sizes.reduce(0, +)))
             var before: UInt64 = 0
             // Argon2id runs while the first file is read, hashed and sealed.
             let vault = try options.unlockInBackground()
             var duplicates = 0
-            var stopped: (shown: String, error: VaultError)?   // the error that stopped the command after some files were added
+            // the error that stopped the command after some files were added
+            var stopped: (shown: String, error: VaultError)?
             var outcome = Result()
             defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
             let session = try AddSession(pending: vault, operation: .add)
             outcome.excluded = excluded
             for skip in skipped {
                 Terminal.warn("\(Terminal.printable(skip.shown)) was not added: \(skip.error.message)")
-                outcome.notAdded.append(.init(path: skip.shown, code: skip.error.code.rawValue, message: skip.error.message))
+                outcome.notAdded.append(
+                    .init(path: skip.shown, code: skip.error.code.rawValue, message: skip.error.message))
             }
             defer { renderer.clear() }
-            do { for (position, input) in inputs.enumerated() {
-                let file: any ByteSource = input.path == "-" ? OpenFile.standard(0, name: "standard input")
-                                                              : try ReadAheadFile(try input.open())
-                let shown = input.path == "-" ? "standard input" : input.path
-                let record: DocumentRecord
-                renderer.handle(Importer.Event.fileStarted(position: position + 1, of: inputs.count, name: name ?? input.name))
-                let total = sizes.reduce(0, +)
-                defer { before += sizes[position] }
-                do {
-                    record = try session.add(from: file, name: name ?? input.name, contentType: contentType, tags: tags,
-                                             allowDuplicate: allowDuplicate,
-                                             progress: { renderer.handle(Importer.Event.progress(done: before + $0, total: max(total, before + $0))) })
-                } catch let e as VaultError where e.code == .duplicate {
-                    guard inputs.count > 1 else {
+            do {
+                for (position, input) in inputs.enumerated() {
+                    let file: any ByteSource =
+                        input.path == "-"
+                        ? OpenFile.standard(0, name: "standard input")
+                        : try ReadAheadFile(try input.open())
+                    let shown = input.path == "-" ? "standard input" : input.path
+                    let record: DocumentRecord
+                    renderer.handle(
+                        Importer.Event.fileStarted(position: position + 1, of: inputs.count, name: name ?? input.name))
+                    let total = sizes.reduce(0, +)
+                    defer { before += sizes[position] }
+                    do {
+                        record = try session.add(
+                            from: file, name: name ?? input.name, contentType: contentType, tags: tags,
+                            allowDuplicate: allowDuplicate,
+                            progress: {
+                                renderer.handle(
+                                    Importer.Event.progress(done: before + $0, total: max(total, before + $0)))
+                            })
+                    } catch let e as VaultError where e.code == .duplicate {
+                        guard inputs.count > 1 else {
+                            outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
+                            throw VaultError(
+                                .duplicate, "\(shown) was not added: \(e.message)",
+                                hint: "use --allow-duplicate to add it anyway")
+                        }
+                        // The others are still added; the exit code says some were not.
+                        Terminal.warn("\(shown) was not added: \(e.message)")
                         outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
-                        throw VaultError(.duplicate, "\(shown) was not added: \(e.message)", hint: "use --allow-duplicate to add it anyway")
+                        duplicates += 1
+                        continue
+                    } catch {
+                        // a wrong password is about the vault, not this file
+                        if let wrong = vault.failure { throw wrong }
+                        let e = VaultError.from(error)
+                        outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
+                        // those added stay: a partial add
+                        guard outcome.added.isEmpty else { stopped = (shown, e); break }
+                        var failed = e.context("cannot add \(shown)")
+                        if failed.hint == nil && failed.remedy == nil && !failed.nothingChanged {
+                            failed.hint = "it was not added"
+                        }
+                        throw failed
                     }
-                    // The others are still added; the exit code says some were not.
-                    Terminal.warn("\(shown) was not added: \(e.message)")
-                    outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
-                    duplicates += 1
-                    continue
-                } catch {
-                    if let wrong = vault.failure { throw wrong }   // a wrong password is about the vault, not this file
-                    let e = VaultError.from(error)
-                    outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
-                    guard outcome.added.isEmpty else { stopped = (shown, e); break }   // those added stay: a partial add
-                    var failed = e.context("cannot add \(shown)")
-                    if failed.hint == nil && failed.remedy == nil && !failed.nothingChanged { failed.hint = "it was not added" }
-                    throw failed
+                    let m = record.metadata
+                    outcome.added.append(
+                        .init(
+                            id: record.id.hex, path: shown, name: m.name, contentType: m.contentType, size: m.size,
+                            sha256: Hex.encode(m.sha256)))
+                    if !result.json && !result.quiet { Terminal.out(record.id.hex + "\n") }
                 }
-                let m = record.metadata
-                outcome.added.append(.init(id: record.id.hex, path: shown, name: m.name, contentType: m.contentType, size: m.size,
-                                           sha256: Hex.encode(m.sha256)))
-                if !result.json && !result.quiet { Terminal.out(record.id.hex + "\n") }
-            } } catch {
-                if vault.failure == nil { try? session.finish(outcome: .failed, detail: VaultError.from(error).message) }   // what was committed before the failure stays, durably
+            } catch {
+                if vault.failure == nil {
+                    try? session.finish(outcome: .failed, detail: VaultError.from(error).message)
+                }  // what was committed before the failure stays, durably
                 throw error
             }
             let total = inputs.count + skipped.count
@@ -178,9 +223,18 @@ extension VaultCommand {
                 let notTried = inputs.count - outcome.added.count - duplicates - 1
                 try session.finish(outcome: .partial, detail: "stopped at \(stopped.shown): \(stopped.error.message)")
                 let rest = notTried > 0 ? " (\(notTried) more \(Plural.files(notTried)) not tried)" : ""
-                throw VaultError(.partial, "cannot add \(Terminal.printable(stopped.shown)): \(stopped.error.message)",
-                                 hint: "\(outcome.added.count) of \(Plural.count(total, "file")) \(outcome.added.count == 1 ? "was" : "were") added (their ids are above); "
-                                     + "\(total - outcome.added.count) \(total - outcome.added.count == 1 ? "was" : "were") not\(rest)" + Self.advice(stopped.error))
+                throw VaultError(
+                    .partial, "cannot add \(Terminal.printable(stopped.shown)): \(stopped.error.message)",
+                    hint:
+                        """
+                            \(outcome.added.count) of \(Plural.count(total, "file")) \
+                            \(outcome.added.count == 1 ? "was" : "were") added (their ids are above); 
+                            """
+                        + """
+                            \(total - outcome.added.count) \(total - outcome.added.count == 1 ? "was" : "were") \
+                            not\(rest)
+                            """
+                        + Self.advice(stopped.error))
             }
             try session.finish(outcome: duplicates > 0 || !skipped.isEmpty ? .partial : .ok)
             renderer.clear()
@@ -192,15 +246,24 @@ extension VaultCommand {
                 if !excluded.isEmpty { line += ", \(excluded.count) left out by exclusions" }
                 Terminal.err(line)
             }
-            if outcome.added.isEmpty && skipped.isEmpty && duplicates > 0 {   // nothing happened: not a partial success
-                throw VaultError(.duplicate, "none of the \(Plural.count(inputs.count, "file")) was added: their contents are already in the vault",
-                                 hint: "they are named above; --allow-duplicate adds them anyway")
+            if outcome.added.isEmpty && skipped.isEmpty && duplicates > 0 {  // nothing happened: not a partial success
+                throw VaultError(
+                    .duplicate,
+                    """
+                        none of the \(Plural.count(inputs.count, "file")) was added: their contents are already in \
+                        the vault
+                        """,
+                    hint: "they are named above; --allow-duplicate adds them anyway")
             }
             if !skipped.isEmpty || duplicates > 0 {
-                let why = duplicates == 0 ? "they are named above"
+                let why =
+                    duplicates == 0
+                    ? "they are named above"
                     : "they are named above; --allow-duplicate adds a file whose contents are already in the vault"
                 let left = skipped.count + duplicates
-                throw VaultError(.partial, "\(left) of \(Plural.count(total, "file")) \(left == 1 ? "was" : "were") not added", hint: why)
+                throw VaultError(
+                    .partial, "\(left) of \(Plural.count(total, "file")) \(left == 1 ? "was" : "were") not added",
+                    hint: why)
             }
         }
 
@@ -210,31 +273,46 @@ extension VaultCommand {
             var outcome = Result()
             outcome.dryRun = true
             outcome.excluded = excluded
-            outcome.notAdded = skipped.map { .init(path: $0.shown, code: $0.error.code.rawValue, message: $0.error.message) }
+            outcome.notAdded = skipped.map {
+                .init(path: $0.shown, code: $0.error.code.rawValue, message: $0.error.message)
+            }
             var would: [Result.WouldAdd] = []
             for input in inputs {
-                let size = input.path == "-" ? 0 : (try? FilePath(input.path).stat().size).map { UInt64(max($0, 0)) } ?? 0
-                would.append(.init(path: input.path == "-" ? "standard input" : input.path, name: name ?? input.name, size: size))
+                let size =
+                    input.path == "-" ? 0 : (try? FilePath(input.path).stat().size).map { UInt64(max($0, 0)) } ?? 0
+                would.append(
+                    .init(path: input.path == "-" ? "standard input" : input.path, name: name ?? input.name, size: size)
+                )
             }
             outcome.wouldAdd = would
             if result.json { Terminal.out(JSONOutput.line(outcome)); return }
             if !result.quiet {
                 var lines = ""
                 for w in would {
-                    lines += "would add \(Terminal.printable(w.name)) (\(w.path == "standard input" ? "from standard input" : Terminal.size(w.size)))\n"
+                    lines +=
+                        """
+                            would add \(Terminal.printable(w.name)) \
+                            (\(w.path == "standard input" ? "from standard input" : Terminal.size(w.size)))\n
+                            """
                 }
                 for e in excluded { lines += "left out \(Terminal.printable(e)) (excluded)\n" }
                 for s in skipped { lines += "left out \(Terminal.printable(s.shown)) (\(s.error.message))\n" }
                 Terminal.out(lines)
                 let bytes = would.reduce(UInt64(0)) { $0 + $1.size }
-                Terminal.err("vault: dry run: would add \(Plural.count(would.count, "file")) (\(Terminal.size(bytes)))"
-                             + (excluded.isEmpty && skipped.isEmpty ? "" : ", leaving out \(excluded.count + skipped.count)")
-                             + "; nothing was added (a file whose contents are in the vault already is found when adding)")
+                Terminal.err(
+                    "vault: dry run: would add \(Plural.count(would.count, "file")) (\(Terminal.size(bytes)))"
+                        + (excluded.isEmpty && skipped.isEmpty ? "" : ", leaving out \(excluded.count + skipped.count)")
+                        + "; nothing was added (a file whose contents are in the vault already is found when adding)")
             }
             // The exit status the add would have: a file it would not take is a partial add.
             if !skipped.isEmpty {
-                throw VaultError(.partial, "dry run: \(skipped.count) of \(Plural.count(inputs.count + skipped.count, "file")) would not be added",
-                                 hint: "they are named above")
+                throw VaultError(
+                    .partial,
+                    """
+                        dry run: \(skipped.count) of \(Plural.count(inputs.count + skipped.count, "file")) would not \
+                        be added
+                        """,
+                    hint: "they are named above")
             }
         }
     }

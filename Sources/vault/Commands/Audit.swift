@@ -43,21 +43,43 @@ extension VaultCommand {
         @Flag(help: "Only print the history's head: <records>-<tag>.")
         var head = false
 
-        @Option(name: .customLong("expect-head"), help: ArgumentHelp("A head printed earlier by --head: fail when the history no longer holds it.", valueName: "head"))
+        @Option(
+            name: .customLong("expect-head"),
+            help: ArgumentHelp(
+                "A head printed earlier by --head: fail when the history no longer holds it.", valueName: "head"))
         var expectHead: String?
 
-        @Flag(name: .customLong("accept-loss"), help: "Record that you accept what the audit finds wrong with the history (a sealed 'accept' record); later audits report nothing from before it.")
+        @Flag(
+            name: .customLong("accept-loss"),
+            help:
+                """
+                    Record that you accept what the audit finds wrong with the history (a sealed 'accept' record); \
+                    later audits report nothing from before it.
+                    """
+        )
         var acceptLoss = false
 
-        @Option(name: .customLong("require-delivered"), help: ArgumentHelp("A destination (name or URL) every removed document must have been delivered to first: each one removed without is a 'removed-undelivered' finding. Repeat for several.", valueName: "destination"))
+        @Option(
+            name: .customLong("require-delivered"),
+            help: ArgumentHelp(
+                """
+                    A destination (name or URL) every removed document must have been delivered to first: each one \
+                    removed without is a 'removed-undelivered' finding. Repeat for several.
+                    """,
+                valueName: "destination"))
         var requireDelivered: [String] = []
 
         func validate() throws {
-            if acceptLoss && (deep || head || expectHead != nil || !requireDelivered.isEmpty) { throw ValidationError("--accept-loss takes no other audit option.") }
-            if let expectHead, HistoryHead(expectHead) == nil {
-                throw ValidationError("--expect-head needs a head as 'vault audit --head' prints it (<records>-<32 hex digits>).")
+            if acceptLoss && (deep || head || expectHead != nil || !requireDelivered.isEmpty) {
+                throw ValidationError("--accept-loss takes no other audit option.")
             }
-            if head && (deep || expectHead != nil) { throw ValidationError("--head only prints the head; run the audit without it.") }
+            if let expectHead, HistoryHead(expectHead) == nil {
+                throw ValidationError(
+                    "--expect-head needs a head as 'vault audit --head' prints it (<records>-<32 hex digits>).")
+            }
+            if head && (deep || expectHead != nil) {
+                throw ValidationError("--head only prints the head; run the audit without it.")
+            }
         }
 
         /// `audit --json`.
@@ -77,31 +99,56 @@ extension VaultCommand {
             let vault = try options.unlock()
             if head {
                 let scan = try vault.history()
-                guard scan.exists else { throw VaultError(.notFound, "this vault has no history yet", hint: "the next change to the vault starts it") }
-                if json { Terminal.out(JSONOutput.line(["head": scan.head.description])) } else { Terminal.out(scan.head.description + "\n") }
+                guard scan.exists else {
+                    throw VaultError(
+                        .notFound, "this vault has no history yet", hint: "the next change to the vault starts it")
+                }
+                if json {
+                    Terminal.out(JSONOutput.line(["head": scan.head.description]))
+                } else {
+                    Terminal.out(scan.head.description + "\n")
+                }
                 return
             }
             if acceptLoss {
                 let settled = try vault.acceptHistoryLoss()
                 let codes = Array(Set(settled.map(\.code.rawValue))).sorted()
-                Terminal.out("accepted \(settled.count) finding\(settled.count == 1 ? "" : "s")\(codes.isEmpty ? "" : " (" + codes.joined(separator: ", ") + ")"); head \(try vault.history().head)\n")
+                let listed = codes.isEmpty ? "" : " (" + codes.joined(separator: ", ") + ")"
+                Terminal.out(
+                    "accepted \(settled.count) finding\(settled.count == 1 ? "" : "s")\(listed); "
+                        + "head \(try vault.history().head)\n")
                 return
             }
-            let required = try DeliveryFilter.destinations(requireDelivered, required: false, list: try DestinationList.load(vault))
-            let report = try vault.audit(deep: deep, expectedHead: expectHead.flatMap(HistoryHead.init), requireDelivered: required)
+            let required = try DeliveryFilter.destinations(
+                requireDelivered, required: false, list: try DestinationList.load(vault))
+            let report = try vault.audit(
+                deep: deep, expectedHead: expectHead.flatMap(HistoryHead.init), requireDelivered: required)
             if json {
-                Terminal.out(JSONOutput.line(Output(clean: report.findings.isEmpty, head: report.head.description, records: report.records,
-                                                    documents: report.documents, objects: report.objects, deep: deep, findings: report.findings)))
+                Terminal.out(
+                    JSONOutput.line(
+                        Output(
+                            clean: report.findings.isEmpty, head: report.head.description, records: report.records,
+                            documents: report.documents, objects: report.objects, deep: deep, findings: report.findings)
+                    ))
             } else {
                 var out = ""
                 for f in report.findings { out += "\(f.code): \(Terminal.printable(f.message))\n" }
-                out += "audited \(Plural.count(report.records, "record")), \(Plural.count(report.documents, "document")), \(Plural.count(report.objects, "object"))\(deep ? " (every chunk)" : " (headers)"): "
-                out += report.findings.isEmpty ? "clean" : "\(report.findings.count) finding\(report.findings.count == 1 ? "" : "s")"
+                out +=
+                    """
+                        audited \(Plural.count(report.records, "record")), \
+                        \(Plural.count(report.documents, "document")), \
+                        \(Plural.count(report.objects, "object"))\(deep ? " (every chunk)" : " (headers)"): 
+                        """
+                out +=
+                    report.findings.isEmpty
+                    ? "clean" : "\(report.findings.count) finding\(report.findings.count == 1 ? "" : "s")"
                 out += "; head \(report.head)\n"
                 Terminal.out(out)
             }
             if !report.findings.isEmpty {
-                throw VaultError(.vaultDamaged, "the audit found \(Plural.count(report.findings.count, "problem"))", hint: "\(DocsLocation.path("CLI.md")) says what each code means")
+                throw VaultError(
+                    .vaultDamaged, "the audit found \(Plural.count(report.findings.count, "problem"))",
+                    hint: "\(DocsLocation.path("CLI.md")) says what each code means")
             }
         }
     }

@@ -34,14 +34,21 @@ extension VaultCommand {
             let location = try RemoteLocation(url: url)
             try options.requireLocal()
             let store = options.store
-            if store.exists { throw VaultError(.alreadyExists, "a vault already exists at \(store.root)", hint: "use 'vault pull' to update it") }
-            try store.checkCanCreate()   // a folder that is not empty or not writable: said before credentials and the password
+            if store.exists {
+                throw VaultError(
+                    .alreadyExists, "a vault already exists at \(store.root)", hint: "use 'vault pull' to update it")
+            }
+            // a folder that is not empty or not writable: said before credentials and the password
+            try store.checkCanCreate()
             let client = try S3Environment.connection(purpose: "vault clone").client(timeout: transfer.timeout)
             defer { Task { await client.shutdown() } }
             let password = try PasswordReader.read(file: options.passwordFile, command: options.passwordCommand)
             let start = Date()
             let report = try await transfer.run(location, label: "clone") { progress in
-                try await Replicator.clone(location, client: client, into: store, password: password, parallel: transfer.parallel, progress: progress).report
+                try await Replicator.clone(
+                    location, client: client, into: store, password: password, parallel: transfer.parallel,
+                    progress: progress
+                ).report
             }
             try Pull.finish(report, from: location, start: start, transfer: transfer, verb: "cloned")
         }

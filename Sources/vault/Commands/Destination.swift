@@ -55,27 +55,44 @@ extension VaultCommand.Destinations {
             try options.requireLocal()
             let list = try DestinationList.load(try options.unlock())
             if result.json { Terminal.out(JSONOutput.line(Result(destinations: list.destinations))); return }
-            if list.destinations.isEmpty { Terminal.err("vault: no destinations (add one with 'vault destination add NAME URL')"); return }
+            if list.destinations.isEmpty {
+                Terminal.err("vault: no destinations (add one with 'vault destination add NAME URL')"); return
+            }
             for d in list.destinations {
-                Terminal.out("\(d.name)  \(Terminal.printable(d.url))" + (d.wire.map { "  (\($0))" } ?? "") + (d.required ? "" : "  optional") + "\n")
+                Terminal.out(
+                    "\(d.name)  \(Terminal.printable(d.url))" + (d.wire.map { "  (\($0))" } ?? "")
+                        + (d.required ? "" : "  optional") + "\n")
             }
         }
     }
 
     /// `vault destination add NAME URL`.
     struct Add: VaultSubcommand {
-        static let configuration = CommandConfiguration(abstract: "Name a destination: an https:// URL, s3://BUCKET/PREFIX or a presign endpoint.")
+        static let configuration = CommandConfiguration(
+            abstract: "Name a destination: an https:// URL, s3://BUCKET/PREFIX or a presign endpoint.")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Destinations
 
-        @Argument(help: ArgumentHelp("The destination's name (letters, digits, '-', '_' and '.', up to 64).", valueName: "name"))
+        @Argument(
+            help: ArgumentHelp(
+                "The destination's name (letters, digits, '-', '_' and '.', up to 64).", valueName: "name"))
         var name: String
 
-        @Argument(help: ArgumentHelp("Where batches go: http(s)://…, s3://BUCKET/PREFIX, or a presign endpoint with --protocol presigned-s3.", valueName: "url"))
+        @Argument(
+            help: ArgumentHelp(
+                """
+                    Where batches go: http(s)://…, s3://BUCKET/PREFIX, or a presign endpoint with --protocol \
+                    presigned-s3.
+                    """,
+                valueName: "url"))
         var url: String
 
-        @Option(name: .customLong("protocol"), help: ArgumentHelp("How batches go there: json, form, tus, s3 or presigned-s3 (default: s3 for s3://, else json).", valueName: "protocol"))
+        @Option(
+            name: .customLong("protocol"),
+            help: ArgumentHelp(
+                "How batches go there: json, form, tus, s3 or presigned-s3 (default: s3 for s3://, else json).",
+                valueName: "protocol"))
         var wire: String?
 
         @Flag(help: "Documents need not reach this destination before 'vault remove --delivered' frees them.")
@@ -85,36 +102,67 @@ extension VaultCommand.Destinations {
 
         func execute(_ options: GlobalOptions) async throws {
             guard DestinationList.isValidName(name) else {
-                throw VaultError(.usage, "'\(Terminal.printable(name))' is not a destination name (letters, digits, '-', '_' and '.', up to 64)")
+                throw VaultError(
+                    .usage,
+                    """
+                        '\(Terminal.printable(name))' is not a destination name (letters, digits, '-', '_' and '.', \
+                        up to 64)
+                        """
+                )
             }
             if let why = Terminal.urlControlProblem(url) {
-                throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a destination URL: \(why)")
+                throw VaultError(
+                    .usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a destination URL: \(why)")
             }
             let place = url.lowercased().hasPrefix("s3://") ? S3Environment.place() : nil
             guard let identity = DestinationIdentity(url: url, s3: place)?.value else {
-                throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a destination URL (http://, https:// or s3://)")
+                throw VaultError(
+                    .usage,
+                    """
+                        '\(Terminal.printable(String(url.prefix(200))))' is not a destination URL (http://, https:// \
+                        or s3://)
+                        """
+                )
             }
             // Parsed here rather than by the option's type: the message names every protocol.
             let named = try wire.map { given in
                 guard let name = UploadProtocol.Name(rawValue: given) else {
                     let all = UploadProtocol.Name.allCases.map(\.rawValue)
-                    throw VaultError(.usage, "--protocol must be \(all.dropLast().joined(separator: ", ")) or \(all.last!), "
-                                     + "not '\(Terminal.printable(given))'")
+                    throw VaultError(
+                        .usage,
+                        "--protocol must be \(all.dropLast().joined(separator: ", ")) or \(all.last!), "
+                            + "not '\(Terminal.printable(given))'")
                 }
                 return name
             }
             let s3URL = url.lowercased().hasPrefix("s3://")
             if s3URL ? !(named == nil || named == .s3) : named == .s3 {
-                throw VaultError(.usage, s3URL ? "an s3:// destination is sent by --protocol s3" : "--protocol s3 needs an s3://BUCKET/PREFIX URL (or use presigned-s3 with the presign endpoint)")
+                throw VaultError(
+                    .usage,
+                    s3URL
+                        ? "an s3:// destination is sent by --protocol s3"
+                        : """
+                            --protocol s3 needs an s3://BUCKET/PREFIX URL (or use presigned-s3 with the presign \
+                            endpoint)
+                            """
+                )
             }
             if let c = URLComponents(string: url), c.user != nil || c.password != nil {
-                throw VaultError(.usage, "put no credentials in a destination's URL; use VAULT_UPLOAD_TOKEN or VAULT_UPLOAD_USER/VAULT_UPLOAD_PASSWORD")
+                throw VaultError(
+                    .usage,
+                    """
+                        put no credentials in a destination's URL; use VAULT_UPLOAD_TOKEN or \
+                        VAULT_UPLOAD_USER/VAULT_UPLOAD_PASSWORD
+                        """
+                )
             }
             try options.requireLocal()
             let vault = try options.unlock()
             var list = try DestinationList.load(vault)
             if list.destinations.contains(where: { $0.name == name }) {
-                throw VaultError(.alreadyExists, "a destination named '\(name)' exists", hint: "remove it first with 'vault destination remove \(name)'")
+                throw VaultError(
+                    .alreadyExists, "a destination named '\(name)' exists",
+                    hint: "remove it first with 'vault destination remove \(name)'")
             }
             if let other = list.destinations.first(where: { $0.identity == identity }) {
                 throw VaultError(.alreadyExists, "\(identity) is the destination '\(other.name)' already")
@@ -127,7 +175,8 @@ extension VaultCommand.Destinations {
 
     /// `vault destination remove NAME`.
     struct Remove: VaultSubcommand {
-        static let configuration = CommandConfiguration(abstract: "Forget a destination's name (its deliveries stay in the history).")
+        static let configuration = CommandConfiguration(
+            abstract: "Forget a destination's name (its deliveries stay in the history).")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Destinations

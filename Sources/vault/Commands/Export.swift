@@ -29,7 +29,9 @@ extension VaultCommand {
 
         @OptionGroup var selection: SelectionOptions
 
-        @Option(help: ArgumentHelp("A folder for the batch files, or - for standard output.", valueName: "dir|-"), completion: .directory)
+        @Option(
+            help: ArgumentHelp("A folder for the batch files, or - for standard output.", valueName: "dir|-"),
+            completion: .directory)
         var out: String
 
         @OptionGroup var batching: BatchOptions
@@ -37,7 +39,13 @@ extension VaultCommand {
         @Flag(help: "Cut documents that fail authentication out of their payload and go on (exit code 2).")
         var skipBad = false
 
-        @Flag(help: "Replace the batch files and manifest of an earlier export in the folder (and remove those the new run does not write).")
+        @Flag(
+            help:
+                """
+                    Replace the batch files and manifest of an earlier export in the folder (and remove those the new \
+                    run does not write).
+                    """
+        )
         var force = false
 
         @Flag(help: "List the batches and documents that would be written, with sizes; write nothing.")
@@ -47,7 +55,9 @@ extension VaultCommand {
 
         func validate() throws {
             if out.isEmpty { throw ValidationError("--out needs a folder or -.") }
-            if out == "-" && result.json { throw ValidationError("--json needs --out DIR: with --out - standard output carries the payload.") }
+            if out == "-" && result.json {
+                throw ValidationError("--json needs --out DIR: with --out - standard output carries the payload.")
+            }
         }
 
         /// `export --dry-run --json`.
@@ -79,7 +89,9 @@ extension VaultCommand {
                 try VaultCore.Exporter.checkOutput(out, force: force)
             } catch var e as VaultError {
                 if e.code == .alreadyExists { e.hint = "use --force to replace them, or another --out folder" }
-                if e.code == .usage { e = VaultError(.usage, "--out " + e.message, hint: "give a folder, or - for standard output") }
+                if e.code == .usage {
+                    e = VaultError(.usage, "--out " + e.message, hint: "give a folder, or - for standard output")
+                }
                 throw e
             }
         }
@@ -97,26 +109,50 @@ extension VaultCommand {
             let records = try vault.select(selection.selection(in: vault))
             if records.isEmpty {
                 if result.json { Terminal.out(JSONOutput.line(DryRunResult(out: out, batches: []))); return }
-                if progressOptions.printsSummary { Terminal.err("vault: dry run: nothing to export: \(try Self.whyNothing(vault))") }
+                if progressOptions.printsSummary {
+                    Terminal.err("vault: dry run: nothing to export: \(try Self.whyNothing(vault))")
+                }
                 return
             }
             let batches = try BatchPlanner.plan(records, limits: batching.limits, shape: batching.shape)
             if result.json {
-                Terminal.out(JSONOutput.line(DryRunResult(out: out, batches: batches.map { b in
-                    .init(file: b.fileName, payloadBytes: b.length, documents: b.records.map { .init(id: $0.id.hex, name: $0.metadata.name, size: $0.metadata.size) })
-                })))
+                Terminal.out(
+                    JSONOutput.line(
+                        DryRunResult(
+                            out: out,
+                            batches: batches.map { b in
+                                .init(
+                                    file: b.fileName, payloadBytes: b.length,
+                                    documents: b.records.map {
+                                        .init(id: $0.id.hex, name: $0.metadata.name, size: $0.metadata.size)
+                                    })
+                            })))
                 return
             }
             var text = ""
             for b in batches {
                 text += "would write  \(out == "-" ? "standard output" : b.fileName)  \(Terminal.size(b.length))\n"
-                for r in b.records { text += "  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \(Terminal.printable(r.metadata.name))\n" }
+                for r in b.records {
+                    text +=
+                        """
+                              \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \
+                            \(Terminal.printable(r.metadata.name))\n
+                            """
+                }
             }
             Terminal.out(text)
             if progressOptions.printsSummary && !result.json {
                 let bytes = batches.reduce(UInt64(0)) { $0 + $1.length }
-                Terminal.err("vault: dry run: would export \(Plural.count(records.count, "document")) in \(Plural.count(batches.count, "batch")) "
-                             + "(\(Terminal.size(bytes)) of payload) to \(out == "-" ? "standard output" : out); nothing was written")
+                Terminal.err(
+                    """
+                        vault: dry run: would export \(Plural.count(records.count, "document")) in \
+                        \(Plural.count(batches.count, "batch")) 
+                        """
+                        + """
+                            (\(Terminal.size(bytes)) of payload) to \(out == "-" ? "standard output" : out); nothing \
+                            was written
+                            """
+                )
             }
         }
 
@@ -124,7 +160,9 @@ extension VaultCommand {
             let toStdout = out == "-"
             if dryRun { return try await preview(options) }
             if toStdout && Terminal.isTTY(1) {
-                throw VaultError(.usage, "refusing to write the payload to a terminal", hint: "redirect standard output, or use --out DIR")
+                throw VaultError(
+                    .usage, "refusing to write the payload to a terminal",
+                    hint: "redirect standard output, or use --out DIR")
             }
             if !toStdout {
                 // The folder is checked before the password is asked for.
@@ -139,28 +177,44 @@ extension VaultCommand {
             exportOptions.force = force
             let renderer = ProgressRenderer(mode: progressOptions.resolved)
             // Planned while the index is read, one row at a time: the plan keeps ids, not records.
-            let exporter = try VaultCore.Exporter(vault: vault, selection: selection.selection(in: vault), options: exportOptions, onEvent: renderer.handle)
+            let exporter = try VaultCore.Exporter(
+                vault: vault, selection: selection.selection(in: vault), options: exportOptions,
+                onEvent: renderer.handle)
             if exporter.documents == 0 {
                 // Nothing to export is not a failure (a daily export on an empty day), as for upload;
                 // a name, id or tag that matches nothing still is (exit 3).
                 if result.json {
-                    Terminal.out(JSONOutput.line(Result(runId: "", out: toStdout ? "standard output" : out, documents: 0, payloadBytes: 0,
-                                                        seconds: 0, batches: [], skipped: [])))
+                    Terminal.out(
+                        JSONOutput.line(
+                            Result(
+                                runId: "", out: toStdout ? "standard output" : out, documents: 0, payloadBytes: 0,
+                                seconds: 0, batches: [], skipped: [])))
                 } else if progressOptions.printsSummary && !result.json {
-                    Terminal.err("vault: nothing to export: \(try Self.whyNothing(vault)) (nothing was written\(toStdout ? "" : " to \(out)"))")
+                    Terminal.err(
+                        """
+                            vault: nothing to export: \(try Self.whyNothing(vault)) (nothing was \
+                            written\(toStdout ? "" : " to \(out)"))
+                            """
+                    )
                 }
                 return
             }
             let started = Date()
             let summary: ExportSummary
             do {
-                summary = toStdout ? try exporter.write(to: { let out = OpenFile.standard(1, name: "standard output"); out.growPipeBuffer(); return out }())
-                                   : try exporter.write(toDirectory: out)
+                summary =
+                    toStdout
+                    ? try exporter.write(
+                        to: {
+                            let out = OpenFile.standard(1, name: "standard output"); out.growPipeBuffer(); return out
+                        }())
+                    : try exporter.write(toDirectory: out)
             } catch var e as VaultError {
                 renderer.clear()
                 switch e.code {
                 case .alreadyExists: e.hint = "use --force to replace them, or another --out folder"
-                case .singleBatchNeeded: e.hint = "use --out DIR, raise --batch-size/--max-bytes, or select fewer documents"
+                case .singleBatchNeeded:
+                    e.hint = "use --out DIR, raise --batch-size/--max-bytes, or select fewer documents"
                 default: break
                 }
                 throw e
@@ -169,28 +223,46 @@ extension VaultCommand {
                 throw error
             }
             renderer.clear()
-            let destinations = toStdout ? ["stdout"]
-                : summary.batches.compactMap(\.file).map { HistoryRecord.destination(URL(fileURLWithPath: out).appendingPathComponent($0).standardizedFileURL) }
-            vault.recordSent(.export, sentIDs: summary.batches.flatMap(\.documents), destinations: destinations,
-                             skipped: summary.skipped.count, detail: "run \(summary.runID)")
+            let destinations =
+                toStdout
+                ? ["stdout"]
+                : summary.batches.compactMap(\.file).map {
+                    HistoryRecord.destination(URL(fileURLWithPath: out).appendingPathComponent($0).standardizedFileURL)
+                }
+            vault.recordSent(
+                .export, sentIDs: summary.batches.flatMap(\.documents), destinations: destinations,
+                skipped: summary.skipped.count, detail: "run \(summary.runID)")
             let seconds = Date().timeIntervalSince(started)
             let where_ = toStdout ? "standard output" : out
             if result.json {
-                Terminal.out(JSONOutput.line(Result(runId: summary.runID, out: where_, documents: summary.documents, payloadBytes: summary.payloadBytes,
-                                                    seconds: (seconds * 1000).rounded() / 1000, batches: summary.batches, skipped: summary.skipped)))
+                Terminal.out(
+                    JSONOutput.line(
+                        Result(
+                            runId: summary.runID, out: where_, documents: summary.documents,
+                            payloadBytes: summary.payloadBytes,
+                            seconds: (seconds * 1000).rounded() / 1000, batches: summary.batches,
+                            skipped: summary.skipped)))
             }
             if progressOptions.printsSummary && !result.json {
                 // The documents' size first: what the bar counted; then the payload it became.
-                Terminal.err(String(format: "vault: exported %@ (%@) in %@ (%@ of payload) to %@ in %.1f s",
-                                    Plural.count(summary.documents, "document"), Terminal.size(summary.plaintextBytes),
-                                    Plural.count(summary.batches.count, "batch"), Terminal.size(summary.payloadBytes), where_, seconds))
+                Terminal.err(
+                    String(
+                        format: "vault: exported %@ (%@) in %@ (%@ of payload) to %@ in %.1f s",
+                        Plural.count(summary.documents, "document"), Terminal.size(summary.plaintextBytes),
+                        Plural.count(summary.batches.count, "batch"), Terminal.size(summary.payloadBytes), where_,
+                        seconds))
             }
             if !summary.skipped.isEmpty {
-                if progressOptions.resolved == .none {   // bar and json name them as they happen
+                if progressOptions.resolved == .none {  // bar and json name them as they happen
                     for s in summary.skipped { Terminal.warn("skipped \(s.id.prefix(12)) \(s.name): \(s.error)") }
                 }
-                throw VaultError(.partial, "\(Plural.count(summary.skipped.count, "damaged document")) \(summary.skipped.count == 1 ? "was" : "were") left out",
-                                 hint: "run 'vault verify' for details")
+                throw VaultError(
+                    .partial,
+                    """
+                        \(Plural.count(summary.skipped.count, "damaged document")) \
+                        \(summary.skipped.count == 1 ? "was" : "were") left out
+                        """,
+                    hint: "run 'vault verify' for details")
             }
         }
     }

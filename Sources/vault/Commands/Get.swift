@@ -35,16 +35,28 @@ extension VaultCommand {
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
-        @Argument(help: ArgumentHelp("Unique id prefixes (4+ digits) or exact names; names shown escaped by list (new\\nline.txt) work too.", valueName: "id-or-name"))
+        @Argument(
+            help: ArgumentHelp(
+                "Unique id prefixes (4+ digits) or exact names; names shown escaped by list (new\\nline.txt) work too.",
+                valueName: "id-or-name"))
         var documents: [String] = []
 
-        @Option(name: .customLong("tag"), help: ArgumentHelp("Documents with this tag (into -o DIR); repeat for any of several.", valueName: "tag"))
+        @Option(
+            name: .customLong("tag"),
+            help: ArgumentHelp("Documents with this tag (into -o DIR); repeat for any of several.", valueName: "tag"))
         var tags: [String] = []
 
         @Flag(help: "Every document (into -o DIR).")
         var all = false
 
-        @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file (mode 0600), or into this folder for several documents; - for standard output (the default).", valueName: "file-or-dir"), completion: .file())
+        @Option(
+            name: .shortAndLong,
+            help: ArgumentHelp(
+                """
+                    Write to this file (mode 0600), or into this folder for several documents; - for standard output \
+                    (the default).
+                    """,
+                valueName: "file-or-dir"), completion: .file())
         var output: String?
 
         @Flag(help: "Replace output files that exist.")
@@ -65,8 +77,14 @@ extension VaultCommand {
             return ProgressRenderer(mode: json || quiet || mode == .json ? .none : mode)
         }
 
-        @Option(parsing: .unconditional,
-                help: ArgumentHelp("Only bytes START through END (inclusive, 0-based, as in HTTP Range); START- to the end, -N the last N bytes.", valueName: "START-END"))
+        @Option(
+            parsing: .unconditional,
+            help: ArgumentHelp(
+                """
+                    Only bytes START through END (inclusive, 0-based, as in HTTP Range); START- to the end, -N the \
+                    last N bytes.
+                    """,
+                valueName: "START-END"))
         var range: String?
 
         /// What `--range` asks for, as HTTP's Range does: `START-END` with START <= END,
@@ -83,7 +101,8 @@ extension VaultCommand {
                     guard start < size else { return nil }
                     return (start, min(end ?? (size - 1), size - 1))
                 case .last(let n):
-                    guard n > 0, size > 0 else { return nil }
+                    guard n > 0,
+                          size > 0 else { return nil }
                     return (size - min(n, size), size - 1)
                 }
             }
@@ -91,9 +110,13 @@ extension VaultCommand {
 
         static func parse(range text: String) throws -> ByteRange {
             let parts = text.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, parts[0].isEmpty ? UInt64(parts[1]) != nil : UInt64(parts[0]) != nil,
-                  parts[1].isEmpty || UInt64(parts[1]) != nil, !(parts[0].isEmpty && parts[1].isEmpty) else {
-                throw VaultError(.usage, "--range \(text) is not START-END", hint: "byte offsets, inclusive: --range 0-1023, --range 1024- or --range -100 (the last 100 bytes)")
+            guard parts.count == 2,
+                  parts[0].isEmpty ? UInt64(parts[1]) != nil : UInt64(parts[0]) != nil,
+                  parts[1].isEmpty || UInt64(parts[1]) != nil,
+                  !(parts[0].isEmpty && parts[1].isEmpty) else {
+                throw VaultError(
+                    .usage, "--range \(text) is not START-END",
+                    hint: "byte offsets, inclusive: --range 0-1023, --range 1024- or --range -100 (the last 100 bytes)")
             }
             if parts[0].isEmpty { return .last(UInt64(parts[1])!) }
             let start = UInt64(parts[0])!, end = UInt64(parts[1])
@@ -109,9 +132,15 @@ extension VaultCommand {
 
         func validate() throws {
             let toStdout = output == nil || output == "-"
-            if documents.isEmpty && tags.isEmpty && !all { throw ValidationError("Name a document (or use --tag or --all with -o DIR).") }
-            if all && (!documents.isEmpty || !tags.isEmpty) { throw ValidationError("--all selects every document; leave out the names and --tag.") }
-            if range != nil && (documents.count != 1 || !tags.isEmpty) { throw ValidationError("--range needs exactly one document.") }
+            if documents.isEmpty && tags.isEmpty && !all {
+                throw ValidationError("Name a document (or use --tag or --all with -o DIR).")
+            }
+            if all && (!documents.isEmpty || !tags.isEmpty) {
+                throw ValidationError("--all selects every document; leave out the names and --tag.")
+            }
+            if range != nil && (documents.count != 1 || !tags.isEmpty) {
+                throw ValidationError("--range needs exactly one document.")
+            }
             if json && toStdout { throw ValidationError("--json needs -o: standard output carries the document.") }
             if toStdout && (documents.count > 1 || !tags.isEmpty || all) {
                 throw ValidationError("Several documents need a folder: -o DIR.")
@@ -123,7 +152,9 @@ extension VaultCommand {
         func execute(_ options: GlobalOptions) async throws {
             let toStdout = output == nil || output == "-"
             if let folder = output, !toStdout, range == nil,
-               documents.count > 1 || !tags.isEmpty || all || FileSystem.kind(of: folder) == .directory || folder.hasSuffix("/") {
+                documents.count > 1 || !tags.isEmpty || all || FileSystem.kind(of: folder) == .directory
+                    || folder.hasSuffix("/")
+            {
                 return try await getIntoFolder(folder, options)
             }
             let document = documents[0]
@@ -131,7 +162,9 @@ extension VaultCommand {
                 switch FileSystem.kind(of: path) {
                 case .directory: throw VaultError(.usage, "\(path) is a directory", hint: "give a file name with -o")
                 case .file, .other:
-                    if !force { throw VaultError(.alreadyExists, "\(path) already exists", hint: "use --force to replace it") }
+                    if !force {
+                        throw VaultError(.alreadyExists, "\(path) already exists", hint: "use --force to replace it")
+                    }
                 case .missing: break
                 }
                 guard FileSystem.kind(of: FileSystem.directory(of: path)) == .directory else {
@@ -144,11 +177,18 @@ extension VaultCommand {
             if let bounds {
                 let reader = try vault.randomAccess(record.id)
                 guard let (start, last) = bounds.bounds(size: reader.size) else {
-                    throw VaultError(.usage, "--range \(range!) holds no byte of \(record.metadata.name) (\(Plural.count(Int(reader.size), "byte")))")
+                    throw VaultError(
+                        .usage,
+                        """
+                            --range \(range!) holds no byte of \(record.metadata.name) \
+                            (\(Plural.count(Int(reader.size), "byte")))
+                            """
+                    )
                 }
                 if toStdout && Terminal.isTTY(1) && !ContentType.isText(reader.metadata.contentType) {
-                    throw VaultError(.usage, "refusing to write \(reader.metadata.contentType) data to a terminal",
-                                     hint: "use -o FILE, or redirect standard output")
+                    throw VaultError(
+                        .usage, "refusing to write \(reader.metadata.contentType) data to a terminal",
+                        hint: "use -o FILE, or redirect standard output")
                 }
                 let file = toStdout ? nil : try Self.atomicOutput(output!)
                 var screen = toStdout && Terminal.isTTY(1) ? PrintableText() : nil
@@ -167,8 +207,9 @@ extension VaultCommand {
             let reader = try vault.open(record.id)
             if toStdout {
                 if Terminal.isTTY(1) && !ContentType.isText(reader.metadata.contentType) {
-                    throw VaultError(.usage, "refusing to write \(reader.metadata.contentType) data to a terminal",
-                                     hint: "use -o FILE, or redirect standard output")
+                    throw VaultError(
+                        .usage, "refusing to write \(reader.metadata.contentType) data to a terminal",
+                        hint: "use -o FILE, or redirect standard output")
                 }
                 // Text to a terminal: printable characters only, so a document cannot send the
                 // terminal escape sequences (clear the screen, retitle the window, ...).
@@ -183,9 +224,19 @@ extension VaultCommand {
             bar.handle(Importer.Event.started(files: 1, bytes: record.metadata.size))
             bar.handle(Importer.Event.fileStarted(position: 1, of: 1, name: record.metadata.name))
             defer { bar.clear() }
-            try Self.writeFile(reader, to: output!, force: force) { bar.handle(Importer.Event.progress(done: $0, total: record.metadata.size)) }
+            try Self.writeFile(reader, to: output!, force: force) {
+                bar.handle(Importer.Event.progress(done: $0, total: record.metadata.size))
+            }
             bar.clear()
-            if json { Terminal.out(JSONOutput.line(Result(written: [.init(id: record.id.hex, name: record.metadata.name, path: output!, size: record.metadata.size)]))) }
+            if json {
+                Terminal.out(
+                    JSONOutput.line(
+                        Result(written: [
+                            .init(
+                                id: record.id.hex, name: record.metadata.name, path: output!, size: record.metadata.size
+                            )
+                        ])))
+            }
         }
 
         /// Several documents into `folder`: every target is worked out and checked (collisions,
@@ -193,7 +244,9 @@ extension VaultCommand {
         func getIntoFolder(_ folder: String, _ options: GlobalOptions) async throws {
             switch FileSystem.kind(of: folder) {
             case .directory, .missing: break
-            case .file, .other: throw VaultError(.alreadyExists, "\(folder) is not a folder", hint: "several documents go into a folder: -o DIR")
+            case .file, .other:
+                throw VaultError(
+                    .alreadyExists, "\(folder) is not a folder", hint: "several documents go into a folder: -o DIR")
             }
             let vault = try await options.open()
             let records = try vault.select(DocumentQuery.selection(documents, tags: tags, in: vault))
@@ -210,29 +263,50 @@ extension VaultCommand {
                 for (n, (record, relative)) in plan.targets.enumerated() {
                     let path = folder.hasSuffix("/") ? folder + relative : folder + "/" + relative
                     _ = try FileSystem.makeDirectories(FileSystem.directory(of: path))
-                    bar.handle(Importer.Event.fileStarted(position: n + 1, of: records.count, name: record.metadata.name))
+                    bar.handle(
+                        Importer.Event.fileStarted(position: n + 1, of: records.count, name: record.metadata.name))
                     let before = bytes
-                    try Self.writeFile(try vault.open(record.id), to: path, force: force) { bar.handle(Importer.Event.progress(done: before + $0, total: total)) }
-                    outcome.written.append(.init(id: record.id.hex, name: record.metadata.name, path: path, size: record.metadata.size))
+                    try Self.writeFile(try vault.open(record.id), to: path, force: force) {
+                        bar.handle(Importer.Event.progress(done: before + $0, total: total))
+                    }
+                    outcome.written.append(
+                        .init(id: record.id.hex, name: record.metadata.name, path: path, size: record.metadata.size))
                     bytes += record.metadata.size
                 }
             } catch {
                 for dir in made.reversed() { FileSystem.removeIfEmpty(dir) }
                 let e = VaultError.from(error)
                 let done = outcome.written.count
-                throw VaultError(e.code, e.message, hint: (e.hint.map { $0 + "; " } ?? "")
-                                 + (done == 0 ? "nothing was written" : "\(done) of \(Plural.count(records.count, "document")) were written to \(folder) before it"),
-                                 remedy: e.remedy, cause: e.cause)
+                throw VaultError(
+                    e.code, e.message,
+                    hint: (e.hint.map { $0 + "; " } ?? "")
+                        + (done == 0
+                            ? "nothing was written"
+                            : """
+                                \(done) of \(Plural.count(records.count, "document")) were written to \(folder) \
+                                before it
+                                """),
+                    remedy: e.remedy, cause: e.cause)
             }
             bar.clear()
-            if json { Terminal.out(JSONOutput.line(outcome)) }
-            else if !quiet { Terminal.err("vault: wrote \(Plural.count(records.count, "document")) (\(Terminal.size(bytes))) to \(Terminal.printable(folder))") }
+            if json {
+                Terminal.out(JSONOutput.line(outcome))
+            } else if !quiet {
+                Terminal.err(
+                    """
+                        vault: wrote \(Plural.count(records.count, "document")) (\(Terminal.size(bytes))) to \
+                        \(Terminal.printable(folder))
+                        """
+                )
+            }
         }
 
         /// Streams into a temporary file beside `path` (swept there if a killed `get` left one),
         /// fsyncs, then renames it into place: a damaged document or an interrupt leaves no file.
         /// `progress` hears the bytes written so far.
-        static func writeFile(_ reader: EnvelopeReader, to path: String, force: Bool, progress: (UInt64) -> Void = { _ in }) throws {
+        static func writeFile(
+            _ reader: EnvelopeReader, to path: String, force: Bool, progress: (UInt64) -> Void = { _ in }
+        ) throws {
             let output = try atomicOutput(path)
             var written: UInt64 = 0
             while let batch = try reader.next() {
@@ -260,10 +334,16 @@ struct PrintableText {
 
     mutating func check(_ bytes: UnsafeRawBufferPointer, name: String) throws {
         for b in bytes {
-            let bad = afterC2 ? (0x80...0x9F).contains(b) : (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D) || b == 0x7F
+            let bad =
+                afterC2 ? (0x80...0x9F).contains(b) : (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D) || b == 0x7F
             if bad {
-                throw VaultError(.usage, "refusing to write \(Terminal.printable(name)) to a terminal: it holds a control character (byte \(String(format: "0x%02X", b)) at offset \(offset)) that would drive the terminal",
-                                 hint: "use -o FILE, or redirect standard output (e.g. | less)")
+                throw VaultError(
+                    .usage,
+                    """
+                        refusing to write \(Terminal.printable(name)) to a terminal: it holds a control character \
+                        (byte \(String(format: "0x%02X", b)) at offset \(offset)) that would drive the terminal
+                        """,
+                    hint: "use -o FILE, or redirect standard output (e.g. | less)")
             }
             afterC2 = b == 0xC2
             offset += 1
@@ -286,8 +366,13 @@ struct FolderPlan {
         for r in records {
             let relative = Self.safePath(r.metadata.name, id: r.id)
             if let other = byPath[relative] {
-                throw VaultError(.alreadyExists, "\(other.id.hex.prefix(12)) and \(r.id.hex.prefix(12)) would both be written to \(Terminal.printable(relative)); nothing was written",
-                                 hint: "get one of them on its own with -o FILE")
+                throw VaultError(
+                    .alreadyExists,
+                    """
+                        \(other.id.hex.prefix(12)) and \(r.id.hex.prefix(12)) would both be written to \
+                        \(Terminal.printable(relative)); nothing was written
+                        """,
+                    hint: "get one of them on its own with -o FILE")
             }
             byPath[relative] = r
             targets.append((r, relative))
@@ -297,8 +382,13 @@ struct FolderPlan {
             var parent = FileSystem.directory(of: relative)
             while parent != "." && !parent.isEmpty && parent != "/" {
                 if let other = byPath[parent] {
-                    throw VaultError(.alreadyExists, "\(Terminal.printable(parent)) would be both the file of \(other.id.hex.prefix(12)) and the folder of \(r.id.hex.prefix(12)); nothing was written",
-                                     hint: "get one of them on its own with -o FILE")
+                    throw VaultError(
+                        .alreadyExists,
+                        """
+                            \(Terminal.printable(parent)) would be both the file of \(other.id.hex.prefix(12)) and \
+                            the folder of \(r.id.hex.prefix(12)); nothing was written
+                            """,
+                        hint: "get one of them on its own with -o FILE")
                 }
                 parent = FileSystem.directory(of: parent)
             }
@@ -308,14 +398,20 @@ struct FolderPlan {
             let path = base + relative
             switch FileSystem.kind(of: path) {
             case .missing: break
-            case .directory: throw VaultError(.alreadyExists, "\(Terminal.printable(path)) is a folder; nothing was written")
+            case .directory:
+                throw VaultError(.alreadyExists, "\(Terminal.printable(path)) is a folder; nothing was written")
             case .file, .other:
-                if !force { throw VaultError(.alreadyExists, "\(Terminal.printable(path)) already exists; nothing was written", hint: "use --force to replace it") }
+                if !force {
+                    throw VaultError(
+                        .alreadyExists, "\(Terminal.printable(path)) already exists; nothing was written",
+                        hint: "use --force to replace it")
+                }
             }
             var parent = FileSystem.directory(of: path)
             while parent.count > base.count - 1 && parent != folder {
                 if case .file = FileSystem.kind(of: parent) {
-                    throw VaultError(.alreadyExists, "\(Terminal.printable(parent)) is a file, not a folder; nothing was written")
+                    throw VaultError(
+                        .alreadyExists, "\(Terminal.printable(parent)) is a file, not a folder; nothing was written")
                 }
                 parent = FileSystem.directory(of: parent)
             }

@@ -37,21 +37,33 @@ extension VaultCommand {
         @Flag(name: [.short, .customLong("recursive")], help: "Import the files inside folders, recursively.")
         var recursive = false
 
-        @Option(help: ArgumentHelp("Read the RNCryptor password from this file (one trailing newline is ignored).", valueName: "file"),
-                completion: .file())
+        @Option(
+            help: ArgumentHelp(
+                "Read the RNCryptor password from this file (one trailing newline is ignored).", valueName: "file"),
+            completion: .file())
         var fromPasswordFile: String?
 
-        @Option(help: ArgumentHelp("For key-based files: a file holding the 32-byte encryption key then the 32-byte HMAC key (64 bytes, or 128 hex digits).", valueName: "file"),
-                completion: .file())
+        @Option(
+            help: ArgumentHelp(
+                """
+                    For key-based files: a file holding the 32-byte encryption key then the 32-byte HMAC key (64 \
+                    bytes, or 128 hex digits).
+                    """,
+                valueName: "file"),
+            completion: .file())
         var fromKeyFile: String?
 
         @Option(help: "The document name (default: the file name without .rncryptor or .enc). Only with a single file.")
         var name: String?
 
-        @Option(name: .customLong("type"), help: ArgumentHelp("The MIME type (default: detected from the decrypted content).", valueName: "mime"))
+        @Option(
+            name: .customLong("type"),
+            help: ArgumentHelp("The MIME type (default: detected from the decrypted content).", valueName: "mime"))
         var contentType: String?
 
-        @Option(name: .customLong("tag"), help: ArgumentHelp("A tag for every imported document; repeat for several.", valueName: "tag"))
+        @Option(
+            name: .customLong("tag"),
+            help: ArgumentHelp("A tag for every imported document; repeat for several.", valueName: "tag"))
         var tags: [String] = []
 
         @Flag(help: "Delete each source file once its document is committed and the vault synced.")
@@ -70,7 +82,9 @@ extension VaultCommand {
             if paths.isEmpty { throw ValidationError("Give at least one file to import.") }
             if paths.contains("-") { throw ValidationError("import reads files, not standard input.") }
             if name != nil && paths.count > 1 { throw ValidationError("--name needs exactly one path.") }
-            if fromKeyFile != nil && fromPasswordFile != nil { throw ValidationError("Give --from-key-file or --from-password-file, not both.") }
+            if fromKeyFile != nil && fromPasswordFile != nil {
+                throw ValidationError("Give --from-key-file or --from-password-file, not both.")
+            }
         }
 
         /// `import --json`.
@@ -84,10 +98,16 @@ extension VaultCommand {
             init(_ o: Importer.Outcome) {
                 imported = o.imported.map { i in
                     let m = i.record.metadata
-                    return Imported(id: i.record.id.hex, path: i.path, name: m.name, contentType: m.contentType, size: m.size, sha256: Hex.encode(m.sha256))
+                    return Imported(
+                        id: i.record.id.hex, path: i.path, name: m.name, contentType: m.contentType, size: m.size,
+                        sha256: Hex.encode(m.sha256))
                 }
-                failed = o.failed.map { NotImported(path: $0.path, code: $0.error.code.rawValue, message: $0.error.message) }
-                skipped = o.skipped.map { NotImported(path: $0.path, code: $0.error.code.rawValue, message: $0.error.message) }
+                failed = o.failed.map {
+                    NotImported(path: $0.path, code: $0.error.code.rawValue, message: $0.error.message)
+                }
+                skipped = o.skipped.map {
+                    NotImported(path: $0.path, code: $0.error.code.rawValue, message: $0.error.message)
+                }
             }
         }
 
@@ -95,9 +115,12 @@ extension VaultCommand {
 
         func execute(_ options: GlobalOptions) async throws {
             // Every input and the RNCryptor credentials before the vault password.
-            let (inputs, unnamed) = try InputFiles.expandReporting(paths, recursive: recursive, stdinName: "", verb: "import")
+            let (inputs, unnamed) = try InputFiles.expandReporting(
+                paths, recursive: recursive, stdinName: "", verb: "import")
             if inputs.isEmpty, let first = unnamed.first {
-                throw VaultError(.usage, "\(Terminal.printable(first.shown)) was not imported: \(first.error.message)", hint: "rename it; nothing was imported")
+                throw VaultError(
+                    .usage, "\(Terminal.printable(first.shown)) was not imported: \(first.error.message)",
+                    hint: "rename it; nothing was imported")
             }
             if inputs.count > 1 && name != nil {
                 throw VaultError(.usage, "--name needs exactly one file, but \(paths[0]) holds \(inputs.count)")
@@ -105,12 +128,18 @@ extension VaultCommand {
             let keys = try credentials()
             let vault = try options.unlock()
             let renderer = ProgressRenderer(mode: progressOptions.resolved)
-            for skip in unnamed { Terminal.warn("\(Terminal.printable(skip.shown)) was not imported: \(skip.error.message)") }
+            for skip in unnamed {
+                Terminal.warn("\(Terminal.printable(skip.shown)) was not imported: \(skip.error.message)")
+            }
             var importOptions = Importer.Options()
-            (importOptions.contentType, importOptions.tags, importOptions.allowDuplicate) = (contentType, tags, allowDuplicate)
+            (importOptions.contentType, importOptions.tags, importOptions.allowDuplicate) = (
+                contentType, tags, allowDuplicate
+            )
             (importOptions.removeSource, importOptions.skipBad) = (removeSource, skipBad)
             let json = result.json
-            let importer = Importer(vault: vault, keys: keys, options: importOptions, failedBefore: unnamed.map { ($0.shown, $0.error) }) { event in
+            let importer = Importer(
+                vault: vault, keys: keys, options: importOptions, failedBefore: unnamed.map { ($0.shown, $0.error) }
+            ) { event in
                 if case .imported(_, let record) = event, !json { Terminal.out(record.id.hex + "\n") }
                 renderer.handle(event)
             }
@@ -126,12 +155,20 @@ extension VaultCommand {
             let outcome = importer.outcome
             if progressOptions.printsSummary && !result.json {
                 let bytes = outcome.imported.reduce(UInt64(0)) { $0 + $1.record.metadata.size }
-                Terminal.err(String(format: "vault: imported %d of %d file%@ (%@) in %.1f s; %d failed, %d skipped (already in the vault)",
-                                    outcome.imported.count, inputs.count, inputs.count == 1 ? "" : "s", Terminal.size(bytes),
-                                    Date().timeIntervalSince(started), outcome.failed.count, outcome.skipped.count))
+                Terminal.err(
+                    String(
+                        format:
+                            """
+                                vault: imported %d of %d file%@ (%@) in %.1f s; %d failed, %d skipped (already in the \
+                                vault)
+                                """,
+                        outcome.imported.count, inputs.count, inputs.count == 1 ? "" : "s", Terminal.size(bytes),
+                        Date().timeIntervalSince(started), outcome.failed.count, outcome.skipped.count))
             }
             if !outcome.failed.isEmpty {
-                throw VaultError(.partial, "\(outcome.failed.count) of \(Plural.count(inputs.count, "file")) could not be imported", hint: "they are named above")
+                throw VaultError(
+                    .partial, "\(outcome.failed.count) of \(Plural.count(inputs.count, "file")) could not be imported",
+                    hint: "they are named above")
             }
         }
 
@@ -145,9 +182,13 @@ extension VaultCommand {
             let bytes: SecretBytes = try raw.withUnsafeBytes { whole in
                 if whole.count == 2 * RNCryptorFormat.keySize { return raw }
                 var b = whole
-                while let last = b.last, last == 0x0A || last == 0x0D { b = UnsafeRawBufferPointer(rebasing: b.dropLast()) }
-                guard b.count == 4 * RNCryptorFormat.keySize, b.allSatisfy({ $0 < 0x80 && Character(UnicodeScalar($0)).isHexDigit }) else {
-                    throw VaultError(.usage, "\(fromKeyFile) must hold 64 bytes (encryption key, then HMAC key) or 128 hex digits")
+                while let last = b.last, last == 0x0A || last == 0x0D {
+                    b = UnsafeRawBufferPointer(rebasing: b.dropLast())
+                }
+                guard b.count == 4 * RNCryptorFormat.keySize,
+                      b.allSatisfy({ $0 < 0x80 && Character(UnicodeScalar($0)).isHexDigit }) else {
+                    throw VaultError(
+                        .usage, "\(fromKeyFile) must hold 64 bytes (encryption key, then HMAC key) or 128 hex digits")
                 }
                 var decoded = [UInt8](repeating: 0, count: 2 * RNCryptorFormat.keySize)
                 defer { decoded.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
@@ -155,8 +196,10 @@ extension VaultCommand {
                 return try decoded.withUnsafeBytes { try SecretBytes(copying: $0) }
             }
             return try bytes.withUnsafeBytes { b in
-                try RNCryptorKeys(encryptionKey: SecretBytes(copying: UnsafeRawBufferPointer(rebasing: b[..<RNCryptorFormat.keySize])),
-                                  hmacKey: SecretBytes(copying: UnsafeRawBufferPointer(rebasing: b[RNCryptorFormat.keySize...])))
+                try RNCryptorKeys(
+                    encryptionKey: SecretBytes(
+                        copying: UnsafeRawBufferPointer(rebasing: b[..<RNCryptorFormat.keySize])),
+                    hmacKey: SecretBytes(copying: UnsafeRawBufferPointer(rebasing: b[RNCryptorFormat.keySize...])))
             }
         }
 
@@ -183,7 +226,8 @@ extension VaultCommand {
 
         /// The file name without an `.rncryptor` or `.enc` suffix (any case).
         static func documentName(_ fileName: String) -> String {
-            for suffix in [".rncryptor", ".enc"] where fileName.lowercased().hasSuffix(suffix) && fileName.count > suffix.count {
+            for suffix in [".rncryptor", ".enc"]
+            where fileName.lowercased().hasSuffix(suffix) && fileName.count > suffix.count {
                 return String(fileName.dropLast(suffix.count))
             }
             return fileName

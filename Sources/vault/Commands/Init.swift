@@ -20,7 +20,13 @@ extension VaultCommand {
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
-        @Option(help: "How hard the password is to guess offline: interactive (64 MiB, ~0.1 s), moderate (256 MiB, ~0.7 s) or sensitive (1 GiB, ~3.5 s).")
+        @Option(
+            help:
+                """
+                    How hard the password is to guess offline: interactive (64 MiB, ~0.1 s), moderate (256 MiB, ~0.7 \
+                    s) or sensitive (1 GiB, ~3.5 s).
+                    """
+        )
         var kdf = KDFChoice(.moderate)
 
         @OptionGroup var output: OutputOptions
@@ -36,13 +42,19 @@ extension VaultCommand {
             if store.exists { throw VaultError(.alreadyExists, "a vault already exists at \(store.root)") }
             // Everything that can be checked is, before the password is asked for.
             try store.checkCanCreate()
-            let password = try PasswordReader.read(file: options.passwordFile, command: options.passwordCommand, confirm: true)
+            let password = try PasswordReader.read(
+                file: options.passwordFile, command: options.passwordCommand, confirm: true)
             let vault = try store.create(password: password, kdf: kdf.parameters)
-            if output.json { Terminal.out(JSONOutput.line(Result(vault: store.root, id: vault.id, kdf: kdf.name))) }
-            else if !output.quiet { Terminal.err("vault: created \(store.root) (Argon2id \(kdf.name), id \(vault.id.prefix(12)))") }
+            if output.json {
+                Terminal.out(JSONOutput.line(Result(vault: store.root, id: vault.id, kdf: kdf.name)))
+            } else if !output.quiet {
+                Terminal.err("vault: created \(store.root) (Argon2id \(kdf.name), id \(vault.id.prefix(12)))")
+            }
             // Said once, even with -q: it is the one thing a new user must know (--json is a
             // script's mode: stderr carries errors only).
-            if !output.json { Terminal.err("vault: keep the password safe: without it the documents cannot be recovered, by anyone") }
+            if !output.json {
+                Terminal.err("vault: keep the password safe: without it the documents cannot be recovered, by anyone")
+            }
         }
     }
 }

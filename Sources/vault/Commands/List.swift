@@ -27,21 +27,34 @@ extension VaultCommand {
         @Flag(help: "Print a JSON array of objects with id, name, contentType, size, sha256, added and tags.")
         var json = false
 
-        @Option(name: .customLong("tag"), help: ArgumentHelp("Only documents with this tag; repeat for documents with any of several.", valueName: "tag"))
+        @Option(
+            name: .customLong("tag"),
+            help: ArgumentHelp(
+                "Only documents with this tag; repeat for documents with any of several.", valueName: "tag"))
         var tags: [String] = []
 
-        @Flag(help: "Only documents a destination has not confirmed: the one --to names, else any required destination ('vault destination'), else every destination.")
+        @Flag(
+            help:
+                """
+                    Only documents a destination has not confirmed: the one --to names, else any required destination \
+                    ('vault destination'), else every destination.
+                    """
+        )
         var undelivered = false
 
         @Option(help: ArgumentHelp("With --undelivered: the destination (a name or URL).", valueName: "destination"))
         var to: String?
 
-        @Option(name: .customLong("delivered-to"), help: ArgumentHelp("Only documents this destination (a name or URL) confirmed.", valueName: "destination"))
+        @Option(
+            name: .customLong("delivered-to"),
+            help: ArgumentHelp("Only documents this destination (a name or URL) confirmed.", valueName: "destination"))
         var deliveredTo: String?
 
         func validate() throws {
             if to != nil && !undelivered { throw ValidationError("--to goes with --undelivered.") }
-            if undelivered && deliveredTo != nil { throw ValidationError("--undelivered and --delivered-to contradict each other.") }
+            if undelivered && deliveredTo != nil {
+                throw ValidationError("--undelivered and --delivered-to contradict each other.")
+            }
         }
 
         /// The delivery filter the options ask for, if any.
@@ -49,9 +62,14 @@ extension VaultCommand {
             guard undelivered || deliveredTo != nil else { return nil }
             let list = vault.store.source == nil ? try DestinationList.load(vault) : DestinationList()
             if let deliveredTo {
-                return try DeliveryFilter(.delivered(try DeliveryFilter.destinations([deliveredTo], required: false, list: list), olderThan: nil), vault: vault)
+                return try DeliveryFilter(
+                    .delivered(
+                        try DeliveryFilter.destinations([deliveredTo], required: false, list: list), olderThan: nil),
+                    vault: vault)
             }
-            return try DeliveryFilter(.undelivered(try DeliveryFilter.destinations(to.map { [$0] } ?? [], required: to == nil, list: list)), vault: vault)
+            return try DeliveryFilter(
+                .undelivered(try DeliveryFilter.destinations(to.map { [$0] } ?? [], required: to == nil, list: list)),
+                vault: vault)
         }
 
         func run() async throws { try await run(parent: root.global) }
@@ -89,13 +107,20 @@ extension VaultCommand {
             output.flush()
             if !json && table.rows == 0 && unreadable.isEmpty {
                 // Said on stderr, so a script reading the table still gets nothing.
-                Terminal.err(tags.isEmpty && deliveredTo == nil && !undelivered ? "vault: the vault holds no documents (add some with 'vault add FILE')"
-                                                                                 : "vault: no documents match")
+                Terminal.err(
+                    tags.isEmpty && deliveredTo == nil && !undelivered
+                        ? "vault: the vault holds no documents (add some with 'vault add FILE')"
+                        : "vault: no documents match")
             }
             if !unreadable.isEmpty {
                 for (id, e) in unreadable { Terminal.warn("document \(id) cannot be read: \(e.message)") }
-                throw VaultError(.vaultDamaged, "\(Plural.count(unreadable.count, "document")) could not be read and \(unreadable.count == 1 ? "is" : "are") not listed",
-                                 hint: "run 'vault verify' for details")
+                throw VaultError(
+                    .vaultDamaged,
+                    """
+                        \(Plural.count(unreadable.count, "document")) could not be read and \
+                        \(unreadable.count == 1 ? "is" : "are") not listed
+                        """,
+                    hint: "run 'vault verify' for details")
             }
         }
 
@@ -129,14 +154,19 @@ extension VaultCommand {
             private(set) var rows = 0
 
             init(output: BufferedOutput) {
-                table = FittedTable([.init(title: "ID"), .init(title: "NAME", flexible: true), .init(title: "TYPE", dropRank: 2),
-                                     .init(title: "SIZE", alignRight: true), .init(title: "ADDED (UTC)", dropRank: 1)], output: output)
+                table = FittedTable(
+                    [
+                        .init(title: "ID"), .init(title: "NAME", flexible: true), .init(title: "TYPE", dropRank: 2),
+                        .init(title: "SIZE", alignRight: true), .init(title: "ADDED (UTC)", dropRank: 1)
+                    ], output: output)
             }
 
             func add(_ r: DocumentRecord) {
                 rows += 1
-                table.add([String(r.id.hex.prefix(12)), Terminal.printable(r.metadata.name), r.metadata.contentType,
-                           Terminal.size(r.metadata.size), UTCTime.minutes(millis: r.metadata.addedAtMillis)])
+                table.add([
+                    String(r.id.hex.prefix(12)), Terminal.printable(r.metadata.name), r.metadata.contentType,
+                    Terminal.size(r.metadata.size), UTCTime.minutes(millis: r.metadata.addedAtMillis)
+                ])
             }
 
             func finish() { table.finish() }
@@ -191,6 +221,7 @@ enum UTCTime {
     /// ISO 8601, seconds, `Z`: what `ISO8601DateFormatter` writes.
     static func iso(millis: Int64) -> String {
         let t = parts(millis)
-        return "\(t.tm_year + 1900)-\(two(t.tm_mon + 1))-\(two(t.tm_mday))T\(two(t.tm_hour)):\(two(t.tm_min)):\(two(t.tm_sec))Z"
+        let date = "\(t.tm_year + 1900)-\(two(t.tm_mon + 1))-\(two(t.tm_mday))"
+        return date + "T\(two(t.tm_hour)):\(two(t.tm_min)):\(two(t.tm_sec))Z"
     }
 }

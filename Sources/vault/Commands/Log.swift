@@ -6,7 +6,11 @@ extension VaultCommand {
     /// `vault log`: print the vault's history.
     struct Log: VaultSubcommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print the vault's sealed history: what each command added, removed or sent out, when, and from which host.",
+            abstract:
+                """
+                    Print the vault's sealed history: what each command added, removed or sent out, when, and from \
+                    which host.
+                    """,
             discussion: """
                 Every record is authenticated in its place in the chain before it is printed; a record \
                 that fails is shown as DAMAGED, and the command then exits 65 (run 'vault audit'). \
@@ -27,15 +31,27 @@ extension VaultCommand {
         @Flag(help: "Print the history as one JSON object (schema: docs/schemas/log.schema.json).")
         var json = false
 
-        @Option(help: ArgumentHelp("Only records written at or after this date or time (ISO 8601, UTC unless an offset is given), or this long ago (24h, 7d).", valueName: "time"))
+        @Option(
+            help: ArgumentHelp(
+                """
+                    Only records written at or after this date or time (ISO 8601, UTC unless an offset is given), or \
+                    this long ago (24h, 7d).
+                    """,
+                valueName: "time"))
         var since: String?
 
-        @Option(help: ArgumentHelp("Only records naming this document (an id prefix of 4+ hex digits).", valueName: "id"))
+        @Option(
+            help: ArgumentHelp("Only records naming this document (an id prefix of 4+ hex digits).", valueName: "id"))
         var doc: String?
 
         func validate() throws {
             if let since, Self.parseTime(since) == nil {
-                throw ValidationError("--since needs a date (2026-11-01), an ISO 8601 time (2026-11-01T09:30:00Z) or an age (24h, 7d), not '\(since)'.")
+                throw ValidationError(
+                    """
+                        --since needs a date (2026-11-01), an ISO 8601 time (2026-11-01T09:30:00Z) or an age (24h, \
+                        7d), not '\(since)'.
+                        """
+                )
             }
             if let doc, doc.count < 4 || doc.count > 32 || Hex.decode(doc.count % 2 == 0 ? doc : doc + "0") == nil {
                 throw ValidationError("--doc needs 4 to 32 hex digits of a document id, not '\(doc)'.")
@@ -68,9 +84,12 @@ extension VaultCommand {
             let vault = try options.unlock()
             let scan = try vault.history()
             guard scan.exists else {
-                throw VaultError(.notFound, "this vault has no history yet", hint: "the next change to the vault starts it")
+                throw VaultError(
+                    .notFound, "this vault has no history yet", hint: "the next change to the vault starts it")
             }
-            let sinceMillis = since.flatMap { Self.parseTime($0) }.map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
+            let sinceMillis = since.flatMap { Self.parseTime($0) }.map {
+                Int64(($0.timeIntervalSince1970 * 1000).rounded(.down))
+            }
             let prefix = doc?.lowercased()
             let shown = scan.entries.filter { e in
                 guard let r = e.record else { return sinceMillis == nil && prefix == nil }
@@ -80,22 +99,33 @@ extension VaultCommand {
             }
             let findings = scan.findings
             if json {
-                Terminal.out(JSONOutput.line(Output(head: scan.head.description, records: shown.map { e in
-                    guard let r = e.record else { return .init(position: e.position, status: "damaged") }
-                    return .init(position: e.position, status: "ok", op: r.operation.rawValue, time: JSONOutput.iso(millis: r.timeMillis),
-                                 timeMillis: r.timeMillis, host: r.host, outcome: r.outcome.rawValue, documents: r.documents,
-                                 destinations: r.destinations, detail: r.detail, anomalies: r.anomalies)
-                }, findings: findings)))
+                Terminal.out(
+                    JSONOutput.line(
+                        Output(
+                            head: scan.head.description,
+                            records: shown.map { e in
+                                guard let r = e.record else { return .init(position: e.position, status: "damaged") }
+                                return .init(
+                                    position: e.position, status: "ok", op: r.operation.rawValue,
+                                    time: JSONOutput.iso(millis: r.timeMillis),
+                                    timeMillis: r.timeMillis, host: r.host, outcome: r.outcome.rawValue,
+                                    documents: r.documents,
+                                    destinations: r.destinations, detail: r.detail, anomalies: r.anomalies)
+                            }, findings: findings)))
             } else {
                 let width = FittedTable.stdoutWidth
                 Terminal.out(shown.map { Self.text($0, width: width, only: prefix) }.joined())
                 if shown.isEmpty {
-                    Terminal.err("vault: no record matches" + (prefix.map { " (--doc \($0))" } ?? "") + (since.map { " (--since \($0))" } ?? ""))
+                    Terminal.err(
+                        "vault: no record matches" + (prefix.map { " (--doc \($0))" } ?? "")
+                            + (since.map { " (--since \($0))" } ?? ""))
                 }
             }
             if !findings.isEmpty {
                 for f in findings where !json { Terminal.warn(f.message) }
-                throw VaultError(.vaultDamaged, "the history has \(Plural.count(findings.count, "problem"))", hint: "run 'vault audit' for the full report")
+                throw VaultError(
+                    .vaultDamaged, "the history has \(Plural.count(findings.count, "problem"))",
+                    hint: "run 'vault audit' for the full report")
             }
         }
 
@@ -108,19 +138,32 @@ extension VaultCommand {
         static func text(_ e: HistoryScan.Entry, width: Int? = nil, only: String? = nil) -> String {
             let room = width.map { $0 - 1 } ?? Int.max
             func fit(_ s: String) -> String { width == nil ? s : Terminal.cut(s, room) }
-            guard let r = e.record else { return fit(String(format: "%5d  DAMAGED: this record fails authentication", e.position)) + "\n" }
+            guard let r = e.record else {
+                return fit(String(format: "%5d  DAMAGED: this record fails authentication", e.position)) + "\n"
+            }
             // Narrow terminals: the position unpadded, the time without the year and seconds, the host last.
             let narrow = room < 60
-            var line = narrow ? "\(e.position)  " + UTCTime.minutes(millis: r.timeMillis).dropFirst(5) + "  " + r.operation.rawValue.padding(toLength: max(7, r.operation.rawValue.count), withPad: " ", startingAt: 0)
-                              : String(format: "%5d  ", e.position) + JSONOutput.iso(millis: r.timeMillis) + "  " + r.operation.rawValue.padding(toLength: max(11, r.operation.rawValue.count), withPad: " ", startingAt: 0)
-            line += " " + r.outcome.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0) + (narrow ? "" : Terminal.printable(r.host))
+            var line =
+                narrow
+                ? "\(e.position)  " + UTCTime.minutes(millis: r.timeMillis).dropFirst(5) + "  "
+                    + r.operation.rawValue.padding(
+                        toLength: max(7, r.operation.rawValue.count), withPad: " ", startingAt: 0)
+                : String(format: "%5d  ", e.position) + JSONOutput.iso(millis: r.timeMillis) + "  "
+                    + r.operation.rawValue.padding(
+                        toLength: max(11, r.operation.rawValue.count), withPad: " ", startingAt: 0)
+            line +=
+                " " + r.outcome.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)
+                + (narrow ? "" : Terminal.printable(r.host))
             if !r.documents.isEmpty { line += (narrow ? "" : "  ") + Plural.count(r.documents.count, "document") }
             if narrow { line += "  " + Terminal.printable(r.host) }
             if let d = DestinationChange.of(r)?.summary ?? TagChange.of(r)?.summary ?? r.detail {
                 let detail = "  (\(Terminal.printable(d)))"
                 let used = DisplayWidth.cells(line)
-                if used + DisplayWidth.cells(detail) <= room { line += detail }
-                else if used + 8 < room { line += Terminal.cut(detail, room - used - 1) + ")" }
+                if used + DisplayWidth.cells(detail) <= room {
+                    line += detail
+                } else if used + 8 < room {
+                    line += Terminal.cut(detail, room - used - 1) + ")"
+                }
             }
             var text = fit(line) + "\n"
             let full = room >= 9 + 32 + 2 + 17 + 2 + 10 + 2 + 16
@@ -130,9 +173,16 @@ extension VaultCommand {
                 let size = Terminal.size(d.size)
                 let name = Terminal.printable(d.name)
                 let left = room - head.count - size.count - 2
-                text += fit(head + size + "  " + (width == nil || left >= DisplayWidth.cells(name) ? name : Terminal.middle(name, max(left, 4)))) + "\n"
+                text +=
+                    fit(
+                        head + size + "  "
+                            + (width == nil || left >= DisplayWidth.cells(name)
+                                ? name : Terminal.middle(name, max(left, 4)))) + "\n"
             }
-            for d in r.destinations { text += fit(indent + "-> " + Terminal.middle(Terminal.printable(d), max(room - indent.count - 3, 8))) + "\n" }
+            for d in r.destinations {
+                text +=
+                    fit(indent + "-> " + Terminal.middle(Terminal.printable(d), max(room - indent.count - 3, 8))) + "\n"
+            }
             for a in r.anomalies { text += fit(indent + "! \(a.code): \(Terminal.printable(a.message))") + "\n" }
             return text
         }

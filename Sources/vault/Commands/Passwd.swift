@@ -6,7 +6,8 @@ extension VaultCommand {
     /// `vault passwd`: change the password.
     struct Passwd: VaultSubcommand {
         static let configuration = CommandConfiguration(
-            abstract: "Change the vault's password (and optionally its Argon2id level); documents are not re-encrypted.",
+            abstract:
+                "Change the vault's password (and optionally its Argon2id level); documents are not re-encrypted.",
             usage: "vault passwd [--kdf <level>] [--new-password-file <file>] [-q] [--json]",
             discussion: """
                 The current password comes as for every command; the new one from \
@@ -24,10 +25,16 @@ extension VaultCommand {
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
-        @Option(help: ArgumentHelp("A new Argon2id level: interactive, moderate or sensitive (default: keep the current parameters).", valueName: "level"))
+        @Option(
+            help: ArgumentHelp(
+                "A new Argon2id level: interactive, moderate or sensitive (default: keep the current parameters).",
+                valueName: "level"))
         var kdf: KDFChoice?
 
-        @Option(help: ArgumentHelp("Read the new password from this file (one trailing newline is ignored).", valueName: "file"), completion: .file())
+        @Option(
+            help: ArgumentHelp(
+                "Read the new password from this file (one trailing newline is ignored).", valueName: "file"),
+            completion: .file())
         var newPasswordFile: String?
 
         @OptionGroup var output: OutputOptions
@@ -48,12 +55,17 @@ extension VaultCommand {
             let summary = try vault.changePassword(to: newPassword, kdf: kdf?.parameters)
             let level = KDFChoice.name(of: summary.kdf)
             if output.json {
-                Terminal.out(JSONOutput.line(Result(kdf: level, documents: summary.documents, bytesWritten: summary.bytesWritten,
-                                                    seconds: JSONOutput.seconds(since: started))))
+                Terminal.out(
+                    JSONOutput.line(
+                        Result(
+                            kdf: level, documents: summary.documents, bytesWritten: summary.bytesWritten,
+                            seconds: JSONOutput.seconds(since: started))))
             } else if !output.quiet {
-                Terminal.err(String(format: "vault: password changed (Argon2id %@); %@ re-sealed, %@ written, in %.1f s",
-                                    level, Plural.count(summary.documents, "envelope header"), Terminal.size(summary.bytesWritten),
-                                    Date().timeIntervalSince(started)))
+                Terminal.err(
+                    String(
+                        format: "vault: password changed (Argon2id %@); %@ re-sealed, %@ written, in %.1f s",
+                        level, Plural.count(summary.documents, "envelope header"), Terminal.size(summary.bytesWritten),
+                        Date().timeIntervalSince(started)))
             }
         }
     }

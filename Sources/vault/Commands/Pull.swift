@@ -24,7 +24,9 @@ extension VaultCommand {
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
-        @Argument(help: ArgumentHelp("A remote's name or an s3://BUCKET/PREFIX URL (default: the only remote).", valueName: "remote"))
+        @Argument(
+            help: ArgumentHelp(
+                "A remote's name or an s3://BUCKET/PREFIX URL (default: the only remote).", valueName: "remote"))
         var remote: String?
 
         @OptionGroup var transfer: TransferOptions
@@ -36,33 +38,56 @@ extension VaultCommand {
             defer { Task { await client.shutdown() } }
             let start = Date()
             let report = try await transfer.run(location, label: "pull") { progress in
-                try await Replicator(vault: vault, client: client, location: location, parallel: transfer.parallel).pull(progress: progress)
+                try await Replicator(vault: vault, client: client, location: location, parallel: transfer.parallel)
+                    .pull(progress: progress)
             }
             try Self.finish(report, from: location, start: start, transfer: transfer, verb: "pulled")
         }
 
         /// The summary line, the rejected objects as warnings, and the exit status they call for.
-        static func finish(_ report: PullReport, from location: RemoteLocation, start: Date, transfer: TransferOptions, verb: String) throws {
+        static func finish(
+            _ report: PullReport, from location: RemoteLocation, start: Date, transfer: TransferOptions, verb: String
+        ) throws {
             for r in report.rejected { Terminal.err("vault: warning: not taken: \(r.key): \(r.error.message)") }
             Terminal.warnRefusedTombstones(report.refusedTombstones)
             if transfer.json {
-                Terminal.out(JSONOutput.line(TransferOptions.PullResult(
-                    remote: location.description, fetched: report.fetched.map(\.id.hex), fetchedBytes: report.fetchedBytes,
-                    removed: report.removed.map(\.hex), rejected: report.rejected.map { .init(key: $0.key, code: $0.error.code.rawValue, message: $0.error.message) },
-                    refusedTombstones: report.refusedTombstones.map(\.key), seconds: JSONOutput.seconds(since: start))))
+                Terminal.out(
+                    JSONOutput.line(
+                        TransferOptions.PullResult(
+                            remote: location.description, fetched: report.fetched.map(\.id.hex),
+                            fetchedBytes: report.fetchedBytes,
+                            removed: report.removed.map(\.hex),
+                            rejected: report.rejected.map {
+                                .init(key: $0.key, code: $0.error.code.rawValue, message: $0.error.message)
+                            },
+                            refusedTombstones: report.refusedTombstones.map(\.key),
+                            seconds: JSONOutput.seconds(since: start))))
             }
             if transfer.printsSummary {
-                var line = String(format: "vault: %@ %d document%@ (%@) from %@ in %.1f s", verb, report.fetched.count, report.fetched.count == 1 ? "" : "s",
-                                  Terminal.size(report.fetchedBytes), location.description, Date().timeIntervalSince(start))
+                var line = String(
+                    format: "vault: %@ %d document%@ (%@) from %@ in %.1f s", verb, report.fetched.count,
+                    report.fetched.count == 1 ? "" : "s",
+                    Terminal.size(report.fetchedBytes), location.description, Date().timeIntervalSince(start))
                 if !report.removed.isEmpty { line += "; removed \(report.removed.count) (removed elsewhere)" }
                 Terminal.err(line)
             }
             guard !report.rejected.isEmpty else { return }
             if report.fetched.isEmpty && report.removed.isEmpty {
-                throw VaultError(.vaultDamaged, "\(Plural.count(report.rejected.count, "object")) at \(location) failed authentication and \(report.rejected.count == 1 ? "was" : "were") not taken",
-                                 hint: "the store's copy is damaged or not this vault's; push it again from a station that has it")
+                throw VaultError(
+                    .vaultDamaged,
+                    """
+                        \(Plural.count(report.rejected.count, "object")) at \(location) failed authentication and \
+                        \(report.rejected.count == 1 ? "was" : "were") not taken
+                        """,
+                    hint: "the store's copy is damaged or not this vault's; push it again from a station that has it")
             }
-            throw VaultError(.partial, "\(Plural.count(report.rejected.count, "object")) at \(location) failed authentication and \(report.rejected.count == 1 ? "was" : "were") not taken")
+            throw VaultError(
+                .partial,
+                """
+                    \(Plural.count(report.rejected.count, "object")) at \(location) failed authentication and \
+                    \(report.rejected.count == 1 ? "was" : "were") not taken
+                    """
+            )
         }
     }
 }

@@ -26,7 +26,9 @@ extension VaultCommand {
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
-        @Argument(help: ArgumentHelp("A remote's name or an s3://BUCKET/PREFIX URL (default: the only remote).", valueName: "remote"))
+        @Argument(
+            help: ArgumentHelp(
+                "A remote's name or an s3://BUCKET/PREFIX URL (default: the only remote).", valueName: "remote"))
         var remote: String?
 
         @OptionGroup var transfer: TransferOptions
@@ -38,25 +40,35 @@ extension VaultCommand {
             defer { Task { await client.shutdown() } }
             let start = Date()
             let report = try await transfer.run(location, label: "push") { progress in
-                try await Replicator(vault: vault, client: client, location: location, parallel: transfer.parallel).push(progress: progress)
+                try await Replicator(vault: vault, client: client, location: location, parallel: transfer.parallel)
+                    .push(progress: progress)
             }
             Terminal.warnRefusedTombstones(report.refusedTombstones)
             if !report.sent.isEmpty || report.tombstones > 0 || !report.refusedTombstones.isEmpty {
                 let sent = Set(report.sent)
-                try vault.recordPush(try vault.records().records.filter { sent.contains($0.id) }, to: location.description, outcome: .ok,
-                                     detail: report.tombstones > 0 ? Plural.count(report.tombstones, "tombstone") : nil,
-                                     anomalies: Replicator.anomalies(report.refusedTombstones))
+                try vault.recordPush(
+                    try vault.records().records.filter { sent.contains($0.id) }, to: location.description, outcome: .ok,
+                    detail: report.tombstones > 0 ? Plural.count(report.tombstones, "tombstone") : nil,
+                    anomalies: Replicator.anomalies(report.refusedTombstones))
             }
             if transfer.json {
-                Terminal.out(JSONOutput.line(TransferOptions.PushResult(
-                    remote: location.description, sent: report.sent.map(\.hex), sentBytes: report.sentBytes, alreadyThere: report.alreadyThere,
-                    tombstones: report.tombstones, refusedTombstones: report.refusedTombstones.map(\.key), created: report.created,
-                    seconds: JSONOutput.seconds(since: start))))
+                Terminal.out(
+                    JSONOutput.line(
+                        TransferOptions.PushResult(
+                            remote: location.description, sent: report.sent.map(\.hex), sentBytes: report.sentBytes,
+                            alreadyThere: report.alreadyThere,
+                            tombstones: report.tombstones, refusedTombstones: report.refusedTombstones.map(\.key),
+                            created: report.created,
+                            seconds: JSONOutput.seconds(since: start))))
             }
             if transfer.printsSummary {
-                var line = String(format: "vault: pushed %d document%@ (%@) to %@ in %.1f s", report.sent.count, report.sent.count == 1 ? "" : "s",
-                                  Terminal.size(report.sentBytes), location.description, Date().timeIntervalSince(start))
-                if report.tombstones > 0 { line += "; \(report.tombstones) removal\(report.tombstones == 1 ? "" : "s")" }
+                var line = String(
+                    format: "vault: pushed %d document%@ (%@) to %@ in %.1f s", report.sent.count,
+                    report.sent.count == 1 ? "" : "s",
+                    Terminal.size(report.sentBytes), location.description, Date().timeIntervalSince(start))
+                if report.tombstones > 0 {
+                    line += "; \(report.tombstones) removal\(report.tombstones == 1 ? "" : "s")"
+                }
                 if report.alreadyThere > 0 { line += "; \(report.alreadyThere) already there" }
                 if report.created { line += "; the store's vault.json was written" }
                 Terminal.err(line)

@@ -62,7 +62,8 @@ extension VaultCommand.Remote {
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Remote
 
-        @Argument(help: ArgumentHelp("The remote's name (letters, digits, '-', '_' and '.', up to 64).", valueName: "name"))
+        @Argument(
+            help: ArgumentHelp("The remote's name (letters, digits, '-', '_' and '.', up to 64).", valueName: "name"))
         var name: String
 
         @Argument(help: ArgumentHelp("The store: s3://BUCKET/PREFIX.", valueName: "url"))
@@ -72,7 +73,9 @@ extension VaultCommand.Remote {
 
         func execute(_ options: GlobalOptions) async throws {
             guard RemoteList.isValidName(name) else {
-                throw VaultError(.usage, "'\(Terminal.printable(name))' is not a remote name (letters, digits, '-', '_' and '.', up to 64)")
+                throw VaultError(
+                    .usage,
+                    "'\(Terminal.printable(name))' is not a remote name (letters, digits, '-', '_' and '.', up to 64)")
             }
             if name.hasPrefix("s3:") { throw VaultError(.usage, "a remote's name cannot start with 's3:'") }
             let location = try RemoteLocation(url: url)
@@ -80,7 +83,9 @@ extension VaultCommand.Remote {
             let vault = try options.unlock()
             var list = try RemoteList.load(vault)
             if list.remotes.contains(where: { $0.name == name }) {
-                throw VaultError(.alreadyExists, "a remote named '\(name)' exists", hint: "remove it first with 'vault remote remove \(name)'")
+                throw VaultError(
+                    .alreadyExists, "a remote named '\(name)' exists",
+                    hint: "remove it first with 'vault remote remove \(name)'")
             }
             list.remotes.append(.init(name: name, url: location.description))
             try list.save(vault)

@@ -31,16 +31,26 @@ extension VaultCommand {
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
-        @Argument(help: ArgumentHelp("Unique id prefixes (4+ digits) or exact names (with --delivered…: among these only).", valueName: "id-or-name"))
+        @Argument(
+            help: ArgumentHelp(
+                "Unique id prefixes (4+ digits) or exact names (with --delivered…: among these only).",
+                valueName: "id-or-name"))
         var documents: [String] = []
 
-        @Option(name: .customLong("delivered-to"), help: ArgumentHelp("Remove the documents this destination (a name or URL) confirmed, and every required destination too.", valueName: "destination"))
+        @Option(
+            name: .customLong("delivered-to"),
+            help: ArgumentHelp(
+                "Remove the documents this destination (a name or URL) confirmed, and every required destination too.",
+                valueName: "destination"))
         var deliveredTo: String?
 
         @Flag(help: "Remove the documents every required destination confirmed.")
         var delivered = false
 
-        @Option(name: .customLong("older-than"), help: ArgumentHelp("With --delivered…: only deliveries at least this old (30d, 12h, 2w).", valueName: "age"))
+        @Option(
+            name: .customLong("older-than"),
+            help: ArgumentHelp("With --delivered…: only deliveries at least this old (30d, 12h, 2w).", valueName: "age")
+        )
         var olderThan: String?
 
         @Flag(help: "List what would be removed, with names and sizes; remove nothing.")
@@ -63,10 +73,16 @@ extension VaultCommand {
             let byDelivery = delivered || deliveredTo != nil
             if let olderThan {
                 if !byDelivery { throw ValidationError("--older-than goes with --delivered or --delivered-to.") }
-                if DeliveryFilter.duration(olderThan) == nil { throw ValidationError("--older-than must look like 30d, 12h, 45m or 2w, not '\(olderThan)'.") }
+                if DeliveryFilter.duration(olderThan) == nil {
+                    throw ValidationError("--older-than must look like 30d, 12h, 45m or 2w, not '\(olderThan)'.")
+                }
             }
-            if documents.isEmpty && !byDelivery { throw ValidationError("Give at least one document to remove (or --delivered-to).") }
-            if delivered && deliveredTo != nil { throw ValidationError("Give --delivered or --delivered-to, not both.") }
+            if documents.isEmpty && !byDelivery {
+                throw ValidationError("Give at least one document to remove (or --delivered-to).")
+            }
+            if delivered && deliveredTo != nil {
+                throw ValidationError("Give --delivered or --delivered-to, not both.")
+            }
         }
 
         func run() async throws { try await run(parent: root.global) }
@@ -81,48 +97,91 @@ extension VaultCommand {
             if delivered || deliveredTo != nil {
                 let list = try DestinationList.load(vault)
                 if delivered && list.required.isEmpty {
-                    throw VaultError(.usage, "no destination is required: name them with 'vault destination add', or use --delivered-to")
+                    throw VaultError(
+                        .usage,
+                        "no destination is required: name them with 'vault destination add', or use --delivered-to")
                 }
-                let destinations = try DeliveryFilter.destinations(deliveredTo.map { [$0] } ?? [], required: true, list: list)
-                let filter = try DeliveryFilter(.delivered(destinations, olderThan: olderThan.flatMap(DeliveryFilter.duration)), vault: vault)
+                let destinations = try DeliveryFilter.destinations(
+                    deliveredTo.map { [$0] } ?? [], required: true, list: list)
+                let filter = try DeliveryFilter(
+                    .delivered(destinations, olderThan: olderThan.flatMap(DeliveryFilter.duration)), vault: vault)
                 if documents.isEmpty { _ = try vault.forEachRecord { ids.append($0.id) } }
                 ids = ids.filter(filter.keeps)
                 if ids.isEmpty {
-                    if !result.json && !result.quiet { Terminal.err("vault: nothing to remove: no document was confirmed by \(destinations.joined(separator: " and "))\(olderThan.map { " \($0) ago or more" } ?? "")") }
-                    else if result.json { Terminal.out(JSONOutput.line(Result(removed: [], dryRun: dryRun ? true : nil))) }
+                    if !result.json && !result.quiet {
+                        let age = olderThan.map { " \($0) ago or more" } ?? ""
+                        Terminal.err(
+                            "vault: nothing to remove: no document was confirmed by "
+                                + "\(destinations.joined(separator: " and "))\(age)")
+                    } else if result.json {
+                        Terminal.out(JSONOutput.line(Result(removed: [], dryRun: dryRun ? true : nil)))
+                    }
                     return
                 }
                 // The history itself must show every confirmation, not the index alone.
                 let (unproven, findings) = try vault.unprovenDeliveries(ids, at: destinations)
                 if !findings.isEmpty {
-                    throw VaultError(.vaultDamaged, "the history has findings (\(findings.joined(separator: ", "))): a removal by delivery needs a whole history; nothing was removed",
-                                     hint: "run 'vault audit' to see them")
+                    throw VaultError(
+                        .vaultDamaged,
+                        """
+                            the history has findings (\(findings.joined(separator: ", "))): a removal by delivery \
+                            needs a whole history; nothing was removed
+                            """,
+                        hint: "run 'vault audit' to see them")
                 }
                 if !unproven.isEmpty {
-                    throw VaultError(.vaultDamaged, "the index says \(Plural.count(unproven.count, "document")) (\(unproven.prefix(3).map { String($0.hex.prefix(12)) }.joined(separator: ", "))\(unproven.count > 3 ? ", …" : "")) "
-                                     + "reached \(destinations.joined(separator: " and ")), and the history does not confirm it; nothing was removed",
-                                     hint: "run 'vault audit' to see what is wrong with the vault folder")
+                    let shown = unproven.prefix(3).map { String($0.hex.prefix(12)) }.joined(separator: ", ")
+                        + (unproven.count > 3 ? ", …" : "")
+                    throw VaultError(
+                        .vaultDamaged,
+                        "the index says \(Plural.count(unproven.count, "document")) (\(shown)) reached "
+                            + "\(destinations.joined(separator: " and ")), and the history does not confirm it; "
+                            + "nothing was removed",
+                        hint: "run 'vault audit' to see what is wrong with the vault folder")
                 }
             }
             let records = try vault.records(ids)
             let why = delivered || deliveredTo != nil ? "(delivered)" : ""
-            let documents = records.map { Result.Document(id: $0.id.hex, name: $0.metadata.name, size: $0.metadata.size) }
+            let documents = records.map {
+                Result.Document(id: $0.id.hex, name: $0.metadata.name, size: $0.metadata.size)
+            }
             if dryRun {
-                if result.json { return Terminal.out(JSONOutput.line(Result(removed: ids.map(\.hex), documents: documents, dryRun: true))) }
+                if result.json {
+                    return Terminal.out(
+                        JSONOutput.line(Result(removed: ids.map(\.hex), documents: documents, dryRun: true)))
+                }
                 guard !result.quiet else { return }
-                Terminal.out(records.map { "would remove  \($0.id.hex.prefix(12))  \(Terminal.size($0.metadata.size))  \(Terminal.printable($0.metadata.name))\n" }.joined())
-                Terminal.err("vault: dry run: would remove \(Removal.summary(records))\(why.isEmpty ? "" : " " + why); nothing was removed")
+                Terminal.out(
+                    records.map {
+                        """
+                            would remove  \($0.id.hex.prefix(12))  \(Terminal.size($0.metadata.size))  \
+                            \(Terminal.printable($0.metadata.name))\n
+                            """
+                    }.joined())
+                Terminal.err(
+                    """
+                        vault: dry run: would remove \(Removal.summary(records))\(why.isEmpty ? "" : " " + why); \
+                        nothing was removed
+                        """
+                )
                 return
             }
             guard Removal.confirm(records, why: why, yes: yes || result.json) else {
-                throw VaultError(.usage, "nothing was removed (not confirmed)", hint: "--yes removes without asking; --dry-run lists them")
+                throw VaultError(
+                    .usage, "nothing was removed (not confirmed)",
+                    hint: "--yes removes without asking; --dry-run lists them")
             }
             try vault.removeDocuments(ids)
             if result.json {
                 Terminal.out(JSONOutput.line(Result(removed: ids.map(\.hex), documents: documents)))
             } else if !result.quiet {
                 Terminal.out(ids.map { $0.hex + "\n" }.joined())
-                Terminal.err("vault: removed \(Removal.summary(records))\(why.isEmpty ? "" : " " + why): \(Removal.names(records))")
+                Terminal.err(
+                    """
+                        vault: removed \(Removal.summary(records))\(why.isEmpty ? "" : " " + why): \
+                        \(Removal.names(records))
+                        """
+                )
             }
         }
     }

@@ -6,7 +6,8 @@ extension VaultCommand {
     /// `vault restore`: take envelopes of this vault back in (backups, older stores).
     struct Restore: VaultSubcommand {
         static let configuration = CommandConfiguration(
-            abstract: "Take envelopes of this vault back in, from a backup or a store written before a password change.",
+            abstract:
+                "Take envelopes of this vault back in, from a backup or a store written before a password change.",
             discussion: """
                 Each FILE is one of this vault's envelopes (an objects/<id>.vlt file), of the current key \
                 epoch or of one a password change retired: the current password opens them all, through \
@@ -24,7 +25,9 @@ extension VaultCommand {
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
-        @Argument(help: ArgumentHelp("Envelope files (objects/<id>.vlt) of this vault.", valueName: "file"), completion: .file())
+        @Argument(
+            help: ArgumentHelp("Envelope files (objects/<id>.vlt) of this vault.", valueName: "file"),
+            completion: .file())
         var files: [String]
 
         @Flag(help: "Restore a document even when its contents are already in the vault.")
@@ -58,8 +61,10 @@ extension VaultCommand {
             for path in files {
                 do {
                     let r = try vault.restore(envelopeAt: path, into: session, allowDuplicate: allowDuplicate)
-                    outcome.restored.append(.init(id: r.id.hex, path: path, name: r.metadata.name, contentType: r.metadata.contentType,
-                                                  size: r.metadata.size, sha256: Hex.encode(r.metadata.sha256)))
+                    outcome.restored.append(
+                        .init(
+                            id: r.id.hex, path: path, name: r.metadata.name, contentType: r.metadata.contentType,
+                            size: r.metadata.size, sha256: Hex.encode(r.metadata.sha256)))
                     if !result.json && !result.quiet { Terminal.out(r.id.hex + "\n") }
                 } catch let e as VaultError where e.code.isDamage || e.code == .duplicate {
                     Terminal.warn("\(Terminal.printable(path)) was not restored: \(e.message)")
@@ -67,14 +72,25 @@ extension VaultCommand {
                     if e.code == .duplicate { duplicates += 1 } else { damaged += 1 }
                 }
             }
-            try session.finish(outcome: outcome.notRestored.isEmpty ? .ok : outcome.restored.isEmpty ? .failed : .partial,
-                               detail: "restored from envelopes")
+            try session.finish(
+                outcome: outcome.notRestored.isEmpty ? .ok : outcome.restored.isEmpty ? .failed : .partial,
+                detail: "restored from envelopes")
             guard !outcome.notRestored.isEmpty else { return }
             if !outcome.restored.isEmpty {
-                throw VaultError(.partial, "\(outcome.notRestored.count) of \(Plural.count(files.count, "envelope")) \(outcome.notRestored.count == 1 ? "was" : "were") not restored", hint: "they are named above")
+                throw VaultError(
+                    .partial,
+                    """
+                        \(outcome.notRestored.count) of \(Plural.count(files.count, "envelope")) \
+                        \(outcome.notRestored.count == 1 ? "was" : "were") not restored
+                        """,
+                    hint: "they are named above")
             }
-            throw VaultError(damaged > 0 ? .headerAuthenticationFailed : .duplicate,
-                             "nothing was restored", hint: damaged > 0 ? "the files are damaged, or not this vault's envelopes" : "use --allow-duplicate to restore them anyway")
+            throw VaultError(
+                damaged > 0 ? .headerAuthenticationFailed : .duplicate,
+                "nothing was restored",
+                hint: damaged > 0
+                    ? "the files are damaged, or not this vault's envelopes"
+                    : "use --allow-duplicate to restore them anyway")
         }
     }
 }

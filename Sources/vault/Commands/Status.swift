@@ -7,7 +7,11 @@ extension VaultCommand {
     /// `vault status`: what each destination has, from the delivery ledger.
     struct Status: VaultSubcommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show, per destination, how many documents it confirmed, how many are pending, its last delivery and unfinished uploads.",
+            abstract:
+                """
+                    Show, per destination, how many documents it confirmed, how many are pending, its last delivery \
+                    and unfinished uploads.
+                    """,
             discussion: """
                 Destinations are those named with 'vault destination add' and any URL the ledger \
                 has deliveries for. 'pending' counts the documents in the vault the destination has \
@@ -52,7 +56,8 @@ extension VaultCommand {
             try Uploader.recordConfirmedBatches(in: vault, journals: journals)
             let list = vault.store.source == nil ? try DestinationList.load(vault) : DestinationList()
             var present = Set<DocumentID>()
-            _ = try vault.forEachRecord { present.insert($0.id) }   // checks every row first: the ledger below is verified
+            // checks every row first: the ledger below is verified
+            _ = try vault.forEachRecord { present.insert($0.id) }
             let ledger = try vault.ledger()
             let unfinished = try Uploader.unfinishedRuns(in: vault, journals: journals)
             var identities = list.destinations.map(\.identity)
@@ -65,29 +70,54 @@ extension VaultCommand {
                 let rows = ledger[identity] ?? [:]
                 let delivered = rows.keys.filter { present.contains($0) }.count
                 let left = unfinished[identity] ?? UnfinishedRuns(runs: 0, batches: 0)
-                entries.append(Entry(name: entry?.name, destination: identity, required: entry?.required ?? false, delivered: delivered,
-                                     pending: present.count - delivered, removed: rows.count - delivered,
-                                     lastDelivery: rows.values.map(\.timeMillis).max().map { iso.string(from: Date(timeIntervalSince1970: Double($0) / 1000)) },
-                                     interruptedRuns: left.runs, unconfirmedBatches: left.batches))
+                entries.append(
+                    Entry(
+                        name: entry?.name, destination: identity, required: entry?.required ?? false,
+                        delivered: delivered,
+                        pending: present.count - delivered, removed: rows.count - delivered,
+                        lastDelivery: rows.values.map(\.timeMillis).max().map {
+                            iso.string(from: Date(timeIntervalSince1970: Double($0) / 1000))
+                        },
+                        interruptedRuns: left.runs, unconfirmedBatches: left.batches))
             }
             // Documents some required destination lacks (with none required: that no destination has).
             let required = list.required.map(\.identity)
             let undelivered = present.filter { id in
-                required.isEmpty ? !ledger.values.contains { $0[id] != nil } : required.contains { ledger[$0]?[id] == nil }
+                required.isEmpty
+                    ? !ledger.values.contains { $0[id] != nil } : required.contains { ledger[$0]?[id] == nil }
             }.count
             if result.json {
-                Terminal.out(JSONOutput.line(Result(documents: present.count, undelivered: undelivered, destinations: entries)))
+                Terminal.out(
+                    JSONOutput.line(Result(documents: present.count, undelivered: undelivered, destinations: entries)))
                 return
             }
-            var out = "\(present.count) document\(present.count == 1 ? "" : "s") in the vault, \(undelivered) not yet delivered"
+            var out =
+                """
+                    \(present.count) document\(present.count == 1 ? "" : "s") in the vault, \(undelivered) not yet \
+                    delivered
+                    """
                 + (required.isEmpty ? "" : " everywhere required") + "\n"
-            if entries.isEmpty { out += "no destinations yet: 'vault upload --url URL' delivers, 'vault destination add NAME URL' names one\n" }
+            if entries.isEmpty {
+                out +=
+                    """
+                        no destinations yet: 'vault upload --url URL' delivers, 'vault destination add NAME URL' \
+                        names one\n
+                        """
+            }
             for e in entries {
-                out += "\n\(e.name.map { "\($0)  " } ?? "")\(Terminal.printable(e.destination))\(e.name == nil ? "" : e.required ? "" : "  (optional)")\n"
-                out += "  delivered \(e.delivered), pending \(e.pending)" + (e.removed > 0 ? ", removed after delivery \(e.removed)" : "")
+                let optional = e.name == nil ? "" : e.required ? "" : "  (optional)"
+                out += "\n\(e.name.map { "\($0)  " } ?? "")\(Terminal.printable(e.destination))\(optional)\n"
+                out +=
+                    "  delivered \(e.delivered), pending \(e.pending)"
+                    + (e.removed > 0 ? ", removed after delivery \(e.removed)" : "")
                 out += "; last delivery \(e.lastDelivery ?? "never")\n"
                 if e.interruptedRuns > 0 {
-                    out += "  \(e.interruptedRuns) interrupted upload\(e.interruptedRuns == 1 ? "" : "s"), \(e.unconfirmedBatches) batch\(e.unconfirmedBatches == 1 ? "" : "es") unconfirmed: 'vault upload' to it finishes \(e.interruptedRuns == 1 ? "it" : "them")\n"
+                    out +=
+                        """
+                              \(e.interruptedRuns) interrupted upload\(e.interruptedRuns == 1 ? "" : "s"), \
+                            \(e.unconfirmedBatches) batch\(e.unconfirmedBatches == 1 ? "" : "es") unconfirmed: 'vault \
+                            upload' to it finishes \(e.interruptedRuns == 1 ? "it" : "them")\n
+                            """
                 }
             }
             Terminal.out(out)

@@ -21,13 +21,15 @@ extension VaultCommand {
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
 
-        @Argument(help: ArgumentHelp("Documents, by unique id prefix (4+ digits) or exact name.", valueName: "id-or-name"))
+        @Argument(
+            help: ArgumentHelp("Documents, by unique id prefix (4+ digits) or exact name.", valueName: "id-or-name"))
         var documents: [String] = []
 
         @Option(name: .customLong("add"), help: ArgumentHelp("A tag to add; repeat for several.", valueName: "tag"))
         var added: [String] = []
 
-        @Option(name: .customLong("remove"), help: ArgumentHelp("A tag to remove; repeat for several.", valueName: "tag"))
+        @Option(
+            name: .customLong("remove"), help: ArgumentHelp("A tag to remove; repeat for several.", valueName: "tag"))
         var removed: [String] = []
 
         @OptionGroup var result: OutputOptions
@@ -46,18 +48,26 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
-            let change = try TagChange(add: added, remove: removed)   // checked before the password is asked
+            let change = try TagChange(add: added, remove: removed)  // checked before the password is asked
             do {
                 let vault = try options.unlock()
                 let ids = try vault.select(DocumentQuery.selection(documents, in: vault)).map(\.id)
                 let now = try vault.retag(ids, change)
                 if result.json {
-                    Terminal.out(JSONOutput.line(Result(documents: now.map { .init(id: $0.id.hex, name: $0.metadata.name, tags: $0.metadata.tags) })))
+                    Terminal.out(
+                        JSONOutput.line(
+                            Result(
+                                documents: now.map {
+                                    .init(id: $0.id.hex, name: $0.metadata.name, tags: $0.metadata.tags)
+                                })))
                 } else if !result.quiet {
-                    Terminal.out(now.map { r in
-                        "\(r.id.hex.prefix(12))  \(Terminal.printable(r.metadata.name))  "
-                            + (r.metadata.tags.isEmpty ? "(no tags)" : r.metadata.tags.map(Terminal.printable).joined(separator: ", ")) + "\n"
-                    }.joined())
+                    Terminal.out(
+                        now.map { r in
+                            "\(r.id.hex.prefix(12))  \(Terminal.printable(r.metadata.name))  "
+                                + (r.metadata.tags.isEmpty
+                                    ? "(no tags)" : r.metadata.tags.map(Terminal.printable).joined(separator: ", "))
+                                + "\n"
+                        }.joined())
                 }
             } catch {
                 throw Hints.readOnlyVault(error)

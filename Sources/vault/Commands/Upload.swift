@@ -18,7 +18,8 @@ extension VaultCommand {
     /// `vault upload`: stream batch payloads to a server.
     struct Upload: VaultSubcommand {
         static let configuration = CommandConfiguration(
-            abstract: "Stream documents in batches to a server, as {\"Files\":[...]} JSON or multipart/form-data, resumably.",
+            abstract:
+                "Stream documents in batches to a server, as {\"Files\":[...]} JSON or multipart/form-data, resumably.",
             discussion: """
                 Each batch is produced while it is sent (no plaintext temporary files), with its exact \
                 Content-Length, an Idempotency-Key and X-Vault-Batch: i/n. Credentials come from \
@@ -47,13 +48,26 @@ extension VaultCommand {
         @ParentCommand var root: VaultCommand
         @OptionGroup var progressOptions: ProgressOptions
 
-        @Option(name: .customLong("url"), help: ArgumentHelp("Where to send the batches: http:// or https://, or s3://BUCKET/PREFIX.", valueName: "url"))
+        @Option(
+            name: .customLong("url"),
+            help: ArgumentHelp(
+                "Where to send the batches: http:// or https://, or s3://BUCKET/PREFIX.", valueName: "url"))
         var urlOption: String?
 
-        @Option(name: .customLong("presign-url"), help: ArgumentHelp("--protocol s3 without credentials: the back office's presign endpoint (docs/UPLOAD.md), which hands out presigned part URLs.", valueName: "url"))
+        @Option(
+            name: .customLong("presign-url"),
+            help: ArgumentHelp(
+                """
+                    --protocol s3 without credentials: the back office's presign endpoint (docs/UPLOAD.md), which \
+                    hands out presigned part URLs.
+                    """,
+                valueName: "url"))
         var presignURL: String?
 
-        @Option(name: .customLong("to"), help: ArgumentHelp("A destination by name ('vault destination add'): its URL and protocol.", valueName: "name"))
+        @Option(
+            name: .customLong("to"),
+            help: ArgumentHelp(
+                "A destination by name ('vault destination add'): its URL and protocol.", valueName: "name"))
         var to: String?
 
         /// `--url`, or the presign endpoint.
@@ -63,43 +77,71 @@ extension VaultCommand {
 
         @OptionGroup var batching: BatchOptions
 
-        @Option(name: .customLong("protocol"), help: ArgumentHelp("How batches go: json (one JSON payload per request), form (one multipart/form-data request per batch, a file part per document), tus (tus 1.0 resumable uploads of the JSON payloads) or s3 (objects PREFIX/<run>/batch-NNNN.json by multipart upload; the default for an s3:// URL).", valueName: "json|form|tus|s3"))
+        @Option(
+            name: .customLong("protocol"),
+            help: ArgumentHelp(
+                """
+                    How batches go: json (one JSON payload per request), form (one multipart/form-data request per \
+                    batch, a file part per document), tus (tus 1.0 resumable uploads of the JSON payloads) or s3 \
+                    (objects PREFIX/<run>/batch-NNNN.json by multipart upload; the default for an s3:// URL).
+                    """,
+                valueName: "json|form|tus|s3"))
         var protocolOption: UploadProtocol.Name?
 
         /// `--protocol`, or s3 for an `s3://` URL, presigned-s3 for a presign endpoint, else
         /// json (`--protocol s3 --presign-url` is presigned-s3).
         var wire: UploadProtocol.Name {
             if protocolOption == .s3 && presignURL != nil { return .presignedS3 }
-            return protocolOption ?? (url.lowercased().hasPrefix("s3://") ? .s3 : presignURL != nil ? .presignedS3 : .json)
+            return protocolOption
+                ?? (url.lowercased().hasPrefix("s3://") ? .s3 : presignURL != nil ? .presignedS3 : .json)
         }
 
-        @Option(help: ArgumentHelp("--protocol s3: parts in flight at once (1-16; default 2); each holds one part in memory.", valueName: "n"))
+        @Option(
+            help: ArgumentHelp(
+                "--protocol s3: parts in flight at once (1-16; default 2); each holds one part in memory.",
+                valueName: "n"))
         var parallel: Int?
 
-        @Option(name: .customLong("part-size"), help: ArgumentHelp("--protocol s3: bytes per multipart part (K, M, G suffixes; default 8M, at least 5M).", valueName: "size"),
-                transform: ByteCount.option)
+        @Option(
+            name: .customLong("part-size"),
+            help: ArgumentHelp(
+                "--protocol s3: bytes per multipart part (K, M, G suffixes; default 8M, at least 5M).",
+                valueName: "size"),
+            transform: ByteCount.option)
         var partSize: ByteCount?
 
         @Option(help: ArgumentHelp("--protocol form: the field name of the file parts.", valueName: "name"))
         var field: String = "files[]"
 
-        @Option(name: .customLong("form-field"), help: ArgumentHelp("--protocol form: a text field sent with every batch, 'name=value'; repeat for several.", valueName: "name=value"))
+        @Option(
+            name: .customLong("form-field"),
+            help: ArgumentHelp(
+                "--protocol form: a text field sent with every batch, 'name=value'; repeat for several.",
+                valueName: "name=value"))
         var formFields: [String] = []
 
-        @Option(name: .customLong("chunk-size"), help: ArgumentHelp("--protocol tus: bytes per PATCH (K, M, G suffixes; default 4M; halved on 413).", valueName: "size"),
-                transform: ByteCount.option)
+        @Option(
+            name: .customLong("chunk-size"),
+            help: ArgumentHelp(
+                "--protocol tus: bytes per PATCH (K, M, G suffixes; default 4M; halved on 413).", valueName: "size"),
+            transform: ByteCount.option)
         var chunkSize: ByteCount?
 
         @Option(help: "HTTP method: POST or PUT.")
         var method: RequestMethod = .post
 
-        @Option(name: .customLong("header"), help: ArgumentHelp("An extra request header, 'Name: value'; repeat for several.", valueName: "header"))
+        @Option(
+            name: .customLong("header"),
+            help: ArgumentHelp("An extra request header, 'Name: value'; repeat for several.", valueName: "header"))
         var headers: [String] = []
 
         @Option(help: "Retries per batch after the first attempt (network errors, timeouts, 408, 429, 5xx).")
         var retries: Int = 5
 
-        @Option(help: ArgumentHelp("Seconds without progress (connecting, sending or waiting for the answer) before an attempt fails.", valueName: "seconds"))
+        @Option(
+            help: ArgumentHelp(
+                "Seconds without progress (connecting, sending or waiting for the answer) before an attempt fails.",
+                valueName: "seconds"))
         var timeout: Double = 60
 
         @Flag(help: "Leave documents that fail authentication out and go on (exit code 2).")
@@ -108,16 +150,35 @@ extension VaultCommand {
         @Flag(help: "Only continue an interrupted upload to the same URL; fail if there is none.")
         var resume = false
 
-        @Flag(help: "Send every selected document, also those the destination has confirmed (by default only what it has not).")
+        @Flag(
+            help:
+                """
+                    Send every selected document, also those the destination has confirmed (by default only what it \
+                    has not).
+                    """
+        )
         var all = false
 
-        @Flag(help: "Start a new run of every selected document, delivered or not, never continuing an interrupted one.")
+        @Flag(
+            help: "Start a new run of every selected document, delivered or not, never continuing an interrupted one.")
         var newRun = false
 
-        @Flag(help: "Remove each document from the vault once the destination confirmed its batch (and the history recorded it).")
+        @Flag(
+            help:
+                """
+                    Remove each document from the vault once the destination confirmed its batch (and the history \
+                    recorded it).
+                    """
+        )
         var removeDelivered = false
 
-        @Flag(help: "Show what would be sent (and, with --remove-delivered, removed), with names and sizes; send and remove nothing.")
+        @Flag(
+            help:
+                """
+                    Show what would be sent (and, with --remove-delivered, removed), with names and sizes; send and \
+                    remove nothing.
+                    """
+        )
         var dryRun = false
 
         @OptionGroup var result: ResultOptions
@@ -154,10 +215,19 @@ extension VaultCommand {
             var remove: [Document]
         }
 
-        @Flag(help: "Allow http:// to a host that is not a loopback address (documents cross the network unencrypted; credentials are still never sent).")
+        @Flag(
+            help:
+                """
+                    Allow http:// to a host that is not a loopback address (documents cross the network unencrypted; \
+                    credentials are still never sent).
+                    """
+        )
         var insecureHTTP = false
 
-        static let reserved = ["authorization", "content-length", "content-type", "idempotency-key", "x-vault-batch", "host", "transfer-encoding"]
+        static let reserved = [
+            "authorization", "content-length", "content-type", "idempotency-key", "x-vault-batch", "host",
+            "transfer-encoding"
+        ]
 
         func validate() throws {
             if retries < 0 { throw ValidationError("--retries cannot be negative.") }
@@ -167,7 +237,9 @@ extension VaultCommand {
             if resume && all { throw ValidationError("--resume and --all contradict each other.") }
             if to != nil {
                 // The named destination's URL and protocol are checked once the vault names them.
-                if urlOption != nil || presignURL != nil { throw ValidationError("Give --to or --url (--presign-url), not both.") }
+                if urlOption != nil || presignURL != nil {
+                    throw ValidationError("Give --to or --url (--presign-url), not both.")
+                }
                 return
             }
             // Options that belong to one protocol.
@@ -177,11 +249,16 @@ extension VaultCommand {
                 (chunkSize != nil, [.tus], "--chunk-size needs --protocol tus."),
                 (partSize != nil, s3, "--part-size needs --protocol s3."),
                 (parallel != nil, s3, "--parallel needs --protocol s3."),
-                (presignURL != nil, s3, "--presign-url is for --protocol s3."),
+                (presignURL != nil, s3, "--presign-url is for --protocol s3.")
             ]
-            if let wrong = belonging.first(where: { $0.given && !$0.to.contains(wire) }) { throw ValidationError(wrong.message) }
+            if let wrong = belonging.first(where: { $0.given && !$0.to.contains(wire) }) {
+                throw ValidationError(wrong.message)
+            }
             if (urlOption == nil) == (presignURL == nil) {
-                throw ValidationError(presignURL == nil ? "Give --url (or, for S3 through the back office, --presign-url)." : "Give --url or --presign-url, not both.")
+                throw ValidationError(
+                    presignURL == nil
+                        ? "Give --url (or, for S3 through the back office, --presign-url)."
+                        : "Give --url or --presign-url, not both.")
             }
             switch wire {
             case .json: try validateHTTP()
@@ -202,8 +279,12 @@ extension VaultCommand {
         }
 
         private func validateTus() throws {
-            if let c = chunkSize, c.value < 1024 || c.value > 1 << 30 { throw ValidationError("--chunk-size must be between 1K and 1G.") }
-            if method != .post { throw ValidationError("--method does not apply to tus (it creates with POST and sends with PATCH).") }
+            if let c = chunkSize, c.value < 1024 || c.value > 1 << 30 {
+                throw ValidationError("--chunk-size must be between 1K and 1G.")
+            }
+            if method != .post {
+                throw ValidationError("--method does not apply to tus (it creates with POST and sends with PATCH).")
+            }
         }
 
         private func validateS3() throws {
@@ -212,34 +293,53 @@ extension VaultCommand {
             }
             if let p = parallel, p < 1 || p > 16 { throw ValidationError("--parallel must be between 1 and 16.") }
             guard wire == .s3 else { return try validateHTTP() }
-            guard let c = URLComponents(string: url), c.scheme?.lowercased() == "s3", let bucket = c.host, !bucket.isEmpty else {
+            guard let c = URLComponents(string: url),
+                  c.scheme?.lowercased() == "s3",
+                  let bucket = c.host,
+                  !bucket.isEmpty else {
                 throw ValidationError("--protocol s3 needs --url s3://BUCKET/PREFIX.")
             }
-            if !headers.isEmpty || method != .post { throw ValidationError("--header and --method do not apply to s3.") }
+            if !headers.isEmpty || method != .post {
+                throw ValidationError("--header and --method do not apply to s3.")
+            }
         }
 
         /// The URL (or presign endpoint) and the headers of a protocol over HTTP.
         private func validateHTTP() throws {
             if let why = Terminal.urlControlProblem(url) { throw ValidationError("--url cannot be used: \(why).") }
-            guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), ["http", "https"].contains(scheme),
-                  let host = c.host, !host.isEmpty else {
-                throw ValidationError(url.lowercased().hasPrefix("s3://")
-                    ? "--url s3://… needs --protocol s3."
-                    : "--url must be an http:// or https:// URL with a host, or s3://BUCKET/PREFIX with --protocol s3.")
+            guard let c = URLComponents(string: url),
+                  let scheme = c.scheme?.lowercased(),
+                  ["http", "https"].contains(scheme),
+                  let host = c.host,
+                  !host.isEmpty else {
+                throw ValidationError(
+                    url.lowercased().hasPrefix("s3://")
+                        ? "--url s3://… needs --protocol s3."
+                        : """
+                            --url must be an http:// or https:// URL with a host, or s3://BUCKET/PREFIX with \
+                            --protocol s3.
+                            """
+                )
             }
             if c.user != nil || c.password != nil {
-                throw ValidationError("Put no credentials in --url; use VAULT_UPLOAD_TOKEN or VAULT_UPLOAD_USER/VAULT_UPLOAD_PASSWORD.")
+                throw ValidationError(
+                    "Put no credentials in --url; use VAULT_UPLOAD_TOKEN or VAULT_UPLOAD_USER/VAULT_UPLOAD_PASSWORD.")
             }
             for h in headers {
                 let parts = h.split(separator: ":", maxSplits: 1)
-                guard parts.count == 2, !parts[0].trimmingCharacters(in: .whitespaces).isEmpty,
+                guard parts.count == 2,
+                      !parts[0].trimmingCharacters(in: .whitespaces).isEmpty,
                       parts[0].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
                     throw ValidationError("--header must look like 'Name: value', not '\(h)'.")
                 }
                 if Self.reserved.contains(parts[0].lowercased()) {
-                    throw ValidationError(parts[0].lowercased() == "authorization"
-                        ? "Credentials never go on the command line; use VAULT_UPLOAD_TOKEN or VAULT_UPLOAD_USER/VAULT_UPLOAD_PASSWORD."
-                        : "--header cannot set \(parts[0]); vault sets it.")
+                    throw ValidationError(
+                        parts[0].lowercased() == "authorization"
+                            ? """
+                                Credentials never go on the command line; use VAULT_UPLOAD_TOKEN or \
+                                VAULT_UPLOAD_USER/VAULT_UPLOAD_PASSWORD.
+                                """
+                            : "--header cannot set \(parts[0]); vault sets it.")
                 }
             }
         }
@@ -250,10 +350,13 @@ extension VaultCommand {
             case .json:
                 return .json
             case .form:
-                return .form(FormOptions(fieldName: field, fields: formFields.map { f in
-                    let p = f.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                    return FormBody.Field(name: String(p[0]), value: p.count > 1 ? String(p[1]) : "")
-                }))
+                return .form(
+                    FormOptions(
+                        fieldName: field,
+                        fields: formFields.map { f in
+                            let p = f.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                            return FormBody.Field(name: String(p[0]), value: p.count > 1 ? String(p[1]) : "")
+                        }))
             case .tus:
                 return .tus(TusOptions(chunkSize: chunkSize.map { Int($0.value) } ?? 4 << 20))
             case .presignedS3:
@@ -274,9 +377,19 @@ extension VaultCommand {
             guard let entry else { throw VaultError(.usage, "--to takes a destination's name; give a URL with --url") }
             if let added = entry.s3Place, added != S3Environment.place() {
                 let now = S3Environment.place()
-                throw VaultError(.usage, "destination '\(entry.name)' was added for the S3 endpoint \(added.endpoint) (region \(added.region)); "
-                                 + "this command would reach \(now.endpoint) (region \(now.region)); nothing was sent",
-                                 hint: "set AWS_ENDPOINT_URL and AWS_REGION as when it was added, or add the other endpoint as a destination of its own")
+                throw VaultError(
+                    .usage,
+                    """
+                        destination '\(entry.name)' was added for the S3 endpoint \(added.endpoint) (region \
+                        \(added.region)); 
+                        """
+                        + "this command would reach \(now.endpoint) (region \(now.region)); nothing was sent",
+                    hint:
+                        """
+                            set AWS_ENDPOINT_URL and AWS_REGION as when it was added, or add the other endpoint as a \
+                            destination of its own
+                            """
+                )
             }
             var resolved = self
             resolved.to = nil
@@ -302,12 +415,14 @@ extension VaultCommand {
             let target = uploadOptions.target
             // The cleartext rule, before the password is asked.
             if try uploadOptions.checkCleartext() {
-                Terminal.warn("sending documents unencrypted over http:// to \(URLComponents(string: url)?.host ?? url)")
+                Terminal.warn(
+                    "sending documents unencrypted over http:// to \(URLComponents(string: url)?.host ?? url)")
             }
             let vault: VaultCore.Vault
             if let opened { vault = opened } else { vault = try await options.open() }
-            let delivery = DocumentDelivery(vault: vault, documents: try chosen(in: vault), options: uploadOptions,
-                                            mode: mode, removeDelivered: removeDelivered)
+            let delivery = DocumentDelivery(
+                vault: vault, documents: try chosen(in: vault), options: uploadOptions,
+                mode: mode, removeDelivered: removeDelivered)
             if dryRun { return preview(try delivery.preview(), target: target) }
             let plan: DocumentDelivery.Plan
             do {
@@ -333,7 +448,9 @@ extension VaultCommand {
                 total = try await delivery.send(plan, onEvent: onEvent)
             } catch var e as VaultError {
                 renderer.clear()
-                if e.code == .notFound && resume && e.hint == nil { e.hint = "run the upload without --resume to start one" }
+                if e.code == .notFound && resume && e.hint == nil {
+                    e.hint = "run the upload without --resume to start one"
+                }
                 if e.code == .uploadUnauthorized && e.hint == nil && uploadOptions.wire.name == .s3 {
                     // S3's own credentials signed it, not VAULT_UPLOAD_* (those are for HTTP and presign endpoints).
                     e.hint = "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and AWS_REGION"
@@ -346,8 +463,9 @@ extension VaultCommand {
             renderer.clear()
             let freed = plan.deliveredBefore
             guard let summary = total else { return try nothingSent(vault, target: target, freed: freed) }
-            try report(summary, vault: vault, target: target, freed: freed, seconds: Date().timeIntervalSince(started),
-                       leftOut: leftOut.withLock { $0 })
+            try report(
+                summary, vault: vault, target: target, freed: freed, seconds: Date().timeIntervalSince(started),
+                leftOut: leftOut.withLock { $0 })
         }
 
         /// The chosen documents: the selection, with what `--exclude` leaves out (an empty vault,
@@ -366,12 +484,16 @@ extension VaultCommand {
             let wire = try uploadProtocol()
             var s3: S3Target?
             if case .s3(let t) = wire { s3 = t }
-            let headers = HTTPHeaders(headers.map { h in
-                let p = h.split(separator: ":", maxSplits: 1)
-                return (p[0].trimmingCharacters(in: .whitespaces), p[1].trimmingCharacters(in: .whitespaces))
-            })
-            guard let target = UploadTarget(address: s3?.name ?? url, method: method, headers: headers,
-                                            authorization: s3 == nil ? try Self.authorization() : nil, idleTimeout: timeout) else {
+            let headers = HTTPHeaders(
+                headers.map { h in
+                    let p = h.split(separator: ":", maxSplits: 1)
+                    return (p[0].trimmingCharacters(in: .whitespaces), p[1].trimmingCharacters(in: .whitespaces))
+                })
+            guard
+                let target = UploadTarget(
+                    address: s3?.name ?? url, method: method, headers: headers,
+                    authorization: s3 == nil ? try Self.authorization() : nil, idleTimeout: timeout)
+            else {
                 throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a URL")
             }
             var o = UploadOptions(target: target, wire: wire)
@@ -387,49 +509,70 @@ extension VaultCommand {
         /// started with other settings (named by their options).
         func worded(_ error: VaultError, target: UploadTarget) -> VaultError {
             var e = error
-            guard e.code == .notFound, resume else { return e }
+            guard e.code == .notFound,
+                  resume else { return e }
             guard let other = e.cause as? MismatchedRun else {
                 if e.hint == nil { e.hint = "run the upload without --resume to start one" }
                 return e
             }
-            let option = ["batchSize": "--batch-size", "maxBytes": "--max-bytes", "shape": "--shape", "method": "--method",
-                          "protocol": "--protocol", "field": "--field", "formFields": "--form-field", "partSize": "--part-size"]
-            let differ = other.differences.map { "\(option[$0.setting] ?? $0.setting) \($0.then) (this command: \($0.now))" }
-            return VaultError(.notFound, "the interrupted upload to \(target.redacted) (run \(other.runID.prefix(8))) was started with "
-                              + (differ.isEmpty ? "other settings or documents" : differ.joined(separator: ", ")),
-                              hint: differ.isEmpty ? "run the same command as then to finish it, or 'vault uploads prune' to give it up"
-                                  : "run it again with those settings to finish it, or 'vault uploads prune' to give it up")
+            let option = [
+                "batchSize": "--batch-size", "maxBytes": "--max-bytes", "shape": "--shape", "method": "--method",
+                "protocol": "--protocol", "field": "--field", "formFields": "--form-field", "partSize": "--part-size"
+            ]
+            let differ = other.differences.map {
+                "\(option[$0.setting] ?? $0.setting) \($0.then) (this command: \($0.now))"
+            }
+            return VaultError(
+                .notFound,
+                "the interrupted upload to \(target.redacted) (run \(other.runID.prefix(8))) was started with "
+                    + (differ.isEmpty ? "other settings or documents" : differ.joined(separator: ", ")),
+                hint: differ.isEmpty
+                    ? "run the same command as then to finish it, or 'vault uploads prune' to give it up"
+                    : "run it again with those settings to finish it, or 'vault uploads prune' to give it up")
         }
 
         /// Everything chosen was delivered there before (or nothing was chosen).
         func nothingSent(_ vault: VaultCore.Vault, target: UploadTarget, freed: [DocumentRecord]) throws {
             if result.json {
-                Terminal.out(JSONOutput.line(Result(runId: "", target: target.redacted, batches: 0, alreadyConfirmed: 0, documents: 0,
-                                                    payloadBytes: 0, retries: 0, skipped: 0, resumedBytes: 0, seconds: 0,
-                                                    removed: freed.map(\.id.hex))))
+                Terminal.out(
+                    JSONOutput.line(
+                        Result(
+                            runId: "", target: target.redacted, batches: 0, alreadyConfirmed: 0, documents: 0,
+                            payloadBytes: 0, retries: 0, skipped: 0, resumedBytes: 0, seconds: 0,
+                            removed: freed.map(\.id.hex))))
             }
             guard progressOptions.printsSummary && !result.json else { return }
-            let excludedAll = try !selection.excludes.isEmpty && vault.select(selection.selection(in: vault)).isEmpty && freed.isEmpty
+            let excludedAll =
+                try !selection.excludes.isEmpty && vault.select(selection.selection(in: vault)).isEmpty && freed.isEmpty
             let to = target.redacted
-            Terminal.err(try vault.documentCount() == 0 && freed.isEmpty ? "vault: nothing to send to \(to): the vault is empty"
-                         : excludedAll ? "vault: nothing to send to \(to): --exclude leaves out every selected document"
-                         : "vault: nothing new to send to \(to): it has confirmed every selected document"
-                           + (removeDelivered ? "" : " (--new-run sends them again)"))
+            Terminal.err(
+                try vault.documentCount() == 0 && freed.isEmpty
+                    ? "vault: nothing to send to \(to): the vault is empty"
+                    : excludedAll
+                        ? "vault: nothing to send to \(to): --exclude leaves out every selected document"
+                        : "vault: nothing new to send to \(to): it has confirmed every selected document"
+                            + (removeDelivered ? "" : " (--new-run sends them again)"))
         }
 
         /// The summary line (or JSON object), the removals, and the exit for documents left out.
-        func report(_ summary: UploadSummary, vault: VaultCore.Vault, target: UploadTarget, freed: [DocumentRecord], seconds: Double,
-                    leftOut: [String]) throws {
+        func report(
+            _ summary: UploadSummary, vault: VaultCore.Vault, target: UploadTarget, freed: [DocumentRecord],
+            seconds: Double,
+            leftOut: [String]
+        ) throws {
             let tooLarge = try vault.records(summary.tooLarge, skippingMissing: true)
             let removedNow = summary.removed
             if result.json {
-                Terminal.out(JSONOutput.line(Result(runId: summary.runID, target: target.redacted, batches: summary.batches,
-                                                    alreadyConfirmed: summary.alreadyConfirmed, documents: summary.documents,
-                                                    payloadBytes: summary.payloadBytes, retries: summary.retries, skipped: summary.skipped,
-                                                    resumedBytes: summary.resumedBytes,
-                                                    seconds: (seconds * 1000).rounded() / 1000, sentDocuments: summary.sentDocuments,
-                                                    sentBatches: summary.sentBatches, sentBytes: summary.sentBytes,
-                                                    tooLarge: tooLarge.map(\.id.hex), removed: (freed + removedNow).map(\.id.hex))))
+                Terminal.out(
+                    JSONOutput.line(
+                        Result(
+                            runId: summary.runID, target: target.redacted, batches: summary.batches,
+                            alreadyConfirmed: summary.alreadyConfirmed, documents: summary.documents,
+                            payloadBytes: summary.payloadBytes, retries: summary.retries, skipped: summary.skipped,
+                            resumedBytes: summary.resumedBytes,
+                            seconds: (seconds * 1000).rounded() / 1000, sentDocuments: summary.sentDocuments,
+                            sentBatches: summary.sentBatches, sentBytes: summary.sentBytes,
+                            tooLarge: tooLarge.map(\.id.hex), removed: (freed + removedNow).map(\.id.hex))))
             }
             if progressOptions.printsSummary && !result.json {
                 Terminal.err(summaryLine(summary, target: target, freed: freed, seconds: seconds))
@@ -443,30 +586,46 @@ extension VaultCommand {
                 let names = tooLarge.prefix(5).map { "\($0.id.hex.prefix(12)) \(Terminal.printable($0.metadata.name))" }
                     .joined(separator: ", ")
                 let were = tooLarge.count == 1 ? "was" : "were"
-                throw VaultError(.partial, "\(Plural.count(tooLarge.count, "document")) \(were) too large for the server and not "
-                                 + "delivered: \(names)"
-                                 + (damaged > 0 ? "; \(damaged) damaged \(damaged == 1 ? "was" : "were") left out" : ""),
-                                 hint: "the warnings above give the server's limit; the other documents were delivered; raise the limit, "
-                                     + "or leave \(tooLarge.count == 1 ? "it" : "them") out with --exclude ID")
+                throw VaultError(
+                    .partial,
+                    "\(Plural.count(tooLarge.count, "document")) \(were) too large for the server and not "
+                        + "delivered: \(names)"
+                        + (damaged > 0 ? "; \(damaged) damaged \(damaged == 1 ? "was" : "were") left out" : ""),
+                    hint:
+                        """
+                            the warnings above give the server's limit; the other documents were delivered; raise the \
+                            limit, 
+                            """
+                        + "or leave \(tooLarge.count == 1 ? "it" : "them") out with --exclude ID")
             }
             if damaged > 0 {
-                throw VaultError(.partial, "\(Plural.count(damaged, "damaged document")) \(damaged == 1 ? "was" : "were") left out",
-                                 hint: "run 'vault verify' for details")
+                throw VaultError(
+                    .partial, "\(Plural.count(damaged, "damaged document")) \(damaged == 1 ? "was" : "were") left out",
+                    hint: "run 'vault verify' for details")
             }
         }
 
         /// What this command did, in one line: a resumed run's earlier batches were sent by another.
-        func summaryLine(_ summary: UploadSummary, target: UploadTarget, freed: [DocumentRecord], seconds: Double) -> String {
-            let finishedOnly = summary.sentBatches == 0 && summary.alreadyConfirmed == summary.batches && summary.batches > 0
-            var line = finishedOnly
-                ? "vault: nothing to send: all \(Plural.count(summary.batches, "batch")) of run \(summary.runID.prefix(8)) "
+        func summaryLine(
+            _ summary: UploadSummary, target: UploadTarget, freed: [DocumentRecord], seconds: Double
+        ) -> String {
+            let finishedOnly =
+                summary.sentBatches == 0 && summary.alreadyConfirmed == summary.batches && summary.batches > 0
+            var line =
+                finishedOnly
+                ? """
+                    vault: nothing to send: all \(Plural.count(summary.batches, "batch")) of run \
+                    \(summary.runID.prefix(8)) 
+                    """
                     + "were already confirmed"
-                : String(format: "vault: uploaded %@ in %@ (%@) to %@ in %.1f s, %@",
-                         Plural.count(summary.sentDocuments, "document"), Plural.count(summary.sentBatches, "batch"),
-                         Terminal.size(summary.sentBytes), target.redacted, seconds, Plural.count(summary.retries, "retry"))
+                : String(
+                    format: "vault: uploaded %@ in %@ (%@) to %@ in %.1f s, %@",
+                    Plural.count(summary.sentDocuments, "document"), Plural.count(summary.sentBatches, "batch"),
+                    Terminal.size(summary.sentBytes), target.redacted, seconds, Plural.count(summary.retries, "retry"))
             if summary.sentBatches > 0 && summary.alreadyConfirmed > 0 {
                 let were = summary.alreadyConfirmed == 1 ? "was" : "were"
-                line += "; finished run \(summary.runID.prefix(8)), whose other "
+                line +=
+                    "; finished run \(summary.runID.prefix(8)), whose other "
                     + "\(Plural.count(summary.alreadyConfirmed, "batch")) \(were) confirmed before"
             }
             if summary.resumedBytes > 0 {
@@ -486,28 +645,43 @@ extension VaultCommand {
             let documents = plan.documents
             let removing = plan.deliveredBefore
             let resumes = plan.runs.filter(\.resuming).count
-            func doc(_ r: DocumentRecord) -> DryRun.Document { .init(id: r.id.hex, name: r.metadata.name, size: r.metadata.size) }
+            func doc(_ r: DocumentRecord) -> DryRun.Document {
+                .init(id: r.id.hex, name: r.metadata.name, size: r.metadata.size)
+            }
             if result.json {
-                Terminal.out(JSONOutput.line(DryRun(target: target.redacted, send: documents.map(doc), resumes: resumes,
-                                                    remove: removing.map(doc))))
+                Terminal.out(
+                    JSONOutput.line(
+                        DryRun(
+                            target: target.redacted, send: documents.map(doc), resumes: resumes,
+                            remove: removing.map(doc))))
                 return
             }
             var out = ""
             for r in documents {
-                out += "would send  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \(Terminal.printable(r.metadata.name))\n"
+                out +=
+                    """
+                        would send  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \
+                        \(Terminal.printable(r.metadata.name))\n
+                        """
             }
             for r in removing {
-                out += "would remove  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  "
+                out +=
+                    "would remove  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  "
                     + "\(Terminal.printable(r.metadata.name))  (delivered)\n"
             }
             Terminal.out(out)
             if progressOptions.printsSummary && !result.json {
                 let bytes = documents.reduce(UInt64(0)) { $0 + $1.metadata.size }
-                var line = "vault: dry run: would send \(Plural.count(documents.count, "document")) (\(Terminal.size(bytes))) "
+                var line =
+                    "vault: dry run: would send \(Plural.count(documents.count, "document")) (\(Terminal.size(bytes))) "
                     + "to \(target.redacted)"
                 if resumes > 0 { line += ", finishing \(Plural.count(resumes, "interrupted run"))" }
                 if removeDelivered {
-                    line += "; would remove \(Plural.count(removing.count, "document")) delivered before, and each one sent once confirmed"
+                    line +=
+                        """
+                            ; would remove \(Plural.count(removing.count, "document")) delivered before, and each one \
+                            sent once confirmed
+                            """
                 }
                 Terminal.err(line + "; nothing was sent or removed")
             }
@@ -519,18 +693,25 @@ extension VaultCommand {
         /// addressed path-style; without it AWS's regional endpoint, virtual-host style).
         static func s3Target(url: String, partSize: UInt64?, parallel: Int) throws -> S3Target {
             let c = URLComponents(string: url)!
-            let s3 = try S3Environment.connection(purpose: "--protocol s3", hint: "or ask the back office for presigned URLs")
-            return S3Target(endpoint: s3.endpoint, region: s3.region, credentials: s3.credentials, addressing: s3.addressing, bucket: c.host!,
-                            prefix: c.path, partSize: partSize ?? 8 << 20, parallel: parallel)
+            let s3 = try S3Environment.connection(
+                purpose: "--protocol s3", hint: "or ask the back office for presigned URLs")
+            return S3Target(
+                endpoint: s3.endpoint, region: s3.region, credentials: s3.credentials, addressing: s3.addressing,
+                bucket: c.host!,
+                prefix: c.path, partSize: partSize ?? 8 << 20, parallel: parallel)
         }
 
         /// The `Authorization` header from the credentials taken out of the environment.
         static func authorization() throws -> String? {
             func text(_ s: SecretBytes) -> String { s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
-            if let token = EnvironmentSecrets.value("VAULT_UPLOAD_TOKEN"), token.count > 0 { return "Bearer " + text(token) }
-            let user = EnvironmentSecrets.value("VAULT_UPLOAD_USER"), password = EnvironmentSecrets.value("VAULT_UPLOAD_PASSWORD")
+            if let token = EnvironmentSecrets.value("VAULT_UPLOAD_TOKEN"), token.count > 0 {
+                return "Bearer " + text(token)
+            }
+            let user = EnvironmentSecrets.value("VAULT_UPLOAD_USER"),
+                password = EnvironmentSecrets.value("VAULT_UPLOAD_PASSWORD")
             guard user != nil || password != nil else { return nil }
-            guard let user, let password else {
+            guard let user,
+                  let password else {
                 throw VaultError(.usage, "VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD must be set together")
             }
             return "Basic " + Data((text(user) + ":" + text(password)).utf8).base64EncodedString()

@@ -40,7 +40,9 @@ extension VaultCommand {
 extension VaultCommand.Uploads {
     /// `vault uploads list`.
     struct List: VaultSubcommand {
-        static let configuration = CommandConfiguration(abstract: "List the journals: job, state, batches confirmed, documents, size, last update, target (the default).")
+        static let configuration = CommandConfiguration(
+            abstract:
+                "List the journals: job, state, batches confirmed, documents, size, last update, target (the default).")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Uploads
@@ -53,23 +55,36 @@ extension VaultCommand.Uploads {
         func execute(_ options: GlobalOptions) async throws {
             try options.requireLocal()
             let entries = try UploadJournals.list(in: try options.unlock())
-            if json { Terminal.out(JSONOutput.line(VaultCommand.Uploads.Result(journals: entries, removed: nil))); return }
-            if entries.isEmpty { Terminal.err("vault: no uploads: no journal is kept (a finished upload's is pruned by 'vault uploads prune')"); return }
+            if json {
+                Terminal.out(JSONOutput.line(VaultCommand.Uploads.Result(journals: entries, removed: nil))); return
+            }
+            if entries.isEmpty {
+                Terminal.err(
+                    "vault: no uploads: no journal is kept (a finished upload's is pruned by 'vault uploads prune')");
+                return
+            }
             // A table fitted to the terminal: the target is shortened in the middle, then the
             // update time and the document count are left out.
             let output = BufferedOutput()
             // The job as a 12-digit prefix (as list shows ids): 'uploads show' takes any unique prefix.
-            let table = FittedTable([.init(title: "JOB"), .init(title: "STATE"), .init(title: "BATCHES", alignRight: true),
-                                     .init(title: "DOCS", alignRight: true, dropRank: 3), .init(title: "PAYLOAD", alignRight: true, dropRank: 2),
-                                     .init(title: "UPDATED (UTC)", dropRank: 4), .init(title: "TARGET", flexible: true, dropRank: 1)], output: output)
+            let table = FittedTable(
+                [
+                    .init(title: "JOB"), .init(title: "STATE"), .init(title: "BATCHES", alignRight: true),
+                    .init(title: "DOCS", alignRight: true, dropRank: 3),
+                    .init(title: "PAYLOAD", alignRight: true, dropRank: 2),
+                    .init(title: "UPDATED (UTC)", dropRank: 4), .init(title: "TARGET", flexible: true, dropRank: 1)
+                ], output: output)
             for e in entries {
                 let job = String(e.job.prefix(12))
                 if let problem = e.problem {
                     table.add([job, "damaged", "", "", "", "", Terminal.printable(problem)])
                     continue
                 }
-                table.add([job, e.state.rawValue, "\(e.confirmed)/\(e.batches)", "\(e.documents)", Terminal.size(e.payloadBytes),
-                           e.updated, Terminal.printable(e.target)])
+                table.add([
+                    job, e.state.rawValue, "\(e.confirmed)/\(e.batches)", "\(e.documents)",
+                    Terminal.size(e.payloadBytes),
+                    e.updated, Terminal.printable(e.target)
+                ])
             }
             table.finish()
             output.flush()
@@ -78,19 +93,24 @@ extension VaultCommand.Uploads {
 
     /// `vault uploads prune`.
     struct Prune: VaultSubcommand {
-        static let configuration = CommandConfiguration(abstract: "Remove the journals of complete, damaged and abandoned uploads.")
+        static let configuration = CommandConfiguration(
+            abstract: "Remove the journals of complete, damaged and abandoned uploads.")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Uploads
 
-        @Option(help: ArgumentHelp("Days without progress after which an unfinished upload is abandoned.", valueName: "days"))
+        @Option(
+            help: ArgumentHelp(
+                "Days without progress after which an unfinished upload is abandoned.", valueName: "days"))
         var abandonedAfter: Double = 30
 
         @Flag(help: "Print the journals removed as one JSON object.")
         var json = false
 
         func validate() throws {
-            if !(abandonedAfter >= 0) { throw ValidationError("--abandoned-after must be a number of days, 0 or more.") }
+            if !(abandonedAfter >= 0) {
+                throw ValidationError("--abandoned-after must be a number of days, 0 or more.")
+            }
         }
 
         func run() async throws { try await run(parent: group.parentOptions) }
@@ -109,7 +129,8 @@ extension VaultCommand.Uploads {
 
     /// `vault uploads show JOB`.
     struct Show: VaultSubcommand {
-        static let configuration = CommandConfiguration(abstract: "Print one journal whole, as JSON, after it authenticated.")
+        static let configuration = CommandConfiguration(
+            abstract: "Print one journal whole, as JSON, after it authenticated.")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Uploads

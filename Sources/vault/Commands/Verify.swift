@@ -28,13 +28,21 @@ extension VaultCommand {
 
         func execute(_ options: GlobalOptions) async throws {
             let vault = try await options.open()
-            let ids = documents.isEmpty ? nil : try vault.select(DocumentQuery.selection(documents, in: vault)).map(\.id)
+            let ids =
+                documents.isEmpty ? nil : try vault.select(DocumentQuery.selection(documents, in: vault)).map(\.id)
             let report = try vault.verify(ids)
             if !output.quiet { Terminal.out(json ? Self.json(report) : Self.text(report)) }
             if !report.isClean {
-                throw VaultError(.vaultDamaged, report.damaged.isEmpty ? "the index was damaged (it has been rebuilt)"
-                                                                       : "\(report.damaged.count) of \(Plural.count(report.documents.count, "document")) \(report.damaged.count == 1 ? "is" : "are") damaged",
-                                 hint: report.damaged.isEmpty ? nil : "restore the damaged documents from a backup and remove them here")
+                throw VaultError(
+                    .vaultDamaged,
+                    report.damaged.isEmpty
+                        ? "the index was damaged (it has been rebuilt)"
+                        : """
+                            \(report.damaged.count) of \(Plural.count(report.documents.count, "document")) \
+                            \(report.damaged.count == 1 ? "is" : "are") damaged
+                            """,
+                    hint: report.damaged.isEmpty
+                        ? nil : "restore the damaged documents from a backup and remove them here")
             }
         }
 
@@ -44,7 +52,12 @@ extension VaultCommand {
                 if let error = e.error { return "DAMAGED  \(e.id.hex)  \(name): \(Terminal.printable(error.message))" }
                 return "ok       \(e.id.hex)  \(name)"
             }
-            lines.append("verified \(r.documents.count) document\(r.documents.count == 1 ? "" : "s"): \(r.documents.count - r.damaged.count) ok, \(r.damaged.count) damaged; index \(r.index.rawValue)")
+            lines.append(
+                """
+                    verified \(r.documents.count) document\(r.documents.count == 1 ? "" : "s"): \
+                    \(r.documents.count - r.damaged.count) ok, \(r.damaged.count) damaged; index \(r.index.rawValue)
+                    """
+            )
             return lines.joined(separator: "\n") + "\n"
         }
 
@@ -63,12 +76,14 @@ extension VaultCommand {
         }
 
         static func json(_ r: VerifyReport) -> String {
-            JSONOutput.line(Report(
-                documents: r.documents.map { e in
-                    Report.Document(id: e.id.hex, name: e.name, status: e.error == nil ? "ok" : "damaged",
-                                    error: e.error.map { Report.Failure(code: $0.code.rawValue, message: $0.message) })
-                },
-                index: r.index.rawValue, ok: r.documents.count - r.damaged.count, damaged: r.damaged.count))
+            JSONOutput.line(
+                Report(
+                    documents: r.documents.map { e in
+                        Report.Document(
+                            id: e.id.hex, name: e.name, status: e.error == nil ? "ok" : "damaged",
+                            error: e.error.map { Report.Failure(code: $0.code.rawValue, message: $0.message) })
+                    },
+                    index: r.index.rawValue, ok: r.documents.count - r.damaged.count, damaged: r.damaged.count))
         }
     }
 }

@@ -60,8 +60,11 @@ extension VaultCommand {
 
         func run() throws {
             if json {
-                Terminal.out(JSONOutput.line(Result(version: BuildInfo.version, commit: BuildInfo.commit, build: BuildInfo.build,
-                                                    libsodium: Libsodium.version, platform: BuildInfo.platform)))
+                Terminal.out(
+                    JSONOutput.line(
+                        Result(
+                            version: BuildInfo.version, commit: BuildInfo.commit, build: BuildInfo.build,
+                            libsodium: Libsodium.version, platform: BuildInfo.platform)))
             } else {
                 Terminal.out(BuildInfo.line + "\n")
             }

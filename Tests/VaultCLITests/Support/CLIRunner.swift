@@ -27,8 +27,11 @@ final class Sandbox: ScratchSpace {
     init() {
         var template = Array("\(NSTemporaryDirectory())/vault-cli-XXXXXX".utf8CString)
         dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        env = ["PATH": "/usr/bin:/bin", "HOME": dir, "VAULT_DIR": dir + "/vault", "VAULT_PASSWORD": "correct horse battery",
-               "SWIFT_BACKTRACE": "enable=no", "VAULT_FIXTURE_KDF": "insecure-test"]
+        env = [
+            "PATH": "/usr/bin:/bin", "HOME": dir, "VAULT_DIR": dir + "/vault",
+            "VAULT_PASSWORD": "correct horse battery",
+            "SWIFT_BACKTRACE": "enable=no", "VAULT_FIXTURE_KDF": "insecure-test"
+        ]
     }
 
     deinit { try? FileManager.default.removeItem(atPath: dir) }
@@ -63,8 +66,10 @@ final class Sandbox: ScratchSpace {
     ///   process started from this one by posix_spawn inherits this process's high-water mark
     ///   at exec, so wait4's figure would be ours; time forks from a 2 MB process instead.)
     /// - Parameter fileSizeLimitKiB: run under `ulimit -f` (in KiB).
-    func spawn(_ args: [String], env extra: [String: String?] = [:], stdin: [UInt8] = [], stdinPath: String? = nil,
-               measured: Bool = false, fileSizeLimitKiB: Int? = nil, wrapper: [String] = []) -> pid_t {
+    func spawn(
+        _ args: [String], env extra: [String: String?] = [:], stdin: [UInt8] = [], stdinPath: String? = nil,
+        measured: Bool = false, fileSizeLimitKiB: Int? = nil, wrapper: [String] = []
+    ) -> pid_t {
         let inPath = stdinPath ?? path(".stdin-\(UUID().uuidString)")
         if stdinPath == nil { write(String(inPath.split(separator: "/").last!), stdin) }
         lastOut = path(".stdout-\(UUID().uuidString)")
@@ -87,9 +92,15 @@ final class Sandbox: ScratchSpace {
         // sh changes directory, then execs vault in the same process, so wait4's figures are vault's.
         lastRSS = measured ? path(".rss-\(UUID().uuidString)") : nil
         let timePrefix = lastRSS.map { ["/usr/bin/time", "-q", "-f", "%M", "-o", $0] } ?? []
-        if measured { precondition(FileManager.default.isExecutableFile(atPath: "/usr/bin/time"), "GNU time is needed: apt-get install time") }
+        if measured {
+            precondition(
+                FileManager.default.isExecutableFile(atPath: "/usr/bin/time"),
+                "GNU time is needed: apt-get install time")
+        }
         let limit = fileSizeLimitKiB.map { "ulimit -f \($0) && " } ?? ""
-        let argv = (timePrefix + ["/bin/sh", "-c", "cd \"$0\" && \(limit)exec \"$@\"", dir] + wrapper + [Self.binary] + args).map { strdup($0) } + [nil]
+        let argv =
+            (timePrefix + ["/bin/sh", "-c", "cd \"$0\" && \(limit)exec \"$@\"", dir] + wrapper + [Self.binary] + args)
+            .map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
         var pid: pid_t = 0
@@ -182,8 +193,10 @@ final class Sandbox: ScratchSpace {
 
     /// The sealed upload journals' jobs (`vault/uploads/<job>.journal`).
     var journalJobs: [String] {
-        (((try? FileManager.default.contentsOfDirectory(atPath: path("vault/uploads"))) ?? []).filter { $0.hasSuffix(".journal") })
-            .map { String($0.dropLast(".journal".count)) }.sorted()
+        (((try? FileManager.default.contentsOfDirectory(atPath: path("vault/uploads"))) ?? []).filter {
+            $0.hasSuffix(".journal")
+        })
+        .map { String($0.dropLast(".journal".count)) }.sorted()
     }
 
     /// The first upload journal, opened by `vault uploads show` (the password authenticates
@@ -203,7 +216,9 @@ extension Array where Element == UInt8 {
     static func random(_ n: Int, seed: UInt64 = 42) -> [UInt8] {
         // Scrambled first: distinct seeds must give distinct bytes (vault refuses duplicates).
         var s = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-        return (0..<n).map { _ in s ^= s << 13; s ^= s >> 7; s ^= s << 17; return UInt8(truncatingIfNeeded: s) }
+        return (0..<n).map { _ in
+            s ^= s << 13; s ^= s >> 7; s ^= s << 17; return UInt8(truncatingIfNeeded: s)
+        }
     }
 }
 

@@ -34,20 +34,27 @@ func testBytes(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
 }
 
 /// Seals `plaintext` into an in-memory envelope.
-func sealEnvelope(_ plaintext: [UInt8], keyring: Keyring, name: String = "doc", random: any RandomSource = DeterministicRandom(seed: "env"),
-                  id: DocumentID? = nil, tags: [String] = []) throws -> [UInt8] {
+func sealEnvelope(
+    _ plaintext: [UInt8], keyring: Keyring, name: String = "doc",
+    random: any RandomSource = DeterministicRandom(seed: "env"),
+    id: DocumentID? = nil, tags: [String] = []
+) throws -> [UInt8] {
     let out = MemoryEnvelope()
-    let meta = DocumentMetadata(name: name, contentType: "application/octet-stream", size: 0,
-                                sha256: [UInt8](repeating: 0, count: 32), addedAtMillis: 1_700_000_000_000, tags: tags)
-    let w = try EnvelopeWriter(output: out, keyring: keyring, documentID: id ?? DocumentID.random(using: random),
-                               metadata: meta, random: random)
+    let meta = DocumentMetadata(
+        name: name, contentType: "application/octet-stream", size: 0,
+        sha256: [UInt8](repeating: 0, count: 32), addedAtMillis: 1_700_000_000_000, tags: tags)
+    let w = try EnvelopeWriter(
+        output: out, keyring: keyring, documentID: id ?? DocumentID.random(using: random),
+        metadata: meta, random: random)
     try plaintext.withUnsafeBytes { try w.write($0) }
     _ = try w.finish()
     return out.bytes
 }
 
 /// Opens an in-memory envelope and returns all plaintext it released before any error, and the error.
-func openEnvelope(_ bytes: [UInt8], keyring: Keyring, verifyDigest: Bool = true) -> (released: [UInt8], error: VaultError?) {
+func openEnvelope(
+    _ bytes: [UInt8], keyring: Keyring, verifyDigest: Bool = true
+) -> (released: [UInt8], error: VaultError?) {
     var released: [UInt8] = []
     do {
         let r = try EnvelopeReader(input: MemoryEnvelope(bytes), keyring: keyring, verifyDigest: verifyDigest)
@@ -73,6 +80,8 @@ func requireSome<C: Collection>(_ found: C, _ what: String) throws -> C {
 
 /// The names of the files in `directory` that end in `suffix`, sorted; ``NothingFound`` for none.
 func inputFiles(in directory: String, suffix: String) throws -> [String] {
-    let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(suffix) }.sorted()
+    let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter {
+        $0.hasSuffix(suffix)
+    }.sorted()
     return try requireSome(names, "*\(suffix) files in \(directory)")
 }

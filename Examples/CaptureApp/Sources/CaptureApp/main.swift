@@ -21,7 +21,9 @@ func capture(in folder: URL) throws -> [URL] {
     var state: UInt64 = 0x9E37_79B9_7F4A_7C15
     func bytes(_ n: Int) -> Data {
         var d = [UInt8](repeating: 0, count: n)
-        for i in 0..<n { state = state &* 6364136223846793005 &+ 1442695040888963407; d[i] = UInt8(truncatingIfNeeded: state >> 33) }
+        for i in 0..<n {
+            state = state &* 6364136223846793005 &+ 1442695040888963407; d[i] = UInt8(truncatingIfNeeded: state >> 33)
+        }
         return Data(d)
     }
     let files = [("video.mov", 30_000_000), ("IMG_0042.jpg", 2_400_000), ("receipt scan (1).pdf", 180_000)]
@@ -67,7 +69,9 @@ for url in captured {
 }
 added.append(try await vault.add(Data("Meeting notes: deliver by Friday.".utf8), name: "notes.txt"))
 let documents = try await vault.documents()
-check(documents.map(\.metadata.name) == ["video.mov", "IMG_0042.jpg", "receipt scan (1).pdf", "notes.txt"], "4 documents listed, in the order added")
+check(
+    documents.map(\.metadata.name) == ["video.mov", "IMG_0042.jpg", "receipt scan (1).pdf", "notes.txt"],
+    "4 documents listed, in the order added")
 
 // 3. A range read: the first 16 bytes of the photo, decrypting only the chunk that holds them.
 let head = try await vault.read(added[1].id, range: 0..<16)
@@ -75,7 +79,9 @@ check(head == (try Data(contentsOf: captured[1])).prefix(16), "a 16-byte range o
 
 // 4. One batch into a file the app opened, with progress as an AsyncSequence.
 let export = try await vault.prepareExport()
-print("export planned: \(export.documents) documents, \(export.batchCount) batch, \(export.payloadBytes) bytes of payload")
+print(
+    "export planned: \(export.documents) documents, \(export.batchCount) batch, \(export.payloadBytes) bytes of payload"
+)
 let payloadURL = work.appendingPathComponent("batch.json")
 _ = FileManager.default.createFile(atPath: payloadURL.path, contents: nil)
 let handle = try FileHandle(forWritingTo: payloadURL)
@@ -87,7 +93,10 @@ let watcher = Task {
         last = p
         if p.fractionCompleted - shown >= 0.25 || p.fractionCompleted == 1 {
             shown = p.fractionCompleted
-            print(String(format: "  %3.0f%%  %d of %d documents", p.fractionCompleted * 100, p.completedDocuments, p.totalDocuments))
+            print(
+                String(
+                    format: "  %3.0f%%  %d of %d documents", p.fractionCompleted * 100, p.completedDocuments,
+                    p.totalDocuments))
         }
     }
     return last
@@ -105,9 +114,13 @@ check(files.count == 4, "the payload holds 4 files")
 for (file, record) in zip(files, documents) {
     let data = Data(base64Encoded: file["Data"] as! String)!
     let hex = record.metadata.sha256.map { String(format: "%02x", $0) }.joined()
-    check(file["SHA256"] as? String == hex && data.count == file["Size"] as? Int, "\(record.metadata.name): size and SHA-256 match")
+    check(
+        file["SHA256"] as? String == hex && data.count == file["Size"] as? Int,
+        "\(record.metadata.name): size and SHA-256 match")
 }
-check(Data(base64Encoded: files[0]["Data"] as! String) == (try Data(contentsOf: captured[0])), "the video is byte for byte the captured file")
+check(
+    Data(base64Encoded: files[0]["Data"] as! String) == (try Data(contentsOf: captured[0])),
+    "the video is byte for byte the captured file")
 
 // 5. A second export, cancelled midway by the user: it stops, throws CancellationError, and
 //    its progress sequence ends.
@@ -119,8 +132,9 @@ do {
     _ = try await task.value
     check(false, "the cancelled export stopped")
 } catch is CancellationError {
-    check(sink.received < Int(second.payloadBytes) / 2,
-          "the cancelled export stopped after \(sink.received) of \(second.payloadBytes) bytes with CancellationError")
+    check(
+        sink.received < Int(second.payloadBytes) / 2,
+        "the cancelled export stopped after \(sink.received) of \(second.payloadBytes) bytes with CancellationError")
 }
 var after = 0
 for await _ in second.progress { after += 1 }
@@ -147,8 +161,11 @@ for record in documents {
 }
 let again = DocumentDelivery(vault: vault, documents: try await vault.documents(), options: options)
 check(try again.prepare().runs.isEmpty, "a second delivery has nothing new to send")
-let freeing = DocumentDelivery(vault: vault, documents: try await vault.documents(), options: options, removeDelivered: true)
-check(try freeing.preview().deliveredBefore.count == 4, "a delivery that frees space would remove the 4 delivered documents")
+let freeing = DocumentDelivery(
+    vault: vault, documents: try await vault.documents(), options: options, removeDelivered: true)
+check(
+    try freeing.preview().deliveredBefore.count == 4,
+    "a delivery that frees space would remove the 4 delivered documents")
 _ = try await freeing.send(try freeing.prepare())
 check(try await vault.documents().isEmpty, "and removes them: the vault is empty")
 
