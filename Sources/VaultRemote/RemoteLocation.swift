@@ -15,12 +15,13 @@ public struct RemoteLocation: Sendable, Equatable, CustomStringConvertible {
     /// - Throws: ``VaultError/Code/usage`` for anything else.
     public init(url: String) throws {
         guard url.hasPrefix("s3://"),
-              let c = URLComponents(string: url),
-              let host = c.host,
-              !host.isEmpty,
-              c.query == nil,
-              c.fragment == nil,
-              c.user == nil else {
+            let c = URLComponents(string: url),
+            let host = c.host,
+            !host.isEmpty,
+            c.query == nil,
+            c.fragment == nil,
+            c.user == nil
+        else {
             throw VaultError(.usage, "'\(url)' is not an s3://BUCKET/PREFIX URL")
         }
         bucket = host
@@ -39,7 +40,8 @@ public struct RemoteLocation: Sendable, Equatable, CustomStringConvertible {
     /// The document id of an object key, or nil for a key that is not `objects/<id>.vlt`.
     func objectID(_ key: String) -> DocumentID? {
         guard key.hasPrefix(objectsPrefix),
-              key.hasSuffix(".vlt") else { return nil }
+            key.hasSuffix(".vlt")
+        else { return nil }
         return DocumentID(hex: String(key.dropFirst(objectsPrefix.count).dropLast(4)))
     }
 
@@ -52,20 +54,35 @@ public struct RemoteLocation: Sendable, Equatable, CustomStringConvertible {
 
 /// The remotes a vault knows (sealed in `remotes.vlt` in the vault folder, 0600): names and URLs only;
 /// credentials come from the AWS variables each time.
-public struct RemoteList: Codable, Sendable, Equatable {
-    public struct Remote: Codable, Sendable, Equatable {
-        public var name: String
-        public var url: String
+public typealias RemoteList = NamedList<RemoteEntry>
 
-        public init(name: String, url: String) {
-            self.name = name
-            self.url = url
-        }
+/// A remote of ``RemoteList``: a name and the `s3://BUCKET/PREFIX` URL of the store.
+public struct RemoteEntry: NamedListEntry {
+    /// The list's JSON key.
+    public static let listKey = "remotes"
+    /// What the list is called in messages.
+    public static let kind = "remote"
+    /// The remote's short name.
+    public var name: String
+    /// The store's URL, `s3://BUCKET/PREFIX`.
+    public var url: String
+
+    /// A remote `name` at `url`.
+    public init(name: String, url: String) {
+        self.name = name
+        self.url = url
     }
+}
 
-    public var remotes: [Remote] = []
+extension NamedList where Entry == RemoteEntry {
+    /// A remote of the list.
+    public typealias Remote = RemoteEntry
 
-    public init() {}
+    /// The remotes, in the order they were named.
+    public var remotes: [RemoteEntry] {
+        get { entries }
+        set { entries = newValue }
+    }
 
     /// The sealed list (a sealed state file, purpose remote list, role `remotes.vlt`): the
     /// stores pushes, pulls and direct reads go to, so nobody without the password can
@@ -74,7 +91,7 @@ public struct RemoteList: Codable, Sendable, Equatable {
     /// Where versions before sealed state kept the list, as plain JSON (moved into the sealed
     /// list when the vault's format is upgraded; refused after that).
     static func legacyPath(_ store: VaultStore) -> String { store.path(.legacyRemotes) }
-    package static let role = "remotes.vlt"
+    package static var role: String { "remotes.vlt" }
 
     /// The vault's remotes (none when it has no list).
     /// - Throws: ``VaultError/Code/vaultDamaged`` for a list that does not open (edited, swapped,
@@ -86,33 +103,20 @@ public struct RemoteList: Codable, Sendable, Equatable {
                 throw VaultError(
                     .vaultDamaged,
                     """
-                        \(legacyPath(vault.store)) is an unsealed remote list (written by an earlier version of \
-                        vault, or by someone else): it is not trusted
-                        """,
+                    \(legacyPath(vault.store)) is an unsealed remote list (written by an earlier version of \
+                    vault, or by someone else): it is not trusted
+                    """,
                     remedy: .addRemotesAgain)
             }
             return RemoteList()
         }
-        let body = try vault.openState(
-            try FileSystem.readFile(path, limit: 1 << 20), purpose: .remotes, role: role, what: path)
-        do {
-            return try JSONDecoder().decode(RemoteList.self, from: Data(body))
-        } catch {
-            throw VaultError(.vaultDamaged, "\(path) is not a valid remote list", remedy: .addRemotesAgain)
-        }
+        return try openSealed(vault, path: path, purpose: .remotes, role: role, damaged: .addRemotesAgain)
     }
 
     /// Writes the list crash-safely, sealed.
     public func save(_ vault: Vault) throws {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys]
-        try AtomicFile.write(
-            try vault.sealState(Array(try e.encode(self)), purpose: .remotes, role: Self.role),
-            to: Self.path(vault.store))
+        try saveSealed(vault, to: Self.path(vault.store), purpose: .remotes, role: Self.role)
     }
-
-    /// True for a name a remote may have: 1-64 of letters, digits, `-`, `_`, `.`, not starting with `.`.
-    public static func isValidName(_ name: String) -> Bool { DestinationList.isValidName(name) }
 
     /// A store a command named: the remote's name (nil for a URL given as it is) and where it is.
     public struct Resolved: Sendable {

@@ -288,7 +288,7 @@ public final class Replicator: Sendable {
         report.refusedTombstones = opened.refused
         let stones = opened.valid.filter { local.contains($0.key) }.sorted { $0.key < $1.key }.map(\.value)
         try vault.applyTombstones(stones)
-        report.removed = stones.compactMap { DocumentID(hex: $0.id) }
+        report.removed = stones.map(\.id)
         let wanted = remote.objects.keys.filter {
             !local.contains($0) && opened.valid[$0] == nil && removedHere[$0] == nil
         }.sorted()

@@ -12,7 +12,7 @@ package struct UploadJournal: Codable, Sendable {
     /// One batch's state.
     package struct Batch: Codable, Sendable, Equatable, BatchBookkeeping {
         /// Ids of the documents in the payload, in order.
-        package var documents: [String]
+        package var documents: [DocumentID]
         /// Exact payload length.
         package var bytes: UInt64
         /// `pending`, or `complete` once the server confirmed it.
@@ -28,7 +28,7 @@ package struct UploadJournal: Codable, Sendable {
         /// What the server holds of the batch so far, in the protocol's terms.
         package var wire = WireState.none
 
-        init(documents: [String], bytes: UInt64, status: BatchStatus, attempts: Int, key: String) {
+        init(documents: [DocumentID], bytes: UInt64, status: BatchStatus, attempts: Int, key: String) {
             (self.documents, self.bytes, self.status, self.attempts, self.key) = (
                 documents, bytes, status, attempts, key
             )
@@ -44,7 +44,7 @@ package struct UploadJournal: Codable, Sendable {
 
         package init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
-            documents = try c.decode([String].self, forKey: .documents)
+            documents = try c.decode([DocumentID].self, forKey: .documents)
             bytes = try c.decode(UInt64.self, forKey: .bytes)
             status = try c.decode(BatchStatus.self, forKey: .status)
             attempts = try c.decode(Int.self, forKey: .attempts)
@@ -118,7 +118,7 @@ package struct UploadJournal: Codable, Sendable {
     /// A document left out (damaged, with skipping asked for).
     package struct Skip: Codable, Sendable {
         /// Its id.
-        package var id: String
+        package var id: DocumentID
         /// The error code.
         package var code: String
     }

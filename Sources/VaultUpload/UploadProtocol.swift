@@ -158,7 +158,7 @@ public struct S3Target: Sendable {
     public var name: String { "s3://\(bucket)/\(prefix)" }
 }
 
-extension DestinationList.Entry {
+extension DestinationEntry {
     /// The protocol the entry names, nil for the default of its URL (the list keeps the name
     /// as text, so lists stay readable by every version; a name no version makes is nil too).
     package var uploadProtocol: UploadProtocol.Name? { wire.flatMap(UploadProtocol.Name.init(rawValue:)) }

@@ -135,7 +135,7 @@ public struct UploadSummary: Sendable {
     /// Documents delivered.
     public var documents: Int
     /// Their ids, batch by batch.
-    public var documentIDs: [String] = []
+    public var documentIDs: [DocumentID] = []
     /// Payload bytes of the run.
     public var payloadBytes: UInt64
     /// Retries this command made.
@@ -271,7 +271,7 @@ public final class Uploader: @unchecked Sendable {
     /// does would deliver that document twice. The others are left to `prune`.
     static func unfinished(_ journal: UploadJournal, in vault: Vault) throws -> (unsent: [DocumentID], batches: Int)? {
         let open = journal.batches.filter { $0.status != .complete }
-        let unsent = open.flatMap(\.documents).compactMap(DocumentID.init(hex:))
+        let unsent = open.flatMap(\.documents)
         guard !open.isEmpty,
               let identity = journal.deliveryIdentity,
               try unsent.allSatisfy({ try vault.delivery(of: $0, at: identity) == nil }) else { return nil }
@@ -324,8 +324,7 @@ public final class Uploader: @unchecked Sendable {
             guard let journal = read.journal,
                   let left = try unfinished(journal, in: vault) else { continue }
             let ids = Set(
-                journal.batches.flatMap(\.documents).compactMap(DocumentID.init(hex:))
-                    + journal.skipped.compactMap { DocumentID(hex: $0.id) })
+                journal.batches.flatMap(\.documents) + journal.skipped.map(\.id))
             guard left.unsent.allSatisfy({ chosen[$0] != nil }) else { continue }
             guard taken.isDisjoint(with: ids) else { continue }
             let records = selected.filter { ids.contains($0.id) }
@@ -423,7 +422,7 @@ public final class Uploader: @unchecked Sendable {
             payloadBytes: journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }, retries: retries,
             skipped: journal.skipped.count,
             tooLarge: journal.skipped.filter { $0.code == VaultError.Code.uploadRejected.rawValue }
-                .compactMap { DocumentID(hex: $0.id) }, resumedBytes: resumedBytes)
+                .map(\.id), resumedBytes: resumedBytes)
         summary.sentDocuments = sent.documents
         summary.sentBatches = sent.batches
         summary.sentBytes = sent.bytes
@@ -448,7 +447,7 @@ public final class Uploader: @unchecked Sendable {
             // Every document still to send must be in the selection (those of confirmed batches
             // may have been removed since).
             for b in existing.batches where b.status != .complete {
-                for id in b.documents where DocumentID(hex: id).flatMap({ records[$0] }) == nil {
+                for id in b.documents where records[id] == nil {
                     throw VaultError(
                         .vaultDamaged, "the upload journal names document \(id), which is not in this selection")
                 }
@@ -469,7 +468,7 @@ public final class Uploader: @unchecked Sendable {
         journal.settings = options.settings
         journal.batches = try planned.map { b in
             UploadJournal.Batch(
-                documents: b.records.map(\.id.hex), bytes: b.length, status: .pending, attempts: 0,
+                documents: b.records.map(\.id), bytes: b.length, status: .pending, attempts: 0,
                 key: try UploadJournal.idempotencyKey(vault: vault, runID: runID, index: b.index, records: b.records))
         }
         try rekey(from: 0)  // exact lengths (a form's manifest names its batch number)
@@ -478,7 +477,7 @@ public final class Uploader: @unchecked Sendable {
     }
 
     private func batchRecords(_ b: UploadJournal.Batch) -> [DocumentRecord] {
-        b.documents.compactMap { DocumentID(hex: $0).flatMap { records[$0] } }
+        b.documents.compactMap { records[$0] }
     }
 
     /// Renumbers keys (and lengths) after the batch list changed (a split or a skip): index and
@@ -655,7 +654,7 @@ public final class Uploader: @unchecked Sendable {
             guard let journal = read.journal,
                   let identity = journal.deliveryIdentity else { continue }
             for (i, batch) in journal.batches.enumerated() where batch.status == .complete {
-                let ids = batch.documents.compactMap(DocumentID.init(hex:))
+                let ids = batch.documents
                 let present = try vault.records(ids, skippingMissing: true)
                 let missing = try vault.undelivered(present, at: identity)
                 guard !missing.isEmpty else { continue }
@@ -686,7 +685,7 @@ public final class Uploader: @unchecked Sendable {
             )
             await sender.abandon(journal.batches[i].wire)
             journal.batches.remove(at: i)
-            journal.skipped.append(.init(id: d.id.hex, code: error.code.rawValue))
+            journal.skipped.append(.init(id: d.id, code: error.code.rawValue))
             runProgress.skip(remaining: d.metadata.size)
             if i < journal.batches.count { try rekey(from: i) }
             prefix = nil
@@ -699,7 +698,7 @@ public final class Uploader: @unchecked Sendable {
         journal.batches.replaceSubrange(
             i...i,
             with: [Array(docs[..<half]), Array(docs[half...])].map { part in
-                UploadJournal.Batch(documents: part.map(\.id.hex), bytes: 0, status: .pending, attempts: 0, key: "")
+                UploadJournal.Batch(documents: part.map(\.id), bytes: 0, status: .pending, attempts: 0, key: "")
             })
         try rekey(from: i)
         try journal.save(to: vault)
@@ -713,8 +712,8 @@ public final class Uploader: @unchecked Sendable {
         guard options.skipBad else { throw f.error }
         await sender.abandon(journal.batches[i].wire)
         journal.batches[i].wire = .none
-        journal.batches[i].documents.removeAll { $0 == f.record.id.hex }
-        journal.skipped.append(.init(id: f.record.id.hex, code: f.error.code.rawValue))
+        journal.batches[i].documents.removeAll { $0 == f.record.id }
+        journal.skipped.append(.init(id: f.record.id, code: f.error.code.rawValue))
         runProgress.skip(remaining: f.record.metadata.size)
         try rekey(from: i)
         try journal.save(to: vault)

@@ -44,10 +44,11 @@ extension VaultCore.Vault {
     /// Records what a sending command did, warning (not failing: the documents are out
     /// already) when the history cannot be written.
     func recordSent(
-        _ operation: HistoryRecord.Operation, _ records: [DocumentRecord], sentIDs: [String], destinations: [String],
+        _ operation: HistoryRecord.Operation, _ records: [DocumentRecord], sentIDs: [DocumentID],
+        destinations: [String],
         skipped: Int, detail: String? = nil
     ) {
-        let byID = Dictionary(uniqueKeysWithValues: records.map { ($0.id.hex, $0) })
+        let byID = Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0) })
         recordSent(
             operation, sent: sentIDs.compactMap { byID[$0] }.map(HistoryRecord.Document.init),
             destinations: destinations,
@@ -57,14 +58,14 @@ extension VaultCore.Vault {
     /// As above, with the sent documents' records read from the index by id (for a command that
     /// did not hold the records: a document removed meanwhile is left out).
     func recordSent(
-        _ operation: HistoryRecord.Operation, sentIDs: [String], destinations: [String], skipped: Int,
+        _ operation: HistoryRecord.Operation, sentIDs: [DocumentID], destinations: [String], skipped: Int,
         detail: String? = nil
     ) {
         var sent: [HistoryRecord.Document] = []
         sent.reserveCapacity(sentIDs.count)
         do {
             // A thousand records at a time: the record names every document, its records need not all be held too.
-            let ids = sentIDs.compactMap(DocumentID.init(hex:))
+            let ids = sentIDs
             for start in stride(from: 0, to: ids.count, by: 1000) {
                 sent += try records(Array(ids[start..<min(start + 1000, ids.count)]), skippingMissing: true).map(
                     HistoryRecord.Document.init)

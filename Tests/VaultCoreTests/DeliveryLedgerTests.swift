@@ -59,7 +59,7 @@ import Testing
         // The history says so: an upload record naming the batch and the destination's identity.
         let last = try #require(try f.vault.history().entries.last?.record)
         #expect(
-            last.operation == .upload && last.documents.map(\.id) == [a.id.hex, b.id.hex]
+            last.operation == .upload && last.documents.map(\.id) == [a.id, b.id]
                 && last.destinations == [Self.office])
         // A second confirmation keeps the first one's time.
         try f.vault.recordDelivery(

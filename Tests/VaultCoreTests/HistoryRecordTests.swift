@@ -5,6 +5,8 @@ import Testing
 /// The history record's hand-written JSON (HistoryRecord.json()) is what JSONEncoder with sorted
 /// keys writes, byte for byte, for every field and the strings that need escaping.
 struct HistoryRecordTests {
+    static let someID = DocumentID(hex: "00112233445566778899aabbccddeeff")!
+
     static func reference(_ r: HistoryRecord) throws -> [UInt8] {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -18,14 +20,22 @@ struct HistoryRecordTests {
             .add,
             documents: [
                 .init(
-                    id: String(repeating: "ab", count: 16), name: "scan é/1.pdf",
+                    id: DocumentID(hex: String(repeating: "ab", count: 16))!, name: "scan é/1.pdf",
                     sha256: String(repeating: "0f", count: 32), size: 123_456_789)
             ]),
         HistoryRecord(
             .export, outcome: .partial,
-            documents: (0..<3).map { .init(id: "\($0)", name: "n\($0)", sha256: "", size: UInt64($0)) },
+            documents: (0..<3).map {
+                .init(
+                    id: DocumentID(bytes: [UInt8](repeating: UInt8($0), count: 16)), name: "n\($0)", sha256: "",
+                    size: UInt64($0))
+            },
             destinations: ["file:///tmp/out/batch-0001.json", "stdout"], detail: "1 damaged document(s) left out"),
-        HistoryRecord(.remove, outcome: .failed, documents: [.init(id: "x", name: "", sha256: "", size: 0)])
+        HistoryRecord(
+            .remove, outcome: .failed,
+            documents: [
+                .init(id: DocumentID(bytes: [UInt8](repeating: 0xff, count: 16)), name: "", sha256: "", size: 0)
+            ])
     ]) func handWrittenJSONIsWhatJSONEncoderWrites(record: HistoryRecord) throws {
         #expect(record.json() == (try Self.reference(record)))
         #expect(try JSONDecoder().decode(HistoryRecord.self, from: Data(record.json())) == record)
@@ -33,7 +43,7 @@ struct HistoryRecordTests {
 
     @Test func anomaliesAndControlCharactersRoundTrip() throws {
         var r = HistoryRecord(
-            .upload, documents: [.init(id: "id", name: "a\"b\\c\u{01}\n\t\u{7f}ü", sha256: "s", size: 1)],
+            .upload, documents: [.init(id: Self.someID, name: "a\"b\\c\u{01}\n\t\u{7f}ü", sha256: "s", size: 1)],
             destinations: ["https://example.invalid:8443/batches"])
         r.anomalies = [.init(code: "log-torn", message: "log.vlt ends inside a record \"after\" record 3")]
         #expect(try JSONDecoder().decode(HistoryRecord.self, from: Data(r.json())) == r)
@@ -47,7 +57,9 @@ struct HistoryRecordTests {
     @Test func theCanonicalReaderGivesWhatJSONDecoderGives() throws {
         var odd = HistoryRecord(
             .upload,
-            documents: [.init(id: "id", name: "a\"b\\c\u{01}\u{08}\u{0c}\n\r\t\u{1f}\u{7f}ü🎉/", sha256: "s", size: 0)],
+            documents: [
+                .init(id: Self.someID, name: "a\"b\\c\u{01}\u{08}\u{0c}\n\r\t\u{1f}\u{7f}ü🎉/", sha256: "s", size: 0)
+            ],
             destinations: ["https://example.invalid:8443/batches", ""], detail: "")
         odd.anomalies = [.init(code: "log-torn", message: "ends \"inside\""), .init(code: "x", message: "")]
         odd.timeMillis = -5
@@ -57,7 +69,7 @@ struct HistoryRecordTests {
                 .add,
                 documents: (0..<50).map {
                     .init(
-                        id: String(repeating: "ab", count: 16), name: "n\($0)",
+                        id: DocumentID(hex: String(repeating: "ab", count: 16))!, name: "n\($0)",
                         sha256: String(repeating: "0f", count: 32), size: UInt64($0) * 1_000_003)
                 }),
             HistoryRecord(.remove, outcome: .failed, documents: []),

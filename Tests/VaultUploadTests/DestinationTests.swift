@@ -39,7 +39,7 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
         let job = try UploadJournal.jobID(
             vault: vault, target: options.target.address, method: options.target.method.rawValue,
             wire: options.wireDescription, limits: options.limits, records: records)
-        var b = UploadJournal.Batch(documents: records.map(\.id.hex), bytes: 0, status: .pending, attempts: 1, key: "k")
+        var b = UploadJournal.Batch(documents: records.map(\.id), bytes: 0, status: .pending, attempts: 1, key: "k")
         batch(&b)
         var journal = UploadJournal(job: job, runId: runID, target: "planted", created: "", updated: "", batches: [b])
         try journal.save(to: vault)

@@ -39,7 +39,7 @@ enum Seeds {
         case "state":
             let id = try! vault.records().records.sorted { $0.metadata.name < $1.metadata.name }[0].id
             let stone = try! vault.sealTombstone(
-                try! vault.history().entries.compactMap(\.record).flatMap(\.documents).first { $0.id == id.hex }!)
+                try! vault.history().entries.compactMap(\.record).flatMap(\.documents).first { $0.id == id }!)
             seed("tombstone-raw", [0 << 1] + stone)
             seed(
                 "tombstone-sealed",

@@ -30,7 +30,7 @@ enum StateFamily {
                 "a tombstone", codes: [.vaultDamaged],
                 { try vault.openTombstone(file(.tombstone, "removed/\(id.hex)"), id: id) })
             {
-                expect(stone.id == id.hex, "a tombstone opened for another document")
+                expect(stone.id == id, "a tombstone opened for another document")
             }
         case 1:
             put(file(.destinations, DestinationList.role), at: DestinationList.path(vault.store))

@@ -38,18 +38,19 @@ extension Vault {
             let deliveries = scan.deliveries()
             let removed = scan.documentState().removed
             let names = scan.removedDocuments()
-            for (hex, position) in removed.sorted(by: { $0.key < $1.key }) {
+            for (id, position) in removed.sorted(by: { $0.key < $1.key }) {
                 for destination in requireDelivered {
-                    guard let d = deliveries[destination]?[hex],
-                          d.record < position else {
+                    guard let d = deliveries[destination]?[id],
+                        d.record < position
+                    else {
                         findings.append(
                             AuditFinding(
                                 .removedUndelivered,
                                 """
-                                    \(hex) (\(names[hex]?.name ?? "?")) was removed by record \(position) without a \
-                                    delivery to \(destination) before it
-                                    """,
-                                document: hex, record: position))
+                                \(id) (\(names[id]?.name ?? "?")) was removed by record \(position) without a \
+                                delivery to \(destination) before it
+                                """,
+                                document: id.hex, record: position))
                         continue
                     }
                 }
@@ -74,9 +75,9 @@ extension Vault {
                     AuditFinding(
                         .rolledBack,
                         """
-                            the log holds \(scan.entries.count) records, but the expected head \(expected) has \
-                            \(expected.count): the vault was rolled back, or its log cut
-                            """
+                        the log holds \(scan.entries.count) records, but the expected head \(expected) has \
+                        \(expected.count): the vault was rolled back, or its log cut
+                        """
                     ))
             } else if expected.count > 0 && scan.entries[expected.count - 1].tag != expected.tag {
                 findings.append(
@@ -94,19 +95,18 @@ extension Vault {
         // A removal a crash interrupted is finished by the next change: not a finding.
         let pending = Set((pendingRemoval.documents ?? []).map(\.id))
         for id in pending { present[id] = nil }
-        let objects = try store.objectIDs().filter { !pending.contains($0.hex) }
+        let objects = try store.objectIDs().filter { !pending.contains($0) }
         // Only the few missing ones are sorted (sorting every entry would copy them all).
-        for (hex, (document, position)) in present.filter({
-            DocumentID(hex: $0.key).map { !objects.contains($0) } ?? true
-        }).sorted(by: { $0.key < $1.key }) {
+        for (id, (document, position)) in present.filter({ !objects.contains($0.key) }).sorted(by: { $0.key < $1.key })
+        {
             findings.append(
                 AuditFinding(
                     .missingObject,
                     """
-                        \(hex) (\(document.name)), added by record \(position), has no object: it was deleted outside \
-                        vault
-                        """,
-                    document: hex, record: position))
+                    \(id) (\(document.name)), added by record \(position), has no object: it was deleted outside \
+                    vault
+                    """,
+                    document: id.hex, record: position))
         }
         // The index: sealed rows that must name exactly the objects, with their metadata, and
         // the documents the history removed. Each object's row is looked up as the object is
@@ -128,13 +128,13 @@ extension Vault {
                 findings.append(AuditFinding(.damagedObject, "\(id): \(e.code): \(e.message)", document: id.hex))
             }
             let hex = id.hex
-            if let at = removed[hex], present[hex] == nil {
+            if let at = removed[id], present[id] == nil {
                 findings.append(
                     AuditFinding(
                         .resurrectedObject,
                         "\(hex) was removed by record \(at), and its object is back: export and upload refuse it",
                         document: hex, record: at))
-            } else if let (logged, position) = present[hex] {
+            } else if let (logged, position) = present[id] {
                 if let m = metadata, Hex.encode(m.sha256) != logged.sha256 || m.size != logged.size {
                     findings.append(
                         AuditFinding(
@@ -147,15 +147,15 @@ extension Vault {
                     AuditFinding(
                         .unloggedObject,
                         """
-                            \(hex) is in the vault but in no record: it was copied in, or a command was killed after \
-                            committing it (the next change records those as 'adopt')
-                            """,
+                        \(hex) is in the vault but in no record: it was copied in, or a command was killed after \
+                        committing it (the next change records those as 'adopt')
+                        """,
                         document: hex))
             }
             if rowsUsable, let m = metadata {
                 do {
                     if let row = try index.record(id) {
-                        if row.metadata != m.retagged(tagChanges[hex]) {
+                        if row.metadata != m.retagged(tagChanges[id]) {
                             findings.append(
                                 AuditFinding(
                                     .indexMismatch, "the index's record of \(id) differs from its envelope",
@@ -184,14 +184,14 @@ extension Vault {
                     AuditFinding(
                         .indexMismatch,
                         """
-                            index.db does not match the commitment vault sealed with its rows: rows were added, \
-                            removed or changed outside vault (rebuilt from the history and the objects)
-                            """
+                        index.db does not match the commitment vault sealed with its rows: rows were added, \
+                        removed or changed outside vault (rebuilt from the history and the objects)
+                        """
                     ))
                 try rebuildIndexNow()
                 index = try inspectIndex().index
             }
-            for id in try index.ids() where !objects.contains(id) && !pending.contains(id.hex) {
+            for id in try index.ids() where !objects.contains(id) && !pending.contains(id) {
                 findings.append(
                     AuditFinding(
                         .indexMismatch,
@@ -201,7 +201,7 @@ extension Vault {
             // Compared only when the index has applied the whole history (a writer killed
             // between its record and the index leaves it one behind; the next command catches up).
             let indexState = try index.stateOrEmpty()
-            let indexRemoved = Set(try index.removedDocuments().keys.map(\.hex))
+            let indexRemoved = Set(try index.removedDocuments().keys)
             if indexState.logCount == scan.entries.count && indexState.logTag == Hex.encode(scan.head.tag)
                 && indexRemoved != Set(removed.keys)
             {
@@ -209,9 +209,9 @@ extension Vault {
                     AuditFinding(
                         .indexMismatch,
                         """
-                            the index's list of removed documents differs from the history's (\(indexRemoved.count) \
-                            against \(removed.count))
-                            """
+                        the index's list of removed documents differs from the history's (\(indexRemoved.count) \
+                        against \(removed.count))
+                        """
                     ))
             }
         case .missing:
@@ -221,9 +221,9 @@ extension Vault {
                 AuditFinding(
                     .indexMismatch,
                     """
-                        index.db is sealed in another key epoch: a password change was interrupted, or an old copy \
-                        was put back (the next command rebuilds it)
-                        """
+                    index.db is sealed in another key epoch: a password change was interrupted, or an old copy \
+                    was put back (the next command rebuilds it)
+                    """
                 ))
         case .damaged:
             findings.append(

@@ -26,7 +26,7 @@ public enum BatchStatus: String, Codable, Sendable {
 /// What the export manifest and the upload journal both keep about a batch.
 package protocol BatchBookkeeping {
     /// Ids of the documents in the payload, in order.
-    var documents: [String] { get }
+    var documents: [DocumentID] { get }
     /// The payload's exact length.
     var bytes: UInt64 { get }
     /// Where it stands.

@@ -38,7 +38,7 @@ public struct ManifestBatch: Codable, Sendable {
     /// File name in the export folder (nil on stdout).
     public var file: String?
     /// Ids of the documents in the payload, in order.
-    public var documents: [String]
+    public var documents: [DocumentID]
     /// Documents cut out of this batch.
     public var skipped: [ManifestSkip]
     /// Payload length.
@@ -54,7 +54,7 @@ extension ManifestBatch: BatchBookkeeping {}
 /// A document left out of a batch, and why.
 public struct ManifestSkip: Codable, Sendable {
     /// Its id.
-    public var id: String
+    public var id: DocumentID
     /// Its name.
     public var name: String
     /// The error code.
@@ -120,7 +120,7 @@ final class ManifestFile: @unchecked Sendable {
         return entries.indices.map { i in
             let e = entries[i]
             return ManifestBatch(
-                file: Self.fileName(i), documents: (e.kept ?? plan.ids(ofBatch: i)).map(\.hex), skipped: e.skipped,
+                file: Self.fileName(i), documents: e.kept ?? plan.ids(ofBatch: i), skipped: e.skipped,
                 bytes: e.bytes, sha256: e.sha256, status: e.status)
         }
     }
@@ -232,7 +232,7 @@ final class ManifestFile: @unchecked Sendable {
                 text("        {\n")
                 key(10, "code"); string(s.code); text(",\n")
                 key(10, "error"); string(s.error); text(",\n")
-                key(10, "id"); string(s.id); text(",\n")
+                key(10, "id"); string(s.id.hex); text(",\n")
                 key(10, "name"); string(s.name); text("\n")
                 text("        }")
             }
@@ -539,7 +539,7 @@ package final class Exporter {
                 producer.skipFailedDocument(at: f.startOffset)
                 skipped.append(
                     ManifestSkip(
-                        id: f.record.id.hex, name: f.record.metadata.name, code: f.error.code.rawValue,
+                        id: f.record.id, name: f.record.metadata.name, code: f.error.code.rawValue,
                         error: f.error.message))
             } catch {
                 // Cancelled, or a read failed: no queued write may outlive the file it writes to
@@ -619,7 +619,7 @@ package final class Exporter {
                     onEvent(.documentSkipped(id: r.id, name: r.metadata.name, error: e))
                     progress.skip(remaining: r.metadata.size)
                     skipped.append(
-                        ManifestSkip(id: r.id.hex, name: r.metadata.name, code: e.code.rawValue, error: e.message))
+                        ManifestSkip(id: r.id, name: r.metadata.name, code: e.code.rawValue, error: e.message))
                 }
             }
             batch.records = good
@@ -662,7 +662,7 @@ package final class Exporter {
             runID: runID,
             batches: [
                 ManifestBatch(
-                    file: nil, documents: batch.records.map(\.id.hex), skipped: skipped,
+                    file: nil, documents: batch.records.map(\.id), skipped: skipped,
                     bytes: count, sha256: nil, status: .complete)
             ])
         summary.plaintextBytes = batch.records.reduce(0) { $0 + $1.metadata.size }

@@ -67,9 +67,9 @@ package struct DestinationChange: Codable, Sendable, Equatable {
     package var action: Action
     package var name: String
     /// The entry, for `set`.
-    package var entry: DestinationList.Entry?
+    package var entry: DestinationEntry?
 
-    package init(set entry: DestinationList.Entry) {
+    package init(set entry: DestinationEntry) {
         action = .set
         name = entry.name
         self.entry = entry
@@ -133,17 +133,17 @@ package struct DestinationChange: Codable, Sendable, Equatable {
 /// and deliveries, instead of the records (an audit of 100,000 records holds this, not them).
 struct DocumentProjection: HistoryProjection {
     /// The documents present, with the position of the record that added them.
-    var present: [String: (HistoryRecord.Document, Int)] = [:]
+    var present: [DocumentID: (HistoryRecord.Document, Int)] = [:]
     /// The documents removed, with the position of the record that removed them.
-    var removed: [String: Int] = [:]
+    var removed: [DocumentID: Int] = [:]
     /// The document of each removal (the last record that removed it).
-    var removedDocuments: [String: HistoryRecord.Document] = [:]
+    var removedDocuments: [DocumentID: HistoryRecord.Document] = [:]
     /// The first confirmed delivery of each document, by destination.
-    var deliveries: [String: [String: Delivery]] = [:]
+    var deliveries: [String: [DocumentID: Delivery]] = [:]
     /// The destinations, as the records so far made them.
     var destinations = DestinationList()
     /// The tag changes made to each document so far, as one change (by id).
-    var tagChanges: [String: TagChange] = [:]
+    var tagChanges: [DocumentID: TagChange] = [:]
 
     mutating func present(_ documents: [HistoryRecord.Document], at position: Int) {
         for d in documents { present[d.id] = (d, position) }

@@ -47,8 +47,8 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
 
     /// A document the record names.
     package struct Document: Codable, Sendable, Equatable {
-        /// The document id (32 hex digits).
-        package var id: String
+        /// The document id (32 hex digits in the record).
+        package var id: DocumentID
         /// Its name.
         package var name: String
         /// SHA-256 of its plaintext (hex).
@@ -57,7 +57,7 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
         package var size: UInt64
 
         /// A document by its parts.
-        package init(id: String, name: String, sha256: String, size: UInt64) {
+        package init(id: DocumentID, name: String, sha256: String, size: UInt64) {
             self.id = id
             self.name = name
             self.sha256 = sha256
@@ -66,7 +66,7 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
 
         /// The document of `record`.
         package init(_ record: DocumentRecord) {
-            id = record.id.hex
+            id = record.id
             name = record.metadata.name
             sha256 = Hex.encode(record.metadata.sha256)
             size = record.metadata.size
@@ -303,7 +303,7 @@ extension HistoryRecord {
         for (i, d) in documents.enumerated() {
             if i > 0 { o.append(0x2C) }
             o.append(0x7B)
-            key("id", first: true); string(d.id)
+            key("id", first: true); string(d.id.hex)
             key("name"); string(d.name)
             key("sha256"); string(d.sha256)
             key("size"); number(d.size)

@@ -90,7 +90,11 @@ package struct HistoryRecordReader {
                   let size = integer(negative: false),
                   size >= 0,
                   literal("}") else { return nil }
-            if build { out.append(HistoryRecord.Document(id: id, name: name, sha256: sha, size: UInt64(size))) }
+            if build {
+                // A document's id is 32 hex digits: anything else is not this layout (JSONDecoder decides).
+                guard let documentID = DocumentID(hex: id) else { return nil }
+                out.append(HistoryRecord.Document(id: documentID, name: name, sha256: sha, size: UInt64(size)))
+            }
         } while literal(",")
         return literal("]") ? out : nil
     }

@@ -65,16 +65,16 @@ package struct HistoryScan: Sendable {
 
     /// Replays the records: the documents the log says are in the vault (with the record that
     /// added them) and those it says were removed (with the record that removed them).
-    package func documentState() -> (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int]) {
+    package func documentState() -> (present: [DocumentID: (HistoryRecord.Document, Int)], removed: [DocumentID: Int]) {
         let p = projected()
         return (p.present, p.removed)
     }
 
     /// The first confirmed delivery of each document, by destination and id.
-    package func deliveries() -> [String: [String: Delivery]] { projected().deliveries }
+    package func deliveries() -> [String: [DocumentID: Delivery]] { projected().deliveries }
 
     /// The document each removal named, by id (the last removal of each).
-    func removedDocuments() -> [String: HistoryRecord.Document] { projected().removedDocuments }
+    func removedDocuments() -> [DocumentID: HistoryRecord.Document] { projected().removedDocuments }
 }
 
 /// Where the next record goes: what an append needs to know about the log.

@@ -101,7 +101,7 @@ extension Vault {
                 // The index's flag alone is not trusted (anyone can clear it): what the history
                 // itself names is not adopted again. A full scan, only when there is a candidate.
                 let named = try writer.log.scan(keepRecords: false).projected()
-                let known = unlogged.filter { named.present[$0.hex] != nil || named.removed[$0.hex] != nil }
+                let known = unlogged.filter { named.present[$0] != nil || named.removed[$0] != nil }
                 if !known.isEmpty {
                     let index = writer.index
                     try index.write(writer.lock) { try index.markLogged(known) }

@@ -21,7 +21,7 @@ extension Vault {
     /// (for an interrupted removal: unless the index shows it recorded already) and deletes
     /// `remove.pending`.
     func finishRemoval(_ documents: [HistoryRecord.Document], writer: inout HistoryWriter, interrupted: Bool) throws {
-        let ids = documents.compactMap { DocumentID(hex: $0.id) }
+        let ids = documents.map(\.id)
         for id in ids where FileSystem.kind(of: store.objectPath(id)) != .missing {
             try FileSystem.remove(store.objectPath(id))
         }

@@ -449,7 +449,7 @@ final class DocumentIndex {
 
     /// Records a document as removed according to the history.
     func addRemoved(_ document: HistoryRecord.Document, position: Int) throws {
-        guard let id = DocumentID(hex: document.id) else { return }
+        let id = document.id
         let sealed = SealedState.seal(
             Array(try JSONEncoder().encode(Removed(document: document, record: position))), purpose: .indexRecord,
             role: "index.db/removed/\(id.hex)",
@@ -646,7 +646,7 @@ final class DocumentIndex {
             let plain = SealedState.open(
                 sealed, purpose: .indexRecord, role: "index.db/removed/\(id.hex)", epoch: epoch,
                 subkey: sealKey, vaultID: vaultID),
-            let r = try? JSONDecoder().decode(Removed.self, from: Data(plain)), r.document.id == id.hex
+            let r = try? JSONDecoder().decode(Removed.self, from: Data(plain)), r.document.id == id
         else {
             throw RowDamaged(what: "index.db's removal row for \(id.hex) fails authentication")
         }
@@ -759,7 +759,7 @@ struct IndexProjection: HistoryProjection {
     let index: DocumentIndex
 
     func present(_ documents: [HistoryRecord.Document], at position: Int) throws {
-        try index.markLogged(documents.compactMap { DocumentID(hex: $0.id) })
+        try index.markLogged(documents.map(\.id))
     }
 
     func reset(to documents: [HistoryRecord.Document], at position: Int) throws {
@@ -771,18 +771,14 @@ struct IndexProjection: HistoryProjection {
     }
 
     func delivered(_ documents: [HistoryRecord.Document], _ delivery: Delivery) throws {
-        for d in documents {
-            guard let id = DocumentID(hex: d.id) else { continue }
-            try index.addDelivery(id, delivery)
-        }
+        for d in documents { try index.addDelivery(d.id, delivery) }
     }
 
     /// A row's tags are its envelope's with the history's changes made.
     func retagged(_ documents: [HistoryRecord.Document], _ change: TagChange) throws {
         for d in documents {
-            guard let id = DocumentID(hex: d.id),
-                  let row = try index.record(id) else { continue }
-            try index.put(DocumentRecord(id: id, metadata: row.metadata.retagged(change)), logged: true)
+            guard let row = try index.record(d.id) else { continue }
+            try index.put(DocumentRecord(id: d.id, metadata: row.metadata.retagged(change)), logged: true)
         }
     }
 

@@ -305,25 +305,23 @@ extension Vault {
     /// chain is whole), which were removed, and how far the history goes.
     func deriveHistory(
         _ index: DocumentIndex, from scan: HistoryScan,
-        state: (present: [String: (HistoryRecord.Document, Int)], removed: [String: Int]), keptHigh: Int? = nil,
+        state: (present: [DocumentID: (HistoryRecord.Document, Int)], removed: [DocumentID: Int]), keptHigh: Int? = nil,
         _ lock: WriterLock
     ) throws {
         try index.clearHistoryRows()
         // A broken chain adopts nothing: every document counts as named.
         let whole = scan.findings.isEmpty || !scan.exists
         if !whole { try index.db.execute("UPDATE documents SET logged = 1") }
-        try index.markLogged(
-            state.present.keys.compactMap(DocumentID.init(hex:)) + state.removed.keys.compactMap(DocumentID.init(hex:)))
+        try index.markLogged(Array(state.present.keys) + Array(state.removed.keys))
         for (id, d) in scan.removedDocuments() {
             if let at = state.removed[id] { try index.addRemoved(d, position: at) }
         }
         for (_, documents) in scan.deliveries() {
-            for (id, delivery) in documents { if let id = DocumentID(hex: id) { try index.addDelivery(id, delivery) } }
+            for (id, delivery) in documents { try index.addDelivery(id, delivery) }
         }
         // Rows were made from the envelopes: the history's tag changes are made to them.
-        for (hex, change) in scan.projected().tagChanges {
-            guard let id = DocumentID(hex: hex),
-                  let row = try index.record(id) else { continue }
+        for (id, change) in scan.projected().tagChanges {
+            guard let row = try index.record(id) else { continue }
             try index.put(DocumentRecord(id: id, metadata: row.metadata.retagged(change)), logged: true)
         }
         var s = try index.stateOrEmpty()

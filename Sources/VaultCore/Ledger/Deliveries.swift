@@ -69,9 +69,10 @@ package struct DestinationIdentity: Hashable, Sendable, CustomStringConvertible 
     /// process's (``useS3(_:)``) when nil; nil for anything but `http(s)://` and `s3://`.
     package init?(url: String, s3 place: S3Place? = nil) {
         guard let c = URLComponents(string: url.trimmingCharacters(in: .whitespaces)),
-              let scheme = c.scheme?.lowercased(),
-              let host = c.host,
-              !host.isEmpty else { return nil }
+            let scheme = c.scheme?.lowercased(),
+            let host = c.host,
+            !host.isEmpty
+        else { return nil }
         switch scheme {
         case "http", "https":
             let port = c.port.flatMap { ($0 == 80 && scheme == "http") || ($0 == 443 && scheme == "https") ? nil : $0 }
@@ -123,13 +124,15 @@ package struct DestinationIdentity: Hashable, Sendable, CustomStringConvertible 
     /// secret (token, key, signature, password, secret, credential, auth, sig) shown as `…`.
     package var description: String {
         guard let q = value.firstIndex(of: "?"),
-              !value.hasPrefix("s3://") else { return value }
+            !value.hasPrefix("s3://")
+        else { return value }
         let secretWords = ["token", "key", "sig", "password", "secret", "credential", "auth"]
         let items = value[value.index(after: q)...].split(separator: "&", omittingEmptySubsequences: false).map {
             item -> String in
             let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count == 2,
-                  secretWords.contains(where: { parts[0].lowercased().contains($0) }) else {
+                secretWords.contains(where: { parts[0].lowercased().contains($0) })
+            else {
                 return String(item)
             }
             return "\(parts[0])=…"
@@ -147,7 +150,8 @@ package enum Destination {
     /// record that did not fail (``DestinationIdentity/init(recorded:)``).
     static func confirmed(by record: HistoryRecord) -> [String] {
         guard record.operation == .upload,
-              record.outcome != .failed else { return [] }
+            record.outcome != .failed
+        else { return [] }
         return record.destinations.map { DestinationIdentity(recorded: $0).value }
     }
 }
@@ -219,15 +223,15 @@ extension Vault {
         if !findings.isEmpty {
             VaultNotices.post(
                 """
-                    the history has findings (\(findings.joined(separator: ", "))): nothing is removed by delivery \
-                    until an audit settles them
-                    """
+                the history has findings (\(findings.joined(separator: ", "))): nothing is removed by delivery \
+                until an audit settles them
+                """
             )
             return (ids, findings)
         }
         let deliveries = scan.projected().deliveries
         let wanted = identities.map { DestinationIdentity(given: $0)?.value ?? $0 }
-        return (ids.filter { id in !wanted.allSatisfy { deliveries[$0]?[id.hex] != nil } }, [])
+        return (ids.filter { id in !wanted.allSatisfy { deliveries[$0]?[id] != nil } }, [])
     }
 
     /// Every ledger row, by destination: the documents delivered there (present or removed
@@ -268,43 +272,50 @@ extension Vault {
 /// documents are delivered to (a back office's URL, an S3 bucket and prefix, a presign
 /// endpoint), how batches go there, and whether every document must reach it before it may
 /// be removed. Remotes (`remotes.vlt`) are the other kind of place: replicas of the vault.
-package struct DestinationList: Codable, Sendable, Equatable {
-    package struct Entry: Codable, Sendable, Equatable {
-        /// The short name.
-        package var name: String
-        /// The URL as given (`https://…`, `s3://BUCKET/PREFIX`, or the presign endpoint).
-        package var url: String
-        /// How batches go there (json, form, tus, s3, presigned-s3); nil for the default of the URL.
-        package var wire: String?
-        /// Every document must be confirmed here before removal by delivery frees it.
-        package var required: Bool
-        /// For `s3://`: the endpoint and region it was added for (part of its identity; an upload
-        /// to it through another is refused). Nil in lists of earlier versions: the process's.
-        package var endpoint: String?
-        package var region: String?
+package typealias DestinationList = NamedList<DestinationEntry>
 
-        package init(name: String, url: String, wire: String? = nil, required: Bool = true, s3 place: S3Place? = nil) {
-            self.name = name
-            self.url = url
-            self.wire = wire
-            self.required = required
-            self.endpoint = place?.endpoint
-            self.region = place?.region
-        }
+/// A destination of ``DestinationList``.
+package struct DestinationEntry: NamedListEntry {
+    package static let listKey = "destinations"
+    package static let kind = "destination"
+    /// The short name.
+    package var name: String
+    /// The URL as given (`https://…`, `s3://BUCKET/PREFIX`, or the presign endpoint).
+    package var url: String
+    /// How batches go there (json, form, tus, s3, presigned-s3); nil for the default of the URL.
+    package var wire: String?
+    /// Every document must be confirmed here before removal by delivery frees it.
+    package var required: Bool
+    /// For `s3://`: the endpoint and region it was added for (part of its identity; an upload
+    /// to it through another is refused). Nil in lists of earlier versions: the process's.
+    package var endpoint: String?
+    package var region: String?
 
-        /// Where an `s3://` destination is reached, when the list says.
-        package var s3Place: S3Place? { endpoint.flatMap { e in region.map { S3Place(endpoint: e, region: $0) } } }
-
-        /// The ledger's identity of the destination.
-        package var identity: String { DestinationIdentity(url: url, s3: s3Place)?.value ?? url }
+    package init(name: String, url: String, wire: String? = nil, required: Bool = true, s3 place: S3Place? = nil) {
+        self.name = name
+        self.url = url
+        self.wire = wire
+        self.required = required
+        self.endpoint = place?.endpoint
+        self.region = place?.region
     }
 
-    package var destinations: [Entry] = []
+    /// Where an `s3://` destination is reached, when the list says.
+    package var s3Place: S3Place? { endpoint.flatMap { e in region.map { S3Place(endpoint: e, region: $0) } } }
 
-    package init() {}
+    /// The ledger's identity of the destination.
+    package var identity: String { DestinationIdentity(url: url, s3: s3Place)?.value ?? url }
+}
+
+extension NamedList where Entry == DestinationEntry {
+    /// The destinations, in the order they were named.
+    package var destinations: [DestinationEntry] {
+        get { entries }
+        set { entries = newValue }
+    }
 
     package static func path(_ store: VaultStore) -> String { store.path(.destinations) }
-    package static let role = VaultFile.destinations.name
+    package static var role: String { VaultFile.destinations.name }
 
     /// The vault's destinations: the projection of the history's `destination` records (from
     /// `vault/3` on), which the index keeps in its sealed state row, brought up to date with the
@@ -321,26 +332,9 @@ package struct DestinationList: Codable, Sendable, Equatable {
     /// - Throws: ``VaultError/Code/vaultDamaged`` for a list that does not open (edited,
     ///   swapped, from another vault or sealed under a retired key).
     package static func loadFile(_ vault: Vault, anyEpoch: Bool = false) throws -> DestinationList {
-        let path = path(vault.store)
-        if anyEpoch, FileSystem.kind(of: path) != .missing {
-            guard
-                let (_, body) = try SealedState.openAnyEpoch(
-                    try FileSystem.readFile(path, limit: 1 << 20), purpose: .destinations,
-                    role: role, keys: vault.keys, vaultID: vault.config.id),
-                let list = try? JSONDecoder().decode(DestinationList.self, from: Data(body))
-            else {
-                throw VaultError(
-                    .vaultDamaged, "\(path) does not open under any of the vault's keys", remedy: .addDestinationsAgain)
-            }
-            return list
-        }
-        guard FileSystem.kind(of: path) != .missing else { return DestinationList() }
-        let body = try vault.openState(
-            try FileSystem.readFile(path, limit: 1 << 20), purpose: .destinations, role: role, what: path)
-        guard let list = try? JSONDecoder().decode(DestinationList.self, from: Data(body)) else {
-            throw VaultError(.vaultDamaged, "\(path) is not a valid destination list", remedy: .addDestinationsAgain)
-        }
-        return list
+        try openSealed(
+            vault, path: path(vault.store), purpose: .destinations, role: role, anyEpoch: anyEpoch,
+            damaged: .addDestinationsAgain)
     }
 
     /// Makes the vault's destinations this list: a `destination` record in the history for each
@@ -359,26 +353,12 @@ package struct DestinationList: Codable, Sendable, Equatable {
     /// Writes `destinations.vlt` crash-safely, sealed (a vault before `vault/3`; the fuzzer's
     /// seeds of the file the upgrade reads).
     package func saveFile(_ vault: Vault) throws {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys]
-        try AtomicFile.write(
-            try vault.sealState(Array(try e.encode(self)), purpose: .destinations, role: Self.role),
-            to: Self.path(vault.store))
-    }
-
-    /// True for a name a destination may have: 1-64 of letters, digits, `-`, `_`, `.`, not
-    /// starting with `.` (a URL is never a name: it has `:`). The same rule as a remote's.
-    package static func isValidName(_ name: String) -> Bool {
-        !name.isEmpty && name.count <= 64 && !name.hasPrefix(".")
-            && name.unicodeScalars.allSatisfy {
-                ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)))
-                    || "-_.".unicodeScalars.contains($0)
-            }
+        try saveSealed(vault, to: Self.path(vault.store), purpose: .destinations, role: Self.role)
     }
 
     /// The destination `nameOrURL` means: a URL as it is (with the entry of that identity, if
     /// one is named), else a named entry.
-    package func resolve(_ nameOrURL: String) throws -> (entry: Entry?, identity: String) {
+    package func resolve(_ nameOrURL: String) throws -> (entry: DestinationEntry?, identity: String) {
         if nameOrURL.contains("://") {
             guard let identity = Destination.identity(of: nameOrURL) else {
                 throw VaultError(
@@ -398,5 +378,5 @@ package struct DestinationList: Codable, Sendable, Equatable {
     }
 
     /// The destinations every document must reach before removal by delivery frees it.
-    package var required: [Entry] { destinations.filter(\.required) }
+    package var required: [DestinationEntry] { destinations.filter(\.required) }
 }

@@ -36,7 +36,7 @@ extension Vault {
                     detail += "; remotes.json sealed as remotes.vlt"
                 }
                 let destinationsFile = store.path(.destinations)
-                var moved: [DestinationList.Entry] = []
+                var moved: [DestinationEntry] = []
                 if FileSystem.kind(of: destinationsFile, following: false) != .missing {
                     do {
                         moved = try DestinationList.loadFile(self, anyEpoch: true).destinations

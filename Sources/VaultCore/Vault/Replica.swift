@@ -7,8 +7,8 @@ import Foundation
 /// data: nobody without the password can forge one (so nobody can make replicas delete a
 /// document), and one cannot be moved to another id or vault.
 package struct Tombstone: Codable, Sendable, Equatable {
-    /// The removed document (32 hex digits).
-    package var id: String
+    /// The removed document (32 hex digits in the file).
+    package var id: DocumentID
     /// Its name, SHA-256 (hex) and size, as the removing replica knew them ("" and 0 if not).
     package var name: String
     package var sha256: String
@@ -23,7 +23,7 @@ package struct Tombstone: Codable, Sendable, Equatable {
     static let context = "vaultrmv"
     static func ad(vaultID: String, id: String) -> [UInt8] { Array("vault tombstone v1 \(vaultID) \(id)".utf8) }
     /// Its role in the sealed state format: its key under the store's prefix.
-    static func role(_ id: String) -> String { "removed/\(id)" }
+    static func role(_ id: DocumentID) -> String { "removed/\(id.hex)" }
     /// A tombstone is small: a larger object under `removed/` is not one (read no more).
     package static let maxSize = 64 << 10
 
@@ -107,11 +107,11 @@ extension Vault {
             json = plain
         } else {
             json = try SealedState.open(
-                bytes, purpose: .tombstone, role: Tombstone.role(id.hex), keys: keys, vaultID: config.id,
+                bytes, purpose: .tombstone, role: Tombstone.role(id), keys: keys, vaultID: config.id,
                 what: "the tombstone of document \(id)")
         }
         guard let stone = try? JSONDecoder().decode(Tombstone.self, from: Data(json)),
-              stone.id == id.hex else {
+              stone.id == id else {
             throw VaultError(.vaultDamaged, "the tombstone of document \(id) is malformed")
         }
         return stone
@@ -181,7 +181,7 @@ extension Vault {
         try store.withWriterLock { lock in
             let documents = try withIndex(lock) { index in
                 try stones.map { stone in
-                    try DocumentID(hex: stone.id).flatMap { try index.record($0) }.map(HistoryRecord.Document.init)
+                    try index.record(stone.id).map(HistoryRecord.Document.init)
                         ?? stone.document
                 }
             }

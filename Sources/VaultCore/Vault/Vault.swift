@@ -277,7 +277,7 @@ public final class Vault: @unchecked Sendable {
             let documents = try withIndex(lock) { index in
                 try ids.map { id in
                     try index.record(id).map(HistoryRecord.Document.init)
-                        ?? HistoryRecord.Document(id: id.hex, name: "", sha256: "", size: 0)
+                        ?? HistoryRecord.Document(id: id, name: "", sha256: "", size: 0)
                 }
             }
             try remove(documents, lock)

@@ -6,8 +6,11 @@ import Foundation
 /// envelope per document: the truth), `index.db` (the index: sealed rows), `lock`
 /// (writers take an exclusive `flock` on it). Directories are 0700, files 0600.
 public struct VaultStore: Sendable {
+    /// The vault directory (for a vault read from a remote store: its local cache folder), as a
+    /// path: what the store's own file operations take.
+    package let root: String
     /// The vault directory (for a vault read from a remote store: its local cache folder).
-    public let root: String
+    public var url: URL { URL(fileURLWithPath: root, isDirectory: true) }
     /// Where the envelopes come from when they are not in `objects/` (a remote store read
     /// directly); such a store is read-only.
     package let source: (any ObjectSource)?

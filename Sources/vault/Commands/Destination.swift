@@ -47,7 +47,7 @@ extension VaultCommand.Destinations {
         @OptionGroup var result: ResultOptions
 
         /// `destination list --json`.
-        struct Result: Encodable { var destinations: [DestinationList.Entry] }
+        struct Result: Encodable { var destinations: [DestinationEntry] }
 
         func run() async throws { try await run(parent: group.parentOptions) }
 

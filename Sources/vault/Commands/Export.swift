@@ -254,7 +254,7 @@ extension VaultCommand {
             }
             if !summary.skipped.isEmpty {
                 if progressOptions.resolved == .none {  // bar and json name them as they happen
-                    for s in summary.skipped { Terminal.warn("skipped \(s.id.prefix(12)) \(s.name): \(s.error)") }
+                    for s in summary.skipped { Terminal.warn("skipped \(s.id.hex.prefix(12)) \(s.name): \(s.error)") }
                 }
                 throw VaultError(
                     .partial,

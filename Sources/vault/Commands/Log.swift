@@ -94,7 +94,7 @@ extension VaultCommand {
             let shown = scan.entries.filter { e in
                 guard let r = e.record else { return sinceMillis == nil && prefix == nil }
                 if let sinceMillis, r.timeMillis < sinceMillis { return false }
-                if let prefix, !r.documents.contains(where: { $0.id.hasPrefix(prefix) }) { return false }
+                if let prefix, !r.documents.contains(where: { $0.id.hex.hasPrefix(prefix) }) { return false }
                 return true
             }
             let findings = scan.findings
@@ -168,8 +168,8 @@ extension VaultCommand {
             var text = fit(line) + "\n"
             let full = room >= 9 + 32 + 2 + 17 + 2 + 10 + 2 + 16
             let indent = narrow ? "   " : "         "
-            for d in r.documents where only.map({ d.id.hasPrefix($0) }) ?? true {
-                let head = full ? "         \(d.id)  \(d.sha256.prefix(16))…  " : indent + "\(d.id.prefix(12))  "
+            for d in r.documents where only.map({ d.id.hex.hasPrefix($0) }) ?? true {
+                let head = full ? "         \(d.id)  \(d.sha256.prefix(16))…  " : indent + "\(d.id.hex.prefix(12))  "
                 let size = Terminal.size(d.size)
                 let name = Terminal.printable(d.name)
                 let left = room - head.count - size.count - 2

@@ -16,7 +16,9 @@ struct OldKeyHolder {
     func pendingRemoval(_ documents: [(id: String, name: String)]) throws -> [UInt8] {
         let body = Array(
             try JSONEncoder().encode(
-                documents.map { HistoryRecord.Document(id: $0.id, name: $0.name, sha256: "", size: 0) }))
+                documents.map {
+                    HistoryRecord.Document(id: DocumentID(hex: $0.id)!, name: $0.name, sha256: "", size: 0)
+                }))
         return try vault.sealState(body, purpose: .pendingRemoval, role: "remove.pending")
     }
 
@@ -27,7 +29,9 @@ struct OldKeyHolder {
             from: vault.vaultKey, id: HistoryFormat.subkeyID, context: HistoryFormat.subkeyContext)
         let body = Array(
             try JSONEncoder().encode(
-                documents.map { HistoryRecord.Document(id: $0.id, name: $0.name, sha256: "", size: 0) }))
+                documents.map {
+                    HistoryRecord.Document(id: DocumentID(hex: $0.id)!, name: $0.name, sha256: "", size: 0)
+                }))
         let nonce = SystemRandom().bytes(24)
         return Array("VAULTRMP".utf8) + nonce
             + XChaCha20Poly1305.seal(body, ad: Array("VAULTRMP".utf8) + Array(vault.id.utf8), nonce: nonce, key: key)
@@ -35,12 +39,12 @@ struct OldKeyHolder {
 
     /// A tombstone for `id`, in the current format, under this epoch's key.
     func tombstone(_ id: String) throws -> [UInt8] {
-        try vault.sealTombstone(HistoryRecord.Document(id: id, name: "", sha256: "", size: 0))
+        try vault.sealTombstone(HistoryRecord.Document(id: DocumentID(hex: id)!, name: "", sha256: "", size: 0))
     }
 
     /// A tombstone in the format before sealed state (`VTMB1`), under this epoch's key.
     func legacyTombstone(_ id: String) throws -> [UInt8] {
-        let stone = Tombstone(id: id, name: "", sha256: "", size: 0, time: 0, host: "attacker")
+        let stone = Tombstone(id: DocumentID(hex: id)!, name: "", sha256: "", size: 0, time: 0, host: "attacker")
         let key = try SubkeyDerivation.derive(from: vault.vaultKey, id: Tombstone.subkeyID, context: Tombstone.context)
         let nonce = SystemRandom().bytes(24)
         return Tombstone.magic + nonce
@@ -65,7 +69,9 @@ struct OldKeyHolder {
         guard let last = framed.last else { throw VaultError(.internal, "the log has no record to follow") }
         let record = HistoryRecord(
             operation,
-            documents: documents.map { HistoryRecord.Document(id: $0.id, name: $0.name, sha256: "", size: 0) },
+            documents: documents.map {
+                HistoryRecord.Document(id: DocumentID(hex: $0.id)!, name: $0.name, sha256: "", size: 0)
+            },
             destinations: destinations, detail: "forged")
         let position = framed.count + 1
         let nonce = SystemRandom().bytes(HistoryFormat.nonceSize)
