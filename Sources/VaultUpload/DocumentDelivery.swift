@@ -7,11 +7,12 @@ import VaultCore
 /// ``prepare()`` reads the vault's upload journals once and, in this order:
 /// 1. records in the ledger what a journal alone says was confirmed (a kill between the
 ///    journal and the history);
-/// 2. with ``removeDelivered``, removes the chosen documents this destination — and every
-///    destination the vault marks required — has confirmed already;
-/// 3. plans the runs: an interrupted run of the same command whose documents are all chosen is
+/// 2. plans the runs: an interrupted run of the same command whose documents are all chosen is
 ///    finished first, as it was planned (no batch sent twice, tus and S3 offsets kept); then one
-///    run of the chosen documents the destination has not confirmed (``Mode``).
+///    run of the chosen documents the destination has not confirmed (``Mode``), leaving out
+///    with ``removeDelivered`` those this destination — and every destination the vault marks
+///    required — has confirmed already;
+/// 3. once the plan stands, removes those (a plan that fails removes nothing).
 ///
 /// ``send(_:onEvent:)`` then sends the runs one after the other and merges what they did.
 /// ``preview()`` plans the same runs without recording or removing anything.
@@ -100,7 +101,7 @@ public struct DocumentDelivery: Sendable {
     public func send(
         _ plan: Plan, onEvent: @escaping @Sendable (UploadEvent) -> Void = { _ in }
     ) async throws -> UploadSummary? {
-        let required = try requiredElsewhere()
+        let required = removeDelivered ? try requiredElsewhere() : []
         var total: UploadSummary?
         for run in plan.runs {
             var o = options
@@ -110,7 +111,7 @@ public struct DocumentDelivery: Sendable {
             o.renewFinished = !run.resuming && mode != .everything
             o.requireJournal = run.resuming
             o.removeDelivered = removeDelivered
-            o.alsoRequired = removeDelivered ? required : []
+            o.alsoRequired = required
             let uploader = try Uploader(
                 vault: vault, records: run.documents, options: o, job: run.job, onEvent: onEvent)
             uploader.journalsRecorded = true
@@ -135,14 +136,18 @@ public struct DocumentDelivery: Sendable {
             let ledger = try vault.ledger()
             let everywhere = [here] + (try requiredElsewhere())
             deliveredBefore = documents.filter { d in everywhere.allSatisfy { ledger[$0]?[d.id] != nil } }
-            if changing && !deliveredBefore.isEmpty { try vault.removeDocuments(deliveredBefore.map(\.id)) }
         }
         let gone = Set(deliveredBefore.map(\.id))
         let chosen = gone.isEmpty ? documents : documents.filter { !gone.contains($0.id) }
-        // An empty choice (an empty vault, or one the removal emptied) has nothing to send.
-        if chosen.isEmpty { return Plan(runs: [], deliveredBefore: deliveredBefore) }
-        try vault.refuseResurrected(chosen)
-        return Plan(runs: try runs(of: chosen, journals: journals), deliveredBefore: deliveredBefore)
+        // An empty choice (an empty vault, or one the removal empties) has nothing to send.
+        var runs: [Run] = []
+        if !chosen.isEmpty {
+            try vault.refuseResurrected(chosen)
+            runs = try self.runs(of: chosen, journals: journals)
+        }
+        // Removed once the plan stands: a plan that fails removes nothing.
+        if changing && !deliveredBefore.isEmpty { try vault.removeDocuments(deliveredBefore.map(\.id)) }
+        return Plan(runs: runs, deliveredBefore: deliveredBefore)
     }
 
     /// The runs of `chosen` that ``mode`` makes.
@@ -186,7 +191,7 @@ public struct DocumentDelivery: Sendable {
     }
 }
 
-extension MismatchedRun: Error {}
+extension MismatchedRun: Error, CauseStatedInMessage {}
 
 extension UploadSummary {
     /// This summary and `later`'s, as one: counts added, the later run's id.

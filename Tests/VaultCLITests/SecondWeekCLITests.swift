@@ -147,6 +147,30 @@ import Glibc
         #expect(!dry.stderr.contains("Did you mean"))
     }
 
+    /// A delivery whose plan fails removes nothing (the removal of what was delivered before
+    /// comes once the plan stands), and a dry run words its errors as the real command does.
+    @Test func aFailingPlanRemovesNothingAndADryRunSaysWhatTheCommandWouldSay() throws {
+        let s = Sandbox()
+        s.initVault()
+        let (ids, _) = UploadCLITests.add(s, count: 2)
+        let r = Receiver(in: s)
+        let first = s.run(["upload", "--url", r.url, String(ids[0].prefix(8))], env: UploadCLITests.token)
+        #expect(first.status == 0, "\(first.stderr)")
+        for dry in [false, true] {
+            let resume = s.run(
+                ["upload", "--url", r.url, "--remove-delivered", "--resume"] + (dry ? ["--dry-run"] : []),
+                env: UploadCLITests.token)
+            #expect(
+                resume.status == 3
+                    && resume.stderr
+                        == "vault: there is no interrupted upload of these documents to \(r.url)\n"
+                        + "vault: hint: run the upload without --resume to start one\n",
+                "dry run \(dry): \(resume.stderr)")
+            #expect(s.run("list", "--json").out.components(separatedBy: "\"id\"").count == 3, "nothing was removed")
+        }
+        #expect(r.accepted == [ids[0]])
+    }
+
     @Test func resumeNamesTheSettingsAnInterruptedRunWasStartedWith() throws {
         let s = Sandbox()
         s.initVault()

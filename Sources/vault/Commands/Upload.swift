@@ -11,7 +11,8 @@ extension UploadProtocol.Name: ExpressibleByArgument {}
 /// `--method`: any case; the values offered are those an upload takes.
 extension RequestMethod: ExpressibleByArgument {
     public init?(argument: String) { self.init(name: argument) }
-    public static var allValueStrings: [String] { [RequestMethod.post, .put].map(\.rawValue) }
+    // None offered: the help says which (POST or PUT), and `validate` refuses the others.
+    public static var allValueStrings: [String] { [] }
 }
 
 extension VaultCommand {
@@ -423,13 +424,13 @@ extension VaultCommand {
             let delivery = DocumentDelivery(
                 vault: vault, documents: try chosen(in: vault), options: uploadOptions,
                 mode: mode, removeDelivered: removeDelivered)
-            if dryRun { return preview(try delivery.preview(), target: target) }
             let plan: DocumentDelivery.Plan
             do {
-                plan = try delivery.prepare()
+                plan = dryRun ? try delivery.preview() : try delivery.prepare()
             } catch let e as VaultError {
                 throw worded(e, target: target)
             }
+            if dryRun { return preview(plan, target: target) }
             if !plan.deliveredBefore.isEmpty && !result.json {
                 Removal.report(plan.deliveredBefore, why: "delivered before this upload")
             }
