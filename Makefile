@@ -79,7 +79,7 @@ man-check: deps
 # and on a `public` member of a type an app cannot see or a public tuple (scripts/access-check.py).
 DOCS_MODULES := VaultCore VaultUpload
 # Every library module: `public` means an app sees it, and no public API hands out tuples.
-LIBRARY_MODULES := VaultCore VaultUpload VaultS3 VaultRemote
+LIBRARY_MODULES := VaultCore VaultUpload VaultS3 VaultRemote VaultReceive
 docs: deps
 	@mkdir -p .build/docs
 	@rm -rf $(addprefix .build/docs/,$(addsuffix .doccarchive,$(DOCS_MODULES)))

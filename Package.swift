@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "VaultUpload", targets: ["VaultUpload"]),
         .library(name: "VaultS3", targets: ["VaultS3"]),
         .library(name: "VaultRemote", targets: ["VaultRemote"]),
+        .library(name: "VaultReceive", targets: ["VaultReceive"]),
         .executable(name: "vault", targets: ["vault"]),
     ],
     dependencies: [
@@ -45,6 +46,11 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
+        ),
+        // The back office's side (`vault receive`): payloads read as they arrive.
+        .target(
+            name: "VaultReceive",
+            dependencies: ["VaultCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(
             name: "VaultUpload",
@@ -90,7 +96,7 @@ let package = Package(
         ),
         // The fuzz target: libFuzzer's driver when `make fuzz` builds it with -DFUZZING and the
         // sanitizers; otherwise it replays the inputs it is given (make test: Fuzz/regressions/).
-        .executableTarget(name: "fuzzvault", dependencies: ["VaultCore", "VaultUpload", "VaultS3", "VaultRemote", "CSQLite",
+        .executableTarget(name: "fuzzvault", dependencies: ["VaultCore", "VaultUpload", "VaultS3", "VaultRemote", "VaultReceive", "CSQLite",
                                                            .product(name: "Crypto", package: "swift-crypto"),
                                                            .product(name: "NIOCore", package: "swift-nio"),
                                                            .product(name: "NIOHTTP1", package: "swift-nio")],
@@ -114,6 +120,10 @@ let package = Package(
             name: "VaultCoreTests",
             dependencies: ["VaultCore", "CBase64", "VaultTestSupport", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "CryptoExtras", package: "swift-crypto")]
+        ),
+        .testTarget(
+            name: "VaultReceiveTests",
+            dependencies: ["VaultReceive", "VaultCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "VaultUploadTests",

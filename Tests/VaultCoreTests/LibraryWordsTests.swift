@@ -6,7 +6,7 @@ import Testing
 /// library error says what happened and, where a vault operation would set it right, names it
 /// as a ``VaultError/Remedy``; the CLI words it (`Hints`).
 @Suite struct LibraryWordsTests {
-    static let libraries = ["VaultCore", "VaultUpload", "VaultS3", "VaultRemote"]
+    static let libraries = ["VaultCore", "VaultUpload", "VaultS3", "VaultRemote", "VaultReceive"]
 
     /// What names a CLI: a long or short option (`--url`, `-r`), a command (`'vault push'`,
     /// `vault audit`), an environment variable of vault's or AWS's.

@@ -24,7 +24,8 @@ let families: [Family] = [
     Family(name: "config", check: ConfigFamily.check),
     Family(name: "rncryptor", check: RNCryptorFamily.check),
     Family(name: "s3", check: S3Family.check),
-    Family(name: "upload", check: UploadFamily.check)
+    Family(name: "upload", check: UploadFamily.check),
+    Family(name: "payload", check: PayloadFamily.check)
 ]
 
 nonisolated(unsafe) var selected: Family?

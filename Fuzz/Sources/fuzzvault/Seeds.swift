@@ -4,6 +4,7 @@
 // family reads its input. scripts/fuzz.sh adds the fixtures, the official vectors and the
 // recorded answers (Fuzz/seeds/).
 import CSQLite
+import Crypto
 import Foundation
 import VaultCore
 import VaultRemote
@@ -90,6 +91,31 @@ enum Seeds {
                 "keyring-body",
                 [4] + (try! changed.openState(keyring, purpose: .keyring, role: "vault.json", what: "keyring")))
             seed("vault-json-epoch-1", [3] + Array(FileManager.default.contents(atPath: changedRoot + "/vault.json")!))
+        case "payload":
+            // Payloads of vault's layout in both shapes, read in pieces of 1, 8 and 128 bytes.
+            for (count, label) in [(0, "empty"), (1, "one"), (4, "four")] {
+                for shape in PayloadShape.allCases {
+                    var body = Array(#"{"Files":["#.utf8)
+                    for i in 0..<count {
+                        if i > 0 { body.append(0x2C) }
+                        let data = [UInt8](repeating: UInt8(i), count: [0, 1, 2, 70][i % 4])
+                        let metadata = DocumentMetadata(
+                            name: ["scan.pdf", "quote\"d\n", "ünï", ""][i % 4], contentType: "application/pdf",
+                            size: UInt64(data.count), sha256: Array(SHA256.hash(data: data)), addedAtMillis: 0, tags: []
+                        )
+                        let entry = PayloadEntry(
+                            DocumentRecord(
+                                id: DocumentID(bytes: [UInt8](repeating: UInt8(i), count: 16)), metadata: metadata),
+                            shape: shape)
+                        body += entry.prefix + Array(Data(data).base64EncodedString().utf8) + entry.suffix
+                    }
+                    body += Array("]}".utf8)
+                    let first: UInt8 = shape == .objects ? 0 : 1
+                    for mode in [first, first + 14, first + 254] {
+                        seed("\(label)-\(shape.rawValue)-\(mode)", [mode] + body)
+                    }
+                }
+            }
         default:
             break
         }
