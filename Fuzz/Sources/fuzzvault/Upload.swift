@@ -92,7 +92,6 @@ final class FuzzTransport: UploadTransport, @unchecked Sendable {
     func request(
         _ method: RequestMethod, url: String?, headers: [(String, String)], body: RequestBody?
     ) async throws -> UploadResponse {
-        let method = method.rawValue
         requests += 1
         expect(requests <= UploadFamily.maxRequests, "the upload does not end: \(requests) requests")
         let to = url ?? UploadFamily.target
