@@ -123,7 +123,10 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultReceiveTests",
-            dependencies: ["VaultReceive", "VaultCore", "VaultTestSupport", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "VaultReceive", "VaultCore", "VaultUpload", "VaultTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .testTarget(
             name: "VaultUploadTests",

@@ -25,7 +25,8 @@ let families: [Family] = [
     Family(name: "rncryptor", check: RNCryptorFamily.check),
     Family(name: "s3", check: S3Family.check),
     Family(name: "upload", check: UploadFamily.check),
-    Family(name: "payload", check: PayloadFamily.check)
+    Family(name: "payload", check: PayloadFamily.check),
+    Family(name: "multipart", check: MultipartFamily.check)
 ]
 
 nonisolated(unsafe) var selected: Family?

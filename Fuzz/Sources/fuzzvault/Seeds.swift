@@ -116,6 +116,24 @@ enum Seeds {
                     }
                 }
             }
+        case "multipart":
+            // Forms as vault's form upload sends them (with the fuzz family's boundary), read in
+            // pieces of 1, 8 and 256 bytes; and one as a browser or curl sends it.
+            let data = [UInt8](repeating: 0x2D, count: 40) + Array("\r\n--vault-fu".utf8)
+            let metadata = DocumentMetadata(
+                name: "scan \"1\".pdf", contentType: "application/pdf", size: UInt64(data.count),
+                sha256: Array(SHA256.hash(data: data)), addedAtMillis: 0, tags: [])
+            let record = DocumentRecord(id: DocumentID(bytes: [UInt8](repeating: 7, count: 16)), metadata: metadata)
+            let form = FormBody(
+                boundary: MultipartFamily.boundary, fields: [FormField(name: "case", value: "4711")], batch: 1, of: 1)
+            let vaultForm = form.opening([record]) + form.head(record) + data + form.tail(record) + form.closing
+            let curlForm = Array(
+                ("--vault-fuzz\r\nContent-Disposition: form-data; name=\"files[]\"; filename=\"a\\\"b.txt\"\r\n"
+                    + "Content-Type: text/plain\r\n\r\nhello\r\n--vault-fuzz--\r\n").utf8)
+            for mode: UInt8 in [0, 7, 255] {
+                seed("vault-form-\(mode)", [mode] + vaultForm)
+                seed("curl-form-\(mode)", [mode] + curlForm)
+            }
         default:
             break
         }
