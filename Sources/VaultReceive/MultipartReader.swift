@@ -58,12 +58,14 @@ package struct MultipartReader {
     /// The boundary of a `multipart/form-data` content type, nil when it names none.
     package static func boundary(ofContentType value: String) -> String? {
         let parts = value.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-        guard let type = parts.first, type.lowercased() == "multipart/form-data" else { return nil }
+        guard let type = parts.first,
+              type.lowercased() == "multipart/form-data" else { return nil }
         for p in parts.dropFirst() where p.lowercased().hasPrefix("boundary=") {
             var b = String(p.dropFirst("boundary=".count))
             if b.hasPrefix("\""), b.hasSuffix("\""), b.count >= 2 { b = String(b.dropFirst().dropLast()) }
             // RFC 2046: 1-70 characters, none of them a control character.
-            guard (1...70).contains(b.utf8.count), b.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
+            guard (1...70).contains(b.utf8.count),
+                  b.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
             return b
         }
         return nil
@@ -187,7 +189,8 @@ package struct MultipartReader {
             case "content-disposition":
                 guard name == nil else { throw refusal("one Content-Disposition", at: i) }
                 let (kind, parameters) = try Self.parameters(value, at: i, refusal)
-                guard kind.lowercased() == "form-data", let n = parameters["name"] else {
+                guard kind.lowercased() == "form-data",
+                      let n = parameters["name"] else {
                     throw refusal("Content-Disposition: form-data; name=…", at: i)
                 }
                 name = n
@@ -222,7 +225,8 @@ package struct MultipartReader {
             while j < scalars.count && scalars[j] != "=" && scalars[j] != ";" {
                 key.unicodeScalars.append(scalars[j]); j += 1
             }
-            guard j < scalars.count, scalars[j] == "=" else { throw refusal("a parameter `key=value`", i) }
+            guard j < scalars.count,
+                  scalars[j] == "=" else { throw refusal("a parameter `key=value`", i) }
             j += 1
             var v = ""
             if j < scalars.count && scalars[j] == "\"" {
@@ -258,7 +262,8 @@ package struct MultipartReader {
 
     /// The first index of `needle` in `haystack`.
     static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
-        guard haystack.count >= needle.count, let first = needle.first else { return nil }
+        guard haystack.count >= needle.count,
+              let first = needle.first else { return nil }
         var k = 0
         while k <= haystack.count - needle.count {
             guard let at = haystack[k...(haystack.count - needle.count)].firstIndex(of: first) else { return nil }

@@ -206,12 +206,14 @@ package struct PayloadReader {
             while i < bytes.count {
                 let b = bytes[i]
                 guard (0x30...0x39).contains(b) else { break }
-                guard token.count < 20, !(token == [0x30]) else { throw refusal("a canonical size", at: i) }
+                guard token.count < 20,
+                      !(token == [0x30]) else { throw refusal("a canonical size", at: i) }
                 token.append(b)
                 i += 1
             }
             if i < bytes.count {
-                guard !token.isEmpty, let n = UInt64(String(decoding: token, as: UTF8.self)) else {
+                guard !token.isEmpty,
+                      let n = UInt64(String(decoding: token, as: UTF8.self)) else {
                     throw refusal("a size", at: i)
                 }
                 if field == .size { header.size = n }
@@ -298,7 +300,8 @@ package struct PayloadReader {
             default: throw refusal("a canonical escape", at: i)
             }
         }
-        guard let s = String(validating: text, as: UTF8.self), JSONString.quoted(s) == token else {
+        guard let s = String(validating: text, as: UTF8.self),
+              JSONString.quoted(s) == token else {
             throw refusal("a canonically escaped UTF-8 string", at: i)
         }
         if field == .name { header.name = s } else { header.contentType = s }

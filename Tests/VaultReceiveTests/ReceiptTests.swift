@@ -132,3 +132,38 @@ import VaultTestSupport
         #expect(p.terminationStatus == 0 && text == "verified\n", "\(text)")
     }
 }
+
+/// A station reads a receiver's answer: the canonical statement, taken as sent, and its signature.
+@Suite struct ReceiptAnswerTests {
+    @Test func anAnswerReadsBackToItsReceiptAndSignature() throws {
+        let k = try ReceiptTests.key(String(repeating: "44", count: 32))
+        let answer = try Receipt.answer(ReceiptTests.vector.signed(with: k))
+        #expect(answer.receipt == ReceiptTests.vector)
+        #expect(answer.statement == ReceiptTests.vector.statement())
+        #expect(answer.isSigned(by: k.publicKey))
+        #expect(!answer.isSigned(by: try ReceiptTests.key(String(repeating: "45", count: 32)).publicKey))
+    }
+
+    @Test func anythingButTheCanonicalAnswerIsRefused() throws {
+        let k = try ReceiptTests.key(String(repeating: "44", count: 32))
+        let good = String(decoding: ReceiptTests.vector.signed(with: k), as: UTF8.self)
+        let changes: [(String, String)] = [
+            ("a space in the statement", good.replacingOccurrences(of: #""size":3"#, with: #""size": 3"#)),
+            ("keys in another order", good.replacingOccurrences(of: #","version":1}"#, with: "}").replacingOccurrences(
+                of: #"{"receipt":{"#, with: #"{"receipt":{"version":1,"#)),
+            ("an extra key", good.replacingOccurrences(of: #","version":1}"#, with: #","version":1,"x":1}"#)),
+            ("another version", good.replacingOccurrences(of: #""version":1"#, with: #""version":2"#)),
+            ("a day that does not exist", good.replacingOccurrences(of: "2026-11-26", with: "2026-02-31")),
+            ("an upper-case digest", good.replacingOccurrences(of: "efefef", with: "EFEFEF")),
+            ("a short signature", good.replacingOccurrences(of: #","signature":""#, with: #","signature":"AAAA"#)),
+            ("no signature", String(good.prefix(upTo: good.range(of: #","signature""#)!.lowerBound)) + "}"),
+            ("something else", #"{"ok":true}"#),
+        ]
+        for (what, text) in changes {
+            #expect(throws: VaultError.self, "\(what)") { _ = try Receipt.answer(Array(text.utf8)) }
+        }
+        // A changed statement still reads, but is not signed.
+        let forged = try Receipt.answer(Array(good.replacingOccurrences(of: "station-3", with: "station-4").utf8))
+        #expect(!forged.isSigned(by: k.publicKey))
+    }
+}

@@ -26,7 +26,8 @@ let families: [Family] = [
     Family(name: "s3", check: S3Family.check),
     Family(name: "upload", check: UploadFamily.check),
     Family(name: "payload", check: PayloadFamily.check),
-    Family(name: "multipart", check: MultipartFamily.check)
+    Family(name: "multipart", check: MultipartFamily.check),
+    Family(name: "receipt", check: ReceiptFamily.check)
 ]
 
 nonisolated(unsafe) var selected: Family?

@@ -134,6 +134,24 @@ enum Seeds {
                 seed("vault-form-\(mode)", [mode] + vaultForm)
                 seed("curl-form-\(mode)", [mode] + curlForm)
             }
+        case "receipt":
+            // Answers as a receiver signs them: no document, one, and twenty.
+            let key = try! [UInt8](repeating: 0x11, count: 32).withUnsafeBytes {
+                try SigningKey(seed: try SecretBytes(copying: $0))
+            }
+            for count in [0, 1, 20] {
+                let receipt = Receipt(
+                    batch: "run-\(count)/1",
+                    documents: (0..<count).map {
+                        Receipt.Document(
+                            id: DocumentID(bytes: [UInt8](repeating: UInt8($0), count: 16)),
+                            sha256: [UInt8](repeating: UInt8($0), count: 32), size: UInt64($0) * 1000)
+                    },
+                    payloadSHA256: [UInt8](repeating: 0xEF, count: 32), receiver: "office \"main\"",
+                    station: "station-3",
+                    timeMillis: 1_795_651_200_123)
+                seed("answer-\(count)", receipt.signed(with: key))
+            }
         default:
             break
         }

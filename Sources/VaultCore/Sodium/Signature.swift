@@ -53,9 +53,8 @@ package struct SigningKey: Sendable {
     /// non-canonical signatures and small-order public keys).
     package static func verify(_ signature: [UInt8], of message: [UInt8], publicKey: [UInt8]) -> Bool {
         guard (try? Sodium.ensureInitialized()) != nil,
-            signature.count == signatureSize,
-            publicKey.count == publicKeySize
-        else { return false }
+              signature.count == signatureSize,
+              publicKey.count == publicKeySize else { return false }
         return message.withUnsafeBufferPointer { m in
             crypto_sign_verify_detached(signature, m.baseAddress, UInt64(m.count), publicKey) == 0
         }
