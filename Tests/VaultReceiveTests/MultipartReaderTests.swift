@@ -49,6 +49,12 @@ import VaultTestSupport
     static func vaultForm() -> (body: [UInt8], boundary: String, documents: [PayloadReaderTests.Document]) {
         var documents = PayloadReaderTests.documents(6)
         documents[4].bytes = Array("ends with a partial boundary\r\n--vault".utf8)
+        let m = documents[4].record.metadata
+        documents[4].record = DocumentRecord(
+            id: documents[4].record.id,
+            metadata: DocumentMetadata(
+                name: m.name, contentType: m.contentType, size: UInt64(documents[4].bytes.count),
+                sha256: Array(SHA256.hash(data: documents[4].bytes)), addedAtMillis: 0, tags: []))
         let form = FormBody(
             boundary: "vault-0123456789abcdef0123456789abcdef", fields: [FormField(name: "case", value: "4711")],
             batch: 1,

@@ -1,0 +1,210 @@
+import Crypto
+import Foundation
+import VaultCore
+
+/// Reads a batch sent as `multipart/form-data` and gives the same document events as the JSON
+/// payload's reader (``PayloadReader/Event``), so a receiver treats both alike.
+///
+/// - As vault's form upload sends it (docs/UPLOAD.md): text fields, a `manifest` part naming
+///   each document (id, name, content type, size, SHA-256), then one file part per document in
+///   the manifest's order. Each file part must have the size and SHA-256 its manifest entry
+///   names; the manifest's names are the documents' names (file names are percent-encoded).
+/// - As a browser or `curl` sends it, without a manifest: each file part is a document named by
+///   its file name, its content type as given; its size and SHA-256 are what arrived.
+///
+/// Text fields are kept (``fields``), bounded. A file part before the manifest, a manifest that
+/// is not vault's, and file parts that do not match it are refused.
+package struct FormReader {
+    /// The most bytes a manifest may take (20 documents take a few KiB).
+    package static let maxManifestBytes = 1 << 20
+    /// The most bytes a text field may take.
+    package static let maxFieldBytes = 8 << 10
+
+    /// The text fields read so far (name, value).
+    package private(set) var fields: [(name: String, value: String)] = []
+
+    private var parts: MultipartReader
+    private let fileField: String?
+    private let maxDocuments: Int
+    private var manifest: [PayloadReader.Header]?
+    private var documents = 0
+    private enum Current { case none, field(String, [UInt8]), manifest([UInt8]), file(PayloadReader.Header) }
+    private var current = Current.none
+    private var size: UInt64 = 0
+    private var digest = SHA256()
+
+    /// A reader of a form whose boundary is `boundary`, taking at most `maxDocuments` documents;
+    /// with `fileField`, only parts of that name are documents (otherwise every part with a file
+    /// name is).
+    package init(boundary: String, fileField: String? = nil, maxDocuments: Int = BatchLimits().documents) {
+        parts = MultipartReader(boundary: boundary, maxParts: maxDocuments + 32)
+        self.fileField = fileField
+        self.maxDocuments = maxDocuments
+    }
+
+    /// Reads the next piece of the body, calling `handle` for what it completes.
+    /// - Throws: what ``MultipartReader/read(_:_:)`` throws, `header-malformed` for a manifest
+    ///   that is not vault's or file parts that do not match it, `digest-mismatch` for a file
+    ///   whose size or SHA-256 is not its entry's; and whatever `handle` throws.
+    package mutating func read(_ piece: UnsafeRawBufferPointer, _ handle: (PayloadReader.Event) throws -> Void) throws {
+        // The multipart reader is taken out while it calls back into this reader.
+        var reader = parts
+        defer { parts = reader }
+        try reader.read(piece) { event in
+            if case .data(let bytes) = event {
+                try data(bytes, handle)
+            } else {
+                try self.handle(event, handle)
+            }
+        }
+    }
+
+    /// Checks that the form ended whole and held every document its manifest named.
+    package func finish() throws {
+        try parts.finish()
+        if let manifest, documents != manifest.count {
+            throw VaultError(
+                .headerMalformed, "the form's manifest names \(manifest.count) documents and it holds \(documents)")
+        }
+    }
+
+    // MARK: Parts
+
+    private mutating func handle(_ event: MultipartReader.Event, _ handle: (PayloadReader.Event) throws -> Void) throws
+    {
+        switch event {
+        case .part(let part):
+            if part.name == "manifest" && part.filename == nil {
+                guard manifest == nil,
+                      documents == 0 else {
+                    throw VaultError(.headerMalformed, "the form's manifest comes after a document, or twice")
+                }
+                current = .manifest([])
+            } else if part.filename != nil && (fileField == nil || part.name == fileField) {
+                try begin(part, handle)
+            } else {
+                current = .field(part.name, [])
+            }
+        case .end:
+            switch current {
+            case .manifest(let bytes): manifest = try Self.manifest(bytes, max: maxDocuments)
+            case .field(let name, let bytes):
+                guard fields.count < 32 else { throw VaultError(.headerMalformed, "the form has more than 32 fields") }
+                fields.append((name, String(decoding: bytes, as: UTF8.self)))
+            case .file(let header): try end(header, handle)
+            case .none: break
+            }
+            current = .none
+        case .data:
+            break
+        }
+    }
+
+    private mutating func data(_ bytes: UnsafeRawBufferPointer, _ handle: (PayloadReader.Event) throws -> Void) throws {
+        switch current {
+        case .manifest(var b):
+            b += Array(bytes)
+            guard b.count <= Self.maxManifestBytes else {
+                throw VaultError(.headerMalformed, "the form's manifest is longer than \(Self.maxManifestBytes) bytes")
+            }
+            current = .manifest(b)
+        case .field(let name, var b):
+            b += Array(bytes)
+            guard b.count <= Self.maxFieldBytes else {
+                throw VaultError(
+                    .headerMalformed, "the form's field '\(name.prefix(64))' is longer than \(Self.maxFieldBytes) bytes"
+                )
+            }
+            current = .field(name, b)
+        case .file(let header):
+            size += UInt64(bytes.count)
+            if let expected = header.size, size > expected {
+                throw VaultError(
+                    .digestMismatch,
+                    "document \(documents + 1): its part is longer than the \(expected) bytes its entry says")
+            }
+            digest.update(bufferPointer: bytes)
+            try handle(.data(bytes))
+        case .none:
+            break
+        }
+    }
+
+    private mutating func begin(_ part: MultipartReader.Part, _ handle: (PayloadReader.Event) throws -> Void) throws {
+        guard documents < maxDocuments else {
+            throw VaultError(.headerMalformed, "the form holds more than \(maxDocuments) documents")
+        }
+        var header: PayloadReader.Header
+        if let manifest {
+            guard documents < manifest.count else {
+                throw VaultError(.headerMalformed, "the form holds more documents than its manifest names")
+            }
+            header = manifest[documents]
+        } else {
+            header = PayloadReader.Header()
+            header.name = part.filename
+            header.contentType = part.contentType
+        }
+        size = 0
+        digest = SHA256()
+        current = .file(header)
+        try handle(.begin(index: documents, header: header))
+    }
+
+    private mutating func end(_ header: PayloadReader.Header, _ handle: (PayloadReader.Event) throws -> Void) throws {
+        let sha = Array(digest.finalize())
+        if let expected = header.size, expected != size {
+            throw VaultError(
+                .digestMismatch, "document \(documents + 1): its part is \(size) bytes, its entry says \(expected)")
+        }
+        if let expected = header.sha256, expected != sha {
+            throw VaultError(
+                .digestMismatch, "document \(documents + 1): its part does not have the SHA-256 its entry says")
+        }
+        try handle(.end(index: documents, size: size, sha256: sha))
+        documents += 1
+    }
+
+    // MARK: The manifest
+
+    private struct Manifest: Decodable {
+        struct Entry: Decodable {
+            var contentType: String
+            var id: String
+            var name: String
+            var sha256: String
+            var size: UInt64
+        }
+        var batch: Int
+        var documents: [Entry]
+        var of: Int
+    }
+
+    /// The headers a manifest names, when it is vault's manifest written canonically.
+    static func manifest(_ bytes: [UInt8], max: Int) throws -> [PayloadReader.Header] {
+        guard let m = try? JSONDecoder().decode(Manifest.self, from: Data(bytes)) else {
+            throw VaultError(.headerMalformed, "the form's manifest is not vault's (docs/UPLOAD.md)")
+        }
+        guard m.documents.count <= max else {
+            throw VaultError(.headerMalformed, "the form's manifest names more than \(max) documents")
+        }
+        var canonical = Array("{\"batch\":\(m.batch),\"documents\":[".utf8)
+        var headers: [PayloadReader.Header] = []
+        for (i, e) in m.documents.enumerated() {
+            guard let id = DocumentID(hex: e.id),
+                let sha = Hex.decode(e.sha256),
+                sha.count == 32
+            else { throw VaultError(.headerMalformed, "the form's manifest names document \(i + 1) wrongly") }
+            if i > 0 { canonical.append(0x2C) }
+            canonical += Array("{\"contentType\":".utf8) + JSONString.quoted(e.contentType)
+            canonical += Array(",\"id\":\"\(id.hex)\",\"name\":".utf8) + JSONString.quoted(e.name)
+            canonical += Array(",\"sha256\":\"\(Hex.encode(sha))\",\"size\":\(e.size)}".utf8)
+            headers.append(.init(id: id, name: e.name, contentType: e.contentType, size: e.size, sha256: sha))
+        }
+        canonical += Array("],\"of\":\(m.of)}".utf8)
+        guard canonical == bytes else {
+            throw VaultError(.headerMalformed, "the form's manifest is not written as vault writes it")
+        }
+        return headers
+    }
+}
