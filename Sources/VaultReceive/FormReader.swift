@@ -28,7 +28,11 @@ package struct FormReader {
     private let maxDocuments: Int
     private var manifest: [PayloadReader.Header]?
     private var documents = 0
-    private enum Current { case none, field(String, [UInt8]), manifest([UInt8]), file(PayloadReader.Header) }
+    private enum Current { case none, field(String), manifest, file(PayloadReader.Header) }
+    /// The manifest's or the current field's bytes so far (kept apart from `current`, so an
+    /// append never copies them).
+    private var buffer: [UInt8] = []
+    private var ids = Set<DocumentID>()
     private var current = Current.none
     private var size: UInt64 = 0
     private var digest = SHA256()
@@ -37,7 +41,8 @@ package struct FormReader {
     /// with `fileField`, only parts of that name are documents (otherwise every part with a file
     /// name is).
     package init(boundary: String, fileField: String? = nil, maxDocuments: Int = BatchLimits().documents) {
-        parts = MultipartReader(boundary: boundary, maxParts: maxDocuments + 32)
+        // The documents, a manifest and the 32 fields a form may have.
+        parts = MultipartReader(boundary: boundary, maxParts: maxDocuments + 33)
         self.fileField = fileField
         self.maxDocuments = maxDocuments
     }
@@ -48,8 +53,11 @@ package struct FormReader {
     ///   whose size or SHA-256 is not its entry's; and whatever `handle` throws.
     package mutating func read(_ piece: UnsafeRawBufferPointer, _ handle: (PayloadReader.Event) throws -> Void) throws {
         // The multipart reader is taken out while it calls back into this reader.
-        var reader = parts
-        defer { parts = reader }
+        // Swapped out, not copied: a copy would share its buffers, and the next append would copy
+        // them.
+        var reader = MultipartReader(boundary: "-")
+        swap(&reader, &parts)
+        defer { swap(&reader, &parts) }
         try reader.read(piece) { event in
             if case .data(let bytes) = event {
                 try data(bytes, handle)
@@ -76,25 +84,34 @@ package struct FormReader {
         case .part(let part):
             if part.name == "manifest" && part.filename == nil {
                 guard manifest == nil,
-                      documents == 0 else {
+                    documents == 0
+                else {
                     throw VaultError(.headerMalformed, "the form's manifest comes after a document, or twice")
                 }
-                current = .manifest([])
+                current = .manifest
+                buffer = []
             } else if part.filename != nil && (fileField == nil || part.name == fileField) {
                 try begin(part, handle)
             } else {
-                current = .field(part.name, [])
+                current = .field(part.name)
+                buffer = []
             }
         case .end:
             switch current {
-            case .manifest(let bytes): manifest = try Self.manifest(bytes, max: maxDocuments)
-            case .field(let name, let bytes):
+            case .manifest:
+                let headers = try Self.manifest(buffer, max: maxDocuments)
+                guard Set(headers.compactMap(\.id)).count == headers.count else {
+                    throw VaultError(.headerMalformed, "the form's manifest names a document twice")
+                }
+                manifest = headers
+            case .field(let name):
                 guard fields.count < 32 else { throw VaultError(.headerMalformed, "the form has more than 32 fields") }
-                fields.append((name, String(decoding: bytes, as: UTF8.self)))
+                fields.append((name, String(decoding: buffer, as: UTF8.self)))
             case .file(let header): try end(header, handle)
             case .none: break
             }
             current = .none
+            buffer = []
         case .data:
             break
         }
@@ -102,20 +119,18 @@ package struct FormReader {
 
     private mutating func data(_ bytes: UnsafeRawBufferPointer, _ handle: (PayloadReader.Event) throws -> Void) throws {
         switch current {
-        case .manifest(var b):
-            b += Array(bytes)
-            guard b.count <= Self.maxManifestBytes else {
+        case .manifest:
+            guard buffer.count + bytes.count <= Self.maxManifestBytes else {
                 throw VaultError(.headerMalformed, "the form's manifest is longer than \(Self.maxManifestBytes) bytes")
             }
-            current = .manifest(b)
-        case .field(let name, var b):
-            b += Array(bytes)
-            guard b.count <= Self.maxFieldBytes else {
+            buffer += bytes
+        case .field(let name):
+            guard buffer.count + bytes.count <= Self.maxFieldBytes else {
                 throw VaultError(
                     .headerMalformed, "the form's field '\(name.prefix(64))' is longer than \(Self.maxFieldBytes) bytes"
                 )
             }
-            current = .field(name, b)
+            buffer += bytes
         case .file(let header):
             size += UInt64(bytes.count)
             if let expected = header.size, size > expected {
@@ -142,8 +157,15 @@ package struct FormReader {
             header = manifest[documents]
         } else {
             header = PayloadReader.Header()
+            // The file name as the document's name, the type without its parameters; both as the
+            // vault can keep them (a part the vault could not store is refused here).
             header.name = part.filename
-            header.contentType = part.contentType
+            header.contentType = part.contentType.map {
+                String($0.split(separator: ";", maxSplits: 1).first ?? "").trimmingCharacters(in: .whitespaces)
+            }
+            try PayloadReader.validate(
+                name: part.filename ?? "", contentType: header.contentType ?? "application/octet-stream",
+                document: documents + 1)
         }
         size = 0
         digest = SHA256()
@@ -199,6 +221,7 @@ package struct FormReader {
             canonical += Array("{\"contentType\":".utf8) + JSONString.quoted(e.contentType)
             canonical += Array(",\"id\":\"\(id.hex)\",\"name\":".utf8) + JSONString.quoted(e.name)
             canonical += Array(",\"sha256\":\"\(Hex.encode(sha))\",\"size\":\(e.size)}".utf8)
+            try PayloadReader.validate(name: e.name, contentType: e.contentType, document: i + 1)
             headers.append(.init(id: id, name: e.name, contentType: e.contentType, size: e.size, sha256: sha))
         }
         canonical += Array("],\"of\":\(m.of)}".utf8)

@@ -59,13 +59,15 @@ package struct MultipartReader {
     package static func boundary(ofContentType value: String) -> String? {
         let parts = value.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
         guard let type = parts.first,
-              type.lowercased() == "multipart/form-data" else { return nil }
+            type.lowercased() == "multipart/form-data"
+        else { return nil }
         for p in parts.dropFirst() where p.lowercased().hasPrefix("boundary=") {
             var b = String(p.dropFirst("boundary=".count))
             if b.hasPrefix("\""), b.hasSuffix("\""), b.count >= 2 { b = String(b.dropFirst().dropLast()) }
             // RFC 2046: 1-70 characters, none of them a control character.
             guard (1...70).contains(b.utf8.count),
-                  b.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
+                b.utf8.allSatisfy({ (0x20...0x7E).contains($0) })
+            else { return nil }
             return b
         }
         return nil
@@ -83,7 +85,7 @@ package struct MultipartReader {
     ///   `multipart/form-data` with this boundary (naming the byte), `trailing-data` for bytes
     ///   after the closing boundary; and whatever `handle` throws.
     package mutating func read(_ piece: UnsafeRawBufferPointer, _ handle: (Event) throws -> Void) throws {
-        var bytes = Array(piece.bindMemory(to: UInt8.self))
+        let bytes = piece.bindMemory(to: UInt8.self)
         var i = 0
         while i < bytes.count {
             switch state {
@@ -128,20 +130,18 @@ package struct MultipartReader {
                     try handle(.part(part))
                 }
             case .body:
-                // The body bytes, with those held back from the piece before in front.
+                // A window of at most 64 KiB of the piece, with the bytes held back from before
+                // in front: what a part costs to find is bounded, whatever the piece's size.
                 let held = pending.count
-                let window = pending + bytes[i...]
+                let take = min(bytes.count - i, 64 << 10)
+                let window = pending + bytes[i..<(i + take)]
                 pending = []
                 if let k = Self.find(delimiter, in: window) {
                     if k > 0 { try window[..<k].withUnsafeBytes { try handle(.data($0)) } }
                     try handle(.end)
                     parts += 1
                     state = .afterBoundary
-                    // Go on after the delimiter, in the rest of this window (`offset` is where
-                    // `bytes` starts in the body).
-                    offset = offset + UInt64(i) - UInt64(held) + UInt64(k + delimiter.count)
-                    bytes = Array(window[(k + delimiter.count)...])
-                    i = 0
+                    i += k + delimiter.count - held  // just after the delimiter, in this piece
                     continue
                 }
                 // Hold back the longest end of the window that may start the delimiter.
@@ -149,7 +149,7 @@ package struct MultipartReader {
                 let emit = window.count - keep
                 if emit > 0 { try window[..<emit].withUnsafeBytes { try handle(.data($0)) } }
                 pending = Array(window[emit...])
-                i = bytes.count
+                i += take
             case .closing:
                 let b = bytes[i]
                 guard (matched == 0 && b == 0x0D) || (matched == 1 && b == 0x0A) else {
@@ -157,7 +157,6 @@ package struct MultipartReader {
                 }
                 matched += 1
                 i += 1
-                if matched > 2 { throw VaultError(.trailingData, "the form goes on after its closing boundary") }
             }
         }
         offset += UInt64(bytes.count)
@@ -169,6 +168,8 @@ package struct MultipartReader {
         guard isComplete else {
             throw VaultError(.truncated, "the form ends inside part \(parts + 1), before its closing boundary")
         }
+        // A CR after the closing boundary is only half of the line break that may end it.
+        guard matched != 1 else { throw VaultError(.truncated, "the form ends inside the line break after its end") }
     }
 
     // MARK: Headers
@@ -190,7 +191,8 @@ package struct MultipartReader {
                 guard name == nil else { throw refusal("one Content-Disposition", at: i) }
                 let (kind, parameters) = try Self.parameters(value, at: i, refusal)
                 guard kind.lowercased() == "form-data",
-                      let n = parameters["name"] else {
+                    let n = parameters["name"]
+                else {
                     throw refusal("Content-Disposition: form-data; name=…", at: i)
                 }
                 name = n
@@ -226,7 +228,8 @@ package struct MultipartReader {
                 key.unicodeScalars.append(scalars[j]); j += 1
             }
             guard j < scalars.count,
-                  scalars[j] == "=" else { throw refusal("a parameter `key=value`", i) }
+                scalars[j] == "="
+            else { throw refusal("a parameter `key=value`", i) }
             j += 1
             var v = ""
             if j < scalars.count && scalars[j] == "\"" {
@@ -263,7 +266,8 @@ package struct MultipartReader {
     /// The first index of `needle` in `haystack`.
     static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
         guard haystack.count >= needle.count,
-              let first = needle.first else { return nil }
+            let first = needle.first
+        else { return nil }
         var k = 0
         while k <= haystack.count - needle.count {
             guard let at = haystack[k...(haystack.count - needle.count)].firstIndex(of: first) else { return nil }

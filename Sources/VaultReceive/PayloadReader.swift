@@ -74,6 +74,7 @@ package struct PayloadReader {
     private var decodedSize: UInt64 = 0
     private var digest = SHA256()
     private var out: [UInt8]
+    private var ids = Set<DocumentID>()
     private var started = false
     private var between = true  // before an entry: `]` ends the list; after the first, `,` comes first
     private var ending = false  // `]` read, `}` expected
@@ -141,7 +142,7 @@ package struct PayloadReader {
     package func finish() throws {
         guard isComplete else {
             throw VaultError(
-                .truncated, "the payload ends after \(offset) bytes, inside document \(documents + 1), before its end")
+                .truncated, "the payload ends after \(offset) bytes, before its end (\(documents) documents read)")
         }
     }
 
@@ -193,7 +194,13 @@ package struct PayloadReader {
                     continue
                 }
                 if escaped {
+                    // Only the escapes the canonical layout uses (each checked whole at the end).
+                    guard [0x22, 0x5C, 0x62, 0x66, 0x6E, 0x72, 0x74, 0x75].contains(b) else {
+                        throw refusal("a canonical escape", at: i - 1)
+                    }
                     escaped = false
+                } else if b < 0x20 {
+                    throw refusal("a control character escaped", at: i - 1)
                 } else if b == 0x5C {
                     escaped = true
                 } else if b == 0x22 {
@@ -207,13 +214,15 @@ package struct PayloadReader {
                 let b = bytes[i]
                 guard (0x30...0x39).contains(b) else { break }
                 guard token.count < 20,
-                      !(token == [0x30]) else { throw refusal("a canonical size", at: i) }
+                    !(token == [0x30])
+                else { throw refusal("a canonical size", at: i) }
                 token.append(b)
                 i += 1
             }
             if i < bytes.count {
                 guard !token.isEmpty,
-                      let n = UInt64(String(decoding: token, as: UTF8.self)) else {
+                    let n = UInt64(String(decoding: token, as: UTF8.self))
+                else {
                     throw refusal("a size", at: i)
                 }
                 if field == .size { header.size = n }
@@ -263,6 +272,13 @@ package struct PayloadReader {
             return
         }
         if case .data = steps[step] {
+            if shape == .objects {
+                try Self.validate(
+                    name: header.name ?? "", contentType: header.contentType ?? "", document: documents + 1)
+                guard let id = header.id, ids.insert(id).inserted else {
+                    throw VaultError(.headerMalformed, "the payload names document \(header.id?.hex ?? "?") twice")
+                }
+            }
             decodedSize = 0
             digest = SHA256()
             quantum = []
@@ -301,7 +317,8 @@ package struct PayloadReader {
             }
         }
         guard let s = String(validating: text, as: UTF8.self),
-              JSONString.quoted(s) == token else {
+            JSONString.quoted(s) == token
+        else {
             throw refusal("a canonically escaped UTF-8 string", at: i)
         }
         if field == .name { header.name = s } else { header.contentType = s }
@@ -382,6 +399,19 @@ package struct PayloadReader {
         try handle(.end(index: documents, size: decodedSize, sha256: sha))
         documents += 1
         header = Header()
+    }
+
+    /// Fails unless a document of `name` and `contentType` is one the vault can keep (what
+    /// ``VaultCore/DocumentMetadata`` allows), naming the `document` (from 1).
+    package static func validate(name: String, contentType: String, document: Int) throws {
+        let metadata = DocumentMetadata(
+            name: name, contentType: contentType, size: 0, sha256: [UInt8](repeating: 0, count: 32), addedAtMillis: 0,
+            tags: [])
+        do {
+            try metadata.validate()
+        } catch let e as VaultError {
+            throw VaultError(.headerMalformed, "document \(document): \(e.message)")
+        }
     }
 
     /// ` (<id>)` for messages, when the entry named one.

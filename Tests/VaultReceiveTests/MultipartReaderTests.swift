@@ -129,6 +129,7 @@ import VaultTestSupport
             ("another boundary first", Array(("--other\r\n" + text).utf8), .headerMalformed),
             ("no closing boundary", Array(body.dropLast(4 + boundary.count + 2)), .truncated),
             ("bytes after the end", body + Array("x".utf8), .trailingData),
+            ("half a line break after the end", Array(body.dropLast(1)), .truncated),
             (
                 "a part without Content-Disposition",
                 Array(

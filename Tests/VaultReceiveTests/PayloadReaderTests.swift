@@ -17,7 +17,7 @@ import VaultCore
     /// need escaping.
     static func documents(_ count: Int = 6, seed: UInt64 = 7) -> [Document] {
         var state = seed
-        let names = ["scan.pdf", "quote\"d \\ back", "new\nline\t\u{01}", "ünï 文件 🎉", "", "a/b"]
+        let names = ["scan.pdf", "quote\"d \\ back", "new\nline\t\u{01}", "ünï 文件 🎉", "x", "a/b"]
         return (0..<count).map { i in
             let size = [0, 1, 2, 3, 100, 70_001][i % 6] + i / 6
             // The short ones are zeros, so their base64 is known ("AA==", "AAA=", "AAAA").
@@ -114,7 +114,17 @@ import VaultCore
         ("base64 cut short", { replace($0, #""Data":"AA=="#, #""Data":"AA="#) }, .headerMalformed),
         ("a digest of other bytes", { flipDigest($0) }, .digestMismatch),
         ("bytes after the end", { $0 + [0x20] }, .trailingData),
-        ("a payload cut before its end", { Array($0.dropLast(2)) }, .truncated)
+        ("a payload cut before its end", { Array($0.dropLast(2)) }, .truncated),
+        ("an empty name", { replace($0, #""Name":"x""#, #""Name":"""#) }, .headerMalformed),
+        (
+            "a content type with a space",
+            { replace($0, #""ContentType":"application/pdf""#, #""ContentType":"a b""#) }, .headerMalformed
+        ),
+        (
+            "the same id twice",
+            { replace($0, #""Id":"101112131415161718191a1b1c1d1e1f"#, #""Id":"000102030405060708090a0b0c0d0e0f"#) },
+            .headerMalformed
+        )
     ]
 
     static func replace(_ bytes: [UInt8], _ old: String, _ new: String) -> [UInt8] {
