@@ -51,6 +51,9 @@ public struct DocumentDelivery: Sendable {
         /// Chosen documents this destination and every required one confirmed before: removed by
         /// ``prepare()`` (``preview()`` removes nothing). Empty without ``removeDelivered``.
         public var deliveredBefore: [DocumentRecord]
+        /// The other destinations that must confirm a document before it is removed (read once,
+        /// with the plan).
+        var alsoRequired: [String] = []
 
         /// Every document the runs send, in order.
         public var documents: [DocumentRecord] { runs.flatMap(\.documents) }
@@ -101,7 +104,7 @@ public struct DocumentDelivery: Sendable {
     public func send(
         _ plan: Plan, onEvent: @escaping @Sendable (UploadEvent) -> Void = { _ in }
     ) async throws -> UploadSummary? {
-        let required = removeDelivered ? try requiredElsewhere() : []
+        let required = plan.alsoRequired
         var total: UploadSummary?
         for run in plan.runs {
             var o = options
@@ -130,11 +133,12 @@ public struct DocumentDelivery: Sendable {
         let journals = try UploadJournals.read(in: vault)
         if changing { try Uploader.recordConfirmedBatches(in: vault, journals: journals) }
         var deliveredBefore: [DocumentRecord] = []
+        let required = removeDelivered ? try requiredElsewhere() : []
         if removeDelivered {
             // A document goes once this destination and every required one confirmed it; those
             // that qualify already (a kill after the confirmation, before the removal) go now.
             let ledger = try vault.ledger()
-            let everywhere = [here] + (try requiredElsewhere())
+            let everywhere = [here] + required
             deliveredBefore = documents.filter { d in everywhere.allSatisfy { ledger[$0]?[d.id] != nil } }
         }
         let gone = Set(deliveredBefore.map(\.id))
@@ -147,7 +151,7 @@ public struct DocumentDelivery: Sendable {
         }
         // Removed once the plan stands: a plan that fails removes nothing.
         if changing && !deliveredBefore.isEmpty { try vault.removeDocuments(deliveredBefore.map(\.id)) }
-        return Plan(runs: runs, deliveredBefore: deliveredBefore)
+        return Plan(runs: runs, deliveredBefore: deliveredBefore, alsoRequired: required)
     }
 
     /// The runs of `chosen` that ``mode`` makes.

@@ -10,26 +10,7 @@ import VaultCore
 @Suite struct FormReaderTests {
     static func read(_ body: [UInt8], boundary: String, piece: Int) throws -> PayloadReaderTests.Read {
         var reader = FormReader(boundary: boundary)
-        var got = PayloadReaderTests.Read()
-        var start = 0
-        while start < body.count {
-            let end = min(body.count, start + piece)
-            try body[start..<end].withUnsafeBytes { p in
-                try reader.read(p) { event in
-                    switch event {
-                    case .begin(let index, let header):
-                        #expect(index == got.headers.count)
-                        got.headers.append(header)
-                        got.bytes.append([])
-                    case .data(let b): got.bytes[got.bytes.count - 1] += Array(b)
-                    case .end(_, let size, _): got.ends.append(size)
-                    }
-                }
-            }
-            start = end
-        }
-        try reader.finish()
-        return got
+        return try PayloadReaderTests.collect(&reader, body, piece: piece)
     }
 
     @Test(arguments: [1, 5, 64, 1 << 20])

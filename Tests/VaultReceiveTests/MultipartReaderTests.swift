@@ -19,28 +19,20 @@ import VaultTestSupport
     static func read(_ body: [UInt8], boundary: String, piece: Int, maxParts: Int = 64) throws -> Read {
         var reader = MultipartReader(boundary: boundary, maxParts: maxParts)
         var got = Read()
-        var start = 0
         var open = false
-        while start < body.count {
-            let end = min(body.count, start + piece)
-            try body[start..<end].withUnsafeBytes { p in
-                try reader.read(p) { event in
-                    switch event {
-                    case .part(let part):
-                        #expect(!open)
-                        open = true
-                        got.parts.append(part)
-                        got.bytes.append([])
-                    case .data(let b): got.bytes[got.bytes.count - 1] += Array(b)
-                    case .end:
-                        #expect(open)
-                        open = false
-                    }
-                }
+        try reader.read(body, inPiecesOf: piece) { event in
+            switch event {
+            case .part(let part):
+                #expect(!open)
+                open = true
+                got.parts.append(part)
+                got.bytes.append([])
+            case .data(let b): got.bytes[got.bytes.count - 1] += Array(b)
+            case .end:
+                #expect(open)
+                open = false
             }
-            start = end
         }
-        try reader.finish()
         return got
     }
 

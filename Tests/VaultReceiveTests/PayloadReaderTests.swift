@@ -53,27 +53,25 @@ import VaultCore
 
     static func read(_ payload: [UInt8], shape: PayloadShape, piece: Int, maxDocuments: Int = 20) throws -> Read {
         var reader = PayloadReader(shape: shape, maxDocuments: maxDocuments)
+        return try collect(&reader, payload, piece: piece)
+    }
+
+    /// What a reader of documents (the payload's or the form's) gives for `body` read in pieces.
+    static func collect<R: PieceReader>(_ reader: inout R, _ body: [UInt8], piece: Int) throws -> Read
+    where R.Event == PayloadReader.Event {
         var got = Read()
-        var start = 0
-        while start < payload.count {
-            let end = min(payload.count, start + piece)
-            try payload[start..<end].withUnsafeBytes { p in
-                try reader.read(p) { event in
-                    switch event {
-                    case .begin(let index, let header):
-                        #expect(index == got.headers.count)
-                        got.headers.append(header)
-                        got.bytes.append([])
-                    case .data(let b): got.bytes[got.bytes.count - 1] += Array(b)
-                    case .end(_, let size, let sha):
-                        #expect(sha == Array(SHA256.hash(data: got.bytes.last!)))
-                        got.ends.append(size)
-                    }
-                }
+        try reader.read(body, inPiecesOf: piece) { event in
+            switch event {
+            case .begin(let index, let header):
+                #expect(index == got.headers.count)
+                got.headers.append(header)
+                got.bytes.append([])
+            case .data(let b): got.bytes[got.bytes.count - 1] += Array(b)
+            case .end(_, let size, let sha):
+                #expect(sha == Array(SHA256.hash(data: got.bytes.last!)))
+                got.ends.append(size)
             }
-            start = end
         }
-        try reader.finish()
         return got
     }
 

@@ -23,31 +23,23 @@ enum MultipartFamily {
         var current: [UInt8] = []
         let delimiter = Array("\r\n--\(boundary)".utf8)
         do {
-            var start = 0
-            while start < body.count {
-                let end = min(body.count, start + piece)
-                try body[start..<end].withUnsafeBytes { p in
-                    try reader.read(p) { event in
-                        switch event {
-                        case .part:
-                            expect(!open, "a part starts only after the one before ended")
-                            open = true
-                            current = []
-                        case .data(let b):
-                            expect(open, "data only inside a part")
-                            data += b.count
-                            current += Array(b)
-                        case .end:
-                            expect(open, "an end only of an open part")
-                            open = false
-                            let text = String(decoding: current, as: UTF8.self)
-                            expect(!text.contains(String(decoding: delimiter, as: UTF8.self)), "no delimiter in a part")
-                        }
-                    }
+            try reader.read(body, inPiecesOf: piece) { event in
+                switch event {
+                case .part:
+                    expect(!open, "a part starts only after the one before ended")
+                    open = true
+                    current = []
+                case .data(let b):
+                    expect(open, "data only inside a part")
+                    data += b.count
+                    current += Array(b)
+                case .end:
+                    expect(open, "an end only of an open part")
+                    open = false
+                    let text = String(decoding: current, as: UTF8.self)
+                    expect(!text.contains(String(decoding: delimiter, as: UTF8.self)), "no delimiter in a part")
                 }
-                start = end
             }
-            try reader.finish()
         } catch let e as VaultError {
             expect(codes.contains(e.code), "a failure with a documented code, not \(e.code)")
             return

@@ -23,26 +23,18 @@ enum PayloadFamily {
         var headers: [PayloadReader.Header] = []
         var documents: [[UInt8]] = []
         do {
-            var start = 0
-            while start < body.count {
-                let end = min(body.count, start + piece)
-                try body[start..<end].withUnsafeBytes { p in
-                    try reader.read(p) { event in
-                        switch event {
-                        case .begin(_, let header):
-                            headers.append(header)
-                            documents.append([])
-                        case .data(let b):
-                            documents[documents.count - 1] += Array(b)
-                        case .end(_, let size, let sha):
-                            expect(size == UInt64(documents.last!.count), "the end's size is the bytes given")
-                            expect(sha == Array(SHA256.hash(data: documents.last!)), "the end's digest is the bytes'")
-                        }
-                    }
+            try reader.read(body, inPiecesOf: piece) { event in
+                switch event {
+                case .begin(_, let header):
+                    headers.append(header)
+                    documents.append([])
+                case .data(let b):
+                    documents[documents.count - 1] += Array(b)
+                case .end(_, let size, let sha):
+                    expect(size == UInt64(documents.last!.count), "the end's size is the bytes given")
+                    expect(sha == Array(SHA256.hash(data: documents.last!)), "the end's digest is the bytes'")
                 }
-                start = end
             }
-            try reader.finish()
         } catch let e as VaultError {
             expect(codes.contains(e.code), "a failure with a documented code, not \(e.code)")
             return
