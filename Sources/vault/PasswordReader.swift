@@ -239,8 +239,10 @@ enum PasswordReader {
     }
 
     private static func prompt(_ tty: SystemPackage.FileDescriptor, _ text: String) throws -> SecretBytes {
-        _ = try? tty.writeAll(text.utf8)
+        // Echo off first, then the prompt: turning it off discards what was typed before
+        // (TCSAFLUSH), so an answer typed as soon as the prompt shows must come after it.
         let settings = Platform.disableEcho(tty)
+        _ = try? tty.writeAll(text.utf8)
         // An interrupt at the prompt must not leave the terminal without echo.
         let restore = settings.map { saved in
             Interrupts.register {
