@@ -5,7 +5,13 @@ vault="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/vault-demo-XXXXXX")"
 receiver_pid=
-trap '[ -n "$receiver_pid" ] && kill "$receiver_pid" 2>/dev/null; rm -rf "$work"' EXIT
+php_pid=
+office_pid=
+stop_peers() {
+    for pid in $receiver_pid $php_pid $office_pid; do kill "$pid" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap stop_peers EXIT
 
 export VAULT_DIR="$work/vault"
 export VAULT_PASSWORD="demo password (never use a password from an example)"
@@ -65,7 +71,6 @@ if command -v php >/dev/null 2>&1; then
     FORM_STORE="$work/php" FORM_TOKEN=demo-token php -n -d max_file_uploads=20 -d post_max_size=8M -d upload_max_filesize=8M \
         -d display_errors=0 -d upload_tmp_dir="$work/php" -S "127.0.0.1:$php_port" "$here/scripts/form-receiver.php" >/dev/null 2>&1 &
     php_pid=$!
-    trap '[ -n "$receiver_pid" ] && kill "$receiver_pid" 2>/dev/null; kill "$php_pid" 2>/dev/null; rm -rf "$work"' EXIT
     for _ in $(seq 100); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $php_port), 0.2)" 2>/dev/null && break; sleep 0.05; done
     step "VAULT_UPLOAD_TOKEN=… vault upload --url http://127.0.0.1:$php_port/upload.php --protocol form --form-field case=demo"
     VAULT_UPLOAD_TOKEN=demo-token "$vault" upload --url "http://127.0.0.1:$php_port/upload.php" --protocol form --form-field case=demo
@@ -92,3 +97,41 @@ cp "$work/saved.vlt" "$VAULT_DIR/objects/$id.vlt"
 step "VAULT_NEW_PASSWORD=… vault passwd   # a new vault key (key epoch 1) and re-sealed headers; payloads are not rewritten"
 VAULT_NEW_PASSWORD="another demo password" "$vault" passwd
 VAULT_PASSWORD="another demo password" "$vault" audit --deep
+export VAULT_PASSWORD="another demo password"
+
+# The other end: `vault receive`, a back office with a vault of its own, signing for each batch.
+office="$work/office"
+export office_password="office password (demo)"
+step "vault init --vault \$work/office && vault receive --vault \$work/office station add front-desk"
+VAULT_PASSWORD="$office_password" "$vault" init --vault "$office" --kdf interactive
+token=$(VAULT_PASSWORD="$office_password" "$vault" receive --vault "$office" station add front-desk)
+key=$(VAULT_PASSWORD="$office_password" "$vault" receive --vault "$office" key)
+echo "the station's token: ${token:0:8}…   the office's receipt key: $key"
+
+step "vault receive --vault \$work/office --listen 127.0.0.1:0 &"
+VAULT_PASSWORD="$office_password" "$vault" receive --vault "$office" --listen 127.0.0.1:0 \
+    > "$work/office.out" 2> "$work/office.log" &
+office_pid=$!
+for _ in $(seq 200); do [ -s "$work/office.out" ] && break; sleep 0.05; done
+head -1 "$work/office.out"
+office_url="$(head -1 "$work/office.out" | sed 's/^listening on //')/batches"
+
+step "vault destination add office $office_url --receipt-key $key --optional"
+"$vault" destination add office "$office_url" --receipt-key "$key" --optional
+
+step "VAULT_UPLOAD_TOKEN=… vault upload --to office --batch-size 4   # confirmed only by a receipt signed with that key"
+VAULT_UPLOAD_TOKEN="$token" "$vault" upload --to office --batch-size 4
+sed 's/^[^ ]* info vault.receive: /  office: /; s/ \[VaultReceive\].*//' "$work/office.log"
+
+step "vault remove --delivered-to office && vault audit --require-receipts office"
+"$vault" remove --delivered-to office --yes > /dev/null
+"$vault" audit --require-receipts office
+"$vault" log --json | python3 -c '
+import json, sys
+receipts = [json.loads(r["receipt"]) for r in json.load(sys.stdin)["records"] if "receipt" in r]
+print("%d receipts in the history, signed for %d documents" % (len(receipts), sum(len(r["receipt"]["documents"]) for r in receipts)))'
+
+step "vault --vault \$work/office list   # the back office's own vault: encrypted at rest, like the station's"
+VAULT_PASSWORD="$office_password" "$vault" --vault "$office" list
+kill -TERM "$office_pid" && wait "$office_pid" 2>/dev/null || true
+office_pid=

@@ -147,7 +147,7 @@ package struct FormReader {
 
     private mutating func begin(_ part: MultipartReader.Part, _ handle: (PayloadReader.Event) throws -> Void) throws {
         guard documents < maxDocuments else {
-            throw VaultError(.headerMalformed, "the form holds more than \(maxDocuments) documents")
+            throw VaultError(.tooManyDocuments, "the form holds more than \(maxDocuments) documents")
         }
         var header: PayloadReader.Header
         if let manifest {

@@ -254,7 +254,7 @@ package struct PayloadReader {
         }
         guard documents < maxDocuments else {
             throw VaultError(
-                .headerMalformed,
+                .tooManyDocuments,
                 "the payload holds more than \(maxDocuments) documents (at byte \(offset + UInt64(i)))")
         }
         between = false

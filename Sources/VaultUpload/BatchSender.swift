@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOPosix
+import NIOSSL
 import VaultCore
 
 /// One protocol's way of sending a batch (``UploadProtocol``). A sender owns what it learns
@@ -27,8 +28,8 @@ extension BatchSender {
 
 /// What one attempt at a batch came to; each has one handler in ``Uploader``.
 enum AttemptOutcome: Sendable {
-    /// The server has the batch.
-    case confirmed(status: Int, duplicate: Bool)
+    /// The server has the batch; `body` is what it answered (a receiver's receipt).
+    case confirmed(status: Int, duplicate: Bool, body: [UInt8] = [])
     /// A transient failure: try again after a delay (the server's `Retry-After`, if any).
     case retry(reason: String, retryAfter: Double?)
     /// The batch is too large for the server (413): why, and what the server said.
@@ -45,7 +46,9 @@ enum AttemptOutcome: Sendable {
     /// - Parameter what: the request, for a refusal's message ("the server rejected batch 2/5").
     static func of(_ r: UploadResponse, rejected what: String) -> AttemptOutcome {
         switch RetryPolicy.decide(status: r.status) {
-        case .confirmed: .confirmed(status: r.status, duplicate: r.jsonField("duplicate") as? Bool == true)
+        case .confirmed:
+            .confirmed(
+                status: r.status, duplicate: r.jsonField("duplicate") as? Bool == true, body: Array(r.body.utf8))
         case .authentication:
             .refused(VaultError(.uploadUnauthorized, "the server refused the credentials (\(r.status) \(r.reason))"))
         case .tooLarge: .split(reason: "\(r.status) \(r.reason)", serverSays: r.serverSays)
@@ -61,6 +64,20 @@ enum AttemptOutcome: Sendable {
         if error is CancellationError { throw error }
         if let t = error as? TransientFailure { return .retry(reason: t.reason, retryAfter: t.retryAfter) }
         if let e = error as? VaultError { return .refused(e) }
+        // A TLS handshake that fails (an unknown authority, a name mismatch) fails the same way
+        // every time: refused at once, not retried.
+        if let tls = error as? NIOSSLError {
+            // BoringSSL's reason (CERTIFICATE_VERIFY_FAILED, …), without the file and line it adds.
+            let text = String(describing: tls)
+            let reason = text.range(of: "OPENSSL_internal:").map {
+                String(text[$0.upperBound...].prefix { $0 != " " && $0 != "]" })
+            } ?? String(text.prefix(200))
+            return .refused(
+                VaultError(
+                    .uploadRejected,
+                    "the TLS handshake with the server failed (\(reason)); nothing was sent",
+                    remedy: .trustServerCertificate))
+        }
         // A name that does not resolve (EAI_NONAME) will not on a retry: a typo in the URL.
         // A temporary failure of the resolver (EAI_AGAIN) is retried as other network errors.
         let dns = (error as? NIOConnectionError).flatMap { $0.dnsAError ?? $0.dnsAAAAError } ?? error

@@ -3,6 +3,7 @@ import Foundation
 import VaultCore
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import Synchronization
 import VaultS3
 
@@ -23,6 +24,9 @@ public struct UploadTarget: Sendable {
     public var authorization: String?
     /// Seconds without progress (connecting, writing or reading) before an attempt fails.
     public var idleTimeout: Double
+    /// A PEM file of certificate authorities to trust for `https://` instead of the system's
+    /// (a back office with a private certificate authority).
+    public var trustedCertificates: URL?
 
     /// A target.
     public init(
@@ -222,6 +226,11 @@ final class HTTPTransport: UploadTransport {
         config.connectionPool.retryConnectionEstablishment = false
         // A streamed body cannot be sent twice, so redirects are not followed.
         config.redirectConfiguration = .disallow
+        if let roots = target.trustedCertificates {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .file(roots.path)
+            config.tlsConfiguration = tls
+        }
         configuration = config
         self.target = target
     }

@@ -20,6 +20,8 @@ extension VaultError.Remedy.Name {
     public static let useHTTPS = Self(rawValue: "use-https")
     /// Use `https://`, or send without credentials.
     public static let dropCredentials = Self(rawValue: "drop-credentials")
+    /// Trust the server's certificate authority (a private CA), or check the URL's host name.
+    public static let trustServerCertificate = Self(rawValue: "trust-server-certificate")
 }
 
 /// The steps that set right the errors of uploads.
@@ -32,4 +34,6 @@ extension VaultError.Remedy {
     public static let useHTTPS = Self(.useHTTPS)
     /// Use `https://`, or send without credentials.
     public static let dropCredentials = Self(.dropCredentials)
+    /// Trust the server's certificate authority (a private CA), or check the URL's host name.
+    public static let trustServerCertificate = Self(.trustServerCertificate)
 }

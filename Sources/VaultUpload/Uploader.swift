@@ -36,6 +36,11 @@ public struct UploadOptions: Sendable {
     /// Allow `http://` to a host that is not a loopback literal, where documents cross the network
     /// in the clear. Credentials are never sent that way, allowed or not.
     public var allowsCleartext = false
+    /// The Ed25519 public key (32 bytes) of a receiver that signs receipts (`vault receive`): a
+    /// batch counts as delivered only with a receipt it signed for exactly the batch's documents,
+    /// and the receipt is kept in the history. Nil: the key of the destination with this URL, if
+    /// it has one; else a 2xx confirms.
+    public var receiptKey: [UInt8]?
 
     /// Options for `target`, sent by `wire`.
     public init(target: UploadTarget, wire: UploadProtocol = .json) {
@@ -191,6 +196,9 @@ public final class Uploader: @unchecked Sendable {
     private var prefix: (documents: [Int], bytes: [UInt64])?
     /// `X-Vault-Log-Head: <count>-<tag>`: the vault's history head when the run started, sent
     /// with every batch so the back office keeps a copy of it (docs/UPLOAD.md).
+    /// The receipt key batches are checked against (``UploadOptions/receiptKey``, or the
+    /// destination's), set when the uploader is made.
+    private var receiptKey: [UInt8]?
     private lazy var logHeadHeader: [(String, String)] =
         vault.storedHead().map { [("X-Vault-Log-Head", $0.description)] } ?? []
     /// Plaintext bytes and documents over the whole run, shared by its batches as in an export:
@@ -238,6 +246,12 @@ public final class Uploader: @unchecked Sendable {
         progress = stream
         progressEnd = continuation
         sender = Self.sender(for: options, transport: transport)
+        receiptKey = try options.receiptKey ?? Self.destinationReceiptKey(vault, options)
+        if receiptKey != nil, ![.json, .form].contains(options.wire.name) {
+            throw VaultError(
+                .usage,
+                "receipts are signed for json and form batches; this destination is sent by \(options.wire.name)")
+        }
         self.job = try job ?? Self.job(vault: vault, records: records, options: options)
     }
 
@@ -505,8 +519,15 @@ public final class Uploader: @unchecked Sendable {
             journal.batches[i].attempts += 1
             try journal.save(to: vault)
             switch try await sender.attempt(begin(index: i, attempt: attempt)) {
-            case .confirmed(let status, let duplicate):
-                try confirm(i, status: status, duplicate: duplicate)
+            case .confirmed(let status, let duplicate, let body):
+                let receipt: String?
+                do {
+                    receipt = try checkReceipt(i, body)
+                } catch {
+                    try journal.save(to: vault)
+                    throw error
+                }
+                try confirm(i, status: status, duplicate: duplicate, receipt: receipt)
                 return (retries, false)
             case .split(let reason, let says):
                 if try await split(i, reason: reason, serverSays: says) { return (retries, true) }
@@ -598,7 +619,36 @@ public final class Uploader: @unchecked Sendable {
     /// and only then, when asked, its documents are removed. A kill between two steps leaves
     /// nothing unconfirmed removed, and the journal's word is recorded by the next upload
     /// (``recordConfirmedBatches(in:)``).
-    private func confirm(_ i: Int, status: Int, duplicate: Bool) throws {
+    /// The receipt `body` holds for batch `i`, checked, when the destination signs receipts:
+    /// signed by its key, for this batch's key, naming exactly its documents (SHA-256 and size,
+    /// in order). Nil when it does not sign receipts.
+    /// - Throws: ``VaultError/Code/uploadRejected`` when the receipt is missing or not right.
+    private func checkReceipt(_ i: Int, _ body: [UInt8]) throws -> String? {
+        guard let key = receiptKey else { return nil }
+        let n = journal.batches.count
+        func refused(_ why: String) -> VaultError {
+            VaultError(
+                .uploadRejected, "batch \(i + 1)/\(n): \(why); it is not counted as delivered",
+                hint: "check that the destination's receipt key is the receiver's")
+        }
+        let answer: Receipt.Answer
+        do {
+            answer = try Receipt.answer(body)
+        } catch {
+            throw refused("the receiver answered without a valid receipt (\(VaultError.from(error).message))")
+        }
+        guard answer.isSigned(by: key) else { throw refused("the receipt is not signed by the destination's key") }
+        guard answer.receipt.batch == journal.batches[i].key else { throw refused("the receipt is for another batch") }
+        let docs = batchRecords(journal.batches[i])
+        guard answer.receipt.documents.count == docs.count,
+            zip(answer.receipt.documents, docs).allSatisfy({
+                $0.sha256 == $1.metadata.sha256 && $0.size == $1.metadata.size
+            })
+        else { throw refused("the receipt names other documents than the batch's") }
+        return String(decoding: body, as: UTF8.self)
+    }
+
+    private func confirm(_ i: Int, status: Int, duplicate: Bool, receipt: String? = nil) throws {
         journal.batches[i].status = .complete
         journal.batches[i].confirmedAt = ISO8601DateFormatter().string(from: Date())
         journal.batches[i].httpStatus = status
@@ -610,7 +660,8 @@ public final class Uploader: @unchecked Sendable {
         try vault.recordDelivery(
             documents, at: identity,
             detail: Self.deliveryDetail(
-                run: journal.runId, batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
+                run: journal.runId, batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate),
+            receipt: receipt)
         sent.documents += documents.count
         sent.batches += 1
         sent.bytes += journal.batches[i].bytes
@@ -628,6 +679,17 @@ public final class Uploader: @unchecked Sendable {
             }
         }
         onEvent(.confirmed(batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
+    }
+
+    /// The receipt key of the named destination whose identity is the target's, if any.
+    static func destinationReceiptKey(_ vault: Vault, _ options: UploadOptions) throws -> [UInt8]? {
+        guard let here = DestinationIdentity(url: options.target.address)?.value,
+            let hex = try DestinationList.load(vault).destinations.first(where: { $0.identity == here })?.receiptKey
+        else { return nil }
+        guard let key = Hex.decode(hex), key.count == SigningKey.publicKeySize else {
+            throw VaultError(.vaultDamaged, "the destination's receipt key is not 64 hex digits")
+        }
+        return key
     }
 
     static func deliveryDetail(

@@ -76,6 +76,8 @@ enum Hints {
         case .checkBucketAndEndpoint: "create it, or check the URL and AWS_ENDPOINT_URL"
         case .useHTTPS: "use https://, or --insecure-http on a network you trust"
         case .dropCredentials: "use https://, or unset VAULT_UPLOAD_TOKEN, VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD"
+        case .trustServerCertificate:
+            "trust a private certificate authority with --cacert FILE, or check the host name in the URL"
         case .checkHostName: "check the host name in the URL (or the destination's, 'vault destination')"
         case .raiseByteLimit:
             "use --max-bytes \(ByteCount.atLeast(remedy.bytes ?? 0)) or more, or leave this document out"

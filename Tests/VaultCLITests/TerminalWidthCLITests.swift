@@ -189,7 +189,8 @@ import Glibc
             "uploads",
             "uploads prune", "log", "audit", "passwd", "destination", "destination add", "status", "remote",
             "remote add",
-            "push", "pull", "clone", "version"
+            "push", "pull", "clone", "receive", "receive serve", "receive station", "receive station add",
+            "receive key", "version"
         ]
         // The options every command takes are shown once, by `vault --help`, not in every command's help.
         #expect(s.shell("COLUMNS=80 \"$1\" help get").out.contains("--password-file") == false)

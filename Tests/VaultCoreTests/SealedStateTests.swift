@@ -125,7 +125,7 @@ import Testing
         #expect(SealedState.version == 1)
         #expect(SealedState.prefixSize == 14 && SealedState.headerSize == 38)
         #expect(SealedState.subkeyBase == 256 && SealedState.subkeyContext == "vaultsta")
-        #expect(SealedState.Purpose.allCases.map(\.rawValue) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+        #expect(SealedState.Purpose.allCases.map(\.rawValue) == Array(1...13))
         #expect(RetiredEpoch.entrySize == 116)
     }
 

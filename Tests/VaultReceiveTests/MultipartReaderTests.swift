@@ -100,7 +100,9 @@ import VaultTestSupport
             #expect(got.parts.map(\.name) == ["note", "files[]", "files[]"])
             #expect(got.parts.map(\.filename) == [nil, "scan one.pdf", "empty.txt"])
             #expect(got.parts.map(\.contentType) == [nil, "application/pdf", "text/plain"])
-            #expect(got.bytes == [Array("hello".utf8), Array((0..<300).flatMap { _ in (0...255).map(UInt8.init) }), []])
+            let pattern: [UInt8] = (0...255).map { UInt8($0) }
+            let expected: [[UInt8]] = [Array("hello".utf8), Array(repeating: pattern, count: 300).flatMap { $0 }, []]
+            #expect(got.bytes == expected)
         }
     }
 

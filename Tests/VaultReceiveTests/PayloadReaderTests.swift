@@ -159,7 +159,7 @@ import VaultCore
         } throws: { error in
             let e = error as? VaultError
             let limit = "the payload holds more than 2 documents"
-            return e?.code == .headerMalformed && e?.message.hasPrefix(limit) == true
+            return e?.code == .tooManyDocuments && e?.message.hasPrefix(limit) == true
         }
         #expect(
             try Self.read(Self.payload(documents, shape: .strings), shape: .strings, piece: 5, maxDocuments: 3)

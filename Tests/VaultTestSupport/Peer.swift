@@ -82,6 +82,15 @@ package enum Peer {
         if !exited { kill(pid, SIGKILL); waitpid(pid, &status, 0) }
     }
 
+    /// The peak resident memory of a running process (`VmHWM` in /proc/PID/status), in KiB; 0
+    /// when it cannot be read.
+    package static func peakRSSKiB(_ pid: pid_t) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        else { return 0 }
+        return Int(line.split(separator: " ").dropFirst().first { Int($0) != nil } ?? "") ?? 0
+    }
+
     /// A port nothing listens on now (bound and released, for a peer that needs a number).
     package static func freePort() -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -27,7 +27,8 @@ let families: [Family] = [
     Family(name: "upload", check: UploadFamily.check),
     Family(name: "payload", check: PayloadFamily.check),
     Family(name: "multipart", check: MultipartFamily.check),
-    Family(name: "receipt", check: ReceiptFamily.check)
+    Family(name: "receipt", check: ReceiptFamily.check),
+    Family(name: "tus", check: TusFamily.check)
 ]
 
 nonisolated(unsafe) var selected: Family?

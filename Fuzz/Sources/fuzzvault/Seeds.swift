@@ -152,6 +152,23 @@ enum Seeds {
                     timeMillis: 1_795_651_200_123)
                 seed("answer-\(count)", receipt.signed(with: key))
             }
+        case "tus":
+            // A creation of a one-document payload, its PATCH in two chunks (the second with its
+            // SHA-1), a HEAD and a DELETE; and the same with offsets that jump and overlap.
+            let doc = Array("tus seed".utf8)
+            let payload = Array(
+                (#"{"Files":[{"Id":"00000000000000000000000000000001","Name":"t.txt","ContentType":"text/plain","#
+                    + #""Size":\#(doc.count),"SHA256":"\#(Hex.encode(Array(SHA256.hash(data: doc))))","#
+                    + #""Data":"\#(Data(doc).base64EncodedString())"}]}"#).utf8)
+            func field(_ s: String) -> [UInt8] { [UInt8(s.utf8.count)] + Array(s.utf8) }
+            func chunk(_ b: ArraySlice<UInt8>) -> [UInt8] { [UInt8(b.count)] + Array(b) }
+            let half = payload.count / 2
+            let sha1 = Data(Insecure.SHA1.hash(data: payload[half...])).base64EncodedString()
+            let create = [UInt8(0)] + field(String(payload.count))
+            let first = [UInt8(1)] + field("0") + chunk(payload[..<half])
+            let second = [UInt8(5)] + field(String(half)) + field("sha1 " + sha1) + chunk(payload[half...])
+            seed("whole", create + first + second + [6] + [3])
+            seed("jumps", create + [UInt8(1)] + field("7") + chunk(payload[7..<20]) + first + first + [2])
         default:
             break
         }

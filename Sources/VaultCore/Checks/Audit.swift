@@ -30,10 +30,11 @@ extension Vault {
     /// Reads only; changes nothing.
     package func audit(
         deep: Bool = false, expectedHead: HistoryHead? = nil, requireDelivered: [String] = [],
-        progress: ((Int, Int) -> Void)? = nil
+        requireReceipts: [ReceiptRequirement] = [], progress: ((Int, Int) -> Void)? = nil
     ) throws -> AuditReport {
         let scan = try HistoryLog(vault: self).scan(keepRecords: false)
         var findings = scan.findings + scan.noted + indexWitness(scan)
+        if !requireReceipts.isEmpty { findings += try unsignedRemovals(requireReceipts, scan: scan) }
         if !requireDelivered.isEmpty {
             let deliveries = scan.deliveries()
             let removed = scan.documentState().removed
@@ -233,5 +234,59 @@ extension Vault {
         return AuditReport(
             findings: findings, head: scan.head, records: scan.entries.count, documents: present.count,
             objects: objects.count, deep: deep)
+    }
+}
+
+/// A destination whose receipts an audit requires for every document removed: its identity,
+/// and the receiver's public key.
+package struct ReceiptRequirement: Sendable {
+    /// The destination's identity (``Destination/identity(of:)``).
+    package var identity: String
+    /// The Ed25519 public key its receipts are signed with.
+    package var publicKey: [UInt8]
+
+    package init(identity: String, publicKey: [UInt8]) {
+        self.identity = identity
+        self.publicKey = publicKey
+    }
+}
+
+extension Vault {
+    /// A `removed-unsigned` finding for each document the history removed with no receipt
+    /// before it, signed by `requirement`'s key, that names it: proven from the vault alone (the
+    /// receipts are in the `upload` records). A receipt counts for a document when its signature
+    /// verifies over the statement as received and it names, at the document's place in the
+    /// record, the same SHA-256 and size.
+    func unsignedRemovals(_ requirements: [ReceiptRequirement], scan: HistoryScan) throws -> [AuditFinding] {
+        let records = try HistoryLog(vault: self).scan(keepRecords: true).records
+        let removed = scan.documentState().removed
+        let names = scan.removedDocuments()
+        var findings: [AuditFinding] = []
+        for requirement in requirements {
+            var signed: [DocumentID: Int] = [:]
+            for (position, r) in records where Destination.confirmed(by: r).contains(requirement.identity) {
+                guard let text = r.receipt,
+                    let answer = try? Receipt.answer(Array(text.utf8)),
+                    answer.isSigned(by: requirement.publicKey),
+                    answer.receipt.documents.count == r.documents.count
+                else { continue }
+                for (d, s) in zip(r.documents, answer.receipt.documents)
+                where Hex.encode(s.sha256) == d.sha256 && s.size == d.size && signed[d.id] == nil {
+                    signed[d.id] = position
+                }
+            }
+            for (id, position) in removed.sorted(by: { $0.key < $1.key }) {
+                if let at = signed[id], at < position { continue }
+                findings.append(
+                    AuditFinding(
+                        .removedUnsigned,
+                        """
+                        \(id) (\(names[id]?.name ?? "?")) was removed by record \(position) without a receipt \
+                        signed by \(requirement.identity) before it
+                        """,
+                        document: id.hex, record: position))
+            }
+        }
+        return findings
     }
 }

@@ -26,15 +26,15 @@ extension HistoryRecord {
     /// keeps no records leaves them out of the others: a send names every document it sent).
     static func projectsDocuments(_ operation: Operation) -> Bool {
         switch operation {
-        case .add, .import, .adopt, .pull, .begin, .accept, .remove, .upload, .tag: true
-        case .`init`, .export, .passwd, .push, .clone, .upgrade, .destination: false
+        case .add, .import, .adopt, .pull, .begin, .accept, .remove, .upload, .tag, .receive: true
+        case .`init`, .export, .passwd, .push, .clone, .upgrade, .destination, .station, .receiver: false
         }
     }
 
     /// What this record, at `position` in the log, does to `projection`.
     func apply(at position: Int, to projection: inout some HistoryProjection) throws {
         switch operation {
-        case .add, .import, .adopt, .pull:
+        case .add, .import, .adopt, .pull, .receive:
             try projection.present(documents, at: position)
         case .begin, .accept:
             try projection.reset(to: documents, at: position)
@@ -54,7 +54,7 @@ extension HistoryRecord {
             }
         case .tag:
             if outcome != .failed, let change = TagChange.of(self) { try projection.retagged(documents, change) }
-        case .`init`, .export, .passwd, .push, .clone, .upgrade:
+        case .`init`, .export, .passwd, .push, .clone, .upgrade, .station, .receiver:
             break
         }
     }

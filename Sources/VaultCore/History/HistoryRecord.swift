@@ -33,6 +33,14 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
         /// The tags of the documents named changed: those added and removed as JSON in `detail`
         /// (``TagChange``). A document's tags are its envelope's with every change applied.
         case tag
+        /// A batch a receiver (`vault receive`) took from a station: its documents, committed
+        /// together; `detail` is JSON (``ReceivedBatch``): the station, the batch key, the
+        /// station's history head and the signed receipt.
+        case receive
+        /// A receiver's station added or removed: JSON in `detail` (``StationChange``).
+        case station
+        /// A receiver's signing key made: its public key in `detail` (``ReceiverKeyRecord``).
+        case receiver
     }
 
     /// How the command ended.
@@ -106,6 +114,9 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
     package var detail: String?
     /// Problems found in the log when this record was appended.
     package var anomalies: [Anomaly]
+    /// `upload` to a destination that signs receipts: the receiver's signed receipt for the
+    /// batch, as it answered (`{"receipt":…,"signature":…}`, docs/FORMAT.md "Receipts").
+    package var receipt: String?
 
     /// A record of `operation` now, on this host.
     package init(
@@ -123,7 +134,7 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case operation = "op", timeMillis = "time", host, outcome, documents, destinations, detail, anomalies
+        case operation = "op", timeMillis = "time", host, outcome, documents, destinations, detail, anomalies, receipt
     }
 
     /// Where a destination URL may be recorded: scheme, host, port and path, nothing else.
@@ -240,6 +251,8 @@ package struct AuditFinding: Codable, Sendable, Equatable {
         package static let unloggedObject = Code(rawValue: "unlogged-object")
         /// A document was removed before the destination a delivery policy requires confirmed it.
         package static let removedUndelivered = Code(rawValue: "removed-undelivered")
+        /// A document was removed without a receipt signed by a destination that must sign for it.
+        package static let removedUnsigned = Code(rawValue: "removed-unsigned")
     }
 
     /// What kind of finding this is.
@@ -313,6 +326,7 @@ extension HistoryRecord {
         key("host"); string(host)
         key("op"); string(operation.rawValue)
         key("outcome"); string(outcome.rawValue)
+        if let receipt { key("receipt"); string(receipt) }
         key("time"); number(timeMillis)
         o.append(0x7D)
     }

@@ -56,8 +56,13 @@ package struct HistoryRecordReader {
               literal(",\"op\":"),
               let op = string().flatMap(HistoryRecord.Operation.init(rawValue:)),
               literal(",\"outcome\":"),
-              let outcome = string().flatMap(HistoryRecord.Outcome.init(rawValue:)),
-              literal(",\"time\":"),
+              let outcome = string().flatMap(HistoryRecord.Outcome.init(rawValue:)) else { return nil }
+        var receipt: String?
+        if literal(",\"receipt\":") {
+            guard let r = string() else { return nil }
+            receipt = r
+        }
+        guard literal(",\"time\":"),
               let time = integer(negative: true),
               literal("}"),
               i == b.count else { return nil }
@@ -72,6 +77,7 @@ package struct HistoryRecordReader {
         record.timeMillis = Int64(time)
         record.host = host
         record.anomalies = anomalies
+        record.receipt = receipt
         return record
     }
 

@@ -7,6 +7,9 @@ final class IndexHolder: @unchecked Sendable {
     var index: DocumentIndex?
     /// What the last check found, before any repair (for `verify` and `audit`).
     var lastStatus: Vault.IndexStatus = .current
+    /// True while this vault's ``IntakeBatch`` commits (under the writer lock): its own
+    /// `intake.pending` is not an interrupted one.
+    var committingIntake = false
 }
 
 extension Vault {
@@ -76,6 +79,12 @@ extension Vault {
     ) throws -> R {
         indexHolder.lock.lock()
         defer { indexHolder.lock.unlock() }
+        // A received batch a crash interrupted goes first: its objects must not be adopted.
+        if !indexHolder.committingIntake, store.source == nil,
+            FileSystem.kind(of: store.path(.pendingIntake)) != .missing
+        {
+            try holding(lock) { lock in try rollBackInterruptedIntake(lock) }
+        }
         var index = try openIndex()
         var status = try checkIndex(index, full: full)
         // A command that acts on every document checks every row against the commitment first.

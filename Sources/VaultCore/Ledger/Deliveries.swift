@@ -170,13 +170,16 @@ extension Vault {
     }
 
     /// ``recordDelivery(_:to:detail:now:)`` at an identity known already (an upload journal's).
+    /// - Parameter receipt: the receiver's signed receipt for the batch, kept in the record.
     package func recordDelivery(
-        _ documents: [DocumentRecord], at identity: DestinationIdentity, detail: String, now: Date = Date()
+        _ documents: [DocumentRecord], at identity: DestinationIdentity, detail: String, receipt: String? = nil,
+        now: Date = Date()
     ) throws {
-        try appendToHistory(
-            HistoryRecord(
-                .upload, documents: documents.map(HistoryRecord.Document.init), destinations: [identity.value],
-                detail: detail, now: now))
+        var record = HistoryRecord(
+            .upload, documents: documents.map(HistoryRecord.Document.init), destinations: [identity.value],
+            detail: detail, now: now)
+        record.receipt = receipt
+        try appendToHistory(record)
     }
 
     /// Those of `records` (in their order) that the destination of `identity` has not confirmed.
@@ -290,6 +293,9 @@ package struct DestinationEntry: NamedListEntry {
     /// to it through another is refused). Nil in lists of earlier versions: the process's.
     package var endpoint: String?
     package var region: String?
+    /// The Ed25519 public key (hex) of a receiver that signs receipts: a batch counts as
+    /// delivered there only with its signed receipt (docs/RECEIVE.md).
+    package var receiptKey: String?
 
     package init(name: String, url: String, wire: String? = nil, required: Bool = true, s3 place: S3Place? = nil) {
         self.name = name

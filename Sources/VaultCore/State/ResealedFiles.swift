@@ -34,7 +34,7 @@ package enum UploadJournalFiles {
 
 /// The sealed state files a password change seals again under the new key, so that nothing
 /// reads as "written with an old password" afterwards: the remote list, the destination list,
-/// and every upload journal with its change log. (The index's rows are sealed again by its
+/// a receiver's key, and every upload journal with its change log. (The index's rows are sealed again by its
 /// own rebuild; `log.head` and `log.anchor` by the change's own history record.)
 struct ResealedFiles {
     let vault: Vault
@@ -42,7 +42,7 @@ struct ResealedFiles {
     /// Whether a journal may name `name` as a file to write when the change commits: only these
     /// state files, never a path elsewhere (a planted journal names nothing else).
     static func isResealable(_ name: String) -> Bool {
-        name == VaultFile.remotes.name || name == VaultFile.destinations.name
+        name == VaultFile.remotes.name || name == VaultFile.destinations.name || name == VaultFile.receiver.name
             || UploadJournalFiles.job(ofName: name) != nil
     }
 
@@ -50,7 +50,7 @@ struct ResealedFiles {
     /// open is left as it is: refused as before, by the same check).
     func resealed(to keys: EpochKeys) throws -> [PasswordJournal.Resealed] {
         var out: [PasswordJournal.Resealed] = []
-        for file in [VaultFile.remotes, .destinations] {
+        for file in [VaultFile.remotes, .destinations, .receiver] {
             guard let purpose = file.sealedPurpose,
                   let body = opened(file.name, purpose: purpose, role: file.name) else { continue }
             out.append(.init(name: file.name, bytes: try seal(body, purpose: purpose, role: file.name, keys: keys)))

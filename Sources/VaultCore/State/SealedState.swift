@@ -28,6 +28,8 @@ package enum SealedState {
         case indexRecord = 9
         case indexState = 10
         case destinations = 11
+        case pendingIntake = 12
+        case receiver = 13
 
         var name: String {
             switch self {
@@ -42,6 +44,8 @@ package enum SealedState {
             case .indexRecord: "index record"
             case .indexState: "index state"
             case .destinations: "destination list"
+            case .pendingIntake: "pending intake"
+            case .receiver: "receiver key"
             }
         }
     }

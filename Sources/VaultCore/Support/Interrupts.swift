@@ -21,6 +21,15 @@ package enum Interrupts {
     nonisolated(unsafe) private static var next = 0
     // nonisolated(unsafe): under `lock` as well.
     nonisolated(unsafe) private static var folders: [Int: [String]] = [:]
+    // nonisolated(unsafe): under `lock` as well.
+    nonisolated(unsafe) private static var diverted: (@Sendable (Int32) -> Void)?
+
+    /// Makes the next interrupt call `handler` instead of cleaning up and exiting: a server's
+    /// graceful stop (requests in flight finish). The interrupt after it exits as usual.
+    package static func divert(_ handler: @escaping @Sendable (Int32) -> Void) {
+        lock.lock(); defer { lock.unlock() }
+        diverted = handler
+    }
 
     /// Registers a temporary file to remove on interrupt and creates it with `create`, both
     /// under the registry's lock, so an interrupt's sweep finds it created or it is never made.
@@ -90,10 +99,21 @@ package enum Interrupts {
         let readEnd = ends.readEnd
         let watcher = Thread {
             var signal: UInt8 = 0
-            // Retries EINTR; anything else means no interrupt will ever come through here.
-            guard (try? withUnsafeMutableBytes(of: &signal) { try readEnd.read(into: $0) }) == 1 else { return }
-            cleanUpForExit()
-            onInterrupt(Int32(signal))
+            while true {
+                // Retries EINTR; anything else means no interrupt will ever come through here.
+                guard (try? withUnsafeMutableBytes(of: &signal) { try readEnd.read(into: $0) }) == 1 else { return }
+                lock.lock()
+                let handler = diverted
+                diverted = nil
+                lock.unlock()
+                if let handler {
+                    handler(Int32(signal))
+                    continue
+                }
+                cleanUpForExit()
+                onInterrupt(Int32(signal))
+                return
+            }
         }
         watcher.name = "vault.interrupts"
         watcher.start()

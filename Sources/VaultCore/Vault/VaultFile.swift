@@ -40,6 +40,11 @@ package enum VaultFile: CaseIterable, Sendable {
     case destinations
     /// `uploads/`: the upload journals (`<job>.journal`, sealed) and their locks.
     case uploads
+    /// `intake.pending`: the documents of a received batch being committed (sealed): a batch
+    /// a crash interrupted is taken out again by the next command, so none is ever half kept.
+    case pendingIntake
+    /// `receiver.vlt`: a receiver's signing key (sealed), for `vault receive`.
+    case receiver
 
     /// The name in the vault folder.
     package var name: String {
@@ -60,6 +65,8 @@ package enum VaultFile: CaseIterable, Sendable {
         case .legacyRemotes: "remotes.json"
         case .destinations: "destinations.vlt"
         case .uploads: "uploads"
+        case .pendingIntake: "intake.pending"
+        case .receiver: "receiver.vlt"
         }
     }
 
@@ -79,6 +86,8 @@ package enum VaultFile: CaseIterable, Sendable {
         case .remotes: .remotes
         case .destinations: .destinations
         case .legacyIndex: .index
+        case .pendingIntake: .pendingIntake
+        case .receiver: .receiver
         default: nil
         }
     }

@@ -69,8 +69,19 @@ extension VaultCommand {
                 valueName: "destination"))
         var requireDelivered: [String] = []
 
+        @Option(
+            name: .customLong("require-receipts"),
+            help: ArgumentHelp(
+                """
+                    A destination (name) that signs receipts: every removed document must have its signed \
+                    receipt in the history first; each one without is a 'removed-unsigned' finding.
+                    """,
+                valueName: "destination"))
+        var requireReceipts: [String] = []
+
         func validate() throws {
-            if acceptLoss && (deep || head || expectHead != nil || !requireDelivered.isEmpty) {
+            let requires = !requireDelivered.isEmpty || !requireReceipts.isEmpty
+            if acceptLoss && (deep || head || expectHead != nil || requires) {
                 throw ValidationError("--accept-loss takes no other audit option.")
             }
             if let expectHead, HistoryHead(expectHead) == nil {
@@ -121,8 +132,20 @@ extension VaultCommand {
             }
             let required = try DeliveryFilter.destinations(
                 requireDelivered, required: false, list: try DestinationList.load(vault))
+            let list = try DestinationList.load(vault)
+            let receipts = try requireReceipts.map { name -> ReceiptRequirement in
+                guard let entry = list.destinations.first(where: { $0.name == name }) else {
+                    throw VaultError(.notFound, "no destination named '\(Terminal.printable(name))'")
+                }
+                guard let hex = entry.receiptKey, let key = Hex.decode(hex) else {
+                    throw VaultError(
+                        .usage, "destination '\(name)' does not sign receipts (add it with --receipt-key)")
+                }
+                return ReceiptRequirement(identity: entry.identity, publicKey: key)
+            }
             let report = try vault.audit(
-                deep: deep, expectedHead: expectHead.flatMap(HistoryHead.init), requireDelivered: required)
+                deep: deep, expectedHead: expectHead.flatMap(HistoryHead.init), requireDelivered: required,
+                requireReceipts: receipts)
             if json {
                 Terminal.out(
                     JSONOutput.line(

@@ -24,6 +24,8 @@ extension VaultCommand {
                   vault destination add office https://backoffice.example/batches
                   vault destination add archive s3://archive/station-3 --optional
                   vault destination add inbox https://office.example/in.php --protocol form
+                  vault destination add office https://office.example/batches \\
+                      --receipt-key "$(cat office-receipt-key.txt)"
                   vault destination
                   vault destination remove archive
                 """,
@@ -61,7 +63,7 @@ extension VaultCommand.Destinations {
             for d in list.destinations {
                 Terminal.out(
                     "\(d.name)  \(Terminal.printable(d.url))" + (d.wire.map { "  (\($0))" } ?? "")
-                        + (d.required ? "" : "  optional") + "\n")
+                        + (d.required ? "" : "  optional") + (d.receiptKey == nil ? "" : "  signs receipts") + "\n")
             }
         }
     }
@@ -69,7 +71,8 @@ extension VaultCommand.Destinations {
     /// `vault destination add NAME URL`.
     struct Add: VaultSubcommand {
         static let configuration = CommandConfiguration(
-            abstract: "Name a destination: an https:// URL, s3://BUCKET/PREFIX or a presign endpoint.")
+            abstract: "Name a destination: an https:// URL, s3://BUCKET/PREFIX or a presign endpoint.",
+            usage: "vault destination add <name> <url> [<options>]")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Destinations
@@ -97,6 +100,15 @@ extension VaultCommand.Destinations {
 
         @Flag(help: "Documents need not reach this destination before 'vault remove --delivered' frees them.")
         var optional = false
+
+        @Option(
+            help: ArgumentHelp(
+                """
+                    The public key of a receiver that signs receipts ('vault receive key' prints it): a batch \
+                    counts as delivered only with its signed receipt, kept in the history.
+                    """,
+                valueName: "hex"))
+        var receiptKey: String?
 
         func run() async throws { try await run(parent: group.parentOptions) }
 
@@ -156,6 +168,18 @@ extension VaultCommand.Destinations {
                         """
                 )
             }
+            if let receiptKey,
+                Hex.decode(receiptKey)?.count != SigningKey.publicKeySize || receiptKey != receiptKey.lowercased()
+            {
+                throw VaultError(
+                    .usage, "--receipt-key takes 64 lower-case hex digits (what 'vault receive key' prints)")
+            }
+            if receiptKey != nil, let named, ![.json, .form].contains(named) {
+                throw VaultError(.usage, "receipts are signed for json and form batches, not \(named.rawValue)")
+            }
+            if receiptKey != nil, s3URL {
+                throw VaultError(.usage, "receipts are signed for json and form batches, not s3")
+            }
             try options.requireLocal()
             let vault = try options.unlock()
             var list = try DestinationList.load(vault)
@@ -167,9 +191,13 @@ extension VaultCommand.Destinations {
             if let other = list.destinations.first(where: { $0.identity == identity }) {
                 throw VaultError(.alreadyExists, "\(identity) is the destination '\(other.name)' already")
             }
-            list.destinations.append(.init(name: name, url: url, wire: named?.rawValue, required: !optional, s3: place))
+            var entry = DestinationEntry(name: name, url: url, wire: named?.rawValue, required: !optional, s3: place)
+            entry.receiptKey = receiptKey
+            list.destinations.append(entry)
             try list.save(vault)
-            Terminal.err("vault: added destination \(name) → \(identity)" + (optional ? " (optional)" : ""))
+            Terminal.err(
+                "vault: added destination \(name) → \(identity)" + (optional ? " (optional)" : "")
+                    + (receiptKey == nil ? "" : "; batches need its signed receipts"))
         }
     }
 

@@ -72,6 +72,8 @@ extension VaultCommand {
                 var destinations: [String]?
                 var detail: String?
                 var anomalies: [HistoryRecord.Anomaly]?
+                /// An `upload` to a destination that signs receipts: the receipt, as answered.
+                var receipt: String?
             }
             var head: String
             var records: [Record]
@@ -110,7 +112,8 @@ extension VaultCommand {
                                     time: JSONOutput.iso(millis: r.timeMillis),
                                     timeMillis: r.timeMillis, host: r.host, outcome: r.outcome.rawValue,
                                     documents: r.documents,
-                                    destinations: r.destinations, detail: r.detail, anomalies: r.anomalies)
+                                    destinations: r.destinations, detail: r.detail, anomalies: r.anomalies,
+                                    receipt: r.receipt)
                             }, findings: findings)))
             } else {
                 let width = FittedTable.stdoutWidth

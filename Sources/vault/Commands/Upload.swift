@@ -145,6 +145,12 @@ extension VaultCommand {
                 valueName: "seconds"))
         var timeout: Double = 60
 
+        @Option(
+            help: ArgumentHelp(
+                "Trust the certificate authorities in this PEM file for https:// (a private CA), as curl's --cacert.",
+                valueName: "file"))
+        var cacert: String?
+
         @Flag(help: "Leave documents that fail authentication out and go on (exit code 2).")
         var skipBad = false
 
@@ -491,11 +497,17 @@ extension VaultCommand {
                     return (p[0].trimmingCharacters(in: .whitespaces), p[1].trimmingCharacters(in: .whitespaces))
                 })
             guard
-                let target = UploadTarget(
+                var target = UploadTarget(
                     address: s3?.name ?? url, method: method, headers: headers,
                     authorization: s3 == nil ? try Self.authorization() : nil, idleTimeout: timeout)
             else {
                 throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a URL")
+            }
+            if let cacert {
+                guard FileSystem.kind(of: cacert) == .file else {
+                    throw VaultError(.notFound, "no file at \(Terminal.printable(cacert)) (--cacert)")
+                }
+                target.trustedCertificates = URL(fileURLWithPath: cacert)
             }
             var o = UploadOptions(target: target, wire: wire)
             o.limits = batching.limits

@@ -1,0 +1,143 @@
+import Foundation
+
+/// A receiver's identity (`vault receive`): its Ed25519 signing key, kept sealed in
+/// `receiver.vlt` (the body is the 32-byte seed; resealed by a password change, so the key
+/// outlives the password), and the
+/// public key recorded in the history when it was made — so a deleted or replaced key file is
+/// found, never silently replaced by a new key the stations do not know.
+package struct ReceiverIdentity: Sendable {
+    /// The signing key.
+    package let signingKey: SigningKey
+    /// The key of the station tokens' keyed hashes (derived from the signing seed).
+    private let tokenKey: SecretBytes
+
+    /// The Ed25519 public key (32 bytes).
+    package var publicKey: [UInt8] { signingKey.publicKey }
+
+    init(seed: SecretBytes) throws {
+        signingKey = try SigningKey(seed: seed)
+        tokenKey = try SubkeyDerivation.derive(from: seed, id: 1, context: "vaultrcv")
+    }
+
+    /// The keyed hash (BLAKE2b) a station's token is kept as: without the receiver's key nobody
+    /// can test a guessed token against it.
+    package func tokenDigest(_ token: String) -> [UInt8] {
+        KeyedHash.digest(Array(token.utf8), key: tokenKey)
+    }
+
+    /// A new station token: 32 random bytes in hex, prefixed `vst_` (so a leaked one is
+    /// recognisable in a scan of logs or code).
+    package static func newToken(using random: any RandomSource = SystemRandom()) -> String {
+        "vst_" + Hex.encode(random.bytes(32))
+    }
+}
+
+/// What a `receiver` history record says: the public key made.
+package struct ReceiverKeyRecord: Codable, Sendable, Equatable {
+    /// The Ed25519 public key, in hex.
+    package var publicKey: String
+}
+
+/// What a `station` history record says: a station added (with its token's keyed hash),
+/// removed, or one of its requests refused because its history went backwards or forked.
+package struct StationChange: Codable, Sendable, Equatable {
+    /// What changed.
+    package enum Action: String, Codable, Sendable { case add, remove, alert }
+    package var action: Action
+    /// The station's name.
+    package var name: String
+    /// `add`: the keyed hash of its token, in hex.
+    package var token: String?
+    /// `alert`: the head the station sent, and the head the receiver knew.
+    package var head: String?
+    package var knownHead: String?
+    /// `alert`: why (`rolled-back`, `forked`).
+    package var reason: String?
+
+    /// A change by its parts.
+    package init(
+        action: Action, name: String, token: String? = nil, head: String? = nil, knownHead: String? = nil,
+        reason: String? = nil
+    ) {
+        self.action = action
+        self.name = name
+        self.token = token
+        self.head = head
+        self.knownHead = knownHead
+        self.reason = reason
+    }
+}
+
+/// What a `receive` history record says besides its documents: who sent the batch, under which
+/// key, with which history head, and the receipt the receiver answered with.
+package struct ReceivedBatch: Codable, Sendable, Equatable {
+    /// The station's name.
+    package var station: String
+    /// The batch's `Idempotency-Key`.
+    package var batch: String
+    /// The station's `X-Vault-Log-Head`, if it sent one.
+    package var head: String?
+    /// The protocol it came by (`json`, `form`, `tus`).
+    package var wire: String
+    /// The SHA-256 of the payload as received, in hex.
+    package var payloadSHA256: String
+    /// The receipt answered (`{"receipt":…,"signature":…}`), as sent.
+    package var answer: String
+
+    /// A batch by its parts.
+    package init(station: String, batch: String, head: String?, wire: String, payloadSHA256: String, answer: String) {
+        self.station = station
+        self.batch = batch
+        self.head = head
+        self.wire = wire
+        self.payloadSHA256 = payloadSHA256
+        self.answer = answer
+    }
+}
+
+extension Vault {
+    /// The receiver's identity: opened from `receiver.vlt`, or made (and its public key
+    /// recorded in the history) when the vault has none yet and `create` is true.
+    /// - Throws: ``VaultError/Code/vaultDamaged`` when the file does not open, or is missing or
+    ///   differs from the key the history recorded.
+    package func receiverIdentity(create: Bool) throws -> ReceiverIdentity? {
+        let path = store.path(.receiver)
+        let recorded = try history().records.last { $0.record.operation == .receiver && $0.record.outcome == .ok }
+            .flatMap {
+                $0.record.detail.flatMap { try? JSONDecoder().decode(ReceiverKeyRecord.self, from: Data($0.utf8)) }
+            }
+        if FileSystem.kind(of: path) == .missing {
+            if let recorded {
+                throw VaultError(
+                    .vaultDamaged,
+                    "receiver.vlt is missing, and the history says this receiver's key is \(recorded.publicKey)")
+            }
+            guard create else { return nil }
+            let seed = try SecretBytes.random(count: SigningKey.seedSize, using: random)
+            let identity = try ReceiverIdentity(seed: seed)
+            var body = seed.withUnsafeBytes { Array($0) }
+            defer { Sodium.wipe(&body) }
+            try AtomicFile.write(
+                try sealState(body, purpose: .receiver, role: VaultFile.receiver.name), to: path, random: random)
+            let detail = String(
+                decoding: try JSONEncoder().encode(ReceiverKeyRecord(publicKey: Hex.encode(identity.publicKey))),
+                as: UTF8.self)
+            _ = try appendToHistory(HistoryRecord(.receiver, detail: detail))
+            return identity
+        }
+        var plain = try openState(
+            try FileSystem.readFile(path, limit: 4096), purpose: .receiver, role: VaultFile.receiver.name,
+            what: "receiver.vlt")
+        defer { Sodium.wipe(&plain) }
+        guard plain.count == SigningKey.seedSize else { throw VaultError(.vaultDamaged, "receiver.vlt is malformed") }
+        let identity = try ReceiverIdentity(seed: try plain.withUnsafeBytes { try SecretBytes(copying: $0) })
+        if let recorded, recorded.publicKey != Hex.encode(identity.publicKey) {
+            throw VaultError(
+                .vaultDamaged,
+                "receiver.vlt holds the key \(Hex.encode(identity.publicKey)), "
+                    + "but the history says \(recorded.publicKey)"
+            )
+        }
+        return identity
+    }
+}

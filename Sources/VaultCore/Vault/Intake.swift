@@ -1,0 +1,163 @@
+import Foundation
+
+/// A batch of documents that enters the vault whole or not at all: a receiver's batch
+/// (`vault receive`), whose documents arrive one after another in one request body.
+///
+/// Each document is encrypted as it arrives into a temporary file in `staging/` (the envelope
+/// and pipeline of every add), fsynced when it ends. Nothing is in `objects/` until
+/// ``commit(_:)``, which, under the writer lock:
+/// 1. writes `intake.pending` (sealed: the ids about to be committed);
+/// 2. links every envelope into `objects/` and fsyncs the folder;
+/// 3. writes the documents' index rows and appends the history record that names them all —
+///    the commit point: from here the batch is in the vault;
+/// 4. deletes `intake.pending`.
+///
+/// A crash between 1 and 3 leaves objects no record names; the next command that opens the
+/// index (``Vault/rollBackInterruptedIntake(_:)``) unlinks them instead of adopting them, so a
+/// batch is never half kept. ``discard()`` (or dropping the batch) removes what was staged.
+package final class IntakeBatch {
+    private let vault: Vault
+    private var staged: [(file: AtomicFile, record: DocumentRecord)] = []
+    private var current: (file: AtomicFile, writer: EnvelopeWriter, id: DocumentID)?
+    private var done = false
+
+    /// A batch for `vault`; nothing is written yet.
+    package init(vault: Vault) { self.vault = vault }
+
+    /// The documents staged so far, in order.
+    package var records: [DocumentRecord] { staged.map(\.record) }
+
+    /// Starts the next document: its envelope is written as ``write(_:)`` is given its bytes.
+    /// - Throws: what the envelope's metadata refuses (a name or content type vault cannot keep).
+    package func begin(name: String, contentType: String, tags: [String] = [], now: Date = Date()) throws {
+        precondition(current == nil && !done, "internal error: a document begun inside another")
+        let id = DocumentID.random(using: vault.random)
+        let file = try AtomicFile(
+            destination: vault.store.objectPath(id), staging: try vault.store.staging(), random: vault.random)
+        let template = DocumentMetadata(
+            name: name, contentType: contentType, size: 0, sha256: [UInt8](repeating: 0, count: 32),
+            addedAtMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), tags: tags)
+        let writer = try EnvelopeWriter(
+            output: SequentialFileOutput(file: file.file), keyring: vault.keyring, documentID: id, metadata: template,
+            random: vault.random)
+        current = (file, writer, id)
+    }
+
+    /// Encrypts the next bytes of the document begun last.
+    package func write(_ bytes: UnsafeRawBufferPointer) throws {
+        guard let current else { preconditionFailure("internal error: bytes outside a document") }
+        try current.writer.write(bytes)
+    }
+
+    /// Ends the document begun last: its envelope is sealed and fsynced (still in `staging/`).
+    /// - Returns: its record (the size and SHA-256 of the bytes written).
+    @discardableResult
+    package func end() throws -> DocumentRecord {
+        guard let current else { preconditionFailure("internal error: end outside a document") }
+        self.current = nil
+        let metadata = try current.writer.finish()
+        try current.file.file.sync()
+        let record = DocumentRecord(id: current.id, metadata: metadata)
+        staged.append((current.file, record))
+        return record
+    }
+
+    /// What a test makes ``commit(_:interrupt:)`` stop at, as a crash there would.
+    package enum Interruption: Sendable { case afterLinking }
+
+    /// Thrown by ``commit(_:interrupt:)`` where a test asked it to stop.
+    package struct Interrupted: Error {}
+
+    /// Puts every staged document into the vault together, recorded by `record` (given the
+    /// records in order; its documents are set to them). Nothing is kept when this throws
+    /// before the history record is appended.
+    /// - Parameter interrupt: for the tests of crash recovery: leave the vault as a crash at
+    ///   that point would (the objects linked, `intake.pending` written, nothing recorded).
+    /// - Returns: the history's head after the record.
+    @discardableResult
+    package func commit(_ record: HistoryRecord, interrupt: Interruption? = nil) throws -> HistoryHead {
+        precondition(current == nil && !done, "internal error: a batch committed twice or mid-document")
+        done = true
+        var record = record
+        record.documents = staged.map { HistoryRecord.Document($0.record) }
+        let ids = staged.map(\.record.id)
+        let known = Dictionary(uniqueKeysWithValues: staged.map { ($0.record.id, $0.record) })
+        return try vault.store.withWriterLock { lock in
+            try vault.checkKeyEpoch(lock)
+            vault.indexHolder.committingIntake = true
+            defer { vault.indexHolder.committingIntake = false }
+            let pending = vault.store.path(.pendingIntake)
+            try AtomicFile.write(
+                try vault.sealState(
+                    Array(try JSONEncoder().encode(ids)), purpose: .pendingIntake, role: VaultFile.pendingIntake.name),
+                to: pending, random: vault.random)
+            let before = Platform.statTimes(vault.store.objectsPath) ?? ""
+            for s in staged { try s.file.commit(replace: false, sync: false) }
+            try FileSystem.syncDirectory(vault.store.objectsPath)
+            if interrupt == .afterLinking { throw Interrupted() }
+            let stamps = [(before: before, after: Platform.statTimes(vault.store.objectsPath) ?? "")]
+            try vault.withIndex(lock, known: known, ownChanges: stamps) { index in
+                try index.write(lock) {
+                    for r in staged.map(\.record).sorted(by: { $0.id < $1.id }) { try index.put(r, logged: false) }
+                    try vault.commitIndexState(index, lock)
+                }
+            }
+            let head = try vault.appendToHistory(record, lock, pending: Set(ids))
+            try FileSystem.remove(pending)
+            try FileSystem.syncDirectory(vault.store.root)
+            return head
+        }
+    }
+
+    /// Removes everything staged (nothing of the batch was committed).
+    package func discard() {
+        done = true
+        current?.file.discard()
+        current = nil
+        for s in staged { s.file.discard() }
+        staged = []
+    }
+
+    deinit { if !done { discard() } }
+}
+
+extension Vault {
+    /// Takes out a batch whose commit a crash interrupted (``IntakeBatch``): the objects
+    /// `intake.pending` names that no history record names are unlinked, and the file removed.
+    /// One that does not open under the current key (forged, damaged or sealed under an old
+    /// key) is never acted on. Called under the writer lock before the index is checked.
+    func rollBackInterruptedIntake(_ lock: WriterLock) throws {
+        let path = store.path(.pendingIntake)
+        guard !indexHolder.committingIntake, FileSystem.kind(of: path) != .missing else { return }
+        guard let bytes = try? FileSystem.readFile(path, limit: 1 << 20),
+            let plain = try? openState(
+                bytes, purpose: .pendingIntake, role: VaultFile.pendingIntake.name, what: "intake.pending"),
+            let ids = try? JSONDecoder().decode([DocumentID].self, from: Data(plain))
+        else {
+            VaultNotices.post("intake.pending does not open under this vault's key; left alone (an audit reports it)")
+            return
+        }
+        let named = try HistoryLog(vault: self).scan(keepRecords: false).projected().present
+        var unlinked = 0
+        for id in ids where named[id] == nil && FileSystem.kind(of: store.objectPath(id)) != .missing {
+            try FileSystem.remove(store.objectPath(id))
+            unlinked += 1
+        }
+        if unlinked > 0 {
+            try FileSystem.syncDirectory(store.objectsPath)
+            VaultNotices.post("took out \(unlinked) document(s) of a received batch whose commit was interrupted")
+        }
+        try FileSystem.remove(path)
+        try FileSystem.syncDirectory(store.root)
+    }
+}
+
+extension Vault {
+    /// A temporary file in `staging/` (0600, removed when dropped, swept if a crash leaves it):
+    /// for bytes a receiver holds before it knows what they are (a tus chunk whose checksum is
+    /// not checked yet).
+    package func spoolFile() throws -> AtomicFile {
+        let staging = try store.staging()
+        return try AtomicFile(destination: staging + "/spool", staging: staging, random: random)
+    }
+}

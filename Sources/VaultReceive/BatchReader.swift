@@ -1,0 +1,86 @@
+import Foundation
+import VaultCore
+
+/// The reader of one batch body, picked by its `Content-Type`: the JSON payload (its shape
+/// told by the byte after `{"Files":[`) or a `multipart/form-data` form.
+package struct BatchReader: PieceReader {
+    /// How the batch came.
+    package enum Wire: String, Sendable { case json, form }
+
+    private enum State {
+        /// JSON whose shape is not known yet: the first bytes, kept.
+        case sniffing([UInt8])
+        case json(PayloadReader)
+        case form(FormReader)
+    }
+
+    private var state: State
+    private let maxDocuments: Int
+    /// How the batch came.
+    package let wire: Wire
+
+    /// `{"Files":[`: what both shapes of the payload start with.
+    private static let prefix = Array(#"{"Files":["#.utf8)
+
+    /// A reader for a body of `contentType`.
+    /// - Throws: ``VaultError/Code/usage`` for a content type that is neither (the receiver
+    ///   answers 415).
+    package init(contentType: String?, maxDocuments: Int) throws {
+        self.maxDocuments = maxDocuments
+        let type = (contentType ?? "").split(separator: ";").first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        switch type {
+        case "application/json":
+            state = .sniffing([])
+            wire = .json
+        case "multipart/form-data":
+            guard let boundary = MultipartReader.boundary(ofContentType: contentType ?? "") else {
+                throw VaultError(.headerMalformed, "multipart/form-data without a boundary")
+            }
+            state = .form(FormReader(boundary: boundary, maxDocuments: maxDocuments))
+            wire = .form
+        default:
+            throw VaultError(
+                .usage, "a batch is application/json or multipart/form-data, not '\((contentType ?? "").prefix(80))'")
+        }
+    }
+
+    /// Reads the next piece.
+    package mutating func read(_ piece: UnsafeRawBufferPointer, _ handle: (PayloadReader.Event) throws -> Void) throws {
+        switch state {
+        case .json(var reader):
+            state = .sniffing([])
+            defer { state = .json(reader) }
+            try reader.read(piece, handle)
+        case .form(var reader):
+            state = .sniffing([])
+            defer { state = .form(reader) }
+            try reader.read(piece, handle)
+        case .sniffing(var first):
+            let take = min(piece.count, Self.prefix.count + 1 - first.count)
+            first += piece[0..<take]
+            guard first.count == Self.prefix.count + 1 else {
+                state = .sniffing(first)
+                return
+            }
+            let shape: PayloadShape = first.last == 0x22 ? .strings : .objects
+            var reader = PayloadReader(shape: shape, maxDocuments: maxDocuments)
+            state = .json(reader)
+            try first.withUnsafeBytes { try reader.read($0, handle) }
+            state = .json(reader)
+            try reader.read(UnsafeRawBufferPointer(rebasing: piece[take...]), handle)
+            state = .json(reader)
+        }
+    }
+
+    /// Checks that the body ended where it should.
+    package func finish() throws {
+        switch state {
+        case .sniffing:
+            throw VaultError(.truncated, "the payload ends before its first document")
+        case .json(let reader): try reader.finish()
+        case .form(let reader): try reader.finish()
+        }
+    }
+}

@@ -1,0 +1,349 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOSSL
+import Prometheus
+import ServiceLifecycle
+import VaultCore
+
+/// The request context: Hummingbird's, with the peer's address (failed logins are counted
+/// per address).
+package struct ReceiveContext: RequestContext {
+    package var coreContext: CoreRequestContextStorage
+    /// The peer's IP address.
+    package let address: String
+
+    package init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        address = source.channel.remoteAddress?.ipAddress ?? "unknown"
+    }
+}
+
+/// `vault receive`'s HTTP server (docs/RECEIVE.md): `POST /batches`, `GET /healthz`,
+/// `GET /metrics`, over HTTP/1.1, with TLS when given a certificate.
+///
+/// Hummingbird 2 (on SwiftNIO): its request body is an asynchronous sequence of buffers as they
+/// arrive, so a batch is read, checked and encrypted as it comes and never held; it gives idle
+/// timeouts, bounded headers, TLS (swift-nio-ssl) and a graceful shutdown that lets requests
+/// in flight finish. SwiftNIO alone would mean writing the HTTP/1 server pipeline, the body
+/// back-pressure and the shutdown by hand.
+package struct ReceiveServer: Sendable {
+    /// Where and how to listen.
+    package struct Configuration: Sendable {
+        /// The host to bind (`127.0.0.1` unless given).
+        package var host = "127.0.0.1"
+        /// The port (0: one the system picks).
+        package var port = 8080
+        /// A PEM certificate chain and private key for TLS.
+        package var tlsCertificate: String?
+        package var tlsKey: String?
+        /// A connection that sends or reads nothing this long is closed (a stalled body), as is
+        /// one whose request head takes longer (slow headers); a body must arrive at the
+        /// receiver's minimum rate once this long has passed.
+        package var idleTimeout: TimeAmount = .seconds(30)
+        /// Most connections open at once.
+        package var maxConnections = 256
+        /// A tus upload no request touched this long is dropped.
+        package var uploadExpiry: TimeInterval = 3600
+
+        package init() {}
+    }
+
+    private let receiver: Receiver
+    private let configuration: Configuration
+    private let logger: Logger
+    private let metrics: ReceiveMetrics
+
+    /// A server for `receiver`.
+    package init(receiver: Receiver, configuration: Configuration, logger: Logger) {
+        self.receiver = receiver
+        self.configuration = configuration
+        self.logger = logger
+        metrics = ReceiveMetrics()
+    }
+
+    /// Runs until `shutdown` is triggered, then lets the batches in flight finish.
+    /// - Parameter onListening: called once with the address listened on (`http://host:port`).
+    package func run(
+        onListening: @escaping @Sendable (String) -> Void, shutdown: @escaping @Sendable (ServiceGroup) -> Void
+    ) async throws {
+        let router = Router(context: ReceiveContext.self)
+        let receiver = self.receiver
+        let metrics = self.metrics
+        let logger = self.logger
+        router.get("/healthz") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
+        }
+        router.get("/metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
+        }
+        router.post("/batches") { request, context in
+            await BatchHandler(receiver: receiver, metrics: metrics, logger: logger).handle(request, context)
+        }
+        let tus = TusHandler(
+            tus: TusReceiver(receiver: receiver, expiry: configuration.uploadExpiry), receiver: receiver,
+            metrics: metrics, logger: logger)
+        // Hummingbird routes "/files/" here too.
+        router.on("/files", method: .options) { _, _ in tus.respond(tus.tus.options()) }
+        router.post("/files") { request, context in await tus.create(request, context) }
+        router.head("/files/:id") { request, context in await tus.head(request, context) }
+        router.patch("/files/:id") { request, context in await tus.patch(request, context) }
+        router.delete("/files/:id") { request, context in await tus.delete(request, context) }
+        let headTimeout = configuration.idleTimeout
+        let http = HTTPServerBuilder.http1(
+            configuration: .init(
+                additionalChannelHandlers: [HeadDeadline(timeout: headTimeout)],
+                idleTimeout: configuration.idleTimeout,
+                httpDecoderConfiguration: .init(
+                    maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 64 << 10, maxHeaderFieldCount: 100)))
+        let server: HTTPServerBuilder
+        let scheme: String
+        if let cert = configuration.tlsCertificate, let key = configuration.tlsKey {
+            let tls: TLSConfiguration
+            do {
+                tls = TLSConfiguration.makeServerConfiguration(
+                    certificateChain: try NIOSSLCertificate.fromPEMFile(cert).map { .certificate($0) },
+                    privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+            } catch {
+                throw VaultError(.usage, "cannot use the TLS certificate and key: \(error)")
+            }
+            server = try .tls(http, tlsConfiguration: tls)
+            scheme = "https"
+        } else {
+            server = http
+            scheme = "http"
+        }
+        var quiet = logger
+        quiet.logLevel = .warning
+        let host = configuration.host
+        let app = Application(
+            router: router, server: server,
+            configuration: .init(
+                address: .hostname(host, port: configuration.port), serverName: "vault",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                let shown = host.contains(":") ? "[\(host)]" : host
+                onListening("\(scheme)://\(shown):\(port)")
+            },
+            logger: quiet)
+        let group = ServiceGroup(
+            configuration: .init(services: [app], gracefulShutdownSignals: [], logger: quiet))
+        shutdown(group)
+        try await group.run()
+    }
+}
+
+/// The counters `/metrics` shows (Prometheus text format).
+final class ReceiveMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+
+    func batch(station: String, wire: String, documents: Int, bytes: UInt64) {
+        registry.makeCounter(name: "vault_receive_batches_total", labels: [("station", station), ("wire", wire)])
+            .increment()
+        registry.makeCounter(name: "vault_receive_documents_total", labels: [("station", station)])
+            .increment(by: Int64(documents))
+        registry.makeCounter(name: "vault_receive_bytes_total", labels: [("station", station)])
+            .increment(by: Int64(bytes))
+    }
+
+    func refusal(station: String, reason: String) {
+        registry.makeCounter(name: "vault_receive_refusals_total", labels: [("station", station), ("reason", reason)])
+            .increment()
+    }
+}
+
+/// One `POST /batches`.
+struct BatchHandler: Sendable {
+    let receiver: Receiver
+    let metrics: ReceiveMetrics
+    let logger: Logger
+
+    func handle(_ request: Request, _ context: ReceiveContext) async -> Response {
+        let started = Date()
+        var station = "-"
+        var wire = "-"
+        let key = request.headers[.init("Idempotency-Key")!]
+        let answer: Receiver.Answer
+        do {
+            station = try receiver.authenticate(request.headers[.authorization], from: context.address)
+            let length = request.headers[.contentLength].flatMap { UInt64($0) }
+            let intake = try receiver.begin(
+                station: station, key: key, head: request.headers[.init("X-Vault-Log-Head")!],
+                contentType: request.headers[.contentType], contentLength: length)
+            wire = intake.wire
+            do {
+                for try await buffer in request.body {
+                    try buffer.withUnsafeReadableBytes { piece in try intake.read(piece) }
+                }
+            } catch let r as Refusal {
+                throw r
+            } catch {
+                throw Refusal(400, "body-unreadable", "the body could not be read: \(error)")
+            }
+            answer = try intake.finish()
+            if !answer.duplicate {
+                metrics.batch(station: station, wire: wire, documents: answer.documents, bytes: answer.bytes)
+            }
+        } catch let r as Refusal {
+            receiver.refused(station: station)
+            metrics.refusal(station: station, reason: r.code)
+            log(
+                station: station, wire: wire, key: key, result: "\(r.status) \(r.code)", documents: 0, bytes: 0, started
+            )
+            var headers: HTTPFields = [.contentType: "application/json"]
+            if let after = r.retryAfter { headers[.retryAfter] = String(after) }
+            // A refused body is not read further: the connection is closed after the answer.
+            if r.status == 413 || r.status == 408 || r.status == 400 { headers[.connection] = "close" }
+            return Response(
+                status: .init(code: r.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: r.body)))
+        } catch {
+            return Response(status: .internalServerError)
+        }
+        log(
+            station: station, wire: wire, key: key, result: answer.duplicate ? "200 duplicate" : "200",
+            documents: answer.documents, bytes: answer.bytes, started)
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+
+    private func log(
+        station: String, wire: String, key: String?, result: String, documents: Int, bytes: UInt64, _ started: Date
+    ) {
+        logger.info(
+            "batch",
+            metadata: [
+                "station": .string(station), "protocol": .string(wire),
+                "batch": .string(String((key ?? "-").prefix(80))),
+                "documents": .stringConvertible(documents), "bytes": .stringConvertible(bytes),
+                "result": .string(result),
+                "ms": .stringConvertible(Int(Date().timeIntervalSince(started) * 1000))
+            ])
+    }
+}
+
+/// The tus endpoint's requests (``TusReceiver``), authenticated as batches are.
+struct TusHandler: Sendable {
+    let tus: TusReceiver
+    let receiver: Receiver
+    let metrics: ReceiveMetrics
+    let logger: Logger
+
+    func respond(_ a: TusReceiver.Answer) -> Response {
+        var headers: HTTPFields = [HTTPField.Name("Tus-Resumable")!: "1.0.0"]
+        for (k, v) in a.headers { if let name = HTTPField.Name(k) { headers[name] = v } }
+        return Response(
+            status: .init(code: a.status), headers: headers,
+            body: a.body.isEmpty ? .init() : .init(byteBuffer: ByteBuffer(bytes: a.body)))
+    }
+
+    /// The station, or the answer to give instead: 412 for another tus version, 401/429.
+    private func station(_ request: Request, _ context: ReceiveContext) -> Result<String, TusReceiver.Answer> {
+        guard request.headers[HTTPField.Name("Tus-Resumable")!] == "1.0.0" else {
+            var a = TusReceiver.Answer(Refusal(412, "tus-version", "this server speaks tus 1.0.0"))
+            a.headers.append(("Tus-Version", "1.0.0"))
+            return .failure(a)
+        }
+        do {
+            return .success(try receiver.authenticate(request.headers[.authorization], from: context.address))
+        } catch {
+            let refusal = Refusal.of(error, document: nil)
+            metrics.refusal(station: "-", reason: refusal.code)
+            return .failure(TusReceiver.Answer(refusal))
+        }
+    }
+
+    private func log(_ what: String, station: String, id: String?, _ a: TusReceiver.Answer, _ started: Date) {
+        logger.info(
+            "tus",
+            metadata: [
+                "station": .string(station), "protocol": "tus", "request": .string(what),
+                "upload": .string(id ?? "-"), "documents": .stringConvertible(a.documents),
+                "bytes": .stringConvertible(a.bytes), "result": .stringConvertible(a.status),
+                "ms": .stringConvertible(Int(Date().timeIntervalSince(started) * 1000))
+            ])
+    }
+
+    func create(_ request: Request, _ context: ReceiveContext) async -> Response {
+        let started = Date()
+        switch station(request, context) {
+        case .failure(let a):
+            log("POST", station: "-", id: nil, a, started)
+            return respond(a)
+        case .success(let station):
+            let a = tus.create(
+                station: station, key: request.headers[HTTPField.Name("Idempotency-Key")!],
+                head: request.headers[HTTPField.Name("X-Vault-Log-Head")!],
+                length: request.headers[HTTPField.Name("Upload-Length")!],
+                deferLength: request.headers[HTTPField.Name("Upload-Defer-Length")!] != nil)
+            if a.status >= 400 { metrics.refusal(station: station, reason: "tus-\(a.status)") }
+            log("POST", station: station, id: nil, a, started)
+            return respond(a)
+        }
+    }
+
+    func head(_ request: Request, _ context: ReceiveContext) async -> Response {
+        switch station(request, context) {
+        case .failure(let a): return respond(a)
+        case .success(let station): return respond(tus.head(context.parameters.get("id") ?? "", station: station))
+        }
+    }
+
+    func delete(_ request: Request, _ context: ReceiveContext) async -> Response {
+        let started = Date()
+        switch station(request, context) {
+        case .failure(let a): return respond(a)
+        case .success(let station):
+            let id = context.parameters.get("id") ?? ""
+            let a = tus.terminate(id, station: station)
+            log("DELETE", station: station, id: id, a, started)
+            return respond(a)
+        }
+    }
+
+    func patch(_ request: Request, _ context: ReceiveContext) async -> Response {
+        let started = Date()
+        let id = context.parameters.get("id") ?? ""
+        switch station(request, context) {
+        case .failure(let a):
+            log("PATCH", station: "-", id: id, a, started)
+            return respond(a)
+        case .success(let station):
+            let begun = tus.begin(
+                id, station: station, offset: request.headers[HTTPField.Name("Upload-Offset")!],
+                contentType: request.headers[.contentType],
+                checksum: request.headers[HTTPField.Name("Upload-Checksum")!])
+            let patch: TusReceiver.Patch
+            switch begun {
+            case .failure(let a):
+                log("PATCH", station: station, id: id, a, started)
+                var r = respond(a)
+                r.headers[.connection] = "close"
+                return r
+            case .success(let p): patch = p
+            }
+            do {
+                for try await buffer in request.body { buffer.withUnsafeReadableBytes { tus.take(patch, $0) } }
+            } catch {
+                // The connection broke mid-chunk: what arrived counts (the offset says how much).
+            }
+            let a = tus.end(patch)
+            if a.documents > 0 {
+                metrics.batch(station: station, wire: "tus", documents: a.documents, bytes: a.bytes)
+            } else if a.status >= 400 {
+                metrics.refusal(station: station, reason: "tus-\(a.status)")
+            }
+            log("PATCH", station: station, id: id, a, started)
+            return respond(a)
+        }
+    }
+}

@@ -1,0 +1,565 @@
+import Crypto
+import Foundation
+import Synchronization
+import VaultCore
+
+/// A refusal the receiver answers with: an HTTP status and a JSON error
+/// `{"error":{"code","message","document"?}}` (docs/RECEIVE.md).
+package struct Refusal: Error, Sendable, Equatable {
+    /// The HTTP status (4xx, or 503 while shutting down or full).
+    package var status: Int
+    /// A stable code (`digest-mismatch`, `unauthorized`, `too-large`, ...).
+    package var code: String
+    /// What was wrong, in words.
+    package var message: String
+    /// The document concerned (from 1), when one is.
+    package var document: Int?
+    /// Seconds to wait before trying again (429, 503).
+    package var retryAfter: Int?
+
+    package init(_ status: Int, _ code: String, _ message: String, document: Int? = nil, retryAfter: Int? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.document = document
+        self.retryAfter = retryAfter
+    }
+
+    /// The JSON body.
+    package var body: [UInt8] {
+        var o = Array(#"{"error":{"code":"#.utf8) + JSONString.quoted(code)
+        if let document { o += Array(#","document":\#(document)"#.utf8) }
+        o += Array(#","message":"#.utf8) + JSONString.quoted(message) + Array("}}".utf8)
+        return o
+    }
+
+    /// The refusal for an error met while reading or storing a batch.
+    static func of(_ error: any Error, document: Int?) -> Refusal {
+        if let r = error as? Refusal { return r }
+        let e = VaultError.from(error)
+        switch e.code {
+        case .headerMalformed, .truncated, .trailingData, .digestMismatch:
+            return Refusal(400, e.code.rawValue, e.message, document: document)
+        case .tooManyDocuments:
+            return Refusal(413, e.code.rawValue, e.message, document: document)
+        case .usage:
+            return Refusal(415, "unsupported-media-type", e.message)
+        default:
+            return Refusal(500, "internal", "the receiver could not store the batch: \(e.message)")
+        }
+    }
+}
+
+/// The back office's side of a delivery: stations known by their tokens, batches taken whole
+/// into the receiver's own vault (``IntakeBatch``) and answered with a signed ``Receipt``, a
+/// resent batch (the same `Idempotency-Key`) answered again without storing anything twice,
+/// and each station's history head followed, so a station rolled back or forked is refused.
+///
+/// Everything it keeps is a projection of the vault's history (`station`, `receive`,
+/// `receiver` records), rebuilt when it starts.
+package final class Receiver: Sendable {
+    /// Bounds on what one request may cost.
+    package struct Limits: Sendable {
+        /// Most documents in a batch.
+        package var documents = 20
+        /// Most bytes in a batch's body.
+        package var bytes: UInt64 = 1 << 30
+        /// Most batches taken at once (more are answered 503).
+        package var concurrentBatches = 32
+        /// Failed authentications from one address per minute before it is answered 429.
+        package var failedAuthenticationsPerMinute = 10
+        /// A body must arrive at this many bytes per second on average, after the first
+        /// ``graceSeconds``.
+        package var minimumBytesPerSecond: UInt64 = 16 << 10
+        package var graceSeconds: Double = 30
+
+        package init() {}
+    }
+
+    /// A station as the receiver knows it.
+    package struct Station: Sendable, Equatable {
+        /// Its name.
+        package var name: String
+        /// The keyed hash of its token.
+        package var tokenDigest: [UInt8]
+        /// The last history head it sent with an accepted batch.
+        package var head: HistoryHead?
+        /// Batches, documents and bytes taken from it since the receiver started.
+        package var batches = 0
+        package var documents = 0
+        package var bytes: UInt64 = 0
+        /// Refusals since the receiver started.
+        package var refusals = 0
+        /// When it was last heard from (milliseconds since 1970), since the receiver started.
+        package var lastSeenMillis: Int64?
+    }
+
+    private struct BatchKey: Hashable {
+        var station: String
+        var key: String
+    }
+
+    private struct Taken {
+        var payloadSHA256: [UInt8]
+        var answer: [UInt8]
+    }
+
+    private struct State {
+        var stations: [String: Station] = [:]
+        var taken: [BatchKey: Taken] = [:]
+        var inFlight: Set<BatchKey> = []
+        var failures: [String: (count: Int, since: Date)] = [:]
+        var closing = false
+        /// The history's head when the stations and batches were last read from it.
+        var head: HistoryHead?
+    }
+
+    /// The receiver's vault.
+    package let vault: Vault
+    /// Its signing key.
+    package let identity: ReceiverIdentity
+    /// Its bounds.
+    package let limits: Limits
+    private let state: Mutex<State>
+
+    /// A receiver on `vault`, its signing key made when it has none, its stations and the
+    /// batches it took read from the history.
+    package init(vault: Vault, limits: Limits = Limits()) throws {
+        self.vault = vault
+        guard let identity = try vault.receiverIdentity(create: true) else {
+            throw VaultError(.internal, "no receiver key was made")
+        }
+        self.identity = identity
+        self.limits = limits
+        state = Mutex(try Self.project(vault))
+    }
+
+    /// Reads the stations and batches again when the history changed since they were read (a
+    /// station added or removed by another command while the receiver runs), keeping the
+    /// counters of this run.
+    private func refresh() throws {
+        let head = vault.storedHead()
+        guard head != state.withLock({ $0.head }) else { return }
+        let fresh = try Self.project(vault)
+        state.withLock { s in
+            var stations = fresh.stations
+            for (name, old) in s.stations {
+                guard var station = stations[name], station.tokenDigest == old.tokenDigest else { continue }
+                (station.batches, station.documents, station.bytes) = (old.batches, old.documents, old.bytes)
+                (station.refusals, station.lastSeenMillis) = (old.refusals, old.lastSeenMillis)
+                stations[name] = station
+            }
+            s.stations = stations
+            s.taken = fresh.taken
+            s.head = fresh.head
+        }
+    }
+
+    /// The stations and batches the history records.
+    private static func project(_ vault: Vault) throws -> State {
+        var s = State()
+        s.head = vault.storedHead()
+        let decoder = JSONDecoder()
+        for (_, record) in try vault.history().records where record.outcome == .ok {
+            guard let detail = record.detail.map({ Data($0.utf8) }) else { continue }
+            switch record.operation {
+            case .station:
+                guard let change = try? decoder.decode(StationChange.self, from: detail) else { continue }
+                switch change.action {
+                case .add:
+                    if let digest = change.token.flatMap(Hex.decode) {
+                        s.stations[change.name] = Station(name: change.name, tokenDigest: digest)
+                    }
+                case .remove: s.stations[change.name] = nil
+                case .alert: break
+                }
+            case .receive:
+                guard let batch = try? decoder.decode(ReceivedBatch.self, from: detail),
+                    let sha = Hex.decode(batch.payloadSHA256)
+                else { continue }
+                s.taken[BatchKey(station: batch.station, key: batch.batch)] = Taken(
+                    payloadSHA256: sha, answer: Array(batch.answer.utf8))
+                if let head = batch.head.flatMap(HistoryHead.init) { s.stations[batch.station]?.head = head }
+            default: continue
+            }
+        }
+        return s
+    }
+
+    // MARK: Stations
+
+    /// The stations, by name.
+    package var stations: [Station] { state.withLock { $0.stations.values.sorted { $0.name < $1.name } } }
+
+    /// Adds a station: records its token's keyed hash in the history.
+    /// - Returns: the token, which nothing keeps: the caller shows it once.
+    /// - Throws: ``VaultError/Code/alreadyExists`` when the name is taken, `usage` for a name
+    ///   that is not 1–64 letters, digits, `.`, `_` or `-`.
+    package func addStation(_ name: String) throws -> String {
+        guard Self.isStationName(name) else {
+            throw VaultError(.usage, "a station's name is 1 to 64 letters, digits, '.', '_' or '-'")
+        }
+        guard state.withLock({ $0.stations[name] == nil }) else {
+            throw VaultError(.alreadyExists, "there is already a station named '\(name)'")
+        }
+        let token = ReceiverIdentity.newToken()
+        let digest = identity.tokenDigest(token)
+        try record(StationChange(action: .add, name: name, token: Hex.encode(digest)))
+        state.withLock { $0.stations[name] = Station(name: name, tokenDigest: digest) }
+        return token
+    }
+
+    /// Removes a station: its token is refused from now on.
+    package func removeStation(_ name: String) throws {
+        guard state.withLock({ $0.stations[name] != nil }) else {
+            throw VaultError(.notFound, "there is no station named '\(name)'")
+        }
+        try record(StationChange(action: .remove, name: name))
+        _ = state.withLock { $0.stations.removeValue(forKey: name) }
+    }
+
+    /// Whether `name` may name a station.
+    package static func isStationName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count)
+            && name.utf8.allSatisfy { $0 < 0x80 && (isalnum(Int32($0)) != 0 || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D) }
+    }
+
+    private func record(_ change: StationChange) throws {
+        let detail = String(decoding: try JSONEncoder().encode(change), as: UTF8.self)
+        _ = try vault.appendToHistory(HistoryRecord(.station, detail: detail))
+    }
+
+    /// The station whose token `authorization` (`Bearer <token>`) carries, or a refusal: 401,
+    /// or 429 for an address that failed too often in the last minute. Tokens are compared by
+    /// their keyed hashes, in constant time, against every station.
+    package func authenticate(
+        _ authorization: String?, from address: String, now: Date = Date()
+    ) throws(Refusal)
+        -> String
+    {
+        let limit = limits.failedAuthenticationsPerMinute
+        let blocked = state.withLock { s -> Bool in
+            guard let f = s.failures[address] else { return false }
+            if now.timeIntervalSince(f.since) >= 60 {
+                s.failures[address] = nil
+                return false
+            }
+            return f.count >= limit
+        }
+        if blocked {
+            throw Refusal(429, "too-many-failures", "too many failed authentications; wait a minute", retryAfter: 60)
+        }
+        do { try refresh() } catch {
+            throw Refusal(
+                503, "history-unreadable", "the receiver cannot read its history: \(VaultError.from(error).message)")
+        }
+        var token: String?
+        if let authorization, authorization.utf8.count <= 512, authorization.hasPrefix("Bearer ") {
+            token = String(authorization.dropFirst(7))
+        }
+        let digest = identity.tokenDigest(token ?? "")
+        let found = state.withLock { s -> String? in
+            var found: String?
+            for station in s.stations.values where Self.constantTimeEqual(station.tokenDigest, digest) {
+                found = station.name
+            }
+            if found == nil, token != nil || authorization != nil {
+                let f = s.failures[address] ?? (0, now)
+                s.failures[address] = (f.count + 1, f.since)
+                if s.failures.count > 10_000 {
+                    s.failures = s.failures.filter { now.timeIntervalSince($0.value.since) < 60 }
+                }
+            }
+            return found
+        }
+        guard let found, token != nil else {
+            throw Refusal(401, "unauthorized", "a station's token is needed: Authorization: Bearer <token>")
+        }
+        return found
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var d: UInt8 = 0
+        for i in a.indices { d |= a[i] ^ b[i] }
+        return d == 0
+    }
+
+    // MARK: Batches
+
+    /// What the receiver answers a batch with: 200 and the receipt (`duplicate` when it was
+    /// taken before), or a refusal.
+    package struct Answer: Sendable {
+        /// The HTTP status.
+        package var status: Int
+        /// The JSON body.
+        package var body: [UInt8]
+        /// For the log: the documents and bytes taken, and whether it was a resend.
+        package var documents = 0
+        package var bytes: UInt64 = 0
+        package var duplicate = false
+    }
+
+    /// Starts taking a batch: checks the station's head and the batch key, and returns the
+    /// intake to feed the body to. A batch already taken gives an intake that only hashes the
+    /// body (to answer the same receipt, or refuse a different payload under the same key).
+    /// - Parameter paced: refuse a body that arrives slower than ``Limits/minimumBytesPerSecond``
+    ///   (a request's body; not a tus upload, whose chunks may come hours apart).
+    package func begin(
+        station: String, key: String?, head: String?, contentType: String?, contentLength: UInt64?,
+        paced: Bool = true, now: Date = Date()
+    ) throws(Refusal) -> BatchIntake {
+        guard let key, (1...256).contains(key.utf8.count), key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw Refusal(
+                400, "idempotency-key-missing", "a batch needs an Idempotency-Key of 1–256 visible characters")
+        }
+        if let contentLength, contentLength > limits.bytes {
+            throw Refusal(
+                413, "too-large", "the batch is \(contentLength) bytes; this receiver takes at most \(limits.bytes)")
+        }
+        var stationHead: HistoryHead?
+        if let head {
+            guard let h = HistoryHead(head) else {
+                throw Refusal(400, "head-malformed", "X-Vault-Log-Head is not <count>-<tag>")
+            }
+            stationHead = h
+        }
+        let batchKey = BatchKey(station: station, key: key)
+        let (taken, busy, closing, known) = state.withLock { s in
+            (s.taken[batchKey], s.inFlight.contains(batchKey), s.closing, s.stations[station]?.head)
+        }
+        if closing { throw Refusal(503, "shutting-down", "the receiver is shutting down; send again", retryAfter: 5) }
+        if busy {
+            throw Refusal(409, "batch-in-progress", "this batch is being received on another connection", retryAfter: 5)
+        }
+        if taken == nil, let stationHead, let known, let reason = Self.headProblem(stationHead, known: known) {
+            try? record(
+                StationChange(
+                    action: .alert, name: station, head: stationHead.description, knownHead: known.description,
+                    reason: reason))
+            throw Refusal(
+                409, "station-\(reason)",
+                reason == "rolled-back"
+                    ? "the station's history is at \(stationHead), behind \(known) that it sent before: "
+                        + "its vault was rolled back"
+                    : "the station's history \(stationHead) forks from \(known) that it sent before")
+        }
+        let full = state.withLock { s -> Bool in
+            if s.inFlight.count >= limits.concurrentBatches { return true }
+            s.inFlight.insert(batchKey)
+            return false
+        }
+        if full {
+            throw Refusal(503, "busy", "the receiver is taking as many batches as it may; send again", retryAfter: 5)
+        }
+        do {
+            return try BatchIntake(
+                receiver: self, station: station, key: key, head: stationHead, contentType: contentType,
+                taken: taken.map { ($0.payloadSHA256, $0.answer) }, paced: paced, now: now,
+                done: { [weak self] in self?.state.withLock { _ = $0.inFlight.remove(batchKey) } })
+        } catch {
+            state.withLock { _ = $0.inFlight.remove(batchKey) }
+            throw Refusal.of(error, document: nil)
+        }
+    }
+
+    /// Why a station's `head` cannot follow `known`, the head it sent before: `rolled-back`
+    /// (fewer records) or `forked` (as many, another last record); nil when it can.
+    static func headProblem(_ head: HistoryHead, known: HistoryHead) -> String? {
+        if head.count < known.count { return "rolled-back" }
+        if head.count == known.count && head.tag != known.tag { return "forked" }
+        return nil
+    }
+
+    /// Records a batch an intake committed (and its station's head) in memory.
+    fileprivate func taken(
+        station: String, key: String, head: HistoryHead?, payloadSHA256: [UInt8], answer: [UInt8], documents: Int,
+        bytes: UInt64, now: Date
+    ) {
+        state.withLock { s in
+            s.taken[BatchKey(station: station, key: key)] = Taken(payloadSHA256: payloadSHA256, answer: answer)
+            if let head { s.stations[station]?.head = head }
+            s.stations[station]?.batches += 1
+            s.stations[station]?.documents += documents
+            s.stations[station]?.bytes += bytes
+            s.stations[station]?.lastSeenMillis = Int64(now.timeIntervalSince1970 * 1000)
+        }
+    }
+
+    /// Counts a refusal against a station.
+    package func refused(station: String) {
+        state.withLock { $0.stations[station]?.refusals += 1 }
+    }
+
+    /// From now on, new batches are answered 503; those in flight finish.
+    package func close() { state.withLock { $0.closing = true } }
+
+    /// Batches being received now.
+    package var batchesInFlight: Int { state.withLock { $0.inFlight.count } }
+}
+
+/// One batch being received: fed the body as it arrives (``read(_:)``), then ``finish()``
+/// commits it whole and signs its receipt. Any error, or going away unfinished, keeps nothing.
+package final class BatchIntake {
+    private let receiver: Receiver
+    private let station: String
+    private let key: String
+    private let head: HistoryHead?
+    private var reader: BatchReader
+    private let intake: IntakeBatch?
+    private let taken: (sha: [UInt8], answer: [UInt8])?
+    private let started: Date
+    private let paced: Bool
+    private let done: () -> Void
+    private var hasher = SHA256()
+    private var received: UInt64 = 0
+    private var documents: [Receipt.Document] = []
+    private var begun = 0
+    private var closed = false
+
+    fileprivate init(
+        receiver: Receiver, station: String, key: String, head: HistoryHead?, contentType: String?,
+        taken: (sha: [UInt8], answer: [UInt8])?, paced: Bool, now: Date, done: @escaping () -> Void
+    ) throws {
+        self.paced = paced
+        reader = try BatchReader(contentType: contentType, maxDocuments: receiver.limits.documents)
+        self.receiver = receiver
+        self.station = station
+        self.key = key
+        self.head = head
+        self.taken = taken
+        self.started = now
+        self.done = done
+        intake = taken == nil ? IntakeBatch(vault: receiver.vault) : nil
+    }
+
+    deinit { close() }
+
+    private func close() {
+        guard !closed else { return }
+        closed = true
+        intake?.discard()
+        done()
+    }
+
+    /// Why a document's name is refused: a path separator, a control character, or a name
+    /// that means a folder (`.`, `..`); nil when it is fine. Names are not paths in a vault,
+    /// but a back office writes them out as files.
+    static func nameProblem(_ name: String) -> String? {
+        if name.contains("/") || name.contains("\\") { return "has a path separator" }
+        if name.unicodeScalars.contains(where: {
+            $0.value < 0x20 || $0.value == 0x7F || (0x80..<0xA0).contains($0.value)
+        }) {
+            return "has a control character"
+        }
+        if name == "." || name == ".." { return "names a folder" }
+        return nil
+    }
+
+    /// How the batch came (`json`, `form`).
+    package var wire: String { reader.wire.rawValue }
+
+    /// The document being read (from 1), for a refusal.
+    private var document: Int? { begun == 0 ? nil : begun }
+
+    /// Reads the next piece of the body.
+    /// - Throws: a ``Refusal`` (the batch is then dropped).
+    package func read(_ piece: UnsafeRawBufferPointer, now: Date = Date()) throws(Refusal) {
+        do {
+            received += UInt64(piece.count)
+            if received > receiver.limits.bytes {
+                throw Refusal(
+                    413, "too-large", "the batch is over \(receiver.limits.bytes) bytes, the most this receiver takes")
+            }
+            let seconds = now.timeIntervalSince(started)
+            if paced, seconds > receiver.limits.graceSeconds,
+                Double(received) / seconds < Double(receiver.limits.minimumBytesPerSecond)
+            {
+                throw Refusal(
+                    408, "too-slow", "the body arrives at under \(receiver.limits.minimumBytesPerSecond) bytes/s")
+            }
+            hasher.update(bufferPointer: piece)
+            // A batch taken before is read all the same (not stored): a resend must hold the
+            // same documents.
+            try reader.read(piece) { event in
+                switch event {
+                case .begin(let index, let header):
+                    begun = index + 1
+                    if let name = header.name, let why = Self.nameProblem(name) {
+                        throw VaultError(.headerMalformed, "document \(index + 1): its name \(why)")
+                    }
+                    try intake?.begin(
+                        name: header.name ?? "document-\(index + 1)",
+                        contentType: header.contentType ?? "application/octet-stream")
+                    pendingID = header.id
+                case .data(let bytes):
+                    try intake?.write(bytes)
+                case .end(_, let size, let sha):
+                    guard let intake else {
+                        documents.append(
+                            Receipt.Document(
+                                id: pendingID ?? DocumentID(bytes: [UInt8](repeating: 0, count: 16)), sha256: sha,
+                                size: size))
+                        return
+                    }
+                    let record = try intake.end()
+                    guard record.metadata.size == size, record.metadata.sha256 == sha else {
+                        throw VaultError(.internal, "the stored document differs from what was read")
+                    }
+                    documents.append(Receipt.Document(id: pendingID ?? record.id, sha256: sha, size: size))
+                }
+            }
+        } catch {
+            close()
+            throw Refusal.of(error, document: document)
+        }
+    }
+
+    private var pendingID: DocumentID?
+
+    /// Whether the body read holds the documents (SHA-256 and size, in order) of the receipt
+    /// `answer`.
+    private func sameDocuments(as answer: [UInt8]) -> Bool {
+        guard (try? reader.finish()) != nil, let before = try? Receipt.answer(answer).receipt.documents,
+            before.count == documents.count
+        else { return false }
+        return zip(before, documents).allSatisfy { $0.sha256 == $1.sha256 && $0.size == $1.size }
+    }
+
+    /// Ends the body: checks its end, commits the batch and signs the receipt.
+    package func finish(now: Date = Date()) throws(Refusal) -> Receiver.Answer {
+        defer { close() }
+        let sha = Array(hasher.finalize())
+        if let taken {
+            // The same bytes, or (a form's boundary differs from one send to the next) the same
+            // documents in the same order.
+            guard taken.sha == sha || sameDocuments(as: taken.answer) else {
+                throw Refusal(
+                    422, "idempotency-key-reused",
+                    "this Idempotency-Key was used for another payload; a resend must be the same bytes")
+            }
+            return Receiver.Answer(status: 200, body: taken.answer, duplicate: true)
+        }
+        guard let intake else { throw Refusal(500, "internal", "no intake") }
+        do {
+            try reader.finish()
+            guard !documents.isEmpty else { throw Refusal(400, "empty-batch", "the batch has no documents") }
+            let receipt = Receipt(
+                batch: key, documents: documents, payloadSHA256: sha, receiver: receiver.vault.id, station: station,
+                timeMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)))
+            let answer = receipt.signed(with: receiver.identity.signingKey)
+            let detail = ReceivedBatch(
+                station: station, batch: key, head: head?.description, wire: reader.wire.rawValue,
+                payloadSHA256: Hex.encode(sha), answer: String(decoding: answer, as: UTF8.self))
+            try intake.commit(
+                HistoryRecord(
+                    .receive, detail: String(decoding: try JSONEncoder().encode(detail), as: UTF8.self), now: now))
+            receiver.taken(
+                station: station, key: key, head: head, payloadSHA256: sha, answer: answer, documents: documents.count,
+                bytes: received, now: now)
+            return Receiver.Answer(status: 200, body: answer, documents: documents.count, bytes: received)
+        } catch {
+            throw Refusal.of(error, document: document)
+        }
+    }
+}

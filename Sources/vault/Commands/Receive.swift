@@ -1,0 +1,241 @@
+import ArgumentParser
+import Foundation
+import Logging
+import VaultCore
+import VaultReceive
+
+extension VaultCommand {
+    /// `vault receive`: the back office's side: takes batches into this vault and signs for them.
+    struct Receive: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "receive",
+            abstract: "Take batches from stations into this vault, and sign a receipt for each (a back office).",
+            discussion: """
+                'vault receive' runs an HTTP server that stores every batch a station uploads into \
+                this vault (encrypted at rest like any document), whole or not at all, and answers \
+                with a receipt signed by this receiver's key. Stations are known by a token: add one \
+                with 'vault receive station add NAME' and give the station the token it prints \
+                (as VAULT_UPLOAD_TOKEN). docs/RECEIVE.md has the endpoints and the receipt format.
+
+                Examples:
+                  vault init --vault office
+                  vault receive --vault office station add station-3
+                  vault receive --vault office key
+                  vault receive --vault office --listen 0.0.0.0:8443 \\
+                      --tls-cert cert.pem --tls-key key.pem
+                """,
+            subcommands: [Serve.self, Stations.self, Key.self],
+            defaultSubcommand: Serve.self)
+
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
+        @ParentCommand var root: VaultCommand
+
+        var parentOptions: GlobalOptions { global.merged(with: root.global) }
+    }
+}
+
+extension VaultCommand.Receive {
+    /// `vault receive serve`: the server (the default).
+    struct Serve: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run the receiver (the default): its address is the first line on standard output.",
+            usage: "vault receive [--listen <host:port>] [--tls-cert <file>] [<options>]")
+
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Receive
+
+        @Option(help: ArgumentHelp("Where to listen (port 0: any free port).", valueName: "host:port"))
+        var listen = "127.0.0.1:8080"
+
+        @Option(help: ArgumentHelp("Serve TLS with this PEM certificate chain (with --tls-key).", valueName: "file"))
+        var tlsCert: String?
+
+        @Option(help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"))
+        var tlsKey: String?
+
+        @Option(help: ArgumentHelp("The most bytes one batch may have (default 1 GiB).", valueName: "size"))
+        var maxBytes: ByteCount?
+
+        @Option(help: ArgumentHelp("The most documents one batch may have (default 20).", valueName: "n"))
+        var maxDocuments: Int?
+
+        @Option(
+            help: ArgumentHelp(
+                """
+                Close a connection idle this long, or whose request headers take longer; after it, a body \
+                must arrive at 16 KiB/s or more (default 30).
+                """,
+                valueName: "seconds"))
+        var idleTimeout: Double = 30
+
+        @Option(
+            help: ArgumentHelp(
+                "Drop a tus upload no request touched for this long (default 3600).", valueName: "seconds"))
+        var uploadExpiry: Double = 3600
+
+        func run() async throws { try await run(parent: group.parentOptions) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            let (host, port) = try Self.address(listen)
+            if (tlsCert == nil) != (tlsKey == nil) {
+                throw VaultError(.usage, "--tls-cert and --tls-key go together")
+            }
+            for file in [tlsCert, tlsKey].compactMap({ $0 }) where FileSystem.kind(of: file) != .file {
+                throw VaultError(.notFound, "no file at \(Terminal.printable(file))")
+            }
+            guard idleTimeout >= 0.1, idleTimeout <= 3600 else {
+                throw VaultError(.usage, "--idle-timeout must be between 0.1 and 3600 seconds")
+            }
+            var limits = Receiver.Limits()
+            limits.graceSeconds = idleTimeout
+            if let maxBytes { limits.bytes = maxBytes.value }
+            if let maxDocuments {
+                guard maxDocuments >= 1 else { throw VaultError(.usage, "--max-documents must be at least 1") }
+                limits.documents = maxDocuments
+            }
+            try options.requireLocal()
+            let receiver = try Receiver(vault: try options.unlock(), limits: limits)
+            var configuration = ReceiveServer.Configuration()
+            (configuration.host, configuration.port) = (host, port)
+            (configuration.tlsCertificate, configuration.tlsKey) = (tlsCert, tlsKey)
+            configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
+            let logger = Logger(label: "vault.receive") { StreamLogHandler.standardError(label: $0) }
+            guard uploadExpiry >= 1 else { throw VaultError(.usage, "--upload-expiry must be at least 1 second") }
+            configuration.uploadExpiry = uploadExpiry
+            let server = ReceiveServer(receiver: receiver, configuration: configuration, logger: logger)
+            try await server.run(
+                onListening: { Terminal.out("listening on \($0)\n") },
+                shutdown: { group in
+                    Interrupts.divert { _ in
+                        Terminal.err("vault: stopping: batches in flight finish, new ones are refused")
+                        receiver.close()
+                        Task { await group.triggerGracefulShutdown() }
+                    }
+                })
+            Terminal.err("vault: stopped")
+        }
+
+        /// `HOST:PORT`, `[V6]:PORT` or `:PORT`.
+        static func address(_ text: String) throws -> (String, Int) {
+            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+                (0...65535).contains(port)
+            else {
+                throw VaultError(.usage, "--listen takes HOST:PORT, not '\(Terminal.printable(text))'")
+            }
+            var host = String(text[..<colon])
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            return (host.isEmpty ? "127.0.0.1" : host, port)
+        }
+    }
+
+    /// `vault receive key`: the receiver's public key, for stations' `--receipt-key`.
+    struct Key: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the receiver's public key (made when missing), for 'destination add --receipt-key'.")
+
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Receive
+
+        func run() async throws { try await run(parent: group.parentOptions) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            try options.requireLocal()
+            guard let identity = try options.unlock().receiverIdentity(create: true) else { return }
+            Terminal.out(Hex.encode(identity.publicKey) + "\n")
+        }
+    }
+
+    /// `vault receive station`: the stations that may send batches.
+    struct Stations: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "station",
+            abstract: "List, add or remove the stations that may send batches.",
+            subcommands: [List.self, Add.self, Remove.self],
+            defaultSubcommand: List.self)
+
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Receive
+
+        var parentOptions: GlobalOptions { global.merged(with: group.parentOptions) }
+    }
+}
+
+extension VaultCommand.Receive.Stations {
+    /// `vault receive station list`.
+    struct List: VaultSubcommand {
+        static let configuration = CommandConfiguration(abstract: "List the stations (the default).")
+
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Receive.Stations
+        @OptionGroup var result: ResultOptions
+
+        struct Entry: Encodable {
+            var name: String
+            var head: String?
+        }
+
+        func run() async throws { try await run(parent: group.parentOptions) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            try options.requireLocal()
+            let stations = try Receiver(vault: try options.unlock()).stations
+            if result.json {
+                struct Result: Encodable { var stations: [Entry] }
+                let entries = stations.map { Entry(name: $0.name, head: $0.head?.description) }
+                Terminal.out(JSONOutput.line(Result(stations: entries)))
+                return
+            }
+            if stations.isEmpty {
+                Terminal.err("vault: no stations (add one with 'vault receive station add NAME')")
+                return
+            }
+            for s in stations { Terminal.out("\(s.name)  \(s.head?.description ?? "no batch yet")\n") }
+        }
+    }
+
+    /// `vault receive station add NAME`.
+    struct Add: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a station and print its token, once (only a keyed hash of it is kept).")
+
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Receive.Stations
+
+        @Argument(
+            help: ArgumentHelp("The station's name (letters, digits, '-', '_' and '.', up to 64).", valueName: "name"))
+        var name: String
+
+        func run() async throws { try await run(parent: group.parentOptions) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            guard Receiver.isStationName(name) else {
+                throw VaultError(
+                    .usage,
+                    "'\(Terminal.printable(name))' is not a station name (letters, digits, '-', '_' and '.', up to 64)")
+            }
+            try options.requireLocal()
+            let token = try Receiver(vault: try options.unlock()).addStation(name)
+            Terminal.out(token + "\n")
+            Terminal.err("vault: added station \(name); give it this token (VAULT_UPLOAD_TOKEN): it is not shown again")
+        }
+    }
+
+    /// `vault receive station remove NAME`.
+    struct Remove: VaultSubcommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a station: its token is refused from now on.")
+
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Receive.Stations
+
+        @Argument(help: ArgumentHelp("The station's name.", valueName: "name"))
+        var name: String
+
+        func run() async throws { try await run(parent: group.parentOptions) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            try options.requireLocal()
+            try Receiver(vault: try options.unlock()).removeStation(name)
+            Terminal.err("vault: removed station \(Terminal.printable(name)) (its batches stay in the history)")
+        }
+    }
+}

@@ -1,0 +1,339 @@
+import Crypto
+import Foundation
+import Testing
+import VaultTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `vault receive` run as a user runs it: a receiver vault of its own, a station added, and
+/// batches sent to it by vault's own `upload` (JSON in both shapes, forms) and by `curl`, a
+/// client this project did not write.
+final class ReceiverProcess {
+    let sandbox: Sandbox
+    let vault: String
+    let pid: pid_t
+    let url: String
+    static let password = "office password"
+    var env: [String: String?] { ["VAULT_PASSWORD": Self.password] }
+
+    /// Starts `vault receive --vault <vault> --listen 127.0.0.1:0 <extra>` and reads its address
+    /// from the first line of its standard output.
+    init(
+        _ s: Sandbox, vault: String = "office", extra: [String] = [], create: Bool = true,
+        listen: String = "127.0.0.1:0"
+    ) throws {
+        sandbox = s
+        self.vault = vault
+        if create {
+            let r = s.run(["init", "--vault", vault, "--kdf", "insecure-test"], env: ["VAULT_PASSWORD": Self.password])
+            precondition(r.status == 0, r.stderr)
+        }
+        let out = s.path("\(vault).receiver.out"), err = s.path("\(vault).receiver.err")
+        try? FileManager.default.removeItem(atPath: out)
+        try? FileManager.default.removeItem(atPath: err)
+        var environment = s.env
+        environment["VAULT_PASSWORD"] = Self.password
+        let pid = try Peer.spawn(
+            [Sandbox.binary, "receive", "--vault", s.path(vault), "--listen", listen] + extra,
+            environment: environment.map { "\($0.key)=\($0.value)" }, stdout: out, stderr: err)
+        self.pid = pid
+        var line: String?
+        poll(every: 20_000) {
+            line = (try? String(contentsOfFile: out, encoding: .utf8))?.split(separator: "\n").first.map(String.init)
+            return line != nil || waitpid(pid, nil, WNOHANG) != 0
+        }
+        guard let line, line.hasPrefix("listening on ") else {
+            Peer.stop(pid)
+            throw PeerError("vault receive did not start: \((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
+        }
+        url = String(line.dropFirst("listening on ".count))
+    }
+
+    deinit { Peer.stop(pid) }
+
+    /// The receiver's log (standard error).
+    var log: String { (try? String(contentsOfFile: sandbox.path("\(vault).receiver.err"), encoding: .utf8)) ?? "" }
+
+    /// Runs a vault command on the receiver's vault.
+    func run(_ args: String...) -> CLIResult { sandbox.run(args + ["--vault", vault], env: env) }
+
+    /// Adds a station and returns its token.
+    func addStation(_ name: String) -> String {
+        let r = run("receive", "station", "add", name)
+        precondition(r.status == 0, r.stderr)
+        return r.out.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The receiver vault's documents: name → SHA-256 (hex), through `vault list --json`.
+    var documents: [[String: Any]] {
+        let r = run("list", "--json")
+        return (try? JSONSerialization.jsonObject(with: Data(r.stdout)) as? [[String: Any]]) ?? []
+    }
+
+    /// `curl` with the station's token: the status and the body.
+    func curl(token: String?, _ args: [String]) -> (status: Int, body: String) {
+        let auth = token.map { ["-H", "Authorization: Bearer \($0)"] } ?? []
+        let out = sandbox.path(".curl-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        guard
+            let pid = try? Peer.spawn(
+                ["curl", "-sS", "-o", out, "-w", "%{http_code}"] + auth + args, stdout: out + ".status",
+                stderr: out + ".err", searchPath: true)
+        else { return (0, "curl did not start") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let code = Int((try? String(contentsOfFile: out + ".status", encoding: .utf8)) ?? "") ?? 0
+        try? FileManager.default.removeItem(atPath: out + ".status")
+        try? FileManager.default.removeItem(atPath: out + ".err")
+        return (code, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "")
+    }
+}
+
+@Suite(.blocking) struct ReceiveCLITests {
+    /// A station vault with documents of several sizes (one empty), and its receiver.
+    static func station(_ s: Sandbox, count: Int = 5) -> [String: [UInt8]] {
+        s.initVault()
+        var originals: [String: [UInt8]] = [:]
+        for i in 0..<count {
+            let bytes = [UInt8].random([0, 5, 70_000, 1 << 20, 300_001][i % 5] + i, seed: UInt64(400 + i))
+            s.write("doc-\(i)", bytes)
+            let r = s.run("add", "doc-\(i)", "--name", "scan \(i).pdf")
+            precondition(r.status == 0, r.stderr)
+            originals["scan \(i).pdf"] = bytes
+        }
+        return originals
+    }
+
+    /// One document of the objects shape: `text` as its data, the SHA-256 of `claimed` as its digest.
+    static func entry(_ id: String, _ name: String, _ text: String, as claimed: String) -> String {
+        let data = Data(text.utf8).base64EncodedString()
+        return #"{"Id":"\#(id)","Name":"\#(name)","ContentType":"text/plain","Size":\#(text.utf8.count),"#
+            + #""SHA256":"\#(sha(Array(claimed.utf8)))","Data":"\#(data)"}"#
+    }
+
+    static func sha(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
+
+    @Test(arguments: [["--protocol", "json"], ["--protocol", "json", "--shape", "strings"], ["--protocol", "form"]])
+    func everyBatchVaultSendsArrivesWholeAndSigned(wire: [String]) throws {
+        let s = Sandbox()
+        let originals = Self.station(s, count: 7)
+        let office = try ReceiverProcess(s)
+        let token = office.addStation("front-desk")
+        let r = s.run(
+            ["upload", "--url", office.url + "/batches", "--batch-size", "3", "--json"] + wire,
+            env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(r.status == 0, "\(r.stderr)")
+        let stored = office.documents
+        #expect(stored.count == 7)
+        // Every document byte for byte: read back out of the receiver's vault.
+        let digests = Set(originals.values.map(Self.sha))
+        for d in stored {
+            let id = try #require(d["id"] as? String)
+            let got = office.run("get", id, "-o", "-")
+            #expect(got.status == 0, "\(got.stderr)")
+            #expect(digests.contains(Self.sha(got.stdout)))
+            if wire.contains("strings") {
+                #expect((d["name"] as? String)?.hasPrefix("document-") == true)
+            } else {
+                #expect(originals[d["name"] as? String ?? ""] == got.stdout)
+            }
+        }
+        #expect(office.run("verify").status == 0)
+        let log = office.log
+        #expect(log.components(separatedBy: "result=200").count - 1 == 3, "\(log)")
+        // The same upload again: the station knows it is delivered; nothing is sent or stored.
+        let again = s.run(["upload", "--url", office.url + "/batches"] + wire, env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(again.status == 0)
+        #expect(office.documents.count == 7)
+    }
+
+    @Test func curlJSONAndFormsAreTakenAndAResendStoresNothingTwice() throws {
+        let s = Sandbox()
+        let office = try ReceiverProcess(s)
+        let token = office.addStation("scanner-2")
+        let a = [UInt8].random(50_000, seed: 1), b = [UInt8](repeating: 0x41, count: 3)
+        s.write("a.bin", a)
+        s.write("b.txt", b)
+        // A form as curl -F sends it: no manifest, documents by their file parts.
+        let form = [
+            "-H", "Idempotency-Key: form-1", "-F", "one=@" + s.path("a.bin"), "-F",
+            "two=@" + s.path("b.txt") + ";type=text/plain"
+        ]
+        let first = office.curl(token: token, form + [office.url + "/batches"])
+        #expect(first.status == 200, "\(first.body)")
+        let receipt = try #require(
+            try JSONSerialization.jsonObject(with: Data(first.body.utf8)) as? [String: Any])
+        let statement = try #require(receipt["receipt"] as? [String: Any])
+        let docs = try #require(statement["documents"] as? [[String: Any]])
+        #expect(docs.map { $0["sha256"] as? String } == [Self.sha(a), Self.sha(b)])
+        #expect(docs.map { $0["size"] as? Int } == [50_000, 3])
+        #expect(statement["station"] as? String == "scanner-2" && statement["batch"] as? String == "form-1")
+        // curl again (a new boundary, the same documents): the same receipt, nothing stored twice.
+        let resend = office.curl(token: token, form + [office.url + "/batches"])
+        #expect(resend.status == 200 && resend.body == first.body)
+        #expect(office.documents.count == 2)
+        // The same key with other documents is refused.
+        let other = office.curl(
+            token: token, ["-H", "Idempotency-Key: form-1", "-F", "x=@" + s.path("b.txt"), office.url + "/batches"])
+        #expect(other.status == 422 && other.body.contains("idempotency-key-reused"), "\(other)")
+        // A JSON body by curl, in the objects shape.
+        let json =
+            #"{"Files":["# + Self.entry("00112233445566778899aabbccddeeff", "note.txt", "hello", as: "hello") + "]}"
+        s.write("body.json", Array(json.utf8))
+        let posted = office.curl(
+            token: token,
+            [
+                "-H", "Idempotency-Key: json-1", "-H", "Content-Type: application/json", "--data-binary",
+                "@" + s.path("body.json"),
+                office.url + "/batches"
+            ])
+        #expect(posted.status == 200, "\(posted.body)")
+        #expect(office.documents.count == 3)
+        #expect(office.documents.contains { $0["name"] as? String == "note.txt" })
+    }
+
+    @Test func aBatchWithOneBadDocumentKeepsNothingAndSaysWhich() throws {
+        let s = Sandbox()
+        let office = try ReceiverProcess(s)
+        let token = office.addStation("st")
+        let good =
+            Self.entry("0123456789abcdef0123456789abcdef", "a.txt", "hello", as: "hello")
+        let bad =
+            Self.entry("fedcba9876543210fedcba9876543210", "b.txt", "hello", as: "HELLO")
+        s.write("bad.json", Array(#"{"Files":[\#(good),\#(bad)]}"#.utf8))
+        let r = office.curl(
+            token: token,
+            [
+                "-H", "Idempotency-Key: k1", "-H", "Content-Type: application/json", "--data-binary",
+                "@" + s.path("bad.json"),
+                office.url + "/batches"
+            ])
+        #expect(r.status == 400, "\(r)")
+        let error = try #require(
+            (try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any])?["error"] as? [String: Any])
+        #expect(error["code"] as? String == "digest-mismatch")
+        #expect(error["document"] as? Int == 2)
+        #expect(office.documents.isEmpty, "the good first document is not kept either")
+        let staged = (try? FileManager.default.contentsOfDirectory(atPath: s.path("office/staging"))) ?? []
+        #expect(staged.isEmpty, "nothing staged is left")
+        #expect(office.run("verify").status == 0)
+    }
+
+    /// A back office with a certificate from a private CA (made here by openssl): trusted with
+    /// `--cacert`, refused at once without it.
+    @Test func tlsWithAPrivateAuthorityIsTrustedOnlyWithCacert() throws {
+        let s = Sandbox()
+        let originals = Self.station(s, count: 2)
+        let made = s.shell(
+            """
+            set -e
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem \
+                -days 2 -subj /CN=vault-test-ca 2>/dev/null
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key -out server.csr \
+                -subj /CN=127.0.0.1 2>/dev/null
+            printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' > ext.cnf
+            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 \
+                -extfile ext.cnf 2>/dev/null
+            """)
+        try #require(made.status == 0, "\(made.stderr)")
+        let office = try ReceiverProcess(
+            s, extra: ["--tls-cert", s.path("server.pem"), "--tls-key", s.path("server.key")])
+        #expect(office.url.hasPrefix("https://127.0.0.1:"))
+        let token = office.addStation("st")
+        let refused = s.run(["upload", "--url", office.url + "/batches"], env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("TLS handshake"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("--cacert"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("retry"), "a handshake refused is not retried: \(refused.stderr)")
+        let trusted = s.run(
+            ["upload", "--url", office.url + "/batches", "--cacert", s.path("ca.pem")],
+            env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(trusted.status == 0, "\(trusted.stderr)")
+        #expect(office.documents.count == originals.count)
+        let health = office.curl(token: nil, ["--cacert", s.path("ca.pem"), office.url + "/healthz"])
+        #expect(health.status == 200)
+    }
+
+    @Test func strangersAreRefusedAndAnAddressThatKeepsGuessingIsSlowedDown() throws {
+        let s = Sandbox()
+        let office = try ReceiverProcess(s)
+        _ = office.addStation("st")
+        let none = office.curl(token: nil, ["-d", "x", office.url + "/batches"])
+        #expect(none.status == 401 && none.body.contains("unauthorized"), "\(none)")
+        var statuses: [Int] = []
+        for i in 0..<12 {
+            statuses.append(office.curl(token: "vst_guess\(i)", ["-d", "x", office.url + "/batches"]).status)
+        }
+        #expect(statuses.prefix(10).allSatisfy { $0 == 401 }, "\(statuses)")
+        #expect(statuses.suffix(2) == [429, 429], "\(statuses)")
+        let health = office.curl(token: nil, [office.url + "/healthz"])
+        #expect(health.status == 200 && health.body == #"{"status":"ok"}"#)
+        let metrics = office.curl(token: nil, [office.url + "/metrics"])
+        #expect(
+            metrics.body.contains(#"vault_receive_refusals_total{station="-",reason="unauthorized"} 11"#),
+            "\(metrics.body)")
+    }
+}
+
+@Suite(.blocking) struct ReceiptCLITests {
+    @Test func aDestinationThatSignsReceiptsCountsOnlySignedBatchesAndAnAuditProvesEachRemoval() throws {
+        let s = Sandbox()
+        let originals = ReceiveCLITests.station(s, count: 4)
+        let office = try ReceiverProcess(s)
+        let token = office.addStation("st")
+        let key = office.run("receive", "key").out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(key.count == 64)
+        // Another receiver (another key) posing as the office: its receipts do not count.
+        let impostor = try ReceiverProcess(s, vault: "impostor")
+        let impostorToken = impostor.addStation("st")
+        #expect(s.run("destination", "add", "office", office.url + "/batches", "--receipt-key", key).status == 0)
+        #expect(
+            s.run("destination", "add", "fake", impostor.url + "/batches", "--receipt-key", key, "--optional")
+                .status == 0)
+        let bad = s.run(["upload", "--to", "fake"], env: ["VAULT_UPLOAD_TOKEN": impostorToken])
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("not signed by the destination's key"), "\(bad.stderr)")
+        let before = s.run("log", "--json").out
+        #expect(!before.contains(#""op":"upload""#), "no batch counted as delivered: \(before)")
+
+        let good = s.run(
+            ["upload", "--to", "office", "--batch-size", "2", "--remove-delivered"], env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(good.status == 0, "\(good.stderr)")
+        #expect(s.run("list", "--json").out.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+        #expect(office.documents.count == 4)
+        let audit = s.run("audit", "--require-receipts", "office", "--json")
+        #expect(audit.status == 0, "\(audit.out) \(audit.stderr)")
+
+        // The receipts are in the station's history; PyNaCl (not vault) checks each one.
+        let log = try #require(
+            try JSONSerialization.jsonObject(with: Data(s.run("log", "--json").stdout)) as? [String: Any])
+        let receipts = (log["records"] as? [[String: Any]] ?? []).compactMap { $0["receipt"] as? String }
+        #expect(receipts.count == 2)
+        s.write("receipts.json", Array(try JSONSerialization.data(withJSONObject: receipts)))
+        let check = s.shell(
+            """
+            exec '\(Peer.python)' -c '
+            import json, sys, base64, nacl.signing
+            key = nacl.signing.VerifyKey(bytes.fromhex(sys.argv[1]))
+            for answer in json.load(open("receipts.json")):
+                b = answer.encode()
+                head, mark = b"{\\"receipt\\":", b",\\"signature\\":\\""
+                cut = b.rindex(mark)
+                key.verify(b"vault-receipt/1\\n" + b[len(head):cut], base64.b64decode(b[cut + len(mark):-2]))
+            print("verified", len(json.load(open("receipts.json"))))
+            ' \(key)
+            """)
+        #expect(check.out.contains("verified 2"), "\(check.out) \(check.stderr)")
+        let digests = Set(originals.values.map(ReceiveCLITests.sha))
+        #expect(Set(office.documents.compactMap { $0["sha256"] as? String }) == digests)
+
+        // A document removed without a receipt is a finding.
+        s.write("late", [UInt8].random(999, seed: 77))
+        #expect(s.run("add", "late").status == 0)
+        #expect(s.run("remove", "late").status == 0)
+        let unsigned = s.run("audit", "--require-receipts", "office", "--json")
+        #expect(unsigned.status != 0)
+        #expect(unsigned.out.contains("removed-unsigned"), "\(unsigned.out)")
+    }
+}

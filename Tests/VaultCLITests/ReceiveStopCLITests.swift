@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+import VaultTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `vault receive` stopped while batches arrive: SIGTERM lets the batch in flight finish; a
+/// `kill -9` at any moment leaves a vault that verifies with whole batches only, and the
+/// station's next upload completes without storing anything twice.
+@Suite(.blocking) struct ReceiveStopCLITests {
+    @Test func sigtermLetsTheBatchInFlightFinishThenStops() throws {
+        let s = Sandbox()
+        s.initVault()
+        try s.writeLarge("big", mebibytes: 6, seed: 5)
+        #expect(s.run("add", "big").status == 0)
+        let payload = s.run("export", "--out", "-")
+        try #require(payload.status == 0, "\(payload.stderr)")
+        s.write("payload.json", payload.stdout)
+        let office = try ReceiverProcess(s)
+        let token = office.addStation("st")
+        // curl sends the 8 MiB body at 2 MiB/s: about four seconds in flight.
+        let out = s.path("curl.out")
+        let curl = try Peer.spawn(
+            [
+                "curl", "-sS", "--limit-rate", "2M", "-o", out, "-w", "%{http_code}", "-H",
+                "Authorization: Bearer \(token)", "-H", "Idempotency-Key: in-flight", "-H",
+                "Content-Type: application/json", "--data-binary", "@" + s.path("payload.json"),
+                office.url + "/batches"
+            ], stdout: out + ".status", stderr: out + ".err", searchPath: true)
+        // The batch has begun when its first envelope is being written in staging/.
+        let begun = poll(every: 10_000) {
+            !((try? FileManager.default.contentsOfDirectory(atPath: s.path("office/staging"))) ?? []).isEmpty
+        }
+        #expect(begun)
+        kill(office.pid, SIGTERM)
+        var status: Int32 = 0
+        while waitpid(curl, &status, 0) < 0 && errno == EINTR {}
+        #expect((try? String(contentsOfFile: out + ".status", encoding: .utf8)) == "200")
+        #expect(((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").hasPrefix(#"{"receipt":"#))
+        // The receiver ends by itself once the batch is stored.
+        var exited = false
+        poll(every: 20_000) {
+            exited = waitpid(office.pid, &status, WNOHANG) == office.pid
+            return exited
+        }
+        #expect(exited && (status & 0x7f) == 0 && (status >> 8) & 0xff == 0, "status \(status)")
+        #expect(office.log.contains("stopping"), "\(office.log)")
+        #expect(office.documents.count == 1)
+        #expect(office.run("verify").status == 0)
+    }
+
+    @Test func aKilledReceiverKeepsWholeBatchesAndTheResendCompletes() throws {
+        let s = Sandbox()
+        s.initVault()
+        var digests = Set<String>()
+        for i in 0..<30 {
+            let bytes = [UInt8].random(20_000 + i * 3_000, seed: UInt64(900 + i))
+            s.write("d\(i)", bytes)
+            #expect(s.run("add", "d\(i)").status == 0)
+            digests.insert(ReceiveCLITests.sha(bytes))
+        }
+        var office = try ReceiverProcess(s)
+        let token = office.addStation("st")
+        let port = office.url.split(separator: ":").last.map(String.init) ?? "0"
+        let env: [String: String?] = ["VAULT_UPLOAD_TOKEN": token]
+        for round in 0..<3 {
+            // An upload in batches of 3, and the receiver killed after a few of them.
+            let upload = s.spawn(
+                ["upload", "--url", office.url + "/batches", "--batch-size", "3", "--retries", "0"], env: env)
+            let seen = round + 1
+            poll(every: 5_000) { office.log.components(separatedBy: "result=200").count - 1 >= seen }
+            kill(office.pid, SIGKILL)
+            _ = s.wait(upload)
+            // Whole batches only: the vault verifies, and holds a multiple of 3 documents.
+            let stored = office.run("list", "--json")
+            let list = (try? JSONSerialization.jsonObject(with: Data(stored.stdout)) as? [[String: Any]]) ?? []
+            #expect(list.count % 3 == 0, "round \(round): \(list.count) documents")
+            #expect(office.run("verify").status == 0)
+            office = try ReceiverProcess(s, extra: [], create: false, listen: "127.0.0.1:\(port)")
+        }
+        // The station's next upload sends what was not confirmed; nothing is stored twice.
+        let last = s.run(["upload", "--url", office.url + "/batches", "--batch-size", "3"], env: env)
+        #expect(last.status == 0, "\(last.stderr)")
+        let shas = office.documents.compactMap { $0["sha256"] as? String }
+        #expect(shas.count == 30 && Set(shas) == digests, "\(shas.count) documents")
+        #expect(office.run("audit").status == 0)
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+@testable import VaultCore
+
+/// A received batch (``IntakeBatch``) enters the vault whole or not at all: staged documents are
+/// invisible until the commit, a discarded batch leaves nothing, and a commit a crash stopped
+/// after linking the objects is taken out by the next command instead of adopted.
+@Suite struct IntakeTests {
+    let dir = TempDir()
+    let vault: Vault
+
+    init() throws {
+        vault = try VaultStore(root: dir.file("vault")).create(password: TestKeys.password(), kdf: .minimum)
+    }
+
+    func stage(_ batch: IntakeBatch, _ documents: [(String, [UInt8])]) throws {
+        for (name, bytes) in documents {
+            try batch.begin(name: name, contentType: "application/octet-stream")
+            try bytes.withUnsafeBytes { try batch.write($0) }
+            try batch.end()
+        }
+    }
+
+    func objects() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: dir.file("vault/objects")).sorted()
+    }
+
+    @Test func aCommittedBatchIsOneRecordAndItsDocumentsReadBack() throws {
+        let batch = IntakeBatch(vault: vault)
+        let docs = [("a.pdf", testBytes(300_000, seed: 1)), ("b.txt", testBytes(10, seed: 2)), ("empty", [])]
+        try stage(batch, docs)
+        #expect(try objects().isEmpty, "nothing is in objects/ before the commit")
+        try batch.commit(HistoryRecord(.receive, detail: "{}"))
+        let records = try vault.records().records
+        #expect(records.map(\.metadata.name).sorted() == ["a.pdf", "b.txt", "empty"])
+        for (name, bytes) in docs {
+            let r = try #require(records.first { $0.metadata.name == name })
+            #expect(try vault.randomAccess(r.id).read(at: 0, count: bytes.count + 1) == bytes)
+        }
+        let last = try #require(try vault.history().records.last?.record)
+        #expect(last.operation == .receive && Set(last.documents.map(\.name)) == ["a.pdf", "b.txt", "empty"])
+        #expect(FileManager.default.fileExists(atPath: dir.file("vault/intake.pending")) == false)
+        #expect(try vault.audit().findings.isEmpty)
+    }
+
+    @Test func aDiscardedBatchLeavesNothing() throws {
+        let batch = IntakeBatch(vault: vault)
+        try stage(batch, [("a", testBytes(5000, seed: 3)), ("b", testBytes(7, seed: 4))])
+        batch.discard()
+        #expect(try objects().isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("vault/staging")).isEmpty)
+        #expect(try vault.records().records.isEmpty)
+    }
+
+    @Test func aCommitInterruptedAfterLinkingIsTakenOutNotAdopted() throws {
+        let kept = IntakeBatch(vault: vault)
+        try stage(kept, [("kept", testBytes(100, seed: 5))])
+        try kept.commit(HistoryRecord(.receive, detail: "{}"))
+        let batch = IntakeBatch(vault: vault)
+        try stage(batch, [("one", testBytes(4000, seed: 6)), ("two", testBytes(9000, seed: 7))])
+        #expect(throws: IntakeBatch.Interrupted.self) {
+            try batch.commit(HistoryRecord(.receive, detail: "{}"), interrupt: .afterLinking)
+        }
+        #expect(try objects().count == 3, "the crash left the two objects linked")
+        #expect(FileManager.default.fileExists(atPath: dir.file("vault/intake.pending")))
+
+        // The next process: any command that opens the index takes the batch out.
+        let reopened = try vault.store.unlock(password: TestKeys.password())
+        #expect(try reopened.records().records.map(\.metadata.name) == ["kept"])
+        #expect(try objects().count == 1)
+        #expect(FileManager.default.fileExists(atPath: dir.file("vault/intake.pending")) == false)
+        // A later change adopts nothing: the history has no `adopt` record.
+        _ = try reopened.add(from: BytesSource(testBytes(50, seed: 8)), name: "later")
+        let ops = try reopened.history().records.map(\.record.operation)
+        #expect(!ops.contains(.adopt), "\(ops)")
+        #expect(try reopened.audit().findings.isEmpty)
+    }
+
+    @Test func aForgedPendingFileIsNeverActedOn() throws {
+        let kept = IntakeBatch(vault: vault)
+        try stage(kept, [("kept", testBytes(100, seed: 9))])
+        try kept.commit(HistoryRecord(.receive, detail: "{}"))
+        let id = try #require(try vault.records().records.first?.id)
+        // Someone without the password names the kept document in a pending file of their own.
+        let forged = Array(#"["\#(id.hex)"]"#.utf8)
+        try Data(forged).write(to: URL(fileURLWithPath: dir.file("vault/intake.pending")))
+        let reopened = try vault.store.unlock(password: TestKeys.password())
+        #expect(try reopened.records().records.map(\.id) == [id], "the document stays")
+        #expect(try objects().count == 1)
+    }
+}
