@@ -77,7 +77,7 @@ man-check: deps
 # .build/docs/: fails on any DocC warning and on any public symbol without documentation (the
 # symbol graphs are found wherever the plugin put them; none found, or none counted, fails too),
 # and on a `public` member of a type an app cannot see or a public tuple (scripts/access-check.py).
-DOCS_MODULES := VaultCore VaultUpload
+DOCS_MODULES := VaultCore VaultUpload VaultReceive
 # Every library module: `public` means an app sees it, and no public API hands out tuples.
 LIBRARY_MODULES := VaultCore VaultUpload VaultS3 VaultRemote VaultReceive
 docs: deps

@@ -113,6 +113,7 @@ let package = Package(
                 "VaultReceive",
                 "CVaultBuildInfo",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

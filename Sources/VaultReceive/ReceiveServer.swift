@@ -23,7 +23,7 @@ package struct ReceiveContext: RequestContext {
     }
 }
 
-/// `vault receive`'s HTTP server (docs/RECEIVE.md): `POST /batches`, `GET /healthz`,
+/// The receiver's HTTP server (docs/RECEIVE.md): `POST /batches`, `GET /healthz`,
 /// `GET /metrics`, over HTTP/1.1, with TLS when given a certificate.
 ///
 /// Hummingbird 2 (on SwiftNIO): its request body is an asynchronous sequence of buffers as they
@@ -31,46 +31,57 @@ package struct ReceiveContext: RequestContext {
 /// timeouts, bounded headers, TLS (swift-nio-ssl) and a graceful shutdown that lets requests
 /// in flight finish. SwiftNIO alone would mean writing the HTTP/1 server pipeline, the body
 /// back-pressure and the shutdown by hand.
-package struct ReceiveServer: Sendable {
+public struct ReceiveServer: Service {
     /// Where and how to listen.
-    package struct Configuration: Sendable {
+    public struct Configuration: Sendable {
         /// The host to bind (`127.0.0.1` unless given).
-        package var host = "127.0.0.1"
+        public var host = "127.0.0.1"
         /// The port (0: one the system picks).
-        package var port = 8080
-        /// A PEM certificate chain and private key for TLS.
-        package var tlsCertificate: String?
-        package var tlsKey: String?
+        public var port = 8080
+        /// A PEM certificate chain file, to serve TLS (with ``tlsKey``).
+        public var tlsCertificate: String?
+        /// The PEM private key file of ``tlsCertificate``.
+        public var tlsKey: String?
         /// A connection that sends or reads nothing this long is closed (a stalled body), as is
         /// one whose request head takes longer (slow headers); a body must arrive at the
         /// receiver's minimum rate once this long has passed.
-        package var idleTimeout: TimeAmount = .seconds(30)
+        public var idleTimeout: TimeInterval = 30
         /// Most connections open at once.
-        package var maxConnections = 256
+        public var maxConnections = 256
         /// A tus upload no request touched this long is dropped.
-        package var uploadExpiry: TimeInterval = 3600
+        public var uploadExpiry: TimeInterval = 3600
 
-        package init() {}
+        /// The defaults: `127.0.0.1:8080`, no TLS, 30 s, 256 connections, 3600 s.
+        public init() {}
     }
 
     private let receiver: Receiver
     private let configuration: Configuration
     private let logger: Logger
     private let metrics: ReceiveMetrics
+    private let onListening: @Sendable (String) -> Void
 
     /// A server for `receiver`.
-    package init(receiver: Receiver, configuration: Configuration, logger: Logger) {
+    /// - Parameters:
+    ///   - receiver: what it serves.
+    ///   - configuration: where and how it listens.
+    ///   - logger: one line per request (station, protocol, batch, documents, bytes, result, time).
+    ///   - onListening: called once with the address listened on (`http://127.0.0.1:41234`).
+    public init(
+        receiver: Receiver, configuration: Configuration, logger: Logger,
+        onListening: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
         self.receiver = receiver
         self.configuration = configuration
         self.logger = logger
+        self.onListening = onListening
         metrics = ReceiveMetrics()
     }
 
-    /// Runs until `shutdown` is triggered, then lets the batches in flight finish.
-    /// - Parameter onListening: called once with the address listened on (`http://host:port`).
-    package func run(
-        onListening: @escaping @Sendable (String) -> Void, shutdown: @escaping @Sendable (ServiceGroup) -> Void
-    ) async throws {
+    /// Serves until the task is cancelled or its `ServiceGroup` shuts down gracefully; then it
+    /// takes no new connections, refuses new batches (503) and lets those in flight finish.
+    public func run() async throws {
+        let onListening = self.onListening
         let router = Router(context: ReceiveContext.self)
         let receiver = self.receiver
         let metrics = self.metrics
@@ -97,11 +108,11 @@ package struct ReceiveServer: Sendable {
         router.head("/files/:id") { request, context in await tus.head(request, context) }
         router.patch("/files/:id") { request, context in await tus.patch(request, context) }
         router.delete("/files/:id") { request, context in await tus.delete(request, context) }
-        let headTimeout = configuration.idleTimeout
+        let headTimeout = TimeAmount.milliseconds(Int64(configuration.idleTimeout * 1000))
         let http = HTTPServerBuilder.http1(
             configuration: .init(
                 additionalChannelHandlers: [HeadDeadline(timeout: headTimeout)],
-                idleTimeout: configuration.idleTimeout,
+                idleTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000)),
                 httpDecoderConfiguration: .init(
                     maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 64 << 10, maxHeaderFieldCount: 100)))
         let server: HTTPServerBuilder
@@ -135,10 +146,11 @@ package struct ReceiveServer: Sendable {
                 onListening("\(scheme)://\(shown):\(port)")
             },
             logger: quiet)
-        let group = ServiceGroup(
-            configuration: .init(services: [app], gracefulShutdownSignals: [], logger: quiet))
-        shutdown(group)
-        try await group.run()
+        try await withGracefulShutdownHandler {
+            try await app.run()
+        } onGracefulShutdown: {
+            receiver.close()
+        }
     }
 }
 
@@ -146,18 +158,25 @@ package struct ReceiveServer: Sendable {
 final class ReceiveMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
 
+    static func counter(_ name: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "vault", subsystem: "receive", metricName: name, unitName: "total", helpText: help)
+    }
+    // Computed: the descriptor type is not Sendable, so it is made where it is used.
+    static var batches: MetricNameDescriptor { counter("batches", "Batches taken, by station and protocol.") }
+    static var documents: MetricNameDescriptor { counter("documents", "Documents taken, by station.") }
+    static var bytes: MetricNameDescriptor { counter("bytes", "Payload bytes taken, by station.") }
+    static var refusals: MetricNameDescriptor { counter("refusals", "Requests refused, by station and reason.") }
+
     func batch(station: String, wire: String, documents: Int, bytes: UInt64) {
-        registry.makeCounter(name: "vault_receive_batches_total", labels: [("station", station), ("wire", wire)])
-            .increment()
-        registry.makeCounter(name: "vault_receive_documents_total", labels: [("station", station)])
+        registry.makeCounter(descriptor: Self.batches, labels: [("station", station), ("wire", wire)]).increment()
+        registry.makeCounter(descriptor: Self.documents, labels: [("station", station)])
             .increment(by: Int64(documents))
-        registry.makeCounter(name: "vault_receive_bytes_total", labels: [("station", station)])
-            .increment(by: Int64(bytes))
+        registry.makeCounter(descriptor: Self.bytes, labels: [("station", station)]).increment(by: Int64(bytes))
     }
 
     func refusal(station: String, reason: String) {
-        registry.makeCounter(name: "vault_receive_refusals_total", labels: [("station", station), ("reason", reason)])
-            .increment()
+        registry.makeCounter(descriptor: Self.refusals, labels: [("station", station), ("reason", reason)]).increment()
     }
 }
 

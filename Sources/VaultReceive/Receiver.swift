@@ -51,47 +51,54 @@ package struct Refusal: Error, Sendable, Equatable {
 }
 
 /// The back office's side of a delivery: stations known by their tokens, batches taken whole
-/// into the receiver's own vault (``IntakeBatch``) and answered with a signed ``Receipt``, a
+/// into the receiver's own vault and answered with a signed receipt (docs/FORMAT.md), a
 /// resent batch (the same `Idempotency-Key`) answered again without storing anything twice,
 /// and each station's history head followed, so a station rolled back or forked is refused.
 ///
 /// Everything it keeps is a projection of the vault's history (`station`, `receive`,
 /// `receiver` records), rebuilt when it starts.
-package final class Receiver: Sendable {
+public final class Receiver: Sendable {
     /// Bounds on what one request may cost.
-    package struct Limits: Sendable {
+    public struct Limits: Sendable {
         /// Most documents in a batch.
-        package var documents = 20
+        public var documents = 20
         /// Most bytes in a batch's body.
-        package var bytes: UInt64 = 1 << 30
+        public var bytes: UInt64 = 1 << 30
         /// Most batches taken at once (more are answered 503).
-        package var concurrentBatches = 32
+        public var concurrentBatches = 32
         /// Failed authentications from one address per minute before it is answered 429.
-        package var failedAuthenticationsPerMinute = 10
+        public var failedAuthenticationsPerMinute = 10
         /// A body must arrive at this many bytes per second on average, after the first
         /// ``graceSeconds``.
-        package var minimumBytesPerSecond: UInt64 = 16 << 10
-        package var graceSeconds: Double = 30
+        public var minimumBytesPerSecond: UInt64 = 16 << 10
+        /// Seconds a body may take before ``minimumBytesPerSecond`` applies.
+        public var graceSeconds: Double = 30
 
-        package init() {}
+        /// The defaults: 20 documents, 1 GiB, 32 batches at once, 10 failures a minute,
+        /// 16 KiB/s after 30 s.
+        public init() {}
     }
 
     /// A station as the receiver knows it.
-    package struct Station: Sendable, Equatable {
+    public struct Station: Sendable, Equatable {
         /// Its name.
-        package var name: String
+        public var name: String
         /// The keyed hash of its token.
         package var tokenDigest: [UInt8]
         /// The last history head it sent with an accepted batch.
-        package var head: HistoryHead?
-        /// Batches, documents and bytes taken from it since the receiver started.
-        package var batches = 0
-        package var documents = 0
-        package var bytes: UInt64 = 0
+        package var lastHead: HistoryHead?
+        /// Batches taken from it since the receiver started.
+        public var batches = 0
+        /// Documents taken from it since the receiver started.
+        public var documents = 0
+        /// Payload bytes taken from it since the receiver started.
+        public var bytes: UInt64 = 0
         /// Refusals since the receiver started.
-        package var refusals = 0
+        public var refusals = 0
         /// When it was last heard from (milliseconds since 1970), since the receiver started.
-        package var lastSeenMillis: Int64?
+        public var lastSeenMillis: Int64?
+        /// The last history head (`<records>-<tag>`) it sent with an accepted batch.
+        public var head: String? { lastHead?.description }
     }
 
     private struct BatchKey: Hashable {
@@ -115,16 +122,16 @@ package final class Receiver: Sendable {
     }
 
     /// The receiver's vault.
-    package let vault: Vault
+    public let vault: Vault
     /// Its signing key.
     package let identity: ReceiverIdentity
     /// Its bounds.
-    package let limits: Limits
+    public let limits: Limits
     private let state: Mutex<State>
 
     /// A receiver on `vault`, its signing key made when it has none, its stations and the
     /// batches it took read from the history.
-    package init(vault: Vault, limits: Limits = Limits()) throws {
+    public init(vault: Vault, limits: Limits = Limits()) throws {
         self.vault = vault
         guard let identity = try vault.receiverIdentity(create: true) else {
             throw VaultError(.internal, "no receiver key was made")
@@ -179,7 +186,7 @@ package final class Receiver: Sendable {
                 else { continue }
                 s.taken[BatchKey(station: batch.station, key: batch.batch)] = Taken(
                     payloadSHA256: sha, answer: Array(batch.answer.utf8))
-                if let head = batch.head.flatMap(HistoryHead.init) { s.stations[batch.station]?.head = head }
+                if let head = batch.head.flatMap(HistoryHead.init) { s.stations[batch.station]?.lastHead = head }
             default: continue
             }
         }
@@ -189,13 +196,13 @@ package final class Receiver: Sendable {
     // MARK: Stations
 
     /// The stations, by name.
-    package var stations: [Station] { state.withLock { $0.stations.values.sorted { $0.name < $1.name } } }
+    public var stations: [Station] { state.withLock { $0.stations.values.sorted { $0.name < $1.name } } }
 
     /// Adds a station: records its token's keyed hash in the history.
     /// - Returns: the token, which nothing keeps: the caller shows it once.
-    /// - Throws: ``VaultError/Code/alreadyExists`` when the name is taken, `usage` for a name
+    /// - Throws: a `VaultError`: `already-exists` when the name is taken, `usage` for a name
     ///   that is not 1–64 letters, digits, `.`, `_` or `-`.
-    package func addStation(_ name: String) throws -> String {
+    public func addStation(_ name: String) throws -> String {
         guard Self.isStationName(name) else {
             throw VaultError(.usage, "a station's name is 1 to 64 letters, digits, '.', '_' or '-'")
         }
@@ -210,7 +217,7 @@ package final class Receiver: Sendable {
     }
 
     /// Removes a station: its token is refused from now on.
-    package func removeStation(_ name: String) throws {
+    public func removeStation(_ name: String) throws {
         guard state.withLock({ $0.stations[name] != nil }) else {
             throw VaultError(.notFound, "there is no station named '\(name)'")
         }
@@ -326,7 +333,7 @@ package final class Receiver: Sendable {
         }
         let batchKey = BatchKey(station: station, key: key)
         let (taken, busy, closing, known) = state.withLock { s in
-            (s.taken[batchKey], s.inFlight.contains(batchKey), s.closing, s.stations[station]?.head)
+            (s.taken[batchKey], s.inFlight.contains(batchKey), s.closing, s.stations[station]?.lastHead)
         }
         if closing { throw Refusal(503, "shutting-down", "the receiver is shutting down; send again", retryAfter: 5) }
         if busy {
@@ -365,7 +372,7 @@ package final class Receiver: Sendable {
 
     /// Why a station's `head` cannot follow `known`, the head it sent before: `rolled-back`
     /// (fewer records) or `forked` (as many, another last record); nil when it can.
-    static func headProblem(_ head: HistoryHead, known: HistoryHead) -> String? {
+    package static func headProblem(_ head: HistoryHead, known: HistoryHead) -> String? {
         if head.count < known.count { return "rolled-back" }
         if head.count == known.count && head.tag != known.tag { return "forked" }
         return nil
@@ -378,7 +385,7 @@ package final class Receiver: Sendable {
     ) {
         state.withLock { s in
             s.taken[BatchKey(station: station, key: key)] = Taken(payloadSHA256: payloadSHA256, answer: answer)
-            if let head { s.stations[station]?.head = head }
+            if let head { s.stations[station]?.lastHead = head }
             s.stations[station]?.batches += 1
             s.stations[station]?.documents += documents
             s.stations[station]?.bytes += bytes
@@ -392,10 +399,13 @@ package final class Receiver: Sendable {
     }
 
     /// From now on, new batches are answered 503; those in flight finish.
-    package func close() { state.withLock { $0.closing = true } }
+    public func close() { state.withLock { $0.closing = true } }
+
+    /// The receiver's Ed25519 public key (32 bytes): stations check receipts with it.
+    public var publicKey: [UInt8] { identity.publicKey }
 
     /// Batches being received now.
-    package var batchesInFlight: Int { state.withLock { $0.inFlight.count } }
+    public var batchesInFlight: Int { state.withLock { $0.inFlight.count } }
 }
 
 /// One batch being received: fed the body as it arrives (``read(_:)``), then ``finish()``

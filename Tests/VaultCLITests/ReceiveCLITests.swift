@@ -337,3 +337,36 @@ final class ReceiverProcess {
         #expect(unsigned.out.contains("removed-unsigned"), "\(unsigned.out)")
     }
 }
+
+@Suite(.blocking) struct StationHeadCLITests {
+    /// A station whose vault is put back to an older copy sends an older history head: refused,
+    /// and recorded in the receiver's own history.
+    @Test func aRolledBackStationIsRefusedAndTheReceiverRecordsIt() throws {
+        let s = Sandbox()
+        s.initVault()
+        let office = try ReceiverProcess(s)
+        let token = office.addStation("front-desk")
+        let env: [String: String?] = ["VAULT_UPLOAD_TOKEN": token]
+        s.write("a", [UInt8].random(100, seed: 1))
+        #expect(s.run("add", "a").status == 0)
+        #expect(s.run(["upload", "--url", office.url + "/batches"], env: env).status == 0)
+        #expect(s.shell("cp -a vault vault-copy").status == 0)
+        for (i, name) in ["b", "b2"].enumerated() {
+            s.write(name, [UInt8].random(100, seed: UInt64(10 + i)))
+            #expect(s.run("add", name).status == 0)
+            #expect(s.run(["upload", "--url", office.url + "/batches"], env: env).status == 0)
+        }
+        let listed = office.run("receive", "station", "list").out
+        // The station's vault goes back to the copy, and a new document is sent from it.
+        #expect(s.shell("rm -rf vault && mv vault-copy vault").status == 0)
+        s.write("c", [UInt8].random(100, seed: 3))
+        #expect(s.run("add", "c").status == 0)
+        let refused = s.run(["upload", "--url", office.url + "/batches"], env: env)
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("station-rolled-back"), "\(refused.stderr)")
+        #expect(office.documents.count == 3)
+        let log = office.run("log", "--json").out
+        #expect(log.contains(#"\"action\":\"alert\""#) && log.contains("rolled-back"), "\(log)")
+        #expect(office.run("receive", "station", "list").out == listed, "the station's last head stays")
+    }
+}

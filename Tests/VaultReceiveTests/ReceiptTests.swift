@@ -167,3 +167,14 @@ import VaultTestSupport
         #expect(!forged.isSigned(by: k.publicKey))
     }
 }
+
+@Suite struct StationHeadTests {
+    @Test func aHeadBehindOrBesideTheLastOneIsRefused() {
+        let tag = [UInt8](repeating: 1, count: 16), other = [UInt8](repeating: 2, count: 16)
+        let known = HistoryHead(count: 10, tag: tag)
+        #expect(Receiver.headProblem(HistoryHead(count: 9, tag: other), known: known) == "rolled-back")
+        #expect(Receiver.headProblem(HistoryHead(count: 10, tag: other), known: known) == "forked")
+        #expect(Receiver.headProblem(HistoryHead(count: 10, tag: tag), known: known) == nil)
+        #expect(Receiver.headProblem(HistoryHead(count: 11, tag: other), known: known) == nil)
+    }
+}

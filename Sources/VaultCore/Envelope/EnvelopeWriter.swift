@@ -31,9 +31,11 @@ package final class EnvelopeWriter {
     /// Starts an envelope whose keyring is needed only by ``finish()`` (to seal the header):
     /// the payload is sealed under the document's own random key, so it can be written while
     /// the password's Argon2id run is still going.
+    /// - Parameter batchChunks: chunks sealed at a time (16: all cores on one document; fewer for a
+    ///   writer among many at once, whose buffers then stay small).
     init(
         output: any EnvelopeOutput, keyringWhenDone keyring: @escaping () throws -> Keyring, documentID: DocumentID,
-        metadata: DocumentMetadata, random: any RandomSource = SystemRandom()
+        metadata: DocumentMetadata, random: any RandomSource = SystemRandom(), batchChunks: Int = 16
     ) throws {
         var template = metadata
         template.size = 0
@@ -51,7 +53,8 @@ package final class EnvelopeWriter {
         // The metadata encoding has fixed-width size and digest fields, so the header size is known now.
         try output.reserveHeader(EnvelopeFormat.fixedHeaderSize + template.encoded().count + EnvelopeFormat.tagSize)
         stream = StreamWriter(
-            cipher: ChunkCipher(payloadKey: payloadKey), observer: { [hasher] in hasher.sha.update(bufferPointer: $0) },
+            cipher: ChunkCipher(payloadKey: payloadKey), batchChunks: batchChunks,
+            observer: { [hasher] in hasher.sha.update(bufferPointer: $0) },
             sink: { [output] bytes in try output.append(bytes) })
     }
 

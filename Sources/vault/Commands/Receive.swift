@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import ServiceLifecycle
 import VaultCore
 import VaultReceive
 
@@ -98,20 +99,23 @@ extension VaultCommand.Receive {
             var configuration = ReceiveServer.Configuration()
             (configuration.host, configuration.port) = (host, port)
             (configuration.tlsCertificate, configuration.tlsKey) = (tlsCert, tlsKey)
-            configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
-            let logger = Logger(label: "vault.receive") { StreamLogHandler.standardError(label: $0) }
+            configuration.idleTimeout = idleTimeout
             guard uploadExpiry >= 1 else { throw VaultError(.usage, "--upload-expiry must be at least 1 second") }
             configuration.uploadExpiry = uploadExpiry
-            let server = ReceiveServer(receiver: receiver, configuration: configuration, logger: logger)
-            try await server.run(
-                onListening: { Terminal.out("listening on \($0)\n") },
-                shutdown: { group in
-                    Interrupts.divert { _ in
-                        Terminal.err("vault: stopping: batches in flight finish, new ones are refused")
-                        receiver.close()
-                        Task { await group.triggerGracefulShutdown() }
-                    }
-                })
+            let logger = Logger(label: "vault.receive") { StreamLogHandler.standardError(label: $0) }
+            let server = ReceiveServer(
+                receiver: receiver, configuration: configuration, logger: logger,
+                onListening: { Terminal.out("listening on \($0)\n") })
+            var quiet = logger
+            quiet.logLevel = .warning
+            let group = ServiceGroup(
+                configuration: .init(services: [server], gracefulShutdownSignals: [], logger: quiet))
+            Interrupts.divert { _ in
+                Terminal.err("vault: stopping: batches in flight finish, new ones are refused")
+                receiver.close()
+                Task { await group.triggerGracefulShutdown() }
+            }
+            try await group.run()
             Terminal.err("vault: stopped")
         }
 
@@ -181,7 +185,7 @@ extension VaultCommand.Receive.Stations {
             let stations = try Receiver(vault: try options.unlock()).stations
             if result.json {
                 struct Result: Encodable { var stations: [Entry] }
-                let entries = stations.map { Entry(name: $0.name, head: $0.head?.description) }
+                let entries = stations.map { Entry(name: $0.name, head: $0.head) }
                 Terminal.out(JSONOutput.line(Result(stations: entries)))
                 return
             }
@@ -189,7 +193,7 @@ extension VaultCommand.Receive.Stations {
                 Terminal.err("vault: no stations (add one with 'vault receive station add NAME')")
                 return
             }
-            for s in stations { Terminal.out("\(s.name)  \(s.head?.description ?? "no batch yet")\n") }
+            for s in stations { Terminal.out("\(s.name)  \(s.head ?? "no batch yet")\n") }
         }
     }
 
