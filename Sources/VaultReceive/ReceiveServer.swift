@@ -220,8 +220,9 @@ struct BatchHandler: Sendable {
             )
             var headers: HTTPFields = [.contentType: "application/json"]
             if let after = r.retryAfter { headers[.retryAfter] = String(after) }
-            // A refused body is not read further: the connection is closed after the answer.
-            if r.status == 413 || r.status == 408 || r.status == 400 { headers[.connection] = "close" }
+            // A refused body is not read further: the connection is closed after the answer (a
+            // client without a token cannot make the receiver read an endless body).
+            headers[.connection] = "close"
             return Response(
                 status: .init(code: r.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: r.body)))
         } catch {
@@ -259,6 +260,7 @@ struct TusHandler: Sendable {
 
     func respond(_ a: TusReceiver.Answer) -> Response {
         var headers: HTTPFields = [HTTPField.Name("Tus-Resumable")!: "1.0.0"]
+        if a.status >= 400 { headers[.connection] = "close" }
         for (k, v) in a.headers { if let name = HTTPField.Name(k) { headers[name] = v } }
         return Response(
             status: .init(code: a.status), headers: headers,

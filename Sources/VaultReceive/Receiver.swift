@@ -41,11 +41,12 @@ package struct Refusal: Error, Sendable, Equatable {
         case .headerMalformed, .truncated, .trailingData, .digestMismatch:
             return Refusal(400, e.code.rawValue, e.message, document: document)
         case .tooManyDocuments:
-            return Refusal(413, e.code.rawValue, e.message, document: document)
+            return Refusal(413, e.code.rawValue, e.message, document: document.map { $0 + 1 })
         case .usage:
             return Refusal(415, "unsupported-media-type", e.message)
         default:
-            return Refusal(500, "internal", "the receiver could not store the batch: \(e.message)")
+            // The details (paths of the receiver's folder) stay in its log, not in the answer.
+            return Refusal(500, "internal", "the receiver could not store the batch (\(e.code))")
         }
     }
 }
@@ -114,11 +115,19 @@ public final class Receiver: Sendable {
     private struct State {
         var stations: [String: Station] = [:]
         var taken: [BatchKey: Taken] = [:]
-        var inFlight: Set<BatchKey> = []
+        /// Batches being received, each with whether it is a request's body (counted against
+        /// ``Limits/concurrentBatches``) or a tus upload (bounded by the tus endpoint itself).
+        var inFlight: [BatchKey: Bool] = [:]
+        /// The last alert recorded for each station (its head and reason): the same alert again
+        /// is refused without another record.
+        var alerted: [String: String] = [:]
         var failures: [String: (count: Int, since: Date)] = [:]
         var closing = false
         /// The history's head when the stations and batches were last read from it.
         var head: HistoryHead?
+        /// What is wrong with the history (finding codes): while anything is, no station is
+        /// trusted (a cut log could bring back a removed station or forget a batch).
+        var problems: [String] = []
     }
 
     /// The receiver's vault.
@@ -128,17 +137,36 @@ public final class Receiver: Sendable {
     /// Its bounds.
     public let limits: Limits
     private let state: Mutex<State>
+    /// Held while the receiver lives: one receiver per vault.
+    private let lock: OpenFile?
 
     /// A receiver on `vault`, its signing key made when it has none, its stations and the
     /// batches it took read from the history.
-    public init(vault: Vault, limits: Limits = Limits()) throws {
+    /// - Parameters:
+    ///   - vault: the receiver's vault, unlocked.
+    ///   - limits: what one request may cost.
+    ///   - serving: take the vault's receiver lock (a server; not a command that only lists or
+    ///     changes stations).
+    public init(vault: Vault, limits: Limits = Limits(), serving: Bool = true) throws {
         self.vault = vault
+        lock = serving ? try vault.lockReceiver() : nil
+        try vault.recoverInterruptedIntake()
         guard let identity = try vault.receiverIdentity(create: true) else {
             throw VaultError(.internal, "no receiver key was made")
         }
         self.identity = identity
         self.limits = limits
-        state = Mutex(try Self.project(vault))
+        let projected = try Self.project(vault)
+        if !projected.problems.isEmpty { throw Self.untrusted(projected.problems) }
+        state = Mutex(projected)
+    }
+
+    /// The refusal to serve from a history that does not verify.
+    static func untrusted(_ problems: [String]) -> VaultError {
+        VaultError(
+            .vaultDamaged,
+            "the receiver's history has findings (\(problems.joined(separator: ", "))): its stations and batches "
+                + "cannot be trusted until a password holder has audited the vault and accepted what it found")
     }
 
     /// Reads the stations and batches again when the history changed since they were read (a
@@ -159,6 +187,7 @@ public final class Receiver: Sendable {
             s.stations = stations
             s.taken = fresh.taken
             s.head = fresh.head
+            s.problems = fresh.problems
         }
     }
 
@@ -166,8 +195,10 @@ public final class Receiver: Sendable {
     private static func project(_ vault: Vault) throws -> State {
         var s = State()
         s.head = vault.storedHead()
+        let scan = try vault.history()
+        s.problems = Array(Set((scan.findings + scan.noted).map(\.code.rawValue))).sorted()
         let decoder = JSONDecoder()
-        for (_, record) in try vault.history().records where record.outcome == .ok {
+        for (_, record) in scan.records where record.outcome == .ok {
             guard let detail = record.detail.map({ Data($0.utf8) }) else { continue }
             switch record.operation {
             case .station:
@@ -257,8 +288,11 @@ public final class Receiver: Sendable {
             throw Refusal(429, "too-many-failures", "too many failed authentications; wait a minute", retryAfter: 60)
         }
         do { try refresh() } catch {
+            throw Refusal(503, "history-unreadable", "the receiver cannot read its history")
+        }
+        if !state.withLock({ $0.problems.isEmpty }) {
             throw Refusal(
-                503, "history-unreadable", "the receiver cannot read its history: \(VaultError.from(error).message)")
+                503, "history-damaged", "the receiver's history does not verify; it takes nothing until it does")
         }
         var token: String?
         if let authorization, authorization.utf8.count <= 512, authorization.hasPrefix("Bearer ") {
@@ -333,17 +367,23 @@ public final class Receiver: Sendable {
         }
         let batchKey = BatchKey(station: station, key: key)
         let (taken, busy, closing, known) = state.withLock { s in
-            (s.taken[batchKey], s.inFlight.contains(batchKey), s.closing, s.stations[station]?.lastHead)
+            (s.taken[batchKey], s.inFlight[batchKey] != nil, s.closing, s.stations[station]?.lastHead)
         }
         if closing { throw Refusal(503, "shutting-down", "the receiver is shutting down; send again", retryAfter: 5) }
         if busy {
-            throw Refusal(409, "batch-in-progress", "this batch is being received on another connection", retryAfter: 5)
+            throw Refusal(503, "batch-in-progress", "this batch is being received on another connection", retryAfter: 5)
         }
         if taken == nil, let stationHead, let known, let reason = Self.headProblem(stationHead, known: known) {
-            try? record(
-                StationChange(
-                    action: .alert, name: station, head: stationHead.description, knownHead: known.description,
-                    reason: reason))
+            // Recorded once per head and reason: a station that keeps sending it does not grow
+            // the history with each attempt.
+            let alert = "\(stationHead) \(reason)"
+            if state.withLock({ $0.alerted[station] != alert }) {
+                try? record(
+                    StationChange(
+                        action: .alert, name: station, head: stationHead.description, knownHead: known.description,
+                        reason: reason))
+                state.withLock { $0.alerted[station] = alert }
+            }
             throw Refusal(
                 409, "station-\(reason)",
                 reason == "rolled-back"
@@ -352,8 +392,8 @@ public final class Receiver: Sendable {
                     : "the station's history \(stationHead) forks from \(known) that it sent before")
         }
         let full = state.withLock { s -> Bool in
-            if s.inFlight.count >= limits.concurrentBatches { return true }
-            s.inFlight.insert(batchKey)
+            if paced, s.inFlight.values.filter({ $0 }).count >= limits.concurrentBatches { return true }
+            s.inFlight[batchKey] = paced
             return false
         }
         if full {
@@ -363,9 +403,9 @@ public final class Receiver: Sendable {
             return try BatchIntake(
                 receiver: self, station: station, key: key, head: stationHead, contentType: contentType,
                 taken: taken.map { ($0.payloadSHA256, $0.answer) }, paced: paced, now: now,
-                done: { [weak self] in self?.state.withLock { _ = $0.inFlight.remove(batchKey) } })
+                done: { [weak self] in self?.state.withLock { _ = $0.inFlight.removeValue(forKey: batchKey) } })
         } catch {
-            state.withLock { _ = $0.inFlight.remove(batchKey) }
+            state.withLock { _ = $0.inFlight.removeValue(forKey: batchKey) }
             throw Refusal.of(error, document: nil)
         }
     }
@@ -459,7 +499,11 @@ package final class BatchIntake {
         if name.contains("/") || name.contains("\\") { return "has a path separator" }
         if name.unicodeScalars.contains(where: {
             $0.value < 0x20 || $0.value == 0x7F || (0x80..<0xA0).contains($0.value)
+                || (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value)
+                || $0.value == 0x2028 || $0.value == 0x2029
         }) {
+            // Bidirectional overrides and line separators too: a name shown in a list must read
+            // as what it is.
             return "has a control character"
         }
         if name == "." || name == ".." { return "names a folder" }

@@ -38,6 +38,10 @@ package final class TusReceiver: Sendable {
         }
     }
 
+    /// Most uploads one station may have open, and all stations together.
+    package static let maxPerStation = 16
+    package static let maxOpen = 256
+
     /// The checksum algorithms offered (sha1, as the checksum extension requires; sha256).
     package static let algorithms = "sha1,sha256"
     /// How long an upload may go untouched before it is dropped.
@@ -112,9 +116,15 @@ package final class TusReceiver: Sendable {
                 Refusal(
                     413, "too-large", "the batch is \(n) bytes; this receiver takes at most \(receiver.limits.bytes)"))
         }
-        let open = uploads.withLock { $0.values.filter { $0.station == station }.count }
-        guard open < 64 else {
-            return Answer(Refusal(429, "too-many-uploads", "this station has 64 uploads open", retryAfter: 60))
+        // Bounded per station and in all: open uploads are not counted with the requests in
+        // flight, so one station's abandoned uploads never block the others' batches.
+        let (mine, all) = uploads.withLock { u in (u.values.filter { $0.station == station }.count, u.count) }
+        guard mine < Self.maxPerStation, all < Self.maxOpen else {
+            return Answer(
+                Refusal(
+                    429, "too-many-uploads",
+                    "at most \(Self.maxPerStation) uploads per station and \(Self.maxOpen) in all may be open",
+                    retryAfter: 60))
         }
         let intake: BatchIntake
         do {

@@ -640,9 +640,12 @@ public final class Uploader: @unchecked Sendable {
         guard answer.isSigned(by: key) else { throw refused("the receipt is not signed by the destination's key") }
         guard answer.receipt.batch == journal.batches[i].key else { throw refused("the receipt is for another batch") }
         let docs = batchRecords(journal.batches[i])
+        // The payload names each document's id unless it is the strings shape; the receipt then
+        // must name the same ids.
+        let named = options.wire.name == .form || options.shape == .objects
         guard answer.receipt.documents.count == docs.count,
             zip(answer.receipt.documents, docs).allSatisfy({
-                $0.sha256 == $1.metadata.sha256 && $0.size == $1.metadata.size
+                $0.sha256 == $1.metadata.sha256 && $0.size == $1.metadata.size && (!named || $0.id == $1.id)
             })
         else { throw refused("the receipt names other documents than the batch's") }
         return String(decoding: body, as: UTF8.self)

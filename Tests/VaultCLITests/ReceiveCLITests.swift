@@ -368,5 +368,9 @@ final class ReceiverProcess {
         let log = office.run("log", "--json").out
         #expect(log.contains(#"\"action\":\"alert\""#) && log.contains("rolled-back"), "\(log)")
         #expect(office.run("receive", "station", "list").out == listed, "the station's last head stays")
+        // Sent again and again, the same refusal is recorded once.
+        #expect(s.run(["upload", "--url", office.url + "/batches"], env: env).status != 0)
+        let alerts = office.run("log", "--json").out.components(separatedBy: #"\"action\":\"alert\""#).count - 1
+        #expect(alerts == 1, "\(alerts) alert records")
     }
 }

@@ -87,3 +87,70 @@ import Glibc
         #expect(office.run("audit").status == 0)
     }
 }
+
+/// What the review of the receiver found, each reproduced here (docs/SECURITY.md, "The receiver").
+@Suite(.blocking) struct ReceiverReviewCLITests {
+    /// A cut history (no password needed) would bring back a removed station's token; a
+    /// deleted one would let a new receiver key be made. The receiver refuses to serve instead.
+    @Test func aReceiverRefusesAHistoryThatDoesNotVerifyAndMakesNoNewKeyOverIt() throws {
+        let s = Sandbox()
+        var office: ReceiverProcess? = try ReceiverProcess(s)
+        let token = office!.addStation("kept")
+        _ = office!.addStation("removed")
+        let size = (try FileManager.default.attributesOfItem(atPath: s.path("office/log.vlt"))[.size] as? Int) ?? 0
+        #expect(office!.run("receive", "station", "remove", "removed").status == 0)
+        office = nil
+        // The log cut back to before the removal.
+        #expect(s.shell("truncate -s \(size) office/log.vlt").status == 0)
+        let env: [String: String?] = ["VAULT_PASSWORD": ReceiverProcess.password]
+        let refused = s.run(["receive", "--vault", "office", "--listen", "127.0.0.1:0"], env: env)
+        #expect(refused.status == 65, "\(refused.stderr)")
+        #expect(refused.stderr.contains("history has findings"), "\(refused.stderr)")
+        #expect(s.run(["receive", "--vault", "office", "station", "list"], env: env).status == 65)
+        // The key file and the whole history deleted: no new key is made.
+        #expect(s.shell("rm office/receiver.vlt office/log.vlt office/log.head office/log.anchor").status == 0)
+        let key = s.run(["receive", "--vault", "office", "key"], env: env)
+        #expect(key.status == 65 && key.out.isEmpty, "\(key.out) \(key.stderr)")
+        _ = token
+    }
+
+    /// Two receivers on one vault would each take a resent batch: the second is refused.
+    @Test func oneReceiverServesAVault() throws {
+        let s = Sandbox()
+        let office = try ReceiverProcess(s)
+        let second = s.run(
+            ["receive", "--vault", "office", "--listen", "127.0.0.1:0"],
+            env: ["VAULT_PASSWORD": ReceiverProcess.password])
+        #expect(second.status != 0 && second.stderr.contains("another receiver serves this vault"), "\(second.stderr)")
+        #expect(office.curl(token: nil, [office.url + "/healthz"]).status == 200)
+    }
+
+    /// One station's abandoned tus uploads do not block the other stations' batches.
+    @Test func abandonedTusUploadsDoNotBlockOtherStations() throws {
+        let s = Sandbox()
+        let office = try ReceiverProcess(s)
+        let hog = office.addStation("hog"), other = office.addStation("other")
+        var statuses: [Int] = []
+        for i in 0..<40 {
+            statuses.append(
+                office.curl(
+                    token: hog,
+                    [
+                        "-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 1000", "-H",
+                        "Idempotency-Key: hog-\(i)", office.url + "/files/",
+                    ]
+                ).status)
+        }
+        #expect(statuses.prefix(16).allSatisfy { $0 == 201 }, "\(statuses)")
+        #expect(statuses.suffix(24).allSatisfy { $0 == 429 }, "\(statuses)")
+        let doc = ReceiveCLITests.entry("0123456789abcdef0123456789abcdef", "a.txt", "hello", as: "hello")
+        s.write("body.json", Array(#"{"Files":[\#(doc)]}"#.utf8))
+        let posted = office.curl(
+            token: other,
+            [
+                "-H", "Idempotency-Key: other-1", "-H", "Content-Type: application/json", "--data-binary",
+                "@" + s.path("body.json"), office.url + "/batches",
+            ])
+        #expect(posted.status == 200, "\(posted)")
+    }
+}

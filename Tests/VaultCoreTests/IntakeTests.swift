@@ -76,6 +76,31 @@ import Testing
         #expect(try reopened.audit().findings.isEmpty)
     }
 
+    /// The next batch's own commit, before any other command (a receiver restarted after the
+    /// crash): the interrupted batch is taken out first, not hidden by the new intake.pending
+    /// and then adopted (found in review).
+    @Test func theNextBatchTakesAnInterruptedOneOutBeforeItsOwnCommit() throws {
+        let first = IntakeBatch(vault: vault)
+        try stage(first, [("lost-1", testBytes(3000, seed: 11)), ("lost-2", testBytes(4000, seed: 12))])
+        #expect(throws: IntakeBatch.Interrupted.self) {
+            try first.commit(HistoryRecord(.receive, detail: "{}"), interrupt: .afterLinking)
+        }
+        let restarted = try vault.store.unlock(password: TestKeys.password())
+        let next = IntakeBatch(vault: restarted)
+        try stage(next, [("next", testBytes(5000, seed: 13))])
+        try next.commit(HistoryRecord(.receive, detail: "{}"))
+        #expect(try restarted.records().records.map(\.metadata.name) == ["next"])
+        #expect(try objects().count == 1)
+        #expect(!(try restarted.history().records.map(\.record.operation)).contains(.adopt))
+        #expect(try restarted.audit().findings.isEmpty)
+    }
+
+    @Test func anAuditReportsAPendingIntakeThatDoesNotOpen() throws {
+        try Data("not sealed".utf8).write(to: URL(fileURLWithPath: dir.file("vault/intake.pending")))
+        let codes = try vault.audit().findings.map(\.code)
+        #expect(codes == [.pendingIntakeRefused], "\(codes)")
+    }
+
     @Test func aForgedPendingFileIsNeverActedOn() throws {
         let kept = IntakeBatch(vault: vault)
         try stage(kept, [("kept", testBytes(100, seed: 9))])

@@ -63,6 +63,17 @@ extension Vault {
                     .logMissing,
                     "the vault has no history (log.vlt): it was made before vault kept one, or the log was deleted"))
         }
+        let intake = store.path(.pendingIntake)
+        if FileSystem.kind(of: intake) != .missing,
+            (try? openState(
+                try FileSystem.readFile(intake, limit: 1 << 20), purpose: .pendingIntake,
+                role: VaultFile.pendingIntake.name, what: "intake.pending")) == nil
+        {
+            findings.append(
+                AuditFinding(
+                    .pendingIntakeRefused,
+                    "intake.pending does not open under this vault's key; it is not acted on (delete it)"))
+        }
         let pendingRemoval = try HistoryLog(vault: self).pendingRemovalState()
         if let refused = pendingRemoval.refused {
             findings.append(

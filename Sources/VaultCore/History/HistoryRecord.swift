@@ -243,6 +243,8 @@ package struct AuditFinding: Codable, Sendable, Equatable {
         package static let objectDiffers = Code(rawValue: "object-differs")
         /// A pending removal does not open.
         package static let pendingRemovalRefused = Code(rawValue: "pending-removal-refused")
+        /// A pending intake (`intake.pending`) does not open.
+        package static let pendingIntakeRefused = Code(rawValue: "pending-intake-refused")
         /// A removed document's object is back.
         package static let resurrectedObject = Code(rawValue: "resurrected-object")
         /// The log holds fewer records than the expected head.

@@ -113,6 +113,16 @@ extension Vault {
                     "receiver.vlt is missing, and the history says this receiver's key is \(recorded.publicKey)")
             }
             guard create else { return nil }
+            // No new key over a history that does not verify: a deleted or cut log must not let
+            // a key be made that the stations were never given.
+            let scan = try history()
+            let problems = Set((scan.findings + scan.noted).map(\.code.rawValue)).sorted()
+            guard problems.isEmpty else {
+                throw VaultError(
+                    .vaultDamaged,
+                    "receiver.vlt is missing and the history has findings (\(problems.joined(separator: ", "))): "
+                        + "no new receiver key is made over a history that does not verify")
+            }
             let seed = try SecretBytes.random(count: SigningKey.seedSize, using: random)
             let identity = try ReceiverIdentity(seed: seed)
             var body = seed.withUnsafeBytes { Array($0) }
@@ -139,5 +149,18 @@ extension Vault {
             )
         }
         return identity
+    }
+}
+
+extension Vault {
+    /// Takes the receiver's lock (`receiver.lock`, an exclusive `flock` held while the returned
+    /// file is open): one receiver serves a vault at a time.
+    /// - Throws: ``VaultError/Code/busy`` when another process serves it.
+    package func lockReceiver() throws -> OpenFile {
+        let file = try OpenFile.openOrCreate(store.path(.receiverLock))
+        guard try file.lockExclusive(wait: false) else {
+            throw VaultError(.busy, "another receiver serves this vault (it holds receiver.lock)")
+        }
+        return file
     }
 }

@@ -37,11 +37,11 @@ package final class IntakeBatch {
         let template = DocumentMetadata(
             name: name, contentType: contentType, size: 0, sha256: [UInt8](repeating: 0, count: 32),
             addedAtMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), tags: tags)
-        // Two chunks sealed at a time: a receiver writes many batches at once, and each writer's
-        // buffers (five batches) stay at 640 KiB instead of 5 MiB.
+        // One chunk sealed at a time: a receiver writes many batches at once, and each writer's
+        // buffers (five batches) stay at 320 KiB instead of 5 MiB.
         let writer = try EnvelopeWriter(
             output: SequentialFileOutput(file: file.file), keyringWhenDone: { [vault] in vault.keyring },
-            documentID: id, metadata: template, random: vault.random, batchChunks: 2)
+            documentID: id, metadata: template, random: vault.random, batchChunks: 1)
         current = (file, writer, id)
     }
 
@@ -86,6 +86,9 @@ package final class IntakeBatch {
         let known = Dictionary(uniqueKeysWithValues: staged.map { ($0.record.id, $0.record) })
         return try vault.store.withWriterLock { lock in
             try vault.checkKeyEpoch(lock)
+            // An earlier batch a crash interrupted goes first: this commit's own intake.pending
+            // would hide it, and its objects would then be adopted.
+            try vault.rollBackInterruptedIntake(lock)
             vault.indexHolder.committingIntake = true
             defer { vault.indexHolder.committingIntake = false }
             let pending = vault.store.path(.pendingIntake)
@@ -149,6 +152,8 @@ extension Vault {
             try FileSystem.syncDirectory(store.objectsPath)
             VaultNotices.post("took out \(unlinked) document(s) of a received batch whose commit was interrupted")
         }
+        // The envelopes its other documents left in staging/ go too.
+        if FileSystem.kind(of: store.stagingPath) == .directory { AtomicFile.sweep(store.stagingPath) }
         try FileSystem.remove(path)
         try FileSystem.syncDirectory(store.root)
     }
@@ -161,5 +166,14 @@ extension Vault {
     package func spoolFile() throws -> AtomicFile {
         let staging = try store.staging()
         return try AtomicFile(destination: staging + "/spool", staging: staging, random: random)
+    }
+}
+
+extension Vault {
+    /// Takes out a received batch whose commit a crash interrupted, now (a receiver does it as
+    /// it starts, before it takes anything): see ``IntakeBatch``.
+    package func recoverInterruptedIntake() throws {
+        guard store.source == nil, FileSystem.kind(of: store.path(.pendingIntake)) != .missing else { return }
+        try store.withWriterLock { lock in try rollBackInterruptedIntake(lock) }
     }
 }

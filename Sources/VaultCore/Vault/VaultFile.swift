@@ -45,6 +45,9 @@ package enum VaultFile: CaseIterable, Sendable {
     case pendingIntake
     /// `receiver.vlt`: a receiver's signing key (sealed), for `vault receive`.
     case receiver
+    /// `receiver.lock`: the receiver serving this vault holds an exclusive `flock` on it (one
+    /// receiver per vault: two would each take a resent batch).
+    case receiverLock
 
     /// The name in the vault folder.
     package var name: String {
@@ -67,6 +70,7 @@ package enum VaultFile: CaseIterable, Sendable {
         case .uploads: "uploads"
         case .pendingIntake: "intake.pending"
         case .receiver: "receiver.vlt"
+        case .receiverLock: "receiver.lock"
         }
     }
 

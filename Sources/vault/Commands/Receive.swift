@@ -182,7 +182,7 @@ extension VaultCommand.Receive.Stations {
 
         func execute(_ options: GlobalOptions) async throws {
             try options.requireLocal()
-            let stations = try Receiver(vault: try options.unlock()).stations
+            let stations = try Receiver(vault: try options.unlock(), serving: false).stations
             if result.json {
                 struct Result: Encodable { var stations: [Entry] }
                 let entries = stations.map { Entry(name: $0.name, head: $0.head) }
@@ -193,7 +193,7 @@ extension VaultCommand.Receive.Stations {
                 Terminal.err("vault: no stations (add one with 'vault receive station add NAME')")
                 return
             }
-            for s in stations { Terminal.out("\(s.name)  \(s.head ?? "no batch yet")\n") }
+            for s in stations { Terminal.out("\(s.name)  \(s.head ?? "no history head received yet")\n") }
         }
     }
 
@@ -218,7 +218,7 @@ extension VaultCommand.Receive.Stations {
                     "'\(Terminal.printable(name))' is not a station name (letters, digits, '-', '_' and '.', up to 64)")
             }
             try options.requireLocal()
-            let token = try Receiver(vault: try options.unlock()).addStation(name)
+            let token = try Receiver(vault: try options.unlock(), serving: false).addStation(name)
             Terminal.out(token + "\n")
             Terminal.err("vault: added station \(name); give it this token (VAULT_UPLOAD_TOKEN): it is not shown again")
         }
@@ -238,7 +238,7 @@ extension VaultCommand.Receive.Stations {
 
         func execute(_ options: GlobalOptions) async throws {
             try options.requireLocal()
-            try Receiver(vault: try options.unlock()).removeStation(name)
+            try Receiver(vault: try options.unlock(), serving: false).removeStation(name)
             Terminal.err("vault: removed station \(Terminal.printable(name)) (its batches stay in the history)")
         }
     }
