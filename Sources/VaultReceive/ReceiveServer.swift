@@ -202,6 +202,10 @@ struct BatchHandler: Sendable {
             do {
                 for try await buffer in request.body {
                     try buffer.withUnsafeReadableBytes { piece in try intake.read(piece) }
+                    // The work on a piece is synchronous (decode, hash, encrypt, write): without a
+                    // yield, a body whose pieces are already buffered keeps its thread to the end,
+                    // and the other connections' bodies stall until their idle timeout.
+                    await Task.yield()
                 }
             } catch let r as Refusal {
                 throw r
@@ -353,7 +357,10 @@ struct TusHandler: Sendable {
             case .success(let p): patch = p
             }
             do {
-                for try await buffer in request.body { buffer.withUnsafeReadableBytes { tus.take(patch, $0) } }
+                for try await buffer in request.body {
+                    buffer.withUnsafeReadableBytes { tus.take(patch, $0) }
+                    await Task.yield()  // as for a batch's body: every connection gets its turn
+                }
             } catch {
                 // The connection broke mid-chunk: what arrived counts (the offset says how much).
             }

@@ -64,7 +64,7 @@ public final class Receiver: Sendable {
         /// Most documents in a batch.
         public var documents = 20
         /// Most bytes in a batch's body.
-        public var bytes: UInt64 = 1 << 30
+        public var bytes: UInt64 = 4 << 30
         /// Most batches taken at once (more are answered 503).
         public var concurrentBatches = 32
         /// Failed authentications from one address per minute before it is answered 429.
@@ -75,7 +75,7 @@ public final class Receiver: Sendable {
         /// Seconds a body may take before ``minimumBytesPerSecond`` applies.
         public var graceSeconds: Double = 30
 
-        /// The defaults: 20 documents, 1 GiB, 32 batches at once, 10 failures a minute,
+        /// The defaults: 20 documents, 4 GiB, 32 batches at once, 10 failures a minute,
         /// 16 KiB/s after 30 s.
         public init() {}
     }

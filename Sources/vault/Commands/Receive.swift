@@ -54,7 +54,7 @@ extension VaultCommand.Receive {
         @Option(help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"))
         var tlsKey: String?
 
-        @Option(help: ArgumentHelp("The most bytes one batch may have (default 1 GiB).", valueName: "size"))
+        @Option(help: ArgumentHelp("The most bytes one batch may have (default 4 GiB).", valueName: "size"))
         var maxBytes: ByteCount?
 
         @Option(help: ArgumentHelp("The most documents one batch may have (default 20).", valueName: "n"))
