@@ -114,6 +114,45 @@ import Glibc
         _ = token
     }
 
+    /// A password change reseals receiver.vlt: the key the stations were given and their tokens
+    /// stay valid, and a wrong password opens nothing.
+    @Test func passwdKeepsTheReceiverKeyAndTheStationsTokens() throws {
+        let s = Sandbox()
+        var office: ReceiverProcess? = try ReceiverProcess(s)
+        let token = office!.addStation("st")
+        let before = office!.run("receive", "key").out
+        office = nil
+        let changed = s.run(
+            ["passwd", "--vault", "office"],
+            env: ["VAULT_PASSWORD": ReceiverProcess.password, "VAULT_NEW_PASSWORD": "new office password"])
+        #expect(changed.status == 0, "\(changed.stderr)")
+        let wrong = s.run(["receive", "--vault", "office", "key"], env: ["VAULT_PASSWORD": ReceiverProcess.password])
+        #expect(wrong.status == 77)
+        let env: [String: String?] = ["VAULT_PASSWORD": "new office password"]
+        #expect(s.run(["receive", "--vault", "office", "key"], env: env).out == before)
+        #expect(s.run(["audit", "--vault", "office"], env: env).status == 0)
+        // The station's old token still delivers, to the restarted receiver.
+        let out = s.path("again.out")
+        var environment = s.env
+        environment["VAULT_PASSWORD"] = "new office password"
+        let pid = try Peer.spawn(
+            [Sandbox.binary, "receive", "--vault", s.path("office"), "--listen", "127.0.0.1:0"],
+            environment: environment.map { "\($0.key)=\($0.value)" }, stdout: out, stderr: out + ".err")
+        defer { Peer.stop(pid) }
+        var line = ""
+        poll(every: 20_000) {
+            let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+            line = text.split(separator: "\n").first.map(String.init) ?? ""
+            return !line.isEmpty
+        }
+        s.initVault()
+        s.write("doc", [UInt8].random(500, seed: 8))
+        #expect(s.run("add", "doc").status == 0)
+        let url = String(line.dropFirst("listening on ".count))
+        let sent = s.run(["upload", "--url", url + "/batches"], env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(sent.status == 0, "\(sent.stderr)")
+    }
+
     /// Two receivers on one vault would each take a resent batch: the second is refused.
     @Test func oneReceiverServesAVault() throws {
         let s = Sandbox()
