@@ -53,6 +53,8 @@ final class ProgressRenderer: @unchecked Sendable {
     private var done: UInt64 = 0, total: UInt64 = 0
     private var shown = 0
     private var timer: DispatchSourceTimer?
+    /// Set by ``clear()``: the bar is not drawn again.
+    private var stopped = false
 
     /// Redraw interval of the bar.
     static let interval = DispatchTimeInterval.milliseconds(200)
@@ -78,7 +80,12 @@ final class ProgressRenderer: @unchecked Sendable {
     func clear() {
         timer?.cancel()
         timer = nil
-        locked { $0.erase() }
+        // Cancelling does not stop a tick already waiting for the lock: `stopped` keeps it (and
+        // any late event) from drawing the bar again after it was cleared.
+        locked { r in
+            r.stopped = true
+            r.erase()
+        }
     }
 
     // MARK: Events
@@ -205,6 +212,7 @@ final class ProgressRenderer: @unchecked Sendable {
     }
 
     private func draw() {
+        guard !stopped else { return }
         let elapsed = max(Date().timeIntervalSince(start), 0.001)
         let line = Self.compose(
             batch: batch, document: document, label: label, done: done, total: total,
