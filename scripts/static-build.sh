@@ -33,13 +33,15 @@ Version: $(pkg-config --modversion sqlite3)
 Libs: -L$here/archives -lsqlite3 -lm
 Cflags: $(pkg-config --cflags sqlite3)
 PC
-# The commit (and whether the tree had changes) goes into a header only the build-info C file
-# reads, for the length of the build ("unknown" outside git): only that file recompiles when the
-# commit changes, and a plain `swift build` afterwards does not claim this build's facts.
+# The commit (and whether the tree had changes) goes into a header in this build's folder, named
+# with -Xcc -I, that only the build-info C file reads ("unknown" outside git): only that file
+# recompiles when the commit changes, and nothing is written into the source tree, so a debug
+# build at the same time (CI runs both at once) and a plain `swift build` never claim these facts.
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 if [ "$commit" != unknown ] && ! git diff --quiet HEAD 2>/dev/null; then commit="$commit-modified"; fi
-generated=Sources/CVaultBuildInfo/generated
-mkdir -p "$generated"
-trap 'rm -rf "$generated"' EXIT
-printf '#define VAULT_COMMIT "%s"\n#define VAULT_BUILD "release, static"\n' "$commit" > "$generated/build.h"
-PKG_CONFIG_PATH="$here/pkgconfig" swift build -c release --static-swift-stdlib --build-path "$build" --product vault
+mkdir -p "$build/buildinfo"
+facts=$(printf '#define VAULT_COMMIT "%s"\n#define VAULT_BUILD "release, static"\n' "$commit")
+# Rewritten only when it changes, so an unchanged commit rebuilds nothing.
+[ "$(cat "$build/buildinfo/vault_build_facts.h" 2>/dev/null)" = "$facts" ] || echo "$facts" > "$build/buildinfo/vault_build_facts.h"
+PKG_CONFIG_PATH="$here/pkgconfig" swift build -c release --static-swift-stdlib --build-path "$build" --product vault \
+    -Xcc -I"$here/buildinfo"
