@@ -41,6 +41,8 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
+        // zlib, for the tests only: some of the age test vectors (Fixtures/age) are compressed.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "CVaultSystem"),
         .target(name: "CBase64"),
         .target(name: "CVaultBuildInfo"),
@@ -143,7 +145,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultCoreTests",
-            dependencies: ["VaultCore", "CBase64", "VaultTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["VaultCore", "CBase64", "CZlib", "VaultTestSupport", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "CryptoExtras", package: "swift-crypto")]
         ),
         .testTarget(

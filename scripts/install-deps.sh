@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing vault needs on a fresh Debian/Ubuntu machine:
-# libsodium-dev (the vault's cryptography), libsqlite3-dev (its index), GNU time (peak-memory tests and bench)
+# libsodium-dev (the vault's cryptography), libsqlite3-dev (its index), zlib1g-dev (the tests read
+# compressed age test vectors), GNU time (peak-memory tests and bench)
 # and tmux (the tests that render tables and the progress bar in a real terminal at 80 and 40 columns).
 # As root it uses apt-get; otherwise it says what to install and fails.
 set -euo pipefail
@@ -8,6 +9,7 @@ set -euo pipefail
 missing=()
 pkg-config --exists libsodium 2>/dev/null || missing+=(libsodium-dev)
 pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)
+pkg-config --exists zlib 2>/dev/null || missing+=(zlib1g-dev)
 [ -x /usr/bin/time ] || missing+=(time)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
