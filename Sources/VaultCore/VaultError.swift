@@ -247,6 +247,7 @@ extension VaultError {
     /// `error` as a VaultError: itself if it is one, else an internal error wrapping it.
     public static func from(_ error: any Error) -> VaultError {
         if let e = error as? VaultError { return e }
+        if let f = error as? AgeFailure { return f.vaultError("age file") }
         return VaultError(.internal, "unexpected error: \(error)", cause: error)
     }
 }

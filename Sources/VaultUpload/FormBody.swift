@@ -21,6 +21,9 @@ package struct FormBody: RawFraming, Equatable {
     /// The batch's 1-based number and the run's batch count, for the manifest.
     package var batch: Int
     package var of: Int
+    /// When sealed: the manifest part and each file part are age files to the sealing's
+    /// recipients (`manifest.json.age`, `<id>.age`, application/octet-stream; docs/UPLOAD.md).
+    package var sealing: PayloadSealing?
 
     /// A form body.
     package init(boundary: String, fieldName: String = "files[]", fields: [Field] = [], batch: Int, of: Int) {
@@ -77,29 +80,63 @@ package struct FormBody: RawFraming, Equatable {
         return out + Array("],\"of\":\(of)}".utf8)
     }
 
-    package func opening(_ records: [DocumentRecord]) -> [UInt8] {
+    package func sealed(_ sealing: PayloadSealing) -> any RawFraming {
+        var s = self
+        s.sealing = sealing
+        return s
+    }
+
+    /// The manifest part's headers.
+    private var manifestHead: [UInt8] {
+        sealing == nil
+            ? Array(
+                "--\(boundary)\r\nContent-Disposition: form-data; name=\"manifest\"\r\n"
+                    .utf8) + Array("Content-Type: application/json\r\n\r\n".utf8)
+            : Array(
+                """
+                --\(boundary)\r\nContent-Disposition: form-data; name=\"manifest\"; filename=\"manifest.json.age\"\r\n\
+                Content-Type: application/octet-stream\r\n\r\n
+                """.utf8)
+    }
+
+    /// The text fields' parts.
+    private var fieldParts: [UInt8] {
         var out: [UInt8] = []
         for f in fields {
             out += Array(
                 "--\(boundary)\r\nContent-Disposition: form-data; name=\(Self.quotedName(f.name))\r\n\r\n".utf8)
             out += Array(f.value.utf8) + Self.crlf
         }
-        out += Array(
-            """
-                --\(boundary)\r\nContent-Disposition: form-data; name=\"manifest\"\r\nContent-Type: \
-                application/json\r\n\r\n
-                """
-                .utf8)
-        return out + manifest(records) + Self.crlf
+        return out
+    }
+
+    package func openingLength(_ records: [DocumentRecord]) -> Int {
+        guard let sealing else { return opening(records).count }
+        let manifest = UInt64(PayloadSealing.padded(manifest(records)).count)
+        return fieldParts.count + manifestHead.count + Int(sealing.fileLength(manifest)) + Self.crlf.count
+    }
+
+    package func opening(_ records: [DocumentRecord]) -> [UInt8] {
+        let manifest = manifest(records)
+        guard let sealing else { return fieldParts + manifestHead + manifest + Self.crlf }
+        return fieldParts + manifestHead + sealing.sealWhole(PayloadSealing.padded(manifest), slot: .manifest)
+            + Self.crlf
     }
 
     package func head(_ record: DocumentRecord) -> [UInt8] {
-        Array(
+        if sealing != nil {
+            return Array(
+                """
+                --\(boundary)\r\nContent-Disposition: form-data; name=\(Self.quotedName(fieldName)); \
+                filename=\"\(record.id.hex).age\"\r\nContent-Type: application/octet-stream\r\n\r\n
+                """.utf8)
+        }
+        return Array(
             ("--\(boundary)\r\nContent-Disposition: form-data; name=\(Self.quotedName(fieldName)); "
                 + """
-                    filename=\(Self.quotedName(record.metadata.name))\r\nContent-Type: \
-                    \(record.metadata.contentType)\r\n\r\n
-                    """)
+                filename=\(Self.quotedName(record.metadata.name))\r\nContent-Type: \
+                \(record.metadata.contentType)\r\n\r\n
+                """)
                 .utf8)
     }
 }

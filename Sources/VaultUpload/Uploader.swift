@@ -41,6 +41,9 @@ public struct UploadOptions: Sendable {
     /// and the receipt is kept in the history. Nil: the key of the destination with this URL, if
     /// it has one; else a 2xx confirms.
     public var receiptKey: [UInt8]?
+    /// Seal every document and its metadata to these age recipients (docs/UPLOAD.md, "Sealed
+    /// delivery"); none: plaintext payloads.
+    package var recipients: [AgeRecipient] = []
 
     /// Options for `target`, sent by `wire`.
     public init(target: UploadTarget, wire: UploadProtocol = .json) {
@@ -90,7 +93,14 @@ public struct UploadOptions: Sendable {
         return true
     }
 
+    /// What the wire format depends on, for the job id: the recipients too when sealed (so a
+    /// journal of a plain run never resumes as a sealed one), else as earlier versions had it.
     var wireDescription: String {
+        plainWireDescription
+            + (recipients.isEmpty ? "" : "\nsealed\n" + recipients.map(\.description).joined(separator: "\n"))
+    }
+
+    private var plainWireDescription: String {
         switch wire {
         case .json: shape.rawValue
         case .form(let f): "form\n\(f.fieldName)\n" + f.fields.map { "\($0.name)=\($0.value)" }.joined(separator: "\n")
@@ -231,6 +241,15 @@ public final class Uploader: @unchecked Sendable {
         onEvent: @escaping @Sendable (UploadEvent) -> Void
     ) throws {
         try Self.refuseCleartext(options)
+        var options = options
+        // A destination's recipients seal every upload to its URL, named or not.
+        for r in try Self.destinationRecipients(vault, options) where !options.recipients.contains(r) {
+            options.recipients.append(r)
+        }
+        if !options.recipients.isEmpty && options.shape != .objects {
+            throw VaultError(
+                .usage, "sealed delivery carries the objects shape only (each entry has its id and metadata)")
+        }
         self.vault = vault
         self.order = records
         self.records = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
@@ -287,8 +306,9 @@ public final class Uploader: @unchecked Sendable {
         let open = journal.batches.filter { $0.status != .complete }
         let unsent = open.flatMap(\.documents)
         guard !open.isEmpty,
-              let identity = journal.deliveryIdentity,
-              try unsent.allSatisfy({ try vault.delivery(of: $0, at: identity) == nil }) else { return nil }
+            let identity = journal.deliveryIdentity,
+            try unsent.allSatisfy({ try vault.delivery(of: $0, at: identity) == nil })
+        else { return nil }
         return (unsent, open.count)
     }
 
@@ -305,8 +325,9 @@ public final class Uploader: @unchecked Sendable {
         var out: [String: UnfinishedRuns] = [:]
         for read in journals where read.entry.state == .interrupted {
             guard let journal = read.journal,
-                  let identity = journal.deliveryIdentity?.value,
-                  let left = try unfinished(journal, in: vault) else { continue }
+                let identity = journal.deliveryIdentity?.value,
+                let left = try unfinished(journal, in: vault)
+            else { continue }
             out[identity, default: UnfinishedRuns(runs: 0, batches: 0)].add(batches: left.batches)
         }
         return out
@@ -336,7 +357,8 @@ public final class Uploader: @unchecked Sendable {
         var taken = Set<DocumentID>()
         for read in journals where read.entry.state == .interrupted {
             guard let journal = read.journal,
-                  let left = try unfinished(journal, in: vault) else { continue }
+                let left = try unfinished(journal, in: vault)
+            else { continue }
             let ids = Set(
                 journal.batches.flatMap(\.documents) + journal.skipped.map(\.id))
             guard left.unsent.allSatisfy({ chosen[$0] != nil }) else { continue }
@@ -370,9 +392,10 @@ public final class Uploader: @unchecked Sendable {
         var out: [MismatchedRun] = []
         for read in journals where read.entry.state == .interrupted {
             guard let journal = read.journal,
-                  journal.deliveryIdentity?.value == here,
-                  journal.spec != spec,
-                  try unfinished(journal, in: vault) != nil else { continue }
+                journal.deliveryIdentity?.value == here,
+                journal.spec != spec,
+                try unfinished(journal, in: vault) != nil
+            else { continue }
             let now = options.settings
             var differences: [MismatchedRun.Difference] = []
             for (key, then) in (journal.settings ?? [:]).sorted(by: { $0.key < $1.key }) where now[key] != then {
@@ -472,7 +495,7 @@ public final class Uploader: @unchecked Sendable {
             throw VaultError(
                 .notFound, "there is no interrupted upload of these documents to \(options.target.redacted)")
         }
-        let planned = try BatchPlanner.plan(order, limits: options.limits, format: sender.format(batch: 1, of: 1))
+        let planned = try BatchPlanner.plan(order, limits: options.limits, format: self.format(batch: 1, of: 1))
         let runID = UUID().uuidString.lowercased()
         let now = ISO8601DateFormatter().string(from: Date())
         journal = UploadJournal(
@@ -502,7 +525,7 @@ public final class Uploader: @unchecked Sendable {
             let docs = batchRecords(journal.batches[j])
             journal.batches[j].key = try UploadJournal.idempotencyKey(
                 vault: vault, runID: journal.runId, index: j + 1, records: docs)
-            journal.batches[j].bytes = sender.format(batch: j + 1, of: journal.batches.count).length(of: docs)
+            journal.batches[j].bytes = self.format(batch: j + 1, of: journal.batches.count).length(of: docs)
         }
     }
 
@@ -563,13 +586,26 @@ public final class Uploader: @unchecked Sendable {
         }
     }
 
+    /// The sender's format for batch `batch` of `of`, sealed to the recipients when there are
+    /// any: a new sealing (new file keys) each time, so each attempt has its own.
+    private func format(batch: Int, of: Int) -> PayloadFormat {
+        let plain = sender.format(batch: batch, of: of)
+        guard !options.recipients.isEmpty else { return plain }
+        let sealing = PayloadSealing(recipients: options.recipients)
+        switch plain {
+        case .json: return .sealed(sealing)
+        case .raw(let framing): return .raw(framing.sealed(sealing))
+        case .sealed: return plain
+        }
+    }
+
     /// What attempt `attempt` at batch `i` starts from: its documents, format and exact length
     /// (journaled), the payload bytes before it and of the run, its wire state; and the
     /// `attempt` event.
     private func begin(index i: Int, attempt: Int) -> BatchAttempt {
         let docs = batchRecords(journal.batches[i])
         let n = journal.batches.count
-        let format = sender.format(batch: i + 1, of: n)
+        let format = self.format(batch: i + 1, of: n)
         let length = format.length(of: docs)
         journal.batches[i].bytes = length
         let before = journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes }
@@ -580,7 +616,10 @@ public final class Uploader: @unchecked Sendable {
         return BatchAttempt(
             index: i, count: n, runID: journal.runId, key: journal.batches[i].key, docs: docs, format: format,
             length: length,
-            before: before, total: total, wire: journal.batches[i].wire, logHead: logHeadHeader,
+            // A sealed batch is never continued: this attempt's file keys are new (none is ever
+            // stored), so what a server holds of an earlier attempt is of other bytes.
+            before: before, total: total, wire: options.recipients.isEmpty ? journal.batches[i].wire : .none,
+            logHead: logHeadHeader,
             onSent: { events(.sent(done: before + $0, total: total)) }, onEvent: events,
             persist: { [unowned self] state in
                 journal.batches[i].wire = state
@@ -684,6 +723,18 @@ public final class Uploader: @unchecked Sendable {
         onEvent(.confirmed(batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
     }
 
+    /// The age recipients of the named destination whose identity is the target's (none if none).
+    static func destinationRecipients(_ vault: Vault, _ options: UploadOptions) throws -> [AgeRecipient] {
+        guard let here = DestinationIdentity(url: options.target.address)?.value,
+            let entry = try DestinationList.load(vault).destinations.first(where: { $0.identity == here })
+        else { return [] }
+        return try (entry.recipients ?? []).map { text in
+            do { return try AgeRecipient(parsing: text) } catch {
+                throw VaultError(.vaultDamaged, "destination '\(entry.name)' holds a recipient that is not valid")
+            }
+        }
+    }
+
     /// The receipt key of the named destination whose identity is the target's, if any.
     static func destinationReceiptKey(_ vault: Vault, _ options: UploadOptions) throws -> [UInt8]? {
         guard let here = DestinationIdentity(url: options.target.address)?.value,
@@ -717,7 +768,8 @@ public final class Uploader: @unchecked Sendable {
         var recorded = 0
         for read in journals where read.entry.state != .damaged && read.entry.confirmed > 0 {
             guard let journal = read.journal,
-                  let identity = journal.deliveryIdentity else { continue }
+                let identity = journal.deliveryIdentity
+            else { continue }
             for (i, batch) in journal.batches.enumerated() where batch.status == .complete {
                 let ids = batch.documents
                 let present = try vault.records(ids, skippingMissing: true)
@@ -744,9 +796,9 @@ public final class Uploader: @unchecked Sendable {
             let error = VaultError(
                 .uploadRejected,
                 """
-                    it makes a \(journal.batches[i].bytes)-byte payload, larger than the server accepts \
-                    (\(reason))\(serverSays)
-                    """
+                it makes a \(journal.batches[i].bytes)-byte payload, larger than the server accepts \
+                (\(reason))\(serverSays)
+                """
             )
             await sender.abandon(journal.batches[i].wire)
             journal.batches.remove(at: i)

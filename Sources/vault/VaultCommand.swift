@@ -47,7 +47,8 @@ struct VaultCommand: AsyncParsableCommand {
         subcommands: [
             Init.self, Add.self, Import.self, Restore.self, List.self, Get.self, Tag.self, Remove.self, Verify.self,
             Export.self, Upload.self, Uploads.self, Log.self, Audit.self, Passwd.self,
-            Destinations.self, Status.self, Remote.self, Push.self, Pull.self, Clone.self, Receive.self, Version.self
+            Destinations.self, Status.self, Remote.self, Push.self, Pull.self, Clone.self, Receive.self, Keygen.self,
+            Version.self
         ]
     )
 

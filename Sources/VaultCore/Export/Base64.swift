@@ -9,6 +9,13 @@ package enum Base64 {
     /// Encoded length of `count` bytes: 4·⌈count/3⌉.
     package static func encodedLength(_ count: UInt64) -> UInt64 { (count + 2) / 3 * 4 }
 
+    /// `bytes` encoded, for small values (a sealed document's metadata).
+    package static func encode(_ bytes: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: Int(encodedLength(UInt64(bytes.count))))
+        bytes.withUnsafeBytes { i in out.withUnsafeMutableBytes { _ = encode(i, into: $0, threads: 1) } }
+        return out
+    }
+
     /// Encodes `input` into `output` (at least ``encodedLength(_:)`` bytes); returns the bytes written.
     /// Large inputs are split at multiples of 3 bytes and encoded on `threads` threads (default:
     /// one per core).

@@ -80,10 +80,10 @@ struct BatchCutter {
         // The parts the producer writes, at their widest (a form's batch number is not known
         // yet), and what one more document adds to the opening (a manifest's entry).
         let bound = format.widest
-        base = UInt64(bound.opening([]).count + bound.closing.count)
+        base = UInt64(bound.openingLength([]) + bound.closing.count)
         cost = { r, first in
-            let opening = bound.opening(first ? [r] : [r, r]).count - bound.opening(first ? [] : [r]).count
-            return UInt64(opening + bound.head(r, first: first).count + bound.tail(r).count)
+            let opening = bound.openingLength(first ? [r] : [r, r]) - bound.openingLength(first ? [] : [r])
+            return UInt64(opening + bound.headLength(r, first: first) + bound.tail(r).count)
                 + bound.dataLength(r.metadata.size)
         }
         length = base

@@ -12,6 +12,14 @@ public struct ExportOptions: Sendable {
     public var skipBad = false
     /// Replace existing batch files.
     public var force = false
+    /// Seal every document and its metadata to these age recipients (sealed payloads,
+    /// docs/EXPORT.md); none: the plain payload.
+    package var recipients: [AgeRecipient] = []
+
+    /// The payload format these options ask for: a new sealing (new file keys) each time.
+    package func payloadFormat() -> PayloadFormat {
+        recipients.isEmpty ? .json(shape) : .sealed(PayloadSealing(recipients: recipients))
+    }
 
     /// Default options: 20 documents per batch, no byte limit, objects, stop on damage.
     public init() {}
@@ -290,6 +298,8 @@ package final class Exporter {
     private let plan: CompactPlan
     private let vault: Vault
     private let options: ExportOptions
+    /// The payload format of the run (one sealing for the whole run when sealed).
+    private let format: PayloadFormat
     private let onEvent: (ExportEvent) -> Void
     private let progress: ProgressCounter
     private var lastTrim = ContinuousClock.now
@@ -307,7 +317,7 @@ package final class Exporter {
         onEvent: @escaping (ExportEvent) -> Void = { _ in }
     ) throws {
         try self.init(
-            vault: vault, plan: CompactPlan(records, limits: options.limits, format: .json(options.shape)),
+            vault: vault, plan: CompactPlan(records, limits: options.limits, format: options.payloadFormat()),
             options: options, onEvent: onEvent)
     }
 
@@ -321,7 +331,7 @@ package final class Exporter {
         vault: Vault, selection: DocumentSelection, options: ExportOptions,
         onEvent: @escaping (ExportEvent) -> Void = { _ in }
     ) throws {
-        var plan = CompactPlan(limits: options.limits, format: .json(options.shape))
+        var plan = CompactPlan(limits: options.limits, format: options.payloadFormat())
         try vault.forEachSelected(selection, sending: true) { try plan.add($0) }
         plan.finish()
         try self.init(vault: vault, plan: plan, options: options, onEvent: onEvent)
@@ -332,6 +342,7 @@ package final class Exporter {
     ) throws {
         self.vault = vault
         self.options = options
+        format = options.payloadFormat()
         self.onEvent = onEvent
         self.plan = plan
         runID = UUID().uuidString.lowercased()
@@ -362,7 +373,8 @@ package final class Exporter {
         let created = try prepare(directory)
         let manifest = ManifestFile(
             path: directory + "/" + ManifestFile.name, plan: plan, runId: runID,
-            created: ISO8601DateFormatter().string(from: Date()), shape: options.shape.rawValue,
+            created: ISO8601DateFormatter().string(from: Date()),
+            shape: options.recipients.isEmpty ? options.shape.rawValue : "sealed",
             batchSize: options.limits.documents, maxBytes: options.limits.bytes)
         // Folders this run made, innermost first: a run that leaves nothing in them leaves no folder.
         let made = created.reversed().map { $0 }
@@ -523,7 +535,7 @@ package final class Exporter {
         }
         let sink = HashingFileSink(file: file)
         let producer = PayloadProducer(
-            vault: vault, records: batch.records, shape: options.shape, progress: progress,
+            vault: vault, records: batch.records, format: format, progress: progress,
             positionBase: plan.bounds[batch.index - 1],
             threads: Parallelism.allCores, onEvent: onEvent)
         var skipped: [ManifestSkip] = []
@@ -550,7 +562,7 @@ package final class Exporter {
         }
         let digest = try sink.finish()
         let kept = batch.records.filter { producer.written.contains($0.id) }
-        let expected = PayloadFormat.json(options.shape).length(of: kept)
+        let expected = format.length(of: kept)
         guard sink.count == expected else {
             throw VaultError(.internal, "\(batch.fileName): wrote \(sink.count) bytes, expected \(expected)")
         }
@@ -623,7 +635,7 @@ package final class Exporter {
                 }
             }
             batch.records = good
-            batch.length = PayloadFormat.json(options.shape).length(of: good)
+            batch.length = format.length(of: good)
         }
         onEvent(
             .batchStarted(index: index, of: plan.batchCount, documents: batch.records.count, payloadBytes: batch.length)
@@ -633,7 +645,7 @@ package final class Exporter {
         // writer is light and decryption takes every core (20 x 50 MiB to a pipe, 5 warm runs:
         // median 1.26 s with one decrypting thread, 0.94 s with two).
         let producer = PayloadProducer(
-            vault: vault, records: batch.records, shape: options.shape, progress: progress,
+            vault: vault, records: batch.records, format: format, progress: progress,
             threads: Parallelism.allCores, onEvent: onEvent)
         let writer = StreamWriteQueue(output)
         do {

@@ -109,9 +109,9 @@ package struct PayloadLayout: Sendable {
             spans.append(Span(part: part, offset: at, length: length))
             at += length
         }
-        add(.open, UInt64(format.opening(records).count))
+        add(.open, UInt64(format.openingLength(records)))
         for (i, r) in records.enumerated() {
-            add(.head(i), UInt64(format.head(r, first: i == 0).count))
+            add(.head(i), UInt64(format.headLength(r, first: i == 0)))
             add(.data(i), format.dataLength(r.metadata.size))
             add(.tail(i), UInt64(format.tail(r).count))
         }

@@ -6,26 +6,40 @@
 package enum PayloadFormat: Sendable {
     /// `{"Files":[…]}` in a shape.
     case json(PayloadShape)
-    /// Each document's raw bytes, framed by a transport's ``RawFraming``.
+    /// Each document's raw bytes, framed by a transport's ``RawFraming`` (sealed when the
+    /// framing has a sealing).
     case raw(any RawFraming)
+    /// `{"Sealed":"age-encryption.org/v1","Files":[{"Id":…,"Metadata":…,"Data":…},…]}`: each
+    /// document's metadata and data as age files (base64) to the sealing's recipients.
+    case sealed(PayloadSealing)
+
+    /// The sealing, when documents leave encrypted to recipients.
+    package var sealing: PayloadSealing? {
+        switch self {
+        case .json: nil
+        case .raw(let f): f.sealing
+        case .sealed(let s): s
+        }
+    }
 
     /// The `Content-Type` of the payload.
     package var contentType: String {
         switch self {
-        case .json: "application/json"
+        case .json, .sealed: "application/json"
         case .raw(let f): f.contentType
         }
     }
 
     /// True when document data is base64-encoded (JSON); false when raw.
     var encodesBase64: Bool {
-        if case .json = self { return true }
-        return false
+        if case .raw = self { return false }
+        return true
     }
 
-    /// Bytes of a document's data in the payload.
+    /// Bytes of a document's data in the payload (an age file's when sealed).
     func dataLength(_ size: UInt64) -> UInt64 {
-        encodesBase64 ? Base64.encodedLength(size) : size
+        let n = sealing?.fileLength(size) ?? size
+        return encodesBase64 ? Base64.encodedLength(n) : n
     }
 
     /// Bytes before the first document: `{"Files":[`, or the framing's opening.
@@ -33,7 +47,14 @@ package enum PayloadFormat: Sendable {
         switch self {
         case .json: PayloadFraming.open
         case .raw(let f): f.opening(records)
+        case .sealed: SealedEntry.open
         }
+    }
+
+    /// The opening's length, without sealing anything.
+    func openingLength(_ records: [DocumentRecord]) -> Int {
+        if case .raw(let f) = self { return f.openingLength(records) }
+        return opening(records).count
     }
 
     /// A document's bytes before its data (with the separator JSON needs after the first).
@@ -41,6 +62,22 @@ package enum PayloadFormat: Sendable {
         switch self {
         case .json(let shape): (first ? [] : [PayloadFraming.separator]) + PayloadEntry(record, shape: shape).prefix
         case .raw(let f): f.head(record)
+        case .sealed(let s):
+            (first ? [] : [PayloadFraming.separator]) + SealedEntry.idPrefix(record)
+                + Base64.encode(s.sealWhole(PayloadSealing.metadata(record), slot: .metadata(record.id)))
+                + SealedEntry.dataPrefix
+        }
+    }
+
+    /// The head's length, without sealing anything.
+    func headLength(_ record: DocumentRecord, first: Bool) -> Int {
+        switch self {
+        case .json: head(record, first: first).count
+        case .raw(let f): f.headLength(record)
+        case .sealed(let s):
+            (first ? 0 : 1) + SealedEntry.idPrefix(record).count
+                + Int(Base64.encodedLength(s.metadataFileLength(record)))
+                + SealedEntry.dataPrefix.count
         }
     }
 
@@ -49,13 +86,14 @@ package enum PayloadFormat: Sendable {
         switch self {
         case .json(let shape): PayloadEntry.suffix(shape)  // no entry built just for its constant tail
         case .raw(let f): f.tail(record)
+        case .sealed: SealedEntry.suffix
         }
     }
 
     /// The bytes after the last document.
     var closing: [UInt8] {
         switch self {
-        case .json: PayloadFraming.close
+        case .json, .sealed: PayloadFraming.close
         case .raw(let f): f.closing
         }
     }
@@ -63,7 +101,7 @@ package enum PayloadFormat: Sendable {
     /// The same format with a raw framing's variable fields at their widest (for planning).
     var widest: PayloadFormat {
         switch self {
-        case .json: self
+        case .json, .sealed: self
         case .raw(let f): .raw(f.widest)
         }
     }
@@ -71,9 +109,9 @@ package enum PayloadFormat: Sendable {
     /// The exact payload length for `records`, in this order: the one calculation of it, from
     /// the same parts the producer writes.
     package func length(of records: [DocumentRecord]) -> UInt64 {
-        var n = UInt64(opening(records).count + closing.count)
+        var n = UInt64(openingLength(records) + closing.count)
         for (i, r) in records.enumerated() {
-            n += UInt64(head(r, first: i == 0).count + tail(r).count) + dataLength(r.metadata.size)
+            n += UInt64(headLength(r, first: i == 0) + tail(r).count) + dataLength(r.metadata.size)
         }
         return n
     }
@@ -98,4 +136,29 @@ package protocol RawFraming: Sendable {
     /// The same framing with its variable fields at their widest (a batch number not known
     /// while batches are planned): lengths computed with it bound the real ones from above.
     var widest: any RawFraming { get }
+    /// The sealing of its documents (and whatever describes them), when they leave encrypted.
+    var sealing: PayloadSealing? { get }
+    /// The same framing, sealing its documents and what describes them with `sealing`.
+    func sealed(_ sealing: PayloadSealing) -> any RawFraming
+    /// The opening's length, without sealing anything.
+    func openingLength(_ records: [DocumentRecord]) -> Int
+    /// A document head's length, without sealing anything.
+    func headLength(_ record: DocumentRecord) -> Int
+}
+
+extension RawFraming {
+    /// No sealing: the documents' plaintext.
+    package var sealing: PayloadSealing? { nil }
+    package func openingLength(_ records: [DocumentRecord]) -> Int { opening(records).count }
+    package func headLength(_ record: DocumentRecord) -> Int { head(record).count }
+}
+
+/// The framing bytes of a sealed JSON payload's entries.
+enum SealedEntry {
+    static let open = Array("{\"Sealed\":\"\(PayloadSealing.format)\",\"Files\":[".utf8)
+    static func idPrefix(_ record: DocumentRecord) -> [UInt8] {
+        Array("{\"Id\":\"\(record.id.hex)\",\"Metadata\":\"".utf8)
+    }
+    static let dataPrefix = Array("\",\"Data\":\"".utf8)
+    static let suffix = Array("\"}".utf8)
 }

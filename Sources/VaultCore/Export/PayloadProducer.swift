@@ -96,6 +96,10 @@ package final class PayloadProducer {
     static let ringDepth = 6
     /// Room for a whole batch's base64, and some framing, per block.
     private let blockSize: Int
+    /// The most output one decrypted batch becomes (sealed and encoded, with an age file's prefix).
+    private let batchOutput: Int
+    /// Where a sealed batch's chunks go before base64 (sealed JSON only).
+    private let scratch: UnsafeMutableRawBufferPointer?
 
     /// The ids of the documents whose entries are complete.
     package private(set) var written: [DocumentID] = []
@@ -139,7 +143,17 @@ package final class PayloadProducer {
         self.batching = batching
         self.onEvent = onEvent
         encoder = DataCoder(format: format, threads: threads)
-        blockSize = Base64StreamEncoder.maxOutput(for: batching.plaintextBytes) + 64 << 10
+        if let sealing = format.sealing {
+            let sealed = AgeFileSealer.maxOutput(for: batching.plaintextBytes)
+            batchOutput =
+                (format.encodesBase64 ? Base64StreamEncoder.maxOutput(for: sealed + sealing.headerLength + 16) : sealed)
+                + sealing.headerLength + AgeFormat.nonceSize
+            scratch = format.encodesBase64 ? .allocate(byteCount: sealed, alignment: 64) : nil
+        } else {
+            batchOutput = Base64StreamEncoder.maxOutput(for: batching.plaintextBytes)
+            scratch = nil
+        }
+        blockSize = batchOutput + 64 << 10
         buffers = (0..<Self.ringDepth).map { [blockSize] _ in .allocate(byteCount: blockSize, alignment: 64) }
         free = (0..<Self.ringDepth).map { _ in DispatchSemaphore(value: 1) }
         if startOffset > 0 {
@@ -171,6 +185,16 @@ package final class PayloadProducer {
             before(i)
             try startNextDocument(at: span.offset)
             pendingAt = into
+        case .data(let i) where format.sealing != nil:
+            // An age file's bytes are not a function of a plaintext group alone: the document is
+            // sealed again from its start (the same keying, so the same bytes) and what lies
+            // before the offset dropped.
+            before(i)
+            let head = layout.spans.last { $0.part == .head(i) }!
+            try startNextDocument(at: head.offset)
+            pending = []
+            pendingAt = 0
+            skip = into
         case .data(let i):
             before(i)
             let groupLength = format.dataLength(UInt64(batching.plaintextBytes))
@@ -207,6 +231,7 @@ package final class PayloadProducer {
     deinit {
         for s in free { s.wait(); s.signal() }
         for b in buffers { Sodium.wipe(b); b.deallocate() }
+        scratch?.deallocate()
     }
 
     /// Payload bytes produced so far.
@@ -280,7 +305,7 @@ package final class PayloadProducer {
                 return
             case .inDocument(let reader):
                 // Room for a whole decrypted batch's base64?
-                if buffer.count - fill < Base64StreamEncoder.maxOutput(for: batching.plaintextBytes) { return }
+                if buffer.count - fill < batchOutput { return }
                 let record = records[documentIndex]
                 let batch: UnsafeRawBufferPointer?
                 do {
@@ -337,25 +362,42 @@ package final class PayloadProducer {
                     remedy: .rebuildIndex)
             }
             state = .inDocument(r)
+            encoder = DataCoder(format: format, threads: threads)
+            if let sealing = format.sealing {
+                let sealer = try AgeFileSealer(
+                    keying: sealing.keying(.data(record.id)), plaintextSize: record.metadata.size, threads: threads)
+                encoder.seal(with: sealer, scratch: scratch)
+            }
         } catch {
             throw DocumentFailure(record: record, error: VaultError.from(error), startOffset: entryStart)
         }
-        encoder = DataCoder(format: format, threads: threads)
         // After a skipped document the next entry may be the first: count entries, not indexes.
         pending = format.head(record, first: entriesWritten == 0)
         pendingAt = 0
     }
 }
 
-/// A document's data as the payload carries it: base64 (JSON), or the plaintext itself (form).
+/// A document's data as the payload carries it: base64 (JSON), or the plaintext itself (form);
+/// when sealed, an age file of it (header and nonce first, then its STREAM chunks) in either.
 private struct DataCoder {
     private var base64: Base64StreamEncoder?
+    private var sealer: AgeFileSealer?
+    private var scratch: UnsafeMutableRawBufferPointer?
+    private var prefixDone = true
 
     init(format: PayloadFormat, threads: Int) {
         base64 = format.encodesBase64 ? Base64StreamEncoder(threads: threads) : nil
     }
 
-    mutating func encode(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
+    /// Seals the document's plaintext with `sealer`; sealed chunks wait in `scratch` for base64.
+    mutating func seal(with sealer: AgeFileSealer, scratch: UnsafeMutableRawBufferPointer?) {
+        self.sealer = sealer
+        self.scratch = scratch
+        prefixDone = false
+    }
+
+    /// Bytes as the payload carries them (base64, or as they are).
+    private mutating func put(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
         if base64 != nil { return base64!.encode(input, into: output) }
         if let from = input.baseAddress, input.count > 0 {
             output.baseAddress!.copyMemory(from: from, byteCount: input.count)
@@ -363,8 +405,36 @@ private struct DataCoder {
         return input.count
     }
 
+    /// The age file's header and nonce, before its first chunk.
+    private mutating func prefix(into output: UnsafeMutableRawBufferPointer) -> Int {
+        guard !prefixDone, let sealer else { return 0 }
+        prefixDone = true
+        return sealer.prefix.withUnsafeBytes { put($0, into: output) }
+    }
+
+    mutating func encode(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
+        let n = prefix(into: output)
+        let rest = UnsafeMutableRawBufferPointer(rebasing: output[n...])
+        guard let sealer else { return n + put(input, into: rest) }
+        guard let scratch else { return n + sealer.seal(input, into: rest) }
+        let sealed = sealer.seal(input, into: scratch)
+        return n + put(UnsafeRawBufferPointer(rebasing: scratch[0..<sealed]), into: rest)
+    }
+
     mutating func finish(into output: UnsafeMutableRawBufferPointer) -> Int {
-        base64 != nil ? base64!.finish(into: output) : 0
+        var n = prefix(into: output)
+        if let sealer {
+            if let scratch {
+                let sealed = sealer.finish(into: scratch)
+                n += put(
+                    UnsafeRawBufferPointer(rebasing: scratch[0..<sealed]),
+                    into: UnsafeMutableRawBufferPointer(rebasing: output[n...]))
+            } else {
+                n += sealer.finish(into: UnsafeMutableRawBufferPointer(rebasing: output[n...]))
+            }
+        }
+        if base64 != nil { n += base64!.finish(into: UnsafeMutableRawBufferPointer(rebasing: output[n...])) }
+        return n
     }
 }
 

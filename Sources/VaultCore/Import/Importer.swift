@@ -52,8 +52,14 @@ package final class Importer {
         package var skipped: [(path: String, error: VaultError)] = []
     }
 
+    /// What opens the files: RNCryptor v3 keys, or age identities (an age v1 file each).
+    package enum Decryption: Sendable {
+        case rncryptor(RNCryptorKeys)
+        case age([AgeIdentity])
+    }
+
     private let vault: Vault
-    private let keys: RNCryptorKeys
+    private let decryption: Decryption
     private let options: Options
     private let onEvent: (Event) -> Void
     package private(set) var outcome = Outcome()
@@ -61,12 +67,21 @@ package final class Importer {
     /// An importer of files encrypted under `keys` into `vault`.
     /// - Parameter failedBefore: files that failed before the import (a name the front end
     ///   could not read), counted as failed.
-    package init(
+    package convenience init(
         vault: Vault, keys: RNCryptorKeys, options: Options, failedBefore: [(path: String, error: VaultError)] = [],
         onEvent: @escaping (Event) -> Void = { _ in }
     ) {
+        self.init(
+            vault: vault, decryption: .rncryptor(keys), options: options, failedBefore: failedBefore, onEvent: onEvent)
+    }
+
+    /// An importer of files `decryption` opens into `vault`.
+    package init(
+        vault: Vault, decryption: Decryption, options: Options, failedBefore: [(path: String, error: VaultError)] = [],
+        onEvent: @escaping (Event) -> Void = { _ in }
+    ) {
         self.vault = vault
-        self.keys = keys
+        self.decryption = decryption
         self.options = options
         self.onEvent = onEvent
         outcome.failed = failedBefore
@@ -100,12 +115,21 @@ package final class Importer {
     /// One file: imported, skipped as a duplicate, or failed (thrown unless skipping).
     private func importing(_ file: File, session: AddSession, done: UInt64, total: UInt64) throws {
         do {
-            let reader = try RNCryptorReader(input: try OpenFile.openForReading(file.path), keys: keys)
+            let input = try OpenFile.openForReading(file.path)
+            let reader: any ByteSource, consumed: () -> UInt64
+            switch decryption {
+            case .rncryptor(let keys):
+                let r = try RNCryptorReader(input: input, keys: keys)
+                (reader, consumed) = (r, { r.consumed })
+            case .age(let identities):
+                let counted = CountingSource(input)
+                (reader, consumed) = (try AgeReader(input: counted, identities: identities), { counted.count })
+            }
             let record = try session.add(
                 from: reader, name: file.name, contentType: options.contentType, tags: options.tags,
                 allowDuplicate: options.allowDuplicate
             ) { [onEvent] _ in
-                onEvent(.progress(done: done + reader.consumed, total: total))
+                onEvent(.progress(done: done + consumed(), total: total))
             }
             if options.removeSource {
                 // The document must be durable before its source goes: sync now, not at the end.
@@ -126,9 +150,23 @@ package final class Importer {
                     e.code, "cannot import \(file.path): \(e.message)",
                     hint: e.code == .hmacMismatch
                         ? "check the RNCryptor password or keys; nothing was added from this file"
-                        : "nothing was added from this file", cause: e.cause)
+                        : e.code == .wrongPassword
+                            ? "check the identity file; nothing was added from this file"
+                            : "nothing was added from this file", cause: e.cause)
             }
             onEvent(.fileFailed(path: file.path, error: e))
         }
+    }
+}
+
+/// A source that counts the bytes read from it (an import's progress in file bytes).
+final class CountingSource: ByteSource {
+    private let input: any ByteSource
+    private(set) var count: UInt64 = 0
+    init(_ input: any ByteSource) { self.input = input }
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let n = try input.read(into: buffer)
+        count += UInt64(n)
+        return n
     }
 }

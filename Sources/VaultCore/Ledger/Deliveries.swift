@@ -296,6 +296,9 @@ package struct DestinationEntry: NamedListEntry {
     /// The Ed25519 public key (hex) of a receiver that signs receipts: a batch counts as
     /// delivered there only with its signed receipt (docs/RECEIVE.md).
     package var receiptKey: String?
+    /// The age recipients (`age1…`, `age1pq1…`) every upload there is sealed to (docs/UPLOAD.md,
+    /// "Sealed delivery"); nil or empty: plaintext payloads.
+    package var recipients: [String]?
 
     package init(name: String, url: String, wire: String? = nil, required: Bool = true, s3 place: S3Place? = nil) {
         self.name = name

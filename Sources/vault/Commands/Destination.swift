@@ -26,6 +26,8 @@ extension VaultCommand {
                   vault destination add inbox https://office.example/in.php --protocol form
                   vault destination add office https://office.example/batches \\
                       --receipt-key "$(cat office-receipt-key.txt)"
+                  vault destination add office https://office.example/batches \\
+                      --recipients-file office.recipients
                   vault destination
                   vault destination remove archive
                 """,
@@ -63,7 +65,10 @@ extension VaultCommand.Destinations {
             for d in list.destinations {
                 Terminal.out(
                     "\(d.name)  \(Terminal.printable(d.url))" + (d.wire.map { "  (\($0))" } ?? "")
-                        + (d.required ? "" : "  optional") + (d.receiptKey == nil ? "" : "  signs receipts") + "\n")
+                        + (d.required ? "" : "  optional") + (d.receiptKey == nil ? "" : "  signs receipts")
+                        + ((d.recipients ?? []).isEmpty
+                            ? "" : "  sealed (\(Plural.count(d.recipients!.count, "recipient")))")
+                        + "\n")
             }
         }
     }
@@ -85,9 +90,9 @@ extension VaultCommand.Destinations {
         @Argument(
             help: ArgumentHelp(
                 """
-                    Where batches go: http(s)://…, s3://BUCKET/PREFIX, or a presign endpoint with --protocol \
-                    presigned-s3.
-                    """,
+                Where batches go: http(s)://…, s3://BUCKET/PREFIX, or a presign endpoint with --protocol \
+                presigned-s3.
+                """,
                 valueName: "url"))
         var url: String
 
@@ -104,11 +109,13 @@ extension VaultCommand.Destinations {
         @Option(
             help: ArgumentHelp(
                 """
-                    The public key of a receiver that signs receipts ('vault receive key' prints it): a batch \
-                    counts as delivered only with its signed receipt, kept in the history.
-                    """,
+                The public key of a receiver that signs receipts ('vault receive key' prints it): a batch \
+                counts as delivered only with its signed receipt, kept in the history.
+                """,
                 valueName: "hex"))
         var receiptKey: String?
+
+        @OptionGroup var sealing: SealingOptions
 
         func run() async throws { try await run(parent: group.parentOptions) }
 
@@ -117,9 +124,9 @@ extension VaultCommand.Destinations {
                 throw VaultError(
                     .usage,
                     """
-                        '\(Terminal.printable(name))' is not a destination name (letters, digits, '-', '_' and '.', \
-                        up to 64)
-                        """
+                    '\(Terminal.printable(name))' is not a destination name (letters, digits, '-', '_' and '.', \
+                    up to 64)
+                    """
                 )
             }
             if let why = Terminal.urlControlProblem(url) {
@@ -131,9 +138,9 @@ extension VaultCommand.Destinations {
                 throw VaultError(
                     .usage,
                     """
-                        '\(Terminal.printable(String(url.prefix(200))))' is not a destination URL (http://, https:// \
-                        or s3://)
-                        """
+                    '\(Terminal.printable(String(url.prefix(200))))' is not a destination URL (http://, https:// \
+                    or s3://)
+                    """
                 )
             }
             // Parsed here rather than by the option's type: the message names every protocol.
@@ -154,18 +161,18 @@ extension VaultCommand.Destinations {
                     s3URL
                         ? "an s3:// destination is sent by --protocol s3"
                         : """
-                            --protocol s3 needs an s3://BUCKET/PREFIX URL (or use presigned-s3 with the presign \
-                            endpoint)
-                            """
+                        --protocol s3 needs an s3://BUCKET/PREFIX URL (or use presigned-s3 with the presign \
+                        endpoint)
+                        """
                 )
             }
             if let c = URLComponents(string: url), c.user != nil || c.password != nil {
                 throw VaultError(
                     .usage,
                     """
-                        put no credentials in a destination's URL; use VAULT_UPLOAD_TOKEN or \
-                        VAULT_UPLOAD_USER/VAULT_UPLOAD_PASSWORD
-                        """
+                    put no credentials in a destination's URL; use VAULT_UPLOAD_TOKEN or \
+                    VAULT_UPLOAD_USER/VAULT_UPLOAD_PASSWORD
+                    """
                 )
             }
             if let receiptKey,
@@ -180,6 +187,7 @@ extension VaultCommand.Destinations {
             if receiptKey != nil, s3URL {
                 throw VaultError(.usage, "receipts are signed for json and form batches, not s3")
             }
+            let recipients = try sealing.parsed()
             try options.requireLocal()
             let vault = try options.unlock()
             var list = try DestinationList.load(vault)
@@ -193,11 +201,13 @@ extension VaultCommand.Destinations {
             }
             var entry = DestinationEntry(name: name, url: url, wire: named?.rawValue, required: !optional, s3: place)
             entry.receiptKey = receiptKey
+            entry.recipients = recipients.isEmpty ? nil : recipients.map(\.description)
             list.destinations.append(entry)
             try list.save(vault)
             Terminal.err(
                 "vault: added destination \(name) → \(identity)" + (optional ? " (optional)" : "")
-                    + (receiptKey == nil ? "" : "; batches need its signed receipts"))
+                    + (receiptKey == nil ? "" : "; batches need its signed receipts")
+                    + (recipients.isEmpty ? "" : "; sealed to \(Plural.count(recipients.count, "age recipient"))"))
         }
     }
 

@@ -36,15 +36,17 @@ extension VaultCommand {
 
         @OptionGroup var batching: BatchOptions
 
+        @OptionGroup var sealing: SealingOptions
+
         @Flag(help: "Cut documents that fail authentication out of their payload and go on (exit code 2).")
         var skipBad = false
 
         @Flag(
             help:
                 """
-                    Replace the batch files and manifest of an earlier export in the folder (and remove those the new \
-                    run does not write).
-                    """
+                Replace the batch files and manifest of an earlier export in the folder (and remove those the new \
+                run does not write).
+                """
         )
         var force = false
 
@@ -82,6 +84,22 @@ extension VaultCommand {
 
         func run() async throws { try await run(parent: root.global) }
 
+        /// The options of the run: limits, shape, recipients.
+        func exportOptions() throws -> ExportOptions {
+            var o = ExportOptions()
+            o.limits = batching.limits
+            o.shape = batching.shape
+            o.skipBad = skipBad
+            o.force = force
+            o.recipients = try sealing.parsed()
+            if !o.recipients.isEmpty && batching.shape != .objects {
+                throw VaultError(
+                    .usage, "--recipient seals the objects shape only: a sealed entry carries its id and metadata",
+                    hint: "leave out --shape strings")
+            }
+            return o
+        }
+
         /// `--out DIR` checked as the export will find it (``VaultCore/Exporter/checkOutput(_:force:)``),
         /// with the CLI's words for what to do.
         func checkFolder() throws {
@@ -94,6 +112,15 @@ extension VaultCommand {
                 }
                 throw e
             }
+        }
+
+        /// How the history notes a sealed delivery: the recipients, so `log` and `audit` show them.
+        static func sealedDetail(_ recipients: [AgeRecipient]) -> String {
+            ", sealed to "
+                + recipients.map { r in
+                    let s = r.description
+                    return s.count > 24 ? String(s.prefix(12)) + "…" + String(s.suffix(8)) : s
+                }.joined(separator: " ")
         }
 
         /// Why a selection came to nothing: an empty vault, or `--exclude` leaving out the rest.
@@ -114,7 +141,8 @@ extension VaultCommand {
                 }
                 return
             }
-            let batches = try BatchPlanner.plan(records, limits: batching.limits, shape: batching.shape)
+            let batches = try BatchPlanner.plan(
+                records, limits: batching.limits, format: try exportOptions().payloadFormat())
             if result.json {
                 Terminal.out(
                     JSONOutput.line(
@@ -135,9 +163,9 @@ extension VaultCommand {
                 for r in b.records {
                     text +=
                         """
-                              \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \
-                            \(Terminal.printable(r.metadata.name))\n
-                            """
+                          \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \
+                        \(Terminal.printable(r.metadata.name))\n
+                        """
                 }
             }
             Terminal.out(text)
@@ -145,13 +173,13 @@ extension VaultCommand {
                 let bytes = batches.reduce(UInt64(0)) { $0 + $1.length }
                 Terminal.err(
                     """
-                        vault: dry run: would export \(Plural.count(records.count, "document")) in \
-                        \(Plural.count(batches.count, "batch")) 
-                        """
+                    vault: dry run: would export \(Plural.count(records.count, "document")) in \
+                    \(Plural.count(batches.count, "batch")) 
+                    """
                         + """
-                            (\(Terminal.size(bytes)) of payload) to \(out == "-" ? "standard output" : out); nothing \
-                            was written
-                            """
+                        (\(Terminal.size(bytes)) of payload) to \(out == "-" ? "standard output" : out); nothing \
+                        was written
+                        """
                 )
             }
         }
@@ -170,11 +198,7 @@ extension VaultCommand {
             }
             let vault = try await options.open()
             try vault.refuseUnrecordedSend()
-            var exportOptions = ExportOptions()
-            exportOptions.limits = batching.limits
-            exportOptions.shape = batching.shape
-            exportOptions.skipBad = skipBad
-            exportOptions.force = force
+            let exportOptions = try exportOptions()
             let renderer = ProgressRenderer(mode: progressOptions.resolved)
             // Planned while the index is read, one row at a time: the plan keeps ids, not records.
             let exporter = try VaultCore.Exporter(
@@ -192,9 +216,9 @@ extension VaultCommand {
                 } else if progressOptions.printsSummary && !result.json {
                     Terminal.err(
                         """
-                            vault: nothing to export: \(try Self.whyNothing(vault)) (nothing was \
-                            written\(toStdout ? "" : " to \(out)"))
-                            """
+                        vault: nothing to export: \(try Self.whyNothing(vault)) (nothing was \
+                        written\(toStdout ? "" : " to \(out)"))
+                        """
                     )
                 }
                 return
@@ -231,7 +255,9 @@ extension VaultCommand {
                 }
             vault.recordSent(
                 .export, sentIDs: summary.batches.flatMap(\.documents), destinations: destinations,
-                skipped: summary.skipped.count, detail: "run \(summary.runID)")
+                skipped: summary.skipped.count,
+                detail: "run \(summary.runID)"
+                    + (exportOptions.recipients.isEmpty ? "" : Self.sealedDetail(exportOptions.recipients)))
             let seconds = Date().timeIntervalSince(started)
             let where_ = toStdout ? "standard output" : out
             if result.json {
@@ -259,9 +285,9 @@ extension VaultCommand {
                 throw VaultError(
                     .partial,
                     """
-                        \(Plural.count(summary.skipped.count, "damaged document")) \
-                        \(summary.skipped.count == 1 ? "was" : "were") left out
-                        """,
+                    \(Plural.count(summary.skipped.count, "damaged document")) \
+                    \(summary.skipped.count == 1 ? "was" : "were") left out
+                    """,
                     hint: "run 'vault verify' for details")
             }
         }

@@ -7,7 +7,7 @@ extension VaultCommand {
     struct Import: VaultSubcommand {
         static let configuration = CommandConfiguration(
             commandName: "import",
-            abstract: "Import RNCryptor v3 files as documents, verified before they count.",
+            abstract: "Import RNCryptor v3 or age files as documents, verified before they count.",
             discussion: """
                 Each file is read once, in constant memory: its HMAC is computed and its AES-256-CBC \
                 decrypted as it streams into a new sealed envelope, and the document is committed only \
@@ -15,23 +15,37 @@ extension VaultCommand {
                 the error names the file and why (hmac-mismatch, bad-padding, unsupported-version, \
                 truncated). Password-based files take the RNCryptor password from --from-password-file, \
                 $VAULT_IMPORT_PASSWORD or a prompt (it may differ from the vault's); key-based files \
-                need --from-key-file. A file whose contents are already in the vault is skipped, so an \
-                interrupted import can simply be run again.
+                need --from-key-file. age v1 files (what age -r writes, X25519 or post-quantum \
+                recipients) need --identity FILE: each chunk is authenticated as it streams, and a \
+                file that fails adds nothing. A file whose contents are already in the vault is \
+                skipped, so an interrupted import can simply be run again.
 
                 Examples:
                   vault import --rncryptor scans/*.rncryptor --tag legacy
                   vault import --rncryptor -r old-app-export/ --skip-bad --progress bar
                   vault import --rncryptor photo.enc --from-key-file keys.bin --remove-source
+                  vault import --age --identity office.key inbox/*.age
                 """)
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var root: VaultCommand
         @OptionGroup var progressOptions: ProgressOptions
 
-        @Flag(help: "The files are RNCryptor v3 messages (the only format import reads).")
+        @Flag(help: "The files are RNCryptor v3 messages.")
         var rncryptor = false
 
-        @Argument(help: ArgumentHelp("RNCryptor files; folders need -r.", valueName: "path"), completion: .file())
+        @Flag(help: "The files are age v1 files (age-encryption.org/v1), opened with --identity.")
+        var age = false
+
+        @Option(
+            name: .customLong("identity"),
+            help: ArgumentHelp(
+                "With --age: an age identity file (age-keygen's or vault keygen's); repeatable.", valueName: "file"),
+            completion: .file())
+        var identities: [String] = []
+
+        @Argument(
+            help: ArgumentHelp("RNCryptor or age files; folders need -r.", valueName: "path"), completion: .file())
         var paths: [String]
 
         @Flag(name: [.short, .customLong("recursive")], help: "Import the files inside folders, recursively.")
@@ -46,14 +60,16 @@ extension VaultCommand {
         @Option(
             help: ArgumentHelp(
                 """
-                    For key-based files: a file holding the 32-byte encryption key then the 32-byte HMAC key (64 \
-                    bytes, or 128 hex digits).
-                    """,
+                For key-based files: a file holding the 32-byte encryption key then the 32-byte HMAC key (64 \
+                bytes, or 128 hex digits).
+                """,
                 valueName: "file"),
             completion: .file())
         var fromKeyFile: String?
 
-        @Option(help: "The document name (default: the file name without .rncryptor or .enc). Only with a single file.")
+        @Option(
+            help:
+                "The document name (default: the file name without .rncryptor, .enc or .age). Only with a single file.")
         var name: String?
 
         @Option(
@@ -78,7 +94,12 @@ extension VaultCommand {
         @OptionGroup var result: ResultOptions
 
         func validate() throws {
-            if !rncryptor { throw ValidationError("Give --rncryptor: RNCryptor v3 is the format import reads.") }
+            if rncryptor == age { throw ValidationError("Give --rncryptor or --age: the format of the files.") }
+            if age && identities.isEmpty { throw ValidationError("--age needs --identity FILE.") }
+            if !age && !identities.isEmpty { throw ValidationError("--identity is for --age files.") }
+            if age && (fromKeyFile != nil || fromPasswordFile != nil) {
+                throw ValidationError("--from-key-file and --from-password-file are for --rncryptor files.")
+            }
             if paths.isEmpty { throw ValidationError("Give at least one file to import.") }
             if paths.contains("-") { throw ValidationError("import reads files, not standard input.") }
             if name != nil && paths.count > 1 { throw ValidationError("--name needs exactly one path.") }
@@ -125,7 +146,8 @@ extension VaultCommand {
             if inputs.count > 1 && name != nil {
                 throw VaultError(.usage, "--name needs exactly one file, but \(paths[0]) holds \(inputs.count)")
             }
-            let keys = try credentials()
+            let decryption: Importer.Decryption =
+                age ? .age(try Self.identities(identities)) : .rncryptor(try credentials())
             let vault = try options.unlock()
             let renderer = ProgressRenderer(mode: progressOptions.resolved)
             for skip in unnamed {
@@ -138,7 +160,8 @@ extension VaultCommand {
             (importOptions.removeSource, importOptions.skipBad) = (removeSource, skipBad)
             let json = result.json
             let importer = Importer(
-                vault: vault, keys: keys, options: importOptions, failedBefore: unnamed.map { ($0.shown, $0.error) }
+                vault: vault, decryption: decryption, options: importOptions,
+                failedBefore: unnamed.map { ($0.shown, $0.error) }
             ) { event in
                 if case .imported(_, let record) = event, !json { Terminal.out(record.id.hex + "\n") }
                 renderer.handle(event)
@@ -159,9 +182,9 @@ extension VaultCommand {
                     String(
                         format:
                             """
-                                vault: imported %d of %d file%@ (%@) in %.1f s; %d failed, %d skipped (already in the \
-                                vault)
-                                """,
+                            vault: imported %d of %d file%@ (%@) in %.1f s; %d failed, %d skipped (already in the \
+                            vault)
+                            """,
                         outcome.imported.count, inputs.count, inputs.count == 1 ? "" : "s", Terminal.size(bytes),
                         Date().timeIntervalSince(started), outcome.failed.count, outcome.skipped.count))
             }
@@ -170,6 +193,17 @@ extension VaultCommand {
                     .partial, "\(outcome.failed.count) of \(Plural.count(inputs.count, "file")) could not be imported",
                     hint: "they are named above")
             }
+        }
+
+        /// The identities in age identity files (never named in a message by their contents).
+        static func identities(_ paths: [String]) throws -> [AgeIdentity] {
+            var out: [AgeIdentity] = []
+            for path in paths {
+                var bytes = try FileSystem.readFile(path, limit: 64 << 10 + 1)
+                defer { bytes.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+                out += try AgeIdentity.parseFile(String(decoding: bytes, as: UTF8.self), path: path)
+            }
+            return out
         }
 
         /// The RNCryptor credentials: the two keys, or the password.
@@ -186,7 +220,8 @@ extension VaultCommand {
                     b = UnsafeRawBufferPointer(rebasing: b.dropLast())
                 }
                 guard b.count == 4 * RNCryptorFormat.keySize,
-                      b.allSatisfy({ $0 < 0x80 && Character(UnicodeScalar($0)).isHexDigit }) else {
+                    b.allSatisfy({ $0 < 0x80 && Character(UnicodeScalar($0)).isHexDigit })
+                else {
                     throw VaultError(
                         .usage, "\(fromKeyFile) must hold 64 bytes (encryption key, then HMAC key) or 128 hex digits")
                 }
@@ -224,9 +259,9 @@ extension VaultCommand {
             }
         }
 
-        /// The file name without an `.rncryptor` or `.enc` suffix (any case).
+        /// The file name without an `.rncryptor`, `.enc` or `.age` suffix (any case).
         static func documentName(_ fileName: String) -> String {
-            for suffix in [".rncryptor", ".enc"]
+            for suffix in [".rncryptor", ".enc", ".age"]
             where fileName.lowercased().hasSuffix(suffix) && fileName.count > suffix.count {
                 return String(fileName.dropLast(suffix.count))
             }

@@ -78,6 +78,8 @@ extension VaultCommand {
 
         @OptionGroup var batching: BatchOptions
 
+        @OptionGroup var sealing: SealingOptions
+
         @Option(
             name: .customLong("protocol"),
             help: ArgumentHelp(
@@ -515,6 +517,12 @@ extension VaultCommand {
             o.skipBad = skipBad
             o.policy = RetryPolicy(retries: retries)
             o.allowsCleartext = insecureHTTP
+            o.recipients = try sealing.parsed()
+            if !o.recipients.isEmpty && batching.shape != .objects {
+                throw VaultError(
+                    .usage, "--recipient seals the objects shape only: a sealed entry carries its id and metadata",
+                    hint: "leave out --shape strings")
+            }
             return o
         }
 

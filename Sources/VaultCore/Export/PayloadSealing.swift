@@ -1,0 +1,98 @@
+import Foundation
+
+/// Sealed delivery: every document of a payload, and what describes it, as an age v1 file to
+/// the destination's recipients (docs/EXPORT.md, "Sealed payloads"). Outside the encryption stay
+/// only document ids, counts and lengths.
+///
+/// One sealing serves one production of a batch (an export run, or one upload attempt): each
+/// age file's file key, nonce and header are made on first use and kept, so a payload produced
+/// again from any offset within it (a tus chunk or an S3 part sent again) is the same bytes.
+/// They are never written anywhere: a new attempt after a restart makes new ones and sends the
+/// batch from its start.
+package final class PayloadSealing: @unchecked Sendable {
+    // @unchecked: `keyings` is read and written only with `lock` held; the rest is immutable.
+    /// The recipients every file is sealed to.
+    package let recipients: [AgeRecipient]
+    /// Every header's length (the same for all the files of this sealing).
+    package let headerLength: Int
+    /// Metadata is padded with spaces to a multiple of this, so its length says little of a name.
+    package static let metadataPadding = 256
+    /// The value of the JSON payload's `Sealed` key: the format every file is in.
+    package static let format = "age-encryption.org/v1"
+
+    /// What one age file of a batch is: a document's data, its metadata, or a form's manifest.
+    package enum Slot: Hashable, Sendable {
+        case data(DocumentID)
+        case metadata(DocumentID)
+        case manifest
+    }
+
+    private let lock = NSLock()
+    private var keyings: [Slot: AgeFileKeying] = [:]
+
+    /// A sealing to `recipients` (at least one).
+    package init(recipients: [AgeRecipient]) {
+        precondition(!recipients.isEmpty, "internal error: sealing to no recipient")
+        self.recipients = recipients
+        headerLength = AgeFormat.headerLength(for: recipients)
+    }
+
+    /// The keying of `slot`, made on first use.
+    package func keying(_ slot: Slot) -> AgeFileKeying {
+        lock.lock()
+        defer { lock.unlock() }
+        if let k = keyings[slot] { return k }
+        // Recipients are checked when parsed; what can fail here is protected memory for a key.
+        guard let k = try? AgeFileKeying(recipients: recipients) else {
+            preconditionFailure("internal error: no protected memory for an age file key")
+        }
+        keyings[slot] = k
+        return k
+    }
+
+    /// The age file of `slot` holding `plaintext`, sealed whole (metadata and manifests are small).
+    package func sealWhole(_ plaintext: [UInt8], slot: Slot) -> [UInt8] {
+        let keying = keying(slot)
+        guard let sealer = try? AgeFileSealer(keying: keying, plaintextSize: UInt64(plaintext.count), threads: 1) else {
+            preconditionFailure("internal error: no protected memory for an age payload key")
+        }
+        var out = sealer.prefix
+        var sealed = [UInt8](repeating: 0, count: AgeFileSealer.maxOutput(for: plaintext.count))
+        var n = plaintext.withUnsafeBytes { p in sealed.withUnsafeMutableBytes { sealer.seal(p, into: $0) } }
+        n += sealed.withUnsafeMutableBytes { sealer.finish(into: UnsafeMutableRawBufferPointer(rebasing: $0[n...])) }
+        out += sealed[..<n]
+        return out
+    }
+
+    /// The length of an age file of `size` plaintext bytes under this sealing.
+    package func fileLength(_ size: UInt64) -> UInt64 {
+        AgeFormat.fileLength(plaintext: size, headerLength: headerLength)
+    }
+
+    /// `record`'s metadata as a sealed document carries it: `{"Id":…,"Name":…,"ContentType":…,
+    /// "Size":…,"SHA256":…}` (the plain payload's keys, in its order), then spaces up to a
+    /// multiple of ``metadataPadding`` bytes.
+    package static func metadata(_ record: DocumentRecord) -> [UInt8] {
+        let m = record.metadata
+        var out = Array("{\"Id\":\"\(record.id.hex)\",\"Name\":".utf8) + JSONString.quoted(m.name)
+        out += Array(",\"ContentType\":".utf8) + JSONString.quoted(m.contentType)
+        out += Array(",\"Size\":\(m.size),\"SHA256\":\"\(Hex.encode(m.sha256))\"}".utf8)
+        return padded(out)
+    }
+
+    /// `bytes` with spaces up to a multiple of ``metadataPadding`` (JSON allows trailing spaces).
+    package static func padded(_ bytes: [UInt8]) -> [UInt8] {
+        let target = (bytes.count + metadataPadding - 1) / metadataPadding * metadataPadding
+        return bytes + [UInt8](repeating: 0x20, count: max(metadataPadding, target) - bytes.count)
+    }
+
+    /// The length of `record`'s sealed metadata file.
+    package func metadataFileLength(_ record: DocumentRecord) -> UInt64 {
+        fileLength(UInt64(Self.metadata(record).count))
+    }
+}
+
+extension PayloadSealing: Equatable {
+    /// The same sealing (the same keys): identity, not equal recipients.
+    package static func == (a: PayloadSealing, b: PayloadSealing) -> Bool { a === b }
+}

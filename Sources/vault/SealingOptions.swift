@@ -1,0 +1,36 @@
+import ArgumentParser
+import VaultCore
+
+/// `--recipient` and `--recipients-file`: seal what leaves to age recipients (docs/EXPORT.md,
+/// "Sealed payloads"). Recipients are public keys; identities are never read from the command line.
+struct SealingOptions: ParsableArguments {
+    @Option(
+        name: .customLong("recipient"),
+        help: ArgumentHelp(
+            "Seal every document and its metadata to this age recipient (age1… or age1pq1…); repeatable.",
+            valueName: "age1…"))
+    var recipients: [String] = []
+
+    @Option(
+        name: .customLong("recipients-file"),
+        help: ArgumentHelp(
+            "Seal to the recipients in this file (age's format: one per line, # comments).", valueName: "file"),
+        completion: .file())
+    var recipientsFiles: [String] = []
+
+    /// Every recipient named, in order, each once.
+    func parsed() throws -> [AgeRecipient] {
+        var out: [AgeRecipient] = []
+        for r in recipients {
+            do { out.append(try AgeRecipient(parsing: r)) } catch let e as VaultError {
+                throw VaultError(.usage, "--recipient: \(e.message)", hint: e.hint)
+            }
+        }
+        for path in recipientsFiles {
+            let bytes = try FileSystem.readFile(path, limit: 64 << 10 + 1)
+            out += try AgeRecipient.parseFile(String(decoding: bytes, as: UTF8.self), path: path)
+        }
+        var seen = Set<AgeRecipient>()
+        return out.filter { seen.insert($0).inserted }
+    }
+}
