@@ -11,22 +11,27 @@ package struct BatchReader: PieceReader {
         /// JSON whose shape is not known yet: the first bytes, kept.
         case sniffing([UInt8])
         case json(PayloadReader)
+        case sealed(SealedPayloadReader)
         case form(FormReader)
     }
 
     private var state: State
     private let maxDocuments: Int
+    private let identities: [AgeIdentity]
     /// How the batch came.
     package let wire: Wire
 
     /// `{"Files":[`: what both shapes of the payload start with.
     private static let prefix = Array(#"{"Files":["#.utf8)
+    /// What a sealed payload starts with (docs/EXPORT.md, "Sealed payloads").
+    private static let sealedPrefix = Array(#"{"Sealed":"#.utf8)
 
     /// A reader for a body of `contentType`.
     /// - Throws: ``VaultError/Code/usage`` for a content type that is neither (the receiver
     ///   answers 415).
-    package init(contentType: String?, maxDocuments: Int) throws {
+    package init(contentType: String?, maxDocuments: Int, identities: [AgeIdentity] = []) throws {
         self.maxDocuments = maxDocuments
+        self.identities = identities
         let type = (contentType ?? "").split(separator: ";").first.map {
             $0.trimmingCharacters(in: .whitespaces).lowercased()
         }
@@ -38,7 +43,7 @@ package struct BatchReader: PieceReader {
             guard let boundary = MultipartReader.boundary(ofContentType: contentType ?? "") else {
                 throw VaultError(.headerMalformed, "multipart/form-data without a boundary")
             }
-            state = .form(FormReader(boundary: boundary, maxDocuments: maxDocuments))
+            state = .form(FormReader(boundary: boundary, maxDocuments: maxDocuments, identities: identities))
             wire = .form
         default:
             throw VaultError(
@@ -57,11 +62,28 @@ package struct BatchReader: PieceReader {
             state = .sniffing([])
             defer { state = .form(reader) }
             try reader.read(piece, handle)
+        case .sealed(var reader):
+            state = .sniffing([])
+            defer { state = .sealed(reader) }
+            try reader.read(piece, handle)
         case .sniffing(var first):
             let take = min(piece.count, Self.prefix.count + 1 - first.count)
             first += piece[0..<take]
             guard first.count == Self.prefix.count + 1 else {
                 state = .sniffing(first)
+                return
+            }
+            if first.starts(with: Self.sealedPrefix) {
+                guard !identities.isEmpty else {
+                    throw VaultError(
+                        .usage, "this receiver takes no sealed batches: it was started without an age identity")
+                }
+                var reader = SealedPayloadReader(identities: identities, maxDocuments: maxDocuments)
+                state = .sealed(reader)
+                try first.withUnsafeBytes { try reader.read($0, handle) }
+                state = .sealed(reader)
+                try reader.read(UnsafeRawBufferPointer(rebasing: piece[take...]), handle)
+                state = .sealed(reader)
                 return
             }
             let shape: PayloadShape = first.last == 0x22 ? .strings : .objects
@@ -80,6 +102,7 @@ package struct BatchReader: PieceReader {
         case .sniffing:
             throw VaultError(.truncated, "the payload ends before its first document")
         case .json(let reader): try reader.finish()
+        case .sealed(let reader): try reader.finish()
         case .form(let reader): try reader.finish()
         }
     }

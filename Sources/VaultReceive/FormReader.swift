@@ -12,6 +12,10 @@ import VaultCore
 /// - As a browser or `curl` sends it, without a manifest: each file part is a document named by
 ///   its file name, its content type as given; its size and SHA-256 are what arrived.
 ///
+/// - Sealed (docs/UPLOAD.md, "Sealed delivery"): the manifest part is `manifest.json.age` and
+///   each file part `<id>.age`, age files that the receiver's identities open; each part's
+///   plaintext is handed out chunk by chunk as it authenticates, and must match its entry.
+///
 /// Text fields are kept (``fields``), bounded. A file part before the manifest, a manifest that
 /// is not vault's, and file parts that do not match it are refused.
 package struct FormReader {
@@ -28,6 +32,11 @@ package struct FormReader {
     private let maxDocuments: Int
     private var manifest: [PayloadReader.Header]?
     private var documents = 0
+    private let identities: [AgeIdentity]
+    /// True when the manifest came sealed: every document part must come sealed too.
+    private var sealed = false
+    /// The current sealed part's opener.
+    private var opener: AgeOpener?
     private enum Current { case none, field(String), manifest, file(PayloadReader.Header) }
     /// The manifest's or the current field's bytes so far (kept apart from `current`, so an
     /// append never copies them).
@@ -40,7 +49,11 @@ package struct FormReader {
     /// A reader of a form whose boundary is `boundary`, taking at most `maxDocuments` documents;
     /// with `fileField`, only parts of that name are documents (otherwise every part with a file
     /// name is).
-    package init(boundary: String, fileField: String? = nil, maxDocuments: Int = BatchLimits().documents) {
+    package init(
+        boundary: String, fileField: String? = nil, maxDocuments: Int = BatchLimits().documents,
+        identities: [AgeIdentity] = []
+    ) {
+        self.identities = identities
         // The documents, a manifest and the 32 fields a form may have.
         parts = MultipartReader(boundary: boundary, maxParts: maxDocuments + 33)
         self.fileField = fileField
@@ -82,11 +95,18 @@ package struct FormReader {
     {
         switch event {
         case .part(let part):
-            if part.name == "manifest" && part.filename == nil {
+            if part.name == "manifest" && (part.filename == nil || part.filename == "manifest.json.age") {
                 guard manifest == nil,
                     documents == 0
                 else {
                     throw VaultError(.headerMalformed, "the form's manifest comes after a document, or twice")
+                }
+                if part.filename != nil {
+                    guard !identities.isEmpty else {
+                        throw VaultError(
+                            .usage, "this receiver takes no sealed batches: it was started without an age identity")
+                    }
+                    sealed = true
                 }
                 current = .manifest
                 buffer = []
@@ -99,6 +119,7 @@ package struct FormReader {
         case .end:
             switch current {
             case .manifest:
+                if sealed { buffer = try openManifest(buffer) }
                 let headers = try Self.manifest(buffer, max: maxDocuments)
                 guard Set(headers.compactMap(\.id)).count == headers.count else {
                     throw VaultError(.headerMalformed, "the form's manifest names a document twice")
@@ -131,6 +152,29 @@ package struct FormReader {
                 )
             }
             buffer += bytes
+        case .file where sealed:
+            var o = opener!
+            opener = nil
+            defer { opener = o }
+            do {
+                try o.feed(bytes) { try plaintext($0, handle) }
+            } catch let f as AgeFailure {
+                throw f.vaultError("document \(documents + 1)")
+            }
+        case .file:
+            try plaintext(bytes, handle)
+        case .none:
+            break
+        }
+    }
+
+    /// A document's plaintext: counted, hashed and handed out.
+    private mutating func plaintext(
+        _ bytes: UnsafeRawBufferPointer, _ handle: (PayloadReader.Event) throws -> Void
+    )
+        throws
+    {
+        switch current {
         case .file(let header):
             size += UInt64(bytes.count)
             if let expected = header.size, size > expected {
@@ -140,8 +184,28 @@ package struct FormReader {
             }
             digest.update(bufferPointer: bytes)
             try handle(.data(bytes))
-        case .none:
+        default:
             break
+        }
+    }
+
+    /// The sealed manifest's plaintext, without its padding.
+    private func openManifest(_ sealedBytes: [UInt8]) throws -> [UInt8] {
+        do {
+            let reader = try AgeReader(input: BytesSource(sealedBytes), identities: identities)
+            var out: [UInt8] = [], piece = [UInt8](repeating: 0, count: 64 << 10)
+            while true {
+                let n = try piece.withUnsafeMutableBytes { try reader.read(into: $0) }
+                if n == 0 { break }
+                out += piece[..<n]
+            }
+            guard out.count % PayloadSealing.metadataPadding == 0 else {
+                throw VaultError(.headerMalformed, "the form's sealed manifest is not padded as vault pads it")
+            }
+            while out.last == 0x20 { out.removeLast() }
+            return out
+        } catch let f as AgeFailure {
+            throw f.vaultError("the form's manifest")
         }
     }
 
@@ -155,6 +219,13 @@ package struct FormReader {
                 throw VaultError(.headerMalformed, "the form holds more documents than its manifest names")
             }
             header = manifest[documents]
+            if sealed {
+                guard part.filename == "\(header.id!.hex).age" else {
+                    throw VaultError(
+                        .headerMalformed, "document \(documents + 1)'s part is not the sealed file its manifest names")
+                }
+                opener = AgeOpener(identities: identities)
+            }
         } else {
             header = PayloadReader.Header()
             // The file name as the document's name, the type without its parameters; both as the
@@ -174,6 +245,15 @@ package struct FormReader {
     }
 
     private mutating func end(_ header: PayloadReader.Header, _ handle: (PayloadReader.Event) throws -> Void) throws {
+        if sealed {
+            var o = opener!
+            opener = nil
+            do {
+                try o.finish { try plaintext($0, handle) }
+            } catch let f as AgeFailure {
+                throw f.vaultError("document \(documents + 1)")
+            }
+        }
         let sha = Array(digest.finalize())
         if let expected = header.size, expected != size {
             throw VaultError(

@@ -44,6 +44,10 @@ package struct Refusal: Error, Sendable, Equatable {
             return Refusal(413, e.code.rawValue, e.message, document: document.map { $0 + 1 })
         case .usage:
             return Refusal(415, "unsupported-media-type", e.message)
+        case .wrongPassword:
+            return Refusal(422, "not-sealed-to-this-receiver", e.message, document: document)
+        case .headerAuthenticationFailed, .chunkAuthenticationFailed:
+            return Refusal(400, e.code.rawValue, e.message, document: document)
         default:
             // The details (paths of the receiver's folder) stay in its log, not in the answer.
             return Refusal(500, "internal", "the receiver could not store the batch (\(e.code))")
@@ -136,6 +140,8 @@ public final class Receiver: Sendable {
     package let identity: ReceiverIdentity
     /// Its bounds.
     public let limits: Limits
+    /// The age identities that open sealed batches (none: sealed batches are refused, 415).
+    package let identities: [AgeIdentity]
     private let state: Mutex<State>
     /// Held while the receiver lives: one receiver per vault.
     private let lock: OpenFile?
@@ -147,8 +153,14 @@ public final class Receiver: Sendable {
     ///   - limits: what one request may cost.
     ///   - serving: take the vault's receiver lock (a server; not a command that only lists or
     ///     changes stations).
-    public init(vault: Vault, limits: Limits = Limits(), serving: Bool = true) throws {
+    public convenience init(vault: Vault, limits: Limits = Limits(), serving: Bool = true) throws {
+        try self.init(vault: vault, limits: limits, serving: serving, identities: [])
+    }
+
+    /// A receiver as above that also takes batches sealed to one of `identities`.
+    package init(vault: Vault, limits: Limits = Limits(), serving: Bool = true, identities: [AgeIdentity]) throws {
         self.vault = vault
+        self.identities = identities
         lock = serving ? try vault.lockReceiver() : nil
         try vault.recoverInterruptedIntake()
         guard let identity = try vault.receiverIdentity(create: true) else {
@@ -472,7 +484,8 @@ package final class BatchIntake {
         taken: (sha: [UInt8], answer: [UInt8])?, paced: Bool, now: Date, done: @escaping () -> Void
     ) throws {
         self.paced = paced
-        reader = try BatchReader(contentType: contentType, maxDocuments: receiver.limits.documents)
+        reader = try BatchReader(
+            contentType: contentType, maxDocuments: receiver.limits.documents, identities: receiver.identities)
         self.receiver = receiver
         self.station = station
         self.key = key

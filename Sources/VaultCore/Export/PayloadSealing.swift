@@ -74,10 +74,18 @@ package final class PayloadSealing: @unchecked Sendable {
     /// multiple of ``metadataPadding`` bytes.
     package static func metadata(_ record: DocumentRecord) -> [UInt8] {
         let m = record.metadata
-        var out = Array("{\"Id\":\"\(record.id.hex)\",\"Name\":".utf8) + JSONString.quoted(m.name)
-        out += Array(",\"ContentType\":".utf8) + JSONString.quoted(m.contentType)
-        out += Array(",\"Size\":\(m.size),\"SHA256\":\"\(Hex.encode(m.sha256))\"}".utf8)
-        return padded(out)
+        return padded(
+            metadataJSON(id: record.id, name: m.name, contentType: m.contentType, size: m.size, sha256: m.sha256))
+    }
+
+    /// The metadata's JSON, unpadded: what a receiver rebuilds to check the bytes it opened.
+    package static func metadataJSON(
+        id: DocumentID, name: String, contentType: String, size: UInt64, sha256: [UInt8]
+    ) -> [UInt8] {
+        var out = Array("{\"Id\":\"\(id.hex)\",\"Name\":".utf8) + JSONString.quoted(name)
+        out += Array(",\"ContentType\":".utf8) + JSONString.quoted(contentType)
+        out += Array(",\"Size\":\(size),\"SHA256\":\"\(Hex.encode(sha256))\"}".utf8)
+        return out
     }
 
     /// `bytes` with spaces up to a multiple of ``metadataPadding`` (JSON allows trailing spaces).

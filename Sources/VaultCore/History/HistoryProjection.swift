@@ -84,19 +84,24 @@ package struct DestinationChange: Codable, Sendable, Equatable {
     /// From a record's detail; nil for anything that is not one.
     init?(json: String) {
         guard let c = try? JSONDecoder().decode(DestinationChange.self, from: Data(json.utf8)),
-              c.action == .remove ? c.entry == nil : c.entry?.name == c.name else { return nil }
+            c.action == .remove ? c.entry == nil : c.entry?.name == c.name
+        else { return nil }
         self = c
     }
 
     /// For people: what changed, the URL's secret-looking query values hidden.
     package var summary: String {
         guard action == .set,
-              let entry else { return "\(name) removed" }
+            let entry
+        else { return "\(name) removed" }
         var shown = DestinationIdentity(url: entry.url, s3: entry.s3Place)?.description ?? entry.url
         if shown.hasPrefix("s3://"), shown.hasSuffix(")"), let open = shown.range(of: " (", options: .backwards) {
             shown = shown[..<open.lowerBound] + " via " + shown[open.upperBound...].dropLast()
         }
+        let sealed = (entry.recipients ?? []).map { r in r.count > 24 ? r.prefix(12) + "…" + r.suffix(8) : Substring(r)
+        }
         return "\(name) → \(shown)\(entry.required ? "" : ", optional")"
+            + (sealed.isEmpty ? "" : ", sealed to \(sealed.joined(separator: " "))")
     }
 
     /// The change a `destination` record names, if it is one.

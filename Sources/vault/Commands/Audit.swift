@@ -53,9 +53,9 @@ extension VaultCommand {
             name: .customLong("accept-loss"),
             help:
                 """
-                    Record that you accept what the audit finds wrong with the history (a sealed 'accept' record); \
-                    later audits report nothing from before it.
-                    """
+                Record that you accept what the audit finds wrong with the history (a sealed 'accept' record); \
+                later audits report nothing from before it.
+                """
         )
         var acceptLoss = false
 
@@ -63,9 +63,9 @@ extension VaultCommand {
             name: .customLong("require-delivered"),
             help: ArgumentHelp(
                 """
-                    A destination (name or URL) every removed document must have been delivered to first: each one \
-                    removed without is a 'removed-undelivered' finding. Repeat for several.
-                    """,
+                A destination (name or URL) every removed document must have been delivered to first: each one \
+                removed without is a 'removed-undelivered' finding. Repeat for several.
+                """,
                 valueName: "destination"))
         var requireDelivered: [String] = []
 
@@ -73,9 +73,9 @@ extension VaultCommand {
             name: .customLong("require-receipts"),
             help: ArgumentHelp(
                 """
-                    A destination (name) that signs receipts: every removed document must have its signed \
-                    receipt in the history first; each one without is a 'removed-unsigned' finding.
-                    """,
+                A destination (name) that signs receipts: every removed document must have its signed \
+                receipt in the history first; each one without is a 'removed-unsigned' finding.
+                """,
                 valueName: "destination"))
         var requireReceipts: [String] = []
 
@@ -102,6 +102,15 @@ extension VaultCommand {
             var objects: Int
             var deep: Bool
             var findings: [AuditFinding]
+            /// Each destination and the age recipients its deliveries are sealed to (none: plaintext),
+            /// as the history says now: a change of recipients shows in every audit.
+            var destinations: [AuditedDestination]
+        }
+
+        struct AuditedDestination: Encodable {
+            var name: String
+            var url: String
+            var recipients: [String]
         }
 
         func run() async throws { try await run(parent: root.global) }
@@ -151,21 +160,31 @@ extension VaultCommand {
                     JSONOutput.line(
                         Output(
                             clean: report.findings.isEmpty, head: report.head.description, records: report.records,
-                            documents: report.documents, objects: report.objects, deep: deep, findings: report.findings)
-                    ))
+                            documents: report.documents, objects: report.objects, deep: deep, findings: report.findings,
+                            destinations: list.destinations.map {
+                                AuditedDestination(name: $0.name, url: $0.url, recipients: $0.recipients ?? [])
+                            })))
             } else {
                 var out = ""
                 for f in report.findings { out += "\(f.code): \(Terminal.printable(f.message))\n" }
                 out +=
                     """
-                        audited \(Plural.count(report.records, "record")), \
-                        \(Plural.count(report.documents, "document")), \
-                        \(Plural.count(report.objects, "object"))\(deep ? " (every chunk)" : " (headers)"): 
-                        """
+                    audited \(Plural.count(report.records, "record")), \
+                    \(Plural.count(report.documents, "document")), \
+                    \(Plural.count(report.objects, "object"))\(deep ? " (every chunk)" : " (headers)"): 
+                    """
                 out +=
                     report.findings.isEmpty
                     ? "clean" : "\(report.findings.count) finding\(report.findings.count == 1 ? "" : "s")"
                 out += "; head \(report.head)\n"
+                for d in list.destinations {
+                    let sealed = d.recipients ?? []
+                    let how =
+                        sealed.isEmpty
+                        ? "plaintext payloads"
+                        : "sealed to \(Plural.count(sealed.count, "age recipient")): " + sealed.joined(separator: " ")
+                    out += "destination \(d.name): \(how)\n"
+                }
                 Terminal.out(out)
             }
             if !report.findings.isEmpty {

@@ -24,6 +24,8 @@ extension VaultCommand {
                   vault receive --vault office key
                   vault receive --vault office --listen 0.0.0.0:8443 \\
                       --tls-cert cert.pem --tls-key key.pem
+                  vault keygen --out office.key
+                  vault receive --vault office --identity office.key
                 """,
             subcommands: [Serve.self, Stations.self, Key.self],
             defaultSubcommand: Serve.self)
@@ -74,6 +76,14 @@ extension VaultCommand.Receive {
                 "Drop a tus upload no request touched for this long (default 3600).", valueName: "seconds"))
         var uploadExpiry: Double = 3600
 
+        @Option(
+            name: .customLong("identity"),
+            help: ArgumentHelp(
+                "Take batches sealed to this age identity (vault keygen's or age-keygen's file); repeatable.",
+                valueName: "file"),
+            completion: .file())
+        var identities: [String] = []
+
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
@@ -94,8 +104,9 @@ extension VaultCommand.Receive {
                 guard maxDocuments >= 1 else { throw VaultError(.usage, "--max-documents must be at least 1") }
                 limits.documents = maxDocuments
             }
+            let ageIdentities = try VaultCommand.Import.identities(identities)
             try options.requireLocal()
-            let receiver = try Receiver(vault: try options.unlock(), limits: limits)
+            let receiver = try Receiver(vault: try options.unlock(), limits: limits, identities: ageIdentities)
             var configuration = ReceiveServer.Configuration()
             (configuration.host, configuration.port) = (host, port)
             (configuration.tlsCertificate, configuration.tlsKey) = (tlsCert, tlsKey)

@@ -1,0 +1,250 @@
+import Crypto
+import Foundation
+import Testing
+import VaultTestSupport
+
+/// Sealed delivery (docs/EXPORT.md, "Sealed payloads"), through the built binary, with Debian's
+/// `age` (the Go reference implementation) on the other side: it opens every document and its
+/// metadata that vault seals, byte for byte, and vault reads what `age -r` writes; `vault receive
+/// --identity` takes sealed batches of every protocol and stores exactly the documents sent.
+@Suite(.blocking) struct SealedDeliveryCLITests {
+    /// Debian's age, or a failed test: the peer is installed by `make test` (apt `age`).
+    static func requireAge() -> Bool {
+        let ok =
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/age")
+            && FileManager.default.isExecutableFile(atPath: "/usr/bin/age-keygen")
+        #expect(ok, "Debian's age is missing: run 'make peers'")
+        return ok
+    }
+
+    /// The documents of these tests: sizes around age's 64 KiB chunks, odd names.
+    static let documents: [(name: String, bytes: [UInt8])] = [
+        ("scan 1.pdf", .random(200_000, seed: 1)), ("note.txt", Array("hello".utf8)), ("empty.bin", []),
+        ("chunk.bin", .random(65_536, seed: 2)), ("reçu \"2026\".jpg", .random(65_537, seed: 3))
+    ]
+
+    static func addDocuments(_ s: Sandbox) {
+        for d in documents {
+            s.write("in-" + d.name, d.bytes)
+            let r = s.run("add", s.path("in-" + d.name), "--name", d.name)
+            precondition(r.status == 0, r.stderr)
+        }
+    }
+
+    /// The recipient line of an identity file (vault keygen's and age-keygen's both have it).
+    static func recipient(_ s: Sandbox, _ file: String) throws -> String {
+        let text = try String(contentsOfFile: s.path(file), encoding: .utf8)
+        return try #require(
+            text.split(separator: "\n").first { $0.hasPrefix("# public key: ") }.map { String($0.dropFirst(14)) })
+    }
+
+    /// `age -d -i identity` over `sealed`: the plaintext, or nil when age refuses it.
+    static func ageDecrypt(_ s: Sandbox, _ sealed: [UInt8], identity: String) -> [UInt8]? {
+        s.write("sealed.age", sealed)
+        try? FileManager.default.removeItem(atPath: s.path("opened"))
+        let r = s.shell("age -d -i \(identity) -o opened sealed.age")
+        guard r.status == 0 else { return nil }
+        // age creates the output file with the first plaintext byte: none for an empty document.
+        return (try? Data(contentsOf: URL(fileURLWithPath: s.path("opened")))).map(Array.init) ?? []
+    }
+
+    /// Checks a sealed JSON payload: only ids, metadata and data outside; each metadata and
+    /// document opened by Debian's age with `identity` to exactly what was added.
+    static func checkPayload(_ s: Sandbox, _ payload: [UInt8], identity: String) throws {
+        let text = String(decoding: payload, as: UTF8.self)
+        for d in documents { #expect(!text.contains(d.name) && !text.contains("\"Name\"")) }
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+        #expect(json["Sealed"] as? String == "age-encryption.org/v1")
+        let files = try #require(json["Files"] as? [[String: String]])
+        #expect(files.count == documents.count)
+        var seen = Set<String>()
+        for f in files {
+            #expect(Set(f.keys) == ["Id", "Metadata", "Data"])
+            let meta = try #require(ageDecrypt(s, Array(Data(base64Encoded: f["Metadata"]!)!), identity: identity))
+            #expect(meta.count % 256 == 0, "metadata is padded to 256 bytes")
+            let m = try #require(try JSONSerialization.jsonObject(with: Data(meta)) as? [String: Any])
+            #expect(m["Id"] as? String == f["Id"])
+            let name = try #require(m["Name"] as? String)
+            let original = try #require(documents.first { $0.name == name })
+            let data = try #require(ageDecrypt(s, Array(Data(base64Encoded: f["Data"]!)!), identity: identity))
+            #expect(data == original.bytes, "\(name): byte for byte")
+            #expect(m["Size"] as? Int == original.bytes.count)
+            #expect(
+                m["SHA256"] as? String == SHA256.hash(data: original.bytes).map { String(format: "%02x", $0) }.joined())
+            seen.insert(name)
+        }
+        #expect(seen.count == documents.count)
+    }
+
+    @Test func anExportSealedToTwoRecipientsOpensWithDebiansAgeForEach() throws {
+        guard Self.requireAge() else { return }
+        let s = Sandbox()
+        s.initVault()
+        Self.addDocuments(s)
+        // A recipient from age-keygen, and one from vault keygen (its file is age's format, 0600).
+        #expect(s.shell("age-keygen -o age.key 2>/dev/null").status == 0)
+        let keygen = s.run("keygen", "--out", s.path("office.key"))
+        #expect(keygen.status == 0, "\(keygen.stderr)")
+        let printed = keygen.out.trimmingCharacters(in: .newlines)
+        #expect(printed == (try Self.recipient(s, "office.key")) && printed.hasPrefix("age1"))
+        let mode = try FileManager.default.attributesOfItem(atPath: s.path("office.key"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let again = s.run("keygen", "--out", s.path("office.key"))
+        #expect(again.status == 73 && again.stderr.contains("already exists"), "\(again.stderr)")
+        let recipients = [try Self.recipient(s, "age.key"), printed]
+        let r = s.run(["export", "--out", s.path("outbox")] + recipients.flatMap { ["--recipient", $0] })
+        #expect(r.status == 0, "\(r.stderr)")
+        let payload = Array(try Data(contentsOf: URL(fileURLWithPath: s.path("outbox/batch-0001.json"))))
+        for identity in ["age.key", "office.key"] { try Self.checkPayload(s, payload, identity: identity) }
+        // The manifest's length and digest are the payload's; the history names the recipients.
+        let manifest = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: s.path("outbox/manifest.json"))))
+                as? [String: Any])
+        #expect(manifest["shape"] as? String == "sealed")
+        let batch = try #require((manifest["batches"] as? [[String: Any]])?.first)
+        #expect(batch["bytes"] as? Int == payload.count)
+        #expect(s.run("log").out.contains("sealed to " + recipients[0].prefix(12)))
+        // To standard output, the same shape; a stranger's identity opens nothing.
+        let piped = s.shell("\"$1\" export --out - --recipient \(recipients[0]) > piped.json")
+        #expect(piped.status == 0, "\(piped.stderr)")
+        let pipedPayload = Array(try Data(contentsOf: URL(fileURLWithPath: s.path("piped.json"))))
+        try Self.checkPayload(s, pipedPayload, identity: "age.key")
+        #expect(s.shell("age-keygen -o stranger.key 2>/dev/null").status == 0)
+        let first = try #require(
+            (try JSONSerialization.jsonObject(with: Data(pipedPayload)) as? [String: Any])?["Files"]
+                as? [[String: String]])
+        #expect(Self.ageDecrypt(s, Array(Data(base64Encoded: first[0]["Data"]!)!), identity: "stranger.key") == nil)
+        // Bad recipients: named, refused before anything is written; an identity is never echoed.
+        let secret = try String(contentsOfFile: s.path("age.key"), encoding: .utf8).split(separator: "\n").last!
+        let leaked = s.run("export", "--out", s.path("x"), "--recipient", String(secret))
+        #expect(leaked.status == 64 && leaked.stderr.contains("not a recipient") && !leaked.stderr.contains(secret))
+        let typo = s.run("export", "--out", s.path("x"), "--recipient", String(recipients[0].dropLast()) + "q")
+        #expect(typo.status == 64 && typo.stderr.contains("is not an age recipient"), "\(typo.stderr)")
+        #expect(s.run("export", "--out", s.path("x"), "--recipient", recipients[0], "--shape", "strings").status == 64)
+        #expect(!FileManager.default.fileExists(atPath: s.path("x")))
+    }
+
+    @Test func vaultImportsWhatAgeSealedAndRefusesWhatDoesNotOpen() throws {
+        guard Self.requireAge() else { return }
+        let s = Sandbox()
+        s.initVault()
+        #expect(s.shell("age-keygen -o age.key 2>/dev/null").status == 0)
+        let recipient = try Self.recipient(s, "age.key")
+        try FileManager.default.createDirectory(atPath: s.path("in"), withIntermediateDirectories: true)
+        for (i, d) in Self.documents.enumerated() {
+            s.write("plain-\(i)", d.bytes)
+            #expect(s.shell("age -r \(recipient) -o in/doc-\(i).bin.age plain-\(i)").status == 0)
+        }
+        let r = s.run("import", "--age", "--identity", s.path("age.key"), "-r", s.path("in"), "--json")
+        #expect(r.status == 0, "\(r.stderr)")
+        let imported = try #require(
+            (try JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any])?["imported"] as? [[String: Any]])
+        #expect(imported.count == Self.documents.count)
+        for entry in imported {
+            let name = try #require(entry["name"] as? String)
+            #expect(name.hasPrefix("doc-") && name.hasSuffix(".bin"), "the .age suffix is dropped: \(name)")
+            let i = Int(name.dropFirst(4).dropLast(4))!
+            #expect(s.run("get", entry["id"] as! String, "-o", s.path("out-\(i)")).status == 0)
+            #expect(Array(try Data(contentsOf: URL(fileURLWithPath: s.path("out-\(i)")))) == Self.documents[i].bytes)
+        }
+        // A flipped byte in the payload: exit 65, nothing added; another identity: exit 77.
+        var damaged = Array(try Data(contentsOf: URL(fileURLWithPath: s.path("in/doc-0.bin.age"))))
+        damaged[damaged.count - 100] ^= 1
+        s.write("damaged.age", damaged)
+        let before = s.objects
+        let bad = s.run("import", "--age", "--identity", s.path("age.key"), s.path("damaged.age"), "--allow-duplicate")
+        #expect(bad.status == 65 && bad.stderr.contains("fails authentication"), "\(bad.stderr)")
+        #expect(s.objects == before)
+        #expect(s.shell("age-keygen -o other.key 2>/dev/null").status == 0)
+        let wrong = s.run("import", "--age", "--identity", s.path("other.key"), s.path("in/doc-1.bin.age"))
+        #expect(wrong.status == 77 && wrong.stderr.contains("no identity given opens it"), "\(wrong.stderr)")
+        let secret = try String(contentsOfFile: s.path("other.key"), encoding: .utf8)
+        #expect(!wrong.stderr.contains("AGE-SECRET-KEY"))
+        _ = secret
+        // A post-quantum identity of vault's own (Debian's age 1.1.1 has no such recipients): a
+        // sealed export to it comes back in through import.
+        #expect(s.run("keygen", "--post-quantum", "--out", s.path("pq.key")).out.hasPrefix("age1pq1"))
+        let pq = s.run("export", "--out", s.path("pq"), "--recipient", try Self.recipient(s, "pq.key"))
+        #expect(pq.status == 0, "\(pq.stderr)")
+        let files = try #require(
+            (try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: s.path("pq/batch-0001.json"))))
+                as? [String: Any])?["Files"] as? [[String: String]])
+        for (i, f) in files.enumerated() { s.write("pq-\(i).age", Array(Data(base64Encoded: f["Data"]!)!)) }
+        #expect(String(decoding: s.shell("head -c 40 pq-0.age").stdout, as: UTF8.self).contains("mlkem768x25519"))
+        let back = s.run(
+            ["import", "--age", "--identity", s.path("pq.key"), "--allow-duplicate"]
+                + files.indices.map { s.path("pq-\($0).age") })
+        #expect(back.status == 0, "\(back.stderr)")
+    }
+
+    @Test func aReceiverWithAnIdentityTakesSealedBatchesOfEveryProtocolAndOthersRefuseThem() throws {
+        guard Self.requireAge() else { return }
+        let s = Sandbox()
+        s.initVault()
+        Self.addDocuments(s)
+        #expect(s.run("keygen", "--out", s.path("office.key")).status == 0)
+        let recipient = try Self.recipient(s, "office.key")
+        let receiver = try ReceiverProcess(s, extra: ["--identity", s.path("office.key")])
+        let token = receiver.addStation("station-1")
+        let key = receiver.run("receive", "key").out.trimmingCharacters(in: .whitespacesAndNewlines)
+        // The destination carries the recipient and the receipt key: in the history, in audit.
+        let add = s.run(
+            "destination", "add", "office", receiver.url + "/batches", "--recipient", recipient, "--receipt-key", key)
+        #expect(add.status == 0 && add.stderr.contains("sealed to 1 age recipient"), "\(add.stderr)")
+        #expect(s.run("destination").out.contains("sealed (1 recipient)"))
+        #expect(s.run("audit").out.contains("destination office: sealed to 1 age recipient: \(recipient)"))
+        let env: [String: String?] = ["VAULT_UPLOAD_TOKEN": token]
+        let json = s.run(["upload", "--to", "office", "--all"], env: env)
+        #expect(json.status == 0, "\(json.stderr)")
+        let form = s.run(
+            [
+                "upload", "--url", receiver.url + "/batches", "--protocol", "form", "--all", "--new-run", "--recipient",
+                recipient
+            ], env: env)
+        #expect(form.status == 0, "\(form.stderr)")
+        let tus = s.run(
+            [
+                "upload", "--url", receiver.url + "/files/", "--protocol", "tus", "--all", "--new-run", "--recipient",
+                recipient, "--chunk-size", "64K"
+            ], env: env)
+        #expect(tus.status == 0, "\(tus.stderr)")
+        // Three batches of every document, each stored whole and byte for byte.
+        let stored = receiver.documents
+        #expect(stored.count == 3 * Self.documents.count)
+        for d in Self.documents {
+            let sha = SHA256.hash(data: d.bytes).map { String(format: "%02x", $0) }.joined()
+            #expect(stored.filter { $0["name"] as? String == d.name && $0["sha256"] as? String == sha }.count == 3)
+        }
+        #expect(receiver.log.contains("protocol=form result=200") && receiver.log.contains("protocol=json result=200"))
+        // The json batch was counted with its receipt (the destination signs them).
+        #expect(s.run("log", "--json").out.contains("\"receipt\""))
+        // A receiver without the identity: a sealed batch is 415 (it cannot be read); a station
+        // sealing to someone else gets 422 from one that has an identity.
+        let plain = try ReceiverProcess(s, vault: "plain")
+        let plainToken = plain.addStation("station-1")
+        let refused = s.run(
+            [
+                "upload", "--url", plain.url + "/batches", "--all", "--new-run", "--recipient", recipient, "--retries",
+                "0"
+            ],
+            env: ["VAULT_UPLOAD_TOKEN": plainToken])
+        #expect(refused.status != 0 && refused.stderr.contains("415"), "\(refused.stderr)")
+        #expect(s.shell("age-keygen -o stranger.key 2>/dev/null").status == 0)
+        let strangerKey = try Self.recipient(s, "stranger.key")
+        // To the destination's URL, its recipients seal the batch too, whatever else is named.
+        let merged = s.run(
+            ["upload", "--url", receiver.url + "/batches", "--all", "--new-run", "--recipient", strangerKey], env: env)
+        #expect(merged.status == 0, "\(merged.stderr)")
+        #expect(receiver.documents.count == 4 * Self.documents.count)
+        let stranger = s.run(
+            [
+                "upload", "--url", receiver.url + "/batches?elsewhere", "--all", "--new-run", "--recipient",
+                strangerKey,
+                "--retries", "0"
+            ], env: env)
+        #expect(stranger.status != 0 && stranger.stderr.contains("422"), "\(stranger.stderr)")
+        #expect(receiver.documents.count == 4 * Self.documents.count)
+    }
+}
