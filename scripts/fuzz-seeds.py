@@ -53,4 +53,12 @@ elif family == "state":
     for p in sorted(glob.glob("Fixtures/state/*.vector")):
         for k in range(7):
             seed(f"{os.path.basename(p)}-{k}", bytes([k << 1]) + vector_body(p))
+elif family == "age":
+    # The C2SP CCTV vectors (Fixtures/age): each age file (inflated when compressed), mode 0.
+    import zlib
+    for p in sorted(glob.glob("Fixtures/age/testdata/*")):
+        head, _, body = open(p, "rb").read().partition(b"\n\n")
+        if b"compressed: zlib" in head:
+            body = zlib.decompress(body)
+        seed(os.path.basename(p), b"\x00" + body)
 print(f"{family}: {count} seeds from the fixtures and vectors")

@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-120}"
-all="envelope history state config rncryptor s3 upload payload multipart receipt tus"
+all="envelope history state config rncryptor s3 upload payload multipart receipt tus age"
 families="${FAMILIES:-$all}"
 for family in $families; do
     case " $all " in *" $family "*) ;; *) echo "vault: no fuzz family '$family' (the families: $all)" >&2; exit 64 ;; esac

@@ -11,6 +11,7 @@ package protocol PieceReader {
 extension PayloadReader: PieceReader {}
 extension FormReader: PieceReader {}
 extension MultipartReader: PieceReader {}
+extension SealedPayloadReader: PieceReader {}
 
 extension PieceReader {
     /// Reads all of `body`, in pieces of `piece` bytes (a body in memory, the tests, the fuzzer),

@@ -28,7 +28,8 @@ let families: [Family] = [
     Family(name: "payload", check: PayloadFamily.check),
     Family(name: "multipart", check: MultipartFamily.check),
     Family(name: "receipt", check: ReceiptFamily.check),
-    Family(name: "tus", check: TusFamily.check)
+    Family(name: "tus", check: TusFamily.check),
+    Family(name: "age", check: AgeFamily.check)
 ]
 
 nonisolated(unsafe) var selected: Family?

@@ -169,6 +169,41 @@ enum Seeds {
             let second = [UInt8(5)] + field(String(half)) + field("sha1 " + sha1) + chunk(payload[half...])
             seed("whole", create + first + second + [6] + [3])
             seed("jumps", create + [UInt8(1)] + field("7") + chunk(payload[7..<20]) + first + first + [2])
+        case "age":
+            // Files vault seals to the test recipients (0), plaintexts to seal (1), and sealed
+            // payloads of zero, one and three documents (2), in pieces of 1, 16 and 64 bytes.
+            let recipients = AgeFamily.identities.map(\.recipient)
+            for size in [0, 1, 65_536, 65_537] {
+                let plain = [UInt8](repeating: 0x61, count: size)
+                let file = PayloadSealing(recipients: recipients).sealWhole(plain, slot: .manifest)
+                seed("sealed-\(size)", [0] + file)
+                if size < 100 { seed("plain-\(size)", [1] + plain) }
+            }
+            for count in [0, 1, 3] {
+                let sealing = PayloadSealing(recipients: recipients)
+                let format = PayloadFormat.sealed(sealing)
+                var records: [(DocumentRecord, [UInt8])] = []
+                for i in 0..<count {
+                    let data = [UInt8](repeating: UInt8(i), count: [0, 5, 70_000][i % 3])
+                    let metadata = DocumentMetadata(
+                        name: ["scan.pdf", "quote\"d", "ünï"][i % 3], contentType: "application/pdf",
+                        size: UInt64(data.count), sha256: Array(SHA256.hash(data: data)), addedAtMillis: 0, tags: [])
+                    records.append(
+                        (
+                            DocumentRecord(
+                                id: DocumentID(bytes: [UInt8](repeating: UInt8(i + 1), count: 16)), metadata: metadata),
+                            data
+                        ))
+                }
+                var body = format.opening(records.map(\.0))
+                for (i, (r, data)) in records.enumerated() {
+                    body += format.head(r, first: i == 0)
+                    body += Array(Data(sealing.sealWhole(data, slot: .data(r.id))).base64EncodedString().utf8)
+                    body += format.tail(r)
+                }
+                body += format.closing
+                for mode in [UInt8(2), 62, 254] { seed("payload-\(count)-\(mode)", [mode] + body) }
+            }
         default:
             break
         }

@@ -43,7 +43,7 @@ package enum PayloadFormat: Sendable {
     }
 
     /// Bytes before the first document: `{"Files":[`, or the framing's opening.
-    func opening(_ records: [DocumentRecord]) -> [UInt8] {
+    package func opening(_ records: [DocumentRecord]) -> [UInt8] {
         switch self {
         case .json: PayloadFraming.open
         case .raw(let f): f.opening(records)
@@ -58,7 +58,7 @@ package enum PayloadFormat: Sendable {
     }
 
     /// A document's bytes before its data (with the separator JSON needs after the first).
-    func head(_ record: DocumentRecord, first: Bool) -> [UInt8] {
+    package func head(_ record: DocumentRecord, first: Bool) -> [UInt8] {
         switch self {
         case .json(let shape): (first ? [] : [PayloadFraming.separator]) + PayloadEntry(record, shape: shape).prefix
         case .raw(let f): f.head(record)
@@ -82,7 +82,7 @@ package enum PayloadFormat: Sendable {
     }
 
     /// A document's bytes after its data.
-    func tail(_ record: DocumentRecord) -> [UInt8] {
+    package func tail(_ record: DocumentRecord) -> [UInt8] {
         switch self {
         case .json(let shape): PayloadEntry.suffix(shape)  // no entry built just for its constant tail
         case .raw(let f): f.tail(record)
@@ -91,7 +91,7 @@ package enum PayloadFormat: Sendable {
     }
 
     /// The bytes after the last document.
-    var closing: [UInt8] {
+    package var closing: [UInt8] {
         switch self {
         case .json, .sealed: PayloadFraming.close
         case .raw(let f): f.closing
