@@ -101,6 +101,15 @@ B_AFTER='rm -f "$work/pipeline.json"' GOAL="goal >= 1.5, 2 ideal" duel "export 2
 A_NAME="vault export --out - | cat" A="'$vault' export --out - --progress none -q | cat > /dev/null" A_AFTER=: \
 B_NAME="the same pipeline | cat" B="sh '$work/pipeline.sh' | cat > /dev/null" B_AFTER=: \
 GOAL="goal >= 2" duel "export 20 x 50 MiB to a pipe" $((20 * (50 << 20))) MB/s
+# Sealed delivery (issue 43): the same export sealed to an age recipient (one more
+# ChaCha20-Poly1305 pass over the data), against the plain export, and against sealing the
+# plain export's stream with age -r after it.
+A_NAME="vault export --out - --recipient R | cat" A="'$vault' export --out - --progress none -q --recipient $recipient | cat > /dev/null" A_AFTER=: \
+B_NAME="vault export --out - | cat (plain)" B="'$vault' export --out - --progress none -q | cat > /dev/null" B_AFTER=: \
+GOAL="sealed / plain: goal >= 0.75" duel "sealed export 20 x 50 MiB to a pipe" $((20 * (50 << 20))) MB/s
+A_NAME="vault export --out - --recipient R | cat" A="'$vault' export --out - --progress none -q --recipient $recipient | cat > /dev/null" A_AFTER=: \
+B_NAME="vault export --out - | age -r R | cat" B="'$vault' export --out - --progress none -q | age -r $recipient | cat > /dev/null" B_AFTER=: \
+GOAL="goal > 1: ahead of age fed by the plain export" duel "sealed export vs age -r after the export" $((20 * (50 << 20))) MB/s
 rm -rf "$docs" "$VAULT_DIR"
 
 # --- many small documents: 2,000 files of 4 KiB ----------------------------------------------------

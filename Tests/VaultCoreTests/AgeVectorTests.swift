@@ -160,6 +160,22 @@ import Testing
         #expect(checked == 85)
     }
 
+    /// A hostile header sent a byte at a time (87,000 empty stanzas, then a line of 100,000 bytes
+    /// without its end): every byte is searched once, not once per piece.
+    @Test func aHeaderFedAByteAtATimeIsParsedOnce() throws {
+        var header = AgeHeader.versionLine
+        for _ in 0..<87_000 { header += Array("-> a\n\n".utf8) }
+        header += [UInt8](repeating: 0x41, count: 100_000)
+        var parser = AgeHeaderParser()
+        for n in 1...header.count {
+            let done = try header[..<n].withUnsafeBytes { try parser.parse($0, complete: false) }
+            #expect(done == nil)
+            if done != nil { break }
+        }
+        #expect(parser.examined <= header.count)
+        #expect(throws: AgeFailure.self) { try header.withUnsafeBytes { try parser.parse($0, complete: true) } }
+    }
+
     @Test func successfulVectorsReencodeByteForByteUnderTheirFileKey() throws {
         var done = 0
         for name in try Self.names() where Self.families.contains(where: { name.hasPrefix($0) }) {

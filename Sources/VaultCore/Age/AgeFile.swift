@@ -267,12 +267,13 @@ package final class AgeReader: ByteSource {
         var head: [UInt8] = []
         var header: AgeHeader?
         var ended = false
+        var parser = AgeHeaderParser()
         while header == nil {
             var more = [UInt8](repeating: 0, count: 16 << 10)
             let n = try more.withUnsafeMutableBytes { try input.readFully(into: $0) }
             head += more[..<n]
             ended = n < more.count
-            header = try head.withUnsafeBytes { try AgeHeader.parse($0, complete: ended) }
+            header = try head.withUnsafeBytes { try parser.parse($0, complete: ended) }
         }
         let h = header!
         headerLength = h.length
@@ -438,6 +439,7 @@ package struct AgeOpener {
     }
     private let identities: [AgeIdentity]
     private var state = State.header
+    private var parser = AgeHeaderParser()
     private var buffer: [UInt8] = []
     private var index: UInt64 = 0
     private var plain = [UInt8](repeating: 0, count: AgeFormat.chunkSize)
@@ -450,7 +452,7 @@ package struct AgeOpener {
     package mutating func feed(_ bytes: UnsafeRawBufferPointer, _ out: (UnsafeRawBufferPointer) throws -> Void) throws {
         buffer += bytes
         if case .header = state {
-            guard let h = try buffer.withUnsafeBytes({ try AgeHeader.parse($0, complete: false) }) else { return }
+            guard let h = try buffer.withUnsafeBytes({ try parser.parse($0, complete: false) }) else { return }
             let fileKey = try AgeReader.unwrap(h, identities)
             guard AgeHeader.macMatches(h, fileKey: fileKey) else {
                 throw AgeFailure(.hmac, "the header's MAC does not match")

@@ -53,57 +53,11 @@ struct AgeHeader: Sendable {
     var length: Int
 
     /// Parses a header at the start of `bytes`. Returns nil when `bytes` ends before the header
-    /// does and `complete` is false (the caller reads more and tries again).
+    /// does and `complete` is false (the caller reads more and tries again, with an
+    /// ``AgeHeaderParser`` to keep what was parsed).
     static func parse(_ bytes: UnsafeRawBufferPointer, complete: Bool) throws(AgeFailure) -> AgeHeader? {
-        var at = 0
-        /// The next line without its LF, or nil when no LF follows yet.
-        func line() throws(AgeFailure) -> ArraySlice<UInt8>? {
-            guard let end = bytes[at...].firstIndex(of: 0x0A) else {
-                if complete || bytes.count >= maxLength { throw AgeFailure(.header, "the header is cut short") }
-                return nil
-            }
-            defer { at = end + 1 }
-            return ArraySlice(bytes[at..<end])
-        }
-        guard let version = try line() else { return nil }
-        guard Array(version) + [0x0A] == versionLine else {
-            throw AgeFailure(.header, "not age-encryption.org/v1 (an unsupported version, or not an age file)")
-        }
-        var stanzas: [AgeStanza] = []
-        while true {
-            let start = at
-            guard let l = try line() else { return nil }
-            if l.starts(with: [0x2D, 0x2D, 0x2D]) {  // ---
-                let parts = l.split(separator: 0x20, omittingEmptySubsequences: false)
-                guard parts.count == 2, Array(parts[0]) == [0x2D, 0x2D, 0x2D],
-                    let mac = AgeBase64.decode(parts[1]), mac.count == 32
-                else {
-                    throw AgeFailure(.header, "a malformed MAC line")
-                }
-                guard !stanzas.isEmpty else { throw AgeFailure(.header, "no recipient stanza") }
-                return AgeHeader(
-                    stanzas: stanzas, mac: mac, macInput: Array(bytes[0..<(start + 3)]), length: at)
-            }
-            let parts = l.split(separator: 0x20, omittingEmptySubsequences: false)
-            guard parts.count >= 2, Array(parts[0]) == [0x2D, 0x3E] else {  // ->
-                throw AgeFailure(.header, "a malformed stanza line")
-            }
-            let args = parts.dropFirst()
-            guard args.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0 >= 33 && $0 <= 126 } }) else {
-                throw AgeFailure(.header, "a stanza argument is empty or not printable")
-            }
-            var body: [UInt8] = []
-            while true {
-                guard let b = try line() else { return nil }
-                guard b.count <= 64, let decoded = AgeBase64.decode(b) else {
-                    throw AgeFailure(.header, "a malformed stanza body line")
-                }
-                body += decoded
-                if b.count < 64 { break }
-            }
-            let strings = args.map { String(decoding: $0, as: UTF8.self) }
-            stanzas.append(AgeStanza(type: strings[0], args: Array(strings.dropFirst()), body: body))
-        }
+        var parser = AgeHeaderParser()
+        return try parser.parse(bytes, complete: complete)
     }
 
     /// The header bytes for `stanzas` through `---` (what the MAC covers).
@@ -192,5 +146,80 @@ enum AgeBase64 {
             acc &= (1 << bits) - 1
         }
         return acc == 0 ? out : nil  // canonical: the unused bits are zero
+    }
+}
+
+/// Parses an age header as its bytes arrive, each line once: the bytes given to each call are the
+/// header's from its start (the same as before, and more), and parsing resumes where the last
+/// call stopped. So a header fed a byte at a time costs what it costs whole (a parser that began
+/// again at every piece was quadratic: a hostile client sending a long header slowly could make
+/// a receiver spin).
+struct AgeHeaderParser {
+    /// Bytes of whole lines parsed.
+    private var at = 0
+    /// Where the search for the next LF goes on.
+    private var scanned = 0
+    /// Bytes searched for line ends so far: each at most once, however the header is cut.
+    private(set) var examined = 0
+    private var version = false
+    private var stanzas: [AgeStanza] = []
+    /// The stanza whose body lines are being read: its arguments and body so far.
+    private var open: (args: [String], body: [UInt8])?
+
+    mutating func parse(_ bytes: UnsafeRawBufferPointer, complete: Bool) throws(AgeFailure) -> AgeHeader? {
+        while true {
+            let from = max(at, scanned)
+            let found = bytes[from...].firstIndex(of: 0x0A)
+            examined += (found ?? bytes.count) - from
+            guard let end = found else {
+                if complete || bytes.count >= AgeHeader.maxLength {
+                    throw AgeFailure(.header, "the header is cut short")
+                }
+                scanned = bytes.count  // no LF up to here: not searched again
+                return nil
+            }
+            let start = at
+            let l = ArraySlice(bytes[start..<end])
+            at = end + 1
+            if !version {
+                guard Array(l) + [0x0A] == AgeHeader.versionLine else {
+                    throw AgeFailure(.header, "not age-encryption.org/v1 (an unsupported version, or not an age file)")
+                }
+                version = true
+                continue
+            }
+            if var o = open {
+                guard l.count <= 64, let decoded = AgeBase64.decode(l) else {
+                    throw AgeFailure(.header, "a malformed stanza body line")
+                }
+                o.body += decoded
+                if l.count < 64 {
+                    stanzas.append(AgeStanza(type: o.args[0], args: Array(o.args.dropFirst()), body: o.body))
+                    open = nil
+                } else {
+                    open = o
+                }
+                continue
+            }
+            if l.starts(with: [0x2D, 0x2D, 0x2D]) {  // ---
+                let parts = l.split(separator: 0x20, omittingEmptySubsequences: false)
+                guard parts.count == 2, Array(parts[0]) == [0x2D, 0x2D, 0x2D],
+                    let mac = AgeBase64.decode(parts[1]), mac.count == 32
+                else {
+                    throw AgeFailure(.header, "a malformed MAC line")
+                }
+                guard !stanzas.isEmpty else { throw AgeFailure(.header, "no recipient stanza") }
+                return AgeHeader(stanzas: stanzas, mac: mac, macInput: Array(bytes[0..<(start + 3)]), length: at)
+            }
+            let parts = l.split(separator: 0x20, omittingEmptySubsequences: false)
+            guard parts.count >= 2, Array(parts[0]) == [0x2D, 0x3E] else {  // ->
+                throw AgeFailure(.header, "a malformed stanza line")
+            }
+            let args = parts.dropFirst()
+            guard args.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0 >= 33 && $0 <= 126 } }) else {
+                throw AgeFailure(.header, "a stanza argument is empty or not printable")
+            }
+            open = (args.map { String(decoding: $0, as: UTF8.self) }, [])
+        }
     }
 }
