@@ -160,5 +160,22 @@ import VaultS3
         )
         #expect(small.maxRSSKiB > 60 * 1024)
         #expect(big.maxRSSKiB - small.maxRSSKiB <= 8 * 1024)
+        // Sealed to an age recipient (one more AEAD pass, base64 of the age files): the same bound.
+        let recipient = s.run("keygen", "--out", s.path("office.key")).out.trimmingCharacters(in: .newlines)
+        let sealedSmall = s.measure(
+            "export", "--tag", "small", "--out", "sealed-small", "--recipient", recipient, "--progress", "none")
+        let sealedBig = s.measure(
+            "export", "--tag", "big", "--out", "sealed-big", "--recipient", recipient, "--progress", "none")
+        #expect(sealedSmall.status == 0 && sealedBig.status == 0, "\(sealedBig.stderr)")
+        let sealedSize =
+            try FileManager.default.attributesOfItem(atPath: s.path("sealed-big/batch-0001.json"))[.size] as? Int ?? 0
+        #expect(sealedSize > size)
+        print(
+            """
+                peak RSS: sealed export 1 x 1 MiB \(sealedSmall.maxRSSKiB) KiB, 20 x \(Self.each) MiB \
+                \(sealedBig.maxRSSKiB) KiB (+\(sealedBig.maxRSSKiB - sealedSmall.maxRSSKiB))
+                """
+        )
+        #expect(sealedBig.maxRSSKiB - sealedSmall.maxRSSKiB <= 8 * 1024)
     }
 }

@@ -128,6 +128,48 @@ import Testing
                 == f.records.reduce(0) { $0 + EnvelopeSize.chunkCount(plaintextSize: $1.metadata.size) })
     }
 
+    /// A sealed payload is not a function of its plaintext, but within one sealing (one upload
+    /// attempt) it is: produced from any offset — a tus chunk or an S3 part sent again — it is
+    /// the suffix of the whole payload, byte for byte, and its length is the planned one.
+    @Test(arguments: ["json", "form"])
+    func aSealedPayloadFromAnyOffsetIsTheSuffixOfTheSameSealing(wire: String) throws {
+        let f = try Fixture(sizes: [0, 1, 65_536, 200_000, 3])
+        let sealing = PayloadSealing(recipients: [try AgeIdentity.generate(postQuantum: false).recipient])
+        let format: PayloadFormat = wire == "json" ? .sealed(sealing) : .raw(SealedTestFraming(sealing: sealing))
+        let (full, _) = try Self.produce(f, format: format, from: 0)
+        let layout = PayloadLayout(f.records, format: format)
+        #expect(UInt64(full.count) == layout.length && format.length(of: f.records) == layout.length)
+        var offsets: [UInt64] = []
+        for span in layout.spans { offsets += [span.offset, span.offset + span.length / 2, span.offset + 1] }
+        for k in Set(offsets.filter { $0 <= layout.length }).sorted() {
+            #expect(try Self.produce(f, format: format, from: k).bytes == Array(full[Int(k)...]), "from offset \(k)")
+        }
+        // Another sealing of the same documents is other bytes of the same length.
+        let other: PayloadFormat =
+            wire == "json"
+            ? .sealed(PayloadSealing(recipients: sealing.recipients))
+            : .raw(SealedTestFraming(sealing: PayloadSealing(recipients: sealing.recipients)))
+        let again = try Self.produce(f, format: other, from: 0).bytes
+        #expect(again.count == full.count && again != full)
+    }
+
+    /// A framing that seals: its opening names the documents in an age file, as a form's manifest.
+    struct SealedTestFraming: RawFraming {
+        let sealing: PayloadSealing?
+        var contentType: String { "application/x-test" }
+        func opening(_ records: [DocumentRecord]) -> [UInt8] {
+            sealing!.sealWhole(Array(records.map(\.id.hex).joined(separator: ",").utf8), slot: .manifest) + [0x0A]
+        }
+        func openingLength(_ records: [DocumentRecord]) -> Int {
+            Int(sealing!.fileLength(UInt64(records.map(\.id.hex).joined(separator: ",").utf8.count))) + 1
+        }
+        func head(_ record: DocumentRecord) -> [UInt8] { Array("<\(record.id.hex)>".utf8) }
+        func tail(_ record: DocumentRecord) -> [UInt8] { Array("</>".utf8) }
+        var closing: [UInt8] { Array("end".utf8) }
+        var widest: any RawFraming { self }
+        func sealed(_ sealing: PayloadSealing) -> any RawFraming { SealedTestFraming(sealing: sealing) }
+    }
+
     @Test func theLayoutFindsTheSpanOfEveryByte() throws {
         let f = try Fixture(sizes: [0, 5, 0, 70_000])
         let layout = PayloadLayout(f.records, shape: .objects)

@@ -72,6 +72,30 @@ final class RecordingTransport: UploadTransport, @unchecked Sendable {
         #expect(Destinations.sameOrigin(URL(string: "HTTPS://Example.ORG/x")!, as: "https://example.org:443/files"))
     }
 
+    /// A sealed batch is never continued from an earlier attempt (its file keys were new and are
+    /// stored nowhere): the journaled tus upload is left alone and a new one is created; a plain
+    /// batch continues the journaled one (HEAD first).
+    @Test func aSealedBatchStartsANewTusUploadWhereAPlainOneContinues() async throws {
+        let (vault, records, dir) = try FakeTransportTests.vault(1)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var o = FakeTransportTests.options()
+        o.wire = .tus(TusOptions())
+        let journaled = o.target.address + "/journaled-upload"
+        for sealed in [false, true] {
+            o.recipients = sealed ? [try AgeIdentity.generate(postQuantum: false).recipient] : []
+            try Self.plant(vault, records, o) { $0.wire = .tus(url: journaled, offset: 7) }
+            let t = RecordingTransport()
+            _ = try? await Uploader(vault: vault, records: records, options: o, transport: t, onEvent: { _ in }).run()
+            let touched = t.requests.filter { $0.url == journaled }.map(\.method)
+            if sealed {
+                #expect(touched.isEmpty, "the earlier attempt's upload is not continued: \(t.requests)")
+                #expect(t.requests.contains { $0.method == "POST" }, "a new upload is created: \(t.requests)")
+            } else {
+                #expect(touched.first == "HEAD", "a plain batch continues its upload: \(t.requests)")
+            }
+        }
+    }
+
     @Test func aJournaledS3KeyOutsideThePrefixIsRefusedBeforeAnyRequest() async throws {
         let (vault, records, dir) = try FakeTransportTests.vault(1)
         defer { try? FileManager.default.removeItem(atPath: dir) }
