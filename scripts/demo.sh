@@ -108,18 +108,22 @@ token=$(VAULT_PASSWORD="$office_password" "$vault" receive --vault "$office" sta
 key=$(VAULT_PASSWORD="$office_password" "$vault" receive --vault "$office" key)
 echo "the station's token: ${token:0:8}…   the office's receipt key: $key"
 
-step "vault receive --vault \$work/office --listen 127.0.0.1:0 &"
-VAULT_PASSWORD="$office_password" "$vault" receive --vault "$office" --listen 127.0.0.1:0 \
+step "vault keygen --out \$work/office.key   # an age identity: batches travel sealed to its recipient"
+recipient=$("$vault" keygen --out "$work/office.key")
+echo "$recipient"
+
+step "vault receive --vault \$work/office --listen 127.0.0.1:0 --identity \$work/office.key &"
+VAULT_PASSWORD="$office_password" "$vault" receive --vault "$office" --listen 127.0.0.1:0 --identity "$work/office.key" \
     > "$work/office.out" 2> "$work/office.log" &
 office_pid=$!
 for _ in $(seq 200); do [ -s "$work/office.out" ] && break; sleep 0.05; done
 head -1 "$work/office.out"
 office_url="$(head -1 "$work/office.out" | sed 's/^listening on //')/batches"
 
-step "vault destination add office $office_url --receipt-key $key --optional"
-"$vault" destination add office "$office_url" --receipt-key "$key" --optional
+step "vault destination add office $office_url --receipt-key $key --recipient ${recipient:0:16}… --optional"
+"$vault" destination add office "$office_url" --receipt-key "$key" --recipient "$recipient" --optional
 
-step "VAULT_UPLOAD_TOKEN=… vault upload --to office --batch-size 4   # confirmed only by a receipt signed with that key"
+step "VAULT_UPLOAD_TOKEN=… vault upload --to office --batch-size 4   # sealed; confirmed only by a signed receipt"
 VAULT_UPLOAD_TOKEN="$token" "$vault" upload --to office --batch-size 4
 sed 's/^[^ ]* info vault.receive: /  office: /; s/ \[VaultReceive\].*//' "$work/office.log"
 

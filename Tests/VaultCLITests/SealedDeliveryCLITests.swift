@@ -247,4 +247,56 @@ import VaultTestSupport
         #expect(stranger.status != 0 && stranger.stderr.contains("422"), "\(stranger.stderr)")
         #expect(receiver.documents.count == 4 * Self.documents.count)
     }
+
+    /// A hostile station seals with Debian's age what vault would not send: the receiver opens
+    /// each file and refuses the batch (nothing stored) when the metadata lies about the data,
+    /// is not vault's canonical padded JSON, names another id, or is sealed to someone else;
+    /// the same construction with honest metadata is taken (so the refusals are the lies').
+    @Test func aReceiverRefusesSealedBatchesWhoseMetadataLies() throws {
+        guard Self.requireAge() else { return }
+        let s = Sandbox()
+        #expect(s.run("keygen", "--out", s.path("office.key")).status == 0)
+        #expect(s.shell("age-keygen -o stranger.key 2>/dev/null").status == 0)
+        let office = try Self.recipient(s, "office.key"), stranger = try Self.recipient(s, "stranger.key")
+        let receiver = try ReceiverProcess(s, extra: ["--identity", s.path("office.key")])
+        let token = receiver.addStation("hostile")
+        let data = [UInt8].random(70_000, seed: 9)
+        let sha = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+        let id = "0123456789abcdef0123456789abcdef"
+        func sealed(_ bytes: [UInt8], to recipient: String) -> String {
+            s.write("plain.tmp", bytes)
+            _ = s.shell("age -r \(recipient) -o sealed.tmp plain.tmp")
+            return (try? Data(contentsOf: URL(fileURLWithPath: s.path("sealed.tmp"))))?.base64EncodedString() ?? ""
+        }
+        func metadata(id: String = id, sha: String = sha, size: Int = 70_000, pad: Bool = true) -> [UInt8] {
+            var m = Array("{\"Id\":\"\(id)\",\"Name\":\"x.bin\",\"ContentType\":\"application/octet-stream\",".utf8)
+            m += Array("\"Size\":\(size),\"SHA256\":\"\(sha)\"}".utf8)
+            return pad ? m + [UInt8](repeating: 0x20, count: 256 - m.count % 256) : m
+        }
+        func send(_ key: String, meta: [UInt8], data dataRecipient: String = office) -> (status: Int, body: String) {
+            let payload =
+                #"{"Sealed":"age-encryption.org/v1","Files":[{"Id":""# + id + #"","Metadata":""#
+                + sealed(meta, to: office) + #"","Data":""# + sealed(data, to: dataRecipient) + #""}]}"#
+            s.write("payload.json", Array(payload.utf8))
+            return receiver.curl(
+                token: token,
+                ["-H", "Idempotency-Key: \(key)", "-H", "Content-Type: application/json", "--data-binary",
+                 "@" + s.path("payload.json"), receiver.url + "/batches"])
+        }
+        let lies: [(String, [UInt8], String, Int, String)] = [
+            ("wrong-digest", metadata(sha: String(repeating: "0", count: 64)), office, 400, "digest-mismatch"),
+            ("wrong-size", metadata(size: 69_999), office, 400, "digest-mismatch"),
+            ("unpadded", metadata(pad: false), office, 400, "header-malformed"),
+            ("other-id", metadata(id: "fedcba9876543210fedcba9876543210"), office, 400, "header-malformed"),
+            ("sealed-elsewhere", metadata(), stranger, 422, "not-sealed-to-this-receiver"),
+        ]
+        for (key, meta, to, status, code) in lies {
+            let r = send(key, meta: meta, data: to)
+            #expect(r.status == status && r.body.contains(code), "\(key): \(r.status) \(r.body)")
+        }
+        #expect(receiver.documents.isEmpty)
+        let honest = send("honest", meta: metadata())
+        #expect(honest.status == 200, "\(honest.body)")
+        #expect(receiver.documents.map { $0["sha256"] as? String } == [sha])
+    }
 }
