@@ -18,6 +18,7 @@ package struct BatchReader: PieceReader {
     private var state: State
     private let maxDocuments: Int
     private let identities: [AgeIdentity]
+    private let requireSealed: Bool
     /// How the batch came.
     package let wire: Wire
 
@@ -29,9 +30,12 @@ package struct BatchReader: PieceReader {
     /// A reader for a body of `contentType`.
     /// - Throws: ``VaultError/Code/usage`` for a content type that is neither (the receiver
     ///   answers 415).
-    package init(contentType: String?, maxDocuments: Int, identities: [AgeIdentity] = []) throws {
+    package init(
+        contentType: String?, maxDocuments: Int, identities: [AgeIdentity] = [], requireSealed: Bool = false
+    ) throws {
         self.maxDocuments = maxDocuments
         self.identities = identities
+        self.requireSealed = requireSealed
         let type = (contentType ?? "").split(separator: ";").first.map {
             $0.trimmingCharacters(in: .whitespaces).lowercased()
         }
@@ -43,7 +47,9 @@ package struct BatchReader: PieceReader {
             guard let boundary = MultipartReader.boundary(ofContentType: contentType ?? "") else {
                 throw VaultError(.headerMalformed, "multipart/form-data without a boundary")
             }
-            state = .form(FormReader(boundary: boundary, maxDocuments: maxDocuments, identities: identities))
+            let reader = FormReader(
+                boundary: boundary, maxDocuments: maxDocuments, identities: identities, requireSealed: requireSealed)
+            state = .form(reader)
             wire = .form
         default:
             throw VaultError(
@@ -86,6 +92,7 @@ package struct BatchReader: PieceReader {
                 state = .sealed(reader)
                 return
             }
+            guard !requireSealed else { throw Self.notSealed }
             let shape: PayloadShape = first.last == 0x22 ? .strings : .objects
             var reader = PayloadReader(shape: shape, maxDocuments: maxDocuments)
             state = .json(reader)
@@ -95,6 +102,10 @@ package struct BatchReader: PieceReader {
             state = .json(reader)
         }
     }
+
+    /// The refusal of a plaintext batch by a receiver that takes sealed ones only (415).
+    static let notSealed = VaultError(
+        .usage, "this receiver takes sealed batches only (age files to its identity): a plaintext batch is refused")
 
     /// Checks that the body ended where it should.
     package func finish() throws {

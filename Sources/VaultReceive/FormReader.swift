@@ -33,6 +33,7 @@ package struct FormReader {
     private var manifest: [PayloadReader.Header]?
     private var documents = 0
     private let identities: [AgeIdentity]
+    private let requireSealed: Bool
     /// True when the manifest came sealed: every document part must come sealed too.
     private var sealed = false
     /// The current sealed part's opener.
@@ -51,9 +52,10 @@ package struct FormReader {
     /// name is).
     package init(
         boundary: String, fileField: String? = nil, maxDocuments: Int = BatchLimits().documents,
-        identities: [AgeIdentity] = []
+        identities: [AgeIdentity] = [], requireSealed: Bool = false
     ) {
         self.identities = identities
+        self.requireSealed = requireSealed
         // The documents, a manifest and the 32 fields a form may have.
         parts = MultipartReader(boundary: boundary, maxParts: maxDocuments + 33)
         self.fileField = fileField
@@ -213,6 +215,7 @@ package struct FormReader {
         guard documents < maxDocuments else {
             throw VaultError(.tooManyDocuments, "the form holds more than \(maxDocuments) documents")
         }
+        guard sealed || !requireSealed else { throw BatchReader.notSealed }
         var header: PayloadReader.Header
         if let manifest {
             guard documents < manifest.count else {

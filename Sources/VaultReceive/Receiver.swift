@@ -142,6 +142,8 @@ public final class Receiver: Sendable {
     public let limits: Limits
     /// The age identities that open sealed batches (none: sealed batches are refused, 415).
     package let identities: [AgeIdentity]
+    /// Plaintext batches are refused (415): documents reach this receiver sealed only.
+    package let requireSealed: Bool
     private let state: Mutex<State>
     /// Held while the receiver lives: one receiver per vault.
     private let lock: OpenFile?
@@ -158,9 +160,14 @@ public final class Receiver: Sendable {
     }
 
     /// A receiver as above that also takes batches sealed to one of `identities`.
-    package init(vault: Vault, limits: Limits = Limits(), serving: Bool = true, identities: [AgeIdentity]) throws {
+    package init(
+        vault: Vault, limits: Limits = Limits(), serving: Bool = true, identities: [AgeIdentity],
+        requireSealed: Bool = false
+    ) throws {
+        precondition(!requireSealed || !identities.isEmpty, "internal error: sealed only, with no identity")
         self.vault = vault
         self.identities = identities
+        self.requireSealed = requireSealed
         lock = serving ? try vault.lockReceiver() : nil
         try vault.recoverInterruptedIntake()
         guard let identity = try vault.receiverIdentity(create: true) else {
@@ -485,7 +492,8 @@ package final class BatchIntake {
     ) throws {
         self.paced = paced
         reader = try BatchReader(
-            contentType: contentType, maxDocuments: receiver.limits.documents, identities: receiver.identities)
+            contentType: contentType, maxDocuments: receiver.limits.documents, identities: receiver.identities,
+            requireSealed: receiver.requireSealed)
         self.receiver = receiver
         self.station = station
         self.key = key

@@ -242,6 +242,7 @@ public final class Uploader: @unchecked Sendable {
     ) throws {
         try Self.refuseCleartext(options)
         var options = options
+        try vault.refuseUntrustedDestinationList()
         // A destination's recipients seal every upload to its URL, named or not.
         for r in try Self.destinationRecipients(vault, options) where !options.recipients.contains(r) {
             options.recipients.append(r)

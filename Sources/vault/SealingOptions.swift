@@ -31,6 +31,10 @@ struct SealingOptions: ParsableArguments {
             out += try AgeRecipient.parseFile(String(decoding: bytes, as: UTF8.self), path: path)
         }
         var seen = Set<AgeRecipient>()
-        return out.filter { seen.insert($0).inserted }
+        let unique = out.filter { seen.insert($0).inserted }
+        guard unique.count <= AgeRecipient.maxRecipients else {
+            throw VaultError(.usage, "at most \(AgeRecipient.maxRecipients) recipients, not \(unique.count)")
+        }
+        return unique
     }
 }

@@ -299,4 +299,55 @@ import VaultTestSupport
         #expect(honest.status == 200, "\(honest.body)")
         #expect(receiver.documents.map { $0["sha256"] as? String } == [sha])
     }
+
+    /// Someone with write access to the station's folder and no password puts back the history
+    /// from before the destination was sealed (review finding, high): the upload is refused
+    /// before anything is sent, instead of going out in the clear. And a receiver started with
+    /// --require-sealed refuses plaintext batches of every kind.
+    @Test func aRolledBackHistoryDoesNotUnsealADestinationAndAReceiverCanRequireSealing() throws {
+        guard Self.requireAge() else { return }
+        let s = Sandbox()
+        s.initVault()
+        Self.addDocuments(s)
+        #expect(s.run("keygen", "--out", s.path("office.key")).status == 0)
+        let recipient = try Self.recipient(s, "office.key")
+        let receiver = try ReceiverProcess(s, extra: ["--identity", s.path("office.key"), "--require-sealed"])
+        let token = receiver.addStation("station-1")
+        let url = receiver.url + "/batches"
+        #expect(s.run("destination", "add", "office", url).status == 0)
+        for f in ["log.vlt", "log.head", "log.anchor"] {
+            try? FileManager.default.copyItem(atPath: s.path("vault/" + f), toPath: s.path("old-" + f))
+        }
+        #expect(s.run("destination", "remove", "office").status == 0)
+        #expect(s.run("destination", "add", "office", url, "--recipient", recipient).status == 0)
+        for f in ["log.vlt", "log.head", "log.anchor"] {
+            guard FileManager.default.fileExists(atPath: s.path("old-" + f)) else { continue }
+            try FileManager.default.removeItem(atPath: s.path("vault/" + f))
+            try FileManager.default.copyItem(atPath: s.path("old-" + f), toPath: s.path("vault/" + f))
+        }
+        let up = s.run(["upload", "--to", "office", "--all", "--retries", "0"], env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(up.status == 65 && up.stderr.contains("the history does not verify (rolled-back)"), "\(up.stderr)")
+        #expect(up.stderr.contains("nothing is sent"))
+        #expect(!receiver.log.contains("result="), "nothing reached the receiver: \(receiver.log)")
+        // A password holder audits and accepts; then sending works again (the list is the older one).
+        #expect(s.run("audit", "--accept-loss").status == 0)
+        // The receiver takes no plaintext batch: vault's json and form, curl's -F form; 415 each.
+        let plain = s.run(
+            ["upload", "--url", url + "?plain", "--all", "--retries", "0"], env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(plain.status != 0 && plain.stderr.contains("415"), "\(plain.stderr)")
+        let form = s.run(
+            ["upload", "--url", url + "?plain", "--protocol", "form", "--all", "--new-run", "--retries", "0"],
+            env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(form.status != 0 && form.stderr.contains("415"), "\(form.stderr)")
+        s.write("c.txt", Array("curl".utf8))
+        let curl = receiver.curl(
+            token: token, ["-H", "Idempotency-Key: c-1", "-F", "f=@" + s.path("c.txt"), url])
+        #expect(curl.status == 415 && curl.body.contains("sealed batches only"), "\(curl.body)")
+        #expect(receiver.documents.isEmpty)
+        let sealed = s.run(
+            ["upload", "--url", url + "?plain", "--all", "--new-run", "--recipient", recipient],
+            env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(sealed.status == 0, "\(sealed.stderr)")
+        #expect(receiver.documents.count == Self.documents.count)
+    }
 }

@@ -160,12 +160,13 @@ import Testing
         #expect(checked == 85)
     }
 
-    /// A hostile header sent a byte at a time (87,000 empty stanzas, then a line of 100,000 bytes
-    /// without its end): every byte is searched once, not once per piece.
-    @Test func aHeaderFedAByteAtATimeIsParsedOnce() throws {
-        var header = AgeHeader.versionLine
-        for _ in 0..<87_000 { header += Array("-> a\n\n".utf8) }
-        header += [UInt8](repeating: 0x41, count: 100_000)
+    /// A hostile header sent a byte at a time (a stanza of 14,000 body lines, then a line of
+    /// 60,000 bytes without its end): every byte is searched once, not once per piece. Bounds:
+    /// more than 512 stanzas, or more than 1 MiB, is refused as such.
+    @Test func aHeaderFedAByteAtATimeIsParsedOnceAndIsBounded() throws {
+        var header = AgeHeader.versionLine + Array("-> a\n".utf8)
+        for _ in 0..<14_000 { header += [UInt8](repeating: 0x41, count: 64) + [0x0A] }
+        header += [UInt8](repeating: 0x41, count: 60_000)
         var parser = AgeHeaderParser()
         for n in 1...header.count {
             let done = try header[..<n].withUnsafeBytes { try parser.parse($0, complete: false) }
@@ -173,7 +174,18 @@ import Testing
             if done != nil { break }
         }
         #expect(parser.examined <= header.count)
-        #expect(throws: AgeFailure.self) { try header.withUnsafeBytes { try parser.parse($0, complete: true) } }
+        #expect(throws: AgeFailure(.header, "the header is cut short")) {
+            try header.withUnsafeBytes { try parser.parse($0, complete: true) }
+        }
+        var stanzas = AgeHeader.versionLine
+        for _ in 0...512 { stanzas += Array("-> a\n\n".utf8) }
+        #expect(throws: AgeFailure(.header, "more than 512 recipient stanzas")) {
+            try stanzas.withUnsafeBytes { try AgeHeader.parse($0, complete: false) }
+        }
+        let long = AgeHeader.versionLine + [UInt8](repeating: 0x41, count: AgeHeader.maxLength)
+        #expect(throws: AgeFailure(.header, "the header is longer than 1 MiB")) {
+            try long.withUnsafeBytes { try AgeHeader.parse($0, complete: false) }
+        }
     }
 
     @Test func successfulVectorsReencodeByteForByteUnderTheirFileKey() throws {

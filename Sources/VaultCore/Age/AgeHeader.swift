@@ -44,6 +44,9 @@ struct AgeHeader: Sendable {
     static let versionLine = Array("age-encryption.org/v1\n".utf8)
     /// The most header bytes read before giving up: room for hundreds of post-quantum stanzas.
     static let maxLength = 1 << 20
+    /// The most stanzas a header may have: each one an identity tries costs a key agreement, and
+    /// a file for a few hundred people is already unusual (vault refuses to seal to more).
+    static let maxStanzas = 512
 
     var stanzas: [AgeStanza]
     var mac: [UInt8]
@@ -172,9 +175,10 @@ struct AgeHeaderParser {
             let found = bytes[from...].firstIndex(of: 0x0A)
             examined += (found ?? bytes.count) - from
             guard let end = found else {
-                if complete || bytes.count >= AgeHeader.maxLength {
-                    throw AgeFailure(.header, "the header is cut short")
+                if bytes.count >= AgeHeader.maxLength {
+                    throw AgeFailure(.header, "the header is longer than \(AgeHeader.maxLength >> 20) MiB")
                 }
+                if complete { throw AgeFailure(.header, "the header is cut short") }
                 scanned = bytes.count  // no LF up to here: not searched again
                 return nil
             }
@@ -218,6 +222,9 @@ struct AgeHeaderParser {
             let args = parts.dropFirst()
             guard args.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0 >= 33 && $0 <= 126 } }) else {
                 throw AgeFailure(.header, "a stanza argument is empty or not printable")
+            }
+            guard stanzas.count < AgeHeader.maxStanzas else {
+                throw AgeFailure(.header, "more than \(AgeHeader.maxStanzas) recipient stanzas")
             }
             open = (args.map { String(decoding: $0, as: UTF8.self) }, [])
         }

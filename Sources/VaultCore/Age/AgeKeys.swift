@@ -56,6 +56,10 @@ package enum AgeRecipient: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The most recipients a file is sealed to (every header holds a stanza for each; a reader
+    /// refuses more, as a receiver must bound what one file costs).
+    package static let maxRecipients = AgeHeader.maxStanzas
+
     /// True for the post-quantum hybrid type.
     package var isPostQuantum: Bool {
         if case .hybrid = self { return true }
@@ -63,7 +67,7 @@ package enum AgeRecipient: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Reads recipients in age's recipients-file format: one per line, `#` comments and blank
-    /// lines ignored. At most 64 KiB and 1,000 recipients.
+    /// lines ignored. At most 64 KiB and ``maxRecipients`` recipients.
     package static func parseFile(_ text: String, path: String) throws -> [AgeRecipient] {
         guard text.utf8.count <= 64 << 10 else {
             throw VaultError(.usage, "\(path): a recipients file is at most 64 KiB")
@@ -77,7 +81,9 @@ package enum AgeRecipient: Sendable, Hashable, CustomStringConvertible {
             }
         }
         guard !out.isEmpty else { throw VaultError(.usage, "\(path) names no recipient") }
-        guard out.count <= 1000 else { throw VaultError(.usage, "\(path): at most 1,000 recipients") }
+        guard out.count <= maxRecipients else {
+            throw VaultError(.usage, "\(path): at most \(maxRecipients) recipients")
+        }
         return out
     }
 }

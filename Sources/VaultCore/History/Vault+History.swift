@@ -229,6 +229,25 @@ extension Vault {
         }
     }
 
+    /// Fails when the history the destination list comes from does not verify: put back from an
+    /// older copy, cut, forked, or with records that do not authenticate. Each destination's
+    /// recipients and receipt key are in that history, so an older copy could send a sealed
+    /// destination's documents in the clear, or count a delivery without its receipt: nothing is
+    /// sent until a password holder has audited the vault and accepted what it found.
+    package func refuseUntrustedDestinationList() throws {
+        let scan = try history()
+        let untrusted = scan.findings.filter { $0.code == .rolledBack || $0.code.rawValue.hasPrefix("log-") }
+        guard !untrusted.isEmpty else { return }
+        let codes = Array(Set(untrusted.map(\.code.rawValue))).sorted().joined(separator: ", ")
+        throw VaultError(
+            .vaultDamaged,
+            """
+                the history does not verify (\(codes)): the destinations, their recipients and receipt keys \
+                come from it, so nothing is sent
+                """,
+            hint: "audit the vault and, once what it found is understood, accept it; then send again")
+    }
+
     /// Fails when one of `records` was removed according to the history and its object is
     /// back (a resurrected document): such a document is not sent anywhere.
     package func refuseResurrected(_ records: [DocumentRecord]) throws {

@@ -84,6 +84,9 @@ extension VaultCommand.Receive {
             completion: .file())
         var identities: [String] = []
 
+        @Flag(help: "Refuse plaintext batches (415): with --identity, documents arrive sealed or not at all.")
+        var requireSealed = false
+
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
@@ -104,9 +107,11 @@ extension VaultCommand.Receive {
                 guard maxDocuments >= 1 else { throw VaultError(.usage, "--max-documents must be at least 1") }
                 limits.documents = maxDocuments
             }
+            if requireSealed && identities.isEmpty { throw VaultError(.usage, "--require-sealed needs --identity") }
             let ageIdentities = try VaultCommand.Import.identities(identities)
             try options.requireLocal()
-            let receiver = try Receiver(vault: try options.unlock(), limits: limits, identities: ageIdentities)
+            let receiver = try Receiver(
+                vault: try options.unlock(), limits: limits, identities: ageIdentities, requireSealed: requireSealed)
             var configuration = ReceiveServer.Configuration()
             (configuration.host, configuration.port) = (host, port)
             (configuration.tlsCertificate, configuration.tlsKey) = (tlsCert, tlsKey)
