@@ -107,6 +107,15 @@ package struct BatchReader: PieceReader {
     static let notSealed = VaultError(
         .usage, "this receiver takes sealed batches only (age files to its identity): a plaintext batch is refused")
 
+    /// The file keys of a sealed batch's documents, in order (empty for a plaintext batch).
+    package var sealedFileKeys: [SecretBytes] {
+        switch state {
+        case .sealed(let r): r.fileKeys
+        case .form(let r): r.fileKeys
+        default: []
+        }
+    }
+
     /// Checks that the body ended where it should.
     package func finish() throws {
         switch state {

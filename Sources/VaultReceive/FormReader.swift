@@ -38,6 +38,8 @@ package struct FormReader {
     private var sealed = false
     /// The current sealed part's opener.
     private var opener: AgeOpener?
+    /// The file keys of the sealed document parts, in order (the sealed answer's key).
+    package private(set) var fileKeys: [SecretBytes] = []
     private enum Current { case none, field(String), manifest, file(PayloadReader.Header) }
     /// The manifest's or the current field's bytes so far (kept apart from `current`, so an
     /// append never copies them).
@@ -256,6 +258,7 @@ package struct FormReader {
             } catch let f as AgeFailure {
                 throw f.vaultError("document \(documents + 1)")
             }
+            if let k = o.fileKey { fileKeys.append(k) }
         }
         let sha = Array(digest.finalize())
         if let expected = header.size, expected != size {

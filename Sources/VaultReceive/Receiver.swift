@@ -613,7 +613,7 @@ package final class BatchIntake {
                     422, "idempotency-key-reused",
                     "this Idempotency-Key was used for another payload; a resend must be the same bytes")
             }
-            return Receiver.Answer(status: 200, body: taken.answer, duplicate: true)
+            return Receiver.Answer(status: 200, body: try sealedForStation(taken.answer), duplicate: true)
         }
         guard let intake else { throw Refusal(500, "internal", "no intake") }
         do {
@@ -632,9 +632,23 @@ package final class BatchIntake {
             receiver.taken(
                 station: station, key: key, head: head, payloadSHA256: sha, answer: answer, documents: documents.count,
                 bytes: received, now: now)
-            return Receiver.Answer(status: 200, body: answer, documents: documents.count, bytes: received)
+            return Receiver.Answer(
+                status: 200, body: try sealedForStation(answer), documents: documents.count, bytes: received)
         } catch {
             throw Refusal.of(error, document: document)
+        }
+    }
+
+    /// The answer as the station gets it: for a sealed batch, sealed under a key from its
+    /// documents' file keys (``SealedAnswer``), so no hop that sees the answer reads the
+    /// receipt's digests; a plaintext batch's answer as it is.
+    private func sealedForStation(_ answer: [UInt8]) throws(Refusal) -> [UInt8] {
+        let keys = reader.sealedFileKeys
+        guard !keys.isEmpty else { return answer }
+        do {
+            return try SealedAnswer.seal(answer, key: SealedAnswer.key(fileKeys: keys, batch: key))
+        } catch {
+            throw Refusal(500, "internal", "the receipt could not be sealed")
         }
     }
 }

@@ -39,6 +39,8 @@ package struct SealedPayloadReader {
     package private(set) var offset: UInt64 = 0
     /// Documents whose end was read.
     package private(set) var documents = 0
+    /// The file keys of the documents' data files, in order (the sealed answer's key).
+    package private(set) var fileKeys: [SecretBytes] = []
 
     /// A reader opening the payload's files with `identities`.
     package init(identities: [AgeIdentity], maxDocuments: Int) {
@@ -239,6 +241,7 @@ package struct SealedPayloadReader {
         } catch let f as AgeFailure {
             throw f.vaultError("document \(documents + 1)")
         }
+        if let k = o.fileKey { fileKeys.append(k) }
         let sha = Array(digest.finalize())
         guard size == header.size, sha == header.sha256 else {
             throw VaultError(

@@ -542,11 +542,12 @@ public final class Uploader: @unchecked Sendable {
             attempt += 1
             journal.batches[i].attempts += 1
             try journal.save(to: vault)
-            switch try await sender.attempt(begin(index: i, attempt: attempt)) {
+            let a = begin(index: i, attempt: attempt)
+            switch try await sender.attempt(a) {
             case .confirmed(let status, let duplicate, let body):
                 let receipt: String?
                 do {
-                    receipt = try checkReceipt(i, body)
+                    receipt = try checkReceipt(i, body, sealing: a.format.sealing)
                 } catch {
                     try journal.save(to: vault)
                     throw error
@@ -663,7 +664,7 @@ public final class Uploader: @unchecked Sendable {
     /// signed by its key, for this batch's key, naming exactly its documents (SHA-256 and size,
     /// in order). Nil when it does not sign receipts.
     /// - Throws: ``VaultError/Code/uploadRejected`` when the receipt is missing or not right.
-    private func checkReceipt(_ i: Int, _ body: [UInt8]) throws -> String? {
+    private func checkReceipt(_ i: Int, _ answered: [UInt8], sealing: PayloadSealing?) throws -> String? {
         guard let key = receiptKey else { return nil }
         let n = journal.batches.count
         func refused(_ why: String) -> VaultError {
@@ -672,7 +673,17 @@ public final class Uploader: @unchecked Sendable {
                 hint: "check that the destination's receipt key is the receiver's")
         }
         let answer: Receipt.Answer
+        var body = answered
         do {
+            // A sealed batch's answer comes sealed under its documents' file keys: opened here,
+            // and the plain answer is what the history keeps (what an audit checks).
+            let batch = journal.batches[i]
+            if let sealing,
+                let opened = try SealedAnswer.open(
+                    body, key: sealing.receiptKey(documents: batch.documents, batch: batch.key))
+            {
+                body = opened
+            }
             answer = try Receipt.answer(body)
         } catch {
             throw refused("the receiver answered without a valid receipt (\(VaultError.from(error).message))")

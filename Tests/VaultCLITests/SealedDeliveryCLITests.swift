@@ -297,6 +297,9 @@ import VaultTestSupport
         #expect(receiver.documents.isEmpty)
         let honest = send("honest", meta: metadata())
         #expect(honest.status == 200, "\(honest.body)")
+        // The answer to a sealed batch is sealed too: no digest or size for a hop that sees it.
+        #expect(honest.body.hasPrefix(#"{"sealedReceipt":""#) && !honest.body.contains(sha), "\(honest.body)")
+        #expect(!honest.body.contains("70000"))
         #expect(receiver.documents.map { $0["sha256"] as? String } == [sha])
     }
 

@@ -458,6 +458,8 @@ package struct AgeOpener {
     private var buffer: [UInt8] = []
     private var index: UInt64 = 0
     private var plain = [UInt8](repeating: 0, count: AgeFormat.chunkSize)
+    /// The file key, once the header opened (what a receiver's sealed answer is keyed from).
+    package private(set) var fileKey: SecretBytes?
 
     /// An opener for `identities` (the first whose stanza matches opens the file).
     package init(identities: [AgeIdentity]) { self.identities = identities }
@@ -474,6 +476,7 @@ package struct AgeOpener {
             }
             buffer.removeFirst(h.length)
             state = .nonce(fileKey: fileKey)
+            self.fileKey = fileKey
         }
         if case .nonce(let fileKey) = state {
             guard buffer.count >= AgeFormat.nonceSize else { return }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// Sealed delivery: every document of a payload, and what describes it, as an age v1 file to
@@ -62,6 +63,12 @@ package final class PayloadSealing: @unchecked Sendable {
         n += sealed.withUnsafeMutableBytes { sealer.finish(into: UnsafeMutableRawBufferPointer(rebasing: $0[n...])) }
         out += sealed[..<n]
         return out
+    }
+
+    /// The key of the receiver's sealed answer to this batch (``SealedAnswer``): from the file
+    /// keys of `documents`' data files, in payload order, and the batch's Idempotency-Key.
+    package func receiptKey(documents: [DocumentID], batch: String) -> SymmetricKey {
+        SealedAnswer.key(fileKeys: documents.map { keying(.data($0)).fileKey }, batch: batch)
     }
 
     /// The length of an age file of `size` plaintext bytes under this sealing.

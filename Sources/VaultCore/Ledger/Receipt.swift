@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// A receiver's signed statement that it received a batch: which receiver, from which station,
@@ -220,5 +221,48 @@ package struct Receipt: Sendable, Equatable {
         }
         return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
             + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(ms), 3))Z"
+    }
+}
+
+/// A receiver's answer to a sealed batch, encrypted for the station (docs/FORMAT.md, "Receipts"):
+/// `{"sealedReceipt":"<base64 of nonce ‖ ChaCha20-Poly1305 ciphertext ‖ tag>"}`, the plain answer
+/// inside. A receipt names each document's plaintext SHA-256 and size; in the clear, any hop that
+/// sees answers (a TLS-terminating proxy, a log of response bodies or headers) could confirm a
+/// document it already has. The key is derived from the file keys of the batch's documents, which
+/// only the station that sealed them and a receiver that opened them hold:
+/// `HKDF-SHA-256(ikm = file key 1 ‖ … ‖ file key n, salt = the batch's Idempotency-Key,
+/// info = "vault-sealed-receipt/1")`.
+package enum SealedAnswer {
+    static let head = Array(#"{"sealedReceipt":""#.utf8)
+    static let tail = Array(#""}"#.utf8)
+    static let info = Array("vault-sealed-receipt/1".utf8)
+
+    /// The key for a batch whose documents' data files had `fileKeys`, in payload order.
+    package static func key(fileKeys: [SecretBytes], batch: String) -> SymmetricKey {
+        var ikm = [UInt8]()
+        for k in fileKeys { k.withUnsafeBytes { ikm += $0 } }
+        defer { Sodium.wipe(&ikm) }
+        return HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: ikm), salt: Array(batch.utf8), info: info, outputByteCount: 32)
+    }
+
+    /// `answer` sealed under `key`, as the receiver sends it.
+    package static func seal(_ answer: [UInt8], key: SymmetricKey) throws -> [UInt8] {
+        let box = try ChaChaPoly.seal(answer, using: key)
+        return head + Array(box.combined.base64EncodedString().utf8) + tail
+    }
+
+    /// The plain answer inside `body` when it is a sealed answer; nil when it is not one.
+    /// - Throws: ``VaultError/Code/headerMalformed`` when it is one that does not open under `key`.
+    package static func open(_ body: [UInt8], key: SymmetricKey) throws -> [UInt8]? {
+        guard body.starts(with: head), body.count <= 2 * Receipt.maxAnswerBytes, body.suffix(2).elementsEqual(tail)
+        else { return nil }
+        guard let sealed = Data(base64Encoded: Data(body[head.count..<(body.count - tail.count)])),
+              let box = try? ChaChaPoly.SealedBox(combined: sealed),
+              let plain = try? ChaChaPoly.open(box, using: key)
+        else {
+            throw VaultError(.headerMalformed, "the receiver's sealed receipt does not open with this batch's keys")
+        }
+        return Array(plain)
     }
 }
