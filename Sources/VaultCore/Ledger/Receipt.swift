@@ -252,12 +252,13 @@ package enum SealedAnswer {
         return head + Array(box.combined.base64EncodedString().utf8) + tail
     }
 
-    /// The plain answer inside `body` when it is a sealed answer; nil when it is not one.
+    /// The plain answer inside `answer` when it is a sealed answer; nil when it is not one.
     /// - Throws: ``VaultError/Code/headerMalformed`` when it is one that does not open under `key`.
-    package static func open(_ body: [UInt8], key: SymmetricKey) throws -> [UInt8]? {
-        guard body.starts(with: head), body.count <= 2 * Receipt.maxAnswerBytes, body.suffix(2).elementsEqual(tail)
+    package static func open(_ answer: [UInt8], key: SymmetricKey) throws -> [UInt8]? {
+        let bytes = answer
+        guard bytes.starts(with: head), bytes.count <= 2 * Receipt.maxAnswerBytes, bytes.suffix(2).elementsEqual(tail)
         else { return nil }
-        guard let sealed = Data(base64Encoded: Data(body[head.count..<(body.count - tail.count)])),
+        guard let sealed = Data(base64Encoded: Data(bytes[head.count..<(bytes.count - tail.count)])),
               let box = try? ChaChaPoly.SealedBox(combined: sealed),
               let plain = try? ChaChaPoly.open(box, using: key)
         else {
