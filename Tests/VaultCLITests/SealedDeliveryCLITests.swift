@@ -353,4 +353,39 @@ import VaultTestSupport
         #expect(sealed.status == 0, "\(sealed.stderr)")
         #expect(receiver.documents.count == Self.documents.count)
     }
+
+    /// The inbox bucket of an S3 upload (SeaweedFS) holds only sealed payloads: a multipart
+    /// upload of a 12 MiB document in 5 MiB parts, produced part by part from one sealing, opens
+    /// with Debian's age byte for byte, and no name or digest is in the bucket.
+    @Test func anS3InboxHoldsOnlySealedPayloadsThatAgeOpens() async throws {
+        guard Self.requireAge() else { return }
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("sealed")
+        defer { Task { await s3.shutdown() } }
+        let s = Sandbox()
+        s.initVault()
+        try s.writeLarge("big scan.tiff", mebibytes: 12, seed: 77)
+        s.write("note.txt", Array("inbox".utf8))
+        #expect(s.run("add", s.path("big scan.tiff"), s.path("note.txt")).status == 0)
+        #expect(s.shell("age-keygen -o age.key 2>/dev/null").status == 0)
+        let r = s.run(
+            ["upload", "--url", "s3://\(bucket)/inbox/", "--part-size", "5M", "--recipient",
+             try Self.recipient(s, "age.key"), "--json"], env: S3UploadCLITests.env(sw))
+        #expect(r.status == 0, "\(r.stderr)")
+        let run = S3UploadCLITests.runID(r)
+        let key = "inbox/\(run)/batch-0001.json"
+        let payload = try await s3.object(bucket: bucket, key: key)
+        let head = try await s3.send(.head, bucket: bucket, key: key)
+        #expect((head.header("ETag") ?? "").hasSuffix("-4\""), "a multipart upload of four parts")
+        let text = String(decoding: payload, as: UTF8.self)
+        #expect(!text.contains("big scan") && !text.contains("note.txt") && text.hasPrefix(#"{"Sealed":"#))
+        let files = try #require(
+            (try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])?["Files"] as? [[String: String]])
+        var opened: [[UInt8]] = []
+        for f in files {
+            let sealed = Array(Data(base64Encoded: f["Data"]!)!)
+            opened.append(try #require(Self.ageDecrypt(s, sealed, identity: "age.key")))
+        }
+        let big = Array(try Data(contentsOf: URL(fileURLWithPath: s.path("big scan.tiff"))))
+        #expect(opened.contains(big) && opened.contains(Array("inbox".utf8)))
+    }
 }
