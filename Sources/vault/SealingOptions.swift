@@ -18,8 +18,9 @@ struct SealingOptions: ParsableArguments {
         completion: .file())
     var recipientsFiles: [String] = []
 
-    /// Every recipient named, in order, each once.
-    func parsed() throws -> [AgeRecipient] {
+    /// Every recipient named, in order, each once; refused with any shape but objects (a sealed
+    /// entry carries its id and metadata).
+    func parsed(shape: PayloadShape = .objects) throws -> [AgeRecipient] {
         var out: [AgeRecipient] = []
         for r in recipients {
             do { out.append(try AgeRecipient(parsing: r)) } catch let e as VaultError {
@@ -35,6 +36,25 @@ struct SealingOptions: ParsableArguments {
         guard unique.count <= AgeRecipient.maxRecipients else {
             throw VaultError(.usage, "at most \(AgeRecipient.maxRecipients) recipients, not \(unique.count)")
         }
+        if !unique.isEmpty && shape != .objects {
+            throw VaultError(
+                .usage, "--recipient seals the objects shape only: a sealed entry carries its id and metadata",
+                hint: "leave out --shape strings")
+        }
         return unique
+    }
+}
+
+/// `--identity FILE` of `import --age` and `receive`: age identity files, read straight from
+/// the files (never from arguments), the bytes wiped once parsed.
+enum AgeIdentityFiles {
+    static func read(_ paths: [String]) throws -> [AgeIdentity] {
+        var out: [AgeIdentity] = []
+        for path in paths {
+            var bytes = try FileSystem.readFile(path, limit: 64 << 10 + 1)
+            defer { bytes.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+            out += try AgeIdentity.parseFile(String(decoding: bytes, as: UTF8.self), path: path)
+        }
+        return out
     }
 }

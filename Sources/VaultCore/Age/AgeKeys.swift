@@ -69,18 +69,9 @@ package enum AgeRecipient: Sendable, Hashable, CustomStringConvertible {
     /// Reads recipients in age's recipients-file format: one per line, `#` comments and blank
     /// lines ignored. At most 64 KiB and ``maxRecipients`` recipients.
     package static func parseFile(_ text: String, path: String) throws -> [AgeRecipient] {
-        guard text.utf8.count <= 64 << 10 else {
-            throw VaultError(.usage, "\(path): a recipients file is at most 64 KiB")
+        let out = try AgeKeyFile.lines(text, path: path, kind: "a recipients file", what: "names no recipient") {
+            try AgeRecipient(parsing: $0)
         }
-        var out: [AgeRecipient] = []
-        for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let l = line.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
-            if l.isEmpty || l.hasPrefix("#") { continue }
-            do { out.append(try AgeRecipient(parsing: l)) } catch let e as VaultError {
-                throw VaultError(.usage, "\(path):\(n + 1): \(e.message)", hint: e.hint)
-            }
-        }
-        guard !out.isEmpty else { throw VaultError(.usage, "\(path) names no recipient") }
         guard out.count <= maxRecipients else {
             throw VaultError(.usage, "\(path): at most \(maxRecipients) recipients")
         }
@@ -153,18 +144,30 @@ package struct AgeIdentity: Sendable {
     /// Reads identities in age's identity-file format: one `AGE-SECRET-KEY-…` per line, `#`
     /// comments and blank lines ignored. At most 64 KiB.
     package static func parseFile(_ text: String, path: String) throws -> [AgeIdentity] {
-        guard text.utf8.count <= 64 << 10 else {
-            throw VaultError(.usage, "\(path): an identity file is at most 64 KiB")
+        try AgeKeyFile.lines(text, path: path, kind: "an identity file", what: "holds no age identity") {
+            try AgeIdentity(parsing: $0)
         }
-        var out: [AgeIdentity] = []
+    }
+}
+
+/// age's key files (recipients files, identity files): one key per line, `#` comments and blank
+/// lines ignored, CR before LF allowed, at most 64 KiB.
+enum AgeKeyFile {
+    /// Each key line of `text` through `parse`; a line that fails is named by its number (the
+    /// message is the parser's, which never holds a secret).
+    static func lines<T>(
+        _ text: String, path: String, kind: String, what: String, _ parse: (String) throws -> T
+    ) throws -> [T] {
+        guard text.utf8.count <= 64 << 10 else { throw VaultError(.usage, "\(path): \(kind) is at most 64 KiB") }
+        var out: [T] = []
         for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let l = line.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
             if l.isEmpty || l.hasPrefix("#") { continue }
-            do { out.append(try AgeIdentity(parsing: l)) } catch let e as VaultError {
-                throw VaultError(.usage, "\(path):\(n + 1): \(e.message)")
+            do { out.append(try parse(l)) } catch let e as VaultError {
+                throw VaultError(.usage, "\(path):\(n + 1): \(e.message)", hint: e.hint)
             }
         }
-        guard !out.isEmpty else { throw VaultError(.usage, "\(path) holds no age identity") }
+        guard !out.isEmpty else { throw VaultError(.usage, "\(path) \(what)") }
         return out
     }
 }

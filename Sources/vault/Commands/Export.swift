@@ -91,12 +91,7 @@ extension VaultCommand {
             o.shape = batching.shape
             o.skipBad = skipBad
             o.force = force
-            o.recipients = try sealing.parsed()
-            if !o.recipients.isEmpty && batching.shape != .objects {
-                throw VaultError(
-                    .usage, "--recipient seals the objects shape only: a sealed entry carries its id and metadata",
-                    hint: "leave out --shape strings")
-            }
+            o.recipients = try sealing.parsed(shape: batching.shape)
             return o
         }
 

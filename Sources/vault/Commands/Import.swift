@@ -147,7 +147,7 @@ extension VaultCommand {
                 throw VaultError(.usage, "--name needs exactly one file, but \(paths[0]) holds \(inputs.count)")
             }
             let decryption: Importer.Decryption =
-                age ? .age(try Self.identities(identities)) : .rncryptor(try credentials())
+                age ? .age(try AgeIdentityFiles.read(identities)) : .rncryptor(try credentials())
             let vault = try options.unlock()
             let renderer = ProgressRenderer(mode: progressOptions.resolved)
             for skip in unnamed {
@@ -193,17 +193,6 @@ extension VaultCommand {
                     .partial, "\(outcome.failed.count) of \(Plural.count(inputs.count, "file")) could not be imported",
                     hint: "they are named above")
             }
-        }
-
-        /// The identities in age identity files (never named in a message by their contents).
-        static func identities(_ paths: [String]) throws -> [AgeIdentity] {
-            var out: [AgeIdentity] = []
-            for path in paths {
-                var bytes = try FileSystem.readFile(path, limit: 64 << 10 + 1)
-                defer { bytes.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
-                out += try AgeIdentity.parseFile(String(decoding: bytes, as: UTF8.self), path: path)
-            }
-            return out
         }
 
         /// The RNCryptor credentials: the two keys, or the password.

@@ -108,7 +108,7 @@ extension VaultCommand.Receive {
                 limits.documents = maxDocuments
             }
             if requireSealed && identities.isEmpty { throw VaultError(.usage, "--require-sealed needs --identity") }
-            let ageIdentities = try VaultCommand.Import.identities(identities)
+            let ageIdentities = try AgeIdentityFiles.read(identities)
             try options.requireLocal()
             let receiver = try Receiver(
                 vault: try options.unlock(), limits: limits, identities: ageIdentities, requireSealed: requireSealed)

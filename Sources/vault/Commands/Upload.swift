@@ -517,12 +517,7 @@ extension VaultCommand {
             o.skipBad = skipBad
             o.policy = RetryPolicy(retries: retries)
             o.allowsCleartext = insecureHTTP
-            o.recipients = try sealing.parsed()
-            if !o.recipients.isEmpty && batching.shape != .objects {
-                throw VaultError(
-                    .usage, "--recipient seals the objects shape only: a sealed entry carries its id and metadata",
-                    hint: "leave out --shape strings")
-            }
+            o.recipients = try sealing.parsed(shape: batching.shape)
             return o
         }
 
