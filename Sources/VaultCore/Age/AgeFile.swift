@@ -247,6 +247,36 @@ final class AgeFileSealer {
         return n
     }
 
+    /// A job that seals chunk `i` of the next batch into `out` at `i` whole sealed chunks, for
+    /// the reader to run on its threads as each chunk verifies (``StreamReader/onChunk``): the
+    /// plaintext is sealed again while it is in that core's cache, without a second pass over
+    /// the batch. Then ``sealedByJob(_:)`` counts the batch. (The empty final chunk of an empty
+    /// document is left to ``finish(into:)``.)
+    func job(into out: UnsafeMutableRawBufferPointer) -> (Int, UnsafeRawBufferPointer) -> Void {
+        let cipher = cipher, first = index, before = sealed, size = size
+        return { i, plain in
+            guard plain.count > 0 else { return }
+            let cs = AgeFormat.chunkSize, ss = cs + AgeFormat.tagSize
+            let end = before + UInt64(i * cs + plain.count)
+            precondition(end <= size, "internal error: more plaintext than the document's size")
+            precondition(end == size || plain.count == cs, "internal error: a partial age chunk")
+            cipher.seal(
+                plain, index: first + UInt64(i), last: end == size,
+                into: UnsafeMutableRawBufferPointer(rebasing: out[i * ss..<(i * ss + plain.count + AgeFormat.tagSize)]))
+        }
+    }
+
+    /// After ``job(into:)`` sealed a batch of `plainCount` bytes: moves past it; returns the bytes
+    /// it sealed.
+    func sealedByJob(_ plainCount: Int) -> Int {
+        guard plainCount > 0 else { return 0 }
+        let chunks = (plainCount + AgeFormat.chunkSize - 1) / AgeFormat.chunkSize
+        index += UInt64(chunks)
+        sealed += UInt64(plainCount)
+        precondition(sealed <= size, "internal error: more plaintext than the document's size")
+        return plainCount + chunks * AgeFormat.tagSize
+    }
+
     /// After the last batch: the empty final chunk of an empty document, else nothing.
     func finish(into out: UnsafeMutableRawBufferPointer) -> Int {
         precondition(sealed == size, "internal error: the document ended early")

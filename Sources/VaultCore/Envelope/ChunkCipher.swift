@@ -75,10 +75,13 @@ final class ChunkCipher: Sendable {
     /// Opens the chunks in `sealed` (all full except perhaps the last) into `plain`, in
     /// parallel. Returns nil when all verify, else the smallest failing chunk offset in the batch.
     /// `alongside` as in ``sealBatch(_:firstIndex:final:into:alongside:)`` (the reader reads
-    /// the next batch there).
+    /// the next batch there). `opened(i, plaintext)` runs on the same thread right after chunk
+    /// `i` verifies, while its plaintext is still in that core's cache (a sealed export seals
+    /// it again there); its output counts only if the whole batch verifies.
     func openBatch(
         _ sealed: UnsafeRawBufferPointer, firstIndex: UInt64, final: Bool,
-        into plain: UnsafeMutableRawBufferPointer, alongside: [() -> Void] = []
+        into plain: UnsafeMutableRawBufferPointer, alongside: [() -> Void] = [],
+        opened: ((Int, UnsafeRawBufferPointer) -> Void)? = nil
     ) -> Int? {
         let cs = EnvelopeFormat.chunkSize, ss = EnvelopeFormat.sealedChunkSize
         let count = (sealed.count + ss - 1) / ss
@@ -87,7 +90,11 @@ final class ChunkCipher: Sendable {
             let start = i * ss, end = min(start + ss, sealed.count)
             let s = UnsafeRawBufferPointer(rebasing: sealed[start..<end])
             let o = UnsafeMutableRawBufferPointer(rebasing: plain[i * cs..<(i * cs + s.count - EnvelopeFormat.tagSize)])
-            if !open(s, index: firstIndex + UInt64(i), last: final && i == count - 1, into: o) { failures.add(i) }
+            if !open(s, index: firstIndex + UInt64(i), last: final && i == count - 1, into: o) {
+                failures.add(i)
+            } else if let opened {
+                opened(i, UnsafeRawBufferPointer(o))
+            }
         }
         return failures.first
     }

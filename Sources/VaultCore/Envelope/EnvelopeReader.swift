@@ -150,4 +150,9 @@ package final class EnvelopeReader {
     package var releasedCount: UInt64 { stream.releasedCount }
     /// Chunks opened (and authenticated) so far.
     package var openedChunks: UInt64 { stream.openedChunks }
+    /// A job for each chunk of the next batch, run where it is decrypted (``StreamReader/onChunk``).
+    package var onChunk: ((Int, UnsafeRawBufferPointer) -> Void)? {
+        get { stream.onChunk }
+        set { stream.onChunk = newValue }
+    }
 }

@@ -32,6 +32,11 @@ package final class StreamReader {
     package private(set) var openedChunks: UInt64 = 0
     /// The index of the first chunk this reader opens.
     package var firstIndex: UInt64 { nextIndex - openedChunks }
+    /// Runs on the decrypting threads for each chunk of the next batch as it verifies: its
+    /// index in the batch and its plaintext (see ``ChunkCipher/openBatch``). Set per batch by a
+    /// consumer that transforms chunks where they are decrypted; what it makes counts only when
+    /// ``next()`` returns the batch.
+    package var onChunk: ((Int, UnsafeRawBufferPointer) -> Void)?
 
     /// A reader of `batching.chunks` chunks at a time (one byte more is read, to see whether
     /// the input ends after them), whose source starts at chunk `firstIndex` (0: the start).
@@ -135,7 +140,9 @@ package final class StreamReader {
     private func open(_ batch: UnsafeRawBufferPointer, final: Bool, alongside: [() -> Void] = []) throws {
         let ss = EnvelopeFormat.sealedChunkSize
         let count = (batch.count + ss - 1) / ss
-        if let bad = cipher.openBatch(batch, firstIndex: nextIndex, final: final, into: plain, alongside: alongside) {
+        if let bad = cipher.openBatch(
+            batch, firstIndex: nextIndex, final: final, into: plain, alongside: alongside, opened: onChunk)
+        {
             let index = nextIndex + UInt64(bad)
             // A chunk that fails as non-final but opens as final has data after it: that data
             // is trailing (age's rule for a full-length final chunk).

@@ -308,6 +308,9 @@ package final class PayloadProducer {
                 if buffer.count - fill < batchOutput { return }
                 let record = records[documentIndex]
                 let batch: UnsafeRawBufferPointer?
+                // Sealing: each chunk is sealed where it is decrypted, as it verifies.
+                reader.onChunk = encoder.sealingJob(output: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...]))
+                defer { reader.onChunk = nil }
                 do {
                     batch = try reader.next()
                 } catch {
@@ -412,12 +415,24 @@ private struct DataCoder {
         return sealer.prefix.withUnsafeBytes { put($0, into: output) }
     }
 
+    /// When sealing: the job the reader runs on each chunk of the next batch as it verifies
+    /// (``AgeFileSealer/job(into:)``), which seals it into the scratch (JSON) or into `output`
+    /// after the age file's prefix (form), where ``encode(_:into:)`` then finds it.
+    func sealingJob(output: UnsafeMutableRawBufferPointer) -> ((Int, UnsafeRawBufferPointer) -> Void)? {
+        guard let sealer else { return nil }
+        if let scratch { return sealer.job(into: scratch) }
+        return sealer.job(
+            into: UnsafeMutableRawBufferPointer(rebasing: output[(prefixDone ? 0 : sealer.prefix.count)...]))
+    }
+
+    /// A batch of plaintext as the payload carries it; when sealing, the batch was sealed by
+    /// ``sealingJob(output:)`` as it was decrypted.
     mutating func encode(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
         let n = prefix(into: output)
         let rest = UnsafeMutableRawBufferPointer(rebasing: output[n...])
         guard let sealer else { return n + put(input, into: rest) }
-        guard let scratch else { return n + sealer.seal(input, into: rest) }
-        let sealed = sealer.seal(input, into: scratch)
+        let sealed = sealer.sealedByJob(input.count)
+        guard let scratch else { return n + sealed }  // sealed in place
         return n + put(UnsafeRawBufferPointer(rebasing: scratch[0..<sealed]), into: rest)
     }
 
