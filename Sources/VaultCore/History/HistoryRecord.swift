@@ -41,6 +41,9 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
         case station
         /// A receiver's signing key made: its public key in `detail` (``ReceiverKeyRecord``).
         case receiver
+        /// An operator of a receiver's browser view added or removed: JSON in `detail`
+        /// (``OperatorChange``), with the password's Argon2id hash for an `add`.
+        case operatorAccount = "operator"
     }
 
     /// How the command ended.

@@ -68,6 +68,43 @@ package struct StationChange: Codable, Sendable, Equatable {
     }
 }
 
+/// What an `operator` history record says: an operator of the receiver's browser view added,
+/// with the Argon2id hash of their password (``PasswordHash``), or removed. The history is the
+/// only place operators are kept: sealed and chained, so nobody without the vault's password
+/// can add one or bring back a removed one.
+package struct OperatorChange: Codable, Sendable, Equatable {
+    /// What changed.
+    package enum Action: String, Codable, Sendable { case add, remove }
+    package var action: Action
+    /// The operator's name.
+    package var name: String
+    /// `add`: the password's hash (`$argon2id$…`).
+    package var passwordHash: String?
+
+    /// A change by its parts.
+    package init(action: Action, name: String, passwordHash: String? = nil) {
+        self.action = action
+        self.name = name
+        self.passwordHash = passwordHash
+    }
+
+    /// The change an `operator` record holds.
+    package static func of(_ record: HistoryRecord) -> OperatorChange? {
+        guard record.operation == .operatorAccount, let detail = record.detail else { return nil }
+        return try? JSONDecoder().decode(OperatorChange.self, from: Data(detail.utf8))
+    }
+
+    /// For a listing of the history: the action and the name. The password's hash is never
+    /// shown (it could be guessed against offline).
+    package var summary: String { "operator \(name) \(action == .add ? "added" : "removed")" }
+
+    /// The record's detail as a listing of the history in JSON shows it: without the hash.
+    package var shownDetail: String {
+        String(
+            decoding: (try? JSONEncoder().encode(OperatorChange(action: action, name: name))) ?? Data(), as: UTF8.self)
+    }
+}
+
 /// What a `receive` history record says besides its documents: who sent the batch, under which
 /// key, with which history head, and the receipt the receiver answered with.
 package struct ReceivedBatch: Codable, Sendable, Equatable {

@@ -5,7 +5,7 @@ internal import CSodium
 /// `sodium_init` is idempotent and thread-safe; it is called once, lazily, before the first
 /// use of any primitive. It can only fail when the system has no usable randomness, in which
 /// case nothing in the vault can work.
-enum Sodium {
+package enum Sodium {
     private static let status: Int32 = sodium_init()
 
     /// Throws if libsodium could not be initialised.
@@ -23,14 +23,14 @@ enum Sodium {
     }
 
     /// Zeroes memory in a way the optimiser may not remove.
-    static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
+    package static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress,
               buffer.count > 0 else { return }
         sodium_memzero(base, buffer.count)
     }
 
     /// Zeroes an array that briefly held secret bytes (a decrypted keyring).
-    static func wipe(_ bytes: inout [UInt8]) {
+    package static func wipe(_ bytes: inout [UInt8]) {
         bytes.withUnsafeMutableBytes { wipe($0) }
     }
 }

@@ -8,9 +8,9 @@ extension VaultCommand {
         static let configuration = CommandConfiguration(
             abstract:
                 """
-                    Print the vault's sealed history: what each command added, removed or sent out, when, and from \
-                    which host.
-                    """,
+                Print the vault's sealed history: what each command added, removed or sent out, when, and from \
+                which host.
+                """,
             discussion: """
                 Every record is authenticated in its place in the chain before it is printed; a record \
                 that fails is shown as DAMAGED, and the command then exits 65 (run 'vault audit'). \
@@ -34,9 +34,9 @@ extension VaultCommand {
         @Option(
             help: ArgumentHelp(
                 """
-                    Only records written at or after this date or time (ISO 8601, UTC unless an offset is given), or \
-                    this long ago (24h, 7d).
-                    """,
+                Only records written at or after this date or time (ISO 8601, UTC unless an offset is given), or \
+                this long ago (24h, 7d).
+                """,
                 valueName: "time"))
         var since: String?
 
@@ -48,9 +48,9 @@ extension VaultCommand {
             if let since, Self.parseTime(since) == nil {
                 throw ValidationError(
                     """
-                        --since needs a date (2026-11-01), an ISO 8601 time (2026-11-01T09:30:00Z) or an age (24h, \
-                        7d), not '\(since)'.
-                        """
+                    --since needs a date (2026-11-01), an ISO 8601 time (2026-11-01T09:30:00Z) or an age (24h, \
+                    7d), not '\(since)'.
+                    """
                 )
             }
             if let doc, doc.count < 4 || doc.count > 32 || Hex.decode(doc.count % 2 == 0 ? doc : doc + "0") == nil {
@@ -112,7 +112,8 @@ extension VaultCommand {
                                     time: JSONOutput.iso(millis: r.timeMillis),
                                     timeMillis: r.timeMillis, host: r.host, outcome: r.outcome.rawValue,
                                     documents: r.documents,
-                                    destinations: r.destinations, detail: r.detail, anomalies: r.anomalies,
+                                    destinations: r.destinations,
+                                    detail: OperatorChange.of(r)?.shownDetail ?? r.detail, anomalies: r.anomalies,
                                     receipt: r.receipt)
                             }, findings: findings)))
             } else {
@@ -159,7 +160,9 @@ extension VaultCommand {
                 + (narrow ? "" : Terminal.printable(r.host))
             if !r.documents.isEmpty { line += (narrow ? "" : "  ") + Plural.count(r.documents.count, "document") }
             if narrow { line += "  " + Terminal.printable(r.host) }
-            if let d = DestinationChange.of(r)?.summary ?? TagChange.of(r)?.summary ?? r.detail {
+            if let d = DestinationChange.of(r)?.summary ?? TagChange.of(r)?.summary ?? OperatorChange.of(r)?.summary
+                ?? r.detail
+            {
                 let detail = "  (\(Terminal.printable(d)))"
                 let used = DisplayWidth.cells(line)
                 if used + DisplayWidth.cells(detail) <= room {
