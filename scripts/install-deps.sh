@@ -7,6 +7,7 @@
 set -euo pipefail
 
 missing=()
+lean=()
 pkg-config --exists libsodium 2>/dev/null || missing+=(libsodium-dev)
 pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)
 pkg-config --exists zlib 2>/dev/null || missing+=(zlib1g-dev)
@@ -19,18 +20,22 @@ for extra in "$@"; do
         php) [ -x /usr/bin/php ] || missing+=(php-cli) ;;
         curl) command -v curl >/dev/null 2>&1 || missing+=(curl) ;;
         sqlite3) command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3) ;;
+        # Without recommended packages: the headless browser needs none of them (12 s here).
+        chromium) [ -x /usr/bin/chromium ] || lean+=(chromium) ;;
+        chromium-driver) [ -x /usr/bin/chromedriver ] || lean+=(chromium-driver) ;;
     esac
 done
 
-[ ${#missing[@]} -eq 0 ] && exit 0
+[ ${#missing[@]} -eq 0 ] && [ ${#lean[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "vault: installing ${missing[*]} with apt-get" >&2
+    echo "vault: installing ${missing[*]} ${lean[*]} with apt-get" >&2
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq "${missing[@]}" >/dev/null
+    [ ${#missing[@]} -eq 0 ] || apt-get install -y -qq "${missing[@]}" >/dev/null
+    [ ${#lean[@]} -eq 0 ] || apt-get install -y -qq --no-install-recommends "${lean[@]}" >/dev/null
 else
-    echo "vault: missing ${missing[*]}" >&2
-    echo "vault: hint: install them with your package manager, e.g. sudo apt-get install ${missing[*]}" >&2
+    echo "vault: missing ${missing[*]} ${lean[*]}" >&2
+    echo "vault: hint: install them with your package manager, e.g. sudo apt-get install ${missing[*]} ${lean[*]}" >&2
     exit 1
 fi

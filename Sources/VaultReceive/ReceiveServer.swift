@@ -23,8 +23,9 @@ package struct ReceiveContext: RequestContext {
     }
 }
 
-/// The receiver's HTTP server (docs/RECEIVE.md): `POST /batches`, `GET /healthz`,
-/// `GET /metrics`, over HTTP/1.1, with TLS when given a certificate.
+/// The receiver's HTTP server (docs/RECEIVE.md): `POST /batches`, tus under `/files`,
+/// `GET /healthz`, `GET /metrics`, and the operators' browser view under `/ui/`, over
+/// HTTP/1.1, with TLS when given a certificate.
 ///
 /// Hummingbird 2 (on SwiftNIO): its request body is an asynchronous sequence of buffers as they
 /// arrive, so a batch is read, checked and encrypted as it comes and never held; it gives idle
@@ -108,6 +109,10 @@ public struct ReceiveServer: Service {
         router.head("/files/:id") { request, context in await tus.head(request, context) }
         router.patch("/files/:id") { request, context in await tus.patch(request, context) }
         router.delete("/files/:id") { request, context in await tus.delete(request, context) }
+        OperatorView(
+            receiver: receiver, accounts: try OperatorAccounts(vault: receiver.vault), sessions: OperatorSessions(),
+            secure: configuration.tlsCertificate != nil
+        ).register(on: router)
         let headTimeout = TimeAmount.milliseconds(Int64(configuration.idleTimeout * 1000))
         let http = HTTPServerBuilder.http1(
             configuration: .init(

@@ -28,6 +28,10 @@ enum PasswordReader {
         static let newPassword = Source(
             variable: "VAULT_NEW_PASSWORD", fileOption: "--new-password-file", prompt: "New vault password: ",
             what: "new")
+        /// An operator's password (`vault receive operator add`): read as a new vault password is.
+        static let operatorPassword = Source(
+            variable: "VAULT_NEW_PASSWORD", fileOption: "--new-password-file", prompt: "Operator's password: ",
+            what: "operator")
         static let rncryptor = Source(
             variable: "VAULT_IMPORT_PASSWORD", fileOption: "--from-password-file",
             prompt: "RNCryptor password: ", what: "RNCryptor")

@@ -26,8 +26,11 @@ extension VaultCommand {
                       --tls-cert cert.pem --tls-key key.pem
                   vault keygen --out office.key
                   vault receive --vault office --identity office.key
+                  vault receive --vault office operator add alice
+
+                Operators see what arrived in a browser, at /ui/ of the receiver's address.
                 """,
-            subcommands: [Serve.self, Stations.self, Key.self],
+            subcommands: [Serve.self, Stations.self, Operators.self, Key.self],
             defaultSubcommand: Serve.self)
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
@@ -256,6 +259,114 @@ extension VaultCommand.Receive.Stations {
             try options.requireLocal()
             try Receiver(vault: try options.unlock(), serving: false).removeStation(name)
             Terminal.err("vault: removed station \(Terminal.printable(name)) (its batches stay in the history)")
+        }
+    }
+}
+
+extension VaultCommand.Receive {
+    /// `vault receive operator`: who may sign in to the browser view.
+    struct Operators: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "operator",
+            abstract: "List, add or remove the operators who sign in to the browser view (/ui/).",
+            subcommands: [List.self, Add.self, Remove.self],
+            defaultSubcommand: List.self)
+
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Receive
+
+        var parentOptions: GlobalOptions { global.merged(with: group.parentOptions) }
+    }
+}
+
+extension VaultCommand.Receive.Operators {
+    /// `vault receive operator list`.
+    struct List: VaultSubcommand {
+        static let configuration = CommandConfiguration(abstract: "List the operators (the default).")
+
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Receive.Operators
+        @OptionGroup var result: ResultOptions
+
+        func run() async throws { try await run(parent: group.parentOptions) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            try options.requireLocal()
+            let names = try OperatorAccounts(vault: try options.unlock()).names
+            if result.json {
+                struct Result: Encodable { var operators: [String] }
+                Terminal.out(JSONOutput.line(Result(operators: names)))
+                return
+            }
+            if names.isEmpty {
+                Terminal.err("vault: no operators (add one with 'vault receive operator add NAME')")
+                return
+            }
+            for name in names { Terminal.out(name + "\n") }
+        }
+    }
+
+    /// `vault receive operator add NAME`.
+    struct Add: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add an operator; their password is kept only as an Argon2id hash.",
+            discussion: """
+                The operator's password is read like 'vault passwd' reads a new one: from \
+                --new-password-file FILE, else $VAULT_NEW_PASSWORD, else a no-echo prompt asked twice.
+                """)
+
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Receive.Operators
+
+        @Argument(
+            help: ArgumentHelp(
+                "The operator's name (letters, digits, '-', '_' and '.', up to 64).", valueName: "name"))
+        var name: String
+
+        @Option(
+            help: ArgumentHelp("Read the operator's password from this file (first line).", valueName: "file"),
+            completion: .file())
+        var newPasswordFile: String?
+
+        func run() async throws { try await run(parent: group.parentOptions) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            guard OperatorAccounts.isName(name) else {
+                throw VaultError(
+                    .usage,
+                    "'\(Terminal.printable(name))' is not an operator name "
+                        + "(letters, digits, '-', '_' and '.', up to 64)"
+                )
+            }
+            try options.requireLocal()
+            let vault = try options.unlock()
+            let accounts = try OperatorAccounts(vault: vault)
+            guard try !accounts.names.contains(name) else {
+                throw VaultError(.alreadyExists, "there is already an operator named '\(name)'")
+            }
+            let password = try PasswordReader.read(file: newPasswordFile, from: .operatorPassword, confirm: true)
+            try accounts.add(name, password: password)
+            Terminal.err("vault: added operator \(name); they sign in at /ui/ of the receiver's address")
+        }
+    }
+
+    /// `vault receive operator remove NAME`.
+    struct Remove: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove an operator: they cannot sign in, and their sessions end.")
+
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Receive.Operators
+
+        @Argument(help: ArgumentHelp("The operator's name.", valueName: "name"))
+        var name: String
+
+        func run() async throws { try await run(parent: group.parentOptions) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            try options.requireLocal()
+            try OperatorAccounts(vault: try options.unlock()).remove(name)
+            Terminal.err("vault: removed operator \(Terminal.printable(name))")
         }
     }
 }

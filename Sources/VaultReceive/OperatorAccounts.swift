@@ -1,0 +1,154 @@
+import Foundation
+import Synchronization
+import VaultCore
+
+/// The operators who may sign in to the receiver's browser view (docs/RECEIVE.md, "The
+/// operator's view"): a projection of the history's `operator` records, the only place they
+/// are kept (``OperatorChange``), read again whenever the history's head moves. Each password
+/// is kept as an Argon2id hash (``PasswordHash``).
+///
+/// Signing in is bounded like a station's token: at most ``failuresPerMinute`` failed attempts
+/// per address a minute, and at most ``concurrentVerifications`` hashes computed at once (each
+/// takes 64 MiB), so a flood of attempts costs neither unbounded memory nor all the cores. An
+/// unknown name costs the same hash as a known one, so names cannot be told apart by time.
+package final class OperatorAccounts: Sendable {
+    /// Failed sign-ins one address may make in a minute.
+    package static let failuresPerMinute = 10
+    /// Passwords checked at once.
+    package static let concurrentVerifications = 2
+
+    private struct State {
+        var head: HistoryHead?
+        var loaded = false
+        var hashes: [String: String] = [:]
+        var problems: [String] = []
+        var failures: [String: (count: Int, since: Date)] = [:]
+        var verifying = 0
+        var decoy: String?
+    }
+
+    private let vault: Vault
+    private let state = Mutex(State())
+
+    /// The operators of `vault`, read from its history.
+    package init(vault: Vault) throws {
+        self.vault = vault
+        try refresh()
+    }
+
+    /// Reads the operators again when the history changed since they were read.
+    private func refresh() throws {
+        let head = vault.storedHead()
+        guard !state.withLock({ $0.loaded && $0.head == head }) else { return }
+        let scan = try vault.history()
+        var hashes: [String: String] = [:]
+        for (_, record) in scan.records where record.outcome == .ok {
+            guard let change = OperatorChange.of(record) else { continue }
+            switch change.action {
+            case .add: hashes[change.name] = change.passwordHash
+            case .remove: hashes[change.name] = nil
+            }
+        }
+        let problems = Array(Set((scan.findings + scan.noted).map(\.code.rawValue))).sorted()
+        state.withLock { s in
+            (s.head, s.loaded, s.hashes, s.problems) = (head, true, hashes, problems)
+        }
+    }
+
+    /// The operators' names, sorted.
+    package var names: [String] {
+        get throws {
+            try refresh()
+            return state.withLock { $0.hashes.keys.sorted() }
+        }
+    }
+
+    /// Whether `name` is an operator now (a removed one's sessions end at their next request).
+    package func exists(_ name: String) -> Bool {
+        guard (try? refresh()) != nil else { return false }
+        return state.withLock { $0.problems.isEmpty && $0.hashes[name] != nil }
+    }
+
+    /// Whether `name` may name an operator: 1–64 letters, digits, `.`, `_` or `-` (a station's rule).
+    package static func isName(_ name: String) -> Bool { Receiver.isStationName(name) }
+
+    /// Adds an operator: records the Argon2id hash of `password` in the history.
+    /// - Throws: `usage` for a bad name or an empty password, `already-exists` for a name taken.
+    package func add(_ name: String, password: SecretBytes) throws {
+        guard Self.isName(name) else {
+            throw VaultError(.usage, "an operator's name is 1 to 64 letters, digits, '.', '_' or '-'")
+        }
+        guard password.withUnsafeBytes({ $0.count }) > 0 else {
+            throw VaultError(.usage, "an operator's password cannot be empty")
+        }
+        guard try !names.contains(name) else {
+            throw VaultError(.alreadyExists, "there is already an operator named '\(name)'")
+        }
+        try record(OperatorChange(action: .add, name: name, passwordHash: try PasswordHash.make(password)))
+    }
+
+    /// Removes an operator: they cannot sign in from now on, and their sessions end.
+    package func remove(_ name: String) throws {
+        guard try names.contains(name) else {
+            throw VaultError(.notFound, "there is no operator named '\(name)'")
+        }
+        try record(OperatorChange(action: .remove, name: name))
+    }
+
+    private func record(_ change: OperatorChange) throws {
+        let detail = String(decoding: try JSONEncoder().encode(change), as: UTF8.self)
+        _ = try vault.appendToHistory(HistoryRecord(.operatorAccount, detail: detail))
+        try refresh()
+    }
+
+    /// The result of a sign-in.
+    package enum SignIn: Equatable, Sendable {
+        /// The name and password match.
+        case signedIn(String)
+        /// They do not (or the history does not verify: nobody signs in then).
+        case refused
+        /// This address failed too often in the last minute.
+        case tooManyFailures
+        /// Too many passwords are being checked at once.
+        case busy
+    }
+
+    /// Checks `name` and `password`, counting failures against `address`.
+    package func signIn(name: String, password: SecretBytes, from address: String, now: Date = Date()) -> SignIn {
+        let gate = state.withLock { s -> SignIn? in
+            if let f = s.failures[address] {
+                if now.timeIntervalSince(f.since) >= 60 {
+                    s.failures[address] = nil
+                } else if f.count >= Self.failuresPerMinute {
+                    return .tooManyFailures
+                }
+            }
+            guard s.verifying < Self.concurrentVerifications else { return .busy }
+            s.verifying += 1
+            return nil
+        }
+        if let gate { return gate }
+        defer { state.withLock { $0.verifying -= 1 } }
+        let trusted = (try? refresh()) != nil && state.withLock { $0.problems.isEmpty }
+        let hash = state.withLock { $0.hashes[name] }
+        // The same work for an unknown name as for a known one.
+        let matches = PasswordHash.verify(password, against: hash ?? decoy())
+        if matches, hash != nil, trusted { return .signedIn(name) }
+        state.withLock { s in
+            let f = s.failures[address] ?? (0, now)
+            s.failures[address] = (f.count + 1, f.since)
+            if s.failures.count > 10_000 {
+                s.failures = s.failures.filter { now.timeIntervalSince($0.value.since) < 60 }
+            }
+        }
+        return .refused
+    }
+
+    /// A hash of a random password, made once: what an unknown name is checked against.
+    private func decoy() -> String {
+        if let d = state.withLock({ $0.decoy }) { return d }
+        let made = (try? SecretBytes.random(count: 32, using: SystemRandom())).flatMap { try? PasswordHash.make($0) }
+        state.withLock { $0.decoy = $0.decoy ?? made }
+        return made ?? ""
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import Mustache
+import VaultCore
+
+/// The browser view's pages: Mustache templates (hummingbird-project/swift-mustache) rendered
+/// from the models below, every value through ``ScalarHTMLEscaping``. The templates use only
+/// `{{name}}`, never the unescaped `{{{name}}}` or `{{&name}}` (a test holds them to it).
+enum OperatorPages {
+    /// The name the templates' `CONTENT_TYPE` pragma gives ``ScalarHTMLEscaping``.
+    static let contentType = "VaultScalarHTML"
+
+    static let library: MustacheLibrary = {
+        MustacheContentTypes.register(ScalarHTMLEscaping(), named: contentType)
+        var templates: [String: MustacheTemplate] = [:]
+        for (name, text) in sources {
+            do {
+                templates[name] = try MustacheTemplate(string: "{{% CONTENT_TYPE: \(contentType) }}" + text)
+            } catch {
+                preconditionFailure("internal error: the template \(name) does not parse: \(error)")
+            }
+        }
+        return MustacheLibrary(templates: templates)
+    }()
+
+    /// `page` rendered with the template `name`.
+    static func render(_ page: Any, _ name: String) -> String {
+        guard let html = library.render(page, withTemplate: name) else {
+            preconditionFailure("internal error: no template \(name)")
+        }
+        return html
+    }
+
+    /// The templates' text, by name (`head` and `foot` are partials of the others).
+    static let sources: [String: String] = [
+        "head": """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>{{title}} · vault receive</title>
+        <link rel="stylesheet" href="/ui/style.css">
+        </head>
+        <body>
+        <header>
+        <span class="brand">vault receive</span>
+        {{#signedIn}}
+        <nav><a href="/ui/">Stations</a><a href="/ui/batches">Batches</a></nav>
+        <form method="post" action="/ui/logout" class="logout">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <span class="who">{{operatorName}}</span>
+        <button type="submit" id="logout">Sign out</button>
+        </form>
+        {{/signedIn}}
+        </header>
+        <main>
+        <h1>{{title}}</h1>
+
+        """,
+        "foot": """
+        </main>
+        </body>
+        </html>
+
+        """,
+        "login": """
+        {{> head}}
+        {{#message}}<p class="error" id="message">{{message}}</p>{{/message}}
+        {{#noOperators}}<p class="note">No operator can sign in yet: add one with
+        <code>vault receive operator add NAME</code>.</p>{{/noOperators}}
+        <form method="post" action="/ui/login" class="login">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <label>Name <input name="name" id="name" autocomplete="username" required></label>
+        <label>Password <input name="password" id="password" type="password"
+          autocomplete="current-password" required></label>
+        <button type="submit" id="signin">Sign in</button>
+        </form>
+        {{> foot}}
+        """,
+        "stations": """
+        {{> head}}
+        {{^stations}}<p class="note">No stations yet: add one with
+        <code>vault receive station add NAME</code>.</p>{{/stations}}
+        {{#stations}}
+        <section class="card station" id="station-{{name}}">
+        <h2>{{name}}</h2>
+        {{#alerts}}<p class="alert">Rollback alert {{time}}: {{reason}}, sent {{head}}
+        where {{knownHead}} was known.</p>{{/alerts}}
+        <dl>
+        <dt>Last seen</dt><dd>{{lastSeen}}</dd>
+        <dt>Batches</dt><dd class="batches">{{batches}}</dd>
+        <dt>Documents</dt><dd>{{documents}}</dd>
+        <dt>Received</dt><dd>{{bytes}}</dd>
+        <dt>History head</dt><dd><code>{{head}}</code></dd>
+        </dl>
+        </section>
+        {{/stations}}
+        {{> foot}}
+        """,
+        "batches": """
+        {{> head}}
+        {{^batches}}<p class="note">No batches yet.</p>{{/batches}}
+        {{#batches}}
+        <section class="card batch">
+        <h2>{{time}} · {{station}}</h2>
+        <p>{{count}}, {{bytes}}, by {{wire}}; receipt signed <code>{{signature}}</code>
+        (batch <code>{{key}}</code>)</p>
+        <ul>
+        {{#documents}}<li><a href="/ui/documents/{{id}}" class="document">{{name}}</a> ({{size}})</li>{{/documents}}
+        </ul>
+        </section>
+        {{/batches}}
+        {{#more}}<p class="note">The newest {{shown}} of {{total}} batches are shown.</p>{{/more}}
+        {{> foot}}
+        """,
+        "document": """
+        {{> head}}
+        <dl class="card">
+        <dt>Id</dt><dd><code>{{id}}</code></dd>
+        <dt>Content type</dt><dd>{{contentType}}</dd>
+        <dt>Size</dt><dd>{{size}} ({{sizeBytes}} bytes)</dd>
+        <dt>SHA-256</dt><dd><code>{{sha256}}</code></dd>
+        {{#tags}}<dt>Tags</dt><dd>{{tags}}</dd>{{/tags}}
+        {{#received}}<dt>Received</dt><dd>{{time}} from {{station}} (batch <code>{{key}}</code>)</dd>{{/received}}
+        </dl>
+        <p><a href="/ui/documents/{{id}}/download" id="download" class="button">Download</a></p>
+        {{> foot}}
+        """,
+        "problem": """
+        {{> head}}
+        <p class="error">{{message}}</p>
+        {{> foot}}
+        """
+    ]
+
+    /// The style sheet: one column, readable on a phone (tables are avoided; long digests wrap).
+    static let css = """
+        *{box-sizing:border-box}
+        body{margin:0;font:16px/1.45 system-ui,sans-serif;color:#1b1f24;background:#f6f7f9}
+        header{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:center;padding:.6rem 1rem;
+        background:#1b1f24;color:#fff}
+        header a{color:#fff;margin-right:1rem}
+        .brand{font-weight:600}
+        .logout{margin-left:auto;display:flex;gap:.5rem;align-items:center}
+        main{max-width:48rem;margin:0 auto;padding:1rem}
+        h1{font-size:1.4rem}
+        h2{font-size:1.1rem;margin:.2rem 0 .5rem}
+        .card{background:#fff;border:1px solid #d8dde3;border-radius:6px;padding:.8rem 1rem;margin:0 0 1rem}
+        dl{display:grid;grid-template-columns:minmax(6rem,auto) 1fr;gap:.2rem 1rem;margin:0}
+        dt{color:#57606a}
+        dd{margin:0;min-width:0}
+        code,dd,li,p,h2{overflow-wrap:anywhere}
+        .alert,.error{background:#ffebe9;border:1px solid #ff8182;border-radius:6px;padding:.5rem .8rem}
+        .note{color:#57606a}
+        .login{display:grid;gap:.8rem;max-width:22rem}
+        .login label{display:grid;gap:.2rem}
+        input,button,.button{font:inherit;padding:.45rem .6rem;border-radius:6px;border:1px solid #8c959f}
+        button,.button{background:#0969da;color:#fff;border-color:#0969da;text-decoration:none;cursor:pointer}
+
+        """
+}
+
+/// HTML escaping by Unicode scalar. swift-mustache's own HTML escaping looks characters up
+/// one `Character` (grapheme cluster) at a time, so a `"` followed by a combining mark (one
+/// cluster) passes unescaped and can end an attribute; a document's name comes from a station
+/// and may hold anything. Here every `<`, `>`, `&`, `"` and `'` is escaped whatever follows
+/// it, and control and bidirectional-override characters (which could make a name read as
+/// another) are shown as U+FFFD.
+struct ScalarHTMLEscaping: MustacheContentType {
+    func escapeText(_ text: String) -> String {
+        var out = String.UnicodeScalarView()
+        for s in text.unicodeScalars {
+            switch s {
+            case "<": out.append(contentsOf: "&lt;".unicodeScalars)
+            case ">": out.append(contentsOf: "&gt;".unicodeScalars)
+            case "&": out.append(contentsOf: "&amp;".unicodeScalars)
+            case "\"": out.append(contentsOf: "&quot;".unicodeScalars)
+            case "'": out.append(contentsOf: "&#39;".unicodeScalars)
+            default:
+                switch s.value {
+                case 0x00...0x1F, 0x7F...0x9F, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
+                    out.append("\u{FFFD}")
+                default: out.append(s)
+                }
+            }
+        }
+        return String(out)
+    }
+}
+
+/// Sizes and times as the pages show them.
+enum Shown {
+    static func bytes(_ n: UInt64) -> String {
+        if n < 1024 { return "\(n) B" }
+        let units = ["KiB", "MiB", "GiB", "TiB"]
+        var v = Double(n) / 1024, i = 0
+        while v >= 1024, i < units.count - 1 { (v, i) = (v / 1024, i + 1) }
+        return String(format: v < 10 ? "%.1f" : "%.0f", v) + " " + units[i]
+    }
+
+    static func time(millis: Int64?) -> String {
+        guard let millis else { return "never" }
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyy-MM-dd HH:mm:ss 'UTC'"
+        return f.string(from: Date(timeIntervalSince1970: Double(millis) / 1000))
+    }
+}

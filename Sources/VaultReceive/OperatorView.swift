@@ -1,0 +1,460 @@
+import Foundation
+import Hummingbird
+import HTTPTypes
+import NIOCore
+import VaultCore
+
+/// The operator's view in a browser (docs/RECEIVE.md, "The operator's view"): server-rendered
+/// pages under `/ui/` of what the receiver took, read from its history and index on every
+/// request (the history is the one truth; nothing here is kept but sessions).
+///
+/// - `GET /ui/`: the stations (last seen, batches, documents, bytes, head, rollback alerts).
+/// - `GET /ui/batches`: the batches, newest first (time, station, documents, receipt).
+/// - `GET /ui/documents/ID`: a document's metadata; `…/download` its plaintext.
+/// - `GET|POST /ui/login`, `POST /ui/logout`.
+///
+/// Every page needs a session (``OperatorSessions``); every form carries a CSRF token: the
+/// session's, or before sign-in a random one also set as a short-lived cookie (double submit).
+/// A `POST` whose `Origin` is another site is refused. Pages send a Content-Security-Policy
+/// that allows no script at all, and are never cached.
+struct OperatorView: Sendable {
+    let receiver: Receiver
+    let accounts: OperatorAccounts
+    let sessions: OperatorSessions
+    /// Served over TLS: cookies get `Secure`.
+    let secure: Bool
+
+    static let sessionCookie = "vault_session"
+    static let loginCookie = "vault_login"
+    /// The most batches the batches page lists (the newest).
+    static let batchesShown = 200
+
+    func register(on router: Router<ReceiveContext>) {
+        router.get("/ui") { request, _ in await page(request) { try stationsPage($0) } }
+        router.get("/ui/batches") { request, _ in await page(request) { try batchesPage($0) } }
+        router.get("/ui/documents/:id") { request, context in
+            await page(request) { try documentPage($0, id: context.parameters.get("id") ?? "") }
+        }
+        router.get("/ui/documents/:id/download") { request, context in
+            download(request, id: context.parameters.get("id") ?? "")
+        }
+        router.get("/ui/style.css") { _, _ in
+            Response(
+                status: .ok, headers: Self.headers(contentType: "text/css; charset=utf-8"),
+                body: .init(byteBuffer: ByteBuffer(string: OperatorPages.css)))
+        }
+        router.get("/ui/login") { request, _ in loginPage(request, message: nil, status: .ok) }
+        router.post("/ui/login") { request, context in await login(request, context) }
+        router.post("/ui/logout") { request, _ in await logout(request) }
+    }
+
+    // MARK: Pages
+
+    /// A page for a signed-in operator, else a redirection to the sign-in page.
+    private func page(
+        _ request: Request, _ render: (OperatorSessions.Session) throws -> (Int, String)
+    ) async -> Response {
+        guard let session = signedIn(request) else { return Self.redirect("/ui/login") }
+        do {
+            let (status, html) = try render(session)
+            return Self.html(html, status: status)
+        } catch {
+            return Self.html(
+                frame("problem", title: "Cannot read the vault", session, ["message": VaultError.from(error).message]),
+                status: 503)
+        }
+    }
+
+    /// The live session of the request's cookie, whose operator still exists.
+    private func signedIn(_ request: Request) -> OperatorSessions.Session? {
+        let token = request.cookies[Self.sessionCookie]?.value
+        guard let session = sessions.session(token) else { return nil }
+        guard accounts.exists(session.operatorName) else {
+            sessions.end(operator: session.operatorName)
+            return nil
+        }
+        return session
+    }
+
+    /// `template` rendered with the frame (title, operator, CSRF token) and `content`.
+    private func frame(
+        _ template: String, title: String, _ session: OperatorSessions.Session?, _ content: [String: Any] = [:]
+    ) -> String {
+        var context: [String: Any] = [
+            "title": title, "signedIn": session != nil, "operatorName": session?.operatorName ?? "",
+            "csrf": session?.csrf ?? ""
+        ]
+        context.merge(content) { $1 }
+        return OperatorPages.render(context, template)
+    }
+
+    private func stationsPage(_ session: OperatorSessions.Session) throws -> (Int, String) {
+        let received = try ReceivedHistory(receiver.vault)
+        let rows = try receiver.currentStations().map { s in
+            let seen = [s.lastSeenMillis, received.lastBatchMillis[s.name]].compactMap { $0 }.max()
+            let totals = received.totals[s.name] ?? (0, 0, 0)
+            return StationRow(
+                name: s.name, lastSeen: Shown.time(millis: seen), batches: totals.batches,
+                documents: totals.documents, bytes: Shown.bytes(totals.bytes), head: s.head ?? "none received yet",
+                alerts: received.alerts[s.name] ?? [])
+        }
+        return (200, frame("stations", title: "Stations", session, ["stations": rows]))
+    }
+
+    private func batchesPage(_ session: OperatorSessions.Session) throws -> (Int, String) {
+        let received = try ReceivedHistory(receiver.vault)
+        let newest = Array(received.batches.reversed().prefix(Self.batchesShown))
+        return (
+            200,
+            frame(
+                "batches", title: "Batches", session,
+                [
+                    "batches": newest, "more": received.batches.count > newest.count, "shown": newest.count,
+                    "total": received.batches.count
+                ])
+        )
+    }
+
+    private func documentPage(_ session: OperatorSessions.Session, id text: String) throws -> (Int, String) {
+        guard let id = DocumentID(hex: text), let record = try receiver.vault.record(id) else {
+            return (
+                404,
+                frame(
+                    "problem", title: "No such document", session,
+                    ["message": "This vault has no such document (it may have been removed)."])
+            )
+        }
+        let m = record.metadata
+        var content: [String: Any] = [
+            "id": id.description, "contentType": m.contentType, "size": Shown.bytes(m.size),
+            "sizeBytes": m.size, "sha256": Hex.encode(m.sha256)
+        ]
+        if !m.tags.isEmpty { content["tags"] = m.tags.joined(separator: ", ") }
+        if let batch = try ReceivedHistory(receiver.vault).batch(holding: id) {
+            content["received"] = ["time": batch.time, "station": batch.station, "key": batch.key]
+        }
+        return (200, frame("document", title: m.name, session, content))
+    }
+
+    /// The document's plaintext as an attachment (`application/octet-stream` whatever its
+    /// content type, so a browser never renders it), streamed batch by batch as each
+    /// authenticates; a batch that does not authenticate cuts the response short of its
+    /// `Content-Length`, so the browser marks the download failed.
+    private func download(_ request: Request, id text: String) -> Response {
+        guard let session = signedIn(request) else { return Self.redirect("/ui/login") }
+        guard let id = DocumentID(hex: text), let record = try? receiver.vault.record(id) else {
+            return Self.html(
+                frame("problem", title: "No such document", session, ["message": "This vault has no such document."]),
+                status: 404)
+        }
+        let vault = receiver.vault
+        var headers = Self.headers(contentType: "application/octet-stream")
+        headers[.contentDisposition] = Self.attachment(record.metadata.name)
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody(contentLength: Int(record.metadata.size)) { writer in
+                let reader = try vault.open(id)
+                while let batch = try reader.next() {
+                    try await writer.write(ByteBuffer(bytes: batch))
+                }
+                try await writer.finish(nil)
+            })
+    }
+
+    // MARK: Signing in and out
+
+    private func loginPage(_ request: Request, message: String?, status: HTTPResponse.Status) -> Response {
+        if status == .ok, signedIn(request) != nil { return Self.redirect("/ui/") }
+        let csrf = OperatorSessions.randomToken()
+        let noOperators = ((try? accounts.names) ?? []).isEmpty
+        var content: [String: Any] = ["csrf": csrf, "noOperators": noOperators]
+        if let message { content["message"] = message }
+        var response = Self.html(frame("login", title: "Sign in", nil, content), status: status.code)
+        response.setCookie(
+            Cookie(
+                name: Self.loginCookie, value: csrf, maxAge: 3600, path: "/ui/login", secure: secure, httpOnly: true,
+                sameSite: .strict))
+        return response
+    }
+
+    private func login(_ request: Request, _ context: ReceiveContext) async -> Response {
+        guard Self.sameOrigin(request) else { return Self.forbidden() }
+        guard let form = await FormFields.read(request) else {
+            return loginPage(request, message: "The form could not be read.", status: .badRequest)
+        }
+        let cookie = request.cookies[Self.loginCookie]?.value ?? ""
+        guard let csrf = form.text("csrf"), !cookie.isEmpty, OperatorSessions.same(csrf, cookie) else {
+            return loginPage(request, message: "The form expired: sign in again.", status: .forbidden)
+        }
+        guard let name = form.text("name"), let password = form.secret("password") else {
+            return loginPage(request, message: "Give a name and a password.", status: .badRequest)
+        }
+        switch accounts.signIn(name: name, password: password, from: context.address) {
+        case .signedIn(let name):
+            let (token, _) = sessions.start(for: name)
+            var response = Self.redirect("/ui/")
+            response.setCookie(
+                Cookie(
+                    name: Self.sessionCookie, value: token, path: "/ui", secure: secure, httpOnly: true,
+                    sameSite: .strict))
+            response.setCookie(
+                Cookie(
+                    name: Self.loginCookie, value: "", maxAge: 0, path: "/ui/login", secure: secure, httpOnly: true,
+                    sameSite: .strict))
+            return response
+        case .refused:
+            return loginPage(request, message: "Wrong name or password.", status: .unauthorized)
+        case .tooManyFailures:
+            var r = loginPage(
+                request, message: "Too many failed sign-ins from this address: wait a minute.", status: .tooManyRequests
+            )
+            r.headers[.retryAfter] = "60"
+            return r
+        case .busy:
+            var r = loginPage(
+                request, message: "The receiver is busy: try again in a moment.", status: .serviceUnavailable)
+            r.headers[.retryAfter] = "1"
+            return r
+        }
+    }
+
+    private func logout(_ request: Request) async -> Response {
+        guard Self.sameOrigin(request) else { return Self.forbidden() }
+        let token = request.cookies[Self.sessionCookie]?.value
+        guard let session = sessions.session(token) else { return Self.redirect("/ui/login") }
+        guard let form = await FormFields.read(request), let csrf = form.text("csrf"),
+            OperatorSessions.same(csrf, session.csrf)
+        else { return Self.forbidden() }
+        sessions.end(token)
+        var response = Self.redirect("/ui/login")
+        response.setCookie(
+            Cookie(
+                name: Self.sessionCookie, value: "", maxAge: 0, path: "/ui", secure: secure, httpOnly: true,
+                sameSite: .strict))
+        return response
+    }
+
+    // MARK: Responses
+
+    /// What every answer of the view carries: no script, no framing, no caching, no sniffing.
+    static func headers(contentType: String) -> HTTPFields {
+        var h: HTTPFields = [.contentType: contentType, .cacheControl: "no-store"]
+        h[HTTPField.Name("Content-Security-Policy")!] =
+            "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+            + "frame-ancestors 'none'; base-uri 'none'"
+        h[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        h[HTTPField.Name("X-Frame-Options")!] = "DENY"
+        // Not `no-referrer`: under it Chromium sends `Origin: null` with the forms' posts, which
+        // ``sameOrigin(_:)`` must refuse. `same-origin` keeps the pages' addresses from other sites.
+        h[HTTPField.Name("Referrer-Policy")!] = "same-origin"
+        return h
+    }
+
+    static func html(_ body: String, status: Int) -> Response {
+        Response(
+            status: .init(code: status), headers: headers(contentType: "text/html; charset=utf-8"),
+            body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
+
+    static func redirect(_ to: String) -> Response {
+        var h = headers(contentType: "text/plain; charset=utf-8")
+        h[.location] = to
+        return Response(status: .seeOther, headers: h)
+    }
+
+    static func forbidden() -> Response {
+        Response(
+            status: .forbidden, headers: headers(contentType: "text/plain; charset=utf-8"),
+            body: .init(byteBuffer: ByteBuffer(string: "refused: a form of this site, from this site, is needed\n")))
+    }
+
+    /// A `POST` from a page of another site is refused: its `Origin` (sent by every current
+    /// browser with a form post) must name this host, and `Sec-Fetch-Site` must not say
+    /// cross-site. (SameSite=Strict keeps the session cookie off such requests anyway.)
+    static func sameOrigin(_ request: Request) -> Bool {
+        if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], site != "same-origin", site != "none" {
+            return false
+        }
+        guard let origin = request.headers[.origin] else { return true }
+        guard let authority = request.head.authority, let url = URL(string: origin), let host = url.host else {
+            return false
+        }
+        let port = url.port.map { ":\($0)" } ?? ""
+        return "\(host)\(port)".lowercased() == authority.lowercased()
+            || "[\(host)]\(port)".lowercased() == authority.lowercased()
+    }
+
+    /// `attachment` with the name as ASCII (others replaced by `_`) and exactly (RFC 8187).
+    static func attachment(_ name: String) -> String {
+        let ascii = String(
+            name.unicodeScalars.map { s -> Character in
+                s.isASCII && (isalnum(Int32(s.value)) != 0 || ".-_ ()".unicodeScalars.contains(s)) ? Character(s) : "_"
+            })
+        let exact = name.utf8.map { b -> String in
+            isalnum(Int32(b)) != 0 && b < 0x80 || b == 0x2E || b == 0x2D || b == 0x5F
+                ? String(UnicodeScalar(b)) : String(format: "%%%02X", b)
+        }.joined()
+        return "attachment; filename=\"\(ascii.isEmpty ? "document" : ascii)\"; filename*=UTF-8''\(exact)"
+    }
+}
+
+/// A station's row on the stations page.
+struct StationRow {
+    let name: String
+    let lastSeen: String
+    let batches: Int
+    let documents: Int
+    let bytes: String
+    let head: String
+    let alerts: [AlertRow]
+}
+
+/// A rollback alert the history recorded for a station.
+struct AlertRow {
+    let time: String
+    let reason: String
+    let head: String
+    let knownHead: String
+}
+
+/// A batch on the batches page.
+struct BatchRow {
+    let time: String
+    let station: String
+    let wire: String
+    let key: String
+    let count: String
+    let bytes: String
+    let signature: String
+    let documents: [DocumentRow]
+}
+
+/// A document of a batch.
+struct DocumentRow {
+    let id: String
+    let name: String
+    let size: String
+}
+
+/// What the history says the receiver took: batches in order, totals, last batch and alerts
+/// per station.
+struct ReceivedHistory {
+    var batches: [BatchRow] = []
+    var totals: [String: (batches: Int, documents: Int, bytes: UInt64)] = [:]
+    var lastBatchMillis: [String: Int64] = [:]
+    var alerts: [String: [AlertRow]] = [:]
+    private var holding: [DocumentID: Int] = [:]
+
+    init(_ vault: Vault) throws {
+        let scan = try vault.history()
+        let decoder = JSONDecoder()
+        struct Answer: Decodable { var signature: String? }
+        for (_, record) in scan.records where record.outcome == .ok {
+            guard let detail = record.detail.map({ Data($0.utf8) }) else { continue }
+            switch record.operation {
+            case .receive:
+                guard let batch = try? decoder.decode(ReceivedBatch.self, from: detail) else { continue }
+                let bytes = record.documents.reduce(UInt64(0)) { $0 + $1.size }
+                let signature = (try? decoder.decode(Answer.self, from: Data(batch.answer.utf8)))?.signature ?? ""
+                for d in record.documents { holding[d.id] = batches.count }
+                batches.append(
+                    BatchRow(
+                        time: Shown.time(millis: record.timeMillis), station: batch.station, wire: batch.wire,
+                        key: batch.batch,
+                        count: record.documents.count == 1 ? "1 document" : "\(record.documents.count) documents",
+                        bytes: Shown.bytes(bytes),
+                        signature: signature.count > 16 ? signature.prefix(16) + "…" : signature,
+                        documents: record.documents.map {
+                            DocumentRow(id: $0.id.description, name: $0.name, size: Shown.bytes($0.size))
+                        }))
+                let t = totals[batch.station] ?? (0, 0, 0)
+                totals[batch.station] = (t.batches + 1, t.documents + record.documents.count, t.bytes + bytes)
+                lastBatchMillis[batch.station] = max(lastBatchMillis[batch.station] ?? 0, record.timeMillis)
+            case .station:
+                guard let change = try? decoder.decode(StationChange.self, from: detail) else { continue }
+                switch change.action {
+                case .alert:
+                    alerts[change.name, default: []].append(
+                        AlertRow(
+                            time: Shown.time(millis: record.timeMillis), reason: change.reason ?? "",
+                            head: change.head ?? "", knownHead: change.knownHead ?? ""))
+                case .add, .remove:
+                    // A station added again under a removed one's name starts afresh.
+                    (totals[change.name], lastBatchMillis[change.name], alerts[change.name]) = (nil, nil, nil)
+                }
+            default: continue
+            }
+        }
+    }
+
+    /// The batch that brought document `id`.
+    func batch(holding id: DocumentID) -> BatchRow? { holding[id].map { batches[$0] } }
+}
+
+/// The fields of a small `application/x-www-form-urlencoded` body (at most 8 KiB), decoded
+/// from bytes: the password is never a Swift `String` (it goes into ``SecretBytes``, and the
+/// body and the decoded fields are wiped), which Hummingbird's `URLEncodedFormDecoder` cannot
+/// offer.
+final class FormFields {
+    private var fields: [String: [UInt8]] = [:]
+
+    private init() {}
+
+    deinit {
+        for key in Array(fields.keys) { Sodium.wipe(&fields[key]!) }
+    }
+
+    static func read(_ request: Request) async -> FormFields? {
+        guard var buffer = try? await request.body.collect(upTo: 8 << 10) else { return nil }
+        var bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+        buffer.moveReaderIndex(to: 0)
+        buffer.withUnsafeMutableReadableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+        defer { Sodium.wipe(&bytes) }
+        let form = FormFields()
+        for pair in bytes.split(separator: UInt8(ascii: "&")) {
+            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+            guard let key = decode(parts[0]).flatMap({ String(validating: $0, as: UTF8.self) }),
+                let value = decode(parts.count > 1 ? parts[1] : [])
+            else { return nil }
+            form.fields[key] = value
+        }
+        return form
+    }
+
+    /// `+` as space and `%XX` as its byte; nil for a broken escape.
+    private static func decode(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var out: [UInt8] = []
+        var i = bytes.startIndex
+        while i < bytes.endIndex {
+            switch bytes[i] {
+            case UInt8(ascii: "+"): out.append(0x20)
+            case UInt8(ascii: "%"):
+                guard i + 2 < bytes.endIndex, let hi = nibble(bytes[i + 1]), let lo = nibble(bytes[i + 2]) else {
+                    return nil
+                }
+                out.append(hi << 4 | lo)
+                i += 2
+            default: out.append(bytes[i])
+            }
+            i += 1
+        }
+        return out
+    }
+
+    func text(_ name: String) -> String? {
+        fields[name].flatMap { String(validating: $0, as: UTF8.self) }.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    func secret(_ name: String) -> SecretBytes? {
+        guard let bytes = fields[name], !bytes.isEmpty else { return nil }
+        return bytes.withUnsafeBytes { try? SecretBytes(copying: $0) }
+    }
+}
