@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN   := .build/debug/vault
 
-.PHONY: all deps peers build test long demo bench fixtures release stress fuzz fuzz-smoke fuzz-replay man man-check example docs clean static install uninstall dist install-check
+.PHONY: all deps peers build test long demo bench fixtures release stress cluster fuzz fuzz-smoke fuzz-replay man man-check example docs clean static install uninstall dist install-check
 
 # The manual page's date: the one in docs/vault.1 (change it with the page).
 MAN_DATE ?= 2026-11-22
@@ -102,9 +102,18 @@ bench:
 	@$(MAKE) --no-print-directory release
 	@scripts/bench.sh .build/release/vault
 
-# The long crash-safety run: SIGKILL add/remove/export at 60 random moments, checking invariants.
+# The long crash-safety run: SIGKILL add/remove/export at 60 random moments, checking invariants;
+# then remote vaults on a real SeaweedFS cluster with failures (`make cluster`).
 stress: build
 	python3 scripts/crash_test.py --vault-bin $(BIN) --runs 60
+	@$(MAKE) --no-print-directory cluster
+
+# Remote vaults on a SeaweedFS cluster of its own processes (a master, three volume servers with
+# replication 001, a filer, the S3 gateway; docs/REMOTE.md): push, clone, pull and an export read
+# in place while a volume server is SIGKILLed, a push while the filer is, each run again until
+# it completes; then a fresh clone must audit clean and hold every document byte for byte.
+cluster: build peers
+	python3 scripts/cluster_test.py --vault-bin $(BIN)
 
 # libFuzzer over every parser of bytes vault did not write (Fuzz/README.md), built with
 # AddressSanitizer: the smoke run (the regressions, then a fixed number of inputs of every family

@@ -63,11 +63,20 @@ package final class OperatorAccounts: Sendable {
         }
     }
 
-    /// Whether `name` is an operator now (a removed one's sessions end at their next request).
-    package func exists(_ name: String) -> Bool {
+    /// Whether `name` is still the operator a session was started for: the same `add` record
+    /// (its hash, which a new salt makes unique), in a history that verifies. A removed
+    /// operator's sessions end at their next request, and so do they when the operator is
+    /// removed and added again (a new password, or a new person under the name).
+    package func isCurrent(_ name: String, generation: String) -> Bool {
         guard (try? refresh()) != nil else { return false }
-        return state.withLock { $0.problems.isEmpty && $0.hashes[name] != nil }
+        return state.withLock { s in
+            s.problems.isEmpty && s.hashes[name].map { OperatorSessions.same($0, generation) } == true
+        }
     }
+
+    /// Makes the hash an unknown name is checked against now, so that the first sign-in with
+    /// an unknown name does not take longer than the others (a server calls this at start).
+    package func prepare() { _ = decoy() }
 
     /// Whether `name` may name an operator: 1–64 letters, digits, `.`, `_` or `-` (a station's rule).
     package static func isName(_ name: String) -> Bool { Receiver.isStationName(name) }
@@ -103,10 +112,13 @@ package final class OperatorAccounts: Sendable {
 
     /// The result of a sign-in.
     package enum SignIn: Equatable, Sendable {
-        /// The name and password match.
-        case signedIn(String)
-        /// They do not (or the history does not verify: nobody signs in then).
+        /// The name and password match: the name, and the generation of the operator (what
+        /// ``isCurrent(_:generation:)`` checks).
+        case signedIn(String, generation: String)
+        /// They do not.
         case refused
+        /// The history does not verify: nobody signs in until a password holder has audited it.
+        case untrusted
         /// This address failed too often in the last minute.
         case tooManyFailures
         /// Too many passwords are being checked at once.
@@ -130,10 +142,11 @@ package final class OperatorAccounts: Sendable {
         if let gate { return gate }
         defer { state.withLock { $0.verifying -= 1 } }
         let trusted = (try? refresh()) != nil && state.withLock { $0.problems.isEmpty }
+        if !trusted { return .untrusted }
         let hash = state.withLock { $0.hashes[name] }
         // The same work for an unknown name as for a known one.
         let matches = PasswordHash.verify(password, against: hash ?? decoy())
-        if matches, hash != nil, trusted { return .signedIn(name) }
+        if matches, let hash { return .signedIn(name, generation: hash) }
         state.withLock { s in
             let f = s.failures[address] ?? (0, now)
             s.failures[address] = (f.count + 1, f.since)

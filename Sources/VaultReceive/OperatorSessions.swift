@@ -20,6 +20,8 @@ package final class OperatorSessions: Sendable {
     package struct Session: Sendable, Equatable {
         /// Who signed in.
         package var operatorName: String
+        /// Which `add` of that name (``OperatorAccounts/isCurrent(_:generation:)``).
+        package var generation: String
         /// The token the session's forms carry.
         package var csrf: String
         package var started: Date
@@ -31,10 +33,14 @@ package final class OperatorSessions: Sendable {
     package init() {}
 
     /// A new session for `name`: its cookie token and the session.
-    package func start(for name: String, now: Date = Date()) -> (token: String, session: Session) {
-        let token = Self.randomToken(),
-            session = Session(
-                operatorName: name, csrf: Self.randomToken(), started: now, lastUsed: now)
+    package func start(
+        for name: String, generation: String = "", now: Date = Date()
+    ) -> (
+        token: String, session: Session
+    ) {
+        let token = Self.randomToken()
+        let session = Session(
+            operatorName: name, generation: generation, csrf: Self.randomToken(), started: now, lastUsed: now)
         sessions.withLock { all in
             all = all.filter { !Self.expired($0.value, now: now) }
             if all.count >= Self.capacity, let oldest = all.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {

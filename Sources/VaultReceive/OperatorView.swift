@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HTTPTypes
+import Logging
 import NIOCore
 import VaultCore
 
@@ -21,8 +22,14 @@ struct OperatorView: Sendable {
     let receiver: Receiver
     let accounts: OperatorAccounts
     let sessions: OperatorSessions
-    /// Served over TLS: cookies get `Secure`.
+    /// Served over TLS: cookies get `Secure`, and a form's `Origin` must be `https`.
     let secure: Bool
+    /// Host names the pages may be asked for besides IP addresses and `localhost`
+    /// (``ReceiveServer/Configuration/operatorHosts``): a request for any other `Host` is refused,
+    /// so a site whose name an attacker points at this receiver (DNS rebinding) gets nothing.
+    let hosts: [String]
+    /// One line per sign-in and sign-out.
+    let logger: Logger
 
     static let sessionCookie = "vault_session"
     static let loginCookie = "vault_login"
@@ -30,6 +37,7 @@ struct OperatorView: Sendable {
     static let batchesShown = 200
 
     func register(on router: Router<ReceiveContext>) {
+        accounts.prepare()
         router.get("/ui") { request, _ in await page(request) { try stationsPage($0) } }
         router.get("/ui/batches") { request, _ in await page(request) { try batchesPage($0) } }
         router.get("/ui/documents/:id") { request, context in
@@ -54,6 +62,7 @@ struct OperatorView: Sendable {
     private func page(
         _ request: Request, _ render: (OperatorSessions.Session) throws -> (Int, String)
     ) async -> Response {
+        guard knownHost(request) else { return Self.misdirected() }
         guard let session = signedIn(request) else { return Self.redirect("/ui/login") }
         do {
             let (status, html) = try render(session)
@@ -69,8 +78,8 @@ struct OperatorView: Sendable {
     private func signedIn(_ request: Request) -> OperatorSessions.Session? {
         let token = request.cookies[Self.sessionCookie]?.value
         guard let session = sessions.session(token) else { return nil }
-        guard accounts.exists(session.operatorName) else {
-            sessions.end(operator: session.operatorName)
+        guard accounts.isCurrent(session.operatorName, generation: session.generation) else {
+            sessions.end(token)
             return nil
         }
         return session
@@ -141,6 +150,7 @@ struct OperatorView: Sendable {
     /// authenticates; a batch that does not authenticate cuts the response short of its
     /// `Content-Length`, so the browser marks the download failed.
     private func download(_ request: Request, id text: String) -> Response {
+        guard knownHost(request) else { return Self.misdirected() }
         guard let session = signedIn(request) else { return Self.redirect("/ui/login") }
         guard let id = DocumentID(hex: text), let record = try? receiver.vault.record(id) else {
             return Self.html(
@@ -164,6 +174,7 @@ struct OperatorView: Sendable {
     // MARK: Signing in and out
 
     private func loginPage(_ request: Request, message: String?, status: HTTPResponse.Status) -> Response {
+        guard knownHost(request) else { return Self.misdirected() }
         if status == .ok, signedIn(request) != nil { return Self.redirect("/ui/") }
         let csrf = OperatorSessions.randomToken()
         let noOperators = ((try? accounts.names) ?? []).isEmpty
@@ -178,7 +189,8 @@ struct OperatorView: Sendable {
     }
 
     private func login(_ request: Request, _ context: ReceiveContext) async -> Response {
-        guard Self.sameOrigin(request) else { return Self.forbidden() }
+        guard knownHost(request) else { return Self.misdirected() }
+        guard sameOrigin(request) else { return Self.forbidden() }
         guard let form = await FormFields.read(request) else {
             return loginPage(request, message: "The form could not be read.", status: .badRequest)
         }
@@ -189,9 +201,18 @@ struct OperatorView: Sendable {
         guard let name = form.text("name"), let password = form.secret("password") else {
             return loginPage(request, message: "Give a name and a password.", status: .badRequest)
         }
-        switch accounts.signIn(name: name, password: password, from: context.address) {
-        case .signedIn(let name):
-            let (token, _) = sessions.start(for: name)
+        // Argon2id takes 64 MiB and about 0.1 s: off Swift's cooperative threads, so that pages
+        // and batches go on meanwhile and a third sign-in at once is refused, not queued.
+        let accounts = self.accounts, address = context.address
+        let result = await withCheckedContinuation { done in
+            DispatchQueue.global().async {
+                done.resume(returning: accounts.signIn(name: name, password: password, from: address))
+            }
+        }
+        logger.info("sign-in", metadata: ["address": "\(address)", "result": "\(Self.describe(result))"])
+        switch result {
+        case .signedIn(let name, let generation):
+            let (token, _) = sessions.start(for: name, generation: generation)
             var response = Self.redirect("/ui/")
             response.setCookie(
                 Cookie(
@@ -210,6 +231,10 @@ struct OperatorView: Sendable {
             )
             r.headers[.retryAfter] = "60"
             return r
+        case .untrusted:
+            return loginPage(
+                request, message: "The receiver's history does not verify: nobody signs in until it has been audited.",
+                status: .serviceUnavailable)
         case .busy:
             var r = loginPage(
                 request, message: "The receiver is busy: try again in a moment.", status: .serviceUnavailable)
@@ -219,13 +244,15 @@ struct OperatorView: Sendable {
     }
 
     private func logout(_ request: Request) async -> Response {
-        guard Self.sameOrigin(request) else { return Self.forbidden() }
+        guard knownHost(request) else { return Self.misdirected() }
+        guard sameOrigin(request) else { return Self.forbidden() }
         let token = request.cookies[Self.sessionCookie]?.value
         guard let session = sessions.session(token) else { return Self.redirect("/ui/login") }
         guard let form = await FormFields.read(request), let csrf = form.text("csrf"),
             OperatorSessions.same(csrf, session.csrf)
         else { return Self.forbidden() }
         sessions.end(token)
+        logger.info("sign-out", metadata: ["operator": "\(session.operatorName)"])
         var response = Self.redirect("/ui/login")
         response.setCookie(
             Cookie(
@@ -269,19 +296,57 @@ struct OperatorView: Sendable {
     }
 
     /// A `POST` from a page of another site is refused: its `Origin` (sent by every current
-    /// browser with a form post) must name this host, and `Sec-Fetch-Site` must not say
-    /// cross-site. (SameSite=Strict keeps the session cookie off such requests anyway.)
-    static func sameOrigin(_ request: Request) -> Bool {
+    /// browser with a form post) must be this receiver's scheme, host and port, `Sec-Fetch-Site`
+    /// must not say cross-site, and the body must be a form. (SameSite=Strict keeps the session
+    /// cookie off such requests anyway.)
+    func sameOrigin(_ request: Request) -> Bool {
         if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], site != "same-origin", site != "none" {
             return false
         }
+        let type = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces)
+        guard type?.lowercased() == "application/x-www-form-urlencoded" else { return false }
         guard let origin = request.headers[.origin] else { return true }
-        guard let authority = request.head.authority, let url = URL(string: origin), let host = url.host else {
-            return false
-        }
+        guard let authority = request.head.authority, let url = URL(string: origin), let host = url.host,
+            url.scheme == (secure ? "https" : "http")
+        else { return false }
         let port = url.port.map { ":\($0)" } ?? ""
         return "\(host)\(port)".lowercased() == authority.lowercased()
             || "[\(host)]\(port)".lowercased() == authority.lowercased()
+    }
+
+    /// Whether the request's `Host` is an IP address, `localhost`, or one of ``hosts``.
+    func knownHost(_ request: Request) -> Bool {
+        guard let authority = request.head.authority else { return false }
+        var host = Substring(authority)
+        if host.first == "[" {
+            guard let end = host.firstIndex(of: "]") else { return false }
+            return host[host.index(after: host.startIndex)..<end].contains(":")
+        }
+        if let colon = host.lastIndex(of: ":") { host = host[..<colon] }
+        let name = host.lowercased()
+        if name == "localhost" || hosts.contains(where: { $0.lowercased() == name }) { return true }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { p in UInt8(p).map { String($0) == p } ?? false }
+    }
+
+    /// The answer to a request for a host name this receiver was not told it has.
+    static func misdirected() -> Response {
+        Response(
+            status: .init(code: 421), headers: headers(contentType: "text/plain; charset=utf-8"),
+            body: .init(
+                byteBuffer: ByteBuffer(
+                    string: "refused: this receiver's pages are served only for its addresses "
+                        + "and the host names it was given\n")))
+    }
+
+    static func describe(_ r: OperatorAccounts.SignIn) -> String {
+        switch r {
+        case .signedIn(let name, _): "signed in as \(name)"
+        case .refused: "refused"
+        case .untrusted: "refused: the history does not verify"
+        case .tooManyFailures: "refused: too many failures"
+        case .busy: "refused: busy"
+        }
     }
 
     /// `attachment` with the name as ASCII (others replaced by `_`) and exactly (RFC 8187).

@@ -51,6 +51,10 @@ public struct ReceiveServer: Service {
         public var maxConnections = 256
         /// A tus upload no request touched this long is dropped.
         public var uploadExpiry: TimeInterval = 3600
+        /// Host names the operators' pages (`/ui/`) may be asked for, besides IP addresses and
+        /// `localhost`: a request whose `Host` is another name is refused (421), so a site that
+        /// points its own name at this receiver (DNS rebinding) reaches none of them.
+        public var operatorHosts: [String] = []
 
         /// The defaults: `127.0.0.1:8080`, no TLS, 30 s, 256 connections, 3600 s.
         public init() {}
@@ -111,7 +115,7 @@ public struct ReceiveServer: Service {
         router.delete("/files/:id") { request, context in await tus.delete(request, context) }
         OperatorView(
             receiver: receiver, accounts: try OperatorAccounts(vault: receiver.vault), sessions: OperatorSessions(),
-            secure: configuration.tlsCertificate != nil
+            secure: configuration.tlsCertificate != nil, hosts: configuration.operatorHosts, logger: logger
         ).register(on: router)
         let headTimeout = TimeAmount.milliseconds(Int64(configuration.idleTimeout * 1000))
         let http = HTTPServerBuilder.http1(

