@@ -205,6 +205,9 @@ echo "it reads and hashes each body); the receiver shares the two cores with vau
 # --- upload protocols: form to PHP, tus to resumable-upload, each beside curl ------------------
 RUNS="$RUNS" "$(dirname "$0")/bench-protocols.sh" "$vault"
 
+# --- the back office: one vault receive's intake, 20 stations at once, beside PHP's php -S ------
+RUNS="$RUNS" "$(dirname "$0")/bench-intake.sh" "$vault"
+
 # --- scale: each command at 1,000 and 10,000 documents (BENCH_SCALE=1: and 100,000) -------------
 "$(dirname "$0")/bench-scale.sh" "$vault"
 

@@ -40,7 +40,7 @@ package final class OperatorAccounts: Sendable {
     private func refresh() throws {
         let head = vault.storedHead()
         guard !state.withLock({ $0.loaded && $0.head == head }) else { return }
-        let scan = try vault.history()
+        let scan = try vault.settledHistory()
         var hashes: [String: String] = [:]
         for (_, record) in scan.records where record.outcome == .ok {
             guard let change = OperatorChange.of(record) else { continue }

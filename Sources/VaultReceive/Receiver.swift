@@ -214,7 +214,7 @@ public final class Receiver: Sendable {
     private static func project(_ vault: Vault) throws -> State {
         var s = State()
         s.head = vault.storedHead()
-        let scan = try vault.history()
+        let scan = try vault.settledHistory()
         s.problems = Array(Set((scan.findings + scan.noted).map(\.code.rawValue))).sorted()
         let decoder = JSONDecoder()
         for (_, record) in scan.records where record.outcome == .ok {

@@ -193,6 +193,32 @@ final class ReceiverProcess {
         #expect(office.documents.contains { $0["name"] as? String == "note.txt" })
     }
 
+    /// Found by `make bench`'s intake figures (20 stations at once): a batch authenticated
+    /// while another committed read the history between the commit's index and its log record,
+    /// took that for a rolled-back log, and was refused 503 `history-damaged`. Now a read with
+    /// findings is read again under the writer lock before anything is refused.
+    @Test func stationsSendingAtOnceAreAllTakenWhileEachOtherCommits() throws {
+        let s = Sandbox()
+        let office = try ReceiverProcess(s)
+        var script = ""
+        for station in 1...10 {
+            let token = office.addStation("st-\(station)")
+            script +=
+                "( for b in 1 2 3 4; do curl -sS -o /dev/null -w '%{http_code}\\n' "
+                + "-H 'Authorization: Bearer \(token)' -H \"Idempotency-Key: s\(station)-b$b\" "
+                + "-F one=@a.bin -F two=@b.bin '\(office.url)/batches' >> codes; done ) &\n"
+        }
+        s.write("a.bin", [UInt8].random(200_000, seed: 3))
+        s.write("b.bin", [UInt8].random(70_000, seed: 4))
+        let r = s.shell(script + "wait\n")
+        #expect(r.status == 0, "\(r.stderr)")
+        let codes = (try? String(contentsOfFile: s.path("codes"), encoding: .utf8)) ?? ""
+        #expect(
+            codes.split(separator: "\n") == Array(repeating: "200", count: 40), "\(codes) \(office.log.suffix(600))")
+        #expect(office.documents.count == 80)
+        #expect(office.run("audit").status == 0)
+    }
+
     @Test func aBatchWithOneBadDocumentKeepsNothingAndSaysWhich() throws {
         let s = Sandbox()
         let office = try ReceiverProcess(s)

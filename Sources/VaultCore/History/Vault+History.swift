@@ -10,19 +10,31 @@ extension Vault {
         return scan
     }
 
+    /// The history as ``history()`` reads it, but read again under the writer lock when that
+    /// read has findings: a change being committed by another thread or process at that moment
+    /// (its index ahead of its log record for an instant) must not look like damage. For a
+    /// process that acts on findings while others write (the receiver: a batch committing as
+    /// another station's request is authenticated).
+    package func settledHistory() throws -> HistoryScan {
+        let scan = try history()
+        guard !(scan.findings.isEmpty && scan.noted.isEmpty) else { return scan }
+        return try store.withWriterLock { _ in try history() }
+    }
+
     /// What the index witnesses against `scan`: it never applied records the log did not hold,
     /// so a log shorter than the most it applied was put back from an older copy.
     func indexWitness(_ scan: HistoryScan) -> [AuditFinding] {
         guard let high = indexedLogHigh(),
-              scan.exists,
-              high > scan.entries.count else { return [] }
+            scan.exists,
+            high > scan.entries.count
+        else { return [] }
         return [
             AuditFinding(
                 .rolledBack,
                 """
-                    the history holds \(scan.entries.count) records, and index.db had applied \(high): log.vlt and \
-                    its heads were put back from an older copy
-                    """
+                the history holds \(scan.entries.count) records, and index.db had applied \(high): log.vlt and \
+                its heads were put back from an older copy
+                """
             )
         ]
     }
@@ -151,9 +163,9 @@ extension Vault {
             let codes = Array(Set(scan.findings.map(\.code.rawValue))).sorted().joined(separator: ", ")
             VaultNotices.post(
                 """
-                    the history has \(scan.findings.count == 1 ? "a finding" : "\(scan.findings.count) findings") \
-                    (\(codes)): 
-                    """
+                the history has \(scan.findings.count == 1 ? "a finding" : "\(scan.findings.count) findings") \
+                (\(codes)): 
+                """
                     + "records that do not verify count for nothing; an audit lists them")
         }
         try index.write(lock) {
@@ -174,14 +186,15 @@ extension Vault {
     /// the change holds throughout.
     func checkKeyEpoch(_ lock: WriterLock) throws {
         guard store.source == nil,
-              let onDisk = try? store.readConfig(),
-              onDisk.keyEpoch != keys.epoch else { return }
+            let onDisk = try? store.readConfig(),
+            onDisk.keyEpoch != keys.epoch
+        else { return }
         throw VaultError(
             .busy,
             """
-                the password changed while this command ran (key epoch \(keys.epoch) → \(onDisk.keyEpoch)); nothing \
-                more was changed
-                """,
+            the password changed while this command ran (key epoch \(keys.epoch) → \(onDisk.keyEpoch)); nothing \
+            more was changed
+            """,
             hint: "run the command again with the new password")
     }
 
@@ -242,9 +255,9 @@ extension Vault {
         throw VaultError(
             .vaultDamaged,
             """
-                the history does not verify (\(codes)): the destinations, their recipients and receipt keys \
-                come from it, so nothing is sent
-                """,
+            the history does not verify (\(codes)): the destinations, their recipients and receipt keys \
+            come from it, so nothing is sent
+            """,
             hint: "audit the vault and, once what it found is understood, accept it; then send again")
     }
 
@@ -261,9 +274,9 @@ extension Vault {
         VaultError(
             .vaultDamaged,
             """
-                document \(first.id) (\(first.metadata.name)) was removed (history record \(position)) and its object \
-                is back
-                """
+            document \(first.id) (\(first.metadata.name)) was removed (history record \(position)) and its object \
+            is back
+            """
                 + (more > 0 ? ", and \(more) more" : "") + "; nothing was sent",
             remedy: .auditAndRemoveAgain(first.id))
     }
