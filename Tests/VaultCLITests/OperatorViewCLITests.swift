@@ -118,6 +118,49 @@ import Glibc
         try png.write(to: artifacts.appendingPathComponent("operator-view.png"))
     }
 
+    /// Under TLS (a certificate from a private CA made here by openssl): the cookies are
+    /// `Secure`, and a form posted from the `http` origin of the same host and port is refused.
+    @Test func underTLSCookiesAreSecureAndOnlyAnHTTPSOriginMayPost() throws {
+        let s = Sandbox()
+        let made = s.shell(
+            """
+            set -e
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem \
+                -days 2 -subj /CN=vault-test-ca 2>/dev/null
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key -out server.csr \
+                -subj /CN=127.0.0.1 2>/dev/null
+            printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' > ext.cnf
+            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 \
+                -extfile ext.cnf 2>/dev/null
+            """)
+        try #require(made.status == 0, "\(made.stderr)")
+        let office = try ReceiverProcess(
+            s, extra: ["--tls-cert", s.path("server.pem"), "--tls-key", s.path("server.key")])
+        #expect(office.url.hasPrefix("https://127.0.0.1:"))
+        s.write("operator-password", Array((Self.operatorPassword + "\n").utf8))
+        #expect(
+            office.run("receive", "operator", "add", "alice", "--new-password-file", s.path("operator-password")).status
+                == 0)
+        let tls = ["--cacert", s.path("ca.pem")]
+        let page = Self.curl(s, tls + ["-c", "jar", office.url + "/ui/login"])
+        #expect(page.status == 200 && page.headers["set-cookie"]?.contains("; Secure") == true, "\(page.headers)")
+        let csrf = page.body.range(of: #"name="csrf" value=""#).map { String(page.body[$0.upperBound...].prefix(64)) }
+        let form = [
+            "-b", "jar", "--data-urlencode", "csrf=\(csrf ?? "")", "--data-urlencode", "name=alice", "--data-urlencode",
+            "password=\(Self.operatorPassword)"
+        ]
+        let plainOrigin = "http://" + office.url.dropFirst("https://".count)
+        let refused = Self.curl(s, tls + form + ["-H", "Origin: \(plainOrigin)", office.url + "/ui/login"])
+        #expect(refused.status == 403 && refused.headers["set-cookie"] == nil)
+        let signed = Self.curl(s, tls + form + ["-H", "Origin: \(office.url)", office.url + "/ui/login"])
+        #expect(signed.status == 303, "\(signed.body)")
+        let session = signed.headers["set-cookie"]?.split(separator: "\n").first { $0.hasPrefix("vault_session=") }
+        #expect(
+            session.map { $0.contains("; Secure") && $0.contains("HttpOnly") && $0.contains("SameSite=Strict") }
+                == true,
+            "\(String(describing: session))")
+    }
+
     @Test func theViewRefusesWhatABrowserMustNotBeAbleToDo() throws {
         let s = Sandbox()
         s.initVault()
