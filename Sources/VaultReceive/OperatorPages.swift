@@ -188,16 +188,8 @@ struct ScalarHTMLEscaping: MustacheContentType {
     }
 }
 
-/// Sizes and times as the pages show them.
+/// Times as the pages show them (sizes: ``ByteSize``).
 enum Shown {
-    static func bytes(_ n: UInt64) -> String {
-        if n < 1024 { return "\(n) B" }
-        let units = ["KiB", "MiB", "GiB", "TiB"]
-        var v = Double(n) / 1024, i = 0
-        while v >= 1024, i < units.count - 1 { (v, i) = (v / 1024, i + 1) }
-        return String(format: v < 10 ? "%.1f" : "%.0f", v) + " " + units[i]
-    }
-
     static func time(millis: Int64?) -> String {
         guard let millis else { return "never" }
         let f = DateFormatter()

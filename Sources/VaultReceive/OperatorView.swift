@@ -104,7 +104,7 @@ struct OperatorView: Sendable {
             let totals = received.totals[s.name] ?? (0, 0, 0)
             return StationRow(
                 name: s.name, lastSeen: Shown.time(millis: seen), batches: totals.batches,
-                documents: totals.documents, bytes: Shown.bytes(totals.bytes), head: s.head ?? "none received yet",
+                documents: totals.documents, bytes: ByteSize.text(totals.bytes), head: s.head ?? "none received yet",
                 alerts: received.alerts[s.name] ?? [])
         }
         return (200, frame("stations", title: "Stations", session, ["stations": rows]))
@@ -135,7 +135,7 @@ struct OperatorView: Sendable {
         }
         let m = record.metadata
         var content: [String: Any] = [
-            "id": id.description, "contentType": m.contentType, "size": Shown.bytes(m.size),
+            "id": id.description, "contentType": m.contentType, "size": ByteSize.text(m.size),
             "sizeBytes": m.size, "sha256": Hex.encode(m.sha256)
         ]
         if !m.tags.isEmpty { content["tags"] = m.tags.joined(separator: ", ") }
@@ -427,10 +427,10 @@ struct ReceivedHistory {
                         time: Shown.time(millis: record.timeMillis), station: batch.station, wire: batch.wire,
                         key: batch.batch,
                         count: record.documents.count == 1 ? "1 document" : "\(record.documents.count) documents",
-                        bytes: Shown.bytes(bytes),
+                        bytes: ByteSize.text(bytes),
                         signature: signature.count > 16 ? signature.prefix(16) + "…" : signature,
                         documents: record.documents.map {
-                            DocumentRow(id: $0.id.description, name: $0.name, size: Shown.bytes($0.size))
+                            DocumentRow(id: $0.id.description, name: $0.name, size: ByteSize.text($0.size))
                         }))
                 let t = totals[batch.station] ?? (0, 0, 0)
                 totals[batch.station] = (t.batches + 1, t.documents + record.documents.count, t.bytes + bytes)

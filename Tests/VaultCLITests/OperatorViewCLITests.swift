@@ -122,18 +122,7 @@ import Glibc
     /// `Secure`, and a form posted from the `http` origin of the same host and port is refused.
     @Test func underTLSCookiesAreSecureAndOnlyAnHTTPSOriginMayPost() throws {
         let s = Sandbox()
-        let made = s.shell(
-            """
-            set -e
-            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem \
-                -days 2 -subj /CN=vault-test-ca 2>/dev/null
-            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key -out server.csr \
-                -subj /CN=127.0.0.1 2>/dev/null
-            printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' > ext.cnf
-            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 \
-                -extfile ext.cnf 2>/dev/null
-            """)
-        try #require(made.status == 0, "\(made.stderr)")
+        try ReceiveCLITests.makePrivateCA(s)
         let office = try ReceiverProcess(
             s, extra: ["--tls-cert", s.path("server.pem"), "--tls-key", s.path("server.key")])
         #expect(office.url.hasPrefix("https://127.0.0.1:"))

@@ -246,11 +246,9 @@ final class ReceiverProcess {
         #expect(office.run("verify").status == 0)
     }
 
-    /// A back office with a certificate from a private CA (made here by openssl): trusted with
-    /// `--cacert`, refused at once without it.
-    @Test func tlsWithAPrivateAuthorityIsTrustedOnlyWithCacert() throws {
-        let s = Sandbox()
-        let originals = Self.station(s, count: 2)
+    /// A private CA (`ca.pem`) and a server certificate for 127.0.0.1 signed by it
+    /// (`server.pem`, `server.key`), made in the sandbox by openssl.
+    static func makePrivateCA(_ s: Sandbox) throws {
         let made = s.shell(
             """
             set -e
@@ -263,6 +261,14 @@ final class ReceiverProcess {
                 -extfile ext.cnf 2>/dev/null
             """)
         try #require(made.status == 0, "\(made.stderr)")
+    }
+
+    /// A back office with a certificate from a private CA (made here by openssl): trusted with
+    /// `--cacert`, refused at once without it.
+    @Test func tlsWithAPrivateAuthorityIsTrustedOnlyWithCacert() throws {
+        let s = Sandbox()
+        let originals = Self.station(s, count: 2)
+        try Self.makePrivateCA(s)
         let office = try ReceiverProcess(
             s, extra: ["--tls-cert", s.path("server.pem"), "--tls-key", s.path("server.key")])
         #expect(office.url.hasPrefix("https://127.0.0.1:"))

@@ -179,15 +179,24 @@ import VaultTestSupport
         #expect(back.status == 0, "\(back.stderr)")
     }
 
+    /// A station vault with ``documents``, and a receiver taking batches sealed to a `vault
+    /// keygen` identity (`office.key`) with `extra` options: the recipient, the receiver and the
+    /// token of its station `station-1`.
+    static func stationAndSealedOffice(
+        _ s: Sandbox, extra: [String] = []
+    ) throws -> (recipient: String, receiver: ReceiverProcess, token: String) {
+        s.initVault()
+        addDocuments(s)
+        #expect(s.run("keygen", "--out", s.path("office.key")).status == 0)
+        let recipient = try Self.recipient(s, "office.key")
+        let receiver = try ReceiverProcess(s, extra: ["--identity", s.path("office.key")] + extra)
+        return (recipient, receiver, receiver.addStation("station-1"))
+    }
+
     @Test func aReceiverWithAnIdentityTakesSealedBatchesOfEveryProtocolAndOthersRefuseThem() throws {
         guard Self.requireAge() else { return }
         let s = Sandbox()
-        s.initVault()
-        Self.addDocuments(s)
-        #expect(s.run("keygen", "--out", s.path("office.key")).status == 0)
-        let recipient = try Self.recipient(s, "office.key")
-        let receiver = try ReceiverProcess(s, extra: ["--identity", s.path("office.key")])
-        let token = receiver.addStation("station-1")
+        let (recipient, receiver, token) = try Self.stationAndSealedOffice(s)
         let key = receiver.run("receive", "key").out.trimmingCharacters(in: .whitespacesAndNewlines)
         // The destination carries the recipient and the receipt key: in the history, in audit.
         let add = s.run(
@@ -280,15 +289,17 @@ import VaultTestSupport
             s.write("payload.json", Array(payload.utf8))
             return receiver.curl(
                 token: token,
-                ["-H", "Idempotency-Key: \(key)", "-H", "Content-Type: application/json", "--data-binary",
-                 "@" + s.path("payload.json"), receiver.url + "/batches"])
+                [
+                    "-H", "Idempotency-Key: \(key)", "-H", "Content-Type: application/json", "--data-binary",
+                    "@" + s.path("payload.json"), receiver.url + "/batches"
+                ])
         }
         let lies: [(String, [UInt8], String, Int, String)] = [
             ("wrong-digest", metadata(sha: String(repeating: "0", count: 64)), office, 400, "digest-mismatch"),
             ("wrong-size", metadata(size: 69_999), office, 400, "digest-mismatch"),
             ("unpadded", metadata(pad: false), office, 400, "header-malformed"),
             ("other-id", metadata(id: "fedcba9876543210fedcba9876543210"), office, 400, "header-malformed"),
-            ("sealed-elsewhere", metadata(), stranger, 422, "not-sealed-to-this-receiver"),
+            ("sealed-elsewhere", metadata(), stranger, 422, "not-sealed-to-this-receiver")
         ]
         for (key, meta, to, status, code) in lies {
             let r = send(key, meta: meta, data: to)
@@ -310,12 +321,7 @@ import VaultTestSupport
     @Test func aRolledBackHistoryDoesNotUnsealADestinationAndAReceiverCanRequireSealing() throws {
         guard Self.requireAge() else { return }
         let s = Sandbox()
-        s.initVault()
-        Self.addDocuments(s)
-        #expect(s.run("keygen", "--out", s.path("office.key")).status == 0)
-        let recipient = try Self.recipient(s, "office.key")
-        let receiver = try ReceiverProcess(s, extra: ["--identity", s.path("office.key"), "--require-sealed"])
-        let token = receiver.addStation("station-1")
+        let (recipient, receiver, token) = try Self.stationAndSealedOffice(s, extra: ["--require-sealed"])
         let url = receiver.url + "/batches"
         #expect(s.run("destination", "add", "office", url).status == 0)
         for f in ["log.vlt", "log.head", "log.anchor"] {
@@ -368,8 +374,10 @@ import VaultTestSupport
         #expect(s.run("add", s.path("big scan.tiff"), s.path("note.txt")).status == 0)
         #expect(s.shell("age-keygen -o age.key 2>/dev/null").status == 0)
         let r = s.run(
-            ["upload", "--url", "s3://\(bucket)/inbox/", "--part-size", "5M", "--recipient",
-             try Self.recipient(s, "age.key"), "--json"], env: S3UploadCLITests.env(sw))
+            [
+                "upload", "--url", "s3://\(bucket)/inbox/", "--part-size", "5M", "--recipient",
+                try Self.recipient(s, "age.key"), "--json"
+            ], env: S3UploadCLITests.env(sw))
         #expect(r.status == 0, "\(r.stderr)")
         let run = S3UploadCLITests.runID(r)
         let key = "inbox/\(run)/batch-0001.json"
