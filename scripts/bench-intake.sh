@@ -55,10 +55,11 @@ load() {  # load URL TOKENS: TOKENS "stations" (each its own, vault's) or one to
         senders+=($!)
     done
     wait "${senders[@]}"
-    local bad
-    bad=$(cat "$dir"/[0-9]* | grep -cv '^200$' || true)
-    if [ "$bad" -ne 0 ]; then
-        echo "intake: $bad answers were not 200, such as: $(grep -L -e stored -e receipt "$dir"/answer-* | head -1 | xargs cat)" >&2
+    local ok
+    ok=$(cat "$dir"/[0-9]* 2>/dev/null | grep -c '^200$' || true)
+    if [ "$ok" -ne $((STATIONS * BATCHES)) ]; then
+        echo "intake: $ok of $((STATIONS * BATCHES)) answers were 200; one of the others:" \
+            "$(grep -L -e stored -e receipt "$dir"/answer-* 2>/dev/null | head -1 | xargs -r cat)" >&2
         return 1
     fi
 }
