@@ -98,14 +98,17 @@ struct OperatorView: Sendable {
     }
 
     private func stationsPage(_ session: OperatorSessions.Session) throws -> (Int, String) {
+        // One read of the history gives the stations and what they sent; the receiver's memory
+        // adds when each was last heard from in this run (refusals too).
         let received = try ReceivedHistory(receiver.vault)
-        let rows = try receiver.currentStations().map { s in
-            let seen = [s.lastSeenMillis, received.lastBatchMillis[s.name]].compactMap { $0 }.max()
-            let totals = received.totals[s.name] ?? (0, 0, 0)
+        let heard = Dictionary(receiver.stations.map { ($0.name, $0.lastSeenMillis) }) { a, _ in a }
+        let rows = received.stations.keys.sorted().map { name in
+            let seen = [heard[name] ?? nil, received.lastBatchMillis[name]].compactMap { $0 }.max()
+            let totals = received.totals[name] ?? (0, 0, 0)
             return StationRow(
-                name: s.name, lastSeen: Shown.time(millis: seen), batches: totals.batches,
-                documents: totals.documents, bytes: ByteSize.text(totals.bytes), head: s.head ?? "none received yet",
-                alerts: received.alerts[s.name] ?? [])
+                name: name, lastSeen: Shown.time(millis: seen), batches: totals.batches,
+                documents: totals.documents, bytes: ByteSize.text(totals.bytes),
+                head: (received.stations[name] ?? nil) ?? "none received yet", alerts: received.alerts[name] ?? [])
         }
         return (200, frame("stations", title: "Stations", session, ["stations": rows]))
     }
@@ -408,10 +411,12 @@ struct ReceivedHistory {
     var totals: [String: (batches: Int, documents: Int, bytes: UInt64)] = [:]
     var lastBatchMillis: [String: Int64] = [:]
     var alerts: [String: [AlertRow]] = [:]
+    /// The stations there are now, each with the last history head it sent with a batch.
+    var stations: [String: String?] = [:]
     private var holding: [DocumentID: Int] = [:]
 
     init(_ vault: Vault) throws {
-        let scan = try vault.history()
+        let scan = try vault.settledHistory()
         let decoder = JSONDecoder()
         struct Answer: Decodable { var signature: String? }
         for (_, record) in scan.records where record.outcome == .ok {
@@ -435,6 +440,7 @@ struct ReceivedHistory {
                 let t = totals[batch.station] ?? (0, 0, 0)
                 totals[batch.station] = (t.batches + 1, t.documents + record.documents.count, t.bytes + bytes)
                 lastBatchMillis[batch.station] = max(lastBatchMillis[batch.station] ?? 0, record.timeMillis)
+                if let head = batch.head, stations[batch.station] != nil { stations[batch.station] = .some(head) }
             case .station:
                 guard let change = try? decoder.decode(StationChange.self, from: detail) else { continue }
                 switch change.action {
@@ -446,6 +452,7 @@ struct ReceivedHistory {
                 case .add, .remove:
                     // A station added again under a removed one's name starts afresh.
                     (totals[change.name], lastBatchMillis[change.name], alerts[change.name]) = (nil, nil, nil)
+                    if change.action == .add { stations[change.name] = .some(nil) } else { stations[change.name] = nil }
                 }
             default: continue
             }

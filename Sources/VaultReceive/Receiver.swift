@@ -248,13 +248,6 @@ public final class Receiver: Sendable {
     /// The stations, by name.
     public var stations: [Station] { state.withLock { $0.stations.values.sorted { $0.name < $1.name } } }
 
-    /// The stations, read again first if the history changed (a station added by another
-    /// command since): the browser view's list.
-    package func currentStations() throws -> [Station] {
-        try refresh()
-        return stations
-    }
-
     /// Adds a station: records its token's keyed hash in the history.
     /// - Returns: the token, which nothing keeps: the caller shows it once.
     /// - Throws: a `VaultError`: `already-exists` when the name is taken, `usage` for a name
