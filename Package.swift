@@ -65,6 +65,7 @@ let package = Package(
             name: "VaultReceive",
             dependencies: [
                 "VaultCore",
+                "VaultRemote",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

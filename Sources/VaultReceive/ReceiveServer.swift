@@ -113,10 +113,14 @@ public struct ReceiveServer: Service {
         router.head("/files/:id") { request, context in await tus.head(request, context) }
         router.patch("/files/:id") { request, context in await tus.patch(request, context) }
         router.delete("/files/:id") { request, context in await tus.delete(request, context) }
-        OperatorView(
-            receiver: receiver, accounts: try OperatorAccounts(vault: receiver.vault), sessions: OperatorSessions(),
-            secure: configuration.tlsCertificate != nil, hosts: configuration.operatorHosts, logger: logger
-        ).register(on: router)
+        // The operators and their pages are a local vault's (its history); receivers sharing a
+        // store serve none.
+        if receiver.sharedLog == nil {
+            OperatorView(
+                receiver: receiver, accounts: try OperatorAccounts(vault: receiver.vault), sessions: OperatorSessions(),
+                secure: configuration.tlsCertificate != nil, hosts: configuration.operatorHosts, logger: logger
+            ).register(on: router)
+        }
         let headTimeout = TimeAmount.milliseconds(Int64(configuration.idleTimeout * 1000))
         let http = HTTPServerBuilder.http1(
             configuration: .init(
@@ -202,9 +206,9 @@ struct BatchHandler: Sendable {
         let key = request.headers[.init("Idempotency-Key")!]
         let answer: Receiver.Answer
         do {
-            station = try receiver.authenticate(request.headers[.authorization], from: context.address)
+            station = try await receiver.authenticate(request.headers[.authorization], from: context.address)
             let length = request.headers[.contentLength].flatMap { UInt64($0) }
-            let intake = try receiver.begin(
+            let intake = try await receiver.begin(
                 station: station, key: key, head: request.headers[.init("X-Vault-Log-Head")!],
                 contentType: request.headers[.contentType], contentLength: length)
             wire = intake.wire
@@ -221,7 +225,7 @@ struct BatchHandler: Sendable {
             } catch {
                 throw Refusal(400, "body-unreadable", "the body could not be read: \(error)")
             }
-            answer = try intake.finish()
+            answer = try await intake.finish()
             if !answer.duplicate {
                 metrics.batch(station: station, wire: wire, documents: answer.documents, bytes: answer.bytes)
             }
@@ -281,14 +285,14 @@ struct TusHandler: Sendable {
     }
 
     /// The station, or the answer to give instead: 412 for another tus version, 401/429.
-    private func station(_ request: Request, _ context: ReceiveContext) -> Result<String, TusReceiver.Answer> {
+    private func station(_ request: Request, _ context: ReceiveContext) async -> Result<String, TusReceiver.Answer> {
         guard request.headers[HTTPField.Name("Tus-Resumable")!] == "1.0.0" else {
             var a = TusReceiver.Answer(Refusal(412, "tus-version", "this server speaks tus 1.0.0"))
             a.headers.append(("Tus-Version", "1.0.0"))
             return .failure(a)
         }
         do {
-            return .success(try receiver.authenticate(request.headers[.authorization], from: context.address))
+            return .success(try await receiver.authenticate(request.headers[.authorization], from: context.address))
         } catch {
             let refusal = Refusal.of(error, document: nil)
             metrics.refusal(station: "-", reason: refusal.code)
@@ -309,12 +313,12 @@ struct TusHandler: Sendable {
 
     func create(_ request: Request, _ context: ReceiveContext) async -> Response {
         let started = Date()
-        switch station(request, context) {
+        switch await station(request, context) {
         case .failure(let a):
             log("POST", station: "-", id: nil, a, started)
             return respond(a)
         case .success(let station):
-            let a = tus.create(
+            let a = await tus.create(
                 station: station, key: request.headers[HTTPField.Name("Idempotency-Key")!],
                 head: request.headers[HTTPField.Name("X-Vault-Log-Head")!],
                 length: request.headers[HTTPField.Name("Upload-Length")!],
@@ -326,7 +330,7 @@ struct TusHandler: Sendable {
     }
 
     func head(_ request: Request, _ context: ReceiveContext) async -> Response {
-        switch station(request, context) {
+        switch await station(request, context) {
         case .failure(let a): return respond(a)
         case .success(let station): return respond(tus.head(context.parameters.get("id") ?? "", station: station))
         }
@@ -334,7 +338,7 @@ struct TusHandler: Sendable {
 
     func delete(_ request: Request, _ context: ReceiveContext) async -> Response {
         let started = Date()
-        switch station(request, context) {
+        switch await station(request, context) {
         case .failure(let a): return respond(a)
         case .success(let station):
             let id = context.parameters.get("id") ?? ""
@@ -347,7 +351,7 @@ struct TusHandler: Sendable {
     func patch(_ request: Request, _ context: ReceiveContext) async -> Response {
         let started = Date()
         let id = context.parameters.get("id") ?? ""
-        switch station(request, context) {
+        switch await station(request, context) {
         case .failure(let a):
             log("PATCH", station: "-", id: id, a, started)
             return respond(a)
@@ -373,7 +377,7 @@ struct TusHandler: Sendable {
             } catch {
                 // The connection broke mid-chunk: what arrived counts (the offset says how much).
             }
-            let a = tus.end(patch)
+            let a = await tus.end(patch)
             if a.documents > 0 {
                 metrics.batch(station: station, wire: "tus", documents: a.documents, bytes: a.bytes)
             } else if a.status >= 400 {

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Synchronization
 import VaultCore
+import VaultRemote
 
 /// A refusal the receiver answers with: an HTTP status and a JSON error
 /// `{"error":{"code","message","document"?}}` (docs/RECEIVE.md).
@@ -61,7 +62,9 @@ package struct Refusal: Error, Sendable, Equatable {
 /// and each station's history head followed, so a station rolled back or forked is refused.
 ///
 /// Everything it keeps is a projection of the vault's history (`station`, `receive`,
-/// `receiver` records), rebuilt when it starts.
+/// `receiver` records), rebuilt when it starts. Receivers that share a remote vault keep those
+/// records in the store's receivers' log instead (``SharedReceiverLog``), read again before
+/// each batch and appended to by conditional writes, so they share stations, batches and heads.
 public final class Receiver: Sendable {
     /// Bounds on what one request may cost.
     public struct Limits: Sendable {
@@ -147,6 +150,8 @@ public final class Receiver: Sendable {
     private let state: Mutex<State>
     /// Held while the receiver lives: one receiver per vault.
     private let lock: OpenFile?
+    /// The log shared with other receivers, for a vault on a store (nil: the vault's history).
+    private let shared: SharedReceiverLog?
 
     /// A receiver on `vault`, its signing key made when it has none, its stations and the
     /// batches it took read from the history.
@@ -160,25 +165,55 @@ public final class Receiver: Sendable {
     }
 
     /// A receiver as above that also takes batches sealed to one of `identities`.
-    package init(
+    package convenience init(
         vault: Vault, limits: Limits = Limits(), serving: Bool = true, identities: [AgeIdentity],
         requireSealed: Bool = false
     ) throws {
         precondition(!requireSealed || !identities.isEmpty, "internal error: sealed only, with no identity")
-        self.vault = vault
-        self.identities = identities
-        self.requireSealed = requireSealed
-        lock = serving ? try vault.lockReceiver() : nil
+        let lock = serving ? try vault.lockReceiver() : nil
         try vault.recoverInterruptedIntake()
         guard let identity = try vault.receiverIdentity(create: true) else {
             throw VaultError(.internal, "no receiver key was made")
         }
-        self.identity = identity
-        self.limits = limits
         let projected = try Self.project(vault)
         if !projected.problems.isEmpty { throw Self.untrusted(projected.problems) }
-        state = Mutex(projected)
+        self.init(
+            vault: vault, identity: identity, limits: limits, identities: identities, requireSealed: requireSealed,
+            lock: lock, shared: nil, state: projected)
     }
+
+    private init(
+        vault: Vault, identity: ReceiverIdentity, limits: Limits, identities: [AgeIdentity], requireSealed: Bool,
+        lock: OpenFile?, shared: SharedReceiverLog?, state: State
+    ) {
+        self.vault = vault
+        self.identity = identity
+        self.limits = limits
+        self.identities = identities
+        self.requireSealed = requireSealed
+        self.lock = lock
+        self.shared = shared
+        self.state = Mutex(state)
+    }
+
+    /// A receiver of a remote vault that other receivers may share: its key, stations and
+    /// batches are the store's (``SharedReceiverLog``); its key is made there when the store has
+    /// none. Any number of receivers may serve one store at once.
+    package static func sharing(
+        _ log: SharedReceiverLog, limits: Limits = Limits(), identities: [AgeIdentity] = [],
+        requireSealed: Bool = false
+    ) async throws -> Receiver {
+        precondition(!requireSealed || !identities.isEmpty, "internal error: sealed only, with no identity")
+        guard let identity = try await log.identity(create: true) else {
+            throw VaultError(.internal, "no receiver key was made")
+        }
+        return Receiver(
+            vault: log.vault, identity: identity, limits: limits, identities: identities, requireSealed: requireSealed,
+            lock: nil, shared: log, state: Self.project(log))
+    }
+
+    /// Where the stations and batches are recorded, for messages: the vault, or the store's log.
+    package var sharedLog: SharedReceiverLog? { shared }
 
     /// The refusal to serve from a history that does not verify.
     static func untrusted(_ problems: [String]) -> VaultError {
@@ -191,10 +226,17 @@ public final class Receiver: Sendable {
     /// Reads the stations and batches again when the history changed since they were read (a
     /// station added or removed by another command while the receiver runs), keeping the
     /// counters of this run.
-    private func refresh() throws {
-        let head = vault.storedHead()
-        guard head != state.withLock({ $0.head }) else { return }
-        let fresh = try Self.project(vault)
+    private func refresh() async throws {
+        let fresh: State
+        if let shared {
+            try await shared.catchUp()
+            guard shared.entries.count != state.withLock({ $0.head?.count }) else { return }
+            fresh = Self.project(shared)
+        } else {
+            let head = vault.storedHead()
+            guard head != state.withLock({ $0.head }) else { return }
+            fresh = try Self.project(vault)
+        }
         state.withLock { s in
             var stations = fresh.stations
             for (name, old) in s.stations {
@@ -212,14 +254,31 @@ public final class Receiver: Sendable {
 
     /// The stations and batches the history records.
     private static func project(_ vault: Vault) throws -> State {
-        var s = State()
-        s.head = vault.storedHead()
         let scan = try vault.settledHistory()
+        var s = project(scan.records.lazy.filter { $0.1.outcome == .ok }.map { ($0.1.operation, $0.1.detail) })
+        s.head = vault.storedHead()
         s.problems = Array(Set((scan.findings + scan.noted).map(\.code.rawValue))).sorted()
+        return s
+    }
+
+    /// The stations and batches the store's receivers' log records (as far as it was read).
+    private static func project(_ log: SharedReceiverLog) -> State {
+        let entries = log.entries
+        var s = project(entries.lazy.map { ($0.operation, $0.detail) })
+        // The log's length stands for a head: the projection is of that many entries.
+        s.head = HistoryHead(count: entries.count, tag: [])
+        return s
+    }
+
+    /// The stations and batches records (operation, detail) say, in order.
+    private static func project(
+        _ records: some Sequence<(HistoryRecord.Operation, String?)>
+    ) -> State {
+        var s = State()
         let decoder = JSONDecoder()
-        for (_, record) in scan.records where record.outcome == .ok {
-            guard let detail = record.detail.map({ Data($0.utf8) }) else { continue }
-            switch record.operation {
+        for (operation, detail) in records {
+            guard let detail = detail.map({ Data($0.utf8) }) else { continue }
+            switch operation {
             case .station:
                 guard let change = try? decoder.decode(StationChange.self, from: detail) else { continue }
                 switch change.action {
@@ -252,26 +311,26 @@ public final class Receiver: Sendable {
     /// - Returns: the token, which nothing keeps: the caller shows it once.
     /// - Throws: a `VaultError`: `already-exists` when the name is taken, `usage` for a name
     ///   that is not 1–64 letters, digits, `.`, `_` or `-`.
-    public func addStation(_ name: String) throws -> String {
+    public func addStation(_ name: String) async throws -> String {
         guard Self.isStationName(name) else {
             throw VaultError(.usage, "a station's name is 1 to 64 letters, digits, '.', '_' or '-'")
         }
-        guard state.withLock({ $0.stations[name] == nil }) else {
-            throw VaultError(.alreadyExists, "there is already a station named '\(name)'")
-        }
         let token = ReceiverIdentity.newToken()
         let digest = identity.tokenDigest(token)
-        try record(StationChange(action: .add, name: name, token: Hex.encode(digest)))
+        try await record(StationChange(action: .add, name: name, token: Hex.encode(digest))) {
+            guard $0.stations[name] == nil else {
+                throw VaultError(.alreadyExists, "there is already a station named '\(name)'")
+            }
+        }
         state.withLock { $0.stations[name] = Station(name: name, tokenDigest: digest) }
         return token
     }
 
     /// Removes a station: its token is refused from now on.
-    public func removeStation(_ name: String) throws {
-        guard state.withLock({ $0.stations[name] != nil }) else {
-            throw VaultError(.notFound, "there is no station named '\(name)'")
+    public func removeStation(_ name: String) async throws {
+        try await record(StationChange(action: .remove, name: name)) {
+            guard $0.stations[name] != nil else { throw VaultError(.notFound, "there is no station named '\(name)'") }
         }
-        try record(StationChange(action: .remove, name: name))
         _ = state.withLock { $0.stations.removeValue(forKey: name) }
     }
 
@@ -281,9 +340,21 @@ public final class Receiver: Sendable {
             && name.utf8.allSatisfy { $0 < 0x80 && (isalnum(Int32($0)) != 0 || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D) }
     }
 
-    private func record(_ change: StationChange) throws {
+    /// Records `change` when `check` passes on what is recorded: in the vault's history, or, for
+    /// a shared store, in its log (read again and checked again when another receiver appended
+    /// first).
+    private func record(_ change: StationChange, check: (State) throws -> Void = { _ in }) async throws {
         let detail = String(decoding: try JSONEncoder().encode(change), as: UTF8.self)
-        _ = try vault.appendToHistory(HistoryRecord(.station, detail: detail))
+        guard let shared else {
+            try check(state.withLock { $0 })
+            _ = try vault.appendToHistory(HistoryRecord(.station, detail: detail))
+            return
+        }
+        while true {
+            try await refresh()
+            try check(state.withLock { $0 })
+            if try await shared.append(.station, detail: detail) { return }
+        }
     }
 
     /// The station whose token `authorization` (`Bearer <token>`) carries, or a refusal: 401,
@@ -291,7 +362,7 @@ public final class Receiver: Sendable {
     /// their keyed hashes, in constant time, against every station.
     package func authenticate(
         _ authorization: String?, from address: String, now: Date = Date()
-    ) throws(Refusal)
+    ) async throws(Refusal)
         -> String
     {
         let limit = limits.failedAuthenticationsPerMinute
@@ -306,8 +377,8 @@ public final class Receiver: Sendable {
         if blocked {
             throw Refusal(429, "too-many-failures", "too many failed authentications; wait a minute", retryAfter: 60)
         }
-        do { try refresh() } catch {
-            throw Refusal(503, "history-unreadable", "the receiver cannot read its history")
+        do { try await refresh() } catch {
+            throw Refusal(503, "history-unreadable", "the receiver cannot read its history", retryAfter: 5)
         }
         if !state.withLock({ $0.problems.isEmpty }) {
             throw Refusal(
@@ -368,7 +439,7 @@ public final class Receiver: Sendable {
     package func begin(
         station: String, key: String?, head: String?, contentType: String?, contentLength: UInt64?,
         paced: Bool = true, now: Date = Date()
-    ) throws(Refusal) -> BatchIntake {
+    ) async throws(Refusal) -> BatchIntake {
         guard let key, (1...256).contains(key.utf8.count), key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw Refusal(
                 400, "idempotency-key-missing", "a batch needs an Idempotency-Key of 1–256 visible characters")
@@ -397,7 +468,7 @@ public final class Receiver: Sendable {
             // the history with each attempt.
             let alert = "\(stationHead) \(reason)"
             if state.withLock({ $0.alerted[station] != alert }) {
-                try? record(
+                try? await record(
                     StationChange(
                         action: .alert, name: station, head: stationHead.description, knownHead: known.description,
                         reason: reason))
@@ -449,6 +520,17 @@ public final class Receiver: Sendable {
             s.stations[station]?.documents += documents
             s.stations[station]?.bytes += bytes
             s.stations[station]?.lastSeenMillis = Int64(now.timeIntervalSince1970 * 1000)
+        }
+    }
+
+    /// What the records say of a batch and its station now (after reading them again): the batch
+    /// as taken (by any receiver of a shared store), and the station's last head.
+    fileprivate func settled(station: String, key: String) async throws -> (
+        taken: (sha: [UInt8], answer: [UInt8])?, head: HistoryHead?
+    ) {
+        try await refresh()
+        return state.withLock { s in
+            (s.taken[BatchKey(station: station, key: key)].map { ($0.payloadSHA256, $0.answer) }, s.stations[station]?.lastHead)
         }
     }
 
@@ -601,19 +683,26 @@ package final class BatchIntake {
         return zip(before, documents).allSatisfy { $0.sha256 == $1.sha256 && $0.size == $1.size }
     }
 
+    /// The answer to a batch taken before: its receipt again, when this body holds the same
+    /// bytes or (a form's boundary differs from one send to the next) the same documents in the
+    /// same order.
+    private func resent(_ taken: (sha: [UInt8], answer: [UInt8]), sha: [UInt8]) throws(Refusal) -> Receiver.Answer {
+        guard taken.sha == sha || sameDocuments(as: taken.answer) else {
+            throw Refusal(
+                422, "idempotency-key-reused",
+                "this Idempotency-Key was used for another payload; a resend must be the same bytes")
+        }
+        return Receiver.Answer(status: 200, body: try sealedForStation(taken.answer), duplicate: true)
+    }
+
     /// Ends the body: checks its end, commits the batch and signs the receipt.
-    package func finish(now: Date = Date()) throws(Refusal) -> Receiver.Answer {
+    package func finish(now: Date = Date()) async throws(Refusal) -> Receiver.Answer {
         defer { close() }
         let sha = Array(hasher.finalize())
         if let taken {
-            // The same bytes, or (a form's boundary differs from one send to the next) the same
-            // documents in the same order.
-            guard taken.sha == sha || sameDocuments(as: taken.answer) else {
-                throw Refusal(
-                    422, "idempotency-key-reused",
-                    "this Idempotency-Key was used for another payload; a resend must be the same bytes")
-            }
-            return Receiver.Answer(status: 200, body: try sealedForStation(taken.answer), duplicate: true)
+            let answer = try resent(taken, sha: sha)
+            if let shared = receiver.sharedLog { await shared.sweep(station: station, batch: key) }
+            return answer
         }
         guard let intake else { throw Refusal(500, "internal", "no intake") }
         do {
@@ -626,9 +715,14 @@ package final class BatchIntake {
             let detail = ReceivedBatch(
                 station: station, batch: key, head: head?.description, wire: reader.wire.rawValue,
                 payloadSHA256: Hex.encode(sha), answer: String(decoding: answer, as: UTF8.self))
-            try intake.commit(
-                HistoryRecord(
-                    .receive, detail: String(decoding: try JSONEncoder().encode(detail), as: UTF8.self), now: now))
+            let json = String(decoding: try JSONEncoder().encode(detail), as: UTF8.self)
+            if let shared = receiver.sharedLog {
+                if let earlier = try await commit(intake, to: shared, detail: json, now: now) {
+                    return try resent(earlier, sha: sha)
+                }
+            } else {
+                try intake.commit(HistoryRecord(.receive, detail: json, now: now))
+            }
             receiver.taken(
                 station: station, key: key, head: head, payloadSHA256: sha, answer: answer, documents: documents.count,
                 bytes: received, now: now)
@@ -637,6 +731,52 @@ package final class BatchIntake {
         } catch {
             throw Refusal.of(error, document: document)
         }
+    }
+
+    /// Commits the batch to a shared store: its envelopes are noted as pending, sent, and then
+    /// named by an entry appended to the receivers' log (the commit point), unless, when this
+    /// receiver reads the log again, another receiver took the batch first (its envelopes are
+    /// then taken back, and its receipt returned) or the station's head moved where this batch's
+    /// cannot follow (409).
+    /// - Returns: the batch as another receiver took it, or nil when this one committed it.
+    private func commit(
+        _ intake: IntakeBatch, to shared: SharedReceiverLog, detail: String, now: Date
+    ) async throws -> (sha: [UInt8], answer: [UInt8])? {
+        let staged = intake.stagedEnvelopes
+        let ids = staged.map(\.record.id)
+        let note = try await shared.announce(station: station, batch: key, documents: ids)
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                var next = staged.makeIterator()
+                func launch() -> Bool {
+                    guard let (path, record) = next.next() else { return false }
+                    group.addTask { try await shared.send(envelope: path, id: record.id) }
+                    return true
+                }
+                for _ in 0..<4 where launch() {}
+                while try await group.next() != nil { _ = launch() }
+            }
+            while true {
+                let current = try await receiver.settled(station: station, key: key)
+                if let taken = current.taken {
+                    await shared.withdraw(ids, note: note)
+                    await shared.sweep(station: station, batch: key)
+                    return taken
+                }
+                if let head, let known = current.head, let reason = Receiver.headProblem(head, known: known) {
+                    throw Refusal(
+                        409, "station-\(reason)",
+                        "the station's history \(head) cannot follow \(known), which another receiver took meanwhile")
+                }
+                if try await shared.append(.receive, detail: detail, documents: ids, now: now) { break }
+            }
+        } catch {
+            await shared.withdraw(ids, note: note)
+            throw error
+        }
+        await shared.sweep(station: station, batch: key)
+        intake.discard()
+        return nil
     }
 
     /// The answer as the station gets it: for a sealed batch, sealed under a key from its

@@ -103,7 +103,7 @@ package final class TusReceiver: Sendable {
     /// `POST /files/`: a new upload of `length` bytes, the batch `key` of `station`.
     package func create(
         station: String, key: String?, head: String?, length: String?, deferLength: Bool, now: Date = Date()
-    ) -> Answer {
+    ) async -> Answer {
         expire(now: now)
         guard !deferLength else {
             return Answer(Refusal(400, "length-needed", "Upload-Length is needed (Upload-Defer-Length is not offered)"))
@@ -128,7 +128,7 @@ package final class TusReceiver: Sendable {
         }
         let intake: BatchIntake
         do {
-            intake = try receiver.begin(
+            intake = try await receiver.begin(
                 station: station, key: key, head: head, contentType: "application/json", contentLength: n, paced: false,
                 now: now)
         } catch {
@@ -297,7 +297,7 @@ package final class TusReceiver: Sendable {
     /// when its last byte arrived; answers 204 (the receipt in `Vault-Receipt`, base64, when the
     /// batch was committed), 460 for a checksum mismatch, or the refusal (the upload is then
     /// dropped: a batch is all or nothing).
-    package func end(_ patch: Patch) -> Answer {
+    package func end(_ patch: Patch) async -> Answer {
         let u = patch.upload
         if patch.failed == nil, let checksum = patch.checksum, let spool = patch.spool {
             let digest =
@@ -329,7 +329,7 @@ package final class TusReceiver: Sendable {
             return Answer(204, [("Upload-Offset", String(offset)), expires(u)])
         }
         do {
-            let answer = try intake.finish()
+            let answer = try await intake.finish()
             u.lock.withLock {
                 u.answer = answer.body
                 u.intake = nil

@@ -212,8 +212,9 @@ public final class Replicator: Sendable {
 
     /// Sends one envelope as it is on disk: one PUT with `If-None-Match: *` when it fits a
     /// part, else a multipart upload after a HEAD (an object already there is left alone).
-    func send(_ id: DocumentID) async throws -> UInt64 {
-        let file = try VaultCore.OpenFile.openStored(vault.objectPath(id))
+    /// - Parameter path: where the envelope is (by default the vault's own `objects/<id>.vlt`).
+    func send(_ id: DocumentID, from path: String? = nil) async throws -> UInt64 {
+        let file = try VaultCore.OpenFile.openStored(path ?? vault.objectPath(id))
         defer { file.close() }
         let size = try file.size()
         let key = location.objectKey(id)

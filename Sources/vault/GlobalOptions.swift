@@ -56,7 +56,7 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// What `--vault` names for a command that reads in place.
-    enum Target {
+    enum Target: Equatable {
         /// A vault folder.
         case local
         /// A store: `s3://BUCKET/PREFIX`.
@@ -90,8 +90,15 @@ struct GlobalOptions: ParsableArguments {
     /// Unlocks the vault for a command that only reads documents (and may record what it
     /// sends): a local vault, or one read in place on an S3-compatible store.
     func open() async throws -> VaultCore.Vault {
+        if let opened = try await openStore() { return opened.vault }
+        return try unlock()
+    }
+
+    /// The vault on a store these options name, opened in place, with the store's client and
+    /// where on it the vault is; nil when they name a local vault.
+    func openStore() async throws -> (vault: VaultCore.Vault, client: S3Client, location: RemoteLocation)? {
         let target = try target()
-        if case .local = target { return try unlock() }
+        if case .local = target { return nil }
         let pw: SecretBytes
         let location: RemoteLocation
         let connection: S3Environment.Connection
@@ -117,7 +124,7 @@ struct GlobalOptions: ParsableArguments {
                 location, client: client, cacheRoot: cacheRoot, password: pw,
                 cacheBytes: Int(cacheSize?.value ?? 64 << 20))
             Terminal.warnRefusedTombstones(opened.refusedTombstones)
-            return opened.vault
+            return (opened.vault, client, location)
         } catch let e as VaultError {
             throw e
         } catch {
@@ -214,7 +221,7 @@ extension GlobalOptions {
                 .usage,
                 """
                     this command needs a local vault; \(v) can be read in place only by list, get, verify, export and \
-                    upload
+                    upload (and served by receive)
                     """,
                 hint: "make a replica with 'vault clone \(v) --vault NEW-FOLDER'")
         }

@@ -19,13 +19,17 @@ final class ReceiverProcess {
 
     /// Starts `vault receive --vault <vault> --listen 127.0.0.1:0 <extra>` and reads its address
     /// from the first line of its standard output.
+    /// - Parameters:
+    ///   - location: serve this `--vault` (an `s3://` store) instead of the folder `vault`, which
+    ///     then only names the receiver's output files.
+    ///   - environment: more variables (the store's, a cache folder).
     init(
         _ s: Sandbox, vault: String = "office", extra: [String] = [], create: Bool = true,
-        listen: String = "127.0.0.1:0"
+        listen: String = "127.0.0.1:0", location: String? = nil, environment more: [String: String?] = [:]
     ) throws {
         sandbox = s
         self.vault = vault
-        if create {
+        if create && location == nil {
             let r = s.run(["init", "--vault", vault, "--kdf", "insecure-test"], env: ["VAULT_PASSWORD": Self.password])
             precondition(r.status == 0, r.stderr)
         }
@@ -34,8 +38,9 @@ final class ReceiverProcess {
         try? FileManager.default.removeItem(atPath: err)
         var environment = s.env
         environment["VAULT_PASSWORD"] = Self.password
+        for (k, v) in more { environment[k] = v }
         let pid = try Peer.spawn(
-            [Sandbox.binary, "receive", "--vault", s.path(vault), "--listen", listen] + extra,
+            [Sandbox.binary, "receive", "--vault", location ?? s.path(vault), "--listen", listen] + extra,
             environment: environment.map { "\($0.key)=\($0.value)" }, stdout: out, stderr: err)
         self.pid = pid
         var line: String?

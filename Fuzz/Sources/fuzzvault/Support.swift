@@ -2,6 +2,7 @@
 // a scratch vault to read hostile state files into, and a way to wait on async code from
 // libFuzzer's synchronous callback.
 import Foundation
+import Synchronization
 import VaultCore
 
 /// A property of the parser under test; a violation traps, which libFuzzer reports as a crash
@@ -89,4 +90,11 @@ func waitFor(_ body: @escaping @Sendable () async -> Void) {
         done.signal()
     }
     done.wait()
+}
+
+/// The value of async `body`, waited for on a thread of its own (libFuzzer's callback is synchronous).
+func waitForValue<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+    let result = Mutex<T?>(nil)
+    waitFor { let v = await body(); result.withLock { $0 = v } }
+    return result.withLock { $0! }
 }

@@ -34,8 +34,10 @@ enum TusFamily {
             let pick = ids.isEmpty ? "none" : ids[Int(op >> 3) % ids.count]
             switch op % 4 {
             case 0:
-                let a = tus.create(
-                    station: "st", key: "k\(ids.count)", head: nil, length: text(), deferLength: op & 4 != 0)
+                let (key, length) = ("k\(ids.count)", text())
+                let a = waitForValue {
+                    await tus.create(station: "st", key: key, head: nil, length: length, deferLength: op & 4 != 0)
+                }
                 expect(statuses.contains(a.status), "create: \(a.status)")
                 if a.status == 201, let location = a.headers.first(where: { $0.0 == "Location" })?.1 {
                     let id = String(location.dropFirst("/files/".count))
@@ -53,7 +55,9 @@ enum TusFamily {
                 case .failure(let a): expect(statuses.contains(a.status), "patch refused: \(a.status)")
                 case .success(let patch):
                     chunk.withUnsafeBytes { tus.take(patch, $0) }
-                    let a = tus.end(patch)
+                    // The patch is used by this thread only, before and after the wait.
+                    nonisolated(unsafe) let ending = patch
+                    let a = waitForValue { await tus.end(ending) }
                     expect(statuses.contains(a.status), "patch: \(a.status)")
                     let head = tus.head(pick, station: "st")
                     if let now = head.headers.first(where: { $0.0 == "Upload-Offset" }).flatMap({ UInt64($0.1) }),

@@ -14,7 +14,8 @@ package struct ReceiverIdentity: Sendable {
     /// The Ed25519 public key (32 bytes).
     package var publicKey: [UInt8] { signingKey.publicKey }
 
-    init(seed: SecretBytes) throws {
+    /// The identity of a signing seed (32 bytes).
+    package init(seed: SecretBytes) throws {
         signingKey = try SigningKey(seed: seed)
         tokenKey = try SubkeyDerivation.derive(from: seed, id: 1, context: "vaultrcv")
     }
@@ -36,6 +37,9 @@ package struct ReceiverIdentity: Sendable {
 package struct ReceiverKeyRecord: Codable, Sendable, Equatable {
     /// The Ed25519 public key, in hex.
     package var publicKey: String
+
+    /// The record of `publicKey` (hex).
+    package init(publicKey: String) { self.publicKey = publicKey }
 }
 
 /// What a `station` history record says: a station added (with its token's keyed hash),

@@ -30,6 +30,7 @@ package enum SealedState {
         case destinations = 11
         case pendingIntake = 12
         case receiver = 13
+        case receiverLog = 14
 
         var name: String {
             switch self {
@@ -46,6 +47,7 @@ package enum SealedState {
             case .destinations: "destination list"
             case .pendingIntake: "pending intake"
             case .receiver: "receiver key"
+            case .receiverLog: "receivers' log entry"
             }
         }
     }

@@ -27,6 +27,12 @@ package final class IntakeBatch {
     /// The documents staged so far, in order.
     package var records: [DocumentRecord] { staged.map(\.record) }
 
+    /// Where each staged envelope is (in `staging/`, sealed and fsynced), with its record: a
+    /// receiver on a store sends them from there instead of committing them here.
+    package var stagedEnvelopes: [(path: String, record: DocumentRecord)] {
+        staged.map { ($0.file.temporaryPath, $0.record) }
+    }
+
     /// Starts the next document: its envelope is written as ``write(_:)`` is given its bytes.
     /// - Throws: what the envelope's metadata refuses (a name or content type vault cannot keep).
     package func begin(name: String, contentType: String, tags: [String] = [], now: Date = Date()) throws {

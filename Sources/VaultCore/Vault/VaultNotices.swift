@@ -15,7 +15,7 @@ package enum VaultNotices {
     }
 
     /// Tells the user `message`, once per process.
-    static func post(_ message: String) {
+    package static func post(_ message: String) {
         let handler: ((String) -> Void)? = state.withLock { s in
             guard s.said.insert(message).inserted else { return nil }
             return s.handler

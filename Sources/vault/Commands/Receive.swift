@@ -4,6 +4,8 @@ import Logging
 import ServiceLifecycle
 import VaultCore
 import VaultReceive
+import VaultRemote
+import VaultS3
 
 extension VaultCommand {
     /// `vault receive`: the back office's side: takes batches into this vault and signs for them.
@@ -119,9 +121,12 @@ extension VaultCommand.Receive {
             }
             if requireSealed && identities.isEmpty { throw VaultError(.usage, "--require-sealed needs --identity") }
             let ageIdentities = try AgeIdentityFiles.read(identities)
-            try options.requireLocal()
-            let receiver = try Receiver(
-                vault: try options.unlock(), limits: limits, identities: ageIdentities, requireSealed: requireSealed)
+            if !uiHosts.isEmpty, try options.target() != .local {
+                throw VaultError(
+                    .usage, "--ui-host: the operator's pages are served for a local vault only, not one on a store")
+            }
+            let receiver = try await options.receiver(
+                serving: true, limits: limits, identities: ageIdentities, requireSealed: requireSealed)
             var configuration = ReceiveServer.Configuration()
             (configuration.host, configuration.port) = (host, port)
             (configuration.tlsCertificate, configuration.tlsKey) = (tlsCert, tlsKey)
@@ -178,9 +183,8 @@ extension VaultCommand.Receive {
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
-            try options.requireLocal()
-            guard let identity = try options.unlock().receiverIdentity(create: true) else { return }
-            Terminal.out(Hex.encode(identity.publicKey) + "\n")
+            let receiver = try await options.receiver(serving: false)
+            Terminal.out(Hex.encode(receiver.publicKey) + "\n")
         }
     }
 
@@ -216,8 +220,7 @@ extension VaultCommand.Receive.Stations {
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
-            try options.requireLocal()
-            let stations = try Receiver(vault: try options.unlock(), serving: false).stations
+            let stations = try await options.receiver(serving: false).stations
             if result.json {
                 struct Result: Encodable { var stations: [Entry] }
                 let entries = stations.map { Entry(name: $0.name, head: $0.head) }
@@ -252,8 +255,7 @@ extension VaultCommand.Receive.Stations {
                     .usage,
                     "'\(Terminal.printable(name))' is not a station name (letters, digits, '-', '_' and '.', up to 64)")
             }
-            try options.requireLocal()
-            let token = try Receiver(vault: try options.unlock(), serving: false).addStation(name)
+            let token = try await options.receiver(serving: false).addStation(name)
             Terminal.out(token + "\n")
             Terminal.err("vault: added station \(name); give it this token (VAULT_UPLOAD_TOKEN): it is not shown again")
         }
@@ -272,8 +274,7 @@ extension VaultCommand.Receive.Stations {
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
-            try options.requireLocal()
-            try Receiver(vault: try options.unlock(), serving: false).removeStation(name)
+            try await options.receiver(serving: false).removeStation(name)
             Terminal.err("vault: removed station \(Terminal.printable(name)) (its batches stay in the history)")
         }
     }
@@ -384,5 +385,23 @@ extension VaultCommand.Receive.Operators {
             try OperatorAccounts(vault: try options.unlock()).remove(name)
             Terminal.err("vault: removed operator \(Terminal.printable(name))")
         }
+    }
+}
+
+extension GlobalOptions {
+    /// The receiver of the vault these options name: a local vault's own, or, for a vault on a
+    /// store (`--vault s3://BUCKET/PREFIX`), one of the receivers sharing that store's log.
+    /// - Parameter serving: a server (a local vault's receiver lock is taken).
+    func receiver(
+        serving: Bool, limits: Receiver.Limits = Receiver.Limits(), identities: [AgeIdentity] = [],
+        requireSealed: Bool = false
+    ) async throws -> Receiver {
+        guard let store = try await openStore() else {
+            return try Receiver(
+                vault: try unlock(), limits: limits, serving: serving, identities: identities,
+                requireSealed: requireSealed)
+        }
+        let log = SharedReceiverLog(vault: store.vault, client: store.client, location: store.location)
+        return try await Receiver.sharing(log, limits: limits, identities: identities, requireSealed: requireSealed)
     }
 }

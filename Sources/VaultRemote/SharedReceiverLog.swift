@@ -1,0 +1,302 @@
+import Crypto
+import Foundation
+import NIOCore
+import Synchronization
+import VaultCore
+import VaultS3
+
+/// What receivers that take batches into one remote vault share through its store, beside the
+/// documents (docs/FORMAT.md, "Receivers on a store"):
+///
+/// - `receivers/key.vlt`: the receivers' one signing key, sealed under the vault key (written
+///   once, with `If-None-Match: *`), so a receipt is valid whichever receiver signed it;
+/// - `receivers/log/<n>` (`n` in 12 digits, from 1): the log of stations added, removed and
+///   alerted on, and of batches taken with their documents, receipts and station heads. Each
+///   entry is sealed as a state file whose role is its own key, names the SHA-256 of the entry
+///   before it, and is written with `If-None-Match: *`: of two receivers that append at once,
+///   one gets `n` and the other reads it and decides again (the batch may now be taken, or the
+///   station's head moved). This is what makes idempotency and heads shared.
+/// - `receivers/pending/<batch>/<random>`: the envelopes a receiver is putting on the store for
+///   a batch (sealed ids), from before the first is sent until its entry is appended. Whoever
+///   settles that batch later (its commit, or a resend of it) deletes the envelopes such a note
+///   names that no entry names: what a receiver killed mid-commit, or beaten to the batch by
+///   another, left behind.
+///
+/// The store cannot forge, reorder or swap entries (each opens only as itself, in this vault,
+/// and chains to the one before); it can hide the newest ones from a receiver that never read
+/// them, as a rolled-back folder hides a local history's newest records.
+public final class SharedReceiverLog: Sendable {
+    /// One entry of the log: what one record of a receiver's history says.
+    package struct Entry: Codable, Sendable, Equatable {
+        /// What happened (`receiver`, `station`, `receive`).
+        package var operation: HistoryRecord.Operation
+        /// The record's detail (``StationChange``, ``ReceivedBatch``, ``ReceiverKeyRecord``), as JSON.
+        package var detail: String?
+        /// The documents a `receive` entry took, by id (hex).
+        package var documents: [String]
+        /// When (milliseconds since 1970).
+        package var timeMillis: Int64
+        /// The SHA-256 (hex) of the entry before it as stored ("" for the first).
+        package var previous: String
+    }
+
+    private struct State {
+        var entries: [Entry] = []
+        var lastDigest: [UInt8] = []
+        /// Every document a `receive` entry names.
+        var committed: Set<DocumentID> = []
+    }
+
+    /// The remote vault, unlocked (its key seals and opens what is here).
+    public let vault: Vault
+    let client: any ObjectStore
+    let location: RemoteLocation
+    let policy: RetryPolicy
+    private let state = Mutex(State())
+
+    /// The most bytes an entry, the key or a pending note may have.
+    static let entryLimit = 1 << 20
+    static let keyName = "receivers/key.vlt"
+    static let contentType = "application/octet-stream"
+
+    /// The log of the receivers of the remote vault `vault` (opened in place) at `location`.
+    public init(vault: Vault, client: any ObjectStore, location: RemoteLocation, policy: RetryPolicy = .store) {
+        self.vault = vault
+        self.client = client
+        self.location = location
+        self.policy = policy
+    }
+
+    /// The key of entry `n` under the vault's prefix.
+    static func entryName(_ n: Int) -> String { "receivers/log/" + String(format: "%012d", n) }
+
+    /// The entries read so far, in order.
+    package var entries: [Entry] { state.withLock { $0.entries } }
+
+    /// Where the log is, for messages: `s3://BUCKET/PREFIX/receivers/log/`.
+    package var logDescription: String { "\(location)/receivers/log/" }
+
+    private func retrying<T>(_ body: () async throws -> T) async throws -> T {
+        try await policy.run(isTransient: VaultError.isTransientStoreFailure, body)
+    }
+
+    /// The object at `name` (under the prefix), or nil when there is none.
+    private func fetch(_ name: String) async throws -> [UInt8]? {
+        do {
+            return try await retrying {
+                try await client.getObject(
+                    bucket: location.bucket, key: location.key(name), range: nil, limit: Self.entryLimit)
+            }
+        } catch let e as VaultError where e.code == .notFound {
+            return nil
+        }
+    }
+
+    // MARK: The log
+
+    /// Reads the entries other receivers appended since the last read, until the store has no
+    /// next one (one GET answered 404 when nothing is new).
+    /// - Returns: whether any entry was new.
+    /// - Throws: ``VaultError/Code/vaultDamaged`` for an entry that does not open as itself or
+    ///   does not follow the one before it.
+    @discardableResult
+    package func catchUp() async throws -> Bool {
+        var changed = false
+        while true {
+            let n = state.withLock { $0.entries.count } + 1
+            guard let bytes = try await fetch(Self.entryName(n)) else { return changed }
+            try apply(bytes, at: n)
+            changed = true
+        }
+    }
+
+    /// Takes entry `n` as stored (`bytes`), unless another task took it already.
+    private func apply(_ bytes: [UInt8], at n: Int) throws {
+        let name = Self.entryName(n)
+        let entry: Entry
+        do {
+            let plain = try vault.openState(bytes, purpose: .receiverLog, role: name, what: name)
+            entry = try JSONDecoder().decode(Entry.self, from: Data(plain))
+        } catch {
+            throw VaultError(
+                .vaultDamaged, "\(location)/\(name) is not an entry of this vault's receivers' log: \(error)")
+        }
+        let ids = try entry.documents.map {
+            guard let id = DocumentID(hex: $0) else {
+                throw VaultError(.vaultDamaged, "\(location)/\(name) names a document id that is not one")
+            }
+            return id
+        }
+        try state.withLock { s in
+            guard s.entries.count == n - 1 else { return }
+            guard entry.previous == Hex.encode(s.lastDigest) else {
+                throw VaultError(
+                    .vaultDamaged,
+                    "\(location)/\(name) does not follow the entry before it: the receivers' log was cut or reordered")
+            }
+            s.entries.append(entry)
+            s.lastDigest = Array(SHA256.hash(data: bytes))
+            s.committed.formUnion(ids)
+        }
+    }
+
+    /// Appends an entry after the last one read, unless another receiver appended there first.
+    /// - Returns: true when it was appended; false when the store had another entry there (the
+    ///   log is then caught up: the caller decides again on what it now says).
+    package func append(
+        _ operation: HistoryRecord.Operation, detail: String?, documents: [DocumentID] = [], now: Date = Date()
+    ) async throws -> Bool {
+        let (n, previous) = state.withLock { ($0.entries.count + 1, Hex.encode($0.lastDigest)) }
+        let entry = Entry(
+            operation: operation, detail: detail, documents: documents.map(\.hex),
+            timeMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), previous: previous)
+        let name = Self.entryName(n)
+        let sealed = try vault.sealState(
+            Array(try JSONEncoder().encode(entry)), purpose: .receiverLog, role: name)
+        let written = try await retrying {
+            try await client.putObjectIfAbsent(
+                bucket: location.bucket, key: location.key(name), body: ByteBuffer(bytes: sealed),
+                contentType: Self.contentType)
+        }
+        if written {
+            try apply(sealed, at: n)
+            return true
+        }
+        // Another receiver's entry is there, or this one's, when a retried PUT's first try landed.
+        let there = try await fetch(name)
+        try await catchUp()
+        return there == sealed
+    }
+
+    // MARK: The key
+
+    /// The receivers' signing key: opened from `receivers/key.vlt`, or made and written there
+    /// (once, whoever is first) when the store has none and `create` is true. Its public key is
+    /// the log's `receiver` entry; a key file that does not match it, or is missing while the
+    /// log names one, is refused rather than replaced.
+    package func identity(create: Bool) async throws -> ReceiverIdentity? {
+        try await catchUp()
+        var stored = try await fetch(Self.keyName)
+        if stored == nil {
+            if let recorded = recordedKey() {
+                throw VaultError(
+                    .vaultDamaged,
+                    "\(location)/\(Self.keyName) is missing, and the receivers' log says their key is \(recorded)")
+            }
+            guard create else { return nil }
+            let seed = try SecretBytes.random(count: SigningKey.seedSize, using: SystemRandom())
+            var body = seed.withUnsafeBytes { Array($0) }
+            defer { Sodium.wipe(&body) }
+            let sealed = try vault.sealState(body, purpose: .receiver, role: Self.keyName)
+            let written = try await retrying {
+                try await client.putObjectIfAbsent(
+                    bucket: location.bucket, key: location.key(Self.keyName), body: ByteBuffer(bytes: sealed),
+                    contentType: Self.contentType)
+            }
+            // Another receiver may have made one first: that one is the key.
+            stored = written ? sealed : try await fetch(Self.keyName)
+        }
+        guard let stored else { throw VaultError(.vaultDamaged, "\(location)/\(Self.keyName) went missing") }
+        var plain = try vault.openState(
+            stored, purpose: .receiver, role: Self.keyName, what: "\(location)/\(Self.keyName)")
+        defer { Sodium.wipe(&plain) }
+        guard plain.count == SigningKey.seedSize else {
+            throw VaultError(.vaultDamaged, "\(location)/\(Self.keyName) is malformed")
+        }
+        let identity = try ReceiverIdentity(seed: try plain.withUnsafeBytes { try SecretBytes(copying: $0) })
+        let mine = Hex.encode(identity.publicKey)
+        while true {
+            if let recorded = recordedKey() {
+                guard recorded == mine else {
+                    throw VaultError(
+                        .vaultDamaged,
+                        "\(location)/\(Self.keyName) holds the key \(mine), but the receivers' log says \(recorded)")
+                }
+                return identity
+            }
+            let detail = String(
+                decoding: try JSONEncoder().encode(ReceiverKeyRecord(publicKey: mine)), as: UTF8.self)
+            if try await append(.receiver, detail: detail) { return identity }
+        }
+    }
+
+    /// The public key (hex) the log's first `receiver` entry names.
+    private func recordedKey() -> String? {
+        state.withLock { s in
+            s.entries.first { $0.operation == .receiver }?.detail.flatMap {
+                try? JSONDecoder().decode(ReceiverKeyRecord.self, from: Data($0.utf8)).publicKey
+            }
+        }
+    }
+
+    // MARK: Envelopes of a batch
+
+    /// The folder of the pending notes of one batch.
+    static func pendingFolder(station: String, batch: String) -> String {
+        "receivers/pending/" + Hex.encode(Array(SHA256.hash(data: Data("\(station)\n\(batch)".utf8)).prefix(16)))
+            + "/"
+    }
+
+    /// Notes, before any is sent, the envelopes this receiver is about to put on the store for a
+    /// batch. - Returns: the note's key (for ``withdraw(_:note:)``).
+    package func announce(station: String, batch: String, documents: [DocumentID]) async throws -> String {
+        let name = Self.pendingFolder(station: station, batch: batch) + Hex.encode(SystemRandom().bytes(16))
+        let sealed = try vault.sealState(
+            Array(try JSONEncoder().encode(documents.map(\.hex))), purpose: .pendingIntake, role: name)
+        try await retrying {
+            try await client.putObject(
+                bucket: location.bucket, key: location.key(name), body: ByteBuffer(bytes: sealed),
+                contentType: Self.contentType, metadata: [:])
+        }
+        return name
+    }
+
+    /// Puts one envelope (sealed, from the file at `path`) on the store as `objects/<id>.vlt`.
+    package func send(envelope path: String, id: DocumentID) async throws {
+        let replicator = Replicator(vault: vault, client: client, location: location, policy: policy)
+        _ = try await retrying { try await replicator.send(id, from: path) }
+    }
+
+    /// Takes a batch's envelopes back off the store (it was refused, or another receiver took it
+    /// first), then its note. A failure leaves the note, so whoever settles the batch next
+    /// deletes them.
+    package func withdraw(_ documents: [DocumentID], note: String) async {
+        let committed = state.withLock { $0.committed }
+        do {
+            for id in documents where !committed.contains(id) {
+                try await retrying { try await client.deleteObject(bucket: location.bucket, key: location.objectKey(id)) }
+            }
+            try await retrying { try await client.deleteObject(bucket: location.bucket, key: location.key(note)) }
+        } catch {
+            VaultNotices.post("could not take a refused batch's envelopes off the store yet: \(error)")
+        }
+    }
+
+    /// Once a batch is settled (in the log): deletes what every pending note of it names that no
+    /// entry names (a receiver killed mid-commit, or beaten to the batch, left it), then the
+    /// notes. A note that does not open under this vault's key is left alone.
+    package func sweep(station: String, batch: String) async {
+        let folder = location.key(Self.pendingFolder(station: station, batch: batch))
+        do {
+            let notes = try await retrying {
+                try await client.listObjects(bucket: location.bucket, prefix: folder, pageSize: 1000)
+            }
+            for note in notes.prefix(1000) {
+                let name = String(note.key.dropFirst(location.key("").count))
+                guard let bytes = try await fetch(name),
+                    let plain = try? vault.openState(bytes, purpose: .pendingIntake, role: name, what: name),
+                    let hexes = try? JSONDecoder().decode([String].self, from: Data(plain))
+                else { continue }
+                let committed = state.withLock { $0.committed }
+                for id in hexes.compactMap(DocumentID.init(hex:)) where !committed.contains(id) {
+                    try await retrying {
+                        try await client.deleteObject(bucket: location.bucket, key: location.objectKey(id))
+                    }
+                }
+                try await retrying { try await client.deleteObject(bucket: location.bucket, key: note.key) }
+            }
+        } catch {
+            VaultNotices.post("could not clear a batch's pending notes off the store yet: \(error)")
+        }
+    }
+}

@@ -1,0 +1,161 @@
+import Crypto
+import Foundation
+import Testing
+import VaultS3
+import VaultTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Receivers that share one remote vault on SeaweedFS (`vault receive --vault s3://…`): two of
+/// them behind a balancer this project's test wrote (scripts/balance-proxy.py, round robin), one
+/// killed mid-run; stations sending at once; the same batch sent to both receivers at once.
+@Suite(.blocking) struct SharedReceiveCLITests {
+    /// A station vault `name` with `count` documents (with `large`, the second is of 24 MiB, so the
+    /// first batch's commit spans a while and its envelope goes by multipart upload): the
+    /// documents' SHA-256 (hex) → bytes.
+    static func station(_ s: Sandbox, _ name: String, count: Int, seed: UInt64, large: Bool = false) -> [String: [UInt8]] {
+        precondition(s.run(["init", "--vault", s.path(name), "--kdf", "insecure-test"]).status == 0)
+        var originals: [String: [UInt8]] = [:]
+        for i in 0..<count {
+            let bytes = [UInt8].random(large && i == 1 ? 24 << 20 : [0, 7, 70_000, 300_001][i % 4] + i, seed: seed + UInt64(i))
+            s.write("\(name)-\(i)", bytes)
+            let r = s.run(["--vault", s.path(name), "add", s.path("\(name)-\(i)"), "--name", "\(name) scan \(i).pdf"])
+            precondition(r.status == 0, r.stderr)
+            originals[ReceiveCLITests.sha(bytes)] = bytes
+        }
+        return originals
+    }
+
+    /// `curl` of one JSON batch (the documents shape) as station `token`, in the background.
+    static func curlBatch(
+        _ s: Sandbox, url: String, token: String, key: String, head: String, text: String, rate: String = "0"
+    ) throws -> (pid: pid_t, out: String) {
+        let body = #"{"Files":["# + ReceiveCLITests.entry(
+            String(ReceiveCLITests.sha(Array(key.utf8)).prefix(32)), "\(key).txt", text, as: text) + "]}"
+        let file = s.path("body-\(UUID().uuidString.prefix(6))")
+        s.write(String(file.split(separator: "/").last!), Array(body.utf8))
+        let out = file + ".out"
+        let pid = try Peer.spawn(
+            [
+                "curl", "-sS", "-o", out, "-w", "%{http_code}", "-H", "Authorization: Bearer \(token)", "-H",
+                "Idempotency-Key: \(key)", "-H", "X-Vault-Log-Head: \(head)", "-H", "Content-Type: application/json",
+                "--limit-rate", rate, "--data-binary", "@" + file, url + "/batches"
+            ], stdout: out + ".status", stderr: out + ".err", searchPath: true)
+        return (pid, out)
+    }
+
+    /// Waits for a `curlBatch`: its status and body.
+    static func finish(_ c: (pid: pid_t, out: String)) -> (status: Int, body: String) {
+        var status: Int32 = 0
+        while waitpid(c.pid, &status, 0) < 0 && errno == EINTR {}
+        let code = Int((try? String(contentsOfFile: c.out + ".status", encoding: .utf8)) ?? "") ?? 0
+        return (code, (try? String(contentsOfFile: c.out, encoding: .utf8)) ?? "")
+    }
+
+    @Test func twoReceiversShareOneStoreAndAStationMovesFromOneToTheOtherMidRun() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("receivers")
+        defer { Task { await s3.shutdown() } }
+        let store = S3UploadCLITests.env(sw)
+        let url = "s3://\(bucket)/office"
+        let s = Sandbox()
+        func env(_ cache: String, _ more: [String: String?] = [:]) -> [String: String?] {
+            var e = store
+            e["VAULT_PASSWORD"] = ReceiverProcess.password
+            e["XDG_CACHE_HOME"] = s.path(cache)
+            for (k, v) in more { e[k] = v }
+            return e
+        }
+        // The back office's vault, made once and pushed: from then on it lives on the store only.
+        let made = s.run(["init", "--vault", s.path("setup"), "--kdf", "insecure-test"], env: env("cache-admin"))
+        #expect(made.status == 0, "\(made.stderr)")
+        let pushed = s.run(["--vault", s.path("setup"), "push", url], env: env("cache-admin"))
+        #expect(pushed.status == 0, "\(pushed.stderr)")
+        // Stations and the key are the store's, whichever machine asks.
+        let add = s.run(["receive", "--vault", url, "station", "add", "front-desk"], env: env("cache-admin"))
+        #expect(add.status == 0, "\(add.stderr)")
+        let frontDesk = add.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let scanner = s.run(["receive", "--vault", url, "station", "add", "scanner-2"], env: env("cache-other"))
+            .out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let probe = s.run(["receive", "--vault", url, "station", "add", "probe"], env: env("cache-other"))
+            .out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let taken = s.run(["receive", "--vault", url, "station", "add", "scanner-2"], env: env("cache-admin"))
+        #expect(taken.status != 0 && taken.stderr.contains("already a station named 'scanner-2'"), "\(taken.stderr)")
+        let key = s.run(["receive", "--vault", url, "key"], env: env("cache-admin")).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(key.count == 64 && s.run(["receive", "--vault", url, "key"], env: env("cache-other")).out == key + "\n")
+
+        // Two receivers, each with a cache folder of its own (as on two machines), behind a balancer.
+        let r1 = try ReceiverProcess(s, vault: "r1", location: url, environment: env("cache-r1"))
+        let r2 = try ReceiverProcess(s, vault: "r2", location: url, environment: env("cache-r2"))
+        let balancer = try PythonPeer("balance-proxy.py", ["--upstream", r1.url, "--upstream", r2.url], in: s)
+
+        // The same batch to both receivers at once, each body taking about two seconds: both read
+        // it whole, one commits it, the other finds it taken, takes its own envelopes back off the
+        // store and answers the same receipt.
+        let twin = String(repeating: "twin ", count: 40_000)
+        let twins = try [r1, r2].map {
+            try Self.curlBatch(
+                s, url: $0.url, token: probe, key: "twin-1", head: "7-" + String(repeating: "ab", count: 16), text: twin,
+                rate: "120k")
+        }.map(Self.finish)
+        #expect(twins.allSatisfy { $0.status == 200 } && twins[0].body == twins[1].body, "\(twins)")
+        #expect((r1.log + r2.log).components(separatedBy: "result=200 duplicate station=probe").count == 2)
+        // Heads are shared: r1 refuses a head behind the one r2 (or r1) took.
+        let behind = Self.finish(
+            try Self.curlBatch(s, url: r1.url, token: probe, key: "late", head: "6-" + String(repeating: "cd", count: 16), text: "late"))
+        #expect(behind.status == 409 && behind.body.contains("station-rolled-back"), "\(behind)")
+
+        // front-desk sends through the balancer (its batches alternate between the receivers); r1,
+        // which the balancer hands the first batch, is killed while it puts that batch's envelopes
+        // on the store. The station's retry reaches r2, which takes the batch (or, had r1 recorded
+        // it, answers its receipt) and deletes what r1 left. scanner-2 sends to r2 meanwhile.
+        let frontDocs = Self.station(s, "front", count: 12, seed: 100, large: true)
+        let scanDocs = Self.station(s, "scan", count: 6, seed: 200)
+        #expect(
+            s.run(
+                ["--vault", s.path("front"), "destination", "add", "office", balancer.url + "batches", "--receipt-key", key]
+            ).status == 0)
+        let front = s.spawn(
+            ["--vault", s.path("front"), "upload", "--to", "office", "--batch-size", "2"],
+            env: ["VAULT_UPLOAD_TOKEN": frontDesk])
+        var sawNote = false
+        for _ in 0..<6000 where !sawNote {
+            sawNote = !(try await s3.listObjects(bucket: bucket, prefix: "office/receivers/pending/")).isEmpty
+            if !sawNote { try await Task.sleep(nanoseconds: 10_000_000) }
+        }
+        kill(r1.pid, SIGKILL)
+        #expect(sawNote, "r1 never began to commit front-desk's first batch: \(r1.log)")
+        let scan = s.spawn(
+            ["--vault", s.path("scan"), "upload", "--url", r2.url + "/batches", "--batch-size", "2"],
+            env: ["VAULT_UPLOAD_TOKEN": scanner])
+        let (f, sc) = (s.wait(front), s.wait(scan))
+        #expect(f.status == 0, "\(f.stderr)")
+        #expect(sc.status == 0, "\(sc.stderr)")
+        #expect(!r1.log.contains("station=front-desk"), "r1 answered front-desk before it was killed: \(r1.log)")
+        #expect(r2.log.contains("station=front-desk"), "\(r2.log)")
+        // Every receipt front-desk got checked against the receivers' one key: all delivered.
+        let status = s.run(["--vault", s.path("front"), "status", "--json"])
+        #expect(status.out.contains(#""undelivered":0"#) || status.out.contains(#""undelivered": 0"#), "\(status.out)")
+
+        // Each document once on the store, byte for byte; no note of a pending batch is left.
+        let check = s.run(["clone", url, "--vault", s.path("check"), "-q"], env: env("cache-check"))
+        #expect(check.status == 0, "\(check.stderr)")
+        let listed = s.run(["--vault", s.path("check"), "list", "--json"], env: env("cache-check"))
+        let docs = (try JSONSerialization.jsonObject(with: Data(listed.stdout)) as? [[String: Any]]) ?? []
+        let shas = docs.compactMap { $0["sha256"] as? String }
+        let expected = Set(frontDocs.keys).union(scanDocs.keys).union([ReceiveCLITests.sha(Array(twin.utf8))])
+        #expect(shas.count == frontDocs.count + scanDocs.count + 1, "\(shas.count) documents")
+        #expect(Set(shas) == expected)
+        for d in docs where (d["size"] as? Int ?? 0) > 0 {
+            let got = s.run(["--vault", s.path("check"), "get", d["id"] as? String ?? "", "-o", "-"], env: env("cache-check"))
+            #expect(frontDocs[d["sha256"] as? String ?? ""] ?? scanDocs[d["sha256"] as? String ?? ""] ?? Array(twin.utf8) == got.stdout)
+        }
+        let audit = s.run(["--vault", s.path("check"), "audit"], env: env("cache-check"))
+        #expect(audit.status == 0, "\(audit.out)\(audit.stderr)")
+        let objects = try await s3.listObjects(bucket: bucket, prefix: "office/objects/")
+        #expect(objects.count == shas.count)
+        let pending = try await s3.listObjects(bucket: bucket, prefix: "office/receivers/pending/")
+        #expect(pending.isEmpty, "\(pending.map(\.key))")
+    }
+}
