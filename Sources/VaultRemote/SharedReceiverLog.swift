@@ -110,6 +110,31 @@ public final class SharedReceiverLog: Sendable {
         }
     }
 
+    /// Reads the whole log as a receiver starts: the entries listed must be `1…n` with none
+    /// missing, and every one of them must be read (an entry deleted from the middle is found
+    /// here, rather than a new entry being written into its place).
+    /// - Throws: ``VaultError/Code/vaultDamaged`` when one is missing or does not open.
+    package func readAll() async throws {
+        let prefix = location.key("receivers/log/")
+        let listed = try await retrying {
+            try await client.listObjects(bucket: location.bucket, prefix: prefix, pageSize: 1000)
+        }
+        let numbers = listed.compactMap { Int($0.key.dropFirst(prefix.count)) }.sorted()
+        if let gap = numbers.enumerated().first(where: { $0.offset + 1 != $0.element }) {
+            throw VaultError(
+                .vaultDamaged,
+                "\(location)/\(Self.entryName(gap.offset + 1)) is missing from the receivers' log "
+                    + "(it holds \(numbers.count) entries up to \(numbers.last ?? 0)): an entry was deleted")
+        }
+        try await catchUp()
+        let read = state.withLock { $0.entries.count }
+        guard read >= numbers.count else {
+            throw VaultError(
+                .vaultDamaged,
+                "\(location)/\(Self.entryName(read + 1)) was listed but could not be read: the receivers' log is cut")
+        }
+    }
+
     /// Takes entry `n` as stored (`bytes`), unless another task took it already.
     private func apply(_ bytes: [UInt8], at n: Int) throws {
         let name = Self.entryName(n)
@@ -175,7 +200,7 @@ public final class SharedReceiverLog: Sendable {
     /// the log's `receiver` entry; a key file that does not match it, or is missing while the
     /// log names one, is refused rather than replaced.
     package func identity(create: Bool) async throws -> ReceiverIdentity? {
-        try await catchUp()
+        try await readAll()
         var stored = try await fetch(Self.keyName)
         if stored == nil {
             if let recorded = recordedKey() {

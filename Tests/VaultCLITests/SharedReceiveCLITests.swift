@@ -11,14 +11,14 @@ import Glibc
 /// them behind a balancer this project's test wrote (scripts/balance-proxy.py, round robin), one
 /// killed mid-run; stations sending at once; the same batch sent to both receivers at once.
 @Suite(.blocking) struct SharedReceiveCLITests {
-    /// A station vault `name` with `count` documents (with `large`, the second is of 24 MiB, so the
+    /// A station vault `name` with `count` documents (with `large`, the second is of 12 MiB, so the
     /// first batch's commit spans a while and its envelope goes by multipart upload): the
     /// documents' SHA-256 (hex) → bytes.
     static func station(_ s: Sandbox, _ name: String, count: Int, seed: UInt64, large: Bool = false) -> [String: [UInt8]] {
         precondition(s.run(["init", "--vault", s.path(name), "--kdf", "insecure-test"]).status == 0)
         var originals: [String: [UInt8]] = [:]
         for i in 0..<count {
-            let bytes = [UInt8].random(large && i == 1 ? 24 << 20 : [0, 7, 70_000, 300_001][i % 4] + i, seed: seed + UInt64(i))
+            let bytes = [UInt8].random(large && i == 1 ? 12 << 20 : [0, 7, 70_000, 300_001][i % 4] + i, seed: seed + UInt64(i))
             s.write("\(name)-\(i)", bytes)
             let r = s.run(["--vault", s.path(name), "add", s.path("\(name)-\(i)"), "--name", "\(name) scan \(i).pdf"])
             precondition(r.status == 0, r.stderr)
@@ -157,5 +157,33 @@ import Glibc
         #expect(objects.count == shas.count)
         let pending = try await s3.listObjects(bucket: bucket, prefix: "office/receivers/pending/")
         #expect(pending.isEmpty, "\(pending.map(\.key))")
+
+        // Someone who can write to the store but has no password: every change to the receivers'
+        // log or key is refused as a receiver starts (exit 65), named; put back, all is well.
+        func refused(_ why: String) -> Bool {
+            let r = s.run(["receive", "--vault", url, "station", "list"], env: env("cache-attacked"))
+            return r.status == 65 && r.stderr.contains(why) || { print(r.stderr); return false }()
+        }
+        let log = "office/receivers/log/"
+        let third = try await s3.object(bucket: bucket, key: log + "000000000003")
+        try await s3.deleteObject(bucket: bucket, key: log + "000000000003")
+        #expect(refused("receivers/log/000000000003 is missing from the receivers' log"))
+        let second = try await s3.object(bucket: bucket, key: log + "000000000002")
+        try await s3.putObject(bucket: bucket, key: log + "000000000003", body: second, contentType: "a/b")
+        #expect(refused("receivers/log/000000000003 is not an entry of this vault's receivers' log"))
+        try await s3.putObject(bucket: bucket, key: log + "000000000003", body: third, contentType: "a/b")
+        let entries = try await s3.listObjects(bucket: bucket, prefix: log).count
+        let next = log + String(format: "%012d", entries + 1)
+        try await s3.putObject(bucket: bucket, key: next, body: Array("junk".utf8), contentType: "a/b")
+        #expect(refused(String(next.dropFirst("office/".count)) + " is not an entry"))
+        try await s3.deleteObject(bucket: bucket, key: next)
+        let sealedKey = try await s3.object(bucket: bucket, key: "office/receivers/key.vlt")
+        try await s3.deleteObject(bucket: bucket, key: "office/receivers/key.vlt")
+        #expect(refused("receivers/key.vlt is missing, and the receivers' log says their key is \(key)"))
+        try await s3.putObject(bucket: bucket, key: "office/receivers/key.vlt", body: second, contentType: "a/b")
+        #expect(refused("receivers/key.vlt"))
+        try await s3.putObject(bucket: bucket, key: "office/receivers/key.vlt", body: sealedKey, contentType: "a/b")
+        let healed = s.run(["receive", "--vault", url, "station", "list"], env: env("cache-attacked"))
+        #expect(healed.status == 0 && healed.out.contains("front-desk  ") && healed.out.contains("probe  "), "\(healed)")
     }
 }
