@@ -29,8 +29,11 @@ extension VaultCommand {
                   vault keygen --out office.key
                   vault receive --vault office --identity office.key
                   vault receive --vault office operator add alice
+                  vault receive --vault s3://backoffice/office --listen 0.0.0.0:8080
 
-                Operators see what arrived in a browser, at /ui/ of the receiver's address.
+                Operators see what arrived in a browser, at /ui/ of the receiver's address. \
+                A vault pushed to a store (--vault s3://BUCKET/PREFIX) is served by as many \
+                receivers as you start, sharing its key, stations and batches through the store.
                 """,
             subcommands: [Serve.self, Stations.self, Operators.self, Key.self],
             defaultSubcommand: Serve.self)
