@@ -110,3 +110,14 @@ awk -v n="php -S, 4 workers, \$_FILES moved to disk" -v t="$p" -v b="$total_byte
 awk -v v="$v" -v p="$p" 'BEGIN { printf "  -> vault receive takes batches at %.2fx the rate of PHP'"'"'s server in this run\n", p / v }'
 awk -v c="$vc" -v b="$total_bytes" -v t="$v" 'BEGIN { printf "  (vault receive itself: %.2f CPU s per GB of payload, %.2f of the two cores; the rest is curl and the kernel)\n", c / (b / 1e9), c / t / 2 }'
 echo "  (the receiver's vault holds $stored documents after $RUNS runs: every batch stored, none twice)"
+
+# The same load on a SeaweedFS cluster of its own processes (scripts/cluster_test.py: a master,
+# three volume servers, a filer, the S3 gateway): one receiver, then two sharing one vault there.
+stop_peers; pids=(); trap - EXIT
+if [ -x "$root/.build-peers/venv/bin/weed" ]; then
+    echo
+    RUNS="$RUNS" STATIONS="$STATIONS" BATCHES="$BATCHES" DOC_KIB="$DOC_KIB" \
+        python3 "$root/scripts/cluster_test.py" --vault-bin "$vault" --bench-intake
+else
+    echo "(SeaweedFS is missing: no cluster intake figures; 'make peers')"
+fi

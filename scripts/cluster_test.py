@@ -8,8 +8,10 @@ temporary folder, each process stopped by PID at the end:
     and the S3 gateway.
 Then, with the vault binary, while data is moving it SIGKILLs one volume server and restarts it:
     push (a station's first push), clone (a second station), pull (the second station takes a
-    new push of the first), and an export read in place (--vault s3://…);
-and SIGKILLs the filer and restarts it in the middle of a push.
+    new push of the first), an export read in place (--vault s3://…), and a station's upload to
+    two receivers sharing a vault on the cluster (`vault receive --vault s3://…`, behind
+    scripts/balance-proxy.py);
+and then the same with the filer SIGKILLed and restarted.
 
 Every command must either complete, or fail with a `vault:` error and a documented exit code and
 then complete when run again (at most 5 runs). Afterwards a fresh clone must audit clean and hold
@@ -17,9 +19,14 @@ every document byte for byte, and the in-place export must hold every document.
 
 Usage: cluster_test.py --vault-bin PATH [--documents N] [--mib M] [--keep]
 Prints one line per step and a summary; exits 1 on the first broken expectation.
+
+With --bench-intake (part of `make bench`) it kills nothing: it measures the intake of one and of
+two receivers sharing a vault on the cluster, with the load of scripts/bench-intake.sh (STATIONS
+stations at once, BATCHES batches each of 20 x DOC_KIB KiB as curl -F forms; median of RUNS).
 """
 import argparse
 import base64
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -202,6 +209,124 @@ def during(cluster, vault, step, args, victim, progress, log, again_args=None):
         step, victim, "killed mid-transfer", p.returncode, failed_runs + 1), flush=True)
 
 
+RECEIVERS = []  # every Receivers made, stopped at the end whatever happened
+
+
+class Receivers:
+    """`vault receive --vault URL` processes on the cluster's store (each its own cache folder, as
+    on machines of their own), and optionally scripts/balance-proxy.py in front of them."""
+
+    def __init__(self, binary, root, env, url, count, balancer=False):
+        self.procs, self.logs, self.urls = [], [], []
+        RECEIVERS.append(self)
+        for i in range(count):
+            out, log = os.path.join(root, "receiver%d.out" % i), os.path.join(root, "receiver%d.log" % i)
+            renv = dict(env, XDG_CACHE_HOME=os.path.join(root, "receiver%d-cache" % i))
+            p = subprocess.Popen([binary, "receive", "--vault", url, "--listen", "127.0.0.1:0"], env=renv,
+                                 stdout=open(out, "wb"), stderr=open(log, "wb"), stdin=subprocess.DEVNULL, cwd=root)
+            self.procs.append(p)
+            self.logs.append(log)
+            wait_for("receiver %d to listen" % i, lambda: p.poll() is not None or (
+                os.path.exists(out) and open(out).read().startswith("listening on ") and "\n" in open(out).read()))
+            if p.poll() is not None:
+                raise SystemExit("FAIL: receiver %d exited: %s" % (i, open(log, errors="replace").read()[-2000:]))
+            self.urls.append(open(out).read().split("\n")[0][len("listening on "):])
+        self.url = self.urls[0]
+        if balancer:
+            port_file = os.path.join(root, "balancer.port")
+            args = [PYTHON, os.path.join(HERE, "balance-proxy.py"), "--port-file", port_file]
+            for u in self.urls:
+                args += ["--upstream", u]
+            self.procs.append(subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(
+                os.path.join(root, "balancer.log"), "wb"), stdin=subprocess.DEVNULL))
+            wait_for("the balancer to listen", lambda: os.path.exists(port_file))
+            self.url = "http://127.0.0.1:%s" % open(port_file).read().strip()
+
+    def taken(self):
+        """Batches answered 200 by all of them so far."""
+        return sum(open(l, errors="replace").read().count(" result=200") for l in self.logs)
+
+    def stop(self):
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def office_on_store(vault_bin, root, env, url, stations):
+    """A back office's vault made here and pushed to `url`, and `stations` stations added on the
+    store; returns their tokens."""
+    office = Vault(vault_bin, root, dict(env, VAULT_DIR=os.path.join(root, "office-setup")))
+    office.run(["init", "--kdf", "interactive"])
+    until_done(office, "push (the office vault)", ["push", url, "-q"])
+    admin = Vault(vault_bin, root, dict(env, XDG_CACHE_HOME=os.path.join(root, "admin-cache")))
+    tokens = []
+    for i in range(stations):
+        code, out = admin.run(["receive", "--vault", url, "station", "add", "station-%d" % i])
+        if code != 0:
+            raise SystemExit("FAIL: station add: " + out)
+        tokens.append([l for l in out.splitlines() if l.startswith("vst_")][0])
+    return tokens
+
+
+def bench_intake(cluster, a, root, env):
+    """Intake of one, then two receivers sharing a vault on the cluster: the load of
+    scripts/bench-intake.sh, every answer 200; prints payload GB/s and batches/s (median of RUNS)."""
+    stations, batches, kib = (int(os.environ.get(k, d)) for k, d in
+                              [("STATIONS", 20), ("BATCHES", 5), ("DOC_KIB", 256)])
+    runs = int(os.environ.get("RUNS", 3))
+    docs = os.path.join(root, "docs")
+    os.makedirs(docs, exist_ok=True)
+    form = []
+    for i in range(20):
+        path = os.path.join(docs, "scan-%02d.bin" % i)
+        with open(path, "wb") as f:
+            f.write(os.urandom(kib << 10))
+        form += ["-F", "files[]=@%s;type=application/octet-stream" % path]
+    print("intake on the cluster: %d stations at once, %d batches each of 20 x %d KiB (curl -F forms), "
+          "median of %d" % (stations, batches, kib, runs), flush=True)
+    figures = []
+    for count in (1, 2):
+        url = "s3://office/bench%d" % count
+        tokens = office_on_store(a.vault_bin, root, env, url, stations)
+        receivers = Receivers(a.vault_bin, root, env, url, count)
+        try:
+            times, sizes = [], []
+            for run in range(runs):
+                def station(i):
+                    out = []
+                    for b in range(batches):
+                        r = subprocess.run(
+                            ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{size_upload}", "-H",
+                             "Authorization: Bearer " + tokens[i], "-H", "Idempotency-Key: run-%d-batch-%d" % (run, b)]
+                            + form + [receivers.urls[i % count] + "/batches"], capture_output=True, text=True)
+                        out.append(r.stdout.split())
+                    return out
+                start = time.monotonic()
+                with concurrent.futures.ThreadPoolExecutor(stations) as pool:
+                    answers = [x for xs in pool.map(station, range(stations)) for x in xs]
+                times.append(time.monotonic() - start)
+                ok = [x for x in answers if x and x[0] == "200"]
+                if len(ok) != stations * batches:
+                    raise SystemExit("FAIL: %d of %d answers were 200: %s" % (
+                        len(ok), stations * batches, [x for x in answers if not x or x[0] != "200"][:3]))
+                sizes.append(sum(float(x[1]) for x in ok))
+            t = sorted(times)[len(times) // 2]
+            size = sizes[times.index(t)]
+            figures.append(t)
+            label = "one receiver" if count == 1 else "two receivers (stations split between them)"
+            print("  %-52s %6.2f s %6.3f GB/s %7.1f batches/s" % (
+                label, t, size / t / 1e9, stations * batches / t), flush=True)
+        finally:
+            receivers.stop()
+    print("  -> two receivers take batches at %.2fx the rate of one on this cluster (all its processes, the "
+          "receivers and curl share the two cores)" % (figures[0] / figures[1]), flush=True)
+
+
 def files_in(folder):
     n = 0
     for _, _, files in os.walk(folder):
@@ -215,6 +340,7 @@ def main():
     ap.add_argument("--documents", type=int, default=40)
     ap.add_argument("--mib", type=int, default=6)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--bench-intake", action="store_true")
     a = ap.parse_args()
     a.vault_bin = os.path.abspath(a.vault_bin)
     if not os.access(WEED, os.X_OK):
@@ -235,11 +361,14 @@ def main():
             [PYTHON, "-c", make_bucket, cluster.endpoint(), KEY, SECRET], capture_output=True).returncode == 0)
         print("cluster: master, 3 volume servers (replication 001), filer, S3 gateway on 127.0.0.1 (%.0f s)"
               % (time.monotonic() - started), flush=True)
+        if a.bench_intake:
+            bench_intake(cluster, a, root, env)
+            return
         url = "s3://office/vault"
         rng = random.Random(44)
         originals = {}
 
-        def add_documents(v, count, prefix):
+        def add_documents(v, count, prefix, into=originals):
             os.makedirs(os.path.join(root, "docs"), exist_ok=True)
             paths = []
             for i in range(count):
@@ -248,7 +377,7 @@ def main():
                 path = os.path.join(root, "docs", name)
                 with open(path, "wb") as f:
                     f.write(data)
-                originals[name] = hashlib.sha256(data).hexdigest()
+                into[name] = hashlib.sha256(data).hexdigest()
                 paths.append(path)
             code, out = v.run(["add", "-q"] + paths)
             if code != 0:
@@ -276,8 +405,15 @@ def main():
 
         in_place = Vault(a.vault_bin, root, dict(env, VAULT_DIR=os.path.join(root, "unused")))
         exports = []
+        # Two receivers sharing a vault on the cluster, behind the balancer, and a station.
+        back = "s3://office/back"
+        token = office_on_store(a.vault_bin, root, env, back, 1)[0]
+        receivers = Receivers(a.vault_bin, root, env, back, 2, balancer=True)
+        desk = Vault(a.vault_bin, root, dict(env, VAULT_DIR=os.path.join(root, "desk"), VAULT_UPLOAD_TOKEN=token))
+        desk.run(["init", "--kdf", "interactive"])
+        sent = {}
         # Round 1: a volume server SIGKILLed (each time another); round 2: the filer.
-        for round_, victims in enumerate([["volume1", "volume2", "volume0", "volume1"], ["filer"] * 4]):
+        for round_, victims in enumerate([["volume1", "volume2", "volume0", "volume1", "volume2"], ["filer"] * 5]):
             label = "volume server" if round_ == 0 else "filer"
             print("-- %s SIGKILLed mid-transfer, restarted after the command ends" % label, flush=True)
             if round_ > 0:
@@ -304,6 +440,36 @@ def main():
             if code != 0:
                 raise SystemExit("FAIL: audit of the replica cloned and pulled in round %d exited %d:\n%s"
                                  % (round_ + 1, code, out))
+            add_documents(desk, a.documents // 2, "desk%d" % round_, into=sent)
+            before = receivers.taken()
+            during(cluster, desk, "upload (intake of 2 receivers)",
+                   ["upload", "--url", receivers.url + "/batches", "--batch-size", "2", "-q"], victims[4],
+                   lambda: receivers.taken() > before, os.path.join(root, "upload%d.log" % round_))
+        receivers.stop()
+        # What the receivers took: every document once, byte for byte, and no pending note left.
+        taken_by = Vault(a.vault_bin, root, dict(env, VAULT_DIR=os.path.join(root, "taken")))
+        until_done(taken_by, "clone (the receivers' vault)", ["clone", back, "-q"])
+        code, out = taken_by.run(["audit"])
+        if code != 0:
+            raise SystemExit("FAIL: audit of the receivers' vault exited %d:\n%s" % (code, out))
+        code, out = taken_by.run(["get", "--all", "-o", os.path.join(root, "taken-docs")])
+        if code != 0:
+            raise SystemExit("FAIL: get --all (the receivers' vault): " + out)
+        folder = os.path.join(root, "taken-docs")
+        got = {n: hashlib.sha256(open(os.path.join(folder, n), "rb").read()).hexdigest() for n in os.listdir(folder)}
+        code, listed = taken_by.run(["list", "--json"])
+        if got != sent or len(json.loads(listed)) != len(sent):
+            raise SystemExit("FAIL: the receivers' vault holds %d documents (%d distinct names) for %d sent"
+                             % (len(json.loads(listed)), len(got), len(sent)))
+        notes = subprocess.run([PYTHON, "-c", (
+            "import boto3,sys; c=boto3.client('s3', endpoint_url=sys.argv[1], aws_access_key_id=sys.argv[2], "
+            "aws_secret_access_key=sys.argv[3], region_name='us-east-1'); "
+            "print(c.list_objects_v2(Bucket='office', Prefix='back/receivers/pending/').get('KeyCount', 0))"),
+            cluster.endpoint(), KEY, SECRET], capture_output=True, text=True).stdout.strip()
+        if notes != "0":
+            raise SystemExit("FAIL: %s pending notes are left on the store" % notes)
+        print("after: the receivers' vault audits clean and holds the %d documents sent, each once, byte for "
+              "byte; no pending note is left" % len(sent), flush=True)
 
         # A fresh clone: audit clean, every document byte for byte.
         c_env = dict(env, VAULT_DIR=os.path.join(root, "c"))
@@ -340,6 +506,8 @@ def main():
               "audit clean; the in-place exports' %d documents match (%.0f s in all)"
               % (len(originals), exported, time.monotonic() - started), flush=True)
     finally:
+        for r in RECEIVERS:
+            r.stop()
         cluster.stop_all()
         if a.keep:
             print("kept " + root)

@@ -49,6 +49,9 @@ package struct Refusal: Error, Sendable, Equatable {
             return Refusal(422, "not-sealed-to-this-receiver", e.message, document: document)
         case .headerAuthenticationFailed, .chunkAuthenticationFailed:
             return Refusal(400, e.code.rawValue, e.message, document: document)
+        case .storeUnavailable:
+            // A store that serves receivers together failed or did not answer: sending again helps.
+            return Refusal(503, "store-unavailable", "the receiver's store did not answer; send again", retryAfter: 5)
         default:
             // The details (paths of the receiver's folder) stay in its log, not in the answer.
             return Refusal(500, "internal", "the receiver could not store the batch (\(e.code))")
@@ -227,16 +230,21 @@ public final class Receiver: Sendable {
     /// station added or removed by another command while the receiver runs), keeping the
     /// counters of this run.
     private func refresh() async throws {
-        let fresh: State
         if let shared {
+            // The log only grows: its new entries are applied to what was read before.
             try await shared.catchUp()
-            guard shared.entries.count != state.withLock({ $0.head?.count }) else { return }
-            fresh = Self.project(shared)
-        } else {
-            let head = vault.storedHead()
-            guard head != state.withLock({ $0.head }) else { return }
-            fresh = try Self.project(vault)
+            let entries = shared.entries
+            state.withLock { s in
+                let known = s.head?.count ?? 0
+                guard entries.count > known else { return }
+                Self.apply(entries[known...].lazy.map { ($0.operation, $0.detail) }, to: &s)
+                s.head = HistoryHead(count: entries.count, tag: [])
+            }
+            return
         }
+        let head = vault.storedHead()
+        guard head != state.withLock({ $0.head }) else { return }
+        let fresh = try Self.project(vault)
         state.withLock { s in
             var stations = fresh.stations
             for (name, old) in s.stations {
@@ -271,10 +279,14 @@ public final class Receiver: Sendable {
     }
 
     /// The stations and batches records (operation, detail) say, in order.
-    private static func project(
-        _ records: some Sequence<(HistoryRecord.Operation, String?)>
-    ) -> State {
+    private static func project(_ records: some Sequence<(HistoryRecord.Operation, String?)>) -> State {
         var s = State()
+        apply(records, to: &s)
+        return s
+    }
+
+    /// Applies what records (operation, detail) say, in order, to `s`.
+    private static func apply(_ records: some Sequence<(HistoryRecord.Operation, String?)>, to s: inout State) {
         let decoder = JSONDecoder()
         for (operation, detail) in records {
             guard let detail = detail.map({ Data($0.utf8) }) else { continue }
@@ -299,7 +311,6 @@ public final class Receiver: Sendable {
             default: continue
             }
         }
-        return s
     }
 
     // MARK: Stations
