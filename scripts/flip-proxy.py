@@ -6,7 +6,10 @@ unchanged (Host header included, so SigV4 signatures stay valid), except:
 
   --flip N      the body of each of the first N PUTs has one byte changed on the way (-1: every PUT),
                 so the store's Content-MD5 check (BadDigest) is what catches it;
-  --slowdown N  the first N PUTs are answered 503 SlowDown without reaching the store.
+  --slowdown N  the first N PUTs are answered 503 SlowDown without reaching the store;
+  --lose-answers TEXT:N  the first PUT whose path holds TEXT reaches the store, but its answer is
+                replaced by 500 InternalError (the write landed; the client cannot know), and the
+                next N - 1 such PUTs are answered 500 without reaching it.
 
 Each request is logged as one JSON line to --log when the store has answered: method, path,
 fault, status, the Range asked for and the body bytes sent back. A request given a fault is
@@ -38,11 +41,16 @@ def main():
     p.add_argument("--port-file", required=True)
     p.add_argument("--flip", type=int, default=0)
     p.add_argument("--slowdown", type=int, default=0)
+    p.add_argument("--lose-answers")
     p.add_argument("--log")
     args = p.parse_args()
+    lose_text, lose_count = (args.lose_answers.rsplit(":", 1) if args.lose_answers else ("", "0"))
+    lose_count = int(lose_count)
     up = urlsplit(args.upstream)
     lock = threading.Lock()
-    state = {"puts": 0, "busy": 0}
+    state = {"puts": 0, "busy": 0, "lost": 0}
+    INTERNAL = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code>'
+                b"<Message>We encountered an internal error.</Message></Error>")
 
     def busy(change):
         if not args.log:
@@ -80,6 +88,16 @@ def main():
                 self.record("client-gone", None)
                 self.close_connection = True
                 return
+            lose = None
+            if self.command == "PUT" and lose_text and lose_text in self.path:
+                with lock:
+                    if state["lost"] < lose_count:
+                        state["lost"] += 1
+                        lose = state["lost"]
+            if lose is not None and lose > 1:
+                self.record("lost-answer", 500)
+                self.internal_error()
+                return
             if self.command == "PUT":
                 with lock:
                     state["puts"] += 1
@@ -103,6 +121,11 @@ def main():
             conn.request(self.command, self.path, body=body if (body or self.command in ("PUT", "POST")) else None, headers=headers)
             r = conn.getresponse()
             data = r.read()
+            if lose is not None:
+                conn.close()
+                self.record("lost-answer", r.status)
+                self.internal_error()
+                return
             if fault is None:
                 self.record(fault, r.status, 0 if self.command == "HEAD" else len(data))
             self.send_response(r.status, r.reason)
@@ -114,6 +137,13 @@ def main():
             if self.command != "HEAD":
                 self.wfile.write(data)
             conn.close()
+
+        def internal_error(self):
+            self.send_response(500)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(INTERNAL)))
+            self.end_headers()
+            self.wfile.write(INTERNAL)
 
         do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = relay
 

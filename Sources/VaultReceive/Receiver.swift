@@ -389,6 +389,8 @@ public final class Receiver: Sendable {
             throw Refusal(429, "too-many-failures", "too many failed authentications; wait a minute", retryAfter: 60)
         }
         do { try await refresh() } catch {
+            // Said in the receiver's log (the station only learns that it cannot).
+            if shared != nil { VaultNotices.post("the receivers' log cannot be read: \(error)") }
             throw Refusal(503, "history-unreadable", "the receiver cannot read its history", retryAfter: 5)
         }
         if !state.withLock({ $0.problems.isEmpty }) {
@@ -756,6 +758,10 @@ package final class BatchIntake {
         let staged = intake.stagedEnvelopes
         let ids = staged.map(\.record.id)
         let note = try await shared.announce(station: station, batch: key, documents: ids)
+        // Once an entry was sent, a failure leaves its outcome unknown (the PUT may have landed
+        // and its answer been lost): the envelopes and the note then stay, and whoever settles
+        // the batch next keeps what an entry names and deletes the rest.
+        var entrySent = false
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 var next = staged.makeIterator()
@@ -779,10 +785,11 @@ package final class BatchIntake {
                         409, "station-\(reason)",
                         "the station's history \(head) cannot follow \(known), which another receiver took meanwhile")
                 }
+                entrySent = true
                 if try await shared.append(.receive, detail: detail, documents: ids, now: now) { break }
             }
         } catch {
-            await shared.withdraw(ids, note: note)
+            if !entrySent { await shared.withdraw(ids, note: note) }
             throw error
         }
         await shared.sweep(station: station, batch: key)

@@ -22,9 +22,13 @@ import VaultS3
 ///   names that no entry names: what a receiver killed mid-commit, or beaten to the batch by
 ///   another, left behind.
 ///
-/// The store cannot forge, reorder or swap entries (each opens only as itself, in this vault,
-/// and chains to the one before); it can hide the newest ones from a receiver that never read
-/// them, as a rolled-back folder hides a local history's newest records.
+/// Every object here is sealed with its role naming the vault's location and its own key
+/// (`s3://BUCKET/PREFIX/receivers/log/<n>`), so it opens only where it was written. The store
+/// cannot forge, reorder, swap or move entries (each opens only as itself, in this vault at this
+/// location, and chains to the one before), and a running receiver checks, with each read of
+/// what is new, that the last entry it read is still there unchanged. A store can still hide the
+/// newest entries from a receiver that never read them, as a rolled-back folder hides a local
+/// history's newest records.
 public final class SharedReceiverLog: Sendable {
     /// One entry of the log: what one record of a receiver's history says.
     package struct Entry: Codable, Sendable, Equatable {
@@ -70,6 +74,10 @@ public final class SharedReceiverLog: Sendable {
     /// The key of entry `n` under the vault's prefix.
     static func entryName(_ n: Int) -> String { "receivers/log/" + String(format: "%012d", n) }
 
+    /// The role an object at `name` (under the prefix) is sealed with: its whole location, so
+    /// one copied to another prefix or bucket does not open there.
+    func role(_ name: String) -> String { "\(location)/\(name)" }
+
     /// The entries read so far, in order.
     package var entries: [Entry] { state.withLock { $0.entries } }
 
@@ -103,10 +111,27 @@ public final class SharedReceiverLog: Sendable {
     package func catchUp() async throws -> Bool {
         var changed = false
         while true {
-            let n = state.withLock { $0.entries.count } + 1
-            guard let bytes = try await fetch(Self.entryName(n)) else { return changed }
+            let (n, last) = state.withLock { ($0.entries.count + 1, $0.lastDigest) }
+            guard let bytes = try await fetch(Self.entryName(n)) else {
+                if !changed, n > 1 { try await checkUnchanged(n - 1, digest: last) }
+                return changed
+            }
             try apply(bytes, at: n)
             changed = true
+        }
+    }
+
+    /// Fails unless entry `n` is still on the store as it was read (`digest`): an entry deleted
+    /// or replaced after this receiver read it would let it miss what was written in its place.
+    private func checkUnchanged(_ n: Int, digest: [UInt8]) async throws {
+        let name = Self.entryName(n)
+        guard let bytes = try await fetch(name) else {
+            throw VaultError(
+                .vaultDamaged, "\(location)/\(name) was deleted after this receiver read it: the receivers' log was cut")
+        }
+        guard Array(SHA256.hash(data: bytes)) == digest else {
+            throw VaultError(
+                .vaultDamaged, "\(location)/\(name) changed after this receiver read it: the receivers' log was rewritten")
         }
     }
 
@@ -119,7 +144,10 @@ public final class SharedReceiverLog: Sendable {
         let listed = try await retrying {
             try await client.listObjects(bucket: location.bucket, prefix: prefix, pageSize: 1000)
         }
-        let numbers = listed.compactMap { Int($0.key.dropFirst(prefix.count)) }.sorted()
+        let numbers = listed.compactMap { o -> Int? in
+            let name = o.key.dropFirst(prefix.count)
+            return name.utf8.count == 12 && name.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) ? Int(name) : nil
+        }.sorted()
         if let gap = numbers.enumerated().first(where: { $0.offset + 1 != $0.element }) {
             throw VaultError(
                 .vaultDamaged,
@@ -140,7 +168,7 @@ public final class SharedReceiverLog: Sendable {
         let name = Self.entryName(n)
         let entry: Entry
         do {
-            let plain = try vault.openState(bytes, purpose: .receiverLog, role: name, what: name)
+            let plain = try vault.openState(bytes, purpose: .receiverLog, role: role(name), what: name)
             entry = try JSONDecoder().decode(Entry.self, from: Data(plain))
         } catch {
             throw VaultError(
@@ -177,7 +205,7 @@ public final class SharedReceiverLog: Sendable {
             timeMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), previous: previous)
         let name = Self.entryName(n)
         let sealed = try vault.sealState(
-            Array(try JSONEncoder().encode(entry)), purpose: .receiverLog, role: name)
+            Array(try JSONEncoder().encode(entry)), purpose: .receiverLog, role: role(name))
         let written = try await retrying {
             try await client.putObjectIfAbsent(
                 bucket: location.bucket, key: location.key(name), body: ByteBuffer(bytes: sealed),
@@ -212,7 +240,7 @@ public final class SharedReceiverLog: Sendable {
             let seed = try SecretBytes.random(count: SigningKey.seedSize, using: SystemRandom())
             var body = seed.withUnsafeBytes { Array($0) }
             defer { Sodium.wipe(&body) }
-            let sealed = try vault.sealState(body, purpose: .receiver, role: Self.keyName)
+            let sealed = try vault.sealState(body, purpose: .receiver, role: role(Self.keyName))
             let written = try await retrying {
                 try await client.putObjectIfAbsent(
                     bucket: location.bucket, key: location.key(Self.keyName), body: ByteBuffer(bytes: sealed),
@@ -223,7 +251,7 @@ public final class SharedReceiverLog: Sendable {
         }
         guard let stored else { throw VaultError(.vaultDamaged, "\(location)/\(Self.keyName) went missing") }
         var plain = try vault.openState(
-            stored, purpose: .receiver, role: Self.keyName, what: "\(location)/\(Self.keyName)")
+            stored, purpose: .receiver, role: role(Self.keyName), what: "\(location)/\(Self.keyName)")
         defer { Sodium.wipe(&plain) }
         guard plain.count == SigningKey.seedSize else {
             throw VaultError(.vaultDamaged, "\(location)/\(Self.keyName) is malformed")
@@ -267,7 +295,7 @@ public final class SharedReceiverLog: Sendable {
     package func announce(station: String, batch: String, documents: [DocumentID]) async throws -> String {
         let name = Self.pendingFolder(station: station, batch: batch) + Hex.encode(SystemRandom().bytes(16))
         let sealed = try vault.sealState(
-            Array(try JSONEncoder().encode(documents.map(\.hex))), purpose: .pendingIntake, role: name)
+            Array(try JSONEncoder().encode(documents.map(\.hex))), purpose: .pendingIntake, role: role(name))
         try await retrying {
             try await client.putObject(
                 bucket: location.bucket, key: location.key(name), body: ByteBuffer(bytes: sealed),
@@ -309,7 +337,7 @@ public final class SharedReceiverLog: Sendable {
             for note in notes.prefix(1000) {
                 let name = String(note.key.dropFirst(location.key("").count))
                 guard let bytes = try await fetch(name),
-                    let plain = try? vault.openState(bytes, purpose: .pendingIntake, role: name, what: name),
+                    let plain = try? vault.openState(bytes, purpose: .pendingIntake, role: role(name), what: name),
                     let hexes = try? JSONDecoder().decode([String].self, from: Data(plain))
                 else { continue }
                 let committed = state.withLock { $0.committed }

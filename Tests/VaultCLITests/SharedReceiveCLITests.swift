@@ -109,7 +109,7 @@ import Glibc
         // front-desk sends through the balancer (its batches alternate between the receivers); r1,
         // which the balancer hands the first batch, is killed while it puts that batch's envelopes
         // on the store. The station's retry reaches r2, which takes the batch (or, had r1 recorded
-        // it, answers its receipt) and deletes what r1 left. scanner-2 sends to r2 meanwhile.
+        // it, answers its receipt) and deletes what r1 left. scanner-2 sends to r2 by tus meanwhile.
         let frontDocs = Self.station(s, "front", count: 12, seed: 100, large: true)
         let scanDocs = Self.station(s, "scan", count: 6, seed: 200)
         #expect(
@@ -127,7 +127,7 @@ import Glibc
         kill(r1.pid, SIGKILL)
         #expect(sawNote, "r1 never began to commit front-desk's first batch: \(r1.log)")
         let scan = s.spawn(
-            ["--vault", s.path("scan"), "upload", "--url", r2.url + "/batches", "--batch-size", "2"],
+            ["--vault", s.path("scan"), "upload", "--url", r2.url + "/files/", "--protocol", "tus", "--batch-size", "2"],
             env: ["VAULT_UPLOAD_TOKEN": scanner])
         let (f, sc) = (s.wait(front), s.wait(scan))
         #expect(f.status == 0, "\(f.stderr)")
@@ -185,5 +185,63 @@ import Glibc
         try await s3.putObject(bucket: bucket, key: "office/receivers/key.vlt", body: sealedKey, contentType: "a/b")
         let healed = s.run(["receive", "--vault", url, "station", "list"], env: env("cache-attacked"))
         #expect(healed.status == 0 && healed.out.contains("front-desk  ") && healed.out.contains("probe  "), "\(healed)")
+
+        // The newest entry deleted while r2 runs (it read it): r2 takes nothing until it is back.
+        let newest = log + String(format: "%012d", entries)
+        let kept = try await s3.object(bucket: bucket, key: newest)
+        try await s3.deleteObject(bucket: bucket, key: newest)
+        let cut = Self.finish(
+            try Self.curlBatch(s, url: r2.url, token: probe, key: "after-cut", head: "8-" + String(repeating: "ab", count: 16), text: "x"))
+        #expect(cut.status == 503 && cut.body.contains("history-unreadable"), "\(cut)")
+        #expect(r2.log.contains("\(String(newest.dropFirst("office/".count))) was deleted after this receiver read it"), "\(r2.log)")
+        try await s3.putObject(bucket: bucket, key: newest, body: kept, contentType: "a/b")
+        let back = Self.finish(
+            try Self.curlBatch(s, url: r2.url, token: probe, key: "after-cut", head: "8-" + String(repeating: "ab", count: 16), text: "x"))
+        #expect(back.status == 200, "\(back)")
+        // The receivers' objects copied under another prefix of the same vault do not open there.
+        #expect(s.run(["--vault", s.path("setup"), "push", "s3://\(bucket)/copy", "-q"], env: env("cache-admin")).status == 0)
+        for o in try await s3.listObjects(bucket: bucket, prefix: "office/receivers/") {
+            let bytes = try await s3.object(bucket: bucket, key: o.key)
+            try await s3.putObject(bucket: bucket, key: "copy/" + o.key.dropFirst("office/".count), body: bytes, contentType: "a/b")
+        }
+        let copied = s.run(["receive", "--vault", "s3://\(bucket)/copy", "station", "list"], env: env("cache-copy"))
+        #expect(copied.status == 65 && copied.stderr.contains("receivers/log/000000000001 is not an entry"), "\(copied.stderr)")
+    }
+
+    /// A log write that lands on the store but whose answer is lost (scripts/flip-proxy.py
+    /// --lose-answers): the receiver answers 503 and keeps the batch's envelopes; the resend is
+    /// answered with the receipt the log holds, and the documents are there.
+    @Test func aLogWriteWhoseAnswerIsLostKeepsTheBatchForItsResend() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("lostanswer")
+        defer { Task { await s3.shutdown() } }
+        let url = "s3://\(bucket)/office"
+        let s = Sandbox()
+        var env = S3UploadCLITests.env(sw)
+        env["VAULT_PASSWORD"] = ReceiverProcess.password
+        env["XDG_CACHE_HOME"] = s.path("cache-admin")
+        #expect(s.run(["init", "--vault", s.path("setup"), "--kdf", "insecure-test"], env: env).status == 0)
+        #expect(s.run(["--vault", s.path("setup"), "push", url, "-q"], env: env).status == 0)
+        let token = s.run(["receive", "--vault", url, "station", "add", "desk"], env: env).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let proxy = try PythonPeer(
+            "flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--lose-answers", "receivers/log/:4"], in: s)
+        var through = env
+        through["AWS_ENDPOINT_URL"] = proxy.url
+        through["XDG_CACHE_HOME"] = s.path("cache-r")
+        let r = try ReceiverProcess(s, vault: "r", location: url, environment: through)
+        let text = "kept across a lost answer"
+        let first = Self.finish(try Self.curlBatch(s, url: r.url, token: token, key: "b1", head: "1-" + String(repeating: "0", count: 32), text: text))
+        #expect(first.status == 503 && first.body.contains("store-unavailable"), "\(first)")
+        #expect(proxy.entries.contains { $0["fault"] as? String == "lost-answer" && $0["status"] as? Int == 200 })
+        let again = Self.finish(try Self.curlBatch(s, url: r.url, token: token, key: "b1", head: "1-" + String(repeating: "0", count: 32), text: text))
+        #expect(again.status == 200 && again.body.contains(#""batch":"b1""#), "\(again)")
+        #expect(r.log.contains("result=200 duplicate"), "\(r.log)")
+        env["XDG_CACHE_HOME"] = s.path("cache-check")
+        #expect(s.run(["clone", url, "--vault", s.path("check"), "-q"], env: env).status == 0)
+        let listed = s.run(["--vault", s.path("check"), "list", "--json"], env: env)
+        let docs = (try JSONSerialization.jsonObject(with: Data(listed.stdout)) as? [[String: Any]]) ?? []
+        #expect(docs.count == 1 && docs.first?["sha256"] as? String == ReceiveCLITests.sha(Array(text.utf8)), "\(docs)")
+        let pending = try await s3.listObjects(bucket: bucket, prefix: "office/receivers/pending/")
+        #expect(pending.isEmpty, "\(pending.map(\.key))")
     }
 }
