@@ -273,6 +273,18 @@ def office_on_store(vault_bin, root, env, url, stations):
     return tokens
 
 
+def cpu_seconds(procs):
+    """User + system CPU seconds the processes used so far (/proc/PID/stat)."""
+    total = 0.0
+    for p in procs:
+        try:
+            fields = open("/proc/%d/stat" % p.pid).read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
 def bench_intake(cluster, a, root, env):
     """Intake of one, then two receivers sharing a vault on the cluster: the load of
     scripts/bench-intake.sh, every answer 200; prints payload GB/s and batches/s (median of RUNS)."""
@@ -296,6 +308,7 @@ def bench_intake(cluster, a, root, env):
         receivers = Receivers(a.vault_bin, root, env, url, count)
         try:
             times, sizes = [], []
+            weed0, vault0 = cpu_seconds(cluster.procs.values()), cpu_seconds(receivers.procs)
             for run in range(runs):
                 def station(i):
                     out = []
@@ -319,8 +332,11 @@ def bench_intake(cluster, a, root, env):
             size = sizes[times.index(t)]
             figures.append(t)
             label = "one receiver" if count == 1 else "two receivers (stations split between them)"
-            print("  %-52s %6.2f s %6.3f GB/s %7.1f batches/s" % (
-                label, t, size / t / 1e9, stations * batches / t), flush=True)
+            gb = sum(sizes) / 1e9
+            weed, vault = cpu_seconds(cluster.procs.values()) - weed0, cpu_seconds(receivers.procs) - vault0
+            print("  %-52s %6.2f s %6.3f GB/s %7.1f batches/s  (CPU s per GB: receivers %.1f, SeaweedFS %.1f; "
+                  "%.2f of the two cores)" % (label, t, size / t / 1e9, stations * batches / t, vault / gb, weed / gb,
+                                              (vault + weed) / sum(times) / 2), flush=True)
         finally:
             receivers.stop()
     print("  -> two receivers take batches at %.2fx the rate of one on this cluster (all its processes, the "

@@ -57,6 +57,9 @@ public final class SharedReceiverLog: Sendable {
     let location: RemoteLocation
     let policy: RetryPolicy
     private let state = Mutex(State())
+    /// One append at a time from this process: its batches then contend for a position only with
+    /// other receivers' (else every commit but one of those at once would lose a round).
+    private let gate = AppendGate()
 
     /// The most bytes an entry, the key or a pending note may have.
     static let entryLimit = 1 << 20
@@ -198,6 +201,20 @@ public final class SharedReceiverLog: Sendable {
     ///   log is then caught up: the caller decides again on what it now says).
     package func append(
         _ operation: HistoryRecord.Operation, detail: String?, documents: [DocumentID] = [], now: Date = Date()
+    ) async throws -> Bool {
+        await gate.enter()
+        do {
+            let appended = try await appendAlone(operation, detail: detail, documents: documents, now: now)
+            await gate.leave()
+            return appended
+        } catch {
+            await gate.leave()
+            throw error
+        }
+    }
+
+    private func appendAlone(
+        _ operation: HistoryRecord.Operation, detail: String?, documents: [DocumentID], now: Date
     ) async throws -> Bool {
         let (n, previous) = state.withLock { ($0.entries.count + 1, Hex.encode($0.lastDigest)) }
         let entry = Entry(
@@ -351,5 +368,26 @@ public final class SharedReceiverLog: Sendable {
         } catch {
             VaultNotices.post("could not clear a batch's pending notes off the store yet: \(error)")
         }
+    }
+}
+
+/// A lock for async code: ``enter()`` waits, in turn, until no one else is inside. (The standard
+/// library's `Mutex` is not held across a suspension, and appending an entry awaits the store.)
+actor AppendGate {
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    /// Waits until no one is inside, then is inside.
+    func enter() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    /// Leaves: the next waiting, if any, is inside.
+    func leave() {
+        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
     }
 }
