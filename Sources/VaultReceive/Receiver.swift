@@ -66,7 +66,7 @@ package struct Refusal: Error, Sendable, Equatable {
 ///
 /// Everything it keeps is a projection of the vault's history (`station`, `receive`,
 /// `receiver` records), rebuilt when it starts. Receivers that share a remote vault keep those
-/// records in the store's receivers' log instead (``SharedReceiverLog``), read again before
+/// records in the store's receivers' log instead (`SharedReceiverLog`), read again before
 /// each batch and appended to by conditional writes, so they share stations, batches and heads.
 public final class Receiver: Sendable {
     /// Bounds on what one request may cost.
@@ -200,7 +200,7 @@ public final class Receiver: Sendable {
     }
 
     /// A receiver of a remote vault that other receivers may share: its key, stations and
-    /// batches are the store's (``SharedReceiverLog``); its key is made there when the store has
+    /// batches are the store's (`SharedReceiverLog`); its key is made there when the store has
     /// none. Any number of receivers may serve one store at once.
     package static func sharing(
         _ log: SharedReceiverLog, limits: Limits = Limits(), identities: [AgeIdentity] = [],
@@ -538,12 +538,17 @@ public final class Receiver: Sendable {
 
     /// What the records say of a batch and its station now (after reading them again): the batch
     /// as taken (by any receiver of a shared store), and the station's last head.
-    fileprivate func settled(station: String, key: String) async throws -> (
+    fileprivate func settled(
+        station: String, key: String
+    ) async throws -> (
         taken: (sha: [UInt8], answer: [UInt8])?, head: HistoryHead?
     ) {
         try await refresh()
         return state.withLock { s in
-            (s.taken[BatchKey(station: station, key: key)].map { ($0.payloadSHA256, $0.answer) }, s.stations[station]?.lastHead)
+            (
+                s.taken[BatchKey(station: station, key: key)].map { ($0.payloadSHA256, $0.answer) },
+                s.stations[station]?.lastHead
+            )
         }
     }
 

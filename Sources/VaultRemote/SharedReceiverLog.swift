@@ -34,7 +34,7 @@ public final class SharedReceiverLog: Sendable {
     package struct Entry: Codable, Sendable, Equatable {
         /// What happened (`receiver`, `station`, `receive`).
         package var operation: HistoryRecord.Operation
-        /// The record's detail (``StationChange``, ``ReceivedBatch``, ``ReceiverKeyRecord``), as JSON.
+        /// The record's detail (`StationChange`, `ReceivedBatch`, `ReceiverKeyRecord`), as JSON.
         package var detail: String?
         /// The documents a `receive` entry took, by id (hex).
         package var documents: [String]
@@ -130,11 +130,13 @@ public final class SharedReceiverLog: Sendable {
         let name = Self.entryName(n)
         guard let bytes = try await fetch(name) else {
             throw VaultError(
-                .vaultDamaged, "\(location)/\(name) was deleted after this receiver read it: the receivers' log was cut")
+                .vaultDamaged, "\(location)/\(name) was deleted after this receiver read it: the receivers' log was cut"
+            )
         }
         guard Array(SHA256.hash(data: bytes)) == digest else {
             throw VaultError(
-                .vaultDamaged, "\(location)/\(name) changed after this receiver read it: the receivers' log was rewritten")
+                .vaultDamaged,
+                "\(location)/\(name) changed after this receiver read it: the receivers' log was rewritten")
         }
     }
 
@@ -334,7 +336,9 @@ public final class SharedReceiverLog: Sendable {
         let committed = state.withLock { $0.committed }
         do {
             for id in documents where !committed.contains(id) {
-                try await retrying { try await client.deleteObject(bucket: location.bucket, key: location.objectKey(id)) }
+                try await retrying {
+                    try await client.deleteObject(bucket: location.bucket, key: location.objectKey(id))
+                }
             }
             try await retrying { try await client.deleteObject(bucket: location.bucket, key: location.key(note)) }
         } catch {

@@ -14,11 +14,14 @@ import Glibc
     /// A station vault `name` with `count` documents (with `large`, the second is of 12 MiB, so the
     /// first batch's commit spans a while and its envelope goes by multipart upload): the
     /// documents' SHA-256 (hex) → bytes.
-    static func station(_ s: Sandbox, _ name: String, count: Int, seed: UInt64, large: Bool = false) -> [String: [UInt8]] {
+    static func station(
+        _ s: Sandbox, _ name: String, count: Int, seed: UInt64, large: Bool = false
+    ) -> [String: [UInt8]] {
         precondition(s.run(["init", "--vault", s.path(name), "--kdf", "insecure-test"]).status == 0)
         var originals: [String: [UInt8]] = [:]
         for i in 0..<count {
-            let bytes = [UInt8].random(large && i == 1 ? 12 << 20 : [0, 7, 70_000, 300_001][i % 4] + i, seed: seed + UInt64(i))
+            let bytes = [UInt8].random(
+                large && i == 1 ? 12 << 20 : [0, 7, 70_000, 300_001][i % 4] + i, seed: seed + UInt64(i))
             s.write("\(name)-\(i)", bytes)
             let r = s.run(["--vault", s.path(name), "add", s.path("\(name)-\(i)"), "--name", "\(name) scan \(i).pdf"])
             precondition(r.status == 0, r.stderr)
@@ -31,8 +34,10 @@ import Glibc
     static func curlBatch(
         _ s: Sandbox, url: String, token: String, key: String, head: String, text: String, rate: String = "0"
     ) throws -> (pid: pid_t, out: String) {
-        let body = #"{"Files":["# + ReceiveCLITests.entry(
-            String(ReceiveCLITests.sha(Array(key.utf8)).prefix(32)), "\(key).txt", text, as: text) + "]}"
+        let body =
+            #"{"Files":["#
+            + ReceiveCLITests.entry(
+                String(ReceiveCLITests.sha(Array(key.utf8)).prefix(32)), "\(key).txt", text, as: text) + "]}"
         let file = s.path("body-\(UUID().uuidString.prefix(6))")
         s.write(String(file.split(separator: "/").last!), Array(body.utf8))
         let out = file + ".out"
@@ -96,14 +101,17 @@ import Glibc
         let twin = String(repeating: "twin ", count: 40_000)
         let twins = try [r1, r2].map {
             try Self.curlBatch(
-                s, url: $0.url, token: probe, key: "twin-1", head: "7-" + String(repeating: "ab", count: 16), text: twin,
+                s, url: $0.url, token: probe, key: "twin-1", head: "7-" + String(repeating: "ab", count: 16),
+                text: twin,
                 rate: "120k")
         }.map(Self.finish)
         #expect(twins.allSatisfy { $0.status == 200 } && twins[0].body == twins[1].body, "\(twins)")
         #expect((r1.log + r2.log).components(separatedBy: "result=200 duplicate station=probe").count == 2)
         // Heads are shared: r1 refuses a head behind the one r2 (or r1) took.
         let behind = Self.finish(
-            try Self.curlBatch(s, url: r1.url, token: probe, key: "late", head: "6-" + String(repeating: "cd", count: 16), text: "late"))
+            try Self.curlBatch(
+                s, url: r1.url, token: probe, key: "late", head: "6-" + String(repeating: "cd", count: 16), text: "late"
+            ))
         #expect(behind.status == 409 && behind.body.contains("station-rolled-back"), "\(behind)")
 
         // front-desk sends through the balancer (its batches alternate between the receivers); r1,
@@ -114,7 +122,10 @@ import Glibc
         let scanDocs = Self.station(s, "scan", count: 6, seed: 200)
         #expect(
             s.run(
-                ["--vault", s.path("front"), "destination", "add", "office", balancer.url + "batches", "--receipt-key", key]
+                [
+                    "--vault", s.path("front"), "destination", "add", "office", balancer.url + "batches",
+                    "--receipt-key", key
+                ]
             ).status == 0)
         let front = s.spawn(
             ["--vault", s.path("front"), "upload", "--to", "office", "--batch-size", "2"],
@@ -127,7 +138,10 @@ import Glibc
         kill(r1.pid, SIGKILL)
         #expect(sawNote, "r1 never began to commit front-desk's first batch: \(r1.log)")
         let scan = s.spawn(
-            ["--vault", s.path("scan"), "upload", "--url", r2.url + "/files/", "--protocol", "tus", "--batch-size", "2"],
+            [
+                "--vault", s.path("scan"), "upload", "--url", r2.url + "/files/", "--protocol", "tus", "--batch-size",
+                "2"
+            ],
             env: ["VAULT_UPLOAD_TOKEN": scanner])
         let (f, sc) = (s.wait(front), s.wait(scan))
         #expect(f.status == 0, "\(f.stderr)")
@@ -148,8 +162,11 @@ import Glibc
         #expect(shas.count == frontDocs.count + scanDocs.count + 1, "\(shas.count) documents")
         #expect(Set(shas) == expected)
         for d in docs where (d["size"] as? Int ?? 0) > 0 {
-            let got = s.run(["--vault", s.path("check"), "get", d["id"] as? String ?? "", "-o", "-"], env: env("cache-check"))
-            #expect(frontDocs[d["sha256"] as? String ?? ""] ?? scanDocs[d["sha256"] as? String ?? ""] ?? Array(twin.utf8) == got.stdout)
+            let got = s.run(
+                ["--vault", s.path("check"), "get", d["id"] as? String ?? "", "-o", "-"], env: env("cache-check"))
+            #expect(
+                frontDocs[d["sha256"] as? String ?? ""] ?? scanDocs[d["sha256"] as? String ?? ""] ?? Array(twin.utf8)
+                    == got.stdout)
         }
         let audit = s.run(["--vault", s.path("check"), "audit"], env: env("cache-check"))
         #expect(audit.status == 0, "\(audit.out)\(audit.stderr)")
@@ -162,7 +179,10 @@ import Glibc
         // log or key is refused as a receiver starts (exit 65), named; put back, all is well.
         func refused(_ why: String) -> Bool {
             let r = s.run(["receive", "--vault", url, "station", "list"], env: env("cache-attacked"))
-            return r.status == 65 && r.stderr.contains(why) || { print(r.stderr); return false }()
+            return r.status == 65 && r.stderr.contains(why)
+                || {
+                    print(r.stderr); return false
+                }()
         }
         let log = "office/receivers/log/"
         let third = try await s3.object(bucket: bucket, key: log + "000000000003")
@@ -184,28 +204,40 @@ import Glibc
         #expect(refused("receivers/key.vlt"))
         try await s3.putObject(bucket: bucket, key: "office/receivers/key.vlt", body: sealedKey, contentType: "a/b")
         let healed = s.run(["receive", "--vault", url, "station", "list"], env: env("cache-attacked"))
-        #expect(healed.status == 0 && healed.out.contains("front-desk  ") && healed.out.contains("probe  "), "\(healed)")
+        #expect(
+            healed.status == 0 && healed.out.contains("front-desk  ") && healed.out.contains("probe  "), "\(healed)")
 
         // The newest entry deleted while r2 runs (it read it): r2 takes nothing until it is back.
         let newest = log + String(format: "%012d", entries)
         let kept = try await s3.object(bucket: bucket, key: newest)
         try await s3.deleteObject(bucket: bucket, key: newest)
         let cut = Self.finish(
-            try Self.curlBatch(s, url: r2.url, token: probe, key: "after-cut", head: "8-" + String(repeating: "ab", count: 16), text: "x"))
+            try Self.curlBatch(
+                s, url: r2.url, token: probe, key: "after-cut", head: "8-" + String(repeating: "ab", count: 16),
+                text: "x"))
         #expect(cut.status == 503 && cut.body.contains("history-unreadable"), "\(cut)")
-        #expect(r2.log.contains("\(String(newest.dropFirst("office/".count))) was deleted after this receiver read it"), "\(r2.log)")
+        #expect(
+            r2.log.contains("\(String(newest.dropFirst("office/".count))) was deleted after this receiver read it"),
+            "\(r2.log)")
         try await s3.putObject(bucket: bucket, key: newest, body: kept, contentType: "a/b")
         let back = Self.finish(
-            try Self.curlBatch(s, url: r2.url, token: probe, key: "after-cut", head: "8-" + String(repeating: "ab", count: 16), text: "x"))
+            try Self.curlBatch(
+                s, url: r2.url, token: probe, key: "after-cut", head: "8-" + String(repeating: "ab", count: 16),
+                text: "x"))
         #expect(back.status == 200, "\(back)")
         // The receivers' objects copied under another prefix of the same vault do not open there.
-        #expect(s.run(["--vault", s.path("setup"), "push", "s3://\(bucket)/copy", "-q"], env: env("cache-admin")).status == 0)
+        #expect(
+            s.run(["--vault", s.path("setup"), "push", "s3://\(bucket)/copy", "-q"], env: env("cache-admin")).status
+                == 0)
         for o in try await s3.listObjects(bucket: bucket, prefix: "office/receivers/") {
             let bytes = try await s3.object(bucket: bucket, key: o.key)
-            try await s3.putObject(bucket: bucket, key: "copy/" + o.key.dropFirst("office/".count), body: bytes, contentType: "a/b")
+            try await s3.putObject(
+                bucket: bucket, key: "copy/" + o.key.dropFirst("office/".count), body: bytes, contentType: "a/b")
         }
         let copied = s.run(["receive", "--vault", "s3://\(bucket)/copy", "station", "list"], env: env("cache-copy"))
-        #expect(copied.status == 65 && copied.stderr.contains("receivers/log/000000000001 is not an entry"), "\(copied.stderr)")
+        #expect(
+            copied.status == 65 && copied.stderr.contains("receivers/log/000000000001 is not an entry"),
+            "\(copied.stderr)")
     }
 
     /// A log write that lands on the store but whose answer is lost (scripts/flip-proxy.py
@@ -230,10 +262,14 @@ import Glibc
         through["XDG_CACHE_HOME"] = s.path("cache-r")
         let r = try ReceiverProcess(s, vault: "r", location: url, environment: through)
         let text = "kept across a lost answer"
-        let first = Self.finish(try Self.curlBatch(s, url: r.url, token: token, key: "b1", head: "1-" + String(repeating: "0", count: 32), text: text))
+        let first = Self.finish(
+            try Self.curlBatch(
+                s, url: r.url, token: token, key: "b1", head: "1-" + String(repeating: "0", count: 32), text: text))
         #expect(first.status == 503 && first.body.contains("store-unavailable"), "\(first)")
         #expect(proxy.entries.contains { $0["fault"] as? String == "lost-answer" && $0["status"] as? Int == 200 })
-        let again = Self.finish(try Self.curlBatch(s, url: r.url, token: token, key: "b1", head: "1-" + String(repeating: "0", count: 32), text: text))
+        let again = Self.finish(
+            try Self.curlBatch(
+                s, url: r.url, token: token, key: "b1", head: "1-" + String(repeating: "0", count: 32), text: text))
         #expect(again.status == 200 && again.body.contains(#""batch":"b1""#), "\(again)")
         #expect(r.log.contains("result=200 duplicate"), "\(r.log)")
         env["XDG_CACHE_HOME"] = s.path("cache-check")
