@@ -9,7 +9,10 @@ unchanged (Host header included, so SigV4 signatures stay valid), except:
   --slowdown N  the first N PUTs are answered 503 SlowDown without reaching the store;
   --lose-answers TEXT:N  the first PUT whose path holds TEXT reaches the store, but its answer is
                 replaced by 500 InternalError (the write landed; the client cannot know), and the
-                next N - 1 such PUTs are answered 500 without reaching it.
+                next N - 1 such PUTs are answered 500 without reaching it;
+  --delay TEXT:S  every PUT whose path holds TEXT is held S seconds before it is relayed, and
+                dropped (logged "client-gone") if its client went away meanwhile: a test can kill
+                the client while it waits, and nothing of that request reaches the store.
 
 Each request is logged as one JSON line to --log when the store has answered: method, path,
 fault, status, the Range asked for and the body bytes sent back. A request given a fault is
@@ -26,7 +29,10 @@ import argparse
 import http.client
 import json
 import os
+import select
+import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -42,10 +48,13 @@ def main():
     p.add_argument("--flip", type=int, default=0)
     p.add_argument("--slowdown", type=int, default=0)
     p.add_argument("--lose-answers")
+    p.add_argument("--delay")
     p.add_argument("--log")
     args = p.parse_args()
     lose_text, lose_count = (args.lose_answers.rsplit(":", 1) if args.lose_answers else ("", "0"))
     lose_count = int(lose_count)
+    delay_text, delay_seconds = (args.delay.rsplit(":", 1) if args.delay else ("", "0"))
+    delay_seconds = float(delay_seconds)
     up = urlsplit(args.upstream)
     lock = threading.Lock()
     state = {"puts": 0, "busy": 0, "lost": 0}
@@ -88,6 +97,17 @@ def main():
                 self.record("client-gone", None)
                 self.close_connection = True
                 return
+            if self.command == "PUT" and delay_text and delay_text in self.path:
+                time.sleep(delay_seconds)
+                try:
+                    ready, _, _ = select.select([self.connection], [], [], 0)
+                    gone = bool(ready) and self.connection.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    gone = True
+                if gone:
+                    self.record("client-gone", None)
+                    self.close_connection = True
+                    return
             lose = None
             if self.command == "PUT" and lose_text and lose_text in self.path:
                 with lock:

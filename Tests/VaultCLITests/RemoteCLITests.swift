@@ -444,7 +444,7 @@ import Glibc
                 && add.stderr.hasPrefix(
                     """
                         vault: this command needs a local vault; \(url) can be read in place only by list, get, \
-                        verify, export and upload\n
+                        verify, export and upload (and served by receive)\n
                         """
                 ), "\(add.stderr)")
     }

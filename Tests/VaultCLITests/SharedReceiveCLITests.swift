@@ -91,7 +91,12 @@ import Glibc
         #expect(key.count == 64 && s.run(["receive", "--vault", url, "key"], env: env("cache-other")).out == key + "\n")
 
         // Two receivers, each with a cache folder of its own (as on two machines), behind a balancer.
-        let r1 = try ReceiverProcess(s, vault: "r1", location: url, environment: env("cache-r1"))
+        // r1 reaches the store through a path that holds each part of a multipart upload for 10 s
+        // (and drops it if r1 is gone by then), so r1 can be killed mid-commit at a known moment.
+        let path = try PythonPeer(
+            "flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--delay", "partNumber=:10"], in: s)
+        let r1 = try ReceiverProcess(
+            s, vault: "r1", location: url, environment: env("cache-r1", ["AWS_ENDPOINT_URL": path.url]))
         let r2 = try ReceiverProcess(s, vault: "r2", location: url, environment: env("cache-r2"))
         let balancer = try PythonPeer("balance-proxy.py", ["--upstream", r1.url, "--upstream", r2.url], in: s)
 
@@ -130,10 +135,10 @@ import Glibc
         let front = s.spawn(
             ["--vault", s.path("front"), "upload", "--to", "office", "--batch-size", "2"],
             env: ["VAULT_UPLOAD_TOKEN": frontDesk])
-        var sawNote = false
-        for _ in 0..<6000 where !sawNote {
-            sawNote = !(try await s3.listObjects(bucket: bucket, prefix: "office/receivers/pending/")).isEmpty
-            if !sawNote { try await Task.sleep(nanoseconds: 10_000_000) }
+        let sawNote = Peer.poll(every: 20_000) {
+            path.entries.contains {
+                $0["method"] as? String == "PUT" && ($0["path"] as? String ?? "").contains("/receivers/pending/")
+            }
         }
         kill(r1.pid, SIGKILL)
         #expect(sawNote, "r1 never began to commit front-desk's first batch: \(r1.log)")
