@@ -23,6 +23,9 @@ public struct PushReport: Sendable {
     /// Objects under `removed/` that are not tombstones of this vault (junk, foreign, forged,
     /// or sealed under a retired key), with why: they hide nothing.
     public var refusedTombstones: [RejectedObject] = []
+    /// For a vault that has served as a receiver: what of its key, stations and batches was
+    /// carried to the store's receivers (nil for a vault that never was one).
+    package var receiver: SharedReceiverLog.Carried?
 }
 
 /// An object on the store that was not taken, and why (damaged, foreign, forged, or sealed
@@ -206,6 +209,14 @@ public final class Replicator: Sendable {
                 progress(state)
                 _ = launch()
             }
+        }
+        // A receiver's vault: its key, stations and batches go to the store's receivers' log,
+        // once its documents are there, so receivers serving the store go on where it left off.
+        if let seed = try vault.receiverSeed() {
+            report.receiver = try await SharedReceiverLog(
+                vault: vault, client: client, location: location, policy: policy
+            )
+            .carry(seed: seed, records: try vault.history().records.map(\.record))
         }
         return report
     }

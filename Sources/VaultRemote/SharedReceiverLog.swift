@@ -301,6 +301,73 @@ public final class SharedReceiverLog: Sendable {
         }
     }
 
+    // MARK: A local receiver moved to the store
+
+    /// What ``carry(seed:records:)`` did.
+    package enum Carried: Sendable, Equatable {
+        /// The key, and the station and batch records the log lacked (counts), were written.
+        case carried(stations: Int, batches: Int)
+        /// The log held everything already.
+        case alreadyThere
+        /// The store's receivers sign with another key (hex): nothing was carried.
+        case otherKey(String)
+    }
+
+    /// Carries a receiver served from a local vault to this store, so that receivers serving the
+    /// store go on with its key, stations and batches: `seed` (its signing seed) becomes
+    /// `receivers/key.vlt` and the log's `receiver` entry, unless the store's receivers already
+    /// have a key, and each of `records` (its `station` and `receive` history records, in order)
+    /// the log does not hold yet is appended. Run again after a failure, it carries the rest.
+    package func carry(seed: SecretBytes, records: [HistoryRecord]) async throws -> Carried {
+        try await readAll()
+        let mine = Hex.encode(try ReceiverIdentity(seed: seed).publicKey)
+        if let recorded = recordedKey(), recorded != mine { return .otherKey(recorded) }
+        if recordedKey() == nil {
+            var stored = try await fetch(Self.keyName)
+            if stored == nil {
+                var body = seed.withUnsafeBytes { Array($0) }
+                defer { Sodium.wipe(&body) }
+                let sealed = try vault.sealState(body, purpose: .receiver, role: role(Self.keyName))
+                let written = try await retrying {
+                    try await client.putObjectIfAbsent(
+                        bucket: location.bucket, key: location.key(Self.keyName), body: ByteBuffer(bytes: sealed),
+                        contentType: Self.contentType)
+                }
+                stored = written ? sealed : try await fetch(Self.keyName)
+            }
+            guard let stored else { throw VaultError(.vaultDamaged, "\(location)/\(Self.keyName) went missing") }
+            var plain = try vault.openState(
+                stored, purpose: .receiver, role: role(Self.keyName), what: "\(location)/\(Self.keyName)")
+            defer { Sodium.wipe(&plain) }
+            let theirs = Hex.encode(
+                try ReceiverIdentity(seed: try plain.withUnsafeBytes { try SecretBytes(copying: $0) }).publicKey)
+            if theirs != mine { return .otherKey(theirs) }
+            let detail = String(decoding: try JSONEncoder().encode(ReceiverKeyRecord(publicKey: mine)), as: UTF8.self)
+            while recordedKey() == nil {
+                _ = try await append(.receiver, detail: detail)
+            }
+            if let recorded = recordedKey(), recorded != mine { return .otherKey(recorded) }
+        }
+        var stations = 0
+        var batches = 0
+        for record in records where [.station, .receive].contains(record.operation) && record.outcome == .ok {
+            while true {
+                let held = state.withLock { s in
+                    s.entries.contains { $0.operation == record.operation && $0.detail == record.detail }
+                }
+                if held { break }
+                let when = Date(timeIntervalSince1970: Double(record.timeMillis) / 1000)
+                if try await append(
+                    record.operation, detail: record.detail, documents: record.documents.map(\.id), now: when)
+                {
+                    if record.operation == .station { stations += 1 } else { batches += 1 }
+                    break
+                }
+            }
+        }
+        return stations + batches == 0 ? .alreadyThere : .carried(stations: stations, batches: batches)
+    }
+
     // MARK: Envelopes of a batch
 
     /// The folder of the pending notes of one batch.

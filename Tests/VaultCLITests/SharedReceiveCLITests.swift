@@ -245,6 +245,62 @@ import Glibc
             "\(copied.stderr)")
     }
 
+    /// A receiver that served a vault folder, moved to a store by `vault push`: receivers on the
+    /// store sign with its key, know its stations, answer its batches' resends with their receipts
+    /// and know each station's head.
+    @Test func aReceiverMovedToAStoreByPushGoesOnWithItsKeyStationsAndBatches() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("moved")
+        defer { Task { await s3.shutdown() } }
+        let url = "s3://\(bucket)/office"
+        let s = Sandbox()
+        var env = S3UploadCLITests.env(sw)
+        env["VAULT_PASSWORD"] = ReceiverProcess.password
+        env["XDG_CACHE_HOME"] = s.path("cache")
+        let zeros = String(repeating: "0", count: 32)
+        var local: ReceiverProcess? = try ReceiverProcess(s)
+        let token = local!.addStation("desk")
+        let key = local!.run("receive", "key").out
+        let first = Self.finish(
+            try Self.curlBatch(s, url: local!.url, token: token, key: "b1", head: "3-" + zeros, text: "one"))
+        #expect(first.status == 200, "\(first)")
+        local = nil  // stopped
+        let pushed = s.run(["--vault", s.path("office"), "push", url], env: env)
+        #expect(pushed.status == 0, "\(pushed.stderr)")
+        #expect(
+            pushed.stderr.contains("the receiver's key, 1 station record and 1 batch went to the store"),
+            "\(pushed.stderr)")
+        #expect(s.run(["receive", "--vault", url, "key"], env: env).out == key)
+        #expect(s.run(["receive", "--vault", url, "station", "list"], env: env).out == "desk  3-\(zeros)\n")
+        let r = try ReceiverProcess(s, vault: "r", location: url, environment: env)
+        let again = Self.finish(
+            try Self.curlBatch(s, url: r.url, token: token, key: "b1", head: "3-" + zeros, text: "one"))
+        #expect(again.status == 200 && again.body == first.body, "\(again)")
+        let behind = Self.finish(
+            try Self.curlBatch(s, url: r.url, token: token, key: "b2", head: "2-" + zeros, text: "two"))
+        #expect(behind.status == 409 && behind.body.contains("station-rolled-back"), "\(behind)")
+        let next = Self.finish(
+            try Self.curlBatch(s, url: r.url, token: token, key: "b3", head: "4-" + zeros, text: "three"))
+        #expect(next.status == 200, "\(next)")
+        // Pushed again: nothing more to carry, nothing said.
+        let twice = s.run(["--vault", s.path("office"), "push", url], env: env)
+        #expect(twice.status == 0 && !twice.stderr.contains("went to the store"), "\(twice.stderr)")
+        // A store whose receivers made a key of their own is left alone, with a warning.
+        let third = "s3://\(bucket)/third"
+        #expect(s.run(["--vault", s.path("office"), "push", third, "-q"], env: env).status == 0)
+        for o in try await s3.listObjects(bucket: bucket, prefix: "third/receivers/") {
+            try await s3.deleteObject(bucket: bucket, key: o.key)
+        }
+        let theirs = s.run(["receive", "--vault", third, "key"], env: env).out
+        #expect(theirs.count == 65 && theirs != key)
+        let foreign = s.run(["--vault", s.path("office"), "push", third], env: env)
+        #expect(
+            foreign.status == 0
+                && foreign.stderr.contains(
+                    "vault: warning: the store's receivers sign with another key (\(theirs.prefix(16))…)"),
+            "\(foreign.stderr)")
+        #expect(s.run(["receive", "--vault", third, "key"], env: env).out == theirs)
+    }
+
     /// A log write that lands on the store but whose answer is lost (scripts/flip-proxy.py
     /// --lose-answers): the receiver answers 503 and keeps the batch's envelopes; the resend is
     /// answered with the receipt the log holds, and the documents are there.

@@ -194,6 +194,22 @@ extension Vault {
 }
 
 extension Vault {
+    /// The receiver's signing seed, opened from `receiver.vlt`; nil when this vault has never
+    /// been a receiver (a push carries it to a store, where receivers share it).
+    /// - Throws: ``VaultError/Code/vaultDamaged`` when the file does not open or is malformed.
+    package func receiverSeed() throws -> SecretBytes? {
+        let path = store.path(.receiver)
+        guard FileSystem.kind(of: path) != .missing else { return nil }
+        var plain = try openState(
+            try FileSystem.readFile(path, limit: 4096), purpose: .receiver, role: VaultFile.receiver.name,
+            what: "receiver.vlt")
+        defer { Sodium.wipe(&plain) }
+        guard plain.count == SigningKey.seedSize else { throw VaultError(.vaultDamaged, "receiver.vlt is malformed") }
+        return try plain.withUnsafeBytes { try SecretBytes(copying: $0) }
+    }
+}
+
+extension Vault {
     /// Takes the receiver's lock (`receiver.lock`, an exclusive `flock` held while the returned
     /// file is open): one receiver serves a vault at a time.
     /// - Throws: ``VaultError/Code/busy`` when another process serves it.

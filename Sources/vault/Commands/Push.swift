@@ -73,6 +73,17 @@ extension VaultCommand {
                 if report.created { line += "; the store's vault.json was written" }
                 Terminal.err(line)
             }
+            switch report.receiver {
+            case .carried(let stations, let batches)? where transfer.printsSummary:
+                Terminal.err(
+                    "vault: the receiver's key, \(stations) station record\(stations == 1 ? "" : "s") and \(batches) "
+                        + "batch\(batches == 1 ? "" : "es") went to the store: receivers serving it go on from here")
+            case .otherKey(let key)?:
+                Terminal.warn(
+                    "the store's receivers sign with another key (\(key.prefix(16))…): this vault's receiver key, "
+                        + "stations and batches were not carried to it")
+            default: break
+            }
         }
     }
 }

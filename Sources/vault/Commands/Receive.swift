@@ -33,7 +33,8 @@ extension VaultCommand {
 
                 Operators see what arrived in a browser, at /ui/ of the receiver's address. \
                 A vault pushed to a store (--vault s3://BUCKET/PREFIX) is served by as many \
-                receivers as you start, sharing its key, stations and batches through the store.
+                receivers as you start, sharing its key, stations and batches through the store. \
+                The server's options: vault help receive serve.
                 """,
             subcommands: [Serve.self, Stations.self, Operators.self, Key.self],
             defaultSubcommand: Serve.self)
