@@ -159,10 +159,24 @@ public struct ReceiveServer: Service {
                 onListening("\(scheme)://\(shown):\(port)")
             },
             logger: quiet)
-        try await withGracefulShutdownHandler {
-            try await app.run()
-        } onGracefulShutdown: {
-            receiver.close()
+        do {
+            try await withGracefulShutdownHandler {
+                try await app.run()
+            } onGracefulShutdown: {
+                receiver.close()
+            }
+        } catch let e as IOError where [EADDRINUSE, EADDRNOTAVAIL, EACCES].contains(e.errnoCode) {
+            let address = host.contains(":") ? "[\(host)]:\(configuration.port)" : "\(host):\(configuration.port)"
+            switch e.errnoCode {
+            case EADDRINUSE:
+                throw VaultError(
+                    .busy, "cannot listen on \(address): another process listens there",
+                    hint: "choose another port (port 0 picks a free one), or stop the other server")
+            case EACCES:
+                throw VaultError(.usage, "cannot listen on \(address): a port under 1024 needs privileges")
+            default:
+                throw VaultError(.usage, "cannot listen on \(address): no interface of this machine has that address")
+            }
         }
     }
 }

@@ -215,7 +215,8 @@ extension GlobalOptions {
     }
 
     /// Fails when `--vault` names a store: the command needs a local vault.
-    func requireLocal() throws {
+    /// - Parameter hint: what to do instead (by default: make a replica).
+    func requireLocal(hint: String? = nil) throws {
         if let v = vault, v.hasPrefix("s3://") {
             throw VaultError(
                 .usage,
@@ -223,7 +224,7 @@ extension GlobalOptions {
                     this command needs a local vault; \(v) can be read in place only by list, get, verify, export and \
                     upload (and served by receive)
                     """,
-                hint: "make a replica with 'vault clone \(v) --vault NEW-FOLDER'")
+                hint: hint ?? "make a replica with 'vault clone \(v) --vault NEW-FOLDER'")
         }
     }
 }

@@ -301,6 +301,25 @@ import Glibc
         #expect(s.run(["receive", "--vault", third, "key"], env: env).out == theirs)
     }
 
+    /// What a new user gets wrong first, said plainly: a second receiver on a port in use, a
+    /// vault made straight on a store, operators for a store.
+    @Test func aPortInUseAVaultMadeOnAStoreAndOperatorsOfAStoreAreSaidPlainly() throws {
+        let s = Sandbox()
+        let office = try ReceiverProcess(s)
+        let port = office.url.split(separator: ":").last.map(String.init) ?? ""
+        let pw: [String: String?] = ["VAULT_PASSWORD": ReceiverProcess.password]
+        #expect(s.run(["init", "--vault", "other", "--kdf", "insecure-test"], env: pw).status == 0)
+        let second = s.run(["receive", "--vault", "other", "--listen", "127.0.0.1:\(port)"], env: pw)
+        #expect(second.status == 75, "\(second.stderr)")
+        #expect(
+            second.stderr.hasPrefix("vault: cannot listen on 127.0.0.1:\(port): another process listens there\n"),
+            "\(second.stderr)")
+        let made = s.run(["init", "--vault", "s3://bucket/office"])
+        #expect(made.status == 64 && made.stderr.contains("hint: a vault is made in a folder, then pushed"), "\(made)")
+        let op = s.run(["receive", "--vault", "s3://bucket/office", "operator", "add", "alice"])
+        #expect(op.status == 64 && op.stderr.contains("hint: the operator's pages (/ui/) are served"), "\(op)")
+    }
+
     /// A log write that lands on the store but whose answer is lost (scripts/flip-proxy.py
     /// --lose-answers): the receiver answers 503 and keeps the batch's envelopes; the resend is
     /// answered with the receipt the log holds, and the documents are there.

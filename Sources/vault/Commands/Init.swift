@@ -37,7 +37,9 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
-            try options.requireLocal()
+            try options.requireLocal(
+                hint: "a vault is made in a folder, then pushed: 'vault init --vault DIR' and "
+                    + "'vault push \(options.vault ?? "s3://…") --vault DIR'")
             let store = options.store
             if store.exists { throw VaultError(.alreadyExists, "a vault already exists at \(store.root)") }
             // Everything that can be checked is, before the password is asked for.

@@ -297,6 +297,10 @@ extension VaultCommand.Receive {
         @ParentCommand var group: VaultCommand.Receive
 
         var parentOptions: GlobalOptions { global.merged(with: group.parentOptions) }
+
+        /// Why operators need a local vault: their pages are served for one only.
+        static let localOnly =
+            "the operator's pages (/ui/) are served for a vault in a folder only; receivers on a store serve none"
     }
 }
 
@@ -312,7 +316,7 @@ extension VaultCommand.Receive.Operators {
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
-            try options.requireLocal()
+            try options.requireLocal(hint: VaultCommand.Receive.Operators.localOnly)
             let names = try OperatorAccounts(vault: try options.unlock()).names
             if result.json {
                 struct Result: Encodable { var operators: [String] }
@@ -359,7 +363,7 @@ extension VaultCommand.Receive.Operators {
                         + "(letters, digits, '-', '_' and '.', up to 64)"
                 )
             }
-            try options.requireLocal()
+            try options.requireLocal(hint: VaultCommand.Receive.Operators.localOnly)
             let vault = try options.unlock()
             let accounts = try OperatorAccounts(vault: vault)
             guard try !accounts.names.contains(name) else {
@@ -385,7 +389,7 @@ extension VaultCommand.Receive.Operators {
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
-            try options.requireLocal()
+            try options.requireLocal(hint: VaultCommand.Receive.Operators.localOnly)
             try OperatorAccounts(vault: try options.unlock()).remove(name)
             Terminal.err("vault: removed operator \(Terminal.printable(name))")
         }
