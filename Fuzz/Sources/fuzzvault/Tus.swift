@@ -55,9 +55,11 @@ enum TusFamily {
                 case .failure(let a): expect(statuses.contains(a.status), "patch refused: \(a.status)")
                 case .success(let patch):
                     chunk.withUnsafeBytes { tus.take(patch, $0) }
-                    // The patch is used by this thread only, before and after the wait.
-                    nonisolated(unsafe) let ending = patch
-                    let a = waitForValue { await tus.end(ending) }
+                    // Handed to the waiting task through a box it empties, so the patch (which
+                    // keeps its upload busy until released) is gone when the wait ends, not
+                    // whenever the task's closure happens to be freed.
+                    let box = PatchBox(patch)
+                    let a = waitForValue { await tus.end(box.take()) }
                     expect(statuses.contains(a.status), "patch: \(a.status)")
                     let head = tus.head(pick, station: "st")
                     if let now = head.headers.first(where: { $0.0 == "Upload-Offset" }).flatMap({ UInt64($0.1) }),
@@ -85,5 +87,18 @@ enum TusFamily {
         let staged = (try? FileManager.default.contentsOfDirectory(atPath: root + "/staging")) ?? []
         expect(staged.isEmpty, "nothing staged once every upload is dropped: \(staged)")
         expect((try? vault.verify().isClean) ?? false, "the vault verifies")
+    }
+}
+
+/// One patch handed to another task, once: ``take()`` gives it up.
+final class PatchBox: @unchecked Sendable {
+    // Unchecked: set before the task starts, taken once by it while this thread waits.
+    private var patch: TusReceiver.Patch?
+
+    init(_ patch: TusReceiver.Patch) { self.patch = patch }
+
+    func take() -> TusReceiver.Patch {
+        defer { patch = nil }
+        return patch!
     }
 }
