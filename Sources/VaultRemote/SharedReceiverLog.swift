@@ -248,15 +248,33 @@ public final class SharedReceiverLog: Sendable {
     /// log names one, is refused rather than replaced.
     package func identity(create: Bool) async throws -> ReceiverIdentity? {
         try await readAll()
-        var stored = try await fetch(Self.keyName)
-        if stored == nil {
-            if let recorded = recordedKey() {
+        let recorded = recordedKey()
+        let seed =
+            create && recorded == nil ? try SecretBytes.random(count: SigningKey.seedSize, using: SystemRandom()) : nil
+        guard let identity = try await storedIdentity(offering: seed) else {
+            if let recorded {
                 throw VaultError(
                     .vaultDamaged,
                     "\(location)/\(Self.keyName) is missing, and the receivers' log says their key is \(recorded)")
             }
-            guard create else { return nil }
-            let seed = try SecretBytes.random(count: SigningKey.seedSize, using: SystemRandom())
+            return nil
+        }
+        let mine = Hex.encode(identity.publicKey)
+        let logged = try await logKey(mine)
+        guard logged == mine else {
+            throw VaultError(
+                .vaultDamaged,
+                "\(location)/\(Self.keyName) holds the key \(mine), but the receivers' log says \(logged)")
+        }
+        return identity
+    }
+
+    /// The identity `receivers/key.vlt` holds. When the store has none and `seed` is given, the
+    /// seed is written there first (once, whoever is first: another receiver's may win, and is
+    /// then the one returned); nil when there is none and no seed.
+    private func storedIdentity(offering seed: SecretBytes?) async throws -> ReceiverIdentity? {
+        var stored = try await fetch(Self.keyName)
+        if stored == nil, let seed {
             var body = seed.withUnsafeBytes { Array($0) }
             defer { Sodium.wipe(&body) }
             let sealed = try vault.sealState(body, purpose: .receiver, role: role(Self.keyName))
@@ -265,30 +283,26 @@ public final class SharedReceiverLog: Sendable {
                     bucket: location.bucket, key: location.key(Self.keyName), body: ByteBuffer(bytes: sealed),
                     contentType: Self.contentType)
             }
-            // Another receiver may have made one first: that one is the key.
             stored = written ? sealed : try await fetch(Self.keyName)
+            guard stored != nil else { throw VaultError(.vaultDamaged, "\(location)/\(Self.keyName) went missing") }
         }
-        guard let stored else { throw VaultError(.vaultDamaged, "\(location)/\(Self.keyName) went missing") }
+        guard let stored else { return nil }
         var plain = try vault.openState(
             stored, purpose: .receiver, role: role(Self.keyName), what: "\(location)/\(Self.keyName)")
         defer { Sodium.wipe(&plain) }
         guard plain.count == SigningKey.seedSize else {
             throw VaultError(.vaultDamaged, "\(location)/\(Self.keyName) is malformed")
         }
-        let identity = try ReceiverIdentity(seed: try plain.withUnsafeBytes { try SecretBytes(copying: $0) })
-        let mine = Hex.encode(identity.publicKey)
+        return try ReceiverIdentity(seed: try plain.withUnsafeBytes { try SecretBytes(copying: $0) })
+    }
+
+    /// The public key (hex) of the log's `receiver` entry, appending one for `key` when the log
+    /// has none (another receiver's may be appended first, and is then the one returned).
+    private func logKey(_ key: String) async throws -> String {
+        let detail = String(decoding: try JSONEncoder().encode(ReceiverKeyRecord(publicKey: key)), as: UTF8.self)
         while true {
-            if let recorded = recordedKey() {
-                guard recorded == mine else {
-                    throw VaultError(
-                        .vaultDamaged,
-                        "\(location)/\(Self.keyName) holds the key \(mine), but the receivers' log says \(recorded)")
-                }
-                return identity
-            }
-            let detail = String(
-                decoding: try JSONEncoder().encode(ReceiverKeyRecord(publicKey: mine)), as: UTF8.self)
-            if try await append(.receiver, detail: detail) { return identity }
+            if let recorded = recordedKey() { return recorded }
+            _ = try await append(.receiver, detail: detail)
         }
     }
 
@@ -323,30 +337,11 @@ public final class SharedReceiverLog: Sendable {
         let mine = Hex.encode(try ReceiverIdentity(seed: seed).publicKey)
         if let recorded = recordedKey(), recorded != mine { return .otherKey(recorded) }
         if recordedKey() == nil {
-            var stored = try await fetch(Self.keyName)
-            if stored == nil {
-                var body = seed.withUnsafeBytes { Array($0) }
-                defer { Sodium.wipe(&body) }
-                let sealed = try vault.sealState(body, purpose: .receiver, role: role(Self.keyName))
-                let written = try await retrying {
-                    try await client.putObjectIfAbsent(
-                        bucket: location.bucket, key: location.key(Self.keyName), body: ByteBuffer(bytes: sealed),
-                        contentType: Self.contentType)
-                }
-                stored = written ? sealed : try await fetch(Self.keyName)
-            }
-            guard let stored else { throw VaultError(.vaultDamaged, "\(location)/\(Self.keyName) went missing") }
-            var plain = try vault.openState(
-                stored, purpose: .receiver, role: role(Self.keyName), what: "\(location)/\(Self.keyName)")
-            defer { Sodium.wipe(&plain) }
-            let theirs = Hex.encode(
-                try ReceiverIdentity(seed: try plain.withUnsafeBytes { try SecretBytes(copying: $0) }).publicKey)
+            // Offered a seed, the store holds a key afterwards: this one, or one made before it.
+            let theirs = try await storedIdentity(offering: seed).map { Hex.encode($0.publicKey) } ?? ""
             if theirs != mine { return .otherKey(theirs) }
-            let detail = String(decoding: try JSONEncoder().encode(ReceiverKeyRecord(publicKey: mine)), as: UTF8.self)
-            while recordedKey() == nil {
-                _ = try await append(.receiver, detail: detail)
-            }
-            if let recorded = recordedKey(), recorded != mine { return .otherKey(recorded) }
+            let logged = try await logKey(mine)
+            if logged != mine { return .otherKey(logged) }
         }
         var stations = 0
         var batches = 0
@@ -400,16 +395,19 @@ public final class SharedReceiverLog: Sendable {
     /// first), then its note. A failure leaves the note, so whoever settles the batch next
     /// deletes them.
     package func withdraw(_ documents: [DocumentID], note: String) async {
-        let committed = state.withLock { $0.committed }
         do {
-            for id in documents where !committed.contains(id) {
-                try await retrying {
-                    try await client.deleteObject(bucket: location.bucket, key: location.objectKey(id))
-                }
-            }
+            try await deleteUnnamed(documents)
             try await retrying { try await client.deleteObject(bucket: location.bucket, key: location.key(note)) }
         } catch {
             VaultNotices.post("could not take a refused batch's envelopes off the store yet: \(error)")
+        }
+    }
+
+    /// Deletes the envelopes of `documents` that no entry read so far names.
+    private func deleteUnnamed(_ documents: [DocumentID]) async throws {
+        let committed = state.withLock { $0.committed }
+        for id in documents where !committed.contains(id) {
+            try await retrying { try await client.deleteObject(bucket: location.bucket, key: location.objectKey(id)) }
         }
     }
 
@@ -428,12 +426,7 @@ public final class SharedReceiverLog: Sendable {
                     let plain = try? vault.openState(bytes, purpose: .pendingIntake, role: role(name), what: name),
                     let hexes = try? JSONDecoder().decode([String].self, from: Data(plain))
                 else { continue }
-                let committed = state.withLock { $0.committed }
-                for id in hexes.compactMap(DocumentID.init(hex:)) where !committed.contains(id) {
-                    try await retrying {
-                        try await client.deleteObject(bucket: location.bucket, key: location.objectKey(id))
-                    }
-                }
+                try await deleteUnnamed(hexes.compactMap(DocumentID.init(hex:)))
                 try await retrying { try await client.deleteObject(bucket: location.bucket, key: note.key) }
             }
         } catch {
