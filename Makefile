@@ -77,9 +77,9 @@ man-check: deps
 # .build/docs/: fails on any DocC warning and on any public symbol without documentation (the
 # symbol graphs are found wherever the plugin put them; none found, or none counted, fails too),
 # and on a `public` member of a type an app cannot see or a public tuple (scripts/access-check.py).
-DOCS_MODULES := VaultCore VaultUpload VaultReceive
+DOCS_MODULES := VaultCore VaultFoundation VaultUpload VaultReceive
 # Every library module: `public` means an app sees it, and no public API hands out tuples.
-LIBRARY_MODULES := VaultCore VaultUpload VaultS3 VaultRemote VaultReceive
+LIBRARY_MODULES := VaultCore VaultFoundation VaultUpload VaultS3 VaultRemote VaultReceive
 docs: deps
 	@mkdir -p .build/docs
 	@rm -rf $(addprefix .build/docs/,$(addsuffix .doccarchive,$(DOCS_MODULES)))

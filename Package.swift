@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "VaultCore", targets: ["VaultCore"]),
+        .library(name: "VaultFoundation", targets: ["VaultFoundation"]),
         .library(name: "VaultUpload", targets: ["VaultUpload"]),
         .library(name: "VaultS3", targets: ["VaultS3"]),
         .library(name: "VaultRemote", targets: ["VaultRemote"]),
@@ -27,7 +28,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", exact: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", exact: "1.8.0"),
-        // The receiver's browser view: logic-less templates that escape every value.
+        // Tests only: the browser view's pages are compared with what swift-mustache renders
+        // (they were its templates; it links Foundation and ICU, so the binary renders them itself).
         .package(url: "https://github.com/hummingbird-project/swift-mustache", exact: "2.1.1"),
         // `make docs`: the DocC catalogs of VaultCore and VaultUpload.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
@@ -58,8 +60,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
+        // VaultCore's conveniences for Foundation's FileHandle and InputStream, apart so that the
+        // vault binary links no Foundation class (and so no ICU): only FoundationEssentials.
+        .target(name: "VaultFoundation", dependencies: ["VaultCore"]),
         // The back office's side (`vault receive`): payloads read as they arrive.
         .target(
             name: "VaultReceive",
@@ -76,7 +82,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         .target(
@@ -107,6 +114,7 @@ let package = Package(
                 "VaultCore",
                 "VaultS3",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .executableTarget(
@@ -123,6 +131,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // The fuzz target: libFuzzer's driver when `make fuzz` builds it with -DFUZZING and the
@@ -136,7 +145,7 @@ let package = Package(
         // `packageAccess: false` compiles it outside the package, so `package` symbols are out of
         // its reach, as they are for an app that depends on vault (Examples/CaptureApp/Package.swift
         // builds the same sources that way); here it shares the one build of the dependency graph.
-        .executableTarget(name: "CaptureApp", dependencies: ["VaultCore", "VaultUpload"], path: "Examples/CaptureApp/Sources/CaptureApp",
+        .executableTarget(name: "CaptureApp", dependencies: ["VaultCore", "VaultFoundation", "VaultUpload"], path: "Examples/CaptureApp/Sources/CaptureApp",
                           packageAccess: false),
         // Large vaults for `make bench` and the scale tests (not installed).
         .executableTarget(name: "vault-fixture", dependencies: ["VaultCore"]),
@@ -149,7 +158,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultCoreTests",
-            dependencies: ["VaultCore", "CBase64", "CZlib", "VaultTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["VaultCore", "VaultFoundation", "CBase64", "CZlib", "VaultTestSupport", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "CryptoExtras", package: "swift-crypto")]
         ),
         .testTarget(
@@ -157,6 +166,7 @@ let package = Package(
             dependencies: [
                 "VaultReceive", "VaultCore", "VaultUpload", "VaultTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Mustache", package: "swift-mustache"),
             ]
         ),
         .testTarget(

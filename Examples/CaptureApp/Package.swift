@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// A capture app's job, written against the public VaultCore and VaultUpload API only: this
+// A capture app's job, written against the public VaultCore, VaultFoundation and VaultUpload API only: this
 // package depends on vault by path, as an app would. `make example` (and `make test`) builds and runs it.
 import PackageDescription
 
@@ -12,6 +12,7 @@ let package = Package(
             name: "CaptureApp",
             dependencies: [
                 .product(name: "VaultCore", package: "vault"),
+                .product(name: "VaultFoundation", package: "vault"),
                 .product(name: "VaultUpload", package: "vault")
             ])
     ]

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 /// The reader of one batch body, picked by its `Content-Type`: the JSON payload (its shape
@@ -37,7 +41,7 @@ package struct BatchReader: PieceReader {
         self.identities = identities
         self.requireSealed = requireSealed
         let type = (contentType ?? "").split(separator: ";").first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
+            $0.trimmingSpaces().lowercased()
         }
         switch type {
         case "application/json":

@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 /// Reads a batch sent as `multipart/form-data` and gives the same document events as the JSON
@@ -237,7 +241,7 @@ package struct FormReader {
             // vault can keep them (a part the vault could not store is refused here).
             header.name = part.filename
             header.contentType = part.contentType.map {
-                String($0.split(separator: ";", maxSplits: 1).first ?? "").trimmingCharacters(in: .whitespaces)
+                String($0.split(separator: ";", maxSplits: 1).first ?? "").trimmingSpaces()
             }
             try PayloadReader.validate(
                 name: part.filename ?? "", contentType: header.contentType ?? "application/octet-stream",

@@ -57,7 +57,7 @@ package struct MultipartReader {
 
     /// The boundary of a `multipart/form-data` content type, nil when it names none.
     package static func boundary(ofContentType value: String) -> String? {
-        let parts = value.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        let parts = value.split(separator: ";").map { $0.trimmingSpaces() }
         guard let type = parts.first,
             type.lowercased() == "multipart/form-data"
         else { return nil }
@@ -185,7 +185,7 @@ package struct MultipartReader {
         for line in text.split(separator: "\r\n", omittingEmptySubsequences: false) {
             guard let colon = line.firstIndex(of: ":") else { throw refusal("a `Name: value` header", at: i) }
             let key = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: colon)...].trimmingSpaces()
             switch key {
             case "content-disposition":
                 guard name == nil else { throw refusal("one Content-Disposition", at: i) }
@@ -253,12 +253,12 @@ package struct MultipartReader {
                 while j < scalars.count && scalars[j] != ";" { v.unicodeScalars.append(scalars[j]); j += 1 }
             }
             skipSpace()
-            let k = key.trimmingCharacters(in: .whitespaces).lowercased()
+            let k = key.trimmingSpaces().lowercased()
             guard out[k] == nil else { throw refusal("each parameter once", i) }
             out[k] = v
             guard j == scalars.count || scalars[j] == ";" else { throw refusal("`;` between parameters", i) }
         }
-        return (kind.trimmingCharacters(in: .whitespaces), out)
+        return (kind.trimmingSpaces(), out)
     }
 
     // MARK: Searching

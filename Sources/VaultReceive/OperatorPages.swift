@@ -1,33 +1,30 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import Mustache
+#endif
 import VaultCore
 
-/// The browser view's pages: Mustache templates (hummingbird-project/swift-mustache) rendered
-/// from the models below, every value through ``ScalarHTMLEscaping``. The templates use only
+/// The browser view's pages: templates (``PageTemplate``, a part of Mustache) rendered from
+/// the models below, every value through ``ScalarHTMLEscaping``. The templates use only
 /// `{{name}}`, never the unescaped `{{{name}}}` or `{{&name}}` (a test holds them to it).
 enum OperatorPages {
-    /// The name the templates' `CONTENT_TYPE` pragma gives ``ScalarHTMLEscaping``.
-    static let contentType = "VaultScalarHTML"
-
-    static let library: MustacheLibrary = {
-        MustacheContentTypes.register(ScalarHTMLEscaping(), named: contentType)
-        var templates: [String: MustacheTemplate] = [:]
+    static let templates: [String: PageTemplate] = {
+        var templates: [String: PageTemplate] = [:]
         for (name, text) in sources {
             do {
-                templates[name] = try MustacheTemplate(string: "{{% CONTENT_TYPE: \(contentType) }}" + text)
+                templates[name] = try PageTemplate(text)
             } catch {
                 preconditionFailure("internal error: the template \(name) does not parse: \(error)")
             }
         }
-        return MustacheLibrary(templates: templates)
+        return templates
     }()
 
     /// `page` rendered with the template `name`.
     static func render(_ page: Any, _ name: String) -> String {
-        guard let html = library.render(page, withTemplate: name) else {
-            preconditionFailure("internal error: no template \(name)")
-        }
-        return html
+        guard let template = templates[name] else { preconditionFailure("internal error: no template \(name)") }
+        return template.render(page, partials: templates, escape: ScalarHTMLEscaping().escapeText)
     }
 
     /// The templates' text, by name (`head` and `foot` are partials of the others).
@@ -160,13 +157,14 @@ enum OperatorPages {
         """
 }
 
-/// HTML escaping by Unicode scalar. swift-mustache's own HTML escaping looks characters up
+/// HTML escaping by Unicode scalar. swift-mustache's HTML escaping (the pages' renderer before
+/// ``PageTemplate``) looks characters up
 /// one `Character` (grapheme cluster) at a time, so a `"` followed by a combining mark (one
 /// cluster) passes unescaped and can end an attribute; a document's name comes from a station
 /// and may hold anything. Here every `<`, `>`, `&`, `"` and `'` is escaped whatever follows
 /// it, and control and bidirectional-override characters (which could make a name read as
 /// another) are shown as U+FFFD.
-struct ScalarHTMLEscaping: MustacheContentType {
+struct ScalarHTMLEscaping {
     func escapeText(_ text: String) -> String {
         var out = String.UnicodeScalarView()
         for s in text.unicodeScalars {
@@ -192,10 +190,6 @@ struct ScalarHTMLEscaping: MustacheContentType {
 enum Shown {
     static func time(millis: Int64?) -> String {
         guard let millis else { return "never" }
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "UTC")
-        f.dateFormat = "yyyy-MM-dd HH:mm:ss 'UTC'"
-        return f.string(from: Date(timeIntervalSince1970: Double(millis) / 1000))
+        return UTCTime(millis: millis).readable
     }
 }

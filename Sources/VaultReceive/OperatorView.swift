@@ -1,4 +1,9 @@
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Hummingbird
 import HTTPTypes
 import Logging
@@ -306,7 +311,7 @@ struct OperatorView: Sendable {
         if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], site != "same-origin", site != "none" {
             return false
         }
-        let type = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces)
+        let type = request.headers[.contentType]?.split(separator: ";").first?.trimmingSpaces()
         guard type?.lowercased() == "application/x-www-form-urlencoded" else { return false }
         guard let origin = request.headers[.origin] else { return true }
         guard let authority = request.head.authority, let url = URL(string: origin), let host = url.host,
@@ -356,11 +361,12 @@ struct OperatorView: Sendable {
     static func attachment(_ name: String) -> String {
         let ascii = String(
             name.unicodeScalars.map { s -> Character in
-                s.isASCII && (isalnum(Int32(s.value)) != 0 || ".-_ ()".unicodeScalars.contains(s)) ? Character(s) : "_"
+                s.isASCII && (UInt8(s.value).isASCIIAlphanumeric || ".-_ ()".unicodeScalars.contains(s))
+                    ? Character(s) : "_"
             })
         let exact = name.utf8.map { b -> String in
-            isalnum(Int32(b)) != 0 && b < 0x80 || b == 0x2E || b == 0x2D || b == 0x5F
-                ? String(UnicodeScalar(b)) : String(format: "%%%02X", b)
+            b.isASCIIAlphanumeric || b == 0x2E || b == 0x2D || b == 0x5F
+                ? String(UnicodeScalar(b)) : "%" + Hex.digits(b, uppercase: true)
         }.joined()
         return "attachment; filename=\"\(ascii.isEmpty ? "document" : ascii)\"; filename*=UTF-8''\(exact)"
     }

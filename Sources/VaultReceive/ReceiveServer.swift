@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import SystemPackage
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
@@ -165,14 +170,16 @@ public struct ReceiveServer: Service {
             } onGracefulShutdown: {
                 receiver.close()
             }
-        } catch let e as IOError where [EADDRINUSE, EADDRNOTAVAIL, EACCES].contains(e.errnoCode) {
+        } catch let e as IOError
+            where [Errno.addressInUse, .addressNotAvailable, .permissionDenied].contains(Errno(rawValue: e.errnoCode))
+        {
             let address = host.contains(":") ? "[\(host)]:\(configuration.port)" : "\(host):\(configuration.port)"
-            switch e.errnoCode {
-            case EADDRINUSE:
+            switch Errno(rawValue: e.errnoCode) {
+            case .addressInUse:
                 throw VaultError(
                     .busy, "cannot listen on \(address): another process listens there",
                     hint: "choose another port (port 0 picks a free one), or stop the other server")
-            case EACCES:
+            case .permissionDenied:
                 throw VaultError(.usage, "cannot listen on \(address): a port under 1024 needs privileges")
             default:
                 throw VaultError(.usage, "cannot listen on \(address): no interface of this machine has that address")

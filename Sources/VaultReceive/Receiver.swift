@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 import VaultCore
 import VaultRemote
@@ -348,7 +352,7 @@ public final class Receiver: Sendable {
     /// Whether `name` may name a station.
     package static func isStationName(_ name: String) -> Bool {
         (1...64).contains(name.utf8.count)
-            && name.utf8.allSatisfy { $0 < 0x80 && (isalnum(Int32($0)) != 0 || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D) }
+            && name.utf8.allSatisfy { $0 < 0x80 && ($0.isASCIIAlphanumeric || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D) }
     }
 
     /// Records `change` when `check` passes on what is recorded: in the vault's history, or, for

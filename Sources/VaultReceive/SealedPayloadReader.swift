@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 /// Reads a sealed JSON payload as it arrives (docs/EXPORT.md, "Sealed payloads"):

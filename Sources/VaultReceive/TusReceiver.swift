@@ -1,5 +1,10 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 import Synchronization
 import VaultCore
 
@@ -19,7 +24,7 @@ package final class TusReceiver: Sendable {
     /// One upload.
     final class Upload: @unchecked Sendable {
         // @unchecked: every field is used under `lock`, and by one request at a time (`busy`).
-        let lock = NSLock()
+        let lock = NIOLock()
         let id: String
         let station: String
         let key: String
@@ -86,7 +91,7 @@ package final class TusReceiver: Sendable {
     }
 
     private func expires(_ upload: Upload) -> (String, String) {
-        ("Upload-Expires", DateFormatter.httpDate.string(from: upload.touched.addingTimeInterval(expiry)))
+        ("Upload-Expires", UTCTime(upload.touched.addingTimeInterval(expiry)).httpDate)
     }
 
     /// Drops uploads untouched for ``expiry`` (and what they staged).
@@ -357,15 +362,4 @@ extension TusReceiver.Answer {
         self.init(refusal)
         headers += extra
     }
-}
-
-extension DateFormatter {
-    /// RFC 7231 dates (`Upload-Expires`).
-    static let httpDate: DateFormatter = {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "GMT")
-        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return f
-    }()
 }

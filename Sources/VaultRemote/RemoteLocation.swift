@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 /// Where a remote vault lives on an S3-compatible store: `s3://BUCKET/PREFIX`.
@@ -25,7 +29,7 @@ public struct RemoteLocation: Sendable, Equatable, CustomStringConvertible {
             throw VaultError(.usage, "'\(url)' is not an s3://BUCKET/PREFIX URL")
         }
         bucket = host
-        prefix = c.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        prefix = c.path.trimming("/")
     }
 
     public var description: String { prefix.isEmpty ? "s3://\(bucket)" : "s3://\(bucket)/\(prefix)" }

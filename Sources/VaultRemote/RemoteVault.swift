@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 import VaultS3
 
@@ -27,7 +31,7 @@ public enum RemoteVault {
     /// The cache folder of `location` at `endpoint` under `cacheRoot`.
     public static func cacheFolder(_ location: RemoteLocation, endpoint: URL, under cacheRoot: String) -> String {
         let digest = SHA256.hash(data: Data("\(endpoint.absoluteString)|\(location.description)".utf8))
-        return cacheRoot + "/" + digest.prefix(12).map { String(format: "%02x", $0) }.joined()
+        return cacheRoot + "/" + Hex.encode(Array(digest.prefix(12)))
     }
 
     /// Lists the store, fetches `vault.json`, unlocks it with `password` (one Argon2id run) and

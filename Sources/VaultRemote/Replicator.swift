@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import NIOCore
 import VaultCore
 import VaultS3
@@ -110,7 +114,8 @@ public final class Replicator: Sendable {
 
     /// The `id` field of a `vault.json`.
     static func vaultID(_ config: [UInt8]) -> String? {
-        (try? JSONSerialization.jsonObject(with: Data(config)) as? [String: Any])?["id"] as? String
+        struct Config: Decodable { let id: String }
+        return (try? JSONDecoder().decode(Config.self, from: Data(config)))?.id
     }
 
     /// Fails unless the store holds this vault (or, with `create`, nothing yet: then this

@@ -1,5 +1,10 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 import NIOCore
 import VaultCore
 import VaultS3
@@ -66,7 +71,7 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
         // @unchecked: `free` is guarded by `lock`.
         let size: Int
         let keep: Int
-        private let lock = NSLock()
+        private let lock = NIOLock()
         private var free: [UnsafeMutableRawBufferPointer] = []
 
         init(size: Int, keep: Int) {
@@ -91,7 +96,7 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
     }
 
     private let pool: Pool
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var cache: [BlockKey: (block: Block, used: UInt64)] = [:]
     private var cached = 0
     private var clock: UInt64 = 0

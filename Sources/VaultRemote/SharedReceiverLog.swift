@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import NIOCore
 import Synchronization
 import VaultCore
@@ -75,7 +79,7 @@ public final class SharedReceiverLog: Sendable {
     }
 
     /// The key of entry `n` under the vault's prefix.
-    static func entryName(_ n: Int) -> String { "receivers/log/" + String(format: "%012d", n) }
+    static func entryName(_ n: Int) -> String { "receivers/log/" + zeroPadded(n, 12) }
 
     /// The role an object at `name` (under the prefix) is sealed with: its whole location, so
     /// one copied to another prefix or bucket does not open there.

@@ -1,8 +1,9 @@
 import AsyncHTTPClient
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
 #endif
 import NIOCore
 import NIOHTTP1
@@ -529,10 +530,10 @@ public final class S3Client: Sendable {
     }
 
     /// An ETag without its quotes.
-    public static func unquote(_ s: String) -> String { s.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+    public static func unquote(_ s: String) -> String { s.trimming("\"") }
 }
 
-/// The few XML reads S3 answers need, with Foundation's parser.
+/// The few XML reads S3 answers need, with ``S3XMLReader``.
 package enum S3XML {
     /// The text of every element named `name`.
     package static func values(_ name: String, in body: [UInt8]) -> [String] {
@@ -645,18 +646,19 @@ package enum S3XML {
         }
     }
 
-    /// True for a body Foundation's parser may be given: what every S3 answer is — UTF-8
+    /// True for a body ``S3XMLReader`` is given: what every S3 answer is — UTF-8
     /// elements, attributes and text, after an optional XML declaration. No NUL, no `<!`
     /// (document type, entities, comments, CDATA) and no `<?` after the declaration, whose
     /// encoding, if it names one, is UTF-8. Anything else reads as empty (its callers report
     /// the fields missing).
     ///
-    /// A whitelist, because swift-corelibs-foundation's XMLParser is not safe on hostile bytes
-    /// (found by `make fuzz`): it force-unwraps the UTF-8 decoding of names, comments and
-    /// declarations that libxml2 in recovery mode hands on undecoded, reads a processing
+    /// A whitelist, first written for swift-corelibs-foundation's XMLParser, which vault used
+    /// before ``S3XMLReader`` and which is not safe on hostile bytes (found by `make fuzz`, now
+    /// seeds of the reader's fuzzing): it force-unwraps the UTF-8 decoding of names, comments
+    /// and declarations that libxml2 in recovery mode hands on undecoded, reads a processing
     /// instruction's missing data as a C string (a NULL `strlen`), and substitutes entities, so
-    /// a DTD could grow an answer far past its bytes. Another encoding, declared or detected
-    /// from NUL bytes, would have libxml2 decode the checked bytes as something else.
+    /// a DTD could grow an answer far past its bytes. The reader refuses all of these itself;
+    /// the whitelist keeps what S3 answers vault accepts exactly as it was.
     package static func isPlainUTF8XML(_ body: [UInt8]) -> Bool {
         guard !body.isEmpty,
               !body.contains(0),
@@ -666,7 +668,7 @@ package enum S3XML {
         var text = whole[...]
         if text.hasPrefix("\u{FEFF}") { text = text.dropFirst() }
         if text.hasPrefix("<?") {
-            guard let end = text.range(of: "?>") else { return false }
+            guard let end = text.firstRange(of: "?>") else { return false }
             let declaration = text[..<end.lowerBound].lowercased()
             // Its own characters only (pseudo-attributes): a "?>" found further on, past a `<`,
             // would make the whole head a "declaration" that libxml2 reads otherwise.
@@ -678,7 +680,7 @@ package enum S3XML {
                     $0.isASCII && ($0.isLetter || $0.isNumber || $0.isWhitespace || "=\"'.-_".contains($0))
                 })
             else { return false }
-            if let e = declaration.range(of: "encoding") {
+            if let e = declaration.firstRange(of: "encoding") {
                 let value = declaration[e.upperBound...].drop { " =\t\r\n\"'".contains($0) }.prefix {
                     !" \t\r\n\"'".contains($0)
                 }
@@ -696,7 +698,8 @@ package enum S3XML {
         return (code, e["Message"] ?? "")
     }
 
-    private final class Collector: NSObject, XMLParserDelegate {
+    /// Collects the texts its callers ask for from ``S3XMLReader``'s events.
+    private final class Collector {
         let names: Set<String>
         let container: String?
         var found: [[String: String]] = []
@@ -708,33 +711,27 @@ package enum S3XML {
             self.container = container
         }
 
+        /// A malformed answer reads as empty: its callers report the fields they need missing.
         func parse(_ body: [UInt8]) {
-            guard S3XML.isPlainUTF8XML(body) else { return }
-            let p = XMLParser(data: Data(body))
-            p.delegate = self
-            _ = p.parse()  // a malformed answer leaves empty the fields its callers need, which they report
-        }
-
-        func parser(
-            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-            attributes: [String: String] = [:]
-        ) {
-            if name == container { current = [:] }
-            text = ""
-        }
-
-        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
-
-        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-            if name == container, let c = current {
-                found.append(c)
-                current = nil
-            } else if current != nil {
-                current![name] = text
-            } else if names.contains(name) {
-                found.append([name: text])
+            guard S3XML.isPlainUTF8XML(body), let events = S3XMLReader.events(body) else { return }
+            for event in events {
+                switch event {
+                case .start(let name):
+                    if name == container { current = [:] }
+                    text = ""
+                case .text(let t): text += t
+                case .end(let name):
+                    if name == container, let c = current {
+                        found.append(c)
+                        current = nil
+                    } else if current != nil {
+                        current![name] = text
+                    } else if names.contains(name) {
+                        found.append([name: text])
+                    }
+                    text = ""
+                }
             }
-            text = ""
         }
     }
 }

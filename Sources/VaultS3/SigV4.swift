@@ -1,5 +1,10 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import VaultCore
 
 /// AWS credentials: an access key id, its secret, and a session token for temporary ones.
 public struct S3Credentials: Sendable {
@@ -182,7 +187,7 @@ package struct SigV4: Sendable {
     static func canonicalHeaders(_ r: S3Request) -> (text: String, names: String) {
         var values: [String: [String]] = ["host": [r.host]]
         for (name, value) in r.headers where name.lowercased() != "host" {
-            let trimmed = value.trimmingCharacters(in: .whitespaces).split(
+            let trimmed = value.trimmingSpaces().split(
                 separator: " ", omittingEmptySubsequences: true
             ).joined(separator: " ")
             values[name.lowercased(), default: []].append(trimmed)
@@ -213,23 +218,19 @@ package struct SigV4: Sendable {
             if unreserved.contains(b) {
                 out.unicodeScalars.append(Unicode.Scalar(b))
             } else {
-                out += String(format: "%%%02X", b)
+                out += "%" + Hex.digits(b, uppercase: true)
             }
         }
         return out
     }
 
     static func timestamps(_ date: Date) -> (stamp: String, day: String) {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "UTC")
-        f.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        let stamp = f.string(from: date)
+        let stamp = UTCTime(date).compact
         return (stamp, String(stamp.prefix(8)))
     }
 
     static func hex<D: Sequence>(_ d: D) -> String where D.Element == UInt8 {
-        d.map { String(format: "%02x", $0) }.joined()
+        Hex.encode(Array(d))
     }
 }
 

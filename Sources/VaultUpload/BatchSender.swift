@@ -1,5 +1,9 @@
 import AsyncHTTPClient
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -48,7 +52,7 @@ enum AttemptOutcome: Sendable {
         switch RetryPolicy.decide(status: r.status) {
         case .confirmed:
             .confirmed(
-                status: r.status, duplicate: r.jsonField("duplicate") as? Bool == true, body: Array(r.body.utf8))
+                status: r.status, duplicate: r.jsonField("duplicate", as: Bool.self) == true, body: Array(r.body.utf8))
         case .authentication:
             .refused(VaultError(.uploadUnauthorized, "the server refused the credentials (\(r.status) \(r.reason))"))
         case .tooLarge: .split(reason: "\(r.status) \(r.reason)", serverSays: r.serverSays)
@@ -69,7 +73,7 @@ enum AttemptOutcome: Sendable {
         if let tls = error as? NIOSSLError {
             // BoringSSL's reason (CERTIFICATE_VERIFY_FAILED, …), without the file and line it adds.
             let text = String(describing: tls)
-            let reason = text.range(of: "OPENSSL_internal:").map {
+            let reason = text.firstRange(of: "OPENSSL_internal:").map {
                 String(text[$0.upperBound...].prefix { $0 != " " && $0 != "]" })
             } ?? String(text.prefix(200))
             return .refused(
@@ -93,7 +97,7 @@ enum AttemptOutcome: Sendable {
 
     /// A transport error in words (no URL with credentials: the client's errors carry none).
     static func describe(_ error: any Error, timeout: Double) -> String {
-        let seconds = String(format: "%g s", timeout)
+        let seconds = Seconds.text(timeout) + " s"
         if let io = error as? IOError {
             return "connection error: " + String(cString: strerror(io.errnoCode)).lowercased()
         }
@@ -123,7 +127,7 @@ struct TransientFailure: Error, CustomStringConvertible {
 extension UploadResponse {
     /// `: <the body's first 300 characters>`, or nothing for an empty body.
     var serverSays: String {
-        let text = body.trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = body.trimmingSpacesAndNewlines()
         return text.isEmpty ? "" : ": " + String(text.prefix(300))
     }
 }

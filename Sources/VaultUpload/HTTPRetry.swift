@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 /// What an HTTP answer means to an upload's retries: the policy's loop and budget are
@@ -34,14 +38,10 @@ extension RetryPolicy {
     /// seconds; too many digits are a very long wait, which the caller caps) or an HTTP date
     /// (RFC 9110). Nil if neither.
     public static func parseRetryAfter(_ value: String?, now: Date = Date()) -> Double? {
-        guard let v = value?.trimmingCharacters(in: .whitespaces),
+        guard let v = value?.trimmingSpaces(),
               !v.isEmpty else { return nil }
         if v.utf8.allSatisfy({ (0x30...0x39).contains($0) }) { return Double(UInt64(v) ?? .max) }
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "GMT")
-        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        guard let date = f.date(from: v) else { return nil }
+        guard let date = UTCTime.parseHTTPDate(v) else { return nil }
         return max(0, date.timeIntervalSince(now))
     }
 }

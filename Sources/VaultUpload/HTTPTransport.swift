@@ -1,5 +1,9 @@
 import AsyncHTTPClient
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 import NIOCore
 import NIOHTTP1
@@ -79,11 +83,8 @@ extension UploadTarget {
         var h = host.lowercased()
         if h.hasPrefix("[") && h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
         if h == "localhost" { return true }
-        var v4 = in_addr()
-        if inet_pton(AF_INET, h, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, h, &v6) == 1 {
-            return withUnsafeBytes(of: &v6) { $0.elementsEqual([UInt8](repeating: 0, count: 15) + [1]) }
+        if let address = InternetAddress.bytes(h) {
+            return address.count == 4 ? address[0] == 127 : address == [UInt8](repeating: 0, count: 15) + [1]
         }
         return false
     }
@@ -121,11 +122,27 @@ public struct UploadResponse: Sendable {
 
     /// The value of `field` when the body is a JSON object (the receiver's `duplicate`, the
     /// presign endpoint's `error`): answers are read as data, never searched as text.
-    func jsonField(_ field: String) -> Any? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else {
-            return nil
-        }
-        return object[field]
+    func jsonField<T: Decodable>(_ field: String, as type: T.Type) -> T? {
+        let decoder = JSONDecoder()
+        decoder.userInfo[JSONField<T>.name] = field
+        return (try? decoder.decode(JSONField<T>.self, from: Data(body.utf8)))?.value
+    }
+}
+
+/// One field of a JSON object, named in the decoder's user info: nil when the body is an object
+/// without it, or with a value of another type; decoding fails when the body is not an object.
+private struct JSONField<T: Decodable>: Decodable {
+    struct Key: CodingKey {
+        let stringValue: String
+        init(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
+    }
+    static var name: CodingUserInfoKey { CodingUserInfoKey(rawValue: "field")! }
+    let value: T?
+    init(from decoder: any Decoder) throws {
+        let object = try decoder.container(keyedBy: Key.self)
+        value = try? object.decode(T.self, forKey: Key(stringValue: decoder.userInfo[Self.name] as? String ?? ""))
     }
 }
 

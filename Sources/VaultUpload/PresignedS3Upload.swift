@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 import VaultS3
 
@@ -11,7 +15,7 @@ struct PresignedPart: Codable, Sendable {
     /// True when the URL expires within `margin` seconds (or its expiry cannot be read).
     func expiresSoon(margin: Double = 60, now: Date = Date()) -> Bool {
         guard let e = expires,
-              let date = ISO8601DateFormatter().date(from: e) else { return false }
+              let date = UTCTime.parseISO8601(e) else { return false }
         return date.timeIntervalSince(now) < margin
     }
 }
@@ -35,6 +39,29 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
 
     private struct Created: Decodable { var uploadId: String; var key: String; var parts: [PresignedPart] }
     private struct Parts: Decodable { var parts: [PresignedPart] }
+    // The calls' bodies, written with sorted keys.
+    private struct CreateCall: Encodable {
+        var key, contentType: String
+        var metadata: [String: String]
+        var parts: Int
+    }
+    private struct CompleteCall: Encodable {
+        struct Part: Encodable {
+            var number: Int
+            var etag: String
+        }
+        var key, uploadId: String
+        var parts: [Part]
+    }
+    private struct PartsCall: Encodable {
+        var key, uploadId: String
+        var numbers: [Int]
+    }
+    private static var json: JSONEncoder {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return e
+    }
     private struct Listed: Decodable { struct P: Decodable { var number: Int; var etag: String }; var parts: [P] }
     private struct Head: Decodable { var size: UInt64 }
 
@@ -66,12 +93,11 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
             } else {
                 let created = try await call(
                     "create",
-                    [
-                        "key": requested, "contentType": "application/json",
-                        "metadata": [
+                    CreateCall(
+                        key: requested, contentType: "application/json",
+                        metadata: [
                             "vault-batch": a.label, "vault-documents": String(a.docs.count), "vault-run": a.runID
-                        ], "parts": geometry.count
-                    ], as: Created.self)
+                        ], parts: geometry.count), as: Created.self)
                 try Destinations.checkPresignedKey(created.key, requested: requested)
                 state = UploadJournal.MultipartState(
                     key: created.key, uploadID: created.uploadId, partSize: geometry.partSize, parts: [])
@@ -90,10 +116,10 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
             }
             _ = try await call(
                 "complete",
-                [
-                    "key": state.key, "uploadId": state.uploadID,
-                    "parts": done.keys.sorted().map { ["number": $0, "etag": done[$0]!] as [String: Any] }
-                ], as: [String: String].self)
+                CompleteCall(
+                    key: state.key, uploadId: state.uploadID,
+                    parts: done.keys.sorted().map { CompleteCall.Part(number: $0, etag: done[$0]!) }),
+                as: [String: String].self)
             return .confirmed(status: 200, duplicate: false)
         } catch {
             let outcome = try AttemptOutcome.of(error, timeout: endpoint.idleTimeout)
@@ -116,7 +142,7 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
         while true {
             if urls[number] == nil || urls[number]!.expiresSoon() {
                 let fresh = try await call(
-                    "parts", ["key": state.key, "uploadId": state.uploadID, "numbers": [number]], as: Parts.self)
+                    "parts", PartsCall(key: state.key, uploadId: state.uploadID, numbers: [number]), as: Parts.self)
                 for p in fresh.parts { urls[p.number] = p }
                 asked = true
             }
@@ -172,14 +198,14 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
 
     /// POSTs `body` as JSON to the presign endpoint's `call` and decodes the answer. Credentials
     /// are the upload's (Bearer or Basic); the station has no S3 secret.
-    private func call<T: Decodable>(_ call: String, _ body: [String: Any], as: T.Type) async throws -> T {
+    private func call<T: Decodable>(_ call: String, _ body: some Encodable, as: T.Type) async throws -> T {
         var headers: [(String, String)] = [("Content-Type", "application/json")]
         if let auth = endpoint.authorization { headers.append(("Authorization", auth)) }
         let base = endpoint.address
         let url = base.hasSuffix("/") ? base + call : base + "/" + call
         let r = try await transport.request(
             .post, url: url, headers: headers,
-            body: .bytes(Array(try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))))
+            body: .bytes(Array(try Self.json.encode(body))))
         switch r.status {
         case 200..<300:
             do { return try JSONDecoder().decode(T.self, from: Data(r.body.utf8)) } catch {
@@ -194,8 +220,8 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
         case 401, 403:
             throw VaultError(
                 .uploadUnauthorized, "the presign endpoint refused the credentials (\(r.status) \(r.reason))")
-        case 404 where ["NoSuchUpload", "NoSuchKey", "NotFound"].contains(r.jsonField("error") as? String ?? ""):
-            throw VaultError(.notFound, "presign \(call): \(r.body.trimmingCharacters(in: .whitespacesAndNewlines))")
+        case 404 where ["NoSuchUpload", "NoSuchKey", "NotFound"].contains(r.jsonField("error", as: String.self) ?? ""):
+            throw VaultError(.notFound, "presign \(call): \(r.body.trimmingSpacesAndNewlines())")
         default:
             if RetryPolicy.decide(status: r.status) == .retry {
                 throw TransientFailure(reason: "presign \(call): \(r.status) \(r.reason)")

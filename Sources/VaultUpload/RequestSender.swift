@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 /// `json` and `form`: one request per batch, its body produced while it is sent, with its exact

@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 /// What a tus server said about itself (`OPTIONS`).
@@ -13,11 +17,11 @@ struct TusCapabilities: Sendable {
 
     init(_ r: UploadResponse) {
         func list(_ name: String) -> [String] {
-            (r.header(name) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            (r.header(name) ?? "").split(separator: ",").map { $0.trimmingSpaces().lowercased() }
                 .filter { !$0.isEmpty }
         }
         extensions = Set(list("Tus-Extension"))
-        maxSize = r.header("Tus-Max-Size").flatMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
+        maxSize = r.header("Tus-Max-Size").flatMap { UInt64($0.trimmingSpaces()) }
         let algorithms = list("Tus-Checksum-Algorithm")
         checksum = extensions.contains("checksum") ? ["sha256", "sha1"].first { algorithms.contains($0) } : nil
     }

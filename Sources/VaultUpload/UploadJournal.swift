@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 /// The upload journal: what each batch of an upload job has become, kept in the vault
@@ -354,7 +358,7 @@ package struct UploadJournal: Codable, Sendable {
     /// the change log instead (one fsync), and writes the journal whole only when the batches
     /// were split or skipped into, or when the log has grown as large as the journal.
     mutating func save(to vault: Vault) throws {
-        updated = ISO8601DateFormatter().string(from: Date())
+        updated = UTCTime(Date()).iso8601
         let dir = vault.store.path(.uploads)
         if FileSystem.kind(of: dir) == .missing { try FileSystem.makeDirectory(dir) }
         let e = JSONEncoder()

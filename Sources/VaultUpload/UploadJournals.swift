@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 /// The upload journals of a vault (`uploads/<job>.journal`, sealed): listing them, and removing
@@ -61,10 +65,9 @@ package enum UploadJournals {
         }
         return names.map { name in
             let job = String(name[..<name.lastIndex(of: ".")!])
-            let iso = ISO8601DateFormatter()
-            let mtime = iso.string(
-                from: (try? FileManager.default.attributesOfItem(atPath: dir + "/" + name)[.modificationDate] as? Date)
-                    ?? Date(timeIntervalSince1970: 0))
+            let mtime = UTCTime(
+                (try? FileManager.default.attributesOfItem(atPath: dir + "/" + name)[.modificationDate] as? Date)
+                    ?? Date(timeIntervalSince1970: 0)).iso8601
             func damaged(_ why: String) -> Read {
                 Read(
                     entry: Entry(
@@ -129,10 +132,9 @@ package enum UploadJournals {
     package static func prune(in vault: Vault, abandonedAfter: TimeInterval, now: Date = Date()) throws -> [Entry] {
         let store = vault.store
         let dir = store.path(.uploads)
-        let iso = ISO8601DateFormatter()
         var removed: [Entry] = []
         for entry in try list(in: vault) {
-            let age = iso.date(from: entry.updated).map { now.timeIntervalSince($0) } ?? .infinity
+            let age = UTCTime.parseISO8601(entry.updated).map { now.timeIntervalSince($0) } ?? .infinity
             guard entry.state == .complete || entry.state == .damaged || age >= abandonedAfter else { continue }
             let file =
                 FileSystem.kind(of: UploadJournal.path(in: store, job: entry.job)) == .file

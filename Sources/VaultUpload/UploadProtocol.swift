@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 import VaultS3
 
@@ -131,7 +135,7 @@ public struct S3Target: Sendable {
         self.credentials = credentials
         self.addressing = addressing
         self.bucket = bucket
-        self.prefix = prefix.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        self.prefix = prefix.trimming("/")
         self.partSize = partSize
         self.parallel = max(1, parallel)
     }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 import Synchronization
 import VaultS3
@@ -498,7 +502,7 @@ public final class Uploader: @unchecked Sendable {
         }
         let planned = try BatchPlanner.plan(order, limits: options.limits, format: self.format(batch: 1, of: 1))
         let runID = UUID().uuidString.lowercased()
-        let now = ISO8601DateFormatter().string(from: Date())
+        let now = UTCTime(Date()).iso8601
         journal = UploadJournal(
             job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
         journal.identity = Destination.identity(of: options.target.address)
@@ -704,7 +708,7 @@ public final class Uploader: @unchecked Sendable {
 
     private func confirm(_ i: Int, status: Int, duplicate: Bool, receipt: String? = nil) throws {
         journal.batches[i].status = .complete
-        journal.batches[i].confirmedAt = ISO8601DateFormatter().string(from: Date())
+        journal.batches[i].confirmedAt = UTCTime(Date()).iso8601
         journal.batches[i].httpStatus = status
         try journal.save(to: vault)
         let documents = batchRecords(journal.batches[i])

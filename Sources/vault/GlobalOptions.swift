@@ -1,5 +1,10 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 import VaultCore
 import VaultRemote
 import VaultS3
@@ -81,10 +86,13 @@ struct GlobalOptions: ParsableArguments {
         return .remote(v)
     }
 
+    /// $HOME, else the account's home folder.
+    private var home: String { environment("HOME") ?? FileManager.default.homeDirectoryForCurrentUser.path }
+
     /// Where vaults read in place keep their cache folders: $XDG_CACHE_HOME/vault, else ~/.cache/vault.
     var cacheRoot: String {
         if let x = environment("XDG_CACHE_HOME"), !x.isEmpty { return x + "/vault" }
-        return (environment("HOME") ?? NSHomeDirectory()) + "/.cache/vault"
+        return home + "/.cache/vault"
     }
 
     /// Unlocks the vault for a command that only reads documents (and may record what it
@@ -137,7 +145,7 @@ struct GlobalOptions: ParsableArguments {
         if let v = vault { return VaultStore(root: v) }
         if let v = environment("VAULT_DIR"), !v.isEmpty { return VaultStore(root: v) }
         if let x = environment("XDG_DATA_HOME"), !x.isEmpty { return VaultStore(root: x + "/vault") }
-        return VaultStore(root: (environment("HOME") ?? NSHomeDirectory()) + "/.local/share/vault")
+        return VaultStore(root: home + "/.local/share/vault")
     }
 
     /// Reads the password and unlocks the vault (one Argon2id run).
@@ -233,7 +241,7 @@ extension GlobalOptions {
 enum RemoteClients {
     // nonisolated(unsafe): accessed only under `lock`.
     nonisolated(unsafe) private static var clients: [S3Client] = []
-    private static let lock = NSLock()
+    private static let lock = NIOLock()
     static func keep(_ client: S3Client) { lock.withLock { clients.append(client) } }
 }
 

@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 /// JSON for scripts, from `Codable` values: one line, sorted keys, `/` unescaped.
@@ -23,7 +27,7 @@ enum JSONOutput {
         var out = String.UnicodeScalarView()
         for u in json.unicodeScalars {
             if (0x80...0x9F).contains(u.value) || Terminal.isBidiControl(u) {
-                out.append(contentsOf: String(format: "\\u%04x", u.value).unicodeScalars)
+                out.append(contentsOf: ("\\u" + Hex.digits(u.value, width: 4)).unicodeScalars)
             } else {
                 out.append(u)
             }
@@ -46,7 +50,7 @@ enum JSONOutput {
 
     /// ISO 8601 (UTC, seconds) for a time in milliseconds since 1970.
     static func iso(millis: Int64) -> String {
-        ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(millis) / 1000))
+        UTCTime(millis: millis).iso8601
     }
 }
 

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SystemPackage
 import VaultCore
 
@@ -134,15 +138,12 @@ enum PasswordReader {
         guard let executable = resolve(program) else {
             throw VaultError(.notFound, "\(what): '\(program)' was not found on PATH")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = Array(words.dropFirst())
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        do { try process.run() } catch {
-            throw VaultError(.usage, "\(what): cannot run '\(program)': \(error.localizedDescription)")
+        let child: (pid: Int32, output: SystemPackage.FileDescriptor)
+        do { child = try Platform.spawn(executable, arguments: Array(words.dropFirst())) } catch {
+            throw VaultError(.usage, "\(what): cannot run '\(program)': \(error)")
         }
-        let reader = SystemPackage.FileDescriptor(rawValue: pipe.fileHandleForReading.fileDescriptor)
+        let reader = child.output
+        defer { try? reader.close() }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength + 2, alignment: 1)
         defer { buffer.initializeMemory(as: UInt8.self, repeating: 0); buffer.deallocate() }
         var n = 0
@@ -156,10 +157,13 @@ enum PasswordReader {
             if k == 0 { break }
             if n < buffer.count { n += k } else { overflow = true }
         }
-        process.waitUntilExit()
-        guard process.terminationReason == .exit && process.terminationStatus == 0 else {
-            let how = process.terminationReason == .exit
-                ? "exit status \(process.terminationStatus)" : "killed by signal \(process.terminationStatus)"
+        let ending = Platform.wait(for: child.pid)
+        guard ending == .exited(0) else {
+            let how: String
+            switch ending {
+            case .exited(let status): how = "exit status \(status)"
+            case .killed(let signal): how = "killed by signal \(signal)"
+            }
             throw VaultError(
                 .usage,
                 """

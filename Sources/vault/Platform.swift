@@ -75,6 +75,51 @@ enum Platform {
 
     // MARK: Files
 
+    // MARK: Processes
+
+    /// Starts `executable` with `arguments`, vault's environment, standard input and error, and
+    /// standard output into a new pipe; returns its id and the pipe's read end (close-on-exec,
+    /// so no other child inherits it). By hand because Foundation's `Process` would link
+    /// Foundation's classes and ICU into the binary for this one call.
+    static func spawn(
+        _ executable: String, arguments: [String]
+    ) throws -> (pid: pid_t, output: SystemPackage.FileDescriptor) {
+        let (readEnd, writeEnd) = try SystemPackage.FileDescriptor.pipe()
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, writeEnd.rawValue, 1)
+        posix_spawn_file_actions_addclose(&actions, readEnd.rawValue)
+        posix_spawn_file_actions_addclose(&actions, writeEnd.rawValue)
+        // The read end is vault's alone: close-on-exec for any other child.
+        _ = fcntl(readEnd.rawValue, F_SETFD, FD_CLOEXEC)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        var pid: pid_t = 0
+        let started = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        try? writeEnd.close()
+        guard started == 0 else {
+            try? readEnd.close()
+            throw Errno(rawValue: started)
+        }
+        return (pid, readEnd)
+    }
+
+    /// How a child ended: its exit status, or the signal that killed it.
+    enum Ending: Equatable {
+        case exited(Int32)
+        case killed(Int32)
+    }
+
+    /// Waits for the child `pid` to end.
+    static func wait(for pid: pid_t) -> Ending {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import (C macros).
+        let signal = status & 0x7F
+        return signal == 0 ? .exited((status >> 8) & 0xFF) : .killed(signal)
+    }
+
     /// True when this process may read `path`.
     static func isReadable(_ path: String) -> Bool { access(path, R_OK) == 0 }
 

@@ -1,6 +1,11 @@
 import ArgumentParser
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 import VaultCore
 import VaultRemote
 import VaultUpload
@@ -44,7 +49,7 @@ final class ProgressRenderer: @unchecked Sendable {
     // @unchecked: the state is touched only with `lock` held (events come from the producing
     // thread or the HTTP client's task; the timer fires on its own queue).
     private let mode: ProgressMode
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private let start = Date()
     private var lastJSON = Date.distantPast
     private var batch = (0, 0)
@@ -180,9 +185,8 @@ final class ProgressRenderer: @unchecked Sendable {
         case .sent(let d, let t): done = d; total = t
         case .retry(let b, let attempt, let delay, let reason):
             say(
-                String(
-                    format: "vault: warning: batch %d: %@; retrying in %.1f s (attempt %d)", b,
-                    Terminal.printable(reason), delay, attempt + 1))
+                "vault: warning: batch \(b): \(Terminal.printable(reason)); retrying in \(Seconds.tenths(delay)) s "
+                    + "(attempt \(attempt + 1))")
         case .split(let b, _): say("vault: warning: batch \(b) is too large for the server; splitting it in two")
         case .resumed(let b, let at):
             say("vault: batch \(b): the server already has \(Terminal.size(at)); continuing from there")
@@ -255,7 +259,7 @@ final class ProgressRenderer: @unchecked Sendable {
         let name = label == nil ? Terminal.printable(document.2) : ""
         let figures = "\(Terminal.size(done))/\(Terminal.size(total))"
         let speed = "\(Terminal.size(UInt64(rate)))/s"
-        let eta = rate > 0 && total > done ? String(format: "ETA %.0fs", Double(total - done) / rate) : ""
+        let eta = rate > 0 && total > done ? "ETA \(Int((Double(total - done) / rate).rounded(.toNearestOrEven)))s" : ""
         let nameCells = DisplayWidth.cells(name)
         var used = head.count + 2 + figures.count
         func fits(_ n: Int) -> Bool { used + n <= room }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 /// What a removal says: every command that deletes documents names what it deleted, and on a
@@ -43,6 +47,6 @@ enum Removal {
         if records.count > 20 { Terminal.err("  … and \(records.count - 20) more") }
         Terminal.raw("vault: remove them? [y/N] ")
         guard let answer = readLine(strippingNewline: true) else { return false }
-        return ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased())
+        return ["y", "yes"].contains(answer.trimmingSpaces().lowercased())
     }
 }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 import VaultRemote
 
@@ -75,10 +79,10 @@ enum Terminal {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value):
-                out += String(format: "\\x%02x", scalar.value)
+                out += "\\x" + Hex.digits(scalar.value)
             case _ where Self.isBidiControl(scalar):
                 // Shown, not obeyed: U+202E would print `invoice\u{202E}fdp.exe` as "invoiceexe.pdf".
-                out += String(format: "\\u%04x", scalar.value)
+                out += "\\u" + Hex.digits(scalar.value, width: 4)
             default: out.unicodeScalars.append(scalar)
             }
         }

@@ -29,7 +29,7 @@ extension VaultCommand {
             if let near { hints.append("did you mean 'vault \(near)'?") }
             hints.append("'vault --help' lists the commands")
         } else {
-            Terminal.err("vault: " + sentence(Terminal.printable(message).replacingOccurrences(of: "\\n", with: "; ")))
+            Terminal.err("vault: " + sentence(Terminal.printable(message).replacing("\\n", with: "; ")))
             if let help { hints.append("see '\(help)'") }
         }
         if !hints.isEmpty {
@@ -69,7 +69,7 @@ extension VaultCommand {
     }
 
     private static func quoted(after prefix: String, in text: String) -> String? {
-        guard let start = text.range(of: prefix)?.upperBound,
+        guard let start = text.firstRange(of: prefix)?.upperBound,
               let end = text[start...].firstIndex(of: "'") else {
             return nil
         }

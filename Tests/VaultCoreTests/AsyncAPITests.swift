@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Testing
 import VaultCore  // not @testable: what an app sees
+import VaultFoundation
 
 /// The async entry points as an app uses them: a `String` password, files by URL, `Data`,
 /// ranges, an export into a `FileHandle` with progress as an `AsyncSequence`, and cancellation

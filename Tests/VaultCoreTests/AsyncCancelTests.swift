@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import VaultCore
+import VaultFoundation
 
 /// Cancellation through `Task`, made deterministic: the pipeline is held at a progress event
 /// (on its own thread) until the test has cancelled the writing task, then let go. It must stop

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Testing
 @testable import VaultCore
+import VaultFoundation
 
 @Suite struct Base64Tests {
     /// The streaming encoder, fed in two pieces split at every offset, equals a one-shot

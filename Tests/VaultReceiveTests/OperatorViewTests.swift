@@ -18,7 +18,7 @@ import Testing
         let plain = try MustacheTemplate(string: "<a title=\"{{name}}\">").render(["name": name])
         let unescaped = "a" + quote + mark + " onmouseover"
         #expect(plain.contains(unescaped))
-        // A page rendered through the view's library uses the scalar escaping.
+        // A page rendered through the view's templates uses the scalar escaping.
         let html = OperatorPages.render(
             [
                 "title": name, "signedIn": true, "operatorName": "op" + quote + mark, "csrf": "c",
@@ -37,6 +37,62 @@ import Testing
         #expect(OperatorPages.sources.count == 7)
         for (name, text) in OperatorPages.sources {
             #expect(!text.contains("{{{") && !text.contains("{{&") && !text.contains("{{="), "\(name)")
+        }
+    }
+
+    /// Every page the view renders, in each of its states, is byte for byte what swift-mustache
+    /// (which rendered the pages before PageTemplate) writes from the same templates and models.
+    @Test func everyPageIsWhatSwiftMustacheRendersByteForByte() throws {
+        MustacheContentTypes.register(MustacheScalarEscaping(), named: "VaultScalarHTML")
+        var templates: [String: MustacheTemplate] = [:]
+        for (name, text) in OperatorPages.sources {
+            templates[name] = try MustacheTemplate(string: "{{% CONTENT_TYPE: VaultScalarHTML }}" + text)
+        }
+        let library = MustacheLibrary(templates: templates)
+        let hostile = "a\"\u{301} <b>&'\u{202E}"
+        let frame: [String: Any] = ["title": "T " + hostile, "signedIn": true, "operatorName": "op", "csrf": "c1"]
+        let signedOut: [String: Any] = ["title": "Sign in", "signedIn": false, "operatorName": "", "csrf": "c2"]
+        let alert = AlertRow(time: "2026-11-26 09:05:03 UTC", reason: "head behind", head: "h1", knownHead: "h2")
+        let station = StationRow(
+            name: "front-desk", lastSeen: "never", batches: 3, documents: 7, bytes: "1.5 MiB", head: "abc",
+            alerts: [alert, alert])
+        let quiet = StationRow(
+            name: "scanner-2", lastSeen: "now", batches: 0, documents: 0, bytes: "0 B", head: "", alerts: [])
+        let batch = BatchRow(
+            time: "t", station: "front-desk", wire: "json", key: "k", count: "2 documents", bytes: "2 B",
+            signature: "sig",
+            documents: [
+                DocumentRow(id: "00", name: hostile, size: "1 B"), DocumentRow(id: "01", name: "b", size: "1 B")
+            ])
+        let received: [String: Any] = ["time": "t", "station": "front-desk", "key": "k"]
+        let pages: [(String, [String: Any])] = [
+            ("login", signedOut),
+            ("login", signedOut.merging(["message": "wrong " + hostile, "noOperators": true]) { $1 }),
+            ("stations", frame.merging(["stations": [StationRow]()]) { $1 }),
+            ("stations", frame.merging(["stations": [station, quiet]]) { $1 }),
+            ("batches", frame.merging(["batches": [BatchRow]()]) { $1 }),
+            ("batches", frame.merging(["batches": [batch, batch], "more": true, "shown": 2, "total": 9]) { $1 }),
+            (
+                "document",
+                frame.merging([
+                    "id": "00", "contentType": "application/pdf", "size": "1 B", "sizeBytes": 1, "sha256": "ff",
+                    "tags": "x, y", "received": received
+                ]) { $1 }
+            ),
+            (
+                "document",
+                frame.merging([
+                    "id": "00", "contentType": "text/plain", "size": "1 B", "sizeBytes": 1, "sha256": "ff"
+                ]) { $1 }
+            ),
+            ("problem", frame.merging(["message": "gone " + hostile]) { $1 })
+        ]
+        for (name, context) in pages {
+            let ours = OperatorPages.render(context, name)
+            let theirs = try #require(library.render(context, withTemplate: name))
+            #expect(
+                Array(ours.utf8) == Array(theirs.utf8), "\(name): \(ours.debugDescription) \(theirs.debugDescription)")
+            #expect(ours.contains("<main>") && ours.contains("</html>"), "\(name)")
         }
     }
 
@@ -62,4 +118,9 @@ import Testing
         sessions.end(operator: "dave")
         #expect(sessions.session(a, now: start) == nil && sessions.session(b, now: start) == nil)
     }
+}
+
+/// ScalarHTMLEscaping as swift-mustache's content type, for the comparison above.
+struct MustacheScalarEscaping: MustacheContentType {
+    func escapeText(_ text: String) -> String { ScalarHTMLEscaping().escapeText(text) }
 }

@@ -1,6 +1,10 @@
 import Crypto
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 internal import CSodium
 
 /// The age v1 file format's constants and sizes (c2sp.org/age).

@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 internal import CSodium
 
 /// Why an age file does not open, in the categories of the age test vectors (C2SP CCTV): the

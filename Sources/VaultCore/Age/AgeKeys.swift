@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 internal import CSodium
 
 /// An age recipient: the public key a sealed document is encrypted to (age-encryption.org/v1,
@@ -18,7 +22,7 @@ package enum AgeRecipient: Sendable, Hashable, CustomStringConvertible {
     /// Parses `age1…` or `age1pq1…` (surrounding spaces ignored).
     /// - Throws: ``VaultError/Code/usage`` naming what is wrong, never echoing a secret key.
     package init(parsing text: String) throws {
-        let s = text.trimmingCharacters(in: .whitespaces)
+        let s = text.trimmingSpaces()
         guard !s.uppercased().hasPrefix("AGE-SECRET-KEY-") else {
             throw VaultError(
                 .usage, "that is an age identity (a secret key), not a recipient",
@@ -115,7 +119,7 @@ package struct AgeIdentity: Sendable {
     /// Parses `AGE-SECRET-KEY-1…` or `AGE-SECRET-KEY-PQ-1…`.
     /// - Throws: ``VaultError/Code/usage``; the message never holds the text.
     package init(parsing text: String) throws {
-        guard let decoded = Bech32.decode(text.trimmingCharacters(in: .whitespaces)), decoded.data.count == 32 else {
+        guard let decoded = Bech32.decode(text.trimmingSpaces()), decoded.data.count == 32 else {
             throw VaultError(.usage, "not an age identity (AGE-SECRET-KEY-1… in Bech32)")
         }
         let hrp = decoded.hrp
@@ -161,7 +165,7 @@ enum AgeKeyFile {
         guard text.utf8.count <= 64 << 10 else { throw VaultError(.usage, "\(path): \(kind) is at most 64 KiB") }
         var out: [T] = []
         for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let l = line.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
+            let l = line.trimming(while: { $0.isSpace || $0 == "\r" })
             if l.isEmpty || l.hasPrefix("#") { continue }
             do { out.append(try parse(l)) } catch let e as VaultError {
                 throw VaultError(.usage, "\(path):\(n + 1): \(e.message)", hint: e.hint)

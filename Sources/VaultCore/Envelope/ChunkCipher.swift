@@ -1,5 +1,10 @@
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 
 /// Seals and opens payload chunks: XChaCha20-Poly1305 under the payload key, with the nonce
 /// `15 zero bytes ‖ chunk counter (8, big-endian) ‖ flag (1)`, flag 1 on the final chunk only
@@ -138,7 +143,7 @@ final class ChunkCipher: Sendable {
 /// The smallest index that failed, collected from several threads.
 private final class FailureSet: @unchecked Sendable {
     // @unchecked: `value` is read and written only under `lock`.
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var value: Int?
     func add(_ i: Int) { lock.lock(); value = min(value ?? i, i); lock.unlock() }
     var first: Int? { lock.lock(); defer { lock.unlock() }; return value }

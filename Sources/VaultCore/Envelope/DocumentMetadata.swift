@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What the vault knows about a document, stored only encrypted (in its envelope and in the
 /// index). A pure value, sealed in a canonical binary form (docs/FORMAT.md).

@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 
 /// Where an envelope is written: payload bytes in order after a reserved header area, then
 /// the header at offset 0 once the plaintext digest is known.
@@ -69,7 +74,7 @@ package final class ReadAheadFile: EnvelopeInput, ByteSource {
 /// An envelope in memory (fixtures, tests, fuzzing).
 package final class MemoryEnvelope: EnvelopeOutput, EnvelopeInput, @unchecked Sendable {
     // @unchecked: guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var storage: [UInt8]
     private var position = 0
 

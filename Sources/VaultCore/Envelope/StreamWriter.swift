@@ -1,5 +1,10 @@
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 
 /// Encrypts a byte stream into sealed 64 KiB chunks (the envelope payload).
 ///
@@ -168,7 +173,7 @@ final class OverlappedOutput: @unchecked Sendable {
     private let free: [DispatchSemaphore]
     private var current = 0
     private let queue = DispatchQueue(label: "vault.output")
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var error: VaultError?
     private let sink: StreamWriter.Sink
 

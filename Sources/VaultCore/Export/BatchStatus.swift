@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where a batch stands: the one status of the export manifest's batches and the upload
 /// journal's.

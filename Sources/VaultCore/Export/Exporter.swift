@@ -1,6 +1,12 @@
+import Dispatch
 import Crypto
 import SystemPackage
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 
 /// What an export is asked to do.
 public struct ExportOptions: Sendable {
@@ -101,7 +107,7 @@ final class ManifestFile: @unchecked Sendable {
         var sha256: String?
     }
 
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private let path: String
     private let plan: CompactPlan
     private let header: (runId: String, created: String, shape: String, batchSize: Int, maxBytes: UInt64?)
@@ -373,7 +379,7 @@ package final class Exporter {
         let created = try prepare(directory)
         let manifest = ManifestFile(
             path: directory + "/" + ManifestFile.name, plan: plan, runId: runID,
-            created: ISO8601DateFormatter().string(from: Date()),
+            created: UTCTime(Date()).iso8601,
             shape: options.recipients.isEmpty ? options.shape.rawValue : "sealed",
             batchSize: options.limits.documents, maxBytes: options.limits.bytes)
         // Folders this run made, innermost first: a run that leaves nothing in them leaves no folder.
@@ -596,8 +602,8 @@ package final class Exporter {
 
     // MARK: To a stream
 
-    /// Streams the single batch to `output`: standard output, a ``FileHandleSink`` over a file an
-    /// app holds, or any other ``PayloadSink``. With `skipBad`, each document is verified in full
+    /// Streams the single batch to `output`: standard output, VaultFoundation's `FileHandleSink`
+    /// over a file an app holds, or any other ``PayloadSink``. With `skipBad`, each document is verified in full
     /// before its entry starts — a stream cannot be cut back — and damaged ones are left out.
     /// - Throws: ``VaultError/Code/singleBatchNeeded`` when the plan has several batches (write
     ///   each with ``write(batch:to:)``).
@@ -691,7 +697,7 @@ final class StreamWriteQueue: @unchecked Sendable {
     // `error` under `lock`), and by the caller only after `drain()` has waited for the queue.
     private let sink: any PayloadSink
     private let queue = DispatchQueue(label: "vault.export.stream")
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var error: Error?
     private(set) var count: UInt64 = 0
 

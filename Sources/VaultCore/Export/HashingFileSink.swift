@@ -1,6 +1,10 @@
 import Crypto
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writes payload blocks to a file and hashes them (SHA-256) on two background queues, so
 /// writing, hashing, decryption and encoding all overlap (hashing the payload is the largest

@@ -1,5 +1,10 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 
 /// Sealed delivery: every document of a payload, and what describes it, as an age v1 file to
 /// the destination's recipients (docs/EXPORT.md, "Sealed payloads"). Outside the encryption stay
@@ -28,7 +33,7 @@ package final class PayloadSealing: @unchecked Sendable {
         case manifest
     }
 
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var keyings: [Slot: AgeFileKeying] = [:]
 
     /// A sealing to `recipients` (at least one).

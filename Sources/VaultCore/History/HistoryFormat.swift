@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The constants of the history log (docs/FORMAT.md, "History").
 enum HistoryFormat {

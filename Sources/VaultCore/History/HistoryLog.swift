@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The vault's history log: `log.vlt`, an append-only file of sealed, chained records, and two
 /// sealed anchors of its tail — `log.head` and `log.anchor`, the count and tag of the last record

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A view of the vault's state that the history's records build up: the documents present and
 /// removed, the deliveries, the destinations. The history is the truth; a projection is what a
@@ -96,7 +100,7 @@ package struct DestinationChange: Codable, Sendable, Equatable {
             let entry
         else { return "\(name) removed" }
         var shown = DestinationIdentity(url: entry.url, s3: entry.s3Place)?.description ?? entry.url
-        if shown.hasPrefix("s3://"), shown.hasSuffix(")"), let open = shown.range(of: " (", options: .backwards) {
+        if shown.hasPrefix("s3://"), shown.hasSuffix(")"), let open = shown.ranges(of: " (").last {
             shown = shown[..<open.lowerBound] + " via " + shown[open.upperBound...].dropLast()
         }
         let sealed = (entry.recipients ?? []).map { r in r.count > 24 ? r.prefix(12) + "…" + r.suffix(8) : Substring(r)

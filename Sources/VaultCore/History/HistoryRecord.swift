@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One record of a vault's history (`log.vlt`): what one command did to the vault or sent out.
 ///

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What reading the history found: the records in file order (those that authenticate in
 /// their place), the log's head as it stands, and what is wrong with the chain.

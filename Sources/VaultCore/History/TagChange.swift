@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What a `tag` record does to its documents' tags: the tags added and those removed
 /// (`vault tag`). The envelope keeps the tags a document was added with; the history is where

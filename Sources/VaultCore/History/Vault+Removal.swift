@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension Vault {
     /// Removes documents, holding the writer lock: `remove.pending` names them first,

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Imports RNCryptor v3 files as documents, one at a time, in constant memory: each file is
 /// read once, its HMAC computed and its AES-256-CBC decrypted as it streams into a new sealed

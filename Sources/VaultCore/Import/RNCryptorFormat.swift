@@ -62,12 +62,12 @@ package struct RNCryptorHeader: Sendable, Equatable {
         guard version == RNCryptorFormat.version else {
             throw VaultError(
                 .unsupportedVersion,
-                String(format: "RNCryptor version 0x%02x is not supported (only v3, 0x03)", version))
+                "RNCryptor version 0x\(Hex.digits(version)) is not supported (only v3, 0x03)")
         }
         switch options {
         case RNCryptorFormat.optionsPassword: return RNCryptorFormat.passwordHeaderSize
         case RNCryptorFormat.optionsKeys: return RNCryptorFormat.keyHeaderSize
-        default: throw VaultError(.headerMalformed, String(format: "unknown RNCryptor options byte 0x%02x", options))
+        default: throw VaultError(.headerMalformed, "unknown RNCryptor options byte 0x\(Hex.digits(options))")
         }
     }
 

@@ -1,6 +1,11 @@
 import Crypto
 import CryptoExtras
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 
 /// What opens RNCryptor messages: a password (PBKDF2 per salt) or the two raw keys.
 ///
@@ -16,7 +21,7 @@ package final class RNCryptorKeys: @unchecked Sendable {
     }
     private let source: Source
     private var cache: [[UInt8]: SymmetricKey] = [:]
-    private let lock = NSLock()
+    private let lock = NIOLock()
 
     /// Keys derived from `password` (its UTF-8 bytes, not empty).
     package init(password: SecretBytes) throws {

@@ -1,6 +1,10 @@
 import Crypto
 import CryptoExtras
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Reads an RNCryptor v3 message from a ``ByteSource`` in constant memory and yields its
 /// plaintext as a ``ByteSource`` — what ``Vault/add(from:name:contentType:tags:allowDuplicate:now:progress:)``

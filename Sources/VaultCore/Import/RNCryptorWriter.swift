@@ -1,6 +1,10 @@
 import Crypto
 import CryptoExtras
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writes RNCryptor v3 messages, streaming: the encrypting direction of ``RNCryptorReader``.
 /// vault itself never writes RNCryptor (its own envelope is the format it keeps documents in);

@@ -1,5 +1,9 @@
 import CSQLite
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The index (`index.db`): an SQLite database of one sealed row per document, so that adding,
 /// finding and listing cost what they touch, not what the vault holds (docs/FORMAT.md "Index").

@@ -1,9 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The vault's open index connection, made on first use and kept for the vault's life.
 final class IndexHolder: @unchecked Sendable {
     // @unchecked: every access to `index` and `lastStatus` holds `lock`.
-    let lock = NSRecursiveLock()
+    let lock = RecursiveLock()
     var index: DocumentIndex?
     /// What the last check found, before any repair (for `verify` and `audit`).
     var lastStatus: Vault.IndexStatus = .current

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The index of the versions before `index.db` (`index.vlt`): every document's record in one
 /// sealed blob. Only read, once, when `index.db` is made, so that its records need not be read

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// A confirmed delivery of a document to a destination: one entry of the delivery ledger.
@@ -68,7 +72,7 @@ package struct DestinationIdentity: Hashable, Sendable, CustomStringConvertible 
     /// The identity of the destination at `url`, reached (for `s3://`) through `place`, or the
     /// process's (``useS3(_:)``) when nil; nil for anything but `http(s)://` and `s3://`.
     package init?(url: String, s3 place: S3Place? = nil) {
-        guard let c = URLComponents(string: url.trimmingCharacters(in: .whitespaces)),
+        guard let c = URLComponents(string: url.trimmingSpaces()),
             let scheme = c.scheme?.lowercased(),
             let host = c.host,
             !host.isEmpty
@@ -80,7 +84,7 @@ package struct DestinationIdentity: Hashable, Sendable, CustomStringConvertible 
             let query = c.percentEncodedQuery.map { $0.isEmpty ? "" : "?" + $0 } ?? ""
             value = "\(scheme)://\(host.lowercased())\(port.map { ":\($0)" } ?? "")\(path)\(query)"
         case "s3":
-            let prefix = c.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+            let prefix = c.path.trimming("/")
             let base = prefix.isEmpty ? "s3://\(host)" : "s3://\(host)/\(prefix)"
             if let place = place ?? Self.s3Place.withLock({ $0 }) {
                 let endpoint =

@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A receiver's signed statement that it received a batch: which receiver, from which station,
 /// which batch (its `Idempotency-Key`), the payload's SHA-256, and each document's id, SHA-256
@@ -145,83 +149,51 @@ package struct Receipt: Sendable, Equatable {
         return Answer(receipt: receipt, statement: statement, signature: signature)
     }
 
-    /// The receipt a statement states (nil when it is not one; canonical or not).
+    /// The receipt a statement states (nil when it is not one). Keys beyond these are ignored
+    /// here; the caller accepts only a statement that is the canonical one of its receipt.
     private static func statementReceipt(_ statement: [UInt8]) -> Receipt? {
-        guard let o = try? JSONSerialization.jsonObject(with: Data(statement)) as? [String: Any],
-            o.count == 7,
-            o["version"] as? Int == version,
-            let batch = o["batch"] as? String,
-            let receiver = o["receiver"] as? String,
-            let station = o["station"] as? String,
-            let time = o["time"] as? String,
-            let millis = timeMillis(time),
-            let payload = (o["payloadSHA256"] as? String).flatMap(Hex.decode),
-            payload.count == 32,
-            let list = o["documents"] as? [[String: Any]]
+        struct Statement: Decodable {
+            struct Document: Decodable {
+                let id: String
+                let sha256: String
+                let size: UInt64
+            }
+            let version: Int
+            let batch: String
+            let receiver: String
+            let station: String
+            let time: String
+            let payloadSHA256: String
+            let documents: [Document]
+        }
+        guard let o = try? JSONDecoder().decode(Statement.self, from: Data(statement)),
+            o.version == version,
+            let millis = timeMillis(o.time),
+            let payload = Hex.decode(o.payloadSHA256),
+            payload.count == 32
         else { return nil }
         var documents: [Document] = []
-        for d in list {
-            guard d.count == 3,
-                let id = (d["id"] as? String).flatMap(DocumentID.init(hex:)),
-                let sha = (d["sha256"] as? String).flatMap(Hex.decode),
-                sha.count == 32,
-                let size = (d["size"] as? NSNumber)?.uint64Value
+        for d in o.documents {
+            guard let id = DocumentID(hex: d.id),
+                let sha = Hex.decode(d.sha256),
+                sha.count == 32
             else { return nil }
-            documents.append(Document(id: id, sha256: sha, size: size))
+            documents.append(Document(id: id, sha256: sha, size: d.size))
         }
         return Receipt(
-            batch: batch, documents: documents, payloadSHA256: payload, receiver: receiver, station: station,
+            batch: o.batch, documents: documents, payloadSHA256: payload, receiver: o.receiver, station: o.station,
             timeMillis: millis)
     }
 
     /// The milliseconds of a statement's time (`YYYY-MM-DDTHH:MM:SS.mmmZ`), nil for another form.
     static func timeMillis(_ text: String) -> Int64? {
-        let b = Array(text.utf8)
-        guard b.count == 24,
-            b[4] == 0x2D,
-            b[7] == 0x2D,
-            b[10] == 0x54,
-            b[13] == 0x3A,
-            b[16] == 0x3A,
-            b[19] == 0x2E,
-            b[23] == 0x5A
-        else { return nil }
-        func number(_ r: Range<Int>) -> Int? { Int(String(decoding: b[r], as: UTF8.self)) }
-        guard let year = number(0..<4),
-            let month = number(5..<7),
-            let day = number(8..<10),
-            let hour = number(11..<13),
-            let minute = number(14..<16),
-            let second = number(17..<19),
-            let ms = number(20..<23)
-        else { return nil }
-        var parts = tm()
-        parts.tm_year = Int32(year - 1900)
-        parts.tm_mon = Int32(month - 1)
-        parts.tm_mday = Int32(day)
-        parts.tm_hour = Int32(hour)
-        parts.tm_min = Int32(minute)
-        parts.tm_sec = Int32(second)
-        let seconds = Int64(timegm(&parts))
-        let millis = seconds * 1000 + Int64(ms)
+        guard text.utf8.count == 24, let millis = UTCTime.millis(iso8601: text, fraction: true) else { return nil }
         // Only a time the statement writes so: no 2026-02-31, no 24:00.
         return time(millis) == text ? millis : nil
     }
 
     /// `2026-11-26T00:00:00.000Z`: UTC, to the millisecond, as the statement writes time.
-    package static func time(_ millis: Int64) -> String {
-        let seconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
-        let ms = millis - seconds * 1000
-        var t = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        func pad(_ v: Int32, _ n: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, n - s.count)) + s
-        }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(ms), 3))Z"
-    }
+    package static func time(_ millis: Int64) -> String { UTCTime(millis: millis).iso8601Millis }
 }
 
 /// A receiver's answer to a sealed batch, encrypted for the station (docs/FORMAT.md, "Receipts"):

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A receiver's identity (`vault receive`): its Ed25519 signing key, kept sealed in
 /// `receiver.vlt` (the body is the 32-byte seed; resealed by a password change, so the key

@@ -1,4 +1,10 @@
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 
 // The async entry points an app uses: each runs the synchronous pipeline the command-line tool
 // uses (one code path) on a thread of its own, so Argon2id, file I/O and decryption never hold
@@ -90,22 +96,6 @@ extension Vault {
         }
     }
 
-    /// Encrypts everything `stream` yields (a camera's output, a download) into a new document,
-    /// reading it on the worker thread until it ends; the stream is opened if it is not yet open.
-    /// Do not use the stream elsewhere until this returns.
-    public func add(
-        from stream: InputStream, name: String, contentType: String? = nil, tags: [String] = [],
-        allowDuplicate: Bool = false
-    ) async throws -> DocumentRecord {
-        try Task.checkCancellation()
-        let handed = UncheckedSendable(stream)  // the caller leaves it alone until we return (above)
-        return try await Offload.run { [self] in
-            try add(
-                from: InputStreamSource(handed.value), name: name, contentType: contentType, tags: tags,
-                allowDuplicate: allowDuplicate)
-        }
-    }
-
     /// Deletes documents for good (a delivered batch, say): their envelopes are unlinked, the
     /// index updated and the removal recorded in the vault's history, under the vault's writer
     /// lock; a crash midway is finished by the next writer.
@@ -188,7 +178,7 @@ public final class ExportOperation: @unchecked Sendable {
     // time; everything else is immutable or Sendable (the flag, the stream's continuation).
     private let exporter: Exporter
     private let cancellation: CancellationFlag
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private let continuation: AsyncStream<ExportProgress>.Continuation
     private var written: Set<Int> = []  // batches written (under `lock`)
 
@@ -224,36 +214,6 @@ public final class ExportOperation: @unchecked Sendable {
 
     deinit { continuation.finish() }
 
-    /// Writes the single batch of the plan to `handle` at its position.
-    /// - Throws: ``VaultError/Code/singleBatchNeeded`` when the plan has several batches (write
-    ///   each with ``write(batch:to:)``); `CancellationError`; ``VaultError`` for a damaged
-    ///   document or a failed write, after cutting the file back.
-    public func write(to handle: FileHandle) async throws -> ExportSummary {
-        try await write(batch: 1, to: handle) { exporter, sink in try exporter.write(to: sink) }
-    }
-
-    /// Writes batch `index` (1-based, of ``batchCount``) to `handle` at its position: one file per
-    /// batch, for an upload task that sends a file.
-    public func write(batch index: Int, to handle: FileHandle) async throws -> ExportSummary {
-        try await write(batch: index, to: handle) { exporter, sink in try exporter.write(batch: index, to: sink) }
-    }
-
-    /// Runs `body` with a sink over `handle`; when it throws, cuts the file back to where it began.
-    private func write(
-        batch index: Int, to handle: FileHandle,
-        _ body: @escaping @Sendable (Exporter, FileHandleSink) throws -> ExportSummary
-    ) async throws -> ExportSummary {
-        try await run(batches: [index]) { exporter in
-            let start = try? handle.offset()  // nil for a pipe, which cannot be cut back
-            do {
-                return try body(exporter, FileHandleSink(handle))
-            } catch {
-                if let start { try? handle.truncate(atOffset: start) }
-                throw error
-            }
-        }
-    }
-
     /// Writes every batch into the folder `url` as `batch-0001.json`, … with `manifest.json`
     /// (created 0700 if missing; files 0600), each payload renamed into place when complete.
     public func write(toDirectory url: URL) async throws -> ExportSummary {
@@ -267,7 +227,7 @@ public final class ExportOperation: @unchecked Sendable {
 
     /// Runs `body`, which writes `batches`, on a worker thread, one write at a time; ends
     /// ``progress`` when it throws or every batch has been written.
-    private func run(
+    package func run(
         batches: Set<Int>, _ body: @escaping @Sendable (Exporter) throws -> ExportSummary
     ) async throws -> ExportSummary {
         do {
@@ -322,34 +282,12 @@ private final class ProgressTracker {
 
 /// Runs blocking work (Argon2id, file I/O, the decrypt pipeline) on a Dispatch thread rather than
 /// on Swift concurrency's cooperative pool, which it would hold for its whole duration.
-enum Offload {
-    static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+package enum Offload {
+    package static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global(qos: .userInitiated).async {
                 continuation.resume(with: Result { try work() })
             }
         }
-    }
-}
-
-/// A Foundation `InputStream` as a ``ByteSource``.
-final class InputStreamSource: ByteSource {
-    private let stream: InputStream
-
-    init(_ stream: InputStream) {
-        self.stream = stream
-        if stream.streamStatus == .notOpen { stream.open() }
-    }
-
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        guard let base = buffer.baseAddress,
-              !buffer.isEmpty else { return 0 }
-        let n = stream.read(base.assumingMemoryBound(to: UInt8.self), maxLength: buffer.count)
-        guard n >= 0 else {
-            throw VaultError(
-                .io, "cannot read the stream: \(stream.streamError?.localizedDescription ?? "unknown error")",
-                cause: stream.streamError)
-        }
-        return n
     }
 }

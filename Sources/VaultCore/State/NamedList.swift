@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// An entry of a ``NamedList``: a place known by a short name.
 public protocol NamedListEntry: Codable, Sendable, Equatable {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The names and roles of an upload journal's two files under `uploads/` (VaultUpload writes
 /// them; a password change seals them again, so both read them through this one place).

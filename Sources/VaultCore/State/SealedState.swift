@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The one format of every state file vault writes and reads back (docs/FORMAT.md, "Sealed
 /// state"): the index, the log's head and anchor, a pending removal, tombstones, upload

@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 import SystemPackage
 
 /// What must happen if the process is interrupted (SIGINT, SIGTERM, SIGHUP): temporary files
@@ -14,7 +19,7 @@ package enum Interrupts {
     /// Identifies one registration, to withdraw it.
     package struct Token: Hashable, Sendable { fileprivate let value: Int }
 
-    private static let lock = NSLock()
+    private static let lock = NIOLock()
     // nonisolated(unsafe): every access to these four is under `lock`.
     nonisolated(unsafe) private static var paths: [Int: String] = [:]
     nonisolated(unsafe) private static var actions: [Int: () -> Void] = [:]
@@ -97,7 +102,7 @@ package enum Interrupts {
             throw VaultError(.internal, "cannot install signal handlers (\(error))")
         }
         let readEnd = ends.readEnd
-        let watcher = Thread {
+        Platform.detachThread {
             var signal: UInt8 = 0
             while true {
                 // Retries EINTR; anything else means no interrupt will ever come through here.
@@ -115,8 +120,6 @@ package enum Interrupts {
                 return
             }
         }
-        watcher.name = "vault.interrupts"
-        watcher.start()
     }
 
     /// Turns off core dumps and (on Linux) marks the process not dumpable, so neither a core

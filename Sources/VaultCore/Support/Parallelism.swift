@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// How many threads the data-parallel stages (opening and sealing chunk batches, base64) use.
 package enum Parallelism {

@@ -1,4 +1,5 @@
 import CVaultSystem
+import Dispatch
 import SystemPackage
 #if canImport(Glibc)
 import Glibc
@@ -154,7 +155,11 @@ enum Platform {
                 names.append((name, name))
             } else {
                 names.append(
-                    (nil, bytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0) }.joined()))
+                    (
+                        nil,
+                        bytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : "\\x" + Hex.digits($0, uppercase: true) }
+                            .joined()
+                    ))
             }
         }
         return names
@@ -221,6 +226,59 @@ enum Platform {
     /// Seconds since 1970, from the system clock.
     static var now: Int { time(nil) }
 
+    /// Runs `body` on a new detached thread: for work that blocks for the process's life (the
+    /// interrupt watcher) or for seconds (an Argon2id unlock), which must not hold one of
+    /// Dispatch's pool threads. By hand because Foundation's `Thread`, which did this, would
+    /// link Foundation's classes and ICU into the binary. Should the thread not start (no
+    /// memory), `body` runs on Dispatch's pool instead.
+    static func detachThread(_ body: @escaping @Sendable () -> Void) {
+        final class Body {
+            let run: @Sendable () -> Void
+            init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+        }
+        let box = Unmanaged.passRetained(Body(body)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        #if os(Linux)
+        var thread = pthread_t()
+        #else
+        var thread: pthread_t?
+        #endif
+        let started = pthread_create(&thread, &attributes, { argument in
+            #if os(Linux)
+            let box = argument!
+            #else
+            let box = argument
+            #endif
+            Unmanaged<Body>.fromOpaque(box).takeRetainedValue().run()
+            return nil
+        }, box)
+        if started != 0 {
+            Unmanaged<Body>.fromOpaque(box).release()
+            DispatchQueue.global().async(execute: body)
+        }
+    }
+
+    /// Blocks the calling thread for `seconds` (none when not positive).
+    static func sleep(seconds: Double) {
+        guard seconds > 0 else { return }
+        var wait = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+        var left = timespec()
+        while nanosleep(&wait, &left) != 0 && errno == EINTR { wait = left }
+    }
+
+    /// The 4 bytes of an IPv4 address in dotted-quad form, or the 16 of an IPv6 address, as
+    /// `inet_pton` reads them; nil for anything else (a host name).
+    static func internetAddress(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        return nil
+    }
+
     /// Installs SIGINT, SIGTERM and SIGHUP handlers that write the signal number to `writeEnd`.
     static func installInterruptHandlers(writeEnd: SystemPackage.FileDescriptor) throws(Errno) {
         guard vault_install_interrupt_handlers(writeEnd.rawValue) == 0 else { throw lastError }
@@ -236,3 +294,33 @@ enum Platform {
 private func systemRename(_ a: String, _ b: String) -> Int32 { rename(a, b) }
 private func systemLink(_ a: String, _ b: String) -> Int32 { link(a, b) }
 private func systemUnlink(_ a: String) -> Int32 { unlink(a) }
+
+/// An IP address written as text (for modules without a platform file of their own).
+package enum InternetAddress {
+    /// The address's 4 (IPv4, dotted quad) or 16 (IPv6) bytes in network order; nil for a name.
+    package static func bytes(_ text: String) -> [UInt8]? { Platform.internetAddress(text) }
+}
+
+/// A mutex the thread holding it may take again (the index's holder: a repair reads the index
+/// it is repairing). By hand because neither the standard library nor swift-nio has one, and
+/// Foundation's `NSRecursiveLock` would link Foundation's classes and ICU into the binary.
+final class RecursiveLock: @unchecked Sendable {
+    // @unchecked: the mutex is what makes it safe to share.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+    init() {
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE))
+        pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
+}

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The one retry policy of every network operation in vault (uploads, remote stores): which
 /// answers are retried, how long to wait, and when to give up. Each operation has one budget
@@ -51,7 +55,7 @@ public struct RetryPolicy: Sendable {
         /// The system's clock.
         public static let system = Clock(
             sleep: { try await Task.sleep(nanoseconds: UInt64(max(0, $0) * 1e9)) },
-            sleepBlocking: { usleep(useconds_t(max(0, $0) * 1e6)) })
+            sleepBlocking: { Platform.sleep(seconds: $0) })
     }
 
     /// Seconds to wait before attempt `attempt + 1` (attempts count from 1): the server's
@@ -62,7 +66,7 @@ public struct RetryPolicy: Sendable {
     ///   - unit: a uniform random number in [0, 1).
     public func delay(afterAttempt attempt: Int, retryAfter: Double?, unit: Double) -> Double {
         if let retryAfter { return min(max(0, retryAfter), maxRetryAfter) }
-        let ceiling = min(maxDelay, baseDelay * pow(2, Double(max(0, attempt - 1))))
+        let ceiling = min(maxDelay, baseDelay * Double(sign: .plus, exponent: max(0, attempt - 1), significand: 1))
         return unit * ceiling
     }
 

@@ -1,5 +1,9 @@
 import CSQLite
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SystemPackage
 
 /// A connection to an SQLite database: the vault's index (`index.db`).
@@ -22,9 +26,14 @@ final class SQLiteDatabase {
         if create, FileSystem.kind(of: path) == .missing {
             // SQLite would create the file 0644 less the umask; the vault's files are 0600, and
             // its journal and WAL files take the database's mode.
-            let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
-            guard fd >= 0 else { throw VaultError.posix("cannot create", path, Errno(rawValue: errno)) }
-            close(fd)
+            do {
+                let fd = try FileDescriptor.open(
+                    path, .writeOnly, options: [.create, .closeOnExec, .noFollow, .nonBlocking],
+                    permissions: .ownerReadWrite, retryOnInterrupt: true)
+                try? fd.close()
+            } catch {
+                throw VaultError.posix("cannot create", path, error)
+            }
         }
         var db: OpaquePointer?
         // NOFOLLOW: an index.db that is a symbolic link is refused, not followed to another file.

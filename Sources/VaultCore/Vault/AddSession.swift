@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The documents one command adds (`add` of many files, `import` of a folder), sharing the
 /// work that does not belong to any one of them.

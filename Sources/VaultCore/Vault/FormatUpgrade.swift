@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension Vault {
     /// Rewrites `vault.json` in the current format (`vault/3`), under the writer lock, and

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A batch of documents that enters the vault whole or not at all: a receiver's batch
 /// (`vault receive`), whose documents arrive one after another in one request body.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A key epoch that a password change retired: its vault key (for the history records and
 /// state written in it) and its password block and key-encryption key (so envelopes sealed in

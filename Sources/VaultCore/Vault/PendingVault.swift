@@ -1,5 +1,10 @@
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 
 /// A vault being unlocked on another thread: the Argon2id run (about 0.07 s at `interactive`,
 /// seconds at `sensitive`) overlaps the first document's encryption, which needs no password
@@ -11,14 +16,14 @@ package final class PendingVault: @unchecked Sendable {
     package let store: VaultStore
     let random: any RandomSource
     private let ready = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var result: Result<Vault, VaultError>?
 
     /// Starts unlocking `store` with `password` at once, on a background thread.
     package init(store: VaultStore, password: SecretBytes, random: any RandomSource = SystemRandom()) {
         self.store = store
         self.random = random
-        Thread.detachNewThread { [self] in
+        Platform.detachThread { [self] in
             let r: Result<Vault, VaultError>
             do { r = .success(try store.unlock(password: password, random: random)) } catch {
                 r = .failure(VaultError.from(error))

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A sealed tombstone: the record that a document was removed, for other replicas of the vault
 /// (`PREFIX/removed/<id>` on a remote store, docs/FORMAT.md "Remote layout").

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// An envelope's authenticated plaintext as a ``ByteSource``: each batch is released only after
 /// its chunks verified, and the end only after the SHA-256 matched the sealed metadata.

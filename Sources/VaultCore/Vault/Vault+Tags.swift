@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension Vault {
     /// Changes the tags of the documents `ids` names: one `tag` record naming those whose tags

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// An unlocked vault: the key-encryption key (one Argon2id run) and the vault key, with the
 /// document operations. Every operation opens envelopes with the same keyring.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The contents of `vault.json`: public parameters and the wrapped vault key. No secret is
 /// stored in clear: the vault key is sealed under the password-derived key-encryption key.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A vault directory on disk, before it is unlocked.
 ///
@@ -66,9 +70,8 @@ public struct VaultStore: Sendable {
         }
         let keyring = try Keyring.create(password: password, kdf: kdf, random: random)
         let vaultKey = try SecretBytes.random(count: EnvelopeFormat.keySize, using: random)
-        let iso = ISO8601DateFormatter()
         var config = VaultConfig(
-            format: VaultConfig.currentFormat, id: Hex.encode(random.bytes(16)), created: iso.string(from: now),
+            format: VaultConfig.currentFormat, id: Hex.encode(random.bytes(16)), created: UTCTime(now).iso8601,
             kdf: .init(algorithm: KDFParameters.algorithm, opsLimit: kdf.opsLimit, memLimitKiB: kdf.memLimitKiB),
             salt: keyring.salt.base64, keyCheck: keyring.keyCheck.base64, wrappedKey: .init(nonce: "", ciphertext: ""),
             epoch: 0)

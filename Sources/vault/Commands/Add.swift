@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SystemPackage
 import VaultCore
 
@@ -7,6 +11,7 @@ extension VaultCommand {
     /// `vault add`: encrypt files into the vault.
     struct Add: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Encrypt files into the vault and print their new ids.",
             usage: "vault add [<options>] <path> ...",
             discussion: """

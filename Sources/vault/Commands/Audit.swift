@@ -1,11 +1,16 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 extension VaultCommand {
     /// `vault audit`: check the vault against its sealed history.
     struct Audit: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "audit",
             abstract: "Check the vault against its sealed history; exit 0 when clean, 65 with findings.",
             usage: "vault audit [--deep] [--head] [--expect-head <head>] [<options>]",
             discussion: """

@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 import VaultRemote
 import VaultS3
@@ -8,6 +12,7 @@ extension VaultCommand {
     /// `vault clone`: a new local replica of a remote vault.
     struct Clone: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "clone",
             abstract: "Make a new local replica of a vault kept on an S3-compatible store.",
             usage: "vault clone <url> [<options>]",
             discussion: """

@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 import VaultUpload
 
@@ -44,7 +48,8 @@ extension VaultCommand {
 extension VaultCommand.Destinations {
     /// `vault destination list`.
     struct List: VaultSubcommand {
-        static let configuration = CommandConfiguration(abstract: "List the destinations (the default).")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List the destinations (the default).")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Destinations
@@ -76,6 +81,7 @@ extension VaultCommand.Destinations {
     /// `vault destination add NAME URL`.
     struct Add: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Name a destination: an https:// URL, s3://BUCKET/PREFIX or a presign endpoint.",
             usage: "vault destination add <name> <url> [<options>]")
 
@@ -214,6 +220,7 @@ extension VaultCommand.Destinations {
     /// `vault destination remove NAME`.
     struct Remove: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "remove",
             abstract: "Forget a destination's name (its deliveries stay in the history).")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions

@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 extension PayloadShape: ExpressibleByArgument {}
@@ -8,6 +12,7 @@ extension VaultCommand {
     /// `vault export`: write batch payloads.
     struct Export: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "export",
             abstract: "Write documents as {\"Files\":[...]} batch payloads to a folder or standard output.",
             discussion: """
                 Each payload holds at most --batch-size documents and --max-bytes bytes, with every \
@@ -267,11 +272,11 @@ extension VaultCommand {
             if progressOptions.printsSummary && !result.json {
                 // The documents' size first: what the bar counted; then the payload it became.
                 Terminal.err(
-                    String(
-                        format: "vault: exported %@ (%@) in %@ (%@ of payload) to %@ in %.1f s",
-                        Plural.count(summary.documents, "document"), Terminal.size(summary.plaintextBytes),
-                        Plural.count(summary.batches.count, "batch"), Terminal.size(summary.payloadBytes), where_,
-                        seconds))
+                    "vault: exported \(Plural.count(summary.documents, "document")) "
+                        + "(\(Terminal.size(summary.plaintextBytes))) in "
+                        + "\(Plural.count(summary.batches.count, "batch")) "
+                        + "(\(Terminal.size(summary.payloadBytes)) of payload) to \(where_) "
+                        + "in \(Seconds.tenths(seconds)) s")
             }
             if !summary.skipped.isEmpty {
                 if progressOptions.resolved == .none {  // bar and json name them as they happen

@@ -1,11 +1,16 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 extension VaultCommand {
     /// `vault get`: decrypt one document, or several into a folder.
     struct Get: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "get",
             abstract: "Decrypt a document to a file or standard output, or several into a folder.",
             usage: "vault get [<id-or-name> ...] [--all] [-o <file-or-dir>] [<options>]",
             discussion: """
@@ -341,7 +346,7 @@ struct PrintableText {
                     .usage,
                     """
                         refusing to write \(Terminal.printable(name)) to a terminal: it holds a control character \
-                        (byte \(String(format: "0x%02X", b)) at offset \(offset)) that would drive the terminal
+                        (byte 0x\(Hex.digits(b, uppercase: true)) at offset \(offset)) that would drive the terminal
                         """,
                     hint: "use -o FILE, or redirect standard output (e.g. | less)")
             }

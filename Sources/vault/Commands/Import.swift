@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 extension VaultCommand {
@@ -179,14 +183,9 @@ extension VaultCommand {
             if progressOptions.printsSummary && !result.json {
                 let bytes = outcome.imported.reduce(UInt64(0)) { $0 + $1.record.metadata.size }
                 Terminal.err(
-                    String(
-                        format:
-                            """
-                            vault: imported %d of %d file%@ (%@) in %.1f s; %d failed, %d skipped (already in the \
-                            vault)
-                            """,
-                        outcome.imported.count, inputs.count, inputs.count == 1 ? "" : "s", Terminal.size(bytes),
-                        Date().timeIntervalSince(started), outcome.failed.count, outcome.skipped.count))
+                    "vault: imported \(outcome.imported.count) of \(inputs.count) file\(inputs.count == 1 ? "" : "s") "
+                        + "(\(Terminal.size(bytes))) in \(Seconds.tenths(Date().timeIntervalSince(started))) s; "
+                        + "\(outcome.failed.count) failed, \(outcome.skipped.count) skipped (already in the vault)")
             }
             if !outcome.failed.isEmpty {
                 throw VaultError(

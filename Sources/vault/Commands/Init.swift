@@ -5,6 +5,7 @@ extension VaultCommand {
     /// `vault init`: create a vault.
     struct Init: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "init",
             abstract: "Create a new, empty vault.",
             discussion: """
                 Asks for the password twice on a terminal. The directory must not exist (missing \

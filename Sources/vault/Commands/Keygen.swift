@@ -1,11 +1,16 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 extension VaultCommand {
     /// `vault keygen`: an age identity for a back office that takes sealed deliveries.
     struct Keygen: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "keygen",
             abstract: "Make an age identity file (0600) and print its recipient.",
             discussion: """
                 The file is in age's format (age-keygen's), so age -d -i FILE opens what vault seals \
@@ -33,7 +38,7 @@ extension VaultCommand {
                         hint: "give another --out file, or remove that one first if you mean to")
                 }
                 let identity = try AgeIdentity.generate(postQuantum: postQuantum)
-                let created = ISO8601DateFormatter().string(from: Date())
+                let created = UTCTime(Date()).iso8601
                 let text = "# created: \(created)\n# public key: \(identity.recipient)\n\(identity.secretText)\n"
                 let f = try AtomicFile(destination: out, permissions: .ownerReadWrite)
                 try f.file.write(Array(text.utf8))

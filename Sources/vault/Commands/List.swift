@@ -1,11 +1,16 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 extension VaultCommand {
     /// `vault list`: show the documents.
     struct List: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List the documents in the vault, oldest first.",
             usage: "vault list [--tag <tag> ...] [--undelivered | --to <dest>] [<options>]",
             discussion: """
@@ -128,7 +133,7 @@ extension VaultCommand {
         /// into the output buffer (no string per row: `list --json` writes 100,000 rows a second).
         static func writeJSON(_ r: DocumentRecord, to out: BufferedOutput) {
             out.append("{\"added\":\"")
-            out.append(UTCTime.iso(millis: r.metadata.addedAtMillis))
+            out.append(UTCTime(millis: r.metadata.addedAtMillis).iso8601)
             out.append("\",\"contentType\":")
             out.append(bytes: JSONOutput.quoted(r.metadata.contentType))
             out.append(",\"id\":\"")
@@ -165,7 +170,7 @@ extension VaultCommand {
                 rows += 1
                 table.add([
                     String(r.id.hex.prefix(12)), Terminal.printable(r.metadata.name), r.metadata.contentType,
-                    Terminal.size(r.metadata.size), UTCTime.minutes(millis: r.metadata.addedAtMillis)
+                    Terminal.size(r.metadata.size), UTCTime(millis: r.metadata.addedAtMillis).minutes
                 ])
             }
 
@@ -198,30 +203,5 @@ final class BufferedOutput {
         guard !buffer.isEmpty else { return }
         buffer.withUnsafeBytes { Terminal.outBytes($0) }
         buffer.removeAll(keepingCapacity: true)
-    }
-}
-
-/// Times in UTC without a formatter object (which costs microseconds per call: `list` prints
-/// 100,000 rows a second).
-enum UTCTime {
-    private static func parts(_ millis: Int64) -> tm {
-        var t = time_t(millis >= 0 ? millis / 1000 : (millis - 999) / 1000)
-        var out = tm()
-        gmtime_r(&t, &out)
-        return out
-    }
-    private static func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
-
-    /// `yyyy-MM-dd HH:mm`.
-    static func minutes(millis: Int64) -> String {
-        let t = parts(millis)
-        return "\(t.tm_year + 1900)-\(two(t.tm_mon + 1))-\(two(t.tm_mday)) \(two(t.tm_hour)):\(two(t.tm_min))"
-    }
-
-    /// ISO 8601, seconds, `Z`: what `ISO8601DateFormatter` writes.
-    static func iso(millis: Int64) -> String {
-        let t = parts(millis)
-        let date = "\(t.tm_year + 1900)-\(two(t.tm_mon + 1))-\(two(t.tm_mday))"
-        return date + "T\(two(t.tm_hour)):\(two(t.tm_min)):\(two(t.tm_sec))Z"
     }
 }

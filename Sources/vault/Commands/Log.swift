@@ -1,11 +1,16 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 extension VaultCommand {
     /// `vault log`: print the vault's history.
     struct Log: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "log",
             abstract:
                 """
                 Print the vault's sealed history: what each command added, removed or sent out, when, and from \
@@ -143,20 +148,18 @@ extension VaultCommand {
             let room = width.map { $0 - 1 } ?? Int.max
             func fit(_ s: String) -> String { width == nil ? s : Terminal.cut(s, room) }
             guard let r = e.record else {
-                return fit(String(format: "%5d  DAMAGED: this record fails authentication", e.position)) + "\n"
+                return fit(Self.column(e.position) + "  DAMAGED: this record fails authentication") + "\n"
             }
             // Narrow terminals: the position unpadded, the time without the year and seconds, the host last.
             let narrow = room < 60
             var line =
                 narrow
-                ? "\(e.position)  " + UTCTime.minutes(millis: r.timeMillis).dropFirst(5) + "  "
-                    + r.operation.rawValue.padding(
-                        toLength: max(7, r.operation.rawValue.count), withPad: " ", startingAt: 0)
-                : String(format: "%5d  ", e.position) + JSONOutput.iso(millis: r.timeMillis) + "  "
-                    + r.operation.rawValue.padding(
-                        toLength: max(11, r.operation.rawValue.count), withPad: " ", startingAt: 0)
+                ? "\(e.position)  " + UTCTime(millis: r.timeMillis).minutes.dropFirst(5) + "  "
+                    + r.operation.rawValue.padded(to: 7)
+                : Self.column(e.position) + "  " + JSONOutput.iso(millis: r.timeMillis) + "  "
+                    + r.operation.rawValue.padded(to: 11)
             line +=
-                " " + r.outcome.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)
+                " " + String(r.outcome.rawValue.padded(to: 8).prefix(8))
                 + (narrow ? "" : Terminal.printable(r.host))
             if !r.documents.isEmpty { line += (narrow ? "" : "  ") + Plural.count(r.documents.count, "document") }
             if narrow { line += "  " + Terminal.printable(r.host) }
@@ -193,17 +196,14 @@ extension VaultCommand {
             return text
         }
 
+        /// A record's position right-aligned in five columns (as `%5d` writes it).
+        static func column(_ position: Int) -> String { String(position).padded(to: 5, leading: true) }
+
         static func parseTime(_ text: String, now: Date = Date()) -> Date? {
             // An age, as --older-than takes: 24h, 7d, 2w.
             if let age = DeliveryFilter.duration(text) { return now.addingTimeInterval(-age) }
-            let full = ISO8601DateFormatter()
-            if let d = full.date(from: text) { return d }
-            let fractional = ISO8601DateFormatter()
-            fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            if let d = fractional.date(from: text) { return d }
-            let day = ISO8601DateFormatter()
-            day.formatOptions = [.withFullDate]
-            return day.date(from: text)
+            return UTCTime.parseISO8601(text) ?? UTCTime.parseISO8601(text, fraction: true)
+                ?? UTCTime.parseDay(text)
         }
     }
 }

@@ -1,11 +1,16 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 extension VaultCommand {
     /// `vault passwd`: change the password.
     struct Passwd: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "passwd",
             abstract:
                 "Change the vault's password (and optionally its Argon2id level); documents are not re-encrypted.",
             usage: "vault passwd [--kdf <level>] [--new-password-file <file>] [-q] [--json]",
@@ -62,10 +67,10 @@ extension VaultCommand {
                             seconds: JSONOutput.seconds(since: started))))
             } else if !output.quiet {
                 Terminal.err(
-                    String(
-                        format: "vault: password changed (Argon2id %@); %@ re-sealed, %@ written, in %.1f s",
-                        level, Plural.count(summary.documents, "envelope header"), Terminal.size(summary.bytesWritten),
-                        Date().timeIntervalSince(started)))
+                    "vault: password changed (Argon2id \(level)); "
+                        + "\(Plural.count(summary.documents, "envelope header")) re-sealed, "
+                        + "\(Terminal.size(summary.bytesWritten)) written, "
+                        + "in \(Seconds.tenths(Date().timeIntervalSince(started))) s")
             }
         }
     }

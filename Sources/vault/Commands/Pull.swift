@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 import VaultRemote
 import VaultS3
@@ -8,6 +12,7 @@ extension VaultCommand {
     /// `vault pull`: fetch what the vault lacks.
     struct Pull: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "pull",
             abstract: "Fetch from a remote store the documents and removals this vault lacks.",
             usage: "vault pull [<remote>] [<options>]",
             discussion: """
@@ -64,10 +69,10 @@ extension VaultCommand {
                             seconds: JSONOutput.seconds(since: start))))
             }
             if transfer.printsSummary {
-                var line = String(
-                    format: "vault: %@ %d document%@ (%@) from %@ in %.1f s", verb, report.fetched.count,
-                    report.fetched.count == 1 ? "" : "s",
-                    Terminal.size(report.fetchedBytes), location.description, Date().timeIntervalSince(start))
+                var line =
+                    "vault: \(verb) \(report.fetched.count) document\(report.fetched.count == 1 ? "" : "s") "
+                    + "(\(Terminal.size(report.fetchedBytes))) from \(location.description) "
+                    + "in \(Seconds.tenths(Date().timeIntervalSince(start))) s"
                 if !report.removed.isEmpty { line += "; removed \(report.removed.count) (removed elsewhere)" }
                 Terminal.err(line)
             }

@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 import VaultRemote
 import VaultS3
@@ -8,6 +12,7 @@ extension VaultCommand {
     /// `vault push`: send the store what it lacks.
     struct Push: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "push",
             abstract: "Send a remote store the documents and removals it lacks.",
             usage: "vault push [<remote>] [<options>]",
             discussion: """
@@ -62,10 +67,10 @@ extension VaultCommand {
                             seconds: JSONOutput.seconds(since: start))))
             }
             if transfer.printsSummary {
-                var line = String(
-                    format: "vault: pushed %d document%@ (%@) to %@ in %.1f s", report.sent.count,
-                    report.sent.count == 1 ? "" : "s",
-                    Terminal.size(report.sentBytes), location.description, Date().timeIntervalSince(start))
+                var line =
+                    "vault: pushed \(report.sent.count) document\(report.sent.count == 1 ? "" : "s") "
+                    + "(\(Terminal.size(report.sentBytes))) to \(location.description) "
+                    + "in \(Seconds.tenths(Date().timeIntervalSince(start))) s"
                 if report.tombstones > 0 {
                     line += "; \(report.tombstones) removal\(report.tombstones == 1 ? "" : "s")"
                 }

@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import ServiceLifecycle
 import VaultCore
@@ -50,6 +54,7 @@ extension VaultCommand.Receive {
     /// `vault receive serve`: the server (the default).
     struct Serve: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "serve",
             abstract: "Run the receiver (the default): its address is the first line on standard output.",
             usage: "vault receive [--listen <host:port>] [--tls-cert <file>] [<options>]")
 
@@ -140,7 +145,7 @@ extension VaultCommand.Receive {
             for name in uiHosts {
                 let ok =
                     (1...253).contains(name.utf8.count)
-                    && name.utf8.allSatisfy { $0 < 0x80 && (isalnum(Int32($0)) != 0 || $0 == 0x2E || $0 == 0x2D) }
+                    && name.utf8.allSatisfy { $0 < 0x80 && ($0.isASCIIAlphanumeric || $0 == 0x2E || $0 == 0x2D) }
                 guard ok else {
                     throw VaultError(.usage, "--ui-host takes a host name, not '\(Terminal.printable(name))'")
                 }
@@ -179,6 +184,7 @@ extension VaultCommand.Receive {
     /// `vault receive key`: the receiver's public key, for stations' `--receipt-key`.
     struct Key: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "key",
             abstract: "Print the receiver's public key (made when missing), for 'destination add --receipt-key'.")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
@@ -210,7 +216,8 @@ extension VaultCommand.Receive {
 extension VaultCommand.Receive.Stations {
     /// `vault receive station list`.
     struct List: VaultSubcommand {
-        static let configuration = CommandConfiguration(abstract: "List the stations (the default).")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List the stations (the default).")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Receive.Stations
@@ -242,6 +249,7 @@ extension VaultCommand.Receive.Stations {
     /// `vault receive station add NAME`.
     struct Add: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Add a station and print its token, once (only a keyed hash of it is kept).")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
@@ -267,7 +275,8 @@ extension VaultCommand.Receive.Stations {
 
     /// `vault receive station remove NAME`.
     struct Remove: VaultSubcommand {
-        static let configuration = CommandConfiguration(abstract: "Remove a station: its token is refused from now on.")
+        static let configuration = CommandConfiguration(
+            commandName: "remove", abstract: "Remove a station: its token is refused from now on.")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Receive.Stations
@@ -307,7 +316,8 @@ extension VaultCommand.Receive {
 extension VaultCommand.Receive.Operators {
     /// `vault receive operator list`.
     struct List: VaultSubcommand {
-        static let configuration = CommandConfiguration(abstract: "List the operators (the default).")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List the operators (the default).")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Receive.Operators
@@ -334,6 +344,7 @@ extension VaultCommand.Receive.Operators {
     /// `vault receive operator add NAME`.
     struct Add: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Add an operator; their password is kept only as an Argon2id hash.",
             discussion: """
                 The operator's password is read like 'vault passwd' reads a new one: from \
@@ -378,6 +389,7 @@ extension VaultCommand.Receive.Operators {
     /// `vault receive operator remove NAME`.
     struct Remove: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "remove",
             abstract: "Remove an operator: they cannot sign in, and their sessions end.")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions

@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 import VaultRemote
 import VaultS3
@@ -8,6 +12,7 @@ extension VaultCommand {
     /// `vault remote`: the remote stores a vault replicates to.
     struct Remote: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "remote",
             abstract: "List, add or remove the S3-compatible stores this vault is replicated to.",
             discussion: """
                 A remote is a name for s3://BUCKET/PREFIX, kept sealed in remotes.vlt in the vault folder \
@@ -36,7 +41,8 @@ extension VaultCommand {
 extension VaultCommand.Remote {
     /// `vault remote list`.
     struct List: VaultSubcommand {
-        static let configuration = CommandConfiguration(abstract: "List the remotes (the default).")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List the remotes (the default).")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Remote
@@ -57,7 +63,8 @@ extension VaultCommand.Remote {
 
     /// `vault remote add NAME URL`.
     struct Add: VaultSubcommand {
-        static let configuration = CommandConfiguration(abstract: "Name a store: s3://BUCKET/PREFIX.")
+        static let configuration = CommandConfiguration(
+            commandName: "add", abstract: "Name a store: s3://BUCKET/PREFIX.")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Remote
@@ -95,7 +102,8 @@ extension VaultCommand.Remote {
 
     /// `vault remote remove NAME`.
     struct Remove: VaultSubcommand {
-        static let configuration = CommandConfiguration(abstract: "Forget a remote (the store itself is unchanged).")
+        static let configuration = CommandConfiguration(
+            commandName: "remove", abstract: "Forget a remote (the store itself is unchanged).")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
         @ParentCommand var group: VaultCommand.Remote

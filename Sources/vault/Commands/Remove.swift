@@ -5,6 +5,7 @@ extension VaultCommand {
     /// `vault remove`: delete documents.
     struct Remove: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "remove",
             abstract: "Delete documents from the vault and print their ids.",
             usage: "vault remove [<id-or-name> ...] [--delivered[-to <dest>]] [<options>]",
             discussion: """

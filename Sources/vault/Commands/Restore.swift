@@ -1,11 +1,16 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 
 extension VaultCommand {
     /// `vault restore`: take envelopes of this vault back in (backups, older stores).
     struct Restore: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "restore",
             abstract:
                 "Take envelopes of this vault back in, from a backup or a store written before a password change.",
             discussion: """

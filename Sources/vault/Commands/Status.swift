@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 import VaultUpload
 
@@ -7,6 +11,7 @@ extension VaultCommand {
     /// `vault status`: what each destination has, from the delivery ledger.
     struct Status: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract:
                 """
                     Show, per destination, how many documents it confirmed, how many are pending, its last delivery \
@@ -63,7 +68,6 @@ extension VaultCommand {
             var identities = list.destinations.map(\.identity)
             for d in ledger.keys.sorted() where !identities.contains(d) { identities.append(d) }
             for d in unfinished.keys.sorted() where !identities.contains(d) { identities.append(d) }
-            let iso = ISO8601DateFormatter()
             var entries: [Entry] = []
             for identity in identities {
                 let entry = list.destinations.first { $0.identity == identity }
@@ -76,7 +80,7 @@ extension VaultCommand {
                         delivered: delivered,
                         pending: present.count - delivered, removed: rows.count - delivered,
                         lastDelivery: rows.values.map(\.timeMillis).max().map {
-                            iso.string(from: Date(timeIntervalSince1970: Double($0) / 1000))
+                            UTCTime(millis: $0).iso8601
                         },
                         interruptedRuns: left.runs, unconfirmedBatches: left.batches))
             }

@@ -5,6 +5,7 @@ extension VaultCommand {
     /// `vault tag`: change documents' tags after they were added.
     struct Tag: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "tag",
             abstract: "Add or remove tags of documents already in the vault.",
             usage: "vault tag <id-or-name> ... [--add <tag> ...] [--remove <tag> ...] [-q]",
             discussion: """

@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import NIOHTTP1
 import Synchronization
 import VaultCore
@@ -19,6 +23,7 @@ extension VaultCommand {
     /// `vault upload`: stream batch payloads to a server.
     struct Upload: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "upload",
             abstract:
                 "Stream documents in batches to a server, as {\"Files\":[...]} JSON or multipart/form-data, resumably.",
             discussion: """
@@ -337,7 +342,7 @@ extension VaultCommand {
             for h in headers {
                 let parts = h.split(separator: ":", maxSplits: 1)
                 guard parts.count == 2,
-                      !parts[0].trimmingCharacters(in: .whitespaces).isEmpty,
+                      !parts[0].trimmingSpaces().isEmpty,
                       parts[0].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
                     throw ValidationError("--header must look like 'Name: value', not '\(h)'.")
                 }
@@ -496,7 +501,7 @@ extension VaultCommand {
             let headers = HTTPHeaders(
                 headers.map { h in
                     let p = h.split(separator: ":", maxSplits: 1)
-                    return (p[0].trimmingCharacters(in: .whitespaces), p[1].trimmingCharacters(in: .whitespaces))
+                    return (p[0].trimmingSpaces(), p[1].trimmingSpaces())
                 })
             guard
                 var target = UploadTarget(
@@ -634,10 +639,9 @@ extension VaultCommand {
                     \(summary.runID.prefix(8)) 
                     """
                     + "were already confirmed"
-                : String(
-                    format: "vault: uploaded %@ in %@ (%@) to %@ in %.1f s, %@",
-                    Plural.count(summary.sentDocuments, "document"), Plural.count(summary.sentBatches, "batch"),
-                    Terminal.size(summary.sentBytes), target.redacted, seconds, Plural.count(summary.retries, "retry"))
+                : "vault: uploaded \(Plural.count(summary.sentDocuments, "document")) in "
+                    + "\(Plural.count(summary.sentBatches, "batch")) (\(Terminal.size(summary.sentBytes))) to "
+                    + "\(target.redacted) in \(Seconds.tenths(seconds)) s, \(Plural.count(summary.retries, "retry"))"
             if summary.sentBatches > 0 && summary.alreadyConfirmed > 0 {
                 let were = summary.alreadyConfirmed == 1 ? "was" : "were"
                 line +=

@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import VaultCore
 import VaultUpload
 
@@ -7,6 +11,7 @@ extension VaultCommand {
     /// `vault uploads`: the upload journals.
     struct Uploads: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "uploads",
             abstract: "List the upload journals of the vault, or remove finished and abandoned ones.",
             discussion: """
                 Each `vault upload` keeps a journal (uploads/<job>.journal) so that running the same command \
@@ -41,6 +46,7 @@ extension VaultCommand.Uploads {
     /// `vault uploads list`.
     struct List: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract:
                 "List the journals: job, state, batches confirmed, documents, size, last update, target (the default).")
 
@@ -94,6 +100,7 @@ extension VaultCommand.Uploads {
     /// `vault uploads prune`.
     struct Prune: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "prune",
             abstract: "Remove the journals of complete, damaged and abandoned uploads.")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
@@ -130,6 +137,7 @@ extension VaultCommand.Uploads {
     /// `vault uploads show JOB`.
     struct Show: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Print one journal whole, as JSON, after it authenticated.")
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions

@@ -5,6 +5,7 @@ extension VaultCommand {
     /// `vault verify`: authenticate everything.
     struct Verify: VaultSubcommand {
         static let configuration = CommandConfiguration(
+            commandName: "verify",
             abstract: "Authenticate every chunk of every document (or the ones given) and check the index.",
             discussion: """
                 Exits 0 when everything verified and 65 when anything is damaged; damaged documents are named.

@@ -46,6 +46,7 @@ extension VaultCommand {
     /// `vault version`: the same facts as `--version`, or JSON for scripts.
     struct Version: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "version",
             abstract: "Print the version, the source commit, the build and the libsodium in use.",
             discussion: """
                 Examples:

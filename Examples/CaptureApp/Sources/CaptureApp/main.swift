@@ -6,6 +6,7 @@
 // CAPTURE_APP_RECEIVED (`make example` starts one on 127.0.0.1).
 import Foundation
 import VaultCore
+import VaultFoundation
 import VaultUpload
 
 func check(_ condition: Bool, _ what: String) {
