@@ -3,7 +3,9 @@
 # reach: in a fresh mount namespace (needs root: unshare -m) an empty tmpfs is mounted over the
 # toolchain's library folder, so nothing from it can be loaded, and the installed binary does
 # init, add, list, get and export there. Also checks that ldd lists system libraries only, that
-# the manual renders without warnings, and that the bash completion loads.
+# neither libxml2 nor ICU is in the binary (loaded, or linked in: ICU's data, Foundation's
+# internationalization), that the manual renders without warnings, and that the bash completion
+# loads.
 # Usage: scripts/install-check.sh PREFIX-TREE   (e.g. a DESTDIR plus /usr/local)
 set -euo pipefail
 tree=$(readlink -f "$1")
@@ -13,6 +15,11 @@ echo "binary: $bin ($(du -h "$bin" | cut -f1), $(stat -c %s "$bin") bytes)"
 echo "ldd:"; ldd "$bin" | sed 's/^/  /'
 if ldd "$bin" | grep -q "$toolchain_lib"; then echo "vault: the binary loads libraries from the toolchain ($toolchain_lib)" >&2; exit 1; fi
 if ldd "$bin" | grep -q "libsodium\|libsqlite"; then echo "vault: libsodium or SQLite is linked dynamically" >&2; exit 1; fi
+# The lean binary (docs/PERFORMANCE.md): no libxml2, no ICU, dynamically or statically.
+if ldd "$bin" | grep -q "libxml2\|libicu"; then echo "vault: the binary loads libxml2 or ICU" >&2; exit 1; fi
+if grep -qa "icudt[0-9]" "$bin" || grep -qa "FoundationInternationalization" "$bin"; then
+    echo "vault: the binary holds ICU's data or Foundation's internationalization" >&2; exit 1
+fi
 warnings=$(MANWIDTH=80 man --warnings -l "$tree/share/man/man1/vault.1" 2>&1 >/dev/null)
 [ -z "$warnings" ] || { echo "vault: the installed manual has warnings:"; echo "$warnings"; exit 1; } >&2
 MANWIDTH=80 man -l "$tree/share/man/man1/vault.1" 2>/dev/null | grep -q "EXIT STATUS" || { echo "vault: the installed manual has no EXIT STATUS" >&2; exit 1; }
