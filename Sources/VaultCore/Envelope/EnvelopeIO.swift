@@ -38,14 +38,24 @@ extension OpenFile: EnvelopeOutput, EnvelopeInput {
 /// whenever the reader has used half of what was asked before. Sequential advice alone left a
 /// cold export waiting on each read-ahead of the kernel's own size; this queues the window at
 /// once (a cold export of 20 x 50 MiB to a pipe: 1.61 -> 1.36 s).
+///
+/// An input of `add` is read with ``inputWindow``, 64 MiB: with 16 MiB, a cold add of 512 MiB
+/// took 0.63-0.77 s (median 0.74, 8 runs), with 64 MiB 0.59-0.63 s (0.615), alternating. An
+/// export's envelopes keep 16 MiB: 20 cold envelopes of 50 MiB to a pipe took 1.05 s with 64 MiB
+/// against 0.95 s, and were no faster with 8 or 32 MiB (docs/PERFORMANCE.md).
 package final class ReadAheadFile: EnvelopeInput, ByteSource {
+    /// The window for a document being added (above).
+    package static let inputWindow: UInt64 = 64 << 20
+    /// The window for an envelope.
+    package static let envelopeWindow: UInt64 = 16 << 20
+
     package let file: OpenFile
     let window: UInt64
     private var position: UInt64 = 0
     private var advised: UInt64 = 0
     private let size: UInt64?
 
-    package init(_ file: OpenFile, window: UInt64 = 16 << 20) throws {
+    package init(_ file: OpenFile, window: UInt64 = envelopeWindow) throws {
         self.file = file
         self.window = window
         size = try file.totalSize()

@@ -76,7 +76,7 @@ extension Vault {
         try Task.checkCancellation()
         return try await Offload.run { [self] in
             let file = try OpenFile.openForReading(url.path)
-            let input = try ReadAheadFile(file)
+            let input = try ReadAheadFile(file, window: ReadAheadFile.inputWindow)
             return try add(
                 from: input, name: name ?? url.lastPathComponent, contentType: contentType, tags: tags,
                 allowDuplicate: allowDuplicate)

@@ -169,7 +169,7 @@ extension VaultCommand {
                     let file: any ByteSource =
                         input.path == "-"
                         ? OpenFile.standard(0, name: "standard input")
-                        : try ReadAheadFile(try input.open())
+                        : try ReadAheadFile(try input.open(), window: ReadAheadFile.inputWindow)
                     let shown = input.path == "-" ? "standard input" : input.path
                     let record: DocumentRecord
                     renderer.handle(
