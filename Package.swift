@@ -126,6 +126,7 @@ let package = Package(
                 "VaultRemote",
                 "VaultReceive",
                 "CVaultBuildInfo",
+                "CVaultSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

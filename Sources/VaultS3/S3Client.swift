@@ -500,7 +500,15 @@ public final class S3Client: Sendable {
                 .post, bucket: bucket, key: key, query: [("uploadId", uploadID)],
                 headers: ["Content-Type": "application/xml"], body: Array(xml.utf8)),
             "CompleteMultipartUpload \(bucket)/\(key)")
-        return Self.unquote(S3XML.values("ETag", in: r.body).first ?? "")
+        // A 200 whose body cannot be read, or names no ETag, did not say the object was made
+        // (found by a review: a 200 with an unreadable error in it read as a completed push).
+        guard S3XML.root(r.body) == "CompleteMultipartUploadResult",
+              let etag = S3XML.values("ETag", in: r.body).first.map(Self.unquote), !etag.isEmpty else {
+            throw VaultError(
+                .storeUnavailable,
+                "CompleteMultipartUpload \(bucket)/\(key): the store answered \(r.status) without a readable result")
+        }
+        return etag
     }
 
     public func abortMultipartUpload(bucket: String, key: String, uploadID: String) async throws {
@@ -569,9 +577,13 @@ package enum S3XML {
         }
 
         /// The objects of the next page.
-        /// - Throws: ``VaultError/Code/vaultDamaged`` for a listing that would never end.
+        /// - Throws: ``VaultError/Code/vaultDamaged`` for a listing that would never end, or a
+        ///   page that is not a ListObjectsV2 answer (read as empty, it would hide every object).
         package mutating func read(_ body: [UInt8]) throws -> [S3Client.ListedObject] {
             precondition(!done, "the listing has ended")
+            guard S3XML.root(body) == "ListBucketResult" else {
+                throw VaultError(.vaultDamaged, "\(what): the store's answer is not a listing that can be read")
+            }
             pages += 1
             guard pages <= S3Client.maxPages else {
                 throw VaultError(.vaultDamaged, "\(what): the store's listing goes on past \(S3Client.maxPages) pages")
@@ -619,9 +631,13 @@ package enum S3XML {
         }
 
         /// Reads the next page.
-        /// - Throws: ``VaultError/Code/vaultDamaged`` for a list that would never end.
+        /// - Throws: ``VaultError/Code/vaultDamaged`` for a list that would never end, or a page
+        ///   that is not a ListParts answer.
         package mutating func read(_ body: [UInt8]) throws {
             precondition(!done, "the part list has ended")
+            guard S3XML.root(body) == "ListPartsResult" else {
+                throw VaultError(.vaultDamaged, "\(what): the store's answer is not a part list that can be read")
+            }
             pages += 1
             guard pages <= S3Client.maxPages else {
                 throw VaultError(
@@ -689,6 +705,13 @@ package enum S3XML {
             text = text[end.upperBound...]
         }
         return !text.contains("<!") && !text.contains("<?")
+    }
+
+    /// The name of the root element of a readable answer (one ``isPlainUTF8XML(_:)`` lets
+    /// through and ``S3XMLReader`` reads); nil for anything else.
+    package static func root(_ body: [UInt8]) -> String? {
+        guard isPlainUTF8XML(body), case .start(let name)? = S3XMLReader.events(body)?.first else { return nil }
+        return name
     }
 
     /// An `<Error><Code>…</Code><Message>…</Message></Error>` body, if it is one.

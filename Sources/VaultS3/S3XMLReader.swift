@@ -123,15 +123,17 @@ package enum S3XMLReader {
             return true
         }
 
-        /// An XML name: a letter, `_`, `:` or any non-ASCII character first, then those, digits,
-        /// `-` and `.` (non-ASCII is taken whole, as UTF-8 was checked).
+        /// A name of S3's: an ASCII letter, `_` or `:` first, then those, digits, `-` and `.`.
+        /// XML allows other scripts too, but no S3 answer uses them, and a Swift `String` compares
+        /// them by canonical equivalence, so `</\u{212A}ey>` (KELVIN SIGN) would close `<Key>`:
+        /// a name beyond ASCII makes the answer malformed (found by a review of this reader).
         mutating func name() -> String? {
             let start = i
             while i < b.count {
                 let c = b[i]
                 let first = i == start
                 let letter = (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c) || c == UInt8(ascii: "_")
-                    || c == UInt8(ascii: ":") || c >= 0x80
+                    || c == UInt8(ascii: ":")
                 let more = (0x30...0x39).contains(c) || c == UInt8(ascii: "-") || c == UInt8(ascii: ".")
                 guard letter || (!first && more) else { break }
                 i += 1

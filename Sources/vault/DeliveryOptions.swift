@@ -46,18 +46,21 @@ struct DeliveryFilter {
         return out
     }
 
-    /// `30d`, `12h`, `45m`, `2w`, `90s` in seconds.
+    /// `30d`, `12h`, `45m`, `2w`, `90s` in seconds; nil for anything else, `inf` and `1e308h`
+    /// among it.
     static func duration(_ text: String) -> TimeInterval? {
         guard let unit = text.last,
               let n = Double(text.dropLast()),
               n >= 0 else { return nil }
+        let seconds: Double
         switch unit {
-        case "s": return n
-        case "m": return n * 60
-        case "h": return n * 3600
-        case "d": return n * 86_400
-        case "w": return n * 7 * 86_400
+        case "s": seconds = n
+        case "m": seconds = n * 60
+        case "h": seconds = n * 3600
+        case "d": seconds = n * 86_400
+        case "w": seconds = n * 7 * 86_400
         default: return nil
         }
+        return seconds.isFinite ? seconds : nil
     }
 }

@@ -113,16 +113,25 @@ enum PasswordReader {
             // The error's own remedy is about documents (add -r for a folder): not a password's.
             throw VaultError(e.code, "\(what): \(e.message)", hint: e.hint)
         }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength + 2, alignment: 1)
+        // Room for the longest password, a CRLF, and one byte more that shows the file is longer.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength + 3, alignment: 1)
         defer { buffer.initializeMemory(as: UInt8.self, repeating: 0); buffer.deallocate() }
         let n = try f.readFully(into: buffer)
-        guard n <= maxLength + 1 else {
+        guard let end = passwordEnd(buffer, count: n) else {
             throw VaultError(.usage, "password file \(path) is longer than \(maxLength) bytes")
         }
-        var end = n
-        // One trailing newline (LF or CRLF) is the file's, not the password's.
-        if end > 0 && buffer[end - 1] == 0x0A { end -= 1; if end > 0 && buffer[end - 1] == 0x0D { end -= 1 } }
         return try SecretBytes(copying: UnsafeRawBufferPointer(rebasing: buffer[0..<end]))
+    }
+
+    /// Where the password ends in the `count` bytes read into `buffer` (``maxLength`` + 3 long):
+    /// before one trailing newline (LF or CRLF), which is the file's or the command's, not the
+    /// password's. Nil when the password is longer than ``maxLength`` (as `VAULT_PASSWORD` would
+    /// be), or the bytes filled the buffer (there is more).
+    private static func passwordEnd(_ buffer: UnsafeMutableRawBufferPointer, count n: Int) -> Int? {
+        guard n < buffer.count else { return nil }
+        var end = n
+        if end > 0 && buffer[end - 1] == 0x0A { end -= 1; if end > 0 && buffer[end - 1] == 0x0D { end -= 1 } }
+        return end <= maxLength ? end : nil
     }
 
     /// What a password manager's command prints on standard output, without one trailing
@@ -144,18 +153,19 @@ enum PasswordReader {
         }
         let reader = child.output
         defer { try? reader.close() }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength + 2, alignment: 1)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength + 3, alignment: 1)
         defer { buffer.initializeMemory(as: UInt8.self, repeating: 0); buffer.deallocate() }
         var n = 0
-        var overflow = false
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
-        defer { scratch.initializeMemory(as: UInt8.self, repeating: 0); scratch.deallocate() }
-        while true {
-            let k =
-                (try? reader.read(
-                    into: n < buffer.count ? UnsafeMutableRawBufferPointer(rebasing: buffer[n...]) : scratch)) ?? 0
+        while n < buffer.count {
+            let k = (try? reader.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[n...]))) ?? 0
             if k == 0 { break }
-            if n < buffer.count { n += k } else { overflow = true }
+            n += k
+        }
+        guard let end = passwordEnd(buffer, count: n) else {
+            // Too long, or still printing (`yes` would print for ever): stopped, not waited for.
+            Platform.kill(child.pid)
+            _ = Platform.wait(for: child.pid)
+            throw VaultError(.usage, "\(what) printed more than \(maxLength) bytes")
         }
         let ending = Platform.wait(for: child.pid)
         guard ending == .exited(0) else {
@@ -173,9 +183,6 @@ enum PasswordReader {
                     """
             )
         }
-        if overflow || n > maxLength + 1 { throw VaultError(.usage, "\(what) printed more than \(maxLength) bytes") }
-        var end = n
-        if end > 0 && buffer[end - 1] == 0x0A { end -= 1; if end > 0 && buffer[end - 1] == 0x0D { end -= 1 } }
         return try SecretBytes(copying: UnsafeRawBufferPointer(rebasing: buffer[0..<end]))
     }
 

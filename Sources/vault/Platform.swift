@@ -1,3 +1,4 @@
+import CVaultSystem
 import SystemPackage
 #if canImport(Glibc)
 import Glibc
@@ -79,8 +80,10 @@ enum Platform {
 
     /// Starts `executable` with `arguments`, vault's environment, standard input and error, and
     /// standard output into a new pipe; returns its id and the pipe's read end (close-on-exec,
-    /// so no other child inherits it). By hand because Foundation's `Process` would link
-    /// Foundation's classes and ICU into the binary for this one call.
+    /// so no other child inherits it). The child gets no other descriptor of vault's (all from 3
+    /// on are closed in it) and the default action of every signal vault changed. By hand
+    /// because Foundation's `Process` would link Foundation's classes and ICU into the binary for
+    /// this one call.
     static func spawn(
         _ executable: String, arguments: [String]
     ) throws -> (pid: pid_t, output: SystemPackage.FileDescriptor) {
@@ -89,14 +92,27 @@ enum Platform {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, writeEnd.rawValue, 1)
-        posix_spawn_file_actions_addclose(&actions, readEnd.rawValue)
-        posix_spawn_file_actions_addclose(&actions, writeEnd.rawValue)
+        if vault_spawn_close_from(&actions, 3) != 0 {
+            posix_spawn_file_actions_addclose(&actions, readEnd.rawValue)
+            posix_spawn_file_actions_addclose(&actions, writeEnd.rawValue)
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for s in [SIGXFSZ, SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&defaults, s) }
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setsigmask(&attributes, &unblocked)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         // The read end is vault's alone: close-on-exec for any other child.
         _ = fcntl(readEnd.rawValue, F_SETFD, FD_CLOEXEC)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for a in argv { free(a) } }
         var pid: pid_t = 0
-        let started = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        let started = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
         try? writeEnd.close()
         guard started == 0 else {
             try? readEnd.close()
@@ -110,6 +126,9 @@ enum Platform {
         case exited(Int32)
         case killed(Int32)
     }
+
+    /// Stops the child `pid` at once (SIGKILL).
+    static func kill(_ pid: pid_t) { _ = Glibc.kill(pid, SIGKILL) }
 
     /// Waits for the child `pid` to end.
     static func wait(for pid: pid_t) -> Ending {

@@ -259,7 +259,7 @@ final class ProgressRenderer: @unchecked Sendable {
         let name = label == nil ? Terminal.printable(document.2) : ""
         let figures = "\(Terminal.size(done))/\(Terminal.size(total))"
         let speed = "\(Terminal.size(UInt64(rate)))/s"
-        let eta = rate > 0 && total > done ? "ETA \(Int((Double(total - done) / rate).rounded(.toNearestOrEven)))s" : ""
+        let eta = rate > 0 && total > done ? "ETA \(Seconds.whole(Double(total - done) / rate))s" : ""
         let nameCells = DisplayWidth.cells(name)
         var used = head.count + 2 + figures.count
         func fits(_ n: Int) -> Bool { used + n <= room }

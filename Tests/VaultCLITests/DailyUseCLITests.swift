@@ -119,6 +119,46 @@ import Glibc
         #expect(s.run(["list"], env: ["VAULT_PASSWORD": "a new one"]).status == 0)
     }
 
+    /// Found by a review of the password command once `posix_spawn` replaced Foundation's
+    /// `Process`: the command inherited vault's interrupt pipe (it could fake a Ctrl-C), one that
+    /// never stops printing (`yes`) hung vault, and a password of 4,097 bytes was taken from a
+    /// file or a command though `VAULT_PASSWORD` refuses it (while 4,096 and a CRLF was refused).
+    @Test func aPasswordCommandGetsNoDescriptorOfVaultsAndIsStoppedWhenItPrintsTooMuch() throws {
+        let s = Sandbox()
+        let longest = String(repeating: "p", count: 4096)
+        #expect(s.run(["init", "--kdf", "insecure-test"], env: ["VAULT_PASSWORD": longest]).status == 0)
+        let noPassword: [String: String?] = ["VAULT_PASSWORD": nil]
+        func command(_ c: String) -> [String: String?] {
+            noPassword.merging(["VAULT_PASSWORD_COMMAND": c]) { _, b in b }
+        }
+        // Only standard input, output and error reach the command.
+        let fds = s.path("fds.txt")
+        let listed = s.run(["list"], env: command("sh -c 'ls /proc/$$/fd > \(fds); printf %s \(longest)'"))
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let open = (try? String(contentsOfFile: fds, encoding: .utf8))?.split(separator: "\n").compactMap { Int($0) }
+        // 0, 1 and 2, and the shell's own copy of its output while it redirects (10 and up in
+        // dash); vault's interrupt pipe was 3 and 4.
+        #expect(
+            open.map { Set([0, 1, 2]).isSubset(of: $0) && $0.allSatisfy { $0 < 3 || $0 >= 10 } } == true,
+            "descriptors the command inherited: \(open ?? [])")
+        // A command that prints for ever is stopped, and vault says why.
+        let endless = s.run(["list"], env: command("yes"))
+        #expect(
+            endless.status == 64
+                && endless.stderr.hasPrefix("vault: VAULT_PASSWORD_COMMAND printed more than 4096 bytes\n"),
+            "\(endless.stderr)")
+        let tooLong = s.run(["list"], env: command("printf %s \(longest)p"))
+        #expect(tooLong.status == 64, "\(tooLong.stderr)")
+        // The longest password, with a CRLF after it, from a file and from a command.
+        s.write("pw-crlf", Array((longest + "\r\n").utf8))
+        let crlf = s.run(["list"], env: noPassword.merging(["VAULT_PASSWORD_FILE": s.path("pw-crlf")]) { _, b in b })
+        #expect(crlf.status == 0, "\(crlf.stderr)")
+        #expect(s.run(["list"], env: command("printf '%s\\r\\n' \(longest)")).status == 0)
+        s.write("pw-long", Array((longest + "p").utf8))
+        let file = s.run(["list"], env: noPassword.merging(["VAULT_PASSWORD_FILE": s.path("pw-long")]) { _, b in b })
+        #expect(file.status == 64 && file.stderr.contains("is longer than 4096 bytes"), "\(file.stderr)")
+    }
+
     @Test func aReadOnlyVaultSendsNothingItsHistoryCannotRecord() throws {
         let s = Sandbox()
         chmod(s.dir, 0o711)

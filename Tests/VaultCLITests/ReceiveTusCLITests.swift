@@ -45,6 +45,15 @@ import VaultTestSupport
 
     @Test func tusRequestsThatBreakTheRulesAreRefusedAndStoreNothing() throws {
         let s = Sandbox()
+        // An expiry past any date an answer can carry was a crash at the first creation (found
+        // by a review once dates were written by hand): now a usage error at the start.
+        #expect(s.run("init", "--kdf", "insecure-test").status == 0)
+        for expiry in ["1e13", "inf", "0.5"] {
+            let r = s.run("receive", "--listen", "127.0.0.1:0", "--upload-expiry", expiry)
+            #expect(
+                r.status == 64 && r.stderr.hasPrefix("vault: --upload-expiry must be at least 1 second and at most"),
+                "\(expiry): \(r.stderr)")
+        }
         let office = try ReceiverProcess(s, extra: ["--upload-expiry", "2"])
         let token = office.addStation("st"), other = office.addStation("other")
         let script = Peer.repository.appendingPathComponent("scripts/tus-client.py").path

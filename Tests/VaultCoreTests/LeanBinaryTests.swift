@@ -146,6 +146,19 @@ import Testing
         }
     }
 
+    /// Times no calendar field can hold (an expiry 10^13 s away, infinity) are the range's ends,
+    /// not a trap (found by a review: a receiver's `--upload-expiry 1e13` crashed it).
+    @Test func timesBeyondTheYears1To9999AreTheirEnds() {
+        let last = "9999-12-31T23:59:59Z", first = "0001-01-01T00:00:00Z"
+        #expect(UTCTime(Date(timeIntervalSince1970: .infinity)).iso8601 == last)
+        #expect(UTCTime(Date(timeIntervalSince1970: 1e13)).iso8601 == last)
+        #expect(UTCTime(Date().addingTimeInterval(1e13)).httpDate == "Fri, 31 Dec 9999 23:59:59 GMT")
+        #expect(UTCTime(Date(timeIntervalSince1970: -.infinity)).iso8601 == first)
+        #expect(UTCTime(Date(timeIntervalSince1970: .nan)).iso8601 == first)
+        #expect(UTCTime(Date(timeIntervalSince1970: -1e300)).iso8601 == first)
+        #expect(Seconds.tenths(.infinity) == "inf" && Seconds.whole(1e300) == "1e+300" && Seconds.whole(2.5) == "2")
+    }
+
     @Test func timesAreReadAsFoundationsParsersReadThem() {
         let iso = ISO8601DateFormatter()
         let fractional = ISO8601DateFormatter()

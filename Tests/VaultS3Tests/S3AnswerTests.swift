@@ -71,9 +71,27 @@ import VaultCore
     /// Found by `make fuzz`: Foundation's XMLParser traps on a name that is not UTF-8, and it
     /// substitutes entities. Such answers read as empty; the same answer in plain UTF-8 reads.
     @Test func answersFoundationCannotParseSafelyReadAsEmpty() throws {
-        // The fuzzer's input: a listing whose element name holds 0xFF bytes.
+        // The fuzzer's input: a listing whose element name holds 0xFF bytes. A listing page or
+        // a part list that cannot be read is an error (read as empty, it would hide objects).
         var listing = S3XML.ObjectListing(prefix: "p/", what: "ListObjectsV2 fuzz/p/")
-        #expect(try listing.read(try Self.parts("regressions/s3/element-name-not-utf8")[1]).isEmpty)
+        let unreadable = #expect(throws: VaultError.self) {
+            try listing.read(try Self.parts("regressions/s3/element-name-not-utf8")[1])
+        }
+        #expect(unreadable?.code == .vaultDamaged && unreadable?.message.contains("not a listing") == true)
+        let unreadablePages = [
+            "", "<html><body>Bucket</body></html>", "<ListBucketResult><Contents>",
+            "<ListBucketResult>\u{7}</ListBucketResult>",
+        ]
+        for page in unreadablePages {
+            var l = S3XML.ObjectListing(prefix: "", what: "ListObjectsV2 rec/")
+            #expect(throws: VaultError.self, "\(page.debugDescription)") { try l.read(Array(page.utf8)) }
+            var parts = S3XML.PartListing(what: "ListParts rec")
+            #expect(throws: VaultError.self, "\(page.debugDescription)") { try parts.read(Array(page.utf8)) }
+        }
+        var empty = S3XML.ObjectListing(prefix: "", what: "ListObjectsV2 rec/")
+        let none = Array("<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>".utf8)
+        #expect(try empty.read(none).isEmpty)
+        #expect(empty.done)
         let bomb = try Self.parts("seeds/s3/hostile-entity-bomb-error")[0]
         #expect(S3XML.error(bomb) == nil)
         #expect(S3XML.error(try Self.parts("seeds/s3/hostile-external-entity")[0]) == nil)
@@ -173,6 +191,8 @@ import VaultCore
             "<A>]]></A>", "<A><B></A></B>", "<A></A><B></B>", "<A>x</A>y", "<A>&bogus;</A>", "<A>&#0;</A>",
             "<A>&#xD800;</A>", "<A b='1' b='2'/>", "<A b=1/>", "<A", "<A>", "text", "<1A/>", "<A>\u{7}</A>",
             "<A c='<'/>", "<A><B>\u{FFFE}</B></A>", "<A>&#x;</A>", "<A>&#65</A>", "<A>&#x+41;</A>", "",
+            // A name beyond ASCII: `</\u{212A}ey>` (KELVIN SIGN) equals `</Key>` as a Swift String.
+            "<Key>p/a</\u{212A}ey>", "<\u{212A}ey>p/a</\u{212A}ey>", "<Size\u{301}>1</Size\u{301}>",
         ]
         for text in malformed { #expect(S3XMLReader.events(Array(text.utf8)) == nil, "\(text.debugDescription)") }
         // Nesting is bounded: the 257th open element makes the answer malformed.

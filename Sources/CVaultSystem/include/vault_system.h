@@ -2,6 +2,7 @@
 #define VAULT_SYSTEM_H
 #include <stddef.h>
 #include <stdint.h>
+#include <spawn.h>
 
 /* Linux calls that Swift's Glibc module does not import (they need _GNU_SOURCE).
    Each returns 0 on success and -1 with errno set; elsewhere they are no-ops returning 0. */
@@ -41,5 +42,10 @@ int vault_release_free_memory(void);
    when freed (glibc M_MMAP_THRESHOLD, which also stops the threshold from rising); 0 on success
    or elsewhere, -1 on failure. */
 int vault_map_large_allocations(size_t threshold);
+
+/* Closes every descriptor from `from` on in a child posix_spawn starts (glibc 2.34 and later:
+   posix_spawn_file_actions_addclosefrom_np); returns 0, or an error number (ENOSYS elsewhere,
+   where the caller closes what it knows of and relies on close-on-exec for the rest). */
+int vault_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
 
 #endif

@@ -97,6 +97,10 @@ package enum Interrupts {
         let ends: (readEnd: SystemPackage.FileDescriptor, writeEnd: SystemPackage.FileDescriptor)
         do {
             ends = try SystemPackage.FileDescriptor.pipe()
+            // Neither end may reach a program vault starts: it could fake an interrupt, or
+            // swallow real ones (found by a review of the password command, which inherited both).
+            Platform.closeOnExec(ends.readEnd)
+            Platform.closeOnExec(ends.writeEnd)
             try Platform.installInterruptHandlers(writeEnd: ends.writeEnd)
         } catch {
             throw VaultError(.internal, "cannot install signal handlers (\(error))")

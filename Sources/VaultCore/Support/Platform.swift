@@ -284,6 +284,12 @@ enum Platform {
         guard vault_install_interrupt_handlers(writeEnd.rawValue) == 0 else { throw lastError }
     }
 
+    /// Marks `fd` close-on-exec: a program vault starts (a password manager's command) must not
+    /// inherit it.
+    static func closeOnExec(_ fd: SystemPackage.FileDescriptor) {
+        _ = fcntl(fd.rawValue, F_SETFD, fcntl(fd.rawValue, F_GETFD) | FD_CLOEXEC)
+    }
+
     /// No core file, and (Linux) not dumpable or traceable by the same user.
     static func disableCoreDumps() throws(Errno) {
         guard vault_disable_core_dumps() == 0 else { throw lastError }

@@ -55,6 +55,7 @@ package enum Seconds {
     /// To a tenth, as `%.1f` prints it: the exact value rounded, half to even (0.25 is `0.2`,
     /// and 0.35, a little less than 0.35 in binary, `0.3`).
     package static func tenths(_ seconds: Double) -> String {
+        guard seconds.isFinite, abs(seconds) < 1e15 else { return String(seconds) }
         let scaled = seconds * 10
         let error = (-scaled).addingProduct(seconds, 10)  // what the product lost, exactly
         var rounded = scaled.rounded(.toNearestOrEven)
@@ -64,6 +65,12 @@ package enum Seconds {
         let tenths = Int(rounded)
         let sign = tenths < 0 ? "-" : ""
         return "\(sign)\(abs(tenths) / 10).\(abs(tenths) % 10)"
+    }
+
+    /// To a whole second, as `%.0f` prints it; beyond 10^15 s (or infinite), as Swift prints it.
+    package static func whole(_ seconds: Double) -> String {
+        guard seconds.isFinite, abs(seconds) < 1e15 else { return String(seconds) }
+        return String(Int(seconds.rounded(.toNearestOrEven)))
     }
 
     /// As `%g` prints the values vault shows (timeouts, waits): whole seconds without a decimal

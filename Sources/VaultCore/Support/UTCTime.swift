@@ -27,10 +27,23 @@ package struct UTCTime: Equatable, Sendable {
     /// The fields of `date`, to the millisecond below (as Foundation's formatters write it). The
     /// time is first taken to the nearest microsecond: a time made from milliseconds
     /// (`millis / 1000`) is a hair below them in binary, and must not lose one.
+    /// A time outside years 1 to 9999 (an expiry a day count far in the future made, infinity)
+    /// is taken as that range's nearest end, not a trap.
     package init(_ date: Date) {
-        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        let seconds = date.timeIntervalSince1970
+        guard seconds.isFinite, seconds > Self.earliest, seconds < Self.latest else {
+            self.init(millis: seconds > 0 ? Self.latestMillis : Self.earliestMillis)  // NaN: the earliest
+            return
+        }
+        let micros = Int64((seconds * 1_000_000).rounded())
         self.init(millis: micros >= 0 ? micros / 1000 : (micros - 999) / 1000)
     }
+
+    /// 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z.
+    static let earliestMillis: Int64 = -62_135_596_800_000
+    static let latestMillis: Int64 = 253_402_300_799_999
+    private static let earliest = Double(earliestMillis) / 1000
+    private static let latest = Double(latestMillis) / 1000
 
     /// The fields of `millis` milliseconds since 1970-01-01T00:00:00Z.
     package init(millis: Int64) {

@@ -94,9 +94,8 @@ extension VaultCommand {
                 throw VaultError(
                     .notFound, "this vault has no history yet", hint: "the next change to the vault starts it")
             }
-            let sinceMillis = since.flatMap { Self.parseTime($0) }.map {
-                Int64(($0.timeIntervalSince1970 * 1000).rounded(.down))
-            }
+            // A time from an age of any length (99999999999999999999d) is at least year 1.
+            let sinceMillis = since.flatMap { Self.parseTime($0) }.map { UTCTime($0).millis }
             let prefix = doc?.lowercased()
             let shown = scan.entries.filter { e in
                 guard let r = e.record else { return sinceMillis == nil && prefix == nil }

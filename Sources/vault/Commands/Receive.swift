@@ -140,7 +140,10 @@ extension VaultCommand.Receive {
             (configuration.host, configuration.port) = (host, port)
             (configuration.tlsCertificate, configuration.tlsKey) = (tlsCert, tlsKey)
             configuration.idleTimeout = idleTimeout
-            guard uploadExpiry >= 1 else { throw VaultError(.usage, "--upload-expiry must be at least 1 second") }
+            // At most 100 days: the expiry goes into each answer's Upload-Expires date.
+            guard uploadExpiry >= 1, uploadExpiry <= 8_640_000 else {
+                throw VaultError(.usage, "--upload-expiry must be at least 1 second and at most 8640000 (100 days)")
+            }
             configuration.uploadExpiry = uploadExpiry
             for name in uiHosts {
                 let ok =
