@@ -285,7 +285,8 @@ public final class S3Client: Sendable {
     /// continuation token), in the store's order (UTF-8 binary order of keys). Only completed
     /// objects are listed: a multipart upload in progress is not an object yet.
     public func listObjects(bucket: String, prefix: String = "", pageSize: Int = 1000) async throws -> [ListedObject] {
-        var listing = S3XML.ObjectListing(prefix: prefix, what: "ListObjectsV2 \(bucket)/\(prefix)")
+        var listing = S3XML.ObjectListing(
+            prefix: prefix, what: "ListObjectsV2 \(bucket)/\(prefix)", pageSize: pageSize)
         var all: [ListedObject] = []
         repeat {
             var query = [("list-type", "2"), ("prefix", prefix), ("max-keys", String(pageSize))]
@@ -560,10 +561,15 @@ package enum S3XML {
     /// The pages of a ListObjectsV2 listing, read one after another: each page's objects under
     /// the prefix asked for (a key outside it is not part of the answer), and the token of the
     /// next page. A token given before, or more than ``S3Client/maxPages`` pages, would page
-    /// forever: an error.
+    /// forever: an error. So is a page of more keys than were asked for, or a key not after the
+    /// one before it (ListObjectsV2 lists each key once, in order): the same page again and again
+    /// under new tokens would otherwise grow the listing by 4 MiB a page (found by a review).
     package struct ObjectListing {
         package let prefix: String
         package let what: String
+        /// The most keys a page may hold (the `max-keys` asked for).
+        package let pageSize: Int
+        private var lastKey: String?
         /// The continuation token of the next page (nil for the first).
         package private(set) var token: String?
         /// True once a page said it was the last.
@@ -571,9 +577,10 @@ package enum S3XML {
         private var seen: Set<String> = []
         private var pages = 0
 
-        package init(prefix: String, what: String) {
+        package init(prefix: String, what: String, pageSize: Int = 1000) {
             self.prefix = prefix
             self.what = what
+            self.pageSize = pageSize
         }
 
         /// The objects of the next page.
@@ -588,27 +595,36 @@ package enum S3XML {
             guard pages <= S3Client.maxPages else {
                 throw VaultError(.vaultDamaged, "\(what): the store's listing goes on past \(S3Client.maxPages) pages")
             }
-            let objects = elements("Contents", in: body).compactMap { o -> S3Client.ListedObject? in
+            let contents = elements("Contents", in: body)
+            guard contents.count <= pageSize else {
+                throw VaultError(
+                    .vaultDamaged, "\(what): the store listed \(contents.count) keys in a page of at most \(pageSize)")
+            }
+            let truncated = values("IsTruncated", in: body).first == "true"
+            let given = truncated ? values("NextContinuationToken", in: body).first : nil
+            let next = given?.isEmpty == false ? given : nil
+            if let next, !seen.insert(next).inserted {
+                throw VaultError(
+                    .vaultDamaged,
+                    "\(what): the store gave a continuation token it gave before: its listing would never end")
+            }
+            for key in contents.compactMap({ $0["Key"] }) {
+                if let lastKey, !lastKey.utf8.lexicographicallyPrecedes(key.utf8) {
+                    throw VaultError(
+                        .vaultDamaged,
+                        "\(what): the store listed '\(key.prefix(80))' after '\(lastKey.prefix(80))', out of order")
+                }
+                lastKey = key
+            }
+            token = next
+            done = next == nil
+            return contents.compactMap { o -> S3Client.ListedObject? in
                 guard let key = o["Key"],
                       key.hasPrefix(prefix) else { return nil }
                 return S3Client.ListedObject(
                     key: key, size: UInt64(o["Size"] ?? "") ?? 0, etag: S3Client.unquote(o["ETag"] ?? ""),
                     lastModified: o["LastModified"] ?? "")
             }
-            let truncated = values("IsTruncated", in: body).first == "true"
-            guard truncated,
-                  let next = values("NextContinuationToken", in: body).first,
-                  !next.isEmpty else {
-                done = true
-                return objects
-            }
-            guard seen.insert(next).inserted else {
-                throw VaultError(
-                    .vaultDamaged,
-                    "\(what): the store gave a continuation token it gave before: its listing would never end")
-            }
-            token = next
-            return objects
         }
     }
 

@@ -88,6 +88,24 @@ import VaultCore
             var parts = S3XML.PartListing(what: "ListParts rec")
             #expect(throws: VaultError.self, "\(page.debugDescription)") { try parts.read(Array(page.utf8)) }
         }
+        // The same page under new tokens, or more keys than asked for, is an error: memory
+        // would otherwise grow by a page each time, up to 10,000 of them.
+        func page(_ keys: [String], next: String) -> [UInt8] {
+            Array(
+                ("<ListBucketResult>" + keys.map { "<Contents><Key>\($0)</Key><Size>1</Size></Contents>" }.joined()
+                    + "<IsTruncated>true</IsTruncated><NextContinuationToken>\(next)</NextContinuationToken>"
+                    + "</ListBucketResult>").utf8)
+        }
+        var repeated = S3XML.ObjectListing(prefix: "p/", what: "ListObjectsV2 rec/p/", pageSize: 3)
+        #expect(try repeated.read(page(["p/a", "p/b", "p/c"], next: "1")).count == 3)
+        let again = #expect(throws: VaultError.self) { try repeated.read(page(["p/a", "p/b", "p/c"], next: "2")) }
+        #expect(again?.code == .vaultDamaged && again?.message.contains("out of order") == true)
+        var crowded = S3XML.ObjectListing(prefix: "p/", what: "ListObjectsV2 rec/p/", pageSize: 3)
+        let big = #expect(throws: VaultError.self) { try crowded.read(page(["p/a", "p/b", "p/c", "p/d"], next: "1")) }
+        #expect(big?.message.contains("4 keys in a page of at most 3") == true)
+        var ordered = S3XML.ObjectListing(prefix: "p/", what: "ListObjectsV2 rec/p/", pageSize: 3)
+        #expect(try ordered.read(page(["p/a", "p/b"], next: "1")).count == 2)
+        #expect(try ordered.read(page(["p/c", "p/sp ace"], next: "2")).count == 2)
         var empty = S3XML.ObjectListing(prefix: "", what: "ListObjectsV2 rec/")
         let none = Array("<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>".utf8)
         #expect(try empty.read(none).isEmpty)
