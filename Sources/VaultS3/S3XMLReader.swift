@@ -18,6 +18,20 @@ package enum S3XMLReader {
         case end(String)
     }
 
+    /// `events` with each run of consecutive texts as one (how text is split into events is not
+    /// part of what a document says; the fuzzer and the tests compare documents with it).
+    package static func joiningTexts(_ events: [Event]) -> [Event] {
+        var out: [Event] = []
+        for e in events {
+            if case .text(let t) = e, case .text(let before)? = out.last {
+                out[out.count - 1] = .text(before + t)
+            } else {
+                out.append(e)
+            }
+        }
+        return out
+    }
+
     /// Elements open at once, at most. S3 answers nest four deep.
     package static let maxDepth = 256
 

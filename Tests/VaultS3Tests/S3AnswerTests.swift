@@ -153,20 +153,9 @@ import VaultCore
         let parser = XMLParser(data: Data(body))
         parser.delegate = recorder
         guard parser.parse() else { return nil }
-        return joined(recorder.events)
+        return S3XMLReader.joiningTexts(recorder.events)
     }
 
-    static func joined(_ events: [S3XMLReader.Event]) -> [S3XMLReader.Event] {
-        var out: [S3XMLReader.Event] = []
-        for e in events {
-            if case .text(let t) = e, case .text(let before)? = out.last {
-                out[out.count - 1] = .text(before + t)
-            } else {
-                out.append(e)
-            }
-        }
-        return out
-    }
 
     /// The reader that replaced Foundation's XMLParser (and libxml2) gives XMLParser's events on
     /// every answer it accepts: every recorded SeaweedFS answer (all accepted), every hostile seed
@@ -194,7 +183,7 @@ import VaultCore
         bodies += wellFormed.map { ("well-formed", Array($0.utf8)) }
         var compared = 0, recorded = 0
         for (name, body) in bodies where S3XML.isPlainUTF8XML(body) {
-            let ours = S3XMLReader.events(body).map(Self.joined)
+            let ours = S3XMLReader.events(body).map(S3XMLReader.joiningTexts)
             if name.hasPrefix("seaweedfs-") || name == "well-formed" {
                 #expect(ours != nil, "\(name): \(String(decoding: body, as: UTF8.self).debugDescription)")
                 recorded += 1

@@ -73,7 +73,9 @@ enum S3Family {
             }
             expect(open.isEmpty && roots == 1, "\(open.count) elements left open, \(roots) roots")
             let again = S3XMLReader.events(Array(written.utf8))
-            expect(again.map(joined) == joined(events), "read back otherwise: \(written.debugDescription)")
+            expect(
+                again.map(S3XMLReader.joiningTexts) == S3XMLReader.joiningTexts(events),
+                "read back otherwise: \(written.debugDescription)")
         default:
             let body = Array(bytes.dropFirst())
             if let e = S3XML.error(body) { _ = S3ServiceError(status: 400, code: e.code, message: e.message).vaultCode }
@@ -83,15 +85,3 @@ enum S3Family {
     }
 }
 
-/// Consecutive texts as one (how the reader splits text is not what is checked).
-private func joined(_ events: [S3XMLReader.Event]) -> [S3XMLReader.Event] {
-    var out: [S3XMLReader.Event] = []
-    for e in events {
-        if case .text(let t) = e, case .text(let before)? = out.last {
-            out[out.count - 1] = .text(before + t)
-        } else {
-            out.append(e)
-        }
-    }
-    return out
-}

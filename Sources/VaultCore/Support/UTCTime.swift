@@ -62,8 +62,6 @@ package struct UTCTime: Equatable, Sendable {
         return ((days * 24 + Int64(hour)) * 60 + Int64(minute)) * 60_000 + Int64(second) * 1000 + Int64(millisecond)
     }
 
-    package var date: Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
-
     /// `2026-11-26T09:05:03Z`.
     package var iso8601: String { days("-") + "T" + time(":") + "Z" }
 
