@@ -27,9 +27,13 @@ import Testing
     }
 
     /// Reads everything back, in reads of at most `step` bytes from the source.
-    static func open(_ payload: [UInt8], step: Int = .max, cipher: ChunkCipher = cipher()) -> ([UInt8], VaultError?) {
+    /// With `readAhead`, batches are read on the reader's thread (``BatchesReadAhead``); without,
+    /// on demand (``BatchesOnDemand``).
+    static func open(
+        _ payload: [UInt8], step: Int = .max, cipher: ChunkCipher = cipher(), readAhead: Bool = true
+    ) -> ([UInt8], VaultError?) {
         let input = MemoryEnvelope(payload)
-        let r = StreamReader(cipher: cipher, batching: .reading) { buf in
+        let r = StreamReader(cipher: cipher, batching: .reading, readAhead: readAhead) { buf in
             try input.read(into: UnsafeMutableRawBufferPointer(rebasing: buf[0..<min(buf.count, step)]))
         }
         var out: [UInt8] = []
@@ -47,9 +51,57 @@ import Testing
         let payload = try Self.seal(plain, step: step)
         #expect(UInt64(payload.count) == EnvelopeSize.payloadSize(plaintextSize: UInt64(length)))
         #expect(EnvelopeSize.plaintextSize(payloadSize: UInt64(payload.count)) == UInt64(length))
-        let (back, error) = Self.open(payload, step: step)
-        #expect(error == nil)
-        #expect(back == plain)
+        for readAhead in [true, false] {
+            let (back, error) = Self.open(payload, step: step, readAhead: readAhead)
+            #expect(error == nil)
+            #expect(back == plain)
+        }
+    }
+
+    /// A source that fails after `failAt` bytes fails the reader with its own error, after
+    /// handing on the batches it read whole before the failure: with read-ahead, those whose
+    /// next batch was read too (it is read while they are opened, and its error stops them).
+    @Test(arguments: [0, 1, 12 * 65552, 12 * 65552 + 1, 24 * 65552 + 1, 40 * 65552 + 5])
+    func aFailingSourceFailsTheReaderAfterTheBatchesBeforeIt(failAt: Int) throws {
+        let plain = testBytes(64 * Self.chunk, seed: 9)
+        let payload = try Self.seal(plain, step: Self.chunk)
+        let batch = ChunkBatching.reading.sealedBytes
+        for readAhead in [true, false] {
+            let input = MemoryEnvelope(payload)
+            var at = 0
+            let r = StreamReader(cipher: Self.cipher(), batching: .reading, readAhead: readAhead) { buffer in
+                if at >= failAt { throw VaultError(.io, "disk gone at \(at)") }
+                let n = try input.read(
+                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(buffer.count, failAt - at)]))
+                at += n
+                return n
+            }
+            var out: [UInt8] = []
+            let error = #expect(throws: VaultError.self) { while let b = try r.next() { out += b } }
+            #expect(error?.code == .io && error?.message == "disk gone at \(failAt)")
+            let whole = failAt > 0 ? (failAt - 1) / batch : 0
+            let released = readAhead ? max(0, whole - 1) : whole
+            #expect(out == Array(plain[0..<(released * ChunkBatching.reading.plaintextBytes)]))
+        }
+    }
+
+    /// A reader reads one batch ahead of the one it returns, and no more; without read-ahead,
+    /// only the batch and its look-ahead byte.
+    @Test func readingAheadIsOneBatch() throws {
+        let payload = try Self.seal(testBytes(120 * Self.chunk, seed: 3), step: Self.chunk)
+        let batch = ChunkBatching.reading.sealedBytes
+        for readAhead in [true, false] {
+            let input = MemoryEnvelope(payload)
+            var read = 0
+            let r = StreamReader(cipher: Self.cipher(), batching: .reading, readAhead: readAhead) { buffer in
+                let n = try input.read(into: buffer)
+                read += n
+                return n
+            }
+            #expect(read == 0)
+            #expect(try r.next()?.count == ChunkBatching.reading.plaintextBytes)
+            #expect(read == (readAhead ? 2 * batch + 1 : batch + 1))
+        }
     }
 
     /// A source that yields `plain` in reads of at most `step` bytes.
