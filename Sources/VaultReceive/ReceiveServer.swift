@@ -281,7 +281,8 @@ struct BatchHandler: Sendable {
             "batch",
             metadata: [
                 "station": .string(station), "protocol": .string(wire),
-                "batch": .string(String((key ?? "-").prefix(80))),
+                // What a client sent is logged only when it is a key a batch may have.
+                "batch": .string(key.map { Receiver.isBatchKey($0) ? String($0.prefix(80)) : "(invalid)" } ?? "-"),
                 "documents": .stringConvertible(documents), "bytes": .stringConvertible(bytes),
                 "result": .string(result),
                 "ms": .stringConvertible(Int(Date().timeIntervalSince(started) * 1000))

@@ -453,11 +453,17 @@ public final class Receiver: Sendable {
     /// body (to answer the same receipt, or refuse a different payload under the same key).
     /// - Parameter paced: refuse a body that arrives slower than ``Limits/minimumBytesPerSecond``
     ///   (a request's body; not a tus upload, whose chunks may come hours apart).
+    /// True for an `Idempotency-Key` a batch may have: 1–256 visible ASCII characters (no
+    /// space, so that the log's `batch=` field cannot imitate others).
+    package static func isBatchKey(_ key: String) -> Bool {
+        (1...256).contains(key.utf8.count) && key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+    }
+
     package func begin(
         station: String, key: String?, head: String?, contentType: String?, contentLength: UInt64?,
         paced: Bool = true, now: Date = Date()
     ) async throws(Refusal) -> BatchIntake {
-        guard let key, (1...256).contains(key.utf8.count), key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        guard let key, Self.isBatchKey(key) else {
             throw Refusal(
                 400, "idempotency-key-missing", "a batch needs an Idempotency-Key of 1–256 visible characters")
         }

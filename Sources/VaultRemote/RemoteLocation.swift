@@ -15,10 +15,14 @@ public struct RemoteLocation: Sendable, Equatable, CustomStringConvertible {
     /// The key prefix, without leading or trailing `/` (may be empty).
     public var prefix: String
 
-    /// Parses `s3://BUCKET/PREFIX`.
+    /// True when `value` is an `s3://` URL rather than a folder: its scheme in any case, as
+    /// URL schemes are (`S3://b/p` was taken for a folder named `S3:`).
+    public static func isURL(_ value: String) -> Bool { value.prefix(5).lowercased() == "s3://" }
+
+    /// Parses `s3://BUCKET/PREFIX` (the scheme in any case).
     /// - Throws: ``VaultError/Code/usage`` for anything else.
     public init(url: String) throws {
-        guard url.hasPrefix("s3://"),
+        guard Self.isURL(url),
             let c = URLComponents(string: url),
             let host = c.host,
             !host.isEmpty,
@@ -133,7 +137,7 @@ extension NamedList where Entry == RemoteEntry {
     /// The location `nameOrURL` names: an `s3://` URL as it is, else a remote's name; with
     /// nil, the vault's only remote.
     public func resolve(_ nameOrURL: String?) throws -> Resolved {
-        if let n = nameOrURL, n.hasPrefix("s3://") { return Resolved(name: nil, location: try RemoteLocation(url: n)) }
+        if let n = nameOrURL, RemoteLocation.isURL(n) { return Resolved(name: nil, location: try RemoteLocation(url: n)) }
         if let n = nameOrURL {
             guard let r = remotes.first(where: { $0.name == n }) else {
                 guard remotes.isEmpty else {

@@ -312,7 +312,7 @@ public final class S3Client: Sendable {
         if r.status == 404 { return nil }
         try check(r, "HeadObject \(bucket)/\(key)")
         return ObjectHead(
-            size: UInt64(r.header("Content-Length") ?? "") ?? 0, etag: Self.unquote(r.header("ETag") ?? ""))
+            size: Self.decimal(r.header("Content-Length")) ?? 0, etag: Self.unquote(r.header("ETag") ?? ""))
     }
 
     /// Streams the object (or `range` of it) to `receive`, piece by piece as it arrives, and
@@ -540,6 +540,15 @@ public final class S3Client: Sendable {
 
     /// An ETag without its quotes.
     public static func unquote(_ s: String) -> String { s.trimming("\"") }
+
+    /// A number in an answer: ASCII digits only, at most 19 of them (Swift's `UInt64(_:)` also
+    /// takes a sign, so a store's `+460` read as 460). Nil for anything else, or none.
+    static func decimal(_ s: String?) -> UInt64? {
+        guard let s, !s.isEmpty, s.utf8.count <= 19, s.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            return nil
+        }
+        return UInt64(s)
+    }
 }
 
 /// The few XML reads S3 answers need, with ``S3XMLReader``.
@@ -618,11 +627,17 @@ package enum S3XML {
             }
             token = next
             done = next == nil
-            return contents.compactMap { o -> S3Client.ListedObject? in
+            return try contents.compactMap { o -> S3Client.ListedObject? in
                 guard let key = o["Key"],
                       key.hasPrefix(prefix) else { return nil }
+                guard let size = S3Client.decimal(o["Size"]) else {
+                    throw VaultError(
+                        .vaultDamaged,
+                        "\(what): the store listed '\(key.prefix(80))' with a size that is not a number: "
+                            + "'\((o["Size"] ?? "").prefix(24))'")
+                }
                 return S3Client.ListedObject(
-                    key: key, size: UInt64(o["Size"] ?? "") ?? 0, etag: S3Client.unquote(o["ETag"] ?? ""),
+                    key: key, size: size, etag: S3Client.unquote(o["ETag"] ?? ""),
                     lastModified: o["LastModified"] ?? "")
             }
         }
@@ -660,15 +675,21 @@ package enum S3XML {
                     .vaultDamaged, "\(what): the store's part list goes on past \(S3Client.maxPages) pages")
             }
             for p in elements("Part", in: body) {
-                guard let n = Int(p["PartNumber"] ?? "") else { continue }
-                byNumber[n] = (S3Client.unquote(p["ETag"] ?? ""), UInt64(p["Size"] ?? "") ?? 0)
+                guard let n = S3Client.decimal(p["PartNumber"]).flatMap({ Int(exactly: $0) }),
+                      let size = S3Client.decimal(p["Size"]) else {
+                    throw VaultError(
+                        .vaultDamaged,
+                        "\(what): the store listed a part whose number or size is not a number: "
+                            + "'\((p["PartNumber"] ?? "").prefix(24))', '\((p["Size"] ?? "").prefix(24))'")
+                }
+                byNumber[n] = (S3Client.unquote(p["ETag"] ?? ""), size)
             }
             guard values("IsTruncated", in: body).first == "true",
                   let next = values("NextPartNumberMarker", in: body).first else {
                 done = true
                 return
             }
-            guard let n = Int(next),
+            guard let n = S3Client.decimal(next).flatMap({ Int(exactly: $0) }),
                   n > marker else {
                 throw VaultError(
                     .vaultDamaged,

@@ -8,13 +8,21 @@ public struct S3ServiceError: Error, Sendable, CustomStringConvertible, CauseSta
     public var status: Int
     /// The S3 error code (`NoSuchKey`, `BadDigest`, ...), if the answer named one.
     public var code: String?
-    /// The store's message.
+    /// The store's message, cut at ``maxMessage`` characters.
     public var message: String
+
+    /// The most of a store's message (and code) kept: enough for any real store's sentence; a
+    /// hostile store's 4 MB message went to stderr whole.
+    public static let maxMessage = 300
 
     public init(status: Int, code: String?, message: String) {
         self.status = status
-        self.code = code
-        self.message = message
+        self.code = code.map { Self.cut($0, at: 64) }
+        self.message = Self.cut(message, at: Self.maxMessage)
+    }
+
+    private static func cut(_ s: String, at n: Int) -> String {
+        s.count > n ? String(s.prefix(n)) + "…" : s
     }
 
     /// The code, or `HTTP <status>`, then the message.

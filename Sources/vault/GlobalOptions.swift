@@ -72,10 +72,10 @@ struct GlobalOptions: ParsableArguments {
     }
 
     func target() throws -> Target {
-        guard let v = vault ?? environment("VAULT_DIR").flatMap({ $0.hasPrefix("s3://") ? $0 : nil }) else {
+        guard let v = vault ?? environment("VAULT_DIR").flatMap({ RemoteLocation.isURL($0) ? $0 : nil }) else {
             return .local
         }
-        if v.hasPrefix("s3://") { return .store(try RemoteLocation(url: v)) }
+        if RemoteLocation.isURL(v) { return .store(try RemoteLocation(url: v)) }
         guard !v.contains("/"),
               FileSystem.kind(of: v) == .missing,
               RemoteList.isValidName(v) else { return .local }
@@ -225,7 +225,7 @@ extension GlobalOptions {
     /// Fails when `--vault` names a store: the command needs a local vault.
     /// - Parameter hint: what to do instead (by default: make a replica).
     func requireLocal(hint: String? = nil) throws {
-        if let v = vault, v.hasPrefix("s3://") {
+        if let v = vault, RemoteLocation.isURL(v) {
             throw VaultError(
                 .usage,
                 """

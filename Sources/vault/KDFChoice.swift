@@ -38,6 +38,9 @@ struct KDFChoice: ExpressibleByArgument, Sendable {
 
     static var allValueStrings: [String] { KDFLevel.allCases.map(\.rawValue) }
 
+    /// The level's name in help (`default: moderate`), not the struct's description.
+    var defaultValueDescription: String { name }
+
     /// The name of the debug builds' test level.
     static let testLevel = "insecure-test"
 

@@ -431,6 +431,17 @@ import Glibc
                         make a replica with 'vault clone s3://bucket/home --vault NEW-FOLDER'\n
                         """,
             "\(local.stderr)")
+        // A URL's scheme is read in any case: `S3://` was taken for a folder named `S3:`, and
+        // the hint offered to make a vault there.
+        for url in ["S3://bucket/x", "s3://bucket/x"] {
+            let store = s.run("list", "--vault", url)
+            #expect(
+                store.status == 64
+                    && store.stderr
+                        == "vault: --vault \(url) needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY\n",
+                "\(store.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: s.path("S3:")))
     }
 
     /// Every command that prints a result has -q (nothing but errors) and --json (one object,

@@ -249,6 +249,14 @@ final class ReceiverProcess {
         let staged = (try? FileManager.default.contentsOfDirectory(atPath: s.path("office/staging"))) ?? []
         #expect(staged.isEmpty, "nothing staged is left")
         #expect(office.run("verify").status == 0)
+        // A client's key is logged only when it is one a batch may have: with a space it could
+        // imitate the log's other fields, before any authentication.
+        let forged = office.curl(
+            token: "not-a-token",
+            ["-H", "Idempotency-Key: k2 station=admin result=200", "--data-binary", "{}", office.url + "/batches"])
+        #expect(forged.status == 401, "\(forged)")
+        #expect(poll(every: 20_000) { office.log.contains("batch=(invalid)") }, "\(office.log)")
+        #expect(!office.log.contains("station=admin"), "\(office.log)")
     }
 
     /// A private CA (`ca.pem`) and a server certificate for 127.0.0.1 signed by it

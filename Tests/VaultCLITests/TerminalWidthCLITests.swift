@@ -195,9 +195,15 @@ import Glibc
         // The options every command takes are shown once, by `vault --help`, not in every command's help.
         #expect(s.shell("COLUMNS=80 \"$1\" help get").out.contains("--password-file") == false)
         #expect(s.shell("COLUMNS=80 \"$1\" --help").out.contains("--password-command"))
+        let kdf = s.shell("COLUMNS=80 \"$1\" help init").out
+            .split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(kdf.contains("(values: interactive, moderate, sensitive; default: moderate)"), "\(kdf)")
         for command in commands {
             let r = s.shell("COLUMNS=80 \"$1\" help \(command)")
             #expect(r.status == 0, "\(command): \(r.stderr)")
+            // A default is shown as a user types it, never as a Swift value's description
+            // (`init --kdf` showed `KDFChoice(name: "moderate", parameters: ...)`).
+            #expect(!r.out.contains("(name:") && !r.out.contains("VaultCore."), "vault help \(command): \(r.out)")
             var block = false
             for line in r.out.split(separator: "\n", omittingEmptySubsequences: false) {
                 // Every line, the usage line too, fits the 80 columns docs/CLI.md promises.

@@ -110,6 +110,32 @@ import VaultCore
         let none = Array("<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>".utf8)
         #expect(try empty.read(none).isEmpty)
         #expect(empty.done)
+        // Numbers are ASCII digits: Swift's UInt64("+460") is 460, and a size that was not a
+        // number read as 0.
+        for size in ["+460", "-1", " 460", "4e2", "", "99999999999999999999"] {
+            var signed = S3XML.ObjectListing(prefix: "", what: "ListObjectsV2 rec/")
+            let listed = Array(
+                "<ListBucketResult><Contents><Key>a</Key><Size>\(size)</Size></Contents></ListBucketResult>".utf8)
+            let refused = #expect(throws: VaultError.self, "\(size)") { try signed.read(listed) }
+            #expect(refused?.message.contains("a size that is not a number") == true)
+            var parts = S3XML.PartListing(what: "ListParts rec")
+            let part = Array(
+                "<ListPartsResult><Part><PartNumber>1</PartNumber><Size>\(size)</Size></Part></ListPartsResult>".utf8)
+            #expect(throws: VaultError.self, "\(size)") { try parts.read(part) }
+        }
+        var plus = S3XML.PartListing(what: "ListParts rec")
+        let plusPart = "<ListPartsResult><Part><PartNumber>+2</PartNumber><Size>5</Size></Part></ListPartsResult>"
+        #expect(throws: VaultError.self) { try plus.read(Array(plusPart.utf8)) }
+        var sized = S3XML.ObjectListing(prefix: "", what: "ListObjectsV2 rec/")
+        let listed = try sized.read(
+            Array("<ListBucketResult><Contents><Key>a</Key><Size>460</Size></Contents></ListBucketResult>".utf8))
+        #expect(listed.map(\.size) == [460])
+        // A store's message is cut at 300 characters (a hostile one sent 4 MB to stderr).
+        let long = S3ServiceError(
+            status: 500, code: String(repeating: "C", count: 100), message: String(repeating: "m", count: 5000))
+        #expect(long.message == String(repeating: "m", count: 300) + "…")
+        #expect(long.code == String(repeating: "C", count: 64) + "…")
+        #expect(S3ServiceError(status: 404, code: "NoSuchKey", message: "gone").description == "NoSuchKey: gone")
         let bomb = try Self.parts("seeds/s3/hostile-entity-bomb-error")[0]
         #expect(S3XML.error(bomb) == nil)
         #expect(S3XML.error(try Self.parts("seeds/s3/hostile-external-entity")[0]) == nil)
