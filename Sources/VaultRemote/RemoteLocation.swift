@@ -137,7 +137,9 @@ extension NamedList where Entry == RemoteEntry {
     /// The location `nameOrURL` names: an `s3://` URL as it is, else a remote's name; with
     /// nil, the vault's only remote.
     public func resolve(_ nameOrURL: String?) throws -> Resolved {
-        if let n = nameOrURL, RemoteLocation.isURL(n) { return Resolved(name: nil, location: try RemoteLocation(url: n)) }
+        if let n = nameOrURL, RemoteLocation.isURL(n) {
+            return Resolved(name: nil, location: try RemoteLocation(url: n))
+        }
         if let n = nameOrURL {
             guard let r = remotes.first(where: { $0.name == n }) else {
                 guard remotes.isEmpty else {
