@@ -41,6 +41,7 @@ class State:
         self.plan = json.load(open(args.fault_plan)) if args.fault_plan else []
         self.requests = 0
         self.keys = {}  # Idempotency-Key -> SHA-256 of the accepted body
+        self.key_locks = {}  # Idempotency-Key -> the lock its requests take in turn
         self.log = open(args.log, "a", buffering=1) if args.log else None
 
     def next_fault(self):
@@ -168,38 +169,44 @@ class Handler(BaseHTTPRequestHandler):
         if not key:
             st.record(status=400, **base)
             return self.reply(400, {"error": "Idempotency-Key required"})
+        # One request per key at a time, from the check to the record: two requests under the
+        # same key (a resend while the interrupted first one is still being read) must not both
+        # be accepted, as a real back office's idempotency would not allow.
         with st.lock:
-            seen = st.keys.get(key)
-        if seen is not None:
-            status = 200 if seen == digest else 409
-            st.record(status=status, duplicate=True, bytes=length, sha256=digest, **base)
-            return self.reply(status, {"duplicate": True} if status == 200 else {"error": "key reused with another body"})
-        ids = []
-        if body is not None:
-            try:
-                payload = json.loads(body)
-                files = payload["Files"]
-                assert isinstance(files, list) and list(payload) == ["Files"]
-                for i, f in enumerate(files):
-                    if isinstance(f, str):
-                        data = base64.b64decode(f, validate=True)
-                        ids.append(f"{key}-{i}")
-                    else:
-                        assert list(f) == ["Id", "Name", "ContentType", "Size", "SHA256", "Data"], list(f)
-                        data = base64.b64decode(f["Data"], validate=True)
-                        assert len(data) == f["Size"], f"{f['Id']}: size"
-                        assert hashlib.sha256(data).hexdigest() == f["SHA256"], f"{f['Id']}: SHA-256"
-                        ids.append(f["Id"])
-                    if st.args.store:
-                        with open(os.path.join(st.args.store, ids[-1]), "wb") as out:
-                            out.write(data)
-            except (ValueError, KeyError, AssertionError, TypeError, binascii.Error) as e:
-                st.record(status=422, error=str(e), **base)
-                return self.reply(422, {"error": f"invalid payload: {e}"})
-        with st.lock:
-            st.keys[key] = digest
-        st.record(status=200, accepted=ids, bytes=length, sha256=digest, **base)
-        self.reply(200, {"accepted": len(ids)})
+            key_lock = st.key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            with st.lock:
+                seen = st.keys.get(key)
+            if seen is not None:
+                status = 200 if seen == digest else 409
+                st.record(status=status, duplicate=True, bytes=length, sha256=digest, **base)
+                return self.reply(status, {"duplicate": True} if status == 200 else {"error": "key reused with another body"})
+            ids = []
+            if body is not None:
+                try:
+                    payload = json.loads(body)
+                    files = payload["Files"]
+                    assert isinstance(files, list) and list(payload) == ["Files"]
+                    for i, f in enumerate(files):
+                        if isinstance(f, str):
+                            data = base64.b64decode(f, validate=True)
+                            ids.append(f"{key}-{i}")
+                        else:
+                            assert list(f) == ["Id", "Name", "ContentType", "Size", "SHA256", "Data"], list(f)
+                            data = base64.b64decode(f["Data"], validate=True)
+                            assert len(data) == f["Size"], f"{f['Id']}: size"
+                            assert hashlib.sha256(data).hexdigest() == f["SHA256"], f"{f['Id']}: SHA-256"
+                            ids.append(f["Id"])
+                        if st.args.store:
+                            with open(os.path.join(st.args.store, ids[-1]), "wb") as out:
+                                out.write(data)
+                except (ValueError, KeyError, AssertionError, TypeError, binascii.Error) as e:
+                    st.record(status=422, error=str(e), **base)
+                    return self.reply(422, {"error": f"invalid payload: {e}"})
+            with st.lock:
+                st.keys[key] = digest
+            st.record(status=200, accepted=ids, bytes=length, sha256=digest, **base)
+            self.reply(200, {"accepted": len(ids)})
 
 
 def main():
