@@ -448,17 +448,17 @@ public final class Receiver: Sendable {
         package var duplicate = false
     }
 
-    /// Starts taking a batch: checks the station's head and the batch key, and returns the
-    /// intake to feed the body to. A batch already taken gives an intake that only hashes the
-    /// body (to answer the same receipt, or refuse a different payload under the same key).
-    /// - Parameter paced: refuse a body that arrives slower than ``Limits/minimumBytesPerSecond``
-    ///   (a request's body; not a tus upload, whose chunks may come hours apart).
     /// True for an `Idempotency-Key` a batch may have: 1–256 visible ASCII characters (no
     /// space, so that the log's `batch=` field cannot imitate others).
     package static func isBatchKey(_ key: String) -> Bool {
         (1...256).contains(key.utf8.count) && key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
     }
 
+    /// Starts taking a batch: checks the station's head and the batch key, and returns the
+    /// intake to feed the body to. A batch already taken gives an intake that only hashes the
+    /// body (to answer the same receipt, or refuse a different payload under the same key).
+    /// - Parameter paced: refuse a body that arrives slower than ``Limits/minimumBytesPerSecond``
+    ///   (a request's body; not a tus upload, whose chunks may come hours apart).
     package func begin(
         station: String, key: String?, head: String?, contentType: String?, contentLength: UInt64?,
         paced: Bool = true, now: Date = Date()
