@@ -108,7 +108,7 @@ public final class S3Client: Sendable {
         do {
             response = try await http.execute(request, deadline: deadline)
         } catch {
-            throw VaultError(.storeUnavailable, "S3 \(method) \(bucket)/\(key): \(Self.describe(error))")
+            throw Self.transportFailure(error, "S3 \(method) \(bucket)/\(key)", timeout: timeout)
         }
         var collected = ByteBuffer()
         do {
@@ -145,7 +145,7 @@ public final class S3Client: Sendable {
             throw e
         } catch {
             // The connection dropped in the middle of the answer: as transient as one that failed before it.
-            throw VaultError(.storeUnavailable, "S3 \(method) \(bucket)/\(key): \(Self.describe(error))")
+            throw Self.transportFailure(error, "S3 \(method) \(bucket)/\(key)", timeout: timeout)
         }
         return Response(
             status: Int(response.status.code), headers: response.headers,
@@ -157,20 +157,30 @@ public final class S3Client: Sendable {
     static func check(_ deadline: NIODeadline, _ method: RequestMethod, _ bucket: String, _ key: String) throws {
         if NIODeadline.now() > deadline {
             throw VaultError(
-                .storeUnavailable, "S3 \(method) \(bucket)/\(key): \(describe(HTTPClientError.deadlineExceeded))")
+                .storeUnavailable, "S3 \(method) \(bucket)/\(key): \(deadlinePassed)")
         }
     }
 
     /// A transport error in words; a passed deadline names the bound.
-    static func describe(_ error: any Error) -> String {
-        if let h = error as? HTTPClientError, h == .deadlineExceeded {
-            return
-                """
-                    the request took longer than its deadline (the timeout plus its bytes at \
-                    \(Int(minimumRate) >> 10) KiB/s)
-                    """
+    static func describe(_ error: any Error, timeout: Double) -> String {
+        if let h = error as? HTTPClientError, h == .deadlineExceeded { return deadlinePassed }
+        return TransportError.describe(error, timeout: timeout)
+    }
+
+    static let deadlinePassed = """
+        the request took longer than its deadline (the timeout plus its bytes at \
+        \(Int(minimumRate) >> 10) KiB/s)
+        """
+
+    /// A transport failure as the store's error: a host that does not resolve will not on a
+    /// retry (`store-rejected`, with the endpoint to check); anything else may pass.
+    static func transportFailure(_ error: any Error, _ what: String, timeout: Double) -> VaultError {
+        if let host = TransportError.unknownHost(error) {
+            return VaultError(
+                .storeRejected, "\(what): cannot find the host '\(host.host)' (\(host.reason))",
+                remedy: .checkStoreEndpoint)
         }
-        return String(describing: error)
+        return VaultError(.storeUnavailable, "\(what): \(describe(error, timeout: timeout))")
     }
 
     /// Fails with the S3 error unless the status is 2xx, or the body holds an error although
@@ -376,7 +386,7 @@ public final class S3Client: Sendable {
         ).futureResult
             .flatMapErrorThrowing { error in
                 if error is VaultError { throw error }
-                throw VaultError(.storeUnavailable, "S3 GET \(bucket)/\(key): \(Self.describe(error))")
+                throw Self.transportFailure(error, "S3 GET \(bucket)/\(key)", timeout: self.timeout)
             }
     }
 
@@ -411,7 +421,7 @@ public final class S3Client: Sendable {
         func didReceiveBodyPart(task: HTTPClient.Task<Int>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
             if NIODeadline.now() > deadline {
                 return task.eventLoop.makeFailedFuture(
-                    VaultError(.storeUnavailable, "S3 GET: \(S3Client.describe(HTTPClientError.deadlineExceeded))"))
+                    VaultError(.storeUnavailable, "S3 GET: \(S3Client.deadlinePassed)"))
             }
             guard (200..<300).contains(status) else {
                 errorBody += buffer.readableBytesView.prefix(1 << 20 - errorBody.count)

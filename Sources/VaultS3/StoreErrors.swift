@@ -12,6 +12,19 @@ extension VaultError.Code {
     public static let storeUnavailable = Self(rawValue: "store-unavailable")
 }
 
+/// The steps that set right the errors of remote stores.
+extension VaultError.Remedy.Name {
+    /// Check the bucket's name and the store's endpoint: the host a request went to does not
+    /// resolve.
+    public static let checkStoreEndpoint = Self(rawValue: "check-store-endpoint")
+}
+
+extension VaultError.Remedy {
+    /// Check the bucket's name and the store's endpoint: the host a request went to does not
+    /// resolve.
+    public static let checkStoreEndpoint = Self(.checkStoreEndpoint)
+}
+
 extension VaultError {
     /// True for a store failure that may pass (`VaultError.Code.storeUnavailable`):
     /// the one kind a store operation retries.

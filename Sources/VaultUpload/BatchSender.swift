@@ -8,6 +8,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import VaultCore
+import VaultS3
 
 /// One protocol's way of sending a batch (``UploadProtocol``). A sender owns what it learns
 /// over a run (a tus server's capabilities, an S3 client) and keeps the batch's server-side
@@ -84,35 +85,13 @@ enum AttemptOutcome: Sendable {
         }
         // A name that does not resolve (EAI_NONAME) will not on a retry: a typo in the URL.
         // A temporary failure of the resolver (EAI_AGAIN) is retried as other network errors.
-        let dns = (error as? NIOConnectionError).flatMap { $0.dnsAError ?? $0.dnsAAAAError } ?? error
-        if let h = dns as? SocketAddressError.UnknownHost, h.errorCode != Int(EAI_AGAIN) {
+        if let host = TransportError.unknownHost(error) {
             return .refused(
                 VaultError(
-                    .uploadRejected,
-                    "cannot find the host '\(h.host)' (\(h.errorDescription.lowercased())); nothing was sent",
+                    .uploadRejected, "cannot find the host '\(host.host)' (\(host.reason)); nothing was sent",
                     remedy: .checkHostName))
         }
-        return .retry(reason: describe(error, timeout: timeout), retryAfter: nil)
-    }
-
-    /// A transport error in words (no URL with credentials: the client's errors carry none).
-    static func describe(_ error: any Error, timeout: Double) -> String {
-        let seconds = Seconds.text(timeout) + " s"
-        if let io = error as? IOError {
-            return "connection error: " + String(cString: strerror(io.errnoCode)).lowercased()
-        }
-        if let h = error as? HTTPClientError {
-            switch h {
-            case .readTimeout: return "no answer within \(seconds)"
-            case .writeTimeout: return "the server stopped reading for \(seconds)"
-            case .connectTimeout: return "could not connect within \(seconds)"
-            case .remoteConnectionClosed: return "the server closed the connection"
-            default: break
-            }
-        }
-        let text = String(describing: error)
-        if text.contains("Connection refused") || text.contains("connectionRefused") { return "connection refused" }
-        return text.count > 200 ? String(text.prefix(200)) + "…" : text
+        return .retry(reason: TransportError.describe(error, timeout: timeout), retryAfter: nil)
     }
 }
 

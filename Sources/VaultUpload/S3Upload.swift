@@ -245,8 +245,8 @@ final class S3Sender: BatchSender, @unchecked Sendable {
             await abandon(a.wire)
             try? a.record(.none)
             switch e.code {
-            case .storeUnauthorized: return .refused(VaultError(.uploadUnauthorized, e.message, cause: e.cause))
-            case .storeRejected: return .refused(VaultError(.uploadRejected, e.message, cause: e.cause))
+            case .storeUnauthorized: return .refused(e.recoded(.uploadUnauthorized))
+            case .storeRejected: return .refused(e.recoded(.uploadRejected))
             default: return .refused(e)
             }
         }
@@ -256,5 +256,12 @@ final class S3Sender: BatchSender, @unchecked Sendable {
     func abandon(_ state: UploadJournal.WireState) async {
         guard let m = state.multipart else { return }
         try? await client.abortMultipartUpload(bucket: s3.bucket, key: m.key, uploadID: m.uploadID)
+    }
+}
+
+extension VaultError {
+    /// This error under another code, with its message, hint, remedy and cause.
+    fileprivate func recoded(_ code: Code) -> VaultError {
+        VaultError(code, message, hint: hint, remedy: remedy, cause: cause)
     }
 }
