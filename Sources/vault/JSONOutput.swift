@@ -72,3 +72,9 @@ struct OutputOptions: ParsableArguments {
         if quiet && json { throw ValidationError("-q and --json contradict each other.") }
     }
 }
+
+/// `-q` on a command whose only output is the line on standard error that says what it changed.
+struct QuietOption: ParsableArguments {
+    @Flag(name: .shortAndLong, help: "Print nothing but errors and warnings; the exit status is the result.")
+    var quiet = false
+}

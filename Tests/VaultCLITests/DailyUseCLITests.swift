@@ -515,6 +515,19 @@ import Glibc
         #expect(
             quietPasswd.status == 0 && quietPasswd.stdout.isEmpty && quietPasswd.stderr.isEmpty, "\(quietPasswd.stderr)"
         )
+        // Naming and forgetting a destination or a store: one line each, none with -q.
+        let named = s.run("destination", "add", "office", "https://office.example/in")
+        #expect(named.status == 0 && named.stderr == "vault: added destination office → https://office.example/in\n")
+        for args in [
+            ["destination", "remove", "office", "-q"],
+            ["destination", "add", "office", "https://office.example/in", "-q"],
+            ["remote", "add", "archive", "s3://archive/station", "-q"], ["remote", "remove", "archive", "-q"]
+        ] {
+            let quiet = s.run(args)
+            #expect(quiet.status == 0 && quiet.stdout.isEmpty && quiet.stderr.isEmpty, "\(args): \(quiet.stderr)")
+        }
+        #expect(s.run("destination", "list").out.hasPrefix("office"))
+        #expect(s.run("remote", "list").out.isEmpty)
         let both = s.run("verify", "-q", "--json")
         #expect(both.status == 64 && both.stderr.hasPrefix("vault: -q and --json contradict each other\n"))
         // An empty list says so, on stderr (a script reading the table gets nothing).

@@ -122,6 +122,7 @@ extension VaultCommand.Destinations {
         var receiptKey: String?
 
         @OptionGroup var sealing: SealingOptions
+        @OptionGroup var output: QuietOption
 
         func run() async throws { try await run(parent: group.parentOptions) }
 
@@ -210,6 +211,7 @@ extension VaultCommand.Destinations {
             entry.recipients = recipients.isEmpty ? nil : recipients.map(\.description)
             list.destinations.append(entry)
             try list.save(vault)
+            guard !output.quiet else { return }
             Terminal.err(
                 "vault: added destination \(name) → \(identity)" + (optional ? " (optional)" : "")
                     + (receiptKey == nil ? "" : "; batches need its signed receipts")
@@ -229,6 +231,8 @@ extension VaultCommand.Destinations {
         @Argument(help: ArgumentHelp("The destination's name.", valueName: "name"))
         var name: String
 
+        @OptionGroup var output: QuietOption
+
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
@@ -240,7 +244,7 @@ extension VaultCommand.Destinations {
             }
             list.destinations.remove(at: i)
             try list.save(vault)
-            Terminal.err("vault: removed destination \(name) (its deliveries stay in the history)")
+            if !output.quiet { Terminal.err("vault: removed destination \(name) (its deliveries stay in the history)") }
         }
     }
 }

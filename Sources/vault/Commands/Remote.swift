@@ -76,6 +76,8 @@ extension VaultCommand.Remote {
         @Argument(help: ArgumentHelp("The store: s3://BUCKET/PREFIX.", valueName: "url"))
         var url: String
 
+        @OptionGroup var output: QuietOption
+
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
@@ -96,7 +98,7 @@ extension VaultCommand.Remote {
             }
             list.remotes.append(.init(name: name, url: location.description))
             try list.save(vault)
-            Terminal.err("vault: added remote \(name) → \(location)")
+            if !output.quiet { Terminal.err("vault: added remote \(name) → \(location)") }
         }
     }
 
@@ -111,6 +113,8 @@ extension VaultCommand.Remote {
         @Argument(help: ArgumentHelp("The remote's name.", valueName: "name"))
         var name: String
 
+        @OptionGroup var output: QuietOption
+
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
@@ -122,7 +126,7 @@ extension VaultCommand.Remote {
             }
             list.remotes.remove(at: i)
             try list.save(vault)
-            Terminal.err("vault: removed remote \(name) (the store itself is unchanged)")
+            if !output.quiet { Terminal.err("vault: removed remote \(name) (the store itself is unchanged)") }
         }
     }
 }
