@@ -43,6 +43,10 @@ enum AttemptOutcome: Sendable {
     case skip(DocumentFailure)
     /// The server refused for good (credentials, other 4xx).
     case refused(VaultError)
+    /// The server refused the batch for one document, named by its place in it (from 1) with
+    /// the server's reason; `otherwise` is the refusal of the whole batch, for a place that is
+    /// not in it.
+    case refusedDocument(place: Int, reason: String, otherwise: VaultError)
     /// The attempt ended (a dropped connection, a 5xx) after the server acknowledged more of
     /// the batch, up to `at`; the next attempt continues from there.
     case resume(at: UInt64, reason: String)
@@ -57,7 +61,12 @@ enum AttemptOutcome: Sendable {
         case .authentication:
             .refused(VaultError(.uploadUnauthorized, "the server refused the credentials (\(r.status) \(r.reason))"))
         case .tooLarge: .split(reason: "\(r.status) \(r.reason)", serverSays: r.serverSays)
-        case .reject: .refused(VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))
+        case .reject:
+            r.refusedDocument.map {
+                .refusedDocument(
+                    place: $0.place, reason: $0.reason,
+                    otherwise: VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))
+            } ?? .refused(VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))
         case .retry: .retry(reason: "\(r.status) \(r.reason)", retryAfter: RetryPolicy.parseRetryAfter(r.retryAfter))
         }
     }

@@ -218,6 +218,7 @@ extension UploadSummary {
         t.sentBatches += later.sentBatches
         t.sentBytes += later.sentBytes
         t.tooLarge += later.tooLarge
+        t.refused += later.refused
         t.removed += later.removed
         return t
     }

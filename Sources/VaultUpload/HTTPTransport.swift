@@ -127,6 +127,23 @@ public struct UploadResponse: Sendable {
         decoder.userInfo[JSONField<T>.name] = field
         return (try? decoder.decode(JSONField<T>.self, from: Data(body.utf8)))?.value
     }
+
+    /// The document (from 1) a refusal names, with the server's reason, as vault's receiver
+    /// answers one: `{"error":{"code":…,"document":N,"message":…}}`; nil when it names none.
+    var refusedDocument: (place: Int, reason: String)? {
+        struct Answer: Decodable {
+            struct Refusal: Decodable {
+                var code: String?
+                var document: Int?
+                var message: String?
+            }
+            var error: Refusal?
+        }
+        guard let error = (try? JSONDecoder().decode(Answer.self, from: Data(body.utf8)))?.error,
+              let place = error.document else { return nil }
+        let reason = [error.message, error.code.map { "(\($0))" }].compactMap { $0 }.joined(separator: " ")
+        return (place, String(reason.prefix(300)))
+    }
 }
 
 /// One field of a JSON object, named in the decoder's user info: nil when the body is an object

@@ -8,6 +8,10 @@ extension VaultError.Code {
     public static let uploadRejected = Self(rawValue: "upload-rejected")
     /// The upload gave up after its retries (network, timeouts, 5xx): run it again to resume.
     public static let uploadFailed = Self(rawValue: "upload-failed")
+    /// The server refused one document of a batch, named by its place (vault's receiver: a name
+    /// it will not store, a document that does not verify): it was left out of the run and is
+    /// not delivered; a later run tries it again.
+    public static let documentRefused = Self(rawValue: "document-refused")
 }
 
 /// The names of the steps that set right the errors of uploads.

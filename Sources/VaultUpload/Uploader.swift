@@ -159,11 +159,16 @@ public struct UploadSummary: Sendable {
     public var payloadBytes: UInt64
     /// Retries this command made.
     public var retries: Int
-    /// Documents left out (damaged with skipping asked for, or too large for the server).
+    /// Documents left out (damaged with skipping asked for, too large for the server, or refused
+    /// by it).
     public var skipped: Int
     /// Those of them the server refused as too large (413 for the document alone): not
     /// delivered, tried again by a later run.
     public var tooLarge: [DocumentID] = []
+    /// Those of them the server refused by their place in a batch (vault's receiver: a name it
+    /// will not store, a document that does not verify): not delivered, tried again by a later
+    /// run.
+    public var refused: [DocumentID] = []
     /// Documents this call sent and had confirmed (a resumed run's earlier batches are not
     /// counted).
     public var sentDocuments = 0
@@ -465,6 +470,7 @@ public final class Uploader: @unchecked Sendable {
             skipped: journal.skipped.count,
             tooLarge: journal.skipped.filter { $0.code == VaultError.Code.uploadRejected.rawValue }
                 .map(\.id), resumedBytes: resumedBytes)
+        summary.refused = journal.skipped.filter { $0.code == VaultError.Code.documentRefused.rawValue }.map(\.id)
         summary.sentDocuments = sent.documents
         summary.sentBatches = sent.batches
         summary.sentBytes = sent.bytes
@@ -567,6 +573,9 @@ public final class Uploader: @unchecked Sendable {
             case .refused(let e):
                 try journal.save(to: vault)
                 throw e
+            case .refusedDocument(let place, let reason, let otherwise):
+                if try await leaveOut(i, place: place, reason: reason, otherwise: otherwise) { return (retries, true) }
+                attempt = 0
             case .resume(let at, let reason):
                 // Progress was made: the retry budget is for attempts that get nowhere.
                 try journal.save(to: vault)
@@ -851,6 +860,32 @@ public final class Uploader: @unchecked Sendable {
         try rekey(from: i)
         try journal.save(to: vault)
         onEvent(.skipped(id: f.record.id, name: f.record.metadata.name, error: f.error))
+    }
+
+    /// The server refused batch `i` for the document at `place` (from 1): that document leaves
+    /// the run — named, with the server's reason, and not delivered, so a later run tries it
+    /// again — and the batch is sent again without it, as `split` does for one too large. A place that is not in the batch refuses the whole batch
+    /// (`otherwise`). Each refusal takes one document out, so a server that refuses every one
+    /// ends the run after as many requests. Returns true when batch `i` left the run (it held
+    /// that document alone).
+    private func leaveOut(_ i: Int, place: Int, reason: String, otherwise: VaultError) async throws -> Bool {
+        let docs = batchRecords(journal.batches[i])
+        guard place >= 1 && place <= docs.count else {
+            try journal.save(to: vault)
+            throw otherwise
+        }
+        let d = docs[place - 1]
+        let error = VaultError(.documentRefused, "the server refused it: \(reason)")
+        await sender.abandon(journal.batches[i].wire)
+        journal.batches[i].wire = .none
+        let alone = docs.count == 1
+        if alone { journal.batches.remove(at: i) } else { journal.batches[i].documents.removeAll { $0 == d.id } }
+        journal.skipped.append(.init(id: d.id, code: error.code.rawValue))
+        runProgress.skip(remaining: d.metadata.size)
+        if i < journal.batches.count { try rekey(from: i) }
+        try journal.save(to: vault)
+        onEvent(.skipped(id: d.id, name: d.metadata.name, error: error))
+        return alone
     }
 
     /// Waits before the next attempt at batch `i`, as the policy says.

@@ -259,6 +259,47 @@ final class ReceiverProcess {
         #expect(!office.log.contains("station=admin"), "\(office.log)")
     }
 
+    /// A name a vault holds and its receiver will not store (it has a tab): that document is
+    /// left out, named with the receiver's reason and not delivered, and the rest of its batch
+    /// arrives, on every protocol; the next upload tries it again. Before, the receiver's
+    /// refusal stopped the whole batch, every time, and nothing in it was ever delivered.
+    @Test(arguments: [["--protocol", "json"], ["--protocol", "form"], ["--protocol", "tus"]])
+    func aDocumentTheReceiverRefusesIsLeftOutAndTheRestOfItsBatchArrives(wire: [String]) throws {
+        let s = Sandbox()
+        s.initVault()
+        for (file, text) in [("a.txt", "alpha"), ("tab", "a tab in its name"), ("b.txt", "beta")] {
+            s.write(file, Array(text.utf8))
+        }
+        #expect(s.run("add", "a.txt", "-q").status == 0)
+        let added = s.run("add", "tab", "--name", "scan\t1.pdf")
+        let id = String(added.out.prefix(12))
+        #expect(added.status == 0 && id.count == 12, "\(added.stderr)")
+        #expect(s.run("add", "b.txt", "-q").status == 0)
+        let office = try ReceiverProcess(s)
+        let token: [String: String?] = ["VAULT_UPLOAD_TOKEN": office.addStation("st")]
+        let url = office.url + (wire.contains("tus") ? "/files/" : "/batches")
+        let r = s.run(["upload", "--url", url] + wire, env: token)
+        #expect(r.status == 2, "\(r.stderr)")
+        #expect(
+            r.stderr.contains(
+                """
+                    vault: warning: skipped \(id) scan\\t1.pdf: the server refused it: document 2: its name has a \
+                    control character (header-malformed)
+
+                    """), "\(r.stderr)")
+        #expect(
+            r.stderr.contains("vault: 1 document was refused by the server and not delivered: \(id) scan\\t1.pdf\n"),
+            "\(r.stderr)")
+        #expect(Set(office.documents.compactMap { $0["name"] as? String }) == ["a.txt", "b.txt"])
+        // The next upload sends it again, alone; it is refused again and nothing else is sent.
+        let again = s.run(["upload", "--url", url, "--json"] + wire, env: token)
+        #expect(again.status == 2, "\(again.stderr)")
+        let result = try #require(try JSONSerialization.jsonObject(with: Data(again.stdout)) as? [String: Any])
+        #expect((result["refused"] as? [String])?.map { String($0.prefix(12)) } == [id], "\(result)")
+        #expect(result["sentDocuments"] as? Int == 0 && result["skipped"] as? Int == 1, "\(result)")
+        #expect(office.documents.count == 2)
+    }
+
     /// A private CA (`ca.pem`) and a server certificate for 127.0.0.1 signed by it
     /// (`server.pem`, `server.key`), made in the sandbox by openssl.
     static func makePrivateCA(_ s: Sandbox) throws {

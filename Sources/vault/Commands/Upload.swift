@@ -215,6 +215,8 @@ extension VaultCommand {
             var sentBytes: UInt64 = 0
             /// Documents the server refused as too large (not delivered).
             var tooLarge: [String] = []
+            /// Documents the server refused by their place in a batch (not delivered).
+            var refused: [String] = []
             /// Documents removed (`--remove-delivered`).
             var removed: [String] = []
         }
@@ -582,6 +584,7 @@ extension VaultCommand {
             leftOut: [String]
         ) throws {
             let tooLarge = try vault.records(summary.tooLarge, skippingMissing: true)
+            let refused = try vault.records(summary.refused, skippingMissing: true)
             let removedNow = summary.removed
             if result.json {
                 Terminal.out(
@@ -593,7 +596,8 @@ extension VaultCommand {
                             resumedBytes: summary.resumedBytes,
                             seconds: (seconds * 1000).rounded() / 1000, sentDocuments: summary.sentDocuments,
                             sentBatches: summary.sentBatches, sentBytes: summary.sentBytes,
-                            tooLarge: tooLarge.map(\.id.hex), removed: (freed + removedNow).map(\.id.hex))))
+                            tooLarge: tooLarge.map(\.id.hex), refused: refused.map(\.id.hex),
+                            removed: (freed + removedNow).map(\.id.hex))))
             }
             if progressOptions.printsSummary && !result.json {
                 Terminal.err(summaryLine(summary, target: target, freed: freed, seconds: seconds))
@@ -601,8 +605,27 @@ extension VaultCommand {
             if removeDelivered && !removedNow.isEmpty && !result.json {
                 Removal.report(removedNow, why: "delivered to \(target.redacted) now")
             }
-            let damaged = summary.skipped - tooLarge.count
+            let damaged = summary.skipped - tooLarge.count - refused.count
             if progressOptions.resolved == .none { for line in leftOut { Terminal.warn(line) } }
+            if !refused.isEmpty {
+                let names = refused.prefix(5).map { "\($0.id.hex.prefix(12)) \(Terminal.printable($0.metadata.name))" }
+                    .joined(separator: ", ")
+                let were = refused.count == 1 ? "was" : "were"
+                let more = [
+                    tooLarge.isEmpty ? nil : "\(tooLarge.count) too large for it",
+                    damaged > 0 ? "\(damaged) damaged left out" : nil
+                ].compactMap { $0 }
+                throw VaultError(
+                    .partial,
+                    "\(Plural.count(refused.count, "document")) \(were) refused by the server and not delivered: "
+                        + names + (more.isEmpty ? "" : "; " + more.joined(separator: ", ")),
+                    hint:
+                        """
+                            the warnings above give the server's reasons; the other documents were delivered; \
+                            a later upload tries again, or leave \(refused.count == 1 ? "it" : "them") out with \
+                            --exclude ID
+                            """)
+            }
             if !tooLarge.isEmpty {
                 let names = tooLarge.prefix(5).map { "\($0.id.hex.prefix(12)) \(Terminal.printable($0.metadata.name))" }
                     .joined(separator: ", ")
