@@ -13,6 +13,7 @@ Loopback only. It speaks the {"Files":[...]} contract (docs/UPLOAD.md) and injec
   - follows a fault plan (--fault-plan FILE, a JSON list consumed one entry per request):
       {"action": "drop", "after": N}                 read N body bytes, then reset the connection
       {"action": "status", "status": 503, "retryAfter": 1}   answer that status (body read first)
+      {"action": "status", "status": 400, "error": {...}}     ... with {"error": that value} as its body
       {"action": "slow", "rate": BYTES_PER_SECOND}   read the body slowly, then answer normally
       {"action": "ok"}                               answer normally
 
@@ -165,7 +166,8 @@ class Handler(BaseHTTPRequestHandler):
         if fault.get("action") == "status":
             headers = {"Retry-After": fault["retryAfter"]} if "retryAfter" in fault else None
             st.record(status=fault["status"], bytes=length, **base)
-            return self.reply(fault["status"], {"error": fault.get("message", "injected fault")}, headers=headers)
+            error = fault["error"] if "error" in fault else fault.get("message", "injected fault")
+            return self.reply(fault["status"], {"error": error}, headers=headers)
         if not key:
             st.record(status=400, **base)
             return self.reply(400, {"error": "Idempotency-Key required"})

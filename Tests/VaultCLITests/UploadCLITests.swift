@@ -216,6 +216,37 @@ import Testing
         #expect(insecure.status == 77, "the wrong password stops it before any connection")
     }
 
+    /// A refusal that names a document by its place leaves that one out; a server cannot make
+    /// vault leave out a document that is not in the batch (a place past its end, 0, below 0,
+    /// or not a number): such a refusal stops the run as any other 4xx, and nothing is left out.
+    @Test func onlyADocumentInTheBatchCanBeRefusedByItsPlace() throws {
+        let s = Sandbox()
+        s.initVault()
+        let (ids, _) = Self.add(s, count: 3)
+        for place in ["4", "0", "-1", "\"1\"", "1.5", "9223372036854775808"] {
+            let plan = #"[{"action": "status", "status": 400, "error": {"code": "x", "document": \#(place)}}]"#
+            let hostile = Receiver(in: s, faults: plan)
+            let r = s.run(["upload", "--url", hostile.url, "--new-run"], env: Self.token)
+            #expect(r.status == 69, "\(place): \(r.stderr)")
+            #expect(r.stderr.hasPrefix("vault: the server rejected batch 1/1: 400 Bad Request: "), "\(r.stderr)")
+            #expect(!r.stderr.contains("skipped"), "\(place): \(r.stderr)")
+            #expect(hostile.statuses == ["400"], "\(place)")
+        }
+        // The second document, refused by its place: the batch goes again without it.
+        let plan =
+            #"[{"action": "status", "status": 400, "error": {"code": "no", "document": 2, "message": "not this"}}]"#
+        let r = Receiver(in: s, faults: plan)
+        let sent = s.run(["upload", "--url", r.url, "--new-run", "--json"], env: Self.token)
+        #expect(sent.status == 2, "\(sent.stderr)")
+        #expect(
+            sent.stderr.hasPrefix(
+                "vault: warning: skipped \(ids[1].prefix(12)) doc 1.bin: the server refused it: not this (no)\n"),
+            "\(sent.stderr)")
+        #expect(r.accepted == [ids[0], ids[2]] && r.statuses == ["400", "200"])
+        let result = try #require(try JSONSerialization.jsonObject(with: Data(sent.stdout)) as? [String: Any])
+        #expect(result["refused"] as? [String] == [ids[1]] && result["sentDocuments"] as? Int == 2, "\(result)")
+    }
+
     @Test func retriesRunOutThenTheSameCommandResumes() throws {
         let s = Sandbox()
         s.initVault()
