@@ -14,6 +14,7 @@ Loopback only. It speaks the {"Files":[...]} contract (docs/UPLOAD.md) and injec
       {"action": "drop", "after": N}                 read N body bytes, then reset the connection
       {"action": "status", "status": 503, "retryAfter": 1}   answer that status (body read first)
       {"action": "status", "status": 400, "error": {...}}     ... with {"error": that value} as its body
+      {"action": "endless", "status": 400, "rate": N}  answer that status with a body that never ends
       {"action": "slow", "rate": BYTES_PER_SECOND}   read the body slowly, then answer normally
       {"action": "ok"}                               answer normally
 
@@ -161,6 +162,26 @@ class Handler(BaseHTTPRequestHandler):
         body, digest = self.read_body(length, rate=fault.get("rate") if fault.get("action") == "slow" else None)
         if digest is None:
             st.record(status="incomplete", **base)
+            self.close_connection = True
+            return
+        if fault.get("action") == "endless":
+            # An answer that never ends: a status, then body bytes until the client hangs up
+            # (at `rate` bytes a second when given, else as fast as the client reads).
+            st.record(status=fault["status"], bytes=length, endless=True, **base)
+            self.send_response(fault["status"])
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(1 << 40))
+            self.end_headers()
+            rate = fault.get("rate")
+            piece = b"x" * (1 if rate else 65536)
+            try:
+                while True:
+                    self.wfile.write(piece)
+                    self.wfile.flush()
+                    if rate:
+                        time.sleep(1 / rate)
+            except OSError:
+                pass
             self.close_connection = True
             return
         if fault.get("action") == "status":

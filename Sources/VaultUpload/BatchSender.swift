@@ -44,7 +44,7 @@ enum AttemptOutcome: Sendable {
     /// The server refused for good (credentials, other 4xx).
     case refused(VaultError)
     /// The server refused the batch for one document, named by its place in it (from 1) with
-    /// the server's reason; `otherwise` is the refusal of the whole batch, for a place that is
+    /// the server's reason (`(400 Bad Request): what it says`); `otherwise` is the refusal of the whole batch, for a place that is
     /// not in it.
     case refusedDocument(place: Int, reason: String, otherwise: VaultError)
     /// The attempt ended (a dropped connection, a 5xx) after the server acknowledged more of
@@ -62,11 +62,14 @@ enum AttemptOutcome: Sendable {
             .refused(VaultError(.uploadUnauthorized, "the server refused the credentials (\(r.status) \(r.reason))"))
         case .tooLarge: .split(reason: "\(r.status) \(r.reason)", serverSays: r.serverSays)
         case .reject:
-            r.refusedDocument.map {
+            // A refusal by place is a client error (4xx); a 3xx, 501 or 505 refuses the batch.
+            if (400..<500).contains(r.status), let refusal = r.refusedDocument {
                 .refusedDocument(
-                    place: $0.place, reason: $0.reason,
+                    place: refusal.place, reason: "(\(r.status) \(r.reason))\(refusal.says)",
                     otherwise: VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))
-            } ?? .refused(VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))
+            } else {
+                .refused(VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))
+            }
         case .retry: .retry(reason: "\(r.status) \(r.reason)", retryAfter: RetryPolicy.parseRetryAfter(r.retryAfter))
         }
     }
@@ -116,7 +119,7 @@ extension UploadResponse {
     /// `: <the body's first 300 characters>`, or nothing for an empty body.
     var serverSays: String {
         let text = body.trimmingSpacesAndNewlines()
-        return text.isEmpty ? "" : ": " + String(text.prefix(300))
+        return text.isEmpty ? "" : ": " + UploadResponse.cut(text)
     }
 }
 

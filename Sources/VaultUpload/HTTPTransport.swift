@@ -128,21 +128,39 @@ public struct UploadResponse: Sendable {
         return (try? decoder.decode(JSONField<T>.self, from: Data(body.utf8)))?.value
     }
 
-    /// The document (from 1) a refusal names, with the server's reason, as vault's receiver
-    /// answers one: `{"error":{"code":…,"document":N,"message":…}}`; nil when it names none.
-    var refusedDocument: (place: Int, reason: String)? {
+    /// The document (from 1) a refusal names, as vault's receiver answers one:
+    /// `{"error":{"code":…,"document":N,"message":…}}`, and what the server says of it
+    /// (`: message (code)`, cut, or nothing); nil when it names no document.
+    var refusedDocument: (place: Int, says: String)? {
         struct Answer: Decodable {
             struct Refusal: Decodable {
+                var document: Int
                 var code: String?
-                var document: Int?
                 var message: String?
+
+                enum Key: String, CodingKey { case document, code, message }
+
+                // The place must be a number; words of another type are left out, not a reason
+                // to read the refusal as one of the whole batch.
+                init(from decoder: any Decoder) throws {
+                    let c = try decoder.container(keyedBy: Key.self)
+                    document = try c.decode(Int.self, forKey: .document)
+                    code = try? c.decode(String.self, forKey: .code)
+                    message = try? c.decode(String.self, forKey: .message)
+                }
             }
             var error: Refusal?
         }
-        guard let error = (try? JSONDecoder().decode(Answer.self, from: Data(body.utf8)))?.error,
-              let place = error.document else { return nil }
-        let reason = [error.message, error.code.map { "(\($0))" }].compactMap { $0 }.joined(separator: " ")
-        return (place, String(reason.prefix(300)))
+        guard let error = (try? JSONDecoder().decode(Answer.self, from: Data(body.utf8)))?.error else { return nil }
+        let words = [error.message, error.code.map { "(\($0))" }].compactMap { $0 }.joined(separator: " ")
+        return (error.document, words.isEmpty ? "" : ": " + Self.cut(words))
+    }
+
+    /// `text` cut to 300 Unicode scalars: a server's words in a message are bounded by what is
+    /// printed, not by characters (one character can carry any number of combining marks).
+    static func cut(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        return scalars.count <= 300 ? text : String(String.UnicodeScalarView(scalars.prefix(300))) + "…"
     }
 }
 
@@ -283,9 +301,14 @@ final class HTTPTransport: UploadTransport {
         let response = try await client.execute(request, deadline: .distantFuture)
         var text = ""
         do {
+            // An answer is read up to 1 MiB and for at most the timeout and 4 s more: what a
+            // server sends past that (an endless body, or one trickled to stay under the idle
+            // timeout) is not read, and the connection is dropped. The status is the answer.
+            let deadline = NIODeadline.now() + .milliseconds(Int64((target.idleTimeout + 4) * 1000))
             var collected = ByteBuffer()
             for try await var part in response.body {
-                if collected.readableBytes < 1 << 20 { collected.writeBuffer(&part) }
+                collected.writeBuffer(&part)
+                if collected.readableBytes >= 1 << 20 || NIODeadline.now() > deadline { break }
             }
             text = collected.getString(at: collected.readerIndex, length: min(1 << 20, collected.readableBytes)) ?? ""
         } catch {

@@ -875,7 +875,7 @@ public final class Uploader: @unchecked Sendable {
             throw otherwise
         }
         let d = docs[place - 1]
-        let error = VaultError(.documentRefused, "the server refused it: \(reason)")
+        let error = VaultError(.documentRefused, "the server refused it \(reason)")
         await sender.abandon(journal.batches[i].wire)
         journal.batches[i].wire = .none
         let alone = docs.count == 1

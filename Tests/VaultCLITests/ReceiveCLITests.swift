@@ -283,8 +283,8 @@ final class ReceiverProcess {
         #expect(
             r.stderr.contains(
                 """
-                    vault: warning: skipped \(id) scan\\t1.pdf: the server refused it: document 2: its name has a \
-                    control character (header-malformed)
+                    vault: warning: skipped \(id) scan\\t1.pdf: the server refused it (400 Bad Request): document 2: \
+                    its name has a control character (header-malformed)
 
                     """), "\(r.stderr)")
         #expect(

@@ -232,6 +232,24 @@ import Testing
             #expect(!r.stderr.contains("skipped"), "\(place): \(r.stderr)")
             #expect(hostile.statuses == ["400"], "\(place)")
         }
+        // Only a client error refuses by place: a 501 (or a 3xx) refuses the batch.
+        let serverError = Receiver(
+            in: s, faults: #"[{"action": "status", "status": 501, "error": {"code": "x", "document": 1}}]"#)
+        let stopped = s.run(["upload", "--url", serverError.url, "--new-run"], env: Self.token)
+        #expect(stopped.status == 69 && !stopped.stderr.contains("skipped"), "\(stopped.stderr)")
+        // A document left out before the run stops is named all the same.
+        let twice = Receiver(
+            in: s,
+            faults: #"""
+                [{"action": "status", "status": 400, "error": {"code": 5, "document": 3}},
+                 {"action": "status", "status": 400, "error": {"code": "x", "document": 9}}]
+                """#)
+        let named = s.run(["upload", "--url", twice.url, "--new-run"], env: Self.token)
+        #expect(named.status == 69, "\(named.stderr)")
+        #expect(
+            named.stderr.hasPrefix(
+                "vault: warning: skipped \(ids[2].prefix(12)) doc 2.bin: the server refused it (400 Bad Request)\n"
+                    + "vault: the server rejected batch 1/1: 400 Bad Request: "), "\(named.stderr)")
         // The second document, refused by its place: the batch goes again without it.
         let plan =
             #"[{"action": "status", "status": 400, "error": {"code": "no", "document": 2, "message": "not this"}}]"#
@@ -240,11 +258,29 @@ import Testing
         #expect(sent.status == 2, "\(sent.stderr)")
         #expect(
             sent.stderr.hasPrefix(
-                "vault: warning: skipped \(ids[1].prefix(12)) doc 1.bin: the server refused it: not this (no)\n"),
+                "vault: warning: skipped \(ids[1].prefix(12)) doc 1.bin: the server refused it (400 Bad Request): "
+                    + "not this (no)\n"),
             "\(sent.stderr)")
         #expect(r.accepted == [ids[0], ids[2]] && r.statuses == ["400", "200"])
         let result = try #require(try JSONSerialization.jsonObject(with: Data(sent.stdout)) as? [String: Any])
         #expect(result["refused"] as? [String] == [ids[1]] && result["sentDocuments"] as? Int == 2, "\(result)")
+    }
+
+    /// An answer that never ends, fast or trickled under the idle timeout, is read up to 1 MiB
+    /// and for the timeout and 4 s more; its status is the answer. Before, vault read such a
+    /// body for as long as the server sent it.
+    @Test(arguments: [#"{"action": "endless", "status": 400}"#, #"{"action": "endless", "status": 400, "rate": 20}"#])
+    func anAnswerThatNeverEndsIsReadOnlyAsFarAsItsBound(fault: String) throws {
+        let s = Sandbox()
+        s.initVault()
+        _ = Self.add(s, count: 1)
+        let endless = Receiver(in: s, faults: "[\(fault)]")
+        let r = s.measureWith(["upload", "--url", endless.url, "--timeout", "2"], env: Self.token)
+        #expect(r.status == 69, "\(r.stderr)")
+        #expect(r.stderr.hasPrefix("vault: the server rejected batch 1/1: 400 Bad Request: xxx"), "\(r.stderr)")
+        #expect(r.stderr.count < 1000, "the server's words are cut: \(r.stderr.count) characters")
+        #expect(r.maxRSSKiB < 256 << 10, "peak RSS \(r.maxRSSKiB) KiB")
+        #expect(endless.statuses == ["400"])
     }
 
     @Test func retriesRunOutThenTheSameCommandResumes() throws {

@@ -464,6 +464,8 @@ extension VaultCommand {
                 total = try await delivery.send(plan, onEvent: onEvent)
             } catch var e as VaultError {
                 renderer.clear()
+                // Documents left out before the run stopped are named, as when it ends.
+                if progressOptions.resolved == .none { for line in leftOut.withLock({ $0 }) { Terminal.warn(line) } }
                 if e.code == .notFound && resume && e.hint == nil {
                     e.hint = "run the upload without --resume to start one"
                 }
@@ -474,6 +476,7 @@ extension VaultCommand {
                 throw e
             } catch {
                 renderer.clear()
+                if progressOptions.resolved == .none { for line in leftOut.withLock({ $0 }) { Terminal.warn(line) } }
                 throw error
             }
             renderer.clear()
@@ -605,7 +608,8 @@ extension VaultCommand {
             if removeDelivered && !removedNow.isEmpty && !result.json {
                 Removal.report(removedNow, why: "delivered to \(target.redacted) now")
             }
-            let damaged = summary.skipped - tooLarge.count - refused.count
+            // Counted by the run's ids: a document left out and removed since is not "damaged".
+            let damaged = summary.skipped - summary.tooLarge.count - summary.refused.count
             if progressOptions.resolved == .none { for line in leftOut { Terminal.warn(line) } }
             if !refused.isEmpty {
                 let names = refused.prefix(5).map { "\($0.id.hex.prefix(12)) \(Terminal.printable($0.metadata.name))" }
@@ -615,15 +619,21 @@ extension VaultCommand {
                     tooLarge.isEmpty ? nil : "\(tooLarge.count) too large for it",
                     damaged > 0 ? "\(damaged) damaged left out" : nil
                 ].compactMap { $0 }
+                // The reasons were warned of by this command unless an earlier attempt at the
+                // run (interrupted since) left the documents out.
+                let why =
+                    leftOut.isEmpty
+                    ? "an earlier attempt at this run left \(refused.count == 1 ? "it" : "them") out"
+                    : "the warnings above give the server's reasons"
+                let others = summary.sentDocuments > 0 ? "; the other documents were delivered" : ""
                 throw VaultError(
                     .partial,
                     "\(Plural.count(refused.count, "document")) \(were) refused by the server and not delivered: "
                         + names + (more.isEmpty ? "" : "; " + more.joined(separator: ", ")),
                     hint:
                         """
-                            the warnings above give the server's reasons; the other documents were delivered; \
-                            a later upload tries again, or leave \(refused.count == 1 ? "it" : "them") out with \
-                            --exclude ID
+                            \(why)\(others); a later upload tries again, or leave \
+                            \(refused.count == 1 ? "it" : "them") out with --exclude ID
                             """)
             }
             if !tooLarge.isEmpty {
