@@ -79,7 +79,7 @@ class Handler(BaseHTTPRequestHandler):
         self.handle_upload()
 
     def reply(self, status, body, close=False, headers=None):
-        data = json.dumps(body).encode()
+        data = json.dumps(body, ensure_ascii=False).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

@@ -266,6 +266,60 @@ import Testing
         #expect(result["refused"] as? [String] == [ids[1]] && result["sentDocuments"] as? Int == 2, "\(result)")
     }
 
+    /// A run stopped after a refusal by place, then resumed: the resumed run does not send the
+    /// left-out document again, and says an earlier attempt left it out (it warned of nothing);
+    /// a left-out document removed before the resume is not counted as damaged.
+    @Test(arguments: [false, true])
+    func aResumedRunSaysWhichAttemptLeftADocumentOut(removedMeanwhile: Bool) throws {
+        let s = Sandbox()
+        s.initVault()
+        let (ids, _) = Self.add(s, count: 3)
+        let r = Receiver(
+            in: s,
+            faults: #"""
+                [{"action": "status", "status": 400, "error": {"code": "x", "document": 1}},
+                 {"action": "status", "status": 400, "error": {"code": "x", "document": 9}}]
+                """#)
+        let first = s.run(["upload", "--url", r.url], env: Self.token)
+        #expect(first.status == 69 && first.stderr.contains("skipped \(ids[0].prefix(12))"), "\(first.stderr)")
+        if removedMeanwhile { #expect(s.run("remove", ids[0], "-q").status == 0) }
+        let resumed = s.run(["upload", "--url", r.url], env: Self.token)
+        #expect(r.accepted == [ids[1], ids[2]])
+        if removedMeanwhile {
+            #expect(resumed.status == 0, "\(resumed.stderr)")
+            #expect(!resumed.stderr.contains("damaged"), "\(resumed.stderr)")
+        } else {
+            #expect(resumed.status == 2, "\(resumed.stderr)")
+            #expect(
+                resumed.stderr.hasSuffix(
+                    """
+                        vault: 1 document was refused by the server and not delivered: \(ids[0].prefix(12)) doc 0.bin
+                        vault: hint: an earlier attempt at this run left it out; the other documents were delivered; \
+                        a later upload tries again, or leave it out with --exclude ID
+
+                        """), "\(resumed.stderr)")
+            // The run is over; the next upload sends it again.
+            let again = s.run(["upload", "--url", r.url], env: Self.token)
+            #expect(again.status == 0 && r.accepted == ids[1...2] + [ids[0]], "\(again.stderr)")
+        }
+    }
+
+    /// A server's words are cut at 300 Unicode scalars: one character can carry any number of
+    /// combining marks, and 400,000 of them printed 800 KB.
+    @Test func aServersWordsAreCutByScalarsNotCharacters() throws {
+        let s = Sandbox()
+        s.initVault()
+        _ = Self.add(s, count: 2)
+        let marks = "a" + String(repeating: "\\u0301", count: 20_000)
+        for error in [#"{"code": "x", "document": 2, "message": "\#(marks)"}"#, #""\#(marks)""#] {
+            let r = Receiver(in: s, faults: #"[{"action": "status", "status": 400, "error": \#(error)}]"#)
+            let sent = s.run(["upload", "--url", r.url, "--new-run"], env: Self.token)
+            #expect([2, 69].contains(sent.status), "\(sent.stderr.prefix(300))")
+            #expect(sent.stderr.unicodeScalars.count < 2000, "\(sent.stderr.unicodeScalars.count) scalars")
+            #expect(sent.stderr.contains("\u{301}…"))
+        }
+    }
+
     /// An answer that never ends, fast or trickled under the idle timeout, is read up to 1 MiB
     /// and for the timeout and 4 s more; its status is the answer. Before, vault read such a
     /// body for as long as the server sent it.
