@@ -44,8 +44,8 @@ enum AttemptOutcome: Sendable {
     /// The server refused for good (credentials, other 4xx).
     case refused(VaultError)
     /// The server refused the batch for one document, named by its place in it (from 1) with
-    /// the server's reason (`(400 Bad Request): what it says`); `otherwise` is the refusal of the whole batch, for a place that is
-    /// not in it.
+    /// the server's reason (`(400 Bad Request): what it says`); `otherwise` is the refusal of
+    /// the whole batch, for a place that is not in it.
     case refusedDocument(place: Int, reason: String, otherwise: VaultError)
     /// The attempt ended (a dropped connection, a 5xx) after the server acknowledged more of
     /// the batch, up to `at`; the next attempt continues from there.

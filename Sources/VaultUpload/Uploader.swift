@@ -864,10 +864,10 @@ public final class Uploader: @unchecked Sendable {
 
     /// The server refused batch `i` for the document at `place` (from 1): that document leaves
     /// the run — named, with the server's reason, and not delivered, so a later run tries it
-    /// again — and the batch is sent again without it, as `split` does for one too large. A place that is not in the batch refuses the whole batch
-    /// (`otherwise`). Each refusal takes one document out, so a server that refuses every one
-    /// ends the run after as many requests. Returns true when batch `i` left the run (it held
-    /// that document alone).
+    /// again — and the batch is sent again without it, as `split` does for one too large. A
+    /// place that is not in the batch refuses the whole batch (`otherwise`). Each refusal takes
+    /// one document out, so a server that refuses every one ends the run after as many
+    /// requests. Returns true when batch `i` left the run (it held that document alone).
     private func leaveOut(_ i: Int, place: Int, reason: String, otherwise: VaultError) async throws -> Bool {
         let docs = batchRecords(journal.batches[i])
         guard place >= 1 && place <= docs.count else {
