@@ -18,7 +18,8 @@ Listens on 127.0.0.1 only, on a port the OS picks (written to --port-file).
 
 For testing a client's error handling, --fault makes it a broken back office: `expired` hands out
 URLs that have already expired while claiming the full --expires (a back office whose clock is
-behind), `tampered` changes one character of each URL's signature.
+behind), `tampered` changes one character of each URL's signature, `unresolvable` puts each URL
+on https:// to a host no lookup finds (a label of 64 characters, refused before any query leaves the machine).
 """
 import argparse
 import datetime
@@ -43,7 +44,7 @@ def main():
     p.add_argument("--expires", type=int, default=MAX_EXPIRY)
     p.add_argument("--port-file", required=True)
     p.add_argument("--log")
-    p.add_argument("--fault", choices=["expired", "tampered"])
+    p.add_argument("--fault", choices=["expired", "tampered", "unresolvable"])
     args = p.parse_args()
     expires = min(args.expires, MAX_EXPIRY)
     s3 = boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None,
@@ -61,6 +62,10 @@ def main():
                 for n in numbers]
         if args.fault == "expired":
             time.sleep(2)
+        if args.fault == "unresolvable":
+            for u in urls:
+                rest = u["url"].split("://", 1)[1]
+                u["url"] = "https://" + "a" * 64 + ".invalid" + rest[rest.index("/"):]
         if args.fault == "tampered":
             for u in urls:
                 head, sig = u["url"].rsplit("X-Amz-Signature=", 1)

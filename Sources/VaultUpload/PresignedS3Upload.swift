@@ -122,6 +122,20 @@ final class PresignedS3Sender: BatchSender, @unchecked Sendable {
                 as: [String: String].self)
             return .confirmed(status: 200, duplicate: false)
         } catch {
+            // A part URL's host comes from the back office, not from the user's URL: say so.
+            if let host = TransportError.unknownHost(error),
+               host.host.lowercased() != URLComponents(string: endpoint.address)?.host?.lowercased() {
+                await abandon(a.wire)
+                try? a.record(.none)
+                return .refused(
+                    VaultError(
+                        .uploadRejected,
+                        """
+                            the presign endpoint handed out part URLs on the host '\(host.host)', which cannot be \
+                            found (\(host.reason)); nothing was sent
+                            """,
+                        hint: "the back office's storage address is wrong, or not one this machine can reach"))
+            }
             let outcome = try AttemptOutcome.of(error, timeout: endpoint.idleTimeout)
             if case .refused = outcome {
                 await abandon(a.wire)

@@ -302,6 +302,31 @@ import Glibc
         #expect(calls == ["/create", "/parts", "/abort"], "asked once more, then aborted: \(calls)")
     }
 
+    /// Part URLs on a host that cannot be found: the host came from the back office, and the
+    /// message says so (not "check the host name in the URL", which the user gave right).
+    @Test func partURLsOnAHostThatCannotBeFoundAreTheBackOfficesError() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("unresolvable")
+        defer { Task { await s3.shutdown() } }
+        let s = Sandbox()
+        s.initVault()
+        s.write("a.txt", .random(3000, seed: 82))
+        #expect(s.run("add", "a.txt").status == 0)
+        let server = try Self.presignServer(s, store: sw.endpoint.absoluteString, bucket: bucket, fault: "unresolvable")
+        let r = s.run(["upload", "--presign-url", server.url], env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
+        #expect(r.status == 69, "\(r.stderr)")
+        let host = String(repeating: "a", count: 64) + ".invalid"
+        #expect(
+            r.stderr
+                == """
+                    vault: the presign endpoint handed out part URLs on the host '\(host)', which cannot be found \
+                    (name or service not known); nothing was sent
+                    vault: hint: the back office's storage address is wrong, or not one this machine can reach
+
+                    """, "\(r.stderr)")
+        let calls = server.entries.compactMap { $0["path"] as? String }
+        #expect(calls == ["/create", "/abort"], "\(calls)")
+    }
+
     /// Presigned parts through a network path that changes bytes: one BadDigest is sent again,
     /// a second stops with exit 65 naming the part.
     @Test func bytesChangedOnTheWayToAPresignedURLAreCaughtByContentMD5() async throws {
