@@ -116,7 +116,7 @@ struct TransientFailure: Error, CustomStringConvertible {
 }
 
 extension UploadResponse {
-    /// `: <the body's first 300 characters>`, or nothing for an empty body.
+    /// `: <the body's first 300 Unicode scalars>`, or nothing for an empty body.
     var serverSays: String {
         let text = body.trimmingSpacesAndNewlines()
         return text.isEmpty ? "" : ": " + UploadResponse.cut(text)

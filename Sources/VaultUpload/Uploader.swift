@@ -825,15 +825,7 @@ public final class Uploader: @unchecked Sendable {
                 (\(reason))\(serverSays)
                 """
             )
-            await sender.abandon(journal.batches[i].wire)
-            journal.batches.remove(at: i)
-            journal.skipped.append(.init(id: d.id, code: error.code.rawValue))
-            runProgress.skip(remaining: d.metadata.size)
-            if i < journal.batches.count { try rekey(from: i) }
-            prefix = nil
-            try journal.save(to: vault)
-            onEvent(.skipped(id: d.id, name: d.metadata.name, error: error))
-            return true
+            return try await leave(d, outOf: i, for: error)
         }
         await sender.abandon(journal.batches[i].wire)
         let half = docs.count / 2
@@ -874,15 +866,22 @@ public final class Uploader: @unchecked Sendable {
             try journal.save(to: vault)
             throw otherwise
         }
-        let d = docs[place - 1]
         let error = VaultError(.documentRefused, "the server refused it \(reason)")
+        return try await leave(docs[place - 1], outOf: i, for: error)
+    }
+
+    /// Takes document `d` out of batch `i` and out of the run for `error` — named, and not
+    /// delivered, so a later run tries it again — with the batch when `d` was all it held
+    /// (then returns true); the batches from `i` on get their new keys.
+    private func leave(_ d: DocumentRecord, outOf i: Int, for error: VaultError) async throws -> Bool {
         await sender.abandon(journal.batches[i].wire)
         journal.batches[i].wire = .none
-        let alone = docs.count == 1
+        let alone = batchRecords(journal.batches[i]).count == 1
         if alone { journal.batches.remove(at: i) } else { journal.batches[i].documents.removeAll { $0 == d.id } }
         journal.skipped.append(.init(id: d.id, code: error.code.rawValue))
         runProgress.skip(remaining: d.metadata.size)
         if i < journal.batches.count { try rekey(from: i) }
+        prefix = nil
         try journal.save(to: vault)
         onEvent(.skipped(id: d.id, name: d.metadata.name, error: error))
         return alone
