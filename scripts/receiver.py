@@ -215,7 +215,11 @@ class Handler(BaseHTTPRequestHandler):
                             data = base64.b64decode(f, validate=True)
                             ids.append(f"{key}-{i}")
                         else:
-                            assert list(f) == ["Id", "Name", "ContentType", "Size", "SHA256", "Data"], list(f)
+                            keys = ["Id", "Name", "ContentType", "Size", "SHA256", "Data"]
+                            if "Tags" in f:  # only for a document with tags, before Data
+                                keys.insert(5, "Tags")
+                                assert f["Tags"] and all(isinstance(t, str) and t for t in f["Tags"]), f["Tags"]
+                            assert list(f) == keys, list(f)
                             data = base64.b64decode(f["Data"], validate=True)
                             assert len(data) == f["Size"], f"{f['Id']}: size"
                             assert hashlib.sha256(data).hexdigest() == f["SHA256"], f"{f['Id']}: SHA-256"

@@ -286,6 +286,7 @@ package struct FormReader {
             var name: String
             var sha256: String
             var size: UInt64
+            var tags: [String]?
         }
         var batch: Int
         var documents: [Entry]
@@ -308,11 +309,12 @@ package struct FormReader {
                 sha.count == 32
             else { throw VaultError(.headerMalformed, "the form's manifest names document \(i + 1) wrongly") }
             if i > 0 { canonical.append(0x2C) }
-            canonical += Array("{\"contentType\":".utf8) + JSONString.quoted(e.contentType)
-            canonical += Array(",\"id\":\"\(id.hex)\",\"name\":".utf8) + JSONString.quoted(e.name)
-            canonical += Array(",\"sha256\":\"\(Hex.encode(sha))\",\"size\":\(e.size)}".utf8)
-            try PayloadReader.validate(name: e.name, contentType: e.contentType, document: i + 1)
-            headers.append(.init(id: id, name: e.name, contentType: e.contentType, size: e.size, sha256: sha))
+            let tags = e.tags ?? []
+            canonical += FormManifest.entry(
+                id: id, name: e.name, contentType: e.contentType, sha256: sha, size: e.size, tags: tags)
+            try PayloadReader.validate(name: e.name, contentType: e.contentType, tags: tags, document: i + 1)
+            headers.append(
+                .init(id: id, name: e.name, contentType: e.contentType, size: e.size, sha256: sha, tags: tags))
         }
         canonical += Array("],\"of\":\(m.of)}".utf8)
         guard canonical == bytes else {

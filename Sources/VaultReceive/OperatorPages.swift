@@ -100,7 +100,7 @@ enum OperatorPages {
         {{#batches}}
         <section class="card batch">
         <h2>{{time}} · {{station}}</h2>
-        <p>{{count}}, {{bytes}}, by {{wire}}; receipt signed <code>{{signature}}</code>
+        <p>{{count}}, {{bytes}}, by {{wire}}{{#sealed}}, sealed{{/sealed}}; receipt signed <code>{{signature}}</code>
         (batch <code>{{key}}</code>)</p>
         <ul>
         {{#documents}}<li><a href="/ui/documents/{{id}}" class="document">{{name}}</a> ({{size}})</li>{{/documents}}
@@ -118,7 +118,9 @@ enum OperatorPages {
         <dt>Size</dt><dd>{{size}} ({{sizeBytes}} bytes)</dd>
         <dt>SHA-256</dt><dd><code>{{sha256}}</code></dd>
         {{#tags}}<dt>Tags</dt><dd>{{tags}}</dd>{{/tags}}
-        {{#received}}<dt>Received</dt><dd>{{time}} from {{station}} (batch <code>{{key}}</code>)</dd>{{/received}}
+        {{#received}}<dt>Received</dt>
+        <dd>{{time}} from {{station}} (batch <code>{{key}}</code>){{#sealed}}, sealed{{/sealed}}</dd>
+        {{#stationID}}<dt>Station's id</dt><dd><code>{{stationID}}</code></dd>{{/stationID}}{{/received}}
         </dl>
         <p><a href="/ui/documents/{{id}}/download" id="download" class="button">Download</a></p>
         {{> foot}}

@@ -148,7 +148,12 @@ struct OperatorView: Sendable {
         ]
         if !m.tags.isEmpty { content["tags"] = m.tags.joined(separator: ", ") }
         if let batch = try ReceivedHistory(receiver.vault).batch(holding: id) {
-            content["received"] = ["time": batch.time, "station": batch.station, "key": batch.key]
+            var received: [String: Any] = ["time": batch.time, "station": batch.station, "key": batch.key]
+            if batch.sealed { received["sealed"] = true }
+            if let row = batch.documents.first(where: { $0.id == id.description }), let station = row.stationID {
+                received["stationID"] = station
+            }
+            content["received"] = received
         }
         return (200, frame("document", title: m.name, session, content))
     }
@@ -400,6 +405,8 @@ struct BatchRow {
     let count: String
     let bytes: String
     let signature: String
+    /// Whether its documents came sealed (age files to the office's recipients).
+    var sealed = false
     let documents: [DocumentRow]
 }
 
@@ -408,6 +415,8 @@ struct DocumentRow {
     let id: String
     let name: String
     let size: String
+    /// The id the station gave it (its receipt names it so), when the receipt could be read.
+    var stationID: String? = nil
 }
 
 /// What the history says the receiver took: batches in order, totals, last batch and alerts
@@ -432,6 +441,9 @@ struct ReceivedHistory {
                 guard let batch = try? decoder.decode(ReceivedBatch.self, from: detail) else { continue }
                 let bytes = record.documents.reduce(UInt64(0)) { $0 + $1.size }
                 let signature = (try? decoder.decode(Answer.self, from: Data(batch.answer.utf8)))?.signature ?? ""
+                // The receipt names each document by the station's id, in the record's order.
+                let stationIDs = (try? Receipt.answer(Array(batch.answer.utf8)).receipt.documents.map(\.id))
+                    .flatMap { $0.count == record.documents.count ? $0 : nil }
                 for d in record.documents { holding[d.id] = batches.count }
                 batches.append(
                     BatchRow(
@@ -440,8 +452,11 @@ struct ReceivedHistory {
                         count: record.documents.count == 1 ? "1 document" : "\(record.documents.count) documents",
                         bytes: ByteSize.text(bytes),
                         signature: signature.count > 16 ? signature.prefix(16) + "…" : signature,
-                        documents: record.documents.map {
-                            DocumentRow(id: $0.id.description, name: $0.name, size: ByteSize.text($0.size))
+                        sealed: batch.sealed == true,
+                        documents: record.documents.enumerated().map { i, d in
+                            DocumentRow(
+                                id: d.id.description, name: d.name, size: ByteSize.text(d.size),
+                                stationID: stationIDs?[i].description)
                         }))
                 let t = totals[batch.station] ?? (0, 0, 0)
                 totals[batch.station] = (t.batches + 1, t.documents + record.documents.count, t.bytes + bytes)

@@ -27,6 +27,8 @@ package struct PayloadReader {
         package var size: UInt64?
         /// `SHA256`: the digest the decoded data must have.
         package var sha256: [UInt8]?
+        /// `Tags`, in the station's order (the key is left out when there are none).
+        package var tags: [String] = []
     }
 
     /// What the reader found, in order.
@@ -58,7 +60,22 @@ package struct PayloadReader {
         case hex(count: Int, field: Field)
         case string(Field)
         case digits(Field)
+        /// `"Tags":[…],` when the document has tags, then `"Data":"`.
+        case tagsThenData
         case data
+    }
+
+    /// Where the reader is in ``Step/tagsThenData``.
+    private enum TagsStep {
+        /// The key's first byte: `T` (tags follow) or `D` (no tags).
+        case key
+        /// The rest of `Tags":[` (then a tag), or of `Data":"` or `],"Data":"` (then the data),
+        /// in ``tagsLiteral``.
+        case literal(thenTag: Bool)
+        /// A tag's string (its opening quote first).
+        case tag
+        /// After a tag: `,` and another, or `]`.
+        case afterTag
     }
 
     private enum Field { case id, name, contentType, size, sha256 }
@@ -68,6 +85,8 @@ package struct PayloadReader {
     private var matched = 0  // bytes of the current literal matched so far
     private var token: [UInt8] = []  // the current hex, string or digits, as sent
     private var escaped = false
+    private var tagsStep = TagsStep.key
+    private var tagsLiteral: [UInt8] = []
     private var header = Header()
     private var quantum: [UInt8] = []  // base64 characters not yet decoded (0-3)
     private var padded = 0  // `=` seen in the final quantum
@@ -102,7 +121,7 @@ package struct PayloadReader {
                 .literal(Array(#","ContentType":"#.utf8)), .string(.contentType),
                 .literal(Array(#","Size":"#.utf8)), .digits(.size),
                 .literal(Array(#","SHA256":""#.utf8)), .hex(count: 64, field: .sha256),
-                .literal(Array(#"","Data":""#.utf8)), .data, .literal(Array(#""}"#.utf8))
+                .literal(Array(#"",""#.utf8)), .tagsThenData, .data, .literal(Array(#""}"#.utf8))
             ]
         case .strings:
             steps = [.literal([0x22]), .data, .literal([0x22])]
@@ -182,33 +201,13 @@ package struct PayloadReader {
                 try done(handle)
             }
         case .string(let field):
-            while i < bytes.count {
-                let b = bytes[i]
-                i += 1
-                token.append(b)
-                guard token.count <= Self.maxStringBytes else {
-                    throw refusal("a string of at most \(Self.maxStringBytes) bytes", at: i - 1)
-                }
-                if token.count == 1 {
-                    guard b == 0x22 else { throw refusal("\"", at: i - 1) }
-                    continue
-                }
-                if escaped {
-                    // Only the escapes the canonical layout uses (each checked whole at the end).
-                    guard [0x22, 0x5C, 0x62, 0x66, 0x6E, 0x72, 0x74, 0x75].contains(b) else {
-                        throw refusal("a canonical escape", at: i - 1)
-                    }
-                    escaped = false
-                } else if b < 0x20 {
-                    throw refusal("a control character escaped", at: i - 1)
-                } else if b == 0x5C {
-                    escaped = true
-                } else if b == 0x22 {
-                    try closeString(field, at: i - 1)
-                    try done(handle)
-                    break
-                }
+            if try scanString(bytes, at: &i) {
+                let text = try closeString(at: i - 1)
+                if field == .name { header.name = text } else { header.contentType = text }
+                try done(handle)
             }
+        case .tagsThenData:
+            i = try tagsThenData(bytes, from: i, handle)
         case .digits(let field):
             while i < bytes.count {
                 let b = bytes[i]
@@ -287,8 +286,102 @@ package struct PayloadReader {
         }
     }
 
-    /// A `Name` or `ContentType` as sent (with its quotes), decoded and checked canonical.
-    private mutating func closeString(_ field: Field, at i: Int) throws {
+    /// Reads a string's bytes (from its opening quote) into `token`, from `i` on; true once its
+    /// closing quote was read (`i` is then just past it).
+    private mutating func scanString(_ bytes: UnsafeBufferPointer<UInt8>, at i: inout Int) throws -> Bool {
+        while i < bytes.count {
+            let b = bytes[i]
+            i += 1
+            token.append(b)
+            guard token.count <= Self.maxStringBytes else {
+                throw refusal("a string of at most \(Self.maxStringBytes) bytes", at: i - 1)
+            }
+            if token.count == 1 {
+                guard b == 0x22 else { throw refusal("\"", at: i - 1) }
+                continue
+            }
+            if escaped {
+                // Only the escapes the canonical layout uses (each checked whole at the end).
+                guard [0x22, 0x5C, 0x62, 0x66, 0x6E, 0x72, 0x74, 0x75].contains(b) else {
+                    throw refusal("a canonical escape", at: i - 1)
+                }
+                escaped = false
+            } else if b < 0x20 {
+                throw refusal("a control character escaped", at: i - 1)
+            } else if b == 0x5C {
+                escaped = true
+            } else if b == 0x22 {
+                return true
+            }
+        }
+        return false
+    }
+
+    /// The optional `"Tags":["…",…],` (after `"SHA256":"…",`) and the `"Data":"` that follows:
+    /// tags are there only when the document has some, so a payload of untagged documents is
+    /// byte for byte what vault wrote before tags crossed the wire.
+    private mutating func tagsThenData(
+        _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, _ handle: (Event) throws -> Void
+    ) throws -> Int {
+        var i = start
+        while i < bytes.count {
+            switch tagsStep {
+            case .key:
+                switch bytes[i] {
+                case 0x54:  // T
+                    tagsLiteral = Array(#"ags":["#.utf8)
+                    tagsStep = .literal(thenTag: true)
+                case 0x44:  // D
+                    tagsLiteral = Array(#"ata":""#.utf8)
+                    tagsStep = .literal(thenTag: false)
+                default: throw refusal(#""Tags" or "Data""#, at: i)
+                }
+                matched = 0
+                i += 1
+            case .literal(let thenTag):
+                guard bytes[i] == tagsLiteral[matched] else {
+                    throw refusal(String(decoding: tagsLiteral[matched...], as: UTF8.self), at: i)
+                }
+                matched += 1
+                i += 1
+                if matched == tagsLiteral.count {
+                    matched = 0
+                    guard thenTag else {
+                        tagsStep = .key
+                        try done(handle)
+                        return i
+                    }
+                    tagsStep = .tag
+                }
+            case .tag:
+                guard try scanString(bytes, at: &i) else { return i }
+                let tag = try closeString(at: i - 1)
+                guard !tag.isEmpty, tag.utf8.count <= DocumentMetadata.maxTagBytes,
+                    header.tags.count < DocumentMetadata.maxTags
+                else {
+                    throw refusal(
+                        "at most \(DocumentMetadata.maxTags) tags of 1 to \(DocumentMetadata.maxTagBytes) bytes",
+                        at: i - 1)
+                }
+                header.tags.append(tag)
+                tagsStep = .afterTag
+            case .afterTag:
+                switch bytes[i] {
+                case 0x2C: tagsStep = .tag  // ,
+                case 0x5D:  // ]
+                    tagsLiteral = Array(#","Data":""#.utf8)
+                    tagsStep = .literal(thenTag: false)
+                    matched = 0
+                default: throw refusal(", or ]", at: i)
+                }
+                i += 1
+            }
+        }
+        return i
+    }
+
+    /// The string in `token` (as sent, with its quotes), decoded and checked canonical.
+    private mutating func closeString(at i: Int) throws -> String {
         var text: [UInt8] = []
         var j = 1
         while j < token.count - 1 {
@@ -321,8 +414,8 @@ package struct PayloadReader {
         else {
             throw refusal("a canonically escaped UTF-8 string", at: i)
         }
-        if field == .name { header.name = s } else { header.contentType = s }
         token = []
+        return s
     }
 
     /// Decodes base64 up to the closing quote; returns where decoding stopped.
@@ -401,12 +494,12 @@ package struct PayloadReader {
         header = Header()
     }
 
-    /// Fails unless a document of `name` and `contentType` is one the vault can keep (what
+    /// Fails unless a document of `name`, `contentType` and `tags` is one the vault can keep (what
     /// ``VaultCore/DocumentMetadata`` allows), naming the `document` (from 1).
-    package static func validate(name: String, contentType: String, document: Int) throws {
+    package static func validate(name: String, contentType: String, tags: [String] = [], document: Int) throws {
         let metadata = DocumentMetadata(
             name: name, contentType: contentType, size: 0, sha256: [UInt8](repeating: 0, count: 32), addedAtMillis: 0,
-            tags: [])
+            tags: tags)
         do {
             try metadata.validate()
         } catch let e as VaultError {

@@ -197,13 +197,17 @@ final class ReceiveMetrics: Sendable {
             namespace: "vault", subsystem: "receive", metricName: name, unitName: "total", helpText: help)
     }
     // Computed: the descriptor type is not Sendable, so it is made where it is used.
-    static var batches: MetricNameDescriptor { counter("batches", "Batches taken, by station and protocol.") }
+    static var batches: MetricNameDescriptor {
+        counter("batches", "Batches taken, by station, protocol and whether they came sealed.")
+    }
     static var documents: MetricNameDescriptor { counter("documents", "Documents taken, by station.") }
     static var bytes: MetricNameDescriptor { counter("bytes", "Payload bytes taken, by station.") }
     static var refusals: MetricNameDescriptor { counter("refusals", "Requests refused, by station and reason.") }
 
-    func batch(station: String, wire: String, documents: Int, bytes: UInt64) {
-        registry.makeCounter(descriptor: Self.batches, labels: [("station", station), ("wire", wire)]).increment()
+    func batch(station: String, wire: String, sealed: Bool, documents: Int, bytes: UInt64) {
+        registry.makeCounter(
+            descriptor: Self.batches, labels: [("station", station), ("wire", wire), ("sealed", String(sealed))]
+        ).increment()
         registry.makeCounter(descriptor: Self.documents, labels: [("station", station)])
             .increment(by: Int64(documents))
         registry.makeCounter(descriptor: Self.bytes, labels: [("station", station)]).increment(by: Int64(bytes))
@@ -248,14 +252,16 @@ struct BatchHandler: Sendable {
             }
             answer = try await intake.finish()
             if !answer.duplicate {
-                metrics.batch(station: station, wire: wire, documents: answer.documents, bytes: answer.bytes)
+                metrics.batch(
+                    station: station, wire: wire, sealed: answer.sealed, documents: answer.documents,
+                    bytes: answer.bytes)
             }
         } catch let r as Refusal {
             receiver.refused(station: station)
             metrics.refusal(station: station, reason: r.code)
             log(
-                station: station, wire: wire, key: key, result: "\(r.status) \(r.code)", documents: 0, bytes: 0, started
-            )
+                station: station, wire: wire, key: key, result: "\(r.status) \(r.code)", documents: 0, bytes: 0,
+                sealed: nil, started, level: r.status >= 500 ? .error : .warning)
             var headers: HTTPFields = [.contentType: "application/json"]
             if let after = r.retryAfter { headers[.retryAfter] = String(after) }
             // A refused body is not read further: the connection is closed after the answer (a
@@ -268,25 +274,27 @@ struct BatchHandler: Sendable {
         }
         log(
             station: station, wire: wire, key: key, result: answer.duplicate ? "200 duplicate" : "200",
-            documents: answer.documents, bytes: answer.bytes, started)
+            documents: answer.documents, bytes: answer.bytes, sealed: answer.sealed, started)
         return Response(
             status: .ok, headers: [.contentType: "application/json"],
             body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 
+    /// One line per batch request: a refusal at warning level, a server's own failure at error.
     private func log(
-        station: String, wire: String, key: String?, result: String, documents: Int, bytes: UInt64, _ started: Date
+        station: String, wire: String, key: String?, result: String, documents: Int, bytes: UInt64, sealed: Bool?,
+        _ started: Date, level: Logger.Level = .info
     ) {
-        logger.info(
-            "batch",
-            metadata: [
-                "station": .string(station), "protocol": .string(wire),
-                // What a client sent is logged only when it is a key a batch may have.
-                "batch": .string(key.map { Receiver.isBatchKey($0) ? String($0.prefix(80)) : "(invalid)" } ?? "-"),
-                "documents": .stringConvertible(documents), "bytes": .stringConvertible(bytes),
-                "result": .string(result),
-                "ms": .stringConvertible(Int(Date().timeIntervalSince(started) * 1000))
-            ])
+        var metadata: Logger.Metadata = [
+            "station": .string(station), "protocol": .string(wire),
+            // What a client sent is logged only when it is a key a batch may have.
+            "batch": .string(key.map { Receiver.isBatchKey($0) ? String($0.prefix(80)) : "(invalid)" } ?? "-"),
+            "documents": .stringConvertible(documents), "bytes": .stringConvertible(bytes),
+            "result": .string(result),
+            "ms": .stringConvertible(Int(Date().timeIntervalSince(started) * 1000))
+        ]
+        if let sealed { metadata["sealed"] = .stringConvertible(sealed) }
+        logger.log(level: level, "batch", metadata: metadata)
     }
 }
 
@@ -322,15 +330,17 @@ struct TusHandler: Sendable {
         }
     }
 
+    /// One line per tus request: a refusal at warning level, a server's own failure at error.
     private func log(_ what: String, station: String, id: String?, _ a: TusReceiver.Answer, _ started: Date) {
-        logger.info(
-            "tus",
-            metadata: [
-                "station": .string(station), "protocol": "tus", "request": .string(what),
-                "upload": .string(id ?? "-"), "documents": .stringConvertible(a.documents),
-                "bytes": .stringConvertible(a.bytes), "result": .stringConvertible(a.status),
-                "ms": .stringConvertible(Int(Date().timeIntervalSince(started) * 1000))
-            ])
+        var metadata: Logger.Metadata = [
+            "station": .string(station), "protocol": "tus", "request": .string(what),
+            "upload": .string(id ?? "-"), "documents": .stringConvertible(a.documents),
+            "bytes": .stringConvertible(a.bytes), "result": .stringConvertible(a.status),
+            "ms": .stringConvertible(Int(Date().timeIntervalSince(started) * 1000))
+        ]
+        if a.documents > 0 { metadata["sealed"] = .stringConvertible(a.sealed) }
+        let level: Logger.Level = a.status >= 500 ? .error : a.status >= 400 && a.status != 404 ? .warning : .info
+        logger.log(level: level, "tus", metadata: metadata)
     }
 
     func create(_ request: Request, _ context: ReceiveContext) async -> Response {
@@ -401,7 +411,7 @@ struct TusHandler: Sendable {
             }
             let a = await tus.end(patch)
             if a.documents > 0 {
-                metrics.batch(station: station, wire: "tus", documents: a.documents, bytes: a.bytes)
+                metrics.batch(station: station, wire: "tus", sealed: a.sealed, documents: a.documents, bytes: a.bytes)
             } else if a.status >= 400 {
                 metrics.refusal(station: station, reason: "tus-\(a.status)")
             }

@@ -446,6 +446,8 @@ public final class Receiver: Sendable {
         package var documents = 0
         package var bytes: UInt64 = 0
         package var duplicate = false
+        /// Whether its documents came sealed (age files to the office's recipients).
+        package var sealed = false
     }
 
     /// True for an `Idempotency-Key` a batch may have: 1–256 visible ASCII characters (no
@@ -623,26 +625,11 @@ package final class BatchIntake {
         done()
     }
 
-    /// Why a document's name is refused: a path separator, a control character, or a name
-    /// that means a folder (`.`, `..`); nil when it is fine. Names are not paths in a vault,
-    /// but a back office writes them out as files.
-    static func nameProblem(_ name: String) -> String? {
-        if name.contains("/") || name.contains("\\") { return "has a path separator" }
-        if name.unicodeScalars.contains(where: {
-            $0.value < 0x20 || $0.value == 0x7F || (0x80..<0xA0).contains($0.value)
-                || (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value)
-                || $0.value == 0x2028 || $0.value == 0x2029
-        }) {
-            // Bidirectional overrides and line separators too: a name shown in a list must read
-            // as what it is.
-            return "has a control character"
-        }
-        if name == "." || name == ".." { return "names a folder" }
-        return nil
-    }
-
     /// How the batch came (`json`, `form`).
     package var wire: String { reader.wire.rawValue }
+
+    /// Whether the documents read so far came sealed (a sealed batch's every document is).
+    package var sealed: Bool { !reader.sealedFileKeys.isEmpty }
 
     /// The document being read (from 1), for a refusal.
     private var document: Int? { begun == 0 ? nil : begun }
@@ -670,12 +657,14 @@ package final class BatchIntake {
                 switch event {
                 case .begin(let index, let header):
                     begun = index + 1
-                    if let name = header.name, let why = Self.nameProblem(name) {
+                    // Names cross as relative paths (DocumentName): a back office writes them out as
+                    // files, under a folder a name must never leave.
+                    if let name = header.name, let why = DocumentName.problem(name) {
                         throw VaultError(.headerMalformed, "document \(index + 1): its name \(why)")
                     }
                     try intake?.begin(
-                        name: header.name ?? "document-\(index + 1)",
-                        contentType: header.contentType ?? "application/octet-stream")
+                        name: DocumentName.normalized(header.name ?? "document-\(index + 1)"),
+                        contentType: header.contentType ?? "application/octet-stream", tags: header.tags)
                     pendingID = header.id
                 case .data(let bytes):
                     try intake?.write(bytes)
@@ -720,7 +709,7 @@ package final class BatchIntake {
                 422, "idempotency-key-reused",
                 "this Idempotency-Key was used for another payload; a resend must be the same bytes")
         }
-        return Receiver.Answer(status: 200, body: try sealedForStation(taken.answer), duplicate: true)
+        return Receiver.Answer(status: 200, body: try sealedForStation(taken.answer), duplicate: true, sealed: sealed)
     }
 
     /// Ends the body: checks its end, commits the batch and signs the receipt.
@@ -742,7 +731,8 @@ package final class BatchIntake {
             let answer = receipt.signed(with: receiver.identity.signingKey)
             let detail = ReceivedBatch(
                 station: station, batch: key, head: head?.description, wire: reader.wire.rawValue,
-                payloadSHA256: Hex.encode(sha), answer: String(decoding: answer, as: UTF8.self))
+                payloadSHA256: Hex.encode(sha), answer: String(decoding: answer, as: UTF8.self),
+                sealed: sealed ? true : nil)
             let json = String(decoding: try JSONEncoder().encode(detail), as: UTF8.self)
             if let shared = receiver.sharedLog {
                 if let earlier = try await commit(intake, to: shared, detail: json, now: now) {
@@ -755,7 +745,8 @@ package final class BatchIntake {
                 station: station, key: key, head: head, payloadSHA256: sha, answer: answer, documents: documents.count,
                 bytes: received, now: now)
             return Receiver.Answer(
-                status: 200, body: try sealedForStation(answer), documents: documents.count, bytes: received)
+                status: 200, body: try sealedForStation(answer), documents: documents.count, bytes: received,
+                sealed: sealed)
         } catch {
             throw Refusal.of(error, document: document)
         }

@@ -185,20 +185,23 @@ package struct SealedPayloadReader {
         }
         struct Metadata: Decodable {
             var Id: String, Name: String, ContentType: String, Size: UInt64, SHA256: String
+            var Tags: [String]?
         }
         var json = plain[...]
         while json.last == 0x20 { json = json.dropLast() }
         guard let m = try? JSONDecoder().decode(Metadata.self, from: Data(json)),
             let id = DocumentID(hex: m.Id), id == header.id, let sha = Hex.decode(m.SHA256), sha.count == 32,
             PayloadSealing.padded(
-                PayloadSealing.metadataJSON(id: id, name: m.Name, contentType: m.ContentType, size: m.Size, sha256: sha)
-            )
+                PayloadSealing.metadataJSON(
+                    id: id, name: m.Name, contentType: m.ContentType, size: m.Size, sha256: sha, tags: m.Tags ?? []))
                 == plain
         else {
             throw VaultError(.headerMalformed, "document \(documents + 1)'s metadata is not vault's (docs/EXPORT.md)")
         }
-        try PayloadReader.validate(name: m.Name, contentType: m.ContentType, document: documents + 1)
+        try PayloadReader.validate(
+            name: m.Name, contentType: m.ContentType, tags: m.Tags ?? [], document: documents + 1)
         (header.name, header.contentType, header.size, header.sha256) = (m.Name, m.ContentType, m.Size, sha)
+        header.tags = m.Tags ?? []
     }
 
     /// Base64 of the data's age file, opened as it decodes.

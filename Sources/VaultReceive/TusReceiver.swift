@@ -67,6 +67,7 @@ package final class TusReceiver: Sendable {
         /// For the log.
         package var documents = 0
         package var bytes: UInt64 = 0
+        package var sealed = false
 
         init(_ status: Int, _ headers: [(String, String)] = [], body: [UInt8] = []) {
             (self.status, self.headers, self.body) = (status, headers, body)
@@ -341,7 +342,7 @@ package final class TusReceiver: Sendable {
             }
             var done = Answer(
                 204, [("Upload-Offset", String(offset)), ("Vault-Receipt", Data(answer.body).base64EncodedString())])
-            (done.documents, done.bytes) = (answer.documents, answer.bytes)
+            (done.documents, done.bytes, done.sealed) = (answer.documents, answer.bytes, answer.sealed)
             return done
         } catch {
             drop(u)

@@ -219,6 +219,8 @@ extension UploadSummary {
         t.sentBytes += later.sentBytes
         t.tooLarge += later.tooLarge
         t.refused += later.refused
+        t.unsendable += later.unsendable
+        t.sealedTo = max(t.sealedTo, later.sealedTo)
         t.removed += later.removed
         return t
     }

@@ -2,7 +2,7 @@ import VaultCore
 
 /// A `multipart/form-data` body (RFC 7578), as PHP's `$_FILES`, Django, Rails and multer take
 /// files: text fields, then a `manifest` part (JSON: the batch's number and each document's id,
-/// name, content type, size and SHA-256), then one file part per document carrying its raw
+/// name, content type, size, SHA-256 and tags), then one file part per document carrying its raw
 /// plaintext, then the closing delimiter.
 ///
 /// Written by hand: the body must be produced while it is sent, from any offset, with its exact
@@ -73,9 +73,9 @@ package struct FormBody: RawFraming, Equatable {
         var out = Array("{\"batch\":\(batch),\"documents\":[".utf8)
         for (i, r) in records.enumerated() {
             if i > 0 { out.append(0x2C) }
-            out += Array("{\"contentType\":".utf8) + JSONString.quoted(r.metadata.contentType)
-            out += Array(",\"id\":\"\(r.id.hex)\",\"name\":".utf8) + JSONString.quoted(r.metadata.name)
-            out += Array(",\"sha256\":\"\(Hex.encode(r.metadata.sha256))\",\"size\":\(r.metadata.size)}".utf8)
+            let m = r.metadata
+            out += FormManifest.entry(
+                id: r.id, name: m.name, contentType: m.contentType, sha256: m.sha256, size: m.size, tags: m.tags)
         }
         return out + Array("],\"of\":\(of)}".utf8)
     }

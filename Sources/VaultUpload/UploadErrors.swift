@@ -12,6 +12,9 @@ extension VaultError.Code {
     /// it will not store, a document that does not verify): it was left out of the run and is
     /// not delivered; a later run tries it again.
     public static let documentRefused = Self(rawValue: "document-refused")
+    /// A document whose name no back office takes (docs/RECEIVE.md: a relative path without
+    /// control characters): left out of the run before anything was sent, and not delivered.
+    public static let nameNotDeliverable = Self(rawValue: "name-not-deliverable")
 }
 
 /// The names of the steps that set right the errors of uploads.

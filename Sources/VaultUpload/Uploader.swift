@@ -169,6 +169,11 @@ public struct UploadSummary: Sendable {
     /// will not store, a document that does not verify): not delivered, tried again by a later
     /// run.
     public var refused: [DocumentID] = []
+    /// Those of them left out before anything was sent: their names are not ones a back office
+    /// takes (``Uploader/undeliverable(_:shape:)``).
+    public var unsendable: [DocumentID] = []
+    /// How many recipients the batches were sealed to (0: sent plain).
+    public var sealedTo = 0
     /// Documents this call sent and had confirmed (a resumed run's earlier batches are not
     /// counted).
     public var sentDocuments = 0
@@ -209,6 +214,8 @@ public final class Uploader: @unchecked Sendable {
     private var journal: UploadJournal!
     /// Payload bytes servers already had when batches resumed (not sent again).
     private var resumedBytes: UInt64 = 0
+    /// Documents a new run left out before sending (``undeliverable(_:shape:)``), told as skipped.
+    private var leftOutAtStart: [(record: DocumentRecord, error: VaultError)] = []
     /// Documents and plaintext bytes before each batch (for the progress counter), made once
     /// for the batches as they stand and again after a split or a skip: summing them for every
     /// batch cost O(n²) (a fifth of an upload of 100,000 documents).
@@ -450,6 +457,7 @@ public final class Uploader: @unchecked Sendable {
                 documents: journal.batches.reduce(0) { $0 + $1.documents.count },
                 payloadBytes: journal.batches.reduce(UInt64(0)) { $0 + $1.bytes }, confirmedBatches: confirmedBefore,
                 resumed: confirmedBefore > 0 || journal.batches.contains { $0.attempts > 0 }))
+        for (d, error) in leftOutAtStart { onEvent(.skipped(id: d.id, name: d.metadata.name, error: error)) }
         let all = journal.batches.flatMap(batchRecords)
         runProgress = ProgressCounter(total: all.reduce(0) { $0 + $1.metadata.size }, documents: all.count)
         var retries = 0
@@ -471,6 +479,9 @@ public final class Uploader: @unchecked Sendable {
             tooLarge: journal.skipped.filter { $0.code == VaultError.Code.uploadRejected.rawValue }
                 .map(\.id), resumedBytes: resumedBytes)
         summary.refused = journal.skipped.filter { $0.code == VaultError.Code.documentRefused.rawValue }.map(\.id)
+        summary.unsendable = journal.skipped.filter { $0.code == VaultError.Code.nameNotDeliverable.rawValue }
+            .map(\.id)
+        summary.sealedTo = options.recipients.count
         summary.sentDocuments = sent.documents
         summary.sentBatches = sent.batches
         summary.sentBytes = sent.bytes
@@ -506,7 +517,17 @@ public final class Uploader: @unchecked Sendable {
             throw VaultError(
                 .notFound, "there is no interrupted upload of these documents to \(options.target.redacted)")
         }
-        let planned = try BatchPlanner.plan(order, limits: options.limits, format: self.format(batch: 1, of: 1))
+        // What a back office would refuse by its name is known now: it leaves before anything is
+        // sent, instead of costing its batch a refusal and a resend.
+        leftOutAtStart = Self.undeliverable(order, shape: options.shape).map { d, why in
+            (d, VaultError(.nameNotDeliverable, "its name \(why), which no back office takes; it was not sent"))
+        }
+        let leaving = Set(leftOutAtStart.map(\.record.id))
+        let sending = order.filter { !leaving.contains($0.id) }
+        // A run whose every document was left out has no batch (the planner gives one empty batch).
+        let planned =
+            sending.isEmpty
+            ? [] : try BatchPlanner.plan(sending, limits: options.limits, format: self.format(batch: 1, of: 1))
         let runID = UUID().uuidString.lowercased()
         let now = UTCTime(Date()).iso8601
         journal = UploadJournal(
@@ -519,9 +540,20 @@ public final class Uploader: @unchecked Sendable {
                 documents: b.records.map(\.id), bytes: b.length, status: .pending, attempts: 0,
                 key: try UploadJournal.idempotencyKey(vault: vault, runID: runID, index: b.index, records: b.records))
         }
+        journal.skipped = leftOutAtStart.map { .init(id: $0.record.id, code: $0.error.code.rawValue) }
         try rekey(from: 0)  // exact lengths (a form's manifest names its batch number)
         try journal.save(to: vault)
         return journal
+    }
+
+    /// The documents among `records` whose names no back office takes (``DocumentName``), with
+    /// why: a payload that names its documents (the objects shape, a form, sealed) does not
+    /// carry them. The strings shape carries no name, and so leaves none out.
+    package static func undeliverable(
+        _ records: [DocumentRecord], shape: PayloadShape
+    ) -> [(record: DocumentRecord, why: String)] {
+        guard shape == .objects else { return [] }
+        return records.compactMap { r in DocumentName.problem(r.metadata.name).map { (r, $0) } }
     }
 
     private func batchRecords(_ b: UploadJournal.Batch) -> [DocumentRecord] {

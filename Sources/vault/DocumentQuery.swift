@@ -6,7 +6,33 @@ import VaultCore
 enum DocumentQuery {
     /// The document `query` means in `vault`.
     static func record(_ query: String, in vault: VaultCore.Vault) throws -> DocumentRecord {
-        try vault.lookUp { catalog in try resolve(query, in: catalog) }
+        do {
+            return try vault.lookUp { catalog in try resolve(query, in: catalog) }
+        } catch let e as VaultError where e.code == .notFound {
+            // At an office, the id a station reported: its receipts name the office's document.
+            guard let found = try receivedFromStation(query, in: vault) else { throw e }
+            return found
+        }
+    }
+
+    /// The document a receiver took that its station named `query` (an id prefix of at least
+    /// 4 hex digits), or nil when no received document has such a station id.
+    /// - Throws: ``VaultError/Code/ambiguous`` when several do (naming their stations).
+    static func receivedFromStation(_ query: String, in vault: VaultCore.Vault) throws -> DocumentRecord? {
+        let lower = query.lowercased()
+        guard lower.count >= 4, lower.allSatisfy(\.isHexDigit) else { return nil }
+        let found = try vault.receivedDocuments(stationIDPrefix: lower)
+        guard let first = found.first else { return nil }
+        guard found.count == 1 else {
+            let named = found.prefix(5).map {
+                "\($0.id.hex.prefix(12)) (station \($0.station)'s \($0.stationID.hex.prefix(12)))"
+            }
+            throw VaultError(
+                .ambiguous,
+                "'\(query)' is the station id of \(found.count) documents: \(named.joined(separator: ", "))",
+                hint: "use the office's id, or a longer prefix")
+        }
+        return try vault.lookUp { try resolve(first.id.hex, in: $0) }
     }
 
     /// A selection of the documents `queries` mean in `vault`, with `tags`.

@@ -259,12 +259,12 @@ final class ReceiverProcess {
         #expect(!office.log.contains("station=admin"), "\(office.log)")
     }
 
-    /// A name a vault holds and its receiver will not store (it has a tab): that document is
-    /// left out, named with the receiver's reason and not delivered, and the rest of its batch
-    /// arrives, on every protocol; the next upload tries it again. Before, the receiver's
-    /// refusal stopped the whole batch, every time, and nothing in it was ever delivered.
+    /// A name a vault holds and no back office takes (it has a tab): that document is left out
+    /// before anything is sent — named, with why, and not delivered — and the rest of the run
+    /// arrives, on every protocol. Before, the receiver refused it by its place, and its batch was
+    /// sent again without it (once per such name, the big documents beside it each time).
     @Test(arguments: [["--protocol", "json"], ["--protocol", "form"], ["--protocol", "tus"]])
-    func aDocumentTheReceiverRefusesIsLeftOutAndTheRestOfItsBatchArrives(wire: [String]) throws {
+    func aNameNoBackOfficeTakesIsLeftOutBeforeSendingAndTheRestArrives(wire: [String]) throws {
         let s = Sandbox()
         s.initVault()
         for (file, text) in [("a.txt", "alpha"), ("tab", "a tab in its name"), ("b.txt", "beta")] {
@@ -283,19 +283,22 @@ final class ReceiverProcess {
         #expect(
             r.stderr.contains(
                 """
-                    vault: warning: skipped \(id) scan\\t1.pdf: the server refused it (400 Bad Request): document 2: \
-                    its name has a control character (header-malformed)
+                    vault: warning: skipped \(id) scan\\t1.pdf: its name has a control character, which no back \
+                    office takes; it was not sent
 
                     """), "\(r.stderr)")
         #expect(
-            r.stderr.contains("vault: 1 document was refused by the server and not delivered: \(id) scan\\t1.pdf\n"),
+            r.stderr.contains("vault: 1 document was not sent, as no back office takes its name: \(id) scan\\t1.pdf\n"),
             "\(r.stderr)")
         #expect(Set(office.documents.compactMap { $0["name"] as? String }) == ["a.txt", "b.txt"])
-        // The next upload sends it again, alone; it is refused again and nothing else is sent.
+        // The receiver never saw it: one batch, taken, and no refusal.
+        #expect(!office.log.contains("result=400"), "\(office.log)")
+        // The next upload leaves it out again and sends nothing.
         let again = s.run(["upload", "--url", url, "--json"] + wire, env: token)
         #expect(again.status == 2, "\(again.stderr)")
         let result = try #require(try JSONSerialization.jsonObject(with: Data(again.stdout)) as? [String: Any])
-        #expect((result["refused"] as? [String])?.map { String($0.prefix(12)) } == [id], "\(result)")
+        #expect((result["unsendable"] as? [String])?.map { String($0.prefix(12)) } == [id], "\(result)")
+        #expect((result["refused"] as? [String]) == [], "\(result)")
         #expect(result["sentDocuments"] as? Int == 0 && result["skipped"] as? Int == 1, "\(result)")
         #expect(office.documents.count == 2)
     }

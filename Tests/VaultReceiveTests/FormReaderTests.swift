@@ -20,6 +20,8 @@ import VaultCore
         #expect(got.bytes == documents.map(\.bytes))
         #expect(got.headers.map(\.id) == documents.map(\.record.id))
         #expect(got.headers.map(\.name) == documents.map(\.record.metadata.name), "the manifest's exact names")
+        #expect(got.headers.map(\.tags) == documents.map(\.record.metadata.tags), "the manifest's tags")
+        #expect(got.headers.contains { !$0.tags.isEmpty })
         #expect(got.ends == documents.map { UInt64($0.bytes.count) })
     }
 

@@ -46,7 +46,7 @@ import VaultTestSupport
             id: documents[4].record.id,
             metadata: DocumentMetadata(
                 name: m.name, contentType: m.contentType, size: UInt64(documents[4].bytes.count),
-                sha256: Array(SHA256.hash(data: documents[4].bytes)), addedAtMillis: 0, tags: []))
+                sha256: Array(SHA256.hash(data: documents[4].bytes)), addedAtMillis: 0, tags: m.tags))
         let form = FormBody(
             boundary: "vault-0123456789abcdef0123456789abcdef", fields: [FormField(name: "case", value: "4711")],
             batch: 1,

@@ -14,7 +14,7 @@ import VaultCore
     }
 
     /// Documents of the sizes that matter to base64 (0, 1, 2, 3 and larger), with names that
-    /// need escaping.
+    /// need escaping, and tags on every third (one that needs escaping too).
     static func documents(_ count: Int = 6, seed: UInt64 = 7) -> [Document] {
         var state = seed
         let names = ["scan.pdf", "quote\"d \\ back", "new\nline\t\u{01}", "ünï 文件 🎉", "x", "a/b"]
@@ -27,7 +27,8 @@ import VaultCore
             }
             let metadata = DocumentMetadata(
                 name: names[i % names.count], contentType: "application/pdf", size: UInt64(size),
-                sha256: Array(SHA256.hash(data: bytes)), addedAtMillis: 0, tags: [])
+                sha256: Array(SHA256.hash(data: bytes)), addedAtMillis: 0,
+                tags: i % 3 == 1 ? ["acme", "2026 Q1", "quo\"te"] : [])
             let id = DocumentID(bytes: (0..<16).map { UInt8(truncatingIfNeeded: i * 16 + $0) })
             return Document(record: DocumentRecord(id: id, metadata: metadata), bytes: bytes)
         }
@@ -87,6 +88,8 @@ import VaultCore
                 #expect(got.headers.map(\.name) == documents.map(\.record.metadata.name))
                 #expect(got.headers.map(\.size) == documents.map(\.record.metadata.size))
                 #expect(got.headers.map(\.sha256) == documents.map(\.record.metadata.sha256))
+                #expect(got.headers.map(\.tags) == documents.map(\.record.metadata.tags))
+                #expect(got.headers.contains { !$0.tags.isEmpty })
             } else {
                 #expect(got.headers.allSatisfy { $0 == PayloadReader.Header() })
             }
@@ -114,6 +117,11 @@ import VaultCore
         ("bytes after the end", { $0 + [0x20] }, .trailingData),
         ("a payload cut before its end", { Array($0.dropLast(2)) }, .truncated),
         ("an empty name", { replace($0, #""Name":"x""#, #""Name":"""#) }, .headerMalformed),
+        ("an empty tag list", { replace($0, #""Data":"AAA="#, #""Tags":[],"Data":"AAA="#) }, .headerMalformed),
+        ("a space between tags", { replace($0, #""acme","#, #""acme", "#) }, .headerMalformed),
+        ("a tag list left open", { replace($0, #""quo\"te"],"#, #""quo\"te","#) }, .headerMalformed),
+        ("tags spelt otherwise", { replace($0, #""Tags":["#, #""tags":["#) }, .headerMalformed),
+        ("an empty tag", { replace($0, #""acme","#, #""","#) }, .headerMalformed),
         (
             "a content type with a space",
             { replace($0, #""ContentType":"application/pdf""#, #""ContentType":"a b""#) }, .headerMalformed
@@ -176,5 +184,28 @@ import VaultCore
         #expect(throws: VaultError.self) {
             _ = try Self.read(Self.payload(documents, shape: .objects), shape: .objects, piece: 1000)
         }
+    }
+}
+
+/// docs/RECEIVE.md's vector of the contract across the wire: a tagged document in a folder.
+@Suite struct ContractVectorTests {
+    @Test func theDocumentedVectorIsWhatAStationSendsAndTheReceiverReads() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/RECEIVE.md")
+        let text = try String(contentsOf: docs, encoding: .utf8)
+        let vector = try #require(
+            text.split(separator: "\n").first { $0.hasPrefix(#"{"Files":[{"Id":"000102"#) }.map { Array($0.utf8) })
+        let bytes = Array("hello".utf8)
+        let record = DocumentRecord(
+            id: DocumentID(bytes: Array(0..<16)),
+            metadata: DocumentMetadata(
+                name: "clients/Acme GmbH/offer.txt", contentType: "text/plain", size: 5,
+                sha256: Array(SHA256.hash(data: bytes)), addedAtMillis: 0, tags: ["acme", "2026 Q1"]))
+        let sent = PayloadReaderTests.payload([.init(record: record, bytes: bytes)], shape: .objects)
+        #expect(sent == vector, "\(String(decoding: sent, as: UTF8.self))")
+        let got = try PayloadReaderTests.read(vector, shape: .objects, piece: 7)
+        #expect(got.headers.first?.name == "clients/Acme GmbH/offer.txt")
+        #expect(got.headers.first?.tags == ["acme", "2026 Q1"])
+        #expect(got.bytes == [bytes])
     }
 }

@@ -2,6 +2,7 @@
 ///
 /// ```
 /// objects: {"Files":[{"Id":"…","Name":"…","ContentType":"…","Size":123,"SHA256":"<64 hex>","Data":"<base64>"},…]}
+///          (`"Tags":["…",…]` between `SHA256` and `Data` for a document that has tags)
 /// strings: {"Files":["<base64>",…]}
 /// ```
 /// Exactly these keys in this order, no whitespace, strings escaped canonically (RFC 8259),
@@ -31,13 +32,29 @@ package struct PayloadEntry: Sendable {
             var p = Array("{\"Id\":\"\(record.id.hex)\",\"Name\":".utf8)
             p += JSONString.quoted(m.name)
             p += Array(",\"ContentType\":".utf8) + JSONString.quoted(m.contentType)
-            p += Array(",\"Size\":\(m.size),\"SHA256\":\"\(Hex.encode(m.sha256))\",\"Data\":\"".utf8)
+            p += Array(",\"Size\":\(m.size),\"SHA256\":\"\(Hex.encode(m.sha256))\"".utf8)
+            p += Self.tagsMember(m.tags)
+            p += Array(",\"Data\":\"".utf8)
             prefix = p
         case .strings:
             prefix = [0x22]
         }
         suffix = Self.suffix(shape)
         dataLength = Base64.encodedLength(m.size)
+    }
+
+    /// `,"Tags":["a","b"]`, or nothing for a document without tags: a payload of untagged
+    /// documents is the layout vault wrote before tags crossed the wire, which every back office
+    /// written for it reads.
+    package static func tagsMember(_ tags: [String]) -> [UInt8] {
+        guard !tags.isEmpty else { return [] }
+        var out = Array(",\"Tags\":[".utf8)
+        for (i, t) in tags.enumerated() {
+            if i > 0 { out.append(0x2C) }
+            out += JSONString.quoted(t)
+        }
+        out.append(0x5D)
+        return out
     }
 
     /// The bytes after an entry's base64 in `shape` (`"}` or `"`): the same for every document.
@@ -50,6 +67,29 @@ package struct PayloadEntry: Sendable {
 
     /// Bytes of the whole entry.
     package var length: UInt64 { UInt64(prefix.count + suffix.count) + dataLength }
+}
+
+/// A form's `manifest` part (docs/UPLOAD.md), the one writer of its entries for the station that
+/// sends it and the receiver that checks it was written canonically.
+package enum FormManifest {
+    /// One document's entry: its keys sorted, no whitespace, `"tags"` last and only when the
+    /// document has tags.
+    package static func entry(
+        id: DocumentID, name: String, contentType: String, sha256: [UInt8], size: UInt64, tags: [String]
+    ) -> [UInt8] {
+        var out = Array("{\"contentType\":".utf8) + JSONString.quoted(contentType)
+        out += Array(",\"id\":\"\(id.hex)\",\"name\":".utf8) + JSONString.quoted(name)
+        out += Array(",\"sha256\":\"\(Hex.encode(sha256))\",\"size\":\(size)".utf8)
+        if !tags.isEmpty {
+            out += Array(",\"tags\":[".utf8)
+            for (i, t) in tags.enumerated() {
+                if i > 0 { out.append(0x2C) }
+                out += JSONString.quoted(t)
+            }
+            out.append(0x5D)
+        }
+        return out + [0x7D]
+    }
 }
 
 /// Framing of the whole payload.

@@ -82,21 +82,23 @@ package final class PayloadSealing: @unchecked Sendable {
     }
 
     /// `record`'s metadata as a sealed document carries it: `{"Id":…,"Name":…,"ContentType":…,
-    /// "Size":…,"SHA256":…}` (the plain payload's keys, in its order), then spaces up to a
-    /// multiple of ``metadataPadding`` bytes.
+    /// "Size":…,"SHA256":…}` (the plain payload's keys, in its order, with `"Tags":[…]` last
+    /// when the document has tags), then spaces up to a multiple of ``metadataPadding`` bytes.
     package static func metadata(_ record: DocumentRecord) -> [UInt8] {
         let m = record.metadata
         return padded(
-            metadataJSON(id: record.id, name: m.name, contentType: m.contentType, size: m.size, sha256: m.sha256))
+            metadataJSON(
+                id: record.id, name: m.name, contentType: m.contentType, size: m.size, sha256: m.sha256, tags: m.tags))
     }
 
     /// The metadata's JSON, unpadded: what a receiver rebuilds to check the bytes it opened.
     package static func metadataJSON(
-        id: DocumentID, name: String, contentType: String, size: UInt64, sha256: [UInt8]
+        id: DocumentID, name: String, contentType: String, size: UInt64, sha256: [UInt8], tags: [String] = []
     ) -> [UInt8] {
         var out = Array("{\"Id\":\"\(id.hex)\",\"Name\":".utf8) + JSONString.quoted(name)
         out += Array(",\"ContentType\":".utf8) + JSONString.quoted(contentType)
-        out += Array(",\"Size\":\(size),\"SHA256\":\"\(Hex.encode(sha256))\"}".utf8)
+        out += Array(",\"Size\":\(size),\"SHA256\":\"\(Hex.encode(sha256))\"".utf8)
+        out += PayloadEntry.tagsMember(tags) + [0x7D]
         return out
     }
 

@@ -128,15 +128,22 @@ package struct ReceivedBatch: Codable, Sendable, Equatable {
     package var payloadSHA256: String
     /// The receipt answered (`{"receipt":…,"signature":…}`), as sent.
     package var answer: String
+    /// True when its documents came sealed (age files to the office's recipients), kept so;
+    /// absent for a plain batch, and in records written before it was recorded.
+    package var sealed: Bool?
 
     /// A batch by its parts.
-    package init(station: String, batch: String, head: String?, wire: String, payloadSHA256: String, answer: String) {
+    package init(
+        station: String, batch: String, head: String?, wire: String, payloadSHA256: String, answer: String,
+        sealed: Bool? = nil
+    ) {
         self.station = station
         self.batch = batch
         self.head = head
         self.wire = wire
         self.payloadSHA256 = payloadSHA256
         self.answer = answer
+        self.sealed = sealed
     }
 }
 
@@ -223,5 +230,34 @@ extension Vault {
             throw VaultError(.busy, "another receiver serves this vault (it holds receiver.lock)")
         }
         return file
+    }
+}
+
+extension Vault {
+    /// The documents a receiver took whose station gave them an id starting with `prefix`
+    /// (lower-case hex), with the station's name and full id: how the office finds what a
+    /// station reported. The office keeps ids of its own (an id names an envelope, here and on a
+    /// store, so a station must not choose which one its batch writes or a failed batch deletes);
+    /// the station's id is in each batch's signed receipt, in the record's order, read here from
+    /// the history. Documents removed since are left out.
+    package func receivedDocuments(stationIDPrefix prefix: String) throws -> [(
+        id: DocumentID, station: String, stationID: DocumentID
+    )] {
+        let scan = try settledHistory()
+        let present = scan.projected().present
+        var found: [(id: DocumentID, station: String, stationID: DocumentID)] = []
+        let decoder = JSONDecoder()
+        for (_, record) in scan.records where record.operation == .receive && record.outcome == .ok {
+            guard let detail = record.detail.map({ Data($0.utf8) }),
+                let batch = try? decoder.decode(ReceivedBatch.self, from: detail),
+                let receipt = try? Receipt.answer(Array(batch.answer.utf8)).receipt,
+                receipt.documents.count == record.documents.count
+            else { continue }
+            for (d, r) in zip(record.documents, receipt.documents)
+            where r.id.hex.hasPrefix(prefix) && present[d.id] != nil {
+                found.append((d.id, batch.station, r.id))
+            }
+        }
+        return found
     }
 }

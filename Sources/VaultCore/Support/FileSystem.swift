@@ -10,7 +10,7 @@ package enum FileSystem {
 
     /// What `path` itself is when `following` is false: a symbolic link (even to nothing) is
     /// `.other`.
-    static func kind(of path: String, following: Bool) -> Kind {
+    package static func kind(of path: String, following: Bool) -> Kind {
         guard let st = try? FilePath(path).stat(followTargetSymlink: following) else { return .missing }
         switch st.type {
         case .regular: return .file

@@ -85,6 +85,8 @@ package final class AddSession {
         defer { Sodium.wipe(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<used])); buffer.deallocate() }
         let n = try input.readFully(into: buffer)
         used = n
+        // Names are kept in NFC (DocumentName): what crosses to a back office is what was added.
+        let name = DocumentName.normalized(name)
         let type = contentType ?? ContentType.detect(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), name: name)
         let template = DocumentMetadata(
             name: name, contentType: type, size: 0, sha256: [UInt8](repeating: 0, count: 32),

@@ -215,6 +215,7 @@ extension VaultCommand {
                             id: record.id.hex, path: shown, name: m.name, contentType: m.contentType, size: m.size,
                             sha256: Hex.encode(m.sha256)))
                     if !result.json && !result.quiet { Terminal.out(record.id.hex + "\n") }
+                    Self.warnIfUndeliverable(m.name, id: record.id)
                 }
             } catch {
                 if vault.failure == nil {
@@ -272,6 +273,18 @@ extension VaultCommand {
             }
         }
 
+        /// A document whose name no back office takes (docs/RECEIVE.md: a relative path without
+        /// control characters) is kept, and said so now rather than at its first upload.
+        static func warnIfUndeliverable(_ name: String, id: DocumentID?) {
+            guard let why = DocumentName.problem(name) else { return }
+            let which = id.map { "\($0.hex.prefix(12)) " } ?? ""
+            Terminal.warn(
+                """
+                    \(which)\(name): its name \(why), which no back office takes: uploads will \
+                    leave it out (add the file again with --name NAME to deliver it)
+                    """)
+        }
+
         /// `--dry-run`: what would be added (name, size, path), what is left out and why;
         /// nothing is read but the folders, and no password is asked for.
         func preview(_ inputs: [InputFiles.Input], skipped: [InputFiles.Skipped], excluded: [String]) throws {
@@ -283,6 +296,7 @@ extension VaultCommand {
             }
             var would: [Result.WouldAdd] = []
             for input in inputs {
+                if !result.json { Self.warnIfUndeliverable(DocumentName.normalized(name ?? input.name), id: nil) }
                 let size =
                     input.path == "-" ? 0 : (try? FilePath(input.path).stat().size).map { UInt64(max($0, 0)) } ?? 0
                 would.append(

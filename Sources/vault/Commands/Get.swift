@@ -267,7 +267,9 @@ extension VaultCommand {
             do {
                 for (n, (record, relative)) in plan.targets.enumerated() {
                     let path = folder.hasSuffix("/") ? folder + relative : folder + "/" + relative
+                    try FolderPlan.refuseLinks(in: folder, relative)
                     _ = try FileSystem.makeDirectories(FileSystem.directory(of: path))
+                    try FolderPlan.refuseLinks(in: folder, relative)
                     bar.handle(
                         Importer.Event.fileStarted(position: n + 1, of: records.count, name: record.metadata.name))
                     let before = bytes
@@ -400,6 +402,7 @@ struct FolderPlan {
         }
         let base = folder.hasSuffix("/") ? folder : folder + "/"
         for (_, relative) in targets {
+            try Self.refuseLinks(in: folder, relative)
             let path = base + relative
             switch FileSystem.kind(of: path) {
             case .missing: break
@@ -422,6 +425,25 @@ struct FolderPlan {
             }
         }
         self.targets = targets
+    }
+
+    /// Fails when a folder on the way from `folder` to the document at `relative` under it is a
+    /// symbolic link: a link planted in a shared folder (`sub -> /elsewhere`) would take the
+    /// document outside it. Checked before anything is written and again just before each file.
+    static func refuseLinks(in folder: String, _ relative: String) throws {
+        var path = folder.hasSuffix("/") ? String(folder.dropLast()) : folder
+        for part in relative.split(separator: "/").dropLast() {
+            path += "/" + part
+            if FileSystem.kind(of: path, following: false) == .other {
+                throw VaultError(
+                    .alreadyExists,
+                    """
+                        \(Terminal.printable(path)) is a symbolic link, and a document is never written through one \
+                        (it could lead outside \(Terminal.printable(folder))); nothing more was written
+                        """,
+                    hint: "remove the link, or get into another folder")
+            }
+        }
     }
 
     /// The path under the folder for a document named `name`: its `/`-separated parts (the names

@@ -217,6 +217,8 @@ extension VaultCommand {
             var tooLarge: [String] = []
             /// Documents the server refused by their place in a batch (not delivered).
             var refused: [String] = []
+            /// Documents left out before sending: no back office takes their names (not delivered).
+            var unsendable: [String] = []
             /// Documents removed (`--remove-delivered`).
             var removed: [String] = []
         }
@@ -224,10 +226,12 @@ extension VaultCommand {
         /// `upload --dry-run --json`.
         struct DryRun: Encodable {
             struct Document: Encodable { var id, name: String; var size: UInt64 }
+            struct Unsendable: Encodable { var id, name: String; var size: UInt64; var why: String }
             var dryRun = true
             var target: String
             var send: [Document]
             var resumes: Int
+            var unsendable: [Unsendable]
             var remove: [Document]
         }
 
@@ -445,7 +449,7 @@ extension VaultCommand {
             } catch let e as VaultError {
                 throw worded(e, target: target)
             }
-            if dryRun { return preview(plan, target: target) }
+            if dryRun { return preview(plan, target: target, shape: uploadOptions.shape) }
             if !plan.deliveredBefore.isEmpty && !result.json {
                 Removal.report(plan.deliveredBefore, why: "delivered before this upload")
             }
@@ -588,6 +592,7 @@ extension VaultCommand {
         ) throws {
             let tooLarge = try vault.records(summary.tooLarge, skippingMissing: true)
             let refused = try vault.records(summary.refused, skippingMissing: true)
+            let unsendable = try vault.records(summary.unsendable, skippingMissing: true)
             let removedNow = summary.removed
             if result.json {
                 Terminal.out(
@@ -600,7 +605,7 @@ extension VaultCommand {
                             seconds: (seconds * 1000).rounded() / 1000, sentDocuments: summary.sentDocuments,
                             sentBatches: summary.sentBatches, sentBytes: summary.sentBytes,
                             tooLarge: tooLarge.map(\.id.hex), refused: refused.map(\.id.hex),
-                            removed: (freed + removedNow).map(\.id.hex))))
+                            unsendable: unsendable.map(\.id.hex), removed: (freed + removedNow).map(\.id.hex))))
             }
             if progressOptions.printsSummary && !result.json {
                 Terminal.err(summaryLine(summary, target: target, freed: freed, seconds: seconds))
@@ -609,8 +614,24 @@ extension VaultCommand {
                 Removal.report(removedNow, why: "delivered to \(target.redacted) now")
             }
             // Counted by the run's ids: a document left out and removed since is not "damaged".
-            let damaged = summary.skipped - summary.tooLarge.count - summary.refused.count
+            let damaged = summary.skipped - summary.tooLarge.count - summary.refused.count - summary.unsendable.count
             if progressOptions.resolved == .none { for line in leftOut { Terminal.warn(line) } }
+            if !unsendable.isEmpty {
+                let names = unsendable.prefix(5).map {
+                    "\($0.id.hex.prefix(12)) \(Terminal.printable($0.metadata.name))"
+                }.joined(separator: ", ")
+                let were = unsendable.count == 1 ? "was" : "were"
+                let others = summary.sentDocuments > 0 ? "; the other documents were delivered" : ""
+                throw VaultError(
+                    .partial,
+                    "\(Plural.count(unsendable.count, "document")) \(were) not sent, as no back office takes "
+                        + "\(unsendable.count == 1 ? "its name" : "their names"): \(names)",
+                    hint:
+                        """
+                            the warnings above say why\(others); get the file out and add it again with --name NAME \
+                            (a relative path without control characters), or leave it out with --exclude ID
+                            """)
+            }
             if !refused.isEmpty {
                 let names = refused.prefix(5).map { "\($0.id.hex.prefix(12)) \(Terminal.printable($0.metadata.name))" }
                     .joined(separator: ", ")
@@ -675,6 +696,7 @@ extension VaultCommand {
                 : "vault: uploaded \(Plural.count(summary.sentDocuments, "document")) in "
                     + "\(Plural.count(summary.sentBatches, "batch")) (\(Terminal.size(summary.sentBytes))) to "
                     + "\(target.redacted) in \(Seconds.tenths(seconds)) s, \(Plural.count(summary.retries, "retry"))"
+                    + (summary.sealedTo > 0 ? ", sealed to \(Plural.count(summary.sealedTo, "recipient"))" : "")
             if summary.sentBatches > 0 && summary.alreadyConfirmed > 0 {
                 let were = summary.alreadyConfirmed == 1 ? "was" : "were"
                 line +=
@@ -694,8 +716,14 @@ extension VaultCommand {
 
         /// `--dry-run`: what the runs would send and what would be removed, on standard output
         /// (or as one JSON object); nothing is sent, removed or recorded.
-        func preview(_ plan: DocumentDelivery.Plan, target: UploadTarget) {
-            let documents = plan.documents
+        func preview(_ plan: DocumentDelivery.Plan, target: UploadTarget, shape: PayloadShape) {
+            // What a new run would leave out for its name (an interrupted run's documents are sent
+            // as its journal says, and a receiver refuses such a name by its place).
+            let unsendable = plan.runs.filter { !$0.resuming }.flatMap {
+                Uploader.undeliverable($0.documents, shape: shape)
+            }
+            let leaving = Set(unsendable.map(\.record.id))
+            let documents = plan.documents.filter { !leaving.contains($0.id) }
             let removing = plan.deliveredBefore
             let resumes = plan.runs.filter(\.resuming).count
             func doc(_ r: DocumentRecord) -> DryRun.Document {
@@ -706,10 +734,21 @@ extension VaultCommand {
                     JSONOutput.line(
                         DryRun(
                             target: target.redacted, send: documents.map(doc), resumes: resumes,
+                            unsendable: unsendable.map { r, why in
+                                DryRun.Unsendable(
+                                    id: r.id.hex, name: r.metadata.name, size: r.metadata.size, why: "its name \(why)")
+                            },
                             remove: removing.map(doc))))
                 return
             }
             var out = ""
+            for (r, why) in unsendable {
+                out +=
+                    """
+                        would leave out  \(r.id.hex.prefix(12))  \(Terminal.size(r.metadata.size))  \
+                        \(Terminal.printable(r.metadata.name))  (its name \(why), which no back office takes)\n
+                        """
+            }
             for r in documents {
                 out +=
                     """
@@ -729,6 +768,9 @@ extension VaultCommand {
                     "vault: dry run: would send \(Plural.count(documents.count, "document")) (\(Terminal.size(bytes))) "
                     + "to \(target.redacted)"
                 if resumes > 0 { line += ", finishing \(Plural.count(resumes, "interrupted run"))" }
+                if !unsendable.isEmpty {
+                    line += ", leaving out \(Plural.count(unsendable.count, "document")) no back office takes by name"
+                }
                 if removeDelivered {
                     line +=
                         """
