@@ -1,10 +1,20 @@
 import NIOCore
 import NIOHTTPTypes
 
-/// Closes a connection whose next request head does not arrive in time: counted from the
-/// connection's start and from the end of each answer. An idle timeout alone does not bound a
-/// client that sends its headers one byte at a time just often enough (slow-loris); this does.
-/// Written by hand: Hummingbird bounds idle time and header sizes, not the time headers take.
+/// Bounds the time a client may hold a connection without sending what it must:
+/// - the next request head must arrive in time, counted from the connection's start and from
+///   the end of each answer (slow headers, slow-loris);
+/// - a request that carries no batch (a sign-in form, a page, `/healthz`: anything but
+///   `/batches` and `/files`) must arrive whole within ``smallRequest`` of its head: the idle
+///   timeout alone let a body of 8 KiB sent one byte at a time hold a connection for hours, and
+///   256 of them shut every station out. A batch's body is paced by the receiver instead (a
+///   minimum rate after a grace period, ``Receiver/Limits``), once its sender authenticated;
+/// - an answer written before its request ended (a refusal: no token, too large, a tus chunk
+///   past its upload's end) closes the connection once it is sent: a refused body is not read
+///   on, and nothing pipelined after it is answered.
+///
+/// Written by hand: Hummingbird bounds idle time and header sizes, not the time a request takes,
+/// and reads a refused body to its end to keep the connection.
 final class HeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -12,33 +22,73 @@ final class HeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPResponsePart
 
     private let timeout: TimeAmount
+    private let smallRequest: TimeAmount
     private var timer: Scheduled<Void>?
+    /// A request's head was read and its end not yet.
+    private var requestOpen = false
 
-    init(timeout: TimeAmount) { self.timeout = timeout }
+    /// - Parameters:
+    ///   - timeout: for a request's head.
+    ///   - smallRequest: for the whole of a request that is not a batch's.
+    init(timeout: TimeAmount, smallRequest: TimeAmount) {
+        self.timeout = timeout
+        self.smallRequest = smallRequest
+    }
 
-    func handlerAdded(context: ChannelHandlerContext) { arm(context) }
+    func handlerAdded(context: ChannelHandlerContext) { arm(context, timeout) }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         timer?.cancel()
         timer = nil
     }
 
+    /// Paths whose bodies are batches, paced by the receiver rather than bounded here.
+    static func carriesBatch(_ path: String?) -> Bool {
+        guard let path else { return false }
+        return path == "/batches" || path.hasPrefix("/batches?") || path == "/files" || path.hasPrefix("/files/")
+            || path.hasPrefix("/files?")
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head = unwrapInboundIn(data) {
+        switch unwrapInboundIn(data) {
+        case .head(let request):
+            requestOpen = true
             timer?.cancel()
             timer = nil
+            if !Self.carriesBatch(request.path) { arm(context, smallRequest) }
+        case .end:
+            requestOpen = false
+            timer?.cancel()
+            timer = nil
+        case .body:
+            break
         }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { arm(context) }
-        context.write(data, promise: promise)
+        guard case .end = unwrapOutboundIn(data) else {
+            context.write(data, promise: promise)
+            return
+        }
+        guard requestOpen else {
+            arm(context, timeout)
+            context.write(data, promise: promise)
+            return
+        }
+        // Answered before the request ended: a refusal. Its body is not read on.
+        timer?.cancel()
+        timer = nil
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let sent = promise ?? context.eventLoop.makePromise()
+        sent.futureResult.whenComplete { _ in bound.value.close(promise: nil) }
+        context.write(data, promise: sent)
+        context.flush()
     }
 
-    private func arm(_ context: ChannelHandlerContext) {
+    private func arm(_ context: ChannelHandlerContext, _ after: TimeAmount) {
         timer?.cancel()
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(in: timeout) { bound.value.close(promise: nil) }
+        timer = context.eventLoop.scheduleTask(in: after) { bound.value.close(promise: nil) }
     }
 }

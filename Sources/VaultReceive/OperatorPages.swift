@@ -85,6 +85,7 @@ enum OperatorPages {
         where {{knownHead}} was known.</p>{{/alerts}}
         <dl>
         <dt>Last seen</dt><dd>{{lastSeen}}</dd>
+        {{#refused}}<dt>Refused</dt><dd class="refused">{{refused}}</dd>{{/refused}}
         <dt>Batches</dt><dd class="batches">{{batches}}</dd>
         <dt>Documents</dt><dd>{{documents}}</dd>
         <dt>Received</dt><dd>{{bytes}}</dd>

@@ -106,12 +106,17 @@ struct OperatorView: Sendable {
         // One read of the history gives the stations and what they sent; the receiver's memory
         // adds when each was last heard from in this run (refusals too).
         let received = try ReceivedHistory(receiver.vault)
-        let heard = Dictionary(receiver.stations.map { ($0.name, $0.lastSeenMillis) }) { a, _ in a }
+        let known = Dictionary(receiver.stations.map { ($0.name, $0) }) { a, _ in a }
         let rows = received.stations.keys.sorted().map { name in
-            let seen = [heard[name] ?? nil, received.lastBatchMillis[name]].compactMap { $0 }.max()
+            let seen = [known[name]?.lastSeenMillis, received.lastBatchMillis[name]].compactMap { $0 }.max()
             let totals = received.totals[name] ?? (0, 0, 0)
+            let refused = known[name].flatMap { s in
+                s.lastRefusal.map {
+                    "\(s.refusals) since the receiver started; last \(Shown.time(millis: $0.millis)): \($0.code)"
+                }
+            }
             return StationRow(
-                name: name, lastSeen: Shown.time(millis: seen), batches: totals.batches,
+                name: name, lastSeen: Shown.time(millis: seen), refused: refused, batches: totals.batches,
                 documents: totals.documents, bytes: ByteSize.text(totals.bytes),
                 head: (received.stations[name] ?? nil) ?? "none received yet", alerts: received.alerts[name] ?? [])
         }
@@ -381,6 +386,8 @@ struct OperatorView: Sendable {
 struct StationRow {
     let name: String
     let lastSeen: String
+    /// Its refusals in this run and the last one, when there were any.
+    var refused: String? = nil
     let batches: Int
     let documents: Int
     let bytes: String

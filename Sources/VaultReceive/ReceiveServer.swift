@@ -97,12 +97,20 @@ public struct ReceiveServer: Service {
         let metrics = self.metrics
         let logger = self.logger
         router.get("/healthz") { _, _ in
-            Response(
+            // Degraded (503) while the receiver cannot store batches: a load balancer sends the
+            // stations to another receiver, a monitor wakes someone.
+            if let reason = receiver.degraded {
+                return Response(
+                    status: .serviceUnavailable, headers: [.contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(string: #"{"status":"degraded","reason":"\#(reason)"}"#)))
+            }
+            return Response(
                 status: .ok, headers: [.contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
         }
         router.get("/metrics") { _, _ in
-            Response(
+            metrics.diskFull(receiver.degraded == "disk-full")
+            return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
         }
@@ -129,7 +137,12 @@ public struct ReceiveServer: Service {
         let headTimeout = TimeAmount.milliseconds(Int64(configuration.idleTimeout * 1000))
         let http = HTTPServerBuilder.http1(
             configuration: .init(
-                additionalChannelHandlers: [HeadDeadline(timeout: headTimeout)],
+                additionalChannelHandlers: [
+                    // A sign-in form or a page arrives whole in 10 s (a browser sends it at once).
+                    HeadDeadline(
+                        timeout: headTimeout,
+                        smallRequest: .milliseconds(Int64(min(10, configuration.idleTimeout) * 1000)))
+                ],
                 idleTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000)),
                 httpDecoderConfiguration: .init(
                     maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 64 << 10, maxHeaderFieldCount: 100)))
@@ -203,6 +216,18 @@ final class ReceiveMetrics: Sendable {
     static var documents: MetricNameDescriptor { counter("documents", "Documents taken, by station.") }
     static var bytes: MetricNameDescriptor { counter("bytes", "Payload bytes taken, by station.") }
     static var refusals: MetricNameDescriptor { counter("refusals", "Requests refused, by station and reason.") }
+    // Made at once, so that it is there (0) before the first batch.
+    private let diskFullGauge: Gauge
+
+    init() {
+        diskFullGauge = registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "vault", subsystem: "receive", metricName: "disk_full",
+                helpText: "1 while batches find the receiver's disk or quota full (answered 507), else 0."))
+        diskFullGauge.set(Int64(0))
+    }
+
+    func diskFull(_ full: Bool) { diskFullGauge.set(Int64(full ? 1 : 0)) }
 
     func batch(station: String, wire: String, sealed: Bool, documents: Int, bytes: UInt64) {
         registry.makeCounter(
@@ -257,11 +282,15 @@ struct BatchHandler: Sendable {
                     bytes: answer.bytes)
             }
         } catch let r as Refusal {
-            receiver.refused(station: station)
+            receiver.refused(station: station, code: r.code)
             metrics.refusal(station: station, reason: r.code)
+            if r.status == 507 {
+                receiver.noteDiskFull()
+                metrics.diskFull(true)
+            }
             log(
                 station: station, wire: wire, key: key, result: "\(r.status) \(r.code)", documents: 0, bytes: 0,
-                sealed: nil, started, level: r.status >= 500 ? .error : .warning)
+                sealed: nil, started, level: r.status >= 500 ? .error : .warning, detail: r.detail)
             var headers: HTTPFields = [.contentType: "application/json"]
             if let after = r.retryAfter { headers[.retryAfter] = String(after) }
             // A refused body is not read further: the connection is closed after the answer (a
@@ -283,7 +312,7 @@ struct BatchHandler: Sendable {
     /// One line per batch request: a refusal at warning level, a server's own failure at error.
     private func log(
         station: String, wire: String, key: String?, result: String, documents: Int, bytes: UInt64, sealed: Bool?,
-        _ started: Date, level: Logger.Level = .info
+        _ started: Date, level: Logger.Level = .info, detail: String? = nil
     ) {
         var metadata: Logger.Metadata = [
             "station": .string(station), "protocol": .string(wire),
@@ -294,6 +323,9 @@ struct BatchHandler: Sendable {
             "ms": .stringConvertible(Int(Date().timeIntervalSince(started) * 1000))
         ]
         if let sealed { metadata["sealed"] = .stringConvertible(sealed) }
+        // What the answer does not say, in the receiver's own words (a full disk names the
+        // folder; a removed station's token names the station).
+        if let detail { metadata["detail"] = .string(detail) }
         logger.log(level: level, "batch", metadata: metadata)
     }
 }
@@ -410,6 +442,10 @@ struct TusHandler: Sendable {
                 // The connection broke mid-chunk: what arrived counts (the offset says how much).
             }
             let a = await tus.end(patch)
+            if a.status == 507 {
+                receiver.noteDiskFull()
+                metrics.diskFull(true)
+            }
             if a.documents > 0 {
                 metrics.batch(station: station, wire: "tus", sealed: a.sealed, documents: a.documents, bytes: a.bytes)
             } else if a.status >= 400 {

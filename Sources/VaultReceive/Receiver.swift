@@ -19,8 +19,11 @@ package struct Refusal: Error, Sendable, Equatable {
     package var message: String
     /// The document concerned (from 1), when one is.
     package var document: Int?
-    /// Seconds to wait before trying again (429, 503).
+    /// Seconds to wait before trying again (429, 503, 507).
     package var retryAfter: Int?
+    /// For the receiver's log only: what went wrong in its own words (paths of its folder),
+    /// which the answer does not carry.
+    package var detail: String?
 
     package init(_ status: Int, _ code: String, _ message: String, document: Int? = nil, retryAfter: Int? = nil) {
         self.status = status
@@ -28,6 +31,16 @@ package struct Refusal: Error, Sendable, Equatable {
         self.message = message
         self.document = document
         self.retryAfter = retryAfter
+    }
+
+    /// The answer while the receiver's disk (or quota) is full: 507 Insufficient Storage, try
+    /// again in a minute.
+    package static func diskFull(_ detail: String) -> Refusal {
+        var r = Refusal(
+            507, "disk-full", "the back office is out of space: nothing of this batch was kept; send it again later",
+            retryAfter: 60)
+        r.detail = detail
+        return r
     }
 
     /// The JSON body.
@@ -42,6 +55,7 @@ package struct Refusal: Error, Sendable, Equatable {
     static func of(_ error: any Error, document: Int?) -> Refusal {
         if let r = error as? Refusal { return r }
         let e = VaultError.from(error)
+        if e.isNoSpace { return .diskFull(e.message) }
         switch e.code {
         case .headerMalformed, .truncated, .trailingData, .digestMismatch:
             return Refusal(400, e.code.rawValue, e.message, document: document)
@@ -58,7 +72,9 @@ package struct Refusal: Error, Sendable, Equatable {
             return Refusal(503, "store-unavailable", "the receiver's store did not answer; send again", retryAfter: 5)
         default:
             // The details (paths of the receiver's folder) stay in its log, not in the answer.
-            return Refusal(500, "internal", "the receiver could not store the batch (\(e.code))")
+            var r = Refusal(500, "internal", "the receiver could not store the batch (\(e.code))")
+            r.detail = e.message
+            return r
         }
     }
 }
@@ -94,6 +110,14 @@ public final class Receiver: Sendable {
         public init() {}
     }
 
+    /// A station's last refusal.
+    public struct LastRefusal: Sendable, Equatable {
+        /// When, in milliseconds since 1970.
+        public var millis: Int64
+        /// Its code (`digest-mismatch`, `station-forked`, …).
+        public var code: String
+    }
+
     /// A station as the receiver knows it.
     public struct Station: Sendable, Equatable {
         /// Its name.
@@ -110,6 +134,8 @@ public final class Receiver: Sendable {
         public var bytes: UInt64 = 0
         /// Refusals since the receiver started.
         public var refusals = 0
+        /// The last refusal since the receiver started.
+        public var lastRefusal: LastRefusal?
         /// When it was last heard from (milliseconds since 1970), since the receiver started.
         public var lastSeenMillis: Int64?
         /// The last history head (`<records>-<tag>`) it sent with an accepted batch.
@@ -137,6 +163,11 @@ public final class Receiver: Sendable {
         var alerted: [String: String] = [:]
         var failures: [String: (count: Int, since: Date)] = [:]
         var closing = false
+        /// Since when a batch found the disk (or quota) full, and the space free then.
+        var diskFull: (since: Date, free: UInt64)?
+        /// The token digests of removed stations, with their names: a token used after its
+        /// station was removed is told apart from a stranger's guess.
+        var removed: [[UInt8]: String] = [:]
         /// The history's head when the stations and batches were last read from it.
         var head: HistoryHead?
         /// What is wrong with the history (finding codes): while anything is, no station is
@@ -255,10 +286,12 @@ public final class Receiver: Sendable {
                 guard var station = stations[name], station.tokenDigest == old.tokenDigest else { continue }
                 (station.batches, station.documents, station.bytes) = (old.batches, old.documents, old.bytes)
                 (station.refusals, station.lastSeenMillis) = (old.refusals, old.lastSeenMillis)
+                station.lastRefusal = old.lastRefusal
                 stations[name] = station
             }
             s.stations = stations
             s.taken = fresh.taken
+            s.removed = fresh.removed
             s.head = fresh.head
             s.problems = fresh.problems
         }
@@ -302,7 +335,9 @@ public final class Receiver: Sendable {
                     if let digest = change.token.flatMap(Hex.decode) {
                         s.stations[change.name] = Station(name: change.name, tokenDigest: digest)
                     }
-                case .remove: s.stations[change.name] = nil
+                case .remove:
+                    if let gone = s.stations[change.name] { s.removed[gone.tokenDigest] = change.name }
+                    s.stations[change.name] = nil
                 case .alert: break
                 }
             case .receive:
@@ -406,7 +441,7 @@ public final class Receiver: Sendable {
             token = String(authorization.dropFirst(7))
         }
         let digest = identity.tokenDigest(token ?? "")
-        let found = state.withLock { s -> String? in
+        let (found, removed) = state.withLock { s -> (String?, String?) in
             var found: String?
             for station in s.stations.values where Self.constantTimeEqual(station.tokenDigest, digest) {
                 found = station.name
@@ -418,7 +453,14 @@ public final class Receiver: Sendable {
                     s.failures = s.failures.filter { now.timeIntervalSince($0.value.since) < 60 }
                 }
             }
-            return found
+            return (found, found == nil ? s.removed[digest] : nil)
+        }
+        if let removed, token != nil {
+            var r = Refusal(
+                401, "station-removed",
+                "this station was removed at the back office; it must be added again and its new token used")
+            r.detail = "the token of removed station '\(removed)' was used"
+            throw r
         }
         guard let found, token != nil else {
             throw Refusal(401, "unauthorized", "a station's token is needed: Authorization: Bearer <token>")
@@ -545,6 +587,7 @@ public final class Receiver: Sendable {
             s.stations[station]?.documents += documents
             s.stations[station]?.bytes += bytes
             s.stations[station]?.lastSeenMillis = Int64(now.timeIntervalSince1970 * 1000)
+            s.diskFull = nil
         }
     }
 
@@ -564,9 +607,32 @@ public final class Receiver: Sendable {
         }
     }
 
-    /// Counts a refusal against a station.
-    package func refused(station: String) {
-        state.withLock { $0.stations[station]?.refusals += 1 }
+    /// Counts a refusal against a station, which was heard from all the same.
+    package func refused(station: String, code: String, now: Date = Date()) {
+        let millis = Int64(now.timeIntervalSince1970 * 1000)
+        state.withLock { s in
+            guard s.stations[station] != nil else { return }
+            s.stations[station]?.refusals += 1
+            s.stations[station]?.lastRefusal = LastRefusal(millis: millis, code: code)
+            s.stations[station]?.lastSeenMillis = millis
+        }
+    }
+
+    /// A batch found the disk full (``Refusal/diskFull(_:)``): `/healthz` says so until a batch
+    /// is stored again or 64 MiB more are free.
+    package func noteDiskFull(now: Date = Date()) {
+        let free = FileSystem.freeSpace(at: vault.store.root) ?? 0
+        state.withLock { $0.diskFull = (now, free) }
+    }
+
+    /// Nil when the receiver can take batches, else why not (`disk-full`).
+    package var degraded: String? {
+        guard let full = state.withLock({ $0.diskFull }) else { return nil }
+        if let free = FileSystem.freeSpace(at: vault.store.root), free >= full.free &+ (64 << 20) {
+            state.withLock { $0.diskFull = nil }
+            return nil
+        }
+        return "disk-full"
     }
 
     /// From now on, new batches are answered 503; those in flight finish.

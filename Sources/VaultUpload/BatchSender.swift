@@ -59,8 +59,26 @@ enum AttemptOutcome: Sendable {
             .confirmed(
                 status: r.status, duplicate: r.jsonField("duplicate", as: Bool.self) == true, body: Array(r.body.utf8))
         case .authentication:
-            .refused(VaultError(.uploadUnauthorized, "the server refused the credentials (\(r.status) \(r.reason))"))
+            r.refusalCode == "station-removed"
+                ? .refused(
+                    VaultError(
+                        .uploadUnauthorized,
+                        "the back office removed this station (\(r.status) \(r.reason)): its token is no longer taken",
+                        hint: "ask the office to add this station again, then use the new token"))
+                : .refused(
+                    VaultError(.uploadUnauthorized, "the server refused the credentials (\(r.status) \(r.reason))"))
         case .tooLarge: .split(reason: "\(r.status) \(r.reason)", serverSays: r.serverSays)
+        case .outOfSpace:
+            // Resending a large batch into a full disk only costs the network: the run stops,
+            // its journal kept, and a later run resumes it.
+            .refused(
+                VaultError(
+                    .uploadFailed,
+                    """
+                        the back office is out of space (\(r.status) \(r.reason)): it kept nothing of the batch, and \
+                        nothing more was sent
+                        """,
+                    hint: "ask the office to free space"))
         case .reject:
             // A refusal by place is a client error (4xx); a 3xx, 501 or 505 refuses the batch.
             if (400..<500).contains(r.status), let refusal = r.refusedDocument {

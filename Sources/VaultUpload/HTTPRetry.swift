@@ -19,6 +19,8 @@ extension RetryPolicy {
         case authentication
         /// 413: the payload is too large for the server.
         case tooLarge
+        /// 507: the server is out of space; sending more now would only be thrown away.
+        case outOfSpace
         /// Any other status: stop with the server's message.
         case reject
     }
@@ -30,6 +32,7 @@ extension RetryPolicy {
         case 408, 429, 500, 502, 503, 504: .retry
         case 401, 403: .authentication
         case 413: .tooLarge
+        case 507: .outOfSpace
         default: .reject
         }
     }

@@ -128,6 +128,19 @@ public struct UploadResponse: Sendable {
         return (try? decoder.decode(JSONField<T>.self, from: Data(body.utf8)))?.value
     }
 
+    /// The code of a refusal as vault's receiver answers one (`{"error":{"code":…}}`), when the
+    /// body is one and the code a short string.
+    var refusalCode: String? {
+        struct Answer: Decodable {
+            struct Refusal: Decodable { var code: String }
+            var error: Refusal
+        }
+        guard let code = (try? JSONDecoder().decode(Answer.self, from: Data(body.utf8)))?.error.code,
+            code.utf8.count <= 64
+        else { return nil }
+        return code
+    }
+
     /// The document (from 1) a refusal names, as vault's receiver answers one:
     /// `{"error":{"code":…,"document":N,"message":…}}`, and what the server says of it
     /// (`: message (code)`, cut, or nothing); nil when it names no document.

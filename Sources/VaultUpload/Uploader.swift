@@ -888,7 +888,7 @@ public final class Uploader: @unchecked Sendable {
 
     /// The server refused batch `i` for the document at `place` (from 1): that document leaves
     /// the run — named, with the server's reason, and not delivered, so a later run tries it
-    /// again — and the batch is sent again without it, as `split` does for one too large. A
+    /// again — and the batch's other documents are sent again, each alone. A
     /// place that is not in the batch refuses the whole batch (`otherwise`). Each refusal takes
     /// one document out, so a server that refuses every one ends the run after as many
     /// requests. Returns true when batch `i` left the run (it held that document alone).
@@ -899,7 +899,21 @@ public final class Uploader: @unchecked Sendable {
             throw otherwise
         }
         let error = VaultError(.documentRefused, "the server refused it \(reason)")
-        return try await leave(docs[place - 1], outOf: i, for: error)
+        if try await leave(docs[place - 1], outOf: i, for: error) { return true }
+        // The rest go one document a request: each is sent at most twice (in this batch, then
+        // alone) whatever else the server refuses. Sent again together, a large scan went once
+        // more for every refused document beside it.
+        let rest = journal.batches[i].documents
+        if rest.count > 1 {
+            journal.batches.replaceSubrange(
+                i...i,
+                with: rest.map {
+                    UploadJournal.Batch(documents: [$0], bytes: 0, status: .pending, attempts: 0, key: "")
+                })
+            try rekey(from: i)
+            try journal.save(to: vault)
+        }
+        return false
     }
 
     /// Takes document `d` out of batch `i` and out of the run for `error` — named, and not

@@ -58,4 +58,41 @@ import VaultTestSupport
         let after = Peer.peakRSSKiB(office.pid)
         #expect(after - before < 24 << 10, "peak RSS grew from \(before) KiB to \(after) KiB")
     }
+
+    /// Found by a hostile review: 256 connections each sending a sign-in body one byte a second
+    /// were never closed (the idle timeout restarts with each byte), so no station's batch nor
+    /// `/healthz` was answered, and SIGTERM waited for them. A request that is not a batch must
+    /// now arrive whole within 10 s, so they are closed and the others are served.
+    @Test func tricklingBodiesCannotShutStationsOutNorHoldOffAStop() throws {
+        let s = Sandbox()
+        s.initVault()
+        s.write("a.txt", Array("alpha".utf8))
+        #expect(s.run("add", "a.txt", "-q").status == 0)
+        let office = try ReceiverProcess(s)
+        let token = office.addStation("st")
+        let port = try #require(office.url.split(separator: ":").last.map(String.init))
+        let script = Peer.repository.appendingPathComponent("scripts/trickle-client.py").path
+        func trickle(_ count: Int, _ name: String) throws -> pid_t {
+            let pid = try Peer.spawn(
+                [Peer.python, script, "127.0.0.1", port, "/ui/login", String(count), "120"],
+                stdout: s.path(name), stderr: s.path(name + ".err"))
+            #expect(poll(within: 120, every: 50_000) { Peer.jsonLines(s.path(name)).first?["opened"] != nil })
+            return pid
+        }
+        let slow = try trickle(300, "trickle.jsonl")
+        defer { Peer.stop(slow) }
+        // Served while they trickle: within their 10 s and a little more, not after 120 s.
+        let health = office.curl(token: nil, ["--max-time", "60", office.url + "/healthz"])
+        #expect(health.status == 200, "\(health)")
+        let up = s.run(
+            ["upload", "--url", office.url + "/batches", "--timeout", "60", "--retries", "0"],
+            env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(up.status == 0, "\(up.stderr)")
+        // A stop is not held off by trickling bodies either.
+        let more = try trickle(50, "trickle2.jsonl")
+        defer { Peer.stop(more) }
+        kill(office.pid, SIGTERM)
+        var status: Int32 = 0
+        #expect(poll(within: 45, every: 50_000) { waitpid(office.pid, &status, WNOHANG) == office.pid })
+    }
 }

@@ -9,6 +9,7 @@ import VaultCore
         for s in [408, 429, 500, 502, 503, 504] { #expect(RetryPolicy.decide(status: s) == .retry, "\(s)") }
         for s in [401, 403] { #expect(RetryPolicy.decide(status: s) == .authentication) }
         #expect(RetryPolicy.decide(status: 413) == .tooLarge)
+        #expect(RetryPolicy.decide(status: 507) == .outOfSpace)
         for s in [300, 307, 400, 404, 409, 411, 422, 501, 505] {
             #expect(RetryPolicy.decide(status: s) == .reject, "\(s)")
         }

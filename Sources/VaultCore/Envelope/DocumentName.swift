@@ -1,11 +1,13 @@
 /// The rule for a document's name that crosses the wire: what a station may send and what a
 /// receiver (vault's own, or a back office written in another language, docs/RECEIVE.md) keeps.
 ///
-/// A name is a relative path: `/`-separated parts (the names `add -r` gives, such as
+/// A name is a relative path: `/`-separated parts (the names a folder's files are added under:
 /// `clients/Acme GmbH/offer.pdf`), none of them empty, `.` or `..`, so no leading or trailing `/`
-/// and no `//`; no backslash (a separator on Windows), no control character (C0, DEL, C1), no
+/// and no `//`; no control character (C0, DEL, C1), no
 /// bidirectional override or isolate and no line or paragraph separator (a name shown in a list
-/// must read as what it is). Names are kept in Unicode Normalization Form C: a station
+/// must read as what it is). A backslash is an ordinary character, as on every POSIX file system
+/// (PHP and werkzeug take it percent-encoded in a form); a back office that writes names as
+/// paths where it separates folders must escape it. Names are kept in Unicode Normalization Form C: a station
 /// normalizes a name when it adds the document, a receiver what it receives, so `café` typed on
 /// one machine and listed on another are the same bytes.
 ///
@@ -16,7 +18,6 @@ package enum DocumentName {
     /// Why `name` cannot cross the wire (words that follow "its name ..."), or nil when it can.
     package static func problem(_ name: String) -> String? {
         if name.isEmpty { return "is empty" }
-        if name.contains("\\") { return "has a backslash (a path separator on Windows)" }
         if name.unicodeScalars.contains(where: isRefused) { return "has a control character" }
         if name.hasPrefix("/") { return "is an absolute path (it starts with /)" }
         for part in name.split(separator: "/", omittingEmptySubsequences: false) {

@@ -19,6 +19,10 @@ package enum FileSystem {
         }
     }
 
+    /// Bytes that may still be written on the file system holding `path` (nil when it cannot
+    /// be told).
+    package static func freeSpace(at path: String) -> UInt64? { Platform.freeBytes(path) }
+
     /// Creates a directory with `permissions` (exactly, regardless of umask).
     package static func makeDirectory(_ path: String, permissions: FilePermissions = .ownerReadWriteExecute) throws {
         do { try Platform.makeDirectory(path, permissions: permissions) } catch {

@@ -223,6 +223,13 @@ enum Platform {
         return "\(st.st_dev):\(st.st_ino):\(m.tv_sec).\(m.tv_nsec):\(c.tv_sec).\(c.tv_nsec)"
     }
 
+    /// Bytes an unprivileged process may still write on the file system holding `path`.
+    static func freeBytes(_ path: String) -> UInt64? {
+        var s = statvfs()
+        guard statvfs(path, &s) == 0 else { return nil }
+        return UInt64(s.f_bavail) &* UInt64(s.f_frsize)
+    }
+
     /// Seconds since 1970, from the system clock.
     static var now: Int { time(nil) }
 
