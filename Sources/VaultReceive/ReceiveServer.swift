@@ -436,6 +436,9 @@ struct TusHandler: Sendable {
             do {
                 for try await buffer in request.body {
                     buffer.withUnsafeReadableBytes { tus.take(patch, $0) }
+                    // Refused (past Upload-Length, a chunk that cannot be kept): the rest of the
+                    // body is not read, and the connection closes after the answer.
+                    if patch.isRefused { break }
                     await Task.yield()  // as for a batch's body: every connection gets its turn
                 }
             } catch {

@@ -183,7 +183,7 @@ package final class TusReceiver: Sendable {
         fileprivate let upload: Upload
         fileprivate let tus: TusReceiver
         fileprivate var at: UInt64
-        fileprivate var spool: AtomicFile?
+        fileprivate var spool: SealedSpool?
         fileprivate var spooled: UInt64 = 0
         fileprivate var checksum: (algorithm: String, expected: [UInt8])?
         fileprivate var sha1 = Insecure.SHA1()
@@ -194,10 +194,10 @@ package final class TusReceiver: Sendable {
             (self.upload, self.tus, self.at) = (upload, tus, at)
         }
 
-        deinit {
-            spool?.discard()
-            upload.lock.withLock { upload.busy = false }
-        }
+        /// True once the PATCH was refused: the rest of its body is not read.
+        package var isRefused: Bool { failed != nil }
+
+        deinit { upload.lock.withLock { upload.busy = false } }
     }
 
     /// Starts a `PATCH /files/ID` at `offset`, or answers it at once (wrong offset, unknown upload,
@@ -268,7 +268,7 @@ package final class TusReceiver: Sendable {
         }
         if let spool = patch.spool {
             do {
-                try spool.file.write(bytes)
+                try spool.write(bytes)
             } catch {
                 patch.failed = Refusal(500, "internal", "cannot spool the chunk: \(VaultError.from(error).message)")
                 return
@@ -312,11 +312,11 @@ package final class TusReceiver: Sendable {
                 return Answer(460, [("Upload-Offset", String(u.lock.withLock { u.offset }))])
             }
             do {
-                try spool.file.seek(to: 0)
-                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+                try spool.rewind()
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: SealedSpool.recordSize, alignment: 16)
                 defer { buffer.deallocate() }
                 while patch.failed == nil {
-                    let n = try spool.file.read(into: buffer)
+                    let n = try spool.read(into: buffer)
                     if n == 0 { break }
                     feed(patch, UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 }

@@ -170,12 +170,15 @@ extension Vault {
 }
 
 extension Vault {
-    /// A temporary file in `staging/` (0600, removed when dropped, swept if a crash leaves it):
-    /// for bytes a receiver holds before it knows what they are (a tus chunk whose checksum is
-    /// not checked yet).
-    package func spoolFile() throws -> AtomicFile {
+    /// A temporary file in `staging/` (0600, removed when dropped, swept if a crash leaves it),
+    /// sealed under a key only the returned object holds: for bytes a receiver holds before it
+    /// knows what they are (a tus chunk whose checksum is not checked yet). Before, such a chunk
+    /// (names, types and data of a batch) lay in the clear on the office's disk, and stayed there
+    /// after a kill -9.
+    package func spoolFile() throws -> SealedSpool {
         let staging = try store.staging()
-        return try AtomicFile(destination: staging + "/spool", staging: staging, random: random)
+        return try SealedSpool(
+            file: try AtomicFile(destination: staging + "/spool", staging: staging, random: random), random: random)
     }
 }
 
