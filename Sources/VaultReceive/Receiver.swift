@@ -158,9 +158,10 @@ public final class Receiver: Sendable {
         /// Batches being received, each with whether it is a request's body (counted against
         /// ``Limits/concurrentBatches``) or a tus upload (bounded by the tus endpoint itself).
         var inFlight: [BatchKey: Bool] = [:]
-        /// The last alert recorded for each station (its head and reason): the same alert again
-        /// is refused without another record.
-        var alerted: [String: String] = [:]
+        /// The alerts recorded for each station since its last accepted batch, by reason: one
+        /// record per station and reason, whatever heads it keeps sending (projected from the
+        /// history, so a restart does not record them again).
+        var alerted: [String: Set<String>] = [:]
         var failures: [String: (count: Int, since: Date)] = [:]
         var closing = false
         /// Since when a batch found the disk (or quota) full, and the space free then.
@@ -292,6 +293,7 @@ public final class Receiver: Sendable {
             s.stations = stations
             s.taken = fresh.taken
             s.removed = fresh.removed
+            s.alerted = fresh.alerted
             s.head = fresh.head
             s.problems = fresh.problems
         }
@@ -335,10 +337,13 @@ public final class Receiver: Sendable {
                     if let digest = change.token.flatMap(Hex.decode) {
                         s.stations[change.name] = Station(name: change.name, tokenDigest: digest)
                     }
+                    s.alerted[change.name] = nil
                 case .remove:
                     if let gone = s.stations[change.name] { s.removed[gone.tokenDigest] = change.name }
                     s.stations[change.name] = nil
-                case .alert: break
+                    s.alerted[change.name] = nil
+                case .alert:
+                    if let reason = change.reason { s.alerted[change.name, default: []].insert(reason) }
                 }
             case .receive:
                 guard let batch = try? decoder.decode(ReceivedBatch.self, from: detail),
@@ -347,6 +352,7 @@ public final class Receiver: Sendable {
                 s.taken[BatchKey(station: batch.station, key: batch.batch)] = Taken(
                     payloadSHA256: sha, answer: Array(batch.answer.utf8))
                 if let head = batch.head.flatMap(HistoryHead.init) { s.stations[batch.station]?.lastHead = head }
+                s.alerted[batch.station] = nil
             default: continue
             }
         }
@@ -531,15 +537,14 @@ public final class Receiver: Sendable {
             throw Refusal(503, "batch-in-progress", "this batch is being received on another connection", retryAfter: 5)
         }
         if taken == nil, let stationHead, let known, let reason = Self.headProblem(stationHead, known: known) {
-            // Recorded once per head and reason: a station that keeps sending it does not grow
-            // the history with each attempt.
-            let alert = "\(stationHead) \(reason)"
-            if state.withLock({ $0.alerted[station] != alert }) {
+            // Recorded once per station and reason until it sends a batch that is taken: a
+            // station that keeps sending heads, even different ones, does not grow the history.
+            if state.withLock({ $0.alerted[station]?.contains(reason) != true }) {
                 try? await record(
                     StationChange(
                         action: .alert, name: station, head: stationHead.description, knownHead: known.description,
                         reason: reason))
-                state.withLock { $0.alerted[station] = alert }
+                state.withLock { _ = $0.alerted[station, default: []].insert(reason) }
             }
             throw Refusal(
                 409, "station-\(reason)",
@@ -587,6 +592,7 @@ public final class Receiver: Sendable {
             s.stations[station]?.documents += documents
             s.stations[station]?.bytes += bytes
             s.stations[station]?.lastSeenMillis = Int64(now.timeIntervalSince1970 * 1000)
+            s.alerted[station] = nil
             s.diskFull = nil
         }
     }

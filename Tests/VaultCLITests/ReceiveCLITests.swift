@@ -461,5 +461,18 @@ final class ReceiverProcess {
         #expect(s.run(["upload", "--url", office.url + "/batches"], env: env).status != 0)
         let alerts = office.run("log", "--json").out.components(separatedBy: #"\"action\":\"alert\""#).count - 1
         #expect(alerts == 1, "\(alerts) alert records")
+        // Found by a hostile review: alternating two rolled-back heads appended one sealed record
+        // per request (only the last alert was remembered). Now one per station and reason,
+        // until a batch is taken again, across a restart too.
+        for i in 0..<12 {
+            let head = "\(1 + i % 2)-" + String(repeating: i % 2 == 0 ? "ab" : "cd", count: 16)
+            let r = office.curl(
+                token: token,
+                ["-H", "Idempotency-Key: alt-\(i)", "-H", "X-Vault-Log-Head: \(head)", "-H",
+                    "Content-Type: application/json", "--data-binary", "{}", office.url + "/batches"])
+            #expect(r.status == 409, "\(r)")
+        }
+        let after = office.run("log", "--json").out.components(separatedBy: #"\"action\":\"alert\""#).count - 1
+        #expect(after == 1, "\(after) alert records")
     }
 }
