@@ -427,6 +427,29 @@ final class ReceiverProcess {
     }
 }
 
+extension ReceiveCLITests {
+    /// Found by a hostile review: a delivery recorded at a URL before that destination was given
+    /// its receipt key (an impostor answered 200 to a plain upload) let `remove --delivered-to`
+    /// delete a document the office never stored. At a destination that signs, only a delivery
+    /// with a receipt signed by its key counts.
+    @Test func anUnsignedDeliveryDoesNotCountAtADestinationThatSigns() throws {
+        let s = Sandbox()
+        _ = ReceiveCLITests.station(s, count: 2)
+        let office = try ReceiverProcess(s)
+        let key = office.run("receive", "key").out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let impostor = try ReceiverProcess(s, vault: "impostor")
+        let token = impostor.addStation("st")
+        #expect(s.run(["upload", "--url", impostor.url + "/batches"], env: ["VAULT_UPLOAD_TOKEN": token]).status == 0)
+        #expect(s.run("destination", "add", "office", impostor.url + "/batches", "--receipt-key", key).status == 0)
+        let r = s.run("remove", "--delivered-to", "office")
+        let left = s.run("list", "--json").out
+        #expect(left.contains("scan 1.pdf") && left.contains("scan 0.pdf"), "nothing removed: \(r.stderr) \(left)")
+        #expect(r.status == 3, "\(r.stderr)")
+        #expect(r.stderr.contains("without a receipt signed by its key"), "\(r.stderr)")
+        #expect(s.run("audit").status == 0, "the vault itself is whole")
+    }
+}
+
 @Suite(.blocking) struct StationHeadCLITests {
     /// A station whose vault is put back to an older copy sends an older history head: refused,
     /// and recorded in the receiver's own history.

@@ -272,24 +272,33 @@ extension Vault {
     /// receipts are in the `upload` records). A receipt counts for a document when its signature
     /// verifies over the statement as received and it names, at the document's place in the
     /// record, the same SHA-256 and size.
+    /// The documents whose confirmation at `requirement`'s destination carries a receipt signed
+    /// by its key that names them (SHA-256 and size), with the position of the first such record.
+    static func signedDeliveries(
+        _ requirement: ReceiptRequirement, in records: [(position: Int, record: HistoryRecord)]
+    ) -> [DocumentID: Int] {
+        var signed: [DocumentID: Int] = [:]
+        for (position, r) in records where Destination.confirmed(by: r).contains(requirement.identity) {
+            guard let text = r.receipt,
+                let answer = try? Receipt.answer(Array(text.utf8)),
+                answer.isSigned(by: requirement.publicKey),
+                answer.receipt.documents.count == r.documents.count
+            else { continue }
+            for (d, s) in zip(r.documents, answer.receipt.documents)
+            where Hex.encode(s.sha256) == d.sha256 && s.size == d.size && signed[d.id] == nil {
+                signed[d.id] = position
+            }
+        }
+        return signed
+    }
+
     func unsignedRemovals(_ requirements: [ReceiptRequirement], scan: HistoryScan) throws -> [AuditFinding] {
         let records = try HistoryLog(vault: self).scan(keepRecords: true).records
         let removed = scan.documentState().removed
         let names = scan.removedDocuments()
         var findings: [AuditFinding] = []
         for requirement in requirements {
-            var signed: [DocumentID: Int] = [:]
-            for (position, r) in records where Destination.confirmed(by: r).contains(requirement.identity) {
-                guard let text = r.receipt,
-                    let answer = try? Receipt.answer(Array(text.utf8)),
-                    answer.isSigned(by: requirement.publicKey),
-                    answer.receipt.documents.count == r.documents.count
-                else { continue }
-                for (d, s) in zip(r.documents, answer.receipt.documents)
-                where Hex.encode(s.sha256) == d.sha256 && s.size == d.size && signed[d.id] == nil {
-                    signed[d.id] = position
-                }
-            }
+            let signed = Self.signedDeliveries(requirement, in: records)
             for (id, position) in removed.sorted(by: { $0.key < $1.key }) {
                 if let at = signed[id], at < position { continue }
                 findings.append(

@@ -222,9 +222,11 @@ extension Vault {
     /// a removal by delivery checks before it deletes, whatever the index says.
     /// A history with findings proves nothing (what a forger could not make count may still
     /// have been left out): every document is unproven, and the findings' codes say why.
+    /// - Returns: the unproven ids, the findings, and those of the ids delivered at a destination
+    ///   that signs receipts without one signed by its key.
     package func unprovenDeliveries(
         _ ids: [DocumentID], at identities: [String]
-    ) throws -> (ids: [DocumentID], findings: [String]) {
+    ) throws -> (ids: [DocumentID], findings: [String], unsigned: [DocumentID]) {
         let scan = try history()
         let findings = Array(Set(scan.findings.map(\.code.rawValue))).sorted()
         if !findings.isEmpty {
@@ -234,11 +236,31 @@ extension Vault {
                 until an audit settles them
                 """
             )
-            return (ids, findings)
+            return (ids, findings, [])
         }
         let deliveries = scan.projected().deliveries
         let wanted = identities.map { DestinationIdentity(given: $0)?.value ?? $0 }
-        return (ids.filter { id in !wanted.allSatisfy { deliveries[$0]?[id] != nil } }, [])
+        // At a destination that signs receipts, only a confirmation that carries one counts: a
+        // delivery recorded before it was given its key (an impostor may have answered 200 to a
+        // plain upload) proves nothing the office stored.
+        let keys = Dictionary(
+            try DestinationList.load(self).destinations.compactMap { d in
+                d.receiptKey.flatMap(Hex.decode).map { (d.identity, $0) }
+            }, uniquingKeysWith: { a, _ in a })
+        var signed: [String: [DocumentID: Int]] = [:]
+        for identity in wanted {
+            guard let key = keys[identity] else { continue }
+            signed[identity] = Vault.signedDeliveries(
+                ReceiptRequirement(identity: identity, publicKey: key), in: scan.records)
+        }
+        let unsigned = ids.filter { id in
+            wanted.contains { deliveries[$0]?[id] != nil && signed[$0].map { $0[id] == nil } == true }
+        }
+        return (
+            ids.filter { id in
+                !wanted.allSatisfy { deliveries[$0]?[id] != nil && (signed[$0].map { $0[id] != nil } ?? true) }
+            }, [], unsigned
+        )
     }
 
     /// Every ledger row, by destination: the documents delivered there (present or removed

@@ -120,7 +120,7 @@ extension VaultCommand {
                     return
                 }
                 // The history itself must show every confirmation, not the index alone.
-                let (unproven, findings) = try vault.unprovenDeliveries(ids, at: destinations)
+                let (unproven, findings, unsigned) = try vault.unprovenDeliveries(ids, at: destinations)
                 if !findings.isEmpty {
                     throw VaultError(
                         .vaultDamaged,
@@ -129,6 +129,19 @@ extension VaultCommand {
                             needs a whole history; nothing was removed
                             """,
                         hint: "run 'vault audit' to see them")
+                }
+                if !unsigned.isEmpty {
+                    let shown = unsigned.prefix(3).map { String($0.hex.prefix(12)) }.joined(separator: ", ")
+                        + (unsigned.count > 3 ? ", …" : "")
+                    throw VaultError(
+                        .notFound,
+                        """
+                            \(Plural.count(unsigned.count, "document")) (\(shown)) \
+                            \(unsigned.count == 1 ? "was" : "were") confirmed by \
+                            \(destinations.joined(separator: " and ")) without a receipt signed by its key (before \
+                            it was given one, or by a server that does not sign); nothing was removed
+                            """,
+                        hint: "send them again to get signed receipts: vault upload --to DESTINATION --new-run")
                 }
                 if !unproven.isEmpty {
                     let shown = unproven.prefix(3).map { String($0.hex.prefix(12)) }.joined(separator: ", ")
