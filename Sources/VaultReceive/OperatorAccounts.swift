@@ -12,12 +12,19 @@ import VaultCore
 /// is kept as an Argon2id hash (``PasswordHash``).
 ///
 /// Signing in is bounded like a station's token: at most ``failuresPerMinute`` failed attempts
-/// per address a minute, and at most ``concurrentVerifications`` hashes computed at once (each
+/// a minute per address (an IPv6 address by its /64) and per operator name, and
+/// ``allFailuresPerMinute`` in all, whatever the address (a review rotating source addresses got
+/// every guess checked, and found an eight-character password in 21 s), and at most
+/// ``concurrentVerifications`` hashes computed at once (each
 /// takes 64 MiB), so a flood of attempts costs neither unbounded memory nor all the cores. An
 /// unknown name costs the same hash as a known one, so names cannot be told apart by time.
 package final class OperatorAccounts: Sendable {
-    /// Failed sign-ins one address may make in a minute.
+    /// Failed sign-ins one address, or one operator's name, may take in a minute.
     package static let failuresPerMinute = 10
+    /// Failed sign-ins in a minute, from anywhere, before every sign-in waits.
+    package static let allFailuresPerMinute = 60
+    /// The fewest characters an operator's password has: an operator sees every document.
+    package static let minimumPasswordLength = 12
     /// Passwords checked at once.
     package static let concurrentVerifications = 2
 
@@ -91,13 +98,27 @@ package final class OperatorAccounts: Sendable {
         guard Self.isName(name) else {
             throw VaultError(.usage, "an operator's name is 1 to 64 letters, digits, '.', '_' or '-'")
         }
-        guard password.withUnsafeBytes({ $0.count }) > 0 else {
-            throw VaultError(.usage, "an operator's password cannot be empty")
-        }
+        if let why = Self.passwordProblem(password) { throw VaultError(.usage, why) }
         guard try !names.contains(name) else {
             throw VaultError(.alreadyExists, "there is already an operator named '\(name)'")
         }
         try record(OperatorChange(action: .add, name: name, passwordHash: try PasswordHash.make(password)))
+    }
+
+    /// Why `password` is too weak for an operator (who sees every document the office holds), or
+    /// nil: at least ``minimumPasswordLength`` characters, not one repeated or a run of a few.
+    package static func passwordProblem(_ password: SecretBytes) -> String? {
+        password.withUnsafeBytes { bytes -> String? in
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard !text.isEmpty else { return "an operator's password cannot be empty" }
+            guard text.count >= minimumPasswordLength, Set(text).count >= 5 else {
+                return """
+                    an operator's password needs at least \(minimumPasswordLength) characters, not a few repeated \
+                    (an operator sees every document the office holds)
+                    """
+            }
+            return nil
+        }
     }
 
     /// Removes an operator: they cannot sign in from now on, and their sessions end.
@@ -129,13 +150,26 @@ package final class OperatorAccounts: Sendable {
         case busy
     }
 
-    /// Checks `name` and `password`, counting failures against `address`.
+    /// The failure budgets a sign-in counts against: its address (an IPv6 address by its /64,
+    /// which one client holds whole), the operator's name, and all sign-ins; each with its limit.
+    static func budgets(name: String, address: String) -> [(key: String, limit: Int)] {
+        let source = address.contains(":") ? address.split(separator: ":").prefix(4).joined(separator: ":") : address
+        return [
+            ("address " + source, failuresPerMinute), ("name " + String(name.prefix(64)), failuresPerMinute),
+            ("all", allFailuresPerMinute)
+        ]
+    }
+
+    /// Checks `name` and `password`, counting failures against the address, the name and all
+    /// sign-ins (``budgets(name:address:)``).
     package func signIn(name: String, password: SecretBytes, from address: String, now: Date = Date()) -> SignIn {
+        let budgets = Self.budgets(name: name, address: address)
         let gate = state.withLock { s -> SignIn? in
-            if let f = s.failures[address] {
+            for (key, limit) in budgets {
+                guard let f = s.failures[key] else { continue }
                 if now.timeIntervalSince(f.since) >= 60 {
-                    s.failures[address] = nil
-                } else if f.count >= Self.failuresPerMinute {
+                    s.failures[key] = nil
+                } else if f.count >= limit {
                     return .tooManyFailures
                 }
             }
@@ -152,8 +186,10 @@ package final class OperatorAccounts: Sendable {
         let matches = PasswordHash.verify(password, against: hash ?? decoy())
         if matches, let hash { return .signedIn(name, generation: hash) }
         state.withLock { s in
-            let f = s.failures[address] ?? (0, now)
-            s.failures[address] = (f.count + 1, f.since)
+            for (key, _) in budgets {
+                let f = s.failures[key] ?? (0, now)
+                s.failures[key] = (f.count + 1, f.since)
+            }
             if s.failures.count > 10_000 {
                 s.failures = s.failures.filter { now.timeIntervalSince($0.value.since) < 60 }
             }

@@ -191,6 +191,20 @@ struct OperatorView: Sendable {
 
     // MARK: Signing in and out
 
+    /// `text` for a log line: printable ASCII but `\\` and `"` as it is, anything else as
+    /// `\\u{HEX}`; at most 64 characters of it.
+    static func escaped(_ text: String) -> String {
+        var out = ""
+        for u in text.unicodeScalars.prefix(64) {
+            if u.value >= 0x21 && u.value < 0x7F && u != "\\" && u != "\"" {
+                out.unicodeScalars.append(u)
+            } else {
+                out += "\\u{\(String(u.value, radix: 16))}"
+            }
+        }
+        return out
+    }
+
     private func loginPage(_ request: Request, message: String?, status: HTTPResponse.Status) -> Response {
         guard knownHost(request) else { return Self.misdirected() }
         if status == .ok, signedIn(request) != nil { return Self.redirect("/ui/") }
@@ -227,7 +241,15 @@ struct OperatorView: Sendable {
                 done.resume(returning: accounts.signIn(name: name, password: password, from: address))
             }
         }
-        logger.info("sign-in", metadata: ["address": "\(address)", "result": "\(Self.describe(result))"])
+        // The name tried, escaped (anyone may type anything there) and cut; a failure is a warning.
+        let metadata: Logger.Metadata = [
+            "address": "\(address)", "operator": "\(Self.escaped(name))", "result": "\(Self.describe(result))"
+        ]
+        if case .signedIn = result {
+            logger.info("sign-in", metadata: metadata)
+        } else {
+            logger.warning("sign-in", metadata: metadata)
+        }
         switch result {
         case .signedIn(let name, let generation):
             let (token, _) = sessions.start(for: name, generation: generation)
@@ -245,7 +267,7 @@ struct OperatorView: Sendable {
             return loginPage(request, message: "Wrong name or password.", status: .unauthorized)
         case .tooManyFailures:
             var r = loginPage(
-                request, message: "Too many failed sign-ins from this address: wait a minute.", status: .tooManyRequests
+                request, message: "Too many failed sign-ins: wait a minute.", status: .tooManyRequests
             )
             r.headers[.retryAfter] = "60"
             return r

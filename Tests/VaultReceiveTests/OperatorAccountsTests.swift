@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+
+@testable import VaultCore
+@testable import VaultReceive
+
+/// Signing in is bounded whatever the address: a review rotating source addresses (any IPv6
+/// /64, or 127.0.0.0/8) had every guess checked, and found an eight-character password in 21 s.
+@Suite struct OperatorAccountsTests {
+    static func accounts() throws -> (OperatorAccounts, String) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(UUID().uuidString)").path
+        let vault = try VaultStore(root: dir).create(
+            password: try SecretBytes(copying: Array("office password".utf8).withUnsafeBytes { $0 }), kdf: .minimum)
+        let accounts = try OperatorAccounts(vault: vault)
+        try accounts.add("alice", password: Self.secret("correct horse operator"))
+        return (accounts, dir)
+    }
+
+    static func secret(_ text: String) throws -> SecretBytes {
+        try Array(text.utf8).withUnsafeBytes { try SecretBytes(copying: $0) }
+    }
+
+    @Test func guessesFromEverChangingAddressesAreBoundedByNameAndInAll() throws {
+        let (accounts, dir) = try Self.accounts()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let wrong = try Self.secret("sunshine7")
+        for i in 0..<OperatorAccounts.failuresPerMinute {
+            #expect(accounts.signIn(name: "alice", password: wrong, from: "127.0.0.\(i + 1)") == .refused)
+        }
+        // A new address, the right password even: alice's budget is spent for the minute.
+        let right = try Self.secret("correct horse operator")
+        #expect(accounts.signIn(name: "alice", password: right, from: "127.0.1.1") == .tooManyFailures)
+        let later = accounts.signIn(name: "alice", password: right, from: "127.0.1.1", now: Date() + 61)
+        #expect(later != .tooManyFailures)
+        // One IPv6 /64 is one address.
+        let (other, dir2) = try Self.accounts()
+        defer { try? FileManager.default.removeItem(atPath: dir2) }
+        for i in 0..<OperatorAccounts.failuresPerMinute {
+            #expect(other.signIn(name: "n\(i)", password: wrong, from: "2001:db8:1:2::\(i + 1)") == .refused)
+        }
+        #expect(other.signIn(name: "someone", password: wrong, from: "2001:db8:1:2::ffff") == .tooManyFailures)
+        // And in all, whatever the names and addresses.
+        let names = OperatorAccounts.budgets(name: "x", address: "10.0.0.1").map(\.key)
+        #expect(names == ["address 10.0.0.1", "name x", "all"])
+        #expect(OperatorAccounts.budgets(name: "x", address: "2001:db8:1:2::9").first?.key == "address 2001:db8:1:2")
+    }
+
+    @Test func anOperatorsPasswordMustBeStrong() throws {
+        let (accounts, dir) = try Self.accounts()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for weak in ["", "sunshine7", "aaaaaaaaaaaaaaaa", "abababababab"] {
+            #expect {
+                try accounts.add("bob", password: Self.secret(weak))
+            } throws: { error in
+                (error as? VaultError)?.code == .usage
+            }
+        }
+        #expect(
+            OperatorAccounts.passwordProblem(try Self.secret("sunshine7"))
+                == "an operator's password needs at least 12 characters, not a few repeated "
+                + "(an operator sees every document the office holds)")
+        try accounts.add("bob", password: Self.secret("a long and odd phrase"))
+    }
+}
