@@ -223,6 +223,10 @@ struct OperatorView: Sendable {
     private func login(_ request: Request, _ context: ReceiveContext) async -> Response {
         guard knownHost(request) else { return Self.misdirected() }
         guard sameOrigin(request) else { return Self.forbidden() }
+        // With no operator, nobody can sign in: the form is not read at all.
+        guard !((try? accounts.names) ?? []).isEmpty else {
+            return loginPage(request, message: nil, status: .notFound)
+        }
         guard let form = await FormFields.read(request) else {
             return loginPage(request, message: "The form could not be read.", status: .badRequest)
         }
