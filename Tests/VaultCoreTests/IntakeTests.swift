@@ -95,6 +95,31 @@ import Testing
         #expect(try restarted.audit().findings.isEmpty)
     }
 
+    /// Suspected by a hostile review, not reproduced, and kept as a test: an `intake.pending`
+    /// saved from an interrupted commit and put back later (by someone who can write to the
+    /// folder) is taken out by the next commit; it names only its own batch's ids (gone, or named
+    /// by the history), and the sweep of `staging/` leaves this process's files and any file a
+    /// writer holds, so a batch staged meanwhile still commits whole.
+    @Test func aPendingFilePutBackLaterTakesNothingFromOtherBatches() throws {
+        let first = IntakeBatch(vault: vault)
+        try stage(first, [("lost", testBytes(3000, seed: 21))])
+        #expect(throws: IntakeBatch.Interrupted.self) {
+            try first.commit(HistoryRecord(.receive, detail: "{}"), interrupt: .afterLinking)
+        }
+        let saved = try Data(contentsOf: URL(fileURLWithPath: dir.file("vault/intake.pending")))
+        let restarted = try vault.store.unlock(password: TestKeys.password())
+        try restarted.recoverInterruptedIntake()
+        let staged = IntakeBatch(vault: restarted)
+        try stage(staged, [("staged-1", testBytes(7000, seed: 22)), ("staged-2", testBytes(10, seed: 23))])
+        try saved.write(to: URL(fileURLWithPath: dir.file("vault/intake.pending")))
+        let next = IntakeBatch(vault: restarted)
+        try stage(next, [("next", testBytes(5000, seed: 24))])
+        try next.commit(HistoryRecord(.receive, detail: "{}"))
+        try staged.commit(HistoryRecord(.receive, detail: "{}"))
+        #expect(try restarted.records().records.map(\.metadata.name).sorted() == ["next", "staged-1", "staged-2"])
+        #expect(try restarted.audit().findings.isEmpty)
+    }
+
     @Test func anAuditReportsAPendingIntakeThatDoesNotOpen() throws {
         try Data("not sealed".utf8).write(to: URL(fileURLWithPath: dir.file("vault/intake.pending")))
         let codes = try vault.audit().findings.map(\.code)
