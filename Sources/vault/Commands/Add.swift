@@ -157,6 +157,7 @@ extension VaultCommand {
             var outcome = Result()
             defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
             let session = try AddSession(pending: vault, operation: .add)
+            var undeliverable: [DocumentRecord] = []
             outcome.excluded = excluded
             for skip in skipped {
                 Terminal.warn("\(Terminal.printable(skip.shown)) was not added: \(skip.error.message)")
@@ -215,7 +216,7 @@ extension VaultCommand {
                             id: record.id.hex, path: shown, name: m.name, contentType: m.contentType, size: m.size,
                             sha256: Hex.encode(m.sha256)))
                     if !result.json && !result.quiet { Terminal.out(record.id.hex + "\n") }
-                    Self.warnIfUndeliverable(m.name, id: record.id)
+                    if DocumentName.problem(m.name) != nil { undeliverable.append(record) }
                 }
             } catch {
                 if vault.failure == nil {
@@ -223,6 +224,9 @@ extension VaultCommand {
                 }  // what was committed before the failure stays, durably
                 throw error
             }
+            // Said once the bar is gone (a line printed under it would leave it on the screen).
+            renderer.clear()
+            for r in undeliverable { Self.warnIfUndeliverable(r.metadata.name, id: r.id) }
             let total = inputs.count + skipped.count
             if let stopped {
                 // Some files are stored; the error stopped the rest. The history says "partial" and which were added.
