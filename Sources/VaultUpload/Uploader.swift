@@ -170,7 +170,7 @@ public struct UploadSummary: Sendable {
     /// run.
     public var refused: [DocumentID] = []
     /// Those of them left out before anything was sent: their names are not ones a back office
-    /// takes (``Uploader/undeliverable(_:shape:)``).
+    /// takes (a relative path without control characters, docs/RECEIVE.md).
     public var unsendable: [DocumentID] = []
     /// How many recipients the batches were sealed to (0: sent plain).
     public var sealedTo = 0
