@@ -283,6 +283,7 @@ struct BatchHandler: Sendable {
             }
         } catch let r as Refusal {
             receiver.refused(station: station, code: r.code)
+            if Receiver.countsAsFailure(r.code) { receiver.countFailure(from: context.address) }
             metrics.refusal(station: station, reason: r.code)
             if r.status == 507 {
                 receiver.noteDiskFull()
@@ -388,6 +389,7 @@ struct TusHandler: Sendable {
                 length: request.headers[HTTPField.Name("Upload-Length")!],
                 deferLength: request.headers[HTTPField.Name("Upload-Defer-Length")!] != nil)
             if a.status >= 400 { metrics.refusal(station: station, reason: "tus-\(a.status)") }
+            if a.status == 409 { receiver.countFailure(from: context.address) }
             log("POST", station: station, id: nil, a, started)
             return respond(a)
         }

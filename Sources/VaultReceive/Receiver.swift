@@ -613,6 +613,22 @@ public final class Receiver: Sendable {
         }
     }
 
+    /// Counts a refusal as a failed authentication of `address`: a station refused for its
+    /// history (rolled back, forked) is slowed down like a wrong token, so its requests cannot
+    /// come as fast as it sends them.
+    package func countFailure(from address: String, now: Date = Date()) {
+        state.withLock { s in
+            let f = s.failures[address] ?? (0, now)
+            s.failures[address] = (f.count + 1, f.since)
+        }
+    }
+
+    /// Whether a refusal of this code counts against the sender's address
+    /// (``countFailure(from:now:)``): a history that went back or forked.
+    package static func countsAsFailure(_ code: String) -> Bool {
+        code == "station-rolled-back" || code == "station-forked"
+    }
+
     /// Counts a refusal against a station, which was heard from all the same.
     package func refused(station: String, code: String, now: Date = Date()) {
         let millis = Int64(now.timeIntervalSince1970 * 1000)
