@@ -139,7 +139,7 @@ public struct ReceiveServer: Service {
             configuration: .init(
                 additionalChannelHandlers: [
                     // A sign-in form or a page arrives whole in 10 s (a browser sends it at once).
-                    HeadDeadline(
+                    RequestDeadline(
                         timeout: headTimeout,
                         smallRequest: .milliseconds(Int64(min(10, configuration.idleTimeout) * 1000)))
                 ],

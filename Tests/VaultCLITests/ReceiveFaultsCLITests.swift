@@ -80,9 +80,7 @@ extension ReceiveFaultsCLITests {
     /// "unauthorized".
     @Test func aRemovedStationsTokenIsToldApartAndLogged() throws {
         let s = Sandbox()
-        s.initVault()
-        s.write("a.txt", Array("alpha".utf8))
-        #expect(s.run("add", "a.txt", "-q").status == 0)
+        s.initStationWithOneDocument()
         let office = try ReceiverProcess(s)
         let token = office.addStation("old-scanner")
         #expect(office.run("receive", "station", "remove", "old-scanner").status == 0)

@@ -65,9 +65,7 @@ import VaultTestSupport
     /// now arrive whole within 10 s, so they are closed and the others are served.
     @Test func tricklingBodiesCannotShutStationsOutNorHoldOffAStop() throws {
         let s = Sandbox()
-        s.initVault()
-        s.write("a.txt", Array("alpha".utf8))
-        #expect(s.run("add", "a.txt", "-q").status == 0)
+        s.initStationWithOneDocument()
         let office = try ReceiverProcess(s)
         let token = office.addStation("st")
         let port = try #require(office.url.split(separator: ":").last.map(String.init))

@@ -186,6 +186,14 @@ final class Sandbox: ScratchSpace {
         precondition(r.status == 0, "init failed: \(r.stderr)")
     }
 
+    /// A station's vault holding one small document (`a.txt`, "alpha").
+    func initStationWithOneDocument() {
+        initVault()
+        write("a.txt", Array("alpha".utf8))
+        let r = run("add", "a.txt", "-q")
+        precondition(r.status == 0, "add failed: \(r.stderr)")
+    }
+
     /// The vault's objects.
     var objects: [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: path("vault/objects"))) ?? []).sorted()

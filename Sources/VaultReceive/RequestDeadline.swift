@@ -15,7 +15,7 @@ import NIOHTTPTypes
 ///
 /// Written by hand: Hummingbird bounds idle time and header sizes, not the time a request takes,
 /// and reads a refused body to its end to keep the connection.
-final class HeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
+final class RequestDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
