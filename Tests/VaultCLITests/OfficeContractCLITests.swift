@@ -102,6 +102,32 @@ import VaultTestSupport
         }
     }
 
+    /// A receiver on a store keeps the same contract: folders (in NFC) and tags arrive as added.
+    @Test func aReceiverOnAStoreKeepsFoldersAndTags() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("contract")
+        defer { Task { await s3.shutdown() } }
+        let s = Sandbox()
+        _ = try Self.station(s)
+        let url = "s3://\(bucket)/office"
+        var env = S3UploadCLITests.env(sw)
+        env["VAULT_PASSWORD"] = ReceiverProcess.password
+        env["XDG_CACHE_HOME"] = s.path("cache-admin")
+        #expect(s.run(["init", "--vault", s.path("setup"), "--kdf", "insecure-test"], env: env).status == 0)
+        #expect(s.run(["--vault", s.path("setup"), "push", url], env: env).status == 0)
+        let token = s.run(["receive", "--vault", url, "station", "add", "warehouse"], env: env).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        var serving = env
+        serving["XDG_CACHE_HOME"] = s.path("cache-r1")
+        let office = try ReceiverProcess(s, vault: "r1", location: url, environment: serving)
+        let r = s.run(["upload", "--url", office.url + "/batches"], env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(r.status == 2, "\(r.stderr)")
+        let listed = s.run(["list", "--vault", url, "--json"], env: env)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let stored = (try? JSONSerialization.jsonObject(with: Data(listed.stdout)) as? [[String: Any]]) ?? []
+        #expect(Set(stored.compactMap { $0["name"] as? String }) == Set(Self.files.map { Self.kept($0.path) }))
+        for d in stored { #expect(d["tags"] as? [String] == ["acme", "2026 Q1"], "\(d)") }
+    }
+
     /// A name the receiver refuses is refused with its reason (a hand-made batch: vault's own
     /// station never sends one), and one with folders is taken.
     @Test func theReceiverRefusesWhatCouldLeaveAFolderAndTakesFolders() throws {
