@@ -7,9 +7,13 @@ unchanged (Host header included, so SigV4 signatures stay valid), except:
   --flip N      the body of each of the first N PUTs has one byte changed on the way (-1: every PUT),
                 so the store's Content-MD5 check (BadDigest) is what catches it;
   --slowdown N  the first N PUTs are answered 503 SlowDown without reaching the store;
-  --lose-answers TEXT:N  the first PUT whose path holds TEXT reaches the store, but its answer is
-                replaced by 500 InternalError (the write landed; the client cannot know), and the
-                next N - 1 such PUTs are answered 500 without reaching it;
+  --lose-answers TEXT:N  the first PUT or POST whose path holds TEXT reaches the store (or a
+                receiver), but its answer is replaced by 500 InternalError (the write landed; the
+                client cannot know), and the next N - 1 such requests are answered 500 without
+                reaching it;
+  --keep-bodies DIR  every request body is kept as DIR/NNNN.body (from 0001, in arrival order), and
+                its log line names the file and the request's Idempotency-Key: what a
+                TLS-terminating hop sees, for tests of what such a hop can do with it.
   --delay TEXT:S  every PUT whose path holds TEXT is held S seconds before it is relayed, and
                 dropped (logged "client-gone") if its client went away meanwhile: a test can kill
                 the client while it waits, and nothing of that request reaches the store.
@@ -50,6 +54,7 @@ def main():
     p.add_argument("--lose-answers")
     p.add_argument("--delay")
     p.add_argument("--log")
+    p.add_argument("--keep-bodies")
     args = p.parse_args()
     lose_text, lose_count = (args.lose_answers.rsplit(":", 1) if args.lose_answers else ("", "0"))
     lose_count = int(lose_count)
@@ -57,7 +62,7 @@ def main():
     delay_seconds = float(delay_seconds)
     up = urlsplit(args.upstream)
     lock = threading.Lock()
-    state = {"puts": 0, "busy": 0, "lost": 0}
+    state = {"puts": 0, "busy": 0, "lost": 0, "bodies": 0}
     INTERNAL = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code>'
                 b"<Message>We encountered an internal error.</Message></Error>")
 
@@ -76,11 +81,14 @@ def main():
         def log_message(self, *a):
             pass
 
+        kept = None
+
         def record(self, fault, status, sent=0):
             if args.log:
                 with lock, open(args.log, "a") as f:
                     f.write(json.dumps({"method": self.command, "path": self.path, "fault": fault, "status": status,
-                                        "range": self.headers.get("Range"), "bytes": sent}) + "\n")
+                                        "range": self.headers.get("Range"), "bytes": sent, "body": self.kept,
+                                        "key": self.headers.get("Idempotency-Key")}) + "\n")
 
         def relay(self):
             busy(+1)
@@ -97,6 +105,13 @@ def main():
                 self.record("client-gone", None)
                 self.close_connection = True
                 return
+            self.kept = None
+            if args.keep_bodies and body:
+                with lock:
+                    state["bodies"] += 1
+                    self.kept = os.path.join(args.keep_bodies, "%04d.body" % state["bodies"])
+                with open(self.kept, "wb") as f:
+                    f.write(body)
             if self.command == "PUT" and delay_text and delay_text in self.path:
                 time.sleep(delay_seconds)
                 try:
@@ -109,7 +124,7 @@ def main():
                     self.close_connection = True
                     return
             lose = None
-            if self.command == "PUT" and lose_text and lose_text in self.path:
+            if self.command in ("PUT", "POST") and lose_text and lose_text in self.path:
                 with lock:
                     if state["lost"] < lose_count:
                         state["lost"] += 1

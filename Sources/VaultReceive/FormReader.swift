@@ -39,7 +39,7 @@ package struct FormReader {
     private let identities: [AgeIdentity]
     private let requireSealed: Bool
     /// True when the manifest came sealed: every document part must come sealed too.
-    private var sealed = false
+    private(set) var sealed = false
     /// The current sealed part's opener.
     private var opener: AgeOpener?
     /// The file keys of the sealed document parts, in order (the sealed answer's key).
@@ -128,7 +128,7 @@ package struct FormReader {
             switch current {
             case .manifest:
                 if sealed { buffer = try openManifest(buffer) }
-                let headers = try Self.manifest(buffer, max: maxDocuments)
+                let headers = try Self.manifest(buffer, max: maxDocuments, sealed: sealed)
                 guard Set(headers.compactMap(\.id)).count == headers.count else {
                     throw VaultError(.headerMalformed, "the form's manifest names a document twice")
                 }
@@ -233,7 +233,8 @@ package struct FormReader {
                     throw VaultError(
                         .headerMalformed, "document \(documents + 1)'s part is not the sealed file its manifest names")
                 }
-                opener = AgeOpener(identities: identities)
+                opener = AgeOpener(identities: identities, header: header.dataHeader)
+                header.sealed = true
             }
         } else {
             header = PayloadReader.Header()
@@ -287,14 +288,17 @@ package struct FormReader {
             var sha256: String
             var size: UInt64
             var tags: [String]?
+            var dataHeader: String?
         }
         var batch: Int
         var documents: [Entry]
         var of: Int
+        var proof: String?
     }
 
-    /// The headers a manifest names, when it is vault's manifest written canonically.
-    static func manifest(_ bytes: [UInt8], max: Int) throws -> [PayloadReader.Header] {
+    /// The headers a manifest names, when it is vault's manifest written canonically (a batch
+    /// proof and data header digests only in a sealed one).
+    static func manifest(_ bytes: [UInt8], max: Int, sealed: Bool = false) throws -> [PayloadReader.Header] {
         guard let m = try? JSONDecoder().decode(Manifest.self, from: Data(bytes)) else {
             throw VaultError(.headerMalformed, "the form's manifest is not vault's (docs/UPLOAD.md)")
         }
@@ -306,17 +310,24 @@ package struct FormReader {
         for (i, e) in m.documents.enumerated() {
             guard let id = DocumentID(hex: e.id),
                 let sha = Hex.decode(e.sha256),
-                sha.count == 32
+                sha.count == 32,
+                let proof = SealedPayloadReader.proof(m.proof, e.dataHeader),
+                sealed || proof.batch == nil
             else { throw VaultError(.headerMalformed, "the form's manifest names document \(i + 1) wrongly") }
             if i > 0 { canonical.append(0x2C) }
             let tags = e.tags ?? []
             canonical += FormManifest.entry(
-                id: id, name: e.name, contentType: e.contentType, sha256: sha, size: e.size, tags: tags)
+                id: id, name: e.name, contentType: e.contentType, sha256: sha, size: e.size, tags: tags,
+                dataHeader: proof.dataHeader)
             try PayloadReader.validate(name: e.name, contentType: e.contentType, tags: tags, document: i + 1)
             headers.append(
-                .init(id: id, name: e.name, contentType: e.contentType, size: e.size, sha256: sha, tags: tags))
+                .init(
+                    id: id, name: e.name, contentType: e.contentType, size: e.size, sha256: sha, tags: tags,
+                    proof: proof.batch, dataHeader: proof.dataHeader))
         }
-        canonical += Array("],\"of\":\(m.of)}".utf8)
+        canonical += Array("],\"of\":\(m.of)".utf8)
+        if let proof = m.proof { canonical += Array(",\"proof\":\"\(proof)\"".utf8) }
+        canonical.append(0x7D)
         guard canonical == bytes else {
             throw VaultError(.headerMalformed, "the form's manifest is not written as vault writes it")
         }

@@ -29,6 +29,13 @@ package struct PayloadReader {
         package var sha256: [UInt8]?
         /// `Tags`, in the station's order (the key is left out when there are none).
         package var tags: [String] = []
+        /// A sealed batch's proof (`Proof` in each document's sealed metadata, `proof` in a
+        /// sealed form's manifest): the same in every document of the batch.
+        package var proof: [UInt8]?
+        /// The SHA-256 of the header of the document's sealed data file, named beside the proof.
+        package var dataHeader: [UInt8]?
+        /// Whether the document comes sealed (an age file to the receiver's identities).
+        package var sealed = false
     }
 
     /// What the reader found, in order.

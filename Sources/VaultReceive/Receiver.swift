@@ -147,9 +147,14 @@ public final class Receiver: Sendable {
         var key: String
     }
 
-    private struct Taken {
+    /// A batch taken: what a resend under its key is compared with.
+    fileprivate struct Taken {
         var payloadSHA256: [UInt8]
         var answer: [UInt8]
+        /// Whether it came sealed: a resend must too.
+        var sealed = false
+        /// The proof its sealed documents carried: a resend must carry the same.
+        var proof: [UInt8]?
     }
 
     private struct State {
@@ -350,7 +355,8 @@ public final class Receiver: Sendable {
                     let sha = Hex.decode(batch.payloadSHA256)
                 else { continue }
                 s.taken[BatchKey(station: batch.station, key: batch.batch)] = Taken(
-                    payloadSHA256: sha, answer: Array(batch.answer.utf8))
+                    payloadSHA256: sha, answer: Array(batch.answer.utf8), sealed: batch.sealed == true,
+                    proof: batch.proof.flatMap(Hex.decode))
                 if let head = batch.head.flatMap(HistoryHead.init) { s.stations[batch.station]?.lastHead = head }
                 s.alerted[batch.station] = nil
             default: continue
@@ -564,7 +570,7 @@ public final class Receiver: Sendable {
         do {
             return try BatchIntake(
                 receiver: self, station: station, key: key, head: stationHead, contentType: contentType,
-                taken: taken.map { ($0.payloadSHA256, $0.answer) }, paced: paced, now: now,
+                taken: taken, paced: paced, now: now,
                 done: { [weak self] in self?.state.withLock { _ = $0.inFlight.removeValue(forKey: batchKey) } })
         } catch {
             state.withLock { _ = $0.inFlight.removeValue(forKey: batchKey) }
@@ -582,11 +588,10 @@ public final class Receiver: Sendable {
 
     /// Records a batch an intake committed (and its station's head) in memory.
     fileprivate func taken(
-        station: String, key: String, head: HistoryHead?, payloadSHA256: [UInt8], answer: [UInt8], documents: Int,
-        bytes: UInt64, now: Date
+        station: String, key: String, head: HistoryHead?, batch: Taken, documents: Int, bytes: UInt64, now: Date
     ) {
         state.withLock { s in
-            s.taken[BatchKey(station: station, key: key)] = Taken(payloadSHA256: payloadSHA256, answer: answer)
+            s.taken[BatchKey(station: station, key: key)] = batch
             if let head { s.stations[station]?.lastHead = head }
             s.stations[station]?.batches += 1
             s.stations[station]?.documents += documents
@@ -601,16 +606,9 @@ public final class Receiver: Sendable {
     /// as taken (by any receiver of a shared store), and the station's last head.
     fileprivate func settled(
         station: String, key: String
-    ) async throws -> (
-        taken: (sha: [UInt8], answer: [UInt8])?, head: HistoryHead?
-    ) {
+    ) async throws -> (taken: Taken?, head: HistoryHead?) {
         try await refresh()
-        return state.withLock { s in
-            (
-                s.taken[BatchKey(station: station, key: key)].map { ($0.payloadSHA256, $0.answer) },
-                s.stations[station]?.lastHead
-            )
-        }
+        return state.withLock { s in (s.taken[BatchKey(station: station, key: key)], s.stations[station]?.lastHead) }
     }
 
     /// Counts a refusal as a failed authentication of `address`: a station refused for its
@@ -676,7 +674,7 @@ package final class BatchIntake {
     private let head: HistoryHead?
     private var reader: BatchReader
     private let intake: IntakeBatch?
-    private let taken: (sha: [UInt8], answer: [UInt8])?
+    private let taken: Receiver.Taken?
     private let started: Date
     private let paced: Bool
     private let done: () -> Void
@@ -688,7 +686,7 @@ package final class BatchIntake {
 
     fileprivate init(
         receiver: Receiver, station: String, key: String, head: HistoryHead?, contentType: String?,
-        taken: (sha: [UInt8], answer: [UInt8])?, paced: Bool, now: Date, done: @escaping () -> Void
+        taken: Receiver.Taken?, paced: Bool, now: Date, done: @escaping () -> Void
     ) throws {
         self.paced = paced
         reader = try BatchReader(
@@ -745,6 +743,7 @@ package final class BatchIntake {
                 switch event {
                 case .begin(let index, let header):
                     begun = index + 1
+                    try checkProof(header, index: index)
                     // Names cross as relative paths (DocumentName): a back office writes them out as
                     // files, under a folder a name must never leave.
                     if let name = header.name, let why = DocumentName.problem(name) {
@@ -778,6 +777,29 @@ package final class BatchIntake {
     }
 
     private var pendingID: DocumentID?
+    /// The proof the body's sealed documents carry (the same in each).
+    private var proof: [UInt8]?
+
+    /// The refusal of a resend that is not the batch taken under its key: the same for every
+    /// kind of difference, so that what differs is not told.
+    private static let reused = Refusal(
+        422, "idempotency-key-reused", "this Idempotency-Key was used for another payload; a resend must be the same bytes")
+
+    /// A sealed batch's proof is the same in every document. A resend of a batch that came
+    /// sealed must come sealed, and with the proof it came with: else it is refused here, at
+    /// its first document, before any of its data is read, so that a hop's guess of a sealed
+    /// batch's documents is refused the same way whether it is right or wrong (docs/SECURITY.md,
+    /// "A resend is the station's").
+    private func checkProof(_ header: PayloadReader.Header, index: Int) throws {
+        if index == 0 {
+            proof = header.proof
+        } else if header.proof != proof {
+            throw VaultError(.headerMalformed, "document \(index + 1) carries another batch proof than the first")
+        }
+        guard let taken else { return }
+        if taken.sealed && !header.sealed { throw Self.reused }
+        if let expected = taken.proof, header.proof != expected { throw Self.reused }
+    }
 
     /// Whether the body read holds the documents (SHA-256 and size, in order) of the receipt
     /// `answer`.
@@ -791,12 +813,10 @@ package final class BatchIntake {
     /// The answer to a batch taken before: its receipt again, when this body holds the same
     /// bytes or (a form's boundary differs from one send to the next) the same documents in the
     /// same order.
-    private func resent(_ taken: (sha: [UInt8], answer: [UInt8]), sha: [UInt8]) throws(Refusal) -> Receiver.Answer {
-        guard taken.sha == sha || sameDocuments(as: taken.answer) else {
-            throw Refusal(
-                422, "idempotency-key-reused",
-                "this Idempotency-Key was used for another payload; a resend must be the same bytes")
-        }
+    private func resent(_ taken: Receiver.Taken, sha: [UInt8]) throws(Refusal) -> Receiver.Answer {
+        guard taken.payloadSHA256 == sha || sameDocuments(as: taken.answer), !taken.sealed || sealed,
+            taken.proof == nil || taken.proof == proof
+        else { throw Self.reused }
         return Receiver.Answer(status: 200, body: try sealedForStation(taken.answer), duplicate: true, sealed: sealed)
     }
 
@@ -820,7 +840,7 @@ package final class BatchIntake {
             let detail = ReceivedBatch(
                 station: station, batch: key, head: head?.description, wire: reader.wire.rawValue,
                 payloadSHA256: Hex.encode(sha), answer: String(decoding: answer, as: UTF8.self),
-                sealed: sealed ? true : nil)
+                sealed: sealed ? true : nil, proof: proof.map(Hex.encode))
             let json = String(decoding: try JSONEncoder().encode(detail), as: UTF8.self)
             if let shared = receiver.sharedLog {
                 if let earlier = try await commit(intake, to: shared, detail: json, now: now) {
@@ -830,7 +850,8 @@ package final class BatchIntake {
                 try intake.commit(HistoryRecord(.receive, detail: json, now: now))
             }
             receiver.taken(
-                station: station, key: key, head: head, payloadSHA256: sha, answer: answer, documents: documents.count,
+                station: station, key: key, head: head,
+                batch: .init(payloadSHA256: sha, answer: answer, sealed: sealed, proof: proof), documents: documents.count,
                 bytes: received, now: now)
             return Receiver.Answer(
                 status: 200, body: try sealedForStation(answer), documents: documents.count, bytes: received,
@@ -848,7 +869,7 @@ package final class BatchIntake {
     /// - Returns: the batch as another receiver took it, or nil when this one committed it.
     private func commit(
         _ intake: IntakeBatch, to shared: SharedReceiverLog, detail: String, now: Date
-    ) async throws -> (sha: [UInt8], answer: [UInt8])? {
+    ) async throws -> Receiver.Taken? {
         let staged = intake.stagedEnvelopes
         let ids = staged.map(\.record.id)
         let note = try await shared.announce(station: station, batch: key, documents: ids)

@@ -114,7 +114,7 @@ package struct SealedPayloadReader {
             case .dataOpen:
                 i = try literal(Self.dataOpen, bytes, i, next: .data)
                 if step == .data {
-                    opener = AgeOpener(identities: identities)
+                    opener = AgeOpener(identities: identities, header: header.dataHeader)
                     base64 = CanonicalBase64()
                     size = 0
                     digest = SHA256()
@@ -186,14 +186,17 @@ package struct SealedPayloadReader {
         struct Metadata: Decodable {
             var Id: String, Name: String, ContentType: String, Size: UInt64, SHA256: String
             var Tags: [String]?
+            var Proof: String?, DataHeader: String?
         }
         var json = plain[...]
         while json.last == 0x20 { json = json.dropLast() }
         guard let m = try? JSONDecoder().decode(Metadata.self, from: Data(json)),
             let id = DocumentID(hex: m.Id), id == header.id, let sha = Hex.decode(m.SHA256), sha.count == 32,
+            let proof = Self.proof(m.Proof, m.DataHeader),
             PayloadSealing.padded(
                 PayloadSealing.metadataJSON(
-                    id: id, name: m.Name, contentType: m.ContentType, size: m.Size, sha256: sha, tags: m.Tags ?? []))
+                    id: id, name: m.Name, contentType: m.ContentType, size: m.Size, sha256: sha, tags: m.Tags ?? [],
+                    proof: proof.batch.map { ($0, proof.dataHeader ?? []) }))
                 == plain
         else {
             throw VaultError(.headerMalformed, "document \(documents + 1)'s metadata is not vault's (docs/EXPORT.md)")
@@ -202,6 +205,18 @@ package struct SealedPayloadReader {
             name: m.Name, contentType: m.ContentType, tags: m.Tags ?? [], document: documents + 1)
         (header.name, header.contentType, header.size, header.sha256) = (m.Name, m.ContentType, m.Size, sha)
         header.tags = m.Tags ?? []
+        (header.proof, header.dataHeader) = proof
+        header.sealed = true
+    }
+
+    /// A metadata's proof and data header digest: both 32 bytes of hex, or neither (nil when
+    /// only one is there, or either is not).
+    static func proof(_ proof: String?, _ dataHeader: String?) -> (batch: [UInt8]?, dataHeader: [UInt8]?)? {
+        switch (proof.flatMap(Hex.decode), dataHeader.flatMap(Hex.decode)) {
+        case (nil, nil) where proof == nil && dataHeader == nil: return (nil, nil)
+        case (let p?, let d?) where p.count == 32 && d.count == 32: return (p, d)
+        default: return nil
+        }
     }
 
     /// Base64 of the data's age file, opened as it decodes.

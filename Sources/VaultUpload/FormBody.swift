@@ -69,15 +69,27 @@ package struct FormBody: RawFraming, Equatable {
     }
 
     /// The manifest part's JSON (canonical: sorted keys, no whitespace).
-    package func manifest(_ records: [DocumentRecord]) -> [UInt8] {
+    package func manifest(_ records: [DocumentRecord]) -> [UInt8] { manifest(records, forLength: false) }
+
+    /// The manifest; `forLength`: with placeholder data header digests, of the same length (no
+    /// key is made for a length).
+    private func manifest(_ records: [DocumentRecord], forLength: Bool) -> [UInt8] {
         var out = Array("{\"batch\":\(batch),\"documents\":[".utf8)
         for (i, r) in records.enumerated() {
             if i > 0 { out.append(0x2C) }
             let m = r.metadata
             out += FormManifest.entry(
-                id: r.id, name: m.name, contentType: m.contentType, sha256: m.sha256, size: m.size, tags: m.tags)
+                id: r.id, name: m.name, contentType: m.contentType, sha256: m.sha256, size: m.size, tags: m.tags,
+                dataHeader: dataHeader(r.id, forLength: forLength))
         }
-        return out + Array("],\"of\":\(of)}".utf8)
+        out += Array("],\"of\":\(of)".utf8)
+        if let proof = sealing?.batchProof { out += Array(",\"proof\":\"\(Hex.encode(proof))\"".utf8) }
+        return out + [0x7D]
+    }
+
+    private func dataHeader(_ id: DocumentID, forLength: Bool) -> [UInt8]? {
+        guard let sealing, sealing.batchProof != nil else { return nil }
+        return forLength ? [UInt8](repeating: 0, count: 32) : sealing.dataHeaderDigest(id)
     }
 
     package func sealed(_ sealing: PayloadSealing) -> any RawFraming {
@@ -112,7 +124,7 @@ package struct FormBody: RawFraming, Equatable {
 
     package func openingLength(_ records: [DocumentRecord]) -> Int {
         guard let sealing else { return opening(records).count }
-        let manifest = UInt64(PayloadSealing.padded(manifest(records)).count)
+        let manifest = UInt64(PayloadSealing.padded(manifest(records, forLength: true)).count)
         return fieldParts.count + manifestHead.count + Int(sealing.fileLength(manifest)) + Self.crlf.count
     }
 

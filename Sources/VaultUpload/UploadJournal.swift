@@ -197,6 +197,17 @@ package struct UploadJournal: Codable, Sendable {
         return try vault.keyedDigest(purpose: digestPurpose, message)
     }
 
+    /// The proof sealed into every document of sealed batch `key` (docs/SECURITY.md, "A resend
+    /// is the station's"): a keyed digest of the key, so the station seals the same proof into
+    /// every attempt and every run that sends the batch again, and no one without the vault key
+    /// can make it. Inside the sealed metadata only: a hop never sees it.
+    package static func batchProof(vault: Vault, key: String) throws -> [UInt8] {
+        Hex.decode(try vault.keyedDigest(purpose: digestPurpose, Array("vault-sealed-batch/1\n\(key)".utf8))) ?? []
+    }
+
+    /// A proof's length of zeros, for planning lengths before any key is made.
+    package static let placeholderProof = [UInt8](repeating: 0, count: 32)
+
     /// The digest of an upload's command without its documents.
     package static func spec(
         vault: Vault, target: String, method: String, wire: String, limits: BatchLimits

@@ -527,7 +527,7 @@ public final class Uploader: @unchecked Sendable {
         // A run whose every document was left out has no batch (the planner gives one empty batch).
         let planned =
             sending.isEmpty
-            ? [] : try BatchPlanner.plan(sending, limits: options.limits, format: self.format(batch: 1, of: 1))
+            ? [] : try BatchPlanner.plan(sending, limits: options.limits, format: try self.format(batch: 1, of: 1))
         let runID = UUID().uuidString.lowercased()
         let now = UTCTime(Date()).iso8601
         journal = UploadJournal(
@@ -568,7 +568,7 @@ public final class Uploader: @unchecked Sendable {
             let docs = batchRecords(journal.batches[j])
             journal.batches[j].key = try UploadJournal.idempotencyKey(
                 vault: vault, runID: journal.runId, index: j + 1, records: docs)
-            journal.batches[j].bytes = self.format(batch: j + 1, of: journal.batches.count).length(of: docs)
+            journal.batches[j].bytes = try self.format(batch: j + 1, of: journal.batches.count).length(of: docs)
         }
     }
 
@@ -584,7 +584,7 @@ public final class Uploader: @unchecked Sendable {
             attempt += 1
             journal.batches[i].attempts += 1
             try journal.save(to: vault)
-            let a = begin(index: i, attempt: attempt)
+            let a = try begin(index: i, attempt: attempt)
             switch try await sender.attempt(a) {
             case .confirmed(let status, let duplicate, let body):
                 let receipt: String?
@@ -634,11 +634,14 @@ public final class Uploader: @unchecked Sendable {
     }
 
     /// The sender's format for batch `batch` of `of`, sealed to the recipients when there are
-    /// any: a new sealing (new file keys) each time, so each attempt has its own.
-    private func format(batch: Int, of: Int) -> PayloadFormat {
+    /// any: a new sealing (new file keys) each time, so each attempt has its own, with the
+    /// batch's proof (``UploadJournal/batchProof(vault:key:)``) of its `key`; without a key (a
+    /// length being planned), a placeholder proof of the same length.
+    private func format(batch: Int, of: Int, key: String? = nil) throws -> PayloadFormat {
         let plain = sender.format(batch: batch, of: of)
         guard !options.recipients.isEmpty else { return plain }
-        let sealing = PayloadSealing(recipients: options.recipients)
+        let proof = try key.map { try UploadJournal.batchProof(vault: vault, key: $0) } ?? UploadJournal.placeholderProof
+        let sealing = PayloadSealing(recipients: options.recipients, batchProof: proof)
         switch plain {
         case .json: return .sealed(sealing)
         case .raw(let framing): return .raw(framing.sealed(sealing))
@@ -649,10 +652,10 @@ public final class Uploader: @unchecked Sendable {
     /// What attempt `attempt` at batch `i` starts from: its documents, format and exact length
     /// (journaled), the payload bytes before it and of the run, its wire state; and the
     /// `attempt` event.
-    private func begin(index i: Int, attempt: Int) -> BatchAttempt {
+    private func begin(index i: Int, attempt: Int) throws -> BatchAttempt {
         let docs = batchRecords(journal.batches[i])
         let n = journal.batches.count
-        let format = self.format(batch: i + 1, of: n)
+        let format = try self.format(batch: i + 1, of: n, key: journal.batches[i].key)
         let length = format.length(of: docs)
         journal.batches[i].bytes = length
         let before = journal.batches[..<i].reduce(UInt64(0)) { $0 + $1.bytes }

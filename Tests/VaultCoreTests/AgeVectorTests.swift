@@ -94,6 +94,7 @@ import Testing
                 case .noMatch: "no match"
                 case .hmac: "HMAC failure"
                 case .payload: "payload failure"
+                case .otherFile: "other file"
                 }
             return (outcome, Hex.encode(Array(hash.finalize())))
         }

@@ -495,8 +495,15 @@ package struct AgeOpener {
     /// The file key, once the header opened (what a receiver's sealed answer is keyed from).
     package private(set) var fileKey: SecretBytes?
 
+    private let header: [UInt8]?
+
     /// An opener for `identities` (the first whose stanza matches opens the file).
-    package init(identities: [AgeIdentity]) { self.identities = identities }
+    /// - Parameter header: the SHA-256 the file's header must have (what a sealed batch's
+    ///   metadata names of its data file), checked before any key is tried; nil for any.
+    package init(identities: [AgeIdentity], header: [UInt8]? = nil) {
+        self.identities = identities
+        self.header = header
+    }
 
     /// Takes the next bytes of the file; `out` gets plaintext of chunks that authenticated.
     /// - Throws: ``AgeFailure``, or what `out` throws.
@@ -504,6 +511,9 @@ package struct AgeOpener {
         buffer += bytes
         if case .header = state {
             guard let h = try buffer.withUnsafeBytes({ try parser.parse($0, complete: false) }) else { return }
+            if let header, Array(SHA256.hash(data: buffer[..<h.length])) != header {
+                throw AgeFailure(.otherFile, "its data is not the sealed file its metadata names")
+            }
             let fileKey = try AgeReader.unwrap(h, identities)
             guard AgeHeader.macMatches(h, fileKey: fileKey) else {
                 throw AgeFailure(.hmac, "the header's MAC does not match")

@@ -11,7 +11,11 @@ internal import CSodium
 /// a message that names the fault and never a key.
 package struct AgeFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// The category.
-    package enum Kind: String, Sendable { case header, noMatch = "no match", hmac = "HMAC", payload }
+    package enum Kind: String, Sendable {
+        case header, noMatch = "no match", hmac = "HMAC", payload
+        /// A file that is not the one its context names (``AgeOpener/init(identities:header:)``).
+        case otherFile = "other file"
+    }
     package let kind: Kind
     package let reason: String
     init(_ kind: Kind, _ reason: String) {
@@ -29,6 +33,7 @@ package struct AgeFailure: Error, Sendable, Equatable, CustomStringConvertible {
         case .header: VaultError(.headerMalformed, "\(what): not a valid age file: \(reason)")
         case .hmac: VaultError(.headerAuthenticationFailed, "\(what): its age header fails authentication")
         case .payload: VaultError(.chunkAuthenticationFailed, "\(what): \(reason)")
+        case .otherFile: VaultError(.digestMismatch, "\(what): \(reason)")
         }
     }
 }

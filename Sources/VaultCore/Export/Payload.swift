@@ -73,11 +73,14 @@ package struct PayloadEntry: Sendable {
 /// sends it and the receiver that checks it was written canonically.
 package enum FormManifest {
     /// One document's entry: its keys sorted, no whitespace, `"tags"` last and only when the
-    /// document has tags.
+    /// document has tags; `"dataHeader"` (the SHA-256 of its data file's header) only in a
+    /// sealed form's manifest with a batch proof.
     package static func entry(
-        id: DocumentID, name: String, contentType: String, sha256: [UInt8], size: UInt64, tags: [String]
+        id: DocumentID, name: String, contentType: String, sha256: [UInt8], size: UInt64, tags: [String],
+        dataHeader: [UInt8]? = nil
     ) -> [UInt8] {
         var out = Array("{\"contentType\":".utf8) + JSONString.quoted(contentType)
+        if let dataHeader { out += Array(",\"dataHeader\":\"\(Hex.encode(dataHeader))\"".utf8) }
         out += Array(",\"id\":\"\(id.hex)\",\"name\":".utf8) + JSONString.quoted(name)
         out += Array(",\"sha256\":\"\(Hex.encode(sha256))\",\"size\":\(size)".utf8)
         if !tags.isEmpty {

@@ -64,7 +64,7 @@ package enum PayloadFormat: Sendable {
         case .raw(let f): f.head(record)
         case .sealed(let s):
             (first ? [] : [PayloadFraming.separator]) + SealedEntry.idPrefix(record)
-                + Base64.encode(s.sealWhole(PayloadSealing.metadata(record), slot: .metadata(record.id)))
+                + Base64.encode(s.sealWhole(s.metadata(record), slot: .metadata(record.id)))
                 + SealedEntry.dataPrefix
         }
     }

@@ -19,6 +19,12 @@ package final class PayloadSealing: @unchecked Sendable {
     // @unchecked: `keyings` is read and written only with `lock` held; the rest is immutable.
     /// The recipients every file is sealed to.
     package let recipients: [AgeRecipient]
+    /// The batch's proof, when the batch goes to a receiver (an upload): a keyed digest of its
+    /// Idempotency-Key under the station's vault key, sealed into every document's metadata
+    /// with the digest of its data file's header. A resend under the key is answered only when
+    /// it carries the same proof, and no one but the station can seal one (docs/SECURITY.md,
+    /// "A resend is the station's"). Nil for an export.
+    package let batchProof: [UInt8]?
     /// Every header's length (the same for all the files of this sealing).
     package let headerLength: Int
     /// Metadata is padded with spaces to a multiple of this, so its length says little of a name.
@@ -36,10 +42,11 @@ package final class PayloadSealing: @unchecked Sendable {
     private let lock = NIOLock()
     private var keyings: [Slot: AgeFileKeying] = [:]
 
-    /// A sealing to `recipients` (at least one).
-    package init(recipients: [AgeRecipient]) {
+    /// A sealing to `recipients` (at least one), with the batch's proof when it has one.
+    package init(recipients: [AgeRecipient], batchProof: [UInt8]? = nil) {
         precondition(!recipients.isEmpty, "internal error: sealing to no recipient")
         self.recipients = recipients
+        self.batchProof = batchProof
         headerLength = AgeFormat.headerLength(for: recipients)
     }
 
@@ -82,24 +89,39 @@ package final class PayloadSealing: @unchecked Sendable {
     }
 
     /// `record`'s metadata as a sealed document carries it: `{"Id":…,"Name":…,"ContentType":…,
-    /// "Size":…,"SHA256":…}` (the plain payload's keys, in its order, with `"Tags":[…]` last
-    /// when the document has tags), then spaces up to a multiple of ``metadataPadding`` bytes.
-    package static func metadata(_ record: DocumentRecord) -> [UInt8] {
-        let m = record.metadata
-        return padded(
-            metadataJSON(
-                id: record.id, name: m.name, contentType: m.contentType, size: m.size, sha256: m.sha256, tags: m.tags))
+    /// "Size":…,"SHA256":…}` (the plain payload's keys, in its order, with `"Tags":[…]` when the
+    /// document has tags, then, with a batch proof, `"Proof":…,"DataHeader":…`, the SHA-256 of
+    /// its data file's header), then spaces up to a multiple of ``metadataPadding`` bytes.
+    package func metadata(_ record: DocumentRecord) -> [UInt8] {
+        metadata(record, dataHeader: batchProof == nil ? nil : dataHeaderDigest(record.id))
     }
 
+    private func metadata(_ record: DocumentRecord, dataHeader: [UInt8]?) -> [UInt8] {
+        let m = record.metadata
+        return Self.padded(
+            Self.metadataJSON(
+                id: record.id, name: m.name, contentType: m.contentType, size: m.size, sha256: m.sha256, tags: m.tags,
+                proof: batchProof.map { ($0, dataHeader ?? []) }))
+    }
+
+    /// The SHA-256 of the header of document `id`'s data file (made now if not yet).
+    package func dataHeaderDigest(_ id: DocumentID) -> [UInt8] { Array(SHA256.hash(data: keying(.data(id)).header)) }
+
     /// The metadata's JSON, unpadded: what a receiver rebuilds to check the bytes it opened.
+    /// - Parameter proof: the batch's proof and the digest of the document's data file header.
     package static func metadataJSON(
-        id: DocumentID, name: String, contentType: String, size: UInt64, sha256: [UInt8], tags: [String] = []
+        id: DocumentID, name: String, contentType: String, size: UInt64, sha256: [UInt8], tags: [String] = [],
+        proof: (batch: [UInt8], dataHeader: [UInt8])? = nil
     ) -> [UInt8] {
         var out = Array("{\"Id\":\"\(id.hex)\",\"Name\":".utf8) + JSONString.quoted(name)
         out += Array(",\"ContentType\":".utf8) + JSONString.quoted(contentType)
         out += Array(",\"Size\":\(size),\"SHA256\":\"\(Hex.encode(sha256))\"".utf8)
-        out += PayloadEntry.tagsMember(tags) + [0x7D]
-        return out
+        out += PayloadEntry.tagsMember(tags)
+        if let proof {
+            out += Array(",\"Proof\":\"\(Hex.encode(proof.batch))\"".utf8)
+            out += Array(",\"DataHeader\":\"\(Hex.encode(proof.dataHeader))\"".utf8)
+        }
+        return out + [0x7D]
     }
 
     /// `bytes` with spaces up to a multiple of ``metadataPadding`` (JSON allows trailing spaces).
@@ -108,9 +130,10 @@ package final class PayloadSealing: @unchecked Sendable {
         return bytes + [UInt8](repeating: 0x20, count: max(metadataPadding, target) - bytes.count)
     }
 
-    /// The length of `record`'s sealed metadata file.
+    /// The length of `record`'s sealed metadata file, without sealing anything.
     package func metadataFileLength(_ record: DocumentRecord) -> UInt64 {
-        fileLength(UInt64(Self.metadata(record).count))
+        let digestLength = [UInt8](repeating: 0, count: SHA256.byteCount)
+        return fileLength(UInt64(metadata(record, dataHeader: batchProof == nil ? nil : digestLength).count))
     }
 }
 

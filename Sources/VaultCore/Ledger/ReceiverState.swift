@@ -131,12 +131,16 @@ package struct ReceivedBatch: Codable, Sendable, Equatable {
     /// True when its documents came sealed (age files to the office's recipients), kept so;
     /// absent for a plain batch, and in records written before it was recorded.
     package var sealed: Bool?
+    /// The batch proof its sealed documents carried, in hex (docs/SECURITY.md, "A resend is the
+    /// station's"): a resend under its key must carry the same. Absent for batches without one.
+    package var proof: String?
 
     /// A batch by its parts.
     package init(
         station: String, batch: String, head: String?, wire: String, payloadSHA256: String, answer: String,
-        sealed: Bool? = nil
+        sealed: Bool? = nil, proof: String? = nil
     ) {
+        self.proof = proof
         self.station = station
         self.batch = batch
         self.head = head
