@@ -13,6 +13,7 @@ import hashlib
 import json
 import socket
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -165,6 +166,62 @@ def case(url, token, name):
         return post(url, token, "duplicate-ids", payload([entry(0, "a", b"1", id_=same), entry(1, "b", b"2", id_=same)]))
     if name == "twenty-one":
         return post(url, token, "twenty-one", payload([entry(i, "d%d" % i, b"doc %d" % i) for i in range(21)]))
+    if name == "refused-body-read-on":
+        # A wrong token and a body of 1 TB, sent for up to 15 s: the 401 closes the connection,
+        # so the sender is stopped after what the socket buffers hold (before: read on at line
+        # rate until the idle timeout, which a sender that never pauses never meets).
+        raw = Raw(url, timeout=20)
+        got = {}
+
+        def reader():
+            data = b""
+            try:
+                while True:
+                    chunk = raw.sock.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+            except OSError:
+                pass
+            got["data"] = data
+
+        t = threading.Thread(target=reader)
+        t.start()
+        raw.send(head(url, "not-a-token", "read-on", length=1 << 40))
+        sent, chunk, started = 0, b"QUFB" * 16384, time.monotonic()
+        while time.monotonic() - started < 15:
+            try:
+                raw.sock.sendall(chunk)
+            except OSError:
+                break
+            sent += len(chunk)
+        try:
+            raw.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        t.join(30)
+        raw.sock.close()
+        data = got.get("data", b"")
+        return (int(data[9:12]) if data.startswith(b"HTTP/1.1 ") else 0), "sent=%d" % sent
+    if name == "pipelined-after-refusal":
+        # A refused request and, in the same write, one that would be answered: only the
+        # refusal is answered, then the connection closes.
+        u = urllib.parse.urlparse(url)
+        raw = Raw(url, timeout=20)
+        raw.send(head(url, "not-a-token", "pipelined", length=5) + b"hello"
+                 + ("GET /healthz HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (u.hostname, u.port)).encode())
+        data = b""
+        try:
+            while True:
+                chunk = raw.sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:
+            pass
+        raw.sock.close()
+        status = int(data[9:12]) if data.startswith(b"HTTP/1.1 ") else 0
+        return status, "answers=%d" % data.count(b"HTTP/1.1 ")
     raise SystemExit("unknown case " + name)
 
 

@@ -11,7 +11,9 @@ import NIOHTTPTypes
 ///   minimum rate after a grace period, ``Receiver/Limits``), once its sender authenticated;
 /// - an answer written before its request ended (a refusal: no token, too large, a tus chunk
 ///   past its upload's end) closes the connection once it is sent: a refused body is not read
-///   on, and nothing pipelined after it is answered.
+///   on, and nothing pipelined after it is answered;
+/// - so does a refusal of the sender itself (401, 413, 429), even when its request had ended:
+///   a request pipelined behind it in the same packet is not answered.
 ///
 /// Written by hand: Hummingbird bounds idle time and header sizes, not the time a request takes,
 /// and reads a refused body to its end to keep the connection.
@@ -26,6 +28,12 @@ final class RequestDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     private var timer: Scheduled<Void>?
     /// A request's head was read and its end not yet.
     private var requestOpen = false
+    /// The answer being written refuses its sender: the connection closes once it is sent.
+    private var refusesSender = false
+
+    /// Answers after which a connection is not used again: no token (or a wrong one), a body
+    /// too large, too many failed tries.
+    static let closingStatuses: Set<Int> = [401, 413, 429]
 
     /// - Parameters:
     ///   - timeout: for a request's head.
@@ -67,16 +75,19 @@ final class RequestDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard case .end = unwrapOutboundIn(data) else {
+        let part = unwrapOutboundIn(data)
+        if case .head(let response) = part { refusesSender = Self.closingStatuses.contains(response.status.code) }
+        guard case .end = part else {
             context.write(data, promise: promise)
             return
         }
-        guard requestOpen else {
+        guard requestOpen || refusesSender else {
             arm(context, timeout)
             context.write(data, promise: promise)
             return
         }
-        // Answered before the request ended: a refusal. Its body is not read on.
+        // Answered before the request ended (a refusal: its body is not read on), or a refusal
+        // of the sender: nothing more is read or answered on this connection.
         timer?.cancel()
         timer = nil
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)

@@ -19,7 +19,11 @@ import VaultTestSupport
         ("name-with-slash", [400], "header-malformed"),
         ("name-with-control", [400], "header-malformed"),
         ("duplicate-ids", [400], "header-malformed"),
-        ("twenty-one", [413], "too-many-documents")
+        ("twenty-one", [413], "too-many-documents"),
+        // Hostile review, issue 58 finding 5: a refused body was read on at line rate, and a
+        // request pipelined behind a 401 was answered.
+        ("refused-body-read-on", [0, 401], nil),
+        ("pipelined-after-refusal", [401], nil)
     ]
 
     @Test func everyHostileRequestIsRefusedInBoundedTimeAndStoresNothing() throws {
@@ -44,6 +48,12 @@ import VaultTestSupport
             }
             #expect((r["seconds"] as? Double ?? 999) < 60, "\(c.name) took \(r["seconds"] ?? "?") s")
         }
+        // A refusal closes its connection: of a body of 1 TB sent for 15 s, no more went than
+        // the sockets' buffers hold; behind a 401, nothing is answered.
+        let readOn = results.first { $0["case"] as? String == "refused-body-read-on" }?["body"] as? String ?? ""
+        let sent = Int(readOn.split(separator: "=").last ?? "") ?? .max
+        #expect(sent < 64 << 20, "\(readOn)")
+        #expect(results.first { $0["case"] as? String == "pipelined-after-refusal" }?["body"] as? String == "answers=1")
         // A refused body that the client went on sending is not kept, whatever it got back.
         #expect(office.log.contains("result=413 too-large"), "\(office.log)")
         #expect(office.log.contains("result=408 too-slow"), "\(office.log)")
