@@ -137,6 +137,53 @@ import VaultTestSupport
         #expect(Self.files(under: s.path("office"), holding: secret).isEmpty, "after a restart")
     }
 
+    /// The same on a store: a receiver on SeaweedFS spools a tus chunk in flight into its cache
+    /// folder, sealed; neither that folder nor the receiver's own holds any of it in the clear,
+    /// during the upload and after a kill -9.
+    @Test func aStoresReceiverKeepsNoChunkInTheClearInItsCache() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("tuscache")
+        defer { Task { await s3.shutdown() } }
+        let url = "s3://\(bucket)/office"
+        let s = Sandbox()
+        var env = S3UploadCLITests.env(sw)
+        env["VAULT_PASSWORD"] = ReceiverProcess.password
+        env["XDG_CACHE_HOME"] = s.path("cache")
+        #expect(s.run(["init", "--vault", s.path("setup"), "--kdf", "insecure-test"], env: env).status == 0)
+        #expect(s.run(["--vault", s.path("setup"), "push", url, "-q"], env: env).status == 0)
+        let token = s.run(["receive", "--vault", url, "station", "add", "st"], env: env).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let office = try ReceiverProcess(s, vault: "r", location: url, environment: env)
+        let secret = "tus-store-secret-name-0123456789abcdefghijklmnopq"
+        let script = Peer.repository.appendingPathComponent("scripts/tus-client.py").path
+        let out = s.path("stall.out")
+        let pid = try Peer.spawn(
+            [Peer.python, script, "stall", office.url, token, secret], stdout: out, stderr: out + ".err")
+        defer { Peer.stop(pid) }
+        #expect(poll(every: 50_000) { Peer.jsonLines(out).first?["stalled"] != nil }, "\(out)")
+        // Its bytes are on disk by now (all but its last 8), sealed, somewhere under the cache.
+        #expect(poll(within: 30, every: 50_000) { Self.largestFile(under: s.path("cache")) > 4096 }, "spooled")
+        for folder in ["cache", "r"] {
+            #expect(Self.files(under: s.path(folder), holding: secret).isEmpty, "\(folder)")
+        }
+        kill(office.pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(office.pid, &status, 0)
+        for folder in ["cache", "r"] {
+            #expect(Self.files(under: s.path(folder), holding: secret).isEmpty, "\(folder), after a kill -9")
+        }
+    }
+
+    /// The size of the largest file under `folder`.
+    static func largestFile(under folder: String) -> Int {
+        let enumerator = FileManager.default.enumerator(atPath: folder)
+        var largest = 0
+        while let path = enumerator?.nextObject() as? String {
+            let size = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + path))?[.size] as? Int
+            largest = max(largest, size ?? 0)
+        }
+        return largest
+    }
+
     /// Found by a hostile review: a PATCH past `Upload-Length` was read to its end (12 GB in
     /// 8 s of a `Content-Length: 10^12`) before its 400. Now reading stops at the first piece past
     /// the end, and the connection closes once the answer is sent.
