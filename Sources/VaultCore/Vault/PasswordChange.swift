@@ -193,6 +193,19 @@ extension Vault {
         }
     }
 
+    /// This vault's `vault.json` with no anchors in its keyring (the same keys, the keyring sealed
+    /// again), or nil when it has none: for a new replica, whose history is not the one the
+    /// anchors name.
+    func configWithoutAnchors() throws -> VaultConfig? {
+        guard let text = config.keyring else { return nil }
+        var retired = try EpochKeyring.open(text, keys: keys, vaultID: config.id, path: store.configPath)
+        guard retired.contains(where: { $0.anchor != nil }) else { return nil }
+        for i in retired.indices { retired[i].anchor = nil }
+        var own = config
+        own.keyring = try EpochKeyring.seal(retired, keys: keys, vaultID: config.id, random: random)
+        return own
+    }
+
     /// The `vault.json` of the next key epoch: the new password block, a new random vault key
     /// wrapped under the new KEK, and the keyring of every earlier epoch (this one included)
     /// sealed under the new vault key.

@@ -223,9 +223,17 @@ extension VaultStore {
         let block = try config.passwordBlock(path: "\(source)/vault.json")
         let keyring = try Keyring.unlock(
             password: password, kdf: config.parameters, salt: block.salt, keyCheck: block.keyCheck)
-        let vault = try VaultStore.open(
+        var vault = try VaultStore.open(
             self, config: config, keyring: keyring, path: "\(source)/vault.json", random: random)
-        try establish(vault, first: HistoryRecord(.clone, destinations: [source]), config: configBytes, random: random)
+        // A clone's history is its own, begun by its `clone` record: where the source's history
+        // stood when its epochs were retired (the keyring's anchors) says nothing of it, and read
+        // against it would be a false rollback. Its own password changes anchor its own history.
+        var bytes = configBytes
+        if let own = try vault.configWithoutAnchors() {
+            bytes = own.encoded()
+            vault = try VaultStore.open(self, config: own, keyring: keyring, path: "\(source)/vault.json", random: random)
+        }
+        try establish(vault, first: HistoryRecord(.clone, destinations: [source]), config: bytes, random: random)
         return vault
     }
 }
