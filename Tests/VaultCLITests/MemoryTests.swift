@@ -178,4 +178,41 @@ import VaultS3
         )
         #expect(sealedBig.maxRSSKiB - sealedSmall.maxRSSKiB <= 8 * 1024)
     }
+
+    /// Issue 57, point 2: a server that refuses documents by their place. A batch of a 300 MiB
+    /// document and 20 small ones, 20 of them refused (the first in the batch, the others one by
+    /// one as they go alone): the large one goes twice, as it may, and the upload's peak memory
+    /// is that of an upload of the same batch that nothing refused (before: each refusal sent
+    /// the batch again minus one, 19 times the large document, at three times the memory).
+    @Test func twentyDocumentsRefusedByPlaceBesideALargeOneCostNoMemory() throws {
+        let s = Sandbox()
+        s.initVault(kdf: "interactive")
+        try s.writeLarge("big.bin", mebibytes: 300, seed: 12)
+        #expect(s.run("add", "big.bin").status == 0)
+        try FileManager.default.removeItem(atPath: s.path("big.bin"))
+        for i in 0..<20 {
+            s.write("small \(i).txt", .random(1000 + i, seed: UInt64(300 + i)))
+            #expect(s.run("add", "small \(i).txt").status == 0)
+        }
+        let batch = ["--batch-size", "21"]
+        let plain = Receiver(in: s, mode: "sink")
+        let normal = s.measureWith(["upload", "--url", plain.url] + batch, env: UploadCLITests.token)
+        #expect(normal.status == 0, "\(normal.stderr)")
+        #expect(plain.statuses == ["200"])
+        let refuse = #"{"action": "status", "status": 400, "error": {"code": "no", "document": PLACE}}"#
+        let plan =
+            "[" + refuse.replacingOccurrences(of: "PLACE", with: "2") + #", {"action": "ok"}, "#
+            + Array(repeating: refuse.replacingOccurrences(of: "PLACE", with: "1"), count: 19).joined(separator: ", ")
+            + "]"
+        let refusing = Receiver(in: s, faults: plan, mode: "sink")
+        let refused = s.measureWith(["upload", "--url", refusing.url, "--new-run"] + batch, env: UploadCLITests.token)
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderr.components(separatedBy: "the server refused it").count - 1 == 20, "\(refused.stderr)")
+        #expect(refusing.statuses == ["400", "200"] + Array(repeating: "400", count: 19), "\(refusing.statuses)")
+        let delta = refused.maxRSSKiB - normal.maxRSSKiB
+        print(
+            "peak RSS: upload of 300 MiB + 20 \(normal.maxRSSKiB) KiB; "
+                + "with 20 refused by place \(refused.maxRSSKiB) KiB")
+        #expect(delta <= 8 * 1024, "\(delta) KiB more than an upload nothing refused")
+    }
 }
