@@ -783,7 +783,8 @@ package final class BatchIntake {
     /// The refusal of a resend that is not the batch taken under its key: the same for every
     /// kind of difference, so that what differs is not told.
     private static let reused = Refusal(
-        422, "idempotency-key-reused", "this Idempotency-Key was used for another payload; a resend must be the same bytes")
+        422, "idempotency-key-reused",
+        "this Idempotency-Key was used for another payload; a resend must be the same bytes")
 
     /// A sealed batch's proof is the same in every document. A resend of a batch that came
     /// sealed must come sealed, and with the proof it came with: else it is refused here, at
@@ -851,8 +852,8 @@ package final class BatchIntake {
             }
             receiver.taken(
                 station: station, key: key, head: head,
-                batch: .init(payloadSHA256: sha, answer: answer, sealed: sealed, proof: proof), documents: documents.count,
-                bytes: received, now: now)
+                batch: .init(payloadSHA256: sha, answer: answer, sealed: sealed, proof: proof),
+                documents: documents.count, bytes: received, now: now)
             return Receiver.Answer(
                 status: 200, body: try sealedForStation(answer), documents: documents.count, bytes: received,
                 sealed: sealed)

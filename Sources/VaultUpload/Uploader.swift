@@ -640,7 +640,8 @@ public final class Uploader: @unchecked Sendable {
     private func format(batch: Int, of: Int, key: String? = nil) throws -> PayloadFormat {
         let plain = sender.format(batch: batch, of: of)
         guard !options.recipients.isEmpty else { return plain }
-        let proof = try key.map { try UploadJournal.batchProof(vault: vault, key: $0) } ?? UploadJournal.placeholderProof
+        let proof =
+            try key.map { try UploadJournal.batchProof(vault: vault, key: $0) } ?? UploadJournal.placeholderProof
         let sealing = PayloadSealing(recipients: options.recipients, batchProof: proof)
         switch plain {
         case .json: return .sealed(sealing)

@@ -231,7 +231,8 @@ extension VaultStore {
         var bytes = configBytes
         if let own = try vault.configWithoutAnchors() {
             bytes = own.encoded()
-            vault = try VaultStore.open(self, config: own, keyring: keyring, path: "\(source)/vault.json", random: random)
+            vault = try VaultStore.open(
+                self, config: own, keyring: keyring, path: "\(source)/vault.json", random: random)
         }
         try establish(vault, first: HistoryRecord(.clone, destinations: [source]), config: bytes, random: random)
         return vault
