@@ -11,6 +11,8 @@ unchanged (Host header included, so SigV4 signatures stay valid), except:
                 receiver), but its answer is replaced by 500 InternalError (the write landed; the
                 client cannot know), and the next N - 1 such requests are answered 500 without
                 reaching it;
+  An upstream that does not answer (nothing listening) gets the client a 502, logged as fault
+  "upstream-unreachable": with --keep-bodies, a hop that holds every request back.
   --keep-bodies DIR  every request body is kept as DIR/NNNN.body (from 0001, in arrival order), and
                 its log line names the file and the request's Idempotency-Key: what a
                 TLS-terminating hop sees, for tests of what such a hop can do with it.
@@ -153,9 +155,18 @@ def main():
                     self.record(fault, None)
             conn = http.client.HTTPConnection(up.hostname, up.port, timeout=120)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
-            conn.request(self.command, self.path, body=body if (body or self.command in ("PUT", "POST")) else None, headers=headers)
-            r = conn.getresponse()
-            data = r.read()
+            try:
+                conn.request(self.command, self.path, body=body if (body or self.command in ("PUT", "POST")) else None, headers=headers)
+                r = conn.getresponse()
+                data = r.read()
+            except OSError:
+                # Nothing answers upstream: the client gets a 502, and the log says so.
+                self.record("upstream-unreachable", 502)
+                self.send_response(502)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                self.close_connection = True
+                return
             if lose is not None:
                 conn.close()
                 self.record("lost-answer", r.status)

@@ -203,12 +203,14 @@ def case(url, token, name):
         raw.sock.close()
         data = got.get("data", b"")
         return (int(data[9:12]) if data.startswith(b"HTTP/1.1 ") else 0), "sent=%d" % sent
-    if name == "pipelined-after-refusal":
-        # A refused request and, in the same write, one that would be answered: only the
-        # refusal is answered, then the connection closes.
+    if name in ("pipelined-after-refusal", "pipelined-after-400"):
+        # A refused request (no token; or, with the token, a body that is not a payload) and, in
+        # the same write, one that would be answered: only the refusal is answered (it says
+        # Connection: close), then the connection closes.
         u = urllib.parse.urlparse(url)
         raw = Raw(url, timeout=20)
-        raw.send(head(url, "not-a-token", "pipelined", length=5) + b"hello"
+        who = "not-a-token" if name == "pipelined-after-refusal" else token
+        raw.send(head(url, who, name, length=5) + b"hello"
                  + ("GET /healthz HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (u.hostname, u.port)).encode())
         data = b""
         try:

@@ -787,7 +787,9 @@ package final class BatchIntake {
         "this Idempotency-Key was used for another payload; a resend must be the same bytes")
 
     /// A sealed batch's proof is the same in every document. A resend of a batch that came
-    /// sealed must come sealed, and with the proof it came with: else it is refused here, at
+    /// sealed must come sealed, and with the proof it came with, and a resend with a proof must
+    /// be of a batch that came with the same (batches of stations from before the proof, with
+    /// none, are still compared by documents): else it is refused here, at
     /// its first document, before any of its data is read, so that a hop's guess of a sealed
     /// batch's documents is refused the same way whether it is right or wrong (docs/SECURITY.md,
     /// "A resend is the station's").
@@ -798,8 +800,11 @@ package final class BatchIntake {
             throw VaultError(.headerMalformed, "document \(index + 1) carries another batch proof than the first")
         }
         guard let taken else { return }
+        // Whichever came first: a hop that holds the station's batch back and posts its own guess
+        // under the key stores a batch without the proof, and the station's batch, come later,
+        // must not be compared with it by documents (that answered right and wrong guesses apart).
         if taken.sealed && !header.sealed { throw Self.reused }
-        if let expected = taken.proof, header.proof != expected { throw Self.reused }
+        if header.proof != taken.proof { throw Self.reused }
     }
 
     /// Whether the body read holds the documents (SHA-256 and size, in order) of the receipt

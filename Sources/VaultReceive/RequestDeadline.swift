@@ -12,8 +12,9 @@ import NIOHTTPTypes
 /// - an answer written before its request ended (a refusal: no token, too large, a tus chunk
 ///   past its upload's end) closes the connection once it is sent: a refused body is not read
 ///   on, and nothing pipelined after it is answered;
-/// - so does a refusal of the sender itself (401, 413, 429), even when its request had ended:
-///   a request pipelined behind it in the same packet is not answered.
+/// - so does a refusal of the sender itself (401, 413, 429), and any answer that says
+///   `Connection: close` (every refusal of a batch or a tus request), even when its request had
+///   ended: a request pipelined behind it in the same packet is not answered.
 ///
 /// Written by hand: Hummingbird bounds idle time and header sizes, not the time a request takes,
 /// and reads a refused body to its end to keep the connection.
@@ -76,7 +77,11 @@ final class RequestDeadline: ChannelDuplexHandler, RemovableChannelHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let part = unwrapOutboundIn(data)
-        if case .head(let response) = part { refusesSender = Self.closingStatuses.contains(response.status.code) }
+        if case .head(let response) = part {
+            refusesSender =
+                Self.closingStatuses.contains(response.status.code)
+                || response.headerFields[.connection]?.lowercased().contains("close") == true
+        }
         guard case .end = part else {
             context.write(data, promise: promise)
             return

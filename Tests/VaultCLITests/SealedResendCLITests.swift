@@ -97,4 +97,71 @@ import VaultTestSupport
         #expect(office.documents.count == 1)
         #expect(office.documents.first?["sha256"] as? String == sha)
     }
+
+    /// Found by the independent review of the fix above: a hop that holds the station's sealed
+    /// batch back and posts its own guess under the batch's key first had its guess taken
+    /// (without a proof), and then the station's batch, forwarded, was compared with it by
+    /// documents: 200 for a right guess, 422 for a wrong one. Now a batch with a proof is never
+    /// compared with one taken without it: forwarded after either guess, the same 422.
+    @Test func aHopThatPostsItsGuessFirstLearnsNothingFromTheStationsBatch() throws {
+        guard SealedDeliveryCLITests.requireAge() else { return }
+        let s = Sandbox()
+        s.initVault()
+        let secret = Array("Salary review 2027: M. Keller, 98,400 EUR\n".utf8)
+        s.write("review.txt", secret)
+        #expect(s.run("add", s.path("review.txt"), "--name", "review.txt").status == 0)
+        #expect(s.run("keygen", "--out", s.path("office.key")).status == 0)
+        let recipient = try SealedDeliveryCLITests.recipient(s, "office.key")
+        let office = try ReceiverProcess(s, extra: ["--identity", s.path("office.key")])
+        let token = office.addStation("scanner")
+        let bodies = s.path("held")
+        try FileManager.default.createDirectory(atPath: bodies, withIntermediateDirectories: true)
+        // The hop holds what the station sends (its upstream answers nothing).
+        let hop = try PythonPeer(
+            "flip-proxy.py", ["--upstream", "http://127.0.0.1:1", "--keep-bodies", bodies], in: s)
+        func sealed(_ bytes: [UInt8]) -> String {
+            s.write("plain.tmp", bytes)
+            _ = s.shell("age -r \(recipient) -o sealed.tmp plain.tmp")
+            return (try? Data(contentsOf: URL(fileURLWithPath: s.path("sealed.tmp"))))?.base64EncodedString() ?? ""
+        }
+        func post(_ key: String, _ payload: [UInt8]) -> (status: Int, body: String) {
+            s.write("post.json", payload)
+            return office.curl(
+                token: token,
+                [
+                    "-H", "Idempotency-Key: \(key)", "-H", "Content-Type: application/json", "--data-binary",
+                    "@" + s.path("post.json"), office.url + "/batches"
+                ])
+        }
+        var forwarded: [(status: Int, body: String)] = []
+        for guess in [secret, Array("Salary review 2027: M. Keller, 91,000 EUR\n".utf8)] {
+            let before = hop.entries.count
+            let held = s.run(
+                ["upload", "--url", hop.url + "batches", "--recipient", recipient, "--new-run", "--retries", "0"],
+                env: ["VAULT_UPLOAD_TOKEN": token])
+            #expect(held.status != 0)
+            let entry = try #require(hop.entries.dropFirst(before).first { $0["method"] as? String == "POST" })
+            let key = try #require(entry["key"] as? String)
+            let captured = try #require(
+                (entry["body"] as? String).flatMap { try? Data(contentsOf: URL(fileURLWithPath: $0)) })
+            let file = try #require(
+                ((try JSONSerialization.jsonObject(with: captured) as? [String: Any])?["Files"] as? [[String: String]])?
+                    .first)
+            let id = try #require(file["Id"])
+            let sha = SHA256.hash(data: guess).map { String(format: "%02x", $0) }.joined()
+            var m = Array(
+                (#"{"Id":"\#(id)","Name":"review.txt","ContentType":"text/plain","Size":\#(guess.count),"#
+                    + #""SHA256":"\#(sha)"}"#).utf8)
+            m += [UInt8](repeating: 0x20, count: 256 - m.count % 256)
+            let first = post(
+                key,
+                Array(
+                    (#"{"Sealed":"age-encryption.org/v1","Files":[{"Id":"\#(id)","Metadata":""# + sealed(m)
+                        + #"","Data":""# + sealed(guess) + #""}]}"#).utf8))
+            #expect(first.status == 200, "the hop's guess, first under the key, is a batch: \(first)")
+            forwarded.append(post(key, Array(captured)))
+        }
+        #expect(forwarded[0].status == 422 && forwarded[0].body.contains("idempotency-key-reused"), "\(forwarded[0])")
+        #expect(forwarded[0].status == forwarded[1].status && forwarded[0].body == forwarded[1].body, "\(forwarded)")
+    }
 }
