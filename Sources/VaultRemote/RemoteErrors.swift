@@ -12,6 +12,8 @@ extension VaultError.Remedy.Name {
     public static let pushToNewPrefixOrClone = Self(rawValue: "push-to-new-prefix-or-clone")
     /// Create the bucket, or check the store's URL and endpoint.
     public static let checkBucketAndEndpoint = Self(rawValue: "check-bucket-and-endpoint")
+    /// Take on the password changed at another station (pull, giving the new one).
+    public static let takePasswordChange = Self(rawValue: "take-password-change")
 }
 
 /// The steps that set right the errors of remote vaults.
@@ -26,4 +28,6 @@ extension VaultError.Remedy {
     public static let pushToNewPrefixOrClone = Self(.pushToNewPrefixOrClone)
     /// Create the bucket, or check the store's URL and endpoint.
     public static let checkBucketAndEndpoint = Self(.checkBucketAndEndpoint)
+    /// Take on the password changed at another station (pull, giving the new one).
+    public static let takePasswordChange = Self(.takePasswordChange)
 }

@@ -24,6 +24,12 @@ public struct PushReport: Sendable {
     public var alreadyThere = 0
     /// True when this push wrote the store's `vault.json` (the first push to the prefix).
     public var created = false
+    /// True when this push carried a password change made here to the store: its `vault.json`
+    /// now holds the vault under the new password.
+    public var passwordCarried = false
+    /// Documents the store held and this vault lacked, taken in before a password change was
+    /// carried (so that every envelope there could be replaced by one under the new key).
+    public var fetchedForRotation = 0
     /// Objects under `removed/` that are not tombstones of this vault (junk, foreign, forged,
     /// or sealed under a retired key), with why: they hide nothing.
     public var refusedTombstones: [RejectedObject] = []
@@ -119,8 +125,10 @@ public final class Replicator: Sendable {
     }
 
     /// Fails unless the store holds this vault (or, with `create`, nothing yet: then this
-    /// vault's `vault.json` is written, never over another's). Returns true when it wrote it.
-    func checkIdentity(create: Bool) async throws -> Bool {
+    /// vault's `vault.json` is written, never over another's). Returns whether it wrote it, and
+    /// whether the store holds this vault under an epoch this vault retired (its password was
+    /// changed here since: a push carries the change).
+    func checkIdentity(create: Bool) async throws -> (created: Bool, behind: UInt32?) {
         let probe = Probe(client: client, location: location)
         var remote = try await probe.config()
         var created = false
@@ -133,7 +141,8 @@ public final class Replicator: Sendable {
                 contentType: "application/json")
             if !created { remote = try await probe.config() }  // another station was first
         }
-        if let remote, Self.vaultID(remote) != vault.id {
+        guard let remote else { return (created, nil) }
+        if Self.vaultID(remote) != vault.id {
             throw VaultError(
                 .alreadyExists,
                 """
@@ -142,19 +151,36 @@ public final class Replicator: Sendable {
                     """,
                 hint: "push to an empty prefix, or clone that vault instead")
         }
-        // Only a password change rewrites vault.json, and a clone copies it byte for byte: a store
-        // whose vault.json is not this vault's holds it under another password, and envelopes
-        // sealed under this one would be mixed in among them, unreadable to its readers.
-        if let remote, remote != (try vault.configBytes()), !vault.holdsSameKeys(asConfig: remote) {
+        // A password change rewrites vault.json: the store may hold this vault's keys, an epoch
+        // this vault retired (changed here: a push carries it), or a later one (changed at another
+        // station: a pull takes it on, given the new password). Anything else would mix envelopes
+        // sealed under keys its readers do not have.
+        guard remote != (try vault.configBytes()) else { return (created, nil) }
+        switch vault.relation(ofConfig: remote) {
+        case .same: return (created, nil)
+        case .earlier(let epoch): return (created, epoch)
+        case .later:
             throw VaultError(
                 .alreadyExists,
                 """
-                    \(location) holds this vault under another password (its vault.json is not this vault's: the \
-                    password was changed here or at another station)
+                    the vault's password was changed at another station: \(location) holds it under a later key \
+                    than this vault's
+                    """,
+                remedy: .takePasswordChange)
+        case .other:
+            throw VaultError(
+                .alreadyExists,
+                """
+                    \(location) holds this vault under another password (its vault.json is not this vault's, nor of \
+                    an earlier or later key epoch of it)
                     """,
                 remedy: .pushToNewPrefixOrClone)
         }
-        return created
+    }
+
+    /// The store's `vault.json` (nil when the prefix holds none).
+    public func storeConfig() async throws -> [UInt8]? {
+        try await retrying { try await Probe(client: client, location: location).config() }
     }
 
     // MARK: Push
@@ -164,7 +190,24 @@ public final class Replicator: Sendable {
     /// nor as tombstone. The first push to an empty prefix writes `vault.json` there.
     public func push(progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }) async throws -> PushReport {
         var report = PushReport()
-        report.created = try await retrying { try await checkIdentity(create: true) }
+        let identity = try await retrying { try await checkIdentity(create: true) }
+        report.created = identity.created
+        if let epoch = identity.behind {
+            guard try vault.mayCarryPasswordChange(to: location.description) else {
+                throw VaultError(
+                    .alreadyExists,
+                    """
+                        \(location) holds this vault under a password this vault retired, though it has seen the \
+                        current one since: its vault.json was put back (by someone who knew the old password?)
+                        """,
+                    hint: "check who can write to the store, then push to a new prefix")
+            }
+            // The password was changed here: what the store holds and this vault lacks is taken in
+            // first (authenticated under the store's epoch, as a pull before the change would have
+            // taken it, and its header sealed again under the current key), so that every envelope
+            // on the store can be replaced by one of the new epoch below.
+            report.fetchedForRotation = try await pull(retiredEpoch: epoch).fetched.count
+        }
         let remote = try await retrying { try await remoteState() }
         let removed = try vault.removedDocuments()
         let local = try vault.objectIDs()
@@ -192,7 +235,11 @@ public final class Replicator: Sendable {
         for id in removed.keys where remote.objects[id] != nil {
             try await retrying { try await client.deleteObject(bucket: location.bucket, key: location.objectKey(id)) }
         }
-        let missing = local.subtracting(remote.objects.keys).subtracting(opened.valid.keys).sorted()
+        // After a password change here, every envelope the store holds goes again (under the new
+        // key epoch), replacing the earlier epoch's.
+        let missing =
+            (identity.behind == nil ? local.subtracting(remote.objects.keys) : local)
+            .subtracting(opened.valid.keys).sorted()
         report.alreadyThere = local.count - missing.count
         var sizes: [DocumentID: UInt64] = [:]
         for id in missing { sizes[id] = (try? VaultCore.OpenFile.openStored(vault.objectPath(id)).size()) ?? 0 }
@@ -202,7 +249,8 @@ public final class Replicator: Sendable {
         try await withThrowingTaskGroup(of: (DocumentID, UInt64).self) { group in
             func launch() -> Bool {
                 guard let id = queue.next() else { return false }
-                group.addTask { (id, try await self.retrying { try await self.send(id) }) }
+                let replace = identity.behind != nil && remote.objects[id] != nil
+                group.addTask { (id, try await self.retrying { try await self.send(id, replace: replace) }) }
                 return true
             }
             for _ in 0..<parallel where launch() {}
@@ -214,6 +262,17 @@ public final class Replicator: Sendable {
                 progress(state)
                 _ = launch()
             }
+        }
+        // The password was changed here since the store last had the vault: its vault.json goes
+        // last, once the store holds what this vault has (the envelopes already there keep their
+        // earlier headers, which the new keyring reads). Other stations' pulls then take the change.
+        if identity.behind != nil {
+            try await retrying {
+                _ = try await client.putObject(
+                    bucket: location.bucket, key: location.configKey, body: ByteBuffer(bytes: try vault.configBytes()),
+                    contentType: "application/json", metadata: [:])
+            }
+            report.passwordCarried = true
         }
         // A receiver's vault: its key, stations and batches go to the store's receivers' log,
         // once its documents are there, so receivers serving the store go on where it left off.
@@ -229,18 +288,25 @@ public final class Replicator: Sendable {
     /// Sends one envelope as it is on disk: one PUT with `If-None-Match: *` when it fits a
     /// part, else a multipart upload after a HEAD (an object already there is left alone).
     /// - Parameter path: where the envelope is (by default the vault's own `objects/<id>.vlt`).
-    func send(_ id: DocumentID, from path: String? = nil) async throws -> UInt64 {
+    /// - Parameter replace: write it over the store's copy (one of an earlier key epoch).
+    func send(_ id: DocumentID, from path: String? = nil, replace: Bool = false) async throws -> UInt64 {
         let file = try VaultCore.OpenFile.openStored(path ?? vault.objectPath(id))
         defer { file.close() }
         let size = try file.size()
         let key = location.objectKey(id)
         if size <= UInt64(partSize) {
-            _ = try await client.putObjectIfAbsent(
-                bucket: location.bucket, key: key, body: try Self.read(file, Int(size)),
-                contentType: Self.envelopeType)
+            if replace {
+                _ = try await client.putObject(
+                    bucket: location.bucket, key: key, body: try Self.read(file, Int(size)),
+                    contentType: Self.envelopeType, metadata: [:])
+            } else {
+                _ = try await client.putObjectIfAbsent(
+                    bucket: location.bucket, key: key, body: try Self.read(file, Int(size)),
+                    contentType: Self.envelopeType)
+            }
             return size
         }
-        if try await client.headObject(bucket: location.bucket, key: key) != nil { return size }
+        if !replace, try await client.headObject(bucket: location.bucket, key: key) != nil { return size }
         let upload = try await client.createMultipartUpload(
             bucket: location.bucket, key: key, contentType: Self.envelopeType, metadata: [:])
         do {
@@ -291,8 +357,18 @@ public final class Replicator: Sendable {
     /// chunk with their id, and only then taken in. A damaged or foreign envelope is reported
     /// in ``PullReport/rejected`` and not taken.
     public func pull(progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }) async throws -> PullReport {
+        try await pull(retiredEpoch: nil, progress: progress)
+    }
+
+    /// ``pull(progress:)``; with `retiredEpoch`, from a store that holds this vault under that
+    /// epoch, which a password change here retired (a push carrying the change takes in first
+    /// what the store has and this vault lacks).
+    func pull(
+        retiredEpoch: UInt32?, progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }
+    ) async throws -> PullReport {
         var report = PullReport()
-        _ = try await retrying { try await checkIdentity(create: false) }
+        let identity = try await retrying { try await checkIdentity(create: false) }
+        let epoch = retiredEpoch == identity.behind ? retiredEpoch : nil
         vault.sweepTemporaries(objects: true)  // what a killed pull or clone was downloading
         let remote = try await retrying { try await remoteState() }
         let local = try vault.objectIDs()
@@ -319,7 +395,9 @@ public final class Replicator: Sendable {
                 func launch() -> Bool {
                     guard let id = queue.next() else { return false }
                     group.addTask {
-                        try await self.retrying { try await self.fetch(id, size: remote.objects[id] ?? 0) }
+                        try await self.retrying {
+                            try await self.fetch(id, size: remote.objects[id] ?? 0, retiredEpoch: epoch)
+                        }
                     }
                     return true
                 }
@@ -383,8 +461,9 @@ public final class Replicator: Sendable {
 
     /// Downloads one envelope into a temporary file and takes it in if it authenticates.
     /// Damage is a result (the pull goes on); a network or disk failure is thrown.
-    func fetch(_ id: DocumentID, size: UInt64) async throws -> (DocumentID, Result<DocumentRecord, VaultError>, UInt64)
-    {
+    func fetch(
+        _ id: DocumentID, size: UInt64, retiredEpoch: UInt32? = nil
+    ) async throws -> (DocumentID, Result<DocumentRecord, VaultError>, UInt64) {
         let staged = try vault.stagingFile(for: id)
         let file = staged.file
         let bytes: UInt64
@@ -403,7 +482,10 @@ public final class Replicator: Sendable {
             throw error
         }
         do {
-            return (id, .success(try vault.acceptFetched(staged, id: id)), bytes)
+            let record =
+                try retiredEpoch.map { try vault.acceptFetched(staged, id: id, retiredEpoch: $0) }
+                ?? vault.acceptFetched(staged, id: id)
+            return (id, .success(record), bytes)
         } catch let e as VaultError where e.code.isDamage {
             return (id, .failure(e), bytes)
         }

@@ -78,6 +78,9 @@ enum Hints {
             "push to a new prefix with 'vault remote add NAME s3://BUCKET/NEW-PREFIX', "
                 + "or clone the store again with its password"
         case .checkBucketAndEndpoint: "create it, or check the URL and AWS_ENDPOINT_URL"
+        case .takePasswordChange:
+            "run 'vault pull' with this vault's password and give the new one when asked "
+                + "(or in VAULT_NEW_PASSWORD): the vault then moves to it"
         case .checkStoreEndpoint: "check the bucket's name and AWS_ENDPOINT_URL (without it, s3:// is AWS)"
         case .useHTTPS: "use https://, or --insecure-http on a network you trust"
         case .dropCredentials: "use https://, or unset VAULT_UPLOAD_TOKEN, VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD"

@@ -32,6 +32,10 @@ enum PasswordReader {
         static let newPassword = Source(
             variable: "VAULT_NEW_PASSWORD", fileOption: "--new-password-file", prompt: "New vault password: ",
             what: "new")
+        /// The password another station changed the vault to (`vault pull`).
+        static let changedPassword = Source(
+            variable: "VAULT_NEW_PASSWORD", fileOption: "--new-password-file",
+            prompt: "The vault's new password (changed at another station): ", what: "new")
         /// An operator's password (`vault receive operator add`): read as a new vault password is.
         static let operatorPassword = Source(
             variable: "VAULT_NEW_PASSWORD", fileOption: "--new-password-file", prompt: "Operator's password: ",
@@ -66,6 +70,20 @@ enum PasswordReader {
     /// variable (taken out of the environment at start), or a no-echo prompt.
     /// - Parameter confirm: ask twice on a terminal (vault creation).
     /// - Parameter command: a command given on the command line (`--password-command`).
+    /// Whether ``read(file:command:from:confirm:)`` has anywhere to read `source` from: a file
+    /// given, one of its environment variables set, or a terminal to ask on.
+    static func canRead(file: String?, from source: Source) -> Bool {
+        if file != nil { return true }
+        if EnvironmentSecrets.value(source.variable) != nil { return true }
+        let environment = ProcessInfo.processInfo.environment
+        if [source.fileVariable, source.commandVariable].contains(where: { environment[$0]?.isEmpty == false }) {
+            return true
+        }
+        guard let tty = Platform.openControllingTerminal() else { return false }
+        try? tty.close()
+        return true
+    }
+
     static func read(
         file: String?, command: String? = nil, from source: Source = .vault, confirm: Bool = false
     ) throws -> SecretBytes {

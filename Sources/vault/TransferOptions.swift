@@ -42,6 +42,7 @@ struct TransferOptions: ParsableArguments {
         var tombstones: Int
         var refusedTombstones: [String]
         var created: Bool
+        var passwordCarried: Bool
         var seconds: Double
     }
 

@@ -51,4 +51,93 @@ import VaultTestSupport
         let after = s.run(["--vault", s.path("clone"), "audit"], env: env)
         #expect(after.status == 0 && after.out.contains(": clean;"), "\(after.out)\(after.stderr)")
     }
+
+    /// A password change travels (issue 57, point 4): after `passwd` at one station, `push` to
+    /// the store the vault came from carries it (before: refused, exit 73, "push to a new
+    /// prefix"); the other station's `pull` says so, takes the new password and moves to it;
+    /// twice, from either side; a clone with the last password audits clean and holds every
+    /// document; the old passwords open neither the store nor the stations.
+    @Test func aPasswordChangeTravelsByPushAndOtherStationsTakeItOnPull() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("pwpush")
+        defer { Task { await s3.shutdown() } }
+        let env = S3UploadCLITests.env(sw)
+        let url = "s3://\(bucket)/office"
+        let s = Sandbox()
+        func run(_ station: String, _ password: String, _ args: [String], new: String? = nil) -> CLIResult {
+            var e = env
+            e["VAULT_PASSWORD"] = password
+            e["VAULT_NEW_PASSWORD"] = new
+            return s.run(["--vault", s.path(station)] + args, env: e)
+        }
+        func add(_ station: String, _ password: String, _ name: String, seed: UInt64) {
+            s.write(name, .random(400, seed: seed))
+            #expect(run(station, password, ["add", s.path(name)]).status == 0)
+        }
+        let p1 = "correct horse battery", p2 = "second password", p3 = "third password"
+        #expect(run("a", p1, ["init", "--kdf", "insecure-test"]).status == 0)
+        add("a", p1, "one.txt", seed: 1)
+        #expect(run("a", p1, ["remote", "add", "origin", url]).status == 0)
+        #expect(run("a", p1, ["push"]).status == 0)
+        #expect(s.run(["clone", url, "--vault", s.path("b")], env: env.merging(["VAULT_PASSWORD": p1]) { _, n in n })
+            .status == 0)
+        add("b", p1, "two.txt", seed: 2)
+        #expect(run("b", p1, ["push"]).status == 0)
+        let oldConfig = Array(try Data(contentsOf: URL(fileURLWithPath: s.path("a/vault.json"))))
+        // Station a changes the password and pushes: the store moves to it.
+        #expect(run("a", p1, ["passwd"], new: p2).status == 0)
+        add("a", p2, "three.txt", seed: 3)
+        let carried = run("a", p2, ["push"])
+        #expect(carried.status == 0, "\(carried.stderr)")
+        #expect(carried.stderr.contains("the store now holds the vault under the new password"), "\(carried.stderr)")
+        #expect(run("a", p2, ["pull"]).status == 0)
+        #expect(s.run(["--vault", url, "list"], env: env.merging(["VAULT_PASSWORD": p1]) { _, n in n }).status == 77)
+        // Station b, with its own (old) password and no new one to read: told, nothing changed.
+        let told = run("b", p1, ["pull"])
+        #expect(told.status == 73, "\(told.stderr)")
+        #expect(
+            told.stderr.contains("vault: the vault's password was changed at another station")
+                && told.stderr.contains("VAULT_NEW_PASSWORD"), "\(told.stderr)")
+        #expect(run("b", p1, ["list"]).status == 0)
+        // Given the new one, it moves to it and pulls.
+        let taken = run("b", p1, ["pull"], new: p2)
+        #expect(taken.status == 0, "\(taken.stderr)")
+        #expect(taken.stderr.contains("the vault now opens with the new password"), "\(taken.stderr)")
+        #expect(run("b", p1, ["list"]).status == 77)
+        #expect(RemoteCLITests.ids(s, "b", env: env.merging(["VAULT_PASSWORD": p2]) { _, n in n }).count == 3)
+        add("b", p2, "four.txt", seed: 4)
+        #expect(run("b", p2, ["push"]).status == 0)
+        // The second change, at b this time, reaches a.
+        #expect(run("b", p2, ["passwd"], new: p3).status == 0)
+        let again = run("b", p3, ["push"])
+        #expect(again.status == 0 && again.stderr.contains("under the new password"), "\(again.stderr)")
+        let second = run("a", p2, ["pull"], new: p3)
+        #expect(second.status == 0, "\(second.stderr)")
+        for station in ["a", "b"] {
+            #expect(RemoteCLITests.ids(s, station, env: env.merging(["VAULT_PASSWORD": p3]) { _, n in n }).count == 4)
+            let audit = run(station, p3, ["audit"])
+            #expect(audit.status == 0 && audit.out.contains(": clean;"), "\(station): \(audit.out)\(audit.stderr)")
+            #expect(run(station, p2, ["list"]).status == 77, "\(station)")
+        }
+        // A clone with the last password: every document, byte for byte, and a clean audit.
+        let cloned = s.run(
+            ["clone", url, "--vault", s.path("c")], env: env.merging(["VAULT_PASSWORD": p3]) { _, n in n })
+        #expect(cloned.status == 0, "\(cloned.stderr)")
+        #expect(run("c", p3, ["verify"]).status == 0)
+        let audit = run("c", p3, ["audit"])
+        #expect(audit.status == 0 && audit.out.contains(": clean;"), "\(audit.out)\(audit.stderr)")
+        for (name, seed) in [("one.txt", 1), ("two.txt", 2), ("three.txt", 3), ("four.txt", 4)] {
+            let got = run("c", p3, ["get", name, "-o", "-"])
+            #expect(got.status == 0 && got.stdout == .random(400, seed: UInt64(seed)), "\(name): \(got.stderr)")
+        }
+        // Someone who knew the first password puts its vault.json back on the store: no station
+        // takes that for a store it may bring forward (what it holds under the old key would be
+        // taken in); the push is refused and nothing is written.
+        try await s3.putObject(
+            bucket: bucket, key: "office/vault.json", body: oldConfig, contentType: "application/json")
+        add("a", p3, "five.txt", seed: 5)
+        let refused = run("a", p3, ["push"])
+        #expect(refused.status == 73 && refused.stderr.contains("its vault.json was put back"), "\(refused.stderr)")
+        let objects = try await s3.listObjects(bucket: bucket, prefix: "office/objects/")
+        #expect(objects.count == 4, "\(objects.map(\.key))")
+    }
 }

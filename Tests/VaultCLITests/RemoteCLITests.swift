@@ -138,49 +138,6 @@ import Glibc
                 == [])
     }
 
-    /// After `vault passwd` the store still holds the vault under the old password: push and
-    /// pull refuse it (73) instead of mixing envelopes sealed under two passwords; it still opens
-    /// in place with the old one, and a new prefix takes the vault under the new one.
-    @Test func aStoreUnderTheOldPasswordIsRefusedAfterPasswd() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("passwd")
-        defer { Task { await s3.shutdown() } }
-        let env = S3UploadCLITests.env(sw)
-        let s = Sandbox()
-        s.initVault()
-        s.write("a.txt", .random(500, seed: 81))
-        #expect(s.run("add", "a.txt").status == 0)
-        #expect(s.run(["remote", "add", "office", "s3://\(bucket)/v"], env: env).status == 0)
-        #expect(s.run(["push"], env: env).status == 0)
-        let before = try await s3.listObjects(bucket: bucket, prefix: "v/").map(\.key)
-        #expect(before.count == 2, "vault.json and one object: \(before)")
-        #expect(s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "new password"]).status == 0)
-        let renewed = env.merging(["VAULT_PASSWORD": "new password"]) { _, b in b }
-        s.write("b.txt", .random(600, seed: 82))
-        #expect(s.run(["add", "b.txt"], env: renewed).status == 0)
-        for command in ["push", "pull"] {
-            let r = s.run([command], env: renewed)
-            #expect(r.status == 73, "\(command): \(r.stderr)")
-            #expect(
-                r.stderr.hasPrefix(
-                    """
-                        vault: s3://\(bucket)/v holds this vault under another password (its vault.json is not this \
-                        vault's: the password was changed here or at another station)\nvault: hint: push to a new \
-                        prefix
-                        """
-                ), "\(r.stderr)")
-        }
-        #expect(
-            try await s3.listObjects(bucket: bucket, prefix: "v/").map(\.key) == before,
-            "nothing was written to the store")
-        let inPlace = s.run(["--vault", "s3://\(bucket)/v", "list", "--json"], env: env)
-        #expect(
-            inPlace.status == 0 && inPlace.out.contains("a.txt") && !inPlace.out.contains("b.txt"),
-            "\(inPlace.out)\(inPlace.stderr)")
-        let fresh = s.run(["push", "s3://\(bucket)/v2"], env: renewed)
-        #expect(fresh.status == 0 && fresh.stderr.contains("pushed 2 documents"), "\(fresh.stderr)")
-        #expect(s.run(["--vault", "s3://\(bucket)/v2", "verify"], env: renewed).status == 0)
-    }
-
     @Test func killedPushAndPullResumeWithoutSendingOrFetchingAnythingFinishedAgain() async throws {
         let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("resume-remote")
         defer { Task { await s3.shutdown() } }

@@ -41,6 +41,13 @@ package final class Keyring: Sendable {
     }
 
     /// The same keys, also opening envelopes of earlier epochs.
+    /// This keyring, taking envelopes of earlier epoch `e` too (and of no other earlier one).
+    package func accepting(epoch e: UInt32) -> Keyring {
+        Keyring(
+            kdf: kdf, salt: salt, kek: kek, epoch: epoch, earlier: earlier.filter { $0.epoch == e },
+            acceptsEarlierEpochs: true)
+    }
+
     package func acceptingEarlierEpochs() -> Keyring {
         Keyring(kdf: kdf, salt: salt, kek: kek, epoch: epoch, earlier: earlier, acceptsEarlierEpochs: true)
     }

@@ -118,7 +118,89 @@ extension Vault {
         }
         let parameters = newKDF ?? kdf
         try parameters.validate()
-        return try SessionLock.alone(store) {
+        let keyring2 = try Keyring.create(password: newPassword, kdf: parameters, random: random)
+        return try rotate(keyring: keyring2, parameters: parameters, progress: progress) { anchor in
+            let (newConfig, newKeys) = try rotatedConfig(keyring: keyring2, parameters: parameters, anchor: anchor)
+            let level = KDFLevel.allCases.first { $0.parameters == parameters }?.rawValue
+            let from = keys.epoch
+            return (
+                newConfig, newKeys,
+                { headers in
+                    HistoryRecord(
+                        .passwd,
+                        detail: """
+                        argon2id \(level ?? "custom"): ops \(parameters.opsLimit), memory \
+                        \(parameters.memLimitKiB) KiB; \(headers) headers re-sealed; key epoch \
+                        \(from) → \(newKeys.epoch) (a new vault key)
+                        """)
+                }
+            )
+        }
+    }
+
+    /// Takes on a password change made at another station of this vault: `storeConfig` (the
+    /// `vault.json` a store holds, of a later key epoch) opened with `password` (the new one)
+    /// must hold this vault's current key in its keyring; this vault then moves to that epoch
+    /// as ``changePassword(to:kdf:progress:)`` would (the same journal, headers re-sealed, state
+    /// sealed again, a `passwd` record), and its keyring anchors the retired epochs at where its
+    /// own history stands, not where the other station's stood.
+    /// - Throws: `wrong-password` when `password` does not open `storeConfig`; `already-exists`
+    ///   when it is not a later epoch of this vault's keys.
+    package func adoptPasswordChange(
+        storeConfig bytes: [UInt8], password: SecretBytes, source: String, progress: ((Int, Int) -> Void)? = nil
+    ) throws -> PasswordChangeSummary {
+        let path = "\(source)/vault.json"
+        let later = try VaultConfig.decode(bytes, path: path)
+        let notLater = VaultError(
+            .alreadyExists, "\(source) holds this vault under keys that are not a later epoch of this vault's")
+        guard later.id == config.id, later.keyEpoch > keys.epoch else { throw notLater }
+        let block = try later.passwordBlock(path: path)
+        let keyring2 = try Keyring.unlock(
+            password: password, kdf: later.parameters, salt: block.salt, keyCheck: block.keyCheck)
+        let opened = try VaultStore.open(store, config: later, keyring: keyring2, path: path, random: random)
+        guard let mine = opened.keys.earlier[keys.epoch],
+            mine.withUnsafeBytes({ a in keys.current.withUnsafeBytes { b in Sodium.constantTimeEqual(a, b) } })
+        else { throw notLater }
+        let retired = try later.keyring.map {
+            try EpochKeyring.open($0, keys: opened.keys, vaultID: config.id, path: path)
+        }
+        return try rotate(keyring: keyring2, parameters: later.parameters, progress: progress) { anchor in
+            // Epochs this vault retired itself keep its own anchors; the others end where its
+            // history stands now (no record of theirs is in it, or comes after).
+            var own = retired ?? []
+            for i in own.indices {
+                own[i].anchor = own[i].epoch < keys.epoch ? keys.retiredAt[own[i].epoch] : anchor
+            }
+            let newKeys = EpochKeys(
+                epoch: later.keyEpoch, current: opened.keys.current, earlier: opened.keys.earlier,
+                retiredAt: Dictionary(
+                    own.compactMap { e in e.anchor.map { (e.epoch, $0) } }, uniquingKeysWith: { a, _ in a }))
+            var newConfig = later
+            newConfig.keyring = try EpochKeyring.seal(own, keys: newKeys, vaultID: config.id, random: random)
+            let from = keys.epoch
+            return (
+                newConfig, newKeys,
+                { headers in
+                    HistoryRecord(
+                        .passwd, destinations: [source],
+                        detail: """
+                        the password changed at another station, taken from \(source): \(headers) headers \
+                        re-sealed; key epoch \(from) → \(later.keyEpoch)
+                        """)
+                }
+            )
+        }
+    }
+
+    /// Moves the vault to the next key epoch: `next` is given where the history stands as this
+    /// epoch ends and returns the new `vault.json`, its keys and the `passwd` record (given how
+    /// many headers were re-sealed). Journaled and crash-safe; see
+    /// ``changePassword(to:kdf:progress:)``.
+    private func rotate(
+        keyring keyring2: Keyring, parameters: KDFParameters, progress: ((Int, Int) -> Void)?,
+        next: (LogAnchor) throws -> (VaultConfig, EpochKeys, (Int) -> HistoryRecord)
+    ) throws -> PasswordChangeSummary {
+        try SessionLock.alone(store) {
             try store.withWriterLock { lock in
                 // A removal a crash interrupted is finished under the key it was sealed with.
                 try withIndex(lock) { index in
@@ -128,16 +210,12 @@ extension Vault {
                     }
                 }
                 let known = Dictionary(try records().records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-                let keyring2 = try Keyring.create(password: newPassword, kdf: parameters, random: random)
                 // Where the history stands as this epoch ends: sealed into the keyring, so no record
                 // of this epoch's key can follow it (nobody writes between here and the change: the
                 // writer lock is held throughout).
                 let log = try HistoryLog(vault: self)
                 let tail = try log.verifiedTail() ?? LogTail(try log.scan(keepRecords: false))
-                let (newConfig, newKeys) = try rotatedConfig(
-                    keyring: keyring2, parameters: parameters,
-                    anchor: LogAnchor(count: tail.count, tag: tail.tag))
-
+                let (newConfig, newKeys, detail) = try next(LogAnchor(count: tail.count, tag: tail.tag))
                 // Every header, re-sealed in memory first: nothing changes unless all of them open.
                 let ids = try store.objectIDs().sorted()
                 var entries: [PasswordJournal.Entry] = []
@@ -177,17 +255,7 @@ extension Vault {
                     store: store, config: newConfig, keyring: keyring2.with(epoch: newKeys.epoch, earlier: []),
                     keys: newKeys, random: random)
                 try rotated.withIndex(lock, known: known) { _ in }  // sealed again under the new key
-                let level = KDFLevel.allCases.first { $0.parameters == parameters }?.rawValue
-                try rotated.appendToHistory(
-                    HistoryRecord(
-                        .passwd,
-                        detail:
-                            """
-                                argon2id \(level ?? "custom"): ops \(parameters.opsLimit), memory \
-                                \(parameters.memLimitKiB) KiB; \(entries.count) headers re-sealed; key epoch \
-                                \(keys.epoch) → \(newKeys.epoch) (a new vault key)
-                                """
-                    ), lock)
+                try rotated.appendToHistory(detail(entries.count), lock)
                 return PasswordChangeSummary(documents: entries.count, bytesWritten: written, kdf: parameters)
             }
         }

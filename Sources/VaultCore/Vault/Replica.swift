@@ -55,6 +55,32 @@ extension Vault {
         return config.sameKeys(as: other)
     }
 
+    /// How a store's `vault.json` stands to this vault's keys.
+    package enum ConfigRelation: Sendable, Equatable {
+        /// This vault's keys (the same epoch and password).
+        case same
+        /// An epoch this vault retired: the password was changed here since.
+        case earlier(epoch: UInt32)
+        /// A later epoch of this vault: the password was changed at another station.
+        case later
+        /// Not this vault, or keys this vault never had.
+        case other
+    }
+
+    /// How `bytes` (a store's `vault.json`) stands to this vault's keys: nothing here is
+    /// trusted but what this vault's own keyring says of its earlier epochs.
+    package func relation(ofConfig bytes: [UInt8]) -> ConfigRelation {
+        guard let other = try? VaultConfig.decode(bytes, path: "vault.json"), other.id == config.id else {
+            return .other
+        }
+        if config.sameKeys(as: other) { return .same }
+        if other.keyEpoch > keys.epoch { return .later }
+        let retired = keyring.earlier.contains {
+            $0.epoch == other.keyEpoch && $0.salt.base64 == other.salt && $0.kdf == other.parameters
+        }
+        return retired ? .earlier(epoch: other.keyEpoch) : .other
+    }
+
     /// The ids of the objects on disk.
     package func objectIDs() throws -> Set<DocumentID> { try store.objectIDs() }
 
@@ -153,6 +179,63 @@ extension Vault {
         }
         try staged.commit(replace: false)
         return DocumentRecord(id: id, metadata: metadata)
+    }
+
+    /// Whether a store at `location` holding this vault under an epoch it retired may be brought
+    /// to the current one (a push carrying the password change): only when, by this vault's
+    /// history, the store has not seen the current epoch — the last password change was made
+    /// here, not taken from that store, and no push to it came after (a push after a change
+    /// carries it). A pull from a store still behind does not count: it saw the old epoch.
+    /// Otherwise its `vault.json` was put back (by someone who knew the old password), and what
+    /// it holds under that epoch is not taken in.
+    package func mayCarryPasswordChange(to location: String) throws -> Bool {
+        let records = try history().records.map(\.record)
+        guard let last = records.lastIndex(where: { $0.operation == .passwd }) else { return false }
+        if records[last].destinations.contains(location) { return false }
+        return !records[(last + 1)...].contains {
+            $0.operation == .push && $0.outcome == .ok && $0.destinations.contains(location)
+        }
+    }
+
+    /// Takes in an envelope fetched from a store that still holds this vault under `epoch`, an
+    /// epoch this vault retired (its password was changed here, and a push is carrying the change
+    /// there): an envelope of that epoch, and of no other earlier one, is authenticated under it
+    /// (as a pull made before the change would have taken it), its header sealed again under the
+    /// current key, and then taken in as ``acceptFetched(_:id:)`` takes one.
+    package func acceptFetched(
+        _ staged: AtomicFile, id: DocumentID, retiredEpoch epoch: UInt32
+    ) throws -> DocumentRecord {
+        do {
+            let input = try OpenFile.openForReading(staged.temporaryPath)
+            defer { input.close() }
+            let accepting = keyring.accepting(epoch: epoch)
+            let reader = try EnvelopeReader(input: input, keyring: accepting, expectedID: id, verifyDigest: true)
+            while try reader.next() != nil {}
+            let kek = try accepting.kek(for: reader.header)
+            guard
+                let documentKey = try XChaCha20Poly1305.openKey(
+                    reader.header.wrappedKey, ad: reader.header.keyWrapAD, nonce: reader.header.wrapNonce, key: kek)
+            else {
+                throw VaultError(.headerAuthenticationFailed, "the wrapped document key failed authentication")
+            }
+            let header = try EnvelopeWriter.sealHeader(
+                documentKey: documentKey, keyring: keyring, documentID: id, metadata: reader.metadata, random: random)
+            let old = reader.header.serialized(), new = header.serialized()
+            guard old.count == new.count else { throw VaultError(.internal, "a re-sealed header changed size") }
+            let out = try OpenFile.openExisting(staged.temporaryPath)
+            defer { out.close() }
+            try out.write(new, at: 0)
+            try out.sync()
+        } catch {
+            staged.discard()
+            var e = VaultError.from(error)
+            if e.code == .wrongPassword {
+                e = VaultError(
+                    .headerAuthenticationFailed, "it is not sealed under this vault's key (another vault's envelope?)")
+            }
+            throw e.context("document \(id)")
+        }
+        return try acceptFetched(staged, id: id)
     }
 
     /// Names fetched documents in the index and records them in the history (`pull`, with

@@ -21,6 +21,10 @@ extension VaultCommand {
                 when others were taken). Tombstones (removals made elsewhere) are authenticated and applied. \
                 A pull that was killed is resumed by running it again: what it took in is not fetched again.
 
+                When the vault's password was changed at another station (and pushed), the pull says so and \
+                asks for the new password (--new-password-file FILE, else $VAULT_NEW_PASSWORD, else a no-echo \
+                prompt): the vault then moves to it, as 'vault passwd' would, and the pull goes on.
+
                 Examples:
                   vault pull
                   vault pull office --progress bar
@@ -36,17 +40,54 @@ extension VaultCommand {
 
         @OptionGroup var transfer: TransferOptions
 
+        @Option(
+            help: ArgumentHelp(
+                "The new password, when it was changed at another station: read from this file.", valueName: "file"),
+            completion: .file())
+        var newPasswordFile: String?
+
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
-            let (vault, location, client) = try transfer.open(remote, options, purpose: "vault pull")
+            let (opened, location, client) = try transfer.open(remote, options, purpose: "vault pull")
+            var vault = opened
             defer { Task { await client.shutdown() } }
             let start = Date()
-            let report = try await transfer.run(location, label: "pull") { progress in
-                try await Replicator(vault: vault, client: client, location: location, parallel: transfer.parallel)
-                    .pull(progress: progress)
+            let pull = { (vault: VaultCore.Vault) in
+                try await transfer.run(location, label: "pull") { progress in
+                    try await Replicator(vault: vault, client: client, location: location, parallel: transfer.parallel)
+                        .pull(progress: progress)
+                }
+            }
+            let report: PullReport
+            do {
+                report = try await pull(vault)
+            } catch let e as VaultError where e.remedy?.name == .takePasswordChange {
+                vault = try await takePasswordChange(vault, from: location, client: client, refusal: e)
+                report = try await pull(vault)
             }
             try Self.finish(report, from: location, start: start, transfer: transfer, verb: "pulled")
+        }
+
+        /// The password was changed at another station: said, the new one read, and the vault
+        /// moved to the store's key epoch (`Vault.adoptPasswordChange`).
+        /// Without a new password to read, the refusal stands.
+        private func takePasswordChange(
+            _ vault: VaultCore.Vault, from location: RemoteLocation, client: S3Client, refusal: VaultError
+        ) async throws -> VaultCore.Vault {
+            Terminal.err("vault: the vault's password was changed at another station (\(location.description))")
+            guard PasswordReader.canRead(file: newPasswordFile, from: .changedPassword) else { throw refusal }
+            let newPassword = try PasswordReader.read(file: newPasswordFile, from: .changedPassword)
+            let replicator = Replicator(vault: vault, client: client, location: location)
+            guard let config = try await replicator.storeConfig() else { throw refusal }
+            let summary = try vault.adoptPasswordChange(
+                storeConfig: config, password: newPassword, source: location.description)
+            if transfer.printsSummary {
+                Terminal.err(
+                    "vault: the vault now opens with the new password (\(summary.documents) headers re-sealed); "
+                        + "the old one no longer opens it")
+            }
+            return try vault.store.unlock(password: newPassword)
         }
 
         /// The summary line, the rejected objects as warnings, and the exit status they call for.

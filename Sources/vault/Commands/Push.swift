@@ -49,7 +49,9 @@ extension VaultCommand {
                     .push(progress: progress)
             }
             Terminal.warnRefusedTombstones(report.refusedTombstones)
-            if !report.sent.isEmpty || report.tombstones > 0 || !report.refusedTombstones.isEmpty {
+            if !report.sent.isEmpty || report.tombstones > 0 || !report.refusedTombstones.isEmpty
+                || report.passwordCarried
+            {
                 let sent = Set(report.sent)
                 try vault.recordPush(
                     try vault.records().records.filter { sent.contains($0.id) }, to: location.description, outcome: .ok,
@@ -63,7 +65,7 @@ extension VaultCommand {
                             remote: location.description, sent: report.sent.map(\.hex), sentBytes: report.sentBytes,
                             alreadyThere: report.alreadyThere,
                             tombstones: report.tombstones, refusedTombstones: report.refusedTombstones.map(\.key),
-                            created: report.created,
+                            created: report.created, passwordCarried: report.passwordCarried,
                             seconds: JSONOutput.seconds(since: start))))
             }
             if transfer.printsSummary {
@@ -76,6 +78,12 @@ extension VaultCommand {
                 }
                 if report.alreadyThere > 0 { line += "; \(report.alreadyThere) already there" }
                 if report.created { line += "; the store's vault.json was written" }
+                if report.passwordCarried {
+                    line += "; the store now holds the vault under the new password (other stations' pull asks for it)"
+                    if report.fetchedForRotation > 0 {
+                        line += "; \(Plural.count(report.fetchedForRotation, "document")) it held were taken in first"
+                    }
+                }
                 Terminal.err(line)
             }
             switch report.receiver {
