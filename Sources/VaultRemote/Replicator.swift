@@ -273,6 +273,9 @@ public final class Replicator: Sendable {
                     contentType: "application/json", metadata: [:])
             }
             report.passwordCarried = true
+            // Receivers serving the store: their log says from where on only the new key counts.
+            _ = try await SharedReceiverLog(vault: vault, client: client, location: location, policy: policy)
+                .markPasswordChange(detail: "key epoch \(identity.behind!) → \(vault.keyEpoch)")
         }
         // A receiver's vault: its key, stations and batches go to the store's receivers' log,
         // once its documents are there, so receivers serving the store go on where it left off.

@@ -51,6 +51,8 @@ public final class SharedReceiverLog: Sendable {
     private struct State {
         var entries: [Entry] = []
         var lastDigest: [UInt8] = []
+        /// The key epoch of the last entry: an entry's is never lower than the one before it.
+        var lastEpoch: UInt32 = 0
         /// Every document a `receive` entry names.
         var committed: Set<DocumentID> = []
     }
@@ -176,9 +178,16 @@ public final class SharedReceiverLog: Sendable {
     private func apply(_ bytes: [UInt8], at n: Int) throws {
         let name = Self.entryName(n)
         let entry: Entry
+        let epoch: UInt32
         do {
-            let plain = try vault.openState(bytes, purpose: .receiverLog, role: role(name), what: name)
-            entry = try JSONDecoder().decode(Entry.self, from: Data(plain))
+            // Entries written before a password change stay what they were; one written after it
+            // under the old key (by someone who knew the old password) follows a later one.
+            let opened = try vault.openStateOfAnyEpoch(bytes, purpose: .receiverLog, role: role(name), what: name)
+            guard let body = opened.body else { throw Self.laterKey(name, epoch: opened.epoch) }
+            epoch = opened.epoch
+            entry = try JSONDecoder().decode(Entry.self, from: Data(body))
+        } catch let e as VaultError where e.code == .storeUnavailable {
+            throw e
         } catch {
             throw VaultError(
                 .vaultDamaged, "\(location)/\(name) is not an entry of this vault's receivers' log: \(error)")
@@ -196,7 +205,16 @@ public final class SharedReceiverLog: Sendable {
                     .vaultDamaged,
                     "\(location)/\(name) does not follow the entry before it: the receivers' log was cut or reordered")
             }
+            guard epoch >= s.lastEpoch else {
+                throw VaultError(
+                    .vaultDamaged,
+                    """
+                        \(location)/\(name) is sealed under key epoch \(epoch), older than the entry before it \
+                        (\(s.lastEpoch)): it was written with an old password, after the password changed
+                        """)
+            }
             s.entries.append(entry)
+            s.lastEpoch = epoch
             s.lastDigest = Array(SHA256.hash(data: bytes))
             s.committed.formUnion(ids)
         }
@@ -242,6 +260,27 @@ public final class SharedReceiverLog: Sendable {
         let there = try await fetch(name)
         try await catchUp()
         return there == sealed
+    }
+
+    /// What sealed under a key epoch later than this vault's says: the password was changed since
+    /// this receiver (or command) opened the vault; until it is started again with the new one,
+    /// it answers 503 (stations send again later).
+    private static func laterKey(_ name: String, epoch: UInt32) -> VaultError {
+        VaultError(
+            .storeUnavailable,
+            "\(name) is sealed under key epoch \(epoch), later than this vault's: the vault's password was changed",
+            hint: "start it again with the new password")
+    }
+
+    /// Marks a password change carried to the store (a `passwd` entry, under the new key): no
+    /// entry sealed under an earlier key can follow it. Does nothing when the store has no
+    /// receivers' log.
+    /// - Returns: whether the store has one.
+    package func markPasswordChange(detail: String) async throws -> Bool {
+        try await readAll()
+        guard state.withLock({ !$0.entries.isEmpty }) else { return false }
+        while try await !append(.passwd, detail: detail) {}
+        return true
     }
 
     // MARK: The key
@@ -291,8 +330,10 @@ public final class SharedReceiverLog: Sendable {
             guard stored != nil else { throw VaultError(.vaultDamaged, "\(location)/\(Self.keyName) went missing") }
         }
         guard let stored else { return nil }
-        var plain = try vault.openState(
+        // Of any epoch: the key is checked against the one the log names, whoever sealed it.
+        let opened = try vault.openStateOfAnyEpoch(
             stored, purpose: .receiver, role: role(Self.keyName), what: "\(location)/\(Self.keyName)")
+        guard var plain = opened.body else { throw Self.laterKey(Self.keyName, epoch: opened.epoch) }
         defer { Sodium.wipe(&plain) }
         guard plain.count == SigningKey.seedSize else {
             throw VaultError(.vaultDamaged, "\(location)/\(Self.keyName) is malformed")

@@ -24,6 +24,10 @@ import VaultTestSupport
             #expect(s.run("add", name).status == 0)
         }
         #expect(s.run("tag", "b.txt", "--add", "x").status == 0)
+        let url = "s3://\(bucket)/\(kind)"
+        // Pushed before the changes too: the push after them carries them to the store.
+        #expect(s.run(["remote", "add", "origin", url], env: env).status == 0)
+        #expect(s.run(["push"], env: env).status == 0)
         var password = "correct horse battery"  // the sandbox's
         for next in ["second password", "third password"] {
             let changed = s.run(["passwd"], env: ["VAULT_PASSWORD": password, "VAULT_NEW_PASSWORD": next])
@@ -34,9 +38,8 @@ import VaultTestSupport
         }
         env["VAULT_PASSWORD"] = password
         #expect(s.run(["audit"], env: env).status == 0)
-        let url = "s3://\(bucket)/\(kind)"
-        let pushed = s.run(["push", url], env: env)
-        #expect(pushed.status == 0, "\(pushed.stderr)")
+        let pushed = s.run(["push"], env: env)
+        #expect(pushed.status == 0 && pushed.stderr.contains("under the new password"), "\(pushed.stderr)")
         let cloned = s.run(["clone", url, "--vault", s.path("clone")], env: env)
         #expect(cloned.status == 0, "\(cloned.stderr)")
         let audit = s.run(["--vault", s.path("clone"), "audit"], env: env)
@@ -139,5 +142,63 @@ import VaultTestSupport
         #expect(refused.status == 73 && refused.stderr.contains("its vault.json was put back"), "\(refused.stderr)")
         let objects = try await s3.listObjects(bucket: bucket, prefix: "office/objects/")
         #expect(objects.count == 4, "\(objects.map(\.key))")
+    }
+
+    /// The office's password changed where receivers share a store (issue 57, points 3 and 4):
+    /// the push that carries it marks the receivers' log; a receiver still running with the old
+    /// password answers 503 and logs that it must be started again with the new one; started
+    /// again, it takes the same station's batches under the same token, and the store's
+    /// clone audits clean.
+    @Test func receiversOnAStoreAreToldOfAPasswordChangeAndGoOnWithTheNewOne() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("pwrecv")
+        defer { Task { await s3.shutdown() } }
+        let url = "s3://\(bucket)/office"
+        let s = Sandbox()
+        var env = S3UploadCLITests.env(sw)
+        env["VAULT_PASSWORD"] = ReceiverProcess.password
+        env["XDG_CACHE_HOME"] = s.path("cache-admin")
+        #expect(s.run(["init", "--vault", s.path("setup"), "--kdf", "insecure-test"], env: env).status == 0)
+        #expect(s.run(["--vault", s.path("setup"), "remote", "add", "origin", url], env: env).status == 0)
+        #expect(s.run(["--vault", s.path("setup"), "push", "-q"], env: env).status == 0)
+        let token = s.run(["receive", "--vault", url, "station", "add", "desk"], env: env).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        var old = env
+        old["XDG_CACHE_HOME"] = s.path("cache-r1")
+        let r1 = try ReceiverProcess(s, vault: "r1", location: url, environment: old)
+        let zeros = String(repeating: "0", count: 32)
+        func batch(_ r: ReceiverProcess, _ key: String, _ records: Int, _ text: String) throws -> (
+            status: Int, body: String
+        ) {
+            SharedReceiveCLITests.finish(
+                try SharedReceiveCLITests.curlBatch(
+                    s, url: r.url, token: token, key: key, head: "\(records)-" + zeros, text: text))
+        }
+        let first = try batch(r1, "b1", 1, "one")
+        #expect(first.status == 200, "\(first)")
+        // The password changes at the office's own vault, and its push carries the change.
+        #expect(s.run(["--vault", s.path("setup"), "pull", "-q"], env: env).status == 0)
+        let changed = s.run(
+            ["--vault", s.path("setup"), "passwd"],
+            env: env.merging(["VAULT_NEW_PASSWORD": "new office pw"]) { _, n in n })
+        #expect(changed.status == 0, "\(changed.stderr)")
+        env["VAULT_PASSWORD"] = "new office pw"
+        let carried = s.run(["--vault", s.path("setup"), "push"], env: env)
+        #expect(carried.status == 0 && carried.stderr.contains("under the new password"), "\(carried.stderr)")
+        // The receiver that still holds the old keys: 503, and its log says why.
+        let told = try batch(r1, "b2", 2, "two")
+        #expect(told.status == 503, "\(told)")
+        #expect(poll(within: 60, every: 50_000) { r1.log.contains("the vault's password was changed") }, "\(r1.log)")
+        // Started again with the new password: the same token, the batch taken.
+        env["XDG_CACHE_HOME"] = s.path("cache-r2")
+        let r2 = try ReceiverProcess(s, vault: "r2", location: url, environment: env)
+        let taken = try batch(r2, "b2", 2, "two")
+        #expect(taken.status == 200, "\(taken)")
+        let resent = try batch(r2, "b1", 1, "one")
+        #expect(resent.status == 200 && resent.body == first.body, "a batch taken before the change: \(resent)")
+        env["XDG_CACHE_HOME"] = s.path("cache-check")
+        #expect(s.run(["clone", url, "--vault", s.path("check"), "-q"], env: env).status == 0)
+        #expect(RemoteCLITests.ids(s, "check", env: env).count == 2)
+        let audit = s.run(["--vault", s.path("check"), "audit"], env: env)
+        #expect(audit.status == 0 && audit.out.contains(": clean;"), "\(audit.out)\(audit.stderr)")
     }
 }

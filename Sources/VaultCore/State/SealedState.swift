@@ -232,4 +232,25 @@ extension Vault {
     {
         try SealedState.open(bytes, purpose: purpose, role: role, keys: keys, vaultID: config.id, what: what)
     }
+
+    /// Opens a sealed state file of any key epoch this vault has a key for, with its epoch: for
+    /// a chain whose readers check that epochs never go down along it (the receivers' log on a
+    /// store, written before and after a password change). The body is nil, with the epoch, for
+    /// a file of a later epoch than this vault's (the password was changed since this vault was
+    /// opened: it must be opened again with the new one).
+    /// - Throws: `vault-damaged` for a file that does not open.
+    package func openStateOfAnyEpoch(
+        _ bytes: [UInt8], purpose: SealedState.Purpose, role: String, what: String
+    ) throws -> (epoch: UInt32, body: [UInt8]?) {
+        if let opened = try SealedState.openAnyEpoch(
+            bytes, purpose: purpose, role: role, keys: keys, vaultID: config.id)
+        {
+            return (opened.epoch, opened.body)
+        }
+        if let p = SealedState.prefix(of: bytes), p.purpose == purpose.rawValue, p.epoch > keys.epoch {
+            return (p.epoch, nil)
+        }
+        throw VaultError(
+            .vaultDamaged, "\(what) fails authentication: it was altered, moved, or comes from another vault")
+    }
 }
