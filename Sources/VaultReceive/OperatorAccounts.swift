@@ -130,8 +130,7 @@ package final class OperatorAccounts: Sendable {
     }
 
     private func record(_ change: OperatorChange) throws {
-        let detail = String(decoding: try JSONEncoder().encode(change), as: UTF8.self)
-        _ = try vault.appendToHistory(HistoryRecord(.operatorAccount, detail: detail))
+        _ = try vault.appendToHistory(HistoryRecord(payload: change))
         try refresh()
     }
 

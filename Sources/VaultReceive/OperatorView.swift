@@ -468,10 +468,9 @@ struct ReceivedHistory {
         let decoder = JSONDecoder()
         struct Answer: Decodable { var signature: String? }
         for (_, record) in scan.records where record.outcome == .ok {
-            guard let detail = record.detail.map({ Data($0.utf8) }) else { continue }
             switch record.operation {
             case .receive:
-                guard let batch = try? decoder.decode(ReceivedBatch.self, from: detail) else { continue }
+                guard let batch = record.payload(ReceivedBatch.self) else { continue }
                 let bytes = record.documents.reduce(UInt64(0)) { $0 + $1.size }
                 let signature = (try? decoder.decode(Answer.self, from: Data(batch.answer.utf8)))?.signature ?? ""
                 // The receipt names each document by the station's id, in the record's order.
@@ -496,7 +495,7 @@ struct ReceivedHistory {
                 lastBatchMillis[batch.station] = max(lastBatchMillis[batch.station] ?? 0, record.timeMillis)
                 if let head = batch.head, stations[batch.station] != nil { stations[batch.station] = .some(head) }
             case .station:
-                guard let change = try? decoder.decode(StationChange.self, from: detail) else { continue }
+                guard let change = record.payload(StationChange.self) else { continue }
                 switch change.action {
                 case .alert:
                     alerts[change.name, default: []].append(

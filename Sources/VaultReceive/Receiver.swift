@@ -331,12 +331,10 @@ public final class Receiver: Sendable {
 
     /// Applies what records (operation, detail) say, in order, to `s`.
     private static func apply(_ records: some Sequence<(HistoryRecord.Operation, String?)>, to s: inout State) {
-        let decoder = JSONDecoder()
         for (operation, detail) in records {
-            guard let detail = detail.map({ Data($0.utf8) }) else { continue }
             switch operation {
             case .station:
-                guard let change = try? decoder.decode(StationChange.self, from: detail) else { continue }
+                guard let change = StationChange(detail: detail) else { continue }
                 switch change.action {
                 case .add:
                     if let digest = change.token.flatMap(Hex.decode) {
@@ -351,8 +349,7 @@ public final class Receiver: Sendable {
                     if let reason = change.reason { s.alerted[change.name, default: []].insert(reason) }
                 }
             case .receive:
-                guard let batch = try? decoder.decode(ReceivedBatch.self, from: detail),
-                    let sha = Hex.decode(batch.payloadSHA256)
+                guard let batch = ReceivedBatch(detail: detail), let sha = Hex.decode(batch.payloadSHA256)
                 else { continue }
                 s.taken[BatchKey(station: batch.station, key: batch.batch)] = Taken(
                     payloadSHA256: sha, answer: Array(batch.answer.utf8), sealed: batch.sealed == true,
@@ -406,7 +403,7 @@ public final class Receiver: Sendable {
     /// a shared store, in its log (read again and checked again when another receiver appended
     /// first).
     private func record(_ change: StationChange, check: (State) throws -> Void = { _ in }) async throws {
-        let detail = String(decoding: try JSONEncoder().encode(change), as: UTF8.self)
+        let detail = change.detail
         guard let shared else {
             try check(state.withLock { $0 })
             _ = try vault.appendToHistory(HistoryRecord(.station, detail: detail))
@@ -847,13 +844,12 @@ package final class BatchIntake {
                 station: station, batch: key, head: head?.description, wire: reader.wire.rawValue,
                 payloadSHA256: Hex.encode(sha), answer: String(decoding: answer, as: UTF8.self),
                 sealed: sealed ? true : nil, proof: proof.map(Hex.encode))
-            let json = String(decoding: try JSONEncoder().encode(detail), as: UTF8.self)
             if let shared = receiver.sharedLog {
-                if let earlier = try await commit(intake, to: shared, detail: json, now: now) {
+                if let earlier = try await commit(intake, to: shared, detail: detail.detail, now: now) {
                     return try resent(earlier, sha: sha)
                 }
             } else {
-                try intake.commit(HistoryRecord(.receive, detail: json, now: now))
+                try intake.commit(HistoryRecord(payload: detail, now: now))
             }
             receiver.taken(
                 station: station, key: key, head: head,

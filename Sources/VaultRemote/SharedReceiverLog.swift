@@ -344,7 +344,7 @@ public final class SharedReceiverLog: Sendable {
     /// The public key (hex) of the log's `receiver` entry, appending one for `key` when the log
     /// has none (another receiver's may be appended first, and is then the one returned).
     private func logKey(_ key: String) async throws -> String {
-        let detail = String(decoding: try JSONEncoder().encode(ReceiverKeyRecord(publicKey: key)), as: UTF8.self)
+        let detail = ReceiverKeyRecord(publicKey: key).detail
         while true {
             if let recorded = recordedKey() { return recorded }
             _ = try await append(.receiver, detail: detail)
@@ -354,9 +354,7 @@ public final class SharedReceiverLog: Sendable {
     /// The public key (hex) the log's first `receiver` entry names.
     private func recordedKey() -> String? {
         state.withLock { s in
-            s.entries.first { $0.operation == .receiver }?.detail.flatMap {
-                try? JSONDecoder().decode(ReceiverKeyRecord.self, from: Data($0.utf8)).publicKey
-            }
+            s.entries.first { $0.operation == .receiver }.flatMap { ReceiverKeyRecord(detail: $0.detail)?.publicKey }
         }
     }
 

@@ -54,7 +54,7 @@ extension HistoryRecord {
                         detail: detail))
             }
         case .destination:
-            if outcome != .failed, let change = detail.flatMap(DestinationChange.init(json:)) {
+            if outcome != .failed, let change = payload(DestinationChange.self) {
                 try projection.destination(change)
             }
         case .tag:
@@ -67,7 +67,8 @@ extension HistoryRecord {
 
 /// What a `destination` record says: the entry as it is from now on (`set`: added or changed),
 /// or the name that no longer is one (`remove`).
-package struct DestinationChange: Codable, Sendable, Equatable {
+package struct DestinationChange: HistoryPayload, Equatable {
+    package static let operation = HistoryRecord.Operation.destination
     package enum Action: String, Codable, Sendable { case set, remove }
     package var action: Action
     package var name: String
@@ -86,13 +87,8 @@ package struct DestinationChange: Codable, Sendable, Equatable {
         entry = nil
     }
 
-    /// From a record's detail; nil for anything that is not one.
-    init?(json: String) {
-        guard let c = try? JSONDecoder().decode(DestinationChange.self, from: Data(json.utf8)),
-            c.action == .remove ? c.entry == nil : c.entry?.name == c.name
-        else { return nil }
-        self = c
-    }
+    /// A removal names no entry; a setting names its own.
+    package var isValid: Bool { action == .remove ? entry == nil : entry?.name == name }
 
     /// For people: what changed, the URL's secret-looking query values hidden.
     package var summary: String {
@@ -110,12 +106,10 @@ package struct DestinationChange: Codable, Sendable, Equatable {
     }
 
     /// The change a `destination` record names, if it is one.
-    package static func of(_ record: HistoryRecord) -> DestinationChange? {
-        record.operation == .destination ? record.detail.flatMap(DestinationChange.init(json:)) : nil
-    }
+    package static func of(_ record: HistoryRecord) -> DestinationChange? { record.payload(DestinationChange.self) }
 
-    /// As a record's detail.
-    var json: String {
+    /// As a record's detail (sorted keys).
+    package var detail: String {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: (try? e.encode(self)) ?? Data(), as: UTF8.self)

@@ -8,7 +8,9 @@ import Foundation
 /// (`vault tag`). The envelope keeps the tags a document was added with; the history is where
 /// they change, so a change is sealed, chained and audited like any other, and the index's
 /// tags are the envelope's with every change applied in order.
-package struct TagChange: Codable, Sendable, Equatable {
+package struct TagChange: Codable, Sendable, Equatable, HistoryPayload {
+    package static let operation = HistoryRecord.Operation.tag
+
     /// Tags added, and tags removed (never both).
     package private(set) var add: [String]
     package private(set) var remove: [String]
@@ -49,16 +51,11 @@ package struct TagChange: Codable, Sendable, Equatable {
             && tag.first?.isWhitespace != true && tag.last?.isWhitespace != true
     }
 
-    /// From a record's detail; nil for anything that is not a valid change.
-    init?(json: String) {
-        guard let c = try? JSONDecoder().decode(TagChange.self, from: Data(json.utf8)),
-              let valid = try? TagChange(add: c.add, remove: c.remove),
-              valid == c else { return nil }
-        self = c
-    }
+    /// A record's change is one only as ``init(add:remove:)`` would make it.
+    package var isValid: Bool { (try? TagChange(add: add, remove: remove)) == self }
 
     /// As a record's detail (sorted keys: the same change is the same bytes).
-    var json: String {
+    package var detail: String {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: (try? e.encode(self)) ?? Data(), as: UTF8.self)
@@ -87,9 +84,7 @@ package struct TagChange: Codable, Sendable, Equatable {
     }
 
     /// The change a `tag` record names, if it is one.
-    package static func of(_ record: HistoryRecord) -> TagChange? {
-        record.operation == .tag ? record.detail.flatMap(TagChange.init(json:)) : nil
-    }
+    package static func of(_ record: HistoryRecord) -> TagChange? { record.payload(TagChange.self) }
 }
 
 extension DocumentMetadata {

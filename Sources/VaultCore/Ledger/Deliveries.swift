@@ -378,10 +378,10 @@ extension NamedList where Entry == DestinationEntry {
         guard vault.keepsDestinationsInHistory else { return try saveFile(vault) }
         let now = try Self.load(vault)
         for entry in destinations where now.destinations.first(where: { $0.name == entry.name }) != entry {
-            try vault.appendToHistory(HistoryRecord(.destination, detail: DestinationChange(set: entry).json))
+            try vault.appendToHistory(HistoryRecord(.destination, detail: DestinationChange(set: entry).detail))
         }
         for old in now.destinations where !destinations.contains(where: { $0.name == old.name }) {
-            try vault.appendToHistory(HistoryRecord(.destination, detail: DestinationChange(remove: old.name).json))
+            try vault.appendToHistory(HistoryRecord(.destination, detail: DestinationChange(remove: old.name).detail))
         }
     }
 

@@ -38,7 +38,8 @@ package struct ReceiverIdentity: Sendable {
 }
 
 /// What a `receiver` history record says: the public key made.
-package struct ReceiverKeyRecord: Codable, Sendable, Equatable {
+package struct ReceiverKeyRecord: HistoryPayload, Equatable {
+    package static let operation = HistoryRecord.Operation.receiver
     /// The Ed25519 public key, in hex.
     package var publicKey: String
 
@@ -48,7 +49,8 @@ package struct ReceiverKeyRecord: Codable, Sendable, Equatable {
 
 /// What a `station` history record says: a station added (with its token's keyed hash),
 /// removed, or one of its requests refused because its history went backwards or forked.
-package struct StationChange: Codable, Sendable, Equatable {
+package struct StationChange: HistoryPayload, Equatable {
+    package static let operation = HistoryRecord.Operation.station
     /// What changed.
     package enum Action: String, Codable, Sendable { case add, remove, alert }
     package var action: Action
@@ -80,7 +82,8 @@ package struct StationChange: Codable, Sendable, Equatable {
 /// with the Argon2id hash of their password (``PasswordHash``), or removed. The history is the
 /// only place operators are kept: sealed and chained, so nobody without the vault's password
 /// can add one or bring back a removed one.
-package struct OperatorChange: Codable, Sendable, Equatable {
+package struct OperatorChange: HistoryPayload, Equatable {
+    package static let operation = HistoryRecord.Operation.operatorAccount
     /// What changed.
     package enum Action: String, Codable, Sendable { case add, remove }
     package var action: Action
@@ -98,8 +101,7 @@ package struct OperatorChange: Codable, Sendable, Equatable {
 
     /// The change an `operator` record holds.
     package static func of(_ record: HistoryRecord) -> OperatorChange? {
-        guard record.operation == .operatorAccount, let detail = record.detail else { return nil }
-        return try? JSONDecoder().decode(OperatorChange.self, from: Data(detail.utf8))
+        record.payload(OperatorChange.self)
     }
 
     /// For a listing of the history: the action and the name. The password's hash is never
@@ -115,7 +117,8 @@ package struct OperatorChange: Codable, Sendable, Equatable {
 
 /// What a `receive` history record says besides its documents: who sent the batch, under which
 /// key, with which history head, and the receipt the receiver answered with.
-package struct ReceivedBatch: Codable, Sendable, Equatable {
+package struct ReceivedBatch: HistoryPayload, Equatable {
+    package static let operation = HistoryRecord.Operation.receive
     /// The station's name.
     package var station: String
     /// The batch's `Idempotency-Key`.
@@ -159,9 +162,7 @@ extension Vault {
     package func receiverIdentity(create: Bool) throws -> ReceiverIdentity? {
         let path = store.path(.receiver)
         let recorded = try history().records.last { $0.record.operation == .receiver && $0.record.outcome == .ok }
-            .flatMap {
-                $0.record.detail.flatMap { try? JSONDecoder().decode(ReceiverKeyRecord.self, from: Data($0.utf8)) }
-            }
+            .flatMap { $0.record.payload(ReceiverKeyRecord.self) }
         if FileSystem.kind(of: path) == .missing {
             if let recorded {
                 throw VaultError(
@@ -185,10 +186,8 @@ extension Vault {
             defer { Sodium.wipe(&body) }
             try AtomicFile.write(
                 try sealState(body, purpose: .receiver, role: VaultFile.receiver.name), to: path, random: random)
-            let detail = String(
-                decoding: try JSONEncoder().encode(ReceiverKeyRecord(publicKey: Hex.encode(identity.publicKey))),
-                as: UTF8.self)
-            _ = try appendToHistory(HistoryRecord(.receiver, detail: detail))
+            let key = ReceiverKeyRecord(publicKey: Hex.encode(identity.publicKey))
+            _ = try appendToHistory(HistoryRecord(payload: key))
             return identity
         }
         var plain = try openState(
@@ -250,10 +249,8 @@ extension Vault {
         let scan = try settledHistory()
         let present = scan.projected().present
         var found: [(id: DocumentID, station: String, stationID: DocumentID)] = []
-        let decoder = JSONDecoder()
-        for (_, record) in scan.records where record.operation == .receive && record.outcome == .ok {
-            guard let detail = record.detail.map({ Data($0.utf8) }),
-                let batch = try? decoder.decode(ReceivedBatch.self, from: detail),
+        for (_, record) in scan.records where record.outcome == .ok {
+            guard let batch = record.payload(ReceivedBatch.self),
                 let receipt = try? Receipt.answer(Array(batch.answer.utf8)).receipt,
                 receipt.documents.count == record.documents.count
             else { continue }

@@ -65,7 +65,7 @@ extension Vault {
                     }
                 }
                 for entry in moved {
-                    try appendToHistory(HistoryRecord(.destination, detail: DestinationChange(set: entry).json), lock)
+                    try appendToHistory(HistoryRecord(.destination, detail: DestinationChange(set: entry).detail), lock)
                 }
                 if !moved.isEmpty {
                     detail +=

@@ -18,7 +18,7 @@ extension Vault {
         for r in changing { try r.metadata.retagged(change).validate() }
         if !changing.isEmpty {
             try vault.appendToHistory(
-                HistoryRecord(.tag, documents: changing.map(HistoryRecord.Document.init), detail: change.json))
+                HistoryRecord(.tag, documents: changing.map(HistoryRecord.Document.init), detail: change.detail))
         }
         return try vault.records(ids)
     }
