@@ -79,6 +79,20 @@ class Raw:
         return int(head[9:12]), rest.decode("utf-8", "replace")
 
 
+def read_to_close(sock):
+    """Everything the server sends until it closes (or resets) the connection."""
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    return data
+
+
 def head(url, token, key, extra="", length=None, chunked=False):
     u = urllib.parse.urlparse(url)
     lines = [
@@ -174,16 +188,7 @@ def case(url, token, name):
         got = {}
 
         def reader():
-            data = b""
-            try:
-                while True:
-                    chunk = raw.sock.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
-            except OSError:
-                pass
-            got["data"] = data
+            got["data"] = read_to_close(raw.sock)
 
         t = threading.Thread(target=reader)
         t.start()
@@ -212,15 +217,7 @@ def case(url, token, name):
         who = "not-a-token" if name == "pipelined-after-refusal" else token
         raw.send(head(url, who, name, length=5) + b"hello"
                  + ("GET /healthz HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (u.hostname, u.port)).encode())
-        data = b""
-        try:
-            while True:
-                chunk = raw.sock.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-        except OSError:
-            pass
+        data = read_to_close(raw.sock)
         raw.sock.close()
         status = int(data[9:12]) if data.startswith(b"HTTP/1.1 ") else 0
         return status, "answers=%d" % data.count(b"HTTP/1.1 ")

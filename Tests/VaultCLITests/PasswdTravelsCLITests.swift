@@ -157,11 +157,7 @@ import VaultTestSupport
         var env = S3UploadCLITests.env(sw)
         env["VAULT_PASSWORD"] = ReceiverProcess.password
         env["XDG_CACHE_HOME"] = s.path("cache-admin")
-        #expect(s.run(["init", "--vault", s.path("setup"), "--kdf", "insecure-test"], env: env).status == 0)
-        #expect(s.run(["--vault", s.path("setup"), "remote", "add", "origin", url], env: env).status == 0)
-        #expect(s.run(["--vault", s.path("setup"), "push", "-q"], env: env).status == 0)
-        let token = s.run(["receive", "--vault", url, "station", "add", "desk"], env: env).out
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = SharedReceiveCLITests.officeOnStore(s, url: url, env: env)
         var old = env
         old["XDG_CACHE_HOME"] = s.path("cache-r1")
         let r1 = try ReceiverProcess(s, vault: "r1", location: url, environment: old)

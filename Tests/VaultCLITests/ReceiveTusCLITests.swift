@@ -94,6 +94,17 @@ import VaultTestSupport
         #expect(office.run("verify").status == 0)
     }
 
+    /// A tus upload of a document named `name` by scripts/tus-client.py, stalled before its last
+    /// 8 bytes (its chunk held by the receiver): the client's PID, once it stalled.
+    static func stalledUpload(_ s: Sandbox, _ office: ReceiverProcess, token: String, name: String) throws -> pid_t {
+        let script = Peer.repository.appendingPathComponent("scripts/tus-client.py").path
+        let out = s.path("stall.out")
+        let pid = try Peer.spawn(
+            [Peer.python, script, "stall", office.url, token, name], stdout: out, stderr: out + ".err")
+        #expect(poll(every: 50_000) { Peer.jsonLines(out).first?["stalled"] != nil }, "\(out)")
+        return pid
+    }
+
     /// Every file under `folder`, read whole, holding `needle` (names, relative to `folder`).
     static func files(under folder: String, holding needle: String) -> [String] {
         let enumerator = FileManager.default.enumerator(atPath: folder)
@@ -113,12 +124,8 @@ import VaultTestSupport
         var office = try ReceiverProcess(s)
         let token = office.addStation("st")
         let secret = "tus-secret-name-0123456789abcdefghijklmnopqrstuv"
-        let script = Peer.repository.appendingPathComponent("scripts/tus-client.py").path
-        let out = s.path("stall.out")
-        let pid = try Peer.spawn(
-            [Peer.python, script, "stall", office.url, token, secret], stdout: out, stderr: out + ".err")
+        let pid = try Self.stalledUpload(s, office, token: token, name: secret)
         defer { Peer.stop(pid) }
-        #expect(poll(every: 50_000) { Peer.jsonLines(out).first?["stalled"] != nil }, "\(out)")
         // Its bytes are on the office's disk by now (all but its last 8), sealed.
         #expect(poll(within: 30, every: 50_000) {
             ((try? FileManager.default.contentsOfDirectory(atPath: s.path("office/staging"))) ?? []).contains {
@@ -148,18 +155,11 @@ import VaultTestSupport
         var env = S3UploadCLITests.env(sw)
         env["VAULT_PASSWORD"] = ReceiverProcess.password
         env["XDG_CACHE_HOME"] = s.path("cache")
-        #expect(s.run(["init", "--vault", s.path("setup"), "--kdf", "insecure-test"], env: env).status == 0)
-        #expect(s.run(["--vault", s.path("setup"), "push", url, "-q"], env: env).status == 0)
-        let token = s.run(["receive", "--vault", url, "station", "add", "st"], env: env).out
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = SharedReceiveCLITests.officeOnStore(s, url: url, env: env, station: "st")
         let office = try ReceiverProcess(s, vault: "r", location: url, environment: env)
         let secret = "tus-store-secret-name-0123456789abcdefghijklmnopq"
-        let script = Peer.repository.appendingPathComponent("scripts/tus-client.py").path
-        let out = s.path("stall.out")
-        let pid = try Peer.spawn(
-            [Peer.python, script, "stall", office.url, token, secret], stdout: out, stderr: out + ".err")
+        let pid = try Self.stalledUpload(s, office, token: token, name: secret)
         defer { Peer.stop(pid) }
-        #expect(poll(every: 50_000) { Peer.jsonLines(out).first?["stalled"] != nil }, "\(out)")
         // Its bytes are on disk by now (all but its last 8), sealed, somewhere under the cache.
         #expect(poll(within: 30, every: 50_000) { Self.largestFile(under: s.path("cache")) > 4096 }, "spooled")
         for folder in ["cache", "r"] {

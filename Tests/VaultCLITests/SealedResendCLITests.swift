@@ -10,17 +10,41 @@ import VaultTestSupport
 /// receipt. The hop is scripts/flip-proxy.py, which keeps what passes through it; the guesses are
 /// sealed with Debian's age, as an attacker would.
 @Suite(.blocking) struct SealedResendCLITests {
-    @Test func aHopCannotConfirmAGuessOfASealedBatchAndTheStationsResendIsTaken() throws {
-        guard SealedDeliveryCLITests.requireAge() else { return }
-        let s = Sandbox()
+    /// A station holding one document `name` with `secret`, and a receiver with an age identity
+    /// that knows the station: the office's recipient, the receiver and the station's token.
+    static func stationAndOffice(
+        _ s: Sandbox, name: String, secret: [UInt8]
+    ) throws -> (recipient: String, office: ReceiverProcess, token: String) {
         s.initVault()
-        let secret = Array("Offer to Acme GmbH: 1,250,000 EUR, valid until 2026-12-31\n".utf8)
-        s.write("offer.txt", secret)
-        #expect(s.run("add", s.path("offer.txt"), "--name", "offer.txt").status == 0)
+        s.write(name, secret)
+        #expect(s.run("add", s.path(name), "--name", name).status == 0)
         #expect(s.run("keygen", "--out", s.path("office.key")).status == 0)
         let recipient = try SealedDeliveryCLITests.recipient(s, "office.key")
         let office = try ReceiverProcess(s, extra: ["--identity", s.path("office.key")])
-        let token = office.addStation("scanner")
+        return (recipient, office, office.addStation("scanner"))
+    }
+
+    /// `bytes` sealed by Debian's age to `recipient`, in base64: what a hop can make.
+    static func ageSealed(_ s: Sandbox, _ bytes: [UInt8], to recipient: String) -> String {
+        s.write("plain.tmp", bytes)
+        _ = s.shell("age -r \(recipient) -o sealed.tmp plain.tmp")
+        return (try? Data(contentsOf: URL(fileURLWithPath: s.path("sealed.tmp"))))?.base64EncodedString() ?? ""
+    }
+
+    /// The metadata a hop writes for its guess of document `id` (vault's canonical JSON, padded).
+    static func guessedMetadata(id: String, name: String, _ guess: [UInt8]) -> [UInt8] {
+        let sha = SHA256.hash(data: guess).map { String(format: "%02x", $0) }.joined()
+        let m = Array(
+            (#"{"Id":"\#(id)","Name":"\#(name)","ContentType":"text/plain","Size":\#(guess.count),"#
+                + #""SHA256":"\#(sha)"}"#).utf8)
+        return m + [UInt8](repeating: 0x20, count: 256 - m.count % 256)
+    }
+
+    @Test func aHopCannotConfirmAGuessOfASealedBatchAndTheStationsResendIsTaken() throws {
+        guard SealedDeliveryCLITests.requireAge() else { return }
+        let s = Sandbox()
+        let secret = Array("Offer to Acme GmbH: 1,250,000 EUR, valid until 2026-12-31\n".utf8)
+        let (recipient, office, token) = try Self.stationAndOffice(s, name: "offer.txt", secret: secret)
         let bodies = s.path("hop")
         try FileManager.default.createDirectory(atPath: bodies, withIntermediateDirectories: true)
         // The hop loses the office's first answer: the station seals the batch again (new file
@@ -44,18 +68,8 @@ import VaultTestSupport
                 .first)
         let id = try #require(entry["Id"])
 
-        func sealed(_ bytes: [UInt8]) -> String {
-            s.write("plain.tmp", bytes)
-            _ = s.shell("age -r \(recipient) -o sealed.tmp plain.tmp")
-            return (try? Data(contentsOf: URL(fileURLWithPath: s.path("sealed.tmp"))))?.base64EncodedString() ?? ""
-        }
-        func metadata(_ guess: [UInt8]) -> [UInt8] {
-            let sha = SHA256.hash(data: guess).map { String(format: "%02x", $0) }.joined()
-            let m = Array(
-                (#"{"Id":"\#(id)","Name":"offer.txt","ContentType":"text/plain","Size":\#(guess.count),"#
-                    + #""SHA256":"\#(sha)"}"#).utf8)
-            return m + [UInt8](repeating: 0x20, count: 256 - m.count % 256)
-        }
+        func sealed(_ bytes: [UInt8]) -> String { Self.ageSealed(s, bytes, to: recipient) }
+        func metadata(_ guess: [UInt8]) -> [UInt8] { Self.guessedMetadata(id: id, name: "offer.txt", guess) }
         func post(_ payload: String) -> (status: Int, body: String) {
             s.write("guess.json", Array(payload.utf8))
             return office.curl(
@@ -106,24 +120,13 @@ import VaultTestSupport
     @Test func aHopThatPostsItsGuessFirstLearnsNothingFromTheStationsBatch() throws {
         guard SealedDeliveryCLITests.requireAge() else { return }
         let s = Sandbox()
-        s.initVault()
         let secret = Array("Salary review 2027: M. Keller, 98,400 EUR\n".utf8)
-        s.write("review.txt", secret)
-        #expect(s.run("add", s.path("review.txt"), "--name", "review.txt").status == 0)
-        #expect(s.run("keygen", "--out", s.path("office.key")).status == 0)
-        let recipient = try SealedDeliveryCLITests.recipient(s, "office.key")
-        let office = try ReceiverProcess(s, extra: ["--identity", s.path("office.key")])
-        let token = office.addStation("scanner")
+        let (recipient, office, token) = try Self.stationAndOffice(s, name: "review.txt", secret: secret)
         let bodies = s.path("held")
         try FileManager.default.createDirectory(atPath: bodies, withIntermediateDirectories: true)
         // The hop holds what the station sends (its upstream answers nothing).
         let hop = try PythonPeer(
             "flip-proxy.py", ["--upstream", "http://127.0.0.1:1", "--keep-bodies", bodies], in: s)
-        func sealed(_ bytes: [UInt8]) -> String {
-            s.write("plain.tmp", bytes)
-            _ = s.shell("age -r \(recipient) -o sealed.tmp plain.tmp")
-            return (try? Data(contentsOf: URL(fileURLWithPath: s.path("sealed.tmp"))))?.base64EncodedString() ?? ""
-        }
         func post(_ key: String, _ payload: [UInt8]) -> (status: Int, body: String) {
             s.write("post.json", payload)
             return office.curl(
@@ -148,16 +151,13 @@ import VaultTestSupport
                 ((try JSONSerialization.jsonObject(with: captured) as? [String: Any])?["Files"] as? [[String: String]])?
                     .first)
             let id = try #require(file["Id"])
-            let sha = SHA256.hash(data: guess).map { String(format: "%02x", $0) }.joined()
-            var m = Array(
-                (#"{"Id":"\#(id)","Name":"review.txt","ContentType":"text/plain","Size":\#(guess.count),"#
-                    + #""SHA256":"\#(sha)"}"#).utf8)
-            m += [UInt8](repeating: 0x20, count: 256 - m.count % 256)
+            let m = Self.guessedMetadata(id: id, name: "review.txt", guess)
             let first = post(
                 key,
                 Array(
-                    (#"{"Sealed":"age-encryption.org/v1","Files":[{"Id":"\#(id)","Metadata":""# + sealed(m)
-                        + #"","Data":""# + sealed(guess) + #""}]}"#).utf8))
+                    (#"{"Sealed":"age-encryption.org/v1","Files":[{"Id":"\#(id)","Metadata":""#
+                        + Self.ageSealed(s, m, to: recipient) + #"","Data":""# + Self.ageSealed(s, guess, to: recipient)
+                        + #""}]}"#).utf8))
             #expect(first.status == 200, "the hop's guess, first under the key, is a batch: \(first)")
             forwarded.append(post(key, Array(captured)))
         }

@@ -51,6 +51,16 @@ import Glibc
     }
 
     /// Waits for a `curlBatch`: its status and body.
+    /// An office's vault made in `setup`, pushed to `url` (its remote `origin`), with one station
+    /// added there: the station's token.
+    static func officeOnStore(_ s: Sandbox, url: String, env: [String: String?], station: String = "desk") -> String {
+        #expect(s.run(["init", "--vault", s.path("setup"), "--kdf", "insecure-test"], env: env).status == 0)
+        #expect(s.run(["--vault", s.path("setup"), "remote", "add", "origin", url], env: env).status == 0)
+        #expect(s.run(["--vault", s.path("setup"), "push", "-q"], env: env).status == 0)
+        return s.run(["receive", "--vault", url, "station", "add", station], env: env).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     static func finish(_ c: (pid: pid_t, out: String)) -> (status: Int, body: String) {
         var status: Int32 = 0
         while waitpid(c.pid, &status, 0) < 0 && errno == EINTR {}
@@ -331,10 +341,7 @@ import Glibc
         var env = S3UploadCLITests.env(sw)
         env["VAULT_PASSWORD"] = ReceiverProcess.password
         env["XDG_CACHE_HOME"] = s.path("cache-admin")
-        #expect(s.run(["init", "--vault", s.path("setup"), "--kdf", "insecure-test"], env: env).status == 0)
-        #expect(s.run(["--vault", s.path("setup"), "push", url, "-q"], env: env).status == 0)
-        let token = s.run(["receive", "--vault", url, "station", "add", "desk"], env: env).out
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = Self.officeOnStore(s, url: url, env: env)
         let proxy = try PythonPeer(
             "flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--lose-answers", "receivers/log/:4"], in: s)
         var through = env

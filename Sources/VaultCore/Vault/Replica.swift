@@ -168,14 +168,7 @@ extension Vault {
             while try reader.next() != nil {}
             metadata = reader.metadata
         } catch {
-            staged.discard()
-            var e = VaultError.from(error)
-            if e.code == .wrongPassword {
-                // The vault is unlocked: an envelope this key does not open belongs to another vault.
-                e = VaultError(
-                    .headerAuthenticationFailed, "it is not sealed under this vault's key (another vault's envelope?)")
-            }
-            throw e.context("document \(id)")
+            throw Self.notTaken(staged, id: id, error)
         }
         try staged.commit(replace: false)
         return DocumentRecord(id: id, metadata: metadata)
@@ -227,15 +220,21 @@ extension Vault {
             try out.write(new, at: 0)
             try out.sync()
         } catch {
-            staged.discard()
-            var e = VaultError.from(error)
-            if e.code == .wrongPassword {
-                e = VaultError(
-                    .headerAuthenticationFailed, "it is not sealed under this vault's key (another vault's envelope?)")
-            }
-            throw e.context("document \(id)")
+            throw Self.notTaken(staged, id: id, error)
         }
         return try acceptFetched(staged, id: id)
+    }
+
+    /// A fetched envelope that is not taken: discarded, and why, naming the document.
+    private static func notTaken(_ staged: AtomicFile, id: DocumentID, _ error: any Error) -> VaultError {
+        staged.discard()
+        var e = VaultError.from(error)
+        if e.code == .wrongPassword {
+            // The vault is unlocked: an envelope this key does not open belongs to another vault.
+            e = VaultError(
+                .headerAuthenticationFailed, "it is not sealed under this vault's key (another vault's envelope?)")
+        }
+        return e.context("document \(id)")
     }
 
     /// Names fetched documents in the index and records them in the history (`pull`, with
