@@ -192,54 +192,16 @@ public final class Replicator: Sendable {
         var report = PushReport()
         let identity = try await retrying { try await checkIdentity(create: true) }
         report.created = identity.created
-        if let epoch = identity.behind {
-            guard try vault.mayCarryPasswordChange(to: location.description) else {
-                throw VaultError(
-                    .alreadyExists,
-                    """
-                        \(location) holds this vault under a password this vault retired, though it has seen the \
-                        current one since: its vault.json was put back (by someone who knew the old password?)
-                        """,
-                    hint: "check who can write to the store, then push to a new prefix")
-            }
-            // The password was changed here: what the store holds and this vault lacks is taken in
-            // first (authenticated under the store's epoch, as a pull before the change would have
-            // taken it, and its header sealed again under the current key), so that every envelope
-            // on the store can be replaced by one of the new epoch below.
-            report.fetchedForRotation = try await pull(retiredEpoch: epoch).fetched.count
-        }
+        if let epoch = identity.behind { report.fetchedForRotation = try await takeInBeforeCarrying(from: epoch) }
         let remote = try await retrying { try await remoteState() }
         let removed = try vault.removedDocuments()
         let local = try vault.objectIDs()
-        // Only tombstones that open count: junk under removed/ hides no document from the store.
-        let opened = try await openTombstones(remote.tombstones.filter { local.contains($0) || removed[$0] != nil })
-        report.refusedTombstones = opened.refused
-        for (id, document) in removed.sorted(by: { $0.key < $1.key }) where opened.valid[id] == nil {
-            let stone = try vault.sealTombstone(document)
-            if remote.tombstones.contains(id) {
-                // Junk in its place: replaced by the real one.
-                try await retrying {
-                    _ = try await client.putObject(
-                        bucket: location.bucket, key: location.tombstoneKey(id), body: ByteBuffer(bytes: stone),
-                        contentType: Self.envelopeType, metadata: [:])
-                }
-                report.tombstones += 1
-            } else if try await retrying({
-                try await client.putObjectIfAbsent(
-                    bucket: location.bucket, key: location.tombstoneKey(id), body: ByteBuffer(bytes: stone),
-                    contentType: Self.envelopeType)
-            }) {
-                report.tombstones += 1
-            }
-        }
-        for id in removed.keys where remote.objects[id] != nil {
-            try await retrying { try await client.deleteObject(bucket: location.bucket, key: location.objectKey(id)) }
-        }
+        let opened = try await pushTombstones(remote, removed: removed, local: local, into: &report)
         // After a password change here, every envelope the store holds goes again (under the new
         // key epoch), replacing the earlier epoch's.
         let missing =
             (identity.behind == nil ? local.subtracting(remote.objects.keys) : local)
-            .subtracting(opened.valid.keys).sorted()
+            .subtracting(opened.keys).sorted()
         report.alreadyThere = local.count - missing.count
         var sizes: [DocumentID: UInt64] = [:]
         for id in missing { sizes[id] = (try? VaultCore.OpenFile.openStored(vault.objectPath(id)).size()) ?? 0 }
@@ -263,19 +225,9 @@ public final class Replicator: Sendable {
                 _ = launch()
             }
         }
-        // The password was changed here since the store last had the vault: its vault.json goes
-        // last, once the store holds what this vault has (the envelopes already there keep their
-        // earlier headers, which the new keyring reads). Other stations' pulls then take the change.
-        if identity.behind != nil {
-            try await retrying {
-                _ = try await client.putObject(
-                    bucket: location.bucket, key: location.configKey, body: ByteBuffer(bytes: try vault.configBytes()),
-                    contentType: "application/json", metadata: [:])
-            }
+        if let epoch = identity.behind {
+            try await finishCarrying(from: epoch)
             report.passwordCarried = true
-            // Receivers serving the store: their log says from where on only the new key counts.
-            _ = try await SharedReceiverLog(vault: vault, client: client, location: location, policy: policy)
-                .markPasswordChange(detail: "key epoch \(identity.behind!) → \(vault.keyEpoch)")
         }
         // A receiver's vault: its key, stations and batches go to the store's receivers' log,
         // once its documents are there, so receivers serving the store go on where it left off.
@@ -286,6 +238,71 @@ public final class Replicator: Sendable {
             .carry(seed: seed, records: try vault.history().records.map(\.record))
         }
         return report
+    }
+
+    /// Tombstones of removals made here that the store lacks (or holds junk in place of) are
+    /// written, and the removed envelopes deleted from it. Returns the store's tombstones that
+    /// open (only those count: junk under removed/ hides no document from the store).
+    private func pushTombstones(
+        _ remote: (objects: [DocumentID: UInt64], tombstones: Set<DocumentID>),
+        removed: [DocumentID: HistoryRecord.Document], local: Set<DocumentID>, into report: inout PushReport
+    ) async throws -> [DocumentID: Tombstone] {
+        let opened = try await openTombstones(remote.tombstones.filter { local.contains($0) || removed[$0] != nil })
+        report.refusedTombstones = opened.refused
+        for (id, document) in removed.sorted(by: { $0.key < $1.key }) where opened.valid[id] == nil {
+            let stone = try vault.sealTombstone(document)
+            if remote.tombstones.contains(id) {
+                // Junk in its place: replaced by the real one.
+                try await retrying {
+                    _ = try await client.putObject(
+                        bucket: location.bucket, key: location.tombstoneKey(id), body: ByteBuffer(bytes: stone),
+                        contentType: Self.envelopeType, metadata: [:])
+                }
+                report.tombstones += 1
+            } else if try await retrying({
+                try await client.putObjectIfAbsent(
+                    bucket: location.bucket, key: location.tombstoneKey(id), body: ByteBuffer(bytes: stone),
+                    contentType: Self.envelopeType)
+            }) {
+                report.tombstones += 1
+            }
+        }
+        for id in removed.keys where remote.objects[id] != nil {
+            try await retrying { try await client.deleteObject(bucket: location.bucket, key: location.objectKey(id)) }
+        }
+        return opened.valid
+    }
+
+    /// The password was changed here and the store still holds the vault under `epoch`: what
+    /// it holds and this vault lacks is taken in first (authenticated under that epoch, as a
+    /// pull before the change would have taken it, its header sealed again under the current
+    /// key), so that every envelope there can then be replaced by one of the new epoch.
+    /// Refused when, by this vault's history, the store saw the current epoch already: its
+    /// `vault.json` was put back. Returns how many documents were taken in.
+    private func takeInBeforeCarrying(from epoch: UInt32) async throws -> Int {
+        guard try vault.mayCarryPasswordChange(to: location.description) else {
+            throw VaultError(
+                .alreadyExists,
+                """
+                    \(location) holds this vault under a password this vault retired, though it has seen the \
+                    current one since: its vault.json was put back (by someone who knew the old password?)
+                    """,
+                hint: "check who can write to the store, then push to a new prefix")
+        }
+        return try await pull(retiredEpoch: epoch).fetched.count
+    }
+
+    /// Ends carrying a password change: the new `vault.json` goes last, once every envelope on
+    /// the store is of the new epoch, and the receivers' log (if the store has one) is marked,
+    /// so that no entry under the old key counts after it. Other stations' pulls then take it.
+    private func finishCarrying(from epoch: UInt32) async throws {
+        try await retrying {
+            _ = try await client.putObject(
+                bucket: location.bucket, key: location.configKey, body: ByteBuffer(bytes: try vault.configBytes()),
+                contentType: "application/json", metadata: [:])
+        }
+        _ = try await SharedReceiverLog(vault: vault, client: client, location: location, policy: policy)
+            .markPasswordChange(detail: "key epoch \(epoch) → \(vault.keyEpoch)")
     }
 
     /// Sends one envelope as it is on disk: one PUT with `If-None-Match: *` when it fits a
