@@ -388,7 +388,15 @@ public final class Replicator: Sendable {
     ) async throws -> PullReport {
         var report = PullReport()
         let identity = try await retrying { try await checkIdentity(create: false) }
-        let epoch = retiredEpoch == identity.behind ? retiredEpoch : nil
+        if let behind = identity.behind, retiredEpoch != behind {
+            // What the store holds under the retired epoch is taken in only by the push that
+            // carries the change (a plain pull would refuse each such envelope).
+            throw VaultError(
+                .alreadyExists,
+                "\(location) still holds this vault under the password changed here (key epoch \(behind))",
+                hint: "push to it first: the push carries the change, and takes in what the store has")
+        }
+        let epoch = retiredEpoch
         vault.sweepTemporaries(objects: true)  // what a killed pull or clone was downloading
         let remote = try await retrying { try await remoteState() }
         let local = try vault.objectIDs()

@@ -89,6 +89,9 @@ import VaultTestSupport
         // Station a changes the password and pushes: the store moves to it.
         #expect(run("a", p1, ["passwd"], new: p2).status == 0)
         add("a", p2, "three.txt", seed: 3)
+        // A pull before the change is carried: told to push first, nothing taken.
+        let early = run("a", p2, ["pull"])
+        #expect(early.status == 73 && early.stderr.contains("push to it first"), "\(early.stderr)")
         let carried = run("a", p2, ["push"])
         #expect(carried.status == 0, "\(carried.stderr)")
         #expect(carried.stderr.contains("the store now holds the vault under the new password"), "\(carried.stderr)")
