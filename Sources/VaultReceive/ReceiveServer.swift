@@ -128,7 +128,7 @@ public struct ReceiveServer: Service {
         router.delete("/files/:id") { request, context in await tus.delete(request, context) }
         // The operators and their pages are a local vault's (its history); receivers sharing a
         // store serve none.
-        if receiver.sharedLog == nil {
+        if receiver.home is FolderHome {
             OperatorView(
                 receiver: receiver, accounts: try OperatorAccounts(vault: receiver.vault), sessions: OperatorSessions(),
                 secure: configuration.tlsCertificate != nil, hosts: configuration.operatorHosts, logger: logger

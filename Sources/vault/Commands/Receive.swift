@@ -425,6 +425,7 @@ extension GlobalOptions {
                 requireSealed: requireSealed)
         }
         let log = SharedReceiverLog(vault: store.vault, client: store.client, location: store.location)
-        return try await Receiver.sharing(log, limits: limits, identities: identities, requireSealed: requireSealed)
+        return try await Receiver.serving(
+            StoreHome(log: log), limits: limits, serving: serving, identities: identities, requireSealed: requireSealed)
     }
 }

@@ -1,0 +1,197 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import VaultCore
+import VaultRemote
+
+/// One record of what a back office keeps: its receivers' key, a station added, removed or
+/// alerted on, a batch taken, an operator added or removed. In a vault folder it is a record of
+/// the vault's history; on a store, an entry of the receivers' log.
+package struct OfficeRecord: Sendable {
+    /// What happened (`receiver`, `station`, `receive`, `operator`, …).
+    package var operation: HistoryRecord.Operation
+    /// The record's payload as JSON (``StationChange``, ``ReceivedBatch``, …).
+    package var detail: String?
+    /// The ids of the documents a `receive` record took, in the receipt's order.
+    package var documents: [DocumentID]
+    /// When, in milliseconds since 1970.
+    package var timeMillis: Int64
+
+    /// The record's payload, when it is of kind `T`.
+    package func payload<T: HistoryPayload>(_: T.Type) -> T? {
+        operation == T.operation ? T(detail: detail) : nil
+    }
+}
+
+/// What changed in an office's records since they were last read.
+package enum OfficeChange: Sendable {
+    /// Records were added after those read (the receivers' log only grows).
+    case appended([OfficeRecord], head: HistoryHead)
+    /// The records, read again whole (the history moved: another command appended, or it was
+    /// audited), with what is wrong with them (finding codes).
+    case reread([OfficeRecord], head: HistoryHead?, problems: [String])
+}
+
+/// Where a back office keeps its records (``OfficeRecord``): the one interface its receivers,
+/// operators and commands read and append through, with two homes: ``FolderHome`` (the vault
+/// folder's history, one receiver at a time) and ``StoreHome`` (a store's receivers' log, shared
+/// by any number of receivers). Nothing outside a home knows which it is.
+package protocol OfficeHome: Sendable {
+    /// The office's vault, unlocked.
+    var vault: Vault { get }
+    /// Where the records are, for messages: "the vault's history", "the receivers' log at …".
+    var recordsDescription: String { get }
+    /// The records as they are now, or what changed since they were read as far as `head`
+    /// (nil: nothing did).
+    func changes(since head: HistoryHead?) async throws -> OfficeChange?
+    /// Appends a record after those read, unless another receiver appended first.
+    /// - Returns: false when one did: read the changes and decide again.
+    func append(_ operation: HistoryRecord.Operation, detail: String?) async throws -> Bool
+    /// The receivers' signing key, made (and recorded) when there is none and `create` is true.
+    func identity(create: Bool) async throws -> ReceiverIdentity?
+    /// Takes what a serving receiver needs alone (a folder's receiver lock; a store's receivers
+    /// share it and take nothing).
+    func lockForServing() throws -> OpenFile?
+    /// Makes a batch's staged envelopes the office's and records `batch` as taken, whole or not
+    /// at all, unless `takenBefore` (asked before each try, after the records were read again)
+    /// says another receiver took it first, or throws.
+    /// - Returns: true when this receiver recorded it; false when another had.
+    func commit(
+        _ intake: IntakeBatch, batch: ReceivedBatch, now: Date, takenBefore: () async throws -> Bool
+    ) async throws -> Bool
+    /// A batch taken before was answered again: clears what a receiver killed while committing it
+    /// may have left.
+    func settled(station: String, batch: String) async
+}
+
+/// A back office in a vault folder: its records are the vault's history, its key `receiver.vlt`,
+/// and one receiver serves it at a time (`receiver.lock`).
+package struct FolderHome: OfficeHome {
+    package let vault: Vault
+
+    package init(vault: Vault) { self.vault = vault }
+
+    package var recordsDescription: String { "the vault's history" }
+
+    /// The records now, read synchronously (as a receiver starts).
+    package func read() throws -> OfficeChange {
+        let scan = try vault.settledHistory()
+        let records = scan.records.lazy.filter { $0.1.outcome == .ok }.map { _, r in
+            OfficeRecord(
+                operation: r.operation, detail: r.detail, documents: r.documents.map(\.id), timeMillis: r.timeMillis)
+        }
+        let problems = Array(Set((scan.findings + scan.noted).map(\.code.rawValue))).sorted()
+        return .reread(Array(records), head: vault.storedHead(), problems: problems)
+    }
+
+    package func changes(since head: HistoryHead?) async throws -> OfficeChange? {
+        guard vault.storedHead() != head else { return nil }
+        return try read()
+    }
+
+    package func append(_ operation: HistoryRecord.Operation, detail: String?) async throws -> Bool {
+        _ = try vault.appendToHistory(HistoryRecord(operation, detail: detail))
+        return true
+    }
+
+    package func identity(create: Bool) async throws -> ReceiverIdentity? {
+        try vault.receiverIdentity(create: create)
+    }
+
+    package func lockForServing() throws -> OpenFile? { try vault.lockReceiver() }
+
+    package func commit(
+        _ intake: IntakeBatch, batch: ReceivedBatch, now: Date, takenBefore: () async throws -> Bool
+    ) async throws -> Bool {
+        // One receiver serves a folder: what it took is what its memory says (checked as the
+        // batch began), and the history's append is the commit point.
+        try intake.commit(HistoryRecord(payload: batch, now: now))
+        return true
+    }
+
+    package func settled(station: String, batch: String) async {}
+}
+
+/// A back office on a store: its records are the store's receivers' log (`SharedReceiverLog`),
+/// shared by every receiver that serves the store.
+package struct StoreHome: OfficeHome {
+    package let log: SharedReceiverLog
+
+    package init(log: SharedReceiverLog) { self.log = log }
+
+    package var vault: Vault { log.vault }
+
+    package var recordsDescription: String { "the receivers' log at \(log.logDescription)" }
+
+    package func changes(since head: HistoryHead?) async throws -> OfficeChange? {
+        // The log only grows: its new entries are what changed. Its length stands for a head.
+        try await log.catchUp()
+        let entries = log.entries
+        let known = head?.count ?? 0
+        guard entries.count > known || head == nil else { return nil }
+        let new = entries[min(known, entries.count)...].map { e in
+            OfficeRecord(
+                operation: e.operation, detail: e.detail, documents: e.documents.compactMap(DocumentID.init(hex:)),
+                timeMillis: e.timeMillis)
+        }
+        return .appended(new, head: HistoryHead(count: entries.count, tag: []))
+    }
+
+    package func append(_ operation: HistoryRecord.Operation, detail: String?) async throws -> Bool {
+        try await log.append(operation, detail: detail)
+    }
+
+    package func identity(create: Bool) async throws -> ReceiverIdentity? {
+        try await log.identity(create: create)
+    }
+
+    package func lockForServing() throws -> OpenFile? { nil }
+
+    /// The batch's envelopes are noted as pending, sent, and then named by an entry appended to
+    /// the receivers' log (the commit point), unless, when the log is read again, another
+    /// receiver took the batch first (its envelopes are then taken back) or `takenBefore` refuses.
+    package func commit(
+        _ intake: IntakeBatch, batch: ReceivedBatch, now: Date, takenBefore: () async throws -> Bool
+    ) async throws -> Bool {
+        let staged = intake.stagedEnvelopes
+        let ids = staged.map(\.record.id)
+        let note = try await log.announce(station: batch.station, batch: batch.batch, documents: ids)
+        // Once an entry was sent, a failure leaves its outcome unknown (the PUT may have landed
+        // and its answer been lost): the envelopes and the note then stay, and whoever settles
+        // the batch next keeps what an entry names and deletes the rest.
+        var entrySent = false
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                var next = staged.makeIterator()
+                func launch() -> Bool {
+                    guard let (path, record) = next.next() else { return false }
+                    group.addTask { try await log.send(envelope: path, id: record.id) }
+                    return true
+                }
+                for _ in 0..<4 where launch() {}
+                while try await group.next() != nil { _ = launch() }
+            }
+            while true {
+                if try await takenBefore() {
+                    await log.withdraw(ids, note: note)
+                    await log.sweep(station: batch.station, batch: batch.batch)
+                    return false
+                }
+                entrySent = true
+                if try await log.append(.receive, detail: batch.detail, documents: ids, now: now) { break }
+            }
+        } catch {
+            if !entrySent { await log.withdraw(ids, note: note) }
+            throw error
+        }
+        await log.sweep(station: batch.station, batch: batch.batch)
+        intake.discard()
+        return true
+    }
+
+    package func settled(station: String, batch: String) async {
+        await log.sweep(station: station, batch: batch)
+    }
+}
