@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Synchronization
 import VaultCore
 import VaultRemote
 
@@ -14,8 +15,9 @@ package struct OfficeRecord: Sendable {
     package var operation: HistoryRecord.Operation
     /// The record's payload as JSON (``StationChange``, ``ReceivedBatch``, …).
     package var detail: String?
-    /// The ids of the documents a `receive` record took, in the receipt's order.
-    package var documents: [DocumentID]
+    /// The documents a `receive` record took, in the receipt's order (on a store, entries written
+    /// before names were kept there name them by id only: an empty name, size 0).
+    package var documents: [HistoryRecord.Document]
     /// When, in milliseconds since 1970.
     package var timeMillis: Int64
 
@@ -46,6 +48,8 @@ package protocol OfficeHome: Sendable {
     /// The records as they are now, or what changed since they were read as far as `head`
     /// (nil: nothing did).
     func changes(since head: HistoryHead?) async throws -> OfficeChange?
+    /// Every record, read now, with what is wrong with them (finding codes; none: they verify).
+    func records() async throws -> (records: [OfficeRecord], problems: [String])
     /// Appends a record after those read, unless another receiver appended first.
     /// - Returns: false when one did: read the changes and decide again.
     func append(_ operation: HistoryRecord.Operation, detail: String?) async throws -> Bool
@@ -64,6 +68,8 @@ package protocol OfficeHome: Sendable {
     /// A batch taken before was answered again: clears what a receiver killed while committing it
     /// may have left.
     func settled(station: String, batch: String) async
+    /// Document `id` of the office, and the vault to open it with; nil when it has none.
+    func document(_ id: DocumentID) async throws -> (record: DocumentRecord, vault: Vault)?
 }
 
 /// A back office in a vault folder: its records are the vault's history, its key `receiver.vlt`,
@@ -80,7 +86,7 @@ package struct FolderHome: OfficeHome {
         let scan = try vault.settledHistory()
         let records = scan.records.lazy.filter { $0.1.outcome == .ok }.map { _, r in
             OfficeRecord(
-                operation: r.operation, detail: r.detail, documents: r.documents.map(\.id), timeMillis: r.timeMillis)
+                operation: r.operation, detail: r.detail, documents: r.documents, timeMillis: r.timeMillis)
         }
         let problems = Array(Set((scan.findings + scan.noted).map(\.code.rawValue))).sorted()
         return .reread(Array(records), head: vault.storedHead(), problems: problems)
@@ -89,6 +95,11 @@ package struct FolderHome: OfficeHome {
     package func changes(since head: HistoryHead?) async throws -> OfficeChange? {
         guard vault.storedHead() != head else { return nil }
         return try read()
+    }
+
+    package func records() async throws -> (records: [OfficeRecord], problems: [String]) {
+        guard case .reread(let records, _, let problems) = try read() else { return ([], []) }
+        return (records, problems)
     }
 
     package func append(_ operation: HistoryRecord.Operation, detail: String?) async throws -> Bool {
@@ -112,14 +123,24 @@ package struct FolderHome: OfficeHome {
     }
 
     package func settled(station: String, batch: String) async {}
+
+    package func document(_ id: DocumentID) async throws -> (record: DocumentRecord, vault: Vault)? {
+        try vault.record(id).map { ($0, vault) }
+    }
 }
 
 /// A back office on a store: its records are the store's receivers' log (`SharedReceiverLog`),
 /// shared by every receiver that serves the store.
-package struct StoreHome: OfficeHome {
+package final class StoreHome: OfficeHome {
     package let log: SharedReceiverLog
+    /// The vault as the store was last listed: documents other receivers (or this one) put there
+    /// since are read by listing it again.
+    private let view: Mutex<Vault>
 
-    package init(log: SharedReceiverLog) { self.log = log }
+    package init(log: SharedReceiverLog) {
+        self.log = log
+        view = Mutex(log.vault)
+    }
 
     package var vault: Vault { log.vault }
 
@@ -127,16 +148,27 @@ package struct StoreHome: OfficeHome {
 
     package func changes(since head: HistoryHead?) async throws -> OfficeChange? {
         // The log only grows: its new entries are what changed. Its length stands for a head.
-        try await log.catchUp()
+        // Read whole the first time (an entry missing from the middle is found then).
+        if head == nil { try await log.readAll() } else { try await log.catchUp() }
         let entries = log.entries
         let known = head?.count ?? 0
         guard entries.count > known || head == nil else { return nil }
         let new = entries[min(known, entries.count)...].map { e in
             OfficeRecord(
-                operation: e.operation, detail: e.detail, documents: e.documents.compactMap(DocumentID.init(hex:)),
+                operation: e.operation, detail: e.detail,
+                documents: e.files.map { $0.map(\.id.hex) } == e.documents
+                    ? e.files ?? []
+                    : e.documents.compactMap(DocumentID.init(hex:)).map {
+                        HistoryRecord.Document(id: $0, name: "", sha256: "", size: 0)
+                    },
                 timeMillis: e.timeMillis)
         }
         return .appended(new, head: HistoryHead(count: entries.count, tag: []))
+    }
+
+    package func records() async throws -> (records: [OfficeRecord], problems: [String]) {
+        guard case .appended(let records, _) = try await changes(since: nil) else { return ([], []) }
+        return (records, [])
     }
 
     package func append(_ operation: HistoryRecord.Operation, detail: String?) async throws -> Bool {
@@ -155,8 +187,10 @@ package struct StoreHome: OfficeHome {
     package func commit(
         _ intake: IntakeBatch, batch: ReceivedBatch, now: Date, takenBefore: () async throws -> Bool
     ) async throws -> Bool {
+        let log = self.log
         let staged = intake.stagedEnvelopes
         let ids = staged.map(\.record.id)
+        let files = staged.map { HistoryRecord.Document($0.record) }
         let note = try await log.announce(station: batch.station, batch: batch.batch, documents: ids)
         // Once an entry was sent, a failure leaves its outcome unknown (the PUT may have landed
         // and its answer been lost): the envelopes and the note then stay, and whoever settles
@@ -180,7 +214,7 @@ package struct StoreHome: OfficeHome {
                     return false
                 }
                 entrySent = true
-                if try await log.append(.receive, detail: batch.detail, documents: ids, now: now) { break }
+                if try await log.append(.receive, detail: batch.detail, documents: files, now: now) { break }
             }
         } catch {
             if !entrySent { await log.withdraw(ids, note: note) }
@@ -193,5 +227,18 @@ package struct StoreHome: OfficeHome {
 
     package func settled(station: String, batch: String) async {
         await log.sweep(station: station, batch: batch)
+    }
+
+    /// A document the store's listing as last read lacks, but the receivers' log names as taken,
+    /// is looked for again in a new listing.
+    package func document(_ id: DocumentID) async throws -> (record: DocumentRecord, vault: Vault)? {
+        let seen = view.withLock { $0 }
+        if let record = try seen.record(id) { return (record, seen) }
+        try await log.catchUp()
+        guard log.names(id) else { return nil }
+        let fresh = try await RemoteVault.reopened(seen, client: log.client, location: log.location, policy: log.policy)
+            .vault
+        view.withLock { $0 = fresh }
+        return try fresh.record(id).map { ($0, fresh) }
     }
 }

@@ -7,8 +7,9 @@ import Synchronization
 import VaultCore
 
 /// The operators who may sign in to the receiver's browser view (docs/RECEIVE.md, "The
-/// operator's view"): a projection of the history's `operator` records, the only place they
-/// are kept (``OperatorChange``), read again whenever the history's head moves. Each password
+/// operator's view"): a projection of the office's `operator` records (``OperatorChange``), the
+/// only place they are kept, in either home (``OfficeHome``: the vault's history, or a store's
+/// receivers' log), read again whenever they change. Each password
 /// is kept as an Argon2id hash (``PasswordHash``).
 ///
 /// Signing in is bounded like a station's token: at most ``failuresPerMinute`` failed attempts
@@ -31,6 +32,8 @@ package final class OperatorAccounts: Sendable {
     private struct State {
         var head: HistoryHead?
         var loaded = false
+        /// The last read of the records failed: nobody signs in until one succeeds.
+        var unreadable = false
         var hashes: [String: String] = [:]
         var problems: [String] = []
         var failures: [String: (count: Int, since: Date)] = [:]
@@ -38,38 +41,55 @@ package final class OperatorAccounts: Sendable {
         var decoy: String?
     }
 
-    private let vault: Vault
+    private let home: any OfficeHome
     private let state = Mutex(State())
 
-    /// The operators of `vault`, read from its history.
-    package init(vault: Vault) throws {
-        self.vault = vault
-        try refresh()
+    /// The operators of the office kept in `home`.
+    package init(home: any OfficeHome) async throws {
+        self.home = home
+        try await refresh()
     }
 
-    /// Reads the operators again when the history changed since they were read.
-    private func refresh() throws {
-        let head = vault.storedHead()
-        guard !state.withLock({ $0.loaded && $0.head == head }) else { return }
-        let scan = try vault.settledHistory()
-        var hashes: [String: String] = [:]
-        for (_, record) in scan.records where record.outcome == .ok {
-            guard let change = OperatorChange.of(record) else { continue }
-            switch change.action {
-            case .add: hashes[change.name] = change.passwordHash
-            case .remove: hashes[change.name] = nil
-            }
+    /// The operators of the office in the vault folder `vault`.
+    package convenience init(vault: Vault) async throws {
+        try await self.init(home: FolderHome(vault: vault))
+    }
+
+    /// Reads the operators again when the records changed since they were read.
+    package func refresh() async throws {
+        let (head, loaded) = state.withLock { ($0.head, $0.loaded) }
+        let change: OfficeChange?
+        do {
+            change = try await home.changes(since: loaded ? head : nil)
+        } catch {
+            state.withLock { $0.unreadable = true }
+            throw error
         }
-        let problems = Array(Set((scan.findings + scan.noted).map(\.code.rawValue))).sorted()
         state.withLock { s in
-            (s.head, s.loaded, s.hashes, s.problems) = (head, true, hashes, problems)
+            s.unreadable = false
+            s.loaded = true
+            guard let change else { return }
+            let records: [OfficeRecord]
+            switch change {
+            case .appended(let new, let head):
+                (records, s.head) = (new, head)
+            case .reread(let all, let head, let problems):
+                (records, s.head, s.problems, s.hashes) = (all, head, problems, [:])
+            }
+            for record in records {
+                guard let change = record.payload(OperatorChange.self) else { continue }
+                switch change.action {
+                case .add: s.hashes[change.name] = change.passwordHash
+                case .remove: s.hashes[change.name] = nil
+                }
+            }
         }
     }
 
     /// The operators' names, sorted.
     package var names: [String] {
-        get throws {
-            try refresh()
+        get async throws {
+            try await refresh()
             return state.withLock { $0.hashes.keys.sorted() }
         }
     }
@@ -78,8 +98,8 @@ package final class OperatorAccounts: Sendable {
     /// (its hash, which a new salt makes unique), in a history that verifies. A removed
     /// operator's sessions end at their next request, and so do they when the operator is
     /// removed and added again (a new password, or a new person under the name).
-    package func isCurrent(_ name: String, generation: String) -> Bool {
-        guard (try? refresh()) != nil else { return false }
+    package func isCurrent(_ name: String, generation: String) async -> Bool {
+        guard (try? await refresh()) != nil else { return false }
         return state.withLock { s in
             s.problems.isEmpty && s.hashes[name].map { OperatorSessions.same($0, generation) } == true
         }
@@ -94,15 +114,17 @@ package final class OperatorAccounts: Sendable {
 
     /// Adds an operator: records the Argon2id hash of `password` in the history.
     /// - Throws: `usage` for a bad name or an empty password, `already-exists` for a name taken.
-    package func add(_ name: String, password: SecretBytes) throws {
+    package func add(_ name: String, password: SecretBytes) async throws {
         guard Self.isName(name) else {
             throw VaultError(.usage, "an operator's name is 1 to 64 letters, digits, '.', '_' or '-'")
         }
         if let why = Self.passwordProblem(password) { throw VaultError(.usage, why) }
-        guard try !names.contains(name) else {
-            throw VaultError(.alreadyExists, "there is already an operator named '\(name)'")
+        let change = OperatorChange(action: .add, name: name, passwordHash: try PasswordHash.make(password))
+        try await record(change) { names in
+            guard !names.contains(name) else {
+                throw VaultError(.alreadyExists, "there is already an operator named '\(name)'")
+            }
         }
-        try record(OperatorChange(action: .add, name: name, passwordHash: try PasswordHash.make(password)))
     }
 
     /// Why `password` is too weak for an operator (who sees every document the office holds), or
@@ -122,16 +144,20 @@ package final class OperatorAccounts: Sendable {
     }
 
     /// Removes an operator: they cannot sign in from now on, and their sessions end.
-    package func remove(_ name: String) throws {
-        guard try names.contains(name) else {
-            throw VaultError(.notFound, "there is no operator named '\(name)'")
+    package func remove(_ name: String) async throws {
+        try await record(OperatorChange(action: .remove, name: name)) { names in
+            guard names.contains(name) else { throw VaultError(.notFound, "there is no operator named '\(name)'") }
         }
-        try record(OperatorChange(action: .remove, name: name))
     }
 
-    private func record(_ change: OperatorChange) throws {
-        _ = try vault.appendToHistory(HistoryRecord(payload: change))
-        try refresh()
+    /// Records `change` when `check` passes on the operators' names (read again, and checked
+    /// again when another receiver of a store appended first).
+    private func record(_ change: OperatorChange, check: ([String]) throws -> Void) async throws {
+        while true {
+            try check(try await names)
+            if try await home.append(OperatorChange.operation, detail: change.detail) { break }
+        }
+        try await refresh()
     }
 
     /// The result of a sign-in.
@@ -159,8 +185,9 @@ package final class OperatorAccounts: Sendable {
         ]
     }
 
-    /// Checks `name` and `password`, counting failures against the address, the name and all
-    /// sign-ins (``budgets(name:address:)``).
+    /// Checks `name` and `password` against the operators as last read (``refresh()`` first),
+    /// counting failures against the address, the name and all sign-ins
+    /// (``budgets(name:address:)``).
     package func signIn(name: String, password: SecretBytes, from address: String, now: Date = Date()) -> SignIn {
         let budgets = Self.budgets(name: name, address: address)
         let gate = state.withLock { s -> SignIn? in
@@ -178,7 +205,7 @@ package final class OperatorAccounts: Sendable {
         }
         if let gate { return gate }
         defer { state.withLock { $0.verifying -= 1 } }
-        let trusted = (try? refresh()) != nil && state.withLock { $0.problems.isEmpty }
+        let trusted = state.withLock { $0.loaded && !$0.unreadable && $0.problems.isEmpty }
         if !trusted { return .untrusted }
         let hash = state.withLock { $0.hashes[name] }
         // The same work for an unknown name as for a known one.

@@ -43,20 +43,20 @@ struct OperatorView: Sendable {
 
     func register(on router: Router<ReceiveContext>) {
         accounts.prepare()
-        router.get("/ui") { request, _ in await page(request) { try stationsPage($0) } }
-        router.get("/ui/batches") { request, _ in await page(request) { try batchesPage($0) } }
+        router.get("/ui") { request, _ in await page(request) { try await stationsPage($0) } }
+        router.get("/ui/batches") { request, _ in await page(request) { try await batchesPage($0) } }
         router.get("/ui/documents/:id") { request, context in
-            await page(request) { try documentPage($0, id: context.parameters.get("id") ?? "") }
+            await page(request) { try await documentPage($0, id: context.parameters.get("id") ?? "") }
         }
         router.get("/ui/documents/:id/download") { request, context in
-            download(request, id: context.parameters.get("id") ?? "")
+            await download(request, id: context.parameters.get("id") ?? "")
         }
         router.get("/ui/style.css") { _, _ in
             Response(
                 status: .ok, headers: Self.headers(contentType: "text/css; charset=utf-8"),
                 body: .init(byteBuffer: ByteBuffer(string: OperatorPages.css)))
         }
-        router.get("/ui/login") { request, _ in loginPage(request, message: nil, status: .ok) }
+        router.get("/ui/login") { request, _ in await loginPage(request, message: nil, status: .ok) }
         router.post("/ui/login") { request, context in await login(request, context) }
         router.post("/ui/logout") { request, _ in await logout(request) }
     }
@@ -65,12 +65,12 @@ struct OperatorView: Sendable {
 
     /// A page for a signed-in operator, else a redirection to the sign-in page.
     private func page(
-        _ request: Request, _ render: (OperatorSessions.Session) throws -> (Int, String)
+        _ request: Request, _ render: (OperatorSessions.Session) async throws -> (Int, String)
     ) async -> Response {
         guard knownHost(request) else { return Self.misdirected() }
-        guard let session = signedIn(request) else { return Self.redirect("/ui/login") }
+        guard let session = await signedIn(request) else { return Self.redirect("/ui/login") }
         do {
-            let (status, html) = try render(session)
+            let (status, html) = try await render(session)
             return Self.html(html, status: status)
         } catch {
             return Self.html(
@@ -80,10 +80,10 @@ struct OperatorView: Sendable {
     }
 
     /// The live session of the request's cookie, whose operator still exists.
-    private func signedIn(_ request: Request) -> OperatorSessions.Session? {
+    private func signedIn(_ request: Request) async -> OperatorSessions.Session? {
         let token = request.cookies[Self.sessionCookie]?.value
         guard let session = sessions.session(token) else { return nil }
-        guard accounts.isCurrent(session.operatorName, generation: session.generation) else {
+        guard await accounts.isCurrent(session.operatorName, generation: session.generation) else {
             sessions.end(token)
             return nil
         }
@@ -102,43 +102,48 @@ struct OperatorView: Sendable {
         return OperatorPages.render(context, template)
     }
 
-    private func stationsPage(_ session: OperatorSessions.Session) throws -> (Int, String) {
-        // One read of the history gives the stations and what they sent; the receiver's memory
+    private func stationsPage(_ session: OperatorSessions.Session) async throws -> (Int, String) {
+        // One read of the records gives the stations and what they sent; the receiver's memory
         // adds when each was last heard from in this run (refusals too).
-        let received = try ReceivedHistory(receiver.vault)
+        let book = try await receiver.book()
         let known = Dictionary(receiver.stations.map { ($0.name, $0) }) { a, _ in a }
-        let rows = received.stations.keys.sorted().map { name in
-            let seen = [known[name]?.lastSeenMillis, received.lastBatchMillis[name]].compactMap { $0 }.max()
-            let totals = received.totals[name] ?? (0, 0, 0)
-            let refused = known[name].flatMap { s in
-                s.lastRefusal.map {
-                    "\(s.refusals) since the receiver started; last \(Shown.time(millis: $0.millis)): \($0.code)"
-                }
+        let rows = book.stations.values.sorted { $0.name < $1.name }.map { s in
+            let seen = [known[s.name]?.lastSeenMillis, s.lastBatchMillis, s.lastRefusal?.millis].compactMap { $0 }.max()
+            var refused: String?
+            if let mine = known[s.name], let last = mine.lastRefusal, mine.refusals > 0 {
+                refused =
+                    "\(mine.refusals) since the receiver started; last \(Shown.time(millis: last.millis)): \(last.code)"
+            } else if let last = s.lastRefusal {
+                refused = "last \(Shown.time(millis: last.millis)): \(last.code)"
             }
             return StationRow(
-                name: name, lastSeen: Shown.time(millis: seen), refused: refused, batches: totals.batches,
-                documents: totals.documents, bytes: ByteSize.text(totals.bytes),
-                head: (received.stations[name] ?? nil) ?? "none received yet", alerts: received.alerts[name] ?? [])
+                name: s.name, lastSeen: Shown.time(millis: seen), refused: refused, batches: s.batches,
+                documents: s.documents, bytes: ByteSize.text(s.bytes), head: s.head ?? "none received yet",
+                alerts: s.alerts.map {
+                    AlertRow(
+                        time: Shown.time(millis: $0.timeMillis), reason: $0.reason, head: $0.head,
+                        knownHead: $0.knownHead)
+                })
         }
         return (200, frame("stations", title: "Stations", session, ["stations": rows]))
     }
 
-    private func batchesPage(_ session: OperatorSessions.Session) throws -> (Int, String) {
-        let received = try ReceivedHistory(receiver.vault)
-        let newest = Array(received.batches.reversed().prefix(Self.batchesShown))
+    private func batchesPage(_ session: OperatorSessions.Session) async throws -> (Int, String) {
+        let book = try await receiver.book()
+        let newest = book.batches.reversed().prefix(Self.batchesShown).map(BatchRow.init)
         return (
             200,
             frame(
                 "batches", title: "Batches", session,
                 [
-                    "batches": newest, "more": received.batches.count > newest.count, "shown": newest.count,
-                    "total": received.batches.count
+                    "batches": newest, "more": book.batches.count > newest.count, "shown": newest.count,
+                    "total": book.batches.count
                 ])
         )
     }
 
-    private func documentPage(_ session: OperatorSessions.Session, id text: String) throws -> (Int, String) {
-        guard let id = DocumentID(hex: text), let record = try receiver.vault.record(id) else {
+    private func documentPage(_ session: OperatorSessions.Session, id text: String) async throws -> (Int, String) {
+        guard let id = DocumentID(hex: text), let record = try await receiver.home.document(id)?.record else {
             return (
                 404,
                 frame(
@@ -152,11 +157,13 @@ struct OperatorView: Sendable {
             "sizeBytes": m.size, "sha256": Hex.encode(m.sha256)
         ]
         if !m.tags.isEmpty { content["tags"] = m.tags.joined(separator: ", ") }
-        if let batch = try ReceivedHistory(receiver.vault).batch(holding: id) {
-            var received: [String: Any] = ["time": batch.time, "station": batch.station, "key": batch.key]
+        if let batch = try await receiver.book().batch(holding: id) {
+            var received: [String: Any] = [
+                "time": Shown.time(millis: batch.timeMillis), "station": batch.station, "key": batch.key
+            ]
             if batch.sealed { received["sealed"] = true }
-            if let row = batch.documents.first(where: { $0.id == id.description }), let station = row.stationID {
-                received["stationID"] = station
+            if let i = batch.documents.firstIndex(where: { $0.id == id }), let ids = batch.stationIDs {
+                received["stationID"] = ids[i].description
             }
             content["received"] = received
         }
@@ -167,15 +174,14 @@ struct OperatorView: Sendable {
     /// content type, so a browser never renders it), streamed batch by batch as each
     /// authenticates; a batch that does not authenticate cuts the response short of its
     /// `Content-Length`, so the browser marks the download failed.
-    private func download(_ request: Request, id text: String) -> Response {
+    private func download(_ request: Request, id text: String) async -> Response {
         guard knownHost(request) else { return Self.misdirected() }
-        guard let session = signedIn(request) else { return Self.redirect("/ui/login") }
-        guard let id = DocumentID(hex: text), let record = try? receiver.vault.record(id) else {
+        guard let session = await signedIn(request) else { return Self.redirect("/ui/login") }
+        guard let id = DocumentID(hex: text), let (record, vault) = try? await receiver.home.document(id) else {
             return Self.html(
                 frame("problem", title: "No such document", session, ["message": "This vault has no such document."]),
                 status: 404)
         }
-        let vault = receiver.vault
         var headers = Self.headers(contentType: "application/octet-stream")
         headers[.contentDisposition] = Self.attachment(record.metadata.name)
         return Response(
@@ -205,11 +211,11 @@ struct OperatorView: Sendable {
         return out
     }
 
-    private func loginPage(_ request: Request, message: String?, status: HTTPResponse.Status) -> Response {
+    private func loginPage(_ request: Request, message: String?, status: HTTPResponse.Status) async -> Response {
         guard knownHost(request) else { return Self.misdirected() }
-        if status == .ok, signedIn(request) != nil { return Self.redirect("/ui/") }
+        if status == .ok, await signedIn(request) != nil { return Self.redirect("/ui/") }
         let csrf = OperatorSessions.randomToken()
-        let noOperators = ((try? accounts.names) ?? []).isEmpty
+        let noOperators = ((try? await accounts.names) ?? []).isEmpty
         var content: [String: Any] = ["csrf": csrf, "noOperators": noOperators]
         if let message { content["message"] = message }
         var response = Self.html(frame("login", title: "Sign in", nil, content), status: status.code)
@@ -224,22 +230,23 @@ struct OperatorView: Sendable {
         guard knownHost(request) else { return Self.misdirected() }
         guard sameOrigin(request) else { return Self.forbidden() }
         // With no operator, nobody can sign in: the form is not read at all.
-        guard !((try? accounts.names) ?? []).isEmpty else {
-            return loginPage(request, message: nil, status: .notFound)
+        guard !((try? await accounts.names) ?? []).isEmpty else {
+            return await loginPage(request, message: nil, status: .notFound)
         }
         guard let form = await FormFields.read(request) else {
-            return loginPage(request, message: "The form could not be read.", status: .badRequest)
+            return await loginPage(request, message: "The form could not be read.", status: .badRequest)
         }
         let cookie = request.cookies[Self.loginCookie]?.value ?? ""
         guard let csrf = form.text("csrf"), !cookie.isEmpty, OperatorSessions.same(csrf, cookie) else {
-            return loginPage(request, message: "The form expired: sign in again.", status: .forbidden)
+            return await loginPage(request, message: "The form expired: sign in again.", status: .forbidden)
         }
         guard let name = form.text("name"), let password = form.secret("password") else {
-            return loginPage(request, message: "Give a name and a password.", status: .badRequest)
+            return await loginPage(request, message: "Give a name and a password.", status: .badRequest)
         }
         // Argon2id takes 64 MiB and about 0.1 s: off Swift's cooperative threads, so that pages
         // and batches go on meanwhile and a third sign-in at once is refused, not queued.
         let accounts = self.accounts, address = context.address
+        try? await accounts.refresh()
         let result = await withCheckedContinuation { done in
             DispatchQueue.global().async {
                 done.resume(returning: accounts.signIn(name: name, password: password, from: address))
@@ -268,19 +275,19 @@ struct OperatorView: Sendable {
                     sameSite: .strict))
             return response
         case .refused:
-            return loginPage(request, message: "Wrong name or password.", status: .unauthorized)
+            return await loginPage(request, message: "Wrong name or password.", status: .unauthorized)
         case .tooManyFailures:
-            var r = loginPage(
+            var r = await loginPage(
                 request, message: "Too many failed sign-ins: wait a minute.", status: .tooManyRequests
             )
             r.headers[.retryAfter] = "60"
             return r
         case .untrusted:
-            return loginPage(
+            return await loginPage(
                 request, message: "The receiver's history does not verify: nobody signs in until it has been audited.",
                 status: .serviceUnavailable)
         case .busy:
-            var r = loginPage(
+            var r = await loginPage(
                 request, message: "The receiver is busy: try again in a moment.", status: .serviceUnavailable)
             r.headers[.retryAfter] = "1"
             return r
@@ -452,70 +459,6 @@ struct DocumentRow {
     var stationID: String? = nil
 }
 
-/// What the history says the receiver took: batches in order, totals, last batch and alerts
-/// per station.
-struct ReceivedHistory {
-    var batches: [BatchRow] = []
-    var totals: [String: (batches: Int, documents: Int, bytes: UInt64)] = [:]
-    var lastBatchMillis: [String: Int64] = [:]
-    var alerts: [String: [AlertRow]] = [:]
-    /// The stations there are now, each with the last history head it sent with a batch.
-    var stations: [String: String?] = [:]
-    private var holding: [DocumentID: Int] = [:]
-
-    init(_ vault: Vault) throws {
-        let scan = try vault.settledHistory()
-        let decoder = JSONDecoder()
-        struct Answer: Decodable { var signature: String? }
-        for (_, record) in scan.records where record.outcome == .ok {
-            switch record.operation {
-            case .receive:
-                guard let batch = record.payload(ReceivedBatch.self) else { continue }
-                let bytes = record.documents.reduce(UInt64(0)) { $0 + $1.size }
-                let signature = (try? decoder.decode(Answer.self, from: Data(batch.answer.utf8)))?.signature ?? ""
-                // The receipt names each document by the station's id, in the record's order.
-                let stationIDs = (try? Receipt.answer(Array(batch.answer.utf8)).receipt.documents.map(\.id))
-                    .flatMap { $0.count == record.documents.count ? $0 : nil }
-                for d in record.documents { holding[d.id] = batches.count }
-                batches.append(
-                    BatchRow(
-                        time: Shown.time(millis: record.timeMillis), station: batch.station, wire: batch.wire,
-                        key: batch.batch,
-                        count: record.documents.count == 1 ? "1 document" : "\(record.documents.count) documents",
-                        bytes: ByteSize.text(bytes),
-                        signature: signature.count > 16 ? signature.prefix(16) + "…" : signature,
-                        sealed: batch.sealed == true,
-                        documents: record.documents.enumerated().map { i, d in
-                            DocumentRow(
-                                id: d.id.description, name: d.name, size: ByteSize.text(d.size),
-                                stationID: stationIDs?[i].description)
-                        }))
-                let t = totals[batch.station] ?? (0, 0, 0)
-                totals[batch.station] = (t.batches + 1, t.documents + record.documents.count, t.bytes + bytes)
-                lastBatchMillis[batch.station] = max(lastBatchMillis[batch.station] ?? 0, record.timeMillis)
-                if let head = batch.head, stations[batch.station] != nil { stations[batch.station] = .some(head) }
-            case .station:
-                guard let change = record.payload(StationChange.self) else { continue }
-                switch change.action {
-                case .alert:
-                    alerts[change.name, default: []].append(
-                        AlertRow(
-                            time: Shown.time(millis: record.timeMillis), reason: change.reason ?? "",
-                            head: change.head ?? "", knownHead: change.knownHead ?? ""))
-                case .add, .remove:
-                    // A station added again under a removed one's name starts afresh.
-                    (totals[change.name], lastBatchMillis[change.name], alerts[change.name]) = (nil, nil, nil)
-                    if change.action == .add { stations[change.name] = .some(nil) } else { stations[change.name] = nil }
-                }
-            default: continue
-            }
-        }
-    }
-
-    /// The batch that brought document `id`.
-    func batch(holding id: DocumentID) -> BatchRow? { holding[id].map { batches[$0] } }
-}
-
 /// The fields of a small `application/x-www-form-urlencoded` body (at most 8 KiB), decoded
 /// from bytes: the password is never a Swift `String` (it goes into ``SecretBytes``, and the
 /// body and the decoded fields are wiped), which Hummingbird's `URLEncodedFormDecoder` cannot
@@ -581,5 +524,21 @@ final class FormFields {
     func secret(_ name: String) -> SecretBytes? {
         guard let bytes = fields[name], !bytes.isEmpty else { return nil }
         return bytes.withUnsafeBytes { try? SecretBytes(copying: $0) }
+    }
+}
+
+extension BatchRow {
+    /// The row of a batch the office's records name.
+    init(_ b: OfficeBook.Batch) {
+        time = Shown.time(millis: b.timeMillis)
+        (station, wire, key, sealed) = (b.station, b.wire, b.key, b.sealed)
+        count = b.documents.count == 1 ? "1 document" : "\(b.documents.count) documents"
+        bytes = ByteSize.text(b.bytes)
+        signature = b.signature.count > 16 ? b.signature.prefix(16) + "…" : b.signature
+        documents = b.documents.enumerated().map { i, d in
+            DocumentRow(
+                id: d.id.description, name: d.name.isEmpty ? d.id.description : d.name, size: ByteSize.text(d.size),
+                stationID: b.stationIDs?[i].description)
+        }
     }
 }

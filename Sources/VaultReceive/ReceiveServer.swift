@@ -126,14 +126,12 @@ public struct ReceiveServer: Service {
         router.head("/files/:id") { request, context in await tus.head(request, context) }
         router.patch("/files/:id") { request, context in await tus.patch(request, context) }
         router.delete("/files/:id") { request, context in await tus.delete(request, context) }
-        // The operators and their pages are a local vault's (its history); receivers sharing a
-        // store serve none.
-        if receiver.home is FolderHome {
-            OperatorView(
-                receiver: receiver, accounts: try OperatorAccounts(vault: receiver.vault), sessions: OperatorSessions(),
-                secure: configuration.tlsCertificate != nil, hosts: configuration.operatorHosts, logger: logger
-            ).register(on: router)
-        }
+        // The operators are the office's, in whichever home it is kept: every receiver of a store
+        // serves the pages (an operator's session is this receiver's only).
+        OperatorView(
+            receiver: receiver, accounts: try await OperatorAccounts(home: receiver.home), sessions: OperatorSessions(),
+            secure: configuration.tlsCertificate != nil, hosts: configuration.operatorHosts, logger: logger
+        ).register(on: router)
         let headTimeout = TimeAmount.milliseconds(Int64(configuration.idleTimeout * 1000))
         let http = HTTPServerBuilder.http1(
             configuration: .init(
@@ -282,7 +280,7 @@ struct BatchHandler: Sendable {
                     bytes: answer.bytes)
             }
         } catch let r as Refusal {
-            receiver.refused(station: station, code: r.code)
+            await receiver.refused(station: station, code: r.code, status: r.status)
             if Receiver.countsAsFailure(r.code) { receiver.countFailure(from: context.address) }
             metrics.refusal(station: station, reason: r.code)
             if r.status == 507 {

@@ -235,7 +235,9 @@ public final class Receiver: Sendable {
                 guard var station = fresh.stations[name], station.tokenDigest == old.tokenDigest else { continue }
                 (station.batches, station.documents, station.bytes) = (old.batches, old.documents, old.bytes)
                 (station.refusals, station.lastSeenMillis) = (old.refusals, old.lastSeenMillis)
-                station.lastRefusal = old.lastRefusal
+                if let last = old.lastRefusal, station.lastRefusal.map({ $0.millis < last.millis }) ?? true {
+                    station.lastRefusal = last
+                }
                 fresh.stations[name] = station
             }
             s.stations = fresh.stations
@@ -265,6 +267,12 @@ public final class Receiver: Sendable {
                     s.alerted[change.name] = nil
                 case .alert:
                     if let reason = change.reason { s.alerted[change.name, default: []].insert(reason) }
+                case .refused:
+                    guard let code = change.reason else { continue }
+                    s.alerted[change.name, default: []].insert("refused " + code)
+                    if s.stations[change.name]?.lastRefusal.map({ $0.millis <= record.timeMillis }) ?? true {
+                        s.stations[change.name]?.lastRefusal = LastRefusal(millis: record.timeMillis, code: code)
+                    }
                 }
             case .receive:
                 guard let batch = record.payload(ReceivedBatch.self), let taken = Taken(batch) else { continue }
@@ -280,6 +288,14 @@ public final class Receiver: Sendable {
 
     /// The stations, by name.
     public var stations: [Station] { state.withLock { $0.stations.values.sorted { $0.name < $1.name } } }
+
+    /// What the office's records say it took and heard (read now).
+    /// - Throws: ``VaultError/Code/vaultDamaged`` when they do not verify.
+    package func book() async throws -> OfficeBook {
+        let (records, problems) = try await home.records()
+        if !problems.isEmpty { throw Self.untrusted(problems) }
+        return OfficeBook(records)
+    }
 
     /// Adds a station: records its token's keyed hash in the history.
     /// - Returns: the token, which nothing keeps: the caller shows it once.
@@ -532,14 +548,30 @@ public final class Receiver: Sendable {
         code == "station-rolled-back" || code == "station-forked"
     }
 
-    /// Counts a refusal against a station, which was heard from all the same.
-    package func refused(station: String, code: String, now: Date = Date()) {
+    /// Counts a refusal against a station, which was heard from all the same; a refusal of what
+    /// the station sent (a 4xx, not the receiver's own state: busy, shutting down, out of
+    /// space) is recorded, once per code until a batch of the station is taken, so operators
+    /// and `station list` see it after a restart, and a station refused again and again does
+    /// not grow the records.
+    package func refused(station: String, code: String, status: Int, now: Date = Date()) async {
         let millis = Int64(now.timeIntervalSince1970 * 1000)
-        state.withLock { s in
-            guard s.stations[station] != nil else { return }
+        let reason = "refused " + code
+        let first = state.withLock { s -> Bool in
+            guard s.stations[station] != nil else { return false }
             s.stations[station]?.refusals += 1
             s.stations[station]?.lastRefusal = LastRefusal(millis: millis, code: code)
             s.stations[station]?.lastSeenMillis = millis
+            guard (400..<500).contains(status), status != 429, !Self.countsAsFailure(code),
+                s.alerted[station]?.contains(reason) != true
+            else { return false }
+            s.alerted[station, default: []].insert(reason)
+            return true
+        }
+        guard first else { return }
+        do {
+            try await record(StationChange(action: .refused, name: station, reason: code))
+        } catch {
+            VaultNotices.post("the refusal of station \(station)'s batch could not be recorded: \(error)")
         }
     }
 

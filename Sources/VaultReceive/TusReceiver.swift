@@ -327,7 +327,7 @@ package final class TusReceiver: Sendable {
         }
         if let failed = patch.failed {
             drop(u)
-            receiver.refused(station: u.station, code: failed.code)
+            await receiver.refused(station: u.station, code: failed.code, status: failed.status)
             return Answer(failed)
         }
         let (offset, length) = u.lock.withLock { (u.offset, u.length) }

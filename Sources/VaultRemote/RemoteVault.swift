@@ -43,12 +43,6 @@ public enum RemoteVault {
         _ location: RemoteLocation, client: any ObjectStore, cacheRoot: String, password: SecretBytes,
         cacheBytes: Int = 64 << 20, policy: RetryPolicy = .store
     ) async throws -> Opened {
-        let retrying = {
-            @Sendable (
-                body: @Sendable () async throws -> [S3Client.ListedObject]
-            ) async throws -> [S3Client.ListedObject] in
-            try await policy.run(isTransient: VaultError.isTransientStoreFailure, body)
-        }
         guard
             let config = try await policy.run(
                 isTransient: VaultError.isTransientStoreFailure,
@@ -58,15 +52,7 @@ public enum RemoteVault {
         else {
             throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)")
         }
-        async let objects = retrying {
-            try await client.listObjects(bucket: location.bucket, prefix: location.objectsPrefix, pageSize: 1000)
-        }
-        async let removed = retrying {
-            try await client.listObjects(bucket: location.bucket, prefix: location.removedPrefix, pageSize: 1000)
-        }
-        let stones = Set(try await removed.compactMap { location.tombstoneID($0.key) })
-        var listed: [DocumentID: UInt64] = [:]
-        for o in try await objects { if let id = location.objectID(o.key) { listed[id] = o.size } }
+        let (listed, stones) = try await list(location, client: client, policy: policy)
         let unfiltered = S3ObjectSource(
             client: client, location: location, sizes: listed, cacheBytes: cacheBytes, policy: policy)
 
@@ -94,6 +80,52 @@ public enum RemoteVault {
             try AtomicFile.write(config, to: configPath)
         }
         let unlocked = try VaultStore(root: folder, source: unfiltered).unlock(password: password)
+        return try await view(
+            unlocked, listed: listed, stones: stones, client: client, location: location, cacheBytes: cacheBytes,
+            policy: policy)
+    }
+
+    /// `vault`, opened before, as the store holds it now: listed again, so documents put there
+    /// since (by receivers of the store) are read and indexed from their headers, and those
+    /// removed since are gone.
+    public static func reopened(
+        _ vault: Vault, client: any ObjectStore, location: RemoteLocation, cacheBytes: Int = 64 << 20,
+        policy: RetryPolicy = .store
+    ) async throws -> Opened {
+        let (listed, stones) = try await list(location, client: client, policy: policy)
+        return try await view(
+            vault, listed: listed, stones: stones, client: client, location: location, cacheBytes: cacheBytes,
+            policy: policy)
+    }
+
+    /// The store's objects (with sizes) and the ids its `removed/` names.
+    private static func list(
+        _ location: RemoteLocation, client: any ObjectStore, policy: RetryPolicy
+    ) async throws -> (objects: [DocumentID: UInt64], stones: Set<DocumentID>) {
+        let retrying = {
+            @Sendable (
+                body: @Sendable () async throws -> [S3Client.ListedObject]
+            ) async throws -> [S3Client.ListedObject] in
+            try await policy.run(isTransient: VaultError.isTransientStoreFailure, body)
+        }
+        async let objects = retrying {
+            try await client.listObjects(bucket: location.bucket, prefix: location.objectsPrefix, pageSize: 1000)
+        }
+        async let removed = retrying {
+            try await client.listObjects(bucket: location.bucket, prefix: location.removedPrefix, pageSize: 1000)
+        }
+        let stones = Set(try await removed.compactMap { location.tombstoneID($0.key) })
+        var listed: [DocumentID: UInt64] = [:]
+        for o in try await objects { if let id = location.objectID(o.key) { listed[id] = o.size } }
+        return (listed, stones)
+    }
+
+    /// `unlocked` reading the objects `listed` but those whose tombstone (of `stones`) opens
+    /// under its key, with the headers of those its index lacks fetched.
+    private static func view(
+        _ unlocked: Vault, listed: [DocumentID: UInt64], stones: Set<DocumentID>, client: any ObjectStore,
+        location: RemoteLocation, cacheBytes: Int, policy: RetryPolicy
+    ) async throws -> Opened {
         // A document is gone only when its tombstone opens under this vault's key.
         let opened = try await Replicator(vault: unlocked, client: client, location: location, policy: policy)
             .openTombstones(stones.filter { listed[$0] != nil })

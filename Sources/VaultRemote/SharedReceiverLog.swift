@@ -42,6 +42,9 @@ public final class SharedReceiverLog: Sendable {
         package var detail: String?
         /// The documents a `receive` entry took, by id (hex).
         package var documents: [String]
+        /// The same documents with their names, SHA-256 and sizes, as a history record has them
+        /// (entries written before this field have none: their documents are known by id only).
+        package var files: [HistoryRecord.Document]?
         /// When (milliseconds since 1970).
         package var timeMillis: Int64
         /// The SHA-256 (hex) of the entry before it as stored ("" for the first).
@@ -59,9 +62,9 @@ public final class SharedReceiverLog: Sendable {
 
     /// The remote vault, unlocked (its key seals and opens what is here).
     public let vault: Vault
-    let client: any ObjectStore
-    let location: RemoteLocation
-    let policy: RetryPolicy
+    package let client: any ObjectStore
+    package let location: RemoteLocation
+    package let policy: RetryPolicy
     private let state = Mutex(State())
     /// One append at a time from this process: its batches then contend for a position only with
     /// other receivers' (else every commit but one of those at once would lose a round).
@@ -89,6 +92,9 @@ public final class SharedReceiverLog: Sendable {
 
     /// The entries read so far, in order.
     package var entries: [Entry] { state.withLock { $0.entries } }
+
+    /// Whether an entry read so far names document `id` as taken.
+    package func names(_ id: DocumentID) -> Bool { state.withLock { $0.committed.contains(id) } }
 
     /// Where the log is, for messages: `s3://BUCKET/PREFIX/receivers/log/`.
     package var logDescription: String { "\(location)/receivers/log/" }
@@ -224,7 +230,8 @@ public final class SharedReceiverLog: Sendable {
     /// - Returns: true when it was appended; false when the store had another entry there (the
     ///   log is then caught up: the caller decides again on what it now says).
     package func append(
-        _ operation: HistoryRecord.Operation, detail: String?, documents: [DocumentID] = [], now: Date = Date()
+        _ operation: HistoryRecord.Operation, detail: String?, documents: [HistoryRecord.Document] = [],
+        now: Date = Date()
     ) async throws -> Bool {
         await gate.enter()
         do {
@@ -238,11 +245,12 @@ public final class SharedReceiverLog: Sendable {
     }
 
     private func appendAlone(
-        _ operation: HistoryRecord.Operation, detail: String?, documents: [DocumentID], now: Date
+        _ operation: HistoryRecord.Operation, detail: String?, documents: [HistoryRecord.Document], now: Date
     ) async throws -> Bool {
         let (n, previous) = state.withLock { ($0.entries.count + 1, Hex.encode($0.lastDigest)) }
         let entry = Entry(
-            operation: operation, detail: detail, documents: documents.map(\.hex),
+            operation: operation, detail: detail, documents: documents.map(\.id.hex),
+            files: documents.isEmpty ? nil : documents,
             timeMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), previous: previous)
         let name = Self.entryName(n)
         let sealed = try vault.sealState(
@@ -362,8 +370,8 @@ public final class SharedReceiverLog: Sendable {
 
     /// What ``carry(seed:records:)`` did.
     package enum Carried: Sendable, Equatable {
-        /// The key, and the station and batch records the log lacked (counts), were written.
-        case carried(stations: Int, batches: Int)
+        /// The key, and the station, operator and batch records the log lacked (counts), were written.
+        case carried(stations: Int, batches: Int, operators: Int)
         /// The log held everything already.
         case alreadyThere
         /// The store's receivers sign with another key (hex): nothing was carried.
@@ -388,7 +396,9 @@ public final class SharedReceiverLog: Sendable {
         }
         var stations = 0
         var batches = 0
-        for record in records where [.station, .receive].contains(record.operation) && record.outcome == .ok {
+        var operators = 0
+        for record in records
+        where [.station, .receive, .operatorAccount].contains(record.operation) && record.outcome == .ok {
             while true {
                 let held = state.withLock { s in
                     s.entries.contains { $0.operation == record.operation && $0.detail == record.detail }
@@ -396,14 +406,19 @@ public final class SharedReceiverLog: Sendable {
                 if held { break }
                 let when = Date(timeIntervalSince1970: Double(record.timeMillis) / 1000)
                 if try await append(
-                    record.operation, detail: record.detail, documents: record.documents.map(\.id), now: when)
+                    record.operation, detail: record.detail, documents: record.documents, now: when)
                 {
-                    if record.operation == .station { stations += 1 } else { batches += 1 }
+                    switch record.operation {
+                    case .station: stations += 1
+                    case .receive: batches += 1
+                    default: operators += 1
+                    }
                     break
                 }
             }
         }
-        return stations + batches == 0 ? .alreadyThere : .carried(stations: stations, batches: batches)
+        return stations + batches + operators == 0
+            ? .alreadyThere : .carried(stations: stations, batches: batches, operators: operators)
     }
 
     // MARK: Envelopes of a batch

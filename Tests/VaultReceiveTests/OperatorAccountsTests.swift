@@ -7,12 +7,12 @@ import Testing
 /// Signing in is bounded whatever the address: a review rotating source addresses (any IPv6
 /// /64, or 127.0.0.0/8) had every guess checked, and found an eight-character password in 21 s.
 @Suite struct OperatorAccountsTests {
-    static func accounts() throws -> (OperatorAccounts, String) {
+    static func accounts() async throws -> (OperatorAccounts, String) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(UUID().uuidString)").path
         let vault = try VaultStore(root: dir).create(
             password: try SecretBytes(copying: Array("office password".utf8).withUnsafeBytes { $0 }), kdf: .minimum)
-        let accounts = try OperatorAccounts(vault: vault)
-        try accounts.add("alice", password: Self.secret("correct horse operator"))
+        let accounts = try await OperatorAccounts(vault: vault)
+        try await accounts.add("alice", password: Self.secret("correct horse operator"))
         return (accounts, dir)
     }
 
@@ -20,8 +20,8 @@ import Testing
         try Array(text.utf8).withUnsafeBytes { try SecretBytes(copying: $0) }
     }
 
-    @Test func guessesFromEverChangingAddressesAreBoundedByNameAndInAll() throws {
-        let (accounts, dir) = try Self.accounts()
+    @Test func guessesFromEverChangingAddressesAreBoundedByNameAndInAll() async throws {
+        let (accounts, dir) = try await Self.accounts()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let wrong = try Self.secret("sunshine7")
         for i in 0..<OperatorAccounts.failuresPerMinute {
@@ -33,7 +33,7 @@ import Testing
         let later = accounts.signIn(name: "alice", password: right, from: "127.0.1.1", now: Date() + 61)
         #expect(later != .tooManyFailures)
         // One IPv6 /64 is one address.
-        let (other, dir2) = try Self.accounts()
+        let (other, dir2) = try await Self.accounts()
         defer { try? FileManager.default.removeItem(atPath: dir2) }
         for i in 0..<OperatorAccounts.failuresPerMinute {
             #expect(other.signIn(name: "n\(i)", password: wrong, from: "2001:db8:1:2::\(i + 1)") == .refused)
@@ -45,12 +45,12 @@ import Testing
         #expect(OperatorAccounts.budgets(name: "x", address: "2001:db8:1:2::9").first?.key == "address 2001:db8:1:2")
     }
 
-    @Test func anOperatorsPasswordMustBeStrong() throws {
-        let (accounts, dir) = try Self.accounts()
+    @Test func anOperatorsPasswordMustBeStrong() async throws {
+        let (accounts, dir) = try await Self.accounts()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         for weak in ["", "sunshine7", "aaaaaaaaaaaaaaaa", "abababababab"] {
-            #expect {
-                try accounts.add("bob", password: Self.secret(weak))
+            await #expect {
+                try await accounts.add("bob", password: Self.secret(weak))
             } throws: { error in
                 (error as? VaultError)?.code == .usage
             }
@@ -59,6 +59,6 @@ import Testing
             OperatorAccounts.passwordProblem(try Self.secret("sunshine7"))
                 == "an operator's password needs at least 12 characters, not a few repeated "
                 + "(an operator sees every document the office holds)")
-        try accounts.add("bob", password: Self.secret("a long and odd phrase"))
+        try await accounts.add("bob", password: Self.secret("a long and odd phrase"))
     }
 }

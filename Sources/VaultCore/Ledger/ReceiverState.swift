@@ -52,7 +52,9 @@ package struct ReceiverKeyRecord: HistoryPayload, Equatable {
 package struct StationChange: HistoryPayload, Equatable {
     package static let operation = HistoryRecord.Operation.station
     /// What changed.
-    package enum Action: String, Codable, Sendable { case add, remove, alert }
+    /// `refused`: a batch of the station was refused (`reason`: the code), recorded once per code
+    /// until a batch of it is taken.
+    package enum Action: String, Codable, Sendable { case add, remove, alert, refused }
     package var action: Action
     /// The station's name.
     package var name: String
@@ -61,7 +63,7 @@ package struct StationChange: HistoryPayload, Equatable {
     /// `alert`: the head the station sent, and the head the receiver knew.
     package var head: String?
     package var knownHead: String?
-    /// `alert`: why (`rolled-back`, `forked`).
+    /// `alert`: why (`rolled-back`, `forked`); `refused`: the refusal's code.
     package var reason: String?
 
     /// A change by its parts.

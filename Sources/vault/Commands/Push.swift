@@ -87,10 +87,12 @@ extension VaultCommand {
                 Terminal.err(line)
             }
             switch report.receiver {
-            case .carried(let stations, let batches)? where transfer.printsSummary:
+            case .carried(let stations, let batches, let operators)? where transfer.printsSummary:
+                let others = operators == 0 ? "" : ", \(operators) operator record\(operators == 1 ? "" : "s")"
                 Terminal.err(
-                    "vault: the receiver's key, \(stations) station record\(stations == 1 ? "" : "s") and \(batches) "
-                        + "batch\(batches == 1 ? "" : "es") went to the store: receivers serving it go on from here")
+                    "vault: the receiver's key, \(stations) station record\(stations == 1 ? "" : "s")\(others) and "
+                        + "\(batches) batch\(batches == 1 ? "" : "es") went to the store: receivers serving it go on "
+                        + "from here")
             case .otherKey(let key)?:
                 Terminal.warn(
                     "the store's receivers sign with another key (\(key.prefix(16))…): this vault's receiver key, "

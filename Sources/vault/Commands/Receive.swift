@@ -40,7 +40,7 @@ extension VaultCommand {
                 receivers as you start, sharing its key, stations and batches through the store. \
                 The server's options: vault help receive serve.
                 """,
-            subcommands: [Serve.self, Stations.self, Operators.self, Key.self],
+            subcommands: [Serve.self, Stations.self, Batches.self, Operators.self, Key.self],
             defaultSubcommand: Serve.self)
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
@@ -130,10 +130,6 @@ extension VaultCommand.Receive {
             }
             if requireSealed && identities.isEmpty { throw VaultError(.usage, "--require-sealed needs --identity") }
             let ageIdentities = try AgeIdentityFiles.read(identities)
-            if !uiHosts.isEmpty, try options.target() != .local {
-                throw VaultError(
-                    .usage, "--ui-host: the operator's pages are served for a local vault only, not one on a store")
-            }
             let receiver = try await options.receiver(
                 serving: true, limits: limits, identities: ageIdentities, requireSealed: requireSealed)
             var configuration = ReceiveServer.Configuration()
@@ -229,15 +225,38 @@ extension VaultCommand.Receive.Stations {
         struct Entry: Encodable {
             var name: String
             var head: String?
+            var batches: Int
+            var documents: Int
+            var bytes: UInt64
+            /// When its last batch was taken, or its last refusal recorded, whichever is later.
+            var lastSeen: String?
+            var lastBatch: String?
+            var lastRefusal: Refusal?
+            /// Refusals recorded: once per code until a batch of the station is taken.
+            var refusalsRecorded: Int
+            var alerts: Int
+        }
+
+        struct Refusal: Encodable {
+            var time: String
+            var code: String
         }
 
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
-            let stations = try await options.receiver(serving: false).stations
+            let book = try await options.receiver(serving: false).book()
+            let stations = book.stations.values.sorted { $0.name < $1.name }
+            let entries = stations.map { s in
+                Entry(
+                    name: s.name, head: s.head, batches: s.batches, documents: s.documents, bytes: s.bytes,
+                    lastSeen: [s.lastBatchMillis, s.lastRefusal?.millis].compactMap { $0 }.max().map(JSONOutput.iso),
+                    lastBatch: s.lastBatchMillis.map(JSONOutput.iso),
+                    lastRefusal: s.lastRefusal.map { Refusal(time: JSONOutput.iso(millis: $0.millis), code: $0.code) },
+                    refusalsRecorded: s.refusalsRecorded, alerts: s.alerts.count)
+            }
             if result.json {
                 struct Result: Encodable { var stations: [Entry] }
-                let entries = stations.map { Entry(name: $0.name, head: $0.head) }
                 Terminal.out(JSONOutput.line(Result(stations: entries)))
                 return
             }
@@ -245,7 +264,15 @@ extension VaultCommand.Receive.Stations {
                 Terminal.err("vault: no stations (add one with 'vault receive station add NAME')")
                 return
             }
-            for s in stations { Terminal.out("\(s.name)  \(s.head ?? "no history head received yet")\n") }
+            for e in entries {
+                var line =
+                    "\(e.name)  last seen \(e.lastSeen ?? "never")  \(e.batches) batch\(e.batches == 1 ? "" : "es"), "
+                    + "\(e.documents) document\(e.documents == 1 ? "" : "s"), \(ByteSize.text(e.bytes))"
+                line += "  head \(e.head ?? "none received yet")"
+                if let r = e.lastRefusal { line += "  last refusal \(r.time) \(r.code)" }
+                if e.alerts > 0 { line += "  \(e.alerts) alert\(e.alerts == 1 ? "" : "s")" }
+                Terminal.out(line + "\n")
+            }
         }
     }
 
@@ -297,6 +324,72 @@ extension VaultCommand.Receive.Stations {
 }
 
 extension VaultCommand.Receive {
+    /// `vault receive batches`: the batches the office took, from its records.
+    struct Batches: VaultSubcommand {
+        static let configuration = CommandConfiguration(
+            commandName: "batches",
+            abstract: "List the batches the office took (oldest first), from a folder's history or a store's log.")
+
+        @OptionGroup(visibility: .hidden) var global: GlobalOptions
+        @ParentCommand var group: VaultCommand.Receive
+        @OptionGroup var result: ResultOptions
+
+        @Option(help: ArgumentHelp("Only this station's batches.", valueName: "name"))
+        var station: String?
+
+        struct Entry: Encodable {
+            var time: String
+            var station: String
+            var wire: String
+            var key: String
+            var sealed: Bool
+            var bytes: UInt64
+            var documents: [Document]
+        }
+
+        struct Document: Encodable {
+            var id: String
+            var stationID: String?
+            var name: String?
+            var size: UInt64?
+            var sha256: String?
+        }
+
+        func run() async throws { try await run(parent: group.parentOptions) }
+
+        func execute(_ options: GlobalOptions) async throws {
+            let book = try await options.receiver(serving: false).book()
+            let batches = book.batches.filter { station == nil || $0.station == station }
+            let entries = batches.map { b in
+                Entry(
+                    time: JSONOutput.iso(millis: b.timeMillis), station: b.station, wire: b.wire, key: b.key,
+                    sealed: b.sealed, bytes: b.bytes,
+                    documents: b.documents.enumerated().map { i, d in
+                        // A store's entries from before names were kept there know a document by id only.
+                        Document(
+                            id: d.id.hex, stationID: b.stationIDs?[i].hex, name: d.name.isEmpty ? nil : d.name,
+                            size: d.name.isEmpty ? nil : d.size, sha256: d.sha256.isEmpty ? nil : d.sha256)
+                    })
+            }
+            if result.json {
+                struct Result: Encodable { var batches: [Entry] }
+                Terminal.out(JSONOutput.line(Result(batches: entries)))
+                return
+            }
+            if entries.isEmpty {
+                Terminal.err("vault: no batches" + (station.map { " from station \(Terminal.printable($0))" } ?? ""))
+                return
+            }
+            for e in entries {
+                let n = e.documents.count
+                Terminal.out(
+                    "\(e.time)  \(e.station)  \(e.wire)\(e.sealed ? " sealed" : "")  "
+                        + "\(n) document\(n == 1 ? "" : "s")  "
+                        + "\(ByteSize.text(e.bytes))  \(Terminal.printable(e.key))\n")
+            }
+        }
+    }
+
     /// `vault receive operator`: who may sign in to the browser view.
     struct Operators: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -309,10 +402,6 @@ extension VaultCommand.Receive {
         @ParentCommand var group: VaultCommand.Receive
 
         var parentOptions: GlobalOptions { global.merged(with: group.parentOptions) }
-
-        /// Why operators need a local vault: their pages are served for one only.
-        static let localOnly =
-            "the operator's pages (/ui/) are served for a vault in a folder only; receivers on a store serve none"
     }
 }
 
@@ -329,8 +418,7 @@ extension VaultCommand.Receive.Operators {
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
-            try options.requireLocal(hint: VaultCommand.Receive.Operators.localOnly)
-            let names = try OperatorAccounts(vault: try options.unlock()).names
+            let names = try await OperatorAccounts(home: try await options.officeHome()).names
             if result.json {
                 struct Result: Encodable { var operators: [String] }
                 Terminal.out(JSONOutput.line(Result(operators: names)))
@@ -377,14 +465,12 @@ extension VaultCommand.Receive.Operators {
                         + "(letters, digits, '-', '_' and '.', up to 64)"
                 )
             }
-            try options.requireLocal(hint: VaultCommand.Receive.Operators.localOnly)
-            let vault = try options.unlock()
-            let accounts = try OperatorAccounts(vault: vault)
-            guard try !accounts.names.contains(name) else {
+            let accounts = try await OperatorAccounts(home: try await options.officeHome())
+            guard try await !accounts.names.contains(name) else {
                 throw VaultError(.alreadyExists, "there is already an operator named '\(name)'")
             }
             let password = try PasswordReader.read(file: newPasswordFile, from: .operatorPassword, confirm: true)
-            try accounts.add(name, password: password)
+            try await accounts.add(name, password: password)
             Terminal.err("vault: added operator \(name); they sign in at /ui/ of the receiver's address")
         }
     }
@@ -404,14 +490,20 @@ extension VaultCommand.Receive.Operators {
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
-            try options.requireLocal(hint: VaultCommand.Receive.Operators.localOnly)
-            try OperatorAccounts(vault: try options.unlock()).remove(name)
+            try await OperatorAccounts(home: try await options.officeHome()).remove(name)
             Terminal.err("vault: removed operator \(Terminal.printable(name))")
         }
     }
 }
 
 extension GlobalOptions {
+    /// Where the office of the vault these options name keeps its records: a local vault's
+    /// history, or, for a vault on a store, the store's receivers' log.
+    func officeHome() async throws -> any OfficeHome {
+        guard let store = try await openStore() else { return FolderHome(vault: try unlock()) }
+        return StoreHome(log: SharedReceiverLog(vault: store.vault, client: store.client, location: store.location))
+    }
+
     /// The receiver of the vault these options name: a local vault's own, or, for a vault on a
     /// store (`--vault s3://BUCKET/PREFIX`), one of the receivers sharing that store's log.
     /// - Parameter serving: a server (a local vault's receiver lock is taken).

@@ -1,0 +1,117 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import VaultCore
+
+/// What an office's records (``OfficeRecord``, from either home) say it took and heard: its
+/// batches in order, and for each station its totals, last batch, last history head, alerts and
+/// recorded refusals. What the operator's pages, `vault receive batches` and `vault receive
+/// station list` show.
+package struct OfficeBook: Sendable {
+    /// A batch taken.
+    package struct Batch: Sendable {
+        /// When it was recorded (milliseconds since 1970).
+        package var timeMillis: Int64
+        package var station: String
+        /// How it came (`json`, `form`, `tus`).
+        package var wire: String
+        /// Its `Idempotency-Key`.
+        package var key: String
+        /// Its documents, in the receipt's order (on a store, entries from before names were kept
+        /// there have an empty name and size 0).
+        package var documents: [HistoryRecord.Document]
+        /// The id the station gave each document (its receipt names it so), when it could be read.
+        package var stationIDs: [DocumentID]?
+        /// The receipt's signature (base64).
+        package var signature: String
+        /// Whether its documents came sealed.
+        package var sealed: Bool
+
+        /// Its payload bytes (the sum of its documents' sizes).
+        package var bytes: UInt64 { documents.reduce(0) { $0 + $1.size } }
+    }
+
+    /// An alert recorded for a station: the head it sent could not follow the one it sent before.
+    package struct Alert: Sendable {
+        package var timeMillis: Int64
+        /// `rolled-back` or `forked`.
+        package var reason: String
+        package var head: String
+        package var knownHead: String
+    }
+
+    /// A station as the records tell of it.
+    package struct Station: Sendable {
+        package var name: String
+        /// The last history head it sent with a batch taken.
+        package var head: String?
+        package var batches = 0
+        package var documents = 0
+        package var bytes: UInt64 = 0
+        /// When its last batch was taken (milliseconds since 1970).
+        package var lastBatchMillis: Int64?
+        package var alerts: [Alert] = []
+        /// Refusals recorded (once per code until a batch is taken), and the last one.
+        package var refusalsRecorded = 0
+        package var lastRefusal: (millis: Int64, code: String)?
+    }
+
+    /// The batches, oldest first.
+    package private(set) var batches: [Batch] = []
+    /// The stations there are now, by name.
+    package private(set) var stations: [String: Station] = [:]
+    private var holding: [DocumentID: Int] = [:]
+
+    /// What `records` say, in order.
+    package init(_ records: [OfficeRecord]) {
+        struct Answer: Decodable { var signature: String? }
+        let decoder = JSONDecoder()
+        for record in records {
+            switch record.operation {
+            case .receive:
+                guard let batch = record.payload(ReceivedBatch.self) else { continue }
+                let signature = (try? decoder.decode(Answer.self, from: Data(batch.answer.utf8)))?.signature ?? ""
+                // The receipt names each document by the station's id, in the record's order.
+                let stationIDs = (try? Receipt.answer(Array(batch.answer.utf8)).receipt.documents.map(\.id))
+                    .flatMap { $0.count == record.documents.count ? $0 : nil }
+                for d in record.documents { holding[d.id] = batches.count }
+                let taken = Batch(
+                    timeMillis: record.timeMillis, station: batch.station, wire: batch.wire, key: batch.batch,
+                    documents: record.documents, stationIDs: stationIDs, signature: signature,
+                    sealed: batch.sealed == true)
+                batches.append(taken)
+                guard var s = stations[batch.station] else { continue }
+                s.batches += 1
+                s.documents += record.documents.count
+                s.bytes += taken.bytes
+                s.lastBatchMillis = max(s.lastBatchMillis ?? 0, record.timeMillis)
+                if let head = batch.head { s.head = head }
+                stations[batch.station] = s
+            case .station:
+                guard let change = record.payload(StationChange.self) else { continue }
+                switch change.action {
+                case .alert:
+                    stations[change.name]?.alerts.append(
+                        Alert(
+                            timeMillis: record.timeMillis, reason: change.reason ?? "", head: change.head ?? "",
+                            knownHead: change.knownHead ?? ""))
+                case .refused:
+                    guard stations[change.name] != nil, let code = change.reason else { continue }
+                    stations[change.name]?.refusalsRecorded += 1
+                    stations[change.name]?.lastRefusal = (record.timeMillis, code)
+                case .add:
+                    // A station added again under a removed one's name starts afresh.
+                    stations[change.name] = Station(name: change.name)
+                case .remove:
+                    stations[change.name] = nil
+                }
+            default: continue
+            }
+        }
+    }
+
+    /// The batch that brought document `id`.
+    package func batch(holding id: DocumentID) -> Batch? { holding[id].map { batches[$0] } }
+}

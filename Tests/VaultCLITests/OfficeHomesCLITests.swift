@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+import VaultTestSupport
+
+/// One back office, two homes (issue 57): what an office can do from a vault folder it can do
+/// from a store served by receivers (SeaweedFS): operators and their pages, listing stations with
+/// their last refusal, and listing batches from the command line.
+@Suite(.blocking) struct OfficeHomesCLITests {
+    /// `curl -F` of one document named `name` to `url`: the HTTP status and body.
+    static func send(_ s: Sandbox, _ url: String, token: String, key: String, name: String) -> (Int, String) {
+        let r = s.shell(
+            "curl -sS -w '\\n%{http_code}' -H 'Authorization: Bearer \(token)' -H 'Idempotency-Key: \(key)' "
+                + "-F 'file=@doc.txt;filename=\(name)' \(url)/batches")
+        let lines = r.out.split(separator: "\n", omittingEmptySubsequences: false)
+        return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+    }
+
+    @Test func aStoresReceiversServeOperatorsPagesAndListStationsAndBatches() async throws {
+        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("homes")
+        defer { Task { await s3.shutdown() } }
+        let url = "s3://\(bucket)/office"
+        let s = Sandbox()
+        var env = S3UploadCLITests.env(sw)
+        env["VAULT_PASSWORD"] = ReceiverProcess.password
+        env["XDG_CACHE_HOME"] = s.path("cache-admin")
+        let token = SharedReceiveCLITests.officeOnStore(s, url: url, env: env)
+        #expect(token.count > 20)
+
+        // Operators are the store's: added, listed and removed from any machine.
+        s.write("operator-password", Array((OperatorViewCLITests.operatorPassword + "\n").utf8))
+        for name in ["alice", "bob"] {
+            let added = s.run(
+                [
+                    "receive", "--vault", url, "operator", "add", name, "--new-password-file",
+                    s.path("operator-password")
+                ],
+                env: env)
+            #expect(added.status == 0 && added.stderr.contains("added operator \(name)"), "\(added.stderr)")
+        }
+        #expect(s.run(["receive", "--vault", url, "operator", "remove", "bob"], env: env).status == 0)
+        let operators = s.run(["receive", "--vault", url, "operator", "list", "--json"], env: env)
+        #expect(operators.status == 0 && operators.out == #"{"operators":["alice"]}"# + "\n", "\(operators)")
+        let again = s.run(
+            ["receive", "--vault", url, "operator", "add", "alice", "--new-password-file", s.path("operator-password")],
+            env: env)
+        #expect(again.status == 73 && again.stderr.contains("already an operator named 'alice'"), "\(again.stderr)")
+
+        var serving = env
+        serving["XDG_CACHE_HOME"] = s.path("cache-r1")
+        let receiver = try ReceiverProcess(s, vault: "r1", location: url, environment: serving)
+        s.write("doc.txt", Array("the warehouse's delivery note\n".utf8))
+        let taken = Self.send(s, receiver.url, token: token, key: "k-1", name: "2026/03/note.txt")
+        #expect(taken.0 == 200, "\(taken)")
+        let refused = Self.send(s, receiver.url, token: token, key: "k-2", name: "../note.txt")
+        #expect(refused.0 == 400 && refused.1.contains("header-malformed"), "\(refused)")
+
+        // The pages: an operator of the store signs in at this receiver and sees the station, its
+        // batch with the document's folder, and its last refusal.
+        let (status, cookie) = OperatorViewCLITests.signIn(s, receiver.url)
+        #expect(status == 303 && cookie != nil, "sign-in: \(status)")
+        let stations = OperatorViewCLITests.curl(s, ["-b", "vault_session=\(cookie ?? "")", receiver.url + "/ui/"])
+        #expect(stations.status == 200 && stations.body.contains("desk"), "\(stations.status)")
+        #expect(stations.body.contains("header-malformed"), "the station's last refusal is shown")
+        let batches = OperatorViewCLITests.curl(
+            s, ["-b", "vault_session=\(cookie ?? "")", receiver.url + "/ui/batches"])
+        #expect(batches.status == 200 && batches.body.contains("2026/03/note.txt"), "\(batches.body)")
+        // The document this receiver took, and one another receiver of the store took after this
+        // one started: each has its page and downloads byte for byte.
+        var other = env
+        other["XDG_CACHE_HOME"] = s.path("cache-r2")
+        let second = try ReceiverProcess(s, vault: "r2", location: url, environment: other)
+        s.write("doc.txt", Array("a second note, taken by the other receiver\n".utf8))
+        #expect(Self.send(s, second.url, token: token, key: "k-3", name: "notes/second.txt").0 == 200)
+        let ids = s.run(["receive", "--vault", url, "batches", "--json"], env: serving).out
+            .components(separatedBy: #""id":""#).dropFirst().map { String($0.prefix(32)) }
+        #expect(ids.count == 2, "\(ids)")
+        let texts = ["the warehouse's delivery note\n", "a second note, taken by the other receiver\n"]
+        for (id, text) in zip(ids, texts) {
+            let page = OperatorViewCLITests.curl(
+                s, ["-b", "vault_session=\(cookie ?? "")", receiver.url + "/ui/documents/\(id)"])
+            #expect(page.status == 200, "\(id): \(page.status) \(page.body)")
+            let download = OperatorViewCLITests.curl(
+                s, ["-b", "vault_session=\(cookie ?? "")", receiver.url + "/ui/documents/\(id)/download"])
+            #expect(download.status == 200 && download.body == text, "\(id): \(download.status) \(download.body)")
+        }
+
+        // The command line, from another machine: stations with their counts and last refusal,
+        // batches with their documents' names.
+        env["XDG_CACHE_HOME"] = s.path("cache-other")
+        let list = s.run(["receive", "--vault", url, "station", "list", "--json"], env: env)
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.out.contains(#""batches":2"#) && list.out.contains(#""documents":2"#), "\(list.out)")
+        #expect(list.out.contains(#""lastRefusal":{"code":"header-malformed""#), "\(list.out)")
+        let text = s.run(["receive", "--vault", url, "station", "list"], env: env)
+        #expect(text.out.hasPrefix("desk  last seen 20") && text.out.contains("last refusal"), "\(text.out)")
+        let listed = s.run(["receive", "--vault", url, "batches", "--json"], env: env)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.out.contains(#""key":"k-1""#), "\(listed.out)")
+        #expect(listed.out.contains(#""name":"2026/03/note.txt""#), "\(listed.out)")
+        #expect(!listed.out.contains("k-2"), "a refused batch is not listed")
+        let none = s.run(["receive", "--vault", url, "batches", "--station", "nobody"], env: env)
+        #expect(none.status == 0 && none.out.isEmpty && none.stderr.contains("no batches from station nobody"))
+    }
+}
