@@ -72,6 +72,7 @@ let package = Package(
             dependencies: [
                 "VaultCore",
                 "VaultRemote",
+                "VaultS3",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -38,11 +38,11 @@ public struct RemoteLocation: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { prefix.isEmpty ? "s3://\(bucket)" : "s3://\(bucket)/\(prefix)" }
 
-    func key(_ rest: String) -> String { prefix.isEmpty ? rest : prefix + "/" + rest }
+    package func key(_ rest: String) -> String { prefix.isEmpty ? rest : prefix + "/" + rest }
     var configKey: String { key("vault.json") }
     var objectsPrefix: String { key("objects/") }
     var removedPrefix: String { key("removed/") }
-    func objectKey(_ id: DocumentID) -> String { key("objects/\(id.hex).vlt") }
+    package func objectKey(_ id: DocumentID) -> String { key("objects/\(id.hex).vlt") }
     func tombstoneKey(_ id: DocumentID) -> String { key("removed/\(id.hex)") }
 
     /// The document id of an object key, or nil for a key that is not `objects/<id>.vlt`.

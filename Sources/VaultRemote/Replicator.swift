@@ -35,7 +35,29 @@ public struct PushReport: Sendable {
     public var refusedTombstones: [RejectedObject] = []
     /// For a vault that has served as a receiver: what of its key, stations and batches was
     /// carried to the store's receivers (nil for a vault that never was one).
-    package var receiver: SharedReceiverLog.Carried?
+    package var office: OfficeCarried?
+}
+
+/// What a push did with the back office a vault kept (``OfficeCarrier``).
+package enum OfficeCarried: Sendable, Equatable {
+    /// The key, and the station, operator and batch records the store lacked (counts), were written.
+    case carried(stations: Int, batches: Int, operators: Int)
+    /// The store held everything already.
+    case alreadyThere
+    /// The store's receivers sign with another key (hex): nothing was carried.
+    case otherKey(String)
+}
+
+/// What a push carries to a store, beside the documents, for the back office a vault keeps: its
+/// receivers' records, which this module does not know (VaultReceive keeps them, in a vault's
+/// history or a store's receivers' log). The push is given one (``Replicator/push(progress:office:)``).
+package protocol OfficeCarrier: Sendable {
+    /// Carries the office `vault` served as a receiver (its key, stations, operators and
+    /// batches) to the store, once its documents are there; nil for a vault that never served.
+    func carry(_ vault: Vault, to replicator: Replicator) async throws -> OfficeCarried?
+    /// Marks in the store's office records that its password changed (`detail`), once the new
+    /// `vault.json` is there.
+    func markPasswordChange(_ vault: Vault, on replicator: Replicator, detail: String) async throws
 }
 
 /// An object on the store that was not taken, and why (damaged, foreign, forged, or sealed
@@ -189,6 +211,13 @@ public final class Replicator: Sendable {
     /// envelopes go from the store), and the envelopes of documents it has neither as object
     /// nor as tombstone. The first push to an empty prefix writes `vault.json` there.
     public func push(progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }) async throws -> PushReport {
+        try await push(progress: progress, office: nil)
+    }
+
+    /// ``push(progress:)``, carrying the office the vault keeps with `office`.
+    package func push(
+        progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }, office: (any OfficeCarrier)?
+    ) async throws -> PushReport {
         var report = PushReport()
         let identity = try await retrying { try await checkIdentity(create: true) }
         report.created = identity.created
@@ -226,17 +255,12 @@ public final class Replicator: Sendable {
             }
         }
         if let epoch = identity.behind {
-            try await finishCarrying(from: epoch)
+            try await finishCarrying(from: epoch, office: office)
             report.passwordCarried = true
         }
         // A receiver's vault: its key, stations and batches go to the store's receivers' log,
         // once its documents are there, so receivers serving the store go on where it left off.
-        if let seed = try vault.receiverSeed() {
-            report.receiver = try await SharedReceiverLog(
-                vault: vault, client: client, location: location, policy: policy
-            )
-            .carry(seed: seed, records: try vault.history().records.map(\.record))
-        }
+        report.office = try await office?.carry(vault, to: self)
         return report
     }
 
@@ -295,21 +319,20 @@ public final class Replicator: Sendable {
     /// Ends carrying a password change: the new `vault.json` goes last, once every envelope on
     /// the store is of the new epoch, and the receivers' log (if the store has one) is marked,
     /// so that no entry under the old key counts after it. Other stations' pulls then take it.
-    private func finishCarrying(from epoch: UInt32) async throws {
+    private func finishCarrying(from epoch: UInt32, office: (any OfficeCarrier)?) async throws {
         try await retrying {
             _ = try await client.putObject(
                 bucket: location.bucket, key: location.configKey, body: ByteBuffer(bytes: try vault.configBytes()),
                 contentType: "application/json", metadata: [:])
         }
-        _ = try await SharedReceiverLog(vault: vault, client: client, location: location, policy: policy)
-            .markPasswordChange(detail: "key epoch \(epoch) → \(vault.keyEpoch)")
+        try await office?.markPasswordChange(vault, on: self, detail: "key epoch \(epoch) → \(vault.keyEpoch)")
     }
 
     /// Sends one envelope as it is on disk: one PUT with `If-None-Match: *` when it fits a
     /// part, else a multipart upload after a HEAD (an object already there is left alone).
     /// - Parameter path: where the envelope is (by default the vault's own `objects/<id>.vlt`).
     /// - Parameter replace: write it over the store's copy (one of an earlier key epoch).
-    func send(_ id: DocumentID, from path: String? = nil, replace: Bool = false) async throws -> UInt64 {
+    package func send(_ id: DocumentID, from path: String? = nil, replace: Bool = false) async throws -> UInt64 {
         let file = try VaultCore.OpenFile.openStored(path ?? vault.objectPath(id))
         defer { file.close() }
         let size = try file.size()

@@ -38,15 +38,15 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
         /// (``TagChange``). A document's tags are its envelope's with every change applied.
         case tag
         /// A batch a receiver (`vault receive`) took from a station: its documents, committed
-        /// together; `detail` is JSON (``ReceivedBatch``): the station, the batch key, the
+        /// together; `detail` is JSON (`ReceivedBatch`, VaultReceive): the station, the batch key, the
         /// station's history head and the signed receipt.
         case receive
-        /// A receiver's station added or removed: JSON in `detail` (``StationChange``).
+        /// A receiver's station added or removed: JSON in `detail` (`StationChange`, VaultReceive).
         case station
-        /// A receiver's signing key made: its public key in `detail` (``ReceiverKeyRecord``).
+        /// A receiver's signing key made: its public key in `detail` (`ReceiverKeyRecord`, VaultReceive).
         case receiver
         /// An operator of a receiver's browser view added or removed: JSON in `detail`
-        /// (``OperatorChange``), with the password's Argon2id hash for an `add`.
+        /// (`OperatorChange`, VaultReceive), with the password's Argon2id hash for an `add`.
         case operatorAccount = "operator"
     }
 

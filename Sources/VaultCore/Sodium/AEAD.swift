@@ -113,9 +113,9 @@ enum XChaCha20Poly1305 {
 }
 
 /// Subkeys from a 32-byte master key with libsodium's `crypto_kdf_derive_from_key` (BLAKE2b).
-enum SubkeyDerivation {
+package enum SubkeyDerivation {
     /// Derives subkey number `id` under the 8-byte `context`.
-    static func derive(from master: SecretBytes, id: UInt64, context: String) throws -> SecretBytes {
+    package static func derive(from master: SecretBytes, id: UInt64, context: String) throws -> SecretBytes {
         let ctx = Array(context.utf8)
         precondition(ctx.count == Int(crypto_kdf_CONTEXTBYTES), "internal error: KDF context must be 8 bytes")
         return try SecretBytes(count: 32) { out in
@@ -134,9 +134,9 @@ enum SubkeyDerivation {
 
 /// Keyed BLAKE2b (libsodium's `crypto_generichash` with a key): a MAC, for values stored in the
 /// clear that must not be computable without the key.
-enum KeyedHash {
+package enum KeyedHash {
     /// 32-byte BLAKE2b of `message` keyed by `key`.
-    static func digest(_ message: [UInt8], key: SecretBytes) -> [UInt8] {
+    package static func digest(_ message: [UInt8], key: SecretBytes) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
         let rc = key.withUnsafeBytes { k in
             crypto_generichash(

@@ -19,7 +19,7 @@ public final class Vault: @unchecked Sendable {
     let keyring: Keyring
     /// The vault key of the current key epoch, and the earlier ones.
     let keys: EpochKeys
-    let random: any RandomSource
+    package let random: any RandomSource
     /// The index connection (``withIndex(known:full:_:)``).
     let indexHolder = IndexHolder()
 

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import VaultCore
+import VaultReceive
 
 extension VaultCommand {
     /// `vault log`: print the vault's history.
@@ -88,6 +89,10 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
+            if try options.target() != .local {
+                try await storeLog(options)
+                return
+            }
             let vault = try options.unlock()
             let scan = try vault.history()
             guard scan.exists else {
@@ -122,7 +127,7 @@ extension VaultCommand {
                             }, findings: findings)))
             } else {
                 let width = FittedTable.stdoutWidth
-                Terminal.out(shown.map { Self.text($0, width: width, only: prefix) }.joined())
+                Terminal.out(shown.map { Self.text($0.position, $0.record, width: width, only: prefix) }.joined())
                 if shown.isEmpty {
                     Terminal.err(
                         "vault: no record matches" + (prefix.map { " (--doc \($0))" } ?? "")
@@ -143,19 +148,19 @@ extension VaultCommand {
         /// - Parameter only: with `--doc`, the id prefix whose document lines are shown (a send
         ///   names every document it sent: one document's log would be hundreds of lines); the
         ///   record's line still counts them all.
-        static func text(_ e: HistoryScan.Entry, width: Int? = nil, only: String? = nil) -> String {
+        static func text(_ position: Int, _ record: HistoryRecord?, width: Int? = nil, only: String? = nil) -> String {
             let room = width.map { $0 - 1 } ?? Int.max
             func fit(_ s: String) -> String { width == nil ? s : Terminal.cut(s, room) }
-            guard let r = e.record else {
-                return fit(Self.column(e.position) + "  DAMAGED: this record fails authentication") + "\n"
+            guard let r = record else {
+                return fit(Self.column(position) + "  DAMAGED: this record fails authentication") + "\n"
             }
             // Narrow terminals: the position unpadded, the time without the year and seconds, the host last.
             let narrow = room < 60
             var line =
                 narrow
-                ? "\(e.position)  " + UTCTime(millis: r.timeMillis).minutes.dropFirst(5) + "  "
+                ? "\(position)  " + UTCTime(millis: r.timeMillis).minutes.dropFirst(5) + "  "
                     + r.operation.rawValue.padded(to: 7)
-                : Self.column(e.position) + "  " + JSONOutput.iso(millis: r.timeMillis) + "  "
+                : Self.column(position) + "  " + JSONOutput.iso(millis: r.timeMillis) + "  "
                     + r.operation.rawValue.padded(to: 11)
             line +=
                 " " + String(r.outcome.rawValue.padded(to: 8).prefix(8))
@@ -193,6 +198,48 @@ extension VaultCommand {
             }
             for a in r.anomalies { text += fit(indent + "! \(a.code): \(Terminal.printable(a.message))") + "\n" }
             return text
+        }
+
+        /// `log` of a vault on a store: what its receivers recorded (docs/RECEIVE.md, "Several
+        /// receivers, one store"), the entries of the store's receivers' log, read whole and
+        /// checked (a missing, foreign or reordered entry is `vault-damaged`, exit 65). Its host
+        /// column says `store`: an entry does not record which receiver wrote it.
+        private func storeLog(_ options: GlobalOptions) async throws {
+            guard let store = try await options.openStore() else { return }
+            let log = SharedReceiverLog(vault: store.vault, client: store.client, location: store.location)
+            let records = try await StoreHome(log: log).records().records
+            let sinceMillis = since.flatMap { Self.parseTime($0) }.map { UTCTime($0).millis }
+            let prefix = doc?.lowercased()
+            let shown = records.enumerated().map { i, o -> (position: Int, record: HistoryRecord) in
+                var r = HistoryRecord(o.operation, documents: o.documents, detail: o.detail)
+                (r.timeMillis, r.host) = (o.timeMillis, "store")
+                return (i + 1, r)
+            }.filter { e in
+                let r = e.record
+                if let sinceMillis, r.timeMillis < sinceMillis { return false }
+                if let prefix, !r.documents.contains(where: { $0.id.hex.hasPrefix(prefix) }) { return false }
+                return true
+            }
+            if json {
+                let head = "\(records.count) entries of \(log.logDescription)"
+                Terminal.out(
+                    JSONOutput.line(
+                        Output(
+                            head: head,
+                            records: shown.map { e in
+                                let r = e.record
+                                return .init(
+                                    position: e.position, status: "ok", op: r.operation.rawValue,
+                                    time: JSONOutput.iso(millis: r.timeMillis), timeMillis: r.timeMillis, host: r.host,
+                                    outcome: r.outcome.rawValue, documents: r.documents, destinations: r.destinations,
+                                    detail: OperatorChange.of(r)?.shownDetail ?? r.detail, anomalies: r.anomalies,
+                                    receipt: r.receipt)
+                            }, findings: [])))
+                return
+            }
+            let width = FittedTable.stdoutWidth
+            Terminal.out(shown.map { Self.text($0.position, $0.record, width: width, only: prefix) }.joined())
+            if shown.isEmpty { Terminal.err("vault: no entry of \(log.logDescription) matches") }
         }
 
         /// A record's position right-aligned in five columns (as `%5d` writes it).

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import VaultCore
+import VaultReceive
 import VaultRemote
 import VaultS3
 
@@ -46,7 +47,7 @@ extension VaultCommand {
             let start = Date()
             let report = try await transfer.run(location, label: "push") { progress in
                 try await Replicator(vault: vault, client: client, location: location, parallel: transfer.parallel)
-                    .push(progress: progress)
+                    .push(progress: progress, office: ReceiversLogCarrier())
             }
             Terminal.warnRefusedTombstones(report.refusedTombstones)
             if !report.sent.isEmpty || report.tombstones > 0 || !report.refusedTombstones.isEmpty
@@ -86,7 +87,7 @@ extension VaultCommand {
                 }
                 Terminal.err(line)
             }
-            switch report.receiver {
+            switch report.office {
             case .carried(let stations, let batches, let operators)? where transfer.printsSummary:
                 let others = operators == 0 ? "" : ", \(operators) operator record\(operators == 1 ? "" : "s")"
                 Terminal.err(

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import VaultCore
 
 /// A receiver's identity (`vault receive`): its Ed25519 signing key, kept sealed in
 /// `receiver.vlt` (the body is the 32-byte seed; resealed by a password change, so the key
@@ -249,16 +250,14 @@ extension Vault {
         id: DocumentID, station: String, stationID: DocumentID
     )] {
         let scan = try settledHistory()
-        let present = scan.projected().present
         var found: [(id: DocumentID, station: String, stationID: DocumentID)] = []
         for (_, record) in scan.records where record.outcome == .ok {
             guard let batch = record.payload(ReceivedBatch.self),
                 let receipt = try? Receipt.answer(Array(batch.answer.utf8)).receipt,
                 receipt.documents.count == record.documents.count
             else { continue }
-            for (d, r) in zip(record.documents, receipt.documents)
-            where r.id.hex.hasPrefix(prefix) && present[d.id] != nil {
-                found.append((d.id, batch.station, r.id))
+            for (d, r) in zip(record.documents, receipt.documents) where r.id.hex.hasPrefix(prefix) {
+                if try self.record(d.id) != nil { found.append((d.id, batch.station, r.id)) }
             }
         }
         return found

@@ -7,6 +7,7 @@ import Foundation
 import NIOCore
 import Synchronization
 import VaultCore
+import VaultRemote
 import VaultS3
 
 /// What receivers that take batches into one remote vault share through its store, beside the
@@ -284,6 +285,7 @@ public final class SharedReceiverLog: Sendable {
     /// entry sealed under an earlier key can follow it. Does nothing when the store has no
     /// receivers' log.
     /// - Returns: whether the store has one.
+    @discardableResult
     package func markPasswordChange(detail: String) async throws -> Bool {
         try await readAll()
         guard state.withLock({ !$0.entries.isEmpty }) else { return false }
@@ -368,22 +370,12 @@ public final class SharedReceiverLog: Sendable {
 
     // MARK: A local receiver moved to the store
 
-    /// What ``carry(seed:records:)`` did.
-    package enum Carried: Sendable, Equatable {
-        /// The key, and the station, operator and batch records the log lacked (counts), were written.
-        case carried(stations: Int, batches: Int, operators: Int)
-        /// The log held everything already.
-        case alreadyThere
-        /// The store's receivers sign with another key (hex): nothing was carried.
-        case otherKey(String)
-    }
-
     /// Carries a receiver served from a local vault to this store, so that receivers serving the
     /// store go on with its key, stations and batches: `seed` (its signing seed) becomes
     /// `receivers/key.vlt` and the log's `receiver` entry, unless the store's receivers already
     /// have a key, and each of `records` (its `station` and `receive` history records, in order)
     /// the log does not hold yet is appended. Run again after a failure, it carries the rest.
-    package func carry(seed: SecretBytes, records: [HistoryRecord]) async throws -> Carried {
+    package func carry(seed: SecretBytes, records: [HistoryRecord]) async throws -> OfficeCarried {
         try await readAll()
         let mine = Hex.encode(try ReceiverIdentity(seed: seed).publicKey)
         if let recorded = recordedKey(), recorded != mine { return .otherKey(recorded) }
@@ -511,5 +503,25 @@ actor AppendGate {
     /// Leaves: the next waiting, if any, is inside.
     func leave() {
         if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+    }
+}
+
+/// What a push carries for the office a vault keeps: its receiver's key and records go to the
+/// store's receivers' log (``SharedReceiverLog/carry(seed:records:)``), and a password change
+/// carried to the store is marked there.
+package struct ReceiversLogCarrier: OfficeCarrier {
+    package init() {}
+
+    package func carry(_ vault: Vault, to replicator: Replicator) async throws -> OfficeCarried? {
+        guard let seed = try vault.receiverSeed() else { return nil }
+        return try await log(vault, replicator).carry(seed: seed, records: try vault.history().records.map(\.record))
+    }
+
+    package func markPasswordChange(_ vault: Vault, on replicator: Replicator, detail: String) async throws {
+        try await log(vault, replicator).markPasswordChange(detail: detail)
+    }
+
+    private func log(_ vault: Vault, _ r: Replicator) -> SharedReceiverLog {
+        SharedReceiverLog(vault: vault, client: r.client, location: r.location, policy: r.policy)
     }
 }
