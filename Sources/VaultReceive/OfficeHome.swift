@@ -241,4 +241,10 @@ package final class StoreHome: OfficeHome {
         view.withLock { $0 = fresh }
         return try fresh.record(id).map { ($0, fresh) }
     }
+
+    /// Whether a tombstone of this vault on the store removed document `id`.
+    package func removed(_ id: DocumentID) async throws -> Bool {
+        let replicator = Replicator(vault: log.vault, client: log.client, location: log.location, policy: log.policy)
+        return try await replicator.openTombstones([id]).valid[id] != nil
+    }
 }

@@ -94,6 +94,15 @@ public final class SharedReceiverLog: Sendable {
     /// The entries read so far, in order.
     package var entries: [Entry] { state.withLock { $0.entries } }
 
+    /// The log's head as far as it was read, in a history head's form: `<entries>-<the first 16
+    /// bytes of the last entry's SHA-256, hex>` (`0-` and 32 zeros for an empty log).
+    package var head: String {
+        state.withLock { s in
+            let tag = s.lastDigest.isEmpty ? [UInt8](repeating: 0, count: 16) : Array(s.lastDigest.prefix(16))
+            return "\(s.entries.count)-" + Hex.encode(tag)
+        }
+    }
+
     /// Whether an entry read so far names document `id` as taken.
     package func names(_ id: DocumentID) -> Bool { state.withLock { $0.committed.contains(id) } }
 

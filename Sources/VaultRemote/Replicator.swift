@@ -491,7 +491,7 @@ public final class Replicator: Sendable {
     /// Fetches and opens the tombstones of `ids` (GETs of at most ``Tombstone/maxSize`` bytes):
     /// one counts only when it authenticates for its id under this vault's current key. The
     /// others (junk, foreign, forged, sealed under a retired key) are returned by key with why.
-    func openTombstones(
+    package func openTombstones(
         _ ids: Set<DocumentID>
     ) async throws -> (valid: [DocumentID: Tombstone], refused: [RejectedObject]) {
         var valid: [DocumentID: Tombstone] = [:]

@@ -229,8 +229,8 @@ extension GlobalOptions {
             throw VaultError(
                 .usage,
                 """
-                    this command needs a local vault; \(v) can be read in place only by list, get, verify, export and \
-                    upload (and served by receive)
+                    this command needs a local vault; \(v) can be read in place only by list, get, verify, export, \
+                    upload, log and audit (and served by receive)
                     """,
                 hint: hint ?? "make a replica with 'vault clone \(v) --vault NEW-FOLDER'")
         }

@@ -100,5 +100,33 @@ import VaultTestSupport
         #expect(!listed.out.contains("k-2"), "a refused batch is not listed")
         let none = s.run(["receive", "--vault", url, "batches", "--station", "nobody"], env: env)
         #expect(none.status == 0 && none.out.isEmpty && none.stderr.contains("no batches from station nobody"))
+
+        // `log` shows the receivers' log; `audit` checks what they took: each receipt against the
+        // receivers' key and each document on the store, every chunk with --deep.
+        let log = s.run(["log", "--vault", url], env: env)
+        #expect(log.status == 0 && log.out.components(separatedBy: "  receive  ").count == 3, "\(log.out)")
+        #expect(log.out.contains("2026/03/note.txt") && log.out.contains("operator bob removed"), "\(log.out)")
+        let audit = s.run(["audit", "--vault", url, "--deep"], env: env)
+        #expect(audit.status == 0, "\(audit.stderr)")
+        #expect(audit.out.hasSuffix("2 batches, 2 documents (every chunk): clean\n"), "\(audit.out)")
+        // A document taken off the store is found, by id.
+        try await s3.deleteObject(bucket: bucket, key: "office/objects/\(ids[1]).vlt")
+        env["XDG_CACHE_HOME"] = s.path("cache-auditor")
+        let cut = s.run(["audit", "--vault", url], env: env)
+        #expect(cut.status == 65 && cut.out.contains("missing-object: \(ids[1])"), "\(cut.out)\(cut.stderr)")
+
+        // What scripts read is what docs/schemas says.
+        let outputs: [(schema: String, args: [String])] = [
+            ("receive-stations", ["receive", "--vault", url, "station", "list", "--json"]),
+            ("receive-batches", ["receive", "--vault", url, "batches", "--json"]),
+            ("log", ["log", "--vault", url, "--json"]), ("audit-store", ["audit", "--vault", url, "--json"]),
+        ]
+        for (schema, args) in outputs {
+            let r = s.run(args, env: env)
+            #expect(r.out.hasPrefix("{") && r.out.hasSuffix("}\n"), "\(args): \(r.out)\(r.stderr)")
+            s.write("\(schema).json", Array(r.out.utf8))
+            let v = AuditCLITests.validate(s.path("\(schema).json"), schema: schema)
+            #expect(v.status == 0, "\(schema): \(v.output)")
+        }
     }
 }

@@ -401,7 +401,7 @@ import Glibc
                 && add.stderr.hasPrefix(
                     """
                         vault: this command needs a local vault; \(url) can be read in place only by list, get, \
-                        verify, export and upload (and served by receive)\n
+                        verify, export, upload, log and audit (and served by receive)\n
                         """
                 ), "\(add.stderr)")
     }

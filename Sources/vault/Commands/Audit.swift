@@ -5,6 +5,8 @@ import FoundationEssentials
 import Foundation
 #endif
 import VaultCore
+import VaultReceive
+import VaultRemote
 
 extension VaultCommand {
     /// `vault audit`: check the vault against its sealed history.
@@ -121,6 +123,10 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
+            if try options.target() != .local {
+                try await auditStore(options)
+                return
+            }
             let vault = try options.unlock()
             if head {
                 let scan = try vault.history()
@@ -197,6 +203,53 @@ extension VaultCommand {
                     .vaultDamaged, "the audit found \(Plural.count(report.findings.count, "problem"))",
                     hint: "\(DocsLocation.path("CLI.md")) says what each code means")
             }
+        }
+    }
+}
+
+extension VaultCommand.Audit {
+    /// `audit` of a vault on a store: what its receivers took (``OfficeAudit``): the receivers'
+    /// log whole and chained, each batch's receipt signed by the receivers' key and naming what
+    /// the entry took, each document on the store and authentic (every chunk with `--deep`).
+    func auditStore(_ options: GlobalOptions) async throws {
+        if head || expectHead != nil || acceptLoss || !requireDelivered.isEmpty || !requireReceipts.isEmpty {
+            throw VaultError(
+                .usage, "a vault on a store is audited for what its receivers took: --deep and --json only",
+                hint: "clone it and audit the clone for the rest")
+        }
+        guard let store = try await options.openStore() else { return }
+        let log = SharedReceiverLog(vault: store.vault, client: store.client, location: store.location)
+        let report = try await OfficeAudit(home: StoreHome(log: log)).run(deep: deep)
+        let summary = """
+            audited \(Plural.count(report.entries, "entry")) of \(log.logDescription), \
+            \(Plural.count(report.batches, "batch")), \
+            \(Plural.count(report.documents, "document"))\(deep ? " (every chunk)" : " (headers)"): \
+            \(report.findings.isEmpty ? "clean" : Plural.count(report.findings.count, "finding"))
+            """
+        if json {
+            struct StoreOutput: Encodable {
+                var clean: Bool
+                var log: String
+                var entries: Int
+                var batches: Int
+                var documents: Int
+                var deep: Bool
+                var findings: [AuditFinding]
+            }
+            Terminal.out(
+                JSONOutput.line(
+                    StoreOutput(
+                        clean: report.findings.isEmpty, log: log.logDescription, entries: report.entries,
+                        batches: report.batches, documents: report.documents, deep: deep, findings: report.findings)))
+        } else {
+            var out = ""
+            for f in report.findings { out += "\(f.code): \(Terminal.printable(f.message))\n" }
+            Terminal.out(out + summary + "\n")
+        }
+        if !report.findings.isEmpty {
+            throw VaultError(
+                .vaultDamaged, "the audit found \(Plural.count(report.findings.count, "problem"))",
+                hint: "\(DocsLocation.path("CLI.md")) says what each code means")
         }
     }
 }

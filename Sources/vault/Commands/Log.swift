@@ -221,7 +221,7 @@ extension VaultCommand {
                 return true
             }
             if json {
-                let head = "\(records.count) entries of \(log.logDescription)"
+                let head = log.head
                 Terminal.out(
                     JSONOutput.line(
                         Output(

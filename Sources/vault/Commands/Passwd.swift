@@ -54,6 +54,9 @@ extension VaultCommand {
         }
 
         private func changing(_ options: GlobalOptions) throws {
+            try options.requireLocal(
+                hint: "clone it, change the clone's password, then push the clone back: the change travels to the "
+                    + "store, its other clones on their next pull, and its receivers (docs/RECEIVE.md)")
             let vault = try options.unlock()
             let newPassword = try PasswordReader.read(file: newPasswordFile, from: .newPassword, confirm: true)
             let started = Date()
