@@ -54,8 +54,11 @@ enum SessionLock {
         guard let file else { throw VaultError(.io, "cannot lock \(store.path(.sessionLock))") }
         guard try file.lockExclusive(wait: false) else {
             throw VaultError(
-                .busy, "another vault command is running on this vault (an upload, an add, ...); nothing was changed",
-                hint: "run the password change again when it has ended")
+                .busy,
+                "another vault command is running on this vault (a receiver, an upload, an add, ...); "
+                    + "nothing was changed",
+                hint: "run the password change again when it has ended (a receiver: stop it, change the password, "
+                    + "start it again; stations send again meanwhile and their tokens keep working)")
         }
         defer { _ = try? file.lockShared() }
         return try body()
