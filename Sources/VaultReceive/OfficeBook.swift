@@ -112,6 +112,20 @@ package struct OfficeBook: Sendable {
         }
     }
 
+    /// The documents taken whose station gave them an id starting with `prefix` (lower-case
+    /// hex), with the station's name and full id, as the batches' receipts name them: how an
+    /// office finds what a station reported. (The office keeps ids of its own: an id names an
+    /// envelope, here and on a store, so a station must not choose which one its batch writes or
+    /// a failed batch deletes.)
+    package func received(
+        stationIDPrefix prefix: String
+    ) -> [(id: DocumentID, station: String, stationID: DocumentID)] {
+        batches.flatMap { b in
+            zip(b.documents, b.stationIDs ?? []).filter { $0.1.hex.hasPrefix(prefix) }
+                .map { ($0.0.id, b.station, $0.1) }
+        }
+    }
+
     /// The batch that brought document `id`.
     package func batch(holding id: DocumentID) -> Batch? { holding[id].map { batches[$0] } }
 }

@@ -81,6 +81,12 @@ package struct FolderHome: OfficeHome {
 
     package var recordsDescription: String { "the vault's history" }
 
+    /// What the records say now, read synchronously (a command that names a document).
+    package func book() throws -> OfficeBook {
+        guard case .reread(let records, _, _) = try read() else { return OfficeBook([]) }
+        return OfficeBook(records)
+    }
+
     /// The records now, read synchronously (as a receiver starts).
     package func read() throws -> OfficeChange {
         let scan = try vault.settledHistory()

@@ -238,28 +238,3 @@ extension Vault {
         return file
     }
 }
-
-extension Vault {
-    /// The documents a receiver took whose station gave them an id starting with `prefix`
-    /// (lower-case hex), with the station's name and full id: how the office finds what a
-    /// station reported. The office keeps ids of its own (an id names an envelope, here and on a
-    /// store, so a station must not choose which one its batch writes or a failed batch deletes);
-    /// the station's id is in each batch's signed receipt, in the record's order, read here from
-    /// the history. Documents removed since are left out.
-    package func receivedDocuments(stationIDPrefix prefix: String) throws -> [(
-        id: DocumentID, station: String, stationID: DocumentID
-    )] {
-        let scan = try settledHistory()
-        var found: [(id: DocumentID, station: String, stationID: DocumentID)] = []
-        for (_, record) in scan.records where record.outcome == .ok {
-            guard let batch = record.payload(ReceivedBatch.self),
-                let receipt = try? Receipt.answer(Array(batch.answer.utf8)).receipt,
-                receipt.documents.count == record.documents.count
-            else { continue }
-            for (d, r) in zip(record.documents, receipt.documents) where r.id.hex.hasPrefix(prefix) {
-                if try self.record(d.id) != nil { found.append((d.id, batch.station, r.id)) }
-            }
-        }
-        return found
-    }
-}

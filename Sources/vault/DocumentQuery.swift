@@ -1,16 +1,19 @@
 import VaultCore
+import VaultReceive
 
 /// What a person typed to name a document: an exact name (also as a listing shows it, with
 /// control characters escaped), or a unique id prefix of at least 4 hex digits. The guess is the
 /// CLI's; the library takes typed references (``DocumentSelection/Reference``).
 enum DocumentQuery {
-    /// The document `query` means in `vault`.
-    static func record(_ query: String, in vault: VaultCore.Vault) throws -> DocumentRecord {
+    /// The document `query` means in `vault`: by its name or id, or at an office by the id its
+    /// station reported, which the receipts in `office` (the office's records; by default, a
+    /// folder's history) name.
+    static func record(_ query: String, in vault: VaultCore.Vault, office: OfficeBook? = nil) throws -> DocumentRecord {
         do {
             return try vault.lookUp { catalog in try resolve(query, in: catalog) }
         } catch let e as VaultError where e.code == .notFound {
             // At an office, the id a station reported: its receipts name the office's document.
-            guard let found = try receivedFromStation(query, in: vault) else { throw e }
+            guard let found = try receivedFromStation(query, in: vault, office: office) else { throw e }
             return found
         }
     }
@@ -18,10 +21,13 @@ enum DocumentQuery {
     /// The document a receiver took that its station named `query` (an id prefix of at least
     /// 4 hex digits), or nil when no received document has such a station id.
     /// - Throws: ``VaultError/Code/ambiguous`` when several do (naming their stations).
-    static func receivedFromStation(_ query: String, in vault: VaultCore.Vault) throws -> DocumentRecord? {
+    static func receivedFromStation(
+        _ query: String, in vault: VaultCore.Vault, office: OfficeBook?
+    ) throws -> DocumentRecord? {
         let lower = query.lowercased()
         guard lower.count >= 4, lower.allSatisfy(\.isHexDigit) else { return nil }
-        let found = try vault.receivedDocuments(stationIDPrefix: lower)
+        let book = try office ?? FolderHome(vault: vault).book()
+        let found = try book.received(stationIDPrefix: lower).filter { try vault.record($0.id) != nil }
         guard let first = found.first else { return nil }
         guard found.count == 1 else {
             let named = found.prefix(5).map {
@@ -37,14 +43,16 @@ enum DocumentQuery {
 
     /// A selection of the documents `queries` mean in `vault`, with `tags`.
     static func selection(
-        _ queries: [String], tags: [String] = [], in vault: VaultCore.Vault
+        _ queries: [String], tags: [String] = [], in vault: VaultCore.Vault, office: OfficeBook? = nil
     ) throws -> DocumentSelection {
-        DocumentSelection(documents: try queries.map { try reference($0, in: vault) }, tags: tags)
+        DocumentSelection(documents: try queries.map { try reference($0, in: vault, office: office) }, tags: tags)
     }
 
     /// `query` as a reference to the one document it means in `vault`.
-    static func reference(_ query: String, in vault: VaultCore.Vault) throws -> DocumentSelection.Reference {
-        .id(try record(query, in: vault).id)
+    static func reference(
+        _ query: String, in vault: VaultCore.Vault, office: OfficeBook? = nil
+    ) throws -> DocumentSelection.Reference {
+        .id(try record(query, in: vault, office: office).id)
     }
 
     /// The document a user means by `query`: a unique id prefix (at least 4 hex digits) or an

@@ -201,6 +201,13 @@ import Glibc
         let named = batches.components(separatedBy: #""stationID":""#).dropFirst().map { String($0.prefix(32)) }
         #expect(named.count == expected && Set(named) == Set(stationIDs.keys), "\(named) vs \(stationIDs)")
         #expect(batches.contains(#""sealed":true"#) && batches.contains(#""sealed":false"#))
+        // What a station reported is found at the office by the station's id, on the store as in a folder.
+        let offer = try #require(stationIDs.first { $0.value == "warehouse:clients/Acme GmbH/offer.pdf" }?.key)
+        let byStationID = s.run(
+            ["get", String(offer.prefix(12)), "-o", s.path("offer.pdf"), "--vault", url], env: officeEnv)
+        #expect(byStationID.status == 0, "\(byStationID.stderr)")
+        let offerBytes = try Data(contentsOf: URL(fileURLWithPath: s.path("offer.pdf")))
+        #expect(Array(offerBytes) == warehouse.files["clients/Acme GmbH/offer.pdf"])
         for dir in ["clone"] {
             let audit = s.run(["audit", "--vault", s.path(dir)], env: officeEnv)
             #expect(audit.status == 0, "\(dir): \(audit.out)\(audit.stderr)")

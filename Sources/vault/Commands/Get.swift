@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import VaultCore
+import VaultReceive
 
 extension VaultCommand {
     /// `vault get`: decrypt one document, or several into a folder.
@@ -177,8 +178,8 @@ extension VaultCommand {
                 }
             }
             let bounds = try range.map(Self.parse(range:))
-            let vault = try await options.open()
-            let record = try DocumentQuery.record(document, in: vault)
+            let (vault, office) = try await options.openWithOffice()
+            let record = try await Self.resolving(office) { try DocumentQuery.record(document, in: vault, office: $0) }
             if let bounds {
                 let reader = try vault.randomAccess(record.id)
                 guard let (start, last) = bounds.bounds(size: reader.size) else {
@@ -253,8 +254,10 @@ extension VaultCommand {
                 throw VaultError(
                     .alreadyExists, "\(folder) is not a folder", hint: "several documents go into a folder: -o DIR")
             }
-            let vault = try await options.open()
-            let records = try vault.select(DocumentQuery.selection(documents, tags: tags, in: vault))
+            let (vault, office) = try await options.openWithOffice()
+            let records = try await Self.resolving(office) {
+                try vault.select(DocumentQuery.selection(documents, tags: tags, in: vault, office: $0))
+            }
             if records.isEmpty { throw VaultError(.notFound, "there are no documents to get") }
             let plan = try FolderPlan(records, into: folder, force: force)
             let made = try FileSystem.makeDirectories(folder)
@@ -460,5 +463,21 @@ struct FolderPlan {
             parts.append(text)
         }
         return parts.isEmpty ? id.hex : parts.joined(separator: "/")
+    }
+}
+
+extension VaultCommand.Get {
+    /// `body` given what names documents by their stations' ids: for a local vault its history
+    /// (nil), for a vault on a store nothing at first, and its receivers' log (read only then)
+    /// when nothing else matched.
+    static func resolving<T>(
+        _ office: (@Sendable () async throws -> OfficeBook)?, _ body: (OfficeBook?) throws -> T
+    ) async throws -> T {
+        guard let office else { return try body(nil) }
+        do {
+            return try body(OfficeBook([]))
+        } catch let e as VaultError where e.code == .notFound {
+            return try body(try await office())
+        }
     }
 }

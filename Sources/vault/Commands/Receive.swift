@@ -497,6 +497,15 @@ extension VaultCommand.Receive.Operators {
 }
 
 extension GlobalOptions {
+    /// The vault to read documents from (``open()``), and for one on a store a way to read what
+    /// its receivers recorded (to find a document by the id its station reported); nil for a
+    /// local vault, whose history holds that.
+    func openWithOffice() async throws -> (VaultCore.Vault, (@Sendable () async throws -> OfficeBook)?) {
+        guard let store = try await openStore() else { return (try unlock(), nil) }
+        let log = SharedReceiverLog(vault: store.vault, client: store.client, location: store.location)
+        return (store.vault, { OfficeBook(try await StoreHome(log: log).records().records) })
+    }
+
     /// Where the office of the vault these options name keeps its records: a local vault's
     /// history, or, for a vault on a store, the store's receivers' log.
     func officeHome() async throws -> any OfficeHome {
