@@ -60,6 +60,8 @@ package struct OfficeBook: Sendable {
 
     /// The batches, oldest first.
     package private(set) var batches: [Batch] = []
+    /// Removed stations whose token was used since (once each until added again): name and time.
+    package private(set) var removedTokensUsed: [(name: String, millis: Int64)] = []
     /// The stations there are now, by name.
     package private(set) var stations: [String: Station] = [:]
     private var holding: [DocumentID: Int] = [:]
@@ -92,6 +94,10 @@ package struct OfficeBook: Sendable {
             case .station:
                 guard let change = record.payload(StationChange.self) else { continue }
                 switch change.action {
+                case .alert where stations[change.name] == nil:
+                    if change.reason == Receiver.removedTokenUsed {
+                        removedTokensUsed.append((change.name, record.timeMillis))
+                    }
                 case .alert:
                     stations[change.name]?.alerts.append(
                         Alert(
@@ -104,6 +110,7 @@ package struct OfficeBook: Sendable {
                 case .add:
                     // A station added again under a removed one's name starts afresh.
                     stations[change.name] = Station(name: change.name)
+                    removedTokensUsed.removeAll { $0.name == change.name }
                 case .remove:
                     stations[change.name] = nil
                 }

@@ -76,6 +76,8 @@ enum OperatorPages {
         """,
         "stations": """
         {{> head}}
+        {{#removedTokens}}<p class="alert">The token of removed station {{name}} was used {{time}}:
+        it was refused.</p>{{/removedTokens}}
         {{^stations}}<p class="note">No stations yet: add one with
         <code>vault receive station add NAME</code>.</p>{{/stations}}
         {{#stations}}

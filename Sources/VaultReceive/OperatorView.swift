@@ -125,7 +125,8 @@ struct OperatorView: Sendable {
                         knownHead: $0.knownHead)
                 })
         }
-        return (200, frame("stations", title: "Stations", session, ["stations": rows]))
+        let removed = book.removedTokensUsed.map { RemovedTokenRow(name: $0.name, time: Shown.time(millis: $0.millis)) }
+        return (200, frame("stations", title: "Stations", session, ["stations": rows, "removedTokens": removed]))
     }
 
     private func batchesPage(_ session: OperatorSessions.Session) async throws -> (Int, String) {
@@ -426,6 +427,12 @@ struct StationRow {
     let bytes: String
     let head: String
     let alerts: [AlertRow]
+}
+
+/// The use of a removed station's token, on the stations page.
+struct RemovedTokenRow {
+    let name: String
+    let time: String
 }
 
 /// A rollback alert the history recorded for a station.

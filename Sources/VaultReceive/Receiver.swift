@@ -389,6 +389,7 @@ public final class Receiver: Sendable {
             return (found, found == nil ? s.removed[digest] : nil)
         }
         if let removed, token != nil {
+            await alertRemovedToken(removed)
             var r = Refusal(
                 401, "station-removed",
                 "this station was removed at the back office; it must be added again and its new token used")
@@ -399,6 +400,25 @@ public final class Receiver: Sendable {
             throw Refusal(401, "unauthorized", "a station's token is needed: Authorization: Bearer <token>")
         }
         return found
+    }
+
+    /// The reason of the alert recorded when a removed station's token is used.
+    package static let removedTokenUsed = "removed-token-used"
+
+    /// Records, once until the station is added again, that the token of removed station `name`
+    /// was used: operators see it (pages, `station list`), and whoever holds the token was refused.
+    private func alertRemovedToken(_ name: String) async {
+        let first = state.withLock { s -> Bool in
+            guard s.alerted[name]?.contains(Self.removedTokenUsed) != true else { return false }
+            s.alerted[name, default: []].insert(Self.removedTokenUsed)
+            return true
+        }
+        guard first else { return }
+        do {
+            try await record(StationChange(action: .alert, name: name, reason: Self.removedTokenUsed))
+        } catch {
+            VaultNotices.post("the use of removed station \(name)'s token could not be recorded: \(error)")
+        }
     }
 
     static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {

@@ -95,6 +95,16 @@ extension ReceiveFaultsCLITests {
                     """, "\(r.stderr)")
         #expect(poll(every: 20_000) { office.log.contains("the token of removed station 'old-scanner' was used") })
         #expect(office.log.contains("warning"), "\(office.log)")
+        // Operators are told, once however often it is used, until the station is added again.
+        #expect(s.run(["upload", "--url", office.url + "/batches"], env: ["VAULT_UPLOAD_TOKEN": token]).status == 76)
+        let listed = office.run("receive", "station", "list")
+        #expect(
+            listed.stderr.hasPrefix("vault: warning: the token of removed station old-scanner was used at 20")
+                && listed.stderr.components(separatedBy: "old-scanner").count == 2, "\(listed.stderr)")
+        let json = office.run("receive", "station", "list", "--json").out
+        #expect(json.contains(#""removedTokensUsed":[{"name":"old-scanner","time":"20"#), "\(json)")
+        _ = office.addStation("old-scanner")
+        #expect(office.run("receive", "station", "list").stderr.isEmpty)
         let guess = "vst_" + String(repeating: "a", count: 64)
         let stranger = s.run(["upload", "--url", office.url + "/batches"], env: ["VAULT_UPLOAD_TOKEN": guess])
         #expect(

@@ -255,10 +255,22 @@ extension VaultCommand.Receive.Stations {
                     lastRefusal: s.lastRefusal.map { Refusal(time: JSONOutput.iso(millis: $0.millis), code: $0.code) },
                     refusalsRecorded: s.refusalsRecorded, alerts: s.alerts.count)
             }
+            // A removed station's token used since: its name and when.
+            struct Used: Encodable {
+                var name: String
+                var time: String
+            }
+            let used = book.removedTokensUsed.map { Used(name: $0.name, time: JSONOutput.iso(millis: $0.millis)) }
             if result.json {
-                struct Result: Encodable { var stations: [Entry] }
-                Terminal.out(JSONOutput.line(Result(stations: entries)))
+                struct Result: Encodable {
+                    var stations: [Entry]
+                    var removedTokensUsed: [Used]
+                }
+                Terminal.out(JSONOutput.line(Result(stations: entries, removedTokensUsed: used)))
                 return
+            }
+            for u in used {
+                Terminal.warn("the token of removed station \(u.name) was used at \(u.time) (it was refused)")
             }
             if stations.isEmpty {
                 Terminal.err("vault: no stations (add one with 'vault receive station add NAME')")
