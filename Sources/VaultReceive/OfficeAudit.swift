@@ -5,7 +5,7 @@ import Foundation
 #endif
 import VaultCore
 
-/// An audit of what an office on a store took (`vault audit --vault s3://…`): the receivers' log
+/// An audit of what an office on a store took: the receivers' log
 /// is read whole and checked as a receiver starting checks it (a missing, foreign, reordered or
 /// rewritten entry throws `vault-damaged`); its key file must be the key the log names; then
 /// every `receive` entry is checked against what it claims:
