@@ -28,9 +28,10 @@ package final class BatchIntake {
 
     init(
         receiver: Receiver, station: String, key: String, head: HistoryHead?, contentType: String?,
-        taken: Receiver.Taken?, paced: Bool, now: Date, done: @escaping () -> Void
+        taken: Receiver.Taken?, paced: Bool, wire: String?, now: Date, done: @escaping () -> Void
     ) throws {
         self.paced = paced
+        self.wireOverride = wire
         reader = try BatchReader(
             contentType: contentType, maxDocuments: receiver.limits.documents, identities: receiver.identities,
             requireSealed: receiver.requireSealed)
@@ -53,8 +54,11 @@ package final class BatchIntake {
         done()
     }
 
-    /// How the batch came (`json`, `form`).
-    package var wire: String { reader.wire.rawValue }
+    /// How the batch came when not by its body's shape (`tus`).
+    private let wireOverride: String?
+
+    /// How the batch came (`json`, `form`, `tus`).
+    package var wire: String { wireOverride ?? reader.wire.rawValue }
 
     /// Whether the documents read so far came sealed (a sealed batch's every document is).
     package var sealed: Bool { !reader.sealedFileKeys.isEmpty }
@@ -186,7 +190,7 @@ package final class BatchIntake {
                 timeMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)))
             let answer = receipt.signed(with: receiver.identity.signingKey)
             let detail = ReceivedBatch(
-                station: station, batch: key, head: head?.description, wire: reader.wire.rawValue,
+                station: station, batch: key, head: head?.description, wire: wire,
                 payloadSHA256: Hex.encode(sha), answer: String(decoding: answer, as: UTF8.self),
                 sealed: sealed ? true : nil, proof: proof.map(Hex.encode))
             var earlier: Receiver.Taken?

@@ -94,10 +94,9 @@ package struct OfficeBook: Sendable {
             case .station:
                 guard let change = record.payload(StationChange.self) else { continue }
                 switch change.action {
-                case .alert where stations[change.name] == nil:
-                    if change.reason == Receiver.removedTokenUsed {
-                        removedTokensUsed.append((change.name, record.timeMillis))
-                    }
+                case .alert where change.reason == Receiver.removedTokenUsed:
+                    // The token of a station removed before (the name may have been added again since).
+                    removedTokensUsed.append((change.name, record.timeMillis))
                 case .alert:
                     stations[change.name]?.alerts.append(
                         Alert(

@@ -116,7 +116,9 @@ package final class OperatorAccounts: Sendable {
     /// - Throws: `usage` for a bad name or an empty password, `already-exists` for a name taken.
     package func add(_ name: String, password: SecretBytes) async throws {
         guard Self.isName(name) else {
-            throw VaultError(.usage, "an operator's name is 1 to 64 letters, digits, '.', '_' or '-'")
+            throw VaultError(
+                .usage,
+                "an operator's name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")
         }
         if let why = Self.passwordProblem(password) { throw VaultError(.usage, why) }
         let change = OperatorChange(action: .add, name: name, passwordHash: try PasswordHash.make(password))

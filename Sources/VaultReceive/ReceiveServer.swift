@@ -280,7 +280,8 @@ struct BatchHandler: Sendable {
                     bytes: answer.bytes)
             }
         } catch let r as Refusal {
-            await receiver.refused(station: station, code: r.code, status: r.status)
+            // A refusal before the token was taken (`station` is still "-") is no station's.
+            if station != "-" { await receiver.refused(station: station, code: r.code, status: r.status) }
             if Receiver.countsAsFailure(r.code) { receiver.countFailure(from: context.address) }
             metrics.refusal(station: station, reason: r.code)
             if r.status == 507 {

@@ -14,7 +14,7 @@ import VaultRemote
 /// and each station's history head followed, so a station rolled back or forked is refused.
 ///
 /// Everything it keeps is a projection of the office's records (`station`, `receive`,
-/// `receiver`), read from its home (``OfficeHome``) as it starts and again before each batch:
+/// `receiver`), read from its home (`OfficeHome`) as it starts and again before each batch:
 /// a vault folder's history, or, for receivers that share a remote vault, the store's
 /// receivers' log, appended to by conditional writes so they share stations, batches and heads.
 public final class Receiver: Sendable {
@@ -119,6 +119,8 @@ public final class Receiver: Sendable {
         /// The token digests of removed stations, with their names: a token used after its
         /// station was removed is told apart from a stranger's guess.
         var removed: [[UInt8]: String] = [:]
+        /// Names whose removed token's use is recorded since the name was last added.
+        var removedTokenAlerted: Set<String> = []
         /// The history's head when the stations and batches were last read from it.
         var head: HistoryHead?
         /// What is wrong with the history (finding codes): while anything is, no station is
@@ -205,7 +207,7 @@ public final class Receiver: Sendable {
     }
 
     /// The refusal to serve from a history that does not verify.
-    static func untrusted(_ problems: [String]) -> VaultError {
+    package static func untrusted(_ problems: [String]) -> VaultError {
         VaultError(
             .vaultDamaged,
             "the receiver's history has findings (\(problems.joined(separator: ", "))): its stations and batches "
@@ -244,6 +246,7 @@ public final class Receiver: Sendable {
             s.taken = fresh.taken
             s.removed = fresh.removed
             s.alerted = fresh.alerted
+            s.removedTokenAlerted = fresh.removedTokenAlerted
             s.head = head
             s.problems = problems
         }
@@ -261,10 +264,13 @@ public final class Receiver: Sendable {
                         s.stations[change.name] = Station(name: change.name, tokenDigest: digest)
                     }
                     s.alerted[change.name] = nil
+                    s.removedTokenAlerted.remove(change.name)
                 case .remove:
                     if let gone = s.stations[change.name] { s.removed[gone.tokenDigest] = change.name }
                     s.stations[change.name] = nil
                     s.alerted[change.name] = nil
+                case .alert where change.reason == Self.removedTokenUsed:
+                    s.removedTokenAlerted.insert(change.name)
                 case .alert:
                     if let reason = change.reason { s.alerted[change.name, default: []].insert(reason) }
                 case .refused:
@@ -303,7 +309,8 @@ public final class Receiver: Sendable {
     ///   that is not 1–64 letters, digits, `.`, `_` or `-`.
     public func addStation(_ name: String) async throws -> String {
         guard Self.isStationName(name) else {
-            throw VaultError(.usage, "a station's name is 1 to 64 letters, digits, '.', '_' or '-'")
+            throw VaultError(
+                .usage, "a station's name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")
         }
         let token = ReceiverIdentity.newToken()
         let digest = identity.tokenDigest(token)
@@ -324,9 +331,11 @@ public final class Receiver: Sendable {
         _ = state.withLock { $0.stations.removeValue(forKey: name) }
     }
 
-    /// Whether `name` may name a station.
+    /// Whether `name` may name a station: 1–64 letters, digits, `.`, `_` or `-`, the first a
+    /// letter or digit (so no station is named like the `-` the log gives a request no token
+    /// identified).
     package static func isStationName(_ name: String) -> Bool {
-        (1...64).contains(name.utf8.count)
+        (1...64).contains(name.utf8.count) && name.utf8.first?.isASCIIAlphanumeric == true
             && name.utf8.allSatisfy { $0 < 0x80 && ($0.isASCIIAlphanumeric || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D) }
     }
 
@@ -408,11 +417,7 @@ public final class Receiver: Sendable {
     /// Records, once until the station is added again, that the token of removed station `name`
     /// was used: operators see it (pages, `station list`), and whoever holds the token was refused.
     private func alertRemovedToken(_ name: String) async {
-        let first = state.withLock { s -> Bool in
-            guard s.alerted[name]?.contains(Self.removedTokenUsed) != true else { return false }
-            s.alerted[name, default: []].insert(Self.removedTokenUsed)
-            return true
-        }
+        let first = state.withLock { $0.removedTokenAlerted.insert(name).inserted }
         guard first else { return }
         do {
             try await record(StationChange(action: .alert, name: name, reason: Self.removedTokenUsed))
@@ -456,9 +461,10 @@ public final class Receiver: Sendable {
     /// body (to answer the same receipt, or refuse a different payload under the same key).
     /// - Parameter paced: refuse a body that arrives slower than ``Limits/minimumBytesPerSecond``
     ///   (a request's body; not a tus upload, whose chunks may come hours apart).
+    /// - Parameter wire: how the batch came when not by the body's own shape (`tus`).
     package func begin(
         station: String, key: String?, head: String?, contentType: String?, contentLength: UInt64?,
-        paced: Bool = true, now: Date = Date()
+        paced: Bool = true, wire: String? = nil, now: Date = Date()
     ) async throws(Refusal) -> BatchIntake {
         guard let key, Self.isBatchKey(key) else {
             throw Refusal(
@@ -486,12 +492,12 @@ public final class Receiver: Sendable {
         if taken == nil, let stationHead, let known, let reason = Self.headProblem(stationHead, known: known) {
             // Recorded once per station and reason until it sends a batch that is taken: a
             // station that keeps sending heads, even different ones, does not grow the history.
-            if state.withLock({ $0.alerted[station]?.contains(reason) != true }) {
+            // Marked before it is recorded: requests at once record it once.
+            if state.withLock({ $0.alerted[station, default: []].insert(reason).inserted }) {
                 try? await record(
                     StationChange(
                         action: .alert, name: station, head: stationHead.description, knownHead: known.description,
                         reason: reason))
-                state.withLock { _ = $0.alerted[station, default: []].insert(reason) }
             }
             throw Refusal(
                 409, "station-\(reason)",
@@ -511,7 +517,7 @@ public final class Receiver: Sendable {
         do {
             return try BatchIntake(
                 receiver: self, station: station, key: key, head: stationHead, contentType: contentType,
-                taken: taken, paced: paced, now: now,
+                taken: taken, paced: paced, wire: wire, now: now,
                 done: { [weak self] in self?.state.withLock { _ = $0.inFlight.removeValue(forKey: batchKey) } })
         } catch {
             state.withLock { _ = $0.inFlight.removeValue(forKey: batchKey) }

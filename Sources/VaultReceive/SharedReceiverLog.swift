@@ -34,7 +34,7 @@ import VaultS3
 /// what is new, that the last entry it read is still there unchanged. A store can still hide the
 /// newest entries from a receiver that never read them, as a rolled-back folder hides a local
 /// history's newest records.
-public final class SharedReceiverLog: Sendable {
+package final class SharedReceiverLog: Sendable {
     /// One entry of the log: what one record of a receiver's history says.
     package struct Entry: Codable, Sendable, Equatable {
         /// What happened (`receiver`, `station`, `receive`).
@@ -62,7 +62,7 @@ public final class SharedReceiverLog: Sendable {
     }
 
     /// The remote vault, unlocked (its key seals and opens what is here).
-    public let vault: Vault
+    package let vault: Vault
     package let client: any ObjectStore
     package let location: RemoteLocation
     package let policy: RetryPolicy
@@ -77,7 +77,7 @@ public final class SharedReceiverLog: Sendable {
     static let contentType = "application/octet-stream"
 
     /// The log of the receivers of the remote vault `vault` (opened in place) at `location`.
-    public init(vault: Vault, client: any ObjectStore, location: RemoteLocation, policy: RetryPolicy = .store) {
+    package init(vault: Vault, client: any ObjectStore, location: RemoteLocation, policy: RetryPolicy = .store) {
         self.vault = vault
         self.client = client
         self.location = location

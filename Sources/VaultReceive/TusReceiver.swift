@@ -136,7 +136,7 @@ package final class TusReceiver: Sendable {
         do {
             intake = try await receiver.begin(
                 station: station, key: key, head: head, contentType: "application/json", contentLength: n, paced: false,
-                now: now)
+                wire: "tus", now: now)
         } catch {
             return Answer(error)
         }

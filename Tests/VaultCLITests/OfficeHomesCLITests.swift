@@ -99,7 +99,9 @@ import VaultTestSupport
         #expect(listed.out.contains(#""name":"2026/03/note.txt""#), "\(listed.out)")
         #expect(!listed.out.contains("k-2"), "a refused batch is not listed")
         let none = s.run(["receive", "--vault", url, "batches", "--station", "nobody"], env: env)
-        #expect(none.status == 0 && none.out.isEmpty && none.stderr.contains("no batches from station nobody"))
+        #expect(none.status == 3 && none.stderr.contains("there is no station named 'nobody'"), "\(none.stderr)")
+        let shown = s.run(["receive", "--vault", url, "batches"], env: env).out
+        #expect(shown.contains("  station's ") && shown.contains("  2026/03/note.txt\n"), "\(shown)")
 
         // `log` shows the receivers' log; `audit` checks what they took: each receipt against the
         // receivers' key and each document on the store, every chunk with --deep.

@@ -362,6 +362,25 @@ final class ReceiverProcess {
         #expect(
             metrics.body.contains(#"vault_receive_refusals_total{station="-",reason="unauthorized"} 11"#),
             "\(metrics.body)")
+        // "-" stands for no station: no station may be named so, and a stranger's refusal is
+        // recorded against none (a review named a station "-" and had it blamed for every guess).
+        let dash = s.run(["receive", "--vault", "office", "station", "add", "--", "-"], env: office.env)
+        #expect(dash.status == 64 && dash.stderr.contains("the first a letter or digit"), "\(dash.stderr)")
+        #expect(!office.run("log", "--json").out.contains(#"\"action\":\"refused\""#))
+    }
+
+    /// Listing an office's stations or batches changes nothing: on a vault that is no office (a
+    /// mistyped --vault), no receiver key is made and no record appended.
+    @Test func listingStationsOrBatchesOfAVaultThatIsNoOfficeChangesNothing() throws {
+        let s = Sandbox()
+        s.initStationWithOneDocument()
+        let head = s.run("audit", "--head").out
+        for args in [["receive", "station", "list"], ["receive", "batches"]] {
+            let r = s.run(args)
+            #expect(r.status == 0, "\(args): \(r.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: s.path("vault/receiver.vlt")))
+        #expect(s.run("audit", "--head").out == head)
     }
 }
 

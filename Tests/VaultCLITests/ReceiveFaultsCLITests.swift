@@ -105,6 +105,11 @@ extension ReceiveFaultsCLITests {
         #expect(json.contains(#""removedTokensUsed":[{"name":"old-scanner","time":"20"#), "\(json)")
         _ = office.addStation("old-scanner")
         #expect(office.run("receive", "station", "list").stderr.isEmpty)
+        // The old token of a station added again is still a removed one's: told apart from the
+        // new station, which gets no rollback alert for it.
+        #expect(s.run(["upload", "--url", office.url + "/batches"], env: ["VAULT_UPLOAD_TOKEN": token]).status == 76)
+        let again = office.run("receive", "station", "list")
+        #expect(again.stderr.contains("removed station old-scanner") && !again.out.contains("alert"), "\(again)")
         let guess = "vst_" + String(repeating: "a", count: 64)
         let stranger = s.run(["upload", "--url", office.url + "/batches"], env: ["VAULT_UPLOAD_TOKEN": guess])
         #expect(

@@ -21,6 +21,9 @@ import VaultTestSupport
         #expect(Set(office.documents.compactMap { $0["sha256"] as? String }) == digests)
         #expect(office.documents.count == 5)
         #expect(office.log.components(separatedBy: "result=204").count > 3, "\(office.log)")
+        // The office's records say how the batches came (a review found tus recorded as json).
+        let batches = office.run("receive", "batches", "--json").out
+        #expect(batches.components(separatedBy: #""wire":"tus""#).count == 4, "\(batches)")
 
         // tuspy sends a payload vault exported, with its own checksums (sha1).
         let other = Sandbox()

@@ -245,7 +245,7 @@ extension VaultCommand.Receive.Stations {
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
-            let book = try await options.receiver(serving: false).book()
+            let book = try await options.officeBook()
             let stations = book.stations.values.sorted { $0.name < $1.name }
             let entries = stations.map { s in
                 Entry(
@@ -298,7 +298,9 @@ extension VaultCommand.Receive.Stations {
         @ParentCommand var group: VaultCommand.Receive.Stations
 
         @Argument(
-            help: ArgumentHelp("The station's name (letters, digits, '-', '_' and '.', up to 64).", valueName: "name"))
+            help: ArgumentHelp(
+                "The station's name (letters, digits, '-', '_' and '.', up to 64; first a letter or digit).",
+                valueName: "name"))
         var name: String
 
         func run() async throws { try await run(parent: group.parentOptions) }
@@ -307,7 +309,8 @@ extension VaultCommand.Receive.Stations {
             guard Receiver.isStationName(name) else {
                 throw VaultError(
                     .usage,
-                    "'\(Terminal.printable(name))' is not a station name (letters, digits, '-', '_' and '.', up to 64)")
+                    "'\(Terminal.printable(name))' is not a station name "
+                        + "(letters, digits, '-', '_' and '.', up to 64, the first a letter or digit)")
             }
             let token = try await options.receiver(serving: false).addStation(name)
             Terminal.out(token + "\n")
@@ -370,8 +373,12 @@ extension VaultCommand.Receive {
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
-            let book = try await options.receiver(serving: false).book()
+            let book = try await options.officeBook()
             let batches = book.batches.filter { station == nil || $0.station == station }
+            if let station, batches.isEmpty, book.stations[station] == nil {
+                throw VaultError(
+                    .notFound, "there is no station named '\(Terminal.printable(station))' and no batch of one")
+            }
             let entries = batches.map { b in
                 Entry(
                     time: JSONOutput.iso(millis: b.timeMillis), station: b.station, wire: b.wire, key: b.key,
@@ -392,13 +399,20 @@ extension VaultCommand.Receive {
                 Terminal.err("vault: no batches" + (station.map { " from station \(Terminal.printable($0))" } ?? ""))
                 return
             }
+            var text = ""
             for e in entries {
                 let n = e.documents.count
-                Terminal.out(
+                text +=
                     "\(e.time)  \(e.station)  \(e.wire)\(e.sealed ? " sealed" : "")  "
-                        + "\(n) document\(n == 1 ? "" : "s")  "
-                        + "\(ByteSize.text(e.bytes))  \(Terminal.printable(e.key))\n")
+                    + "\(n) document\(n == 1 ? "" : "s")  \(ByteSize.text(e.bytes))  \(Terminal.printable(e.key))\n"
+                // Each document: the office's id, the station's, its size and its name with folders.
+                for d in e.documents {
+                    let station = d.stationID ?? "unknown".padded(to: 32)
+                    let name = d.name.map(Terminal.printable) ?? "(no name kept)"
+                    text += "    \(d.id)  station's \(station)  \(d.size.map(ByteSize.text) ?? "?")  \(name)\n"
+                }
             }
+            Terminal.out(text)
         }
     }
 
@@ -459,7 +473,8 @@ extension VaultCommand.Receive.Operators {
 
         @Argument(
             help: ArgumentHelp(
-                "The operator's name (letters, digits, '-', '_' and '.', up to 64).", valueName: "name"))
+                "The operator's name (letters, digits, '-', '_' and '.', up to 64; first a letter or digit).",
+                valueName: "name"))
         var name: String
 
         @Option(
@@ -474,7 +489,7 @@ extension VaultCommand.Receive.Operators {
                 throw VaultError(
                     .usage,
                     "'\(Terminal.printable(name))' is not an operator name "
-                        + "(letters, digits, '-', '_' and '.', up to 64)"
+                        + "(letters, digits, '-', '_' and '.', up to 64, the first a letter or digit)"
                 )
             }
             let accounts = try await OperatorAccounts(home: try await options.officeHome())
@@ -516,6 +531,15 @@ extension GlobalOptions {
         guard let store = try await openStore() else { return (try unlock(), nil) }
         let log = SharedReceiverLog(vault: store.vault, client: store.client, location: store.location)
         return (store.vault, { OfficeBook(try await StoreHome(log: log).records().records) })
+    }
+
+    /// What the office of the vault these options name recorded, read without changing anything
+    /// (no receiver key is made): its stations and batches.
+    /// - Throws: ``VaultError/Code/vaultDamaged`` when the records do not verify.
+    func officeBook() async throws -> OfficeBook {
+        let (records, problems) = try await officeHome().records()
+        if !problems.isEmpty { throw Receiver.untrusted(problems) }
+        return OfficeBook(records)
     }
 
     /// Where the office of the vault these options name keeps its records: a local vault's
