@@ -536,9 +536,13 @@ extension GlobalOptions {
     /// What the office of the vault these options name recorded, read without changing anything
     /// (no receiver key is made): its stations and batches.
     /// - Throws: ``VaultError/Code/vaultDamaged`` when the records do not verify.
+    /// - Throws: ``VaultError/Code/vaultDamaged`` also when the receivers' key is missing or is
+    ///   not the one the records name (checked, never made).
     func officeBook() async throws -> OfficeBook {
-        let (records, problems) = try await officeHome().records()
+        let home = try await officeHome()
+        let (records, problems) = try await home.records()
         if !problems.isEmpty { throw Receiver.untrusted(problems) }
+        _ = try await home.identity(create: false)
         return OfficeBook(records)
     }
 
