@@ -28,15 +28,17 @@ import VaultFoundation
             if heldAt == nil && currentBatch == batch && done > after {
                 heldAt = done
                 reached.signal()
-                _ = release.wait(timeout: .now() + 300)
+                _ = release.wait(timeout: .now() + 900)
             }
         }
 
         /// Waits (a bound of minutes) for the pipeline to be held.
-        func waitUntilHeld() async {
+        /// Waits until the export is held (bounded by 15 minutes: under a full test run the
+        /// export's task may wait long for a thread); false when it never was.
+        func waitUntilHeld() async -> Bool {
             await withCheckedContinuation { c in
                 DispatchQueue.global().async { [reached] in
-                    _ = reached.wait(timeout: .now() + 300); c.resume()
+                    c.resume(returning: reached.wait(timeout: .now() + 900) == .success)
                 }
             }
         }
@@ -64,7 +66,8 @@ import VaultFoundation
         try handle.seekToEnd()
 
         let writer = Task { try await export.write(to: handle) }
-        await gate.waitUntilHeld()
+        // A cancel before the hold would test nothing (a CI run once saw the wait time out).
+        try #require(await gate.waitUntilHeld(), "the export never reached its hold point")
         writer.cancel()
         gate.release.signal()
         await #expect(throws: CancellationError.self) { try await writer.value }
@@ -87,7 +90,8 @@ import VaultFoundation
             vault: v, selection: DocumentSelection(), options: options, observer: gate.observe)
         let out = URL(fileURLWithPath: dir.file("out"))
         let writer = Task { try await export.write(toDirectory: out) }
-        await gate.waitUntilHeld()
+        // A cancel before the hold would test nothing (a CI run once saw the wait time out).
+        try #require(await gate.waitUntilHeld(), "the export never reached its hold point")
         writer.cancel()
         gate.release.signal()
         await #expect(throws: CancellationError.self) { try await writer.value }
