@@ -83,6 +83,43 @@ extension Vault {
         }
     }
 
+    /// Encrypts the files at `urls` into new documents, one each, in one session: the folder is
+    /// synced and the index updated once, and one history record names every document added.
+    /// `onError` decides what a file that cannot be added means (``AddErrorAction``): by default
+    /// a file whose contents are already in the vault is left out, and any other error stops
+    /// the add there, keeping what was added before it.
+    /// - Parameters:
+    ///   - urls: the files (file URLs), each read once, front to back, when its turn comes.
+    ///   - tags: labels for every document added.
+    ///   - allowDuplicate: add a file even when its contents are already in the vault.
+    ///   - onError: called with a file's URL and why it cannot be added.
+    /// - Returns: what was added, what was left out and what stopped the add.
+    /// - Throws: `CancellationError` when the task is cancelled first; the stopping error when
+    ///   it stopped before anything was added (nothing is added then).
+    public func add(
+        filesAt urls: [URL], tags: [String] = [], allowDuplicate: Bool = false,
+        onError: @escaping @Sendable (URL, VaultError) -> AddErrorAction = { AddErrorAction.skippingDuplicates($1) }
+    ) async throws -> AddFilesSummary {
+        try Task.checkCancellation()
+        return try await Offload.run { [self] in
+            let inputs = urls.map { url in
+                AddInput(shown: url.path, name: url.lastPathComponent, size: 0) {
+                    try ReadAheadFile(try OpenFile.openForReading(url.path), window: ReadAheadFile.inputWindow)
+                }
+            }
+            let session = try AddSession(vault: self)
+            let outcome = try session.addAll(
+                inputs, tags: tags, allowDuplicate: allowDuplicate,
+                onError: { input, error in onError(URL(fileURLWithPath: input.shown), error) })
+            if let stopped = outcome.stopped, outcome.added.isEmpty { throw stopped.error }
+            return AddFilesSummary(
+                added: outcome.added.map(\.record),
+                leftOut: outcome.skipped.map { .init(url: urls[$0.input], error: $0.error) },
+                stopped: outcome.stopped.map { .init(url: urls[$0.input], error: $0.error) },
+                notTried: outcome.notTried)
+        }
+    }
+
     /// Encrypts `data` into a new document named `name`, durably, and returns its record.
     public func add(
         _ data: Data, name: String, contentType: String? = nil, tags: [String] = [],
@@ -141,6 +178,25 @@ extension Vault {
     ) async throws -> ExportOperation {
         try await Offload.run { [self] in try ExportOperation(vault: self, selection: selection, options: options) }
     }
+}
+
+/// What an add of several files did (``Vault/add(filesAt:tags:allowDuplicate:onError:)``).
+public struct AddFilesSummary: Sendable {
+    /// A file that was not added, and why.
+    public struct NotAdded: Sendable {
+        /// The file.
+        public var url: URL
+        /// Why it was not added (``VaultError/Code/duplicate`` for contents already in the vault).
+        public var error: VaultError
+    }
+    /// The documents added, in the order of their files.
+    public var added: [DocumentRecord]
+    /// The files left out (``AddErrorAction/skip``), with why.
+    public var leftOut: [NotAdded]
+    /// The file that stopped the add (``AddErrorAction/stop``) after others were added, if any.
+    public var stopped: NotAdded?
+    /// Files after the one that stopped the add, never tried.
+    public var notTried: Int
 }
 
 /// Where an export has got to: plaintext bytes authenticated and written, documents done.

@@ -61,6 +61,9 @@ package final class AddSession {
         return Array(added.values).stableOrder().first { $0.metadata.size == 0 && $0.metadata.name == metadata.name }
     }
 
+    /// Why the vault did not unlock (a wrong password), once its unlock has failed.
+    var pendingFailure: VaultError? { pending.failure }
+
     /// The documents committed so far.
     package var records: [DocumentRecord] { Array(added.values).stableOrder() }
 

@@ -148,16 +148,11 @@ extension VaultCommand {
             }
             let renderer = ProgressRenderer(mode: progressMode)
             renderer.handle(Importer.Event.started(files: inputs.count, bytes: sizes.reduce(0, +)))
-            var before: UInt64 = 0
             // Argon2id runs while the first file is read, hashed and sealed.
             let vault = try options.unlockInBackground()
-            var duplicates = 0
-            // the error that stopped the command after some files were added
-            var stopped: (shown: String, error: VaultError)?
             var outcome = Result()
             defer { if result.json { Terminal.out(JSONOutput.line(outcome)) } }
             let session = try AddSession(pending: vault, operation: .add)
-            var undeliverable: [DocumentRecord] = []
             outcome.excluded = excluded
             for skip in skipped {
                 Terminal.warn("\(Terminal.printable(skip.shown)) was not added: \(skip.error.message)")
@@ -165,76 +160,42 @@ extension VaultCommand {
                     .init(path: skip.shown, code: skip.error.code.rawValue, message: skip.error.message))
             }
             defer { renderer.clear() }
-            do {
-                for (position, input) in inputs.enumerated() {
-                    let file: any ByteSource =
+            let added = try add(
+                inputs.enumerated().map { position, input in
+                    AddInput(
+                        shown: input.path == "-" ? "standard input" : input.path, name: name ?? input.name,
+                        size: sizes[position]
+                    ) {
                         input.path == "-"
-                        ? OpenFile.standard(0, name: "standard input")
-                        : try ReadAheadFile(try input.open(), window: ReadAheadFile.inputWindow)
-                    let shown = input.path == "-" ? "standard input" : input.path
-                    let record: DocumentRecord
-                    renderer.handle(
-                        Importer.Event.fileStarted(position: position + 1, of: inputs.count, name: name ?? input.name))
-                    let total = sizes.reduce(0, +)
-                    defer { before += sizes[position] }
-                    do {
-                        record = try session.add(
-                            from: file, name: name ?? input.name, contentType: contentType, tags: tags,
-                            allowDuplicate: allowDuplicate,
-                            progress: {
-                                renderer.handle(
-                                    Importer.Event.progress(done: before + $0, total: max(total, before + $0)))
-                            })
-                    } catch let e as VaultError where e.code == .duplicate {
-                        guard inputs.count > 1 else {
-                            outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
-                            throw VaultError(
-                                .duplicate, "\(shown) was not added: \(e.message)",
-                                hint: "use --allow-duplicate to add it anyway")
-                        }
-                        // The others are still added; the exit code says some were not.
-                        Terminal.warn("\(shown) was not added: \(e.message)")
-                        outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
-                        duplicates += 1
-                        continue
-                    } catch {
-                        // a wrong password is about the vault, not this file
-                        if let wrong = vault.failure { throw wrong }
-                        let e = VaultError.from(error)
-                        outcome.notAdded.append(.init(path: shown, code: e.code.rawValue, message: e.message))
-                        // those added stay: a partial add
-                        guard outcome.added.isEmpty else { stopped = (shown, e); break }
-                        var failed = e.context("cannot add \(shown)")
-                        if failed.hint == nil && failed.remedy == nil && !failed.nothingChanged {
-                            failed.hint = "it was not added"
-                        }
-                        throw failed
+                            ? OpenFile.standard(0, name: "standard input") as any ByteSource
+                            : try ReadAheadFile(try input.open(), window: ReadAheadFile.inputWindow)
                     }
-                    let m = record.metadata
-                    outcome.added.append(
-                        .init(
-                            id: record.id.hex, path: shown, name: m.name, contentType: m.contentType, size: m.size,
-                            sha256: Hex.encode(m.sha256)))
-                    if !result.json && !result.quiet { Terminal.out(record.id.hex + "\n") }
-                    if DocumentName.problem(m.name) != nil { undeliverable.append(record) }
-                }
-            } catch {
-                if vault.failure == nil {
-                    try? session.finish(outcome: .failed, detail: VaultError.from(error).message)
-                }  // what was committed before the failure stays, durably
-                throw error
-            }
+                }, into: session, skipped: skipped.count, renderer: renderer, outcome: &outcome)
+            try report(
+                added, inputs: inputs, skipped: skipped, excluded: excluded, outcome: outcome, renderer: renderer)
+        }
+
+        /// What the add came to, once the bar is gone: the undeliverable names, a line on a
+        /// terminal, and the exit status (partial when some files were not added, duplicate when
+        /// none was because all were in the vault already).
+        private func report(
+            _ added: BulkAddOutcome, inputs: [InputFiles.Input], skipped: [InputFiles.Skipped], excluded: [String],
+            outcome: Result, renderer: ProgressRenderer
+        ) throws {
+            let duplicates = added.skipped.count
             // Said once the bar is gone (a line printed under it would leave it on the screen).
             renderer.clear()
-            for r in undeliverable { Self.warnIfUndeliverable(r.metadata.name, id: r.id) }
+            for (_, r) in added.added where DocumentName.problem(r.metadata.name) != nil {
+                Self.warnIfUndeliverable(r.metadata.name, id: r.id)
+            }
             let total = inputs.count + skipped.count
-            if let stopped {
+            if let stopped = added.stopped {
                 // Some files are stored; the error stopped the rest. The history says "partial" and which were added.
-                let notTried = inputs.count - outcome.added.count - duplicates - 1
-                try session.finish(outcome: .partial, detail: "stopped at \(stopped.shown): \(stopped.error.message)")
-                let rest = notTried > 0 ? " (\(notTried) more \(Plural.files(notTried)) not tried)" : ""
+                let shown = inputs[stopped.input].path == "-" ? "standard input" : inputs[stopped.input].path
+                let rest =
+                    added.notTried > 0 ? " (\(added.notTried) more \(Plural.files(added.notTried)) not tried)" : ""
                 throw VaultError(
-                    .partial, "cannot add \(Terminal.printable(stopped.shown)): \(stopped.error.message)",
+                    .partial, "cannot add \(Terminal.printable(shown)): \(stopped.error.message)",
                     hint:
                         """
                             \(outcome.added.count) of \(Plural.count(total, "file")) \
@@ -246,7 +207,6 @@ extension VaultCommand {
                             """
                         + Self.advice(stopped.error))
             }
-            try session.finish(outcome: duplicates > 0 || !skipped.isEmpty ? .partial : .ok)
             renderer.clear()
             if progressMode == .bar {
                 // On a terminal, what happened in one line (the ids are on standard output).
@@ -275,6 +235,56 @@ extension VaultCommand {
                     .partial, "\(left) of \(Plural.count(total, "file")) \(left == 1 ? "was" : "were") not added",
                     hint: why)
             }
+        }
+
+        /// Adds the inputs with the library's bulk add, showing each as it goes (its id on
+        /// standard output once stored, a bar on a terminal) and recording each outcome for
+        /// `--json`. A duplicate among several files is left out with a warning; any other error
+        /// stops the add. When it stops before anything was added, the error is thrown here.
+        private func add(
+            _ inputs: [AddInput], into session: AddSession, skipped: Int, renderer: ProgressRenderer,
+            outcome: inout Result
+        ) throws -> BulkAddOutcome {
+            let total = inputs.reduce(UInt64(0)) { $0 + $1.size }
+            var before: UInt64 = 0
+            var notAdded: [Result.NotAdded] = []
+            var added: [Result.Added] = []
+            defer { outcome.notAdded += notAdded; outcome.added += added }
+            let bulk = try session.addAll(
+                inputs, contentType: contentType, tags: tags, allowDuplicate: allowDuplicate, alreadyLeftOut: skipped,
+                onError: { input, e in
+                    notAdded.append(.init(path: input.shown, code: e.code.rawValue, message: e.message))
+                    // The others are still added; the exit code says some were not.
+                    guard e.code == .duplicate && inputs.count > 1 else { return .stop }
+                    Terminal.warn("\(input.shown) was not added: \(e.message)")
+                    return .skip
+                },
+                starting: { position in
+                    if position > 0 { before += inputs[position - 1].size }
+                    let name = inputs[position].name
+                    renderer.handle(Importer.Event.fileStarted(position: position + 1, of: inputs.count, name: name))
+                },
+                progress: { done in
+                    renderer.handle(Importer.Event.progress(done: before + done, total: max(total, before + done)))
+                },
+                added: { position, record in
+                    let m = record.metadata
+                    added.append(
+                        .init(
+                            id: record.id.hex, path: inputs[position].shown, name: m.name, contentType: m.contentType,
+                            size: m.size, sha256: Hex.encode(m.sha256)))
+                    if !result.json && !result.quiet { Terminal.out(record.id.hex + "\n") }
+                })
+            guard let stopped = bulk.stopped, bulk.added.isEmpty else { return bulk }
+            let shown = inputs[stopped.input].shown
+            if stopped.error.code == .duplicate {
+                throw VaultError(
+                    .duplicate, "\(shown) was not added: \(stopped.error.message)",
+                    hint: "use --allow-duplicate to add it anyway")
+            }
+            var failed = stopped.error.context("cannot add \(shown)")
+            if failed.hint == nil && failed.remedy == nil && !failed.nothingChanged { failed.hint = "it was not added" }
+            throw failed
         }
 
         /// A document whose name no back office takes (docs/RECEIVE.md: a relative path without

@@ -64,10 +64,22 @@ print("created a vault (\(vault.id.prefix(8))…)")
 
 // 2. Captured files go in, each encrypted as it is read.
 let captured = try capture(in: work)
-var added: [DocumentRecord] = []
-for url in captured {
-    added.append(try await vault.add(fileAt: url, tags: ["2026-11"]))
-}
+// The whole capture in one add: a file whose contents are in the vault already is left out,
+// any other error stops there (what was added stays); the app decides with `onError`.
+let capturedAdd = try await vault.add(filesAt: captured, tags: ["2026-11"])
+check(capturedAdd.added.count == 3 && capturedAdd.leftOut.isEmpty, "3 captured files added in one session")
+var added = capturedAdd.added
+let addedAgain = try await vault.add(filesAt: captured)
+check(
+    addedAgain.added.isEmpty && addedAgain.leftOut.map(\.error.code) == [.duplicate, .duplicate, .duplicate],
+    "adding them again leaves all 3 out: their contents are in the vault")
+let missing = work.appendingPathComponent("not-captured.jpg")
+let stopping = try await vault.add(
+    filesAt: [captured[2], missing, captured[1]], allowDuplicate: true, onError: { _, _ in .stop })
+check(
+    stopping.added.count == 1 && stopping.stopped?.url == missing && stopping.notTried == 1,
+    "an app's policy stops at a missing file, keeping the one added before it")
+try await vault.remove(stopping.added.map(\.id))
 added.append(try await vault.add(Data("Meeting notes: deliver by Friday.".utf8), name: "notes.txt"))
 let documents = try await vault.documents()
 check(
