@@ -105,3 +105,28 @@ enum Destinations {
         }
     }
 }
+
+extension UploadOptions {
+    /// The age recipients of the named destination whose identity is the target's (none if none).
+    func destinationRecipients(in vault: Vault) throws -> [AgeRecipient] {
+        guard let here = DestinationIdentity(url: target.address)?.value,
+            let entry = try DestinationList.load(vault).destinations.first(where: { $0.identity == here })
+        else { return [] }
+        return try (entry.recipients ?? []).map { text in
+            do { return try AgeRecipient(parsing: text) } catch {
+                throw VaultError(.vaultDamaged, "destination '\(entry.name)' holds a recipient that is not valid")
+            }
+        }
+    }
+
+    /// The receipt key of the named destination whose identity is the target's, if any.
+    func destinationReceiptKey(in vault: Vault) throws -> [UInt8]? {
+        guard let here = DestinationIdentity(url: target.address)?.value,
+            let hex = try DestinationList.load(vault).destinations.first(where: { $0.identity == here })?.receiptKey
+        else { return nil }
+        guard let key = Hex.decode(hex), key.count == SigningKey.publicKeySize else {
+            throw VaultError(.vaultDamaged, "the destination's receipt key is not 64 hex digits")
+        }
+        return key
+    }
+}

@@ -135,7 +135,7 @@ public struct DocumentDelivery: Sendable {
         try vault.refuseUnrecordedSend()
         // Every journal, read once for the whole plan.
         let journals = try UploadJournals.read(in: vault)
-        if changing { try Uploader.recordConfirmedBatches(in: vault, journals: journals) }
+        if changing { try UploadJournals.recordConfirmedBatches(in: vault, journals: journals) }
         var deliveredBefore: [DocumentRecord] = []
         let required = removeDelivered ? try requiredElsewhere() : []
         if removeDelivered {
@@ -163,14 +163,14 @@ public struct DocumentDelivery: Sendable {
         if mode == .everything || mode == .newRun { return [Run(documents: chosen, resuming: false)] }
         var runs: [Run] = []
         var resumed = Set<DocumentID>()
-        for run in try Uploader.interruptedRuns(in: vault, options: options, among: chosen, journals: journals) {
+        for run in try UploadJournals.interruptedRuns(in: vault, options: options, among: chosen, journals: journals) {
             runs.append(Run(documents: run.records, resuming: true, job: run.job))
             resumed.formUnion(run.records.map(\.id))
         }
         if mode == .resumeOnly {
             guard runs.isEmpty else { return runs }
             // One may exist, started with other settings: the error says which differ.
-            if let other = try Uploader.mismatchedRuns(in: vault, options: options, journals: journals).first {
+            if let other = try UploadJournals.mismatchedRuns(in: vault, options: options, journals: journals).first {
                 let differ = other.differences.map { "\($0.setting) \($0.then) (now: \($0.now))" }
                 throw VaultError(
                     .notFound,

@@ -260,7 +260,7 @@ public final class Uploader: @unchecked Sendable {
         var options = options
         try vault.refuseUntrustedDestinationList()
         // A destination's recipients seal every upload to its URL, named or not.
-        for r in try Self.destinationRecipients(vault, options) where !options.recipients.contains(r) {
+        for r in try options.destinationRecipients(in: vault) where !options.recipients.contains(r) {
             options.recipients.append(r)
         }
         if !options.recipients.isEmpty && options.shape != .objects {
@@ -282,7 +282,7 @@ public final class Uploader: @unchecked Sendable {
         progress = stream
         progressEnd = continuation
         sender = Self.sender(for: options, transport: transport)
-        receiptKey = try options.receiptKey ?? Self.destinationReceiptKey(vault, options)
+        receiptKey = try options.receiptKey ?? options.destinationReceiptKey(in: vault)
         if receiptKey != nil, ![.json, .form].contains(options.wire.name) {
             throw VaultError(
                 .usage,
@@ -299,128 +299,8 @@ public final class Uploader: @unchecked Sendable {
     /// the same documents is the same job, whose journal it continues.
     public static func job(vault: Vault, records: [DocumentRecord], options: UploadOptions) throws -> String {
         try UploadJournal.jobID(
-            vault: vault, target: jobTarget(options), method: options.target.method.rawValue,
+            vault: vault, target: UploadJournals.jobTarget(options), method: options.target.method.rawValue,
             wire: options.wireDescription, limits: options.limits, records: records)
-    }
-
-    static func spec(vault: Vault, options: UploadOptions) throws -> String {
-        try UploadJournal.spec(
-            vault: vault, target: jobTarget(options), method: options.target.method.rawValue,
-            wire: options.wireDescription, limits: options.limits)
-    }
-
-    /// What names the target in a job: its URL, and for `s3://` its identity (the endpoint and
-    /// region too: a run through one endpoint is not continued through another).
-    private static func jobTarget(_ options: UploadOptions) -> String {
-        guard options.target.address.lowercased().hasPrefix("s3://") else { return options.target.address }
-        return Destination.identity(of: options.target.address) ?? options.target.address
-    }
-
-    /// An interrupted run that is still worth finishing: one whose unconfirmed batches hold no
-    /// document its destination has confirmed since (through another run) — finishing one that
-    /// does would deliver that document twice. The others are left to `prune`.
-    static func unfinished(_ journal: UploadJournal, in vault: Vault) throws -> (unsent: [DocumentID], batches: Int)? {
-        let open = journal.batches.filter { $0.status != .complete }
-        let unsent = open.flatMap(\.documents)
-        guard !open.isEmpty,
-            let identity = journal.deliveryIdentity,
-            try unsent.allSatisfy({ try vault.delivery(of: $0, at: identity) == nil })
-        else { return nil }
-        return (unsent, open.count)
-    }
-
-    /// The interrupted runs still worth finishing, by destination identity: how many, and
-    /// their unconfirmed batches.
-    public static func unfinishedRuns(in vault: Vault) throws -> [String: UnfinishedRuns] {
-        try unfinishedRuns(in: vault, journals: UploadJournals.read(in: vault))
-    }
-
-    /// The same, from journals read already.
-    package static func unfinishedRuns(
-        in vault: Vault, journals: [UploadJournals.Read]
-    ) throws -> [String: UnfinishedRuns] {
-        var out: [String: UnfinishedRuns] = [:]
-        for read in journals where read.entry.state == .interrupted {
-            guard let journal = read.journal,
-                let identity = journal.deliveryIdentity?.value,
-                let left = try unfinished(journal, in: vault)
-            else { continue }
-            out[identity, default: UnfinishedRuns(runs: 0, batches: 0)].add(batches: left.batches)
-        }
-        return out
-    }
-
-    /// The interrupted runs `options` would finish, among `selected`: runs of the same command
-    /// (URL, method, wire format, limits) whose unconfirmed batches hold only selected
-    /// documents, none confirmed since by another run, with the selected documents of each
-    /// (those of confirmed batches may have been removed since: they are not sent again).
-    /// Journals that do not open are left alone.
-    public static func interruptedRuns(
-        in vault: Vault, options: UploadOptions, among selected: [DocumentRecord]
-    ) throws
-        -> [InterruptedRun]
-    {
-        try interruptedRuns(in: vault, options: options, among: selected, journals: UploadJournals.read(in: vault))
-    }
-
-    /// The same, from journals read already.
-    package static func interruptedRuns(
-        in vault: Vault, options: UploadOptions, among selected: [DocumentRecord],
-        journals: [UploadJournals.Read]
-    ) throws -> [InterruptedRun] {
-        let spec = try spec(vault: vault, options: options)
-        let chosen = Dictionary(selected.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        var runs: [InterruptedRun] = []
-        var taken = Set<DocumentID>()
-        for read in journals where read.entry.state == .interrupted {
-            guard let journal = read.journal,
-                let left = try unfinished(journal, in: vault)
-            else { continue }
-            let ids = Set(
-                journal.batches.flatMap(\.documents) + journal.skipped.map(\.id))
-            guard left.unsent.allSatisfy({ chosen[$0] != nil }) else { continue }
-            guard taken.isDisjoint(with: ids) else { continue }
-            let records = selected.filter { ids.contains($0.id) }
-            if let s = journal.spec {
-                guard s == spec else { continue }
-            } else {
-                guard try job(vault: vault, records: records, options: options) == read.entry.job else { continue }
-            }
-            runs.append(InterruptedRun(job: read.entry.job, records: records))
-            taken.formUnion(ids)
-        }
-        return runs
-    }
-
-    /// Interrupted runs to the destination `options` name that this command does not continue
-    /// because they were started with other settings: each run's id and the settings that
-    /// differ; no differences for a journal of an earlier version, which kept no settings.
-    public static func mismatchedRuns(in vault: Vault, options: UploadOptions) throws -> [MismatchedRun] {
-        try mismatchedRuns(in: vault, options: options, journals: UploadJournals.read(in: vault))
-    }
-
-    /// The same, from journals read already.
-    package static func mismatchedRuns(
-        in vault: Vault, options: UploadOptions,
-        journals: [UploadJournals.Read]
-    ) throws -> [MismatchedRun] {
-        let spec = try spec(vault: vault, options: options)
-        let here = DestinationIdentity(url: options.target.address)?.value
-        var out: [MismatchedRun] = []
-        for read in journals where read.entry.state == .interrupted {
-            guard let journal = read.journal,
-                journal.deliveryIdentity?.value == here,
-                journal.spec != spec,
-                try unfinished(journal, in: vault) != nil
-            else { continue }
-            let now = options.settings
-            var differences: [MismatchedRun.Difference] = []
-            for (key, then) in (journal.settings ?? [:]).sorted(by: { $0.key < $1.key }) where now[key] != then {
-                differences.append(.init(setting: key, then: then, now: now[key] ?? "none"))
-            }
-            out.append(MismatchedRun(runID: journal.runId, differences: differences))
-        }
-        return out
     }
 
     /// The protocol's sender.
@@ -533,7 +413,7 @@ public final class Uploader: @unchecked Sendable {
         journal = UploadJournal(
             job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
         journal.identity = Destination.identity(of: options.target.address)
-        journal.spec = try Self.spec(vault: vault, options: options)
+        journal.spec = try UploadJournals.spec(vault: vault, options: options)
         journal.settings = options.settings
         journal.batches = try planned.map { b in
             UploadJournal.Batch(
@@ -762,7 +642,7 @@ public final class Uploader: @unchecked Sendable {
         }
         try vault.recordDelivery(
             documents, at: identity,
-            detail: Self.deliveryDetail(
+            detail: UploadJournals.deliveryDetail(
                 run: journal.runId, batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate),
             receipt: receipt)
         sent.documents += documents.count
@@ -782,68 +662,6 @@ public final class Uploader: @unchecked Sendable {
             }
         }
         onEvent(.confirmed(batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))
-    }
-
-    /// The age recipients of the named destination whose identity is the target's (none if none).
-    static func destinationRecipients(_ vault: Vault, _ options: UploadOptions) throws -> [AgeRecipient] {
-        guard let here = DestinationIdentity(url: options.target.address)?.value,
-            let entry = try DestinationList.load(vault).destinations.first(where: { $0.identity == here })
-        else { return [] }
-        return try (entry.recipients ?? []).map { text in
-            do { return try AgeRecipient(parsing: text) } catch {
-                throw VaultError(.vaultDamaged, "destination '\(entry.name)' holds a recipient that is not valid")
-            }
-        }
-    }
-
-    /// The receipt key of the named destination whose identity is the target's, if any.
-    static func destinationReceiptKey(_ vault: Vault, _ options: UploadOptions) throws -> [UInt8]? {
-        guard let here = DestinationIdentity(url: options.target.address)?.value,
-            let hex = try DestinationList.load(vault).destinations.first(where: { $0.identity == here })?.receiptKey
-        else { return nil }
-        guard let key = Hex.decode(hex), key.count == SigningKey.publicKeySize else {
-            throw VaultError(.vaultDamaged, "the destination's receipt key is not 64 hex digits")
-        }
-        return key
-    }
-
-    static func deliveryDetail(
-        run: String, batch: Int, of count: Int, status: Int?, duplicate: Bool = false, recovered: Bool = false
-    ) -> String {
-        "run \(run) batch \(batch)/\(count)" + (status.map { ": \($0)" } ?? "")
-            + (duplicate ? " (the server had it already)" : "")
-            + (recovered ? "; recorded from the upload journal" : "")
-    }
-
-    /// Records in the ledger every batch a journal of `vault` says was confirmed and the
-    /// history does not have yet (a kill between the journal and the history). Documents
-    /// removed since are not recorded again. Returns the batches recorded.
-    @discardableResult
-    public static func recordConfirmedBatches(in vault: Vault) throws -> Int {
-        try recordConfirmedBatches(in: vault, journals: UploadJournals.read(in: vault))
-    }
-
-    /// The same, from journals read already.
-    @discardableResult
-    package static func recordConfirmedBatches(in vault: Vault, journals: [UploadJournals.Read]) throws -> Int {
-        var recorded = 0
-        for read in journals where read.entry.state != .damaged && read.entry.confirmed > 0 {
-            guard let journal = read.journal,
-                let identity = journal.deliveryIdentity
-            else { continue }
-            for (i, batch) in journal.batches.enumerated() where batch.status == .complete {
-                let ids = batch.documents
-                let present = try vault.records(ids, skippingMissing: true)
-                let missing = try vault.undelivered(present, at: identity)
-                guard !missing.isEmpty else { continue }
-                let detail = deliveryDetail(
-                    run: journal.runId, batch: i + 1, of: journal.batches.count, status: batch.httpStatus,
-                    recovered: true)
-                try vault.recordDelivery(missing, at: identity, detail: detail)
-                recorded += 1
-            }
-        }
-        return recorded
     }
 
     /// 413: the batch becomes two halves (never sent: new keys), or, for one document, that

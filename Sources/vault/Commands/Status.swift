@@ -58,13 +58,13 @@ extension VaultCommand {
             // The upload journals, read once: what a kill left confirmed in one only is recorded,
             // then the runs still worth finishing are counted.
             let journals = vault.store.source == nil ? try UploadJournals.read(in: vault) : []
-            try Uploader.recordConfirmedBatches(in: vault, journals: journals)
+            try UploadJournals.recordConfirmedBatches(in: vault, journals: journals)
             let list = vault.store.source == nil ? try DestinationList.load(vault) : DestinationList()
             var present = Set<DocumentID>()
             // checks every row first: the ledger below is verified
             _ = try vault.forEachRecord { present.insert($0.id) }
             let ledger = try vault.ledger()
-            let unfinished = try Uploader.unfinishedRuns(in: vault, journals: journals)
+            let unfinished = try UploadJournals.unfinishedRuns(in: vault, journals: journals)
             var identities = list.destinations.map(\.identity)
             for d in ledger.keys.sorted() where !identities.contains(d) { identities.append(d) }
             for d in unfinished.keys.sorted() where !identities.contains(d) { identities.append(d) }
