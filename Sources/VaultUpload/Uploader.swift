@@ -458,57 +458,54 @@ public final class Uploader: @unchecked Sendable {
     /// whether the batch left the run instead (its one document was too large for the server).
     /// Each attempt ends in an ``AttemptOutcome``, handled here.
     private func send(index i: Int) async throws -> (retries: Int, left: Bool) {
-        var retries = 0
-        var attempt = 0
+        // The steering is BatchAttempts' (a value tested on its own); this performs its actions.
+        var attempts = BatchAttempts(maxAttempts: options.policy.maxAttempts)
+        var action = attempts.take(.start)
+        var sealing: PayloadSealing?
         while true {
-            attempt += 1
-            journal.batches[i].attempts += 1
-            try journal.save(to: vault)
-            let a = try begin(index: i, attempt: attempt)
-            switch try await sender.attempt(a) {
-            case .confirmed(let status, let duplicate, let body):
+            switch action {
+            case .send(let attempt):
+                journal.batches[i].attempts += 1
+                try journal.save(to: vault)
+                let a = try begin(index: i, attempt: attempt)
+                sealing = a.format.sealing
+                action = attempts.take(.answered(try await sender.attempt(a)))
+            case .confirm(let status, let duplicate, let body):
                 let receipt: String?
                 do {
-                    receipt = try checkReceipt(i, body, sealing: a.format.sealing)
+                    receipt = try checkReceipt(i, body, sealing: sealing)
                 } catch {
                     try journal.save(to: vault)
                     throw error
                 }
                 try confirm(i, status: status, duplicate: duplicate, receipt: receipt)
-                return (retries, false)
+                action = attempts.take(.handled(left: false))
             case .split(let reason, let says):
-                if try await split(i, reason: reason, serverSays: says) { return (retries, true) }
-                attempt = 0
+                action = attempts.take(.handled(left: try await split(i, reason: reason, serverSays: says)))
             case .skip(let f):
                 try await skip(i, f)
-                attempt -= 1
-            case .refused(let e):
+                action = attempts.take(.handled(left: false))
+            case .leaveOut(let place, let reason, let otherwise):
+                let left = try await leaveOut(i, place: place, reason: reason, otherwise: otherwise)
+                action = attempts.take(.handled(left: left))
+            case .wait(let attempt, let retryAfter, let reason, let resumedAt):
+                try journal.save(to: vault)
+                let why = resumedAt.map { "\(reason); the server has \($0) of \(journal.batches[i].bytes) bytes" }
+                try await wait(i, attempt: attempt, retryAfter: retryAfter, reason: why ?? reason)
+                action = attempts.take(.waited)
+            case .refuse(let e):
                 try journal.save(to: vault)
                 throw e
-            case .refusedDocument(let place, let reason, let otherwise):
-                if try await leaveOut(i, place: place, reason: reason, otherwise: otherwise) { return (retries, true) }
-                attempt = 0
-            case .resume(let at, let reason):
-                // Progress was made: the retry budget is for attempts that get nowhere.
+            case .giveUp(let attempt, let reason):
                 try journal.save(to: vault)
-                attempt = 1
-                retries += 1
-                try await wait(
-                    i, attempt: attempt, retryAfter: nil,
-                    reason: "\(reason); the server has \(at) of \(journal.batches[i].bytes) bytes")
-            case .retry(let reason, let retryAfter):
-                try journal.save(to: vault)
-                guard attempt < options.policy.maxAttempts else {
-                    let (confirmed, n) = (
-                        journal.batches.filter { $0.status == .complete }.count, journal.batches.count
-                    )
-                    throw VaultError(
-                        .uploadFailed,
-                        "batch \(i + 1)/\(n) failed \(attempt) time\(attempt == 1 ? "" : "s"), last: \(reason)",
-                        hint: "\(confirmed) of \(n) batch\(n == 1 ? " is" : "es are") confirmed")
-                }
-                retries += 1
-                try await wait(i, attempt: attempt, retryAfter: retryAfter, reason: reason)
+                let confirmed = journal.batches.filter { $0.status == .complete }.count
+                let n = journal.batches.count
+                throw VaultError(
+                    .uploadFailed,
+                    "batch \(i + 1)/\(n) failed \(attempt) time\(attempt == 1 ? "" : "s"), last: \(reason)",
+                    hint: "\(confirmed) of \(n) batch\(n == 1 ? " is" : "es are") confirmed")
+            case .done(let retries, let left):
+                return (retries, left)
             }
         }
     }

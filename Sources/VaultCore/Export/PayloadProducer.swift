@@ -9,6 +9,12 @@ package struct DocumentFailure: Error, Sendable {
     package let error: VaultError
     /// Payload offset where its entry began.
     package let startOffset: UInt64
+
+    package init(record: DocumentRecord, error: VaultError, startOffset: UInt64) {
+        self.record = record
+        self.error = error
+        self.startOffset = startOffset
+    }
 }
 
 /// A block of payload bytes lent by a ``PayloadProducer``; give it back with ``release()``.
