@@ -170,6 +170,7 @@ let package = Package(
                 "VaultReceive", "VaultCore", "VaultUpload", "VaultTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),
         .testTarget(

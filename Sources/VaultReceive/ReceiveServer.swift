@@ -92,6 +92,39 @@ public struct ReceiveServer: Service {
     /// takes no new connections, refuses new batches (503) and lets those in flight finish.
     public func run() async throws {
         let onListening = self.onListening
+        let router = try await buildRouter()
+        let (server, scheme) = try buildServer()
+        let receiver = self.receiver
+        var quiet = logger
+        quiet.logLevel = .warning
+        let host = configuration.host
+        let app = Application(
+            router: router, server: server,
+            configuration: .init(
+                address: .hostname(host, port: configuration.port), serverName: "vault",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                let shown = host.contains(":") ? "[\(host)]" : host
+                onListening("\(scheme)://\(shown):\(port)")
+            },
+            logger: quiet)
+        do {
+            try await withGracefulShutdownHandler {
+                try await app.run()
+            } onGracefulShutdown: {
+                receiver.close()
+            }
+        } catch let e as IOError
+            where [Errno.addressInUse, .addressNotAvailable, .permissionDenied].contains(Errno(rawValue: e.errnoCode))
+        {
+            throw listenError(Errno(rawValue: e.errnoCode))
+        }
+    }
+
+    /// The routes (as Hummingbird's examples build theirs): health and metrics, batches, tus,
+    /// and the operator's pages.
+    func buildRouter() async throws -> Router<ReceiveContext> {
         let router = Router(context: ReceiveContext.self)
         let receiver = self.receiver
         let metrics = self.metrics
@@ -132,6 +165,12 @@ public struct ReceiveServer: Service {
             receiver: receiver, accounts: try await OperatorAccounts(home: receiver.home), sessions: OperatorSessions(),
             secure: configuration.tlsCertificate != nil, hosts: configuration.operatorHosts, logger: logger
         ).register(on: router)
+        return router
+    }
+
+    /// The HTTP/1.1 server, bounded in time and header size, behind TLS when a certificate is
+    /// configured; and its URL scheme.
+    func buildServer() throws -> (HTTPServerBuilder, String) {
         let headTimeout = TimeAmount.milliseconds(Int64(configuration.idleTimeout * 1000))
         let http = HTTPServerBuilder.http1(
             configuration: .init(
@@ -161,40 +200,22 @@ public struct ReceiveServer: Service {
             server = http
             scheme = "http"
         }
-        var quiet = logger
-        quiet.logLevel = .warning
+        return (server, scheme)
+    }
+
+    /// Why the server cannot listen where it was asked to, in words for the operator.
+    func listenError(_ errno: Errno) -> VaultError {
         let host = configuration.host
-        let app = Application(
-            router: router, server: server,
-            configuration: .init(
-                address: .hostname(host, port: configuration.port), serverName: "vault",
-                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? 0
-                let shown = host.contains(":") ? "[\(host)]" : host
-                onListening("\(scheme)://\(shown):\(port)")
-            },
-            logger: quiet)
-        do {
-            try await withGracefulShutdownHandler {
-                try await app.run()
-            } onGracefulShutdown: {
-                receiver.close()
-            }
-        } catch let e as IOError
-            where [Errno.addressInUse, .addressNotAvailable, .permissionDenied].contains(Errno(rawValue: e.errnoCode))
-        {
-            let address = host.contains(":") ? "[\(host)]:\(configuration.port)" : "\(host):\(configuration.port)"
-            switch Errno(rawValue: e.errnoCode) {
-            case .addressInUse:
-                throw VaultError(
-                    .busy, "cannot listen on \(address): another process listens there",
-                    hint: "choose another port (port 0 picks a free one), or stop the other server")
-            case .permissionDenied:
-                throw VaultError(.usage, "cannot listen on \(address): a port under 1024 needs privileges")
-            default:
-                throw VaultError(.usage, "cannot listen on \(address): no interface of this machine has that address")
-            }
+        let address = host.contains(":") ? "[\(host)]:\(configuration.port)" : "\(host):\(configuration.port)"
+        switch errno {
+        case .addressInUse:
+            return VaultError(
+                .busy, "cannot listen on \(address): another process listens there",
+                hint: "choose another port (port 0 picks a free one), or stop the other server")
+        case .permissionDenied:
+            return VaultError(.usage, "cannot listen on \(address): a port under 1024 needs privileges")
+        default:
+            return VaultError(.usage, "cannot listen on \(address): no interface of this machine has that address")
         }
     }
 }
