@@ -204,25 +204,7 @@ extension VaultCommand {
             let exporter = try VaultCore.Exporter(
                 vault: vault, selection: selection.selection(in: vault), options: exportOptions,
                 onEvent: renderer.handle)
-            if exporter.documents == 0 {
-                // Nothing to export is not a failure (a daily export on an empty day), as for upload;
-                // a name, id or tag that matches nothing still is (exit 3).
-                if result.json {
-                    Terminal.out(
-                        JSONOutput.line(
-                            Result(
-                                runId: "", out: toStdout ? "standard output" : out, documents: 0, payloadBytes: 0,
-                                seconds: 0, batches: [], skipped: [])))
-                } else if progressOptions.printsSummary && !result.json {
-                    Terminal.err(
-                        """
-                        vault: nothing to export: \(try Self.whyNothing(vault)) (nothing was \
-                        written\(toStdout ? "" : " to \(out)"))
-                        """
-                    )
-                }
-                return
-            }
+            if exporter.documents == 0 { return try nothingToExport(vault) }
             let started = Date()
             let summary: ExportSummary
             do {
@@ -258,7 +240,33 @@ extension VaultCommand {
                 skipped: summary.skipped.count,
                 detail: "run \(summary.runID)"
                     + (exportOptions.recipients.isEmpty ? "" : Self.sealedDetail(exportOptions.recipients)))
-            let seconds = Date().timeIntervalSince(started)
+            try report(summary, seconds: Date().timeIntervalSince(started))
+        }
+
+        /// Nothing to export is not a failure (a daily export on an empty day), as for upload;
+        /// a name, id or tag that matches nothing still is (exit 3).
+        private func nothingToExport(_ vault: Vault) throws {
+            let toStdout = out == "-"
+            if result.json {
+                Terminal.out(
+                    JSONOutput.line(
+                        Result(
+                            runId: "", out: toStdout ? "standard output" : out, documents: 0, payloadBytes: 0,
+                            seconds: 0, batches: [], skipped: [])))
+            } else if progressOptions.printsSummary && !result.json {
+                Terminal.err(
+                    """
+                    vault: nothing to export: \(try Self.whyNothing(vault)) (nothing was \
+                    written\(toStdout ? "" : " to \(out)"))
+                    """
+                )
+            }
+        }
+
+        /// The summary (a JSON line, or a line on standard error) and the exit status: partial
+        /// when damaged documents were left out.
+        private func report(_ summary: ExportSummary, seconds: Double) throws {
+            let toStdout = out == "-"
             let where_ = toStdout ? "standard output" : out
             if result.json {
                 Terminal.out(

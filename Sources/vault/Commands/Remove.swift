@@ -96,90 +96,15 @@ extension VaultCommand {
             let vault = try options.unlock()
             var ids = documents.isEmpty ? [] : try vault.select(DocumentQuery.selection(documents, in: vault)).map(\.id)
             if delivered || deliveredTo != nil {
-                let list = try DestinationList.load(vault)
-                if delivered && list.required.isEmpty {
-                    throw VaultError(
-                        .usage,
-                        "no destination is required: name them with 'vault destination add', or use --delivered-to")
-                }
-                let destinations = try DeliveryFilter.destinations(
-                    deliveredTo.map { [$0] } ?? [], required: true, list: list)
-                let filter = try DeliveryFilter(
-                    .delivered(destinations, olderThan: olderThan.flatMap(DeliveryFilter.duration)), vault: vault)
-                if documents.isEmpty { _ = try vault.forEachRecord { ids.append($0.id) } }
-                ids = ids.filter(filter.keeps)
-                if ids.isEmpty {
-                    if !result.json && !result.quiet {
-                        let age = olderThan.map { " \($0) ago or more" } ?? ""
-                        Terminal.err(
-                            "vault: nothing to remove: no document was confirmed by "
-                                + "\(destinations.joined(separator: " and "))\(age)")
-                    } else if result.json {
-                        Terminal.out(JSONOutput.line(Result(removed: [], dryRun: dryRun ? true : nil)))
-                    }
-                    return
-                }
-                // The history itself must show every confirmation, not the index alone.
-                let (unproven, findings, unsigned) = try vault.unprovenDeliveries(ids, at: destinations)
-                if !findings.isEmpty {
-                    throw VaultError(
-                        .vaultDamaged,
-                        """
-                            the history has findings (\(findings.joined(separator: ", "))): a removal by delivery \
-                            needs a whole history; nothing was removed
-                            """,
-                        hint: "run 'vault audit' to see them")
-                }
-                if !unsigned.isEmpty {
-                    let shown = unsigned.prefix(3).map { String($0.hex.prefix(12)) }.joined(separator: ", ")
-                        + (unsigned.count > 3 ? ", …" : "")
-                    throw VaultError(
-                        .notFound,
-                        """
-                            \(Plural.count(unsigned.count, "document")) (\(shown)) \
-                            \(unsigned.count == 1 ? "was" : "were") confirmed by \
-                            \(destinations.joined(separator: " and ")) without a receipt signed by its key (before \
-                            it was given one, or by a server that does not sign); nothing was removed
-                            """,
-                        hint: "send them again to get signed receipts: vault upload --to DESTINATION --new-run")
-                }
-                if !unproven.isEmpty {
-                    let shown = unproven.prefix(3).map { String($0.hex.prefix(12)) }.joined(separator: ", ")
-                        + (unproven.count > 3 ? ", …" : "")
-                    throw VaultError(
-                        .vaultDamaged,
-                        "the index says \(Plural.count(unproven.count, "document")) (\(shown)) reached "
-                            + "\(destinations.joined(separator: " and ")), and the history does not confirm it; "
-                            + "nothing was removed",
-                        hint: "run 'vault audit' to see what is wrong with the vault folder")
-                }
+                guard let proven = try confirmedDeliveries(ids, in: vault) else { return }
+                ids = proven
             }
             let records = try vault.records(ids)
             let why = delivered || deliveredTo != nil ? "(delivered)" : ""
             let documents = records.map {
                 Result.Document(id: $0.id.hex, name: $0.metadata.name, size: $0.metadata.size)
             }
-            if dryRun {
-                if result.json {
-                    return Terminal.out(
-                        JSONOutput.line(Result(removed: ids.map(\.hex), documents: documents, dryRun: true)))
-                }
-                guard !result.quiet else { return }
-                Terminal.out(
-                    records.map {
-                        """
-                            would remove  \($0.id.hex.prefix(12))  \(Terminal.size($0.metadata.size))  \
-                            \(Terminal.printable($0.metadata.name))\n
-                            """
-                    }.joined())
-                Terminal.err(
-                    """
-                        vault: dry run: would remove \(Removal.summary(records))\(why.isEmpty ? "" : " " + why); \
-                        nothing was removed
-                        """
-                )
-                return
-            }
+            if dryRun { return preview(ids, records, why: why) }
             guard Removal.confirm(records, why: why, yes: yes || result.json) else {
                 throw VaultError(
                     .usage, "nothing was removed (not confirmed)",
@@ -197,6 +122,96 @@ extension VaultCommand {
                         """
                 )
             }
+        }
+
+        /// Of `ids` (every document when none were named), those confirmed by the destinations
+        /// `--delivered`/`--delivered-to` name, each confirmation proven by the history (and by
+        /// a signed receipt where the destination has a key); nil when there is none (said so).
+        private func confirmedDeliveries(_ ids: [DocumentID], in vault: Vault) throws -> [DocumentID]? {
+            var ids = ids
+            let list = try DestinationList.load(vault)
+            if delivered && list.required.isEmpty {
+                throw VaultError(
+                    .usage,
+                    "no destination is required: name them with 'vault destination add', or use --delivered-to")
+            }
+            let destinations = try DeliveryFilter.destinations(
+                deliveredTo.map { [$0] } ?? [], required: true, list: list)
+            let filter = try DeliveryFilter(
+                .delivered(destinations, olderThan: olderThan.flatMap(DeliveryFilter.duration)), vault: vault)
+            if documents.isEmpty { _ = try vault.forEachRecord { ids.append($0.id) } }
+            ids = ids.filter(filter.keeps)
+            if ids.isEmpty {
+                if !result.json && !result.quiet {
+                    let age = olderThan.map { " \($0) ago or more" } ?? ""
+                    Terminal.err(
+                        "vault: nothing to remove: no document was confirmed by "
+                            + "\(destinations.joined(separator: " and "))\(age)")
+                } else if result.json {
+                    Terminal.out(JSONOutput.line(Result(removed: [], dryRun: dryRun ? true : nil)))
+                }
+                return nil
+            }
+            // The history itself must show every confirmation, not the index alone.
+            let (unproven, findings, unsigned) = try vault.unprovenDeliveries(ids, at: destinations)
+            if !findings.isEmpty {
+                throw VaultError(
+                    .vaultDamaged,
+                    """
+                        the history has findings (\(findings.joined(separator: ", "))): a removal by delivery \
+                        needs a whole history; nothing was removed
+                        """,
+                    hint: "run 'vault audit' to see them")
+            }
+            if !unsigned.isEmpty {
+                let shown = unsigned.prefix(3).map { String($0.hex.prefix(12)) }.joined(separator: ", ")
+                    + (unsigned.count > 3 ? ", …" : "")
+                throw VaultError(
+                    .notFound,
+                    """
+                        \(Plural.count(unsigned.count, "document")) (\(shown)) \
+                        \(unsigned.count == 1 ? "was" : "were") confirmed by \
+                        \(destinations.joined(separator: " and ")) without a receipt signed by its key (before \
+                        it was given one, or by a server that does not sign); nothing was removed
+                        """,
+                    hint: "send them again to get signed receipts: vault upload --to DESTINATION --new-run")
+            }
+            if !unproven.isEmpty {
+                let shown = unproven.prefix(3).map { String($0.hex.prefix(12)) }.joined(separator: ", ")
+                    + (unproven.count > 3 ? ", …" : "")
+                throw VaultError(
+                    .vaultDamaged,
+                    "the index says \(Plural.count(unproven.count, "document")) (\(shown)) reached "
+                        + "\(destinations.joined(separator: " and ")), and the history does not confirm it; "
+                        + "nothing was removed",
+                    hint: "run 'vault audit' to see what is wrong with the vault folder")
+            }
+            return ids
+        }
+
+        /// `--dry-run`: what would be removed, and nothing is.
+        private func preview(_ ids: [DocumentID], _ records: [DocumentRecord], why: String) {
+            let documents = records.map {
+                Result.Document(id: $0.id.hex, name: $0.metadata.name, size: $0.metadata.size)
+            }
+            if result.json {
+                return Terminal.out(
+                    JSONOutput.line(Result(removed: ids.map(\.hex), documents: documents, dryRun: true)))
+            }
+            guard !result.quiet else { return }
+            Terminal.out(
+                records.map {
+                    """
+                        would remove  \($0.id.hex.prefix(12))  \(Terminal.size($0.metadata.size))  \
+                        \(Terminal.printable($0.metadata.name))\n
+                        """
+                }.joined())
+            Terminal.err(
+                """
+                    vault: dry run: would remove \(Removal.summary(records))\(why.isEmpty ? "" : " " + why); \
+                    nothing was removed
+                    """
+            )
         }
     }
 }
