@@ -359,6 +359,7 @@ import Glibc
         )
     }
 
+    // Long: a table of cases, read down the page.
     @Test func messagesThatHelp() throws {
         let s = Sandbox()
         s.initVault()
@@ -446,6 +447,7 @@ import Glibc
 
     /// Every command that prints a result has -q (nothing but errors) and --json (one object,
     /// valid against docs/schemas/COMMAND.schema.json).
+    // Long: a table of every command with a result, each checked the same way.
     @Test func everyResultHasQuietAndJSONAndTheJSONMatchesItsSchema() throws {
         let s = Sandbox()
         func check(_ schema: String, _ args: [String], env: [String: String?] = [:], status: Int32 = 0) -> [String: Any]

@@ -46,6 +46,7 @@ import Glibc
         return Set(list.compactMap { $0["id"] as? String })
     }
 
+    // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func aWeekOfRoutineDeliversEveryDocumentOnceToEachDestinationAndFreesOnlyWhatAllConfirmed() async throws {
         let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("week")
         defer { Task { await s3.shutdown() } }

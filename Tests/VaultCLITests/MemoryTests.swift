@@ -55,6 +55,7 @@ import VaultS3
         if let failure { throw failure }
     }
 
+    // Long: every protocol in turn against one peak-memory bound, in one process tree.
     @Test func exportingAndUploadingTwentyLargeDocumentsInEveryProtocolUseAtMost8MiBMoreThanOneOf1MiB() throws {
         let s = Sandbox()
         s.initVault(kdf: "interactive")

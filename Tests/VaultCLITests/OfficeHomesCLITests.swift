@@ -15,6 +15,7 @@ import VaultTestSupport
         return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
     }
 
+    // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func aStoresReceiversServeOperatorsPagesAndListStationsAndBatches() async throws {
         let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("homes")
         defer { Task { await s3.shutdown() } }

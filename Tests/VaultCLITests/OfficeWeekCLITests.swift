@@ -22,6 +22,7 @@ import Glibc
         var files: [String: [UInt8]] = [:]
     }
 
+    // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func anOfficeWeekDeliversEveryDocumentOnceWholeWithItsFolderTagsAndStationID() async throws {
         guard SealedDeliveryCLITests.requireAge() else { return }
         let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("week")

@@ -60,6 +60,7 @@ import VaultTestSupport
     /// prefix"); the other station's `pull` says so, takes the new password and moves to it;
     /// twice, from either side; a clone with the last password audits clean and holds every
     /// document; the old passwords open neither the store nor the stations.
+    // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func aPasswordChangeTravelsByPushAndOtherStationsTakeItOnPull() async throws {
         let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("pwpush")
         defer { Task { await s3.shutdown() } }

@@ -132,6 +132,7 @@ import Glibc
     }
 
     /// At least 30 misuses, each with its exact message start and exit code.
+    // Long: a table of cases, read down the page.
     @Test func badInputTable() throws {
         let s = Sandbox()
         s.write("a.txt", Array("alpha".utf8))

@@ -37,6 +37,7 @@ import Glibc
         return Set(docs.compactMap { $0["id"] as? String })
     }
 
+    // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func twoStationsPushAtOnceAThirdClonesAndARemovalReachesEveryone() async throws {
         let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("stations")
         defer { Task { await s3.shutdown() } }
@@ -138,6 +139,7 @@ import Glibc
                 == [])
     }
 
+    // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func killedPushAndPullResumeWithoutSendingOrFetchingAnythingFinishedAgain() async throws {
         let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("resume-remote")
         defer { Task { await s3.shutdown() } }
@@ -229,6 +231,7 @@ import Glibc
             })
     }
 
+    // Long: a table of cases, read down the page.
     @Test func damagedForeignAndForgedObjectsAreNotTaken() async throws {
         let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("damage")
         defer { Task { await s3.shutdown() } }
@@ -323,6 +326,7 @@ import Glibc
     static let documents = TestSize.pick(300, long: 1000)
     static let largeMiB = TestSize.pick(64, long: 1024)
 
+    // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func aColdListReadsOnlyHeadersAndEverythingElseMatchesTheLocalVault() async throws {
         let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("direct")
         defer { Task { await s3.shutdown() } }

@@ -68,6 +68,7 @@ import Glibc
         return (code, (try? String(contentsOfFile: c.out, encoding: .utf8)) ?? "")
     }
 
+    // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func twoReceiversShareOneStoreAndAStationMovesFromOneToTheOtherMidRun() async throws {
         let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("receivers")
         defer { Task { await s3.shutdown() } }

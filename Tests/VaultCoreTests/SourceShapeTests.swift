@@ -55,6 +55,73 @@ import Testing
         return found
     }
 
+    /// A function, initializer or test declaration (not in a comment).
+    static let declaration = try! NSRegularExpression(pattern: #"^\s*(?:[^/\s].*\s)?(?:func\s+\w|init[?!]?\s*[(<])"#)
+
+    /// `path:line name (lines)` for each function longer than `limit` lines, counted from its
+    /// declaration to its closing brace (braces in string literals and comments aside), unless
+    /// a `// Long:` comment just above it says why.
+    static func longFunctions(in files: [(String, String)], limit: Int = 80) -> [String] {
+        var found: [String] = []
+        for (path, text) in files {
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            var inText = false  // inside a multi-line string literal
+            var code: [String] = []  // each line without its literals and comments
+            for line in lines {
+                var kept = ""
+                if line.components(separatedBy: "\"\"\"").count % 2 == 0 {
+                    inText.toggle()
+                    code.append("")
+                    continue
+                }
+                if !inText {
+                    kept = line.replacingOccurrences(
+                        of: #""(?:\\.|[^"\\])*""#, with: "\"\"", options: .regularExpression)
+                    if let comment = kept.range(of: "//") { kept = String(kept[..<comment.lowerBound]) }
+                }
+                code.append(kept)
+            }
+            for (n, line) in lines.enumerated()
+            where declaration.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)) != nil {
+                var above = n - 1
+                var explained = false
+                while above >= 0, lines[above].trimmingCharacters(in: .whitespaces).hasPrefix("//")
+                    || lines[above].trimmingCharacters(in: .whitespaces).hasPrefix("@")
+                {
+                    if lines[above].contains("// Long:") { explained = true }
+                    above -= 1
+                }
+                var depth = 0, opened = false, end = n
+                scan: for i in n..<code.count {
+                    for c in code[i] {
+                        if c == "{" { depth += 1; opened = true } else if c == "}" { depth -= 1 }
+                        if opened && depth == 0 { end = i; break scan }
+                    }
+                    if !opened && i > n + 15 { break }  // a protocol requirement: no body
+                }
+                let length = end - n + 1
+                if opened && length > limit && !explained {
+                    found.append("\(path):\(n + 1) (\(length) lines)")
+                }
+            }
+        }
+        return found
+    }
+
+    @Test func noFunctionIsLongerThan80LinesUnlessACommentSaysWhy() throws {
+        let files = try Self.swiftFiles(in: ["Sources", "Examples", "Fuzz", "Tests"])
+        #expect(files.count > 200, "found only \(files.count) files")
+        let long = Self.longFunctions(in: files)
+        let list = long.joined(separator: "\n")
+        #expect(long.isEmpty, "functions over 80 lines (split them, or say why above with // Long:):\n\(list)")
+        // planted: 81 lines, braces in strings and comments not counted; then the same explained
+        let body = (0..<79).map { _ in "    let s = \"}\" // }" }.joined(separator: "\n")
+        let planted = "func f() {\n" + body + "\n}\n"
+        #expect(Self.longFunctions(in: [("Sources/A.swift", planted)]) == ["Sources/A.swift:1 (81 lines)"])
+        #expect(Self.longFunctions(in: [("Sources/A.swift", "// Long: a table.\n" + planted)]).isEmpty)
+        #expect(Self.longFunctions(in: [("Sources/A.swift", "func f() {\n" + body + "}\n")]).isEmpty)
+    }
+
     @Test func noCodeDecidesByTheTextOfAMessage() throws {
         let files = try Self.swiftFiles(in: ["Sources", "Examples", "Fuzz"])
         #expect(files.count > 150, "found only \(files.count) files")

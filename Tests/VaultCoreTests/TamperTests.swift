@@ -12,6 +12,7 @@ import VaultTestSupport
     struct Counts { var tried = 0, detected = 0 }
 
     @Test(arguments: [0, 1, 70_000, 200_000, 800_000])
+    // Long: a table of cases, read down the page.
     func everyMutationIsDetectedByGetVerifyAndExport(size: Int) throws {
         let f = try ExportTests.Fixture(sizes: [size, size, 500])
         let target = f.records[0], other = f.records[1]

@@ -70,6 +70,7 @@ import VaultCore
 
     /// Found by `make fuzz`: Foundation's XMLParser traps on a name that is not UTF-8, and it
     /// substitutes entities. Such answers read as empty; the same answer in plain UTF-8 reads.
+    // Long: a table of cases, read down the page.
     @Test func answersFoundationCannotParseSafelyReadAsEmpty() throws {
         // The fuzzer's input: a listing whose element name holds 0xFF bytes. A listing page or
         // a part list that cannot be read is an error (read as empty, it would hide objects).

@@ -86,6 +86,7 @@ import Testing
     /// .build-peers/) at a frozen clock, compared byte for byte: header signing with a payload
     /// hash or UNSIGNED-PAYLOAD, session tokens, odd keys and query values, path-style and
     /// virtual-host addressing, and presigned URLs with and without a signed Content-MD5.
+    // Long: botocore's cases, a table read down the page.
     @Test func matchesBotocoreByteForByte() throws {
         struct Case: Codable {
             var method, url: String

@@ -11,6 +11,7 @@ import VaultRemote
 import VaultUpload
 
 enum Seeds {
+    // Long: one seed list per fuzz family, a table read down the page.
     static func make(_ family: String, into dir: String) -> Int {
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         var n = 0

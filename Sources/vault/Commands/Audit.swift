@@ -166,13 +166,23 @@ extension VaultCommand {
             let report = try vault.audit(
                 deep: deep, expectedHead: expectHead.flatMap(HistoryHead.init), requireDelivered: required,
                 requireReceipts: receipts)
+            show(report, destinations: list.destinations)
+            if !report.findings.isEmpty {
+                throw VaultError(
+                    .vaultDamaged, "the audit found \(Plural.count(report.findings.count, "problem"))",
+                    hint: "\(DocsLocation.path("CLI.md")) says what each code means")
+            }
+        }
+
+        /// The report: a JSON object, or each finding on a line and a summary line.
+        private func show(_ report: AuditReport, destinations: [DestinationEntry]) {
             if json {
                 Terminal.out(
                     JSONOutput.line(
                         Output(
                             clean: report.findings.isEmpty, head: report.head.description, records: report.records,
                             documents: report.documents, objects: report.objects, deep: deep, findings: report.findings,
-                            destinations: list.destinations.map {
+                            destinations: destinations.map {
                                 AuditedDestination(name: $0.name, url: $0.url, recipients: $0.recipients ?? [])
                             })))
             } else {
@@ -188,7 +198,7 @@ extension VaultCommand {
                     report.findings.isEmpty
                     ? "clean" : "\(report.findings.count) finding\(report.findings.count == 1 ? "" : "s")"
                 out += "; head \(report.head)\n"
-                for d in list.destinations {
+                for d in destinations {
                     let sealed = d.recipients ?? []
                     let how =
                         sealed.isEmpty
@@ -197,11 +207,6 @@ extension VaultCommand {
                     out += "destination \(d.name): \(how)\n"
                 }
                 Terminal.out(out)
-            }
-            if !report.findings.isEmpty {
-                throw VaultError(
-                    .vaultDamaged, "the audit found \(Plural.count(report.findings.count, "problem"))",
-                    hint: "\(DocsLocation.path("CLI.md")) says what each code means")
             }
         }
     }

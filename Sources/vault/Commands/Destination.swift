@@ -127,6 +127,34 @@ extension VaultCommand.Destinations {
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
+            let (identity, named, place) = try checked()
+            let recipients = try sealing.parsed()
+            try options.requireLocal()
+            let vault = try options.unlock()
+            var list = try DestinationList.load(vault)
+            if list.destinations.contains(where: { $0.name == name }) {
+                throw VaultError(
+                    .alreadyExists, "a destination named '\(name)' exists",
+                    hint: "remove it first with 'vault destination remove \(name)'")
+            }
+            if let other = list.destinations.first(where: { $0.identity == identity }) {
+                throw VaultError(.alreadyExists, "\(identity) is the destination '\(other.name)' already")
+            }
+            var entry = DestinationEntry(name: name, url: url, wire: named?.rawValue, required: !optional, s3: place)
+            entry.receiptKey = receiptKey
+            entry.recipients = recipients.isEmpty ? nil : recipients.map(\.description)
+            list.destinations.append(entry)
+            try list.save(vault)
+            guard !output.quiet else { return }
+            Terminal.err(
+                "vault: added destination \(name) → \(identity)" + (optional ? " (optional)" : "")
+                    + (receiptKey == nil ? "" : "; batches need its signed receipts")
+                    + (recipients.isEmpty ? "" : "; sealed to \(Plural.count(recipients.count, "age recipient"))"))
+        }
+
+        /// The name, URL, protocol and receipt key checked before the password is asked for:
+        /// the destination's identity, its protocol if named, and for s3:// where it is.
+        private func checked() throws -> (identity: String, wire: UploadProtocol.Name?, place: S3Place?) {
             guard DestinationList.isValidName(name) else {
                 throw VaultError(
                     .usage,
@@ -194,28 +222,7 @@ extension VaultCommand.Destinations {
             if receiptKey != nil, s3URL {
                 throw VaultError(.usage, "receipts are signed for json and form batches, not s3")
             }
-            let recipients = try sealing.parsed()
-            try options.requireLocal()
-            let vault = try options.unlock()
-            var list = try DestinationList.load(vault)
-            if list.destinations.contains(where: { $0.name == name }) {
-                throw VaultError(
-                    .alreadyExists, "a destination named '\(name)' exists",
-                    hint: "remove it first with 'vault destination remove \(name)'")
-            }
-            if let other = list.destinations.first(where: { $0.identity == identity }) {
-                throw VaultError(.alreadyExists, "\(identity) is the destination '\(other.name)' already")
-            }
-            var entry = DestinationEntry(name: name, url: url, wire: named?.rawValue, required: !optional, s3: place)
-            entry.receiptKey = receiptKey
-            entry.recipients = recipients.isEmpty ? nil : recipients.map(\.description)
-            list.destinations.append(entry)
-            try list.save(vault)
-            guard !output.quiet else { return }
-            Terminal.err(
-                "vault: added destination \(name) → \(identity)" + (optional ? " (optional)" : "")
-                    + (receiptKey == nil ? "" : "; batches need its signed receipts")
-                    + (recipients.isEmpty ? "" : "; sealed to \(Plural.count(recipients.count, "age recipient"))"))
+            return (identity, named, place)
         }
     }
 

@@ -180,36 +180,7 @@ extension VaultCommand {
             let bounds = try range.map(Self.parse(range:))
             let (vault, office) = try await options.openWithOffice()
             let record = try await Self.resolving(office) { try DocumentQuery.record(document, in: vault, office: $0) }
-            if let bounds {
-                let reader = try vault.randomAccess(record.id)
-                guard let (start, last) = bounds.bounds(size: reader.size) else {
-                    throw VaultError(
-                        .usage,
-                        """
-                            --range \(range!) holds no byte of \(record.metadata.name) \
-                            (\(Plural.count(Int(reader.size), "byte")))
-                            """
-                    )
-                }
-                if toStdout && Terminal.isTTY(1) && !ContentType.isText(reader.metadata.contentType) {
-                    throw VaultError(
-                        .usage, "refusing to write \(reader.metadata.contentType) data to a terminal",
-                        hint: "use -o FILE, or redirect standard output")
-                }
-                let file = toStdout ? nil : try Self.atomicOutput(output!)
-                var screen = toStdout && Terminal.isTTY(1) ? PrintableText() : nil
-                var at = start
-                while at <= last {
-                    let piece = try reader.read(at: at, count: Int(min(UInt64(1 << 20), last - at + 1)))
-                    try piece.withUnsafeBytes { bytes in
-                        try screen?.check(bytes, name: record.metadata.name)
-                        try file?.file.write(bytes) ?? Terminal.stdout.write(bytes)
-                    }
-                    at += UInt64(piece.count)
-                }
-                try file?.commit(replace: force)
-                return
-            }
+            if let bounds { return try getRange(bounds, of: record, in: vault, toStdout: toStdout) }
             let reader = try vault.open(record.id)
             if toStdout {
                 if Terminal.isTTY(1) && !ContentType.isText(reader.metadata.contentType) {
@@ -243,6 +214,40 @@ extension VaultCommand {
                             )
                         ])))
             }
+        }
+
+        /// `--range`: only the chunks holding the range are read and decrypted.
+        private func getRange(
+            _ bounds: ByteRange, of record: DocumentRecord, in vault: VaultCore.Vault, toStdout: Bool
+        ) throws {
+            let reader = try vault.randomAccess(record.id)
+            guard let (start, last) = bounds.bounds(size: reader.size) else {
+                throw VaultError(
+                    .usage,
+                    """
+                        --range \(range!) holds no byte of \(record.metadata.name) \
+                        (\(Plural.count(Int(reader.size), "byte")))
+                        """
+                )
+            }
+            if toStdout && Terminal.isTTY(1) && !ContentType.isText(reader.metadata.contentType) {
+                throw VaultError(
+                    .usage, "refusing to write \(reader.metadata.contentType) data to a terminal",
+                    hint: "use -o FILE, or redirect standard output")
+            }
+            let file = toStdout ? nil : try Self.atomicOutput(output!)
+            var screen = toStdout && Terminal.isTTY(1) ? PrintableText() : nil
+            var at = start
+            while at <= last {
+                let piece = try reader.read(at: at, count: Int(min(UInt64(1 << 20), last - at + 1)))
+                try piece.withUnsafeBytes { bytes in
+                    try screen?.check(bytes, name: record.metadata.name)
+                    try file?.file.write(bytes) ?? Terminal.stdout.write(bytes)
+                }
+                at += UInt64(piece.count)
+            }
+            try file?.commit(replace: force)
+            return
         }
 
         /// Several documents into `folder`: every target is worked out and checked (collisions,

@@ -616,13 +616,27 @@ extension VaultCommand {
             // Counted by the run's ids: a document left out and removed since is not "damaged".
             let damaged = summary.skipped - summary.tooLarge.count - summary.refused.count - summary.unsendable.count
             if progressOptions.resolved == .none { for line in leftOut { Terminal.warn(line) } }
+            if let stop = leftOutError(
+                summary, unsendable: unsendable, refused: refused, tooLarge: tooLarge, damaged: damaged,
+                warned: !leftOut.isEmpty)
+            {
+                throw stop
+            }
+        }
+
+        /// The exit status for documents the run left out (partial, naming them and why); nil
+        /// when none was.
+        func leftOutError(
+            _ summary: UploadSummary, unsendable: [DocumentRecord], refused: [DocumentRecord],
+            tooLarge: [DocumentRecord], damaged: Int, warned: Bool
+        ) -> VaultError? {
             if !unsendable.isEmpty {
                 let names = unsendable.prefix(5).map {
                     "\($0.id.hex.prefix(12)) \(Terminal.printable($0.metadata.name))"
                 }.joined(separator: ", ")
                 let were = unsendable.count == 1 ? "was" : "were"
                 let others = summary.sentDocuments > 0 ? "; the other documents were delivered" : ""
-                throw VaultError(
+                return VaultError(
                     .partial,
                     "\(Plural.count(unsendable.count, "document")) \(were) not sent, as no back office takes "
                         + "\(unsendable.count == 1 ? "its name" : "their names"): \(names)",
@@ -643,11 +657,11 @@ extension VaultCommand {
                 // The reasons were warned of by this command unless an earlier attempt at the
                 // run (interrupted since) left the documents out.
                 let why =
-                    leftOut.isEmpty
+                    !warned
                     ? "an earlier attempt at this run left \(refused.count == 1 ? "it" : "them") out"
                     : "the warnings above give the server's reasons"
                 let others = summary.sentDocuments > 0 ? "; the other documents were delivered" : ""
-                throw VaultError(
+                return VaultError(
                     .partial,
                     "\(Plural.count(refused.count, "document")) \(were) refused by the server and not delivered: "
                         + names + (more.isEmpty ? "" : "; " + more.joined(separator: ", ")),
@@ -661,7 +675,7 @@ extension VaultCommand {
                 let names = tooLarge.prefix(5).map { "\($0.id.hex.prefix(12)) \(Terminal.printable($0.metadata.name))" }
                     .joined(separator: ", ")
                 let were = tooLarge.count == 1 ? "was" : "were"
-                throw VaultError(
+                return VaultError(
                     .partial,
                     "\(Plural.count(tooLarge.count, "document")) \(were) too large for the server and not "
                         + "delivered: \(names)"
@@ -674,10 +688,11 @@ extension VaultCommand {
                         + "or leave \(tooLarge.count == 1 ? "it" : "them") out with --exclude ID")
             }
             if damaged > 0 {
-                throw VaultError(
+                return VaultError(
                     .partial, "\(Plural.count(damaged, "damaged document")) \(damaged == 1 ? "was" : "were") left out",
                     hint: "run 'vault verify' for details")
             }
+            return nil
         }
 
         /// What this command did, in one line: a resumed run's earlier batches were sent by another.

@@ -56,6 +56,7 @@ enum FixtureGenerator {
         return out
     }
 
+    // Long: the table of fixture vectors (the committed files are generated from it).
     static func vectors() -> [Vector] {
         let k = keyring()
         var v: [Vector] = []
