@@ -59,6 +59,7 @@ extension Uploader {
         journal.batches[i].confirmedAt = UTCTime(Date()).iso8601
         journal.batches[i].httpStatus = status
         try journal.save(to: vault)
+        PausePoint.reached("upload.journal-confirmed")
         let documents = batchRecords(journal.batches[i])
         guard let identity = journal.deliveryIdentity ?? DestinationIdentity(url: options.target.address) else {
             throw VaultError(.usage, "'\(options.target.redacted)' is not a destination URL")
@@ -68,6 +69,7 @@ extension Uploader {
             detail: UploadJournals.deliveryDetail(
                 run: journal.runId, batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate),
             receipt: receipt)
+        PausePoint.reached("upload.delivery-recorded")
         sent.documents += documents.count
         sent.batches += 1
         sent.bytes += journal.batches[i].bytes
@@ -82,6 +84,7 @@ extension Uploader {
             if !proven.isEmpty {
                 try vault.removeDocuments(proven.map(\.id))
                 removedIDs += proven
+                PausePoint.reached("upload.removed")
             }
         }
         onEvent(.confirmed(batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate))

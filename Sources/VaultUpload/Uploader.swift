@@ -287,6 +287,7 @@ public final class Uploader: @unchecked Sendable {
             case .send(let attempt):
                 journal.batches[i].attempts += 1
                 try journal.save(to: vault)
+                PausePoint.reached("upload.attempt")
                 let a = try begin(index: i, attempt: attempt)
                 sealing = a.format.sealing
                 action = attempts.take(.answered(try await sender.attempt(a)))

@@ -140,12 +140,11 @@ import Glibc
         let (ids, originals) = UploadCLITests.add(s, count: 2, size: { 600_000 + $0 })
         // The first batch is read slowly (about 4 s), so the signal lands while it is sent.
         let r = Receiver(in: s, token: nil, faults: #"[{"action": "slow", "rate": 400000}]"#)
-        let pid = s.spawn(["upload", "--url", r.url, "--batch-size", "1", "--progress", "none"])
-        let sending = poll(every: 10_000) {
-            FileManager.default.fileExists(atPath: s.path("vault/uploads")) && r.log.isEmpty
-                && Self.entries(s.path("vault/uploads")).contains { $0.hasSuffix(".journal") }
-        }
-        usleep(500_000)
+        // Held as the first batch's attempt is journaled (VAULT_PAUSE_AT), and interrupted there.
+        let (pid, paused) = s.spawn(
+            ["upload", "--url", r.url, "--batch-size", "1", "--progress", "none"], pausingAt: "upload.attempt")
+        let sending =
+            paused && r.log.isEmpty && Self.entries(s.path("vault/uploads")).contains { $0.hasSuffix(".journal") }
         kill(pid, SIGINT)
         let stopped = s.wait(pid)
         #expect(sending)

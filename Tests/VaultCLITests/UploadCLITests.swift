@@ -391,12 +391,11 @@ import Testing
         // Slow reads (4 MB/s) give time to kill the client during the second batch.
         let plan = "[" + (0..<6).map { _ in #"{"action": "slow", "rate": 4000000}"# }.joined(separator: ",") + "]"
         let r = Receiver(in: s, faults: plan)
-        let pid = s.spawn(["upload", "--url", r.url, "--batch-size", "2"], env: Self.token)
-        let firstConfirmed = poll(every: 20_000) {
-            r.log.contains { $0["batch"] as? String == "1/3" && ($0["status"] as? Int) == 200 }
-                || !HardeningCLITests.isRunning(pid)
-        }
-        usleep(150_000)
+        // Held as the second batch's attempt is journaled, and killed there.
+        let (pid, paused) = s.spawn(
+            ["upload", "--url", r.url, "--batch-size", "2"], env: Self.token, pausingAt: "upload.attempt#2")
+        let firstConfirmed =
+            paused && r.log.contains { $0["batch"] as? String == "1/3" && ($0["status"] as? Int) == 200 }
         kill(pid, SIGKILL)
         _ = s.wait(pid)
         #expect(firstConfirmed)

@@ -126,6 +126,14 @@ package enum Peer {
         return addr
     }
 
+    /// True while process `pid` runs (a zombie, ended and not yet waited for, does not).
+    package static func isRunning(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return false }
+        return stat[stat.index(close, offsetBy: 2)] != "Z"
+    }
+
     /// Calls `done` every `interval` microseconds until it is true or `seconds` have passed (two
     /// minutes by default: the suite's tests and peers share two cores, so a condition that
     /// takes a tenth of a second alone can take many seconds under load); says whether it held.

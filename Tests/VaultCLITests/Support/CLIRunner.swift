@@ -61,6 +61,25 @@ final class Sandbox: ScratchSpace {
         return here.appendingPathComponent("vault").path
     }
 
+    /// Starts the binary and waits (up to `seconds`) until it stops at the named pause point
+    /// (`VAULT_PAUSE_AT`, debug builds: VaultCore's `PausePoint`), or ends first. Returns the
+    /// pid, and whether it is held at the point: the test then kills it at that very moment.
+    func spawn(
+        _ args: [String], env extra: [String: String?] = [:], pausingAt point: String, within seconds: Double = 300
+    ) -> (pid: pid_t, paused: Bool) {
+        let marker = path(".paused-\(UUID().uuidString)")
+        var environment = extra
+        environment["VAULT_PAUSE_AT"] = point
+        environment["VAULT_PAUSE_FILE"] = marker
+        let pid = spawn(args, env: environment)
+        var running = true
+        _ = poll(within: seconds, every: 5_000) {
+            running = Peer.isRunning(pid)
+            return FileManager.default.fileExists(atPath: marker) || !running
+        }
+        return (pid, FileManager.default.fileExists(atPath: marker) && Peer.isRunning(pid))
+    }
+
     /// Starts the binary without waiting. Returns the pid.
     /// - Parameter measured: run under GNU time, which reports the peak RSS of vault alone. (A
     ///   process started from this one by posix_spawn inherits this process's high-water mark
