@@ -262,7 +262,7 @@ import Glibc
         for i in 0..<40 { try s.writeLarge("f\(i).bin", mebibytes: 1, seed: UInt64(800 + i)) }
         let pid = s.spawn(["add"] + (0..<40).map { "f\($0).bin" })
         // Kill it once some documents are committed (before it can record them).
-        poll(every: 1000) { s.objects.count >= 3 || !HardeningCLITests.isRunning(pid) }
+        poll(every: 1000) { s.objects.count >= 3 || !Peer.isRunning(pid) }
         kill(pid, SIGKILL)
         _ = s.wait(pid)
         let committed = s.objects.filter { $0.hasSuffix(".vlt") }
@@ -293,7 +293,7 @@ import Glibc
         // unlinks, the index update or the record: all of them must be finished the same way).
         let pending = s.path("vault/remove.pending")
         let pid = s.spawn(["remove"] + ids)
-        while !FileManager.default.fileExists(atPath: pending) && HardeningCLITests.isRunning(pid) { usleep(20) }
+        while !FileManager.default.fileExists(atPath: pending) && Peer.isRunning(pid) { usleep(20) }
         kill(pid, SIGKILL)
         _ = s.wait(pid)
         try #require(FileManager.default.fileExists(atPath: pending), "the removal finished before the kill")
@@ -423,7 +423,7 @@ import Glibc
             let r = s.run(args)
             #expect(r.status == 0, "\(args): \(r.stderr)")
             Self.write(s.path("out.json"), r.stdout)
-            let v = Self.validate(s.path("out.json"), schema: schema)
+            let v = Fixtures.validate(s.path("out.json"), schema: schema)
             #expect(v.status == 0, "\(args) against \(schema).schema.json: \(v.output)")
         }
         // And findings: a damaged vault's audit and log.
@@ -432,31 +432,11 @@ import Glibc
             let r = s.run(args)
             #expect(r.status == 65)
             Self.write(s.path("out.json"), r.stdout)
-            let v = Self.validate(s.path("out.json"), schema: schema)
+            let v = Fixtures.validate(s.path("out.json"), schema: schema)
             #expect(v.status == 0, "\(args): \(v.output)")
         }
     }
 
     /// Validates a JSON file against `docs/schemas/<schema>.schema.json` with the `jsonschema`
     /// package (PyPI; installed by `make test` into .build-peers/).
-    static func validate(_ file: String, schema: String) -> (status: Int32, output: String) {
-        let python = Sandbox.repository.appendingPathComponent(".build-peers/venv/bin/python").path
-        let schemaPath = Sandbox.repository.appendingPathComponent("docs/schemas/\(schema).schema.json").path
-        let script = """
-            import json, sys, jsonschema
-            schema = json.load(open(sys.argv[1]))
-            jsonschema.Draft202012Validator.check_schema(schema)
-            jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[2])))
-            """
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: python)
-        p.arguments = ["-c", script, schemaPath, file]
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = pipe
-        do { try p.run() } catch { return (-1, "cannot run \(python): \(error) (make test installs it)") }
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        return (p.terminationStatus, output)
-    }
 }

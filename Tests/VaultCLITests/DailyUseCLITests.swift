@@ -331,7 +331,7 @@ import Glibc
         let written = (try? JSONSerialization.jsonObject(with: Data(escape.stdout))) as? [String: Any]
         #expect((written?["written"] as? [[String: Any]])?.first?["path"] as? String == "out/escape.txt")
         AuditCLITests.write(s.path("written.json"), escape.stdout)
-        #expect(AuditCLITests.validate(s.path("written.json"), schema: "get").status == 0)
+        #expect(Fixtures.validate(s.path("written.json"), schema: "get").status == 0)
 
         // Existing files: refused before anything is written, unless --force.
         let again = s.run("get", "--all", "-o", "out", "-q")
@@ -457,7 +457,7 @@ import Glibc
             // --json is a mode: the object on stdout, nothing on stderr but errors.
             if status == 0 { #expect(r.stderr.isEmpty, "\(args) --json said on stderr: \(r.stderr)") }
             AuditCLITests.write(s.path("out.json"), r.stdout)
-            let v = AuditCLITests.validate(s.path("out.json"), schema: schema)
+            let v = Fixtures.validate(s.path("out.json"), schema: schema)
             #expect(v.status == 0, "\(args) against \(schema).schema.json: \(v.output)")
             return (try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [String: Any] ?? [:]
         }
@@ -478,9 +478,9 @@ import Glibc
                 && !FileManager.default.fileExists(atPath: s.path("out")))
         _ = check("export", ["export", "--out", "out", "--json"])
         let r = Receiver(in: s)
-        let wouldSend = check("upload", ["upload", "--url", r.url, "--dry-run", "--json"], env: UploadCLITests.token)
+        let wouldSend = check("upload", ["upload", "--url", r.url, "--dry-run", "--json"], env: Fixtures.uploadToken)
         #expect((wouldSend["send"] as? [Any])?.count == 3 && r.accepted.isEmpty, "\(wouldSend)")
-        _ = check("upload", ["upload", "--url", r.url, "--json"], env: UploadCLITests.token)
+        _ = check("upload", ["upload", "--url", r.url, "--json"], env: Fixtures.uploadToken)
         _ = check("uploads", ["uploads", "--json"])
         _ = check("uploads-prune", ["uploads", "prune", "--json"])
         let wouldRemove = check("remove", ["remove", "a.txt", "--dry-run", "--json"])

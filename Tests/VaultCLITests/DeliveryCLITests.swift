@@ -25,9 +25,6 @@ import Glibc
         return ids
     }
 
-    static func json(_ r: CLIResult) -> [String: Any] {
-        (try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [String: Any] ?? [:]
-    }
 
     /// The document ids inside `{"Files":[{"Id":…}]}` payloads.
     static func ids(inPayloads payloads: [[UInt8]]) -> [String] {
@@ -113,18 +110,18 @@ import Glibc
         let wednesday = try Self.add(s, 6, size: 1 << 20, seed: 3)
         let pid = s.spawn(["upload", "--to", "office", "--batch-size", "2"], env: Self.office)
         let confirmed = poll(every: 20_000) {
-            receiver.accepted.contains { wednesday.contains($0) } || !HardeningCLITests.isRunning(pid)
+            receiver.accepted.contains { wednesday.contains($0) } || !Peer.isRunning(pid)
         }
-        try #require(confirmed && HardeningCLITests.isRunning(pid), "the upload finished before it could be killed")
+        try #require(confirmed && Peer.isRunning(pid), "the upload finished before it could be killed")
         kill(pid, SIGKILL)
         _ = s.wait(pid)
-        let status = Self.json(s.run("status", "--json"))
+        let status = Fixtures.json(s.run("status", "--json"))
         let office = (status["destinations"] as? [[String: Any]])?.first { $0["name"] as? String == "office" }
         #expect(office?["interruptedRuns"] as? Int == 1, "\(status)")
         // Freeing space now removes only what every required destination confirmed: Monday's and Tuesday's.
         let freed = s.run("remove", "--delivered", "--json")
         #expect(freed.status == 0, "\(freed.stderr)")
-        #expect(Set(Self.json(freed)["removed"] as? [String] ?? []) == Set(monday + tuesday))
+        #expect(Set(Fixtures.json(freed)["removed"] as? [String] ?? []) == Set(monday + tuesday))
         #expect(Self.present(s) == Set(wednesday))
         // The same command finishes the interrupted run: no confirmed batch again.
         let resumed = ship("office", ["--batch-size", "2"])
@@ -155,7 +152,7 @@ import Glibc
         #expect(s.run("audit", "--require-delivered", "office").status == 65)
         let strict = s.run("audit", "--require-delivered", "forms", "--require-delivered", "office", "--json")
         #expect(strict.status == 65)
-        let findings = Self.json(strict)["findings"] as? [[String: Any]] ?? []
+        let findings = Fixtures.json(strict)["findings"] as? [[String: Any]] ?? []
         #expect(findings.map { $0["code"] as? String } == ["removed-undelivered", "removed-undelivered"], "\(findings)")
         #expect(Set(findings.compactMap { $0["document"] as? String }) == Set(stray))
         // Where each document went, and when.
@@ -181,7 +178,7 @@ import Glibc
                 now[name]!.sorted() == (monday + tuesday + wednesday + thursday + friday).sorted(),
                 "\(name) holds each document once")
         }
-        let final = Self.json(s.run("status", "--json"))
+        let final = Fixtures.json(s.run("status", "--json"))
         #expect(final["documents"] as? Int == 0 && final["undelivered"] as? Int == 0, "\(final)")
         #expect(receiver.accepted.count == Set(receiver.accepted).count, "the office got every document exactly once")
     }

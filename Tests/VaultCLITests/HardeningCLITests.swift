@@ -21,18 +21,12 @@ import Glibc
                     && ((try? FileManager.default.attributesOfItem(atPath: dir + "/" + name)[.size] as? Int) ?? 0)
                         >= bytes
             }
-            return grown || !isRunning(pid)  // or it finished first
+            return grown || !Peer.isRunning(pid)  // or it finished first
         }
         return grown
     }
 
     /// True while `pid` has not exited (it is not yet a zombie), without reaping it.
-    static func isRunning(_ pid: pid_t) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return false }
-        return stat[stat.index(close, offsetBy: 2)] != "Z"
-    }
 
     static func vaultWithLargeDocument(_ s: Sandbox, mebibytes: Int = 50) throws -> [UInt8] {
         s.initVault()
@@ -112,7 +106,7 @@ import Glibc
         let out = s.path("out")
         let pid = s.spawn(["export", "--out", out, "--batch-size", "1"])
         let first = poll(every: 500) {
-            FileManager.default.fileExists(atPath: out + "/batch-0001.json") || !Self.isRunning(pid)
+            FileManager.default.fileExists(atPath: out + "/batch-0001.json") || !Peer.isRunning(pid)
         }
         kill(pid, SIGTERM)
         let r = s.wait(pid)
@@ -137,7 +131,7 @@ import Glibc
     @Test func anInterruptedUploadLeavesItsJournalAndResumes() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, originals) = UploadCLITests.add(s, count: 2, size: { 600_000 + $0 })
+        let (ids, originals) = Fixtures.addDocuments(s, count: 2, size: { 600_000 + $0 })
         // The first batch is read slowly (about 4 s), so the signal lands while it is sent.
         let r = Receiver(in: s, token: nil, faults: #"[{"action": "slow", "rate": 400000}]"#)
         // Held as the first batch's attempt is journaled (VAULT_PAUSE_AT), and interrupted there.
@@ -242,11 +236,11 @@ import Glibc
     @Test func theJournalHoldsNothingComputableWithoutThePassword() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, _) = UploadCLITests.add(s, count: 3)
+        let (ids, _) = Fixtures.addDocuments(s, count: 3)
         let list = try JSONSerialization.jsonObject(with: Data(s.run("list", "--json").stdout)) as! [[String: Any]]
         let digests = Dictionary(uniqueKeysWithValues: list.map { ($0["id"] as! String, $0["sha256"] as! String) })
         let r = Receiver(in: s)
-        #expect(s.run(["upload", "--url", r.url], env: UploadCLITests.token).status == 0)
+        #expect(s.run(["upload", "--url", r.url], env: Fixtures.uploadToken).status == 0)
         let journal = try #require(s.journal())
         // What the folder shows: the sealed file, and (for the checks below) what it seals.
         let text =
@@ -279,7 +273,7 @@ import Glibc
     @Test func plainHTTPToANonLoopbackHostIsRefused() throws {
         let s = Sandbox()
         s.initVault()
-        _ = UploadCLITests.add(s, count: 1)
+        _ = Fixtures.addDocuments(s, count: 1)
         let r = Receiver(in: s, token: nil)
         let attacker = s.run(["upload", "--url", "http://127.attacker.example/upload"])
         #expect(attacker.status == 64)
@@ -290,7 +284,7 @@ import Glibc
         // unless --insecure-http, and never with credentials (the traffic stays on this machine).
         let numeric = "http://2130706433:\(r.port)/upload"
         #expect(s.run(["upload", "--url", numeric]).status == 64)
-        let withToken = s.run(["upload", "--url", numeric, "--insecure-http"], env: UploadCLITests.token)
+        let withToken = s.run(["upload", "--url", numeric, "--insecure-http"], env: Fixtures.uploadToken)
         #expect(withToken.status == 64)
         #expect(
             withToken.stderr.hasPrefix("vault: refusing to send credentials unencrypted over http:// to 2130706433\n"))
@@ -325,7 +319,7 @@ import Glibc
         // been exec'd and has taken the secrets out of its environment.
         var environ = "", comm = ""
         let deadline = Date().addingTimeInterval(120)
-        while Date() < deadline && Self.isRunning(pid) {
+        while Date() < deadline && Peer.isRunning(pid) {
             environ =
                 (try? String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ")), as: UTF8.self))
                 ?? ""
@@ -335,7 +329,7 @@ import Glibc
             }
             usleep(5000)
         }
-        #expect(comm == "vault\n" && Self.isRunning(pid), "vault is running: \(comm)")
+        #expect(comm == "vault\n" && Peer.isRunning(pid), "vault is running: \(comm)")
         #expect(!environ.isEmpty)
         for (name, value) in secrets {
             #expect(!environ.contains(value), "\(name) is still readable in /proc/PID/environ")
@@ -411,7 +405,7 @@ import Glibc
     @Test func forceRemovesBatchFilesOfAnEarlierRun() throws {
         let s = Sandbox()
         s.initVault()
-        _ = UploadCLITests.add(s, count: 3)
+        _ = Fixtures.addDocuments(s, count: 3)
         #expect(s.run("export", "--out", "out", "--batch-size", "1").status == 0)
         #expect(
             Self.entries(s.path("out")) == ["batch-0001.json", "batch-0002.json", "batch-0003.json", "manifest.json"])
@@ -522,7 +516,7 @@ import Glibc
     @Test func aRefusedConnectionFailsAtOnce() throws {
         let s = Sandbox()
         s.initVault()
-        _ = UploadCLITests.add(s, count: 1)
+        _ = Fixtures.addDocuments(s, count: 1)
         // A port nothing listens on: bind one, note it, close it.
         let (fd, port) = Self.loopbackSocket()
         close(fd)
@@ -539,7 +533,7 @@ import Glibc
     @Test func theTimeoutBoundsConnectingToASilentHost() throws {
         let s = Sandbox()
         s.initVault()
-        _ = UploadCLITests.add(s, count: 1)
+        _ = Fixtures.addDocuments(s, count: 1)
         // A local listener whose accept queue is full: the kernel drops further SYNs, so a
         // connect hangs as it would to a silent host, without any traffic leaving this machine.
         let (server, port) = Self.loopbackSocket()
@@ -558,7 +552,7 @@ import Glibc
     @Test func listAndExportAgreeOnATagNoDocumentHas() throws {
         let s = Sandbox()
         s.initVault()
-        _ = UploadCLITests.add(s, count: 1)
+        _ = Fixtures.addDocuments(s, count: 1)
         let list = s.run("list", "--tag", "nosuch")
         let export = s.run("export", "--tag", "nosuch", "--out", "o")
         #expect(list.status == 3 && export.status == 3)
@@ -636,7 +630,7 @@ import Glibc
     @Test func jsonProgressIsOnlyJSONAndQuietIsQuiet() throws {
         let s = Sandbox()
         s.initVault()
-        _ = UploadCLITests.add(s, count: 3)
+        _ = Fixtures.addDocuments(s, count: 3)
         let json = s.run("export", "--out", "o", "--progress", "json")
         #expect(json.status == 0)
         let lines = json.stderr.split(separator: "\n")

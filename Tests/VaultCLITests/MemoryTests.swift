@@ -197,7 +197,7 @@ import VaultS3
         }
         let batch = ["--batch-size", "21"]
         let plain = Receiver(in: s, mode: "sink")
-        let normal = s.measureWith(["upload", "--url", plain.url] + batch, env: UploadCLITests.token)
+        let normal = s.measureWith(["upload", "--url", plain.url] + batch, env: Fixtures.uploadToken)
         #expect(normal.status == 0, "\(normal.stderr)")
         #expect(plain.statuses == ["200"])
         let refuse = #"{"action": "status", "status": 400, "error": {"code": "no", "document": PLACE}}"#
@@ -206,7 +206,7 @@ import VaultS3
             + Array(repeating: refuse.replacingOccurrences(of: "PLACE", with: "1"), count: 19).joined(separator: ", ")
             + "]"
         let refusing = Receiver(in: s, faults: plan, mode: "sink")
-        let refused = s.measureWith(["upload", "--url", refusing.url, "--new-run"] + batch, env: UploadCLITests.token)
+        let refused = s.measureWith(["upload", "--url", refusing.url, "--new-run"] + batch, env: Fixtures.uploadToken)
         #expect(refused.status == 2, "\(refused.stderr)")
         #expect(refused.stderr.components(separatedBy: "the server refused it").count - 1 == 20, "\(refused.stderr)")
         #expect(refusing.statuses == ["400", "200"] + Array(repeating: "400", count: 19), "\(refusing.statuses)")

@@ -128,7 +128,7 @@ import VaultTestSupport
             let r = s.run(args, env: env)
             #expect(r.out.hasPrefix("{") && r.out.hasSuffix("}\n"), "\(args): \(r.out)\(r.stderr)")
             s.write("\(schema).json", Array(r.out.utf8))
-            let v = AuditCLITests.validate(s.path("\(schema).json"), schema: schema)
+            let v = Fixtures.validate(s.path("\(schema).json"), schema: schema)
             #expect(v.status == 0, "\(schema): \(v.output)")
         }
     }

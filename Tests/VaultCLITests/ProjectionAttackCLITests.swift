@@ -73,14 +73,14 @@ import Glibc
         // The attacker puts the old index.db back.
         #expect(s.shell("rm -f vault/index.db-wal vault/index.db-shm && cp saved/index.db* vault/").status == 0)
 
-        let status = DeliveryCLITests.json(s.run("status", "--json"))
+        let status = Fixtures.json(s.run("status", "--json"))
         let office = (status["destinations"] as? [[String: Any]])?.first { $0["name"] as? String == "office" }
         #expect(office?["delivered"] as? Int == 0 && office?["pending"] as? Int == 3, "\(status)")
         let undeliveredList = Self.listed(s, ["--undelivered", "--to", "office"])
         #expect(undeliveredList.ids.contains(undelivered), "\(undeliveredList.result.stderr)")
         let removed = s.run("remove", "--delivered-to", "office", "--json")
         #expect(removed.status == 0, "\(removed.stderr)")
-        #expect(DeliveryCLITests.json(removed)["removed"] as? [String] == [], "\(removed.out)")
+        #expect(Fixtures.json(removed)["removed"] as? [String] == [], "\(removed.out)")
         #expect(Self.listed(s).ids.contains(undelivered), "the document the office never got is still there")
         // The audit names the forgery.
         let audit = s.run("audit", "--json")
@@ -110,13 +110,13 @@ import Glibc
         }
         let removed = s.run("remove", "--delivered-to", "office", "--json")
         #expect(
-            DeliveryCLITests.json(removed)["removed"] as? [String] == [],
+            Fixtures.json(removed)["removed"] as? [String] == [],
             "archive never got them: \(removed.out) \(removed.stderr)")
         let everything = s.run("remove", "--delivered", "--json")
         #expect(
-            DeliveryCLITests.json(everything)["removed"] as? [String] == [], "\(everything.out) \(everything.stderr)")
+            Fixtures.json(everything)["removed"] as? [String] == [], "\(everything.out) \(everything.stderr)")
         #expect(Set(Self.listed(s).ids) == Set(ids))
-        let list = DeliveryCLITests.json(s.run("destination", "list", "--json"))
+        let list = Fixtures.json(s.run("destination", "list", "--json"))
         let names = (list["destinations"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
         #expect(names == ["office", "archive"], "the destinations come from the history: \(list)")
     }
@@ -368,9 +368,9 @@ import Glibc
         let receiver = Receiver(in: s, faults: #"[{"action": "slow", "rate": 1500}, {"action": "slow", "rate": 1500}]"#)
         let pid = s.spawn(["upload", "--url", receiver.url, "--batch-size", "1"], env: Self.office)
         poll(every: 20_000) {
-            FileManager.default.fileExists(atPath: s.path("vault/uploads")) || !HardeningCLITests.isRunning(pid)
+            FileManager.default.fileExists(atPath: s.path("vault/uploads")) || !Peer.isRunning(pid)
         }
-        try #require(HardeningCLITests.isRunning(pid), "the upload ended before passwd could be tried")
+        try #require(Peer.isRunning(pid), "the upload ended before passwd could be tried")
         let passwd = s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "during the upload"])
         #expect(passwd.status == 75, "\(passwd.status) \(passwd.stderr)")
         #expect(passwd.stderr.contains("another vault command"), "\(passwd.stderr)")
@@ -380,7 +380,7 @@ import Glibc
         s.env["VAULT_PASSWORD"] = "after the upload"
         let audit = s.run("audit")
         #expect(audit.status == 0, "\(audit.out)")
-        let status = DeliveryCLITests.json(s.run("status", "--json"))
+        let status = Fixtures.json(s.run("status", "--json"))
         let entry = (status["destinations"] as? [[String: Any]])?.first
         #expect(entry?["delivered"] as? Int == 2, "\(status)")
     }
@@ -425,9 +425,9 @@ import Glibc
                 (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)"))?.hasSuffix(
                     "session.lock") == true
             }
-                || !HardeningCLITests.isRunning(pid)
+                || !Peer.isRunning(pid)
         }
-        try #require(holding && HardeningCLITests.isRunning(pid), "the add never held the session lock")
+        try #require(holding && Peer.isRunning(pid), "the add never held the session lock")
         try FileManager.default.removeItem(atPath: s.path("vault/session.lock"))
         let changed = s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "changed beside an add"])
         #expect(changed.status == 0, "\(changed.stderr)")
@@ -452,7 +452,7 @@ import Glibc
         _ = try Self.add(s, "b.txt", seed: 4112)
         #expect(Self.sql(s, "UPDATE documents SET logged = 0;\n").status == 0)
         _ = try Self.add(s, "c.txt", seed: 4113)
-        let log = DeliveryCLITests.json(s.run("log", "--json"))
+        let log = Fixtures.json(s.run("log", "--json"))
         let ops = (log["records"] as? [[String: Any]] ?? []).compactMap { $0["op"] as? String }
         #expect(ops == ["init", "add", "add", "add"], "\(ops)")
     }
@@ -512,12 +512,12 @@ import Glibc
                     """
             ).status == 0)
         s.env["VAULT_PASSWORD"] = "the new password"
-        let list = DeliveryCLITests.json(s.run("destination", "list", "--json"))
+        let list = Fixtures.json(s.run("destination", "list", "--json"))
         let names = (list["destinations"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
         #expect(names == ["office", "archive"], "the forged record counts for nothing: \(list)")
         let removed = s.run("remove", "--delivered", "--json")
         #expect(
-            removed.status == 0 && DeliveryCLITests.json(removed)["removed"] as? [String] == [],
+            removed.status == 0 && Fixtures.json(removed)["removed"] as? [String] == [],
             "archive never got them: \(removed.out)\(removed.stderr)")
         // Even once the owner drops archive, a history with findings removes nothing.
         let dropped = s.run("destination", "remove", "archive")
@@ -554,7 +554,7 @@ import Glibc
         #expect(listed.stderr.contains("put back from an older copy"), "\(listed.stderr)")
         let removed = s.run("remove", "--delivered", "--json")
         #expect(
-            (DeliveryCLITests.json(removed)["removed"] as? [String] ?? []).isEmpty, "\(removed.out)\(removed.stderr)")
+            (Fixtures.json(removed)["removed"] as? [String] ?? []).isEmpty, "\(removed.out)\(removed.stderr)")
         #expect(Set(Self.listed(s).ids) == Set(ids))
         let audit = s.run("audit", "--json")
         #expect(audit.status == 65 && audit.out.contains("rolled-back"), "\(audit.out)")

@@ -1,4 +1,5 @@
 import Foundation
+import VaultTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -392,7 +393,7 @@ import Glibc
         var cmdline = ""
         poll(every: 5_000) {
             cmdline = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
-            return cmdline.hasPrefix(Sandbox.binary) || !HardeningCLITests.isRunning(pid)
+            return cmdline.hasPrefix(Sandbox.binary) || !Peer.isRunning(pid)
         }
         _ = s.wait(pid)
         #expect(

@@ -117,7 +117,7 @@ import Glibc
             as? [[String: Any]])?.compactMap { $0["op"] as? String }
         #expect(ops == ["clone", "pull", "remove"], "\(log.out.prefix(400))")
         _ = FileManager.default.createFile(atPath: s.path("log.json"), contents: Data(log.stdout))
-        let valid = AuditCLITests.validate(s.path("log.json"), schema: "log")
+        let valid = Fixtures.validate(s.path("log.json"), schema: "log")
         #expect(valid.status == 0, "\(valid.output)")
         // Nothing is left to send or fetch (said in JSON as the schemas say).
         #expect(Self.run(s, "a", ["push"], env: env).stderr.contains("pushed 0 documents"))
@@ -125,7 +125,7 @@ import Glibc
         _ = FileManager.default.createFile(atPath: s.path("push.json"), contents: Data(pushed.stdout))
         #expect(
             pushed.status == 0 && pushed.stderr.isEmpty
-                && AuditCLITests.validate(s.path("push.json"), schema: "push").status == 0, "\(pushed.out)")
+                && Fixtures.validate(s.path("push.json"), schema: "push").status == 0, "\(pushed.out)")
         #expect(
             (try? JSONSerialization.jsonObject(with: Data(pushed.stdout)) as? [String: Any])?["sent"] as? [String] == []
         )
@@ -133,7 +133,7 @@ import Glibc
         _ = FileManager.default.createFile(atPath: s.path("pull.json"), contents: Data(pulled.stdout))
         #expect(
             pulled.status == 0 && pulled.stderr.isEmpty
-                && AuditCLITests.validate(s.path("pull.json"), schema: "pull").status == 0, "\(pulled.out)")
+                && Fixtures.validate(s.path("pull.json"), schema: "pull").status == 0, "\(pulled.out)")
         #expect(
             (try? JSONSerialization.jsonObject(with: Data(pulled.stdout)) as? [String: Any])?["fetched"] as? [String]
                 == [])
@@ -171,7 +171,7 @@ import Glibc
 
         let (first, firstEnv) = try path()
         let pid = s.spawn(["push", url, "--parallel", "1"], env: firstEnv)
-        #expect(poll(every: 2000) { objects("PUT", first).count >= 10 || !HardeningCLITests.isRunning(pid) })
+        #expect(poll(every: 2000) { objects("PUT", first).count >= 10 || !Peer.isRunning(pid) })
         kill(pid, SIGKILL)
         _ = s.wait(pid)
         first.stop()
@@ -205,7 +205,7 @@ import Glibc
                     $0.hasSuffix(".vlt")
                 })
         }
-        #expect(poll(every: 2000) { taken().count >= 10 || !HardeningCLITests.isRunning(cpid) })
+        #expect(poll(every: 2000) { taken().count >= 10 || !Peer.isRunning(cpid) })
         kill(cpid, SIGKILL)
         _ = s.wait(cpid)
         third.stop()

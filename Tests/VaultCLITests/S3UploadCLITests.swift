@@ -157,8 +157,8 @@ import Glibc
                   let b = (j["batches"] as? [[String: Any]])?.first else { return [] }
             return ((b["s3Parts"] as? [[String: Any]]) ?? []).compactMap { $0["number"] as? Int }
         }
-        poll(every: 2000) { confirmedParts().count >= 3 || !HardeningCLITests.isRunning(pid) }
-        try #require(HardeningCLITests.isRunning(pid), "the upload finished before it could be killed")
+        poll(every: 2000) { confirmedParts().count >= 3 || !Peer.isRunning(pid) }
+        try #require(Peer.isRunning(pid), "the upload finished before it could be killed")
         kill(pid, SIGKILL)
         _ = s.wait(pid)
         let before = confirmedParts()

@@ -26,7 +26,7 @@ import Glibc
     @Test func journalsThatWereEditedSwappedCutOrForeignAreRefusedAndNothingIsSent() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, _) = UploadCLITests.add(s, count: 2)
+        let (ids, _) = Fixtures.addDocuments(s, count: 2)
         let r = Receiver(
             in: s, token: nil, faults: #"[{"action": "status", "status": 503}, {"action": "status", "status": 503}]"#)
         #expect(s.run("upload", "--url", r.url, ids[0], "--retries", "0").status == 75)
@@ -43,7 +43,7 @@ import Glibc
         // A journal of another vault (same password, another vault id).
         let other = Sandbox()
         other.initVault()
-        let (otherIDs, _) = UploadCLITests.add(other, count: 1)
+        let (otherIDs, _) = Fixtures.addDocuments(other, count: 1)
         let r2 = Receiver(in: other, token: nil, faults: #"[{"action": "status", "status": 503}]"#)
         #expect(other.run("upload", "--url", r2.url, otherIDs[0], "--retries", "0").status == 75)
         let foreign = Self.bytes(other.path("vault/uploads/\(other.journalJobs[0]).journal"))
@@ -85,7 +85,7 @@ import Glibc
     @Test func anUnsealedJournalPointingAnotherOriginSendsNothingThere() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, _) = UploadCLITests.add(s, count: 1, size: { _ in 300_000 })
+        let (ids, _) = Fixtures.addDocuments(s, count: 1, size: { _ in 300_000 })
         let tus = try TusServer(in: s)
         let args = ["upload", "--url", tus.url, "--protocol", "tus", ids[0]]
         let env: [String: String?] = ["VAULT_UPLOAD_TOKEN": "secret-token"]
@@ -225,7 +225,7 @@ import Glibc
     @Test func aPasswdKilledBetweenItsRecordAndItsHeadAuditsClean() throws {
         let s = Sandbox()
         s.initVault()
-        _ = UploadCLITests.add(s, count: 2)
+        _ = Fixtures.addDocuments(s, count: 2)
         let head = Self.bytes(s.path("vault/log.head")), anchor = Self.bytes(s.path("vault/log.anchor"))
         #expect(s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "rotated"]).status == 0)
         // What a kill after the passwd record's write and before its head leaves: the head and
@@ -290,7 +290,7 @@ import Glibc
     @Test func aDeletedHistoryIsReportedOnEveryAuditUntilAPasswordHolderAcceptsIt() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, _) = UploadCLITests.add(s, count: 3)
+        let (ids, _) = Fixtures.addDocuments(s, count: 3)
         #expect(s.run("audit").status == 0)
         // Delete the history and a document.
         for name in ["log.vlt", "log.head", "log.anchor", "objects/\(ids[1]).vlt"] {
@@ -317,10 +317,10 @@ import Glibc
     @Test func cuttingTheLogAndPuttingBackAnOlderHeadIsCaughtWithoutAKeptHead() throws {
         let s = Sandbox()
         s.initVault()
-        _ = UploadCLITests.add(s, count: 1)
+        _ = Fixtures.addDocuments(s, count: 1)
         let oldHead = Self.bytes(s.path("vault/log.head"))
         let oldEnd = Self.bytes(s.path("vault/log.vlt")).count
-        let (ids, _) = UploadCLITests.add(s, count: 2, size: { 5000 + $0 })
+        let (ids, _) = Fixtures.addDocuments(s, count: 2, size: { 5000 + $0 })
         #expect(s.run("remove", ids[0]).status == 0)
         #expect(s.run("audit").status == 0)
         // Cut the tail (the removal among it) and put the older head back.

@@ -110,11 +110,11 @@ import Glibc
     @Test func uploadPreviewsWhatItWouldSendAndRemoveAndReportsWhatItRemoved() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, _) = UploadCLITests.add(s, count: 3)
+        let (ids, _) = Fixtures.addDocuments(s, count: 3)
         let r = Receiver(in: s)
-        let first = s.run(["upload", "--url", r.url, String(ids[0].prefix(8))], env: UploadCLITests.token)
+        let first = s.run(["upload", "--url", r.url, String(ids[0].prefix(8))], env: Fixtures.uploadToken)
         #expect(first.status == 0, "\(first.stderr)")
-        let dry = s.run(["upload", "--url", r.url, "--remove-delivered", "--dry-run"], env: UploadCLITests.token)
+        let dry = s.run(["upload", "--url", r.url, "--remove-delivered", "--dry-run"], env: Fixtures.uploadToken)
         #expect(dry.status == 0, "\(dry.stderr)")
         #expect(
             dry.out
@@ -130,7 +130,7 @@ import Glibc
         #expect(
             r.accepted == [ids[0]] && s.run("list", "--json").out.components(separatedBy: "\"id\"").count == 4,
             "nothing sent or removed")
-        let real = s.run(["upload", "--url", r.url, "--remove-delivered"], env: UploadCLITests.token)
+        let real = s.run(["upload", "--url", r.url, "--remove-delivered"], env: Fixtures.uploadToken)
         #expect(real.status == 0, "\(real.stderr)")
         #expect(
             real.stderr.contains("vault: removed 1 document (1000 B) delivered before this upload: doc 0.bin\n"),
@@ -152,14 +152,14 @@ import Glibc
     @Test func aFailingPlanRemovesNothingAndADryRunSaysWhatTheCommandWouldSay() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, _) = UploadCLITests.add(s, count: 2)
+        let (ids, _) = Fixtures.addDocuments(s, count: 2)
         let r = Receiver(in: s)
-        let first = s.run(["upload", "--url", r.url, String(ids[0].prefix(8))], env: UploadCLITests.token)
+        let first = s.run(["upload", "--url", r.url, String(ids[0].prefix(8))], env: Fixtures.uploadToken)
         #expect(first.status == 0, "\(first.stderr)")
         for dry in [false, true] {
             let resume = s.run(
                 ["upload", "--url", r.url, "--remove-delivered", "--resume"] + (dry ? ["--dry-run"] : []),
-                env: UploadCLITests.token)
+                env: Fixtures.uploadToken)
             #expect(
                 resume.status == 3
                     && resume.stderr
@@ -174,19 +174,19 @@ import Glibc
     @Test func resumeNamesTheSettingsAnInterruptedRunWasStartedWith() throws {
         let s = Sandbox()
         s.initVault()
-        _ = UploadCLITests.add(s, count: 4)
+        _ = Fixtures.addDocuments(s, count: 4)
         let r = Receiver(in: s, faults: #"[{"action": "ok"}, {"action": "status", "status": 503}]"#)
-        let first = s.run(["upload", "--url", r.url, "--batch-size", "2", "--retries", "0"], env: UploadCLITests.token)
+        let first = s.run(["upload", "--url", r.url, "--batch-size", "2", "--retries", "0"], env: Fixtures.uploadToken)
         #expect(first.status == 75, "\(first.stderr)")
         let status = s.run("status")
         #expect(status.out.contains("1 interrupted upload"), "\(status.out)")
-        let wrong = s.run(["upload", "--url", r.url, "--resume"], env: UploadCLITests.token)
+        let wrong = s.run(["upload", "--url", r.url, "--resume"], env: Fixtures.uploadToken)
         #expect(wrong.status == 3)
         #expect(
             wrong.stderr.hasPrefix("vault: the interrupted upload to \(r.url) (run ")
                 && wrong.stderr.contains(") was started with --batch-size 2 (this command: 20)\n"),
             "\(wrong.stderr)")
-        let right = s.run(["upload", "--url", r.url, "--resume", "--batch-size", "2"], env: UploadCLITests.token)
+        let right = s.run(["upload", "--url", r.url, "--resume", "--batch-size", "2"], env: Fixtures.uploadToken)
         #expect(
             right.status == 0 && right.stderr.contains("vault: uploaded 2 documents in 1 batch"),
             "this time's figures: \(right.stderr)")
@@ -340,7 +340,7 @@ import Glibc
         let tagged = s.run("tag", "a.txt", "b.txt", "--add", "2026", "--remove", "inbox", "--json")
         #expect(tagged.status == 0 && tagged.stderr.isEmpty, "\(tagged.stderr)")
         AuditCLITests.write(s.path("tag.json"), tagged.stdout)
-        #expect(AuditCLITests.validate(s.path("tag.json"), schema: "tag").status == 0)
+        #expect(Fixtures.validate(s.path("tag.json"), schema: "tag").status == 0)
         #expect(
             tagged.out.contains("\"name\":\"a.txt\",\"tags\":[\"2026\"]")
                 && tagged.out.contains("\"name\":\"b.txt\",\"tags\":[\"2026\"]"), "\(tagged.out)")
@@ -418,7 +418,7 @@ import Glibc
                         """,
             "\(excluded.stderr)")
         let r = Receiver(in: s)
-        let up = s.run(["upload", "--url", r.url, "--exclude", "a.txt"], env: UploadCLITests.token)
+        let up = s.run(["upload", "--url", r.url, "--exclude", "a.txt"], env: Fixtures.uploadToken)
         #expect(
             up.status == 0
                 && up.stderr == "vault: nothing to send to \(r.url): --exclude leaves out every selected document\n",

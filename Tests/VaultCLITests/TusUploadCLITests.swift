@@ -85,8 +85,8 @@ import Glibc
             "upload", "--url", tus.url, "--protocol", "tus", "--chunk-size", "256K", "--progress", "json", "--retries",
             "8"
         ])
-        poll(every: 2000) { tus.written.count >= 12 || !HardeningCLITests.isRunning(pid) }
-        guard HardeningCLITests.isRunning(pid) else {
+        poll(every: 2000) { tus.written.count >= 12 || !Peer.isRunning(pid) }
+        guard Peer.isRunning(pid) else {
             let early = s.wait(pid)
             Issue.record(
                 """
@@ -112,8 +112,8 @@ import Glibc
         let tus = try TusServer(in: s)
         let args = ["upload", "--url", tus.url, "--protocol", "tus", "--chunk-size", "256K"]
         let pid = s.spawn(args)
-        poll(every: 2000) { tus.written.count >= 16 || !HardeningCLITests.isRunning(pid) }
-        guard HardeningCLITests.isRunning(pid) else {
+        poll(every: 2000) { tus.written.count >= 16 || !Peer.isRunning(pid) }
+        guard Peer.isRunning(pid) else {
             let early = s.wait(pid)
             Issue.record(
                 "the upload ended before it could be killed: \(early.status) \(early.stderr) \(tus.log.suffix(1500))")

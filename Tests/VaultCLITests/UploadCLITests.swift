@@ -4,23 +4,8 @@ import Testing
 
 /// `vault upload` against the fault-injecting receiver on 127.0.0.1.
 @Suite(.blocking) struct UploadCLITests {
-    static let token = ["VAULT_UPLOAD_TOKEN": "test-token"] as [String: String?]
 
     /// Adds `count` documents; returns (ids, originals by id).
-    static func add(
-        _ s: Sandbox, count: Int, size: (Int) -> Int = { 1000 + $0 * 17 }, seed: UInt64 = 7
-    ) -> ([String], [String: [UInt8]]) {
-        var ids: [String] = [], originals: [String: [UInt8]] = [:]
-        for i in 0..<count {
-            let bytes = [UInt8].random(size(i), seed: UInt64(i) + seed)
-            let r = s.run("add", "-", "--name", "doc \(Int(seed) - 7 + i).bin", stdin: bytes)
-            precondition(r.status == 0, r.stderr)
-            let id = r.out.trimmingCharacters(in: .newlines)
-            ids.append(id)
-            originals[id] = bytes
-        }
-        return (ids, originals)
-    }
 
     static func checkStore(_ r: Receiver, _ originals: [String: [UInt8]]) throws {
         for (id, bytes) in originals {
@@ -33,9 +18,9 @@ import Testing
     @Test func fortyFiveDocumentsArriveExactlyOnceAndByteIdentical() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, originals) = Self.add(s, count: 45)
+        let (ids, originals) = Fixtures.addDocuments(s, count: 45)
         let r = Receiver(in: s)
-        let up = s.run(["upload", "--url", r.url, "--progress", "json"], env: Self.token)
+        let up = s.run(["upload", "--url", r.url, "--progress", "json"], env: Fixtures.uploadToken)
         #expect(up.status == 0, "\(up.stderr)")
         #expect(r.accepted == ids)
         #expect(r.statuses == ["200", "200", "200"])
@@ -57,7 +42,7 @@ import Testing
         #expect(started.map { $0["position"] as? Int } == (1...45).map { $0 })
         #expect(started.allSatisfy { $0["of"] as? Int == 45 })
         // The same command again sends nothing: the ledger says the destination has every document.
-        let again = s.run(["upload", "--url", r.url], env: Self.token)
+        let again = s.run(["upload", "--url", r.url], env: Fixtures.uploadToken)
         #expect(again.status == 0)
         #expect(
             again.stderr
@@ -68,7 +53,7 @@ import Testing
         )
         #expect(r.log.count == 3)
         // --all sends the same run again: its journal says every batch is confirmed.
-        let all = s.run(["upload", "--url", r.url, "--all"], env: Self.token)
+        let all = s.run(["upload", "--url", r.url, "--all"], env: Fixtures.uploadToken)
         #expect(all.status == 0)
         #expect(all.stderr.hasPrefix("vault: nothing to send: all 3 batches of run "))
         #expect(r.log.count == 3)
@@ -84,7 +69,7 @@ import Testing
     @Test func faultsAreSurvived() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, originals) = Self.add(s, count: 6, size: { 200_000 + $0 })
+        let (ids, originals) = Fixtures.addDocuments(s, count: 6, size: { 200_000 + $0 })
         let plan = """
             [{"action": "drop", "after": 100000},
              {"action": "status", "status": 503, "retryAfter": 1},
@@ -95,7 +80,7 @@ import Testing
             """
         let r = Receiver(in: s, faults: plan)
         let started = Date()
-        let up = s.run(["upload", "--url", r.url, "--batch-size", "3", "--progress", "json"], env: Self.token)
+        let up = s.run(["upload", "--url", r.url, "--batch-size", "3", "--progress", "json"], env: Fixtures.uploadToken)
         #expect(up.status == 0, "\(up.stderr)")
         #expect(r.statuses == ["reset", "503", "429", "200", "500", "200"])
         #expect(r.accepted == ids)
@@ -119,9 +104,9 @@ import Testing
     @Test func tooLargeSplitsThenNamesTheLimitForOneDocument() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, originals) = Self.add(s, count: 4, size: { _ in 30_000 })
+        let (ids, originals) = Fixtures.addDocuments(s, count: 4, size: { _ in 30_000 })
         let r = Receiver(in: s, maxBytes: 90_000)
-        let up = s.run(["upload", "--url", r.url, "--progress", "json"], env: Self.token)
+        let up = s.run(["upload", "--url", r.url, "--progress", "json"], env: Fixtures.uploadToken)
         #expect(up.status == 0, "\(up.stderr)")
         #expect(r.statuses == ["413", "200", "200"])
         #expect(r.log.map { $0["batch"] as? String } == ["1/1", "1/2", "2/2"])
@@ -136,8 +121,8 @@ import Testing
         // the documents after it still go (exit 2, as rclone and restic go past a file that fails).
         let big = s.run("add", "-", "--name", "big.bin", stdin: .random(100_000))
         let bigID = big.out.trimmingCharacters(in: .newlines)
-        let (after, afterOriginals) = Self.add(s, count: 2, size: { _ in 20_000 }, seed: 70)
-        let one = s.run(["upload", "--url", r.url, "--batch-size", "1"], env: Self.token)
+        let (after, afterOriginals) = Fixtures.addDocuments(s, count: 2, size: { _ in 20_000 }, seed: 70)
+        let one = s.run(["upload", "--url", r.url, "--batch-size", "1"], env: Fixtures.uploadToken)
         #expect(one.status == 2, "\(one.stderr)")
         #expect(
             one.stderr.contains(
@@ -163,10 +148,11 @@ import Testing
         #expect(r.accepted == ids + after)
         try Self.checkStore(r, originals.merging(afterOriginals) { a, _ in a })
         // The next run tries it again (still too large: exit 2), and --exclude leaves it out.
-        let again = s.run(["upload", "--url", r.url], env: Self.token)
+        let again = s.run(["upload", "--url", r.url], env: Fixtures.uploadToken)
         #expect(
             again.status == 2 && again.stderr.contains("1 document was too large for the server"), "\(again.stderr)")
-        let excluded = s.run(["upload", "--url", r.url, "--exclude", String(bigID.prefix(8))], env: Self.token)
+        let excluded = s.run(
+            ["upload", "--url", r.url, "--exclude", String(bigID.prefix(8))], env: Fixtures.uploadToken)
         #expect(excluded.status == 0 && excluded.stderr.contains("nothing new to send"), "\(excluded.stderr)")
         let status = s.run("status", "--json")
         #expect(status.out.contains("\"pending\":1"), "big.bin stays undelivered: \(status.out)")
@@ -175,7 +161,7 @@ import Testing
     @Test func credentialsAndRejections() throws {
         let s = Sandbox()
         s.initVault()
-        _ = Self.add(s, count: 2)
+        _ = Fixtures.addDocuments(s, count: 2)
         let r = Receiver(in: s, token: nil, user: "alice", password: "s3cret")
         let wrong = s.run(
             ["upload", "--url", r.url], env: ["VAULT_UPLOAD_USER": "alice", "VAULT_UPLOAD_PASSWORD": "nope"])
@@ -198,7 +184,7 @@ import Testing
         #expect(!ok.stderr.contains("s3cret") && !wrong.stderr.contains("nope"))
 
         let rejecting = Receiver(in: s, faults: #"[{"action": "status", "status": 422, "message": "schema says no"}]"#)
-        let rej = s.run(["upload", "--url", rejecting.url], env: Self.token)
+        let rej = s.run(["upload", "--url", rejecting.url], env: Fixtures.uploadToken)
         #expect(rej.status == 69)
         #expect(
             rej.stderr
@@ -222,11 +208,11 @@ import Testing
     @Test func onlyADocumentInTheBatchCanBeRefusedByItsPlace() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, _) = Self.add(s, count: 3)
+        let (ids, _) = Fixtures.addDocuments(s, count: 3)
         for place in ["4", "0", "-1", "\"1\"", "1.5", "9223372036854775808"] {
             let plan = #"[{"action": "status", "status": 400, "error": {"code": "x", "document": \#(place)}}]"#
             let hostile = Receiver(in: s, faults: plan)
-            let r = s.run(["upload", "--url", hostile.url, "--new-run"], env: Self.token)
+            let r = s.run(["upload", "--url", hostile.url, "--new-run"], env: Fixtures.uploadToken)
             #expect(r.status == 69, "\(place): \(r.stderr)")
             #expect(r.stderr.hasPrefix("vault: the server rejected batch 1/1: 400 Bad Request: "), "\(r.stderr)")
             #expect(!r.stderr.contains("skipped"), "\(place): \(r.stderr)")
@@ -235,7 +221,7 @@ import Testing
         // Only a client error refuses by place: a 501 (or a 3xx) refuses the batch.
         let serverError = Receiver(
             in: s, faults: #"[{"action": "status", "status": 501, "error": {"code": "x", "document": 1}}]"#)
-        let stopped = s.run(["upload", "--url", serverError.url, "--new-run"], env: Self.token)
+        let stopped = s.run(["upload", "--url", serverError.url, "--new-run"], env: Fixtures.uploadToken)
         #expect(stopped.status == 69 && !stopped.stderr.contains("skipped"), "\(stopped.stderr)")
         // A document left out before the run stops is named all the same.
         let twice = Receiver(
@@ -244,7 +230,7 @@ import Testing
                 [{"action": "status", "status": 400, "error": {"code": 5, "document": 3}},
                  {"action": "status", "status": 400, "error": {"code": "x", "document": 9}}]
                 """#)
-        let named = s.run(["upload", "--url", twice.url, "--new-run"], env: Self.token)
+        let named = s.run(["upload", "--url", twice.url, "--new-run"], env: Fixtures.uploadToken)
         #expect(named.status == 69, "\(named.stderr)")
         #expect(
             named.stderr.hasPrefix(
@@ -255,7 +241,7 @@ import Testing
         let plan =
             #"[{"action": "status", "status": 400, "error": {"code": "no", "document": 2, "message": "not this"}}]"#
         let r = Receiver(in: s, faults: plan)
-        let sent = s.run(["upload", "--url", r.url, "--new-run", "--json"], env: Self.token)
+        let sent = s.run(["upload", "--url", r.url, "--new-run", "--json"], env: Fixtures.uploadToken)
         #expect(sent.status == 2, "\(sent.stderr)")
         #expect(
             sent.stderr.hasPrefix(
@@ -274,17 +260,17 @@ import Testing
     func aResumedRunSaysWhichAttemptLeftADocumentOut(removedMeanwhile: Bool) throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, _) = Self.add(s, count: 3)
+        let (ids, _) = Fixtures.addDocuments(s, count: 3)
         let r = Receiver(
             in: s,
             faults: #"""
                 [{"action": "status", "status": 400, "error": {"code": "x", "document": 1}},
                  {"action": "status", "status": 400, "error": {"code": "x", "document": 9}}]
                 """#)
-        let first = s.run(["upload", "--url", r.url], env: Self.token)
+        let first = s.run(["upload", "--url", r.url], env: Fixtures.uploadToken)
         #expect(first.status == 69 && first.stderr.contains("skipped \(ids[0].prefix(12))"), "\(first.stderr)")
         if removedMeanwhile { #expect(s.run("remove", ids[0], "-q").status == 0) }
-        let resumed = s.run(["upload", "--url", r.url], env: Self.token)
+        let resumed = s.run(["upload", "--url", r.url], env: Fixtures.uploadToken)
         #expect(r.accepted == [ids[1], ids[2]])
         if removedMeanwhile {
             #expect(resumed.status == 0, "\(resumed.stderr)")
@@ -300,7 +286,7 @@ import Testing
 
                         """), "\(resumed.stderr)")
             // The run is over; the next upload sends it again.
-            let again = s.run(["upload", "--url", r.url], env: Self.token)
+            let again = s.run(["upload", "--url", r.url], env: Fixtures.uploadToken)
             #expect(again.status == 0 && r.accepted == ids[1...2] + [ids[0]], "\(again.stderr)")
         }
     }
@@ -310,11 +296,11 @@ import Testing
     @Test func aServersWordsAreCutByScalarsNotCharacters() throws {
         let s = Sandbox()
         s.initVault()
-        _ = Self.add(s, count: 2)
+        _ = Fixtures.addDocuments(s, count: 2)
         let marks = "a" + String(repeating: "\\u0301", count: 20_000)
         for error in [#"{"code": "x", "document": 2, "message": "\#(marks)"}"#, #""\#(marks)""#] {
             let r = Receiver(in: s, faults: #"[{"action": "status", "status": 400, "error": \#(error)}]"#)
-            let sent = s.run(["upload", "--url", r.url, "--new-run"], env: Self.token)
+            let sent = s.run(["upload", "--url", r.url, "--new-run"], env: Fixtures.uploadToken)
             #expect([2, 69].contains(sent.status), "\(sent.stderr.prefix(300))")
             #expect(sent.stderr.unicodeScalars.count < 2000, "\(sent.stderr.unicodeScalars.count) scalars")
             #expect(sent.stderr.contains("\u{301}…"))
@@ -328,9 +314,9 @@ import Testing
     func anAnswerThatNeverEndsIsReadOnlyAsFarAsItsBound(fault: String) throws {
         let s = Sandbox()
         s.initVault()
-        _ = Self.add(s, count: 1)
+        _ = Fixtures.addDocuments(s, count: 1)
         let endless = Receiver(in: s, faults: "[\(fault)]")
-        let r = s.measureWith(["upload", "--url", endless.url, "--timeout", "2"], env: Self.token)
+        let r = s.measureWith(["upload", "--url", endless.url, "--timeout", "2"], env: Fixtures.uploadToken)
         #expect(r.status == 69, "\(r.stderr)")
         #expect(r.stderr.hasPrefix("vault: the server rejected batch 1/1: 400 Bad Request: xxx"), "\(r.stderr)")
         #expect(r.stderr.count < 1000, "the server's words are cut: \(r.stderr.count) characters")
@@ -341,11 +327,11 @@ import Testing
     @Test func retriesRunOutThenTheSameCommandResumes() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, _) = Self.add(s, count: 4)
+        let (ids, _) = Fixtures.addDocuments(s, count: 4)
         let r = Receiver(
             in: s,
             faults: #"[{"action": "ok"}, {"action": "status", "status": 503}, {"action": "status", "status": 503}]"#)
-        let first = s.run(["upload", "--url", r.url, "--batch-size", "2", "--retries", "1"], env: Self.token)
+        let first = s.run(["upload", "--url", r.url, "--batch-size", "2", "--retries", "1"], env: Fixtures.uploadToken)
         #expect(first.status == 75)
         #expect(
             first.stderr
@@ -354,7 +340,7 @@ import Testing
                     confirmed; run the same command again to resume\n
                     """
         )
-        let second = s.run(["upload", "--url", r.url, "--batch-size", "2", "--resume"], env: Self.token)
+        let second = s.run(["upload", "--url", r.url, "--batch-size", "2", "--resume"], env: Fixtures.uploadToken)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(
             second.stderr.contains("vault: uploaded 2 documents in 1 batch ("),
@@ -362,24 +348,24 @@ import Testing
         #expect(second.stderr.contains("whose other 1 batch was confirmed before"), "\(second.stderr)")
         #expect(r.accepted == ids)
         #expect(r.log.filter { $0["batch"] as? String == "1/2" }.count == 1, "the confirmed batch is not sent again")
-        let noJournal = s.run(["upload", "--url", r.url + "/other", "--resume"], env: Self.token)
+        let noJournal = s.run(["upload", "--url", r.url + "/other", "--resume"], env: Fixtures.uploadToken)
         #expect(noJournal.status == 3)
     }
 
     @Test func aDamagedDocumentAbortsItsRequest() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, _) = Self.add(s, count: 3, size: { _ in 300_000 })
+        let (ids, _) = Fixtures.addDocuments(s, count: 3, size: { _ in 300_000 })
         let object = s.path("vault/objects/\(ids[1]).vlt")
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: object)))
         bytes[bytes.count - 30] ^= 4
         try Data(bytes).write(to: URL(fileURLWithPath: object))
         let r = Receiver(in: s)
-        let stop = s.run(["upload", "--url", r.url], env: Self.token)
+        let stop = s.run(["upload", "--url", r.url], env: Fixtures.uploadToken)
         #expect(stop.status == 65)
         #expect(stop.stderr.hasPrefix("vault: document \(ids[1]): chunk 4 failed authentication\n"))
         #expect(r.accepted.isEmpty, "the server never received a complete body holding the damaged document")
-        let skip = s.run(["upload", "--url", r.url, "--skip-bad", "--new-run"], env: Self.token)
+        let skip = s.run(["upload", "--url", r.url, "--skip-bad", "--new-run"], env: Fixtures.uploadToken)
         #expect(skip.status == 2, "\(skip.stderr)")
         #expect(r.accepted == [ids[0], ids[2]])
     }
@@ -387,19 +373,19 @@ import Testing
     @Test func killedMidwayAndResumedDeliversEveryDocumentOnce() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, originals) = Self.add(s, count: 6, size: { _ in 1 << 20 })
+        let (ids, originals) = Fixtures.addDocuments(s, count: 6, size: { _ in 1 << 20 })
         // Slow reads (4 MB/s) give time to kill the client during the second batch.
         let plan = "[" + (0..<6).map { _ in #"{"action": "slow", "rate": 4000000}"# }.joined(separator: ",") + "]"
         let r = Receiver(in: s, faults: plan)
         // Held as the second batch's attempt is journaled, and killed there.
         let (pid, paused) = s.spawn(
-            ["upload", "--url", r.url, "--batch-size", "2"], env: Self.token, pausingAt: "upload.attempt#2")
+            ["upload", "--url", r.url, "--batch-size", "2"], env: Fixtures.uploadToken, pausingAt: "upload.attempt#2")
         let firstConfirmed =
             paused && r.log.contains { $0["batch"] as? String == "1/3" && ($0["status"] as? Int) == 200 }
         kill(pid, SIGKILL)
         _ = s.wait(pid)
         #expect(firstConfirmed)
-        let resumed = s.run(["upload", "--url", r.url, "--batch-size", "2"], env: Self.token)
+        let resumed = s.run(["upload", "--url", r.url, "--batch-size", "2"], env: Fixtures.uploadToken)
         #expect(resumed.status == 0, "\(resumed.stderr)")
         #expect(r.accepted.sorted() == ids.sorted())
         #expect(Set(r.accepted).count == r.accepted.count, "every document exactly once")
@@ -410,7 +396,7 @@ import Testing
     @Test func journalsAreListedWithThePasswordAndPruned() throws {
         let s = Sandbox()
         s.initVault()
-        let (ids, _) = Self.add(s, count: 3)
+        let (ids, _) = Fixtures.addDocuments(s, count: 3)
         let r = Receiver(
             in: s, token: nil,
             faults: #"[{"action": "ok"}, {"action": "status", "status": 503}, {"action": "status", "status": 503}]"#)
