@@ -164,8 +164,7 @@ extension VaultCommand {
                     hint: "run 'vault audit' to see them")
             }
             if !unsigned.isEmpty {
-                let shown = unsigned.prefix(3).map { String($0.hex.prefix(12)) }.joined(separator: ", ")
-                    + (unsigned.count > 3 ? ", …" : "")
+                let shown = Self.shortList(unsigned)
                 throw VaultError(
                     .notFound,
                     """
@@ -177,8 +176,7 @@ extension VaultCommand {
                     hint: "send them again to get signed receipts: vault upload --to DESTINATION --new-run")
             }
             if !unproven.isEmpty {
-                let shown = unproven.prefix(3).map { String($0.hex.prefix(12)) }.joined(separator: ", ")
-                    + (unproven.count > 3 ? ", …" : "")
+                let shown = Self.shortList(unproven)
                 throw VaultError(
                     .vaultDamaged,
                     "the index says \(Plural.count(unproven.count, "document")) (\(shown)) reached "
@@ -187,6 +185,11 @@ extension VaultCommand {
                     hint: "run 'vault audit' to see what is wrong with the vault folder")
             }
             return ids
+        }
+
+        /// The first three ids, shortened, and an ellipsis when there are more.
+        static func shortList(_ ids: [DocumentID]) -> String {
+            ids.prefix(3).map { String($0.hex.prefix(12)) }.joined(separator: ", ") + (ids.count > 3 ? ", …" : "")
         }
 
         /// `--dry-run`: what would be removed, and nothing is.
