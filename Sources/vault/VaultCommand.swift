@@ -64,6 +64,14 @@ struct VaultCommand: AsyncParsableCommand {
             ProcessMemory.trimHeapBetweenDocuments()
             try EnvironmentSecrets.capture()
             IOReport.install()
+            #if DEBUG
+            // Tests stop a command at a named moment (docs/SECURITY.md); a release build has no such hook.
+            if let point = Platform.environment("VAULT_PAUSE_AT"),
+                let marker = Platform.environment("VAULT_PAUSE_FILE")
+            {
+                PausePoint.arm(point, marker: marker)
+            }
+            #endif
             VaultNotices.install { Terminal.warn($0) }
             DestinationIdentity.useS3(S3Environment.place())
             try Interrupts.install { _ in
