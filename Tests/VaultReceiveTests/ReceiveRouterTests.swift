@@ -44,6 +44,17 @@ import Testing
                 + #""Data":"\#(Data(bytes).base64EncodedString())"}]}"#)
     }
 
+    /// A station's `POST /batches` of `body` with its token, under the idempotency key `k1`.
+    static func post(
+        _ body: ByteBuffer, token: String, to client: any TestClientProtocol
+    ) async throws -> TestResponse {
+        try await client.execute(
+            uri: "/batches", method: .post,
+            headers: [
+                .contentType: "application/json", .authorization: "Bearer \(token)", .init("Idempotency-Key")!: "k1",
+            ], body: body)
+    }
+
     @Test func healthAndMetricsAnswerAMonitor() async throws {
         try await withRoutes { client, _ in
             let health = try await client.execute(uri: "/healthz", method: .get)
@@ -64,23 +75,13 @@ import Testing
             #expect(stranger.status == .unauthorized, "\(String(buffer: stranger.body))")
             #expect(String(buffer: stranger.body).contains(#""code":"#))
             let token = try await receiver.addStation("front-desk")
-            let sent = try await client.execute(
-                uri: "/batches", method: .post,
-                headers: [
-                    .contentType: "application/json", .authorization: "Bearer \(token)",
-                    .init("Idempotency-Key")!: "k1",
-                ], body: body)
+            let sent = try await Self.post(body, token: token, to: client)
             #expect(sent.status == .ok || sent.status == .created, "\(sent.status) \(String(buffer: sent.body))")
             let records = try vault.records().records
             #expect(records.map(\.metadata.name) == ["note.txt"])
             #expect(try vault.randomAccess(records[0].id).read(at: 0, count: 100) == Array("hello office".utf8))
             // The same key again: answered again, stored once.
-            let again = try await client.execute(
-                uri: "/batches", method: .post,
-                headers: [
-                    .contentType: "application/json", .authorization: "Bearer \(token)",
-                    .init("Idempotency-Key")!: "k1",
-                ], body: body)
+            let again = try await Self.post(body, token: token, to: client)
             #expect(again.status == sent.status)
             #expect(try vault.records().records.count == 1)
         }
