@@ -107,9 +107,20 @@ enum Destinations {
 }
 
 extension UploadOptions {
+    /// The destination's identity (``DestinationIdentity``): for S3 through the endpoint and
+    /// region of the options' own ``S3Target``, so that an app's run is recorded where the
+    /// command line's is, with nothing set for the process; nil when the target is no destination.
+    package var destinationIdentity: DestinationIdentity? {
+        if case .s3(let t) = wire {
+            return DestinationIdentity(
+                url: target.address, s3: S3Place(endpoint: t.endpoint.absoluteString, region: t.region))
+        }
+        return DestinationIdentity(url: target.address)
+    }
+
     /// The age recipients of the named destination whose identity is the target's (none if none).
     func destinationRecipients(in vault: Vault) throws -> [AgeRecipient] {
-        guard let here = DestinationIdentity(url: target.address)?.value,
+        guard let here = destinationIdentity?.value,
             let entry = try DestinationList.load(vault).destinations.first(where: { $0.identity == here })
         else { return [] }
         return try (entry.recipients ?? []).map { text in
@@ -121,7 +132,7 @@ extension UploadOptions {
 
     /// The receipt key of the named destination whose identity is the target's, if any.
     func destinationReceiptKey(in vault: Vault) throws -> [UInt8]? {
-        guard let here = DestinationIdentity(url: target.address)?.value,
+        guard let here = destinationIdentity?.value,
             let hex = try DestinationList.load(vault).destinations.first(where: { $0.identity == here })?.receiptKey
         else { return nil }
         guard let key = Hex.decode(hex), key.count == SigningKey.publicKeySize else {

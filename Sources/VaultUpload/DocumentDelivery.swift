@@ -111,16 +111,15 @@ public struct DocumentDelivery: Sendable {
         let required = plan.alsoRequired
         var total: UploadSummary?
         for run in plan.runs {
-            var o = options
-            o.newRun = mode == .newRun
             // A fresh run of what is undelivered: a finished run of the same documents (one
             // refused as too large, say) is not "continued" into sending nothing.
-            o.renewFinished = !run.resuming && mode != .everything
-            o.requireJournal = run.resuming
-            o.removeDelivered = removeDelivered
-            o.alsoRequired = required
+            let controls = UploadRunControls(
+                newRun: mode == .newRun, requireJournal: run.resuming,
+                renewFinished: !run.resuming && mode != .everything,
+                removeDelivered: removeDelivered, alsoRequired: required)
             let uploader = try Uploader(
-                vault: vault, records: run.documents, options: o, job: run.job, onEvent: onEvent)
+                vault: vault, records: run.documents, options: options, controls: controls, job: run.job,
+                onEvent: onEvent)
             uploader.journalsRecorded = true
             let summary = try await uploader.run()
             total = total.map { $0.adding(summary) } ?? summary
@@ -188,7 +187,7 @@ public struct DocumentDelivery: Sendable {
     }
 
     /// The ledger's identity of this destination.
-    private var here: String { Destination.identity(of: options.target.address) ?? options.target.address }
+    private var here: String { options.destinationIdentity?.value ?? options.target.address }
 
     /// The destinations (identities) the vault marks required, other than this one: each must
     /// have confirmed a document before a removal by delivery frees it. A replica names none.

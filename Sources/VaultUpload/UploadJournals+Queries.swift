@@ -21,7 +21,7 @@ extension UploadJournals {
     /// region too: a run through one endpoint is not continued through another).
     static func jobTarget(_ options: UploadOptions) -> String {
         guard options.target.address.lowercased().hasPrefix("s3://") else { return options.target.address }
-        return Destination.identity(of: options.target.address) ?? options.target.address
+        return options.destinationIdentity?.value ?? options.target.address
     }
 
     /// An interrupted run that is still worth finishing: one whose unconfirmed batches hold no
@@ -95,7 +95,7 @@ extension UploadJournals {
         journals: [UploadJournals.Read]
     ) throws -> [MismatchedRun] {
         let spec = try spec(vault: vault, options: options)
-        let here = DestinationIdentity(url: options.target.address)?.value
+        let here = options.destinationIdentity?.value
         var out: [MismatchedRun] = []
         for read in journals where read.entry.state == .interrupted {
             guard let journal = read.journal,

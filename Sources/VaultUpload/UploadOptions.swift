@@ -20,21 +20,6 @@ public struct UploadOptions: Sendable {
     public var skipBad = false
     /// Retries and backoff.
     public var policy = RetryPolicy()
-    /// Start a new run even if a journal of the same job exists.
-    public var newRun = false
-    /// Fail unless a journal of this job exists.
-    public var requireJournal = false
-    /// A journal of this job whose batches are all confirmed is not continued (into sending
-    /// nothing): a new run starts. For a run of what is undelivered, where a finished run of
-    /// the same documents left some out (too large for the server, or damaged). The journal is
-    /// still read and checked first.
-    public var renewFinished = false
-    /// Remove each document once its batch is confirmed and the confirmation recorded (and
-    /// every destination of ``alsoRequired`` confirmed it too).
-    public var removeDelivered = false
-    /// Destinations (identities) that must have confirmed a document too before
-    /// ``removeDelivered`` removes it.
-    public var alsoRequired: [String] = []
     /// Allow `http://` to a host that is not a loopback literal, where documents cross the network
     /// in the clear. Credentials are never sent that way, allowed or not.
     public var allowsCleartext = false

@@ -6,7 +6,7 @@ import Foundation
 import VaultCore
 
 /// A batch's confirmation: the receipt checked against what was sent, then the journal, the
-/// delivery ledger and (with removeDelivered) the removal.
+/// delivery ledger and (with ``UploadRunControls/removeDelivered``) the removal.
 extension Uploader {
     /// A confirmed batch: the journal says so first, then the history (the delivery ledger),
     /// and only then, when asked, its documents are removed. A kill between two steps leaves
@@ -61,7 +61,7 @@ extension Uploader {
         try journal.save(to: vault)
         PausePoint.reached("upload.journal-confirmed")
         let documents = batchRecords(journal.batches[i])
-        guard let identity = journal.deliveryIdentity ?? DestinationIdentity(url: options.target.address) else {
+        guard let identity = journal.deliveryIdentity ?? options.destinationIdentity else {
             throw VaultError(.usage, "'\(options.target.redacted)' is not a destination URL")
         }
         try vault.recordDelivery(
@@ -73,13 +73,13 @@ extension Uploader {
         sent.documents += documents.count
         sent.batches += 1
         sent.bytes += journal.batches[i].bytes
-        if options.removeDelivered {
+        if controls.removeDelivered {
             let ready = try documents.filter { d in
-                try options.alsoRequired.allSatisfy { try vault.delivery(of: d.id, to: $0) != nil }
+                try controls.alsoRequired.allSatisfy { try vault.delivery(of: d.id, to: $0) != nil }
             }
             // Only what the history itself confirms at every required destination goes.
             let unproven = Set(
-                try vault.unprovenDeliveries(ready.map(\.id), at: options.alsoRequired + [identity.value]).ids)
+                try vault.unprovenDeliveries(ready.map(\.id), at: controls.alsoRequired + [identity.value]).ids)
             let proven = ready.filter { !unproven.contains($0.id) }
             if !proven.isEmpty {
                 try vault.removeDocuments(proven.map(\.id))

@@ -23,6 +23,8 @@ public final class Uploader: @unchecked Sendable {
     let records: [DocumentID: DocumentRecord]
     let order: [DocumentRecord]
     let options: UploadOptions
+    /// How this run relates to its job's earlier runs and what follows a confirmation.
+    let controls: UploadRunControls
     let onEvent: @Sendable (UploadEvent) -> Void
     let transport: any UploadTransport
     let sender: any BatchSender
@@ -61,19 +63,19 @@ public final class Uploader: @unchecked Sendable {
     private let progressEnd: AsyncStream<UploadProgress>.Continuation
 
     /// Prepares an upload of `records` (in this order); with `job`, the run of that job (an
-    /// interrupted run, ``interruptedRuns(in:options:among:)``).
+    /// interrupted run, ``interruptedRuns(in:options:among:)``); `controls` as a plan sets them.
     public convenience init(
-        vault: Vault, records: [DocumentRecord], options: UploadOptions, job: String? = nil,
-        onEvent: @escaping @Sendable (UploadEvent) -> Void = { _ in }
+        vault: Vault, records: [DocumentRecord], options: UploadOptions, controls: UploadRunControls = .init(),
+        job: String? = nil, onEvent: @escaping @Sendable (UploadEvent) -> Void = { _ in }
     ) throws {
         try self.init(
-            vault: vault, records: records, options: options, transport: HTTPTransport(target: options.target),
-            job: job, onEvent: onEvent)
+            vault: vault, records: records, options: options, controls: controls,
+            transport: HTTPTransport(target: options.target), job: job, onEvent: onEvent)
     }
 
     package init(
-        vault: Vault, records: [DocumentRecord], options: UploadOptions, transport: any UploadTransport,
-        job: String? = nil,
+        vault: Vault, records: [DocumentRecord], options: UploadOptions, controls: UploadRunControls = .init(),
+        transport: any UploadTransport, job: String? = nil,
         onEvent: @escaping @Sendable (UploadEvent) -> Void
     ) throws {
         try Self.refuseCleartext(options)
@@ -91,6 +93,7 @@ public final class Uploader: @unchecked Sendable {
         self.order = records
         self.records = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         self.options = options
+        self.controls = controls
         self.transport = transport
         let (stream, continuation) = AsyncStream.makeStream(
             of: UploadProgress.self, bufferingPolicy: .bufferingNewest(1))
@@ -200,8 +203,8 @@ public final class Uploader: @unchecked Sendable {
     }
 
     func openJournal() throws -> UploadJournal {
-        if !options.newRun, let existing = try UploadJournal.load(from: vault, job: job),
-            !(options.renewFinished && existing.batches.allSatisfy({ $0.status == .complete }))
+        if !controls.newRun, let existing = try UploadJournal.load(from: vault, job: job),
+            !(controls.renewFinished && existing.batches.allSatisfy({ $0.status == .complete }))
         {
             // Every document still to send must be in the selection (those of confirmed batches
             // may have been removed since).
@@ -213,7 +216,7 @@ public final class Uploader: @unchecked Sendable {
             }
             return existing
         }
-        if options.requireJournal {
+        if controls.requireJournal {
             throw VaultError(
                 .notFound, "there is no interrupted upload of these documents to \(options.target.redacted)")
         }
@@ -232,7 +235,7 @@ public final class Uploader: @unchecked Sendable {
         let now = UTCTime(Date()).iso8601
         journal = UploadJournal(
             job: job, runId: runID, target: options.target.redacted, created: now, updated: now, batches: [])
-        journal.identity = Destination.identity(of: options.target.address)
+        journal.identity = options.destinationIdentity?.value
         journal.spec = try UploadJournals.spec(vault: vault, options: options)
         journal.settings = options.settings
         journal.batches = try planned.map { b in

@@ -62,8 +62,10 @@ package struct DestinationIdentity: Hashable, Sendable, CustomStringConvertible 
     /// The identity as the ledger and the history keep it.
     package let value: String
 
-    /// The process's S3 endpoint and region (set by the front end from its environment); nil
-    /// when not set: the identity of an `s3://` URL is then its bucket and prefix alone.
+    /// The process's S3 endpoint and region, for an `s3://` URL a user typed (a destination named
+    /// by its URL): the command line sets it from its environment. An upload never needs it:
+    /// its identity comes from its own S3 target's endpoint and region, so an app sets nothing.
+    /// Nil when not set: the identity of an `s3://` URL is then its bucket and prefix alone.
     private static let s3Place = Mutex<S3Place?>(nil)
 
     /// Sets the endpoint and region `s3://` destinations are reached through in this process.

@@ -2,7 +2,9 @@ import Synchronization
 
 /// What vault tells its user without failing: the index did not verify and was rebuilt, the
 /// history has findings a writer went on past. The command line prints each as one
-/// `vault: warning:` line; a library user installs a handler (none: they are dropped).
+/// `vault: warning:` line. An app gets none (there is no public handler, and no public doc
+/// promises one): a notice only tells of what vault already repaired or went on past, and
+/// an audit reports the same conditions on the vault.
 ///
 /// Process-wide rather than per `Vault`, because several `Vault` values stand for one vault in
 /// a process (an upgrade and a password change each make a new one) and the user is told once.
