@@ -156,7 +156,7 @@ let package = Package(
         // test targets: one spawn helper, one copy of each peer.
         .target(
             name: "VaultTestSupport",
-            dependencies: ["VaultCore", "VaultS3"],
+            dependencies: ["VaultCore", "VaultS3", "CSQLite"],
             path: "Tests/VaultTestSupport"
         ),
         .testTarget(
