@@ -63,7 +63,10 @@ import Glibc
         // Both push at the same time, and D pulls meanwhile.
         let pa = s.spawn(["--vault", s.path("a"), "push", "--progress", "json"], env: env)
         let pb = s.spawn(["--vault", s.path("b"), "push", "--progress", "json"], env: env)
-        usleep(300_000)
+        // D pulls once a push is under way (its first progress line).
+        _ = poll(every: 10_000) {
+            s.errorsSoFar(pa).contains(#""event":"progress""#) || !Peer.isRunning(pa) || !Peer.isRunning(pb)
+        }
         let pd = s.spawn(["--vault", s.path("d"), "pull", "-q"], env: env)
         let (ra, rb, rd) = (s.wait(pa), s.wait(pb), s.wait(pd))
         #expect(ra.status == 0 && rb.status == 0, "\(ra.stderr)\n\(rb.stderr)")

@@ -24,10 +24,9 @@ import Glibc
             env: ["TERM": "xterm"])
         try #require(start.status == 0, "tmux: \(start.stderr)")
         defer { _ = s.shell("tmux -L \(socket) kill-server") }
-        let deadline = Date().addingTimeInterval(300)
-        while !FileManager.default.fileExists(atPath: s.path("finished")) && Date() < deadline { usleep(100_000) }
         try #require(
-            FileManager.default.fileExists(atPath: s.path("finished")), "the commands did not finish within 5 minutes")
+            poll(within: 300, every: 100_000) { FileManager.default.fileExists(atPath: s.path("finished")) },
+            "the commands did not finish within 5 minutes")
         func capture(_ flags: String) -> [String] {
             s.shell("tmux -L \(socket) capture-pane -p \(flags) -t t").out.split(
                 separator: "\n", omittingEmptySubsequences: false

@@ -97,7 +97,10 @@ import Glibc
             return
         }
         tus.crash()
-        usleep(300_000)
+        // The server comes back once the upload has met it gone (a retry is planned).
+        #expect(
+            poll(every: 20_000) { s.errorsSoFar(pid).contains(#""event":"retry""#) || !Peer.isRunning(pid) },
+            "the upload retries while the server is down")
         try tus.start()
         let r = s.wait(pid)
         #expect(r.status == 0, "\(r.stderr)")

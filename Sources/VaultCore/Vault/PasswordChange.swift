@@ -224,12 +224,14 @@ extension Vault {
                     entries.append(try resealedHeader(id, keyring: keyring2))
                 }
                 let resealed = try ResealedFiles(vault: self).resealed(to: newKeys)
+                PausePoint.reached("passwd.resealed")
                 let journal = PasswordJournal(
                     oldConfig: try FileSystem.readFile(store.configPath, limit: 1 << 20),
                     newConfig: newConfig.encoded(), entries: entries, resealed: resealed
                 ).encoded()
                 try AtomicFile.write(journal, to: store.passwordJournalPath, random: random)
                 var written = UInt64(journal.count)
+                PausePoint.reached("passwd.journal-written")
                 for (n, e) in entries.enumerated() {
                     progress?(ids.count + n, ids.count * 2)
                     let file = try OpenFile.openExisting(store.objectPath(e.id))
@@ -237,15 +239,18 @@ extension Vault {
                     try file.write(e.new, at: 0)
                     try file.sync()
                     written += UInt64(e.new.count)
+                    PausePoint.reached("passwd.header")
                 }
                 // The commit point.
                 try AtomicFile.write(newConfig.encoded(), to: store.configPath, random: random)
                 written += UInt64(newConfig.encoded().count)
+                PausePoint.reached("passwd.committed")
                 for file in resealed {
                     try AtomicFile.write(file.bytes, to: store.root + "/" + file.name, random: random)
                 }
                 try FileSystem.remove(store.passwordJournalPath)
                 try FileSystem.syncDirectory(store.root)
+                PausePoint.reached("passwd.journal-removed")
                 progress?(ids.count * 2, ids.count * 2)
                 // The state sealed under the retired key, sealed again under the new one; the record
                 // of the change is the first of the new epoch (a crash before it leaves a log whose

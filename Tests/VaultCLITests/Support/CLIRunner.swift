@@ -139,6 +139,11 @@ final class Sandbox: ScratchSpace {
         Peer.resetSignals(&attributes, flags: flags)
     }
 
+    /// What the running child `pid` has written to standard error so far.
+    func errorsSoFar(_ pid: pid_t) -> String {
+        outputs[pid].flatMap { try? String(contentsOfFile: $0.err, encoding: .utf8) } ?? ""
+    }
+
     /// Waits for `pid` and collects what it printed.
     func wait(_ pid: pid_t) -> CLIResult {
         var status: Int32 = 0
