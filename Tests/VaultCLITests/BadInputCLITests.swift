@@ -5,27 +5,9 @@ import Testing
 import Glibc
 #endif
 
-/// Resource faults, misuse, concurrency and secrets: each leaves a clear `vault:` error, a
+/// Resource faults and misuse: each leaves a clear `vault:` error, a
 /// documented exit code, an unchanged vault and no partial output.
-@Suite(.blocking) struct ReliabilityCLITests {
-    /// Files in a directory, hidden ones included (temporary files must not survive).
-    static func entries(_ path: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
-    }
-
-    static func vaultIsIntact(_ s: Sandbox, documents: Int, vaultDir: String? = nil) {
-        let env: [String: String?] = vaultDir.map { ["VAULT_DIR": $0] } ?? [:]
-        let v = s.run(["verify"], env: env)
-        #expect(v.status == 0, "\(v.out) \(v.stderr)")
-        #expect(
-            v.out.hasSuffix(
-                "verified \(documents) document\(documents == 1 ? "" : "s"): \(documents) ok, 0 damaged; index ok\n"),
-            "\(v.out)")
-        let objects = entries((vaultDir ?? s.path("vault")) + "/objects")
-        #expect(objects.count == documents, "\(objects)")
-        #expect(!objects.contains { $0.hasPrefix(".vault-tmp-") }, "no temporary file survives")
-    }
-
+@Suite(.blocking) struct BadInputCLITests {
     @Test func fileSizeLimitDuringAddAndExport() throws {
         let s = Sandbox()
         s.initVault()
@@ -40,14 +22,14 @@ import Glibc
         #expect(
             add.stderr.contains(": file too large for this file system or limit\nvault: hint: nothing was changed\n"),
             "\(add.stderr)")
-        Self.vaultIsIntact(s, documents: 1)
+        Fixtures.vaultIsIntact(s, documents: 1)
 
         #expect(s.run("add", "big.bin").status == 0)
         let export = s.run(["export", "--out", "out"], fileSizeLimitKiB: 1024)
         #expect(export.status == 74, "\(export.stderr)")
         #expect(export.stderr.contains("file too large"))
-        #expect(Self.entries(s.path("out")).isEmpty, "no batch file, no temporary file, no manifest")
-        Self.vaultIsIntact(s, documents: 2)
+        #expect(Fixtures.entries(s.path("out")).isEmpty, "no batch file, no temporary file, no manifest")
+        Fixtures.vaultIsIntact(s, documents: 2)
     }
 
     // Mounting a small file system needs root (CI and the project's machines run as root); the
@@ -89,7 +71,7 @@ import Glibc
                     changed\n
                     """
             ), "\(full.stderr)")
-        Self.vaultIsIntact(s, documents: 1, vaultDir: vaultDir)
+        Fixtures.vaultIsIntact(s, documents: 1, vaultDir: vaultDir)
         // Export into the (nearly full) small file system: 1 MiB needs ~1.4 MiB of payload.
         s.write("filler", [])
         for copy in ["copy1", "copy2"] {
@@ -103,8 +85,8 @@ import Glibc
                 == "vault: no room for batch-0001.json in \(small)/out: it needs 1.4 MiB (no space left on device)\n"
                 + "vault: hint: free some space and run the command again; completed batches and the manifest stay\n",
             "\(out.stderr)")
-        #expect(Self.entries(small + "/out").isEmpty)
-        Self.vaultIsIntact(s, documents: 1, vaultDir: vaultDir)
+        #expect(Fixtures.entries(small + "/out").isEmpty)
+        Fixtures.vaultIsIntact(s, documents: 1, vaultDir: vaultDir)
     }
 
     @Test func unreadableInputAndUnwritableOutput() throws {
@@ -121,7 +103,7 @@ import Glibc
                     was not added\n
                     """
         )
-        Self.vaultIsIntact(s, documents: 1)
+        Fixtures.vaultIsIntact(s, documents: 1)
         let export = s.run("export", "--out", "/sys/vault-test-out")
         #expect(export.status == 74)
         #expect(export.stderr == "vault: cannot create directory /sys/vault-test-out: permission denied\n")
@@ -308,115 +290,6 @@ import Glibc
         #expect(s.objects.count == 4, "no misuse changed the vault")
     }
 
-    @Test func binaryIsNeverWrittenToATerminal() throws {
-        let s = Sandbox()
-        s.initVault()
-        s.write("img.png", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 1, 2])
-        s.write("note.txt", Array("hello terminal\n".utf8))
-        #expect(s.run("add", "img.png", "note.txt").status == 0)
-        // `script` gives the command a pseudo-terminal as its stdout.
-        func onTTY(_ args: String) -> String {
-            let r = Process()
-            r.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-            r.arguments = ["-qec", "\(Sandbox.binary) \(args); echo \"[exit $?]\"", "/dev/null"]
-            r.environment = s.env
-            let pipe = Pipe()
-            r.standardOutput = pipe
-            r.standardInput = FileHandle.nullDevice
-            try? r.run()
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            r.waitUntilExit()
-            return String(decoding: data, as: UTF8.self).replacingOccurrences(of: "\r", with: "")
-        }
-        let bin = onTTY("get img.png")
-        #expect(
-            bin.contains(
-                """
-                    vault: refusing to write image/png data to a terminal\nvault: hint: use -o FILE, or redirect \
-                    standard output\n[exit 64]
-                    """
-            ), "\(bin)")
-        #expect(!bin.contains("PNG"))
-        #expect(onTTY("get note.txt").contains("hello terminal\n[exit 0]"))
-        #expect(onTTY("export --out -").contains("vault: refusing to write the payload to a terminal"))
-    }
-
-    @Test func fourConcurrentAddsLoseNothingAndReadersSeeAConsistentVault() throws {
-        let s = Sandbox()
-        s.initVault()
-        for p in 0..<4 {
-            try FileManager.default.createDirectory(atPath: s.path("in\(p)"), withIntermediateDirectories: true)
-            for i in 0..<25 { s.write("in\(p)/f\(i).bin", .random(5000 + i, seed: UInt64(p * 100 + i))) }
-        }
-        let pids = (0..<4).map { p in s.spawn(["add", "-r", "in\(p)"]) }
-        // Readers start once the first document is committed (before that, "there are no
-        // documents to export" is the right answer), run beside the writers, and must always see
-        // a consistent vault.
-        poll(every: 2000) { s.objects.contains(where: { $0.hasSuffix(".vlt") }) }
-        var readerFailures: [String] = []
-        for _ in 0..<5 {
-            let l = s.run("list", "--json")
-            if l.status != 0 {
-                readerFailures.append("list: \(l.stderr)")
-            } else if (try? JSONSerialization.jsonObject(with: Data(l.stdout))) == nil {
-                readerFailures.append("list printed invalid JSON")
-            }
-            let e = s.run("export", "--out", "-", "--batch-size", "200")
-            if e.status != 0 {
-                readerFailures.append("export: \(e.stderr)")
-            } else if (try? JSONSerialization.jsonObject(with: Data(e.stdout))) == nil {
-                readerFailures.append("export printed invalid JSON")
-            }
-        }
-        let results = pids.map { s.wait($0) }
-        for r in results { #expect(r.status == 0, "\(r.stderr)") }
-        #expect(readerFailures.isEmpty, "\(readerFailures)")
-        let ids = results.flatMap { $0.out.split(separator: "\n").map(String.init) }
-        #expect(ids.count == 100 && Set(ids).count == 100)
-        let listed = try JSONSerialization.jsonObject(with: Data(s.run("list", "--json").stdout)) as! [[String: Any]]
-        #expect(Set(listed.map { $0["id"] as! String }) == Set(ids))
-        Self.vaultIsIntact(s, documents: 100)
-    }
-
-    @Test func secretsStayOutOfFilesAndArguments() throws {
-        let s = Sandbox()
-        let password = "unmistakable-password-\(UUID().uuidString)"
-        s.env["VAULT_PASSWORD"] = password
-        s.initVault()
-        s.write("a.txt", Array("alpha".utf8))
-        let big = s.path("big.bin")
-        try s.writeLarge("big.bin", mebibytes: 64, seed: 2510)
-        #expect(s.run("add", "a.txt").status == 0)
-        // While an add runs, its command line holds no secret.
-        let pid = s.spawn(["add", "big.bin"])
-        // Once sh has exec'd vault (the command line names the subcommand), and while it runs.
-        var cmdline = ""
-        poll(every: 5_000) {
-            cmdline = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
-            return cmdline.hasPrefix(Sandbox.binary) || !Peer.isRunning(pid)
-        }
-        _ = s.wait(pid)
-        #expect(
-            cmdline.hasPrefix(Sandbox.binary) && cmdline.contains("big.bin"), "the running add was seen: \(cmdline)")
-        #expect(!cmdline.contains(password))
-        #expect(s.run("export", "--out", "out").status == 0)
-        // No file under the vault holds the password, in any form we can think of.
-        let needles = [Array(password.utf8), Array(Data(password.utf8).base64EncodedString().utf8)]
-        let walker = FileManager.default.enumerator(atPath: s.path("vault"))!
-        var files = 0
-        while let rel = walker.nextObject() as? String {
-            let p = s.path("vault/" + rel)
-            var isDir: ObjCBool = false
-            _ = FileManager.default.fileExists(atPath: p, isDirectory: &isDir)
-            let mode = (try FileManager.default.attributesOfItem(atPath: p)[.posixPermissions] as? Int) ?? 0
-            #expect(mode == (isDir.boolValue ? 0o700 : 0o600), "\(rel) has mode \(String(mode, radix: 8))")
-            guard !isDir.boolValue else { continue }
-            files += 1
-            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: p)))
-            for n in needles { #expect(!bytes.contains(n), "\(rel) contains the password") }
-        }
-        #expect(files >= 5)
-    }
 }
 
 extension Array where Element == UInt8 {

@@ -241,7 +241,7 @@ import Testing
         try s.writeLarge("big.bin", mebibytes: 384, seed: 5)
 
         let pid = s.spawn(["add", "big.bin"])
-        let grown = HardeningCLITests.awaitTemporary(in: s.path("vault/staging"), atLeast: (32 << 20) + 1, pid: pid)
+        let grown = Fixtures.awaitTemporary(in: s.path("vault/staging"), atLeast: (32 << 20) + 1, pid: pid)
         kill(pid, SIGKILL)
         let r = s.wait(pid)
         #expect(grown, "the add never got going")

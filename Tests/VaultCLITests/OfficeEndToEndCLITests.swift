@@ -13,7 +13,7 @@ import Glibc
 /// the stations freeing space with `remove --delivered-to`. At the end every document is at the
 /// office exactly once, byte for byte, with its folder, tags and the station's id, and `audit`
 /// is clean at both stations, on the store and on a clone of it.
-@Suite(.blocking) struct OfficeWeekCLITests {
+@Suite(.blocking) struct OfficeEndToEndCLITests {
     /// A station's documents: its name at the office (the path under its inbox) and its bytes.
     struct Station {
         let name: String

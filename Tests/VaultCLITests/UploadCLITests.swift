@@ -443,4 +443,66 @@ import Testing
             })
         #expect(s.run(["uploads", "tidy"]).status == 64)
     }
+
+    @Test func resumeNamesTheSettingsAnInterruptedRunWasStartedWith() throws {
+        let s = Sandbox()
+        s.initVault()
+        _ = Fixtures.addDocuments(s, count: 4)
+        let r = Receiver(in: s, faults: #"[{"action": "ok"}, {"action": "status", "status": 503}]"#)
+        let first = s.run(["upload", "--url", r.url, "--batch-size", "2", "--retries", "0"], env: Fixtures.uploadToken)
+        #expect(first.status == 75, "\(first.stderr)")
+        let status = s.run("status")
+        #expect(status.out.contains("1 interrupted upload"), "\(status.out)")
+        let wrong = s.run(["upload", "--url", r.url, "--resume"], env: Fixtures.uploadToken)
+        #expect(wrong.status == 3)
+        #expect(
+            wrong.stderr.hasPrefix("vault: the interrupted upload to \(r.url) (run ")
+                && wrong.stderr.contains(") was started with --batch-size 2 (this command: 20)\n"),
+            "\(wrong.stderr)")
+        let right = s.run(["upload", "--url", r.url, "--resume", "--batch-size", "2"], env: Fixtures.uploadToken)
+        #expect(
+            right.status == 0 && right.stderr.contains("vault: uploaded 2 documents in 1 batch"),
+            "this time's figures: \(right.stderr)")
+    }
+
+    @Test func aReadOnlyVaultSendsNothingItsHistoryCannotRecord() throws {
+        let s = Sandbox()
+        chmod(s.dir, 0o711)
+        let box = s.path("box")
+        try FileManager.default.createDirectory(atPath: box, withIntermediateDirectories: true)
+        s.write("box/a.txt", .random(300, seed: 97))
+        for p in [box, box + "/a.txt"] { chown(p, 65534, 65534) }
+        let env: [String: String?] = ["VAULT_DIR": box + "/v", "HOME": box]
+        #expect(s.runAsNobody(["init", "--kdf", "insecure-test"], env: env).status == 0)
+        #expect(s.runAsNobody(["add", box + "/a.txt"], env: env).status == 0)
+        // The history read-only to its owner: reading works, sending does not.
+        chmod(box + "/v/log.vlt", 0o400)
+        let list = s.runAsNobody(["list"], env: env)
+        #expect(list.status == 0, "reading still works: \(list.stderr)")
+        let export = s.runAsNobody(["export", "--out", box + "/out"], env: env)
+        #expect(
+            export.status == 74
+                && export.stderr.hasPrefix(
+                    "vault: the history cannot be recorded: \(box)/v/log.vlt is not writable; nothing was sent\n"),
+            "\(export.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: box + "/out"))
+        let receiver = Receiver(in: s)
+        let upload = s.runAsNobody(
+            ["upload", "--url", receiver.url], env: env.merging(["VAULT_UPLOAD_TOKEN": "test-token"]) { _, b in b })
+        #expect(upload.status == 74 && upload.stderr.contains("nothing was sent"), "\(upload.stderr)")
+        #expect(receiver.log.isEmpty, "no request was made")
+        // The whole folder read-only: a change fails with a hint that says why.
+        chmod(box + "/v", 0o500)
+        defer { chmod(box + "/v", 0o700) }
+        let remove = s.runAsNobody(["remove", "a.txt"], env: env)
+        #expect(
+            remove.status == 74
+                && remove.stderr.hasSuffix(
+                    """
+                        vault: hint: this user cannot write to the vault folder: is it read-only (or on a read-only \
+                        file system)?\n
+                        """
+                ),
+            "\(remove.stderr)")
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import VaultTestSupport
 
 /// What many CLI suites need, kept here rather than as one suite's statics.
@@ -49,5 +50,92 @@ enum Fixtures {
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         return (p.terminationStatus, output)
+    }
+
+    static func entries(_ path: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
+    }
+
+    /// Waits until a temporary file in `dir` holds at least `bytes` bytes; false if none did in time.
+    static func awaitTemporary(in dir: String, atLeast bytes: Int, pid: pid_t) -> Bool {
+        var grown = false
+        poll(every: 1000) {
+            grown = entries(dir).contains { name in
+                name.hasPrefix(".vault-tmp-")
+                    && ((try? FileManager.default.attributesOfItem(atPath: dir + "/" + name)[.size] as? Int) ?? 0)
+                        >= bytes
+            }
+            return grown || !Peer.isRunning(pid)  // or it finished first
+        }
+        return grown
+    }
+
+    static func vaultWithLargeDocument(_ s: Sandbox, mebibytes: Int = 50) throws -> [UInt8] {
+        s.initVault()
+        try s.writeLarge("big.bin", mebibytes: mebibytes, seed: 11)
+        let r = s.run("add", "big.bin")
+        precondition(r.status == 0, r.stderr)
+        return Array(try Data(contentsOf: URL(fileURLWithPath: s.path("big.bin"))))
+    }
+
+    /// A TCP socket on 127.0.0.1: bound to a port the OS picks, or connected to `port`.
+    static func loopbackSocket(connectingTo port: UInt16? = nil) -> (Int32, UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in(
+            sin_family: sa_family_t(AF_INET), sin_port: (port ?? 0).bigEndian,
+            sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                if port != nil {
+                    precondition(connect(fd, $0, len) == 0, "cannot connect to 127.0.0.1:\(port!)")
+                } else {
+                    _ = bind(fd, $0, len); _ = getsockname(fd, $0, &len)
+                }
+            }
+        }
+        return (fd, UInt16(bigEndian: addr.sin_port))
+    }
+
+    /// What a terminal `columns` wide shows while vault runs on it (script's pseudo-terminal).
+    static func onTerminal(_ s: Sandbox, columns: Int, _ args: String, env: [String: String?] = [:]) -> String {
+        s.write("term.sh", Array("stty cols \(columns) rows 24; \"$1\" \(args)\n".utf8))
+        return s.shell("script -qec \"sh term.sh $1\" /dev/null", env: env).out
+    }
+
+    /// The lines a terminal ends up showing, one per redraw: split at CR and LF, escape codes removed.
+    static func redraws(_ screen: String) -> [String] {
+        screen.replacingOccurrences(of: "\u{1B}[2K", with: "").split(whereSeparator: { $0 == "\r" || $0 == "\n" })
+            .map(String.init).filter { !$0.allSatisfy { $0 == " " } }
+    }
+
+    /// Runs `command` (sh; `$1` is the vault binary) under util-linux's `script`, on a
+    /// pseudo-terminal whose input is `typed`: what a user at a terminal sees and answers.
+    static func atTerminal(_ s: Sandbox, _ command: String, typed: String, env: [String: String?] = [:]) -> CLIResult {
+        s.write("typed.txt", Array(typed.utf8))
+        s.write("cmd.sh", Array(command.utf8))
+        return s.shell("script -qec \"sh cmd.sh '$1'\" /dev/null < typed.txt", env: env)
+    }
+
+    /// The newest history record, from `vault log --json`.
+    static func lastRecord(_ s: Sandbox) -> [String: Any]? {
+        let log = s.run("log", "--json")
+        let records =
+            ((try? JSONSerialization.jsonObject(with: Data(log.stdout))) as? [String: Any])?["records"]
+            as? [[String: Any]]
+        return records?.last
+    }
+
+    static func vaultIsIntact(_ s: Sandbox, documents: Int, vaultDir: String? = nil) {
+        let env: [String: String?] = vaultDir.map { ["VAULT_DIR": $0] } ?? [:]
+        let v = s.run(["verify"], env: env)
+        #expect(v.status == 0, "\(v.out) \(v.stderr)")
+        #expect(
+            v.out.hasSuffix(
+                "verified \(documents) document\(documents == 1 ? "" : "s"): \(documents) ok, 0 damaged; index ok\n"),
+            "\(v.out)")
+        let objects = entries((vaultDir ?? s.path("vault")) + "/objects")
+        #expect(objects.count == documents, "\(objects)")
+        #expect(!objects.contains { $0.hasPrefix(".vault-tmp-") }, "no temporary file survives")
     }
 }
