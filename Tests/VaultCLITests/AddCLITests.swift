@@ -138,7 +138,7 @@ import Glibc
         #expect(s.run("add", "b.txt").status == 0)
         let tagged = s.run("tag", "a.txt", "b.txt", "--add", "2026", "--remove", "inbox", "--json")
         #expect(tagged.status == 0 && tagged.stderr.isEmpty, "\(tagged.stderr)")
-        AuditCLITests.write(s.path("tag.json"), tagged.stdout)
+        Fixtures.write(s.path("tag.json"), tagged.stdout)
         #expect(Fixtures.validate(s.path("tag.json"), schema: "tag").status == 0)
         #expect(
             tagged.out.contains("\"name\":\"a.txt\",\"tags\":[\"2026\"]")

@@ -46,11 +46,6 @@ import Glibc
         return ranges
     }
 
-    static func read(_ path: String) -> [UInt8] { Array((try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()) }
-    static func write(_ path: String, _ bytes: [UInt8]) {
-        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
-    }
-
     // MARK: History
 
     @Test func everyChangeAndDeliveryIsRecordedAndPrinted() throws {
@@ -72,7 +67,7 @@ import Glibc
         #expect(added.first?["size"] as? Int == 3000)
         #expect(
             added.first?["sha256"] as? String
-                == SHA256.hash(data: Self.read(a)).map { String(format: "%02x", $0) }.joined())
+                == SHA256.hash(data: Fixtures.read(a)).map { String(format: "%02x", $0) }.joined())
         let removed = try #require(records[4]["documents"] as? [[String: Any]])
         #expect(removed.map { $0["id"] as? String } == [ids["b.txt"]])
         let exported = try #require(records[5]["documents"] as? [[String: Any]])
@@ -156,9 +151,9 @@ import Glibc
         s.write("a.txt", .random(5000, seed: 71))
         let id = s.run("add", "a.txt").out.trimmingCharacters(in: .newlines)
         let object = s.path("vault/objects/\(id).vlt")
-        let copy = Self.read(object)
+        let copy = Fixtures.read(object)
         #expect(s.run("remove", id).status == 0)
-        Self.write(object, copy)  // restored behind the vault's back
+        Fixtures.write(object, copy)  // restored behind the vault's back
         chmod(object, 0o600)
         let (status, codes, _) = Self.audit(s)
         #expect(status == 65)
@@ -208,7 +203,7 @@ import Glibc
     func tamperingWithTheLogIsAChainFinding(mode: String) throws {
         let (s, _) = Self.vaultWithHistory()
         let path = s.path("vault/log.vlt")
-        var log = Self.read(path)
+        var log = Fixtures.read(path)
         let r = Self.recordRanges(log)
         #expect(r.count == 5)
         let expected: [String]
@@ -229,7 +224,7 @@ import Glibc
             try FileManager.default.removeItem(atPath: s.path("vault/log.head"))
             expected = ["log-head-missing"]
         }
-        Self.write(path, log)
+        Fixtures.write(path, log)
         let (status, codes, _) = Self.audit(s)
         #expect(status == 65)
         for code in expected { #expect(codes.contains(code), "\(mode): \(codes)") }
@@ -244,7 +239,7 @@ import Glibc
         let (s, _) = Self.vaultWithHistory()
         let path = s.path("vault/log.vlt")
         // What a crash in the middle of an append leaves: part of a frame past the head.
-        Self.write(path, Self.read(path) + [0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 6, 1, 2, 3])
+        Fixtures.write(path, Fixtures.read(path) + [0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 6, 1, 2, 3])
         #expect(Self.audit(s).status == 0)
         #expect(s.run("log").status == 0)
         s.write("e.txt", .random(10, seed: 75))
@@ -319,11 +314,11 @@ import Glibc
     @Test func passwdChangesThePasswordAndTheLevelWithoutTouchingPayloads() throws {
         let (s, ids) = Self.vaultWithHistory()
         let object = s.path("vault/objects/\(ids["a.txt"]!).vlt")
-        let before = Self.read(object)
+        let before = Fixtures.read(object)
         let r = s.run(["passwd", "--kdf", "moderate"], env: ["VAULT_NEW_PASSWORD": "new password"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stderr.hasPrefix("vault: password changed (Argon2id moderate); 2 envelope headers re-sealed"))
-        let after = Self.read(object)
+        let after = Fixtures.read(object)
         #expect(after.count == before.count)
         let headerSize = 166 + 272
         #expect(after[headerSize...] == before[headerSize...], "the payload is not rewritten")
@@ -331,7 +326,7 @@ import Glibc
         #expect(s.run("verify").status == 77)
         #expect(s.run(["verify"], env: ["VAULT_PASSWORD": "new password"]).status == 0)
         let get = s.run(["get", "a.txt", "-o", "-"], env: ["VAULT_PASSWORD": "new password"])
-        #expect(get.stdout == Self.read(s.path("a.txt")))
+        #expect(get.stdout == Fixtures.read(s.path("a.txt")))
         let config = try String(contentsOfFile: s.path("vault/vault.json"), encoding: .utf8)
         #expect(config.contains("\"memLimitKiB\" : 262144"))
         let log = s.run(["log"], env: ["VAULT_PASSWORD": "new password"])
@@ -343,7 +338,7 @@ import Glibc
 
     @Test func passwdRefusesBadInputsAndChangesNothing() {
         let (s, _) = Self.vaultWithHistory()
-        let config = Self.read(s.path("vault/vault.json"))
+        let config = Fixtures.read(s.path("vault/vault.json"))
         let wrong = s.run(["passwd"], env: ["VAULT_PASSWORD": "wrong", "VAULT_NEW_PASSWORD": "x"])
         #expect(wrong.status == 77 && wrong.stderr.hasPrefix("vault: wrong password"))
         let none = s.run(["passwd"])
@@ -360,7 +355,7 @@ import Glibc
         #expect(empty.status == 64 && empty.stderr.hasPrefix("vault: the new password is empty"))
         let missing = s.run(["passwd", "--new-password-file", "nope.txt"])
         #expect(missing.status == 3 && missing.stderr.hasPrefix("vault: password file: "))
-        #expect(Self.read(s.path("vault/vault.json")) == config)
+        #expect(Fixtures.read(s.path("vault/vault.json")) == config)
     }
 
     /// Killed at every named moment of a change (a pause point in the debug build): before the
@@ -423,7 +418,7 @@ import Glibc
         for (schema, args) in outputs {
             let r = s.run(args)
             #expect(r.status == 0, "\(args): \(r.stderr)")
-            Self.write(s.path("out.json"), r.stdout)
+            Fixtures.write(s.path("out.json"), r.stdout)
             let v = Fixtures.validate(s.path("out.json"), schema: schema)
             #expect(v.status == 0, "\(args) against \(schema).schema.json: \(v.output)")
         }
@@ -432,7 +427,7 @@ import Glibc
         for (schema, args) in [("audit", ["audit", "--json"]), ("log", ["log", "--json"])] {
             let r = s.run(args)
             #expect(r.status == 65)
-            Self.write(s.path("out.json"), r.stdout)
+            Fixtures.write(s.path("out.json"), r.stdout)
             let v = Fixtures.validate(s.path("out.json"), schema: schema)
             #expect(v.status == 0, "\(args): \(v.output)")
         }

@@ -45,7 +45,7 @@ import Glibc
 
     // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func aWeekOfRoutineDeliversEveryDocumentOnceToEachDestinationAndFreesOnlyWhatAllConfirmed() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("week")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("week")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
@@ -55,7 +55,7 @@ import Glibc
                 + "]")
         let php = try PHPServer(in: s)
         let tus = try TusServer(in: s)
-        let s3env = S3UploadCLITests.env(sw)
+        let s3env = S3Fixtures.env(sw)
         for (name, url, extra) in [
             ("office", receiver.url, [String]()), ("forms", php.url, ["--protocol", "form"]),
             ("tus", tus.url, ["--protocol", "tus"]), ("archive", "s3://\(bucket)/station", [])

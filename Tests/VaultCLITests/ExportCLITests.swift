@@ -237,7 +237,7 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: s.path("../escape.txt")))
         let written = (try? JSONSerialization.jsonObject(with: Data(escape.stdout))) as? [String: Any]
         #expect((written?["written"] as? [[String: Any]])?.first?["path"] as? String == "out/escape.txt")
-        AuditCLITests.write(s.path("written.json"), escape.stdout)
+        Fixtures.write(s.path("written.json"), escape.stdout)
         #expect(Fixtures.validate(s.path("written.json"), schema: "get").status == 0)
 
         // Existing files: refused before anything is written, unless --force.

@@ -12,23 +12,23 @@ import VaultS3
     }
 
     @Test func junkUnderRemovedHidesNoDocumentFromPushCloneOrDirectReads() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("junk")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("junk")
         defer { Task { await s3.shutdown() } }
-        let env = S3UploadCLITests.env(sw)
+        let env = S3Fixtures.env(sw)
         let url = "s3://\(bucket)/v"
         let s = Sandbox()
-        #expect(RemoteCLITests.run(s, "a", ["init", "--kdf", "insecure-test"], env: env).status == 0)
-        #expect(RemoteCLITests.run(s, "a", ["remote", "add", "office", url], env: env).status == 0)
+        #expect(Fixtures.run(s, "a", ["init", "--kdf", "insecure-test"], env: env).status == 0)
+        #expect(Fixtures.run(s, "a", ["remote", "add", "office", url], env: env).status == 0)
         s.write("one.txt", Array("one".utf8))
         s.write("two.txt", Array("two".utf8))
-        let first = RemoteCLITests.run(s, "a", ["add", "one.txt"], env: env).out.trimmingCharacters(in: .newlines)
-        #expect(RemoteCLITests.run(s, "a", ["push"], env: env).status == 0)
-        let second = RemoteCLITests.run(s, "a", ["add", "two.txt"], env: env).out.trimmingCharacters(in: .newlines)
+        let first = Fixtures.run(s, "a", ["add", "one.txt"], env: env).out.trimmingCharacters(in: .newlines)
+        #expect(Fixtures.run(s, "a", ["push"], env: env).status == 0)
+        let second = Fixtures.run(s, "a", ["add", "two.txt"], env: env).out.trimmingCharacters(in: .newlines)
         // Five bytes of junk where the new document's tombstone would be: no password needed.
         try await s3.putObject(
             bucket: bucket, key: "v/removed/\(second)", body: Array("junk!".utf8),
             contentType: "application/octet-stream")
-        let push = RemoteCLITests.run(s, "a", ["push"], env: env)
+        let push = Fixtures.run(s, "a", ["push"], env: env)
         #expect(push.status == 0, "\(push.stderr)")
         #expect(
             push.stderr.contains(
@@ -37,15 +37,15 @@ import VaultS3
         #expect(push.stderr.contains("pushed 1 document"), "the new document went to the store: \(push.stderr)")
         #expect(try await s3.headObject(bucket: bucket, key: "v/objects/\(second).vlt") != nil)
         // The audit names it (sealed into the push's record).
-        let audit = RemoteCLITests.run(s, "a", ["audit"], env: env)
+        let audit = Fixtures.run(s, "a", ["audit"], env: env)
         #expect(
             audit.status == 65 && audit.out.contains("tombstone-refused") && audit.out.contains("removed/\(second)"),
             "\(audit.out)")
         // A clone gets both, with the warning.
-        let clone = RemoteCLITests.run(s, "b", ["clone", url], env: env)
+        let clone = Fixtures.run(s, "b", ["clone", url], env: env)
         #expect(clone.status == 0, "\(clone.stderr)")
         #expect(clone.stderr.contains("removed/\(second) is not a tombstone of this vault"))
-        #expect(Self.ids(RemoteCLITests.run(s, "b", ["list", "--json"], env: env)) == [first, second])
+        #expect(Self.ids(Fixtures.run(s, "b", ["list", "--json"], env: env)) == [first, second])
         // Read in place: listed and verified, with the warning.
         let env2 = env.merging(["XDG_CACHE_HOME": s.path("cache")]) { _, b in b }
         let list = s.run(["--vault", url, "list", "--json"], env: env2)
@@ -56,27 +56,27 @@ import VaultS3
     }
 
     @Test func aTombstoneSealedUnderARetiredKeyRemovesNothing() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("oldkey")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("oldkey")
         defer { Task { await s3.shutdown() } }
-        let env = S3UploadCLITests.env(sw)
+        let env = S3Fixtures.env(sw)
         let s = Sandbox()
-        #expect(RemoteCLITests.run(s, "a", ["init", "--kdf", "insecure-test"], env: env).status == 0)
+        #expect(Fixtures.run(s, "a", ["init", "--kdf", "insecure-test"], env: env).status == 0)
         let kept = s.path("kept")
         try FileManager.default.copyItem(atPath: s.path("a"), toPath: kept)
         let newEnv = env.merging(["VAULT_PASSWORD": "the new one"]) { _, b in b }
         #expect(
-            RemoteCLITests.run(
+            Fixtures.run(
                 s, "a", ["passwd"], env: env.merging(["VAULT_NEW_PASSWORD": "the new one"]) { _, b in b }
             ).status == 0)
         s.write("doc.txt", Array("a document".utf8))
-        let id = RemoteCLITests.run(s, "a", ["add", "doc.txt"], env: newEnv).out.trimmingCharacters(in: .newlines)
-        #expect(RemoteCLITests.run(s, "a", ["remote", "add", "office", "s3://\(bucket)/w"], env: newEnv).status == 0)
-        #expect(RemoteCLITests.run(s, "a", ["push"], env: newEnv).status == 0)
+        let id = Fixtures.run(s, "a", ["add", "doc.txt"], env: newEnv).out.trimmingCharacters(in: .newlines)
+        #expect(Fixtures.run(s, "a", ["remote", "add", "office", "s3://\(bucket)/w"], env: newEnv).status == 0)
+        #expect(Fixtures.run(s, "a", ["push"], env: newEnv).status == 0)
         let holder = try OldKeyHolder(folder: kept, password: "correct horse battery")
         for stone in [try holder.tombstone(id), try holder.legacyTombstone(id)] {
             try await s3.putObject(
                 bucket: bucket, key: "w/removed/\(id)", body: stone, contentType: "application/octet-stream")
-            let pull = RemoteCLITests.run(s, "a", ["pull"], env: newEnv)
+            let pull = Fixtures.run(s, "a", ["pull"], env: newEnv)
             #expect(pull.status == 0, "\(pull.stderr)")
             #expect(pull.stderr.contains("removed/\(id) is not a tombstone of this vault"), "\(pull.stderr)")
             #expect(
@@ -85,13 +85,13 @@ import VaultS3
             let env2 = newEnv.merging(["XDG_CACHE_HOME": s.path("cache")]) { _, b in b }
             #expect(Self.ids(s.run(["--vault", "s3://\(bucket)/w", "list", "--json"], env: env2)) == [id])
         }
-        #expect(!RemoteCLITests.run(s, "a", ["log", "--json"], env: newEnv).out.contains("\"op\":\"remove\""))
+        #expect(!Fixtures.run(s, "a", ["log", "--json"], env: newEnv).out.contains("\"op\":\"remove\""))
     }
 
     @Test func aStoreOfTheEarlierFormatStaysUsable() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("legacy")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("legacy")
         defer { Task { await s3.shutdown() } }
-        let env = S3UploadCLITests.env(sw).merging(LegacyVaultCLITests.password) { _, b in b }
+        let env = S3Fixtures.env(sw).merging(LegacyVaultCLITests.password) { _, b in b }
         let s = try LegacyVaultCLITests.copy()
         // The store holds the vault/1 vault.json an earlier version pushed; this station upgrades.
         let v1 = Array(

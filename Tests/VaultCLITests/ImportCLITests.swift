@@ -44,7 +44,7 @@ import Glibc
             """)
         let r = s.run(["import", "--rncryptor", "-r", "in", "--tag", "legacy", "--json"], env: Self.env)
         #expect(r.status == 0, "\(r.stderr)")
-        AuditCLITests.write(s.path("import.json"), r.stdout)
+        Fixtures.write(s.path("import.json"), r.stdout)
         #expect(Fixtures.validate(s.path("import.json"), schema: "import").status == 0)
         let result = try JSONSerialization.jsonObject(with: Data(r.stdout)) as! [String: Any]
         let imported = result["imported"] as! [[String: Any]]
@@ -121,7 +121,7 @@ import Glibc
         let r = s.run(
             ["import", "--rncryptor", "-r", "bad", "--skip-bad", "--json", "--progress", "none"], env: Self.env)
         #expect(r.status == 2, "\(r.stderr)")
-        AuditCLITests.write(s.path("import.json"), r.stdout)
+        Fixtures.write(s.path("import.json"), r.stdout)
         let valid = Fixtures.validate(s.path("import.json"), schema: "import")
         #expect(valid.status == 0, "\(valid.output)")
         let result = try JSONSerialization.jsonObject(with: Data(r.stdout)) as! [String: Any]

@@ -46,7 +46,7 @@ import VaultS3
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var failure: Error?
         Task {
-            let c = S3UploadCLITests.client(sw)
+            let c = S3Fixtures.client(sw)
             do { try await c.createBucket(bucket) } catch { failure = error }
             await c.shutdown()
             done.signal()
@@ -114,15 +114,15 @@ import VaultS3
         // And to S3 (SeaweedFS) with two 8 MiB parts in flight: at most 16 MiB more.
         let sw = try SeaweedFS.shared.get()
         let bucket = "memory-\(UUID().uuidString.prefix(8).lowercased())"
-        let make = s.run(["upload", "--url", "s3://\(bucket)/probe", "--tag", "small"], env: S3UploadCLITests.env(sw))
+        let make = s.run(["upload", "--url", "s3://\(bucket)/probe", "--tag", "small"], env: S3Fixtures.env(sw))
         #expect(make.status == 69, "the bucket does not exist yet: \(make.stderr)")
         try Self.createBucket(bucket, sw)
         let s3Small = s.measureWith(
             ["upload", "--tag", "small", "--url", "s3://\(bucket)/m", "--parallel", "2", "--progress", "none"],
-            env: S3UploadCLITests.env(sw))
+            env: S3Fixtures.env(sw))
         let s3Big = s.measureWith(
             ["upload", "--tag", "big", "--url", "s3://\(bucket)/m", "--parallel", "2", "--progress", "none"],
-            env: S3UploadCLITests.env(sw))
+            env: S3Fixtures.env(sw))
         #expect(s3Small.status == 0 && s3Big.status == 0, "\(s3Big.stderr)")
         print(
             """
@@ -133,12 +133,12 @@ import VaultS3
         #expect(s3Big.maxRSSKiB - s3Small.maxRSSKiB <= 16 * 1024)
         // And the same export read in place from the store (push first), with a 16 MiB cache:
         // at most 8 MiB more than for 1 MiB, plus the cache.
-        let push = s.run(["push", "s3://\(bucket)/vault"], env: S3UploadCLITests.env(sw))
+        let push = s.run(["push", "s3://\(bucket)/vault"], env: S3Fixtures.env(sw))
         #expect(push.status == 0, "\(push.stderr)")
         let remote = ["--vault", "s3://\(bucket)/vault", "--cache-size", "16M", "export", "--progress", "none"]
         let directSmall = s.measureWith(
-            remote + ["--tag", "small", "--out", "direct-small"], env: S3UploadCLITests.env(sw))
-        let directBig = s.measureWith(remote + ["--tag", "big", "--out", "direct-big"], env: S3UploadCLITests.env(sw))
+            remote + ["--tag", "small", "--out", "direct-small"], env: S3Fixtures.env(sw))
+        let directBig = s.measureWith(remote + ["--tag", "big", "--out", "direct-big"], env: S3Fixtures.env(sw))
         #expect(directSmall.status == 0 && directBig.status == 0, "\(directBig.stderr)")
         #expect(
             FileManager.default.contents(atPath: s.path("direct-big/batch-0001.json"))

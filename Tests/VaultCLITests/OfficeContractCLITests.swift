@@ -104,12 +104,12 @@ import VaultTestSupport
 
     /// A receiver on a store keeps the same contract: folders (in NFC) and tags arrive as added.
     @Test func aReceiverOnAStoreKeepsFoldersAndTags() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("contract")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("contract")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         _ = try Self.station(s)
         let url = "s3://\(bucket)/office"
-        var env = S3UploadCLITests.env(sw)
+        var env = S3Fixtures.env(sw)
         env["VAULT_PASSWORD"] = ReceiverProcess.password
         env["XDG_CACHE_HOME"] = s.path("cache-admin")
         #expect(s.run(["init", "--vault", s.path("setup"), "--kdf", "insecure-test"], env: env).status == 0)
@@ -135,7 +135,7 @@ import VaultTestSupport
         let office = try ReceiverProcess(s)
         let token = office.addStation("curl")
         func batch(_ name: String, key: String) -> (status: Int, body: String) {
-            let entry = ReceiveCLITests.entry(String(repeating: "ab", count: 16), name, "x", as: "x")
+            let entry = Fixtures.entry(String(repeating: "ab", count: 16), name, "x", as: "x")
             let body = #"{"Files":["# + entry + "]}"
             return office.curl(
                 token: token,

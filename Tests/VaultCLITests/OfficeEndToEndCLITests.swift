@@ -25,11 +25,11 @@ import Glibc
     // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func anOfficeWeekDeliversEveryDocumentOnceWholeWithItsFolderTagsAndStationID() async throws {
         guard SealedDeliveryCLITests.requireAge() else { return }
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("week")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("week")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         let url = "s3://\(bucket)/office"
-        var officeEnv = S3UploadCLITests.env(sw)
+        var officeEnv = S3Fixtures.env(sw)
         officeEnv["VAULT_PASSWORD"] = ReceiverProcess.password
         officeEnv["XDG_CACHE_HOME"] = s.path("cache-office")
 

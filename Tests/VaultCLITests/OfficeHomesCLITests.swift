@@ -17,11 +17,11 @@ import VaultTestSupport
 
     // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func aStoresReceiversServeOperatorsPagesAndListStationsAndBatches() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("homes")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("homes")
         defer { Task { await s3.shutdown() } }
         let url = "s3://\(bucket)/office"
         let s = Sandbox()
-        var env = S3UploadCLITests.env(sw)
+        var env = S3Fixtures.env(sw)
         env["VAULT_PASSWORD"] = ReceiverProcess.password
         env["XDG_CACHE_HOME"] = s.path("cache-admin")
         let token = SharedReceiveCLITests.officeOnStore(s, url: url, env: env)
@@ -59,10 +59,10 @@ import VaultTestSupport
         // batch with the document's folder, and its last refusal.
         let (status, cookie) = OperatorViewCLITests.signIn(s, receiver.url)
         #expect(status == 303 && cookie != nil, "sign-in: \(status)")
-        let stations = OperatorViewCLITests.curl(s, ["-b", "vault_session=\(cookie ?? "")", receiver.url + "/ui/"])
+        let stations = Fixtures.curl(s, ["-b", "vault_session=\(cookie ?? "")", receiver.url + "/ui/"])
         #expect(stations.status == 200 && stations.body.contains("desk"), "\(stations.status)")
         #expect(stations.body.contains("header-malformed"), "the station's last refusal is shown")
-        let batches = OperatorViewCLITests.curl(
+        let batches = Fixtures.curl(
             s, ["-b", "vault_session=\(cookie ?? "")", receiver.url + "/ui/batches"])
         #expect(batches.status == 200 && batches.body.contains("2026/03/note.txt"), "\(batches.body)")
         // The document this receiver took, and one another receiver of the store took after this
@@ -77,10 +77,10 @@ import VaultTestSupport
         #expect(ids.count == 2, "\(ids)")
         let texts = ["the warehouse's delivery note\n", "a second note, taken by the other receiver\n"]
         for (id, text) in zip(ids, texts) {
-            let page = OperatorViewCLITests.curl(
+            let page = Fixtures.curl(
                 s, ["-b", "vault_session=\(cookie ?? "")", receiver.url + "/ui/documents/\(id)"])
             #expect(page.status == 200, "\(id): \(page.status) \(page.body)")
-            let download = OperatorViewCLITests.curl(
+            let download = Fixtures.curl(
                 s, ["-b", "vault_session=\(cookie ?? "")", receiver.url + "/ui/documents/\(id)/download"])
             #expect(download.status == 200 && download.body == text, "\(id): \(download.status) \(download.body)")
         }

@@ -21,33 +21,12 @@ import Glibc
         return (office, office.addStation("front-desk"))
     }
 
-    /// `curl -sS -D - [args]` in the sandbox: the status, the headers (lowercased names) and the body.
-    static func curl(_ s: Sandbox, _ args: [String]) -> (status: Int, headers: [String: String], body: String) {
-        let quoted = args.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-        let r = s.shell("curl -sS -D curl.head -o curl.body \(quoted)")
-        let head = (try? String(contentsOfFile: s.path("curl.head"), encoding: .utf8)) ?? ""
-        let body =
-            (try? Data(contentsOf: URL(fileURLWithPath: s.path("curl.body")))).map {
-                String(decoding: $0, as: UTF8.self)
-            } ?? ""
-        var headers: [String: String] = [:]
-        var status = r.status == 0 ? 0 : -Int(r.status)
-        for line in head.split(separator: "\r\n") {
-            if line.hasPrefix("HTTP/") { status = Int(line.split(separator: " ")[1]) ?? 0; headers = [:]; continue }
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            let name = line[..<colon].lowercased(),
-                value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            headers[name] = headers[name].map { $0 + "\n" + value } ?? value
-        }
-        return (status, headers, body)
-    }
-
     /// Signs in with curl (the sign-in page's CSRF cookie and field); returns the session cookie.
     static func signIn(_ s: Sandbox, _ url: String, password: String = operatorPassword) -> (Int, String?) {
         try? FileManager.default.removeItem(atPath: s.path("jar"))
-        let page = curl(s, ["-c", "jar", url + "/ui/login"])
+        let page = Fixtures.curl(s, ["-c", "jar", url + "/ui/login"])
         let csrf = page.body.range(of: #"name="csrf" value=""#).map { page.body[$0.upperBound...].prefix(64) }
-        let r = curl(
+        let r = Fixtures.curl(
             s,
             [
                 "-b", "jar", "-c", "jar", "--data-urlencode", "csrf=\(csrf ?? "")", "--data-urlencode", "name=alice",
@@ -105,7 +84,7 @@ import Glibc
         #expect(seen["afterSignOut"] as? String == "/ui/login")
         #expect(seen["signInFormAfterSignOut"] as? Bool == true)
         let old = try #require(seen["session"] as? String)
-        let replay = Self.curl(s, ["-H", "Cookie: vault_session=\(old)", office.url + "/ui/batches"])
+        let replay = Fixtures.curl(s, ["-H", "Cookie: vault_session=\(old)", office.url + "/ui/batches"])
         #expect(replay.status == 303 && replay.headers["location"] == "/ui/login")
         #expect(!replay.body.contains("front-desk"))
         // The screenshot (a phone-width PNG), kept as the test's artifact.
@@ -131,7 +110,7 @@ import Glibc
             office.run("receive", "operator", "add", "alice", "--new-password-file", s.path("operator-password")).status
                 == 0)
         let tls = ["--cacert", s.path("ca.pem")]
-        let page = Self.curl(s, tls + ["-c", "jar", office.url + "/ui/login"])
+        let page = Fixtures.curl(s, tls + ["-c", "jar", office.url + "/ui/login"])
         #expect(page.status == 200 && page.headers["set-cookie"]?.contains("; Secure") == true, "\(page.headers)")
         let csrf = page.body.range(of: #"name="csrf" value=""#).map { String(page.body[$0.upperBound...].prefix(64)) }
         let form = [
@@ -139,9 +118,9 @@ import Glibc
             "password=\(Self.operatorPassword)"
         ]
         let plainOrigin = "http://" + office.url.dropFirst("https://".count)
-        let refused = Self.curl(s, tls + form + ["-H", "Origin: \(plainOrigin)", office.url + "/ui/login"])
+        let refused = Fixtures.curl(s, tls + form + ["-H", "Origin: \(plainOrigin)", office.url + "/ui/login"])
         #expect(refused.status == 403 && refused.headers["set-cookie"] == nil)
-        let signed = Self.curl(s, tls + form + ["-H", "Origin: \(office.url)", office.url + "/ui/login"])
+        let signed = Fixtures.curl(s, tls + form + ["-H", "Origin: \(office.url)", office.url + "/ui/login"])
         #expect(signed.status == 303, "\(signed.body)")
         let session = signed.headers["set-cookie"]?.split(separator: "\n").first { $0.hasPrefix("vault_session=") }
         #expect(
@@ -166,12 +145,12 @@ import Glibc
 
         // Without a session, every page and the download send the browser to sign in.
         for path in ["/ui/", "/ui/batches", "/ui/documents/\(id)", "/ui/documents/\(id)/download"] {
-            let r = Self.curl(s, [url + path])
+            let r = Fixtures.curl(s, [url + path])
             #expect(r.status == 303 && r.headers["location"] == "/ui/login", "\(path): \(r.status)")
             #expect(!r.body.contains("confidential"))
         }
         // Signing in needs the sign-in page's CSRF cookie, and a post from this site.
-        let noCookie = Self.curl(
+        let noCookie = Fixtures.curl(
             s,
             [
                 "--data-urlencode", "csrf=" + String(repeating: "a", count: 64), "--data-urlencode", "name=alice",
@@ -179,7 +158,7 @@ import Glibc
             ])
         #expect(noCookie.status == 403 && noCookie.headers["set-cookie"]?.contains("vault_session") != true)
         for header in ["Origin: http://evil.example", "Origin: null", "Sec-Fetch-Site: cross-site"] {
-            let r = Self.curl(s, ["-H", header, "--data-urlencode", "name=alice", url + "/ui/login"])
+            let r = Fixtures.curl(s, ["-H", header, "--data-urlencode", "name=alice", url + "/ui/login"])
             #expect(r.status == 403, "\(header)")
         }
         let wrong = Self.signIn(s, url, password: "not it")
@@ -190,7 +169,7 @@ import Glibc
         let withSession = ["-H", "Cookie: vault_session=\(cookie)"]
 
         // The hostile name is shown escaped, every scalar of it.
-        let batches = Self.curl(s, withSession + [url + "/ui/batches"])
+        let batches = Fixtures.curl(s, withSession + [url + "/ui/batches"])
         #expect(batches.status == 200)
         let html = batches.body
         #expect(!html.contains("<img") && html.contains("&lt;img src=x onerror=alert(1)&gt;"))
@@ -198,19 +177,19 @@ import Glibc
         #expect(batches.headers["content-security-policy"]?.hasPrefix("default-src 'none'") == true)
         #expect(batches.headers["x-frame-options"] == "DENY" && batches.headers["cache-control"] == "no-store")
         // The download is an attachment of octets, whatever content type the station claimed.
-        let download = Self.curl(s, withSession + [url + "/ui/documents/\(id)/download"])
+        let download = Fixtures.curl(s, withSession + [url + "/ui/documents/\(id)/download"])
         #expect(download.status == 200 && download.body == "confidential scan")
         #expect(download.headers["content-type"] == "application/octet-stream")
         #expect(download.headers["x-content-type-options"] == "nosniff")
         #expect(download.headers["content-disposition"]?.hasPrefix("attachment; filename=\"x_") == true)
         // Signing out needs the session's CSRF token; without it the session lives on.
-        let forged = Self.curl(s, withSession + ["-X", "POST", url + "/ui/logout"])
+        let forged = Fixtures.curl(s, withSession + ["-X", "POST", url + "/ui/logout"])
         #expect(forged.status == 403)
-        #expect(Self.curl(s, withSession + [url + "/ui/"]).status == 200)
+        #expect(Fixtures.curl(s, withSession + [url + "/ui/"]).status == 200)
         // A request for a host name the receiver was not given (DNS rebinding) gets nothing.
         let port = String(url.split(separator: ":").last ?? "")
         for path in ["/ui/", "/ui/login"] {
-            #expect(Self.curl(s, withSession + ["-H", "Host: rebound.example:\(port)", url + path]).status == 421)
+            #expect(Fixtures.curl(s, withSession + ["-H", "Host: rebound.example:\(port)", url + path]).status == 421)
         }
         // An operator removed and added again (a new password) while the receiver runs: the
         // sessions of before are over, and only the new password signs in.
@@ -218,7 +197,7 @@ import Glibc
         s.write("new-password", Array("a new operator password\n".utf8))
         let readd = office.run("receive", "operator", "add", "alice", "--new-password-file", s.path("new-password"))
         #expect(readd.status == 0, "\(readd.stderr)")
-        let removed = Self.curl(s, withSession + [url + "/ui/"])
+        let removed = Fixtures.curl(s, withSession + [url + "/ui/"])
         #expect(removed.status == 303 && removed.headers["location"] == "/ui/login")
         #expect(Self.signIn(s, url).0 == 401)
         #expect(Self.signIn(s, url, password: "a new operator password").0 == 303)

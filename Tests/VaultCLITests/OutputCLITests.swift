@@ -302,7 +302,7 @@ import Glibc
             #expect(r.status == status, "\(args): \(r.stderr)")
             // --json is a mode: the object on stdout, nothing on stderr but errors.
             if status == 0 { #expect(r.stderr.isEmpty, "\(args) --json said on stderr: \(r.stderr)") }
-            AuditCLITests.write(s.path("out.json"), r.stdout)
+            Fixtures.write(s.path("out.json"), r.stdout)
             let v = Fixtures.validate(s.path("out.json"), schema: schema)
             #expect(v.status == 0, "\(args) against \(schema).schema.json: \(v.output)")
             return (try? JSONSerialization.jsonObject(with: Data(r.stdout))) as? [String: Any] ?? [:]

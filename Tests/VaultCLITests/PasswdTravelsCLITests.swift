@@ -10,9 +10,9 @@ import VaultTestSupport
 @Suite(.blocking) struct PasswdTravelsCLITests {
     @Test(arguments: ["station", "receiver"])
     func aCloneOfAVaultWhosePasswordChangedTwiceAuditsClean(kind: String) async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("pwclone")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("pwclone")
         defer { Task { await s3.shutdown() } }
-        var env = S3UploadCLITests.env(sw)
+        var env = S3Fixtures.env(sw)
         let s = Sandbox()
         s.initVault()
         if kind == "receiver" {
@@ -44,7 +44,7 @@ import VaultTestSupport
         #expect(cloned.status == 0, "\(cloned.stderr)")
         let audit = s.run(["--vault", s.path("clone"), "audit"], env: env)
         #expect(audit.status == 0 && audit.out.contains(": clean;"), "\(audit.out)\(audit.stderr)")
-        #expect(RemoteCLITests.ids(s, "clone", env: env).count == 5)
+        #expect(Fixtures.ids(s, "clone", env: env).count == 5)
         // The clone's own password change anchors its own history: still clean, and still
         // pushes to the store it came from (the same keys).
         let again = s.run(
@@ -62,9 +62,9 @@ import VaultTestSupport
     /// document; the old passwords open neither the store nor the stations.
     // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func aPasswordChangeTravelsByPushAndOtherStationsTakeItOnPull() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("pwpush")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("pwpush")
         defer { Task { await s3.shutdown() } }
-        let env = S3UploadCLITests.env(sw)
+        let env = S3Fixtures.env(sw)
         let url = "s3://\(bucket)/office"
         let s = Sandbox()
         func run(_ station: String, _ password: String, _ args: [String], new: String? = nil) -> CLIResult {
@@ -110,7 +110,7 @@ import VaultTestSupport
         #expect(taken.status == 0, "\(taken.stderr)")
         #expect(taken.stderr.contains("the vault now opens with the new password"), "\(taken.stderr)")
         #expect(run("b", p1, ["list"]).status == 77)
-        #expect(RemoteCLITests.ids(s, "b", env: env.merging(["VAULT_PASSWORD": p2]) { _, n in n }).count == 3)
+        #expect(Fixtures.ids(s, "b", env: env.merging(["VAULT_PASSWORD": p2]) { _, n in n }).count == 3)
         add("b", p2, "four.txt", seed: 4)
         #expect(run("b", p2, ["push"]).status == 0)
         // The second change, at b this time, reaches a.
@@ -120,7 +120,7 @@ import VaultTestSupport
         let second = run("a", p2, ["pull"], new: p3)
         #expect(second.status == 0, "\(second.stderr)")
         for station in ["a", "b"] {
-            #expect(RemoteCLITests.ids(s, station, env: env.merging(["VAULT_PASSWORD": p3]) { _, n in n }).count == 4)
+            #expect(Fixtures.ids(s, station, env: env.merging(["VAULT_PASSWORD": p3]) { _, n in n }).count == 4)
             let audit = run(station, p3, ["audit"])
             #expect(audit.status == 0 && audit.out.contains(": clean;"), "\(station): \(audit.out)\(audit.stderr)")
             #expect(run(station, p2, ["list"]).status == 77, "\(station)")
@@ -154,11 +154,11 @@ import VaultTestSupport
     /// again, it takes the same station's batches under the same token, and the store's
     /// clone audits clean.
     @Test func receiversOnAStoreAreToldOfAPasswordChangeAndGoOnWithTheNewOne() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("pwrecv")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("pwrecv")
         defer { Task { await s3.shutdown() } }
         let url = "s3://\(bucket)/office"
         let s = Sandbox()
-        var env = S3UploadCLITests.env(sw)
+        var env = S3Fixtures.env(sw)
         env["VAULT_PASSWORD"] = ReceiverProcess.password
         env["XDG_CACHE_HOME"] = s.path("cache-admin")
         let token = SharedReceiveCLITests.officeOnStore(s, url: url, env: env)
@@ -197,7 +197,7 @@ import VaultTestSupport
         #expect(resent.status == 200 && resent.body == first.body, "a batch taken before the change: \(resent)")
         env["XDG_CACHE_HOME"] = s.path("cache-check")
         #expect(s.run(["clone", url, "--vault", s.path("check"), "-q"], env: env).status == 0)
-        #expect(RemoteCLITests.ids(s, "check", env: env).count == 2)
+        #expect(Fixtures.ids(s, "check", env: env).count == 2)
         let audit = s.run(["--vault", s.path("check"), "audit"], env: env)
         #expect(audit.status == 0 && audit.out.contains(": clean;"), "\(audit.out)\(audit.stderr)")
     }

@@ -211,13 +211,13 @@ import Glibc
     /// For S3 only `s3://BUCKET/PREFIX` counted: a delivery through a test endpoint counted for
     /// production too. The endpoint is part of the identity now.
     @Test func aDeliveryThroughOneS3EndpointDoesNotCountForAnother() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("identity")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("identity")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
         _ = try Self.add(s, "a.txt", seed: 3995)
         let path = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString], in: s)
-        let direct = S3UploadCLITests.env(sw)
+        let direct = S3Fixtures.env(sw)
         let other = direct.merging(["AWS_ENDPOINT_URL": path.url]) { _, b in b }
         #expect(s.run(["upload", "--url", "s3://\(bucket)/in"], env: direct).status == 0)
         let again = s.run(["upload", "--url", "s3://\(bucket)/in"], env: other)

@@ -96,33 +96,10 @@ final class ReceiverProcess {
 }
 
 @Suite(.blocking) struct ReceiveCLITests {
-    /// A station vault with documents of several sizes (one empty), and its receiver.
-    static func station(_ s: Sandbox, count: Int = 5) -> [String: [UInt8]] {
-        s.initVault()
-        var originals: [String: [UInt8]] = [:]
-        for i in 0..<count {
-            let bytes = [UInt8].random([0, 5, 70_000, 1 << 20, 300_001][i % 5] + i, seed: UInt64(400 + i))
-            s.write("doc-\(i)", bytes)
-            let r = s.run("add", "doc-\(i)", "--name", "scan \(i).pdf")
-            precondition(r.status == 0, r.stderr)
-            originals["scan \(i).pdf"] = bytes
-        }
-        return originals
-    }
-
-    /// One document of the objects shape: `text` as its data, the SHA-256 of `claimed` as its digest.
-    static func entry(_ id: String, _ name: String, _ text: String, as claimed: String) -> String {
-        let data = Data(text.utf8).base64EncodedString()
-        return #"{"Id":"\#(id)","Name":"\#(name)","ContentType":"text/plain","Size":\#(text.utf8.count),"#
-            + #""SHA256":"\#(sha(Array(claimed.utf8)))","Data":"\#(data)"}"#
-    }
-
-    static func sha(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
-
     @Test(arguments: [["--protocol", "json"], ["--protocol", "json", "--shape", "strings"], ["--protocol", "form"]])
     func everyBatchVaultSendsArrivesWholeAndSigned(wire: [String]) throws {
         let s = Sandbox()
-        let originals = Self.station(s, count: 7)
+        let originals = Fixtures.station(s, count: 7)
         let office = try ReceiverProcess(s)
         let token = office.addStation("front-desk")
         let r = s.run(
@@ -132,12 +109,12 @@ final class ReceiverProcess {
         let stored = office.documents
         #expect(stored.count == 7)
         // Every document byte for byte: read back out of the receiver's vault.
-        let digests = Set(originals.values.map(Self.sha))
+        let digests = Set(originals.values.map(Fixtures.sha))
         for d in stored {
             let id = try #require(d["id"] as? String)
             let got = office.run("get", id, "-o", "-")
             #expect(got.status == 0, "\(got.stderr)")
-            #expect(digests.contains(Self.sha(got.stdout)))
+            #expect(digests.contains(Fixtures.sha(got.stdout)))
             if wire.contains("strings") {
                 #expect((d["name"] as? String)?.hasPrefix("document-") == true)
             } else {
@@ -171,7 +148,7 @@ final class ReceiverProcess {
             try JSONSerialization.jsonObject(with: Data(first.body.utf8)) as? [String: Any])
         let statement = try #require(receipt["receipt"] as? [String: Any])
         let docs = try #require(statement["documents"] as? [[String: Any]])
-        #expect(docs.map { $0["sha256"] as? String } == [Self.sha(a), Self.sha(b)])
+        #expect(docs.map { $0["sha256"] as? String } == [Fixtures.sha(a), Fixtures.sha(b)])
         #expect(docs.map { $0["size"] as? Int } == [50_000, 3])
         #expect(statement["station"] as? String == "scanner-2" && statement["batch"] as? String == "form-1")
         // curl again (a new boundary, the same documents): the same receipt, nothing stored twice.
@@ -184,7 +161,7 @@ final class ReceiverProcess {
         #expect(other.status == 422 && other.body.contains("idempotency-key-reused"), "\(other)")
         // A JSON body by curl, in the objects shape.
         let json =
-            #"{"Files":["# + Self.entry("00112233445566778899aabbccddeeff", "note.txt", "hello", as: "hello") + "]}"
+            #"{"Files":["# + Fixtures.entry("00112233445566778899aabbccddeeff", "note.txt", "hello", as: "hello") + "]}"
         s.write("body.json", Array(json.utf8))
         let posted = office.curl(
             token: token,
@@ -229,9 +206,9 @@ final class ReceiverProcess {
         let office = try ReceiverProcess(s)
         let token = office.addStation("st")
         let good =
-            Self.entry("0123456789abcdef0123456789abcdef", "a.txt", "hello", as: "hello")
+            Fixtures.entry("0123456789abcdef0123456789abcdef", "a.txt", "hello", as: "hello")
         let bad =
-            Self.entry("fedcba9876543210fedcba9876543210", "b.txt", "hello", as: "HELLO")
+            Fixtures.entry("fedcba9876543210fedcba9876543210", "b.txt", "hello", as: "HELLO")
         s.write("bad.json", Array(#"{"Files":[\#(good),\#(bad)]}"#.utf8))
         let r = office.curl(
             token: token,
@@ -324,7 +301,7 @@ final class ReceiverProcess {
     /// `--cacert`, refused at once without it.
     @Test func tlsWithAPrivateAuthorityIsTrustedOnlyWithCacert() throws {
         let s = Sandbox()
-        let originals = Self.station(s, count: 2)
+        let originals = Fixtures.station(s, count: 2)
         try Self.makePrivateCA(s)
         let office = try ReceiverProcess(
             s, extra: ["--tls-cert", s.path("server.pem"), "--tls-key", s.path("server.key")])
@@ -387,7 +364,7 @@ final class ReceiverProcess {
 @Suite(.blocking) struct ReceiptCLITests {
     @Test func aDestinationThatSignsReceiptsCountsOnlySignedBatchesAndAnAuditProvesEachRemoval() throws {
         let s = Sandbox()
-        let originals = ReceiveCLITests.station(s, count: 4)
+        let originals = Fixtures.station(s, count: 4)
         let office = try ReceiverProcess(s)
         let token = office.addStation("st")
         let key = office.run("receive", "key").out.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -433,7 +410,7 @@ final class ReceiverProcess {
             ' \(key)
             """)
         #expect(check.out.contains("verified 2"), "\(check.out) \(check.stderr)")
-        let digests = Set(originals.values.map(ReceiveCLITests.sha))
+        let digests = Set(originals.values.map(Fixtures.sha))
         #expect(Set(office.documents.compactMap { $0["sha256"] as? String }) == digests)
 
         // A document removed without a receipt is a finding.
@@ -453,7 +430,7 @@ extension ReceiveCLITests {
     /// with a receipt signed by its key counts.
     @Test func anUnsignedDeliveryDoesNotCountAtADestinationThatSigns() throws {
         let s = Sandbox()
-        _ = ReceiveCLITests.station(s, count: 2)
+        _ = Fixtures.station(s, count: 2)
         let office = try ReceiverProcess(s)
         let key = office.run("receive", "key").out.trimmingCharacters(in: .whitespacesAndNewlines)
         let impostor = try ReceiverProcess(s, vault: "impostor")

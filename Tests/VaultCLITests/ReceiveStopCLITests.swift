@@ -58,7 +58,7 @@ import Glibc
             let bytes = [UInt8].random(20_000 + i * 3_000, seed: UInt64(900 + i))
             s.write("d\(i)", bytes)
             #expect(s.run("add", "d\(i)").status == 0)
-            digests.insert(ReceiveCLITests.sha(bytes))
+            digests.insert(Fixtures.sha(bytes))
         }
         var office = try ReceiverProcess(s)
         let token = office.addStation("st")
@@ -182,7 +182,7 @@ import Glibc
         }
         #expect(statuses.prefix(16).allSatisfy { $0 == 201 }, "\(statuses)")
         #expect(statuses.suffix(24).allSatisfy { $0 == 429 }, "\(statuses)")
-        let doc = ReceiveCLITests.entry("0123456789abcdef0123456789abcdef", "a.txt", "hello", as: "hello")
+        let doc = Fixtures.entry("0123456789abcdef0123456789abcdef", "a.txt", "hello", as: "hello")
         s.write("body.json", Array(#"{"Files":[\#(doc)]}"#.utf8))
         let posted = office.curl(
             token: other,

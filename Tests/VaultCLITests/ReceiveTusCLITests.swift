@@ -7,7 +7,7 @@ import VaultTestSupport
 @Suite(.blocking) struct ReceiveTusCLITests {
     @Test func vaultAndTuspyUploadsArriveWholeAndAResendStoresNothing() throws {
         let s = Sandbox()
-        let originals = ReceiveCLITests.station(s, count: 5)
+        let originals = Fixtures.station(s, count: 5)
         let office = try ReceiverProcess(s)
         let token = office.addStation("st")
         let r = s.run(
@@ -17,7 +17,7 @@ import VaultTestSupport
             ],
             env: ["VAULT_UPLOAD_TOKEN": token])
         #expect(r.status == 0, "\(r.stderr)")
-        let digests = Set(originals.values.map(ReceiveCLITests.sha))
+        let digests = Set(originals.values.map(Fixtures.sha))
         #expect(Set(office.documents.compactMap { $0["sha256"] as? String }) == digests)
         #expect(office.documents.count == 5)
         #expect(office.log.components(separatedBy: "result=204").count > 3, "\(office.log)")
@@ -151,11 +151,11 @@ import VaultTestSupport
     /// folder, sealed; neither that folder nor the receiver's own holds any of it in the clear,
     /// during the upload and after a kill -9.
     @Test func aStoresReceiverKeepsNoChunkInTheClearInItsCache() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("tuscache")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("tuscache")
         defer { Task { await s3.shutdown() } }
         let url = "s3://\(bucket)/office"
         let s = Sandbox()
-        var env = S3UploadCLITests.env(sw)
+        var env = S3Fixtures.env(sw)
         env["VAULT_PASSWORD"] = ReceiverProcess.password
         env["XDG_CACHE_HOME"] = s.path("cache")
         let token = SharedReceiveCLITests.officeOnStore(s, url: url, env: env, station: "st")

@@ -8,11 +8,6 @@ import Glibc
 
 /// Remote vaults on SeaweedFS: `vault remote`, `push`, `pull`, `clone`, with the built binary.
 @Suite(.blocking) struct RemoteCLITests {
-    /// `vault --vault <station>` with the store's variables.
-    static func run(_ s: Sandbox, _ station: String, _ args: [String], env: [String: String?]) -> CLIResult {
-        s.run(["--vault", s.path(station)] + args, env: env)
-    }
-
     /// Adds `count` documents to `station`: small ones of assorted sizes, and one of 20 MiB
     /// every `largeEvery`.
     static func addDocuments(_ s: Sandbox, _ station: String, count: Int, seed: UInt64, largeEvery: Int = 70) throws {
@@ -30,36 +25,29 @@ import Glibc
         precondition(r.status == 0, r.stderr)
     }
 
-    /// The ids `vault list --json` prints.
-    static func ids(_ s: Sandbox, _ station: String, env: [String: String?]) -> Set<String> {
-        let r = run(s, station, ["list", "--json"], env: env)
-        guard let docs = try? JSONSerialization.jsonObject(with: Data(r.stdout)) as? [[String: Any]] else { return [] }
-        return Set(docs.compactMap { $0["id"] as? String })
-    }
-
     // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func twoStationsPushAtOnceAThirdClonesAndARemovalReachesEveryone() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("stations")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("stations")
         defer { Task { await s3.shutdown() } }
-        let env = S3UploadCLITests.env(sw)
+        let env = S3Fixtures.env(sw)
         let url = "s3://\(bucket)/office vault"
         let s = Sandbox()
         // Station A creates the vault and pushes it (empty): the store gets vault.json.
-        #expect(Self.run(s, "a", ["init", "--kdf", "insecure-test"], env: env).status == 0)
-        #expect(Self.run(s, "a", ["remote", "add", "office", url], env: env).status == 0)
-        let first = Self.run(s, "a", ["push"], env: env)
+        #expect(Fixtures.run(s, "a", ["init", "--kdf", "insecure-test"], env: env).status == 0)
+        #expect(Fixtures.run(s, "a", ["remote", "add", "office", url], env: env).status == 0)
+        let first = Fixtures.run(s, "a", ["push"], env: env)
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stderr.contains("the store's vault.json was written"))
         // Station B is a replica of it.
-        let clone = Self.run(s, "b", ["clone", url], env: env)
+        let clone = Fixtures.run(s, "b", ["clone", url], env: env)
         #expect(clone.status == 0, "\(clone.stderr)")
-        #expect(Self.run(s, "b", ["remote"], env: env).out == "origin  s3://\(bucket)/office vault\n")
+        #expect(Fixtures.run(s, "b", ["remote"], env: env).out == "origin  s3://\(bucket)/office vault\n")
         // Each station's documents: 60 in `make test`, 200 in `make long`.
         let each = TestSize.pick(60, long: 200)
         try Self.addDocuments(s, "a", count: each, seed: 1)
         try Self.addDocuments(s, "b", count: each, seed: 2)
         // A fourth replica, to pull while the others push.
-        #expect(Self.run(s, "d", ["clone", url, "-q"], env: env).status == 0)
+        #expect(Fixtures.run(s, "d", ["clone", url, "-q"], env: env).status == 0)
         // Both push at the same time, and D pulls meanwhile.
         let pa = s.spawn(["--vault", s.path("a"), "push", "--progress", "json"], env: env)
         let pb = s.spawn(["--vault", s.path("b"), "push", "--progress", "json"], env: env)
@@ -72,49 +60,49 @@ import Glibc
         #expect(ra.status == 0 && rb.status == 0, "\(ra.stderr)\n\(rb.stderr)")
         // D took a consistent set: whatever it took is whole and authentic; the rest comes next time.
         #expect(rd.status == 0, "\(rd.stderr)")
-        let partway = Self.run(s, "d", ["verify"], env: env)
+        let partway = Fixtures.run(s, "d", ["verify"], env: env)
         #expect(partway.status == 0 && partway.out.contains(" 0 damaged"), "\(partway.out)\(partway.stderr)")
-        let rest = Self.run(s, "d", ["pull"], env: env)
+        let rest = Fixtures.run(s, "d", ["pull"], env: env)
         #expect(rest.status == 0, "\(rest.stderr)")
         let last = ra.events.compactMap { $0 }.last { $0["event"] as? String == "progress" }
         #expect(last?["files"] as? Int == each && last?["of"] as? Int == each, "\(ra.stderr.suffix(300))")
         let listed = try await s3.listObjects(bucket: bucket, prefix: "office vault/objects/")
         #expect(listed.count == 2 * each)
         // A third station clones; the first two pull each other's documents.
-        let c = Self.run(s, "c", ["clone", url, "--progress", "none"], env: env)
+        let c = Fixtures.run(s, "c", ["clone", url, "--progress", "none"], env: env)
         #expect(c.status == 0, "\(c.stderr)")
         #expect(c.stderr.contains("cloned \(2 * each) documents"))
         for station in ["a", "b"] {
-            let r = Self.run(s, station, ["pull"], env: env)
+            let r = Fixtures.run(s, station, ["pull"], env: env)
             #expect(r.status == 0 && r.stderr.contains("pulled \(each) documents"), "\(r.stderr)")
         }
-        let everyone = Self.ids(s, "a", env: env)
+        let everyone = Fixtures.ids(s, "a", env: env)
         #expect(everyone.count == 2 * each)
-        for station in ["b", "c", "d"] { #expect(Self.ids(s, station, env: env) == everyone) }
+        for station in ["b", "c", "d"] { #expect(Fixtures.ids(s, station, env: env) == everyone) }
         for station in ["a", "b", "c", "d"] {
-            let v = Self.run(s, station, ["verify"], env: env)
+            let v = Fixtures.run(s, station, ["verify"], env: env)
             #expect(
                 v.status == 0 && v.out.contains("verified \(2 * each) documents: \(2 * each) ok, 0 damaged"),
                 "\(v.out)\(v.stderr)")
-            let audit = Self.run(s, station, ["audit"], env: env)
+            let audit = Fixtures.run(s, station, ["audit"], env: env)
             #expect(audit.status == 0, "\(audit.out)\(audit.stderr)")
         }
         // A removal on B reaches A and C.
         let gone = everyone.sorted()[17]
-        #expect(Self.run(s, "b", ["remove", gone], env: env).status == 0)
-        let push = Self.run(s, "b", ["push"], env: env)
+        #expect(Fixtures.run(s, "b", ["remove", gone], env: env).status == 0)
+        let push = Fixtures.run(s, "b", ["push"], env: env)
         #expect(push.status == 0 && push.stderr.contains("1 removal"), "\(push.stderr)")
         #expect(
             try await s3.headObject(bucket: bucket, key: "office vault/objects/\(gone).vlt") == nil,
             "the store no longer holds it")
         #expect(try await s3.headObject(bucket: bucket, key: "office vault/removed/\(gone)") != nil)
         for station in ["a", "c"] {
-            let r = Self.run(s, station, ["pull"], env: env)
+            let r = Fixtures.run(s, station, ["pull"], env: env)
             #expect(r.status == 0 && r.stderr.contains("removed 1"), "\(r.stderr)")
-            #expect(Self.ids(s, station, env: env) == everyone.subtracting([gone]))
+            #expect(Fixtures.ids(s, station, env: env) == everyone.subtracting([gone]))
         }
         // The replicas' histories name the clone, the pulls and the removal, as the schema says.
-        let log = Self.run(s, "c", ["log", "--json"], env: env)
+        let log = Fixtures.run(s, "c", ["log", "--json"], env: env)
         let ops =
             ((try? JSONSerialization.jsonObject(with: Data(log.stdout)) as? [String: Any])?["records"]
             as? [[String: Any]])?.compactMap { $0["op"] as? String }
@@ -123,8 +111,8 @@ import Glibc
         let valid = Fixtures.validate(s.path("log.json"), schema: "log")
         #expect(valid.status == 0, "\(valid.output)")
         // Nothing is left to send or fetch (said in JSON as the schemas say).
-        #expect(Self.run(s, "a", ["push"], env: env).stderr.contains("pushed 0 documents"))
-        let pushed = Self.run(s, "a", ["push", "--json"], env: env)
+        #expect(Fixtures.run(s, "a", ["push"], env: env).stderr.contains("pushed 0 documents"))
+        let pushed = Fixtures.run(s, "a", ["push", "--json"], env: env)
         _ = FileManager.default.createFile(atPath: s.path("push.json"), contents: Data(pushed.stdout))
         #expect(
             pushed.status == 0 && pushed.stderr.isEmpty
@@ -132,7 +120,7 @@ import Glibc
         #expect(
             (try? JSONSerialization.jsonObject(with: Data(pushed.stdout)) as? [String: Any])?["sent"] as? [String] == []
         )
-        let pulled = Self.run(s, "c", ["pull", "--json"], env: env)
+        let pulled = Fixtures.run(s, "c", ["pull", "--json"], env: env)
         _ = FileManager.default.createFile(atPath: s.path("pull.json"), contents: Data(pulled.stdout))
         #expect(
             pulled.status == 0 && pulled.stderr.isEmpty
@@ -144,7 +132,7 @@ import Glibc
 
     // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func killedPushAndPullResumeWithoutSendingOrFetchingAnythingFinishedAgain() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("resume-remote")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("resume-remote")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
@@ -157,7 +145,7 @@ import Glibc
         // of a killed run cannot reach the store, or the log, after that.
         func path() throws -> (PythonPeer, [String: String?]) {
             let p = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString], in: s)
-            return (p, S3UploadCLITests.env(sw).merging(["AWS_ENDPOINT_URL": p.url]) { _, b in b })
+            return (p, S3Fixtures.env(sw).merging(["AWS_ENDPOINT_URL": p.url]) { _, b in b })
         }
         /// The objects (`<id>.vlt`) a path saw answered 200 to `method`.
         func objects(_ method: String, _ p: PythonPeer) -> [String] {
@@ -236,9 +224,9 @@ import Glibc
 
     // Long: a table of cases, read down the page.
     @Test func damagedForeignAndForgedObjectsAreNotTaken() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("damage")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("damage")
         defer { Task { await s3.shutdown() } }
-        let env = S3UploadCLITests.env(sw)
+        let env = S3Fixtures.env(sw)
         let s = Sandbox()
         s.initVault()
         for i in 0..<3 { s.write("n\(i).txt", .random(5000 + i, seed: 90 + UInt64(i))) }
@@ -331,7 +319,7 @@ import Glibc
 
     // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func aColdListReadsOnlyHeadersAndEverythingElseMatchesTheLocalVault() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("direct")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("direct")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
@@ -341,9 +329,9 @@ import Glibc
         }
         #expect(s.run("add", "-r", s.path("many")).status == 0)
         let url = "s3://\(bucket)/direct"
-        #expect(s.run(["push", url, "--parallel", "8"], env: S3UploadCLITests.env(sw)).status == 0)
+        #expect(s.run(["push", url, "--parallel", "8"], env: S3Fixtures.env(sw)).status == 0)
         let path = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString], in: s)
-        let env = S3UploadCLITests.env(sw).merging(["AWS_ENDPOINT_URL": path.url]) { _, b in b }
+        let env = S3Fixtures.env(sw).merging(["AWS_ENDPOINT_URL": path.url]) { _, b in b }
         func objectGETs() -> [[String: Any]] {
             path.entries.filter {
                 $0["method"] as? String == "GET" && ($0["path"] as? String ?? "").contains("/objects/")
@@ -382,7 +370,7 @@ import Glibc
         #expect(
             v.status == 0 && v.out.contains("verified \(Self.documents) documents: \(Self.documents) ok, 0 damaged"),
             "\(v.out)\(v.stderr)")
-        let local = S3UploadCLITests.exported(s, ["--batch-size", "500"])
+        let local = Fixtures.exported(s, ["--batch-size", "500"])
         let remote = s.run(["--vault", url, "export", "--out", "remote-out", "--batch-size", "500", "-q"], env: env)
         #expect(remote.status == 0, "\(remote.stderr)")
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: s.path("remote-out"))) ?? []).filter {
@@ -414,7 +402,7 @@ import Glibc
     }
 
     @Test func aRangeOfALargeRemoteDocumentFetchesOnlyTheChunkGroupsCoveringIt() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("range")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("range")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
@@ -422,9 +410,9 @@ import Glibc
         #expect(s.run("add", "big.bin").status == 0)
         try FileManager.default.removeItem(atPath: s.path("big.bin"))
         let url = "s3://\(bucket)/g"
-        #expect(s.run(["push", url], env: S3UploadCLITests.env(sw)).status == 0)
+        #expect(s.run(["push", url], env: S3Fixtures.env(sw)).status == 0)
         let path = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString], in: s)
-        let env = S3UploadCLITests.env(sw).merging(["AWS_ENDPOINT_URL": path.url]) { _, b in b }
+        let env = S3Fixtures.env(sw).merging(["AWS_ENDPOINT_URL": path.url]) { _, b in b }
         let size = Self.largeMiB << 20, middle = size / 3 * 2
         for (range, label) in [
             ("\(middle)-\(middle + 99)", "100 bytes"), ("\(size - 824)-", "the last 824 bytes"),

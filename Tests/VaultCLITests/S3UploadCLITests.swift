@@ -8,84 +8,16 @@ import Glibc
 
 /// `vault upload --protocol s3` with the station's own credentials, against SeaweedFS.
 @Suite(.blocking) struct S3UploadCLITests {
-    static func env(_ sw: SeaweedFS, secret: String = SeaweedFS.secretKey) -> [String: String?] {
-        [
-            "AWS_ACCESS_KEY_ID": SeaweedFS.accessKey, "AWS_SECRET_ACCESS_KEY": secret,
-            "AWS_ENDPOINT_URL": sw.endpoint.absoluteString,
-            "AWS_REGION": "us-east-1"
-        ]
-    }
-
-    static func client(_ sw: SeaweedFS) -> S3Client {
-        // The shared store serves every test at once on two cores, so a whole-object read back can
-        // wait long between bytes: the checks' client waits up to five minutes, not one.
-        S3Client(
-            endpoint: sw.endpoint, region: "us-east-1",
-            credentials: S3Credentials(accessKeyID: SeaweedFS.accessKey, secretAccessKey: SeaweedFS.secretKey),
-            timeout: 300)
-    }
-
-    /// The shared SeaweedFS, a client of it, and a new bucket named `prefix-<random>`.
-    static func freshBucket(_ prefix: String) async throws -> (SeaweedFS, S3Client, String) {
-        let sw = try SeaweedFS.shared.get()
-        let s3 = client(sw)
-        let bucket = "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())"
-        // The shared store serves every test at once; a connection it drops under that load is retried.
-        for attempt in 1...4 {
-            do {
-                try await s3.createBucket(bucket)
-                break
-            } catch  where attempt < 4 {
-                try await Task.sleep(nanoseconds: 500_000_000 << attempt)
-                if (try? await s3.bucketExists(bucket)) == true { break }  // made, though the answer was lost
-            }
-        }
-        return (sw, s3, bucket)
-    }
-
-    /// The batch files `vault export` writes for the same selection and batching.
-    static func exported(_ s: Sandbox, _ extra: [String] = []) -> [[UInt8]] {
-        let out = "export-\(UUID().uuidString.prefix(6))"
-        let r = s.run(["export", "--out", out, "-q"] + extra)
-        precondition(r.status == 0, r.stderr)
-        return ((try? FileManager.default.contentsOfDirectory(atPath: s.path(out))) ?? []).filter {
-            $0.hasPrefix("batch-")
-        }.sorted()
-            .map { Array(FileManager.default.contents(atPath: s.path(out + "/" + $0))!) }
-    }
-
-    static func runID(_ r: CLIResult) -> String {
-        (try? JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any])?["runId"] as? String ?? ""
-    }
-
-    /// 45 documents: 44 small ones of assorted sizes and, as the 25th, one of 12 MiB, so the
-    /// default batching makes three batches: a single PUT, a multipart upload of 16 MiB of base64
-    /// (three 8 MiB parts, or four of 5 MiB), and a single PUT again.
-    static func addFortyFive(_ s: Sandbox) throws {
-        var names: [String] = []
-        for i in 1...45 {
-            let name = String(format: "doc %02d.txt", i)
-            if i == 25 {
-                try s.writeLarge(name, mebibytes: 12, seed: 3)
-            } else {
-                s.write(name, .random(500 + i * 397, seed: UInt64(i)))
-            }
-            names.append(name)
-        }
-        let r = s.run(["add"] + names)
-        precondition(r.status == 0, r.stderr)
-    }
-
     @Test func fortyFiveDocumentsBecomeObjectsByteIdenticalToTheExport() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("cli")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("cli")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
-        try Self.addFortyFive(s)
-        let r = s.run(["upload", "--url", "s3://\(bucket)/station 3/", "--json"], env: Self.env(sw))
+        try Fixtures.addFortyFive(s)
+        let r = s.run(["upload", "--url", "s3://\(bucket)/station 3/", "--json"], env: S3Fixtures.env(sw))
         #expect(r.status == 0, "\(r.stderr)")
-        let run = Self.runID(r)
-        let exported = Self.exported(s)
+        let run = Fixtures.runID(r)
+        let exported = Fixtures.exported(s)
         #expect(exported.count == 3)
         for (i, want) in exported.enumerated() {
             let key = "station 3/\(run)/batch-000\(i + 1).json"
@@ -107,7 +39,7 @@ import Glibc
     /// SeaweedFS, which checks every part's Content-MD5): SlowDown is retried, one BadDigest is
     /// sent again, and a path that changes every body stops with exit 65 naming the part.
     @Test func slowDownIsRetriedAndBytesChangedOnTheWayAreCaughtByContentMD5() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("md5")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("md5")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
@@ -116,18 +48,18 @@ import Glibc
         #expect(s.run("add", "a.txt", "b.bin").status == 0)
         let once = try PythonPeer(
             "flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--slowdown", "2", "--flip", "1"], in: s)
-        let through = Self.env(sw).merging(["AWS_ENDPOINT_URL": once.url]) { _, b in b }
+        let through = S3Fixtures.env(sw).merging(["AWS_ENDPOINT_URL": once.url]) { _, b in b }
         let r = s.run(["upload", "--url", "s3://\(bucket)/p", "--part-size", "5M", "--json"], env: through)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(once.entries.filter { $0["fault"] as? String == "slowdown" }.count == 2)
         #expect(once.entries.filter { $0["fault"] as? String == "flip" }.count == 1)
-        let key = "p/\(Self.runID(r))/batch-0001.json"
-        #expect(try await s3.object(bucket: bucket, key: key) == Self.exported(s)[0])
+        let key = "p/\(Fixtures.runID(r))/batch-0001.json"
+        #expect(try await s3.object(bucket: bucket, key: key) == Fixtures.exported(s)[0])
 
         let always = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--flip", "-1"], in: s)
         let bad = s.run(
             ["upload", "--url", "s3://\(bucket)/p", "--part-size", "5M", "--new-run", "--parallel", "1"],
-            env: Self.env(sw).merging(["AWS_ENDPOINT_URL": always.url]) { _, b in b })
+            env: S3Fixtures.env(sw).merging(["AWS_ENDPOINT_URL": always.url]) { _, b in b })
         #expect(bad.status == 65)
         #expect(
             bad.stderr.hasPrefix("vault: part 1 of batch 1/1 failed its Content-MD5 check twice (BadDigest)\n"),
@@ -138,7 +70,7 @@ import Glibc
     }
 
     @Test func aKilledUploadResumesWithTheStoresPartsAndSendsOnlyTheMissingOnes() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("resume")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("resume")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
@@ -148,7 +80,7 @@ import Glibc
         }
         // Through a path that changes nothing and logs every request: the PUTs of each part are counted.
         let path = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString], in: s)
-        let env = Self.env(sw).merging(["AWS_ENDPOINT_URL": path.url]) { _, b in b }
+        let env = S3Fixtures.env(sw).merging(["AWS_ENDPOINT_URL": path.url]) { _, b in b }
         let args = ["upload", "--url", "s3://\(bucket)/p", "--part-size", "5M"]
         let pid = s.spawn(args, env: env)
         // Kill it once the journal names three confirmed parts.
@@ -169,7 +101,7 @@ import Glibc
         let result = try JSONSerialization.jsonObject(with: Data(r.stdout)) as! [String: Any]
         #expect(result["resumedBytes"] as? Int == before.count * (5 << 20))
         // Each part confirmed before the kill was PUT once in both runs; every part at least once.
-        let exported = Self.exported(s)[0]
+        let exported = Fixtures.exported(s)[0]
         let count = (exported.count + (5 << 20) - 1) / (5 << 20)
         let puts = path.entries.filter { $0["method"] as? String == "PUT" }.compactMap { $0["path"] as? String }
         func sends(_ n: Int) -> Int { puts.filter { $0.contains("partNumber=\(n)&") }.count }
@@ -185,7 +117,7 @@ import Glibc
         s.initVault()
         s.write("a.txt", .random(1000, seed: 9))
         #expect(s.run("add", "a.txt").status == 0)
-        let wrong = s.run(["upload", "--url", "s3://anything/p"], env: Self.env(sw, secret: "wrong"))
+        let wrong = s.run(["upload", "--url", "s3://anything/p"], env: S3Fixtures.env(sw, secret: "wrong"))
         #expect(wrong.status == 76)
         #expect(wrong.stderr.contains("SignatureDoesNotMatch"))
         // S3's own keys signed it: the hint names them, not the HTTP token.
@@ -194,17 +126,17 @@ import Glibc
                 && !wrong.stderr.contains("VAULT_UPLOAD_TOKEN"), "\(wrong.stderr)")
         let missing = s.run(
             ["upload", "--url", "s3://no-such-bucket-\(UUID().uuidString.prefix(6).lowercased())/p", "--new-run"],
-            env: Self.env(sw))
+            env: S3Fixtures.env(sw))
         #expect(missing.status == 69)
         #expect(missing.stderr.contains("NoSuchBucket"))
         let noKeys = s.run(["upload", "--url", "s3://b/p"], env: ["AWS_ENDPOINT_URL": sw.endpoint.absoluteString])
         #expect(
             noKeys.status == 64
                 && noKeys.stderr.hasPrefix("vault: --protocol s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"))
-        #expect(s.run(["upload", "--url", "s3://b/p", "--part-size", "1M"], env: Self.env(sw)).status == 64)
+        #expect(s.run(["upload", "--url", "s3://b/p", "--part-size", "1M"], env: S3Fixtures.env(sw)).status == 64)
         let plain = s.run(
             ["upload", "--url", "s3://b/p"],
-            env: Self.env(sw).merging(["AWS_ENDPOINT_URL": "http://s3.example.com"]) { _, b in b })
+            env: S3Fixtures.env(sw).merging(["AWS_ENDPOINT_URL": "http://s3.example.com"]) { _, b in b })
         #expect(
             plain.status == 64 && plain.stderr.contains("refusing to send signed requests unencrypted over http://"))
     }
@@ -232,19 +164,19 @@ import Glibc
     /// for a fresh URL, and long enough that a fresh one still works on a loaded machine).
     @Test(arguments: [604_800, 5])
     func batchesGoThroughPresignedURLsWithoutStationCredentials(expires: Int) async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("presigned")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("presigned")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
-        try S3UploadCLITests.addFortyFive(s)
+        try Fixtures.addFortyFive(s)
         let server = try Self.presignServer(s, store: sw.endpoint.absoluteString, bucket: bucket, expires: expires)
         // No AWS variables at all: only the back office's token.
         let r = s.run(
             ["upload", "--presign-url", server.url, "--part-size", "5M", "--json"],
             env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
         #expect(r.status == 0, "\(r.stderr)")
-        let run = S3UploadCLITests.runID(r)
-        let exported = S3UploadCLITests.exported(s)
+        let run = Fixtures.runID(r)
+        let exported = Fixtures.exported(s)
         #expect(exported.count == 3)
         for (i, want) in exported.enumerated() {
             #expect(try await s3.object(bucket: bucket, key: "office/\(run)/batch-000\(i + 1).json") == want)
@@ -285,7 +217,7 @@ import Glibc
     @Test(arguments: [("expired", "403 AccessDenied: Request has expired"), ("tampered", "403 SignatureDoesNotMatch: ")]
     )
     func expiredAndTamperedURLsAreRefusedWithTheStoresError(fault: String, error: String) async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket(fault)
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket(fault)
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
@@ -305,7 +237,7 @@ import Glibc
     /// Part URLs on a host that cannot be found: the host came from the back office, and the
     /// message says so (not "check the host name in the URL", which the user gave right).
     @Test func partURLsOnAHostThatCannotBeFoundAreTheBackOfficesError() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("unresolvable")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("unresolvable")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
@@ -330,7 +262,7 @@ import Glibc
     /// Presigned parts through a network path that changes bytes: one BadDigest is sent again,
     /// a second stops with exit 65 naming the part.
     @Test func bytesChangedOnTheWayToAPresignedURLAreCaughtByContentMD5() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("pmd5")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("pmd5")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
@@ -341,8 +273,8 @@ import Glibc
         let r = s.run(["upload", "--presign-url", server.url, "--json"], env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(
-            try await s3.object(bucket: bucket, key: "office/\(S3UploadCLITests.runID(r))/batch-0001.json")
-                == S3UploadCLITests.exported(s)[0])
+            try await s3.object(bucket: bucket, key: "office/\(Fixtures.runID(r))/batch-0001.json")
+                == Fixtures.exported(s)[0])
         #expect(once.entries.filter { $0["method"] as? String == "PUT" }.count == 2)
 
         let always = try PythonPeer("flip-proxy.py", ["--upstream", sw.endpoint.absoluteString, "--flip", "-1"], in: s)

@@ -133,9 +133,9 @@ import Testing
     /// 2,000 written by two stations, and `list` and `get` in place after the first, send a
     /// number of requests that does not depend on the store's size, beyond the listing.
     @Test func aPullOfTenNewDocumentsAndWarmReadsInPlaceSendNoMoreThanTheListingAndWhatIsNew() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("scale")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("scale")
         defer { Task { await s3.shutdown() } }
-        let env = S3UploadCLITests.env(sw)
+        let env = S3Fixtures.env(sw)
         let s = Sandbox()
         Self.fixture(s, "a", Self.medium, per: 500)
         let url = "s3://\(bucket)/v"

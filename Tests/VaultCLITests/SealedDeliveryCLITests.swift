@@ -368,7 +368,7 @@ import VaultTestSupport
     /// with Debian's age byte for byte, and no name or digest is in the bucket.
     @Test func anS3InboxHoldsOnlySealedPayloadsThatAgeOpens() async throws {
         guard Self.requireAge() else { return }
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("sealed")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("sealed")
         defer { Task { await s3.shutdown() } }
         let s = Sandbox()
         s.initVault()
@@ -380,9 +380,9 @@ import VaultTestSupport
             [
                 "upload", "--url", "s3://\(bucket)/inbox/", "--part-size", "5M", "--recipient",
                 try Self.recipient(s, "age.key"), "--json"
-            ], env: S3UploadCLITests.env(sw))
+            ], env: S3Fixtures.env(sw))
         #expect(r.status == 0, "\(r.stderr)")
-        let run = S3UploadCLITests.runID(r)
+        let run = Fixtures.runID(r)
         let key = "inbox/\(run)/batch-0001.json"
         let payload = try await s3.object(bucket: bucket, key: key)
         let head = try await s3.send(.head, bucket: bucket, key: key)

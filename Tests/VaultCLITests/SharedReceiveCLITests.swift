@@ -25,7 +25,7 @@ import Glibc
             s.write("\(name)-\(i)", bytes)
             let r = s.run(["--vault", s.path(name), "add", s.path("\(name)-\(i)"), "--name", "\(name) scan \(i).pdf"])
             precondition(r.status == 0, r.stderr)
-            originals[ReceiveCLITests.sha(bytes)] = bytes
+            originals[Fixtures.sha(bytes)] = bytes
         }
         return originals
     }
@@ -36,8 +36,8 @@ import Glibc
     ) throws -> (pid: pid_t, out: String) {
         let body =
             #"{"Files":["#
-            + ReceiveCLITests.entry(
-                String(ReceiveCLITests.sha(Array(key.utf8)).prefix(32)), "\(key).txt", text, as: text) + "]}"
+            + Fixtures.entry(
+                String(Fixtures.sha(Array(key.utf8)).prefix(32)), "\(key).txt", text, as: text) + "]}"
         let file = s.path("body-\(UUID().uuidString.prefix(6))")
         s.write(String(file.split(separator: "/").last!), Array(body.utf8))
         let out = file + ".out"
@@ -70,9 +70,9 @@ import Glibc
 
     // Long: one story told in order, each step on what the ones before left; split, it would read worse.
     @Test func twoReceiversShareOneStoreAndAStationMovesFromOneToTheOtherMidRun() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("receivers")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("receivers")
         defer { Task { await s3.shutdown() } }
-        let store = S3UploadCLITests.env(sw)
+        let store = S3Fixtures.env(sw)
         let url = "s3://\(bucket)/office"
         let s = Sandbox()
         func env(_ cache: String, _ more: [String: String?] = [:]) -> [String: String?] {
@@ -174,7 +174,7 @@ import Glibc
         let listed = s.run(["--vault", s.path("check"), "list", "--json"], env: env("cache-check"))
         let docs = (try JSONSerialization.jsonObject(with: Data(listed.stdout)) as? [[String: Any]]) ?? []
         let shas = docs.compactMap { $0["sha256"] as? String }
-        let expected = Set(frontDocs.keys).union(scanDocs.keys).union([ReceiveCLITests.sha(Array(twin.utf8))])
+        let expected = Set(frontDocs.keys).union(scanDocs.keys).union([Fixtures.sha(Array(twin.utf8))])
         #expect(shas.count == frontDocs.count + scanDocs.count + 1, "\(shas.count) documents")
         #expect(Set(shas) == expected)
         for d in docs where (d["size"] as? Int ?? 0) > 0 {
@@ -260,11 +260,11 @@ import Glibc
     /// store sign with its key, know its stations, answer its batches' resends with their receipts
     /// and know each station's head.
     @Test func aReceiverMovedToAStoreByPushGoesOnWithItsKeyStationsAndBatches() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("moved")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("moved")
         defer { Task { await s3.shutdown() } }
         let url = "s3://\(bucket)/office"
         let s = Sandbox()
-        var env = S3UploadCLITests.env(sw)
+        var env = S3Fixtures.env(sw)
         env["VAULT_PASSWORD"] = ReceiverProcess.password
         env["XDG_CACHE_HOME"] = s.path("cache")
         let zeros = String(repeating: "0", count: 32)
@@ -340,11 +340,11 @@ import Glibc
     /// --lose-answers): the receiver answers 503 and keeps the batch's envelopes; the resend is
     /// answered with the receipt the log holds, and the documents are there.
     @Test func aLogWriteWhoseAnswerIsLostKeepsTheBatchForItsResend() async throws {
-        let (sw, s3, bucket) = try await S3UploadCLITests.freshBucket("lostanswer")
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("lostanswer")
         defer { Task { await s3.shutdown() } }
         let url = "s3://\(bucket)/office"
         let s = Sandbox()
-        var env = S3UploadCLITests.env(sw)
+        var env = S3Fixtures.env(sw)
         env["VAULT_PASSWORD"] = ReceiverProcess.password
         env["XDG_CACHE_HOME"] = s.path("cache-admin")
         let token = Self.officeOnStore(s, url: url, env: env)
@@ -369,7 +369,7 @@ import Glibc
         #expect(s.run(["clone", url, "--vault", s.path("check"), "-q"], env: env).status == 0)
         let listed = s.run(["--vault", s.path("check"), "list", "--json"], env: env)
         let docs = (try JSONSerialization.jsonObject(with: Data(listed.stdout)) as? [[String: Any]]) ?? []
-        #expect(docs.count == 1 && docs.first?["sha256"] as? String == ReceiveCLITests.sha(Array(text.utf8)), "\(docs)")
+        #expect(docs.count == 1 && docs.first?["sha256"] as? String == Fixtures.sha(Array(text.utf8)), "\(docs)")
         let pending = try await s3.listObjects(bucket: bucket, prefix: "office/receivers/pending/")
         #expect(pending.isEmpty, "\(pending.map(\.key))")
     }

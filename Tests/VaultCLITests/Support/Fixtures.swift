@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Testing
 import VaultTestSupport
@@ -137,5 +138,99 @@ enum Fixtures {
         let objects = entries((vaultDir ?? s.path("vault")) + "/objects")
         #expect(objects.count == documents, "\(objects)")
         #expect(!objects.contains { $0.hasPrefix(".vault-tmp-") }, "no temporary file survives")
+    }
+
+    /// The batch files `vault export` writes for the same selection and batching.
+    static func exported(_ s: Sandbox, _ extra: [String] = []) -> [[UInt8]] {
+        let out = "export-\(UUID().uuidString.prefix(6))"
+        let r = s.run(["export", "--out", out, "-q"] + extra)
+        precondition(r.status == 0, r.stderr)
+        return ((try? FileManager.default.contentsOfDirectory(atPath: s.path(out))) ?? []).filter {
+            $0.hasPrefix("batch-")
+        }.sorted()
+            .map { Array(FileManager.default.contents(atPath: s.path(out + "/" + $0))!) }
+    }
+
+    static func runID(_ r: CLIResult) -> String {
+        (try? JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any])?["runId"] as? String ?? ""
+    }
+
+    /// 45 documents: 44 small ones of assorted sizes and, as the 25th, one of 12 MiB, so the
+    /// default batching makes three batches: a single PUT, a multipart upload of 16 MiB of base64
+    /// (three 8 MiB parts, or four of 5 MiB), and a single PUT again.
+    static func addFortyFive(_ s: Sandbox) throws {
+        var names: [String] = []
+        for i in 1...45 {
+            let name = String(format: "doc %02d.txt", i)
+            if i == 25 {
+                try s.writeLarge(name, mebibytes: 12, seed: 3)
+            } else {
+                s.write(name, .random(500 + i * 397, seed: UInt64(i)))
+            }
+            names.append(name)
+        }
+        let r = s.run(["add"] + names)
+        precondition(r.status == 0, r.stderr)
+    }
+
+    /// `vault --vault <station>` with the store's variables.
+    static func run(_ s: Sandbox, _ station: String, _ args: [String], env: [String: String?]) -> CLIResult {
+        s.run(["--vault", s.path(station)] + args, env: env)
+    }
+
+    /// The ids `vault list --json` prints.
+    static func ids(_ s: Sandbox, _ station: String, env: [String: String?]) -> Set<String> {
+        let r = run(s, station, ["list", "--json"], env: env)
+        guard let docs = try? JSONSerialization.jsonObject(with: Data(r.stdout)) as? [[String: Any]] else { return [] }
+        return Set(docs.compactMap { $0["id"] as? String })
+    }
+
+    /// A station vault with documents of several sizes (one empty), and its receiver.
+    static func station(_ s: Sandbox, count: Int = 5) -> [String: [UInt8]] {
+        s.initVault()
+        var originals: [String: [UInt8]] = [:]
+        for i in 0..<count {
+            let bytes = [UInt8].random([0, 5, 70_000, 1 << 20, 300_001][i % 5] + i, seed: UInt64(400 + i))
+            s.write("doc-\(i)", bytes)
+            let r = s.run("add", "doc-\(i)", "--name", "scan \(i).pdf")
+            precondition(r.status == 0, r.stderr)
+            originals["scan \(i).pdf"] = bytes
+        }
+        return originals
+    }
+
+    /// One document of the objects shape: `text` as its data, the SHA-256 of `claimed` as its digest.
+    static func entry(_ id: String, _ name: String, _ text: String, as claimed: String) -> String {
+        let data = Data(text.utf8).base64EncodedString()
+        return #"{"Id":"\#(id)","Name":"\#(name)","ContentType":"text/plain","Size":\#(text.utf8.count),"#
+            + #""SHA256":"\#(sha(Array(claimed.utf8)))","Data":"\#(data)"}"#
+    }
+
+    static func sha(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
+
+    static func read(_ path: String) -> [UInt8] { Array((try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()) }
+    static func write(_ path: String, _ bytes: [UInt8]) {
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
+    }
+
+    /// `curl -sS -D - [args]` in the sandbox: the status, the headers (lowercased names) and the body.
+    static func curl(_ s: Sandbox, _ args: [String]) -> (status: Int, headers: [String: String], body: String) {
+        let quoted = args.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let r = s.shell("curl -sS -D curl.head -o curl.body \(quoted)")
+        let head = (try? String(contentsOfFile: s.path("curl.head"), encoding: .utf8)) ?? ""
+        let body =
+            (try? Data(contentsOf: URL(fileURLWithPath: s.path("curl.body")))).map {
+                String(decoding: $0, as: UTF8.self)
+            } ?? ""
+        var headers: [String: String] = [:]
+        var status = r.status == 0 ? 0 : -Int(r.status)
+        for line in head.split(separator: "\r\n") {
+            if line.hasPrefix("HTTP/") { status = Int(line.split(separator: " ")[1]) ?? 0; headers = [:]; continue }
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon].lowercased(),
+                value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[name] = headers[name].map { $0 + "\n" + value } ?? value
+        }
+        return (status, headers, body)
     }
 }
