@@ -159,6 +159,8 @@ public struct ReceiveServer: Service {
         router.head("/files/:id") { request, context in await tus.head(request, context) }
         router.patch("/files/:id") { request, context in await tus.patch(request, context) }
         router.delete("/files/:id") { request, context in await tus.delete(request, context) }
+        // A person who types the receiver's address lands on the operator's pages.
+        router.get("/") { _, _ in Response(status: .seeOther, headers: [.location: "/ui/"]) }
         // The operators are the office's, in whichever home it is kept: every receiver of a store
         // serves the pages (an operator's session is this receiver's only).
         OperatorView(

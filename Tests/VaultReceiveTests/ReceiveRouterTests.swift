@@ -94,6 +94,11 @@ import Testing
             #expect(page.headers[.location] == "/ui/login")
             let tus = try await client.execute(uri: "/files", method: .options)
             #expect(tus.headers[.init("Tus-Version")!] == "1.0.0", "\(tus.headers)")
+            // The address a person types leads to the pages, with or without the final slash.
+            let root = try await client.execute(uri: "/", method: .get)
+            #expect(root.status == .seeOther && root.headers[.location] == "/ui/", "\(root.status) \(root.headers)")
+            let slash = try await client.execute(uri: "/ui/", method: .get)
+            #expect(slash.headers[.location] == "/ui/login", "\(slash.status) \(slash.headers)")
             let unknown = try await client.execute(uri: "/nothing-here", method: .get)
             #expect(unknown.status == .notFound)
         }
