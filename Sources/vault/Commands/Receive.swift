@@ -108,6 +108,12 @@ extension VaultCommand.Receive {
                 valueName: "name"))
         var uiHosts: [String] = []
 
+        @Option(
+            help: ArgumentHelp(
+                "How log lines are written on standard error: text (for a person), logfmt or json (one object a line).",
+                valueName: "format"))
+        var logFormat: LogFormat = .text
+
         func run() async throws { try await run(parent: group.parentOptions) }
 
         func execute(_ options: GlobalOptions) async throws {
@@ -150,7 +156,11 @@ extension VaultCommand.Receive {
                 }
             }
             configuration.operatorHosts = uiHosts
-            let logger = Logger(label: "vault.receive") { StreamLogHandler.standardError(label: $0) }
+            let format = logFormat
+            let logger = Logger(label: "vault.receive") { label -> any LogHandler in
+                format == .text
+                    ? StreamLogHandler.standardError(label: label) : LineLogHandler(label: label, format: format)
+            }
             let server = ReceiveServer(
                 receiver: receiver, configuration: configuration, logger: logger,
                 onListening: { Terminal.out("listening on \($0)\n") })
