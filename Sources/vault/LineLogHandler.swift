@@ -11,8 +11,8 @@ import VaultCore
 enum LogFormat: String, ExpressibleByArgument, CaseIterable {
     /// swift-log's own lines (`TIME LEVEL label: key=value …`), for a person at a terminal.
     case text
-    /// `time=… level=… msg=… key=value …`, a value quoted (`"…"`, with `\"`, `\\` and `\n`-style
-    /// escapes) when it is empty or holds a space, `=`, `"` or anything invisible.
+    /// `time=… level=… msg=… key=value …`, a value quoted (`"…"`, `\"` and `\\` escaped, the
+    /// invisible shown) when it is empty or holds a space, `=`, `"`, `\` or anything invisible.
     case logfmt
     /// One JSON object a line: `time`, `level`, `msg`, then the metadata, each a string.
     case json
@@ -21,7 +21,7 @@ enum LogFormat: String, ExpressibleByArgument, CaseIterable {
 /// A log handler writing one line per event on standard error, as logfmt or JSON lines, for log
 /// collectors (Loki, Vector, journald's exporters) that parse them. swift-log ships only its
 /// text handler, and no package of the machine's list writes these formats, so this is written
-/// here: one function per format, each tested on hostile values (`LogLineTests`).
+/// here: one function per format, each read back by a collector's rules (`ReceiveLogCLITests`).
 struct LineLogHandler: LogHandler {
     let label: String
     let format: LogFormat
@@ -74,7 +74,8 @@ struct LineLogHandler: LogHandler {
         return kept.isEmpty ? "_" : String(kept)
     }
 
-    /// A value as logfmt takes it: bare when it is plain, else quoted with escapes.
+    /// A value as logfmt takes it: bare when it is plain, else quoted, `"` and `\\` escaped and
+    /// anything invisible shown as vault shows it on a terminal (``Terminal/printable(_:)``).
     static func value(_ v: String) -> String {
         let plain =
             !v.isEmpty
@@ -84,25 +85,7 @@ struct LineLogHandler: LogHandler {
                     && s.properties.generalCategory != .format
             }
         if plain { return v }
-        var out = "\""
-        for s in v.unicodeScalars {
-            switch s {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                let invisible =
-                    s.value < 0x20 || s.value == 0x7F || s.properties.generalCategory == .control
-                    || s.properties.generalCategory == .format
-                if invisible {
-                    out += "\\u{" + String(s.value, radix: 16) + "}"
-                } else {
-                    out.unicodeScalars.append(s)
-                }
-            }
-        }
-        return out + "\""
+        let escaped = String(v.flatMap { c -> [Character] in c == "\\" || c == "\"" ? ["\\", c] : [c] })
+        return "\"" + Terminal.printable(escaped) + "\""
     }
 }
