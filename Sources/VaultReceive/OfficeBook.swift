@@ -67,7 +67,10 @@ package struct OfficeBook: Sendable {
     private var holding: [DocumentID: Int] = [:]
 
     /// What `records` say, in order.
-    package init(_ records: [OfficeRecord]) {
+    package init(_ records: [OfficeRecord]) { apply(records) }
+
+    /// Adds what `records`, written after those read so far, say.
+    package mutating func apply(_ records: [OfficeRecord]) {
         struct Answer: Decodable { var signature: String? }
         let decoder = JSONDecoder()
         for record in records {
@@ -134,4 +137,63 @@ package struct OfficeBook: Sendable {
 
     /// The batch that brought document `id`.
     package func batch(holding id: DocumentID) -> Batch? { holding[id].map { batches[$0] } }
+
+    /// A document taken, with the batch that brought it.
+    package struct Received: Sendable {
+        package var document: HistoryRecord.Document
+        /// Its batch's position in ``batches``.
+        package var batch: Int
+        /// The id its station gave it, when the receipt could be read.
+        package var stationID: DocumentID?
+    }
+
+    /// Which documents taken a query keeps: every condition given holds.
+    package struct Filter: Sendable {
+        /// Taken from this station.
+        package var station: String?
+        /// Taken at or after this time (milliseconds since 1970).
+        package var sinceMillis: Int64?
+        /// Taken before this time.
+        package var beforeMillis: Int64?
+        /// Part of the name, folders included, in any case.
+        package var text: String?
+        /// Came sealed (true) or not (false).
+        package var sealed: Bool?
+        /// Among these (e.g. the documents with a tag, from the index).
+        package var among: Set<DocumentID>?
+
+        package init(
+            station: String? = nil, sinceMillis: Int64? = nil, beforeMillis: Int64? = nil, text: String? = nil,
+            sealed: Bool? = nil, among: Set<DocumentID>? = nil
+        ) {
+            (self.station, self.sinceMillis, self.beforeMillis) = (station, sinceMillis, beforeMillis)
+            (self.text, self.sealed, self.among) = (text, sealed, among)
+        }
+
+        /// Whether it keeps anything but every document.
+        package var isEverything: Bool {
+            station == nil && sinceMillis == nil && beforeMillis == nil && (text ?? "").isEmpty && sealed == nil
+                && among == nil
+        }
+    }
+
+    /// The documents taken that `filter` keeps, newest batch first and in its receipt's order
+    /// within a batch. What the documents page and `list --station` show; a memory scan of what
+    /// the records hold (no index row is read).
+    package func received(matching filter: Filter) -> [Received] {
+        let needle = filter.text.map { $0.lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
+        var out: [Received] = []
+        for (position, b) in batches.enumerated().reversed() {
+            if let station = filter.station, b.station != station { continue }
+            if let since = filter.sinceMillis, b.timeMillis < since { continue }
+            if let before = filter.beforeMillis, b.timeMillis >= before { continue }
+            if let sealed = filter.sealed, b.sealed != sealed { continue }
+            for (i, d) in b.documents.enumerated() {
+                if let among = filter.among, !among.contains(d.id) { continue }
+                if let needle, !d.name.lowercased().contains(needle) { continue }
+                out.append(Received(document: d, batch: position, stationID: b.stationIDs?[i]))
+            }
+        }
+        return out
+    }
 }

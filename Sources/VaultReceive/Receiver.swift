@@ -126,6 +126,9 @@ public final class Receiver: Sendable {
         /// What is wrong with the history (finding codes): while anything is, no station is
         /// trusted (a cut log could bring back a removed station or forget a batch).
         var problems: [String] = []
+        /// What the records say the office took and heard, kept with them (the pages and the
+        /// documents' queries read it, not the whole history, until the records change).
+        var book = OfficeBook([])
     }
 
     /// The receiver's vault.
@@ -247,6 +250,7 @@ public final class Receiver: Sendable {
             s.removed = fresh.removed
             s.alerted = fresh.alerted
             s.removedTokenAlerted = fresh.removedTokenAlerted
+            s.book = fresh.book
             s.head = head
             s.problems = problems
         }
@@ -254,6 +258,7 @@ public final class Receiver: Sendable {
 
     /// Applies what `records` say, in order, to `s`.
     private static func apply(_ records: [OfficeRecord], to s: inout State) {
+        s.book.apply(records)
         for record in records {
             switch record.operation {
             case .station:
@@ -295,12 +300,15 @@ public final class Receiver: Sendable {
     /// The stations, by name.
     public var stations: [Station] { state.withLock { $0.stations.values.sorted { $0.name < $1.name } } }
 
-    /// What the office's records say it took and heard (read now).
+    /// What the office's records say it took and heard: as last read, with what was added to
+    /// them since (read now).
     /// - Throws: ``VaultError/Code/vaultDamaged`` when they do not verify.
     package func book() async throws -> OfficeBook {
-        let (records, problems) = try await home.records()
-        if !problems.isEmpty { throw Self.untrusted(problems) }
-        return OfficeBook(records)
+        try await refresh()
+        return try state.withLock { s in
+            if !s.problems.isEmpty { throw Self.untrusted(s.problems) }
+            return s.book
+        }
     }
 
     /// Adds a station: records its token's keyed hash in the history.

@@ -31,6 +31,12 @@ extension VaultCommand {
                   vault get 79d6 --range 0-1023 > head.bin
                   vault get --tag 2026 -o restored/
                   vault get --all -o backup/
+                  vault get --station warehouse --received-since 24h -o today/   (at the office)
+                  vault get --tag 2026 -o out/ --on-collision suffix
+
+                Two documents with one name (a folder and file name, made safe) stop the command \
+                unless --on-collision says otherwise: suffix writes the later ones as "name (2).pdf", \
+                id writes each of them as "name.ID12.pdf" (its id's first 12 digits).
 
                 --range START-END (byte offsets, inclusive, as in HTTP Range) decrypts and \
                 authenticates only the 64 KiB chunks that cover the range; END past the end of the \
@@ -54,6 +60,15 @@ extension VaultCommand {
 
         @Flag(help: "Every document (into -o DIR).")
         var all = false
+
+        @OptionGroup(title: "At a back office") var received: ReceivedOptions
+
+        @Option(
+            name: .customLong("on-collision"),
+            help: ArgumentHelp(
+                "When two documents would be written to one path: fail (the default), suffix or id.",
+                valueName: "fail|suffix|id"))
+        var onCollision: FolderPlan.Collision = .fail
 
         @Option(
             name: .shortAndLong,
@@ -138,17 +153,20 @@ extension VaultCommand {
 
         func validate() throws {
             let toStdout = output == nil || output == "-"
-            if documents.isEmpty && tags.isEmpty && !all {
-                throw ValidationError("Name a document (or use --tag or --all with -o DIR).")
+            if documents.isEmpty && tags.isEmpty && !all && !received.isGiven {
+                throw ValidationError("Name a document (or use --tag, --station or --all with -o DIR).")
             }
-            if all && (!documents.isEmpty || !tags.isEmpty) {
-                throw ValidationError("--all selects every document; leave out the names and --tag.")
+            if all && (!documents.isEmpty || !tags.isEmpty || received.isGiven) {
+                throw ValidationError("--all selects every document; leave out the names, --tag and --station.")
+            }
+            if received.isGiven && !documents.isEmpty {
+                throw ValidationError("--station and --received-* select documents; leave out the names.")
             }
             if range != nil && (documents.count != 1 || !tags.isEmpty) {
                 throw ValidationError("--range needs exactly one document.")
             }
             if json && toStdout { throw ValidationError("--json needs -o: standard output carries the document.") }
-            if toStdout && (documents.count > 1 || !tags.isEmpty || all) {
+            if toStdout && (documents.count > 1 || !tags.isEmpty || all || received.isGiven) {
                 throw ValidationError("Several documents need a folder: -o DIR.")
             }
         }
@@ -158,7 +176,8 @@ extension VaultCommand {
         func execute(_ options: GlobalOptions) async throws {
             let toStdout = output == nil || output == "-"
             if let folder = output, !toStdout, range == nil,
-                documents.count > 1 || !tags.isEmpty || all || FileSystem.kind(of: folder) == .directory
+                documents.count > 1 || !tags.isEmpty || all || received.isGiven
+                    || FileSystem.kind(of: folder) == .directory
                     || folder.hasSuffix("/")
             {
                 return try await getIntoFolder(folder, options)
@@ -259,12 +278,9 @@ extension VaultCommand {
                 throw VaultError(
                     .alreadyExists, "\(folder) is not a folder", hint: "several documents go into a folder: -o DIR")
             }
-            let (vault, office) = try await options.openWithOffice()
-            let records = try await Self.resolving(office) {
-                try vault.select(DocumentQuery.selection(documents, tags: tags, in: vault, office: $0))
-            }
+            let (vault, records) = try await selected(options)
             if records.isEmpty { throw VaultError(.notFound, "there are no documents to get") }
-            let plan = try FolderPlan(records, into: folder, force: force)
+            let plan = try FolderPlan(records, into: folder, force: force, onCollision: onCollision)
             let made = try FileSystem.makeDirectories(folder)
             var outcome = Result()
             var bytes: UInt64 = 0
@@ -314,6 +330,22 @@ extension VaultCommand {
                         """
                 )
             }
+        }
+
+        /// The vault and the documents to get into a folder: those named or tagged, or those an
+        /// office took that `--station` and `--received-*` select (oldest first; removed since: left out).
+        private func selected(_ options: GlobalOptions) async throws -> (VaultCore.Vault, [DocumentRecord]) {
+            if received.isGiven {
+                let (vault, book) = try await options.openOffice()
+                let among = tags.isEmpty ? nil : Set(try vault.select(DocumentSelection(tags: tags)).map(\.id))
+                let found = book.received(matching: try received.filter(in: book, among: among))
+                return (vault, try found.reversed().compactMap { try vault.record($0.document.id) })
+            }
+            let (vault, office) = try await options.openWithOffice()
+            let records = try await Self.resolving(office) {
+                try vault.select(DocumentQuery.selection(documents, tags: tags, in: vault, office: $0))
+            }
+            return (vault, records)
         }
 
         /// Streams into a temporary file beside `path` (swept there if a killed `get` left one),
@@ -375,19 +407,44 @@ struct PrintableText {
 struct FolderPlan {
     let targets: [(DocumentRecord, String)]
 
-    init(_ records: [DocumentRecord], into folder: String, force: Bool) throws {
+    /// What to do when two documents would be written to one path (`--on-collision`).
+    enum Collision: String, ExpressibleByArgument, CaseIterable {
+        /// Stop before anything is written, naming both.
+        case fail
+        /// The first keeps the name; the later ones get " (2)", " (3)", … before the extension.
+        case suffix
+        /// Each of the documents sharing the path gets its id's first 12 digits before the extension.
+        case id
+    }
+
+    // Long: the targets, then three checks each with its own message.
+    init(_ records: [DocumentRecord], into folder: String, force: Bool, onCollision: Collision = .fail) throws {
         var byPath: [String: DocumentRecord] = [:]
         var targets: [(DocumentRecord, String)] = []
-        for r in records {
-            let relative = Self.safePath(r.metadata.name, id: r.id)
+        let wanted = records.map { Self.safePath($0.metadata.name, id: $0.id) }
+        var uses: [String: Int] = [:]
+        for path in wanted { uses[path, default: 0] += 1 }
+        for (r, path) in zip(records, wanted) {
+            var relative = path
+            if onCollision == .id && uses[path, default: 0] > 1 {
+                relative = Self.inserting("." + r.id.hex.prefix(12), into: path)
+            }
             if let other = byPath[relative] {
-                throw VaultError(
-                    .alreadyExists,
-                    """
-                        \(other.id.hex.prefix(12)) and \(r.id.hex.prefix(12)) would both be written to \
-                        \(Terminal.printable(relative)); nothing was written
-                        """,
-                    hint: "get one of them on its own with -o FILE")
+                guard onCollision == .suffix else {
+                    throw VaultError(
+                        .alreadyExists,
+                        """
+                            \(other.id.hex.prefix(12)) and \(r.id.hex.prefix(12)) would both be written to \
+                            \(Terminal.printable(relative)); nothing was written
+                            """,
+                        hint: "--on-collision suffix or --on-collision id writes both; or get one of them on its own "
+                            + "with -o FILE")
+                }
+                // The first free "name (N)": neither taken nor another document's own name.
+                var n = 2
+                func numbered() -> String { Self.inserting(" (\(n))", into: path) }
+                while byPath[numbered()] != nil || uses[numbered()] != nil { n += 1 }
+                relative = numbered()
             }
             byPath[relative] = r
             targets.append((r, relative))
@@ -452,6 +509,15 @@ struct FolderPlan {
                     hint: "remove the link, or get into another folder")
             }
         }
+    }
+
+    /// `path` with `text` before the extension of its last part ("a/b.pdf" → "a/b (2).pdf"; a
+    /// name that starts with its only dot, such as ".profile", has no extension).
+    static func inserting(_ text: String, into path: String) -> String {
+        let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
+        let name = path[slash...]
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return path + text }
+        return String(path[..<dot]) + text + String(path[dot...])
     }
 
     /// The path under the folder for a document named `name`: its `/`-separated parts (the names

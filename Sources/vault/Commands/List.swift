@@ -23,6 +23,10 @@ extension VaultCommand {
                   vault list --undelivered             (what some required destination lacks)
                   vault list --undelivered --to office
                   vault list --delivered-to https://backoffice.example/batches
+                  vault list --station warehouse --received-since 24h --json   (at the office)
+
+                At a back office, --station, --received-since and --received-before list what its \
+                receivers took (oldest first), and --json adds station, received, batch and stationID.
                 """,
             aliases: ["ls"])
 
@@ -50,6 +54,8 @@ extension VaultCommand {
         @Option(help: ArgumentHelp("With --undelivered: the destination (a name or URL).", valueName: "destination"))
         var to: String?
 
+        @OptionGroup(title: "At a back office") var received: ReceivedOptions
+
         @Option(
             name: .customLong("delivered-to"),
             help: ArgumentHelp("Only documents this destination (a name or URL) confirmed.", valueName: "destination"))
@@ -59,6 +65,9 @@ extension VaultCommand {
             if to != nil && !undelivered { throw ValidationError("--to goes with --undelivered.") }
             if undelivered && deliveredTo != nil {
                 throw ValidationError("--undelivered and --delivered-to contradict each other.")
+            }
+            if received.isGiven && (undelivered || deliveredTo != nil) {
+                throw ValidationError("--station and --received-* list what an office took; leave out --undelivered.")
             }
         }
 
@@ -80,6 +89,7 @@ extension VaultCommand {
         func run() async throws { try await run(parent: root.global) }
 
         func execute(_ options: GlobalOptions) async throws {
+            if received.isGiven { return try await listReceived(options) }
             let vault = try await options.open()
             let output = BufferedOutput()
             let unreadable: [(DocumentID, VaultError)]
@@ -129,21 +139,76 @@ extension VaultCommand {
             }
         }
 
+        /// The documents an office took that `--station` and `--received-*` (and `--tag`) select,
+        /// oldest first; those removed since are left out.
+        private func listReceived(_ options: GlobalOptions) async throws {
+            let (vault, book) = try await options.openOffice()
+            let among = tags.isEmpty ? nil : Set(try vault.select(DocumentSelection(tags: tags)).map(\.id))
+            let found = book.received(matching: try received.filter(in: book, among: among))
+            let output = BufferedOutput()
+            let table = TableWriter(output: output)
+            if json { output.append("[") }
+            var rows = 0
+            for r in found.reversed() {
+                guard let record = try vault.record(r.document.id) else { continue }
+                if json {
+                    if rows > 0 { output.append(",") }
+                    let b = book.batches[r.batch]
+                    let taken = Received(station: b.station, millis: b.timeMillis, batch: b.key, stationID: r.stationID)
+                    Self.writeJSON(record, to: output, received: taken)
+                } else {
+                    table.add(record)
+                }
+                rows += 1
+            }
+            if json { output.append("]\n") } else { table.finish() }
+            output.flush()
+            if rows == 0 && !json { Terminal.err("vault: no documents match") }
+        }
+
+        /// What `list --json` adds for a document an office took.
+        struct Received {
+            var station: String
+            var millis: Int64
+            var batch: String
+            var stationID: DocumentID?
+        }
+
         /// One document in `list --json`, keys sorted as ``JSONOutput`` writes them, straight
         /// into the output buffer (no string per row: `list --json` writes 100,000 rows a second).
-        static func writeJSON(_ r: DocumentRecord, to out: BufferedOutput) {
+        static func writeJSON(_ r: DocumentRecord, to out: BufferedOutput, received: Received? = nil) {
             out.append("{\"added\":\"")
             out.append(UTCTime(millis: r.metadata.addedAtMillis).iso8601)
-            out.append("\",\"contentType\":")
+            if let received {
+                out.append("\",\"batch\":")
+                out.append(bytes: JSONOutput.quoted(received.batch))
+                out.append(",\"contentType\":")
+            } else {
+                out.append("\",\"contentType\":")
+            }
             out.append(bytes: JSONOutput.quoted(r.metadata.contentType))
             out.append(",\"id\":\"")
             out.appendHex(r.id.bytes)
             out.append("\",\"name\":")
             out.append(bytes: JSONOutput.quoted(r.metadata.name))
+            if let received {
+                out.append(",\"received\":\"")
+                out.append(UTCTime(millis: received.millis).iso8601)
+                out.append("\"")
+            }
             out.append(",\"sha256\":\"")
             out.appendHex(r.metadata.sha256)
             out.append("\",\"size\":")
             out.append(String(r.metadata.size))
+            if let received {
+                out.append(",\"station\":")
+                out.append(bytes: JSONOutput.quoted(received.station))
+                if let id = received.stationID {
+                    out.append(",\"stationID\":\"")
+                    out.appendHex(id.bytes)
+                    out.append("\"")
+                }
+            }
             out.append(",\"tags\":[")
             for (i, tag) in r.metadata.tags.enumerated() {
                 if i > 0 { out.append(",") }
