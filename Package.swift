@@ -73,6 +73,7 @@ let package = Package(
                 "VaultCore",
                 "VaultRemote",
                 "VaultS3",
+                "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -178,8 +178,8 @@ package struct OfficeBook: Sendable {
     }
 
     /// The documents taken that `filter` keeps, newest batch first and in its receipt's order
-    /// within a batch. What the documents page and `list --station` show; a memory scan of what
-    /// the records hold (no index row is read).
+    /// within a batch: what the documents page and an office's listing by station show; a
+    /// memory scan of what the records hold (no index row is read).
     package func received(matching filter: Filter) -> [Received] {
         let needle = filter.text.map { $0.lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
         var out: [Received] = []

@@ -42,7 +42,7 @@ enum OperatorPages {
         <header>
         <span class="brand">vault receive</span>
         {{#signedIn}}
-        <nav><a href="/ui/">Stations</a><a href="/ui/batches">Batches</a></nav>
+        <nav><a href="/ui/">Stations</a><a href="/ui/documents">Documents</a><a href="/ui/batches">Batches</a></nav>
         <form method="post" action="/ui/logout" class="logout">
         <input type="hidden" name="csrf" value="{{csrf}}">
         <span class="who">{{operatorName}}</span>
@@ -82,7 +82,7 @@ enum OperatorPages {
         <code>vault receive station add NAME</code>.</p>{{/stations}}
         {{#stations}}
         <section class="card station" id="station-{{name}}">
-        <h2>{{name}}</h2>
+        <h2><a href="/ui/stations/{{name}}">{{name}}</a></h2>
         {{#alerts}}<p class="alert">Rollback alert {{time}}: {{reason}}, sent {{head}}
         where {{knownHead}} was known.</p>{{/alerts}}
         <dl>
@@ -100,9 +100,10 @@ enum OperatorPages {
         "batches": """
         {{> head}}
         {{^batches}}<p class="note">No batches yet.</p>{{/batches}}
+        {{#archive}}<p><a href="{{archive}}" class="button" id="archive">Download as a zip</a></p>{{/archive}}
         {{#batches}}
         <section class="card batch">
-        <h2>{{time}} · {{station}}</h2>
+        <h2><a href="/ui/batches/{{position}}">{{time}} · {{station}}</a></h2>
         <p>{{count}}, {{bytes}}, by {{wire}}{{#sealed}}, sealed{{/sealed}}; receipt signed <code>{{signature}}</code>
         (batch <code>{{key}}</code>)</p>
         <ul>
@@ -110,7 +111,71 @@ enum OperatorPages {
         </ul>
         </section>
         {{/batches}}
-        {{#more}}<p class="note">The newest {{shown}} of {{total}} batches are shown.</p>{{/more}}
+        {{#paged}}<nav class="pages">{{#previous}}<a href="{{previous}}" id="previous">Newer</a>{{/previous}}
+        <span>Page {{page}} of {{pages}} ({{total}} batches)</span>
+        {{#next}}<a href="{{next}}" id="next">Older</a>{{/next}}</nav>{{/paged}}
+        {{> foot}}
+        """,
+        "documents": """
+        {{> head}}
+        <form method="get" action="/ui/documents" class="filters card">
+        <label>Name or folder <input name="q" id="q" value="{{q}}"></label>
+        <label>Station <select name="station" id="station"><option value="">any</option>
+        {{#stationOptions}}<option value="{{name}}"{{#selected}} selected{{/selected}}>{{name}}</option>
+        {{/stationOptions}}</select></label>
+        <label>Tag <input name="tag" id="tag" value="{{tag}}"></label>
+        <label>Received from <input type="date" name="from" id="from" value="{{from}}"></label>
+        <label>to <input type="date" name="to" id="to" value="{{to}}"></label>
+        <label>Sealed <select name="sealed" id="sealed">
+        {{#sealedOptions}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>
+        {{/sealedOptions}}</select></label>
+        <button type="submit" id="filter">Filter</button>
+        </form>
+        <p><span id="count">{{count}}</span> ·
+        <a href="{{archive}}" class="button" id="archive">Download all as a zip</a></p>
+        {{^documents}}<p class="note">No documents match.</p>{{/documents}}
+        <form method="get" action="/ui/archive" id="selection">
+        <ul class="documents">
+        {{#documents}}<li class="card row"><label><input type="checkbox" name="id" value="{{id}}"></label>
+        <div><a href="/ui/documents/{{id}}" class="document">{{name}}</a>
+        <p class="meta">{{size}}{{#type}} · {{type}}{{/type}} · {{station}} · {{received}}
+        {{#sealed}} · sealed{{/sealed}}
+        · <a href="/ui/batches/{{batch}}">batch {{batch}}</a>
+        {{#present}}· <a href="/ui/documents/{{id}}/download" class="download">download</a>{{/present}}
+        {{^present}}· removed{{/present}}</p></div></li>
+        {{/documents}}
+        </ul>
+        <button type="submit" id="archive-selected">Download the ticked as a zip</button>
+        </form>
+        <nav class="pages">{{#first}}<a href="{{first}}" id="first">Newest</a>{{/first}}
+        {{#previous}}<a href="{{previous}}" id="previous">Newer</a>{{/previous}}
+        <span id="page">Page {{page}} of {{pages}}</span>
+        {{#next}}<a href="{{next}}" id="next">Older</a>{{/next}}
+        {{#last}}<a href="{{last}}" id="last">Oldest</a>{{/last}}</nav>
+        {{> foot}}
+        """,
+        "station": """
+        {{> head}}
+        {{#station}}
+        <section class="card station" id="station-{{name}}">
+        {{#alerts}}<p class="alert">Rollback alert {{time}}: {{reason}}, sent {{head}}
+        where {{knownHead}} was known.</p>{{/alerts}}
+        <dl>
+        <dt>Last seen</dt><dd>{{lastSeen}}</dd>
+        {{#refused}}<dt>Refused</dt><dd class="refused">{{refused}}</dd>{{/refused}}
+        <dt>Batches</dt><dd class="batches">{{batches}}</dd>
+        <dt>Documents</dt><dd>{{documents}}</dd>
+        <dt>Received</dt><dd>{{bytes}}</dd>
+        <dt>History head</dt><dd><code>{{head}}</code></dd>
+        </dl>
+        </section>
+        {{/station}}
+        <p><a href="{{documents}}" class="button" id="documents">Its documents</a></p>
+        <h2>Newest batches</h2>
+        {{^batches}}<p class="note">No batches yet.</p>{{/batches}}
+        <ul>
+        {{#batches}}<li><a href="/ui/batches/{{n}}">{{time}}</a>: {{count}}, {{bytes}}</li>{{/batches}}
+        </ul>
         {{> foot}}
         """,
         "document": """
@@ -158,6 +223,12 @@ enum OperatorPages {
         .login label{display:grid;gap:.2rem}
         input,button,.button{font:inherit;padding:.45rem .6rem;border-radius:6px;border:1px solid #8c959f}
         button,.button{background:#0969da;color:#fff;border-color:#0969da;text-decoration:none;cursor:pointer}
+        .filters{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:end}
+        .filters label{display:grid;gap:.2rem}
+        .documents{list-style:none;padding:0}
+        .row{display:flex;gap:.6rem;align-items:start;padding:.5rem .8rem;margin:0 0 .4rem}
+        .meta{margin:.1rem 0 0;color:#57606a;font-size:.9rem}
+        .pages{display:flex;flex-wrap:wrap;gap:1rem;margin:1rem 0}
 
         """
 }

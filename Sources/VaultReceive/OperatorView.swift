@@ -38,13 +38,12 @@ struct OperatorView: Sendable {
 
     static let sessionCookie = "vault_session"
     static let loginCookie = "vault_login"
-    /// The most batches the batches page lists (the newest).
-    static let batchesShown = 200
 
     func register(on router: Router<ReceiveContext>) {
         accounts.prepare()
         router.get("/ui") { request, _ in await page(request) { try await stationsPage($0) } }
-        router.get("/ui/batches") { request, _ in await page(request) { try await batchesPage($0) } }
+        router.get("/ui/batches") { request, _ in await page(request) { try await batchesPage($0, request) } }
+        registerFinding(on: router)
         router.get("/ui/documents/:id") { request, context in
             await page(request) { try await documentPage($0, id: context.parameters.get("id") ?? "") }
         }
@@ -64,7 +63,7 @@ struct OperatorView: Sendable {
     // MARK: Pages
 
     /// A page for a signed-in operator, else a redirection to the sign-in page.
-    private func page(
+    func page(
         _ request: Request, _ render: (OperatorSessions.Session) async throws -> (Int, String)
     ) async -> Response {
         guard knownHost(request) else { return Self.misdirected() }
@@ -80,7 +79,7 @@ struct OperatorView: Sendable {
     }
 
     /// The live session of the request's cookie, whose operator still exists.
-    private func signedIn(_ request: Request) async -> OperatorSessions.Session? {
+    func signedIn(_ request: Request) async -> OperatorSessions.Session? {
         let token = request.cookies[Self.sessionCookie]?.value
         guard let session = sessions.session(token) else { return nil }
         guard await accounts.isCurrent(session.operatorName, generation: session.generation) else {
@@ -91,7 +90,7 @@ struct OperatorView: Sendable {
     }
 
     /// `template` rendered with the frame (title, operator, CSRF token) and `content`.
-    private func frame(
+    func frame(
         _ template: String, title: String, _ session: OperatorSessions.Session?, _ content: [String: Any] = [:]
     ) -> String {
         var context: [String: Any] = [
@@ -106,41 +105,44 @@ struct OperatorView: Sendable {
         // One read of the records gives the stations and what they sent; the receiver's memory
         // adds when each was last heard from in this run (refusals too).
         let book = try await receiver.book()
-        let known = Dictionary(receiver.stations.map { ($0.name, $0) }) { a, _ in a }
-        let rows = book.stations.values.sorted { $0.name < $1.name }.map { s in
-            let seen = [known[s.name]?.lastSeenMillis, s.lastBatchMillis, s.lastRefusal?.millis].compactMap { $0 }.max()
-            var refused: String?
-            if let mine = known[s.name], let last = mine.lastRefusal, mine.refusals > 0 {
-                refused =
-                    "\(mine.refusals) since the receiver started; last \(Shown.time(millis: last.millis)): \(last.code)"
-            } else if let last = s.lastRefusal {
-                refused = "last \(Shown.time(millis: last.millis)): \(last.code)"
-            }
-            return StationRow(
-                name: s.name, lastSeen: Shown.time(millis: seen), refused: refused, batches: s.batches,
-                documents: s.documents, bytes: ByteSize.text(s.bytes), head: s.head ?? "none received yet",
-                alerts: s.alerts.map {
-                    AlertRow(
-                        time: Shown.time(millis: $0.timeMillis), reason: $0.reason, head: $0.head,
-                        knownHead: $0.knownHead)
-                })
-        }
+        let rows = book.stations.values.sorted { $0.name < $1.name }.map(stationRow)
         let removed = book.removedTokensUsed.map { RemovedTokenRow(name: $0.name, time: Shown.time(millis: $0.millis)) }
         return (200, frame("stations", title: "Stations", session, ["stations": rows, "removedTokens": removed]))
     }
 
-    private func batchesPage(_ session: OperatorSessions.Session) async throws -> (Int, String) {
+    /// A station's card: what the records say of it, and what this run heard.
+    func stationRow(_ s: OfficeBook.Station) -> StationRow {
+        let mine = receiver.stations.first { $0.name == s.name }
+        let seen = [mine?.lastSeenMillis, s.lastBatchMillis, s.lastRefusal?.millis].compactMap { $0 }.max()
+        var refused: String?
+        if let mine, let last = mine.lastRefusal, mine.refusals > 0 {
+            let when = Shown.time(millis: last.millis)
+            refused = "\(mine.refusals) since the receiver started; last \(when): \(last.code)"
+        } else if let last = s.lastRefusal {
+            refused = "last \(Shown.time(millis: last.millis)): \(last.code)"
+        }
+        return StationRow(
+            name: s.name, lastSeen: Shown.time(millis: seen), refused: refused, batches: s.batches,
+            documents: s.documents, bytes: ByteSize.text(s.bytes), head: s.head ?? "none received yet",
+            alerts: s.alerts.map {
+                AlertRow(
+                    time: Shown.time(millis: $0.timeMillis), reason: $0.reason, head: $0.head, knownHead: $0.knownHead)
+            })
+    }
+
+    /// `GET /ui/batches?page=N`: the batches, newest first, a page at a time.
+    private func batchesPage(_ session: OperatorSessions.Session, _ request: Request) async throws -> (Int, String) {
         let book = try await receiver.book()
-        let newest = book.batches.reversed().prefix(Self.batchesShown).map(BatchRow.init)
-        return (
-            200,
-            frame(
-                "batches", title: "Batches", session,
-                [
-                    "batches": newest, "more": book.batches.count > newest.count, "shown": newest.count,
-                    "total": book.batches.count
-                ])
-        )
+        let pages = max(1, (book.batches.count + Self.pageSize - 1) / Self.pageSize)
+        let number = min(max(1, DocumentsQuery(request.uri.query).page), pages)
+        let shown = book.batches.enumerated().reversed().dropFirst((number - 1) * Self.pageSize).prefix(Self.pageSize)
+            .map { n, b in BatchRow(b, position: n + 1) }
+        var content: [String: Any] = [
+            "batches": shown, "paged": pages > 1, "page": number, "pages": pages, "total": book.batches.count
+        ]
+        if number > 1 { content["previous"] = "/ui/batches?page=\(number - 1)" }
+        if number < pages { content["next"] = "/ui/batches?page=\(number + 1)" }
+        return (200, frame("batches", title: "Batches", session, content))
     }
 
     private func documentPage(_ session: OperatorSessions.Session, id text: String) async throws -> (Int, String) {
@@ -452,6 +454,8 @@ struct BatchRow {
     let count: String
     let bytes: String
     let signature: String
+    /// Its place among the batches the office took (1 the first): its page's address.
+    var position = 0
     /// Whether its documents came sealed (age files to the office's recipients).
     var sealed = false
     let documents: [DocumentRow]
@@ -497,7 +501,7 @@ final class FormFields {
     }
 
     /// `+` as space and `%XX` as its byte; nil for a broken escape.
-    private static func decode(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
+    static func decode(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
         func nibble(_ c: UInt8) -> UInt8? {
             switch c {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
@@ -536,7 +540,8 @@ final class FormFields {
 
 extension BatchRow {
     /// The row of a batch the office's records name.
-    init(_ b: OfficeBook.Batch) {
+    init(_ b: OfficeBook.Batch, position: Int) {
+        self.position = position
         time = Shown.time(millis: b.timeMillis)
         (station, wire, key, sealed) = (b.station, b.wire, b.key, b.sealed)
         count = b.documents.count == 1 ? "1 document" : "\(b.documents.count) documents"

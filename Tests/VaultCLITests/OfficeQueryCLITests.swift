@@ -110,4 +110,63 @@ import VaultTestSupport
         #expect(office.run("get", "--station", "warehouse").status == 64)
         #expect(office.run("get", "--station", "warehouse", "inbox/report.pdf", "-o", s.path("x")).status == 64)
     }
+
+    /// The documents page, searched and filtered as an operator does, and what it finds taken
+    /// at once as a zip that Python's zipfile (not vault) reads back, byte for byte.
+    @Test func theDocumentsPageFindsFiltersAndHandsOverAZipOfWhatItFound() throws {
+        let s = Sandbox()
+        let (office, originals) = try Self.office(s)
+        s.write("operator-password", Array((OperatorViewCLITests.operatorPassword + "\n").utf8))
+        let added = office.run(
+            "receive", "operator", "add", "alice", "--new-password-file", s.path("operator-password"))
+        #expect(added.status == 0, "\(added.stderr)")
+        // Not signed in: the archive is not handed out.
+        let anonymous = Fixtures.curl(s, [office.url + "/ui/archive"])
+        #expect(anonymous.status == 303 && anonymous.headers["location"] == "/ui/login")
+        let (status, session) = OperatorViewCLITests.signIn(s, office.url)
+        #expect(status == 303)
+        let cookie = ["-b", "vault_session=\(try #require(session))"]
+        func page(_ path: String) -> (status: Int, headers: [String: String], body: String) {
+            Fixtures.curl(s, cookie + [office.url + path])
+        }
+        let all = page("/ui/documents")
+        #expect(all.status == 200)
+        #expect(all.body.contains(#"<span id="count">4 documents</span>"#), "\(all.body)")
+        #expect(all.body.contains("Page 1 of 1"))
+        // A part of a name, in any case; a station and a part of a folder; days with nothing.
+        let notes = page("/ui/documents?q=NOTES")
+        #expect(notes.body.contains(">2 documents<") && notes.body.contains("warehouse notes.txt"))
+        #expect(notes.body.contains("front-desk notes.txt") && !notes.body.contains("inbox/report.pdf"))
+        let one = page("/ui/documents?station=warehouse&q=inbox%2F")
+        #expect(one.body.contains(">1 document<") && one.body.contains("inbox/report.pdf"))
+        #expect(one.body.contains(#"<option value="warehouse" selected>"#))
+        let past = page("/ui/documents?from=2001-01-01&to=2001-01-02")
+        #expect(past.body.contains(">0 documents<") && past.body.contains("No documents match."))
+        let tagged = page("/ui/documents?tag=q4")
+        #expect(tagged.body.contains(">2 documents<"))
+        // The filter's archive: both reports, the later one made unique, each byte as sent.
+        let zip = page("/ui/archive?q=report")
+        #expect(zip.status == 200)
+        #expect(zip.headers["content-type"] == "application/zip")
+        #expect(zip.headers["content-disposition"]?.hasPrefix("attachment; filename=\"vault-documents-") == true)
+        let read = s.shell(
+            #""$PY" -c 'import zipfile,sys,json; z=zipfile.ZipFile(sys.argv[1]); assert z.testzip() is None; "#
+                + #"print(json.dumps(z.namelist())); z.extractall(sys.argv[2])' curl.body unzipped"#,
+            env: ["PY": Peer.python])
+        #expect(read.status == 0, "\(read.stderr)")
+        let names = read.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(names == #"["inbox/report.pdf", "inbox/report (2).pdf"]"#)
+        #expect(Fixtures.read(s.path("unzipped/inbox/report.pdf")) == originals["warehouse/report"])
+        #expect(Fixtures.read(s.path("unzipped/inbox/report (2).pdf")) == originals["front-desk/report"])
+        // A batch, its archive, a station's page; what does not exist is a 404.
+        let batch = page("/ui/batches/1")
+        #expect(batch.status == 200 && batch.body.contains("warehouse notes.txt"))
+        #expect(batch.body.contains(#"href="/ui/archive?batch=1""#))
+        #expect(page("/ui/archive?batch=1").status == 200)
+        #expect(page("/ui/batches/3").status == 404 && page("/ui/batches/x").status == 404)
+        let station = page("/ui/stations/front-desk")
+        #expect(station.status == 200 && station.body.contains(#"href="/ui/documents?station=front-desk""#))
+        #expect(page("/ui/stations/garage").status == 404)
+        #expect(page("/ui/archive?station=garage").status == 404)
+    }
 }

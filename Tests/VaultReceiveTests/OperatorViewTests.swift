@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test func theTemplatesNeverOutputAValueUnescaped() {
-        #expect(OperatorPages.sources.count == 7)
+        #expect(OperatorPages.sources.count == 9)
         for (name, text) in OperatorPages.sources {
             #expect(!text.contains("{{{") && !text.contains("{{&") && !text.contains("{{="), "\(name)")
         }
@@ -65,6 +65,7 @@ import Testing
                 DocumentRow(id: "00", name: hostile, size: "1 B"), DocumentRow(id: "01", name: "b", size: "1 B")
             ])
         let received: [String: Any] = ["time": "t", "station": "front-desk", "key": "k"]
+        let documents = Self.documentsPage(hostile)
         let pages: [(String, [String: Any])] = [
             ("login", signedOut),
             ("login", signedOut.merging(["message": "wrong " + hostile, "noOperators": true]) { $1 }),
@@ -85,7 +86,23 @@ import Testing
                     "id": "00", "contentType": "text/plain", "size": "1 B", "sizeBytes": 1, "sha256": "ff"
                 ]) { $1 }
             ),
-            ("problem", frame.merging(["message": "gone " + hostile]) { $1 })
+            ("problem", frame.merging(["message": "gone " + hostile]) { $1 }),
+            (
+                "batches",
+                frame.merging([
+                    "batches": [batch], "archive": "/ui/archive?batch=1", "paged": true, "page": 2, "pages": 3,
+                    "total": 120, "previous": "/ui/batches", "next": "/ui/batches?page=3"
+                ]) { $1 }
+            ),
+            ("documents", frame.merging(documents) { $1 }),
+            ("documents", frame.merging(documents.merging(["documents": [[String: Any]]()]) { $1 }) { $1 }),
+            (
+                "station",
+                frame.merging([
+                    "station": station, "documents": "/ui/documents?station=front-desk",
+                    "batches": [["n": 3, "time": "t", "count": "2 documents", "bytes": "2 B"] as [String: Any]]
+                ]) { $1 }
+            )
         ]
         for (name, context) in pages {
             let ours = OperatorPages.render(context, name)
@@ -94,6 +111,23 @@ import Testing
                 Array(ours.utf8) == Array(theirs.utf8), "\(name): \(ours.debugDescription) \(theirs.debugDescription)")
             #expect(ours.contains("<main>") && ours.contains("</html>"), "\(name)")
         }
+    }
+
+    /// The documents page's model with a hostile name in its search field and a row.
+    static func documentsPage(_ hostile: String) -> [String: Any] {
+        let row: [String: Any] = [
+            "id": "00", "name": hostile, "size": "1 B", "station": "front-desk", "received": "t", "batch": 2
+        ]
+        return [
+            "q": hostile, "tag": "", "from": "2026-11-01", "to": "",
+            "stationOptions": [["name": "front-desk", "selected": true], ["name": "b", "selected": false]],
+            "sealedOptions": [["value": "", "label": "either", "selected": true]],
+            "documents": [
+                row.merging(["type": "application/pdf", "present": true, "sealed": true]) { $1 }, row
+            ],
+            "count": "2 documents", "page": 1, "pages": 2, "archive": "/ui/archive?q=a%22",
+            "next": "/ui/documents?page=2", "first": "/ui/documents", "last": "/ui/documents?page=2"
+        ]
     }
 
     @Test func sessionsEndAtSignOutWhenIdleAfterTheirLifetimeAndWithTheirOperator() {

@@ -421,13 +421,13 @@ struct FolderPlan {
     init(_ records: [DocumentRecord], into folder: String, force: Bool, onCollision: Collision = .fail) throws {
         var byPath: [String: DocumentRecord] = [:]
         var targets: [(DocumentRecord, String)] = []
-        let wanted = records.map { Self.safePath($0.metadata.name, id: $0.id) }
+        let wanted = records.map { SafePath.of($0.metadata.name, id: $0.id) }
         var uses: [String: Int] = [:]
         for path in wanted { uses[path, default: 0] += 1 }
         for (r, path) in zip(records, wanted) {
             var relative = path
             if onCollision == .id && uses[path, default: 0] > 1 {
-                relative = Self.inserting("." + r.id.hex.prefix(12), into: path)
+                relative = SafePath.inserting("." + r.id.hex.prefix(12), into: path)
             }
             if let other = byPath[relative] {
                 guard onCollision == .suffix else {
@@ -442,7 +442,7 @@ struct FolderPlan {
                 }
                 // The first free "name (N)": neither taken nor another document's own name.
                 var n = 2
-                func numbered() -> String { Self.inserting(" (\(n))", into: path) }
+                func numbered() -> String { SafePath.inserting(" (\(n))", into: path) }
                 while byPath[numbered()] != nil || uses[numbered()] != nil { n += 1 }
                 relative = numbered()
             }
@@ -509,31 +509,6 @@ struct FolderPlan {
                     hint: "remove the link, or get into another folder")
             }
         }
-    }
-
-    /// `path` with `text` before the extension of its last part ("a/b.pdf" → "a/b (2).pdf"; a
-    /// name that starts with its only dot, such as ".profile", has no extension).
-    static func inserting(_ text: String, into path: String) -> String {
-        let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
-        let name = path[slash...]
-        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return path + text }
-        return String(path[..<dot]) + text + String(path[dot...])
-    }
-
-    /// The path under the folder for a document named `name`: its `/`-separated parts (the names
-    /// `add -r` gives), without empty, `.` and `..` parts, so nothing lands outside the folder;
-    /// control characters become `_`. A name left empty, or with a part too long for a file
-    /// name (255 bytes), is written under its id.
-    static func safePath(_ name: String, id: DocumentID) -> String {
-        var parts: [String] = []
-        for part in name.split(separator: "/") where part != "." && part != ".." {
-            var clean = String.UnicodeScalarView()
-            for u in part.unicodeScalars { clean.append(u.value < 0x20 || (0x7F...0x9F).contains(u.value) ? "_" : u) }
-            let text = String(clean)
-            if text.utf8.count > 255 { return id.hex }
-            parts.append(text)
-        }
-        return parts.isEmpty ? id.hex : parts.joined(separator: "/")
     }
 }
 
