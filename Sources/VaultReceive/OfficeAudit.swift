@@ -21,6 +21,8 @@ package struct OfficeAudit: Sendable {
         package var entries = 0
         package var batches = 0
         package var documents = 0
+        /// Downloads by operators of the browser view (`download` entries).
+        package var downloads = 0
         package var findings: [AuditFinding] = []
     }
 
@@ -36,6 +38,7 @@ package struct OfficeAudit: Sendable {
         var report = Report()
         let records = try await home.records().records
         report.entries = records.count
+        report.downloads = records.filter { $0.operation == .download }.count
         let key = try await log.identity(create: false)
         let taken = records.filter { $0.operation == .receive }
         if key == nil, !taken.isEmpty {

@@ -58,8 +58,23 @@ package struct OfficeBook: Sendable {
         package var lastRefusal: (millis: Int64, code: String)?
     }
 
+    /// A download by an operator of the browser view.
+    package struct Download: Sendable {
+        package var timeMillis: Int64
+        package var operatorName: String
+        package var address: String
+        /// `document` or `archive`.
+        package var via: String
+        /// How many documents it took.
+        package var documents: Int
+    }
+
     /// The batches, oldest first.
     package private(set) var batches: [Batch] = []
+    /// The downloads of each document, oldest first.
+    package private(set) var downloads: [DocumentID: [Download]] = [:]
+    /// Every download recorded.
+    package private(set) var downloadCount = 0
     /// Removed stations whose token was used since (once each until added again): name and time.
     package private(set) var removedTokensUsed: [(name: String, millis: Int64)] = []
     /// The stations there are now, by name.
@@ -94,6 +109,13 @@ package struct OfficeBook: Sendable {
                 s.lastBatchMillis = max(s.lastBatchMillis ?? 0, record.timeMillis)
                 if let head = batch.head { s.head = head }
                 stations[batch.station] = s
+            case .download:
+                guard let d = record.payload(DownloadRecord.self) else { continue }
+                downloadCount += 1
+                let download = Download(
+                    timeMillis: record.timeMillis, operatorName: d.operatorName, address: d.address, via: d.via,
+                    documents: record.documents.count)
+                for doc in record.documents { downloads[doc.id, default: []].append(download) }
             case .station:
                 guard let change = record.payload(StationChange.self) else { continue }
                 switch change.action {

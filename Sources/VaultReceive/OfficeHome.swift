@@ -50,9 +50,11 @@ package protocol OfficeHome: Sendable {
     func changes(since head: HistoryHead?) async throws -> OfficeChange?
     /// Every record, read now, with what is wrong with them (finding codes; none: they verify).
     func records() async throws -> (records: [OfficeRecord], problems: [String])
-    /// Appends a record after those read, unless another receiver appended first.
+    /// Appends a record (naming `documents`) after those read, unless another receiver appended first.
     /// - Returns: false when one did: read the changes and decide again.
-    func append(_ operation: HistoryRecord.Operation, detail: String?) async throws -> Bool
+    func append(
+        _ operation: HistoryRecord.Operation, detail: String?, documents: [HistoryRecord.Document]
+    ) async throws -> Bool
     /// The receivers' signing key, made (and recorded) when there is none and `create` is true.
     func identity(create: Bool) async throws -> ReceiverIdentity?
     /// Takes what a serving receiver needs alone (a folder's receiver lock; a store's receivers
@@ -70,6 +72,13 @@ package protocol OfficeHome: Sendable {
     func settled(station: String, batch: String) async
     /// Document `id` of the office, and the vault to open it with; nil when it has none.
     func document(_ id: DocumentID) async throws -> (record: DocumentRecord, vault: Vault)?
+}
+
+extension OfficeHome {
+    /// Appends a record that names no document (see ``append(_:detail:documents:)``).
+    package func append(_ operation: HistoryRecord.Operation, detail: String?) async throws -> Bool {
+        try await append(operation, detail: detail, documents: [])
+    }
 }
 
 /// A back office in a vault folder: its records are the vault's history, its key `receiver.vlt`,
@@ -108,8 +117,10 @@ package struct FolderHome: OfficeHome {
         return (records, problems)
     }
 
-    package func append(_ operation: HistoryRecord.Operation, detail: String?) async throws -> Bool {
-        _ = try vault.appendToHistory(HistoryRecord(operation, detail: detail))
+    package func append(
+        _ operation: HistoryRecord.Operation, detail: String?, documents: [HistoryRecord.Document]
+    ) async throws -> Bool {
+        _ = try vault.appendToHistory(HistoryRecord(operation, documents: documents, detail: detail))
         return true
     }
 
@@ -177,8 +188,10 @@ package final class StoreHome: OfficeHome {
         return (records, [])
     }
 
-    package func append(_ operation: HistoryRecord.Operation, detail: String?) async throws -> Bool {
-        try await log.append(operation, detail: detail)
+    package func append(
+        _ operation: HistoryRecord.Operation, detail: String?, documents: [HistoryRecord.Document]
+    ) async throws -> Bool {
+        try await log.append(operation, detail: detail, documents: documents)
     }
 
     package func identity(create: Bool) async throws -> ReceiverIdentity? {

@@ -189,6 +189,9 @@ enum OperatorPages {
         {{#received}}<dt>Received</dt>
         <dd>{{time}} from {{station}} (batch <code>{{key}}</code>){{#sealed}}, sealed{{/sealed}}</dd>
         {{#stationID}}<dt>Station's id</dt><dd><code>{{stationID}}</code></dd>{{/stationID}}{{/received}}
+        {{#downloaded}}<dt>Downloaded</dt><dd><ul class="downloads">
+        {{#downloads}}<li>{{time}} by {{operatorName}} from {{address}} ({{via}})</li>{{/downloads}}
+        </ul></dd>{{/downloaded}}
         </dl>
         <p><a href="/ui/documents/{{id}}/download" id="download" class="button">Download</a></p>
         {{> foot}}

@@ -178,6 +178,9 @@ extension OperatorView {
             return problem(503, "Cannot read the vault", VaultError.from(error).message)
         }
         guard !items.isEmpty else { return problem(404, "Nothing to download", "No document matches.") }
+        if let refused = await recorded(items.map(\.record), session, from: address, via: "archive") {
+            return refused
+        }
         var headers = Self.headers(contentType: "application/zip")
         let stamp = UTCTime(Date()).iso8601.filter { $0.isNumber }.prefix(14)
         headers[.contentDisposition] = Self.attachment("vault-documents-\(stamp).zip")

@@ -48,7 +48,7 @@ struct OperatorView: Sendable {
             await page(request) { try await documentPage($0, id: context.parameters.get("id") ?? "") }
         }
         router.get("/ui/documents/:id/download") { request, context in
-            await download(request, id: context.parameters.get("id") ?? "")
+            await download(request, id: context.parameters.get("id") ?? "", from: context.address)
         }
         router.get("/ui/style.css") { _, _ in
             Response(
@@ -160,7 +160,15 @@ struct OperatorView: Sendable {
             "sizeBytes": m.size, "sha256": Hex.encode(m.sha256)
         ]
         if !m.tags.isEmpty { content["tags"] = m.tags.joined(separator: ", ") }
-        if let batch = try await receiver.book().batch(holding: id) {
+        let book = try await receiver.book()
+        let downloads = (book.downloads[id] ?? []).map {
+            [
+                "time": Shown.time(millis: $0.timeMillis), "operatorName": $0.operatorName, "address": $0.address,
+                "via": $0.via == "archive" ? "in an archive of \($0.documents)" : "alone"
+            ]
+        }
+        if !downloads.isEmpty { (content["downloaded"], content["downloads"]) = (true, downloads) }
+        if let batch = book.batch(holding: id) {
             var received: [String: Any] = [
                 "time": Shown.time(millis: batch.timeMillis), "station": batch.station, "key": batch.key
             ]
@@ -177,7 +185,7 @@ struct OperatorView: Sendable {
     /// content type, so a browser never renders it), streamed batch by batch as each
     /// authenticates; a batch that does not authenticate cuts the response short of its
     /// `Content-Length`, so the browser marks the download failed.
-    private func download(_ request: Request, id text: String) async -> Response {
+    private func download(_ request: Request, id text: String, from address: String) async -> Response {
         guard knownHost(request) else { return Self.misdirected() }
         guard let session = await signedIn(request) else { return Self.redirect("/ui/login") }
         guard let id = DocumentID(hex: text), let (record, vault) = try? await receiver.home.document(id) else {
@@ -185,6 +193,7 @@ struct OperatorView: Sendable {
                 frame("problem", title: "No such document", session, ["message": "This vault has no such document."]),
                 status: 404)
         }
+        if let refused = await recorded([record], session, from: address, via: "document") { return refused }
         var headers = Self.headers(contentType: "application/octet-stream")
         headers[.contentDisposition] = Self.attachment(record.metadata.name)
         return Response(
@@ -196,6 +205,29 @@ struct OperatorView: Sendable {
                 }
                 try await writer.finish(nil)
             })
+    }
+
+    /// Records the download of `records` by the session's operator, or says why it cannot be
+    /// (a page with status 503): no document leaves unrecorded.
+    func recorded(
+        _ records: [DocumentRecord], _ session: OperatorSessions.Session, from address: String, via: String
+    ) async -> Response? {
+        do {
+            try await receiver.recordDownload(
+                records.map(HistoryRecord.Document.init), by: session.operatorName, from: address, via: via)
+            logger.info(
+                "download",
+                metadata: [
+                    "operator": "\(session.operatorName)", "address": "\(address)", "documents": "\(records.count)",
+                    "via": "\(via)"
+                ])
+            return nil
+        } catch {
+            let why = VaultError.from(error).message
+            logger.error("download not recorded", metadata: ["operator": "\(session.operatorName)", "error": "\(why)"])
+            let message = "The download could not be recorded in the office's history, so it was refused: " + why
+            return Self.html(frame("problem", title: "Not downloaded", session, ["message": message]), status: 503)
+        }
     }
 
     // MARK: Signing in and out

@@ -357,6 +357,19 @@ public final class Receiver: Sendable {
         }
     }
 
+    /// Records that operator `name` downloaded `documents` from `address` (`via` a document's page
+    /// or an archive): before the first byte is sent, so no download goes unrecorded.
+    /// - Throws: when the record cannot be written (the download is then refused).
+    package func recordDownload(
+        _ documents: [HistoryRecord.Document], by name: String, from address: String, via: String
+    ) async throws {
+        let detail = DownloadRecord(operatorName: name, address: address, via: via).detail
+        while true {
+            try await refresh()
+            if try await home.append(.download, detail: detail, documents: documents) { return }
+        }
+    }
+
     /// The station whose token `authorization` (`Bearer <token>`) carries, or a refusal: 401,
     /// or 429 for an address that failed too often in the last minute. Tokens are compared by
     /// their keyed hashes, in constant time, against every station.

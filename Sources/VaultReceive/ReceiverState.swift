@@ -81,6 +81,35 @@ package struct StationChange: HistoryPayload, Equatable {
     }
 }
 
+/// What a `download` history record says: an operator of the browser view downloaded the
+/// record's documents (one from its page, or several as an archive), from an address.
+package struct DownloadRecord: HistoryPayload, Equatable {
+    package static let operation = HistoryRecord.Operation.download
+    /// The operator signed in.
+    package var operatorName: String
+    /// The address the request came from.
+    package var address: String
+    /// `document` (one, from its page) or `archive` (a zip of several).
+    package var via: String
+
+    private enum CodingKeys: String, CodingKey {
+        case operatorName = "operator"
+        case address, via
+    }
+
+    package init(operatorName: String, address: String, via: String) {
+        (self.operatorName, self.address, self.via) = (operatorName, address, via)
+    }
+
+    package static func of(_ record: HistoryRecord) -> DownloadRecord? { record.payload(DownloadRecord.self) }
+
+    /// For a listing of the history: "alice downloaded 3 documents (archive, from 10.0.0.7)".
+    package func summary(documents: Int) -> String {
+        let count = documents == 1 ? "1 document" : "\(documents) documents"
+        return "\(operatorName) downloaded \(count) (\(via), from \(address))"
+    }
+}
+
 /// What an `operator` history record says: an operator of the receiver's browser view added,
 /// with the Argon2id hash of their password (``PasswordHash``), or removed. The history is the
 /// only place operators are kept: sealed and chained, so nobody without the vault's password

@@ -399,10 +399,14 @@ package final class SharedReceiverLog: Sendable {
         var batches = 0
         var operators = 0
         for record in records
-        where [.station, .receive, .operatorAccount].contains(record.operation) && record.outcome == .ok {
+        where [.station, .receive, .operatorAccount, .download].contains(record.operation) && record.outcome == .ok {
             while true {
+                // Two downloads may say the same: theirs are told apart by their times too.
                 let held = state.withLock { s in
-                    s.entries.contains { $0.operation == record.operation && $0.detail == record.detail }
+                    s.entries.contains {
+                        $0.operation == record.operation && $0.detail == record.detail
+                            && (record.operation != .download || $0.timeMillis == record.timeMillis)
+                    }
                 }
                 if held { break }
                 let when = Date(timeIntervalSince1970: Double(record.timeMillis) / 1000)

@@ -168,5 +168,22 @@ import VaultTestSupport
         #expect(station.status == 200 && station.body.contains(#"href="/ui/documents?station=front-desk""#))
         #expect(page("/ui/stations/garage").status == 404)
         #expect(page("/ui/archive?station=garage").status == 404)
+        // Each download is a record of the office's history, before a byte was sent: by whom,
+        // from where, which documents; the log, the document's page and the audit show them.
+        let log = office.run("log")
+        #expect(log.out.contains("alice downloaded 2 documents (archive, from 127.0.0.1)"), "\(log.out)")
+        let rows = Self.json(office.run("list", "--station", "warehouse", "--json"))
+        let report = try #require(rows.first { $0["name"] as? String == "inbox/report.pdf" }?["id"] as? String)
+        let single = page("/ui/documents/\(report)/download")
+        #expect(single.status == 200)
+        #expect(Fixtures.sha(Fixtures.read(s.path("curl.body"))) == Fixtures.sha(originals["warehouse/report"] ?? []))
+        let shown = page("/ui/documents/\(report)")
+        #expect(shown.body.contains("by alice from 127.0.0.1 (alone)"), "\(shown.body)")
+        #expect(shown.body.contains("by alice from 127.0.0.1 (in an archive of 2)"))
+        let json = office.run("log", "--json", "--doc", String(report.prefix(8)))
+        #expect(json.out.contains(#""op":"download""#), "\(json.out)")
+        let audit = office.run("audit")
+        #expect(audit.status == 0, "\(audit.stderr)")
+        #expect(audit.out.contains(", 3 downloads by operators: clean"), "\(audit.out)")
     }
 }

@@ -17,6 +17,8 @@ package struct AuditReport: Sendable {
     package var objects: Int
     /// True when every chunk was read (a deep audit), not only every header.
     package var deep: Bool
+    /// Downloads by operators of a receiver's browser view that the history records.
+    package var downloads = 0
 }
 
 extension Vault {
@@ -49,7 +51,8 @@ extension Vault {
         findings += try auditor.indexTable()
         return AuditReport(
             findings: findings, head: auditor.scan.head, records: auditor.scan.entries.count,
-            documents: auditor.present.count, objects: auditor.objectIDs.count, deep: deep)
+            documents: auditor.present.count, objects: auditor.objectIDs.count, deep: deep,
+            downloads: auditor.scan.downloads)
     }
 }
 

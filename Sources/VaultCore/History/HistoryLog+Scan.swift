@@ -80,6 +80,7 @@ extension HistoryLog {
                 scan.entries.append(
                     .init(position: position, record: scan.projection == nil ? record : nil, tag: f.tag, epoch: e))
                 scan.projection?.apply(record, at: position)
+                if record.operation == .download { scan.downloads += 1 }
                 if record.operation == .accept {  // a password holder settled everything before it
                     scan.noted.removeAll()
                     scan.findings.removeAll { ($0.record ?? Int.max) < position }

@@ -31,7 +31,8 @@ extension HistoryRecord {
     static func projectsDocuments(_ operation: Operation) -> Bool {
         switch operation {
         case .add, .import, .adopt, .pull, .begin, .accept, .remove, .upload, .tag, .receive: true
-        case .`init`, .export, .passwd, .push, .clone, .upgrade, .destination, .station, .receiver, .operatorAccount:
+        case .`init`, .export, .passwd, .push, .clone, .upgrade, .destination, .station, .receiver, .operatorAccount,
+            .download:
             false
         }
     }
@@ -59,7 +60,7 @@ extension HistoryRecord {
             }
         case .tag:
             if outcome != .failed, let change = TagChange.of(self) { try projection.retagged(documents, change) }
-        case .`init`, .export, .passwd, .push, .clone, .upgrade, .station, .receiver, .operatorAccount:
+        case .`init`, .export, .passwd, .push, .clone, .upgrade, .station, .receiver, .operatorAccount, .download:
             break
         }
     }

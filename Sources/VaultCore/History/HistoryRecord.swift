@@ -48,6 +48,10 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
         /// An operator of a receiver's browser view added or removed: JSON in `detail`
         /// (`OperatorChange`, VaultReceive), with the password's Argon2id hash for an `add`.
         case operatorAccount = "operator"
+        /// Documents an operator of a receiver's browser view downloaded (one, or an archive):
+        /// who, from which address and how, as JSON in `detail` (`DownloadRecord`, VaultReceive).
+        /// Recorded before the first byte is sent; a download that cannot be recorded is refused.
+        case download
     }
 
     /// How the command ended.

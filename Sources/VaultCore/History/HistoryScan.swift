@@ -21,6 +21,8 @@ package struct HistoryScan: Sendable {
 
     /// Every whole record, in file order.
     package var entries: [Entry] = []
+    /// The `download` records that authenticate: documents operators of the browser view took.
+    package var downloads = 0
     /// Problems with the log as it is now.
     package var findings: [AuditFinding] = []
     /// Problems earlier writers found and sealed into their records (``HistoryRecord/anomalies``).

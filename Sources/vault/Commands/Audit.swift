@@ -108,6 +108,8 @@ extension VaultCommand {
             var documents: Int
             var objects: Int
             var deep: Bool
+            /// Downloads by operators of a receiver's browser view the history records.
+            var downloads: Int
             var findings: [AuditFinding]
             /// Each destination and the age recipients its deliveries are sealed to (none: plaintext),
             /// as the history says now: a change of recipients shows in every audit.
@@ -181,7 +183,8 @@ extension VaultCommand {
                     JSONOutput.line(
                         Output(
                             clean: report.findings.isEmpty, head: report.head.description, records: report.records,
-                            documents: report.documents, objects: report.objects, deep: deep, findings: report.findings,
+                            documents: report.documents, objects: report.objects, deep: deep,
+                            downloads: report.downloads, findings: report.findings,
                             destinations: destinations.map {
                                 AuditedDestination(name: $0.name, url: $0.url, recipients: $0.recipients ?? [])
                             })))
@@ -194,6 +197,9 @@ extension VaultCommand {
                     \(Plural.count(report.documents, "document")), \
                     \(Plural.count(report.objects, "object"))\(deep ? " (every chunk)" : " (headers)"): 
                     """
+                if report.downloads > 0 {
+                    out = String(out.dropLast(2)) + ", \(Plural.count(report.downloads, "download")) by operators: "
+                }
                 out +=
                     report.findings.isEmpty
                     ? "clean" : "\(report.findings.count) finding\(report.findings.count == 1 ? "" : "s")"
@@ -228,7 +234,8 @@ extension VaultCommand.Audit {
         let summary = """
             audited \(Plural.count(report.entries, "entry")) of \(log.logDescription), \
             \(Plural.count(report.batches, "batch")), \
-            \(Plural.count(report.documents, "document"))\(deep ? " (every chunk)" : " (headers)"): \
+            \(Plural.count(report.documents, "document"))\(deep ? " (every chunk)" : " (headers)"), \
+            \(Plural.count(report.downloads, "download")) by operators: \
             \(report.findings.isEmpty ? "clean" : Plural.count(report.findings.count, "finding"))
             """
         if json {
@@ -239,13 +246,15 @@ extension VaultCommand.Audit {
                 var batches: Int
                 var documents: Int
                 var deep: Bool
+                var downloads: Int
                 var findings: [AuditFinding]
             }
             Terminal.out(
                 JSONOutput.line(
                     StoreOutput(
                         clean: report.findings.isEmpty, log: log.logDescription, entries: report.entries,
-                        batches: report.batches, documents: report.documents, deep: deep, findings: report.findings)))
+                        batches: report.batches, documents: report.documents, deep: deep, downloads: report.downloads,
+                        findings: report.findings)))
         } else {
             var out = ""
             for f in report.findings { out += "\(f.code): \(Terminal.printable(f.message))\n" }
