@@ -69,6 +69,30 @@ package struct OfficeBook: Sendable {
         package var documents: Int
     }
 
+    /// What an operator is to see: a station's alert (its history rolled back or forked), a
+    /// removed station's token used, or a refusal recorded; open until acknowledged.
+    package struct Notice: Sendable {
+        /// Its record's position among the office's records (1 the first): its number.
+        package var number: Int
+        package var timeMillis: Int64
+        package var station: String
+        /// `rolled-back`, `forked`, `removed-token-used` or `refused`.
+        package var kind: String
+        /// What happened, in a sentence.
+        package var detail: String
+        /// Who acknowledged it, and when.
+        package var acknowledgedBy: String?
+        package var acknowledged: Int64?
+    }
+
+    /// Every notice, oldest first.
+    package private(set) var notices: [Notice] = []
+    /// Records applied so far: the position of the next is one more.
+    private var position = 0
+
+    /// The notices not acknowledged.
+    package var openNotices: [Notice] { notices.filter { $0.acknowledged == nil } }
+
     /// The batches, oldest first.
     package private(set) var batches: [Batch] = []
     /// The downloads of each document, oldest first.
@@ -89,6 +113,7 @@ package struct OfficeBook: Sendable {
         struct Answer: Decodable { var signature: String? }
         let decoder = JSONDecoder()
         for record in records {
+            position += 1
             switch record.operation {
             case .receive:
                 guard let batch = record.payload(ReceivedBatch.self) else { continue }
@@ -118,6 +143,7 @@ package struct OfficeBook: Sendable {
                 for doc in record.documents { downloads[doc.id, default: []].append(download) }
             case .station:
                 guard let change = record.payload(StationChange.self) else { continue }
+                note(change, at: record.timeMillis)
                 switch change.action {
                 case .alert where change.reason == Receiver.removedTokenUsed:
                     // The token of a station removed before (the name may have been added again since).
@@ -137,10 +163,38 @@ package struct OfficeBook: Sendable {
                     removedTokensUsed.removeAll { $0.name == change.name }
                 case .remove:
                     stations[change.name] = nil
+                case .acknowledge:
+                    continue
                 }
             default: continue
             }
         }
+    }
+
+    /// Notes an alert or a refusal as a notice, or an acknowledgement of one.
+    private mutating func note(_ change: StationChange, at millis: Int64) {
+        let detail: String
+        switch change.action {
+        case .alert where change.reason == Receiver.removedTokenUsed:
+            detail = "the token of removed station \(change.name) was used; it was refused"
+        case .alert:
+            detail =
+                "it sent history head \(change.head ?? "?") where \(change.knownHead ?? "?") was known "
+                + "(\(change.reason ?? "?"))"
+        case .refused:
+            detail = "a request of it was refused: \(change.reason ?? "?")"
+        case .acknowledge:
+            guard let n = change.reason.flatMap(Int.init),
+                let i = notices.firstIndex(where: { $0.number == n && $0.acknowledged == nil })
+            else { return }
+            (notices[i].acknowledgedBy, notices[i].acknowledged) = (change.by ?? "", millis)
+            return
+        case .add, .remove:
+            return
+        }
+        let kind = change.action == .refused ? "refused" : change.reason ?? "alert"
+        notices.append(
+            Notice(number: position, timeMillis: millis, station: change.name, kind: kind, detail: detail))
     }
 
     /// The documents taken whose station gave them an id starting with `prefix` (lower-case

@@ -42,7 +42,8 @@ enum OperatorPages {
         <header>
         <span class="brand">vault receive</span>
         {{#signedIn}}
-        <nav><a href="/ui/">Stations</a><a href="/ui/documents">Documents</a><a href="/ui/batches">Batches</a></nav>
+        <nav><a href="/ui/">Stations</a><a href="/ui/documents">Documents</a><a href="/ui/batches">Batches</a>
+        <a href="/ui/alerts">Alerts</a></nav>
         <form method="post" action="/ui/logout" class="logout">
         <input type="hidden" name="csrf" value="{{csrf}}">
         <span class="who">{{operatorName}}</span>
@@ -152,6 +153,27 @@ enum OperatorPages {
         <span id="page">Page {{page}} of {{pages}}</span>
         {{#next}}<a href="{{next}}" id="next">Older</a>{{/next}}
         {{#last}}<a href="{{last}}" id="last">Oldest</a>{{/last}}</nav>
+        {{> foot}}
+        """,
+        "alerts": """
+        {{> head}}
+        {{^open}}<p class="note" id="no-alerts">No open alerts.</p>{{/open}}
+        {{#open}}
+        <section class="card notice" id="alert-{{number}}">
+        <h2>{{station}}: {{kind}}</h2>
+        <p class="alert">{{time}}: {{detail}}</p>
+        <form method="post" action="/ui/alerts/acknowledge">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <input type="hidden" name="alert" value="{{number}}">
+        <button type="submit" class="acknowledge" id="acknowledge-{{number}}">Acknowledge</button>
+        </form>
+        </section>
+        {{/open}}
+        {{#anyAcknowledged}}<h2>Acknowledged</h2>
+        <ul class="acknowledged">
+        {{#acknowledged}}<li>{{time}} · {{station}}: {{detail}}; acknowledged by {{by}} {{when}}</li>
+        {{/acknowledged}}
+        </ul>{{/anyAcknowledged}}
         {{> foot}}
         """,
         "station": """

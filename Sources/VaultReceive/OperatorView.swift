@@ -44,6 +44,7 @@ struct OperatorView: Sendable {
         router.get("/ui") { request, _ in await page(request) { try await stationsPage($0) } }
         router.get("/ui/batches") { request, _ in await page(request) { try await batchesPage($0, request) } }
         registerFinding(on: router)
+        registerAlerts(on: router)
         router.get("/ui/documents/:id") { request, context in
             await page(request) { try await documentPage($0, id: context.parameters.get("id") ?? "") }
         }

@@ -60,6 +60,8 @@ public struct ReceiveServer: Service {
         /// `localhost`: a request whose `Host` is another name is refused (421), so a site that
         /// points its own name at this receiver (DNS rebinding) reaches none of them.
         public var operatorHosts: [String] = []
+        /// What `/metrics` says this binary is (`vault_build_info`'s `version` label).
+        package var version = ""
 
         /// The defaults: `127.0.0.1:8080`, no TLS, 30 s, 256 connections, 3600 s.
         public init() {}
@@ -85,7 +87,7 @@ public struct ReceiveServer: Service {
         self.configuration = configuration
         self.logger = logger
         self.onListening = onListening
-        metrics = ReceiveMetrics()
+        metrics = ReceiveMetrics(version: configuration.version)
     }
 
     /// Serves until the task is cancelled or its `ServiceGroup` shuts down gracefully; then it
@@ -143,6 +145,7 @@ public struct ReceiveServer: Service {
         }
         router.get("/metrics") { _, _ in
             metrics.diskFull(receiver.degraded == "disk-full")
+            await metrics.refresh(receiver)
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
@@ -237,18 +240,66 @@ final class ReceiveMetrics: Sendable {
     static var documents: MetricNameDescriptor { counter("documents", "Documents taken, by station.") }
     static var bytes: MetricNameDescriptor { counter("bytes", "Payload bytes taken, by station.") }
     static var refusals: MetricNameDescriptor { counter("refusals", "Requests refused, by station and reason.") }
-    // Made at once, so that it is there (0) before the first batch.
+    static func gauge(_ name: String, _ help: String, unit: String? = nil) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "vault", subsystem: "receive", metricName: name, unitName: unit, helpText: help)
+    }
+    static var lastBatch: MetricNameDescriptor {
+        gauge(
+            "last_batch_timestamp", "When each station's last batch was taken (Unix seconds; 0: never).",
+            unit: "seconds")
+    }
+    // Made at once, so that they are there (0) before the first batch.
     private let diskFullGauge: Gauge
+    private let diskFree: Gauge
+    private let inFlight: Gauge
+    private let alertsOpen: Gauge
+    private let downloads: Gauge
+    let latency: DurationHistogram
 
-    init() {
+    init(version: String = "") {
         diskFullGauge = registry.makeGauge(
-            descriptor: MetricNameDescriptor(
-                namespace: "vault", subsystem: "receive", metricName: "disk_full",
-                helpText: "1 while batches find the receiver's disk or quota full (answered 507), else 0."))
+            descriptor: Self.gauge(
+                "disk_full", "1 while batches find the receiver's disk or quota full (answered 507), else 0."))
         diskFullGauge.set(Int64(0))
+        diskFree = registry.makeGauge(
+            descriptor: Self.gauge("disk_free", "Free space of the vault's disk (a store: -1).", unit: "bytes"))
+        inFlight = registry.makeGauge(
+            descriptor: Self.gauge("batches_in_flight", "Batches being received now (bodies and tus uploads)."))
+        alertsOpen = registry.makeGauge(
+            descriptor: Self.gauge(
+                "alerts_open", "Alerts (rollbacks, forks, removed tokens, refusals) not acknowledged."))
+        downloads = registry.makeGauge(
+            descriptor: Self.gauge("downloads", "Downloads by operators the office's records hold.", unit: "total"))
+        latency = registry.makeDurationHistogram(
+            descriptor: Self.gauge("request_duration", "Time to answer a batch request.", unit: "seconds"),
+            buckets: [.milliseconds(5), .milliseconds(25), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+                .seconds(1), .seconds(2.5), .seconds(5), .seconds(10), .seconds(30), .seconds(60), .seconds(300)])
+        for gauge in [diskFree, inFlight, alertsOpen, downloads] { gauge.set(Int64(0)) }
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "vault", metricName: "build_info", helpText: "This receiver's version (the value is 1)."),
+            labels: [("version", version.isEmpty ? "unknown" : version)]
+        ).set(Int64(1))
     }
 
     func diskFull(_ full: Bool) { diskFullGauge.set(Int64(full ? 1 : 0)) }
+
+    /// What `/metrics` reads at each scrape: the receiver's state and its office's records, so
+    /// every station's series is there (0) before its first batch.
+    func refresh(_ receiver: Receiver) async {
+        inFlight.set(Int64(receiver.batchesInFlight))
+        let folder = receiver.home as? FolderHome
+        diskFree.set(folder.flatMap { FileSystem.freeSpace(at: $0.vault.store.root) }.map { Int64($0) } ?? -1)
+        guard let book = try? await receiver.book() else { return }
+        alertsOpen.set(Int64(book.openNotices.count))
+        downloads.set(Int64(book.downloadCount))
+        for s in book.stations.values {
+            registry.makeGauge(descriptor: Self.lastBatch, labels: [("station", s.name)])
+                .set(Double(s.lastBatchMillis ?? 0) / 1000)
+            registry.makeCounter(descriptor: Self.documents, labels: [("station", s.name)]).increment(by: Int64(0))
+            registry.makeCounter(descriptor: Self.bytes, labels: [("station", s.name)]).increment(by: Int64(0))
+        }
+    }
 
     func batch(station: String, wire: String, sealed: Bool, documents: Int, bytes: UInt64) {
         registry.makeCounter(
@@ -271,6 +322,8 @@ struct BatchHandler: Sendable {
     let logger: Logger
 
     func handle(_ request: Request, _ context: ReceiveContext) async -> Response {
+        let clock = ContinuousClock.now
+        defer { metrics.latency.record(ContinuousClock.now - clock) }
         let started = Date()
         var station = "-"
         var wire = "-"

@@ -278,6 +278,8 @@ public final class Receiver: Sendable {
                     s.removedTokenAlerted.insert(change.name)
                 case .alert:
                     if let reason = change.reason { s.alerted[change.name, default: []].insert(reason) }
+                case .acknowledge:
+                    continue
                 case .refused:
                     guard let code = change.reason else { continue }
                     s.alerted[change.name, default: []].insert("refused " + code)
@@ -353,6 +355,22 @@ public final class Receiver: Sendable {
         while true {
             try await refresh()
             try check(state.withLock { $0 })
+            if try await home.append(.station, detail: change.detail) { return }
+        }
+    }
+
+    /// Records that operator `name` saw alert `number` (its position among the office's records,
+    /// ``OfficeBook/Notice/number``): it is no longer open.
+    /// - Throws: ``VaultError/Code/notFound`` when there is no such alert.
+    package func acknowledge(alert number: Int, by name: String) async throws {
+        while true {
+            let book = try await self.book()
+            guard let notice = book.notices.first(where: { $0.number == number }) else {
+                throw VaultError(.notFound, "there is no alert \(number)")
+            }
+            if notice.acknowledged != nil { return }
+            let change = StationChange(
+                action: .acknowledge, name: notice.station, reason: String(number), by: name)
             if try await home.append(.station, detail: change.detail) { return }
         }
     }

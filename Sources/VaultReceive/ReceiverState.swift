@@ -54,8 +54,9 @@ package struct StationChange: HistoryPayload, Equatable {
     package static let operation = HistoryRecord.Operation.station
     /// What changed.
     /// `refused`: a batch of the station was refused (`reason`: the code), recorded once per code
-    /// until a batch of it is taken.
-    package enum Action: String, Codable, Sendable { case add, remove, alert, refused }
+    /// until a batch of it is taken. `acknowledge`: an operator (`by`) saw the alert or refusal
+    /// recorded at position `reason` of the office's records.
+    package enum Action: String, Codable, Sendable { case add, remove, alert, refused, acknowledge }
     package var action: Action
     /// The station's name.
     package var name: String
@@ -64,13 +65,16 @@ package struct StationChange: HistoryPayload, Equatable {
     /// `alert`: the head the station sent, and the head the receiver knew.
     package var head: String?
     package var knownHead: String?
-    /// `alert`: why (`rolled-back`, `forked`); `refused`: the refusal's code.
+    /// `alert`: why (`rolled-back`, `forked`); `refused`: the refusal's code; `acknowledge`: the
+    /// alert's position.
     package var reason: String?
+    /// `acknowledge`: the operator.
+    package var by: String?
 
     /// A change by its parts.
     package init(
         action: Action, name: String, token: String? = nil, head: String? = nil, knownHead: String? = nil,
-        reason: String? = nil
+        reason: String? = nil, by: String? = nil
     ) {
         self.action = action
         self.name = name
@@ -78,6 +82,7 @@ package struct StationChange: HistoryPayload, Equatable {
         self.head = head
         self.knownHead = knownHead
         self.reason = reason
+        self.by = by
     }
 }
 

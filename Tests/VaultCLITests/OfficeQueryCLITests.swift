@@ -42,6 +42,9 @@ import VaultTestSupport
         #expect(warehouse.status == 0, "\(warehouse.stderr)")
         let rows = Self.json(warehouse)
         #expect(Set(rows.compactMap { $0["name"] as? String }) == ["inbox/report.pdf", "warehouse notes.txt"])
+        Fixtures.write(s.path("out.json"), warehouse.stdout)
+        let valid = Fixtures.validate(s.path("out.json"), schema: "list")
+        #expect(valid.status == 0, "\(valid.output)")
         for row in rows {
             #expect(row["station"] as? String == "warehouse")
             #expect((row["received"] as? String)?.hasSuffix("Z") == true)

@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test func theTemplatesNeverOutputAValueUnescaped() {
-        #expect(OperatorPages.sources.count == 9)
+        #expect(OperatorPages.sources.count == 10)
         for (name, text) in OperatorPages.sources {
             #expect(!text.contains("{{{") && !text.contains("{{&") && !text.contains("{{="), "\(name)")
         }
@@ -95,6 +95,15 @@ import Testing
                 ]) { $1 }
             ),
             ("documents", frame.merging(documents) { $1 }),
+            ("alerts", frame.merging(["open": [[String: Any]](), "acknowledged": [[String: Any]]()]) { $1 }),
+            (
+                "alerts",
+                frame.merging([
+                    "open": [["number": 7, "time": "t", "station": hostile, "kind": "forked", "detail": hostile]],
+                    "acknowledged": [["time": "t", "station": "s", "detail": "d", "by": hostile, "when": "w"]],
+                    "anyAcknowledged": true
+                ]) { $1 }
+            ),
             ("documents", frame.merging(documents.merging(["documents": [[String: Any]]()]) { $1 }) { $1 }),
             (
                 "station",
