@@ -62,6 +62,11 @@ public struct ReceiveServer: Service {
         public var operatorHosts: [String] = []
         /// What `/metrics` says this binary is (`vault_build_info`'s `version` label).
         package var version = ""
+        /// The TLS pair read and checked already, to be read again on demand (else one is read
+        /// from ``tlsCertificate`` and ``tlsKey`` when the server starts).
+        package var tlsIdentity: TLSIdentity?
+        /// A bearer token `/metrics` asks for (nil: none).
+        package var metricsToken: String?
 
         /// The defaults: `127.0.0.1:8080`, no TLS, 30 s, 256 connections, 3600 s.
         public init() {}
@@ -143,7 +148,17 @@ public struct ReceiveServer: Service {
                 status: .ok, headers: [.contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
         }
-        router.get("/metrics") { _, _ in
+        let metricsToken = configuration.metricsToken
+        router.get("/metrics") { request, _ in
+            if let metricsToken {
+                let given = request.headers[.authorization] ?? ""
+                guard OperatorSessions.same(given, "Bearer " + metricsToken) else {
+                    return Response(
+                        status: .unauthorized,
+                        headers: [.contentType: "text/plain; charset=utf-8", .wwwAuthenticate: "Bearer"],
+                        body: .init(byteBuffer: ByteBuffer(string: "refused: /metrics needs its bearer token\n")))
+                }
+            }
             metrics.diskFull(receiver.degraded == "disk-full")
             await metrics.refresh(receiver)
             return Response(
@@ -190,16 +205,12 @@ public struct ReceiveServer: Service {
                     maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 64 << 10, maxHeaderFieldCount: 100)))
         let server: HTTPServerBuilder
         let scheme: String
-        if let cert = configuration.tlsCertificate, let key = configuration.tlsKey {
-            let tls: TLSConfiguration
-            do {
-                tls = TLSConfiguration.makeServerConfiguration(
-                    certificateChain: try NIOSSLCertificate.fromPEMFile(cert).map { .certificate($0) },
-                    privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
-            } catch {
-                throw VaultError(.usage, "cannot use the TLS certificate and key: \(error)")
-            }
-            server = try .tls(http, tlsConfiguration: tls)
+        if let identity = try configuration.tlsIdentity
+            ?? configuration.tlsCertificate.flatMap({ cert in
+                try configuration.tlsKey.map { try TLSIdentity(certificate: cert, key: $0) }
+            })
+        {
+            server = try .tls(http, tlsConfiguration: identity.configuration)
             scheme = "https"
         } else {
             server = http

@@ -11,6 +11,8 @@ import Darwin
 /// (taken out of the process at start), exiting, and signals. The rest of the tool names no
 /// platform; a test fails if `Glibc`, `Darwin` or a Linux-only call appears elsewhere.
 enum Platform {
+    /// SIGHUP's number (`vault receive` reads its TLS files again on it).
+    static let hangup = SIGHUP
     // MARK: Terminal
 
     /// True when `fd` is a terminal.

@@ -64,11 +64,21 @@ extension VaultCommand.Receive {
         @Option(help: ArgumentHelp("Where to listen (port 0: any free port).", valueName: "host:port"))
         var listen = "127.0.0.1:8080"
 
-        @Option(help: ArgumentHelp("Serve TLS with this PEM certificate chain (with --tls-key).", valueName: "file"))
+        @Option(
+            help: ArgumentHelp(
+                "Serve TLS with this PEM certificate chain (with --tls-key); SIGHUP reads both again.",
+                valueName: "file"))
         var tlsCert: String?
 
         @Option(help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"))
         var tlsKey: String?
+
+        @Option(
+            name: .customLong("metrics-token-file"),
+            help: ArgumentHelp(
+                "/metrics answers only 'Authorization: Bearer' with the token in this file.", valueName: "file"),
+            completion: .file())
+        var metricsTokenFile: String?
 
         @Option(help: ArgumentHelp("The most bytes one batch may have (default 4 GiB).", valueName: "size"))
         var maxBytes: ByteCount?
@@ -121,9 +131,13 @@ extension VaultCommand.Receive {
             if (tlsCert == nil) != (tlsKey == nil) {
                 throw VaultError(.usage, "--tls-cert and --tls-key go together")
             }
-            for file in [tlsCert, tlsKey].compactMap({ $0 }) where FileSystem.kind(of: file) != .file {
+            let files = [tlsCert, tlsKey, metricsTokenFile].compactMap { $0 }
+            for file in files where FileSystem.kind(of: file) != .file {
                 throw VaultError(.notFound, "no file at \(Terminal.printable(file))")
             }
+            // Checked before the vault is opened: a key that is not the certificate's is said at once.
+            let tls = try tlsCert.flatMap { cert in try tlsKey.map { try TLSIdentity(certificate: cert, key: $0) } }
+            let metricsToken = try metricsTokenFile.map(Self.token(in:))
             guard idleTimeout >= 0.1, idleTimeout <= 3600 else {
                 throw VaultError(.usage, "--idle-timeout must be between 0.1 and 3600 seconds")
             }
@@ -141,6 +155,8 @@ extension VaultCommand.Receive {
             var configuration = ReceiveServer.Configuration()
             (configuration.host, configuration.port) = (host, port)
             (configuration.tlsCertificate, configuration.tlsKey) = (tlsCert, tlsKey)
+            (configuration.tlsIdentity, configuration.metricsToken) = (tls, metricsToken)
+            configuration.version = BuildInfo.version
             configuration.idleTimeout = idleTimeout
             // At most 100 days: the expiry goes into each answer's Upload-Expires date.
             guard uploadExpiry >= 1, uploadExpiry <= 8_640_000 else {
@@ -168,13 +184,49 @@ extension VaultCommand.Receive {
             quiet.logLevel = .warning
             let group = ServiceGroup(
                 configuration: .init(services: [server], gracefulShutdownSignals: [], logger: quiet))
-            Interrupts.divert { _ in
+            Self.onSignal(tls: tls, logger: logger) {
                 Terminal.err("vault: stopping: batches in flight finish, new ones are refused")
                 receiver.close()
                 Task { await group.triggerGracefulShutdown() }
             }
             try await group.run()
             Terminal.err("vault: stopped")
+        }
+
+        /// SIGHUP reads the TLS pair again (the one in use stays when the new files do not make a
+        /// pair, said in the log); SIGINT and SIGTERM stop the server (`stop`).
+        static func onSignal(tls: TLSIdentity?, logger: Logger, stop: @escaping @Sendable () -> Void) {
+            Interrupts.divert { signal in
+                guard signal == Platform.hangup else { return stop() }
+                if let tls {
+                    do {
+                        try tls.reload()
+                        logger.info("tls reloaded", metadata: ["certificate": "\(tls.certificatePath)"])
+                    } catch {
+                        logger.error(
+                            "tls not reloaded: the certificate in use stays",
+                            metadata: ["error": "\(VaultError.from(error).message)"])
+                    }
+                } else {
+                    logger.info("SIGHUP: no TLS certificate to read again")
+                }
+                onSignal(tls: tls, logger: logger, stop: stop)
+            }
+        }
+
+        /// The token in `path`: its first line, 16 to 256 printable characters.
+        static func token(in path: String) throws -> String {
+            let bytes = try FileSystem.readFile(path, limit: 4096)
+            let line = String(decoding: bytes.prefix { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self)
+            guard (16...256).contains(line.utf8.count), line.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw VaultError(
+                    .usage,
+                    """
+                        the metrics token in \(Terminal.printable(path)) must be one line of 16 to 256 printable \
+                        characters
+                        """)
+            }
+            return line
         }
 
         /// `HOST:PORT`, `[V6]:PORT` or `:PORT`.
