@@ -246,7 +246,7 @@ enum OperatorPages {
         .note{color:#57606a}
         .login{display:grid;gap:.8rem;max-width:22rem}
         .login label{display:grid;gap:.2rem}
-        input,button,.button{font:inherit;padding:.45rem .6rem;border-radius:6px;border:1px solid #8c959f}
+        input,select,button,.button{font:inherit;padding:.45rem .6rem;border-radius:6px;border:1px solid #8c959f}
         button,.button{background:#0969da;color:#fff;border-color:#0969da;text-decoration:none;cursor:pointer}
         .filters{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:end}
         .filters label{display:grid;gap:.2rem}

@@ -129,6 +129,26 @@ import Glibc
             "\(String(describing: session))")
     }
 
+    /// The documents page (its rows and its search field, which echoes the query), a batch's
+    /// page and an archive show `hostile` escaped, under the same headers as every page.
+    static func newPagesEscape(_ hostile: String, _ s: Sandbox, _ url: String, _ withSession: [String]) throws {
+        let query = "q=" + DocumentsPage.encoded(hostile)
+        for path in ["/ui/documents", "/ui/documents?" + query, "/ui/batches/1"] {
+            let page = Fixtures.curl(s, withSession + [url + path])
+            #expect(page.status == 200, "\(path)")
+            let escaped = "&lt;img src=x onerror=alert(1)&gt;"
+            #expect(!page.body.contains("<img"), "\(path)")
+            #expect(page.body.contains(escaped), "\(path)")
+            let quoteAndMark = "x\"" + "\u{301}"
+            #expect(!page.body.contains(quoteAndMark), "\(path)")
+            #expect(page.headers["content-security-policy"]?.hasPrefix("default-src 'none'") == true)
+        }
+        let zip = Fixtures.curl(s, withSession + [url + "/ui/archive?" + query])
+        #expect(zip.status == 200 && zip.headers["content-type"] == "application/zip")
+        #expect(zip.headers["x-content-type-options"] == "nosniff")
+    }
+
+    // Long: one hostile session from start to end, each refusal in its turn.
     @Test func theViewRefusesWhatABrowserMustNotBeAbleToDo() throws {
         let s = Sandbox()
         s.initVault()
@@ -144,7 +164,12 @@ import Glibc
         let url = office.url
 
         // Without a session, every page and the download send the browser to sign in.
-        for path in ["/ui/", "/ui/batches", "/ui/documents/\(id)", "/ui/documents/\(id)/download"] {
+        let pages = [
+            "/ui/", "/ui/batches", "/ui/documents/\(id)", "/ui/documents/\(id)/download", "/ui/documents",
+            "/ui/documents?q=x", "/ui/batches/1", "/ui/stations/front-desk", "/ui/alerts", "/ui/archive",
+            "/ui/archive?batch=1", "/ui/archive?id=\(id)"
+        ]
+        for path in pages {
             let r = Fixtures.curl(s, [url + path])
             #expect(r.status == 303 && r.headers["location"] == "/ui/login", "\(path): \(r.status)")
             #expect(!r.body.contains("confidential"))
@@ -176,6 +201,7 @@ import Glibc
         #expect(html.contains("x&quot;\u{301}&lt;"))
         #expect(batches.headers["content-security-policy"]?.hasPrefix("default-src 'none'") == true)
         #expect(batches.headers["x-frame-options"] == "DENY" && batches.headers["cache-control"] == "no-store")
+        try Self.newPagesEscape(hostile, s, url, withSession)
         // The download is an attachment of octets, whatever content type the station claimed.
         let download = Fixtures.curl(s, withSession + [url + "/ui/documents/\(id)/download"])
         #expect(download.status == 200 && download.body == "confidential scan")
@@ -185,6 +211,9 @@ import Glibc
         // Signing out needs the session's CSRF token; without it the session lives on.
         let forged = Fixtures.curl(s, withSession + ["-X", "POST", url + "/ui/logout"])
         #expect(forged.status == 403)
+        // So does acknowledging an alert.
+        let ack = Fixtures.curl(s, withSession + ["--data", "alert=1", url + "/ui/alerts/acknowledge"])
+        #expect(ack.status == 403)
         #expect(Fixtures.curl(s, withSession + [url + "/ui/"]).status == 200)
         // A request for a host name the receiver was not given (DNS rebinding) gets nothing.
         let port = String(url.split(separator: ":").last ?? "")
@@ -208,5 +237,15 @@ import Glibc
         for _ in 0..<8 { #expect(Self.signIn(s, url, password: "guess").0 == 401) }
         let blocked = Self.signIn(s, url)
         #expect(blocked.0 == 429 && blocked.1 == nil)
+    }
+}
+
+/// Query values as the tests send them: letters and digits as they are, every other byte `%XX`.
+enum DocumentsPage {
+    static func encoded(_ text: String) -> String {
+        text.utf8.map { b in
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+                ? String(UnicodeScalar(b)) : String(format: "%%%02X", b)
+        }.joined()
     }
 }
