@@ -208,6 +208,9 @@ RUNS="$RUNS" "$(dirname "$0")/bench-protocols.sh" "$vault"
 # --- the back office: one vault receive's intake, 20 stations at once, beside PHP's php -S ------
 RUNS="$RUNS" "$(dirname "$0")/bench-intake.sh" "$vault"
 
+# --- the operator's pages of an office of 100,000 documents ---------------------------------------
+RUNS="$RUNS" "$(dirname "$0")/bench-office.sh" "$vault"
+
 # --- scale: each command at 1,000 and 10,000 documents (BENCH_SCALE=1: and 100,000) -------------
 "$(dirname "$0")/bench-scale.sh" "$vault"
 

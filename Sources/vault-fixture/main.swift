@@ -8,6 +8,10 @@
 // adds COUNT documents of 4 KiB to it, PER-RECORD documents per history record (default 1: a
 // history of COUNT records, as a station adding documents one at a time makes). Document i is
 // named `doc-<i>.txt`, tagged `t<i mod 10>`, and added at 2026-01-01 plus i seconds.
+//
+// With VAULT_FIXTURE_OFFICE=1 the vault is a back office's instead: each record is a `receive`
+// record (a batch of PER-RECORD documents taken from station north, east or south in turn, as
+// `vault receive` commits one), so `vault receive` serves it with its pages.
 import Foundation
 import VaultCore
 
@@ -31,6 +35,10 @@ do {
         ProcessInfo.processInfo.environment["VAULT_FIXTURE_KDF"] == "insecure-test" ? .minimum : .interactive
     let vault = store.exists ? try store.unlock(password: secret) : try store.create(password: secret, kdf: kdf)
     let start = try vault.documentCount()
+    if ProcessInfo.processInfo.environment["VAULT_FIXTURE_OFFICE"] == "1" {
+        try office(vault, from: start, count: count, perBatch: perRecord)
+        exit(0)
+    }
     var random = SystemRandomNumberGenerator()
     var session: AddSession?
     for i in start..<(start + count) {
@@ -51,4 +59,31 @@ do {
 } catch {
     FileHandle.standardError.write(Data("vault-fixture: \(error)\n".utf8))
     exit(1)
+}
+
+/// `count` documents in batches of `perBatch`, each committed as `vault receive` commits a
+/// batch (IntakeBatch, a `receive` record), from the stations north, east and south in turn.
+func office(_ vault: Vault, from start: Int, count: Int, perBatch: Int) throws {
+    var random = SystemRandomNumberGenerator()
+    let stations = ["north", "east", "south"]
+    var i = start
+    var batch = start / perBatch
+    while i < start + count {
+        let intake = IntakeBatch(vault: vault)
+        for _ in 0..<min(perBatch, start + count - i) {
+            var bytes = [UInt8](repeating: 0, count: 4096)
+            for j in stride(from: 0, to: bytes.count, by: 8) {
+                withUnsafeBytes(of: random.next()) { bytes.replaceSubrange(j..<j + 8, with: $0) }
+            }
+            try intake.begin(
+                name: "inbox/doc-\(i).txt", contentType: "text/plain", tags: ["t\(i % 10)"],
+                now: Date(timeIntervalSince1970: 1_767_225_600 + Double(i)))
+            try bytes.withUnsafeBytes { try intake.write($0) }
+            try intake.end()
+            i += 1
+        }
+        let detail = #"{"answer":"{}","batch":"fixture-\#(batch)","payloadSHA256":"","station":"\#(stations[batch % 3])","wire":"json"}"#
+        try intake.commit(HistoryRecord(.receive, detail: detail))
+        batch += 1
+    }
 }
