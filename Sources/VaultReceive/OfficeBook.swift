@@ -28,6 +28,8 @@ package struct OfficeBook: Sendable {
         package var signature: String
         /// Whether its documents came sealed.
         package var sealed: Bool
+        /// Its record's position among the office's records (1 the first).
+        package var recordPosition = 0
 
         /// Its payload bytes (the sum of its documents' sizes).
         package var bytes: UInt64 { documents.reduce(0) { $0 + $1.size } }
@@ -88,7 +90,11 @@ package struct OfficeBook: Sendable {
     /// Every notice, oldest first.
     package private(set) var notices: [Notice] = []
     /// Records applied so far: the position of the next is one more.
-    private var position = 0
+    package private(set) var position = 0
+    /// The position of the last record that may have changed a document's tags or presence
+    /// other than by a batch taken (an `add`, `tag`, `remove`, `accept`, …): what a projection of
+    /// the documents' tags cannot follow from the batches alone.
+    package private(set) var lastOtherChange = 0
 
     /// The notices not acknowledged.
     package var openNotices: [Notice] { notices.filter { $0.acknowledged == nil } }
@@ -114,6 +120,9 @@ package struct OfficeBook: Sendable {
         let decoder = JSONDecoder()
         for record in records {
             position += 1
+            if ![.receive, .station, .download, .operatorAccount, .receiver].contains(record.operation) {
+                lastOtherChange = position
+            }
             switch record.operation {
             case .receive:
                 guard let batch = record.payload(ReceivedBatch.self) else { continue }
@@ -125,7 +134,7 @@ package struct OfficeBook: Sendable {
                 let taken = Batch(
                     timeMillis: record.timeMillis, station: batch.station, wire: batch.wire, key: batch.batch,
                     documents: record.documents, stationIDs: stationIDs, signature: signature,
-                    sealed: batch.sealed == true)
+                    sealed: batch.sealed == true, recordPosition: position)
                 batches.append(taken)
                 guard var s = stations[batch.station] else { continue }
                 s.batches += 1

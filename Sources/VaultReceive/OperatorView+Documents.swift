@@ -74,9 +74,7 @@ extension OperatorView {
         filter.sinceMillis = UTCTime.parseDay(query.from).map { UTCTime($0).millis }
         // "To" a day takes the whole of that day.
         filter.beforeMillis = UTCTime.parseDay(query.to).map { UTCTime($0).millis + 86_400_000 }
-        if !query.tag.isEmpty {
-            filter.among = Set(try receiver.home.vault.select(DocumentSelection(tags: [query.tag])).map(\.id))
-        }
+        if !query.tag.isEmpty { filter.among = try await receiver.documents(tagged: query.tag, in: book) }
         if !query.ids.isEmpty {
             let ids = Set(query.ids.compactMap(DocumentID.init(hex:)))
             filter.among = filter.among.map { $0.intersection(ids) } ?? ids

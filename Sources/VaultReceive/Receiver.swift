@@ -142,6 +142,8 @@ public final class Receiver: Sendable {
     /// Plaintext batches are refused (415): documents reach this receiver sealed only.
     package let requireSealed: Bool
     private let state: Mutex<State>
+    /// Every tag's documents, as of the records up to `position` (``documents(tagged:in:)``).
+    private let tagMap = Mutex<(position: Int, ids: [String: Set<DocumentID>])?>(nil)
     /// Held while the receiver lives, for a home one receiver serves at a time.
     private let lock: OpenFile?
 
@@ -357,6 +359,34 @@ public final class Receiver: Sendable {
             try check(state.withLock { $0 })
             if try await home.append(.station, detail: change.detail) { return }
         }
+    }
+
+    /// The documents with tag `tag`, as the office's index says (each row authenticated): from a
+    /// map of every tag kept with the records, followed batch by batch as they are taken, and
+    /// made again from the index when anything else changed the documents (an `add`, a `tag`,
+    /// a `remove`: ``OfficeBook/lastOtherChange``). What the documents page's tag filter reads,
+    /// so that paging through a tag at 100,000 documents does not open each tagged row again.
+    package func documents(tagged tag: String, in book: OfficeBook) async throws -> Set<DocumentID> {
+        var map = tagMap.withLock { $0 }
+        if let m = map, m.position <= book.position, book.lastOtherChange <= m.position {
+            var ids = m.ids
+            for b in book.batches.reversed() {
+                guard b.recordPosition > m.position else { break }
+                for d in b.documents {
+                    guard let r = try await home.document(d.id)?.record else { continue }
+                    for t in r.metadata.tags { ids[t, default: []].insert(d.id) }
+                }
+            }
+            map = (book.position, ids)
+        } else {
+            var ids: [String: Set<DocumentID>] = [:]
+            _ = try home.vault.forEachRecord { r in
+                for t in r.metadata.tags { ids[t, default: []].insert(r.id) }
+            }
+            map = (book.position, ids)
+        }
+        tagMap.withLock { $0 = map }
+        return map?.ids[tag] ?? []
     }
 
     /// Records that operator `name` saw alert `number` (its position among the office's records,

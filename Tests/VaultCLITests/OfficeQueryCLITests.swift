@@ -147,6 +147,18 @@ import VaultTestSupport
         #expect(past.body.contains(">0 documents<") && past.body.contains("No documents match."))
         let tagged = page("/ui/documents?tag=q4")
         #expect(tagged.body.contains(">2 documents<"))
+        // The tag filter follows a batch taken since, and a tag changed at the office.
+        s.write("late", Array("late report".utf8))
+        let token = office.addStation("late-desk")
+        #expect(s.run(["init", "--vault", "late-desk", "--kdf", "insecure-test"]).status == 0)
+        #expect(s.run(["add", "--vault", "late-desk", "late", "--name", "late-desk.pdf", "--tag", "q4"]).status == 0)
+        let late = s.run(
+            ["upload", "--vault", "late-desk", "--url", office.url + "/batches"], env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(late.status == 0, "\(late.stderr)")
+        #expect(page("/ui/documents?tag=q4").body.contains(">3 documents<"))
+        #expect(office.run("tag", "late-desk.pdf", "--remove", "q4", "--add", "urgent").status == 0)
+        #expect(page("/ui/documents?tag=q4").body.contains(">2 documents<"))
+        #expect(page("/ui/documents?tag=urgent").body.contains(">1 document<"))
         // The filter's archive: both reports, the later one made unique, each byte as sent.
         let zip = page("/ui/archive?q=report")
         #expect(zip.status == 200)
@@ -166,7 +178,7 @@ import VaultTestSupport
         #expect(batch.status == 200 && batch.body.contains("warehouse notes.txt"))
         #expect(batch.body.contains(#"href="/ui/archive?batch=1""#))
         #expect(page("/ui/archive?batch=1").status == 200)
-        #expect(page("/ui/batches/3").status == 404 && page("/ui/batches/x").status == 404)
+        #expect(page("/ui/batches/4").status == 404 && page("/ui/batches/x").status == 404)
         let station = page("/ui/stations/front-desk")
         #expect(station.status == 200 && station.body.contains(#"href="/ui/documents?station=front-desk""#))
         #expect(page("/ui/stations/garage").status == 404)
