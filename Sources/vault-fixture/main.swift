@@ -82,7 +82,9 @@ func office(_ vault: Vault, from start: Int, count: Int, perBatch: Int) throws {
             try intake.end()
             i += 1
         }
-        let detail = #"{"answer":"{}","batch":"fixture-\#(batch)","payloadSHA256":"","station":"\#(stations[batch % 3])","wire":"json"}"#
+        let detail =
+            #"{"answer":"{}","batch":"fixture-\#(batch)","payloadSHA256":"","station":"\#(stations[batch % 3])","#
+            + #""wire":"json"}"#
         try intake.commit(HistoryRecord(.receive, detail: detail))
         batch += 1
     }

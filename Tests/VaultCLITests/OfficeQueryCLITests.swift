@@ -116,6 +116,7 @@ import VaultTestSupport
 
     /// The documents page, searched and filtered as an operator does, and what it finds taken
     /// at once as a zip that Python's zipfile (not vault) reads back, byte for byte.
+    // Long: an operator's session through every new page, then what the office recorded of it.
     @Test func theDocumentsPageFindsFiltersAndHandsOverAZipOfWhatItFound() throws {
         let s = Sandbox()
         let (office, originals) = try Self.office(s)

@@ -31,7 +31,7 @@ extension VaultCommand {
                   vault get 79d6 --range 0-1023 > head.bin
                   vault get --tag 2026 -o restored/
                   vault get --all -o backup/
-                  vault get --station warehouse --received-since 24h -o today/   (at the office)
+                  vault get --station north --received-since 24h -o today/
                   vault get --tag 2026 -o out/ --on-collision suffix
 
                 Two documents with one name (a folder and file name, made safe) stop the command \

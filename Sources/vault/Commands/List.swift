@@ -23,7 +23,7 @@ extension VaultCommand {
                   vault list --undelivered             (what some required destination lacks)
                   vault list --undelivered --to office
                   vault list --delivered-to https://backoffice.example/batches
-                  vault list --station warehouse --received-since 24h --json   (at the office)
+                  vault list --station north --received-since 24h --json
 
                 At a back office, --station, --received-since and --received-before list what its \
                 receivers took (oldest first), and --json adds station, received, batch and stationID.
