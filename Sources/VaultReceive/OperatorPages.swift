@@ -27,7 +27,7 @@ enum OperatorPages {
         return template.render(page, partials: templates, escape: ScalarHTMLEscaping().escapeText)
     }
 
-    /// The templates' text, by name (`head` and `foot` are partials of the others).
+    /// The templates' text, by name (`head`, `foot` and `stationCard` are partials of the others).
     static let sources: [String: String] = [
         "head": """
         <!doctype html>
@@ -75,13 +75,7 @@ enum OperatorPages {
         </form>
         {{> foot}}
         """,
-        "stations": """
-        {{> head}}
-        {{#removedTokens}}<p class="alert">The token of removed station {{name}} was used {{time}}:
-        it was refused.</p>{{/removedTokens}}
-        {{^stations}}<p class="note">No stations yet: add one with
-        <code>vault receive station add NAME</code>.</p>{{/stations}}
-        {{#stations}}
+        "stationCard": """
         <section class="card station" id="station-{{name}}">
         <h2><a href="/ui/stations/{{name}}">{{name}}</a></h2>
         {{#alerts}}<p class="alert">Rollback alert {{time}}: {{reason}}, sent {{head}}
@@ -95,6 +89,15 @@ enum OperatorPages {
         <dt>History head</dt><dd><code>{{head}}</code></dd>
         </dl>
         </section>
+        """,
+        "stations": """
+        {{> head}}
+        {{#removedTokens}}<p class="alert">The token of removed station {{name}} was used {{time}}:
+        it was refused.</p>{{/removedTokens}}
+        {{^stations}}<p class="note">No stations yet: add one with
+        <code>vault receive station add NAME</code>.</p>{{/stations}}
+        {{#stations}}
+        {{> stationCard}}
         {{/stations}}
         {{> foot}}
         """,
@@ -179,18 +182,7 @@ enum OperatorPages {
         "station": """
         {{> head}}
         {{#station}}
-        <section class="card station" id="station-{{name}}">
-        {{#alerts}}<p class="alert">Rollback alert {{time}}: {{reason}}, sent {{head}}
-        where {{knownHead}} was known.</p>{{/alerts}}
-        <dl>
-        <dt>Last seen</dt><dd>{{lastSeen}}</dd>
-        {{#refused}}<dt>Refused</dt><dd class="refused">{{refused}}</dd>{{/refused}}
-        <dt>Batches</dt><dd class="batches">{{batches}}</dd>
-        <dt>Documents</dt><dd>{{documents}}</dd>
-        <dt>Received</dt><dd>{{bytes}}</dd>
-        <dt>History head</dt><dd><code>{{head}}</code></dd>
-        </dl>
-        </section>
+        {{> stationCard}}
         {{/station}}
         <p><a href="{{documents}}" class="button" id="documents">Its documents</a></p>
         <h2>Newest batches</h2>

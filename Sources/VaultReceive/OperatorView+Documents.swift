@@ -255,7 +255,8 @@ struct DocumentsQuery {
         return "?" + fields.map { "\($0.0)=\(Self.encoded($0.1))" }.joined(separator: "&")
     }
 
-    /// `text` percent-encoded for a query value: letters, digits and `-._~` as they are.
+    /// `text` percent-encoded for a query value or an RFC 8187 `filename*`: letters, digits and
+    /// `-._~` as they are (unreserved characters, all attr-chars too).
     static func encoded(_ text: String) -> String {
         text.utf8.map { b -> String in
             b.isASCIIAlphanumeric || b == 0x2D || b == 0x2E || b == 0x5F || b == 0x7E

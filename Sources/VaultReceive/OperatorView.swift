@@ -443,10 +443,7 @@ struct OperatorView: Sendable {
                 s.isASCII && (UInt8(s.value).isASCIIAlphanumeric || ".-_ ()".unicodeScalars.contains(s))
                     ? Character(s) : "_"
             })
-        let exact = name.utf8.map { b -> String in
-            b.isASCIIAlphanumeric || b == 0x2E || b == 0x2D || b == 0x5F
-                ? String(UnicodeScalar(b)) : "%" + Hex.digits(b, uppercase: true)
-        }.joined()
+        let exact = DocumentsQuery.encoded(name)
         return "attachment; filename=\"\(ascii.isEmpty ? "document" : ascii)\"; filename*=UTF-8''\(exact)"
     }
 }

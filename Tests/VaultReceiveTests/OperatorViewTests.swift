@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test func theTemplatesNeverOutputAValueUnescaped() {
-        #expect(OperatorPages.sources.count == 10)
+        #expect(OperatorPages.sources.count == 11)
         for (name, text) in OperatorPages.sources {
             #expect(!text.contains("{{{") && !text.contains("{{&") && !text.contains("{{="), "\(name)")
         }
