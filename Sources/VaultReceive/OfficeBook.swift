@@ -228,8 +228,16 @@ package struct OfficeBook: Sendable {
         package var document: HistoryRecord.Document
         /// Its batch's position in ``batches``.
         package var batch: Int
+        /// Its place in the batch's receipt.
+        package var index = 0
         /// The id its station gave it, when the receipt could be read.
         package var stationID: DocumentID?
+    }
+
+    /// `found` (as ``received(matching:)`` gives it) oldest batch first, each batch's documents
+    /// in its receipt's order: the order `list`, `get` and an archive write them in.
+    package static func oldestFirst(_ found: [Received]) -> [Received] {
+        found.sorted { ($0.batch, $0.index) < ($1.batch, $1.index) }
     }
 
     /// Which documents taken a query keeps: every condition given holds.
@@ -276,7 +284,7 @@ package struct OfficeBook: Sendable {
             for (i, d) in b.documents.enumerated() {
                 if let among = filter.among, !among.contains(d.id) { continue }
                 if let needle, !d.name.lowercased().contains(needle) { continue }
-                out.append(Received(document: d, batch: position, stationID: b.stationIDs?[i]))
+                out.append(Received(document: d, batch: position, index: i, stationID: b.stationIDs?[i]))
             }
         }
         return out

@@ -27,6 +27,9 @@ extension OperatorView {
     /// `GET /ui/documents?q=&station=&tag=&from=&to=&sealed=&page=`: newest first.
     private func documentsPage(_ session: OperatorSessions.Session, _ request: Request) async throws -> (Int, String) {
         let query = DocumentsQuery(request.uri.query)
+        if let problem = query.problem {
+            return (400, frame("problem", title: "Documents", session, ["message": problem]))
+        }
         let book = try await receiver.book()
         let found = try await documents(query, in: book)
         let pages = max(1, (found.count + Self.pageSize - 1) / Self.pageSize)
@@ -141,6 +144,7 @@ extension OperatorView {
         func problem(_ status: Int, _ title: String, _ message: String) -> Response {
             Self.html(frame("problem", title: title, session, ["message": message]), status: status)
         }
+        if let unread = query.problem { return problem(400, "Nothing to download", unread) }
         var items: [(record: DocumentRecord, vault: Vault, entry: ZipStream.Entry)] = []
         do {
             let book = try await receiver.book()
@@ -158,17 +162,14 @@ extension OperatorView {
                     413, "Too many documents",
                     "\(found.count) documents match; an archive holds at most \(Self.archiveLimit): narrow the filter.")
             }
-            var taken: Set<String> = []
-            for r in found.reversed() {
-                guard let (record, vault) = try await receiver.home.document(r.document.id) else { continue }
-                let wanted = SafePath.of(record.metadata.name, id: record.id)
-                var path = wanted
-                var n = 2
-                while taken.contains(path) {
-                    path = SafePath.inserting(" (\(n))", into: wanted)
-                    n += 1
-                }
-                taken.insert(path)
+            var chosen: [(record: DocumentRecord, vault: Vault)] = []
+            for r in OfficeBook.oldestFirst(found) {
+                if let document = try await receiver.home.document(r.document.id) { chosen.append(document) }
+            }
+            // Names as `get` makes them, safe to unpack on Windows too, a clash made unique.
+            let paths = SafePath.unique(
+                chosen.map { SafePath.portable(SafePath.of($0.record.metadata.name, id: $0.record.id)) })
+            for ((record, vault), path) in zip(chosen, paths) {
                 let m = record.metadata
                 items.append((record, vault, ZipStream.Entry(path: path, size: m.size, millis: m.addedAtMillis)))
             }
@@ -216,18 +217,26 @@ struct DocumentsQuery {
     var ids: [String] = []
     /// `batch=N`: the documents of the N-th batch (archives of one batch).
     var batch: Int?
+    /// What could not be read (`to=2026-13-45 is not a day`): a filter never widens to everything
+    /// because a value in it was not understood.
+    var unreadable: [String] = []
 
     /// The fields of `query` (the request's raw query, `+` a space, `%XX` a byte); unknown
     /// fields and undecodable values are left out.
     init(_ query: String?) {
+        var seen: Set<String> = []
         for pair in Array((query ?? "").utf8).split(separator: UInt8(ascii: "&")) {
             let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
             guard let key = FormFields.decode(parts[0]).flatMap({ String(validating: $0, as: UTF8.self) }),
                 let value = FormFields.decode(parts.count > 1 ? parts[1] : []).flatMap({
                     String(validating: $0, as: UTF8.self)
                 })
-            else { continue }
+            else {
+                unreadable.append("a field that is not UTF-8")
+                continue
+            }
             let trimmed = String(value.prefix(256))
+            if key != "id" && !seen.insert(key).inserted { unreadable.append("\(key) is given twice") }
             switch key {
             case "q": text = trimmed
             case "station": station = trimmed
@@ -236,11 +245,30 @@ struct DocumentsQuery {
             case "to": to = trimmed
             case "sealed": sealed = trimmed
             case "page": page = Int(trimmed) ?? 1
-            case "batch": batch = Int(trimmed)
-            case "id" where ids.count < 1_000: ids.append(trimmed)
+            case "batch":
+                batch = Int(trimmed)
+                if batch == nil { unreadable.append("batch=\(trimmed) is not a batch's number") }
+            case "id" where ids.count < 1_000:
+                ids.append(trimmed)
+                if DocumentID(hex: trimmed) == nil { unreadable.append("id=\(trimmed) is not a document's id") }
+            case "id": unreadable.append("more than 1,000 ids")
             default: continue
             }
         }
+        for (field, value) in [("from", from), ("to", to)] where !value.isEmpty && UTCTime.parseDay(value) == nil {
+            unreadable.append("\(field)=\(value) is not a day (2026-11-28)")
+        }
+        if !["", "yes", "no"].contains(sealed) { unreadable.append("sealed=\(sealed) is not yes or no") }
+        if batch != nil && (!ids.isEmpty || !text.isEmpty || !station.isEmpty || !tag.isEmpty || !from.isEmpty
+            || !to.isEmpty || !sealed.isEmpty)
+        {
+            unreadable.append("batch= goes alone")
+        }
+    }
+
+    /// The sentence a page says when something could not be read.
+    var problem: String? {
+        unreadable.isEmpty ? nil : "The filter could not be read: " + unreadable.joined(separator: "; ") + "."
     }
 
     /// The query string (from `?`, empty when nothing is asked) of these fields on page `page`.

@@ -151,8 +151,10 @@ public struct ReceiveServer: Service {
         let metricsToken = configuration.metricsToken
         router.get("/metrics") { request, _ in
             if let metricsToken {
+                // The scheme in any case (RFC 9110), the token exactly.
                 let given = request.headers[.authorization] ?? ""
-                guard OperatorSessions.same(given, "Bearer " + metricsToken) else {
+                let scheme = given.prefix(7).lowercased(), token = String(given.dropFirst(7))
+                guard scheme == "bearer ", OperatorSessions.same(token, metricsToken) else {
                     return Response(
                         status: .unauthorized,
                         headers: [.contentType: "text/plain; charset=utf-8", .wwwAuthenticate: "Bearer"],

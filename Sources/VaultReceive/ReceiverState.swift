@@ -84,6 +84,13 @@ package struct StationChange: HistoryPayload, Equatable {
         self.reason = reason
         self.by = by
     }
+
+    /// For a listing of the history, an acknowledgement in words ("alice acknowledged alert 11
+    /// of station north"); nil for the other actions, whose JSON is shown.
+    package var summary: String? {
+        guard action == .acknowledge else { return nil }
+        return "\(by ?? "?") acknowledged alert \(reason ?? "?") of station \(name)"
+    }
 }
 
 /// What a `download` history record says: an operator of the browser view downloaded the

@@ -73,5 +73,6 @@ import VaultTestSupport
         let log = office.run("log", "--json")
         #expect(log.out.contains(#"\"action\":\"acknowledge\""#), "\(log.out)")
         #expect(log.out.contains(#"\"by\":\"alice\""#))
+        #expect(office.run("log").out.contains("alice acknowledged alert \(number) of station old-scanner"))
     }
 }

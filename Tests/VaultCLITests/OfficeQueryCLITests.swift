@@ -41,7 +41,8 @@ import VaultTestSupport
         let warehouse = office.run("list", "--station", "warehouse", "--received-since", "1h", "--json")
         #expect(warehouse.status == 0, "\(warehouse.stderr)")
         let rows = Self.json(warehouse)
-        #expect(Set(rows.compactMap { $0["name"] as? String }) == ["inbox/report.pdf", "warehouse notes.txt"])
+        // Oldest batch first, each in its receipt's order.
+        #expect(rows.compactMap { $0["name"] as? String } == ["inbox/report.pdf", "warehouse notes.txt"])
         Fixtures.write(s.path("out.json"), warehouse.stdout)
         let valid = Fixtures.validate(s.path("out.json"), schema: "list")
         #expect(valid.status == 0, "\(valid.output)")
@@ -106,6 +107,15 @@ import VaultTestSupport
             let path = s.path("ids/inbox/report.\(id.prefix(12)).pdf")
             #expect(Fixtures.read(path) == originals["\(station)/report"], "\(path)")
         }
+        // A link at a path a document would take, even one that leads nowhere: nothing is written.
+        try FileManager.default.createDirectory(atPath: s.path("linked/inbox"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(
+            atPath: s.path("linked/inbox/report.pdf"), withDestinationPath: s.path("nowhere/x"))
+        let linked = office.run("get", "--station", "warehouse", "-o", s.path("linked"))
+        #expect(linked.status == 73, "\(linked.stderr)")
+        #expect(linked.stderr.contains("already exists; nothing was written"), "\(linked.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: s.path("linked/warehouse notes.txt")))
+        #expect(!FileManager.default.fileExists(atPath: s.path("nowhere")))
         let one = office.run("get", "--station", "warehouse", "-o", s.path("warehouse-only"))
         #expect(one.status == 0, "\(one.stderr)")
         #expect(Fixtures.read(s.path("warehouse-only/inbox/report.pdf")) == originals["warehouse/report"])
@@ -144,6 +154,17 @@ import VaultTestSupport
         let one = page("/ui/documents?station=warehouse&q=inbox%2F")
         #expect(one.body.contains(">1 document<") && one.body.contains("inbox/report.pdf"))
         #expect(one.body.contains(#"<option value="warehouse" selected>"#))
+        // A value the page cannot read is said, never taken as no filter (the whole office).
+        for path in [
+            "/ui/documents?to=2026-13-45", "/ui/archive?to=2026-13-45", "/ui/archive?from=garbage",
+            "/ui/archive?batch=abc", "/ui/archive?batch=1&batch=2", "/ui/archive?batch=1&q=report",
+            "/ui/archive?id=nothex", "/ui/documents?sealed=maybe"
+        ] {
+            let refused = page(path)
+            #expect(refused.status == 400, "\(path): \(refused.status)")
+            #expect(refused.body.contains("The filter could not be read"), "\(path)")
+            #expect(refused.headers["content-type"]?.hasPrefix("text/html") == true, "\(path)")
+        }
         let past = page("/ui/documents?from=2001-01-01&to=2001-01-02")
         #expect(past.body.contains(">0 documents<") && past.body.contains("No documents match."))
         let tagged = page("/ui/documents?tag=q4")

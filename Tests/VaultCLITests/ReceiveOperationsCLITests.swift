@@ -82,6 +82,12 @@ import Glibc
         #expect(office.curl(token: "wrong-token-of-the-office", [office.url + "/metrics"]).status == 401)
         let good = office.curl(token: "m3tr1cs-t0ken-of-the-office", [office.url + "/metrics"])
         #expect(good.status == 200 && good.body.contains("vault_receive_disk_full 0"))
+        // The scheme in any case, as HTTP has it; the token exactly.
+        let lower = office.curl(
+            token: nil, ["-H", "Authorization: bearer m3tr1cs-t0ken-of-the-office", office.url + "/metrics"])
+        #expect(lower.status == 200)
+        let upper = office.curl(token: "M3TR1CS-T0KEN-OF-THE-OFFICE", [office.url + "/metrics"])
+        #expect(upper.status == 401)
         // The token file is checked when the receiver starts.
         s.write("short-token", Array("short\n".utf8))
         let short = s.run(

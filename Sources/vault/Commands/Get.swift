@@ -339,7 +339,7 @@ extension VaultCommand {
                 let (vault, book) = try await options.openOffice()
                 let among = tags.isEmpty ? nil : Set(try vault.select(DocumentSelection(tags: tags)).map(\.id))
                 let found = book.received(matching: try received.filter(in: book, among: among))
-                return (vault, try found.reversed().compactMap { try vault.record($0.document.id) })
+                return (vault, try OfficeBook.oldestFirst(found).compactMap { try vault.record($0.document.id) })
             }
             let (vault, office) = try await options.openWithOffice()
             let records = try await Self.resolving(office) {
@@ -424,27 +424,28 @@ struct FolderPlan {
         let wanted = records.map { SafePath.of($0.metadata.name, id: $0.id) }
         var uses: [String: Int] = [:]
         for path in wanted { uses[path, default: 0] += 1 }
-        for (r, path) in zip(records, wanted) {
-            var relative = path
-            if onCollision == .id && uses[path, default: 0] > 1 {
-                relative = SafePath.inserting("." + r.id.hex.prefix(12), into: path)
-            }
+        let paths: [String]
+        switch onCollision {
+        case .fail: paths = wanted
+        case .suffix: paths = SafePath.unique(wanted)
+        case .id:
+            // Each of the documents sharing a path gets its id; a name so made that another
+            // document has already is then made unique as suffix does.
+            paths = SafePath.unique(
+                zip(records, wanted).map { r, path in
+                    uses[path, default: 0] > 1 ? SafePath.inserting("." + r.id.hex.prefix(12), into: path) : path
+                })
+        }
+        for (r, relative) in zip(records, paths) {
             if let other = byPath[relative] {
-                guard onCollision == .suffix else {
-                    throw VaultError(
-                        .alreadyExists,
-                        """
-                            \(other.id.hex.prefix(12)) and \(r.id.hex.prefix(12)) would both be written to \
-                            \(Terminal.printable(relative)); nothing was written
-                            """,
-                        hint: "--on-collision suffix or --on-collision id writes both; or get one of them on its own "
-                            + "with -o FILE")
-                }
-                // The first free "name (N)": neither taken nor another document's own name.
-                var n = 2
-                func numbered() -> String { SafePath.inserting(" (\(n))", into: path) }
-                while byPath[numbered()] != nil || uses[numbered()] != nil { n += 1 }
-                relative = numbered()
+                throw VaultError(
+                    .alreadyExists,
+                    """
+                        \(other.id.hex.prefix(12)) and \(r.id.hex.prefix(12)) would both be written to \
+                        \(Terminal.printable(relative)); nothing was written
+                        """,
+                    hint: "--on-collision suffix or --on-collision id writes both; or get one of them on its own "
+                        + "with -o FILE")
             }
             byPath[relative] = r
             targets.append((r, relative))
@@ -469,7 +470,8 @@ struct FolderPlan {
         for (_, relative) in targets {
             try Self.refuseLinks(in: folder, relative)
             let path = base + relative
-            switch FileSystem.kind(of: path) {
+            // Not following a link: one that leads nowhere is there all the same.
+            switch FileSystem.kind(of: path, following: false) {
             case .missing: break
             case .directory:
                 throw VaultError(.alreadyExists, "\(Terminal.printable(path)) is a folder; nothing was written")

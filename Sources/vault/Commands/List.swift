@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import VaultCore
+import VaultReceive
 
 extension VaultCommand {
     /// `vault list`: show the documents.
@@ -149,7 +150,7 @@ extension VaultCommand {
             let table = TableWriter(output: output)
             if json { output.append("[") }
             var rows = 0
-            for r in found.reversed() {
+            for r in OfficeBook.oldestFirst(found) {
                 guard let record = try vault.record(r.document.id) else { continue }
                 if json {
                     if rows > 0 { output.append(",") }

@@ -168,7 +168,8 @@ extension VaultCommand {
             if !r.documents.isEmpty { line += (narrow ? "" : "  ") + Plural.count(r.documents.count, "document") }
             if narrow { line += "  " + Terminal.printable(r.host) }
             if let d = DestinationChange.of(r)?.summary ?? TagChange.of(r)?.summary ?? OperatorChange.of(r)?.summary
-                ?? DownloadRecord.of(r)?.summary(documents: r.documents.count) ?? r.detail
+                ?? DownloadRecord.of(r)?.summary(documents: r.documents.count)
+                ?? r.payload(StationChange.self)?.summary ?? r.detail
             {
                 let detail = "  (\(Terminal.printable(d)))"
                 let used = DisplayWidth.cells(line)
