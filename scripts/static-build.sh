@@ -33,6 +33,16 @@ Version: $(pkg-config --modversion sqlite3)
 Libs: -L$here/archives -lsqlite3 -lm
 Cflags: $(pkg-config --cflags sqlite3)
 PC
+# zlib stays a shared system library, but its own pkg-config file would add -L/usr/lib/…, where
+# the linker would then find libsodium.so and libsqlite3.so before the archives above: this
+# build's zlib.pc names no folder.
+cat > "$build/pkgconfig/zlib.pc" <<PC
+Name: zlib
+Description: zlib, linked dynamically (a system library)
+Version: $(pkg-config --modversion zlib)
+Libs: -lz
+Cflags: $(pkg-config --cflags zlib)
+PC
 # The commit (and whether the tree had changes) goes into a header in this build's folder, named
 # with -Xcc -I, that only the build-info C file reads ("unknown" outside git): only that file
 # recompiles when the commit changes, and nothing is written into the source tree, so a debug
