@@ -311,7 +311,15 @@ final class ReceiveMetrics: Sendable {
                 .set(Double(s.lastBatchMillis ?? 0) / 1000)
             registry.makeCounter(descriptor: Self.documents, labels: [("station", s.name)]).increment(by: Int64(0))
             registry.makeCounter(descriptor: Self.bytes, labels: [("station", s.name)]).increment(by: Int64(0))
+            for wire in ["json", "form", "tus"] {
+                registry.makeCounter(
+                    descriptor: Self.batches, labels: [("station", s.name), ("wire", wire), ("sealed", "false")]
+                ).increment(by: Int64(0))
+            }
         }
+        // Requests no token identified: there from the start, as a monitor's alert on them needs.
+        registry.makeCounter(descriptor: Self.refusals, labels: [("station", "-"), ("reason", "unauthorized")])
+            .increment(by: Int64(0))
     }
 
     func batch(station: String, wire: String, sealed: Bool, documents: Int, bytes: UInt64) {

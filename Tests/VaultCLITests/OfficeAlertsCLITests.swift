@@ -19,7 +19,9 @@ import VaultTestSupport
             "vault_receive_alerts_open 0", "vault_receive_batches_in_flight 0", #"vault_build_info{version=""#,
             #"vault_receive_last_batch_timestamp_seconds{station="front-desk"} 0"#,
             #"vault_receive_documents_total{station="front-desk"} 0"#, "vault_receive_request_duration_seconds_bucket",
-            "vault_receive_downloads_total 0"
+            "vault_receive_downloads_total 0",
+            #"vault_receive_batches_total{station="front-desk",wire="json",sealed="false"} 0"#,
+            #"vault_receive_refusals_total{station="-",reason="unauthorized"} 0"#
         ] {
             #expect(before.contains(line), "\(line) in \(before)")
         }
