@@ -16,45 +16,21 @@ import json
 import os
 import subprocess
 import sys
-import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-WAIT = float(os.environ.get("BROWSER_WAIT", "120"))
+from browser import WAIT, chromium, fail, wait
 
 
 def main():
     url, name, document, downloads, screenshot = sys.argv[1:6]
     seen = {}
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=390,844",
-              "--no-first-run", "--disable-extensions", "--disable-background-networking",
-              "--disable-sync", "--disable-component-update", "--user-data-dir=" + downloads + ".profile"):
-        options.add_argument(a)
-    # A phone's viewport (headless Chromium's windows are at least 500 pixels wide otherwise).
-    options.add_experimental_option("mobileEmulation", {"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 1}})
-    options.add_experimental_option("prefs", {
-        "download.default_directory": downloads, "download.prompt_for_download": False,
-        "safebrowsing.enabled": False})
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    driver.set_page_load_timeout(WAIT)
+    driver = chromium(downloads, 390, 844, phone=True)
     step = "start"
 
     def fits():
         return driver.execute_script(
             "return [window.innerWidth, document.documentElement.scrollWidth]")
-
-    def wait(what, check):
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:
-            r = check()
-            if r:
-                return r
-            time.sleep(0.25)
-        raise TimeoutError("waited two minutes for " + what)
 
     try:
         step = "open"
@@ -105,16 +81,7 @@ def main():
         seen["afterSignOut"] = driver.current_url[len(url):]
         seen["signInFormAfterSignOut"] = len(driver.find_elements(By.ID, "signin")) == 1
     except Exception as e:  # noqa: BLE001 - reported to the test, which fails on it
-        seen["failed"] = step
-        seen["error"] = "%s: %s" % (type(e).__name__, e)
-        try:
-            seen["at"] = driver.current_url
-            seen["page"] = driver.find_element(By.TAG_NAME, "body").text[:500]
-        except Exception:  # noqa: BLE001 - the page may be gone
-            pass
-        print(json.dumps(seen))
-        driver.quit()
-        sys.exit(1)
+        fail(driver, seen, step, e)
     driver.quit()
     print(json.dumps(seen))
 

@@ -16,40 +16,18 @@ import datetime
 import json
 import os
 import sys
-import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-WAIT = float(os.environ.get("BROWSER_WAIT", "120"))
+from browser import chromium, fail, wait
 
 
 def main():
     url, name, station, search, downloads, shots = sys.argv[1:7]
     seen = {}
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900",
-              "--no-first-run", "--disable-extensions", "--disable-background-networking",
-              "--disable-sync", "--disable-component-update", "--user-data-dir=" + downloads + ".profile"):
-        options.add_argument(a)
-    options.add_experimental_option("prefs", {
-        "download.default_directory": downloads, "download.prompt_for_download": False,
-        "safebrowsing.enabled": False})
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    driver.set_page_load_timeout(WAIT)
+    driver = chromium(downloads, 1280, 900)
     step = "start"
-
-    def wait(what, check):
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:
-            r = check()
-            if r:
-                return r
-            time.sleep(0.25)
-        raise TimeoutError("waited two minutes for " + what)
 
     def shot(label):
         driver.save_screenshot(os.path.join(shots, "operator-day-%s.png" % label))
@@ -131,17 +109,7 @@ def main():
         seen["acknowledged"] = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".acknowledged li")]
         shot("alerts-acknowledged")
     except Exception as e:  # noqa: BLE001 - reported to the test, which fails on it
-        seen["failed"] = step
-        seen["error"] = "%s: %s" % (type(e).__name__, e)
-        try:
-            seen["at"] = driver.current_url
-            seen["page"] = driver.find_element(By.TAG_NAME, "body").text[:500]
-            shot("failed")
-        except Exception:  # noqa: BLE001 - the page may be gone
-            pass
-        print(json.dumps(seen))
-        driver.quit()
-        sys.exit(1)
+        fail(driver, seen, step, e, os.path.join(shots, "operator-day-failed.png"))
     driver.quit()
     print(json.dumps(seen))
 

@@ -8,10 +8,7 @@ import VaultTestSupport
     @Test func anAlertIsListedCountedAndClosedByAnOperatorsAcknowledgement() throws {
         let s = Sandbox()
         let office = try ReceiverProcess(s)
-        s.write("operator-password", Array((OperatorViewCLITests.operatorPassword + "\n").utf8))
-        let added = office.run(
-            "receive", "operator", "add", "alice", "--new-password-file", s.path("operator-password"))
-        #expect(added.status == 0, "\(added.stderr)")
+        office.addOperator()
         _ = office.addStation("front-desk")
         // Every series is there before anything happened.
         let before = office.curl(token: nil, [office.url + "/metrics"]).body

@@ -130,10 +130,7 @@ import VaultTestSupport
     @Test func theDocumentsPageFindsFiltersAndHandsOverAZipOfWhatItFound() throws {
         let s = Sandbox()
         let (office, originals) = try Self.office(s)
-        s.write("operator-password", Array((OperatorViewCLITests.operatorPassword + "\n").utf8))
-        let added = office.run(
-            "receive", "operator", "add", "alice", "--new-password-file", s.path("operator-password"))
-        #expect(added.status == 0, "\(added.stderr)")
+        office.addOperator()
         // Not signed in: the archive is not handed out.
         let anonymous = Fixtures.curl(s, [office.url + "/ui/archive"])
         #expect(anonymous.status == 303 && anonymous.headers["location"] == "/ui/login")

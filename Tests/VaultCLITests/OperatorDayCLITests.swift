@@ -17,10 +17,7 @@ import VaultTestSupport
         }
         let s = Sandbox()
         let office = try ReceiverProcess(s)
-        s.write("operator-password", Array((OperatorViewCLITests.operatorPassword + "\n").utf8))
-        let added = office.run(
-            "receive", "operator", "add", "alice", "--new-password-file", s.path("operator-password"))
-        #expect(added.status == 0, "\(added.stderr)")
+        office.addOperator()
         // Each station's documents (4 KiB each, doc-0.txt …), delivered; their own copies kept.
         var originals: Set<String> = []
         for (name, count) in Self.stations {

@@ -70,6 +70,14 @@ final class ReceiverProcess {
         return r.out.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Adds operator `alice` with ``OperatorViewCLITests/operatorPassword`` (from a file, as a
+    /// script does), checked.
+    func addOperator() {
+        sandbox.write("operator-password", Array((OperatorViewCLITests.operatorPassword + "\n").utf8))
+        let r = run("receive", "operator", "add", "alice", "--new-password-file", sandbox.path("operator-password"))
+        precondition(r.status == 0, r.stderr)
+    }
+
     /// The receiver vault's documents: name → SHA-256 (hex), through `vault list --json`.
     var documents: [[String: Any]] {
         let r = run("list", "--json")
