@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Dispatch
 import Synchronization
 import VaultCore
 import VaultRemote
@@ -83,12 +84,28 @@ extension OfficeHome {
 
 /// A back office in a vault folder: its records are the vault's history, its key `receiver.vlt`,
 /// and one receiver serves it at a time (`receiver.lock`).
-package struct FolderHome: OfficeHome {
+///
+/// What it appends itself (a receiver's batches, alerts and downloads) it remembers with where
+/// each went (``HistoryStep``), so that a reader behind by only those records gets them from
+/// memory: the history is read whole, and verified, only when someone else moved it (a command
+/// in another process, an audit) — not after each of this receiver's own batches, which made a
+/// batch's cost grow with the number of batches before it.
+package final class FolderHome: OfficeHome {
     package let vault: Vault
+    /// This home's own appends not yet read by every follower, oldest first (at most
+    /// ``Self/remembered``).
+    private let own = Mutex<[HistoryStep]>([])
+    /// How many times the history was read whole (for the tests that show a batch does not).
+    private let wholeReads = Atomic<Int>(0)
+    /// How many own appends are kept for followers behind: a follower further behind reads whole.
+    private static let remembered = 1_000
 
     package init(vault: Vault) { self.vault = vault }
 
     package var recordsDescription: String { "the vault's history" }
+
+    /// How many times the records were read whole since this home was made.
+    package var timesReadWhole: Int { wholeReads.load(ordering: .relaxed) }
 
     /// What the records say now, read synchronously (a command that names a document).
     package func book() throws -> OfficeBook {
@@ -98,18 +115,45 @@ package struct FolderHome: OfficeHome {
 
     /// The records now, read synchronously (as a receiver starts).
     package func read() throws -> OfficeChange {
+        wholeReads.add(1, ordering: .relaxed)
         let scan = try vault.settledHistory()
-        let records = scan.records.lazy.filter { $0.1.outcome == .ok }.map { _, r in
-            OfficeRecord(
-                operation: r.operation, detail: r.detail, documents: r.documents, timeMillis: r.timeMillis)
-        }
+        let records = scan.records.lazy.filter { $0.1.outcome == .ok }.map { _, r in Self.officeRecord(r) }
         let problems = Array(Set((scan.findings + scan.noted).map(\.code.rawValue))).sorted()
         return .reread(Array(records), head: vault.storedHead(), problems: problems)
     }
 
+    private static func officeRecord(_ r: HistoryRecord) -> OfficeRecord {
+        OfficeRecord(operation: r.operation, detail: r.detail, documents: r.documents, timeMillis: r.timeMillis)
+    }
+
     package func changes(since head: HistoryHead?) async throws -> OfficeChange? {
-        guard vault.storedHead() != head else { return nil }
+        let now = vault.storedHead()
+        guard now != head else { return nil }
+        if let head, let now, let records = ownRecords(from: head, to: now) { return .appended(records, head: now) }
         return try read()
+    }
+
+    /// The records this home appended that lead from `head` to `now`, in order; nil unless
+    /// they are exactly what lies between (anything else appended meanwhile: read whole).
+    private func ownRecords(from head: HistoryHead, to now: HistoryHead) -> [OfficeRecord]? {
+        own.withLock { steps in
+            var at = head
+            var records: [OfficeRecord] = []
+            while at != now {
+                guard let step = steps.first(where: { $0.before == at }) else { return nil }
+                records.append(Self.officeRecord(step.record))
+                at = step.after
+            }
+            return records
+        }
+    }
+
+    /// Remembers an append of this home's.
+    private func appended(_ step: HistoryStep) {
+        own.withLock { steps in
+            steps.append(step)
+            if steps.count > Self.remembered { steps.removeFirst(steps.count - Self.remembered) }
+        }
     }
 
     package func records() async throws -> (records: [OfficeRecord], problems: [String]) {
@@ -120,7 +164,7 @@ package struct FolderHome: OfficeHome {
     package func append(
         _ operation: HistoryRecord.Operation, detail: String?, documents: [HistoryRecord.Document]
     ) async throws -> Bool {
-        _ = try vault.appendToHistory(HistoryRecord(operation, documents: documents, detail: detail))
+        appended(try vault.appendStep(HistoryRecord(operation, documents: documents, detail: detail)))
         return true
     }
 
@@ -135,11 +179,23 @@ package struct FolderHome: OfficeHome {
     ) async throws -> Bool {
         // One receiver serves a folder: what it took is what its memory says (checked as the
         // batch began), and the history's append is the commit point.
-        try intake.commit(HistoryRecord(payload: batch, now: now))
+        let record = HistoryRecord(payload: batch, now: now)
+        let handed = Handed(intake)
+        appended(try await Self.offCooperativeThreads { try handed.value.commit(record) })
         return true
     }
 
     package func settled(station: String, batch: String) async {}
+
+    /// Runs `work` on a thread of its own and waits for it without holding one of Swift's
+    /// cooperative threads (as many as cores): a commit waits for the disk (each envelope's
+    /// fsync, the writer lock, the history's), and on those threads it stopped every other
+    /// station's batch from being read meanwhile.
+    static func offCooperativeThreads<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { done in
+            DispatchQueue.global().async { done.resume(with: Result { try work() }) }
+        }
+    }
 
     package func document(_ id: DocumentID) async throws -> (record: DocumentRecord, vault: Vault)? {
         try vault.record(id).map { ($0, vault) }
@@ -266,4 +322,11 @@ package final class StoreHome: OfficeHome {
         let replicator = Replicator(vault: log.vault, client: log.client, location: log.location, policy: log.policy)
         return try await replicator.openTombstones([id]).valid[id] != nil
     }
+}
+
+/// A value handed to another thread and back, which nothing else touches meanwhile (a batch's
+/// intake, while its commit runs off the cooperative threads).
+struct Handed<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

@@ -159,6 +159,18 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
     }
 }
 
+/// Where one record went: the history's head just before it was appended, the head it made,
+/// and the record. What a process that appended it needs to follow the history without reading
+/// it again (a receiver applying its own batches).
+package struct HistoryStep: Sendable {
+    /// The head the record follows.
+    package let before: HistoryHead
+    /// The head after it.
+    package let after: HistoryHead
+    /// The record as appended.
+    package let record: HistoryRecord
+}
+
 /// The head of a vault's history: how many records it holds and the tag of the last one.
 /// Printed as `<count>-<32 hex digits>`; an operator who keeps it elsewhere can later detect a
 /// vault rolled back to an older copy (an audit given the expected head).

@@ -72,6 +72,13 @@ extension Vault {
         try store.withWriterLock { lock in try appendToHistory(record, lock) }
     }
 
+    /// Appends `record` as ``appendToHistory(_:)`` does.
+    /// - Returns: where it went (the head before it and after it): a process that follows the
+    ///   history applies its own records from this, instead of reading the history again.
+    package func appendStep(_ record: HistoryRecord) throws -> HistoryStep {
+        try store.withWriterLock { lock in try appendStep(record, lock) }
+    }
+
     /// Appends `record`, holding the writer lock. Before it, a vault without a log
     /// gets one (a `begin` record naming the documents present), and documents that a killed
     /// command committed without recording are recorded (`adopt`) — only those that
@@ -86,6 +93,11 @@ extension Vault {
     func appendToHistory(
         _ record: HistoryRecord, _ lock: WriterLock, pending: Set<DocumentID> = []
     ) throws -> HistoryHead {
+        try appendStep(record, lock, pending: pending).after
+    }
+
+    /// ``appendToHistory(_:_:pending:)``, telling where the record went.
+    func appendStep(_ record: HistoryRecord, _ lock: WriterLock, pending: Set<DocumentID> = []) throws -> HistoryStep {
         try withIndex(lock) { index in
             let initial = record.operation == .`init` || record.operation == .clone
             var writer = try historyWriter(index: index, lock, initial: initial)
@@ -93,8 +105,10 @@ extension Vault {
                 try finishRemoval(interrupted, writer: &writer, interrupted: true)
             }
             if !initial { try prelude(&writer, pending: pending) }
+            let before = HistoryHead(count: writer.tail.count, tag: writer.tail.tag)
             try writer.append(record)
-            return HistoryHead(count: writer.tail.count, tag: writer.tail.tag)
+            let after = HistoryHead(count: writer.tail.count, tag: writer.tail.tag)
+            return HistoryStep(before: before, after: after, record: record)
         }
     }
 

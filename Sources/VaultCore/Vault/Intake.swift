@@ -8,8 +8,12 @@ import Foundation
 /// (`vault receive`), whose documents arrive one after another in one request body.
 ///
 /// Each document is encrypted as it arrives into a temporary file in `staging/` (the envelope
-/// and pipeline of every add), fsynced when it ends. Nothing is in `objects/` until
-/// ``commit(_:)``, which, under the writer lock:
+/// and pipeline of every add); when it ends, the kernel is asked to start writing it back, not
+/// waited for. Nothing is in `objects/` until ``commit(_:)``, which:
+/// 0. fsyncs every envelope of the batch (by then mostly written back: each costs one wait, not
+///    a document's whole write, and none of them held up the reading of the body);
+///
+/// and then, under the writer lock:
 /// 1. writes `intake.pending` (sealed: the ids about to be committed);
 /// 2. links every envelope into `objects/` and fsyncs the folder;
 /// 3. writes the documents' index rows and appends the history record that names them all —
@@ -31,8 +35,8 @@ package final class IntakeBatch {
     /// The documents staged so far, in order.
     package var records: [DocumentRecord] { staged.map(\.record) }
 
-    /// Where each staged envelope is (in `staging/`, sealed and fsynced), with its record: a
-    /// receiver on a store sends them from there instead of committing them here.
+    /// Where each staged envelope is (in `staging/`, sealed, not fsynced: the store keeps it), with
+    /// its record: a receiver on a store sends them from there instead of committing them here.
     package var stagedEnvelopes: [(path: String, record: DocumentRecord)] {
         staged.map { ($0.file.temporaryPath, $0.record) }
     }
@@ -61,14 +65,15 @@ package final class IntakeBatch {
         try current.writer.write(bytes)
     }
 
-    /// Ends the document begun last: its envelope is sealed and fsynced (still in `staging/`).
+    /// Ends the document begun last: its envelope is sealed and its writeback started (still in
+    /// `staging/`; ``commit(_:interrupt:)`` fsyncs it).
     /// - Returns: its record (the size and SHA-256 of the bytes written).
     @discardableResult
     package func end() throws -> DocumentRecord {
         guard let current else { preconditionFailure("internal error: end outside a document") }
         self.current = nil
         let metadata = try current.writer.finish()
-        try current.file.file.sync()
+        Platform.startWriteback(current.file.file.descriptor, offset: 0, length: 0)
         let record = DocumentRecord(id: current.id, metadata: metadata)
         staged.append((current.file, record))
         return record
@@ -85,15 +90,17 @@ package final class IntakeBatch {
     /// before the history record is appended.
     /// - Parameter interrupt: for the tests of crash recovery: leave the vault as a crash at
     ///   that point would (the objects linked, `intake.pending` written, nothing recorded).
-    /// - Returns: the history's head after the record.
+    /// - Returns: where the record went in the history (``HistoryStep``).
     @discardableResult
-    package func commit(_ record: HistoryRecord, interrupt: Interruption? = nil) throws -> HistoryHead {
+    package func commit(_ record: HistoryRecord, interrupt: Interruption? = nil) throws -> HistoryStep {
         precondition(current == nil && !done, "internal error: a batch committed twice or mid-document")
         done = true
         var record = record
         record.documents = staged.map { HistoryRecord.Document($0.record) }
         let ids = staged.map(\.record.id)
         let known = Dictionary(uniqueKeysWithValues: staged.map { ($0.record.id, $0.record) })
+        // Durable before anything names them; outside the lock, so that other batches commit meanwhile.
+        for s in staged { try s.file.file.sync() }
         return try vault.store.withWriterLock { lock in
             try vault.checkKeyEpoch(lock)
             // An earlier batch a crash interrupted goes first: this commit's own intake.pending
@@ -117,10 +124,10 @@ package final class IntakeBatch {
                     try vault.commitIndexState(index, lock)
                 }
             }
-            let head = try vault.appendToHistory(record, lock, pending: Set(ids))
+            let step = try vault.appendStep(record, lock, pending: Set(ids))
             try FileSystem.remove(pending)
             try FileSystem.syncDirectory(vault.store.root)
-            return head
+            return step
         }
     }
 

@@ -1,0 +1,102 @@
+import Crypto
+import Foundation
+import Testing
+
+@testable import VaultCore
+@testable import VaultReceive
+
+/// A receiver on a vault folder follows its own records (each batch it commits, each alert and
+/// download it records) in memory: the history is read whole, and verified, when the receiver
+/// starts and when someone else changed it, never because of its own batches. Before, each
+/// commit moved the history's head and the next request of any station read and verified the
+/// whole history again, so a batch's cost grew with the number of batches before it.
+@Suite struct ReceiverOwnRecordsTests {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("own-records-\(UUID().uuidString)").path
+    let vault: Vault
+
+    init() throws {
+        vault = try VaultStore(root: dir).create(
+            password: try SecretBytes(copying: Array("office password".utf8).withUnsafeBytes { $0 }), kdf: .minimum)
+    }
+
+    /// Batches committed as `vault receive` commits them, by another process before the receiver
+    /// starts (vault-fixture's office): one 16-byte document each.
+    func history(batches: Range<Int>) throws {
+        for n in batches {
+            let intake = IntakeBatch(vault: vault)
+            try intake.begin(name: "earlier-\(n).txt", contentType: "text/plain")
+            try Array("earlier batch \(n)".utf8).withUnsafeBytes { try intake.write($0) }
+            try intake.end()
+            try intake.commit(
+                HistoryRecord(
+                    .receive,
+                    detail: #"{"answer":"{}","batch":"earlier-\#(n)","payloadSHA256":"","station":"north","wire":"json"}"#))
+        }
+    }
+
+    /// Sends one batch of one document as a station's request does (authenticate, begin, the
+    /// body, finish).
+    func send(_ receiver: Receiver, token: String, key: String) async throws -> Int {
+        let station = try await receiver.authenticate("Bearer \(token)", from: "127.0.0.1")
+        let body = ReceiveRouterTests.payload("document of \(key)", name: "\(key).txt")
+        let intake = try await receiver.begin(
+            station: station, key: key, head: nil, contentType: "application/json",
+            contentLength: UInt64(body.readableBytes))
+        try body.withUnsafeReadableBytes { try intake.read($0) }
+        return try await intake.finish().status
+    }
+
+    /// Sends 20 batches to a receiver started on a history of `before` batches.
+    /// - Returns: how many times it read the history whole while it took them, and the seconds
+    ///   a batch took (for the record; timings are `make bench`'s, not asserted).
+    func twentyBatches(after before: Int, station: String) async throws -> (wholeReads: Int, seconds: Double) {
+        let receiver = try Receiver(vault: vault, serving: false)
+        let home = try #require(receiver.home as? FolderHome)
+        #expect(home.timesReadWhole == 1, "the receiver reads the history once as it starts")
+        let token = try await receiver.addStation(station)
+        let start = Date()
+        for n in 0..<20 {
+            #expect(try await send(receiver, token: token, key: "\(station)-\(n)") == 200)
+        }
+        let seconds = Date().timeIntervalSince(start) / 20
+        // What the receiver followed in memory is what the history says, read whole by another.
+        let book = try await receiver.book()
+        let fresh = try FolderHome(vault: vault).book()
+        #expect(book.batches.count >= before + 20)
+        #expect(book.batches.map(\.key) == fresh.batches.map(\.key))
+        #expect(book.batches.map { $0.documents.map(\.id) } == fresh.batches.map { $0.documents.map(\.id) })
+        #expect(book.position == fresh.position)
+        #expect(book.stations.keys.sorted() == fresh.stations.keys.sorted())
+        return (home.timesReadWhole - 1, seconds)
+    }
+
+    @Test func aBatchReadsNoHistoryAtTwentyBatchesOrAtThreeThousand() async throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try history(batches: 0..<20)
+        let early = try await twentyBatches(after: 20, station: "first-day")
+        #expect(early.wholeReads == 0, "the receiver read its history whole \(early.wholeReads) times for 20 batches")
+        try history(batches: 20..<3_000)
+        let late = try await twentyBatches(after: 3_000, station: "thousandth-day")
+        #expect(late.wholeReads == 0, "the receiver read its history whole \(late.wholeReads) times for 20 batches")
+        print("a batch took \(early.seconds * 1000) ms after 20 batches, \(late.seconds * 1000) ms after 3,000")
+    }
+
+    @Test func aChangeByAnotherProcessIsReadWholeOnceAndFollowed() async throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let receiver = try Receiver(vault: vault, serving: false)
+        let home = try #require(receiver.home as? FolderHome)
+        let token = try await receiver.addStation("north")
+        #expect(try await send(receiver, token: token, key: "one") == 200)
+        #expect(home.timesReadWhole == 1)
+        // Another command (`vault receive station add`, in its own process) appends a record.
+        let other = try Receiver(vault: try VaultStore(root: dir).unlock(
+            password: try SecretBytes(copying: Array("office password".utf8).withUnsafeBytes { $0 })), serving: false)
+        let secondToken = try await other.addStation("east")
+        #expect(try await send(receiver, token: secondToken, key: "two") == 200, "the new station is known")
+        #expect(home.timesReadWhole == 2, "the other's record made the receiver read the history whole once")
+        #expect(try await send(receiver, token: token, key: "three") == 200)
+        #expect(home.timesReadWhole == 2)
+        let stations = try await receiver.book().stations.keys.sorted()
+        #expect(stations == ["east", "north"])
+    }
+}
