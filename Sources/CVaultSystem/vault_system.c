@@ -2,6 +2,11 @@
 #include "vault_system.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
+
+const void *vault_memmem(const void *haystack, size_t haystack_length, const void *needle, size_t needle_length) {
+    return memmem(haystack, haystack_length, needle, needle_length);
+}
 
 int vault_start_writeback(int fd, int64_t offset, int64_t length) {
 #ifdef __linux__

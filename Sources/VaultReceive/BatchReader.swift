@@ -23,6 +23,8 @@ package struct BatchReader: PieceReader {
     private let maxDocuments: Int
     private let identities: [AgeIdentity]
     private let requireSealed: Bool
+    /// Whether the readers hash each document (``PayloadReader``'s `digests`).
+    private let digests: Bool
     /// How the batch came.
     package let wire: Wire
 
@@ -34,9 +36,13 @@ package struct BatchReader: PieceReader {
     /// A reader for a body of `contentType`.
     /// - Throws: ``VaultError/Code/usage`` for a content type that is neither (the receiver
     ///   answers 415).
+    /// - Parameter digests: whether the readers hash each document; off for a consumer that
+    ///   hashes what it is given and checks the SHA-256 each `.end` declares (empty: none).
     package init(
-        contentType: String?, maxDocuments: Int, identities: [AgeIdentity] = [], requireSealed: Bool = false
+        contentType: String?, maxDocuments: Int, identities: [AgeIdentity] = [], requireSealed: Bool = false,
+        digests: Bool = true
     ) throws {
+        self.digests = digests
         self.maxDocuments = maxDocuments
         self.identities = identities
         self.requireSealed = requireSealed
@@ -52,7 +58,8 @@ package struct BatchReader: PieceReader {
                 throw VaultError(.headerMalformed, "multipart/form-data without a boundary")
             }
             let reader = FormReader(
-                boundary: boundary, maxDocuments: maxDocuments, identities: identities, requireSealed: requireSealed)
+                boundary: boundary, maxDocuments: maxDocuments, identities: identities, requireSealed: requireSealed,
+                digests: digests)
             state = .form(reader)
             wire = .form
         default:
@@ -88,7 +95,7 @@ package struct BatchReader: PieceReader {
                     throw VaultError(
                         .usage, "this receiver takes no sealed batches: it was started without an age identity")
                 }
-                var reader = SealedPayloadReader(identities: identities, maxDocuments: maxDocuments)
+                var reader = SealedPayloadReader(identities: identities, maxDocuments: maxDocuments, digests: digests)
                 state = .sealed(reader)
                 try first.withUnsafeBytes { try reader.read($0, handle) }
                 state = .sealed(reader)
@@ -98,7 +105,7 @@ package struct BatchReader: PieceReader {
             }
             guard !requireSealed else { throw Self.notSealed }
             let shape: PayloadShape = first.last == 0x22 ? .strings : .objects
-            var reader = PayloadReader(shape: shape, maxDocuments: maxDocuments)
+            var reader = PayloadReader(shape: shape, maxDocuments: maxDocuments, digests: digests)
             state = .json(reader)
             try first.withUnsafeBytes { try reader.read($0, handle) }
             state = .json(reader)

@@ -130,13 +130,31 @@ package struct MultipartReader {
                     try handle(.part(part))
                 }
             case .body:
-                // A window of at most 64 KiB of the piece, with the bytes held back from before
-                // in front: what a part costs to find is bounded, whatever the piece's size.
+                if pending.isEmpty, bytes.count - i >= delimiter.count {
+                    // The delimiter searched in the piece itself (memmem), nothing copied.
+                    let rest = UnsafeRawBufferPointer(rebasing: piece[i...])
+                    if let k = Self.find(delimiter, in: rest) {
+                        if k > 0 { try handle(.data(UnsafeRawBufferPointer(rebasing: rest[..<k]))) }
+                        try handle(.end)
+                        parts += 1
+                        state = .afterBoundary
+                        i += k + delimiter.count
+                        continue
+                    }
+                    // Hold back the longest end of the piece that may start the delimiter.
+                    let keep = Self.partialMatch(delimiter, atEndOf: rest)
+                    if rest.count > keep { try handle(.data(UnsafeRawBufferPointer(rebasing: rest[..<(rest.count - keep)]))) }
+                    pending = Array(rest[(rest.count - keep)...])
+                    i = bytes.count
+                    continue
+                }
+                // Bytes held back from before (a delimiter's possible start) or a piece's last few:
+                // a window of them and at most a delimiter's length of the piece.
                 let held = pending.count
-                let take = min(bytes.count - i, 64 << 10)
+                let take = min(bytes.count - i, delimiter.count)
                 let window = pending + bytes[i..<(i + take)]
                 pending = []
-                if let k = Self.find(delimiter, in: window) {
+                if let k = window.withUnsafeBytes({ Self.find(delimiter, in: $0) }) {
                     if k > 0 { try window[..<k].withUnsafeBytes { try handle(.data($0)) } }
                     try handle(.end)
                     parts += 1
@@ -144,8 +162,7 @@ package struct MultipartReader {
                     i += k + delimiter.count - held  // just after the delimiter, in this piece
                     continue
                 }
-                // Hold back the longest end of the window that may start the delimiter.
-                let keep = Self.partialMatch(delimiter, atEndOf: window)
+                let keep = window.withUnsafeBytes { Self.partialMatch(delimiter, atEndOf: $0) }
                 let emit = window.count - keep
                 if emit > 0 { try window[..<emit].withUnsafeBytes { try handle(.data($0)) } }
                 pending = Array(window[emit...])
@@ -265,23 +282,19 @@ package struct MultipartReader {
 
     /// The first index of `needle` in `haystack`.
     static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
-        guard haystack.count >= needle.count,
-            let first = needle.first
-        else { return nil }
-        var k = 0
-        while k <= haystack.count - needle.count {
-            guard let at = haystack[k...(haystack.count - needle.count)].firstIndex(of: first) else { return nil }
-            if haystack[at..<at + needle.count].elementsEqual(needle) { return at }
-            k = at + 1
-        }
-        return nil
+        haystack.withUnsafeBytes { find(needle, in: $0) }
+    }
+
+    /// Where `needle` first starts in `haystack` (``ByteSearch``).
+    static func find(_ needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> Int? {
+        ByteSearch.find(needle, in: haystack)
     }
 
     /// The length of the longest end of `haystack` that is a start of `needle` (shorter than it).
-    static func partialMatch(_ needle: [UInt8], atEndOf haystack: [UInt8]) -> Int {
+    static func partialMatch(_ needle: [UInt8], atEndOf haystack: UnsafeRawBufferPointer) -> Int {
         var n = min(needle.count - 1, haystack.count)
         while n > 0 {
-            if haystack.suffix(n).elementsEqual(needle.prefix(n)) { return n }
+            if haystack[(haystack.count - n)...].elementsEqual(needle[..<n]) { return n }
             n -= 1
         }
         return 0

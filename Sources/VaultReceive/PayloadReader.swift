@@ -99,6 +99,11 @@ package struct PayloadReader {
     private var padded = 0  // `=` seen in the final quantum
     private var decodedSize: UInt64 = 0
     private var digest = SHA256()
+    /// Whether this reader hashes each document (the SHA-256 its `.end` event carries, checked
+    /// against what the batch declares). A consumer that hashes what it is given anyway (the
+    /// receiver's envelope writer) turns it off: each byte is then hashed once, and `.end`
+    /// carries the declared SHA-256 (empty when none was), for the consumer to check.
+    private let digests: Bool
     private var out: [UInt8]
     private var ids = Set<DocumentID>()
     private var started = false
@@ -115,7 +120,8 @@ package struct PayloadReader {
     }()
 
     /// A reader of one payload of `shape`, refusing more than `maxDocuments` documents.
-    package init(shape: PayloadShape, maxDocuments: Int = BatchLimits().documents) {
+    package init(shape: PayloadShape, maxDocuments: Int = BatchLimits().documents, digests: Bool = true) {
+        self.digests = digests
         self.shape = shape
         self.maxDocuments = maxDocuments
         out = []
@@ -480,19 +486,19 @@ package struct PayloadReader {
                 .digestMismatch,
                 "document \(documents + 1)\(named): its data is longer than the \(size) bytes its entry says")
         }
-        digest.update(data: out)
+        if digests { digest.update(data: out) }
         try out.withUnsafeBytes { try handle(.data($0)) }
         out.removeAll(keepingCapacity: true)
     }
 
     private mutating func endDocument(_ handle: (Event) throws -> Void) throws {
-        let sha = Array(digest.finalize())
+        let sha = digests ? Array(digest.finalize()) : header.sha256 ?? []
         if let size = header.size, decodedSize != size {
             throw VaultError(
                 .digestMismatch,
                 "document \(documents + 1)\(named): its data is \(decodedSize) bytes, its entry says \(size)")
         }
-        if let expected = header.sha256, expected != sha {
+        if digests, let expected = header.sha256, expected != sha {
             throw VaultError(
                 .digestMismatch, "document \(documents + 1)\(named): its data does not have the SHA-256 its entry says")
         }

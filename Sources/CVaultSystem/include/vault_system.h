@@ -35,6 +35,9 @@ int vault_install_interrupt_handlers(int write_fd);
    or ptrace by the same user can read keys or passwords out of this process. */
 int vault_disable_core_dumps(void);
 
+/* Where `needle` first starts in `haystack` (glibc's memmem, vectorized and linear), or NULL. */
+const void *vault_memmem(const void *haystack, size_t haystack_length, const void *needle, size_t needle_length);
+
 /* Returns the heap's free pages to the system (glibc malloc_trim(0)); 0 and nothing elsewhere. */
 int vault_release_free_memory(void);
 
