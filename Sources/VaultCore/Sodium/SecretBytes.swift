@@ -1,4 +1,5 @@
 internal import CSodium
+import Synchronization
 
 /// Secret bytes (a key or a password) in memory this object owns.
 ///
@@ -16,7 +17,7 @@ public final class SecretBytes: @unchecked Sendable {
     init(count: Int, _ initialize: (UnsafeMutableRawBufferPointer) throws -> Void) throws {
         try Sodium.ensureInitialized()
         // sodium_malloc(0) is allowed but returns a pointer we must not touch; keep one byte.
-        guard let p = sodium_malloc(max(count, 1)) else {
+        guard let p = SpareSecrets.take(count) ?? sodium_malloc(max(count, 1)) else {
             throw VaultError(.internal, "could not allocate protected memory for a secret")
         }
         base = p
@@ -27,7 +28,7 @@ public final class SecretBytes: @unchecked Sendable {
             try initialize(buffer)
         } catch {
             Sodium.wipe(buffer)
-            sodium_free(p)
+            SpareSecrets.give(p, count: count)
             throw error
         }
     }
@@ -54,6 +55,41 @@ public final class SecretBytes: @unchecked Sendable {
 
     deinit {
         wipe()
-        sodium_free(base)
+        SpareSecrets.give(base, count: count)
+    }
+}
+
+/// Protected allocations of small secrets, kept wiped for the next secret of the same size.
+///
+/// `sodium_malloc` maps guard pages around each secret, `mprotect`s and `mlock`s it, and
+/// `sodium_free` undoes all of it, with a TLB shootdown on every core: a receiver makes a
+/// handful of keys for every document it takes (the document key and its subkeys), and that
+/// churn was a tenth of its CPU at 256 KiB documents. A freed secret of at most
+/// ``largest`` bytes is wiped (by its owner, before) and kept here instead, guard pages,
+/// canary and lock in place; at most ``kept`` of each size, the rest freed.
+enum SpareSecrets {
+    /// The largest secret kept (keys are 32 bytes; passwords and larger secrets are freed).
+    static let largest = 64
+    /// How many of each size are kept.
+    static let kept = 64
+    /// The kept allocations' addresses, by size.
+    private static let spare = Mutex<[Int: [UInt]]>([:])
+
+    /// A kept allocation for a secret of `count` bytes (wiped), or nil.
+    static func take(_ count: Int) -> UnsafeMutableRawPointer? {
+        guard count > 0, count <= largest else { return nil }
+        return spare.withLock { $0[count]?.popLast() }.flatMap { UnsafeMutableRawPointer(bitPattern: $0) }
+    }
+
+    /// Keeps `pointer`, a wiped `sodium_malloc` allocation of `count` bytes, or frees it.
+    static func give(_ pointer: UnsafeMutableRawPointer, count: Int) {
+        let address = UInt(bitPattern: pointer)
+        let kept = count > 0 && count <= largest
+            && spare.withLock { s in
+                guard s[count, default: []].count < Self.kept else { return false }
+                s[count, default: []].append(address)
+                return true
+            }
+        if !kept { sodium_free(pointer) }
     }
 }
