@@ -152,7 +152,9 @@ let package = Package(
         .executableTarget(name: "CaptureApp", dependencies: ["VaultCore", "VaultFoundation", "VaultUpload"], path: "Examples/CaptureApp/Sources/CaptureApp",
                           packageAccess: false),
         // Large vaults for `make bench` and the scale tests (not installed).
-        .executableTarget(name: "vault-fixture", dependencies: ["VaultCore"]),
+        .executableTarget(
+            name: "vault-fixture",
+            dependencies: ["VaultCore", "CSodium", .product(name: "Crypto", package: "swift-crypto")]),
         // The test peers (SeaweedFS, PHP, the receiver, tus, the Python scripts), shared by the
         // test targets: one spawn helper, one copy of each peer.
         .target(

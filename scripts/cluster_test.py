@@ -22,7 +22,7 @@ Prints one line per step and a summary; exits 1 on the first broken expectation.
 
 With --bench-intake (part of `make bench`) it kills nothing: it measures the intake of one and of
 two receivers sharing a vault on the cluster, with the load of scripts/bench-intake.sh (STATIONS
-stations at once, BATCHES batches each of 20 x DOC_KIB KiB as curl -F forms; median of RUNS).
+stations at once, BATCHES batches each of 20 x DOC_KIB KiB forms, sent by scripts/intake-load.py; median of RUNS).
 """
 import argparse
 import base64
@@ -293,41 +293,37 @@ def bench_intake(cluster, a, root, env):
     runs = int(os.environ.get("RUNS", 3))
     docs = os.path.join(root, "docs")
     os.makedirs(docs, exist_ok=True)
-    form = []
+    files = []
     for i in range(20):
         path = os.path.join(docs, "scan-%02d.bin" % i)
         with open(path, "wb") as f:
             f.write(os.urandom(kib << 10))
-        form += ["-F", "files[]=@%s;type=application/octet-stream" % path]
-    print("intake on the cluster: %d stations at once, %d batches each of 20 x %d KiB (curl -F forms), "
-          "median of %d" % (stations, batches, kib, runs), flush=True)
+        files.append(path)
+    print("intake on the cluster: %d stations at once, %d batches each of 20 x %d KiB (forms sent by one process, "
+          "scripts/intake-load.py), median of %d" % (stations, batches, kib, runs), flush=True)
     figures = []
+    load = os.path.join(os.path.dirname(os.path.abspath(__file__)), "intake-load.py")
     for count in (1, 2):
         url = "s3://office/bench%d" % count
         tokens = office_on_store(a.vault_bin, root, env, url, stations)
+        with open(os.path.join(root, "tokens"), "w") as f:
+            f.write("\n".join(tokens) + "\n")
         receivers = Receivers(a.vault_bin, root, env, url, count)
         try:
             times, sizes = [], []
             weed0, vault0 = cpu_seconds(cluster.procs.values()), cpu_seconds(receivers.procs)
             for run in range(runs):
-                def station(i):
-                    out = []
-                    for b in range(batches):
-                        r = subprocess.run(
-                            ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{size_upload}", "-H",
-                             "Authorization: Bearer " + tokens[i], "-H", "Idempotency-Key: run-%d-batch-%d" % (run, b)]
-                            + form + [receivers.urls[i % count] + "/batches"], capture_output=True, text=True)
-                        out.append(r.stdout.split())
-                    return out
-                start = time.monotonic()
-                with concurrent.futures.ThreadPoolExecutor(stations) as pool:
-                    answers = [x for xs in pool.map(station, range(stations)) for x in xs]
-                times.append(time.monotonic() - start)
-                ok = [x for x in answers if x and x[0] == "200"]
-                if len(ok) != stations * batches:
-                    raise SystemExit("FAIL: %d of %d answers were 200: %s" % (
-                        len(ok), stations * batches, [x for x in answers if not x or x[0] != "200"][:3]))
-                sizes.append(sum(float(x[1]) for x in ok))
+                r = subprocess.run(
+                    [sys.executable, load, "--tokens", os.path.join(root, "tokens"), "--stations", str(stations),
+                     "--batches", str(batches), "--run", "cluster-%d-run-%d" % (count, run), "--files"] + files
+                    + [x for u in receivers.urls[:count] for x in ("--url", u + "/batches")]
+                    + [x for p in receivers.procs for x in ("--server-pid", str(p.pid))],
+                    capture_output=True, text=True)
+                if r.returncode != 0:
+                    raise SystemExit("FAIL: " + r.stderr[-2000:])
+                figure = json.loads(r.stdout)
+                times.append(figure["wall"])
+                sizes.append(figure["bytes"])
             t = sorted(times)[len(times) // 2]
             size = sizes[times.index(t)]
             figures.append(t)
@@ -340,7 +336,7 @@ def bench_intake(cluster, a, root, env):
         finally:
             receivers.stop()
     print("  -> two receivers take batches at %.2fx the rate of one on this cluster (all its processes, the "
-          "receivers and curl share the two cores)" % (figures[0] / figures[1]), flush=True)
+          "receivers and the load share the two cores)" % (figures[0] / figures[1]), flush=True)
 
 
 def files_in(folder):

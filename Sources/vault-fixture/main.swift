@@ -12,10 +12,23 @@
 // With VAULT_FIXTURE_OFFICE=1 the vault is a back office's instead: each record is a `receive`
 // record (a batch of PER-RECORD documents taken from station north, east or south in turn, as
 // `vault receive` commits one), so `vault receive` serves it with its pages.
+//
+//   vault-fixture --floor BODY OUT
+//
+// The CPU floor of a receiver's work on a one-document form BODY (Floor.swift), for make bench.
 import Foundation
 import VaultCore
 
 let args = CommandLine.arguments
+if args.count == 4, args[1] == "--floor" {
+    do {
+        try floor(body: args[2], out: args[3])
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("vault-fixture: \(error)\n".utf8))
+        exit(1)
+    }
+}
 guard args.count >= 3,
       let count = Int(args[2]),
       count >= 0 else {
