@@ -134,6 +134,7 @@ with open(sys.argv[3], "wb") as out:
 done
 stored=$("$vault" list --json 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 echo "  (the receiver's vault holds $stored documents after the runs: every batch stored, none twice)"
+echo "  (vault receive's peak resident memory over every shape: $(awk '/^VmHWM/ { printf "%.0f MiB", $2 / 1024 }' "/proc/$receiver/status"))"
 
 # The same load on a SeaweedFS cluster of its own processes (scripts/cluster_test.py: a master,
 # three volume servers, a filer, the S3 gateway): one receiver, then two sharing one vault there.
