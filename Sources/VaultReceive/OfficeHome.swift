@@ -130,6 +130,15 @@ package final class FolderHome: OfficeHome {
         let now = vault.storedHead()
         guard now != head else { return nil }
         if let head, let now, let records = ownRecords(from: head, to: now) { return .appended(records, head: now) }
+        if let head {
+            // One of this home's appends may be between the head's write and its step's
+            // remembering: looked at again once the writer lock is free.
+            let settled = try vault.settledHead()
+            if settled == head { return nil }
+            if let settled, let records = ownRecords(from: head, to: settled) {
+                return .appended(records, head: settled)
+            }
+        }
         return try read()
     }
 
@@ -148,7 +157,8 @@ package final class FolderHome: OfficeHome {
         }
     }
 
-    /// Remembers an append of this home's.
+    /// Remembers an append of this home's (under the writer lock: before anyone reads the head
+    /// it made, but for the instant between the head's write and this).
     private func appended(_ step: HistoryStep) {
         own.withLock { steps in
             steps.append(step)
@@ -164,7 +174,7 @@ package final class FolderHome: OfficeHome {
     package func append(
         _ operation: HistoryRecord.Operation, detail: String?, documents: [HistoryRecord.Document]
     ) async throws -> Bool {
-        appended(try vault.appendStep(HistoryRecord(operation, documents: documents, detail: detail)))
+        try vault.appendStep(HistoryRecord(operation, documents: documents, detail: detail)) { appended($0) }
         return true
     }
 
@@ -181,7 +191,9 @@ package final class FolderHome: OfficeHome {
         // batch began), and the history's append is the commit point.
         let record = HistoryRecord(payload: batch, now: now)
         let handed = Handed(intake)
-        appended(try await Self.offCooperativeThreads { try handed.value.commit(record) })
+        _ = try await Self.offCooperativeThreads { [self] in
+            try handed.value.commit(record) { appended($0) }
+        }
         return true
     }
 

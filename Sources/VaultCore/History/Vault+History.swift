@@ -55,6 +55,12 @@ extension Vault {
         }
     }
 
+    /// ``storedHead()`` read under the writer lock: the head once no append is under way (an
+    /// append writes the head, then more, before it lets the lock go).
+    package func settledHead() throws -> HistoryHead? {
+        try store.withWriterLock { _ in storedHead() }
+    }
+
     /// Fails unless this process can append to the history: the vault folder (where the log's
     /// heads are replaced), the log and the index must be writable. What a command that sends
     /// documents checks first, so that nothing goes out that the history cannot record.
@@ -73,10 +79,19 @@ extension Vault {
     }
 
     /// Appends `record` as ``appendToHistory(_:)`` does.
+    /// - Parameter whileLocked: given the step before the writer lock is let go: a process that
+    ///   follows the history (reading the head without the lock) learns of its own records in
+    ///   their order, before anyone sees the head they made.
     /// - Returns: where it went (the head before it and after it): a process that follows the
     ///   history applies its own records from this, instead of reading the history again.
-    package func appendStep(_ record: HistoryRecord) throws -> HistoryStep {
-        try store.withWriterLock { lock in try appendStep(record, lock) }
+    package func appendStep(
+        _ record: HistoryRecord, whileLocked: (HistoryStep) -> Void = { _ in }
+    ) throws -> HistoryStep {
+        try store.withWriterLock { lock in
+            let step = try appendStep(record, lock)
+            whileLocked(step)
+            return step
+        }
     }
 
     /// Appends `record`, holding the writer lock. Before it, a vault without a log

@@ -90,9 +90,13 @@ package final class IntakeBatch {
     /// before the history record is appended.
     /// - Parameter interrupt: for the tests of crash recovery: leave the vault as a crash at
     ///   that point would (the objects linked, `intake.pending` written, nothing recorded).
+    /// - Parameter whileLocked: given where the record went before the writer lock is let go
+    ///   (``Vault/appendStep(_:whileLocked:)``).
     /// - Returns: where the record went in the history (``HistoryStep``).
     @discardableResult
-    package func commit(_ record: HistoryRecord, interrupt: Interruption? = nil) throws -> HistoryStep {
+    package func commit(
+        _ record: HistoryRecord, interrupt: Interruption? = nil, whileLocked: (HistoryStep) -> Void = { _ in }
+    ) throws -> HistoryStep {
         precondition(current == nil && !done, "internal error: a batch committed twice or mid-document")
         done = true
         var record = record
@@ -125,6 +129,7 @@ package final class IntakeBatch {
                 }
             }
             let step = try vault.appendStep(record, lock, pending: Set(ids))
+            whileLocked(step)
             try FileSystem.remove(pending)
             try FileSystem.syncDirectory(vault.store.root)
             return step
