@@ -130,43 +130,7 @@ package struct MultipartReader {
                     try handle(.part(part))
                 }
             case .body:
-                if pending.isEmpty, bytes.count - i >= delimiter.count {
-                    // The delimiter searched in the piece itself (memmem), nothing copied.
-                    let rest = UnsafeRawBufferPointer(rebasing: piece[i...])
-                    if let k = Self.find(delimiter, in: rest) {
-                        if k > 0 { try handle(.data(UnsafeRawBufferPointer(rebasing: rest[..<k]))) }
-                        try handle(.end)
-                        parts += 1
-                        state = .afterBoundary
-                        i += k + delimiter.count
-                        continue
-                    }
-                    // Hold back the longest end of the piece that may start the delimiter.
-                    let keep = Self.partialMatch(delimiter, atEndOf: rest)
-                    if rest.count > keep { try handle(.data(UnsafeRawBufferPointer(rebasing: rest[..<(rest.count - keep)]))) }
-                    pending = Array(rest[(rest.count - keep)...])
-                    i = bytes.count
-                    continue
-                }
-                // Bytes held back from before (a delimiter's possible start) or a piece's last few:
-                // a window of them and at most a delimiter's length of the piece.
-                let held = pending.count
-                let take = min(bytes.count - i, delimiter.count)
-                let window = pending + bytes[i..<(i + take)]
-                pending = []
-                if let k = window.withUnsafeBytes({ Self.find(delimiter, in: $0) }) {
-                    if k > 0 { try window[..<k].withUnsafeBytes { try handle(.data($0)) } }
-                    try handle(.end)
-                    parts += 1
-                    state = .afterBoundary
-                    i += k + delimiter.count - held  // just after the delimiter, in this piece
-                    continue
-                }
-                let keep = window.withUnsafeBytes { Self.partialMatch(delimiter, atEndOf: $0) }
-                let emit = window.count - keep
-                if emit > 0 { try window[..<emit].withUnsafeBytes { try handle(.data($0)) } }
-                pending = Array(window[emit...])
-                i += take
+                i = try readBody(piece, from: i, handle)
             case .closing:
                 let b = bytes[i]
                 guard (matched == 0 && b == 0x0D) || (matched == 1 && b == 0x0A) else {
@@ -177,6 +141,50 @@ package struct MultipartReader {
             }
         }
         offset += UInt64(bytes.count)
+    }
+
+    /// Reads a part's bytes from `piece` at `i`, up to the delimiter or the piece's end.
+    /// - Returns: where the next state starts reading in `piece`.
+    private mutating func readBody(
+        _ piece: UnsafeRawBufferPointer, from i: Int, _ handle: (Event) throws -> Void
+    ) throws -> Int {
+        let bytes = piece.bindMemory(to: UInt8.self)
+        if pending.isEmpty, bytes.count - i >= delimiter.count {
+            // The delimiter searched in the piece itself (memmem), nothing copied.
+            let rest = UnsafeRawBufferPointer(rebasing: piece[i...])
+            if let k = Self.find(delimiter, in: rest) {
+                if k > 0 { try handle(.data(UnsafeRawBufferPointer(rebasing: rest[..<k]))) }
+                try handle(.end)
+                parts += 1
+                state = .afterBoundary
+                return i + k + delimiter.count
+            }
+            // Hold back the longest end of the piece that may start the delimiter.
+            let keep = Self.partialMatch(delimiter, atEndOf: rest)
+            if rest.count > keep {
+                try handle(.data(UnsafeRawBufferPointer(rebasing: rest[..<(rest.count - keep)])))
+            }
+            pending = Array(rest[(rest.count - keep)...])
+            return bytes.count
+        }
+        // Bytes held back from before (a delimiter's possible start) or a piece's last few:
+        // a window of them and at most a delimiter's length of the piece.
+        let held = pending.count
+        let take = min(bytes.count - i, delimiter.count)
+        let window = pending + bytes[i..<(i + take)]
+        pending = []
+        if let k = window.withUnsafeBytes({ Self.find(delimiter, in: $0) }) {
+            if k > 0 { try window[..<k].withUnsafeBytes { try handle(.data($0)) } }
+            try handle(.end)
+            parts += 1
+            state = .afterBoundary
+            return i + k + delimiter.count - held  // just after the delimiter, in this piece
+        }
+        let keep = window.withUnsafeBytes { Self.partialMatch(delimiter, atEndOf: $0) }
+        let emit = window.count - keep
+        if emit > 0 { try window[..<emit].withUnsafeBytes { try handle(.data($0)) } }
+        pending = Array(window[emit...])
+        return i + take
     }
 
     /// Checks that the body ended with its closing boundary.

@@ -30,7 +30,8 @@ import Testing
             try intake.commit(
                 HistoryRecord(
                     .receive,
-                    detail: #"{"answer":"{}","batch":"earlier-\#(n)","payloadSHA256":"","station":"north","wire":"json"}"#))
+                    detail: #"{"answer":"{}","batch":"earlier-\#(n)","payloadSHA256":"","station":"north","#
+                        + #""wire":"json"}"#))
         }
     }
 
