@@ -143,9 +143,13 @@ package final class FolderHome: OfficeHome {
     }
 
     /// The records this home appended that lead from `head` to `now`, in order; nil unless
-    /// they are exactly what lies between (anything else appended meanwhile: read whole).
+    /// they are exactly what lies between (anything else appended meanwhile: read whole) and
+    /// `now` is the head of this home's last append. A history put back to a head between two
+    /// of its appends (someone who can write the folder restoring an older log) is read whole,
+    /// and its index's witness refuses it.
     private func ownRecords(from head: HistoryHead, to now: HistoryHead) -> [OfficeRecord]? {
         own.withLock { steps in
+            guard steps.last?.after == now else { return nil }
             var at = head
             var records: [OfficeRecord] = []
             while at != now {

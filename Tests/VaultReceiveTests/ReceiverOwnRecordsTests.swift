@@ -79,6 +79,39 @@ import Testing
         #expect(late == 0, "the receiver read its history whole \(late) times for 20 batches")
     }
 
+    /// Someone who can write the folder copies the history between two of the receiver's
+    /// batches and puts it back after the second: the receiver, which had read neither, must not
+    /// follow its own first batch to that head and take the history as whole. (Found by review:
+    /// the journal's first form did; the old whole read refused it by the index's witness.)
+    @Test func aHistoryPutBackBetweenTwoOfItsOwnBatchesIsRefused() async throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let receiver = try Receiver(vault: vault, serving: false)
+        let token = try await receiver.addStation("north")
+        // Both batches begin (and the receiver reads the history) before either commits.
+        var intakes: [BatchIntake] = []
+        for key in ["first", "second"] {
+            let station = try await receiver.authenticate("Bearer \(token)", from: "127.0.0.1")
+            let body = ReceiveRouterTests.payload("document of \(key)", name: "\(key).txt")
+            let intake = try await receiver.begin(
+                station: station, key: key, head: nil, contentType: "application/json",
+                contentLength: UInt64(body.readableBytes))
+            try body.withUnsafeReadableBytes { try intake.read($0) }
+            intakes.append(intake)
+        }
+        #expect(try await intakes[0].finish().status == 200)
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasPrefix("log.") }
+        #expect(!files.isEmpty)
+        let saved = try files.map { ($0, try Data(contentsOf: URL(fileURLWithPath: dir + "/" + $0))) }
+        #expect(try await intakes[1].finish().status == 200)
+        for (name, bytes) in saved { try bytes.write(to: URL(fileURLWithPath: dir + "/" + name)) }
+        do {
+            _ = try await receiver.authenticate("Bearer \(token)", from: "127.0.0.1")
+            Issue.record("a history put back from between two batches was taken as whole")
+        } catch {
+            #expect(error.status == 503 && error.code == "history-damaged", "\(error.code): \(error.message)")
+        }
+    }
+
     @Test func aChangeByAnotherProcessIsReadWholeOnceAndFollowed() async throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let receiver = try Receiver(vault: vault, serving: false)

@@ -68,7 +68,7 @@ public final class SecretBytes: @unchecked Sendable {
 /// ``largest`` bytes is wiped (by its owner, before) and kept here instead, guard pages,
 /// canary and lock in place; at most ``kept`` of each size, the rest freed.
 enum SpareSecrets {
-    /// The largest secret kept (keys are 32 bytes; passwords and larger secrets are freed).
+    /// The largest secret kept (keys are 32 bytes; a short password is kept too, wiped).
     static let largest = 64
     /// How many of each size are kept.
     static let kept = 64
