@@ -342,6 +342,7 @@ package final class StoreHome: OfficeHome {
 
 /// A value handed to another thread and back, which nothing else touches meanwhile (a batch's
 /// intake, while its commit runs off the cooperative threads).
+// @unchecked: the sender waits for the thread it hands the value to and does not touch it meanwhile.
 struct Handed<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }

@@ -44,6 +44,15 @@ enum Platform {
         return true
     }
 
+    /// Where `needle` first starts in `haystack` (memmem: vectorized, linear), or nil (also for
+    /// an empty needle).
+    static func find(_ needle: UnsafeRawBufferPointer, in haystack: UnsafeRawBufferPointer) -> Int? {
+        guard let base = haystack.baseAddress, let n = needle.baseAddress, needle.count > 0,
+            haystack.count >= needle.count
+        else { return nil }
+        return vault_memmem(base, haystack.count, n, needle.count).map { base.distance(to: $0) }
+    }
+
     /// Starts writeback of a range without waiting (Linux); nothing elsewhere.
     static func startWriteback(_ fd: SystemPackage.FileDescriptor, offset: Int64, length: Int64) {
         _ = vault_start_writeback(fd.rawValue, offset, length)
