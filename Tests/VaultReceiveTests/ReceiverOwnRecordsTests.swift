@@ -35,16 +35,22 @@ import Testing
         }
     }
 
-    /// Sends one batch of one document as a station's request does (authenticate, begin, the
-    /// body, finish).
-    func send(_ receiver: Receiver, token: String, key: String) async throws -> Int {
+    /// A batch of one document read as a station's request is (authenticate, begin, the body),
+    /// not finished yet.
+    func begin(_ receiver: Receiver, token: String, key: String) async throws -> BatchIntake {
         let station = try await receiver.authenticate("Bearer \(token)", from: "127.0.0.1")
         let body = ReceiveRouterTests.payload("document of \(key)", name: "\(key).txt")
         let intake = try await receiver.begin(
             station: station, key: key, head: nil, contentType: "application/json",
             contentLength: UInt64(body.readableBytes))
         try body.withUnsafeReadableBytes { try intake.read($0) }
-        return try await intake.finish().status
+        return intake
+    }
+
+    /// Sends one batch of one document as a station's request does (``begin(_:token:key:)``,
+    /// then finish).
+    func send(_ receiver: Receiver, token: String, key: String) async throws -> Int {
+        try await begin(receiver, token: token, key: key).finish().status
     }
 
     /// Sends 20 batches to a receiver started on a history of `before` batches.
@@ -89,15 +95,7 @@ import Testing
         let token = try await receiver.addStation("north")
         // Both batches begin (and the receiver reads the history) before either commits.
         var intakes: [BatchIntake] = []
-        for key in ["first", "second"] {
-            let station = try await receiver.authenticate("Bearer \(token)", from: "127.0.0.1")
-            let body = ReceiveRouterTests.payload("document of \(key)", name: "\(key).txt")
-            let intake = try await receiver.begin(
-                station: station, key: key, head: nil, contentType: "application/json",
-                contentLength: UInt64(body.readableBytes))
-            try body.withUnsafeReadableBytes { try intake.read($0) }
-            intakes.append(intake)
-        }
+        for key in ["first", "second"] { intakes.append(try await begin(receiver, token: token, key: key)) }
         #expect(try await intakes[0].finish().status == 200)
         let files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasPrefix("log.") }
         #expect(!files.isEmpty)
