@@ -43,6 +43,43 @@ import Testing
         #expect(try vault.audit().findings.isEmpty)
     }
 
+    /// Batches committed together (a receiver's group commit) are one record each, in order,
+    /// chained as if appended one by one, in one write of the log; a crash in the middle takes
+    /// out every batch of the group and nothing else.
+    @Test func batchesCommittedTogetherAreARecordEachAndAllOrNothing() throws {
+        let before = try vault.history().records.count
+        let batches = (0..<3).map { _ in IntakeBatch(vault: vault) }
+        for (n, batch) in batches.enumerated() {
+            let seed = UInt64(30 + 2 * n)
+            try stage(batch, [("b\(n)-1", testBytes(2000 + n, seed: seed)), ("b\(n)-2", testBytes(n, seed: seed + 1))])
+        }
+        let steps = try IntakeBatch.commit(
+            batches.enumerated().map { ($1, HistoryRecord(.receive, detail: #"{"n":\#($0)}"#)) })
+        let history = try vault.history().records.map(\.record)
+        #expect(history.count == before + 3)
+        for (n, record) in history.suffix(3).enumerated() {
+            #expect(record.operation == .receive && record.detail == #"{"n":\#(n)}"#)
+            #expect(record.documents.map(\.name) == ["b\(n)-1", "b\(n)-2"])
+        }
+        #expect(steps.map(\.after.count) == [before + 1, before + 2, before + 3])
+        #expect(steps[1].before == steps[0].after && steps[2].before == steps[1].after)
+        #expect(steps[2].after == vault.storedHead())
+        #expect(try vault.audit().findings.isEmpty)
+
+        let group = (0..<2).map { _ in IntakeBatch(vault: vault) }
+        try stage(group[0], [("lost-a", testBytes(500, seed: 50))])
+        try stage(group[1], [("lost-b", testBytes(600, seed: 51))])
+        #expect(throws: IntakeBatch.Interrupted.self) {
+            try IntakeBatch.commit(group.map { ($0, HistoryRecord(.receive, detail: "{}")) }, interrupt: .afterLinking)
+        }
+        #expect(try objects().count == 8, "the crash left both batches' objects linked")
+        let reopened = try vault.store.unlock(password: TestKeys.password())
+        #expect(try reopened.records().records.count == 6)
+        #expect(try objects().count == 6)
+        #expect(try reopened.history().records.count == before + 3)
+        #expect(try reopened.audit().findings.isEmpty)
+    }
+
     @Test func aDiscardedBatchLeavesNothing() throws {
         let batch = IntakeBatch(vault: vault)
         try stage(batch, [("a", testBytes(5000, seed: 3)), ("b", testBytes(7, seed: 4))])

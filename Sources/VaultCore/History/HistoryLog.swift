@@ -162,14 +162,15 @@ struct HistoryLog {
     /// - Returns: the new tail.
     @discardableResult
     func append(_ record: HistoryRecord, to tail: LogTail) throws -> LogTail {
-        var record = record
-        // What this append removes or replaces (a cut tail, a stale or missing head, an
-        // unreadable file) is sealed into the record; damaged records stay in the file anyway.
-        record.anomalies += tail.findings.filter {
-            ![.logRecordDamaged, .logRecordMoved, .logChainBroken, .logRecordSuperseded].contains($0.code)
-        }
-        .map { HistoryRecord.Anomaly(code: $0.code.rawValue, message: $0.message) }
-        let file: OpenFile
+        try append([record], to: tail)[0]
+    }
+
+    /// Appends `records` in order, as ``append(_:to:)`` appends one, in one write, one fsync and
+    /// one new head: a receiver's group of batches costs the disk what one batch does. A crash
+    /// before the head is written leaves them all past it (cut off by the next append).
+    /// - Returns: the tail after each record.
+    func append(_ records: [HistoryRecord], to tail: LogTail) throws -> [LogTail] {
+        precondition(!records.isEmpty, "internal error: an append of no record")
         var end = tail.end
         if !tail.exists || end == 0 {
             if tail.exists {  // unreadable from its first bytes: kept aside, never overwritten
@@ -178,25 +179,57 @@ struct HistoryLog {
             try AtomicFile.write(HistoryFormat.fileHeader, to: path, random: random)
             end = HistoryFormat.fileHeader.count
         }
-        file = try OpenFile.openOrCreate(path)
+        let file = try OpenFile.openOrCreate(path)
         defer { file.close() }
         if tail.exists && tail.fileSize > end { try file.truncate(to: UInt64(end)) }
-        let position = (tail.exists && tail.end > 0 ? tail.count : 0) + 1
-        let previous = position == 1 ? Self.zeroTag : tail.tag
-        // The frame is made in one buffer, the record sealed in place: a send of 100,000
+        var position = (tail.exists && tail.end > 0 ? tail.count : 0) + 1
+        var previous = position == 1 ? Self.zeroTag : tail.tag
+        // The frames are made in one buffer, each record sealed in place: a send of 100,000
         // documents is a 15 MB record, and copies of it were most of that command's memory.
+        var frames = [UInt8]()
+        frames.reserveCapacity(records.reduce(0) { $0 + 300 + $1.documents.count * 170 })
+        var tails: [LogTail] = []
+        for (i, record) in records.enumerated() {
+            var record = record
+            if i == 0 {
+                // What this append removes or replaces (a cut tail, a stale or missing head, an
+                // unreadable file) is sealed into the record; damaged records stay in the file anyway.
+                record.anomalies += tail.findings.filter {
+                    ![.logRecordDamaged, .logRecordMoved, .logChainBroken, .logRecordSuperseded].contains($0.code)
+                }
+                .map { HistoryRecord.Anomaly(code: $0.code.rawValue, message: $0.message) }
+            }
+            seal(record, position: position, previous: previous, into: &frames)
+            previous = Array(frames.suffix(HistoryFormat.tagSize))
+            tails.append(
+                LogTail(
+                    exists: true, count: position, end: end + frames.count, tag: previous,
+                    fileSize: end + frames.count, findings: []))
+            position += 1
+        }
+        try file.write(frames, at: UInt64(end))
+        try file.sync()
+        let last = tails[tails.count - 1]
+        let head = StoredHead(count: last.count, end: last.end, tag: Hex.encode(last.tag))
+        try writeState(head, as: .logHead)
+        try writeState(head, as: .logAnchor)
+        return tails
+    }
+
+    /// Appends `record`'s frame to `frames`: its length, position and nonce, then the record
+    /// sealed in place under the log key, bound to its position and the tag before it.
+    private func seal(_ record: HistoryRecord, position: Int, previous: [UInt8], into frames: inout [UInt8]) {
+        let frameStart = frames.count
         let nonce = random.bytes(HistoryFormat.nonceSize)
-        var frame = [UInt8]()
-        frame.reserveCapacity(4 + 8 + nonce.count + 256 + record.documents.count * 170 + HistoryFormat.tagSize)
-        frame.appendBigEndian(UInt32(0))  // the length, below
-        frame.appendBigEndian(UInt64(position))
-        frame += nonce
-        let start = frame.count
-        record.json(into: &frame)
-        let plaintextCount = frame.count - start
-        frame += [UInt8](repeating: 0, count: HistoryFormat.tagSize)
+        frames.appendBigEndian(UInt32(0))  // the length, below
+        frames.appendBigEndian(UInt64(position))
+        frames += nonce
+        let start = frames.count
+        record.json(into: &frames)
+        let plaintextCount = frames.count - start
+        frames += [UInt8](repeating: 0, count: HistoryFormat.tagSize)
         let ad = associatedData(position: position, previousTag: previous)
-        frame.withUnsafeMutableBytes { buffer in
+        frames.withUnsafeMutableBytes { buffer in
             let region = UnsafeMutableRawBufferPointer(rebasing: buffer[start...])
             ad.withUnsafeBytes { a in
                 nonce.withUnsafeBytes { n in
@@ -209,15 +242,8 @@ struct HistoryLog {
                 }
             }
         }
-        let length = UInt32(frame.count - 4)
-        for i in 0..<4 { frame[i] = UInt8(truncatingIfNeeded: length >> (24 - 8 * UInt32(i))) }
-        try file.write(frame, at: UInt64(end))
-        try file.sync()
-        let tag = Array(frame.suffix(HistoryFormat.tagSize))
-        let head = StoredHead(count: position, end: end + frame.count, tag: Hex.encode(tag))
-        try writeState(head, as: .logHead)
-        try writeState(head, as: .logAnchor)
-        return LogTail(exists: true, count: position, end: head.end, tag: tag, fileSize: head.end, findings: [])
+        let length = UInt32(frames.count - frameStart - 4)
+        for i in 0..<4 { frames[frameStart + i] = UInt8(truncatingIfNeeded: length >> (24 - 8 * UInt32(i))) }
     }
 
     /// The log's tail as `log.head` and `log.anchor` name it, checked against the file without

@@ -113,17 +113,30 @@ extension Vault {
 
     /// ``appendToHistory(_:_:pending:)``, telling where the record went.
     func appendStep(_ record: HistoryRecord, _ lock: WriterLock, pending: Set<DocumentID> = []) throws -> HistoryStep {
+        try appendSteps([record], lock, pending: pending)[0]
+    }
+
+    /// Appends `records` in order, as ``appendStep(_:_:pending:)`` appends one, with one fsync
+    /// of the log and one new head for them all (a receiver's group of batches).
+    /// - Returns: where each went.
+    func appendSteps(
+        _ records: [HistoryRecord], _ lock: WriterLock, pending: Set<DocumentID> = []
+    ) throws -> [HistoryStep] {
         try withIndex(lock) { index in
-            let initial = record.operation == .`init` || record.operation == .clone
+            let initial = records[0].operation == .`init` || records[0].operation == .clone
             var writer = try historyWriter(index: index, lock, initial: initial)
-            if record.operation != .remove, let interrupted = writer.log.pendingRemoval() {
+            if records[0].operation != .remove, let interrupted = writer.log.pendingRemoval() {
                 try finishRemoval(interrupted, writer: &writer, interrupted: true)
             }
             if !initial { try prelude(&writer, pending: pending) }
-            let before = HistoryHead(count: writer.tail.count, tag: writer.tail.tag)
-            try writer.append(record)
-            let after = HistoryHead(count: writer.tail.count, tag: writer.tail.tag)
-            return HistoryStep(before: before, after: after, record: record)
+            var before = HistoryHead(count: writer.tail.count, tag: writer.tail.tag)
+            var steps: [HistoryStep] = []
+            for (record, tail) in zip(records, try writer.append(records)) {
+                let after = HistoryHead(count: tail.count, tag: tail.tag)
+                steps.append(HistoryStep(before: before, after: after, record: record))
+                before = after
+            }
+            return steps
         }
     }
 
@@ -330,17 +343,29 @@ struct HistoryWriter {
 
     /// Appends `record` and applies it to the index, with the index's position in the history.
     mutating func append(_ record: HistoryRecord) throws {
-        tail = try log.append(record, to: tail)
-        let (index, tail) = (self.index, self.tail)
+        try append([record])
+    }
+
+    /// Appends `records` in order (one write and one fsync of the log: ``HistoryLog/append(_:to:)``)
+    /// and applies them to the index in one transaction.
+    /// - Returns: the tail after each.
+    @discardableResult
+    mutating func append(_ records: [HistoryRecord]) throws -> [LogTail] {
+        let tails = try log.append(records, to: tail)
+        tail = tails[tails.count - 1]
+        let (index, log, lock) = (self.index, self.log, self.lock)
         try index.write(lock) {
             var projection = IndexProjection(index: index)
-            try record.apply(at: tail.count, to: &projection)
+            for (record, at) in zip(records, tails) { try record.apply(at: at.count, to: &projection) }
             var state = try index.stateOrEmpty()
-            (state.logCount, state.logEnd, state.logTag) = (tail.count, tail.end, Hex.encode(tail.tag))
+            let last = tails[tails.count - 1]
+            (state.logCount, state.logEnd, state.logTag) = (last.count, last.end, Hex.encode(last.tag))
             state.logEpoch = log.epoch
-            if record.operation == .accept { state.logHigh = nil }  // a password holder accepted the log as it is
+            // A password holder accepted the log as it is.
+            if records.contains(where: { $0.operation == .accept }) { state.logHigh = nil }
             state.removed = try index.counts(documents: false).removed
             try index.writeState(state)
         }
+        return tails
     }
 }

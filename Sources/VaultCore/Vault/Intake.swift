@@ -23,11 +23,15 @@ import Foundation
 /// A crash between 1 and 3 leaves objects no record names; the next command that opens the
 /// index (``Vault/rollBackInterruptedIntake(_:)``) unlinks them instead of adopting them, so a
 /// batch is never half kept. ``discard()`` (or dropping the batch) removes what was staged.
+/// Batches that end together are committed together (``commit(_:interrupt:whileLocked:)-swift.type.method``):
+/// steps 1–4 once for all of them, each still whole or not at all.
 package final class IntakeBatch {
     private let vault: Vault
     private var staged: [(file: AtomicFile, record: DocumentRecord)] = []
     private var current: (file: AtomicFile, writer: EnvelopeWriter, id: DocumentID)?
     private var done = false
+    /// True once every staged envelope was fsynced (``syncStaged()``).
+    private var synced = false
 
     /// A batch for `vault`; nothing is written yet.
     package init(vault: Vault) { self.vault = vault }
@@ -57,6 +61,7 @@ package final class IntakeBatch {
             output: SequentialFileOutput(file: file.file), keyringWhenDone: { [vault] in vault.keyring },
             documentID: id, metadata: template, random: vault.random, batchChunks: 1)
         current = (file, writer, id)
+        synced = false
     }
 
     /// Encrypts the next bytes of the document begun last.
@@ -85,6 +90,15 @@ package final class IntakeBatch {
     /// Thrown by ``commit(_:interrupt:)`` where a test asked it to stop.
     package struct Interrupted: Error {}
 
+    /// Makes every staged envelope durable (an fsync each; by the commit they are mostly written
+    /// back already). ``commit(_:interrupt:whileLocked:)`` does it when it was not done: a caller
+    /// that commits batches together does it first, for each batch on its own thread.
+    package func syncStaged() throws {
+        guard !synced else { return }
+        for s in staged { try s.file.file.sync() }
+        synced = true
+    }
+
     /// Puts every staged document into the vault together, recorded by `record` (given the
     /// records in order; its documents are set to them). Nothing is kept when this throws
     /// before the history record is appended.
@@ -97,14 +111,36 @@ package final class IntakeBatch {
     package func commit(
         _ record: HistoryRecord, interrupt: Interruption? = nil, whileLocked: (HistoryStep) -> Void = { _ in }
     ) throws -> HistoryStep {
-        precondition(current == nil && !done, "internal error: a batch committed twice or mid-document")
-        done = true
-        var record = record
-        record.documents = staged.map { HistoryRecord.Document($0.record) }
+        try Self.commit([(self, record)], interrupt: interrupt) { whileLocked($0[0]) }[0]
+    }
+
+    /// Commits several batches of one vault together, each whole, as ``commit(_:interrupt:whileLocked:)``
+    /// commits one, in one critical section: one `intake.pending`, one fsync of `objects/`, one
+    /// index transaction, their records appended with one fsync of the log. A receiver whose
+    /// stations' batches end at once pays the disk's waits once for all of them, not once each
+    /// under the writer lock. They all succeed or all throw (nothing of any is kept).
+    /// - Returns: where each record went, in order.
+    @discardableResult
+    package static func commit(
+        _ batches: [(batch: IntakeBatch, record: HistoryRecord)], interrupt: Interruption? = nil,
+        whileLocked: ([HistoryStep]) -> Void = { _ in }
+    ) throws -> [HistoryStep] {
+        guard let vault = batches.first?.batch.vault else { return [] }
+        var records: [HistoryRecord] = []
+        for (batch, record) in batches {
+            precondition(
+                batch.current == nil && !batch.done && batch.vault === vault,
+                "internal error: a batch committed twice, mid-document or with another vault's")
+            batch.done = true
+            var record = record
+            record.documents = batch.staged.map { HistoryRecord.Document($0.record) }
+            records.append(record)
+        }
+        let staged = batches.flatMap(\.batch.staged)
         let ids = staged.map(\.record.id)
         let known = Dictionary(uniqueKeysWithValues: staged.map { ($0.record.id, $0.record) })
         // Durable before anything names them; outside the lock, so that other batches commit meanwhile.
-        for s in staged { try s.file.file.sync() }
+        for (batch, _) in batches { try batch.syncStaged() }
         return try vault.store.withWriterLock { lock in
             try vault.checkKeyEpoch(lock)
             // An earlier batch a crash interrupted goes first: this commit's own intake.pending
@@ -128,11 +164,11 @@ package final class IntakeBatch {
                     try vault.commitIndexState(index, lock)
                 }
             }
-            let step = try vault.appendStep(record, lock, pending: Set(ids))
-            whileLocked(step)
+            let steps = try vault.appendSteps(records, lock, pending: Set(ids))
+            whileLocked(steps)
             try FileSystem.remove(pending)
             try FileSystem.syncDirectory(vault.store.root)
-            return step
+            return steps
         }
     }
 
