@@ -101,7 +101,7 @@ package final class FolderHome: OfficeHome {
     private static let remembered = 1_000
 
     /// Commits the batches that are ready together (``GroupCommitter``).
-    private let committer: GroupCommitter
+    let committer: GroupCommitter
 
     package init(vault: Vault) {
         self.vault = vault
@@ -373,6 +373,16 @@ final class GroupCommitter: Sendable {
     private let queue = Mutex(Queue())
     /// The most batches in one group (their history records are one write).
     private static let largest = 64
+    /// The most documents in one group, but for a batch alone: `intake.pending` names them all,
+    /// and recovery reads at most 1 MiB of it (about 29,000 ids).
+    private static let mostDocuments = 8_000
+    /// How many groups were taken to be committed (for the tests).
+    private let committed = Atomic<Int>(0)
+
+    /// How many groups were taken to be committed since this committer was made.
+    var groups: Int { committed.load(ordering: .relaxed) }
+    /// How many batches wait for a group now.
+    var waiting: Int { queue.withLock { $0.waiting.count } }
     /// Given each group's steps under the writer lock, in order.
     private let remember: @Sendable ([HistoryStep]) -> Void
 
@@ -396,12 +406,18 @@ final class GroupCommitter: Sendable {
     private func drain() {
         while true {
             let group: [Waiting] = queue.withLock { q in
-                let group = Array(q.waiting.prefix(Self.largest))
+                var documents = 0
+                let group = Array(
+                    q.waiting.prefix(Self.largest).prefix { w in
+                        documents += w.intake.value.records.count
+                        return documents <= Self.mostDocuments || documents == w.intake.value.records.count
+                    })
                 q.waiting.removeFirst(group.count)
                 if group.isEmpty { q.running = false }
                 return group
             }
             if group.isEmpty { return }
+            committed.add(1, ordering: .relaxed)
             do {
                 let steps = try IntakeBatch.commit(group.map { ($0.intake.value, $0.record) }, whileLocked: remember)
                 for (waiting, step) in zip(group, steps) { waiting.done.resume(returning: step) }

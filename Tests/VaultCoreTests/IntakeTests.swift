@@ -44,7 +44,7 @@ import Testing
     }
 
     /// Batches committed together (a receiver's group commit) are one record each, in order,
-    /// chained as if appended one by one, in one write of the log; a crash in the middle takes
+    /// chained as if appended one by one, in one write of the log; a crash after linking takes
     /// out every batch of the group and nothing else.
     @Test func batchesCommittedTogetherAreARecordEachAndAllOrNothing() throws {
         let before = try vault.history().records.count

@@ -75,6 +75,50 @@ import Testing
         return home.timesReadWhole - 1
     }
 
+    /// Batches that end while a commit waits for the disk go together in the next one (a group
+    /// commit): here the writer lock is held by "another command" while five stations finish
+    /// theirs; the first commit waits for it alone, the four that came meanwhile go in one group,
+    /// and each is its own record, answered with its own receipt.
+    @Test func batchesEndingWhileACommitWaitsAreCommittedTogether() async throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let receiver = try Receiver(vault: vault, serving: false)
+        let home = try #require(receiver.home as? FolderHome)
+        let before = try vault.history().records.count
+        var tokens: [String] = []
+        for n in 0..<5 { tokens.append(try await receiver.addStation("station-\(n)")) }
+        let lock = try OpenFile.openOrCreate(vault.store.lockPath)
+        #expect(try lock.lockExclusive())
+        let first = try await begin(receiver, token: tokens[0], key: "group-0")
+        let firstAnswer = Task { try await first.finish().status }
+        // The first batch is taken into a group, whose commit now waits for the lock; the others
+        // queue behind it.
+        try await waitUntil { home.committer.groups == 1 }
+        var answers: [Task<Int, any Error>] = []
+        for n in 1..<5 {
+            let intake = try await begin(receiver, token: tokens[n], key: "group-\(n)")
+            answers.append(Task { try await intake.finish().status })
+        }
+        try await waitUntil { home.committer.waiting == 4 }
+        lock.unlock()
+        #expect(try await firstAnswer.value == 200)
+        for answer in answers { #expect(try await answer.value == 200) }
+        #expect(home.committer.groups == 2, "the first batch alone, then the four that waited, together")
+        let records = try vault.history().records.map(\.record)
+        let received = records.suffix(from: before).filter { $0.operation == .receive }
+        #expect(received.count == 5)
+        #expect(Set(received.flatMap { $0.documents.map(\.name) }) == Set((0..<5).map { "group-\($0).txt" }))
+        #expect(try vault.audit().findings.isEmpty)
+    }
+
+    /// Waits (at most two minutes, polling) until `condition` holds.
+    private func waitUntil(_ condition: () -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(120)
+        while !condition() {
+            if Date() > deadline { Issue.record("the condition did not come true in two minutes"); return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     @Test func aBatchReadsNoHistoryAtTwentyBatchesOrAtThreeThousand() async throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try history(batches: 0..<20)

@@ -166,8 +166,10 @@ struct HistoryLog {
     }
 
     /// Appends `records` in order, as ``append(_:to:)`` appends one, in one write, one fsync and
-    /// one new head: a receiver's group of batches costs the disk what one batch does. A crash
-    /// before the head is written leaves them all past it (cut off by the next append).
+    /// one new head: a receiver's group of batches costs the disk what one batch does. A write
+    /// or sync that fails cuts the file back to where it was. A crash before the head is written
+    /// may leave whole records past it, which the next whole-log read takes as it takes a single
+    /// record written before a crash: each record is a whole batch, and none was answered yet.
     /// - Returns: the tail after each record.
     func append(_ records: [HistoryRecord], to tail: LogTail) throws -> [LogTail] {
         precondition(!records.isEmpty, "internal error: an append of no record")
@@ -207,8 +209,17 @@ struct HistoryLog {
                     fileSize: end + frames.count, findings: []))
             position += 1
         }
-        try file.write(frames, at: UInt64(end))
-        try file.sync()
+        do {
+            try file.write(frames, at: UInt64(end))
+            try file.sync()
+        } catch {
+            // A write or sync that failed part way (a full disk) may leave whole records past
+            // the head, which a later whole-log read would take: they are cut off now, so that
+            // a group whose commit failed keeps none of its batches (each was told it failed).
+            try? file.truncate(to: UInt64(end))
+            try? file.sync()
+            throw error
+        }
         let last = tails[tails.count - 1]
         let head = StoredHead(count: last.count, end: last.end, tag: Hex.encode(last.tag))
         try writeState(head, as: .logHead)

@@ -61,7 +61,6 @@ package final class IntakeBatch {
             output: SequentialFileOutput(file: file.file), keyringWhenDone: { [vault] in vault.keyring },
             documentID: id, metadata: template, random: vault.random, batchChunks: 1)
         current = (file, writer, id)
-        synced = false
     }
 
     /// Encrypts the next bytes of the document begun last.
@@ -81,6 +80,7 @@ package final class IntakeBatch {
         Platform.startWriteback(current.file.file.descriptor, offset: 0, length: 0)
         let record = DocumentRecord(id: current.id, metadata: metadata)
         staged.append((current.file, record))
+        synced = false
         return record
     }
 
@@ -94,6 +94,7 @@ package final class IntakeBatch {
     /// back already). ``commit(_:interrupt:whileLocked:)`` does it when it was not done: a caller
     /// that commits batches together does it first, for each batch on its own thread.
     package func syncStaged() throws {
+        precondition(current == nil, "internal error: a batch synced mid-document")
         guard !synced else { return }
         for s in staged { try s.file.file.sync() }
         synced = true
@@ -118,7 +119,9 @@ package final class IntakeBatch {
     /// commits one, in one critical section: one `intake.pending`, one fsync of `objects/`, one
     /// index transaction, their records appended with one fsync of the log. A receiver whose
     /// stations' batches end at once pays the disk's waits once for all of them, not once each
-    /// under the writer lock. They all succeed or all throw (nothing of any is kept).
+    /// under the writer lock. They all succeed or all throw; when one throws, none is kept,
+    /// but for a crash (not an error) after the history's write: then any whole prefix of the
+    /// records may be kept, each a whole batch (none was answered yet).
     /// - Returns: where each record went, in order.
     @discardableResult
     package static func commit(
