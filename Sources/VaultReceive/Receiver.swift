@@ -163,6 +163,12 @@ public final class Receiver: Sendable {
         vault: Vault, limits: Limits = Limits(), serving: Bool = true, identities: [AgeIdentity],
         requireSealed: Bool = false
     ) throws {
+        // An office keeps what it receives as envelopes it opens; a capture-only station keeps
+        // sealed files only (a blind receiver is not built yet).
+        if vault.capturesOnly {
+            throw CapturedDocument.refusal(
+                "it cannot receive batches", hint: "run vault receive on the office's own vault")
+        }
         let home = FolderHome(vault: vault)
         let lock = serving ? try home.lockForServing() : nil
         try vault.recoverInterruptedIntake()

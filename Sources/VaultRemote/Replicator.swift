@@ -218,6 +218,10 @@ public final class Replicator: Sendable {
     package func push(
         progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }, office: (any OfficeCarrier)?
     ) async throws -> PushReport {
+        // A captured document's metadata file has no place in the store's layout yet.
+        if vault.capturesOnly {
+            throw CapturedDocument.refusal("this version cannot push it to a store yet", hint: "keep it in its folder")
+        }
         var report = PushReport()
         let identity = try await retrying { try await checkIdentity(create: true) }
         report.created = identity.created

@@ -27,10 +27,7 @@ struct SealingOptions: ParsableArguments {
                 throw VaultError(.usage, "--recipient: \(e.message)", hint: e.hint)
             }
         }
-        for path in recipientsFiles {
-            let bytes = try FileSystem.readFile(path, limit: 64 << 10 + 1)
-            out += try AgeRecipient.parseFile(String(decoding: bytes, as: UTF8.self), path: path)
-        }
+        for path in recipientsFiles { out += try Self.recipients(inFile: path) }
         var seen = Set<AgeRecipient>()
         let unique = out.filter { seen.insert($0).inserted }
         guard unique.count <= AgeRecipient.maxRecipients else {
@@ -42,6 +39,14 @@ struct SealingOptions: ParsableArguments {
                 hint: "leave out --shape strings")
         }
         return unique
+    }
+}
+
+extension SealingOptions {
+    /// The recipients in an age recipients file (one a line, `#` comments).
+    static func recipients(inFile path: String) throws -> [AgeRecipient] {
+        let bytes = try FileSystem.readFile(path, limit: 64 << 10 + 1)
+        return try AgeRecipient.parseFile(String(decoding: bytes, as: UTF8.self), path: path)
     }
 }
 

@@ -125,7 +125,7 @@ import Testing
         #expect(SealedState.version == 1)
         #expect(SealedState.prefixSize == 14 && SealedState.headerSize == 38)
         #expect(SealedState.subkeyBase == 256 && SealedState.subkeyContext == "vaultsta")
-        #expect(SealedState.Purpose.allCases.map(\.rawValue) == Array(1...14))
+        #expect(SealedState.Purpose.allCases.map(\.rawValue) == Array(1...15))
         #expect(RetiredEpoch.entrySize == 116)
     }
 

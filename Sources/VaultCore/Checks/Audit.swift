@@ -212,9 +212,13 @@ struct Auditor {
             progress?(n, objectIDs.count)
             var metadata: DocumentMetadata?
             do {
-                let reader = try vault.openEnvelope(id, verifyDigest: deep)
-                if deep { while try reader.next() != nil {} }
-                metadata = reader.metadata
+                if vault.capturesOnly {
+                    metadata = deep ? try vault.checkCaptured(id).metadata : try vault.storedRecord(id).metadata
+                } else {
+                    let reader = try vault.openEnvelope(id, verifyDigest: deep)
+                    if deep { while try reader.next() != nil {} }
+                    metadata = reader.metadata
+                }
             } catch {
                 let e = VaultError.from(error)
                 findings.append(AuditFinding(.damagedObject, "\(id): \(e.code): \(e.message)", document: id.hex))

@@ -61,6 +61,18 @@ extension Vault {
         for id in ordered {
             var entry = VerifyReport.Entry(id: id, name: known[id]?.metadata.name, size: known[id]?.metadata.size)
             do {
+                if capturesOnly {
+                    // What a capture-only station can check: its sealed files, as captured.
+                    let base = done
+                    let record = try checkCaptured(id) { progress?(base + $0, max(total, base + $0)) }
+                    (entry.name, entry.size) = (record.metadata.name, record.metadata.size)
+                    done = base + record.metadata.size
+                    if let known = known[id], !known.metadata.sameDocument(as: record.metadata) {
+                        indexState = .damaged; mismatch = true
+                    }
+                    entries.append(entry)
+                    continue
+                }
                 let reader = try openEnvelope(id, verifyDigest: true)
                 entry.name = reader.metadata.name
                 entry.size = reader.metadata.size

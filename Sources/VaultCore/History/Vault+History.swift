@@ -267,12 +267,10 @@ extension Vault {
         }
     }
 
-    /// The documents among `ids` whose envelope header authenticates under this vault's key.
+    /// The documents among `ids` whose envelope header (or captured record) authenticates under
+    /// this vault's key.
     private func authenticatedDocuments(_ ids: [DocumentID]) -> [HistoryRecord.Document] {
-        ids.compactMap { id in
-            guard let reader = try? openEnvelope(id) else { return nil }
-            return HistoryRecord.Document(DocumentRecord(id: id, metadata: reader.metadata))
-        }
+        ids.compactMap { id in (try? storedRecord(id)).map(HistoryRecord.Document.init) }
     }
 
     /// A send the history could not record is not made: a delivery missing from the audit

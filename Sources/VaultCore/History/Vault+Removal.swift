@@ -29,6 +29,12 @@ extension Vault {
         for id in ids where FileSystem.kind(of: store.objectPath(id)) != .missing {
             try FileSystem.remove(store.objectPath(id))
         }
+        // A captured document's metadata file goes after its data (a crash between leaves a
+        // metadata file alone, which names nothing: no object lists it).
+        for id in ids where store.source == nil {
+            let sidecar = store.capturedMetadataPath(id)
+            if FileSystem.kind(of: sidecar, following: false) != .missing { try FileSystem.remove(sidecar) }
+        }
         try FileSystem.syncDirectory(store.objectsPath)
         let index = writer.index
         try index.write(writer.lock) {

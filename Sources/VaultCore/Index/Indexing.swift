@@ -259,8 +259,7 @@ extension Vault {
                 }
                 do {
                     // the header only
-                    let reader = try openEnvelope(id, threads: 1, batching: ChunkBatching(chunks: 1), readAhead: false)
-                    try index.put(DocumentRecord(id: id, metadata: reader.metadata), logged: try index.isRemoved(id))
+                    try index.put(try storedRecord(id), logged: try index.isRemoved(id))
                     try index.setUnreadable(id, nil)
                 } catch let e as VaultError where e.code == .io && store.source == nil {
                     throw e
@@ -299,8 +298,7 @@ extension Vault {
                     continue
                 }
                 do {
-                    let reader = try openEnvelope(id, threads: 1, batching: ChunkBatching(chunks: 1), readAhead: false)
-                    try index.put(DocumentRecord(id: id, metadata: reader.metadata), logged: true)
+                    try index.put(try storedRecord(id), logged: true)
                 } catch let e as VaultError where e.code == .io && store.source == nil {
                     throw e
                 } catch {

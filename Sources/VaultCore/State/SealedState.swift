@@ -35,6 +35,7 @@ package enum SealedState {
         case pendingIntake = 12
         case receiver = 13
         case receiverLog = 14
+        case capturedRecord = 15
 
         var name: String {
             switch self {
@@ -52,6 +53,7 @@ package enum SealedState {
             case .pendingIntake: "pending intake"
             case .receiver: "receiver key"
             case .receiverLog: "receivers' log entry"
+            case .capturedRecord: "captured document's record"
             }
         }
     }

@@ -27,6 +27,9 @@ package final class AddSession {
     private var finished = false
     private var sinceTrim = 0
     private let operation: HistoryRecord.Operation
+    /// Whether the vault is a capture-only station (read from `vault.json` at the first add;
+    /// trusted once the unlock has checked it).
+    private var captures: Bool?
 
     /// Starts a session.
     /// - Parameter operation: how the history records it: `.add` or `.import`.
@@ -76,6 +79,11 @@ package final class AddSession {
         allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil
     ) throws -> DocumentRecord {
         precondition(!finished, "internal error: add after finish")
+        if captures == nil { captures = try pending.store.readConfig().capture != nil }
+        if captures == true {
+            return try capture(
+                from: input, name: name, contentType: contentType, tags: tags, now: now, progress: progress)
+        }
         let id = DocumentID.random(using: pending.random)
         let object = try AtomicFile(
             destination: pending.store.objectPath(id), staging: try pending.store.staging(), random: pending.random)
@@ -128,6 +136,35 @@ package final class AddSession {
         added[id] = record
         if addedDigests[metadata.sha256] == nil { addedDigests[metadata.sha256] = record }
         return record
+    }
+
+    /// Adds a document to a capture-only station (``CapturedDocument``): sealed to the vault's
+    /// recipients, its metadata file and then its data renamed into `objects/` (the data's
+    /// rename is the commit, as an envelope's is). Nothing is sealed before the unlock has
+    /// checked `vault.json`: recipients put there by someone without the password must not get
+    /// even a staged file. Capture-only stations keep no digest of the contents, so nothing is
+    /// refused as a duplicate.
+    private func capture(
+        from input: any ByteSource, name: String, contentType: String?, tags: [String], now: Date,
+        progress: ((UInt64) -> Void)?
+    ) throws -> DocumentRecord {
+        let vault = try self.vault
+        guard let recipients = vault.captureRecipients else { preconditionFailure("internal error: no recipients") }
+        let sealed = try CapturedDocument.seal(
+            input, id: DocumentID.random(using: pending.random), name: name, contentType: contentType, tags: tags,
+            keepName: !vault.captureSealsNames, now: now, recipients: recipients, store: pending.store,
+            random: pending.random, sealRecord: vault.sealCapturedRecord, progress: progress)
+        try sealed.metadata.file.sync()
+        try sealed.data.file.sync()
+        try pending.store.withWriterLock { lock in
+            try vault.checkKeyEpoch(lock)
+            let before = Platform.statTimes(pending.store.objectsPath) ?? ""
+            try sealed.metadata.commit(replace: false, sync: false)
+            try sealed.data.commit(replace: false, sync: false)
+            stamps.append((before, Platform.statTimes(pending.store.objectsPath) ?? ""))
+        }
+        added[sealed.record.id] = sealed.record
+        return sealed.record
     }
 
     /// Makes the commits so far durable now (fsync of `objects/`), before ``finish()``: for a

@@ -221,7 +221,9 @@ extension Vault {
                 var entries: [PasswordJournal.Entry] = []
                 for (n, id) in ids.enumerated() {
                     progress?(n, ids.count * 2)
-                    entries.append(try resealedHeader(id, keyring: keyring2))
+                    entries.append(
+                        capturesOnly
+                            ? try resealedCapturedRecord(id, to: newKeys) : try resealedHeader(id, keyring: keyring2))
                 }
                 let resealed = try ResealedFiles(vault: self).resealed(to: newKeys)
                 PausePoint.reached("passwd.resealed")
@@ -234,7 +236,7 @@ extension Vault {
                 PausePoint.reached("passwd.journal-written")
                 for (n, e) in entries.enumerated() {
                     progress?(ids.count + n, ids.count * 2)
-                    let file = try OpenFile.openExisting(store.objectPath(e.id))
+                    let file = try OpenFile.openExisting(store.resealedPath(e.id, captured: capturesOnly))
                     defer { file.close() }
                     try file.write(e.new, at: 0)
                     try file.sync()
@@ -344,8 +346,43 @@ extension Vault {
     }
 }
 
+extension Vault {
+    /// Captured document `id`'s record sealed again under `keys` (a capture-only station's
+    /// password change): the metadata file's first bytes before and after, of the same length.
+    private func resealedCapturedRecord(_ id: DocumentID, to keys: EpochKeys) throws -> PasswordJournal.Entry {
+        do {
+            let record = try storedRecord(id)
+            let bytes = try FileSystem.readFile(store.capturedMetadataPath(id), limit: CapturedDocument.maxFileSize)
+            guard let parts = CapturedDocument.parts(of: bytes) else {
+                throw VaultError(.vaultDamaged, "its metadata file is not a captured document's")
+            }
+            let e = JSONEncoder()
+            e.outputFormatting = [.sortedKeys]
+            let sealed = try SealedState.seal(
+                Array(try e.encode(record)), purpose: .capturedRecord,
+                role: "objects/" + CapturedDocument.metadataFileName(id), keys: keys, vaultID: config.id,
+                random: random)
+            let new = CapturedDocument.metadataFile(sealedRecord: sealed, metadata: [])
+            let old = Array(bytes.prefix(bytes.count - parts.metadata.count))
+            precondition(old.count == new.count, "internal error: a re-sealed captured record changed size")
+            return .init(id: id, old: old, new: new)
+        } catch {
+            var e = VaultError.from(error).context("document \(id)")
+            e.nothingChanged = true
+            e.remedy = .verifyThenRemoveOrRestore
+            throw e
+        }
+    }
+}
+
 extension VaultStore {
     var passwordJournalPath: String { path(.passwordJournal) }
+
+    /// The file whose first bytes a password change re-seals for document `id`: its envelope,
+    /// or on a capture-only station its captured record (``CapturedDocument``).
+    func resealedPath(_ id: DocumentID, captured: Bool) -> String {
+        captured ? capturedMetadataPath(id) : objectPath(id)
+    }
 
     /// Finishes or undoes a password change that a crash interrupted (nothing when there is
     /// none). Needs no password: if `vault.json` is already the new one, the change committed and
@@ -373,8 +410,10 @@ extension VaultStore {
                         """,
                     hint: "if no password change was interrupted here, delete passwd.journal")
             }
-            for e in journal.entries where FileSystem.kind(of: objectPath(e.id)) == .file {
-                let file = try OpenFile.openExisting(objectPath(e.id))
+            // A capture-only station's entries are its captured records (the same in both vault.json).
+            let captured = (try? readConfig())?.capture != nil
+            for e in journal.entries where FileSystem.kind(of: resealedPath(e.id, captured: captured)) == .file {
+                let file = try OpenFile.openExisting(resealedPath(e.id, captured: captured))
                 defer { file.close() }
                 let header = try file.read(upTo: e.old.count)
                 guard header == e.old || header == e.new else { continue }

@@ -35,6 +35,16 @@ public final class Vault: @unchecked Sendable {
     /// The current epoch's vault key.
     var vaultKey: SecretBytes { keys.current }
 
+    /// A capture-only station's recipients: every document added is sealed to them, and nothing
+    /// this vault holds opens it again (nil: an ordinary vault). Checked when `vault.json` was read.
+    package var captureRecipients: [AgeRecipient]? { try? config.captureRecipients(path: store.configPath) }
+
+    /// True for a capture-only station (``captureRecipients``).
+    package var capturesOnly: Bool { config.capture != nil }
+
+    /// True when a capture-only station keeps no document names (``CapturedDocument/sealedName``).
+    package var captureSealsNames: Bool { config.captureSealsNames == true }
+
     /// The vault's key epoch: 0, then one more after each password change.
     public var keyEpoch: UInt32 { keys.epoch }
 
@@ -251,6 +261,8 @@ public final class Vault: @unchecked Sendable {
         _ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores,
         batching: ChunkBatching = .reading, startChunk: UInt64 = 0, readAhead: Bool = true
     ) throws -> EnvelopeReader {
+        // The one way to a document's contents: a capture-only station has none to open.
+        if capturesOnly { throw CapturedDocument.refusal() }
         if let source = store.source {
             return try EnvelopeReader(
                 input: try source.input(for: id, sequential: startChunk == 0 && readAhead), keyring: keyring,

@@ -36,6 +36,14 @@ package struct VaultConfig: Codable, Equatable {
     /// The earlier epochs' keys (`vault/2` after a password change): a sealed state file
     /// (purpose keyring, role `vault.json`) under the current vault key, base64.
     var keyring: String?
+    /// A capture-only station's recipients (`age1…`, `age1pq1…`): every document is sealed to
+    /// them as it is added, and nothing the vault keeps opens it. Public keys, kept in clear and
+    /// bound into the vault key's wrap (``wrapAD``): a file edited to drop or change them does
+    /// not unlock.
+    var capture: [String]?
+    /// True when a capture-only station keeps no document names either (they are sealed too): its
+    /// records say ``CapturedDocument/sealedName``. Bound into the wrap with the recipients.
+    var captureSealsNames: Bool?
 
     struct KDF: Codable, Equatable {
         var algorithm: String
@@ -60,7 +68,19 @@ package struct VaultConfig: Codable, Equatable {
     /// edited epoch or format does not unwrap.
     var wrapAD: [UInt8] {
         if isLegacy { return Array("vault.json|\(format)|\(id)|\(kdf.opsLimit)|\(kdf.memLimitKiB)|\(salt)".utf8) }
-        return Array("vault.json|\(format)|\(id)|\(keyEpoch)|\(kdf.opsLimit)|\(kdf.memLimitKiB)|\(salt)".utf8)
+        let bound = "vault.json|\(format)|\(id)|\(keyEpoch)|\(kdf.opsLimit)|\(kdf.memLimitKiB)|\(salt)"
+        guard let capture else { return Array(bound.utf8) }
+        let names = captureSealsNames == true ? "|sealed-names" : ""
+        return Array((bound + "|capture|" + capture.joined(separator: ",") + names).utf8)
+    }
+
+    /// The capture-only station's recipients, parsed (nil for an ordinary vault).
+    func captureRecipients(path: String) throws -> [AgeRecipient]? {
+        guard let capture else { return nil }
+        guard !capture.isEmpty, let parsed = try? capture.map(AgeRecipient.init(parsing:)) else {
+            throw VaultError(.vaultDamaged, "\(path) names capture recipients that are not age recipients")
+        }
+        return parsed
     }
 
     /// True when `other` is this vault under the same password and key epoch (the format and
@@ -109,6 +129,11 @@ package struct VaultConfig: Codable, Equatable {
                 .vaultDamaged, "\(path) names an unknown password-hashing algorithm '\(config.kdf.algorithm)'")
         }
         try config.parameters.validate()
+        guard (!config.isLegacy || config.capture == nil) && (config.capture != nil || config.captureSealsNames == nil)
+        else {
+            throw VaultError(.vaultDamaged, "\(path) has capture recipients in a '\(config.format)' vault")
+        }
+        _ = try config.captureRecipients(path: path)
         return config
     }
 

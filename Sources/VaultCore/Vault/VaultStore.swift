@@ -37,6 +37,8 @@ public struct VaultStore: Sendable {
         return stagingPath
     }
     func objectPath(_ id: DocumentID) -> String { "\(objectsPath)/\(id.hex).vlt" }
+    /// A captured document's metadata file, beside its data (``CapturedDocument``).
+    func capturedMetadataPath(_ id: DocumentID) -> String { "\(objectsPath)/\(CapturedDocument.metadataFileName(id))" }
 
     /// A store at `root`; nothing is read yet.
     package init(root: String, source: (any ObjectSource)? = nil) {
@@ -60,9 +62,12 @@ public struct VaultStore: Sendable {
     /// Creates a new vault: directories, a random vault key wrapped under the password, an
     /// empty index. Runs Argon2id once.
     /// - Throws: ``VaultError/Code/alreadyExists`` if `root` is a vault or a non-empty directory.
+    /// - Parameters:
+    ///   - capture: a capture-only station's recipients (``Vault/captureRecipients``).
+    ///   - sealNames: a capture-only station keeps no names either (``Vault/captureSealsNames``).
     package func create(
         password: SecretBytes, kdf: KDFParameters, random: any RandomSource = SystemRandom(),
-        now: Date = Date()
+        now: Date = Date(), capture: [AgeRecipient]? = nil, sealNames: Bool = false
     ) throws -> Vault {
         try checkCanCreate()
         try password.withUnsafeBytes { p in
@@ -75,6 +80,11 @@ public struct VaultStore: Sendable {
             kdf: .init(algorithm: KDFParameters.algorithm, opsLimit: kdf.opsLimit, memLimitKiB: kdf.memLimitKiB),
             salt: keyring.salt.base64, keyCheck: keyring.keyCheck.base64, wrappedKey: .init(nonce: "", ciphertext: ""),
             epoch: 0)
+        if let capture {
+            precondition(!capture.isEmpty, "internal error: a capture-only station with no recipient")
+            config.capture = capture.map(\.description)
+            if sealNames { config.captureSealsNames = true }
+        }
         let nonce = random.bytes(EnvelopeFormat.nonceSize)
         config.wrappedKey = .init(
             nonce: nonce.base64,
@@ -84,7 +94,11 @@ public struct VaultStore: Sendable {
         try establish(
             vault,
             first: HistoryRecord(
-                .`init`, detail: "argon2id ops \(kdf.opsLimit), memory \(kdf.memLimitKiB) KiB", now: now),
+                .`init`,
+                detail: "argon2id ops \(kdf.opsLimit), memory \(kdf.memLimitKiB) KiB"
+                    + (capture.map { "; capture-only, sealed to \($0.count) recipient" + ($0.count == 1 ? "" : "s") }
+                        ?? ""),
+                now: now),
             config: config.encoded(), random: random)
         return vault
     }

@@ -1,0 +1,265 @@
+import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A document of a capture-only station (``Vault/captureRecipients``): sealed to the office's
+/// age recipients as it is read, into two age v1 files that age itself opens — its data, and its
+/// metadata (the sealed payload's `{"Id":…,"Name":…,"ContentType":…,"Size":…,"SHA256":…}`,
+/// docs/EXPORT.md) — whose file keys are never written anywhere. Once sealed, nothing the
+/// station holds opens either.
+///
+/// What the station keeps of it, under its own password (its ``DocumentRecord``): the id, the
+/// time added, the name (or ``sealedName``), the type ``contentType``, and the size and digest of
+/// the sealed pair (``digest(metadata:data:)``), which is what it delivers and what receipts prove.
+package enum CapturedDocument {
+    /// The content type a station's record gives a captured document (its own is sealed).
+    package static let contentType = "application/age-encryption"
+    /// The name a station's record gives a document captured with its name sealed.
+    package static let sealedName = "(sealed)"
+
+    /// The metadata file beside `<id>.vlt` in `objects/`.
+    package static func metadataFileName(_ id: DocumentID) -> String { "\(id.hex).meta.vlt" }
+
+    /// The first bytes of a metadata file.
+    static let magic = Array("VAULTCAP".utf8)
+    static let version: UInt8 = 1
+    /// The most bytes a metadata file may have (a record and a metadata age file to at most 20
+    /// hybrid recipients are far less).
+    static let maxFileSize = 1 << 20
+
+    /// A metadata file: ``magic``, ``version``, the length of the station's record (4 bytes,
+    /// big-endian), the record sealed under the vault key (what makes the captured document the
+    /// station's: it authenticates, as an envelope's header does), then the metadata age file.
+    static func metadataFile(sealedRecord: [UInt8], metadata: [UInt8]) -> [UInt8] {
+        var out = magic + [version]
+        let n = UInt32(sealedRecord.count)
+        out += (0..<4).map { UInt8(truncatingIfNeeded: n >> (24 - 8 * UInt32($0))) }
+        return out + sealedRecord + metadata
+    }
+
+    /// The sealed record and the metadata age file of a metadata file; nil when it is not one.
+    static func parts(of file: [UInt8]) -> (sealedRecord: [UInt8], metadata: [UInt8])? {
+        let fixed = magic.count + 1 + 4
+        guard file.count > fixed, Array(file[0..<magic.count]) == magic, file[magic.count] == version else {
+            return nil
+        }
+        let n = file[(magic.count + 1)..<fixed].reduce(0) { $0 << 8 | Int($1) }
+        guard n > 0, fixed + n < file.count else { return nil }
+        return (Array(file[fixed..<(fixed + n)]), Array(file[(fixed + n)...]))
+    }
+
+    /// The refusal of anything that needs a captured document's contents on the station.
+    package static func refusal(
+        _ what: String = "its documents cannot be opened here",
+        hint: String = "the office opens them with its identity once they are delivered"
+    ) -> VaultError {
+        VaultError(
+            .usage,
+            "this is a capture-only station: \(what) (each document is sealed to the office's recipients as it is "
+                + "added, and nothing this vault holds opens it)",
+            hint: hint)
+    }
+
+    /// The digest a station keeps and a receiver signs for: SHA-256 of the data file, the
+    /// metadata file and the metadata file's length (8 bytes, big-endian), given the digest of
+    /// the data file so far. The length makes the boundary part of what is hashed, so no byte can
+    /// move from one file to the other unseen; it comes last so that the data, sealed first, is
+    /// hashed as it is written.
+    package static func digest(data: SHA256, metadata: [UInt8]) -> [UInt8] {
+        var hash = data
+        hash.update(data: metadata)
+        hash.update(data: (0..<8).map { UInt8(truncatingIfNeeded: UInt64(metadata.count) >> (56 - 8 * $0)) })
+        return Array(hash.finalize())
+    }
+
+    /// What sealing one document gives: the record the station keeps, and the two staged files.
+    package struct Sealed {
+        package let record: DocumentRecord
+        package let data: AtomicFile
+        package let metadata: AtomicFile
+    }
+
+    /// Seals everything `input` yields for `recipients`, streaming (memory flat whatever its
+    /// size; the size need not be known: one batch is read ahead to find the final chunk).
+    /// - Parameters:
+    ///   - contentType: the document's type, or nil to detect it from its first bytes and name.
+    ///   - keepName: false keeps ``sealedName`` in the station's record (names sealed too).
+    static func seal(
+        _ input: any ByteSource, id: DocumentID, name: String, contentType: String?, tags: [String],
+        keepName: Bool, now: Date, recipients: [AgeRecipient], store: VaultStore, random: any RandomSource,
+        sealRecord: (DocumentRecord) throws -> [UInt8], progress: ((UInt64) -> Void)?
+    ) throws -> Sealed {
+        let name = DocumentName.normalized(name)
+        let staging = try store.staging()
+        let data = try AtomicFile(destination: store.objectPath(id), staging: staging, random: random)
+        let sealing = PayloadSealing(recipients: recipients)
+        let keying = sealing.keying(.data(id))
+        let cipher = AgeChunkCipher(
+            payloadKey: try AgeFileKeying.payloadKey(fileKey: keying.fileKey, nonce: keying.nonce),
+            threads: Parallelism.allCores)
+        var plainDigest = SHA256()
+        let batch = 16 * AgeFormat.chunkSize
+        let buffers = (0..<2).map { _ in UnsafeMutableRawBufferPointer.allocate(byteCount: batch, alignment: 64) }
+        let out = UnsafeMutableRawBufferPointer.allocate(byteCount: AgeFileSealer.maxOutput(for: batch), alignment: 64)
+        defer {
+            for b in buffers { Sodium.wipe(b); b.deallocate() }
+            out.deallocate()
+        }
+        var (current, next) = (0, 1)
+        var count = try input.readFully(into: buffers[current])
+        let type =
+            contentType
+            ?? ContentType.detect(UnsafeRawBufferPointer(rebasing: buffers[current][0..<count]), name: name)
+        var sealedData = UInt64(keying.prefix.count)
+        var dataDigest = SHA256()
+        dataDigest.update(data: keying.prefix)
+        try data.file.write(keying.prefix)
+        var chunk: UInt64 = 0, plain: UInt64 = 0
+        while true {
+            // A full batch may be the last: only the next read tells.
+            let following = count == batch ? try input.readFully(into: buffers[next]) : 0
+            let piece = UnsafeRawBufferPointer(rebasing: buffers[current][0..<count])
+            plainDigest.update(bufferPointer: piece)
+            let n = cipher.sealBatch(piece, first: chunk, final: following == 0, into: out)
+            let sealed = UnsafeRawBufferPointer(rebasing: out[0..<n])
+            dataDigest.update(bufferPointer: sealed)
+            try data.file.write(sealed)
+            sealedData += UInt64(n)
+            plain += UInt64(count)
+            progress?(plain)
+            chunk += UInt64(max(1, (count + AgeFormat.chunkSize - 1) / AgeFormat.chunkSize))
+            if following == 0 { break }
+            (current, next, count) = (next, current, following)
+        }
+        let sha = Array(plainDigest.finalize())
+        let metadataFile = try AtomicFile(
+            destination: store.objectsPath + "/" + metadataFileName(id), staging: staging, random: random)
+        let metadata = sealing.sealWhole(
+            PayloadSealing.padded(
+                PayloadSealing.metadataJSON(
+                    id: id, name: name, contentType: type, size: plain, sha256: sha, tags: tags)),
+            slot: .metadata(id))
+        let record = DocumentRecord(
+            id: id,
+            metadata: DocumentMetadata(
+                name: keepName ? name : sealedName, contentType: Self.contentType,
+                size: UInt64(metadata.count) + sealedData,
+                sha256: digest(data: dataDigest, metadata: metadata),
+                addedAtMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), tags: []))
+        try record.metadata.validate()
+        try metadataFile.file.write(Self.metadataFile(sealedRecord: try sealRecord(record), metadata: metadata))
+        return Sealed(record: record, data: data, metadata: metadataFile)
+    }
+}
+
+extension Vault {
+    /// `record` sealed under the vault key for its captured document's metadata file.
+    func sealCapturedRecord(_ record: DocumentRecord) throws -> [UInt8] {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return try sealState(
+            Array(try e.encode(record)), purpose: .capturedRecord,
+            role: "objects/" + CapturedDocument.metadataFileName(record.id))
+    }
+
+    /// What the vault knows of document `id` from its object alone, authenticated under the
+    /// vault key: an envelope's header, or a captured document's sealed record.
+    func storedRecord(_ id: DocumentID) throws -> DocumentRecord {
+        guard capturesOnly else {
+            let reader = try openEnvelope(id, threads: 1, batching: ChunkBatching(chunks: 1), readAhead: false)
+            return DocumentRecord(id: id, metadata: reader.metadata)
+        }
+        let name = CapturedDocument.metadataFileName(id)
+        let what = "objects/\(name)"
+        let bytes: [UInt8]
+        do {
+            bytes = try FileSystem.readFile(store.objectsPath + "/" + name, limit: CapturedDocument.maxFileSize)
+        } catch let e as VaultError where e.code == .notFound {
+            throw VaultError(.notFound, "its metadata file \(what) is missing")
+        }
+        guard let parts = CapturedDocument.parts(of: bytes) else {
+            throw VaultError(.vaultDamaged, "\(what) is not a captured document's metadata file")
+        }
+        let plain = try openState(parts.sealedRecord, purpose: .capturedRecord, role: what, what: what)
+        guard let record = try? JSONDecoder().decode(DocumentRecord.self, from: Data(plain)), record.id == id else {
+            throw VaultError(.vaultDamaged, "\(what) holds another document's record")
+        }
+        return record
+    }
+}
+
+extension CapturedDocument {
+    /// Checks what an age file's header says without a key: its grammar, and one stanza for each
+    /// of `recipients`, of its type (`X25519`, `mlkem768x25519`), in order.
+    /// - Returns: the header's length.
+    static func checkHeader(_ file: UnsafeRawBufferPointer, recipients: [AgeRecipient], what: String) throws -> Int {
+        let header: AgeHeader?
+        do { header = try AgeHeader.parse(file, complete: true) } catch {
+            throw VaultError(.vaultDamaged, "\(what) is not an age file: \(error)")
+        }
+        guard let header else { throw VaultError(.vaultDamaged, "\(what) ends inside its age header") }
+        let expected = recipients.map { r -> String in
+            switch r {
+            case .x25519: "X25519"
+            case .hybrid: "mlkem768x25519"
+            }
+        }
+        guard header.stanzas.map(\.type) == expected else {
+            throw VaultError(
+                .vaultDamaged, "\(what) is not sealed to this station's recipients (its header's stanzas differ)")
+        }
+        return header.length
+    }
+}
+
+extension Vault {
+    /// Checks captured document `id` as far as a capture-only station can: its record
+    /// authenticates under the vault key; both files are age files whose headers name the
+    /// station's recipients; their sizes and digest (``CapturedDocument/digest(data:metadata:)``)
+    /// are the record's. Reads the data file once, in 1 MiB pieces.
+    /// - Returns: the record.
+    package func checkCaptured(_ id: DocumentID, progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
+        guard let recipients = captureRecipients else { throw VaultError(.usage, "this vault is not capture-only") }
+        let record = try storedRecord(id)
+        let metadataName = "objects/" + CapturedDocument.metadataFileName(id)
+        guard let parts = CapturedDocument.parts(
+            of: try FileSystem.readFile(store.capturedMetadataPath(id),
+                limit: CapturedDocument.maxFileSize))
+        else { throw VaultError(.vaultDamaged, "\(metadataName) is not a captured document's metadata file") }
+        _ = try parts.metadata.withUnsafeBytes {
+            try CapturedDocument.checkHeader($0, recipients: recipients, what: metadataName + "'s metadata")
+        }
+        let file: OpenFile
+        do {
+            file = try OpenFile.openStored(store.objectPath(id))
+        } catch let e as VaultError where e.code == .notFound {
+            throw VaultError(.notFound, "its data file objects/\(id.hex).vlt is missing")
+        }
+        defer { file.close() }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        defer { buffer.deallocate() }
+        var digest = SHA256()
+        var size: UInt64 = 0
+        while true {
+            let n = try file.read(into: buffer)
+            if n == 0 { break }
+            let piece = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+            if size == 0 {
+                _ = try CapturedDocument.checkHeader(piece, recipients: recipients, what: "objects/\(id.hex).vlt")
+            }
+            digest.update(bufferPointer: piece)
+            size += UInt64(n)
+            progress?(size)
+        }
+        guard size + UInt64(parts.metadata.count) == record.metadata.size,
+              CapturedDocument.digest(data: digest, metadata: parts.metadata) == record.metadata.sha256
+        else {
+            throw VaultError(
+                .vaultDamaged, "\(id.hex): its sealed files are not those captured (their size or SHA-256 differs)")
+        }
+        return record
+    }
+}
