@@ -263,3 +263,18 @@ extension Vault {
         return record
     }
 }
+
+extension Vault {
+    /// Removes the metadata files whose data file is not there (an add killed between the two
+    /// renames, or a file someone put there): they name nothing, and may hold a name. Called
+    /// holding the writer lock, under which an add renames both.
+    func sweepLoneCapturedMetadata() {
+        guard let names = try? FileSystem.list(store.objectsPath) else { return }
+        for name in names where name.hasSuffix(".meta.vlt") {
+            guard let id = DocumentID(hex: String(name.dropLast(".meta.vlt".count))),
+                FileSystem.kind(of: store.objectPath(id), following: false) == .missing
+            else { continue }
+            try? FileSystem.remove(store.capturedMetadataPath(id))
+        }
+    }
+}

@@ -79,6 +79,8 @@ package final class AddSession {
         allowDuplicate: Bool = false, now: Date = Date(), progress: ((UInt64) -> Void)? = nil
     ) throws -> DocumentRecord {
         precondition(!finished, "internal error: add after finish")
+        // A first guess from vault.json as it is now (an ordinary add encrypts while the password
+        // is checked); only the unlocked vault's own copy, which its key's wrap vouches for, decides.
         if captures == nil { captures = try pending.store.readConfig().capture != nil }
         if captures == true {
             return try capture(
@@ -104,7 +106,7 @@ package final class AddSession {
             addedAtMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), tags: tags)
         let writer = try EnvelopeWriter(
             output: SequentialFileOutput(file: object.file),
-            keyringWhenDone: { [pending] in try pending.get().keyring },
+            keyringWhenDone: { [pending] in try Self.ordinary(try pending.get()).keyring },
             documentID: id, metadata: template, random: pending.random)
         try writer.write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
         progress?(writer.plaintextCount)
@@ -117,7 +119,7 @@ package final class AddSession {
             throw VaultError(.duplicate, "its contents are already in the vault as \(twin.id) (\(twin.metadata.name))")
         }
         // The commit: under the writer lock, so a remove or an index rebuild never sees half of it.
-        let vault = try self.vault
+        let vault = try Self.ordinary(try self.vault)
         try pending.store.withWriterLock { lock in
             try vault.checkKeyEpoch(lock)
             let before = Platform.statTimes(pending.store.objectsPath) ?? ""
@@ -149,7 +151,7 @@ package final class AddSession {
         progress: ((UInt64) -> Void)?
     ) throws -> DocumentRecord {
         let vault = try self.vault
-        guard let recipients = vault.captureRecipients else { preconditionFailure("internal error: no recipients") }
+        guard vault.capturesOnly, let recipients = vault.captureRecipients else { throw Self.changedUnderfoot }
         let sealed = try CapturedDocument.seal(
             input, id: DocumentID.random(using: pending.random), name: name, contentType: contentType, tags: tags,
             keepName: !vault.captureSealsNames, now: now, recipients: recipients, store: pending.store,
@@ -165,6 +167,24 @@ package final class AddSession {
         }
         added[sealed.record.id] = sealed.record
         return sealed.record
+    }
+
+    /// `vault`, unless it is a capture-only station: an envelope (openable with the password)
+    /// is never sealed for one, whatever `vault.json` said when the add began. Someone who can
+    /// write to the folder swapped a `vault.json` without its recipients in for that first read
+    /// and back for the unlock, and a captured document was kept as an envelope (found in
+    /// review): the envelope's header is now refused before it is sealed.
+    private static func ordinary(_ vault: Vault) throws -> Vault {
+        guard !vault.capturesOnly else { throw changedUnderfoot }
+        return vault
+    }
+
+    /// `vault.json` read before the unlock differs from the one the unlock verified.
+    private static var changedUnderfoot: VaultError {
+        VaultError(
+            .vaultDamaged,
+            "vault.json changed while the add ran (it is not the one the password opened); nothing was added",
+            hint: "someone who can write to the vault folder may be at work: check it, then add again")
     }
 
     /// Makes the commits so far durable now (fsync of `objects/`), before ``finish()``: for a

@@ -305,6 +305,7 @@ public final class Vault: @unchecked Sendable {
     /// a killed writer's temporary file changes the folder's stamp — and by audit and verify).
     package func sweepTemporaries(objects: Bool = false) {
         if objects { AtomicFile.sweep(store.objectsPath) }
+        if objects && capturesOnly && store.source == nil { sweepLoneCapturedMetadata() }
         AtomicFile.sweep(store.root)
         if FileSystem.kind(of: store.stagingPath) == .directory { AtomicFile.sweep(store.stagingPath) }
     }

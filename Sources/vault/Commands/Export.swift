@@ -197,6 +197,8 @@ extension VaultCommand {
                 try checkFolder()
             }
             let vault = try await options.open()
+            // Before a byte goes out (to standard output, too), and even with nothing to export.
+            if vault.capturesOnly { throw CapturedDocument.refusal("it cannot export what it captured") }
             try vault.refuseUnrecordedSend()
             let exportOptions = try exportOptions()
             let renderer = ProgressRenderer(mode: progressOptions.resolved)

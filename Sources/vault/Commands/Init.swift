@@ -82,6 +82,13 @@ extension VaultCommand {
                 guard !recipients.isEmpty else {
                     throw VaultError(.usage, "\(path) names no age recipient", hint: "one age1… or age1pq1… a line")
                 }
+                // As age does: a file sealed to a classic recipient too is open to whoever breaks X25519.
+                let postQuantum = recipients.filter { if case .hybrid = $0 { true } else { false } }.count
+                guard postQuantum == 0 || postQuantum == recipients.count else {
+                    throw VaultError(
+                        .usage, "\(path) mixes post-quantum (age1pq1…) and classic (age1…) recipients",
+                        hint: "a document sealed to both is only as safe as X25519: use one kind")
+                }
                 return recipients
             }
             let password = try PasswordReader.read(
