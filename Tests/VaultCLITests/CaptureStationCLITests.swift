@@ -182,6 +182,11 @@ import VaultTestSupport
         let staged = (try? FileManager.default.contentsOfDirectory(atPath: s.path("vault/staging"))) ?? []
         #expect(staged.isEmpty, "\(staged)")
         try config.write(toFile: s.path("vault/vault.json"), atomically: true, encoding: .utf8)
+        // A metadata file without its data (an add killed between the two renames) is swept.
+        let lone = s.path("vault/objects/\(String(repeating: "ab", count: 16)).meta.vlt")
+        try metaBytes.write(to: URL(fileURLWithPath: lone))
+        #expect(s.run("list").status == 0)
+        #expect(!FileManager.default.fileExists(atPath: lone), "a lone metadata file is swept")
         // A removal takes both files of the document.
         #expect(s.run("remove", big).status == 0)
         #expect(!FileManager.default.fileExists(atPath: path) && !FileManager.default.fileExists(atPath: meta))
