@@ -94,13 +94,55 @@ package enum CapturedDocument {
     ) throws -> Sealed {
         let name = DocumentName.normalized(name)
         let staging = try store.staging()
-        let data = try AtomicFile(destination: store.objectPath(id), staging: staging, random: random)
+        let dataFile = try AtomicFile(destination: store.objectPath(id), staging: staging, random: random)
         let sealing = PayloadSealing(recipients: recipients)
-        let keying = sealing.keying(.data(id))
+        let data = try sealData(
+            input, keying: sealing.keying(.data(id)), into: dataFile.file, name: name, contentType: contentType,
+            progress: progress)
+        // What the office will read is checked as any document's metadata is, before it is sealed.
+        try DocumentMetadata(
+            name: name, contentType: data.type, size: data.size, sha256: data.sha256, addedAtMillis: 0, tags: tags
+        ).validate()
+        let metadata = sealing.sealWhole(
+            PayloadSealing.padded(
+                PayloadSealing.metadataJSON(
+                    id: id, name: name, contentType: data.type, size: data.size, sha256: data.sha256, tags: tags)),
+            slot: .metadata(id))
+        let record = DocumentRecord(
+            id: id,
+            metadata: DocumentMetadata(
+                name: keepName ? name : sealedName, contentType: Self.contentType,
+                size: UInt64(metadata.count) + data.sealedSize,
+                sha256: digest(data: data.sealedDigest, metadata: metadata),
+                addedAtMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), tags: []))
+        try record.metadata.validate()
+        let metadataFile = try AtomicFile(
+            destination: store.capturedMetadataPath(id), staging: staging, random: random)
+        try metadataFile.file.write(Self.metadataFile(sealedRecord: try sealRecord(record), metadata: metadata))
+        return Sealed(record: record, data: dataFile, metadata: metadataFile)
+    }
+
+    /// What sealing a document's bytes came to.
+    private struct SealedData {
+        /// Its content type (given, or detected from its first bytes and name).
+        var type: String
+        /// Its size and SHA-256.
+        var size: UInt64
+        var sha256: [UInt8]
+        /// The data file's length, and the digest of its bytes so far (``digest(data:metadata:)``).
+        var sealedSize: UInt64
+        var sealedDigest: SHA256
+    }
+
+    /// Seals `input` into `file` as an age file under `keying`, 16 chunks at a time on every core,
+    /// hashing the bytes read and the bytes written as they go.
+    private static func sealData(
+        _ input: any ByteSource, keying: AgeFileKeying, into file: OpenFile, name: String, contentType: String?,
+        progress: ((UInt64) -> Void)?
+    ) throws -> SealedData {
         let cipher = AgeChunkCipher(
             payloadKey: try AgeFileKeying.payloadKey(fileKey: keying.fileKey, nonce: keying.nonce),
             threads: Parallelism.allCores)
-        var plainDigest = SHA256()
         let batch = 16 * AgeFormat.chunkSize
         let buffers = (0..<2).map { _ in UnsafeMutableRawBufferPointer.allocate(byteCount: batch, alignment: 64) }
         let out = UnsafeMutableRawBufferPointer.allocate(byteCount: AgeFileSealer.maxOutput(for: batch), alignment: 64)
@@ -113,11 +155,10 @@ package enum CapturedDocument {
         let type =
             contentType
             ?? ContentType.detect(UnsafeRawBufferPointer(rebasing: buffers[current][0..<count]), name: name)
-        var sealedData = UInt64(keying.prefix.count)
-        var dataDigest = SHA256()
-        dataDigest.update(data: keying.prefix)
-        try data.file.write(keying.prefix)
-        var chunk: UInt64 = 0, plain: UInt64 = 0
+        var plainDigest = SHA256(), sealedDigest = SHA256()
+        sealedDigest.update(data: keying.prefix)
+        try file.write(keying.prefix)
+        var sealedSize = UInt64(keying.prefix.count), chunk: UInt64 = 0, plain: UInt64 = 0
         while true {
             // A full batch may be the last: only the next read tells.
             let following = count == batch ? try input.readFully(into: buffers[next]) : 0
@@ -125,44 +166,35 @@ package enum CapturedDocument {
             plainDigest.update(bufferPointer: piece)
             let n = cipher.sealBatch(piece, first: chunk, final: following == 0, into: out)
             let sealed = UnsafeRawBufferPointer(rebasing: out[0..<n])
-            dataDigest.update(bufferPointer: sealed)
-            try data.file.write(sealed)
-            sealedData += UInt64(n)
+            sealedDigest.update(bufferPointer: sealed)
+            try file.write(sealed)
+            sealedSize += UInt64(n)
             plain += UInt64(count)
             progress?(plain)
             chunk += UInt64(max(1, (count + AgeFormat.chunkSize - 1) / AgeFormat.chunkSize))
             if following == 0 { break }
             (current, next, count) = (next, current, following)
         }
-        let sha = Array(plainDigest.finalize())
-        let metadataFile = try AtomicFile(
-            destination: store.objectsPath + "/" + metadataFileName(id), staging: staging, random: random)
-        let metadata = sealing.sealWhole(
-            PayloadSealing.padded(
-                PayloadSealing.metadataJSON(
-                    id: id, name: name, contentType: type, size: plain, sha256: sha, tags: tags)),
-            slot: .metadata(id))
-        let record = DocumentRecord(
-            id: id,
-            metadata: DocumentMetadata(
-                name: keepName ? name : sealedName, contentType: Self.contentType,
-                size: UInt64(metadata.count) + sealedData,
-                sha256: digest(data: dataDigest, metadata: metadata),
-                addedAtMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), tags: []))
-        try record.metadata.validate()
-        try metadataFile.file.write(Self.metadataFile(sealedRecord: try sealRecord(record), metadata: metadata))
-        return Sealed(record: record, data: data, metadata: metadataFile)
+        return SealedData(
+            type: type, size: plain, sha256: Array(plainDigest.finalize()), sealedSize: sealedSize,
+            sealedDigest: sealedDigest)
     }
 }
 
 extension Vault {
     /// `record` sealed under the vault key for its captured document's metadata file.
     func sealCapturedRecord(_ record: DocumentRecord) throws -> [UInt8] {
+        try sealCapturedRecord(record, keys: keys)
+    }
+
+    /// `record` sealed under `keys` (a password change's new ones) for its metadata file.
+    func sealCapturedRecord(_ record: DocumentRecord, keys: EpochKeys) throws -> [UInt8] {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys]
-        return try sealState(
+        return try SealedState.seal(
             Array(try e.encode(record)), purpose: .capturedRecord,
-            role: "objects/" + CapturedDocument.metadataFileName(record.id))
+            role: "objects/" + CapturedDocument.metadataFileName(record.id), keys: keys, vaultID: config.id,
+            random: random)
     }
 
     /// What the vault knows of document `id` from its object alone, authenticated under the

@@ -338,11 +338,16 @@ extension Vault {
             precondition(old.count == new.count, "internal error: a re-sealed header changed size")
             return .init(id: id, old: old, new: new)
         } catch {
-            var e = VaultError.from(error).context("document \(id)")
-            e.nothingChanged = true
-            e.remedy = .verifyThenRemoveOrRestore
-            throw e
+            throw Self.resealFailure(error, id)
         }
+    }
+
+    /// Why document `id`'s header or record could not be sealed again: nothing was changed.
+    static func resealFailure(_ error: any Error, _ id: DocumentID) -> VaultError {
+        var e = VaultError.from(error).context("document \(id)")
+        e.nothingChanged = true
+        e.remedy = .verifyThenRemoveOrRestore
+        return e
     }
 }
 
@@ -356,21 +361,13 @@ extension Vault {
             guard let parts = CapturedDocument.parts(of: bytes) else {
                 throw VaultError(.vaultDamaged, "its metadata file is not a captured document's")
             }
-            let e = JSONEncoder()
-            e.outputFormatting = [.sortedKeys]
-            let sealed = try SealedState.seal(
-                Array(try e.encode(record)), purpose: .capturedRecord,
-                role: "objects/" + CapturedDocument.metadataFileName(id), keys: keys, vaultID: config.id,
-                random: random)
-            let new = CapturedDocument.metadataFile(sealedRecord: sealed, metadata: [])
+            let new = CapturedDocument.metadataFile(
+                sealedRecord: try sealCapturedRecord(record, keys: keys), metadata: [])
             let old = Array(bytes.prefix(bytes.count - parts.metadata.count))
             precondition(old.count == new.count, "internal error: a re-sealed captured record changed size")
             return .init(id: id, old: old, new: new)
         } catch {
-            var e = VaultError.from(error).context("document \(id)")
-            e.nothingChanged = true
-            e.remedy = .verifyThenRemoveOrRestore
-            throw e
+            throw Self.resealFailure(error, id)
         }
     }
 }
