@@ -204,11 +204,17 @@ extension Vault {
             let reader = try openEnvelope(id, threads: 1, batching: ChunkBatching(chunks: 1), readAhead: false)
             return DocumentRecord(id: id, metadata: reader.metadata)
         }
-        let name = CapturedDocument.metadataFileName(id)
-        let what = "objects/\(name)"
+        return try capturedMetadata(id).record
+    }
+
+    /// Captured document `id`'s metadata file, read once: the record it holds (authenticated
+    /// under the vault key), its metadata age file, and the bytes before that (the sealed record
+    /// with its framing, which a password change rewrites).
+    func capturedMetadata(_ id: DocumentID) throws -> (record: DocumentRecord, metadata: [UInt8], head: [UInt8]) {
+        let what = "objects/" + CapturedDocument.metadataFileName(id)
         let bytes: [UInt8]
         do {
-            bytes = try FileSystem.readFile(store.objectsPath + "/" + name, limit: CapturedDocument.maxFileSize)
+            bytes = try FileSystem.readFile(store.capturedMetadataPath(id), limit: CapturedDocument.maxFileSize)
         } catch let e as VaultError where e.code == .notFound {
             throw VaultError(.notFound, "its metadata file \(what) is missing")
         }
@@ -219,7 +225,7 @@ extension Vault {
         guard let record = try? JSONDecoder().decode(DocumentRecord.self, from: Data(plain)), record.id == id else {
             throw VaultError(.vaultDamaged, "\(what) holds another document's record")
         }
-        return record
+        return (record, parts.metadata, Array(bytes.prefix(bytes.count - parts.metadata.count)))
     }
 }
 
@@ -255,13 +261,9 @@ extension Vault {
     /// - Returns: the record.
     package func checkCaptured(_ id: DocumentID, progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
         guard let recipients = captureRecipients else { throw VaultError(.usage, "this vault is not capture-only") }
-        let record = try storedRecord(id)
+        let (record, metadata, _) = try capturedMetadata(id)
         let metadataName = "objects/" + CapturedDocument.metadataFileName(id)
-        guard let parts = CapturedDocument.parts(
-            of: try FileSystem.readFile(store.capturedMetadataPath(id),
-                limit: CapturedDocument.maxFileSize))
-        else { throw VaultError(.vaultDamaged, "\(metadataName) is not a captured document's metadata file") }
-        _ = try parts.metadata.withUnsafeBytes {
+        _ = try metadata.withUnsafeBytes {
             try CapturedDocument.checkHeader($0, recipients: recipients, what: metadataName + "'s metadata")
         }
         let file: OpenFile
@@ -286,8 +288,8 @@ extension Vault {
             size += UInt64(n)
             progress?(size)
         }
-        guard size + UInt64(parts.metadata.count) == record.metadata.size,
-              CapturedDocument.digest(data: digest, metadata: parts.metadata) == record.metadata.sha256
+        guard size + UInt64(metadata.count) == record.metadata.size,
+              CapturedDocument.digest(data: digest, metadata: metadata) == record.metadata.sha256
         else {
             throw VaultError(
                 .vaultDamaged, "\(id.hex): its sealed files are not those captured (their size or SHA-256 differs)")

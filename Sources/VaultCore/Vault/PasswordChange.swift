@@ -356,14 +356,9 @@ extension Vault {
     /// password change): the metadata file's first bytes before and after, of the same length.
     private func resealedCapturedRecord(_ id: DocumentID, to keys: EpochKeys) throws -> PasswordJournal.Entry {
         do {
-            let record = try storedRecord(id)
-            let bytes = try FileSystem.readFile(store.capturedMetadataPath(id), limit: CapturedDocument.maxFileSize)
-            guard let parts = CapturedDocument.parts(of: bytes) else {
-                throw VaultError(.vaultDamaged, "its metadata file is not a captured document's")
-            }
+            let (record, _, old) = try capturedMetadata(id)
             let new = CapturedDocument.metadataFile(
                 sealedRecord: try sealCapturedRecord(record, keys: keys), metadata: [])
-            let old = Array(bytes.prefix(bytes.count - parts.metadata.count))
             precondition(old.count == new.count, "internal error: a re-sealed captured record changed size")
             return .init(id: id, old: old, new: new)
         } catch {
