@@ -63,7 +63,7 @@ package final class BatchIntake {
     package var wire: String { wireOverride ?? reader.wire.rawValue }
 
     /// Whether the documents read so far came sealed (a sealed batch's every document is).
-    package var sealed: Bool { !reader.sealedFileKeys.isEmpty }
+    package var sealed: Bool { !reader.sealedFileKeys.isEmpty || reader.captured }
 
     /// The document being read (from 1), for a refusal.
     private var document: Int? { begun == 0 ? nil : begun }
@@ -97,9 +97,13 @@ package final class BatchIntake {
                     if let name = header.name, let why = DocumentName.problem(name) {
                         throw VaultError(.headerMalformed, "document \(index + 1): its name \(why)")
                     }
-                    try intake?.begin(
-                        name: DocumentName.normalized(header.name ?? "document-\(index + 1)"),
-                        contentType: header.contentType ?? "application/octet-stream", tags: header.tags)
+                    if let metadata = header.captured {
+                        try intake?.beginCaptured(metadata: metadata)
+                    } else {
+                        try intake?.begin(
+                            name: DocumentName.normalized(header.name ?? "document-\(index + 1)"),
+                            contentType: header.contentType ?? "application/octet-stream", tags: header.tags)
+                    }
                     pendingID = header.id
                 case .data(let bytes):
                     try intake?.write(bytes)
@@ -200,7 +204,7 @@ package final class BatchIntake {
             let detail = ReceivedBatch(
                 station: station, batch: key, head: head?.description, wire: wire,
                 payloadSHA256: Hex.encode(sha), answer: String(decoding: answer, as: UTF8.self),
-                sealed: sealed ? true : nil, proof: proof.map(Hex.encode))
+                sealed: sealed ? true : nil, proof: proof.map(Hex.encode), captured: reader.captured ? true : nil)
             var earlier: Receiver.Taken?
             let recorded = try await receiver.home.commit(intake, batch: detail, now: now) {
                 earlier = try await takenBefore()

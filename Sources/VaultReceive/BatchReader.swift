@@ -16,6 +16,7 @@ package struct BatchReader: PieceReader {
         case sniffing([UInt8])
         case json(PayloadReader)
         case sealed(SealedPayloadReader)
+        case captured(CapturedPayloadReader)
         case form(FormReader)
     }
 
@@ -32,6 +33,8 @@ package struct BatchReader: PieceReader {
     private static let prefix = Array(#"{"Files":["#.utf8)
     /// What a sealed payload starts with (docs/EXPORT.md, "Sealed payloads").
     private static let sealedPrefix = Array(#"{"Sealed":"#.utf8)
+    /// What a capture-only station's payload starts with (docs/EXPORT.md, "Captured payloads").
+    private static let capturedPrefix = Array(#"{"Captured""#.utf8)
 
     /// A reader for a body of `contentType`.
     /// - Throws: ``VaultError/Code/usage`` for a content type that is neither (the receiver
@@ -83,11 +86,25 @@ package struct BatchReader: PieceReader {
             state = .sniffing([])
             defer { state = .sealed(reader) }
             try reader.read(piece, handle)
+        case .captured(var reader):
+            state = .sniffing([])
+            defer { state = .captured(reader) }
+            try reader.read(piece, handle)
         case .sniffing(var first):
             let take = min(piece.count, Self.prefix.count + 1 - first.count)
             first += piece[0..<take]
             guard first.count == Self.prefix.count + 1 else {
                 state = .sniffing(first)
+                return
+            }
+            if first == Self.capturedPrefix {
+                // Kept as it came, by a receiver with or without an identity: nothing is opened.
+                var reader = CapturedPayloadReader(maxDocuments: maxDocuments)
+                state = .captured(reader)
+                try first.withUnsafeBytes { try reader.read($0, handle) }
+                state = .captured(reader)
+                try reader.read(UnsafeRawBufferPointer(rebasing: piece[take...]), handle)
+                state = .captured(reader)
                 return
             }
             if first.starts(with: Self.sealedPrefix) {
@@ -127,6 +144,12 @@ package struct BatchReader: PieceReader {
         }
     }
 
+    /// Whether the batch is a capture-only station's (its documents kept as they came).
+    package var captured: Bool {
+        if case .captured = state { return true }
+        return false
+    }
+
     /// Checks that the body ended where it should.
     package func finish() throws {
         switch state {
@@ -134,6 +157,7 @@ package struct BatchReader: PieceReader {
             throw VaultError(.truncated, "the payload ends before its first document")
         case .json(let reader): try reader.finish()
         case .sealed(let reader): try reader.finish()
+        case .captured(let reader): try reader.finish()
         case .form(let reader): try reader.finish()
         }
     }

@@ -280,6 +280,11 @@ package final class StoreHome: OfficeHome {
         _ intake: IntakeBatch, batch: ReceivedBatch, now: Date, takenBefore: () async throws -> Bool
     ) async throws -> Bool {
         let log = self.log
+        if intake.holdsCaptured {
+            throw Refusal(
+                501, "captured-not-on-store",
+                "this version keeps what capture-only stations send in a receiver's folder, not yet on a store")
+        }
         let staged = intake.stagedEnvelopes
         let ids = staged.map(\.record.id)
         let files = staged.map { HistoryRecord.Document($0.record) }

@@ -36,6 +36,9 @@ package struct PayloadReader {
         package var dataHeader: [UInt8]?
         /// Whether the document comes sealed (an age file to the receiver's identities).
         package var sealed = false
+        /// A captured document's metadata age file (``CapturedPayloadReader``): its data comes as
+        /// it was sealed at capture, and is kept so.
+        package var captured: [UInt8]?
     }
 
     /// What the reader found, in order.

@@ -181,13 +181,17 @@ package struct ReceivedBatch: HistoryPayload, Equatable {
     /// The batch proof its sealed documents carried, in hex (docs/SECURITY.md, "A resend is the
     /// station's"): a resend under its key must carry the same. Absent for batches without one.
     package var proof: String?
+    /// True when it came from a capture-only station: its documents' files are kept as they were
+    /// sealed at capture (absent otherwise).
+    package var captured: Bool?
 
     /// A batch by its parts.
     package init(
         station: String, batch: String, head: String?, wire: String, payloadSHA256: String, answer: String,
-        sealed: Bool? = nil, proof: String? = nil
+        sealed: Bool? = nil, proof: String? = nil, captured: Bool? = nil
     ) {
         self.proof = proof
+        self.captured = captured
         self.station = station
         self.batch = batch
         self.head = head

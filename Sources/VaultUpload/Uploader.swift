@@ -28,6 +28,8 @@ public final class Uploader: @unchecked Sendable {
     let onEvent: @Sendable (UploadEvent) -> Void
     let transport: any UploadTransport
     let sender: any BatchSender
+    /// A capture-only station's documents' metadata file lengths: its batches are captured payloads.
+    let captured: CapturedFiles?
     let job: String
     /// What this call sent and had confirmed, and removed.
     var sent = (documents: 0, batches: 0, bytes: UInt64(0))
@@ -85,6 +87,12 @@ public final class Uploader: @unchecked Sendable {
         for r in try options.destinationRecipients(in: vault) where !options.recipients.contains(r) {
             options.recipients.append(r)
         }
+        if vault.capturesOnly {
+            try Self.checkCaptured(options)
+            captured = try CapturedFiles(vault: vault, records: records)
+        } else {
+            captured = nil
+        }
         if !options.recipients.isEmpty && options.shape != .objects {
             throw VaultError(
                 .usage, "sealed delivery carries the objects shape only (each entry has its id and metadata)")
@@ -112,6 +120,26 @@ public final class Uploader: @unchecked Sendable {
                 "receipts are signed for json and form batches; this destination is sent by \(options.wire.name)")
         }
         self.job = try job ?? Self.job(vault: vault, records: records, options: options)
+    }
+
+    /// What a capture-only station's upload cannot be: its documents go as they were sealed at
+    /// capture, in the objects shape, sealed to no other recipients.
+    static func checkCaptured(_ options: UploadOptions) throws {
+        guard options.recipients.isEmpty else {
+            throw CapturedDocument.refusal(
+                "its documents go sealed to the recipients it was made with, not to others",
+                hint: "leave out the upload's recipients (and the destination's)")
+        }
+        guard options.shape == .objects else {
+            throw CapturedDocument.refusal(
+                "its documents go in the objects shape (each entry with its id, size and SHA-256)",
+                hint: "leave out the strings shape")
+        }
+        if case .form = options.wire {
+            throw CapturedDocument.refusal(
+                "this version sends what it captured by json, tus, s3 and presigned s3, not yet as a form",
+                hint: "send with the json protocol (the default)")
+        }
     }
 
     static func refuseCleartext(_ options: UploadOptions) throws {
@@ -340,6 +368,7 @@ public final class Uploader: @unchecked Sendable {
     /// length being planned), a placeholder proof of the same length.
     func format(batch: Int, of: Int, key: String? = nil) throws -> PayloadFormat {
         let plain = sender.format(batch: batch, of: of)
+        if let captured { return .captured(captured) }
         guard !options.recipients.isEmpty else { return plain }
         let proof =
             try key.map { try UploadJournal.batchProof(vault: vault, key: $0) } ?? UploadJournal.placeholderProof
@@ -347,7 +376,7 @@ public final class Uploader: @unchecked Sendable {
         switch plain {
         case .json: return .sealed(sealing)
         case .raw(let framing): return .raw(framing.sealed(sealing))
-        case .sealed: return plain
+        case .sealed, .captured: return plain
         }
     }
 

@@ -87,8 +87,8 @@ import Testing
         case .raw:
             full = Self.rawReference(f)
             groupLength = UInt64(group)
-        case .sealed:
-            Issue.record("sealed payloads are not a function of their plaintext")
+        case .sealed, .captured:
+            Issue.record("sealed and captured payloads are not a function of their plaintext")
             return
         }
         let layout = PayloadLayout(f.records, format: format)

@@ -63,6 +63,16 @@ package enum CapturedDocument {
             hint: hint)
     }
 
+    /// The refusal of an office's command that would open document `id` without the identity:
+    /// it came captured, sealed to the office's recipients, and is kept so.
+    package static func sealedAtOffice(_ id: DocumentID) -> VaultError {
+        VaultError(
+            .usage,
+            "it came sealed from a capture-only station and is kept sealed: it opens with the office's "
+                + "identity",
+            hint: "give --identity FILE (the office's age identity) to get or export it")
+    }
+
     /// The digest a station keeps and a receiver signs for: SHA-256 of the data file, the
     /// metadata file and the metadata file's length (8 bytes, big-endian), given the digest of
     /// the data file so far. The length makes the boundary part of what is hashed, so no byte can
@@ -197,10 +207,20 @@ extension Vault {
             random: random)
     }
 
+    /// Whether document `id` is kept as a captured pair (a capture-only station's every document;
+    /// at an office, one that came from such a station): its metadata file is there. Such a file
+    /// authenticates under the vault key for its id only, so nobody without the password makes
+    /// an envelope look captured.
+    package func holdsCaptured(_ id: DocumentID) -> Bool {
+        capturesOnly
+            || (store.source == nil
+                && FileSystem.kind(of: store.capturedMetadataPath(id), following: false) != .missing)
+    }
+
     /// What the vault knows of document `id` from its object alone, authenticated under the
     /// vault key: an envelope's header, or a captured document's sealed record.
     func storedRecord(_ id: DocumentID) throws -> DocumentRecord {
-        guard capturesOnly else {
+        guard holdsCaptured(id) else {
             let reader = try openEnvelope(id, threads: 1, batching: ChunkBatching(chunks: 1), readAhead: false)
             return DocumentRecord(id: id, metadata: reader.metadata)
         }
@@ -230,22 +250,49 @@ extension Vault {
 }
 
 extension CapturedDocument {
-    /// Checks what an age file's header says without a key: its grammar, and one stanza for each
-    /// of `recipients`, of its type (`X25519`, `mlkem768x25519`), in order.
-    /// - Returns: the header's length.
-    static func checkHeader(_ file: UnsafeRawBufferPointer, recipients: [AgeRecipient], what: String) throws -> Int {
+    /// The stanza types an age file of a sealed document may have: X25519 and the hybrid.
+    static let stanzaTypes: Set<String> = ["X25519", "mlkem768x25519"]
+
+    /// What an age file's header says without a key, from the file's first bytes: its length
+    /// and its stanzas' types, in order; nil when `bytes` ends inside the header and
+    /// `complete` is false (read more and ask again).
+    /// - Throws: ``VaultError/Code/vaultDamaged`` (naming `what`) for a header that is not
+    ///   age's, or holds a stanza of another type than a sealed document's (``stanzaTypes``).
+    package static func headerStanzas(
+        _ bytes: UnsafeRawBufferPointer, complete: Bool, what: String
+    ) throws -> (length: Int, types: [String])? {
         let header: AgeHeader?
-        do { header = try AgeHeader.parse(file, complete: true) } catch {
+        do { header = try AgeHeader.parse(bytes, complete: complete) } catch {
             throw VaultError(.vaultDamaged, "\(what) is not an age file: \(error)")
         }
-        guard let header else { throw VaultError(.vaultDamaged, "\(what) ends inside its age header") }
-        let expected = recipients.map { r -> String in
+        guard let header else {
+            if complete { throw VaultError(.vaultDamaged, "\(what) ends inside its age header") }
+            return nil
+        }
+        let types = header.stanzas.map(\.type)
+        guard !types.isEmpty, types.allSatisfy(stanzaTypes.contains) else {
+            throw VaultError(.vaultDamaged, "\(what) is not sealed to age recipients vault seals to")
+        }
+        return (header.length, types)
+    }
+
+    /// The stanza types a file sealed to `recipients` has, in order.
+    static func stanzaTypes(of recipients: [AgeRecipient]) -> [String] {
+        recipients.map { r -> String in
             switch r {
             case .x25519: "X25519"
             case .hybrid: "mlkem768x25519"
             }
         }
-        guard header.stanzas.map(\.type) == expected else {
+    }
+
+    /// Checks what an age file's header says without a key: its grammar, and one stanza for each
+    /// of `recipients`, of its type (`X25519`, `mlkem768x25519`), in order; with no recipients
+    /// (the office's, unknown to a receiver without its identity), stanzas of those types.
+    /// - Returns: the header's length.
+    static func checkHeader(_ file: UnsafeRawBufferPointer, recipients: [AgeRecipient]?, what: String) throws -> Int {
+        let header = try headerStanzas(file, complete: true, what: what)!
+        if let recipients, header.types != stanzaTypes(of: recipients) {
             throw VaultError(
                 .vaultDamaged, "\(what) is not sealed to this station's recipients (its header's stanzas differ)")
         }
@@ -260,7 +307,7 @@ extension Vault {
     /// are the record's. Reads the data file once, in 1 MiB pieces.
     /// - Returns: the record.
     package func checkCaptured(_ id: DocumentID, progress: ((UInt64) -> Void)? = nil) throws -> DocumentRecord {
-        guard let recipients = captureRecipients else { throw VaultError(.usage, "this vault is not capture-only") }
+        let recipients = captureRecipients
         let (record, metadata, _) = try capturedMetadata(id)
         let metadataName = "objects/" + CapturedDocument.metadataFileName(id)
         _ = try metadata.withUnsafeBytes {

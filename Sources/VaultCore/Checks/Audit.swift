@@ -212,7 +212,7 @@ struct Auditor {
             progress?(n, objectIDs.count)
             var metadata: DocumentMetadata?
             do {
-                if vault.capturesOnly {
+                if vault.holdsCaptured(id) {
                     metadata = deep ? try vault.checkCaptured(id).metadata : try vault.storedRecord(id).metadata
                 } else {
                     let reader = try vault.openEnvelope(id, verifyDigest: deep)

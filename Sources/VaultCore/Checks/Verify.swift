@@ -61,8 +61,8 @@ extension Vault {
         for id in ordered {
             var entry = VerifyReport.Entry(id: id, name: known[id]?.metadata.name, size: known[id]?.metadata.size)
             do {
-                if capturesOnly {
-                    // What a capture-only station can check: its sealed files, as captured.
+                if holdsCaptured(id) {
+                    // What a capture-only station (or an office without the identity) can check: its sealed files, as captured.
                     let base = done
                     let record = try checkCaptured(id) { progress?(base + $0, max(total, base + $0)) }
                     (entry.name, entry.size) = (record.metadata.name, record.metadata.size)

@@ -84,7 +84,7 @@ struct BatchCutter {
         cost = { r, first in
             let opening = bound.openingLength(first ? [r] : [r, r]) - bound.openingLength(first ? [] : [r])
             return UInt64(opening + bound.headLength(r, first: first) + bound.tail(r).count)
-                + bound.dataLength(r.metadata.size)
+                + bound.dataLength(r)
         }
         length = base
     }

@@ -155,7 +155,7 @@ package struct PayloadLayout: Sendable {
         add(.open, UInt64(format.openingLength(records)))
         for (i, r) in records.enumerated() {
             add(.head(i), UInt64(format.headLength(r, first: i == 0)))
-            add(.data(i), format.dataLength(r.metadata.size))
+            add(.data(i), format.dataLength(r))
             add(.tail(i), UInt64(format.tail(r).count))
         }
         add(.close, UInt64(format.closing.count))

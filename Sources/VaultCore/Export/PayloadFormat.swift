@@ -12,11 +12,14 @@ package enum PayloadFormat: Sendable {
     /// `{"Sealed":"age-encryption.org/v1","Files":[{"Id":…,"Metadata":…,"Data":…},…]}`: each
     /// document's metadata and data as age files (base64) to the sealing's recipients.
     case sealed(PayloadSealing)
+    /// `{"Captured":"age-encryption.org/v1","Files":[{"Id":…,"Size":…,"SHA256":…,"Metadata":…,"Data":…},…]}`:
+    /// a capture-only station's documents, their age files as they were sealed at capture.
+    case captured(CapturedFiles)
 
     /// The sealing, when documents leave encrypted to recipients.
     package var sealing: PayloadSealing? {
         switch self {
-        case .json: nil
+        case .json, .captured: nil
         case .raw(let f): f.sealing
         case .sealed(let s): s
         }
@@ -25,7 +28,7 @@ package enum PayloadFormat: Sendable {
     /// The `Content-Type` of the payload.
     package var contentType: String {
         switch self {
-        case .json, .sealed: "application/json"
+        case .json, .sealed, .captured: "application/json"
         case .raw(let f): f.contentType
         }
     }
@@ -36,10 +39,17 @@ package enum PayloadFormat: Sendable {
         return true
     }
 
-    /// Bytes of a document's data in the payload (an age file's when sealed).
-    func dataLength(_ size: UInt64) -> UInt64 {
-        let n = sealing?.fileLength(size) ?? size
-        return encodesBase64 ? Base64.encodedLength(n) : n
+    /// Bytes of a document's data in the payload (an age file's when sealed or captured).
+    func dataLength(_ record: DocumentRecord) -> UInt64 {
+        if case .captured(let c) = self { return Base64.encodedLength(c.dataFileLength(record)) }
+        return dataLength(bytes: record.metadata.size)
+    }
+
+    /// Bytes in the payload of `n` bytes of a document's data (sealed first, when sealing).
+    func dataLength(bytes n: UInt64) -> UInt64 {
+        if case .captured = self { return Base64.encodedLength(n) }
+        let sealed = sealing?.fileLength(n) ?? n
+        return encodesBase64 ? Base64.encodedLength(sealed) : sealed
     }
 
     /// Bytes before the first document: `{"Files":[`, or the framing's opening.
@@ -48,6 +58,7 @@ package enum PayloadFormat: Sendable {
         case .json: PayloadFraming.open
         case .raw(let f): f.opening(records)
         case .sealed: SealedEntry.open
+        case .captured: CapturedFiles.open
         }
     }
 
@@ -66,6 +77,9 @@ package enum PayloadFormat: Sendable {
             (first ? [] : [PayloadFraming.separator]) + SealedEntry.idPrefix(record)
                 + Base64.encode(s.sealWhole(s.metadata(record), slot: .metadata(record.id)))
                 + SealedEntry.dataPrefix
+        case .captured:
+            // Its metadata file is read by the producer, which makes the head (CapturedFiles.head).
+            preconditionFailure("internal error: a captured document's head is made from its metadata file")
         }
     }
 
@@ -78,6 +92,7 @@ package enum PayloadFormat: Sendable {
             (first ? 0 : 1) + SealedEntry.idPrefix(record).count
                 + Int(Base64.encodedLength(s.metadataFileLength(record)))
                 + SealedEntry.dataPrefix.count
+        case .captured(let c): c.headLength(record, first: first)
         }
     }
 
@@ -86,14 +101,14 @@ package enum PayloadFormat: Sendable {
         switch self {
         case .json(let shape): PayloadEntry.suffix(shape)  // no entry built just for its constant tail
         case .raw(let f): f.tail(record)
-        case .sealed: SealedEntry.suffix
+        case .sealed, .captured: SealedEntry.suffix
         }
     }
 
     /// The bytes after the last document.
     package var closing: [UInt8] {
         switch self {
-        case .json, .sealed: PayloadFraming.close
+        case .json, .sealed, .captured: PayloadFraming.close
         case .raw(let f): f.closing
         }
     }
@@ -101,7 +116,7 @@ package enum PayloadFormat: Sendable {
     /// The same format with a raw framing's variable fields at their widest (for planning).
     var widest: PayloadFormat {
         switch self {
-        case .json, .sealed: self
+        case .json, .sealed, .captured: self
         case .raw(let f): .raw(f.widest)
         }
     }
@@ -111,7 +126,7 @@ package enum PayloadFormat: Sendable {
     package func length(of records: [DocumentRecord]) -> UInt64 {
         var n = UInt64(openingLength(records) + closing.count)
         for (i, r) in records.enumerated() {
-            n += UInt64(headLength(r, first: i == 0) + tail(r).count) + dataLength(r.metadata.size)
+            n += UInt64(headLength(r, first: i == 0) + tail(r).count) + dataLength(r)
         }
         return n
     }

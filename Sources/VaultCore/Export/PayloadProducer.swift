@@ -66,7 +66,7 @@ package final class PayloadProducer {
         /// Between entries: the next document starts, or the payload closes.
         case between
         /// Inside a document's entry, reading it batch by batch.
-        case inDocument(EnvelopeReader)
+        case inDocument(any PayloadDocumentReader)
         /// The closing framing is pending; then the payload is complete.
         case closing
         /// Every byte was produced.
@@ -203,7 +203,7 @@ package final class PayloadProducer {
             skip = into
         case .data(let i):
             before(i)
-            let groupLength = format.dataLength(UInt64(batching.plaintextBytes))
+            let groupLength = format.dataLength(bytes: UInt64(batching.plaintextBytes))
             let group = UInt64(into) / groupLength
             let head = layout.spans.last { $0.part == .head(i) }!
             try startNextDocument(at: head.offset, fromChunk: group * UInt64(batching.chunks))
@@ -335,6 +335,13 @@ package final class PayloadProducer {
                         encoder.finish(into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...])), at: fill,
                         in: buffer)
                     openedBefore += reader.openedChunks
+                    if case .captured = format {
+                        // The pair's size counts its metadata file too, sent in the head.
+                        let rest = record.metadata.size - verifiedOfDocument
+                        progress.add(rest)
+                        verifiedOfDocument += rest
+                        onEvent(.progress(done: progress.done, total: progress.total))
+                    }
                     state = .between
                     pending = format.tail(record)
                     pendingAt = 0
@@ -363,6 +370,10 @@ package final class PayloadProducer {
             .documentStarted(
                 id: record.id, name: record.metadata.name, size: record.metadata.size,
                 position: positionBase + documentIndex + 1, of: progress.documents))
+        if case .captured = format {
+            try startCaptured(record, fromChunk: fromChunk)
+            return
+        }
         do {
             let r = try vault.open(record.id, threads: threads, batching: batching, startChunk: fromChunk)
             guard r.metadata.sameDocument(as: record.metadata) else {  // tags change in the history, not the envelope
@@ -382,6 +393,33 @@ package final class PayloadProducer {
         }
         // After a skipped document the next entry may be the first: count entries, not indexes.
         pending = format.head(record, first: entriesWritten == 0)
+        pendingAt = 0
+    }
+}
+
+extension PayloadProducer {
+    /// Starts a captured document: its metadata file is read (its record authenticated, and the
+    /// same as the batch's) for the head, and its data file opened at chunk group `fromChunk`.
+    private func startCaptured(_ record: DocumentRecord, fromChunk: UInt64) throws {
+        let metadata: [UInt8]
+        do {
+            let stored = try vault.capturedMetadata(record.id)
+            guard stored.record.metadata.sameDocument(as: record.metadata),
+                case .captured(let files) = format, files.metadataLengths[record.id] == stored.metadata.count
+            else {
+                throw VaultError(
+                    .vaultDamaged, "document \(record.id): its sealed files are not those captured", remedy: .rebuildIndex)
+            }
+            metadata = stored.metadata
+            let start = fromChunk * UInt64(batching.plaintextBytes / batching.chunks)
+            state = .inDocument(
+                try CapturedDataReader(
+                    vault: vault, record: record, metadata: metadata, start: start, batchBytes: batching.plaintextBytes))
+            encoder = DataCoder(format: format, threads: threads)
+        } catch {
+            throw DocumentFailure(record: record, error: VaultError.from(error), startOffset: entryStart)
+        }
+        pending = CapturedFiles.head(record, metadata: metadata, first: entriesWritten == 0)
         pendingAt = 0
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -27,8 +28,12 @@ import Foundation
 /// steps 1–4 once for all of them, each still whole or not at all.
 package final class IntakeBatch {
     private let vault: Vault
-    private var staged: [(file: AtomicFile, record: DocumentRecord)] = []
+    /// Each document's file, with its metadata file when it came captured.
+    private var staged: [(file: AtomicFile, metadata: AtomicFile?, record: DocumentRecord)] = []
     private var current: (file: AtomicFile, writer: EnvelopeWriter, id: DocumentID)?
+    /// A document that came captured, being written as it came (``beginCaptured(metadata:now:)``).
+    private var captured: (file: AtomicFile, metadata: [UInt8], id: DocumentID, digest: SHA256, size: UInt64)?
+    private var capturedAt: Date = .distantPast
     private var done = false
     /// True once every staged envelope was fsynced (``syncStaged()``).
     private var synced = false
@@ -45,10 +50,13 @@ package final class IntakeBatch {
         staged.map { ($0.file.temporaryPath, $0.record) }
     }
 
+    /// Whether a document of the batch came captured (two files, ``beginCaptured(metadata:now:)``).
+    package var holdsCaptured: Bool { staged.contains { $0.metadata != nil } }
+
     /// Starts the next document: its envelope is written as ``write(_:)`` is given its bytes.
     /// - Throws: what the envelope's metadata refuses (a name or content type vault cannot keep).
     package func begin(name: String, contentType: String, tags: [String] = [], now: Date = Date()) throws {
-        precondition(current == nil && !done, "internal error: a document begun inside another")
+        precondition(current == nil && captured == nil && !done, "internal error: a document begun inside another")
         let id = DocumentID.random(using: vault.random)
         let file = try AtomicFile(
             destination: vault.store.objectPath(id), staging: try vault.store.staging(), random: vault.random)
@@ -65,6 +73,12 @@ package final class IntakeBatch {
 
     /// Encrypts the next bytes of the document begun last.
     package func write(_ bytes: UnsafeRawBufferPointer) throws {
+        if captured != nil {
+            captured!.digest.update(bufferPointer: bytes)
+            captured!.size += UInt64(bytes.count)
+            try captured!.file.file.write(bytes)
+            return
+        }
         guard let current else { preconditionFailure("internal error: bytes outside a document") }
         try current.writer.write(bytes)
     }
@@ -74,12 +88,54 @@ package final class IntakeBatch {
     /// - Returns: its record (the size and SHA-256 of the bytes written).
     @discardableResult
     package func end() throws -> DocumentRecord {
+        if captured != nil { return try endCaptured() }
         guard let current else { preconditionFailure("internal error: end outside a document") }
         self.current = nil
         let metadata = try current.writer.finish()
         Platform.startWriteback(current.file.file.descriptor, offset: 0, length: 0)
         let record = DocumentRecord(id: current.id, metadata: metadata)
-        staged.append((current.file, record))
+        staged.append((current.file, nil, record))
+        synced = false
+        return record
+    }
+
+    /// Starts a document that came captured (a capture-only station's, docs/FORMAT.md): ``write(_:)``
+    /// is given its data file's bytes, kept as they came, and `metadata` is its metadata age file.
+    /// The office's record of it says only what the office knows without the identity.
+    package func beginCaptured(metadata: [UInt8], now: Date = Date()) throws {
+        precondition(current == nil && captured == nil && !done, "internal error: a document begun inside another")
+        let id = DocumentID.random(using: vault.random)
+        let file = try AtomicFile(
+            destination: vault.store.objectPath(id), staging: try vault.store.staging(), random: vault.random)
+        captured = (file, metadata, id, SHA256(), 0)
+        capturedAt = now
+    }
+
+    /// Ends a captured document: its record (the pair's size and digest, as a station's), sealed
+    /// into its metadata file beside the data.
+    private func endCaptured() throws -> DocumentRecord {
+        guard let c = captured else { preconditionFailure("internal error: end outside a document") }
+        captured = nil
+        let record = DocumentRecord(
+            id: c.id,
+            metadata: DocumentMetadata(
+                name: CapturedDocument.sealedName, contentType: CapturedDocument.contentType,
+                size: c.size + UInt64(c.metadata.count),
+                sha256: CapturedDocument.digest(data: c.digest, metadata: c.metadata),
+                addedAtMillis: Int64((capturedAt.timeIntervalSince1970 * 1000).rounded(.down)), tags: []))
+        let metadata: AtomicFile
+        do {
+            metadata = try AtomicFile(
+                destination: vault.store.capturedMetadataPath(c.id), staging: try vault.store.staging(),
+                random: vault.random)
+            try metadata.file.write(
+                CapturedDocument.metadataFile(sealedRecord: try vault.sealCapturedRecord(record), metadata: c.metadata))
+        } catch {
+            c.file.discard()
+            throw error
+        }
+        Platform.startWriteback(c.file.file.descriptor, offset: 0, length: 0)
+        staged.append((c.file, metadata, record))
         synced = false
         return record
     }
@@ -94,9 +150,12 @@ package final class IntakeBatch {
     /// back already). ``commit(_:interrupt:whileLocked:)`` does it when it was not done: a caller
     /// that commits batches together does it first, for each batch on its own thread.
     package func syncStaged() throws {
-        precondition(current == nil, "internal error: a batch synced mid-document")
+        precondition(current == nil && captured == nil, "internal error: a batch synced mid-document")
         guard !synced else { return }
-        for s in staged { try s.file.file.sync() }
+        for s in staged {
+            try s.metadata?.file.sync()
+            try s.file.file.sync()
+        }
         synced = true
     }
 
@@ -132,7 +191,7 @@ package final class IntakeBatch {
         var records: [HistoryRecord] = []
         for (batch, record) in batches {
             precondition(
-                batch.current == nil && !batch.done && batch.vault === vault,
+                batch.current == nil && batch.captured == nil && !batch.done && batch.vault === vault,
                 "internal error: a batch committed twice, mid-document or with another vault's")
             batch.done = true
             var record = record
@@ -157,7 +216,11 @@ package final class IntakeBatch {
                     Array(try JSONEncoder().encode(ids)), purpose: .pendingIntake, role: VaultFile.pendingIntake.name),
                 to: pending, random: vault.random)
             let before = Platform.statTimes(vault.store.objectsPath) ?? ""
-            for s in staged { try s.file.commit(replace: false, sync: false) }
+            for s in staged {
+                // A captured document's metadata file first: a data file is never without it.
+                try s.metadata?.commit(replace: false, sync: false)
+                try s.file.commit(replace: false, sync: false)
+            }
             try FileSystem.syncDirectory(vault.store.objectsPath)
             if interrupt == .afterLinking { throw Interrupted() }
             let stamps = [(before: before, after: Platform.statTimes(vault.store.objectsPath) ?? "")]
@@ -180,7 +243,12 @@ package final class IntakeBatch {
         done = true
         current?.file.discard()
         current = nil
-        for s in staged { s.file.discard() }
+        captured?.file.discard()
+        captured = nil
+        for s in staged {
+            s.metadata?.discard()
+            s.file.discard()
+        }
         staged = []
     }
 
@@ -205,9 +273,14 @@ extension Vault {
         }
         let named = try HistoryLog(vault: self).scan(keepRecords: false).projected().present
         var unlinked = 0
-        for id in ids where named[id] == nil && FileSystem.kind(of: store.objectPath(id)) != .missing {
-            try FileSystem.remove(store.objectPath(id))
-            unlinked += 1
+        for id in ids where named[id] == nil {
+            if FileSystem.kind(of: store.objectPath(id)) != .missing {
+                try FileSystem.remove(store.objectPath(id))
+                unlinked += 1
+            }
+            if FileSystem.kind(of: store.capturedMetadataPath(id), following: false) != .missing {
+                try FileSystem.remove(store.capturedMetadataPath(id))
+            }
         }
         if unlinked > 0 {
             try FileSystem.syncDirectory(store.objectsPath)

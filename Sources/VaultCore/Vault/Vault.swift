@@ -261,8 +261,10 @@ public final class Vault: @unchecked Sendable {
         _ id: DocumentID, verifyDigest: Bool = false, threads: Int = Parallelism.allCores,
         batching: ChunkBatching = .reading, startChunk: UInt64 = 0, readAhead: Bool = true
     ) throws -> EnvelopeReader {
-        // The one way to a document's contents: a capture-only station has none to open.
+        // The one way to a document's contents: a capture-only station has none to open, and an
+        // office opens what came captured with its identity only.
         if capturesOnly { throw CapturedDocument.refusal() }
+        if holdsCaptured(id) { throw CapturedDocument.sealedAtOffice(id) }
         if let source = store.source {
             return try EnvelopeReader(
                 input: try source.input(for: id, sequential: startChunk == 0 && readAhead), keyring: keyring,
@@ -305,7 +307,7 @@ public final class Vault: @unchecked Sendable {
     /// a killed writer's temporary file changes the folder's stamp — and by audit and verify).
     package func sweepTemporaries(objects: Bool = false) {
         if objects { AtomicFile.sweep(store.objectsPath) }
-        if objects && capturesOnly && store.source == nil { sweepLoneCapturedMetadata() }
+        if objects && store.source == nil { sweepLoneCapturedMetadata() }
         AtomicFile.sweep(store.root)
         if FileSystem.kind(of: store.stagingPath) == .directory { AtomicFile.sweep(store.stagingPath) }
     }

@@ -80,6 +80,16 @@ extension VaultCommand {
                 valueName: "file-or-dir"), completion: .file())
         var output: String?
 
+        @Option(
+            name: .customLong("identity"),
+            help: ArgumentHelp(
+                """
+                    At an office: an age identity file that opens the documents that came captured \
+                    (age-keygen's or vault keygen's); repeatable.
+                    """,
+                valueName: "file"), completion: .file())
+        var identityFiles: [String] = []
+
         @Flag(help: "Replace output files that exist.")
         var force = false
 
@@ -198,19 +208,19 @@ extension VaultCommand {
             }
             let bounds = try range.map(Self.parse(range:))
             let (vault, office) = try await options.openWithOffice()
-            let record = try await Self.resolving(office) { try DocumentQuery.record(document, in: vault, office: $0) }
-            if let bounds { return try getRange(bounds, of: record, in: vault, toStdout: toStdout) }
-            let reader = try vault.open(record.id)
+            let found = try await Self.resolving(office) { try DocumentQuery.record(document, in: vault, office: $0) }
+            if let bounds { return try getRange(bounds, of: found, in: vault, toStdout: toStdout) }
+            let (record, next) = try open(found, in: vault, identities: try identities())
             if toStdout {
-                if Terminal.isTTY(1) && !ContentType.isText(reader.metadata.contentType) {
+                if Terminal.isTTY(1) && !ContentType.isText(record.metadata.contentType) {
                     throw VaultError(
-                        .usage, "refusing to write \(reader.metadata.contentType) data to a terminal",
+                        .usage, "refusing to write \(record.metadata.contentType) data to a terminal",
                         hint: "use -o FILE, or redirect standard output")
                 }
                 // Text to a terminal: printable characters only, so a document cannot send the
                 // terminal escape sequences (clear the screen, retitle the window, ...).
                 var screen = Terminal.isTTY(1) ? PrintableText() : nil
-                while let batch = try reader.next() {
+                while let batch = try next() {
                     try screen?.check(batch, name: record.metadata.name)
                     try Terminal.stdout.write(batch)
                 }
@@ -220,7 +230,7 @@ extension VaultCommand {
             bar.handle(Importer.Event.started(files: 1, bytes: record.metadata.size))
             bar.handle(Importer.Event.fileStarted(position: 1, of: 1, name: record.metadata.name))
             defer { bar.clear() }
-            try Self.writeFile(reader, to: output!, force: force) {
+            try Self.writeFile(next, to: output!, force: force) {
                 bar.handle(Importer.Event.progress(done: $0, total: record.metadata.size))
             }
             bar.clear()
@@ -233,6 +243,24 @@ extension VaultCommand {
                             )
                         ])))
             }
+        }
+
+        /// The identities of `--identity`, read from their files (none without it).
+        private func identities() throws -> [AgeIdentity] {
+            identityFiles.isEmpty ? [] : try AgeIdentityFiles.read(identityFiles)
+        }
+
+        /// `record` opened: its plaintext piece by piece, and the record to name it by — for a
+        /// document that came captured, opened with `identities`, the metadata the station captured.
+        private func open(
+            _ record: DocumentRecord, in vault: VaultCore.Vault, identities: [AgeIdentity]
+        ) throws -> (record: DocumentRecord, next: () throws -> UnsafeRawBufferPointer?) {
+            if !identities.isEmpty && vault.holdsCaptured(record.id) {
+                let opening = try vault.openCaptured(record.id, identities: identities)
+                return (DocumentRecord(id: record.id, metadata: opening.metadata), opening.next)
+            }
+            let reader = try vault.open(record.id)
+            return (DocumentRecord(id: record.id, metadata: reader.metadata), reader.next)
         }
 
         /// `--range`: only the chunks holding the range are read and decrypted.
@@ -278,8 +306,14 @@ extension VaultCommand {
                 throw VaultError(
                     .alreadyExists, "\(folder) is not a folder", hint: "several documents go into a folder: -o DIR")
             }
-            let (vault, records) = try await selected(options)
-            if records.isEmpty { throw VaultError(.notFound, "there are no documents to get") }
+            let (vault, chosen) = try await selected(options)
+            if chosen.isEmpty { throw VaultError(.notFound, "there are no documents to get") }
+            // Captured documents are planned by the names the station captured (their metadata
+            // opened now; their data when written).
+            let identities = try identities()
+            let records = try chosen.map {
+                identities.isEmpty || !vault.holdsCaptured($0.id) ? $0 : try open($0, in: vault, identities: identities).record
+            }
             let plan = try FolderPlan(records, into: folder, force: force, onCollision: onCollision)
             let made = try FileSystem.makeDirectories(folder)
             var outcome = Result()
@@ -297,7 +331,7 @@ extension VaultCommand {
                     bar.handle(
                         Importer.Event.fileStarted(position: n + 1, of: records.count, name: record.metadata.name))
                     let before = bytes
-                    try Self.writeFile(try vault.open(record.id), to: path, force: force) {
+                    try Self.writeFile(try open(record, in: vault, identities: identities).next, to: path, force: force) {
                         bar.handle(Importer.Event.progress(done: before + $0, total: total))
                     }
                     outcome.written.append(
@@ -352,11 +386,12 @@ extension VaultCommand {
         /// fsyncs, then renames it into place: a damaged document or an interrupt leaves no file.
         /// `progress` hears the bytes written so far.
         static func writeFile(
-            _ reader: EnvelopeReader, to path: String, force: Bool, progress: (UInt64) -> Void = { _ in }
+            _ next: () throws -> UnsafeRawBufferPointer?, to path: String, force: Bool,
+            progress: (UInt64) -> Void = { _ in }
         ) throws {
             let output = try atomicOutput(path)
             var written: UInt64 = 0
-            while let batch = try reader.next() {
+            while let batch = try next() {
                 try output.file.write(batch)
                 written += UInt64(batch.count)
                 progress(written)

@@ -1,0 +1,137 @@
+import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A captured document opened with the office's identity (`vault get --identity`, `export
+/// --identity`): its metadata as the station captured it (name, type, size, SHA-256, tags), and
+/// its plaintext, released as each age chunk authenticates.
+///
+/// What makes it the document the vault holds, and not one someone who knows the office's
+/// recipients sealed and put in its place: the vault's record of it (sealed under the vault key,
+/// ``Vault/capturedMetadata(_:)``) names the size and SHA-256 of the pair of files, and every
+/// byte read of the data file is hashed; when the data ends, the pair must be the record's and
+/// the plaintext the metadata's, or the read fails (``VaultError/Code/digestMismatch``). A
+/// caller writes into a temporary file and keeps it only when the read ended without error.
+package final class CapturedOpening {
+    /// The vault's record of the document (its name `(sealed)` at an office).
+    package let record: DocumentRecord
+    /// The document as the station captured it: name, content type, size, SHA-256 and tags
+    /// from its metadata file; the time is the vault's record's.
+    package let metadata: DocumentMetadata
+    private let reader: AgeReader
+    private let source: HashingSource
+    private let metadataFile: [UInt8]
+    private var plainDigest = SHA256()
+    private var plainSize: UInt64 = 0
+    private let buffer: UnsafeMutableRawBufferPointer
+
+    /// The metadata JSON of a captured document (docs/EXPORT.md, "Sealed payloads"; no proof).
+    private struct Captured: Decodable {
+        var Id: String, Name: String, ContentType: String, Size: UInt64, SHA256: String
+        var Tags: [String]?
+    }
+
+    init(vault: Vault, id: DocumentID, identities: [AgeIdentity]) throws {
+        let stored = try vault.capturedMetadata(id)
+        record = stored.record
+        metadataFile = stored.metadata
+        let plain: [UInt8]
+        do {
+            let r = try AgeReader(input: BytesSource(stored.metadata), identities: identities)
+            var out = [UInt8](repeating: 0, count: CapturedDocument.maxFileSize)
+            let n = try out.withUnsafeMutableBytes { try r.readFully(into: $0) }
+            plain = Array(out[..<n])
+        } catch let f as AgeFailure {
+            throw f.vaultError("document \(id.hex)'s metadata")
+        }
+        var json = plain[...]
+        while json.last == 0x20 { json = json.dropLast() }
+        guard let m = try? JSONDecoder().decode(Captured.self, from: Data(json)), let sha = Hex.decode(m.SHA256),
+            sha.count == 32, DocumentID(hex: m.Id) != nil
+        else { throw VaultError(.vaultDamaged, "document \(id.hex)'s metadata is not a captured document's") }
+        metadata = DocumentMetadata(
+            name: m.Name, contentType: m.ContentType, size: m.Size, sha256: sha,
+            addedAtMillis: stored.record.metadata.addedAtMillis, tags: m.Tags ?? [])
+        try metadata.validate()
+        let file: OpenFile
+        do {
+            file = try OpenFile.openStored(vault.store.objectPath(id))
+        } catch let e as VaultError where e.code == .notFound {
+            throw VaultError(.notFound, "document \(id.hex): its data file objects/\(id.hex).vlt is missing")
+        }
+        source = HashingSource(file)
+        do {
+            reader = try AgeReader(input: source, identities: identities)
+        } catch let f as AgeFailure {
+            file.close()
+            throw f.vaultError("document \(id.hex)")
+        }
+        buffer = .allocate(byteCount: 1 << 20, alignment: 64)
+    }
+
+    deinit {
+        source.file.close()
+        Sodium.wipe(buffer)
+        buffer.deallocate()
+    }
+
+    /// The next piece of plaintext (valid until the next call), or nil at the end, once the
+    /// pair and the plaintext were found to be what the record and the metadata name.
+    package func next() throws -> UnsafeRawBufferPointer? {
+        let n: Int
+        do { n = try reader.readFully(into: buffer) } catch let f as AgeFailure {
+            throw f.vaultError("document \(record.id.hex)")
+        }
+        if n == 0 {
+            guard source.count + UInt64(metadataFile.count) == record.metadata.size,
+                CapturedDocument.digest(data: source.digest, metadata: metadataFile) == record.metadata.sha256
+            else {
+                throw VaultError(
+                    .digestMismatch,
+                    "document \(record.id.hex): its sealed files are not those received (their size or SHA-256 differs)")
+            }
+            guard plainSize == metadata.size, Array(plainDigest.finalize()) == metadata.sha256 else {
+                throw VaultError(
+                    .digestMismatch, "document \(record.id.hex): its data is not the size and SHA-256 its metadata names")
+            }
+            return nil
+        }
+        let piece = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+        plainDigest.update(bufferPointer: piece)
+        plainSize += UInt64(n)
+        return piece
+    }
+}
+
+/// A file read through, every byte hashed.
+private final class HashingSource: ByteSource {
+    let file: OpenFile
+    private(set) var digest = SHA256()
+    private(set) var count: UInt64 = 0
+
+    init(_ file: OpenFile) { self.file = file }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let n = try file.read(into: buffer)
+        digest.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        count += UInt64(n)
+        return n
+    }
+}
+
+extension Vault {
+    /// Opens captured document `id` with `identities` (the office's): see ``CapturedOpening``.
+    /// - Throws: ``VaultError/Code/usage`` for a document that is not captured;
+    ///   ``VaultError/Code/wrongPassword`` when no identity opens it.
+    package func openCaptured(_ id: DocumentID, identities: [AgeIdentity]) throws -> CapturedOpening {
+        guard holdsCaptured(id) else {
+            throw VaultError(
+                .usage, "document \(id.hex) is not a captured one: it opens with the vault's password alone",
+                hint: "leave out --identity")
+        }
+        return try CapturedOpening(vault: self, id: id, identities: identities)
+    }
+}

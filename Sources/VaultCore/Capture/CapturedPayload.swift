@@ -1,0 +1,126 @@
+import Crypto
+
+/// The payload a capture-only station sends (docs/EXPORT.md, "Captured payloads"): each
+/// document's two age files as they were sealed at capture, never opened or sealed again, with
+/// the size and SHA-256 of the pair (``CapturedDocument/digest(data:metadata:)``) outside the
+/// encryption, which is what the receiver checks and signs for:
+///
+/// `{"Captured":"age-encryption.org/v1","Files":[{"Id":…,"Size":n,"SHA256":…,"Metadata":…,"Data":…},…]}`
+///
+/// Every byte follows from the records and the metadata files' lengths (read once, when the
+/// format is made), so a batch's length is known before its first byte, as for any payload.
+package struct CapturedFiles: Sendable {
+    /// The length of each document's metadata age file.
+    package let metadataLengths: [DocumentID: Int]
+
+    /// The lengths of `records`' metadata files, each read and its record authenticated.
+    package init(vault: Vault, records: [DocumentRecord]) throws {
+        var lengths: [DocumentID: Int] = [:]
+        for r in records { lengths[r.id] = try vault.capturedMetadata(r.id).metadata.count }
+        metadataLengths = lengths
+    }
+
+    /// The length of `record`'s data file: the pair's, less its metadata file's.
+    func dataFileLength(_ record: DocumentRecord) -> UInt64 {
+        record.metadata.size - UInt64(metadataLengths[record.id] ?? 0)
+    }
+
+    /// The framing of the entries.
+    static let open = Array("{\"Captured\":\"\(PayloadSealing.format)\",\"Files\":[".utf8)
+    static func idPrefix(_ record: DocumentRecord) -> [UInt8] {
+        Array(
+            ("{\"Id\":\"\(record.id.hex)\",\"Size\":\(record.metadata.size),"
+                + "\"SHA256\":\"\(Hex.encode(record.metadata.sha256))\",\"Metadata\":\"").utf8)
+    }
+
+    /// A document's head, given its metadata age file (the separator first, but for the first).
+    static func head(_ record: DocumentRecord, metadata: [UInt8], first: Bool) -> [UInt8] {
+        (first ? [] : [PayloadFraming.separator]) + idPrefix(record) + Base64.encode(metadata) + SealedEntry.dataPrefix
+    }
+
+    func headLength(_ record: DocumentRecord, first: Bool) -> Int {
+        (first ? 0 : 1) + Self.idPrefix(record).count
+            + Int(Base64.encodedLength(UInt64(metadataLengths[record.id] ?? 0))) + SealedEntry.dataPrefix.count
+    }
+}
+
+/// The bytes of a captured document's data file, batch by batch, for a payload: read as they
+/// are (nothing is opened) and hashed, so that when the file ends its length and the digest of
+/// the pair are checked against the station's record before the document is counted as sent.
+/// A file changed since it was sealed is a ``VaultError/Code/vaultDamaged`` failure of that
+/// document, and a receiver, which checks the same digest, refuses the batch that carried it.
+final class CapturedDataReader: PayloadDocumentReader {
+    private let file: OpenFile
+    private let record: DocumentRecord
+    private let metadata: [UInt8]
+    private let buffer: UnsafeMutableRawBufferPointer
+    private var digest = SHA256()
+    private var size: UInt64 = 0
+    private let expected: UInt64
+    private var finished = false
+    private(set) var openedChunks: UInt64 = 0
+    /// Never called: nothing is sealed from a captured file.
+    var onChunk: ((Int, UnsafeRawBufferPointer) -> Void)?
+
+    /// A reader of `record`'s data file from byte `start` (a multiple of `batchBytes`; the bytes
+    /// before are hashed, not handed out), in pieces of `batchBytes`.
+    init(vault: Vault, record: DocumentRecord, metadata: [UInt8], start: UInt64, batchBytes: Int) throws {
+        self.record = record
+        self.metadata = metadata
+        expected = record.metadata.size - UInt64(metadata.count)
+        do {
+            file = try OpenFile.openStored(vault.store.objectPath(record.id))
+        } catch let e as VaultError where e.code == .notFound {
+            throw VaultError(.notFound, "document \(record.id): its data file objects/\(record.id.hex).vlt is missing")
+        }
+        buffer = .allocate(byteCount: batchBytes, alignment: 64)
+        while size < start {
+            let want = Int(min(UInt64(batchBytes), start - size))
+            let n = try file.readFully(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]))
+            guard n == want else { throw changed() }
+            digest.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            size += UInt64(n)
+        }
+    }
+
+    deinit {
+        file.close()
+        buffer.deallocate()
+    }
+
+    private func changed() -> VaultError {
+        VaultError(
+            .vaultDamaged,
+            "document \(record.id): its sealed files are not those captured (their size or SHA-256 differs)")
+    }
+
+    func next() throws -> UnsafeRawBufferPointer? {
+        guard !finished else { return nil }
+        let n = try file.readFully(into: buffer)
+        size += UInt64(n)
+        guard size <= expected else { throw changed() }
+        if n == 0 {
+            finished = true
+            guard size == expected, CapturedDocument.digest(data: digest, metadata: metadata) == record.metadata.sha256
+            else { throw changed() }
+            return nil
+        }
+        let piece = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+        digest.update(bufferPointer: piece)
+        openedChunks += 1
+        return piece
+    }
+}
+
+/// What a payload producer reads a document's bytes from: an envelope (decrypted as each chunk
+/// authenticates) or a captured document's data file (as it is).
+protocol PayloadDocumentReader: AnyObject {
+    /// The next batch of the document's bytes (valid until the next call), or nil at its end.
+    func next() throws -> UnsafeRawBufferPointer?
+    /// Chunks (or batches) read so far.
+    var openedChunks: UInt64 { get }
+    /// A job run on each chunk as it authenticates (sealing it where it is decrypted).
+    var onChunk: ((Int, UnsafeRawBufferPointer) -> Void)? { get set }
+}
+
+extension EnvelopeReader: PayloadDocumentReader {}

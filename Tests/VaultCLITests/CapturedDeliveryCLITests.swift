@@ -1,0 +1,175 @@
+import Crypto
+import Foundation
+import Testing
+import VaultTestSupport
+
+/// What a capture-only station captured, delivered: `vault upload` sends the sealed files as they
+/// are, a receiver started without an identity keeps them so and signs receipts for the pair's
+/// size and SHA-256, and the office opens them with its identity (`vault get --identity`, and
+/// Debian's `age`), through the built binaries.
+@Suite(.blocking) struct CapturedDeliveryCLITests {
+    static func hex(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
+
+    /// The station of ``CaptureStationCLITests/station(_:)``, a blind receiver (no identity) with
+    /// a station token, and the station's destination `office` that needs its signed receipts.
+    static func stationAndBlindOffice(_ s: Sandbox, protocol wire: String = "json") throws -> (
+        ids: [String: String], office: ReceiverProcess, token: String
+    ) {
+        let (ids, _) = try CaptureStationCLITests.station(s)
+        let office = try ReceiverProcess(s)
+        let token = office.addStation("desk")
+        let key = office.run("receive", "key").out.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Receipts are checked on json (and form) batches; a tus batch counts by its answer.
+        let added = s.run(
+            ["destination", "add", "office", office.url + (wire == "tus" ? "/files/" : "/batches"), "--protocol", wire]
+                + (wire == "tus" ? [] : ["--receipt-key", key]))
+        #expect(added.status == 0, "\(added.stderr)")
+        return (ids, office, token)
+    }
+
+    /// Every document the station captured, as the office's identity opens it.
+    static var originals: [(name: String, bytes: [UInt8])] {
+        CaptureStationCLITests.documents.map { ($0.name, $0.bytes) }
+            + [("piped.txt", Array("typed at the station, sealed at once".utf8))]
+    }
+
+    @Test(arguments: ["json", "tus"])
+    func aBlindReceiverKeepsWhatWasCapturedAndTheOfficeOpensIt(wire: String) throws {
+        guard SealedDeliveryCLITests.requireAge() else { return }
+        let s = Sandbox()
+        let (ids, office, token) = try Self.stationAndBlindOffice(s, protocol: wire)
+        let up = s.run(["upload", "--to", "office", "--json"], env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(up.status == 0, "\(up.stderr)")
+        #expect(office.log.contains("sealed=true"))
+
+        // The office keeps each pair as it came: its data file opens with Debian's age, byte for
+        // byte, and its records say only what it knows without the key.
+        let stored = office.documents
+        #expect(stored.count == Self.originals.count)
+        #expect(stored.allSatisfy { $0["name"] as? String == "(sealed)" })
+        var opened: [[UInt8]] = []
+        for d in stored {
+            let id = try #require(d["id"] as? String)
+            let data = try Array(Data(contentsOf: URL(fileURLWithPath: s.path("office/objects/\(id).vlt"))))
+            opened.append(try #require(SealedDeliveryCLITests.ageDecrypt(s, data, identity: "office.key")))
+            let meta = try Array(Data(contentsOf: URL(fileURLWithPath: s.path("office/objects/\(id).meta.vlt"))))
+            let n = meta[9..<13].reduce(0) { $0 << 8 | Int($1) }
+            let json = try #require(
+                SealedDeliveryCLITests.ageDecrypt(s, Array(meta[(13 + n)...]), identity: "office.key"))
+            let m = try #require(try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any])
+            // The station's id, name and tags, as captured.
+            let name = try #require(m["Name"] as? String)
+            #expect(ids[name] == m["Id"] as? String)
+            #expect((m["Tags"] as? [String] ?? []) == (name == "piped.txt" ? [] : ["north"]))
+        }
+        #expect(Set(opened.map(Self.hex)) == Set(Self.originals.map { Self.hex($0.bytes) }))
+
+        // Without the identity the office refuses to open one; with it, every name as captured.
+        let first = try #require(stored.first?["id"] as? String)
+        let refused = office.run("get", first, "-o", s.path("one"))
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains("came sealed from a capture-only station"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("--identity"))
+        let got = office.run("get", "--all", "-o", s.path("out"), "--identity", s.path("office.key"))
+        #expect(got.status == 0, "\(got.stderr)")
+        for d in Self.originals {
+            #expect(
+                (try? Array(Data(contentsOf: URL(fileURLWithPath: s.path("out/\(d.name)"))))) == d.bytes, "\(d.name)")
+        }
+        // The station's own id finds the document at the office.
+        let big = try #require(ids["sub/big.bin"])
+        let one = office.run("get", big, "-o", s.path("big.bin"), "--identity", s.path("office.key"))
+        #expect(one.status == 0, "\(one.stderr)")
+        #expect((try? Array(Data(contentsOf: URL(fileURLWithPath: s.path("big.bin"))))) == Self.originals[1].bytes)
+        #expect(office.run("verify").status == 0)
+        #expect(office.run("audit", "--deep").status == 0)
+
+        // The station's ledger holds the signed receipts, and delivery frees its space.
+        if wire == "json" {
+            let audit = s.run("audit", "--require-receipts", "office")
+            #expect(audit.status == 0, "\(audit.stderr)")
+        }
+        let removed = s.run("remove", "--delivered-to", "office")
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(s.run("list", "--json").out.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+        #expect(
+            (try? FileManager.default.contentsOfDirectory(atPath: s.path("vault/objects")))?.isEmpty == true,
+            "no captured file is left on the station")
+    }
+
+    /// Someone who can write to the office's folder and knows its recipients (they are public)
+    /// seals a document of their own and puts it in a received one's place: the office's record,
+    /// sealed under its key, names the pair it received, so `get --identity` refuses it and
+    /// writes nothing; so does a flipped byte.
+    @Test func aFileSwappedAtTheOfficeDoesNotOpenAsTheStationsDocument() throws {
+        guard SealedDeliveryCLITests.requireAge() else { return }
+        let s = Sandbox()
+        let (_, office, token) = try Self.stationAndBlindOffice(s)
+        #expect(s.run(["upload", "--to", "office"], env: ["VAULT_UPLOAD_TOKEN": token]).status == 0)
+        let stored = office.documents
+        let victim = try #require(stored.first { ($0["size"] as? Int ?? 0) < 4096 }?["id"] as? String)
+        let path = s.path("office/objects/\(victim).vlt")
+        let recipient = try SealedDeliveryCLITests.recipient(s, "office.key")
+        s.write("forged.txt", Array("pay the attacker".utf8))
+        #expect(s.shell("age -r \(recipient) -o '\(path)' forged.txt").status == 0)
+        let swapped = office.run("get", victim, "-o", s.path("forged-out"), "--identity", s.path("office.key"))
+        #expect(swapped.status == 65, "\(swapped.stderr)")
+        #expect(swapped.stderr.contains("not those received"), "\(swapped.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: s.path("forged-out")))
+        #expect(office.run("verify").status != 0)
+
+        let other = try #require(stored.first { ($0["size"] as? Int ?? 0) > 1 << 20 }?["id"] as? String)
+        let bigPath = s.path("office/objects/\(other).vlt")
+        var bytes = try Array(Data(contentsOf: URL(fileURLWithPath: bigPath)))
+        bytes[bytes.count / 2] ^= 1
+        try Data(bytes).write(to: URL(fileURLWithPath: bigPath))
+        let flipped = office.run("get", other, "-o", s.path("flipped-out"), "--identity", s.path("office.key"))
+        #expect(flipped.status != 0)
+        #expect(!FileManager.default.fileExists(atPath: s.path("flipped-out")))
+    }
+
+    /// A receipt signs the pair the station declared: a station that declares another digest
+    /// (or sends other bytes) is refused whole, and nothing is kept.
+    @Test func aPairThatIsNotWhatTheStationDeclaredIsRefusedWhole() throws {
+        guard SealedDeliveryCLITests.requireAge() else { return }
+        let s = Sandbox()
+        let (_, office, token) = try Self.stationAndBlindOffice(s)
+        // The payload as the station sends it, written out by a dry run of the real sender: an
+        // export cannot make one, so the test builds it from the station's files.
+        let list = s.run("list", "--json")
+        let docs = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout)) as? [[String: Any]])
+        let d = try #require(docs.first { ($0["size"] as? Int ?? 0) < 4096 })
+        let id = try #require(d["id"] as? String)
+        let data = try Array(Data(contentsOf: URL(fileURLWithPath: s.path("vault/objects/\(id).vlt"))))
+        let meta = try CaptureStationCLITests.metadataFile(s, id)
+        var hash = SHA256()
+        hash.update(data: data)
+        hash.update(data: meta)
+        hash.update(data: (0..<8).map { UInt8(truncatingIfNeeded: UInt64(meta.count) >> (56 - 8 * $0)) })
+        let sha = hash.finalize().map { String(format: "%02x", $0) }.joined()
+        func payload(sha: String, size: Int) -> String {
+            #"{"Captured":"age-encryption.org/v1","Files":[{"Id":"\#(id)","Size":\#(size),"SHA256":"\#(sha)","#
+                + #""Metadata":"\#(Data(meta).base64EncodedString())","Data":"\#(Data(data).base64EncodedString())"}]}"#
+        }
+        func post(_ body: String, key: String) -> (status: Int, body: String) {
+            s.write("body-\(key).json", Array(body.utf8))
+            return office.curl(
+                token: token,
+                [
+                    "-X", "POST", "-H", "Content-Type: application/json", "-H", "Idempotency-Key: \(key)",
+                    "--data-binary", "@" + s.path("body-\(key).json"), office.url + "/batches"
+                ])
+        }
+        let wrongSHA = post(payload(sha: String(repeating: "0", count: 64), size: data.count + meta.count), key: "k1")
+        #expect(wrongSHA.status == 422 || wrongSHA.status == 400, "\(wrongSHA)")
+        #expect(wrongSHA.body.contains("digest-mismatch"), "\(wrongSHA.body)")
+        let wrongSize = post(payload(sha: sha, size: data.count + meta.count + 1), key: "k2")
+        #expect(wrongSize.body.contains("digest-mismatch"), "\(wrongSize.body)")
+        #expect(office.documents.isEmpty)
+        // The pair as declared is taken, and its receipt names it.
+        let right = post(payload(sha: sha, size: data.count + meta.count), key: "k3")
+        #expect(right.status == 200, "\(right)")
+        #expect(right.body.contains(sha), "the receipt signs the pair's SHA-256")
+        #expect(office.documents.count == 1)
+    }
+}
