@@ -105,7 +105,7 @@ import VaultTestSupport
     @Test func nothingUnderTheStationsFolderHoldsOrOpensWhatItCaptured() throws {
         guard SealedDeliveryCLITests.requireAge() else { return }
         let s = Sandbox()
-        let (ids, _) = try Self.station(s)
+        let (ids, office) = try Self.station(s)
         // No 32-byte window of any document (every window of the small ones, one every 4 KiB of
         // the large one) is in any file under the vault, in any of them.
         var files: [Data] = []
@@ -133,8 +133,12 @@ import VaultTestSupport
             #expect(r.status == 64 && r.stderr.contains("this is a capture-only station"), "\(args): \(r.stderr)")
         }
         #expect(!FileManager.default.fileExists(atPath: s.path("out")))
-        let upload = s.run("upload", "--url", "http://127.0.0.1:9/batches")
-        #expect(upload.status == 64 && upload.stderr.contains("capture-only station"), "\(upload.stderr)")
+        // An upload goes as captured (CapturedDeliveryCLITests): never sealed again to other
+        // recipients, nor in a shape without ids; refused before connecting.
+        for extra in [["--recipient", office], ["--shape", "strings"]] {
+            let upload = s.run(["upload", "--url", "http://127.0.0.1:9/batches"] + extra)
+            #expect(upload.status == 64 && upload.stderr.contains("capture-only station"), "\(extra): \(upload.stderr)")
+        }
         // What the station can do: list, verify (the sealed files as captured), audit, passwd.
         let list = s.run("list")
         #expect(list.status == 0 && list.out.contains("odd \"name\" <é>.txt") && list.out.contains("sub/big.bin"))

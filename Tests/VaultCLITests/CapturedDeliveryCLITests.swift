@@ -172,4 +172,48 @@ import VaultTestSupport
         #expect(right.body.contains(sha), "the receipt signs the pair's SHA-256")
         #expect(office.documents.count == 1)
     }
+
+    /// An S3 inbox (SeaweedFS), by the station's credentials and through presigned URLs (a
+    /// 12 MiB capture in 5 MiB parts): the object is the captured payload, whose files Debian's
+    /// age opens byte for byte, and which names nothing the station captured.
+    @Test(arguments: ["s3", "presigned-s3"])
+    func anS3InboxGetsTheCapturedPayload(wire: String) async throws {
+        guard SealedDeliveryCLITests.requireAge() else { return }
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("captured")
+        defer { Task { await s3.shutdown() } }
+        let s = Sandbox()
+        _ = try CaptureStationCLITests.station(s)
+        try s.writeLarge("large scan.tiff", mebibytes: 12, seed: 620)
+        #expect(s.run("add", s.path("large scan.tiff")).status == 0)
+        var server: PythonPeer?
+        let r: CLIResult
+        if wire == "s3" {
+            r = s.run(
+                ["upload", "--url", "s3://\(bucket)/office/", "--part-size", "5M", "--json"], env: S3Fixtures.env(sw))
+        } else {
+            server = try PresignedS3UploadCLITests.presignServer(
+                s, store: sw.endpoint.absoluteString, bucket: bucket)
+            r = s.run(
+                ["upload", "--presign-url", server!.url, "--part-size", "5M", "--json"],
+                env: ["VAULT_UPLOAD_TOKEN": "presign-token"])
+        }
+        #expect(r.status == 0, "\(r.stderr)")
+        let payload = try await s3.object(bucket: bucket, key: "office/\(Fixtures.runID(r))/batch-0001.json")
+        let text = String(decoding: payload, as: UTF8.self)
+        #expect(text.hasPrefix(#"{"Captured":"age-encryption.org/v1","Files":[{"Id":""#))
+        #expect(!text.contains("large scan") && !text.contains("scan.pdf") && !text.contains("north"))
+        let files = try #require(
+            (try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])?["Files"] as? [[String: Any]])
+        #expect(files.count == Self.originals.count + 1)
+        var opened: [[UInt8]] = []
+        for f in files {
+            let data = Array(Data(base64Encoded: f["Data"] as? String ?? "") ?? Data())
+            let meta = Array(Data(base64Encoded: f["Metadata"] as? String ?? "") ?? Data())
+            #expect(f["Size"] as? Int == data.count + meta.count)
+            opened.append(try #require(SealedDeliveryCLITests.ageDecrypt(s, data, identity: "office.key")))
+        }
+        let large = Array(try Data(contentsOf: URL(fileURLWithPath: s.path("large scan.tiff"))))
+        #expect(Set(opened.map(Self.hex)) == Set((Self.originals.map(\.bytes) + [large]).map(Self.hex)))
+        _ = server
+    }
 }
