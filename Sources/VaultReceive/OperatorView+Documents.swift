@@ -145,7 +145,7 @@ extension OperatorView {
             Self.html(frame("problem", title: title, session, ["message": message]), status: status)
         }
         if let unread = query.problem { return problem(400, "Nothing to download", unread) }
-        var items: [(record: DocumentRecord, vault: Vault, entry: ZipStream.Entry)] = []
+        var items: [(record: DocumentRecord, vault: Vault, entry: ZipStream.Entry, file: File)] = []
         do {
             let book = try await receiver.book()
             let found: [OfficeBook.Received]
@@ -167,11 +167,15 @@ extension OperatorView {
                 if let document = try await receiver.home.document(r.document.id) { chosen.append(document) }
             }
             // Names as `get` makes them, safe to unpack on Windows too, a clash made unique.
-            let paths = SafePath.unique(
-                chosen.map { SafePath.portable(SafePath.of($0.record.metadata.name, id: $0.record.id)) })
-            for ((record, vault), path) in zip(chosen, paths) {
-                let m = record.metadata
-                items.append((record, vault, ZipStream.Entry(path: path, size: m.size, millis: m.addedAtMillis)))
+            // What came captured goes as it is kept, an age file (`ID.age`).
+            let files = try chosen.map { try Self.file($0.record, in: $0.vault) }
+            let paths = SafePath.unique(files.enumerated().map { n, f in
+                SafePath.portable(SafePath.of(f.name, id: chosen[n].record.id))
+            })
+            for (((record, vault), file), path) in zip(zip(chosen, files), paths) {
+                items.append(
+                    (record, vault, ZipStream.Entry(path: path, size: file.size, millis: record.metadata.addedAtMillis),
+                        file))
             }
         } catch {
             return problem(503, "Cannot read the vault", VaultError.from(error).message)
@@ -191,8 +195,8 @@ extension OperatorView {
                 var zip = ZipStream()
                 for item in chosen {
                     try await writer.write(ByteBuffer(bytes: zip.begin(item.entry)))
-                    let reader = try item.vault.open(item.record.id)
-                    while let batch = try reader.next() {
+                    let next = try item.file.open()
+                    while let batch = try next() {
                         batch.withUnsafeBytes { zip.data($0) }
                         try await writer.write(ByteBuffer(bytes: batch))
                     }

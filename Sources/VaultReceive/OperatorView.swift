@@ -147,7 +147,7 @@ struct OperatorView: Sendable {
     }
 
     private func documentPage(_ session: OperatorSessions.Session, id text: String) async throws -> (Int, String) {
-        guard let id = DocumentID(hex: text), let record = try await receiver.home.document(id)?.record else {
+        guard let id = DocumentID(hex: text), let (record, vault) = try await receiver.home.document(id) else {
             return (
                 404,
                 frame(
@@ -174,6 +174,7 @@ struct OperatorView: Sendable {
                 "time": Shown.time(millis: batch.timeMillis), "station": batch.station, "key": batch.key
             ]
             if batch.sealed { received["sealed"] = true }
+            if vault.holdsCaptured(id) { content["captured"] = true }
             if let i = batch.documents.firstIndex(where: { $0.id == id }), let ids = batch.stationIDs {
                 received["stationID"] = ids[i].description
             }
@@ -194,18 +195,42 @@ struct OperatorView: Sendable {
                 frame("problem", title: "No such document", session, ["message": "This vault has no such document."]),
                 status: 404)
         }
+        let file: OperatorView.File
+        do { file = try Self.file(record, in: vault) } catch {
+            return Self.html(
+                frame("problem", title: "Cannot read the document", session, ["message": VaultError.from(error).message]),
+                status: 503)
+        }
         if let refused = await recorded([record], session, from: address, via: "document") { return refused }
         var headers = Self.headers(contentType: "application/octet-stream")
-        headers[.contentDisposition] = Self.attachment(record.metadata.name)
+        headers[.contentDisposition] = Self.attachment(file.name)
         return Response(
             status: .ok, headers: headers,
-            body: ResponseBody(contentLength: Int(record.metadata.size)) { writer in
-                let reader = try vault.open(id)
-                while let batch = try reader.next() {
+            body: ResponseBody(contentLength: Int(file.size)) { writer in
+                let next = try file.open()
+                while let batch = try next() {
                     try await writer.write(ByteBuffer(bytes: batch))
                 }
                 try await writer.finish(nil)
             })
+    }
+
+    /// A document as it is downloaded: its plaintext under its name, or — one that came from a
+    /// capture-only station, kept sealed — its data file as it is, an age file named `ID.age`,
+    /// which the office's identity opens where it is kept.
+    struct File: Sendable {
+        var name: String
+        var size: UInt64
+        var open: @Sendable () throws -> () throws -> UnsafeRawBufferPointer?
+    }
+
+    static func file(_ record: DocumentRecord, in vault: Vault) throws -> File {
+        let id = record.id
+        guard vault.holdsCaptured(id) else {
+            return File(name: record.metadata.name, size: record.metadata.size) { try vault.open(id).next }
+        }
+        let length = try vault.capturedData(id).length
+        return File(name: "\(id.hex).age", size: length) { try vault.capturedData(id).next }
     }
 
     /// Records the download of `records` by the session's operator, or says why it cannot be

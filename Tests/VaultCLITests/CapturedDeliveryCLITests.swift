@@ -216,4 +216,42 @@ import VaultTestSupport
         #expect(Set(opened.map(Self.hex)) == Set((Self.originals.map(\.bytes) + [large]).map(Self.hex)))
         _ = server
     }
+
+    /// The operator pages: a captured document's page says it is kept sealed and how to open it,
+    /// and its download (alone, or in a batch's archive) is its data file as kept, `ID.age`, which
+    /// Debian's age opens byte for byte; the download is recorded as any other.
+    @Test func theOperatorPagesOfferTheSealedFile() throws {
+        guard SealedDeliveryCLITests.requireAge() else { return }
+        let s = Sandbox()
+        let (ids, office, token) = try Self.stationAndBlindOffice(s)
+        office.addOperator()
+        #expect(s.run(["upload", "--to", "office"], env: ["VAULT_UPLOAD_TOKEN": token]).status == 0)
+        let stored = office.documents
+        let id = try #require(stored.first { ($0["size"] as? Int ?? 0) > 1 << 20 }?["id"] as? String)
+        let (status, session) = OperatorViewCLITests.signIn(s, office.url)
+        #expect(status == 303)
+        let cookie = ["-H", "Cookie: vault_session=\(try #require(session))"]
+        let page = Fixtures.curl(s, cookie + [office.url + "/ui/documents/\(id)"])
+        #expect(page.status == 200)
+        #expect(page.body.contains("capture-only station") && page.body.contains("age -d -i office.key \(id).age"))
+        #expect(page.body.contains("Download the sealed file (.age)"))
+        let download = Fixtures.curl(s, cookie + [office.url + "/ui/documents/\(id)/download"])
+        #expect(download.status == 200)
+        #expect(download.headers["content-disposition"]?.contains("\(id).age") == true, "\(download.headers)")
+        let body = try Array(Data(contentsOf: URL(fileURLWithPath: s.path("curl.body"))))
+        let kept = try Array(Data(contentsOf: URL(fileURLWithPath: s.path("office/objects/\(id).vlt"))))
+        #expect(body == kept)
+        #expect(SealedDeliveryCLITests.ageDecrypt(s, body, identity: "office.key") == Self.originals[1].bytes)
+        // A batch's archive holds each captured document as its age file.
+        let archive = Fixtures.curl(s, cookie + [office.url + "/ui/archive?batch=1"])
+        #expect(archive.status == 200)
+        let listed = s.shell(
+            "python3 -c 'import zipfile,sys; print(\"\\n\".join(zipfile.ZipFile(sys.argv[1]).namelist()))' curl.body")
+        let names = Set(listed.out.split(separator: "\n").map(String.init))
+        #expect(names == Set(stored.compactMap { $0["id"] as? String }.map { $0 + ".age" }), "\(listed.out)")
+        // Both downloads are in the office's history.
+        let log = office.run("log")
+        #expect(log.out.contains("alice downloaded"), "\(log.out)")
+        _ = ids
+    }
 }

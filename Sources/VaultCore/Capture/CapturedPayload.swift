@@ -124,3 +124,16 @@ protocol PayloadDocumentReader: AnyObject {
 }
 
 extension EnvelopeReader: PayloadDocumentReader {}
+
+extension Vault {
+    /// Captured document `id`'s data file as it is kept, to hand on sealed (an operator's `.age`
+    /// download): its length, and its bytes piece by piece, the last call checking the pair
+    /// against the vault's record (a file put in its place fails there, after its bytes: a
+    /// caller streams into a response whose length it declared, which then ends short).
+    package func capturedData(_ id: DocumentID) throws -> (length: UInt64, next: () throws -> UnsafeRawBufferPointer?) {
+        let stored = try capturedMetadata(id)
+        let reader = try CapturedDataReader(
+            vault: self, record: stored.record, metadata: stored.metadata, start: 0, batchBytes: 1 << 20)
+        return (stored.record.metadata.size - UInt64(stored.metadata.count), reader.next)
+    }
+}
