@@ -202,6 +202,9 @@ echo "authenticating, base64, writing the payload and its SHA-256 for the manife
 echo "upload figures stream the same payloads over HTTP to scripts/receiver.py on 127.0.0.1 (sink mode:"
 echo "it reads and hashes each body); the receiver shares the two cores with vault."
 
+# --- capture-only stations: add beside an ordinary vault's add -----------------------------------
+RUNS="$RUNS" "$(dirname "$0")/bench-capture.sh" "$vault"
+
 # --- upload protocols: form to PHP, tus to resumable-upload, each beside curl ------------------
 RUNS="$RUNS" "$(dirname "$0")/bench-protocols.sh" "$vault"
 

@@ -83,6 +83,22 @@ import VaultTestSupport
         #expect((try? Array(Data(contentsOf: URL(fileURLWithPath: s.path("big.bin"))))) == Self.originals[1].bytes)
         #expect(office.run("verify").status == 0)
         #expect(office.run("audit", "--deep").status == 0)
+        // An export hands them on in plaintext only with the identity: names, tags and bytes as
+        // captured; without it, nothing is written.
+        let sealedOut = office.run("export", "--out", s.path("outbox-refused"))
+        #expect(sealedOut.status == 64 && sealedOut.stderr.contains("--identity"), "\(sealedOut.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: s.path("outbox-refused/manifest.json")))
+        let exported = office.run("export", "--out", s.path("outbox"), "--identity", s.path("office.key"))
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let payload = try Data(contentsOf: URL(fileURLWithPath: s.path("outbox/batch-0001.json")))
+        let files = (try JSONSerialization.jsonObject(with: payload) as? [String: Any])?["Files"] as? [[String: Any]]
+        var byName: [String: [UInt8]] = [:]
+        for f in files ?? [] {
+            let name = f["Name"] as? String ?? ""
+            byName[name] = Array(Data(base64Encoded: f["Data"] as? String ?? "") ?? Data())
+            #expect((f["Tags"] as? [String] ?? []) == (name == "piped.txt" ? [] : ["north"]), "\(name)")
+        }
+        for d in Self.originals { #expect(byName[d.name] == d.bytes, "\(d.name) exported") }
 
         // The station's ledger holds the signed receipts, and delivery frees its space.
         if wire == "json" {

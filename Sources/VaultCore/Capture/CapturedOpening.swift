@@ -34,7 +34,14 @@ package final class CapturedOpening {
         var Tags: [String]?
     }
 
-    init(vault: Vault, id: DocumentID, identities: [AgeIdentity]) throws {
+    /// Chunks (pieces) read so far.
+    private(set) var openedChunks: UInt64 = 0
+    /// Never called: a captured document is not sealed again.
+    var onChunk: ((Int, UnsafeRawBufferPointer) -> Void)?
+
+    /// - Parameter batchBytes: the plaintext handed out per call (the last may be less): a
+    ///   multiple of 3 for a producer that encodes base64 in parallel.
+    init(vault: Vault, id: DocumentID, identities: [AgeIdentity], batchBytes: Int = 3 << 18) throws {
         let stored = try vault.capturedMetadata(id)
         record = stored.record
         metadataFile = stored.metadata
@@ -69,7 +76,7 @@ package final class CapturedOpening {
             file.close()
             throw f.vaultError("document \(id.hex)")
         }
-        buffer = .allocate(byteCount: 1 << 20, alignment: 64)
+        buffer = .allocate(byteCount: batchBytes, alignment: 64)
     }
 
     deinit {
@@ -102,6 +109,7 @@ package final class CapturedOpening {
         let piece = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
         plainDigest.update(bufferPointer: piece)
         plainSize += UInt64(n)
+        openedChunks += 1
         return piece
     }
 }
@@ -122,7 +130,22 @@ private final class HashingSource: ByteSource {
     }
 }
 
+extension CapturedOpening: PayloadDocumentReader {}
+
 extension Vault {
+    /// `record` as an export or a `get` names it: as it is, or — a document that came captured —
+    /// with the metadata the station captured, opened with `identities`.
+    /// - Throws: ``VaultError/Code/usage`` for a captured document without identities.
+    package func exported(_ record: DocumentRecord, identities: [AgeIdentity]) throws -> DocumentRecord {
+        guard holdsCaptured(record.id) else { return record }
+        guard !identities.isEmpty else {
+            let e = CapturedDocument.sealedAtOffice(record.id)
+            throw VaultError(e.code, "document \(record.id.hex): " + e.message, hint: e.hint)
+        }
+        return DocumentRecord(
+            id: record.id, metadata: try CapturedOpening(vault: self, id: record.id, identities: identities).metadata)
+    }
+
     /// Opens captured document `id` with `identities` (the office's): see ``CapturedOpening``.
     /// - Throws: ``VaultError/Code/usage`` for a document that is not captured;
     ///   ``VaultError/Code/wrongPassword`` when no identity opens it.

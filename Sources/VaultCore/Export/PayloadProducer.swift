@@ -56,6 +56,7 @@ package final class PayloadProducer {
     private let positionBase: Int
     private let threads: Int
     private let batching: ChunkBatching
+    private let identities: [AgeIdentity]
 
     private let buffers: [UnsafeMutableRawBufferPointer]
     private let free: [DispatchSemaphore]
@@ -133,11 +134,15 @@ package final class PayloadProducer {
 
     /// A producer of the payload of `records` in `format` (JSON with base64 data, or a form
     /// with raw data); the parameters are as above.
+    /// - Parameter identities: the office's age identities, which open documents that came
+    ///   captured (their records as ``Vault/exported(_:identities:)`` gives them; a plain
+    ///   format only).
     package init(
         vault: Vault, records: [DocumentRecord], format: PayloadFormat, progress: ProgressCounter,
         positionBase: Int = 0, threads: Int = Parallelism.allCores, batching: ChunkBatching = .reading,
-        startOffset: UInt64 = 0, onEvent: @escaping (ExportEvent) -> Void
+        startOffset: UInt64 = 0, identities: [AgeIdentity] = [], onEvent: @escaping (ExportEvent) -> Void
     ) {
+        self.identities = identities
         precondition(batching.plaintextBytes % 3 == 0, "internal error: a chunk group must be whole base64 groups")
         self.vault = vault
         self.records = records
@@ -375,8 +380,18 @@ package final class PayloadProducer {
             return
         }
         do {
-            let r = try vault.open(record.id, threads: threads, batching: batching, startChunk: fromChunk)
-            guard r.metadata.sameDocument(as: record.metadata) else {  // tags change in the history, not the envelope
+            let r: any PayloadDocumentReader
+            let metadata: DocumentMetadata
+            if !identities.isEmpty && vault.holdsCaptured(record.id) {
+                precondition(fromChunk == 0 && format.sealing == nil, "internal error: a captured document resumed or sealed")
+                let opening = try CapturedOpening(
+                    vault: vault, id: record.id, identities: identities, batchBytes: batching.plaintextBytes)
+                (r, metadata) = (opening, opening.metadata)
+            } else {
+                let envelope = try vault.open(record.id, threads: threads, batching: batching, startChunk: fromChunk)
+                (r, metadata) = (envelope, envelope.metadata)
+            }
+            guard metadata.sameDocument(as: record.metadata) else {  // tags change in the history, not the envelope
                 throw VaultError(
                     .vaultDamaged, "document \(record.id): its envelope disagrees with the index",
                     remedy: .rebuildIndex)

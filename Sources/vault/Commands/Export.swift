@@ -43,6 +43,13 @@ extension VaultCommand {
 
         @OptionGroup var sealing: SealingOptions
 
+        @Option(
+            name: .customLong("identity"),
+            help: ArgumentHelp(
+                "At an office: an age identity file that opens the documents that came captured; repeatable.",
+                valueName: "file"), completion: .file())
+        var identityFiles: [String] = []
+
         @Flag(help: "Cut documents that fail authentication out of their payload and go on (exit code 2).")
         var skipBad = false
 
@@ -97,6 +104,14 @@ extension VaultCommand {
             o.skipBad = skipBad
             o.force = force
             o.recipients = try sealing.parsed(shape: batching.shape)
+            if !identityFiles.isEmpty {
+                guard o.recipients.isEmpty else {
+                    throw VaultError(
+                        .usage, "--identity hands on what came captured as plaintext; it is not sealed again",
+                        hint: "leave out --recipient (the captured documents are sealed already)")
+                }
+                o.identities = try AgeIdentityFiles.read(identityFiles)
+            }
             return o
         }
 
