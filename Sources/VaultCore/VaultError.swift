@@ -144,6 +144,9 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
             public static let raiseByteLimit = Name(rawValue: "raise-byte-limit")
             /// Free some disk space and run the operation again.
             public static let freeSpace = Name(rawValue: "free-space")
+            /// Open the document with the office's age identity (it came sealed from a
+            /// capture-only station and is kept so).
+            public static let openWithIdentity = Name(rawValue: "open-with-identity")
         }
 
         /// Create a vault there.
@@ -170,6 +173,9 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         public static func raiseByteLimit(_ bytes: UInt64) -> Remedy { Remedy(.raiseByteLimit, bytes: bytes) }
         /// Free some disk space and run the operation again.
         public static let freeSpace = Remedy(.freeSpace)
+        /// Open the document with the office's age identity (it came sealed from a capture-only
+        /// station and is kept so).
+        public static let openWithIdentity = Remedy(.openWithIdentity)
     }
 
     /// The message, then the cause if it adds anything (an `errno` or a store's error is

@@ -226,7 +226,8 @@ package struct CapturedPayloadReader {
         size += UInt64(bytes.count)
         if size + UInt64(metadata.count) > header.size ?? 0 {
             throw VaultError(
-                .digestMismatch, "document \(documents + 1): its files are longer than the \(header.size ?? 0) bytes it names")
+                .digestMismatch,
+                "document \(documents + 1): its files are longer than the \(header.size ?? 0) bytes it names")
         }
         digest.update(data: bytes)
         try bytes.withUnsafeBytes { try handle(.data($0)) }

@@ -207,12 +207,14 @@ enum OperatorPages {
         {{#downloads}}<li>{{time}} by {{operatorName}} from {{address}} ({{via}})</li>{{/downloads}}
         </ul></dd>{{/downloaded}}
         </dl>
-        {{#captured}}<p id="captured">This document came from a capture-only station and is kept as it was sealed
-        there: nothing here opens it. Download it as an age file and open it where the office's identity is:
-        <code>age -d -i office.key {{id}}.age &gt; document</code>, or
-        <code>vault get {{id}} --identity office.key -o DIR/</code> for the name and tags it was captured with.</p>
-        <p><a href="/ui/documents/{{id}}/download" id="download" class="button">Download the sealed file (.age)</a></p>
-        {{/captured}}{{^captured}}<p><a href="/ui/documents/{{id}}/download" id="download" class="button">Download</a></p>
+        {{#captured}}<p id="captured">This document came from a capture-only station and is kept as it was
+        sealed there: nothing here opens it. The sealed file, <code>{{id}}.age</code>, is an age file: where the
+        office's identity is, age opens it as it is, and vault's get, given the identity, writes it under the name
+        and with the tags it was captured with (docs/RECEIVE.md, "What came captured").</p>
+        <p><a href="/ui/documents/{{id}}/download" id="download" class="button">Download the sealed file (.age)</a>
+        </p>
+        {{/captured}}{{^captured}}<p><a href="/ui/documents/{{id}}/download" id="download" class="button">Download</a>
+        </p>
         {{/captured}}
         {{> foot}}
         """,

@@ -197,9 +197,9 @@ struct OperatorView: Sendable {
         }
         let file: OperatorView.File
         do { file = try Self.file(record, in: vault) } catch {
+            let message = VaultError.from(error).message
             return Self.html(
-                frame("problem", title: "Cannot read the document", session, ["message": VaultError.from(error).message]),
-                status: 503)
+                frame("problem", title: "Cannot read the document", session, ["message": message]), status: 503)
         }
         if let refused = await recorded([record], session, from: address, via: "document") { return refused }
         var headers = Self.headers(contentType: "application/octet-stream")

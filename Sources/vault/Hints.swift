@@ -68,6 +68,7 @@ enum Hints {
         case .cloneFirst:
             "clone it first with 'vault clone \(remedy.location ?? "URL") --vault NEW-FOLDER', or use a replica"
         case .addRecursively: "use -r to add the files inside it"
+        case .openWithIdentity: "give --identity FILE (the office's age identity) to get or export it"
         case .pruneUploadJournal: "'vault uploads prune' removes it; the upload then starts afresh"
         case .pushFirst: "push one there first with 'vault push'"
         case .addRemote: "add one with 'vault remote add NAME s3://BUCKET/PREFIX', or give an s3:// URL"

@@ -41,7 +41,8 @@ import VaultCore
     {
         let files = entries.map { e in
             #"{"Id":"\#(e.id.hex)","Size":\#(size(e)),"SHA256":"\#(Hex.encode(sha(e)))","#
-                + #""Metadata":"\#(Data(e.metadata).base64EncodedString())","Data":"\#(Data(e.data).base64EncodedString())"}"#
+                + #""Metadata":"\#(Data(e.metadata).base64EncodedString())","#
+                + #""Data":"\#(Data(e.data).base64EncodedString())"}"#
         }
         return Array((#"{"Captured":"age-encryption.org/v1","Files":["# + files.joined(separator: ",") + "]}").utf8)
     }

@@ -70,7 +70,7 @@ package enum CapturedDocument {
             .usage,
             "it came sealed from a capture-only station and is kept sealed: it opens with the office's "
                 + "identity",
-            hint: "give --identity FILE (the office's age identity) to get or export it")
+            remedy: .openWithIdentity)
     }
 
     /// The digest a station keeps and a receiver signs for: SHA-256 of the data file, the

@@ -5,8 +5,8 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// A captured document opened with the office's identity (`vault get --identity`, `export
-/// --identity`): its metadata as the station captured it (name, type, size, SHA-256, tags), and
+/// A captured document opened with the office's identity (at an office, to get or export it):
+/// its metadata as the station captured it (name, type, size, SHA-256, tags), and
 /// its plaintext, released as each age chunk authenticates.
 ///
 /// What makes it the document the vault holds, and not one someone who knows the office's
@@ -98,11 +98,13 @@ package final class CapturedOpening {
             else {
                 throw VaultError(
                     .digestMismatch,
-                    "document \(record.id.hex): its sealed files are not those received (their size or SHA-256 differs)")
+                    "document \(record.id.hex): its sealed files are not those received "
+                        + "(their size or SHA-256 differs)")
             }
             guard plainSize == metadata.size, Array(plainDigest.finalize()) == metadata.sha256 else {
                 throw VaultError(
-                    .digestMismatch, "document \(record.id.hex): its data is not the size and SHA-256 its metadata names")
+                    .digestMismatch,
+                    "document \(record.id.hex): its data is not the size and SHA-256 its metadata names")
             }
             return nil
         }
@@ -140,7 +142,7 @@ extension Vault {
         guard holdsCaptured(record.id) else { return record }
         guard !identities.isEmpty else {
             let e = CapturedDocument.sealedAtOffice(record.id)
-            throw VaultError(e.code, "document \(record.id.hex): " + e.message, hint: e.hint)
+            throw VaultError(e.code, "document \(record.id.hex): " + e.message, remedy: e.remedy)
         }
         return DocumentRecord(
             id: record.id, metadata: try CapturedOpening(vault: self, id: record.id, identities: identities).metadata)
@@ -152,8 +154,7 @@ extension Vault {
     package func openCaptured(_ id: DocumentID, identities: [AgeIdentity]) throws -> CapturedOpening {
         guard holdsCaptured(id) else {
             throw VaultError(
-                .usage, "document \(id.hex) is not a captured one: it opens with the vault's password alone",
-                hint: "leave out --identity")
+                .usage, "document \(id.hex) is not a captured one: it opens with the vault's password alone")
         }
         return try CapturedOpening(vault: self, id: id, identities: identities)
     }

@@ -62,7 +62,8 @@ extension Vault {
             var entry = VerifyReport.Entry(id: id, name: known[id]?.metadata.name, size: known[id]?.metadata.size)
             do {
                 if holdsCaptured(id) {
-                    // What a capture-only station (or an office without the identity) can check: its sealed files, as captured.
+                    // What a capture-only station (or an office without the identity) can check: its
+                    // sealed files, as captured.
                     let base = done
                     let record = try checkCaptured(id) { progress?(base + $0, max(total, base + $0)) }
                     (entry.name, entry.size) = (record.metadata.name, record.metadata.size)

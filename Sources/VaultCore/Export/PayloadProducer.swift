@@ -383,7 +383,8 @@ package final class PayloadProducer {
             let r: any PayloadDocumentReader
             let metadata: DocumentMetadata
             if !identities.isEmpty && vault.holdsCaptured(record.id) {
-                precondition(fromChunk == 0 && format.sealing == nil, "internal error: a captured document resumed or sealed")
+                precondition(
+                    fromChunk == 0 && format.sealing == nil, "internal error: a captured document resumed or sealed")
                 let opening = try CapturedOpening(
                     vault: vault, id: record.id, identities: identities, batchBytes: batching.plaintextBytes)
                 (r, metadata) = (opening, opening.metadata)
@@ -423,13 +424,15 @@ extension PayloadProducer {
                 case .captured(let files) = format, files.metadataLengths[record.id] == stored.metadata.count
             else {
                 throw VaultError(
-                    .vaultDamaged, "document \(record.id): its sealed files are not those captured", remedy: .rebuildIndex)
+                    .vaultDamaged, "document \(record.id): its sealed files are not those captured",
+                    remedy: .rebuildIndex)
             }
             metadata = stored.metadata
             let start = fromChunk * UInt64(batching.plaintextBytes / batching.chunks)
             state = .inDocument(
                 try CapturedDataReader(
-                    vault: vault, record: record, metadata: metadata, start: start, batchBytes: batching.plaintextBytes))
+                    vault: vault, record: record, metadata: metadata, start: start,
+                    batchBytes: batching.plaintextBytes))
             encoder = DataCoder(format: format, threads: threads)
         } catch {
             throw DocumentFailure(record: record, error: VaultError.from(error), startOffset: entryStart)

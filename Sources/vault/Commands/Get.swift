@@ -311,8 +311,9 @@ extension VaultCommand {
             // Captured documents are planned by the names the station captured (their metadata
             // opened now; their data when written).
             let identities = try identities()
-            let records = try chosen.map {
-                identities.isEmpty || !vault.holdsCaptured($0.id) ? $0 : try open($0, in: vault, identities: identities).record
+            let records = try chosen.map { r in
+                identities.isEmpty || !vault.holdsCaptured(r.id)
+                    ? r : try open(r, in: vault, identities: identities).record
             }
             let plan = try FolderPlan(records, into: folder, force: force, onCollision: onCollision)
             let made = try FileSystem.makeDirectories(folder)
@@ -331,7 +332,8 @@ extension VaultCommand {
                     bar.handle(
                         Importer.Event.fileStarted(position: n + 1, of: records.count, name: record.metadata.name))
                     let before = bytes
-                    try Self.writeFile(try open(record, in: vault, identities: identities).next, to: path, force: force) {
+                    let next = try open(record, in: vault, identities: identities).next
+                    try Self.writeFile(next, to: path, force: force) {
                         bar.handle(Importer.Event.progress(done: before + $0, total: total))
                     }
                     outcome.written.append(
