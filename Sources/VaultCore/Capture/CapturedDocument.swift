@@ -1,4 +1,5 @@
 import Crypto
+import Dispatch
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -145,7 +146,9 @@ package enum CapturedDocument {
     }
 
     /// Seals `input` into `file` as an age file under `keying`, 16 chunks at a time on every core,
-    /// hashing the bytes read and the bytes written as they go.
+    /// hashing the bytes read and the bytes written as they go: each batch's plaintext is hashed,
+    /// and the batch before's sealed bytes hashed and written, while its chunks are sealed (one
+    /// job each, on every core), so the two digests and the disk cost the cores' spare time.
     private static func sealData(
         _ input: any ByteSource, keying: AgeFileKeying, into file: OpenFile, name: String, contentType: String?,
         progress: ((UInt64) -> Void)?
@@ -155,13 +158,21 @@ package enum CapturedDocument {
             threads: Parallelism.allCores)
         let batch = 16 * AgeFormat.chunkSize
         let buffers = (0..<2).map { _ in UnsafeMutableRawBufferPointer.allocate(byteCount: batch, alignment: 64) }
-        let out = UnsafeMutableRawBufferPointer.allocate(byteCount: AgeFileSealer.maxOutput(for: batch), alignment: 64)
+        let outs = (0..<2).map { _ in
+            UnsafeMutableRawBufferPointer.allocate(byteCount: AgeFileSealer.maxOutput(for: batch), alignment: 64)
+        }
+        // Only what was read is wiped: a small document touches few pages of its buffers.
+        var used = [0, 0]
         defer {
-            for b in buffers { Sodium.wipe(b); b.deallocate() }
-            out.deallocate()
+            for (b, n) in zip(buffers, used) {
+                Sodium.wipe(UnsafeMutableRawBufferPointer(rebasing: b[0..<n]))
+                b.deallocate()
+            }
+            for o in outs { o.deallocate() }
         }
         var (current, next) = (0, 1)
         var count = try input.readFully(into: buffers[current])
+        used[current] = count
         let type =
             contentType
             ?? ContentType.detect(UnsafeRawBufferPointer(rebasing: buffers[current][0..<count]), name: name)
@@ -169,22 +180,48 @@ package enum CapturedDocument {
         sealedDigest.update(data: keying.prefix)
         try file.write(keying.prefix)
         var sealedSize = UInt64(keying.prefix.count), chunk: UInt64 = 0, plain: UInt64 = 0
+        // The sealed bytes of the batch before, still to hash and write.
+        var pending = 0
+        var failure: (any Error)?
         while true {
             // A full batch may be the last: only the next read tells.
             let following = count == batch ? try input.readFully(into: buffers[next]) : 0
+            used[next] = max(used[next], following)
             let piece = UnsafeRawBufferPointer(rebasing: buffers[current][0..<count])
-            plainDigest.update(bufferPointer: piece)
-            let n = cipher.sealBatch(piece, first: chunk, final: following == 0, into: out)
-            let sealed = UnsafeRawBufferPointer(rebasing: out[0..<n])
-            sealedDigest.update(bufferPointer: sealed)
-            try file.write(sealed)
-            sealedSize += UInt64(n)
+            let chunks = max(1, (count + AgeFormat.chunkSize - 1) / AgeFormat.chunkSize)
+            let out = outs[current], before = UnsafeRawBufferPointer(rebasing: outs[next][0..<pending])
+            let final = following == 0, first = chunk
+            let job = { (j: Int) in
+                switch j {
+                case 0: plainDigest.update(bufferPointer: piece)
+                case 1:
+                    guard !before.isEmpty else { return }
+                    sealedDigest.update(bufferPointer: before)
+                    do { try file.write(before) } catch { failure = error }
+                default:
+                    let i = j - 2, cs = AgeFormat.chunkSize, ss = cs + AgeFormat.tagSize
+                    let p = UnsafeRawBufferPointer(rebasing: piece[(i * cs)..<min((i + 1) * cs, count)])
+                    let into = UnsafeMutableRawBufferPointer(
+                        rebasing: out[(i * ss)..<(i * ss + p.count + AgeFormat.tagSize)])
+                    cipher.seal(p, index: first + UInt64(i), last: final && i == chunks - 1, into: into)
+                }
+            }
+            withoutActuallyEscaping(job) { job in
+                let work = UncheckedSendable(job)
+                DispatchQueue.concurrentPerform(iterations: 2 + chunks) { work.value($0) }
+            }
+            if let failure { throw failure }
+            pending = count + chunks * AgeFormat.tagSize
+            sealedSize += UInt64(pending)
             plain += UInt64(count)
             progress?(plain)
-            chunk += UInt64(max(1, (count + AgeFormat.chunkSize - 1) / AgeFormat.chunkSize))
-            if following == 0 { break }
+            chunk += UInt64(chunks)
+            if final { break }
             (current, next, count) = (next, current, following)
         }
+        let last = UnsafeRawBufferPointer(rebasing: outs[current][0..<pending])
+        sealedDigest.update(bufferPointer: last)
+        try file.write(last)
         return SealedData(
             type: type, size: plain, sha256: Array(plainDigest.finalize()), sealedSize: sealedSize,
             sealedDigest: sealedDigest)

@@ -165,6 +165,12 @@ package final class AddSession {
             try sealed.data.commit(replace: false, sync: false)
             stamps.append((before, Platform.statTimes(pending.store.objectsPath) ?? ""))
         }
+        // As for an envelope (below): memory must not grow with the number of documents.
+        sinceTrim += 1
+        if sealed.record.metadata.size >= 1 << 20 || sinceTrim >= 64 {
+            ProcessMemory.releaseFreeMemoryIfAsked()
+            sinceTrim = 0
+        }
         added[sealed.record.id] = sealed.record
         return sealed.record
     }

@@ -17,7 +17,8 @@ extension VaultCommand {
                 to the office's age recipients as it is added (an age file, and its metadata), and \
                 nothing the station holds, its password included, opens it again. The station keeps \
                 each document's id, time, name (unless --seal-names) and the size and SHA-256 of \
-                what it sealed, to deliver it and prove delivery; get and export refuse.
+                what it sealed, to deliver it and prove delivery; get and export refuse, \
+                upload sends the sealed files as they are.
 
                 Examples:
                   vault init                      # asks for the password twice
