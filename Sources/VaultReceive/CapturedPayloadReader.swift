@@ -93,7 +93,9 @@ package struct CapturedPayloadReader {
                 if i < bytes.count { try takeSHA(at: i) }
             case .metadataOpen: i = try literal(Self.metadataOpen, bytes, i, next: .metadata)
             case .metadata:
-                i = try field(bytes, i, upTo: 0x22, max: Self.maxMetadataBytes, what: "metadata in base64")
+                i = try field(
+                    bytes, i, upTo: 0x22, max: Self.maxMetadataBytes,
+                    what: "metadata of at most \(Self.maxMetadataBytes) bytes of base64")
                 if i < bytes.count { try takeMetadata(at: i) }
             case .dataOpen:
                 i = try literal(Self.dataOpen, bytes, i, next: .data)

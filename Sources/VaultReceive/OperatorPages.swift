@@ -197,8 +197,12 @@ enum OperatorPages {
         <dl class="card">
         <dt>Id</dt><dd><code>{{id}}</code></dd>
         <dt>Content type</dt><dd>{{contentType}}</dd>
-        <dt>Size</dt><dd>{{size}} ({{sizeBytes}} bytes)</dd>
-        <dt>SHA-256</dt><dd><code>{{sha256}}</code></dd>
+        {{^captured}}<dt>Size</dt><dd>{{size}} ({{sizeBytes}} bytes)</dd>
+        <dt>SHA-256</dt><dd><code>{{sha256}}</code></dd>{{/captured}}
+        {{#captured}}<dt>Sealed files</dt><dd>{{size}} ({{sizeBytes}} bytes) with its sealed metadata; the .age file
+        alone is {{dataBytes}} bytes</dd>
+        <dt>SHA-256 of the pair</dt><dd><code>{{sha256}}</code> (docs/FORMAT.md, "Capture-only stations")</dd>
+        {{/captured}}
         {{#tags}}<dt>Tags</dt><dd>{{tags}}</dd>{{/tags}}
         {{#received}}<dt>Received</dt>
         <dd>{{time}} from {{station}} (batch <code>{{key}}</code>){{#sealed}}, sealed{{/sealed}}</dd>
@@ -212,7 +216,7 @@ enum OperatorPages {
         office's identity is, age opens it as it is, and vault's get, given the identity, writes it under the name
         and with the tags it was captured with (docs/RECEIVE.md, "What came captured").</p>
         <p><a href="/ui/documents/{{id}}/download" id="download" class="button">Download the sealed file (.age)</a>
-        </p>
+        <a href="/ui/documents/{{id}}/metadata" id="metadata">its sealed metadata (.meta.age)</a></p>
         {{/captured}}{{^captured}}<p><a href="/ui/documents/{{id}}/download" id="download" class="button">Download</a>
         </p>
         {{/captured}}

@@ -51,6 +51,9 @@ struct OperatorView: Sendable {
         router.get("/ui/documents/:id/download") { request, context in
             await download(request, id: context.parameters.get("id") ?? "", from: context.address)
         }
+        router.get("/ui/documents/:id/metadata") { request, context in
+            await download(request, id: context.parameters.get("id") ?? "", from: context.address, metadata: true)
+        }
         router.get("/ui/style.css") { _, _ in
             Response(
                 status: .ok, headers: Self.headers(contentType: "text/css; charset=utf-8"),
@@ -174,7 +177,10 @@ struct OperatorView: Sendable {
                 "time": Shown.time(millis: batch.timeMillis), "station": batch.station, "key": batch.key
             ]
             if batch.sealed { received["sealed"] = true }
-            if vault.holdsCaptured(id) { content["captured"] = true }
+            if vault.holdsCaptured(id) {
+                content["captured"] = true
+                content["dataBytes"] = (try? vault.capturedDataLength(id)) ?? 0
+            }
             if let i = batch.documents.firstIndex(where: { $0.id == id }), let ids = batch.stationIDs {
                 received["stationID"] = ids[i].description
             }
@@ -187,7 +193,11 @@ struct OperatorView: Sendable {
     /// content type, so a browser never renders it), streamed batch by batch as each
     /// authenticates; a batch that does not authenticate cuts the response short of its
     /// `Content-Length`, so the browser marks the download failed.
-    private func download(_ request: Request, id text: String, from address: String) async -> Response {
+    /// With `metadata`, a captured document's metadata age file (`ID.meta.age`), checked with its
+    /// data file against the office's record first (404 for a document that did not come captured).
+    private func download(
+        _ request: Request, id text: String, from address: String, metadata: Bool = false
+    ) async -> Response {
         guard knownHost(request) else { return Self.misdirected() }
         guard let session = await signedIn(request) else { return Self.redirect("/ui/login") }
         guard let id = DocumentID(hex: text), let (record, vault) = try? await receiver.home.document(id) else {
@@ -196,7 +206,26 @@ struct OperatorView: Sendable {
                 status: 404)
         }
         let file: OperatorView.File
-        do { file = try Self.file(record, in: vault) } catch {
+        do {
+            if metadata {
+                guard vault.holdsCaptured(record.id) else {
+                    let message = "This document did not come captured."
+                    return Self.html(
+                        frame("problem", title: "No sealed metadata", session, ["message": message]), status: 404)
+                }
+                let bytes = try vault.capturedMetadataFile(record.id)
+                file = File(name: "\(record.id.hex).meta.age", size: UInt64(bytes.count)) {
+                    var sent = false
+                    return {
+                        guard !sent else { return nil }
+                        sent = true
+                        return bytes.withUnsafeBytes { UnsafeRawBufferPointer($0) }
+                    }
+                }
+            } else {
+                file = try Self.file(record, in: vault)
+            }
+        } catch {
             let message = VaultError.from(error).message
             return Self.html(
                 frame("problem", title: "Cannot read the document", session, ["message": message]), status: 503)
@@ -229,8 +258,7 @@ struct OperatorView: Sendable {
         guard vault.holdsCaptured(id) else {
             return File(name: record.metadata.name, size: record.metadata.size) { try vault.open(id).next }
         }
-        let length = try vault.capturedData(id).length
-        return File(name: "\(id.hex).age", size: length) { try vault.capturedData(id).next }
+        return File(name: "\(id.hex).age", size: try vault.capturedDataLength(id)) { try vault.capturedData(id).next }
     }
 
     /// Records the download of `records` by the session's operator, or says why it cannot be

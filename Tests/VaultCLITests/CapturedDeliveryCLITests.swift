@@ -121,13 +121,29 @@ import VaultTestSupport
         guard SealedDeliveryCLITests.requireAge() else { return }
         let s = Sandbox()
         let (_, office, token) = try Self.stationAndBlindOffice(s)
+        office.addOperator()
         #expect(s.run(["upload", "--to", "office"], env: ["VAULT_UPLOAD_TOKEN": token]).status == 0)
         let stored = office.documents
         let victim = try #require(stored.first { ($0["size"] as? Int ?? 0) < 4096 }?["id"] as? String)
         let path = s.path("office/objects/\(victim).vlt")
         let recipient = try SealedDeliveryCLITests.recipient(s, "office.key")
-        s.write("forged.txt", Array("pay the attacker".utf8))
+        // A file of the same length as the one received (found in review: a download checked only
+        // the length, and `get` to a pipe wrote the plaintext before it failed).
+        #expect(s.shell("printf '' | age -r \(recipient) -o empty.age").status == 0)
+        let overhead = try Data(contentsOf: URL(fileURLWithPath: s.path("empty.age"))).count
+        let length = try Data(contentsOf: URL(fileURLWithPath: path)).count
+        s.write("forged.txt", [UInt8](repeating: 0x45, count: length - overhead))
         #expect(s.shell("age -r \(recipient) -o '\(path)' forged.txt").status == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count == length)
+        let piped = office.run("get", victim, "--identity", s.path("office.key"))
+        #expect(piped.status == 65 && piped.stdout.isEmpty, "\(piped.stdout.count) bytes written: \(piped.stderr)")
+        let (_, session) = OperatorViewCLITests.signIn(s, office.url)
+        let cookie = ["-H", "Cookie: vault_session=\(try #require(session))"]
+        _ = Fixtures.curl(s, cookie + [office.url + "/ui/documents/\(victim)/download"])
+        let served = try Array(Data(contentsOf: URL(fileURLWithPath: s.path("curl.body"))))
+        #expect(served.isEmpty, "the page served \(served.count) bytes of a file put in the document's place")
+        let exported = office.run("export", "--out", "-", "--identity", s.path("office.key"), victim)
+        #expect(exported.status == 65 && !exported.stdout.contains(0x45), "\(exported.stderr)")
         let swapped = office.run("get", victim, "-o", s.path("forged-out"), "--identity", s.path("office.key"))
         #expect(swapped.status == 65, "\(swapped.stderr)")
         #expect(swapped.stderr.contains("not those received"), "\(swapped.stderr)")
@@ -259,6 +275,12 @@ import VaultTestSupport
         let kept = try Array(Data(contentsOf: URL(fileURLWithPath: s.path("office/objects/\(id).vlt"))))
         #expect(body == kept)
         #expect(SealedDeliveryCLITests.ageDecrypt(s, body, identity: "office.key") == Self.originals[1].bytes)
+        // Its metadata file, as it came: an age file of the name and tags as captured.
+        let meta = Fixtures.curl(s, cookie + [office.url + "/ui/documents/\(id)/metadata"])
+        #expect(meta.status == 200 && meta.headers["content-disposition"]?.contains("\(id).meta.age") == true)
+        let opened = SealedDeliveryCLITests.ageDecrypt(
+            s, try Array(Data(contentsOf: URL(fileURLWithPath: s.path("curl.body")))), identity: "office.key")
+        #expect(String(decoding: opened ?? [], as: UTF8.self).contains(#""Name":"sub/big.bin""#))
         // A batch's archive holds each captured document as its age file.
         let archive = Fixtures.curl(s, cookie + [office.url + "/ui/archive?batch=1"])
         #expect(archive.status == 200)

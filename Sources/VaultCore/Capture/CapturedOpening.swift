@@ -62,12 +62,42 @@ package final class CapturedOpening {
         metadata = DocumentMetadata(
             name: m.Name, contentType: m.ContentType, size: m.Size, sha256: sha,
             addedAtMillis: stored.record.metadata.addedAtMillis, tags: m.Tags ?? [])
-        try metadata.validate()
+        do { try metadata.validate() } catch {
+            // What the station sealed is not a document vault keeps (no receiver could check it).
+            throw VaultError(
+                .vaultDamaged,
+                "document \(id.hex): the metadata the station sealed is not a document's: "
+                    + VaultError.from(error).message)
+        }
         let file: OpenFile
         do {
             file = try OpenFile.openStored(vault.store.objectPath(id))
         } catch let e as VaultError where e.code == .notFound {
             throw VaultError(.notFound, "document \(id.hex): its data file objects/\(id.hex).vlt is missing")
+        }
+        // The pair is checked whole before any plaintext is released, through this descriptor
+        // (a file put in the document's place opens with the office's identity too: nothing of
+        // it must reach a pipe); the read that follows is hashed and checked again at its end.
+        do {
+            var whole = SHA256(), length: UInt64 = 0
+            var piece = [UInt8](repeating: 0, count: 1 << 20)
+            while true {
+                let n = try piece.withUnsafeMutableBytes { try file.read(into: $0) }
+                if n == 0 { break }
+                whole.update(data: piece[..<n])
+                length += UInt64(n)
+            }
+            guard length + UInt64(stored.metadata.count) == stored.record.metadata.size,
+                CapturedDocument.digest(data: whole, metadata: stored.metadata) == stored.record.metadata.sha256
+            else {
+                throw VaultError(
+                    .digestMismatch,
+                    "document \(id.hex): its sealed files are not those received (their size or SHA-256 differs)")
+            }
+            try file.seek(to: 0)
+        } catch {
+            file.close()
+            throw error
         }
         source = HashingSource(file)
         do {

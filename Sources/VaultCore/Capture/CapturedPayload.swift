@@ -63,8 +63,14 @@ final class CapturedDataReader: PayloadDocumentReader {
     var onChunk: ((Int, UnsafeRawBufferPointer) -> Void)?
 
     /// A reader of `record`'s data file from byte `start` (a multiple of `batchBytes`; the bytes
-    /// before are hashed, not handed out), in pieces of `batchBytes`.
-    init(vault: Vault, record: DocumentRecord, metadata: [UInt8], start: UInt64, batchBytes: Int) throws {
+    /// before are hashed, not handed out), in pieces of `batchBytes`. Its last piece is handed out
+    /// only once the pair checked; with `verifyFirst`, the whole file is read and checked through
+    /// the same descriptor before the first piece (a reader that must not hand out a byte of a
+    /// file put in the document's place: an operator's download).
+    init(
+        vault: Vault, record: DocumentRecord, metadata: [UInt8], start: UInt64, batchBytes: Int,
+        verifyFirst: Bool = false
+    ) throws {
         self.record = record
         self.metadata = metadata
         expected = record.metadata.size - UInt64(metadata.count)
@@ -74,6 +80,18 @@ final class CapturedDataReader: PayloadDocumentReader {
             throw VaultError(.notFound, "document \(record.id): its data file objects/\(record.id.hex).vlt is missing")
         }
         buffer = .allocate(byteCount: batchBytes, alignment: 64)
+        if verifyFirst {
+            var whole = SHA256(), length: UInt64 = 0
+            while true {
+                let n = try file.read(into: buffer)
+                if n == 0 { break }
+                whole.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                length += UInt64(n)
+            }
+            guard length == expected, CapturedDocument.digest(data: whole, metadata: metadata) == record.metadata.sha256
+            else { throw changed() }
+            try file.seek(to: 0)
+        }
         while size < start {
             let want = Int(min(UInt64(batchBytes), start - size))
             let n = try file.readFully(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]))
@@ -101,15 +119,26 @@ final class CapturedDataReader: PayloadDocumentReader {
         guard size <= expected else { throw changed() }
         if n == 0 {
             finished = true
-            guard size == expected, CapturedDocument.digest(data: digest, metadata: metadata) == record.metadata.sha256
-            else { throw changed() }
+            guard size == expected, checked || pairMatches else { throw changed() }
             return nil
         }
         let piece = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
         digest.update(bufferPointer: piece)
         openedChunks += 1
+        // The last piece goes out only once the pair is the record's: a consumer that declared
+        // the length (a response, a payload) then ends short of it.
+        if size == expected {
+            guard pairMatches else { throw changed() }
+            checked = true
+        }
         return piece
     }
+
+    /// Whether the bytes read so far and the metadata file are the pair the record names.
+    private var pairMatches: Bool {
+        CapturedDocument.digest(data: digest, metadata: metadata) == record.metadata.sha256
+    }
+    private var checked = false
 }
 
 /// What a payload producer reads a document's bytes from: an envelope (decrypted as each chunk
@@ -133,7 +162,29 @@ extension Vault {
     package func capturedData(_ id: DocumentID) throws -> (length: UInt64, next: () throws -> UnsafeRawBufferPointer?) {
         let stored = try capturedMetadata(id)
         let reader = try CapturedDataReader(
-            vault: self, record: stored.record, metadata: stored.metadata, start: 0, batchBytes: 1 << 20)
+            vault: self, record: stored.record, metadata: stored.metadata, start: 0, batchBytes: 1 << 20,
+            verifyFirst: true)
         return (stored.record.metadata.size - UInt64(stored.metadata.count), reader.next)
+    }
+}
+
+extension Vault {
+    /// Captured document `id`'s metadata age file as it came (an operator's `.meta.age`
+    /// download), once the pair was checked against the vault's record (its data file read and
+    /// hashed): a file put in its place is refused, not handed out.
+    package func capturedMetadataFile(_ id: DocumentID) throws -> [UInt8] {
+        let stored = try capturedMetadata(id)
+        let reader = try CapturedDataReader(
+            vault: self, record: stored.record, metadata: stored.metadata, start: 0, batchBytes: 1 << 20)
+        while try reader.next() != nil {}
+        return stored.metadata
+    }
+}
+
+extension Vault {
+    /// The length of captured document `id`'s data file, as its record and metadata file say.
+    package func capturedDataLength(_ id: DocumentID) throws -> UInt64 {
+        let stored = try capturedMetadata(id)
+        return stored.record.metadata.size - UInt64(stored.metadata.count)
     }
 }

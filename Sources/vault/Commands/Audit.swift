@@ -168,7 +168,7 @@ extension VaultCommand {
             let report = try vault.audit(
                 deep: deep, expectedHead: expectHead.flatMap(HistoryHead.init), requireDelivered: required,
                 requireReceipts: receipts)
-            show(report, destinations: list.destinations)
+            show(report, destinations: list.destinations, captured: vault.capturesOnly)
             if !report.findings.isEmpty {
                 throw VaultError(
                     .vaultDamaged, "the audit found \(Plural.count(report.findings.count, "problem"))",
@@ -177,7 +177,8 @@ extension VaultCommand {
         }
 
         /// The report: a JSON object, or each finding on a line and a summary line.
-        private func show(_ report: AuditReport, destinations: [DestinationEntry]) {
+        /// - Parameter captured: a capture-only station's (its destinations get its sealed files).
+        private func show(_ report: AuditReport, destinations: [DestinationEntry], captured: Bool) {
             if json {
                 Terminal.out(
                     JSONOutput.line(
@@ -207,7 +208,9 @@ extension VaultCommand {
                 for d in destinations {
                     let sealed = d.recipients ?? []
                     let how =
-                        sealed.isEmpty
+                        captured
+                        ? "the sealed files as captured"
+                        : sealed.isEmpty
                         ? "plaintext payloads"
                         : "sealed to \(Plural.count(sealed.count, "age recipient")): " + sealed.joined(separator: " ")
                     out += "destination \(d.name): \(how)\n"

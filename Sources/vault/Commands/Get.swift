@@ -209,7 +209,16 @@ extension VaultCommand {
             let bounds = try range.map(Self.parse(range:))
             let (vault, office) = try await options.openWithOffice()
             let found = try await Self.resolving(office) { try DocumentQuery.record(document, in: vault, office: $0) }
-            if let bounds { return try getRange(bounds, of: found, in: vault, toStdout: toStdout) }
+            if let bounds {
+                if vault.holdsCaptured(found.id) {
+                    throw VaultError(
+                        .usage,
+                        "--range reads an envelope's chunks; a document that came captured opens whole "
+                            + "(with --identity)",
+                        hint: "leave out --range")
+                }
+                return try getRange(bounds, of: found, in: vault, toStdout: toStdout)
+            }
             let (record, next) = try open(found, in: vault, identities: try identities())
             if toStdout {
                 if Terminal.isTTY(1) && !ContentType.isText(record.metadata.contentType) {

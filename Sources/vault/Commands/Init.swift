@@ -114,7 +114,11 @@ extension VaultCommand {
             // Said once, even with -q: it is the one thing a new user must know (--json is a
             // script's mode: stderr carries errors only).
             if !output.json {
-                Terminal.err("vault: keep the password safe: without it the documents cannot be recovered, by anyone")
+                Terminal.err(
+                    capture == nil
+                        ? "vault: keep the password safe: without it the documents cannot be recovered, by anyone"
+                        : "vault: keep the password safe: without it the station's records cannot be read, nor its "
+                            + "deliveries proven; its documents open only with the office's identity")
             }
         }
     }

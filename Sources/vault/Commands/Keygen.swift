@@ -16,7 +16,8 @@ extension VaultCommand {
                 The file is in age's format (age-keygen's), so age -d -i FILE opens what vault seals \
                 to its recipient, and vault receive --identity FILE takes sealed batches. The recipient \
                 (age1…, or age1pq1… with --post-quantum) is printed on standard output: give it to the \
-                stations (vault destination add … --recipient). The identity is never printed; an \
+                stations (vault destination add … --recipient, or vault init --capture-for FILE for a \
+                capture-only station). The identity is never printed; an \
                 existing file is never replaced. See docs/EXPORT.md.
 
                 Examples:
