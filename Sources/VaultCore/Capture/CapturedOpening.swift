@@ -39,17 +39,18 @@ package final class CapturedOpening {
     /// Never called: a captured document is not sealed again.
     var onChunk: ((Int, UnsafeRawBufferPointer) -> Void)?
 
-    /// - Parameter batchBytes: the plaintext handed out per call (the last may be less): a
-    ///   multiple of 3 for a producer that encodes base64 in parallel.
-    init(vault: Vault, id: DocumentID, identities: [AgeIdentity], batchBytes: Int = 3 << 18) throws {
+    /// Captured document `id`'s record and metadata file, and the metadata the station sealed in
+    /// it, opened with `identities` (nothing of the data file is read).
+    static func metadata(
+        vault: Vault, id: DocumentID, identities: [AgeIdentity]
+    ) throws -> (stored: (record: DocumentRecord, metadata: [UInt8], head: [UInt8]), metadata: DocumentMetadata) {
         let stored = try vault.capturedMetadata(id)
-        record = stored.record
-        metadataFile = stored.metadata
         let plain: [UInt8]
         do {
             let r = try AgeReader(input: BytesSource(stored.metadata), identities: identities)
             var out = [UInt8](repeating: 0, count: CapturedDocument.maxFileSize)
             let n = try out.withUnsafeMutableBytes { try r.readFully(into: $0) }
+            guard n < out.count else { throw VaultError(.vaultDamaged, "document \(id.hex)'s metadata is over 1 MiB") }
             plain = Array(out[..<n])
         } catch let f as AgeFailure {
             throw f.vaultError("document \(id.hex)'s metadata")
@@ -59,7 +60,7 @@ package final class CapturedOpening {
         guard let m = try? JSONDecoder().decode(Captured.self, from: Data(json)), let sha = Hex.decode(m.SHA256),
             sha.count == 32, DocumentID(hex: m.Id) != nil
         else { throw VaultError(.vaultDamaged, "document \(id.hex)'s metadata is not a captured document's") }
-        metadata = DocumentMetadata(
+        let metadata = DocumentMetadata(
             name: m.Name, contentType: m.ContentType, size: m.Size, sha256: sha,
             addedAtMillis: stored.record.metadata.addedAtMillis, tags: m.Tags ?? [])
         do { try metadata.validate() } catch {
@@ -69,6 +70,16 @@ package final class CapturedOpening {
                 "document \(id.hex): the metadata the station sealed is not a document's: "
                     + VaultError.from(error).message)
         }
+        return (stored, metadata)
+    }
+
+    /// - Parameter batchBytes: the plaintext handed out per call (the last may be less): a
+    ///   multiple of 3 for a producer that encodes base64 in parallel.
+    init(vault: Vault, id: DocumentID, identities: [AgeIdentity], batchBytes: Int = 3 << 18) throws {
+        let (stored, metadata) = try Self.metadata(vault: vault, id: id, identities: identities)
+        record = stored.record
+        metadataFile = stored.metadata
+        self.metadata = metadata
         let file: OpenFile
         do {
             file = try OpenFile.openStored(vault.store.objectPath(id))
@@ -174,8 +185,10 @@ extension Vault {
             let e = CapturedDocument.sealedAtOffice(record.id)
             throw VaultError(e.code, "document \(record.id.hex): " + e.message, remedy: e.remedy)
         }
+        // Its metadata alone: the data file is read when the document is.
         return DocumentRecord(
-            id: record.id, metadata: try CapturedOpening(vault: self, id: record.id, identities: identities).metadata)
+            id: record.id,
+            metadata: try CapturedOpening.metadata(vault: self, id: record.id, identities: identities).metadata)
     }
 
     /// Opens captured document `id` with `identities` (the office's): see ``CapturedOpening``.

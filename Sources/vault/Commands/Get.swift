@@ -321,8 +321,7 @@ extension VaultCommand {
             // opened now; their data when written).
             let identities = try identities()
             let records = try chosen.map { r in
-                identities.isEmpty || !vault.holdsCaptured(r.id)
-                    ? r : try open(r, in: vault, identities: identities).record
+                identities.isEmpty ? r : try vault.exported(r, identities: identities)
             }
             let plan = try FolderPlan(records, into: folder, force: force, onCollision: onCollision)
             let made = try FileSystem.makeDirectories(folder)
