@@ -221,8 +221,9 @@ extension Vault {
                 var entries: [PasswordJournal.Entry] = []
                 for (n, id) in ids.enumerated() {
                     progress?(n, ids.count * 2)
+                    // A captured pair's record (a capture-only station's, or one an office received).
                     entries.append(
-                        capturesOnly
+                        holdsCaptured(id)
                             ? try resealedCapturedRecord(id, to: newKeys) : try resealedHeader(id, keyring: keyring2))
                 }
                 let resealed = try ResealedFiles(vault: self).resealed(to: newKeys)
@@ -236,7 +237,7 @@ extension Vault {
                 PausePoint.reached("passwd.journal-written")
                 for (n, e) in entries.enumerated() {
                     progress?(ids.count + n, ids.count * 2)
-                    let file = try OpenFile.openExisting(store.resealedPath(e.id, captured: capturesOnly))
+                    let file = try OpenFile.openExisting(store.resealedPath(e.id))
                     defer { file.close() }
                     try file.write(e.new, at: 0)
                     try file.sync()
@@ -371,9 +372,11 @@ extension VaultStore {
     var passwordJournalPath: String { path(.passwordJournal) }
 
     /// The file whose first bytes a password change re-seals for document `id`: its envelope,
-    /// or on a capture-only station its captured record (``CapturedDocument``).
-    func resealedPath(_ id: DocumentID, captured: Bool) -> String {
-        captured ? capturedMetadataPath(id) : objectPath(id)
+    /// or for a captured pair (``CapturedDocument``: on a capture-only station, or received by an
+    /// office) the metadata file that holds its record.
+    func resealedPath(_ id: DocumentID) -> String {
+        FileSystem.kind(of: capturedMetadataPath(id), following: false) != .missing
+            ? capturedMetadataPath(id) : objectPath(id)
     }
 
     /// Finishes or undoes a password change that a crash interrupted (nothing when there is
@@ -402,10 +405,9 @@ extension VaultStore {
                         """,
                     hint: "if no password change was interrupted here, delete passwd.journal")
             }
-            // A capture-only station's entries are its captured records (the same in both vault.json).
-            let captured = (try? readConfig())?.capture != nil
-            for e in journal.entries where FileSystem.kind(of: resealedPath(e.id, captured: captured)) == .file {
-                let file = try OpenFile.openExisting(resealedPath(e.id, captured: captured))
+            // A captured pair's entry is its record, in its metadata file.
+            for e in journal.entries where FileSystem.kind(of: resealedPath(e.id)) == .file {
+                let file = try OpenFile.openExisting(resealedPath(e.id))
                 defer { file.close() }
                 let header = try file.read(upTo: e.old.count)
                 guard header == e.old || header == e.new else { continue }
