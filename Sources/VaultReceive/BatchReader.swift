@@ -146,8 +146,11 @@ package struct BatchReader: PieceReader {
 
     /// Whether the batch is a capture-only station's (its documents kept as they came).
     package var captured: Bool {
-        if case .captured = state { return true }
-        return false
+        switch state {
+        case .captured: true
+        case .form(let r): r.captured
+        default: false
+        }
     }
 
     /// Checks that the body ended where it should.

@@ -1,24 +1,18 @@
-import Crypto
 import VaultCore
 
 /// Reads a capture-only station's payload as it arrives (docs/EXPORT.md, "Captured payloads"):
 /// `{"Captured":"age-encryption.org/v1","Files":[{"Id":"…","Size":n,"SHA256":"…","Metadata":"…","Data":"…"},…]}`,
 /// each `Metadata` and `Data` an age file in base64, sealed at capture to the office's recipients.
-/// Nothing is opened, whether or not the receiver holds an identity: what is checked is what
-/// can be without a key — each file's age header (its grammar, stanzas of the types vault seals
-/// to, the same in both files), and the size and SHA-256 the station declared for the pair
-/// (``CapturedDocument/digest(data:metadata:)``), which is what the receipt is signed for.
+/// Nothing is opened, whether or not the receiver holds an identity: each pair is checked as
+/// far as it can be without a key (``CapturedPairCheck``), which is what the receipt is signed for.
 ///
 /// Events: `.begin` (the header's `captured` is the metadata file, `size` and `sha256` the
 /// pair's), `.data` with the data file's bytes as they decode, `.end` with the pair's size and
 /// digest. Bounded: a metadata file of at most ``maxMetadataBytes`` of base64, and the data
-/// file's header.
+/// file's header (``CapturedPairCheck/maxHeaderBytes``).
 package struct CapturedPayloadReader {
     /// The most base64 a `Metadata` value may take (a station's metadata files are at most 1 MiB).
     package static let maxMetadataBytes = 1_400_000
-    /// The most bytes of a data file kept until its age header has ended.
-    static let maxHeaderBytes = 1 << 20
-
     private let maxDocuments: Int
     private static let prologue = Array(#"{"Captured":"age-encryption.org/v1","Files":["#.utf8)
     private static let idOpen = Array(#"{"Id":""#.utf8)
@@ -37,12 +31,8 @@ package struct CapturedPayloadReader {
     private var token: [UInt8] = []
     private var base64 = CanonicalBase64()
     private var header = PayloadReader.Header()
-    private var metadata: [UInt8] = []
-    private var stanzas: [String] = []
-    /// The data file's first bytes, until its header has ended (then nil).
-    private var headerBytes: [UInt8]? = []
-    private var size: UInt64 = 0
-    private var digest = SHA256()
+    /// The current document's check, from its metadata file on.
+    private var check: CapturedPairCheck?
     private var ids = Set<DocumentID>()
     private var ending = false
     private var decoded: [UInt8] = []
@@ -101,8 +91,7 @@ package struct CapturedPayloadReader {
                 i = try literal(Self.dataOpen, bytes, i, next: .data)
                 if step == .data {
                     base64 = CanonicalBase64()
-                    (size, digest, headerBytes) = (0, SHA256(), [])
-                    try handle(.begin(index: documents, header: header))
+                    try handle(.begin(index: documents, header: check!.header))
                 }
             case .data:
                 var end = i
@@ -193,79 +182,30 @@ package struct CapturedPayloadReader {
         guard (try? token.withUnsafeBufferPointer({ try decoder.decode($0, into: &file) })) != nil,
             (try? decoder.finish()) != nil
         else { throw refusal("canonical base64", at: i) }
-        let what = "document \(documents + 1)'s metadata"
-        do {
-            stanzas = try file.withUnsafeBytes {
-                try CapturedDocument.headerStanzas($0, complete: true, what: what)!.types
-            }
-        } catch { throw VaultError(.headerMalformed, VaultError.from(error).message) }
-        guard UInt64(file.count) < header.size ?? 0 else {
-            throw VaultError(.digestMismatch, "document \(documents + 1): its files are longer than the size it names")
-        }
-        metadata = file
-        header.captured = file
+        check = CapturedPairCheck(header: header, document: documents + 1)
+        try check!.metadata(file)
         token = []
         step = .dataOpen
     }
 
-    /// Base64 of the data's age file: its header checked once it has ended, every byte hashed.
+    /// Base64 of the data's age file, checked and handed out as it decodes.
     private mutating func decodeData(
         _ text: UnsafeBufferPointer<UInt8>, at i: Int, _ handle: (PayloadReader.Event) throws -> Void
     ) throws {
         decoded.removeAll(keepingCapacity: true)
         do { try base64.decode(text, into: &decoded) } catch { throw refusal("canonical base64", at: i) }
-        try take(decoded, complete: false, handle)
-    }
-
-    private mutating func take(
-        _ bytes: [UInt8], complete: Bool, _ handle: (PayloadReader.Event) throws -> Void
-    ) throws {
-        if headerBytes != nil {
-            headerBytes! += bytes
-            try checkDataHeader(complete: complete)
+        guard !decoded.isEmpty else { return }
+        try decoded.withUnsafeBytes {
+            try check!.data($0)
+            try handle(.data($0))
         }
-        guard !bytes.isEmpty else { return }
-        size += UInt64(bytes.count)
-        if size + UInt64(metadata.count) > header.size ?? 0 {
-            throw VaultError(
-                .digestMismatch,
-                "document \(documents + 1): its files are longer than the \(header.size ?? 0) bytes it names")
-        }
-        digest.update(data: bytes)
-        try bytes.withUnsafeBytes { try handle(.data($0)) }
-    }
-
-    /// The data file's header, once it has ended: an age header with the metadata's stanza types.
-    private mutating func checkDataHeader(complete: Bool) throws {
-        let what = "document \(documents + 1)'s data"
-        let parsed: (length: Int, types: [String])?
-        do {
-            parsed = try headerBytes!.withUnsafeBytes {
-                try CapturedDocument.headerStanzas($0, complete: complete, what: what)
-            }
-        } catch { throw VaultError(.headerMalformed, VaultError.from(error).message) }
-        guard let parsed else {
-            guard headerBytes!.count <= Self.maxHeaderBytes else {
-                throw VaultError(.headerMalformed, "\(what): its age header is over \(Self.maxHeaderBytes) bytes")
-            }
-            return
-        }
-        guard parsed.types == stanzas else {
-            throw VaultError(.headerMalformed, "\(what) and its metadata are not sealed to the same recipients")
-        }
-        headerBytes = nil
     }
 
     private mutating func endDocument(_ handle: (PayloadReader.Event) throws -> Void, at i: Int) throws {
         do { try base64.finish() } catch { throw refusal("canonical base64", at: i) }
-        try take([], complete: true, handle)
-        let sha = CapturedDocument.digest(data: digest, metadata: metadata)
-        let total = size + UInt64(metadata.count)
-        guard total == header.size, sha == header.sha256 else {
-            throw VaultError(
-                .digestMismatch, "document \(documents + 1): its files are not the size and SHA-256 its entry names")
-        }
-        try handle(.end(index: documents, size: total, sha256: sha))
+        let pair = try check!.finish()
+        try handle(.end(index: documents, size: pair.size, sha256: pair.sha256))
+        check = nil
         documents += 1
         step = .entryClose
     }

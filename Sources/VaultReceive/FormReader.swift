@@ -20,6 +20,11 @@ import VaultCore
 ///   each file part `<id>.age`, age files that the receiver's identities open; each part's
 ///   plaintext is handed out chunk by chunk as it authenticates, and must match its entry.
 ///
+/// - Captured (docs/UPLOAD.md, "From a capture-only station"): the manifest names each
+///   document's id with the size and SHA-256 of its sealed pair, and each document comes as two
+///   file parts, `<id>.meta.age` then `<id>.age`, the age files sealed at capture, kept as they
+///   came and checked as far as they can be without a key (``CapturedPairCheck``).
+///
 /// Text fields are kept (``fields``), bounded. A file part before the manifest, a manifest that
 /// is not vault's, and file parts that do not match it are refused.
 package struct FormReader {
@@ -44,7 +49,11 @@ package struct FormReader {
     private var opener: AgeOpener?
     /// The file keys of the sealed document parts, in order (the sealed answer's key).
     package private(set) var fileKeys: [SecretBytes] = []
-    private enum Current { case none, field(String), manifest, file(PayloadReader.Header) }
+    /// True when the manifest is a capture-only station's: its documents are kept as they came.
+    package private(set) var captured = false
+    /// The current captured document's check, from its metadata part on.
+    private var pair: CapturedPairCheck?
+    private enum Current { case none, field(String), manifest, capturedMetadata, file(PayloadReader.Header) }
     /// The manifest's or the current field's bytes so far (kept apart from `current`, so an
     /// append never copies them).
     private var buffer: [UInt8] = []
@@ -68,8 +77,8 @@ package struct FormReader {
         self.digests = digests
         self.identities = identities
         self.requireSealed = requireSealed
-        // The documents, a manifest and the 32 fields a form may have.
-        parts = MultipartReader(boundary: boundary, maxParts: maxDocuments + 33)
+        // The documents (two parts each when captured), a manifest and the 32 fields a form may have.
+        parts = MultipartReader(boundary: boundary, maxParts: 2 * maxDocuments + 33)
         self.fileField = fileField
         self.maxDocuments = maxDocuments
     }
@@ -134,7 +143,12 @@ package struct FormReader {
             switch current {
             case .manifest:
                 if sealed { buffer = try openManifest(buffer) }
-                let headers = try Self.manifest(buffer, max: maxDocuments, sealed: sealed)
+                let headers: [PayloadReader.Header]
+                if !sealed, let c = try Self.capturedManifest(buffer, max: maxDocuments) {
+                    (headers, captured) = (c, true)
+                } else {
+                    headers = try Self.manifest(buffer, max: maxDocuments, sealed: sealed)
+                }
                 guard Set(headers.compactMap(\.id)).count == headers.count else {
                     throw VaultError(.headerMalformed, "the form's manifest names a document twice")
                 }
@@ -142,6 +156,9 @@ package struct FormReader {
             case .field(let name):
                 guard fields.count < 32 else { throw VaultError(.headerMalformed, "the form has more than 32 fields") }
                 fields.append((name, String(decoding: buffer, as: UTF8.self)))
+            case .capturedMetadata:
+                pair = CapturedPairCheck(header: manifest![documents], document: documents + 1)
+                try pair!.metadata(buffer)
             case .file(let header): try end(header, handle)
             case .none: break
             }
@@ -166,6 +183,16 @@ package struct FormReader {
                 )
             }
             buffer += bytes
+        case .capturedMetadata:
+            guard buffer.count + bytes.count <= CapturedDocument.maxMetadataFileBytes else {
+                throw VaultError(
+                    .headerMalformed,
+                    "document \(documents + 1)'s metadata is over \(CapturedDocument.maxMetadataFileBytes) bytes")
+            }
+            buffer += bytes
+        case .file where captured:
+            try pair!.data(bytes)
+            try handle(.data(bytes))
         case .file where sealed:
             var o = opener!
             opener = nil
@@ -227,8 +254,12 @@ package struct FormReader {
         guard documents < maxDocuments else {
             throw VaultError(.tooManyDocuments, "the form holds more than \(maxDocuments) documents")
         }
-        guard sealed || !requireSealed else { throw BatchReader.notSealed }
+        guard sealed || captured || !requireSealed else { throw BatchReader.notSealed }
         var header: PayloadReader.Header
+        if captured {
+            try beginCaptured(part, handle)
+            return
+        }
         if let manifest {
             guard documents < manifest.count else {
                 throw VaultError(.headerMalformed, "the form holds more documents than its manifest names")
@@ -260,7 +291,39 @@ package struct FormReader {
         try handle(.begin(index: documents, header: header))
     }
 
+    /// A captured document's part: its metadata file first, then its data file.
+    private mutating func beginCaptured(
+        _ part: MultipartReader.Part, _ handle: (PayloadReader.Event) throws -> Void
+    ) throws {
+        guard let manifest, documents < manifest.count else {
+            throw VaultError(.headerMalformed, "the form holds more documents than its manifest names")
+        }
+        let id = manifest[documents].id!.hex
+        if let pair {
+            guard part.filename == "\(id).age" else {
+                throw VaultError(
+                    .headerMalformed, "document \(documents + 1)'s data part is not the file its manifest names")
+            }
+            current = .file(pair.header)
+            try handle(.begin(index: documents, header: pair.header))
+        } else {
+            guard part.filename == "\(id).meta.age" else {
+                throw VaultError(
+                    .headerMalformed, "document \(documents + 1)'s metadata part is not the file its manifest names")
+            }
+            current = .capturedMetadata
+            buffer = []
+        }
+    }
+
     private mutating func end(_ header: PayloadReader.Header, _ handle: (PayloadReader.Event) throws -> Void) throws {
+        if let pair {
+            let checked = try pair.finish()
+            self.pair = nil
+            try handle(.end(index: documents, size: checked.size, sha256: checked.sha256))
+            documents += 1
+            return
+        }
         if sealed {
             var o = opener!
             opener = nil
@@ -285,6 +348,40 @@ package struct FormReader {
     }
 
     // MARK: The manifest
+
+    private struct CapturedManifest: Decodable {
+        struct Entry: Decodable {
+            var id: String
+            var sha256: String
+            var size: UInt64
+        }
+        var batch: Int
+        var captured: String
+        var documents: [Entry]
+        var of: Int
+    }
+
+    /// The headers a captured manifest names (``FormManifest/captured(batch:of:documents:)``),
+    /// or nil for a manifest that is not one.
+    static func capturedManifest(_ bytes: [UInt8], max: Int) throws -> [PayloadReader.Header]? {
+        guard let m = try? JSONDecoder().decode(CapturedManifest.self, from: Data(bytes)) else { return nil }
+        guard m.documents.count <= max else {
+            throw VaultError(.headerMalformed, "the form's manifest names more than \(max) documents")
+        }
+        var headers: [PayloadReader.Header] = []
+        for (i, e) in m.documents.enumerated() {
+            guard let id = DocumentID(hex: e.id), let sha = Hex.decode(e.sha256), sha.count == 32 else {
+                throw VaultError(.headerMalformed, "the form's manifest names document \(i + 1) wrongly")
+            }
+            headers.append(PayloadReader.Header(id: id, size: e.size, sha256: sha, sealed: true))
+        }
+        let canonical = FormManifest.captured(
+            batch: m.batch, of: m.of, documents: headers.map { ($0.id!, $0.size!, $0.sha256!) })
+        guard m.captured == PayloadSealing.format, canonical == bytes else {
+            throw VaultError(.headerMalformed, "the form's manifest is not written as vault writes it")
+        }
+        return headers
+    }
 
     private struct Manifest: Decodable {
         struct Entry: Decodable {

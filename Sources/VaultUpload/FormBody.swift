@@ -135,14 +135,33 @@ package struct FormBody: RawFraming, Equatable {
             + Self.crlf
     }
 
+    /// The headers of a file part holding an age file.
+    private func agePartHead(_ filename: String) -> [UInt8] {
+        Array(
+            """
+            --\(boundary)\r\nContent-Disposition: form-data; name=\(Self.quotedName(fieldName)); \
+            filename=\"\(filename)\"\r\nContent-Type: application/octet-stream\r\n\r\n
+            """.utf8)
+    }
+
+    /// A capture-only station's form (docs/UPLOAD.md, "From a capture-only station"): the
+    /// manifest names each document's id and the size and SHA-256 of its sealed pair.
+    package func capturedOpening(_ records: [DocumentRecord]) -> [UInt8] {
+        let manifest = FormManifest.captured(
+            batch: batch, of: of, documents: records.map { ($0.id, $0.metadata.size, $0.metadata.sha256) })
+        var plain = self
+        plain.sealing = nil
+        return fieldParts + plain.manifestHead + manifest + Self.crlf
+    }
+
+    /// Each captured document as two file parts, `<id>.meta.age` then `<id>.age`: the age files
+    /// as they were sealed at capture.
+    package func capturedHead(_ record: DocumentRecord, metadata: [UInt8]) -> [UInt8] {
+        agePartHead("\(record.id.hex).meta.age") + metadata + Self.crlf + agePartHead("\(record.id.hex).age")
+    }
+
     package func head(_ record: DocumentRecord) -> [UInt8] {
-        if sealing != nil {
-            return Array(
-                """
-                --\(boundary)\r\nContent-Disposition: form-data; name=\(Self.quotedName(fieldName)); \
-                filename=\"\(record.id.hex).age\"\r\nContent-Type: application/octet-stream\r\n\r\n
-                """.utf8)
-        }
+        if sealing != nil { return agePartHead("\(record.id.hex).age") }
         return Array(
             ("--\(boundary)\r\nContent-Disposition: form-data; name=\(Self.quotedName(fieldName)); "
                 + """

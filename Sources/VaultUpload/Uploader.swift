@@ -135,11 +135,6 @@ public final class Uploader: @unchecked Sendable {
                 "its documents go in the objects shape (each entry with its id, size and SHA-256)",
                 hint: "leave out the strings shape")
         }
-        if case .form = options.wire {
-            throw CapturedDocument.refusal(
-                "this version sends what it captured by json, tus, s3 and presigned s3, not yet as a form",
-                hint: "send with the json protocol (the default)")
-        }
     }
 
     static func refuseCleartext(_ options: UploadOptions) throws {
@@ -368,7 +363,10 @@ public final class Uploader: @unchecked Sendable {
     /// length being planned), a placeholder proof of the same length.
     func format(batch: Int, of: Int, key: String? = nil) throws -> PayloadFormat {
         let plain = sender.format(batch: batch, of: of)
-        if let captured { return .captured(captured) }
+        if let captured {
+            if case .raw(let framing) = plain { return .captured(captured.framed(framing)) }
+            return .captured(captured)
+        }
         guard !options.recipients.isEmpty else { return plain }
         let proof =
             try key.map { try UploadJournal.batchProof(vault: vault, key: $0) } ?? UploadJournal.placeholderProof

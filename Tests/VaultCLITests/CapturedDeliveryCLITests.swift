@@ -33,7 +33,7 @@ import VaultTestSupport
             + [("piped.txt", Array("typed at the station, sealed at once".utf8))]
     }
 
-    @Test(arguments: ["json", "tus"])
+    @Test(arguments: ["json", "form", "tus"])
     func aBlindReceiverKeepsWhatWasCapturedAndTheOfficeOpensIt(wire: String) throws {
         guard SealedDeliveryCLITests.requireAge() else { return }
         let s = Sandbox()
@@ -101,7 +101,7 @@ import VaultTestSupport
         for d in Self.originals { #expect(byName[d.name] == d.bytes, "\(d.name) exported") }
 
         // The station's ledger holds the signed receipts, and delivery frees its space.
-        if wire == "json" {
+        if wire != "tus" {
             let audit = s.run("audit", "--require-receipts", "office")
             #expect(audit.status == 0, "\(audit.stderr)")
         }
@@ -111,6 +111,41 @@ import VaultTestSupport
         #expect(
             (try? FileManager.default.contentsOfDirectory(atPath: s.path("vault/objects")))?.isEmpty == true,
             "no captured file is left on the station")
+    }
+
+    /// Any form inbox takes what a station captured: PHP's own multipart parser (`$_FILES`) gets
+    /// each document as two age files, checked against the pair the manifest names, and the
+    /// office's key opens them with Debian's `age`; the form names nothing of the contents.
+    @Test func aPHPFormInboxGetsTheSealedFilesAsTheyWereCaptured() throws {
+        guard SealedDeliveryCLITests.requireAge() else { return }
+        let s = Sandbox()
+        let (ids, _) = try CaptureStationCLITests.station(s)
+        let php = try PHPServer(in: s, maxFileUploads: 40)
+        defer { Peer.stop(php.pid) }
+        let up = s.run(
+            ["upload", "--url", php.url, "--protocol", "form", "--form-field", "case=4711"],
+            env: FormUploadCLITests.token)
+        #expect(up.status == 0, "\(up.stderr)")
+        let stored = ((try? FileManager.default.contentsOfDirectory(atPath: php.store)) ?? []).filter {
+            $0.hasSuffix(".age") && !$0.hasSuffix(".meta.age")
+        }
+        #expect(Set(stored.map { String($0.dropLast(4)) }) == Set(ids.values), "the station's ids, one pair each")
+        var opened: [String: [UInt8]] = [:]
+        for id in ids.values {
+            let data = try Array(Data(contentsOf: URL(fileURLWithPath: php.store + "/\(id).age")))
+            let meta = try Array(Data(contentsOf: URL(fileURLWithPath: php.store + "/\(id).meta.age")))
+            let json = try #require(SealedDeliveryCLITests.ageDecrypt(s, meta, identity: "office.key"))
+            let m = try #require(try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any])
+            let name = try #require(m["Name"] as? String)
+            #expect(ids[name] == id)
+            opened[name] = try #require(SealedDeliveryCLITests.ageDecrypt(s, data, identity: "office.key"))
+        }
+        for d in Self.originals { #expect(opened[d.name] == d.bytes, "\(d.name)") }
+        // The text fields came as given; a document's name is nowhere PHP kept anything.
+        let fields = try Data(contentsOf: URL(fileURLWithPath: php.store + "/fields.json"))
+        #expect(String(decoding: fields, as: UTF8.self) == #"{"case":"4711"}"#)
+        #expect(!FileManager.default.fileExists(atPath: php.store + "/names.json"))
+        #expect(s.run("status").status == 0)
     }
 
     /// An office's password change seals again the records it keeps beside the pairs that came

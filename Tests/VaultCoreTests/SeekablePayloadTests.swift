@@ -60,6 +60,8 @@ import Testing
         var closing: [UInt8] { Array("end\n".utf8) }
         var widest: any RawFraming { TestFraming(batch: 99_999) }
         func sealed(_ sealing: PayloadSealing) -> any RawFraming { preconditionFailure("not sealed in this test") }
+        func capturedOpening(_ records: [DocumentRecord]) -> [UInt8] { opening(records) }
+        func capturedHead(_ record: DocumentRecord, metadata: [UInt8]) -> [UInt8] { head(record) + metadata }
     }
 
     /// The test framing's payload built independently of the pipeline, around the plaintexts.
@@ -168,6 +170,10 @@ import Testing
         var closing: [UInt8] { Array("end".utf8) }
         var widest: any RawFraming { self }
         func sealed(_ sealing: PayloadSealing) -> any RawFraming { SealedTestFraming(sealing: sealing) }
+        func capturedOpening(_ records: [DocumentRecord]) -> [UInt8] { preconditionFailure("not captured here") }
+        func capturedHead(_ record: DocumentRecord, metadata: [UInt8]) -> [UInt8] {
+            preconditionFailure("not captured here")
+        }
     }
 
     @Test func theLayoutFindsTheSpanOfEveryByte() throws {

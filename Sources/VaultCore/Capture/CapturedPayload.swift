@@ -12,6 +12,8 @@ import Crypto
 package struct CapturedFiles: Sendable {
     /// The length of each document's metadata age file.
     package let metadataLengths: [DocumentID: Int]
+    /// The framing the files go in raw (a form), or nil for the captured JSON payload.
+    package private(set) var framing: (any RawFraming)?
 
     /// The lengths of `records`' metadata files, each read and its record authenticated.
     package init(vault: Vault, records: [DocumentRecord]) throws {
@@ -33,14 +35,26 @@ package struct CapturedFiles: Sendable {
                 + "\"SHA256\":\"\(Hex.encode(record.metadata.sha256))\",\"Metadata\":\"").utf8)
     }
 
-    /// A document's head, given its metadata age file (the separator first, but for the first).
-    static func head(_ record: DocumentRecord, metadata: [UInt8], first: Bool) -> [UInt8] {
-        (first ? [] : [PayloadFraming.separator]) + idPrefix(record) + Base64.encode(metadata) + SealedEntry.dataPrefix
+    /// The same files, sent raw in `framing` (nil: in the captured JSON payload).
+    package func framed(_ framing: (any RawFraming)?) -> CapturedFiles {
+        var c = self
+        c.framing = framing
+        return c
+    }
+
+    /// A document's head, given its metadata age file (in JSON, the separator first, but for
+    /// the first).
+    func head(_ record: DocumentRecord, metadata: [UInt8], first: Bool) -> [UInt8] {
+        if let framing { return framing.capturedHead(record, metadata: metadata) }
+        return (first ? [] : [PayloadFraming.separator]) + Self.idPrefix(record) + Base64.encode(metadata)
+            + SealedEntry.dataPrefix
     }
 
     func headLength(_ record: DocumentRecord, first: Bool) -> Int {
-        (first ? 0 : 1) + Self.idPrefix(record).count
-            + Int(Base64.encodedLength(UInt64(metadataLengths[record.id] ?? 0))) + SealedEntry.dataPrefix.count
+        let metadata = metadataLengths[record.id] ?? 0
+        if let framing { return framing.capturedHead(record, metadata: []).count + metadata }
+        return (first ? 0 : 1) + Self.idPrefix(record).count + Int(Base64.encodedLength(UInt64(metadata)))
+            + SealedEntry.dataPrefix.count
     }
 }
 

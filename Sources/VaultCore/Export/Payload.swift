@@ -93,6 +93,20 @@ package enum FormManifest {
         }
         return out + [0x7D]
     }
+
+    /// A captured form's manifest (docs/UPLOAD.md, "From a capture-only station"): the batch, and
+    /// each document's id with the size and SHA-256 of its sealed pair; nothing else crosses in
+    /// the clear. Canonical: keys sorted, no whitespace.
+    package static func captured(
+        batch: Int, of: Int, documents: [(id: DocumentID, size: UInt64, sha256: [UInt8])]
+    ) -> [UInt8] {
+        var out = Array("{\"batch\":\(batch),\"captured\":\"\(PayloadSealing.format)\",\"documents\":[".utf8)
+        for (i, d) in documents.enumerated() {
+            if i > 0 { out.append(0x2C) }
+            out += Array("{\"id\":\"\(d.id.hex)\",\"sha256\":\"\(Hex.encode(d.sha256))\",\"size\":\(d.size)}".utf8)
+        }
+        return out + Array("],\"of\":\(of)}".utf8)
+    }
 }
 
 /// Framing of the whole payload.

@@ -13,7 +13,8 @@ package enum PayloadFormat: Sendable {
     /// document's metadata and data as age files (base64) to the sealing's recipients.
     case sealed(PayloadSealing)
     /// `{"Captured":"age-encryption.org/v1","Files":[{"Id":…,"Size":…,"SHA256":…,"Metadata":…,"Data":…},…]}`:
-    /// a capture-only station's documents, their age files as they were sealed at capture.
+    /// a capture-only station's documents, their age files as they were sealed at capture (or
+    /// those files raw, in the files' framing, when they have one).
     case captured(CapturedFiles)
 
     /// The sealing, when documents leave encrypted to recipients.
@@ -28,26 +29,30 @@ package enum PayloadFormat: Sendable {
     /// The `Content-Type` of the payload.
     package var contentType: String {
         switch self {
-        case .json, .sealed, .captured: "application/json"
+        case .json, .sealed: "application/json"
+        case .captured(let c): c.framing?.contentType ?? "application/json"
         case .raw(let f): f.contentType
         }
     }
 
     /// True when document data is base64-encoded (JSON); false when raw.
     var encodesBase64: Bool {
-        if case .raw = self { return false }
-        return true
+        switch self {
+        case .raw: false
+        case .captured(let c): c.framing == nil
+        case .json, .sealed: true
+        }
     }
 
     /// Bytes of a document's data in the payload (an age file's when sealed or captured).
     func dataLength(_ record: DocumentRecord) -> UInt64 {
-        if case .captured(let c) = self { return Base64.encodedLength(c.dataFileLength(record)) }
+        if case .captured(let c) = self { return dataLength(bytes: c.dataFileLength(record)) }
         return dataLength(bytes: record.metadata.size)
     }
 
     /// Bytes in the payload of `n` bytes of a document's data (sealed first, when sealing).
     func dataLength(bytes n: UInt64) -> UInt64 {
-        if case .captured = self { return Base64.encodedLength(n) }
+        if case .captured = self { return encodesBase64 ? Base64.encodedLength(n) : n }
         let sealed = sealing?.fileLength(n) ?? n
         return encodesBase64 ? Base64.encodedLength(sealed) : sealed
     }
@@ -58,7 +63,7 @@ package enum PayloadFormat: Sendable {
         case .json: PayloadFraming.open
         case .raw(let f): f.opening(records)
         case .sealed: SealedEntry.open
-        case .captured: CapturedFiles.open
+        case .captured(let c): c.framing?.capturedOpening(records) ?? CapturedFiles.open
         }
     }
 
@@ -101,14 +106,16 @@ package enum PayloadFormat: Sendable {
         switch self {
         case .json(let shape): PayloadEntry.suffix(shape)  // no entry built just for its constant tail
         case .raw(let f): f.tail(record)
-        case .sealed, .captured: SealedEntry.suffix
+        case .sealed: SealedEntry.suffix
+        case .captured(let c): c.framing?.tail(record) ?? SealedEntry.suffix
         }
     }
 
     /// The bytes after the last document.
     package var closing: [UInt8] {
         switch self {
-        case .json, .sealed, .captured: PayloadFraming.close
+        case .json, .sealed: PayloadFraming.close
+        case .captured(let c): c.framing?.closing ?? PayloadFraming.close
         case .raw(let f): f.closing
         }
     }
@@ -116,7 +123,8 @@ package enum PayloadFormat: Sendable {
     /// The same format with a raw framing's variable fields at their widest (for planning).
     var widest: PayloadFormat {
         switch self {
-        case .json, .sealed, .captured: self
+        case .json, .sealed: self
+        case .captured(let c): .captured(c.framed(c.framing?.widest))
         case .raw(let f): .raw(f.widest)
         }
     }
@@ -155,6 +163,11 @@ package protocol RawFraming: Sendable {
     var sealing: PayloadSealing? { get }
     /// The same framing, sealing its documents and what describes them with `sealing`.
     func sealed(_ sealing: PayloadSealing) -> any RawFraming
+    /// Bytes before the first of a capture-only station's documents (``PayloadFormat/captured(_:)``):
+    /// they may name each document's id and the size and SHA-256 of its sealed pair, nothing more.
+    func capturedOpening(_ records: [DocumentRecord]) -> [UInt8]
+    /// A captured document's bytes before its data age file, given its metadata age file.
+    func capturedHead(_ record: DocumentRecord, metadata: [UInt8]) -> [UInt8]
     /// The opening's length, without sealing anything.
     func openingLength(_ records: [DocumentRecord]) -> Int
     /// A document head's length, without sealing anything.

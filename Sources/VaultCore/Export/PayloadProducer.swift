@@ -437,7 +437,8 @@ extension PayloadProducer {
         } catch {
             throw DocumentFailure(record: record, error: VaultError.from(error), startOffset: entryStart)
         }
-        pending = CapturedFiles.head(record, metadata: metadata, first: entriesWritten == 0)
+        guard case .captured(let files) = format else { preconditionFailure("internal error: not captured") }
+        pending = files.head(record, metadata: metadata, first: entriesWritten == 0)
         pendingAt = 0
     }
 }
