@@ -147,6 +147,8 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
             /// Open the document with the office's age identity (it came sealed from a
             /// capture-only station and is kept so).
             public static let openWithIdentity = Name(rawValue: "open-with-identity")
+            /// Give the office's age identity: the one given opens nothing of the document.
+            public static let otherIdentity = Name(rawValue: "other-identity")
         }
 
         /// Create a vault there.
@@ -176,6 +178,8 @@ public struct VaultError: Error, CustomStringConvertible, Sendable {
         /// Open the document with the office's age identity (it came sealed from a capture-only
         /// station and is kept so).
         public static let openWithIdentity = Remedy(.openWithIdentity)
+        /// Give the office's age identity: the one given opens nothing of the document.
+        public static let otherIdentity = Remedy(.otherIdentity)
     }
 
     /// The message, then the cause if it adds anything (an `errno` or a store's error is

@@ -89,7 +89,7 @@ public final class Uploader: @unchecked Sendable {
         }
         if vault.capturesOnly {
             try Self.checkCaptured(options)
-            captured = try CapturedFiles(vault: vault, records: records)
+            captured = CapturedFiles(vault: vault, records: records)
         } else {
             captured = nil
         }

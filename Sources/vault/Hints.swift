@@ -69,6 +69,8 @@ enum Hints {
             "clone it first with 'vault clone \(remedy.location ?? "URL") --vault NEW-FOLDER', or use a replica"
         case .addRecursively: "use -r to add the files inside it"
         case .openWithIdentity: "give --identity FILE (the office's age identity) to get or export it"
+        case .otherIdentity:
+            "give the office's identity: the one whose recipient ('age-keygen -y FILE') the station was made for"
         case .pruneUploadJournal: "'vault uploads prune' removes it; the upload then starts afresh"
         case .pushFirst: "push one there first with 'vault push'"
         case .addRemote: "add one with 'vault remote add NAME s3://BUCKET/PREFIX', or give an s3:// URL"

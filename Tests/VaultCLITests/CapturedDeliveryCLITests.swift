@@ -148,6 +148,39 @@ import VaultTestSupport
         #expect(s.run("status").status == 0)
     }
 
+    /// A station's metadata file cut short fails its document with the reason, and `--skip-bad`
+    /// delivers the others (found in review: the upload read every metadata file before it
+    /// started and stopped at the first); an identity that opens nothing gets exit 77 with a hint
+    /// that names the identity to give, not a password.
+    @Test func aDamagedPairIsSkippedAndAWrongIdentityIsNamed() throws {
+        guard SealedDeliveryCLITests.requireAge() else { return }
+        let s = Sandbox()
+        let (ids, office, token) = try Self.stationAndBlindOffice(s)
+        let cut = try #require(ids["piped.txt"])
+        let path = s.path("vault/objects/\(cut).meta.vlt")
+        let meta = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+        try Data(meta.prefix(meta.count - 40)).write(to: URL(fileURLWithPath: path))
+
+        let stop = s.run(["upload", "--to", "office"], env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(stop.status == 65, "\(stop.stderr)")
+        #expect(stop.stderr.contains("vault: document \(cut)"), "\(stop.stderr)")
+        #expect(office.documents.isEmpty)
+        let skip = s.run(["upload", "--to", "office", "--skip-bad"], env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(skip.status == 2, "\(skip.stderr)")
+        #expect(office.documents.count == ids.count - 1)
+
+        #expect(s.shell("age-keygen -o other.key 2>/dev/null").status == 0)
+        let first = try #require(office.documents.first?["id"] as? String)
+        let wrong = office.run("get", first, "-o", s.path("one"), "--identity", s.path("other.key"))
+        #expect(wrong.status == 77, "\(wrong.stderr)")
+        #expect(wrong.stderr.contains("no identity given opens it"), "\(wrong.stderr)")
+        #expect(wrong.stderr.contains("give the office's identity"), "\(wrong.stderr)")
+        #expect(!wrong.stderr.contains("password"), "\(wrong.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: s.path("one")))
+        let right = office.run("get", first, "-o", s.path("one"), "--identity", s.path("office.key"))
+        #expect(right.status == 0, "\(right.stderr)")
+    }
+
     /// An office's password change seals again the records it keeps beside the pairs that came
     /// captured (found in review: it took every object for an envelope and refused).
     @Test func anOfficesPasswordChangeKeepsWhatCameCaptured() throws {

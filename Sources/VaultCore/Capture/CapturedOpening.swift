@@ -39,6 +39,14 @@ package final class CapturedOpening {
     /// Never called: a captured document is not sealed again.
     var onChunk: ((Int, UnsafeRawBufferPointer) -> Void)?
 
+    /// An age failure of a captured document as the vault's error: with no identity given that
+    /// opens it, a remedy that names the identity to give.
+    static func failure(_ f: AgeFailure, _ what: String) -> VaultError {
+        var e = f.vaultError(what)
+        if f.kind == .noMatch { e.remedy = .otherIdentity }
+        return e
+    }
+
     /// Captured document `id`'s record and metadata file, and the metadata the station sealed in
     /// it, opened with `identities` (nothing of the data file is read).
     static func metadata(
@@ -53,7 +61,7 @@ package final class CapturedOpening {
             guard n < out.count else { throw VaultError(.vaultDamaged, "document \(id.hex)'s metadata is over 1 MiB") }
             plain = Array(out[..<n])
         } catch let f as AgeFailure {
-            throw f.vaultError("document \(id.hex)'s metadata")
+            throw Self.failure(f, "document \(id.hex)'s metadata")
         }
         var json = plain[...]
         while json.last == 0x20 { json = json.dropLast() }
@@ -115,7 +123,7 @@ package final class CapturedOpening {
             reader = try AgeReader(input: source, identities: identities)
         } catch let f as AgeFailure {
             file.close()
-            throw f.vaultError("document \(id.hex)")
+            throw Self.failure(f, "document \(id.hex)")
         }
         buffer = .allocate(byteCount: batchBytes, alignment: 64)
     }
@@ -131,7 +139,7 @@ package final class CapturedOpening {
     package func next() throws -> UnsafeRawBufferPointer? {
         let n: Int
         do { n = try reader.readFully(into: buffer) } catch let f as AgeFailure {
-            throw f.vaultError("document \(record.id.hex)")
+            throw Self.failure(f, "document \(record.id.hex)")
         }
         if n == 0 {
             guard source.count + UInt64(metadataFile.count) == record.metadata.size,

@@ -15,10 +15,14 @@ package struct CapturedFiles: Sendable {
     /// The framing the files go in raw (a form), or nil for the captured JSON payload.
     package private(set) var framing: (any RawFraming)?
 
-    /// The lengths of `records`' metadata files, each read and its record authenticated.
-    package init(vault: Vault, records: [DocumentRecord]) throws {
+    /// The lengths of `records`' metadata files, each read and its record authenticated. A file
+    /// that does not read is left out: its document fails when the producer reaches it, with the
+    /// reason, as a damaged envelope does (and `--skip-bad` goes on without it).
+    package init(vault: Vault, records: [DocumentRecord]) {
         var lengths: [DocumentID: Int] = [:]
-        for r in records { lengths[r.id] = try vault.capturedMetadata(r.id).metadata.count }
+        for r in records {
+            if let n = try? vault.capturedMetadata(r.id).metadata.count { lengths[r.id] = n }
+        }
         metadataLengths = lengths
     }
 
