@@ -280,11 +280,6 @@ package final class StoreHome: OfficeHome {
         _ intake: IntakeBatch, batch: ReceivedBatch, now: Date, takenBefore: () async throws -> Bool
     ) async throws -> Bool {
         let log = self.log
-        if intake.holdsCaptured {
-            throw Refusal(
-                501, "captured-not-on-store",
-                "this version keeps what capture-only stations send in a receiver's folder, not yet on a store")
-        }
         let staged = intake.stagedEnvelopes
         let ids = staged.map(\.record.id)
         let files = staged.map { HistoryRecord.Document($0.record) }
@@ -297,8 +292,8 @@ package final class StoreHome: OfficeHome {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 var next = staged.makeIterator()
                 func launch() -> Bool {
-                    guard let (path, record) = next.next() else { return false }
-                    group.addTask { try await log.send(envelope: path, id: record.id) }
+                    guard let (path, record, metadata) = next.next() else { return false }
+                    group.addTask { try await log.send(envelope: path, id: record.id, capturedMetadata: metadata) }
                     return true
                 }
                 for _ in 0..<4 where launch() {}

@@ -448,9 +448,15 @@ package final class SharedReceiverLog: Sendable {
         return name
     }
 
-    /// Puts one envelope (sealed, from the file at `path`) on the store as `objects/<id>.vlt`.
-    package func send(envelope path: String, id: DocumentID) async throws {
+    /// Puts one envelope (sealed, from the file at `path`) on the store as `objects/<id>.vlt`; a
+    /// document that came captured, its metadata file first, as `objects/<id>.meta.vlt`.
+    package func send(envelope path: String, id: DocumentID, capturedMetadata: String? = nil) async throws {
         let replicator = Replicator(vault: vault, client: client, location: location, policy: policy)
+        if let capturedMetadata {
+            _ = try await retrying {
+                try await replicator.send(id, from: capturedMetadata, key: location.capturedMetadataKey(id))
+            }
+        }
         _ = try await retrying { try await replicator.send(id, from: path) }
     }
 
@@ -470,7 +476,11 @@ package final class SharedReceiverLog: Sendable {
     private func deleteUnnamed(_ documents: [DocumentID]) async throws {
         let committed = state.withLock { $0.committed }
         for id in documents where !committed.contains(id) {
+            // The data file first: a metadata file left alone names nothing (a data file would).
             try await retrying { try await client.deleteObject(bucket: location.bucket, key: location.objectKey(id)) }
+            try await retrying {
+                try await client.deleteObject(bucket: location.bucket, key: location.capturedMetadataKey(id))
+            }
         }
     }
 

@@ -44,6 +44,16 @@ public struct RemoteLocation: Sendable, Equatable, CustomStringConvertible {
     var removedPrefix: String { key("removed/") }
     package func objectKey(_ id: DocumentID) -> String { key("objects/\(id.hex).vlt") }
     func tombstoneKey(_ id: DocumentID) -> String { key("removed/\(id.hex)") }
+    /// A captured document's metadata file, beside its data (`objects/<id>.meta.vlt`).
+    package func capturedMetadataKey(_ id: DocumentID) -> String {
+        key("objects/" + CapturedDocument.metadataFileName(id))
+    }
+
+    /// The document id of a captured document's metadata key, or nil for another key.
+    func capturedMetadataID(_ key: String) -> DocumentID? {
+        guard key.hasPrefix(objectsPrefix), key.hasSuffix(".meta.vlt") else { return nil }
+        return DocumentID(hex: String(key.dropFirst(objectsPrefix.count).dropLast(9)))
+    }
 
     /// The document id of an object key, or nil for a key that is not `objects/<id>.vlt`.
     func objectID(_ key: String) -> DocumentID? {

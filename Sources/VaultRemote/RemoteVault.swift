@@ -52,9 +52,10 @@ public enum RemoteVault {
         else {
             throw VaultError(.notFound, "no vault at \(location) (it has no vault.json)")
         }
-        let (listed, stones) = try await list(location, client: client, policy: policy)
+        let (listed, captured, stones) = try await list(location, client: client, policy: policy)
         let unfiltered = S3ObjectSource(
-            client: client, location: location, sizes: listed, cacheBytes: cacheBytes, policy: policy)
+            client: client, location: location, sizes: listed, captured: captured, cacheBytes: cacheBytes,
+            policy: policy)
 
         let folder = cacheFolder(location, endpoint: client.endpoint, under: cacheRoot)
         // The cache root and any missing parent (e.g. ~/.cache), then the store's folder: 0700.
@@ -81,8 +82,8 @@ public enum RemoteVault {
         }
         let unlocked = try VaultStore(root: folder, source: unfiltered).unlock(password: password)
         return try await view(
-            unlocked, listed: listed, stones: stones, client: client, location: location, cacheBytes: cacheBytes,
-            policy: policy)
+            unlocked, listed: listed, captured: captured, stones: stones, client: client, location: location,
+            cacheBytes: cacheBytes, policy: policy)
     }
 
     /// `vault`, opened before, as the store holds it now: listed again, so documents put there
@@ -92,16 +93,16 @@ public enum RemoteVault {
         _ vault: Vault, client: any ObjectStore, location: RemoteLocation, cacheBytes: Int = 64 << 20,
         policy: RetryPolicy = .store
     ) async throws -> Opened {
-        let (listed, stones) = try await list(location, client: client, policy: policy)
+        let (listed, captured, stones) = try await list(location, client: client, policy: policy)
         return try await view(
-            vault, listed: listed, stones: stones, client: client, location: location, cacheBytes: cacheBytes,
-            policy: policy)
+            vault, listed: listed, captured: captured, stones: stones, client: client, location: location,
+            cacheBytes: cacheBytes, policy: policy)
     }
 
     /// The store's objects (with sizes) and the ids its `removed/` names.
     private static func list(
         _ location: RemoteLocation, client: any ObjectStore, policy: RetryPolicy
-    ) async throws -> (objects: [DocumentID: UInt64], stones: Set<DocumentID>) {
+    ) async throws -> (objects: [DocumentID: UInt64], captured: [DocumentID: UInt64], stones: Set<DocumentID>) {
         let retrying = {
             @Sendable (
                 body: @Sendable () async throws -> [S3Client.ListedObject]
@@ -116,14 +117,22 @@ public enum RemoteVault {
         }
         let stones = Set(try await removed.compactMap { location.tombstoneID($0.key) })
         var listed: [DocumentID: UInt64] = [:]
-        for o in try await objects { if let id = location.objectID(o.key) { listed[id] = o.size } }
-        return (listed, stones)
+        var captured: [DocumentID: UInt64] = [:]
+        for o in try await objects {
+            if let id = location.objectID(o.key) {
+                listed[id] = o.size
+            } else if let id = location.capturedMetadataID(o.key) {
+                captured[id] = o.size
+            }
+        }
+        return (listed, captured, stones)
     }
 
     /// `unlocked` reading the objects `listed` but those whose tombstone (of `stones`) opens
     /// under its key, with the headers of those its index lacks fetched.
     private static func view(
-        _ unlocked: Vault, listed: [DocumentID: UInt64], stones: Set<DocumentID>, client: any ObjectStore,
+        _ unlocked: Vault, listed: [DocumentID: UInt64], captured: [DocumentID: UInt64], stones: Set<DocumentID>,
+        client: any ObjectStore,
         location: RemoteLocation, cacheBytes: Int, policy: RetryPolicy
     ) async throws -> Opened {
         // A document is gone only when its tombstone opens under this vault's key.
@@ -132,7 +141,8 @@ public enum RemoteVault {
         var sizes = listed
         for id in opened.valid.keys { sizes[id] = nil }
         let source = S3ObjectSource(
-            client: client, location: location, sizes: sizes, cacheBytes: cacheBytes, policy: policy)
+            client: client, location: location, sizes: sizes, captured: captured, cacheBytes: cacheBytes,
+            policy: policy)
         let vault = unlocked.reading(from: source)
         try source.prefetchHeads(try vault.unindexedObjects())
         return Opened(vault: vault, source: source, refusedTombstones: opened.refused)

@@ -131,13 +131,29 @@ public final class Replicator: Sendable {
 
     // MARK: The store's state
 
-    /// The store's objects (id → size) and tombstones, from two listings (every page).
-    func remoteState() async throws -> (objects: [DocumentID: UInt64], tombstones: Set<DocumentID>) {
+    /// What the store holds, from two listings (every page).
+    struct RemoteState {
+        /// Envelopes and captured documents' data files (id → size).
+        var objects: [DocumentID: UInt64] = [:]
+        var tombstones: Set<DocumentID> = []
+        /// Captured documents' metadata files (id → size).
+        var captured: [DocumentID: UInt64] = [:]
+    }
+
+    /// The store's objects and tombstones.
+    func remoteState() async throws -> RemoteState {
         async let objects = client.listObjects(bucket: location.bucket, prefix: location.objectsPrefix, pageSize: 1000)
         async let removed = client.listObjects(bucket: location.bucket, prefix: location.removedPrefix, pageSize: 1000)
-        var byID: [DocumentID: UInt64] = [:]
-        for o in try await objects { if let id = location.objectID(o.key) { byID[id] = o.size } }
-        return (byID, Set(try await removed.compactMap { location.tombstoneID($0.key) }))
+        var state = RemoteState()
+        for o in try await objects {
+            if let id = location.objectID(o.key) {
+                state.objects[id] = o.size
+            } else if let id = location.capturedMetadataID(o.key) {
+                state.captured[id] = o.size
+            }
+        }
+        state.tombstones = Set(try await removed.compactMap { location.tombstoneID($0.key) })
+        return state
     }
 
     /// The `id` field of a `vault.json`.
@@ -237,7 +253,12 @@ public final class Replicator: Sendable {
             .subtracting(opened.keys).sorted()
         report.alreadyThere = local.count - missing.count
         var sizes: [DocumentID: UInt64] = [:]
-        for id in missing { sizes[id] = (try? VaultCore.OpenFile.openStored(vault.objectPath(id)).size()) ?? 0 }
+        for id in missing {
+            sizes[id] = (try? VaultCore.OpenFile.openStored(vault.objectPath(id)).size()) ?? 0
+            if vault.holdsCaptured(id) {
+                sizes[id]! += (try? VaultCore.OpenFile.openStored(vault.capturedMetadataPath(id)).size()) ?? 0
+            }
+        }
         var state = TransferProgress(objectsTotal: missing.count, bytesTotal: sizes.values.reduce(0, +))
         progress(state)
         var queue = missing.makeIterator()
@@ -245,7 +266,7 @@ public final class Replicator: Sendable {
             func launch() -> Bool {
                 guard let id = queue.next() else { return false }
                 let replace = identity.behind != nil && remote.objects[id] != nil
-                group.addTask { (id, try await self.retrying { try await self.send(id, replace: replace) }) }
+                group.addTask { (id, try await self.retrying { try await self.sendObjects(id, replace: replace) }) }
                 return true
             }
             for _ in 0..<parallel where launch() {}
@@ -272,8 +293,8 @@ public final class Replicator: Sendable {
     /// written, and the removed envelopes deleted from it. Returns the store's tombstones that
     /// open (only those count: junk under removed/ hides no document from the store).
     private func pushTombstones(
-        _ remote: (objects: [DocumentID: UInt64], tombstones: Set<DocumentID>),
-        removed: [DocumentID: HistoryRecord.Document], local: Set<DocumentID>, into report: inout PushReport
+        _ remote: RemoteState, removed: [DocumentID: HistoryRecord.Document], local: Set<DocumentID>,
+        into report: inout PushReport
     ) async throws -> [DocumentID: Tombstone] {
         let opened = try await openTombstones(remote.tombstones.filter { local.contains($0) || removed[$0] != nil })
         report.refusedTombstones = opened.refused
@@ -295,8 +316,13 @@ public final class Replicator: Sendable {
                 report.tombstones += 1
             }
         }
-        for id in removed.keys where remote.objects[id] != nil {
+        for id in removed.keys where remote.objects[id] != nil || remote.captured[id] != nil {
             try await retrying { try await client.deleteObject(bucket: location.bucket, key: location.objectKey(id)) }
+            if remote.captured[id] != nil {
+                try await retrying {
+                    try await client.deleteObject(bucket: location.bucket, key: location.capturedMetadataKey(id))
+                }
+            }
         }
         return opened.valid
     }
@@ -336,11 +362,14 @@ public final class Replicator: Sendable {
     /// part, else a multipart upload after a HEAD (an object already there is left alone).
     /// - Parameter path: where the envelope is (by default the vault's own `objects/<id>.vlt`).
     /// - Parameter replace: write it over the store's copy (one of an earlier key epoch).
-    package func send(_ id: DocumentID, from path: String? = nil, replace: Bool = false) async throws -> UInt64 {
+    /// - Parameter key: where it goes (by default `objects/<id>.vlt`).
+    package func send(
+        _ id: DocumentID, from path: String? = nil, key: String? = nil, replace: Bool = false
+    ) async throws -> UInt64 {
         let file = try VaultCore.OpenFile.openStored(path ?? vault.objectPath(id))
         defer { file.close() }
         let size = try file.size()
-        let key = location.objectKey(id)
+        let key = key ?? location.objectKey(id)
         if size <= UInt64(partSize) {
             if replace {
                 _ = try await client.putObject(
@@ -373,6 +402,17 @@ public final class Replicator: Sendable {
             throw error
         }
         return size
+    }
+
+    /// Sends document `id`: its envelope, or a captured document's metadata file and then its
+    /// data file (so a data file on the store always has its metadata file). Returns the bytes.
+    func sendObjects(_ id: DocumentID, replace: Bool) async throws -> UInt64 {
+        var bytes: UInt64 = 0
+        if vault.holdsCaptured(id) {
+            bytes += try await send(
+                id, from: vault.capturedMetadataPath(id), key: location.capturedMetadataKey(id), replace: replace)
+        }
+        return bytes + (try await send(id, replace: replace))
     }
 
     /// The next `count` bytes of `file` in a buffer the HTTP client sends without a copy.
@@ -437,11 +477,13 @@ public final class Replicator: Sendable {
         let stones = opened.valid.filter { local.contains($0.key) }.sorted { $0.key < $1.key }.map(\.value)
         try vault.applyTombstones(stones)
         report.removed = stones.map(\.id)
+        // A captured document's metadata file is counted with its data file.
         let wanted = remote.objects.keys.filter {
             !local.contains($0) && opened.valid[$0] == nil && removedHere[$0] == nil
         }.sorted()
         var state = TransferProgress(
-            objectsTotal: wanted.count, bytesTotal: wanted.reduce(0) { $0 + remote.objects[$1]! })
+            objectsTotal: wanted.count,
+            bytesTotal: wanted.reduce(0) { $0 + remote.objects[$1]! + (remote.captured[$1] ?? 0) })
         progress(state)
         var queue = wanted.makeIterator()
         do {
@@ -451,7 +493,9 @@ public final class Replicator: Sendable {
                     guard let id = queue.next() else { return false }
                     group.addTask {
                         try await self.retrying {
-                            try await self.fetch(id, size: remote.objects[id] ?? 0, retiredEpoch: epoch)
+                            try await self.fetch(
+                                id, size: remote.objects[id] ?? 0, metadataSize: remote.captured[id],
+                                retiredEpoch: epoch)
                         }
                     }
                     return true
@@ -466,7 +510,7 @@ public final class Replicator: Sendable {
                         report.rejected.append(RejectedObject(key: "objects/\(id.hex).vlt", error: e))
                     }
                     state.objectsDone += 1
-                    state.bytesDone += remote.objects[id] ?? 0
+                    state.bytesDone += (remote.objects[id] ?? 0) + (remote.captured[id] ?? 0)
                     progress(state)
                     _ = launch()
                 }
@@ -514,35 +558,68 @@ public final class Replicator: Sendable {
         return (valid, refused)
     }
 
-    /// Downloads one envelope into a temporary file and takes it in if it authenticates.
+    /// Downloads one envelope into a temporary file and takes it in if it authenticates; with
+    /// `metadataSize`, a captured document: its metadata file first, then its data file, taken
+    /// in as a pair (``Vault/acceptFetchedCaptured(data:metadata:id:retiredEpoch:)``).
     /// Damage is a result (the pull goes on); a network or disk failure is thrown.
     func fetch(
-        _ id: DocumentID, size: UInt64, retiredEpoch: UInt32? = nil
+        _ id: DocumentID, size: UInt64, metadataSize: UInt64? = nil, retiredEpoch: UInt32? = nil
     ) async throws -> (DocumentID, Result<DocumentRecord, VaultError>, UInt64) {
+        var metadata: AtomicFile?
+        if let metadataSize {
+            let staged = try vault.stagingCapturedMetadata(for: id)
+            switch try await download(location.capturedMetadataKey(id), size: metadataSize, into: staged) {
+            case .failure(let e): return (id, .failure(e), metadataSize)
+            case .success: metadata = staged
+            }
+        }
         let staged = try vault.stagingFile(for: id)
-        let file = staged.file
         let bytes: UInt64
         do {
-            // Never more than the listing said: a store that sends on and on fills no disk.
-            bytes = try await client.getObject(
-                bucket: location.bucket, key: location.objectKey(id), range: nil, expected: size
-            ) { part in
-                try part.withUnsafeReadableBytes { try file.write($0) }
+            switch try await download(location.objectKey(id), size: size, into: staged) {
+            case .failure(let e):
+                metadata?.discard()
+                return (id, .failure(e), size)
+            case .success(let n): bytes = n
             }
-        } catch let e as VaultError where e.code == .trailingData {
-            staged.discard()
-            return (id, .failure(e), size)
         } catch {
-            staged.discard()
+            metadata?.discard()
             throw error
         }
         do {
-            let record =
-                try retiredEpoch.map { try vault.acceptFetched(staged, id: id, retiredEpoch: $0) }
-                ?? vault.acceptFetched(staged, id: id)
-            return (id, .success(record), bytes)
+            let record: DocumentRecord
+            if let metadata {
+                record = try vault.acceptFetchedCaptured(
+                    data: staged, metadata: metadata, id: id, retiredEpoch: retiredEpoch)
+            } else {
+                record =
+                    try retiredEpoch.map { try vault.acceptFetched(staged, id: id, retiredEpoch: $0) }
+                    ?? vault.acceptFetched(staged, id: id)
+            }
+            return (id, .success(record), bytes + (metadataSize ?? 0))
         } catch let e as VaultError where e.code.isDamage {
             return (id, .failure(e), bytes)
+        }
+    }
+
+    /// Downloads object `key` into `staged`, never more than the listing's `size` (a store that
+    /// sends on and on fills no disk): the bytes, or the damage (`trailing-data`). The staged
+    /// file is discarded on any failure.
+    private func download(
+        _ key: String, size: UInt64, into staged: AtomicFile
+    ) async throws -> Result<UInt64, VaultError> {
+        let file = staged.file
+        do {
+            return .success(
+                try await client.getObject(bucket: location.bucket, key: key, range: nil, expected: size) { part in
+                    try part.withUnsafeReadableBytes { try file.write($0) }
+                })
+        } catch let e as VaultError where e.code == .trailingData {
+            staged.discard()
+            return .failure(e)
+        } catch {
+            staged.discard()
+            throw error
         }
     }
 

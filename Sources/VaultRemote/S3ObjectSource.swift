@@ -24,8 +24,10 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
     public let location: RemoteLocation
     /// How a block's fetch is retried.
     let policy: RetryPolicy
-    /// The listing: each envelope's size.
+    /// The listing: each envelope's size (a captured document's data file's).
     public let sizes: [DocumentID: UInt64]
+    /// The listing's captured documents: each metadata file's size.
+    public let captured: [DocumentID: UInt64]
     /// The cache's byte limit.
     public let cacheBytes: Int
     /// Groups fetched ahead of a sequential reader.
@@ -105,14 +107,17 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
     private var fetched = Transferred(requests: 0, bytes: 0)
 
     public init(
-        client: any ObjectStore, location: RemoteLocation, sizes: [DocumentID: UInt64], cacheBytes: Int = 64 << 20,
-        readAhead: Int = 2,
+        client: any ObjectStore, location: RemoteLocation, sizes: [DocumentID: UInt64],
+        captured: [DocumentID: UInt64] = [:], cacheBytes: Int = 64 << 20, readAhead: Int = 2,
         policy: RetryPolicy = .store
     ) {
         self.client = client
         self.policy = policy
         self.location = location
         self.sizes = sizes
+        self.captured = captured.filter { sizes[$0.key] != nil }
+        // A captured data file is an age file: no envelope header, its blocks counted from byte 0.
+        headerSizes = self.captured.mapValues { _ in 0 }
         self.cacheBytes = max(cacheBytes, 2 << 20)
         self.readAhead = max(0, readAhead)
         let perGroup = UInt64(self.cacheBytes / (self.readAhead + 2)) / UInt64(EnvelopeFormat.sealedChunkSize)
@@ -127,6 +132,36 @@ public final class S3ObjectSource: ObjectSource, @unchecked Sendable {
     package func input(for id: DocumentID, sequential: Bool) throws -> any EnvelopeInput {
         guard let size = sizes[id] else { throw VaultError(.notFound, "its object is not at \(location)") }
         return Input(source: self, id: id, size: size, sequential: sequential)
+    }
+
+    package func holdsCaptured(_ id: DocumentID) -> Bool { captured[id] != nil }
+
+    package func capturedMetadata(_ id: DocumentID, limit: Int) throws -> [UInt8] {
+        guard let size = captured[id] else {
+            throw VaultError(.notFound, "its metadata file is not at \(location)")
+        }
+        guard size <= UInt64(limit) else {
+            throw VaultError(.vaultDamaged, "its metadata file at \(location) is over \(limit) bytes")
+        }
+        guard size > 0 else { return [] }
+        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(size), alignment: 8)
+        defer { memory.deallocate() }
+        return try policy.runBlocking(isTransient: VaultError.isTransientStoreFailure) {
+            do {
+                let n = try client.getRange(
+                    bucket: location.bucket, key: location.capturedMetadataKey(id), range: 0...(size - 1), into: memory
+                ).wait()
+                lock.withLock {
+                    fetched.requests += 1
+                    fetched.bytes += UInt64(n)
+                }
+                return Array(UnsafeRawBufferPointer(rebasing: memory[0..<n]))
+            } catch let e as VaultError {
+                throw e
+            } catch {
+                throw VaultError(.storeUnavailable, "\(location): \(error)")
+            }
+        }
     }
 
     /// GET requests made and bytes received so far.

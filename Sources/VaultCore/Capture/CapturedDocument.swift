@@ -251,9 +251,9 @@ extension Vault {
     /// authenticates under the vault key for its id only, so nobody without the password makes
     /// an envelope look captured.
     package func holdsCaptured(_ id: DocumentID) -> Bool {
-        capturesOnly
-            || (store.source == nil
-                && FileSystem.kind(of: store.capturedMetadataPath(id), following: false) != .missing)
+        if capturesOnly { return true }
+        if let source = store.source { return source.holdsCaptured(id) }
+        return FileSystem.kind(of: store.capturedMetadataPath(id), following: false) != .missing
     }
 
     /// What the vault knows of document `id` from its object alone, authenticated under the
@@ -273,7 +273,9 @@ extension Vault {
         let what = "objects/" + CapturedDocument.metadataFileName(id)
         let bytes: [UInt8]
         do {
-            bytes = try FileSystem.readFile(store.capturedMetadataPath(id), limit: CapturedDocument.maxFileSize)
+            bytes =
+                try store.source?.capturedMetadata(id, limit: CapturedDocument.maxFileSize)
+                ?? FileSystem.readFile(store.capturedMetadataPath(id), limit: CapturedDocument.maxFileSize)
         } catch let e as VaultError where e.code == .notFound {
             throw VaultError(.notFound, "its metadata file \(what) is missing")
         }
@@ -352,13 +354,22 @@ extension Vault {
         _ = try metadata.withUnsafeBytes {
             try CapturedDocument.checkHeader($0, recipients: recipients, what: metadataName + "'s metadata")
         }
-        let file: OpenFile
-        do {
-            file = try OpenFile.openStored(store.objectPath(id))
-        } catch let e as VaultError where e.code == .notFound {
-            throw VaultError(.notFound, "its data file objects/\(id.hex).vlt is missing")
-        }
+        let file = try CapturedDataFile(vault: self, id: id)
         defer { file.close() }
+        try Self.checkCapturedData(
+            file, record: record, metadata: metadata, recipients: recipients, what: "objects/\(id.hex).vlt",
+            progress: progress)
+        return record
+    }
+
+    /// Reads the data file of captured document `record` from `file` once, in 1 MiB pieces: an age
+    /// file whose header names `recipients` (any recipients vault seals to, when nil), and with
+    /// `metadata` the pair the record names.
+    static func checkCapturedData(
+        _ file: some ByteSource, record: DocumentRecord, metadata: [UInt8], recipients: [AgeRecipient]?, what: String,
+        progress: ((UInt64) -> Void)? = nil
+    ) throws {
+        let id = record.id
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
         defer { buffer.deallocate() }
         var digest = SHA256()
@@ -367,9 +378,7 @@ extension Vault {
             let n = try file.read(into: buffer)
             if n == 0 { break }
             let piece = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
-            if size == 0 {
-                _ = try CapturedDocument.checkHeader(piece, recipients: recipients, what: "objects/\(id.hex).vlt")
-            }
+            if size == 0 { _ = try CapturedDocument.checkHeader(piece, recipients: recipients, what: what) }
             digest.update(bufferPointer: piece)
             size += UInt64(n)
             progress?(size)
@@ -380,7 +389,6 @@ extension Vault {
             throw VaultError(
                 .vaultDamaged, "\(id.hex): its sealed files are not those captured (their size or SHA-256 differs)")
         }
-        return record
     }
 }
 
@@ -397,4 +405,34 @@ extension Vault {
             try? FileSystem.remove(store.capturedMetadataPath(id))
         }
     }
+}
+
+/// A captured document's data file, read front to back: a file in `objects/`, or the store's
+/// object read in place (``ObjectSource``).
+final class CapturedDataFile: ByteSource {
+    private let input: any EnvelopeInput
+    private let file: OpenFile?
+
+    /// Document `id`'s data file, opened.
+    /// - Throws: ``VaultError/Code/notFound`` when it is not there.
+    init(vault: Vault, id: DocumentID) throws {
+        if let source = vault.store.source {
+            input = try source.input(for: id, sequential: true)
+            file = nil
+            return
+        }
+        do {
+            let f = try OpenFile.openStored(vault.store.objectPath(id))
+            (input, file) = (f, f)
+        } catch let e as VaultError where e.code == .notFound {
+            throw VaultError(.notFound, "document \(id.hex): its data file objects/\(id.hex).vlt is missing")
+        }
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int { try input.read(into: buffer) }
+
+    /// Goes back to byte `offset`.
+    func seek(to offset: UInt64) throws { try input.seek(to: offset) }
+
+    func close() { file?.close() }
 }

@@ -88,12 +88,7 @@ package final class CapturedOpening {
         record = stored.record
         metadataFile = stored.metadata
         self.metadata = metadata
-        let file: OpenFile
-        do {
-            file = try OpenFile.openStored(vault.store.objectPath(id))
-        } catch let e as VaultError where e.code == .notFound {
-            throw VaultError(.notFound, "document \(id.hex): its data file objects/\(id.hex).vlt is missing")
-        }
+        let file = try CapturedDataFile(vault: vault, id: id)
         // The pair is checked whole before any plaintext is released, through this descriptor
         // (a file put in the document's place opens with the office's identity too: nothing of
         // it must reach a pipe); the read that follows is hashed and checked again at its end.
@@ -167,11 +162,11 @@ package final class CapturedOpening {
 
 /// A file read through, every byte hashed.
 private final class HashingSource: ByteSource {
-    let file: OpenFile
+    let file: CapturedDataFile
     private(set) var digest = SHA256()
     private(set) var count: UInt64 = 0
 
-    init(_ file: OpenFile) { self.file = file }
+    init(_ file: CapturedDataFile) { self.file = file }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let n = try file.read(into: buffer)

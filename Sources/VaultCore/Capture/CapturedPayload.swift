@@ -68,7 +68,7 @@ package struct CapturedFiles: Sendable {
 /// A file changed since it was sealed is a ``VaultError/Code/vaultDamaged`` failure of that
 /// document, and a receiver, which checks the same digest, refuses the batch that carried it.
 final class CapturedDataReader: PayloadDocumentReader {
-    private let file: OpenFile
+    private let file: CapturedDataFile
     private let record: DocumentRecord
     private let metadata: [UInt8]
     private let buffer: UnsafeMutableRawBufferPointer
@@ -92,11 +92,7 @@ final class CapturedDataReader: PayloadDocumentReader {
         self.record = record
         self.metadata = metadata
         expected = record.metadata.size - UInt64(metadata.count)
-        do {
-            file = try OpenFile.openStored(vault.store.objectPath(record.id))
-        } catch let e as VaultError where e.code == .notFound {
-            throw VaultError(.notFound, "document \(record.id): its data file objects/\(record.id.hex).vlt is missing")
-        }
+        file = try CapturedDataFile(vault: vault, id: record.id)
         buffer = .allocate(byteCount: batchBytes, alignment: 64)
         if verifyFirst {
             var whole = SHA256(), length: UInt64 = 0

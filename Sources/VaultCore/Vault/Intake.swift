@@ -45,9 +45,10 @@ package final class IntakeBatch {
     package var records: [DocumentRecord] { staged.map(\.record) }
 
     /// Where each staged envelope is (in `staging/`, sealed, not fsynced: the store keeps it), with
-    /// its record: a receiver on a store sends them from there instead of committing them here.
-    package var stagedEnvelopes: [(path: String, record: DocumentRecord)] {
-        staged.map { ($0.file.temporaryPath, $0.record) }
+    /// its record and, for a document that came captured, its metadata file: a receiver on a
+    /// store sends them from there instead of committing them here.
+    package var stagedEnvelopes: [(path: String, record: DocumentRecord, metadata: String?)] {
+        staged.map { ($0.file.temporaryPath, $0.record, $0.metadata?.temporaryPath) }
     }
 
     /// Whether a document of the batch came captured (two files, ``beginCaptured(metadata:now:)``).

@@ -11,4 +11,9 @@ package protocol ObjectSource: Sendable {
     func input(for id: DocumentID, sequential: Bool) throws -> any EnvelopeInput
     /// What the objects are, for messages (`s3://BUCKET/PREFIX`).
     var name: String { get }
+    /// Whether document `id` is a captured pair (its metadata file is listed beside its data).
+    func holdsCaptured(_ id: DocumentID) -> Bool
+    /// Captured document `id`'s metadata file, whole (at most `limit` bytes).
+    /// - Throws: ``VaultError/Code/notFound`` when it is not there.
+    func capturedMetadata(_ id: DocumentID, limit: Int) throws -> [UInt8]
 }
