@@ -106,6 +106,75 @@ import VaultTestSupport
         #expect(left.count == 2 * (ids.count - 1) && !left.contains { $0.contains(one) }, "\(left)")
     }
 
+    /// A password change travels with captured pairs: the office changes it while the store holds
+    /// pairs another replica received (taken in under the retired key, sealed again), its push
+    /// carries the change with every record sealed anew, and the other replica takes it on pull.
+    // Long: one story told in order, each step on what the ones before left.
+    @Test func aPasswordChangeTravelsWithWhatCameCaptured() async throws {
+        guard SealedDeliveryCLITests.requireAge() else { return }
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("cappasswd")
+        defer { Task { await s3.shutdown() } }
+        let s = Sandbox()
+        let url = "s3://\(bucket)/office"
+        let old = ReceiverProcess.password, new = "the office's new password"
+        func env(_ password: String, _ newPassword: String? = nil) -> [String: String?] {
+            var e = S3Fixtures.env(sw)
+            e["VAULT_PASSWORD"] = password
+            e["VAULT_NEW_PASSWORD"] = newPassword
+            e["XDG_CACHE_HOME"] = s.path("cache")
+            return e
+        }
+        func run(_ vault: String, _ args: [String], _ password: String = old, new: String? = nil) -> CLIResult {
+            s.run(["--vault", s.path(vault)] + args, env: env(password, new))
+        }
+        // The office receives the station's first documents and pushes them.
+        let (_, office, token) = try CapturedDeliveryCLITests.stationAndBlindOffice(s)
+        #expect(s.run(["upload", "--to", "office"], env: ["VAULT_UPLOAD_TOKEN": token]).status == 0)
+        #expect(s.run("remove", "--delivered-to", "office").status == 0)
+        Peer.stop(office.pid)
+        #expect(run("office", ["push", url, "-q"]).status == 0)
+        // A replica of it receives the station's next two and pushes them: the office lacks them.
+        #expect(s.run(["clone", url, "--vault", s.path("b"), "-q"], env: env(old)).status == 0)
+        let replica = try ReceiverProcess(s, vault: "b", create: false)
+        let token2 = replica.addStation("desk-2")
+        #expect(s.run("destination", "add", "b", replica.url + "/batches").status == 0)
+        let later: [(name: String, bytes: [UInt8])] = [("later-1.txt", Array("the second batch, one".utf8)),
+            ("later-2.bin", [UInt8].random(300_000, seed: 62))]
+        for d in later {
+            s.write(d.name, d.bytes)
+            #expect(s.run("add", s.path(d.name)).status == 0)
+        }
+        #expect(s.run(["upload", "--to", "b"], env: ["VAULT_UPLOAD_TOKEN": token2]).status == 0)
+        Peer.stop(replica.pid)
+        #expect(run("b", ["push", "-q"]).status == 0)
+
+        // The office changes its password and pushes: it takes in the replica's pairs first.
+        let changed = run("office", ["passwd"], old, new: new)
+        #expect(changed.status == 0, "\(changed.stderr)")
+        let carried = run("office", ["push", url], new)
+        #expect(carried.status == 0, "\(carried.stderr)")
+        #expect(carried.stderr.contains("under the new password"), "\(carried.stderr)")
+        let everything = CapturedDeliveryCLITests.originals + later
+        func expectAll(_ vault: String, _ folder: String) {
+            let got = run(vault, ["get", "--all", "-o", s.path(folder), "--identity", s.path("office.key")], new)
+            #expect(got.status == 0, "\(vault): \(got.stderr)")
+            for d in everything {
+                let bytes = try? Array(Data(contentsOf: URL(fileURLWithPath: s.path("\(folder)/\(d.name)"))))
+                #expect(bytes.map(CapturedDeliveryCLITests.hex) == CapturedDeliveryCLITests.hex(d.bytes), "\(d.name)")
+            }
+            let audit = run(vault, ["audit", "--deep"], new)
+            #expect(audit.status == 0, "\(vault): \(audit.out)\(audit.stderr)")
+        }
+        expectAll("office", "at-office")
+        // A clone with the new password, and the replica taking the change on pull, open them all.
+        #expect(s.run(["clone", url, "--vault", s.path("c"), "-q"], env: env(new)).status == 0)
+        expectAll("c", "at-clone")
+        let pulled = run("b", ["pull"], old, new: new)
+        #expect(pulled.status == 0, "\(pulled.stderr)")
+        expectAll("b", "at-replica")
+        #expect(run("c", ["list"], old).status == 77)
+    }
+
     /// A pair changed on the store is not taken in by a pull, and not served in place.
     @Test func aPairChangedOnTheStoreIsRefused() async throws {
         guard SealedDeliveryCLITests.requireAge() else { return }
