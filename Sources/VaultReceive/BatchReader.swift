@@ -97,9 +97,11 @@ package struct BatchReader: PieceReader {
                 state = .sniffing(first)
                 return
             }
-            if first == Self.capturedPrefix {
-                // Kept as it came, by a receiver with or without an identity: nothing is opened.
-                var reader = CapturedPayloadReader(maxDocuments: maxDocuments)
+            if first == Self.capturedPrefix || (first.starts(with: Self.sealedPrefix) && identities.isEmpty) {
+                // Kept as it came, nothing opened: a capture-only station's batch (by any
+                // receiver), or a sealed one taken by a receiver that holds no identity.
+                var reader = CapturedPayloadReader(
+                    maxDocuments: maxDocuments, sealedLayout: first != Self.capturedPrefix)
                 state = .captured(reader)
                 try first.withUnsafeBytes { try reader.read($0, handle) }
                 state = .captured(reader)
@@ -108,10 +110,6 @@ package struct BatchReader: PieceReader {
                 return
             }
             if first.starts(with: Self.sealedPrefix) {
-                guard !identities.isEmpty else {
-                    throw VaultError(
-                        .usage, "this receiver takes no sealed batches: it was started without an age identity")
-                }
                 var reader = SealedPayloadReader(identities: identities, maxDocuments: maxDocuments, digests: digests)
                 state = .sealed(reader)
                 try first.withUnsafeBytes { try reader.read($0, handle) }
@@ -144,7 +142,16 @@ package struct BatchReader: PieceReader {
         }
     }
 
-    /// Whether the batch is a capture-only station's (its documents kept as they came).
+    /// Whether the documents are kept sealed as they came, by the ids their entries name (a
+    /// sealed batch taken without the identity): a batch sent again is the same when it names the
+    /// same ids, since its files, sealed anew for each attempt, differ.
+    package var blindSealed: Bool {
+        if case .captured(let r) = state { return r.sealedLayout }
+        return false
+    }
+
+    /// Whether the batch's documents are kept as they came (a capture-only station's, or a
+    /// sealed one taken without the identity).
     package var captured: Bool {
         switch state {
         case .captured: true

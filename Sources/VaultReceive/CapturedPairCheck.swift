@@ -1,12 +1,15 @@
 import Crypto
 import VaultCore
 
-/// What a receiver checks of one captured document as it arrives, whatever carries it (the
-/// captured JSON payload, a captured form): what can be checked without a key. Its metadata age
-/// file parses, with stanzas of the types vault seals to; its data age file's header, once it
-/// has ended, has the same stanzas; the pair is the size and SHA-256 the station declared
-/// (``CapturedDocument/digest(data:metadata:)``), which is what the receipt is signed for.
-/// Bounded: the data file's header is kept until it ends, at most ``maxHeaderBytes``.
+/// What a receiver checks of one document kept sealed as it arrives, whatever carries it (the
+/// captured JSON payload, a captured form, a sealed payload taken without the identity): what
+/// can be checked without a key. Its metadata age file parses, with stanzas of the types vault
+/// seals to; its data age file's header, once it has ended, has the same stanzas; the pair is
+/// the size and SHA-256 the station declared (``CapturedDocument/digest(data:metadata:)``), when
+/// it declared them (a sealed payload does not: the pair is then what arrived). That is what the
+/// receipt is signed for. Bounded: a metadata file of at most
+/// ``CapturedDocument/maxMetadataFileBytes``, and the data file's header, kept until it ends, at
+/// most ``maxHeaderBytes``.
 struct CapturedPairCheck {
     /// The most bytes of a data file kept until its age header has ended.
     static let maxHeaderBytes = 1 << 20
@@ -33,12 +36,15 @@ struct CapturedPairCheck {
     /// Takes the metadata age file: an age file vault seals, shorter than the pair.
     mutating func metadata(_ file: [UInt8]) throws {
         let what = "document \(document)'s metadata"
+        guard file.count <= CapturedDocument.maxMetadataFileBytes else {
+            throw VaultError(.headerMalformed, "\(what) is over \(CapturedDocument.maxMetadataFileBytes) bytes")
+        }
         do {
             stanzas = try file.withUnsafeBytes {
                 try CapturedDocument.headerStanzas($0, complete: true, what: what)!.types
             }
         } catch { throw VaultError(.headerMalformed, VaultError.from(error).message) }
-        guard UInt64(file.count) < header.size ?? 0 else {
+        guard header.size.map({ UInt64(file.count) < $0 }) ?? true else {
             throw VaultError(.digestMismatch, "document \(document): its files are longer than the size it names")
         }
         metadata = file
@@ -53,7 +59,7 @@ struct CapturedPairCheck {
             try checkDataHeader(complete: false)
         }
         size += UInt64(bytes.count)
-        if size + UInt64(metadata.count) > header.size ?? 0 {
+        if let declared = header.size, size + UInt64(metadata.count) > declared {
             throw VaultError(
                 .digestMismatch,
                 "document \(document): its files are longer than the \(header.size ?? 0) bytes it names")
@@ -68,7 +74,7 @@ struct CapturedPairCheck {
         if check.headerBytes != nil { try check.checkDataHeader(complete: true) }
         let sha = CapturedDocument.digest(data: digest, metadata: metadata)
         let total = size + UInt64(metadata.count)
-        guard total == header.size, sha == header.sha256 else {
+        guard header.size.map({ $0 == total }) ?? true, header.sha256.map({ $0 == sha }) ?? true else {
             throw VaultError(
                 .digestMismatch, "document \(document): its files are not the size and SHA-256 its entry names")
         }

@@ -5,16 +5,22 @@ import VaultCore
 /// each `Metadata` and `Data` an age file in base64, sealed at capture to the office's recipients.
 /// Nothing is opened, whether or not the receiver holds an identity: each pair is checked as
 /// far as it can be without a key (``CapturedPairCheck``), which is what the receipt is signed for.
+/// With ``sealedLayout``, a sealed payload (`{"Sealed":…,"Files":[{"Id":…,"Metadata":…,"Data":…},…]}`)
+/// read by a receiver that holds no identity: each document is kept as such a pair.
 ///
 /// Events: `.begin` (the header's `captured` is the metadata file, `size` and `sha256` the
 /// pair's), `.data` with the data file's bytes as they decode, `.end` with the pair's size and
 /// digest. Bounded: a metadata file of at most ``maxMetadataBytes`` of base64, and the data
 /// file's header (``CapturedPairCheck/maxHeaderBytes``).
 package struct CapturedPayloadReader {
-    /// The most base64 a `Metadata` value may take (a station's metadata files are at most 1 MiB).
-    package static let maxMetadataBytes = 1_400_000
+    /// The most base64 a `Metadata` value may take (``CapturedDocument/maxMetadataFileBytes``).
+    package static let maxMetadataBytes = (CapturedDocument.maxMetadataFileBytes + 2) / 3 * 4
     private let maxDocuments: Int
+    /// The sealed payload's layout (docs/EXPORT.md, "Sealed payloads"), taken by a receiver
+    /// without the identity: no declared size or SHA-256, the pair is what arrives.
+    package let sealedLayout: Bool
     private static let prologue = Array(#"{"Captured":"age-encryption.org/v1","Files":["#.utf8)
+    private static let sealedPrologue = Array(#"{"Sealed":"age-encryption.org/v1","Files":["#.utf8)
     private static let idOpen = Array(#"{"Id":""#.utf8)
     private static let sizeOpen = Array(#"","Size":"#.utf8)
     private static let shaOpen = Array(#","SHA256":""#.utf8)
@@ -41,7 +47,11 @@ package struct CapturedPayloadReader {
     /// Documents whose end was read.
     package private(set) var documents = 0
 
-    package init(maxDocuments: Int) { self.maxDocuments = maxDocuments }
+    /// A reader of at most `maxDocuments` documents; with `sealedLayout`, of a sealed payload.
+    package init(maxDocuments: Int, sealedLayout: Bool = false) {
+        self.maxDocuments = maxDocuments
+        self.sealedLayout = sealedLayout
+    }
 
     /// Reads the next piece of the body, calling `handle` for what it completes.
     /// - Throws: `header-malformed` for bytes that are not the layout or a file that is not an
@@ -52,7 +62,8 @@ package struct CapturedPayloadReader {
         var i = 0
         while i < bytes.count {
             switch step {
-            case .prologue: i = try literal(Self.prologue, bytes, i, next: .between)
+            case .prologue:
+                i = try literal(sealedLayout ? Self.sealedPrologue : Self.prologue, bytes, i, next: .between)
             case .between:
                 let b = bytes[i]
                 if ending {
@@ -154,7 +165,7 @@ package struct CapturedPayloadReader {
         header = PayloadReader.Header(id: id)
         header.sealed = true
         token = []
-        step = .sizeOpen
+        step = sealedLayout ? .metadataOpen : .sizeOpen
     }
 
     private mutating func takeSize(at i: Int) throws {

@@ -127,7 +127,9 @@ package struct FormReader {
                 if part.filename != nil {
                     guard !identities.isEmpty else {
                         throw VaultError(
-                            .usage, "this receiver takes no sealed batches: it was started without an age identity")
+                            .usage,
+                            "a sealed form's manifest opens only with the receiver's identity, and this receiver "
+                                + "holds none: send sealed batches to it by json or tus (it keeps them sealed)")
                     }
                     sealed = true
                 }

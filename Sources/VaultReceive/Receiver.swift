@@ -204,7 +204,6 @@ public final class Receiver: Sendable {
         home: any OfficeHome, identity: ReceiverIdentity, limits: Limits, identities: [AgeIdentity],
         requireSealed: Bool, lock: OpenFile?, first: OfficeChange?
     ) throws {
-        precondition(!requireSealed || !identities.isEmpty, "internal error: sealed only, with no identity")
         var state = State()
         if let first { Self.take(first, into: &state) }
         if !state.problems.isEmpty { throw Self.untrusted(state.problems) }

@@ -31,6 +31,11 @@ package struct UploadJournal: Codable, Sendable {
         package var confirmedAt: String?
         /// What the server holds of the batch so far, in the protocol's terms.
         package var wire = WireState.none
+        /// A sealed batch to a destination that signs receipts: each attempt's sealed files, as
+        /// a receiver that keeps them sealed names them in its receipt — per attempt, each
+        /// document's `<SHA-256 hex>:<size>` in order (``PayloadSealing/sealedPair(_:)``). Kept,
+        /// so that a receipt answered again for an earlier attempt is checked too.
+        package var sealedPairs: [[String]] = []
 
         init(documents: [DocumentID], bytes: UInt64, status: BatchStatus, attempts: Int, key: String) {
             (self.documents, self.bytes, self.status, self.attempts, self.key) = (
@@ -43,7 +48,7 @@ package struct UploadJournal: Codable, Sendable {
         // resume, and read back into the one case they describe.
         enum CodingKeys: String, CodingKey {
             case documents, bytes, status, attempts, key, httpStatus, confirmedAt
-            case tusURL, tusOffset, s3Key, s3UploadID, s3PartSize, s3Parts
+            case tusURL, tusOffset, s3Key, s3UploadID, s3PartSize, s3Parts, sealedPairs
         }
 
         package init(from decoder: any Decoder) throws {
@@ -55,6 +60,7 @@ package struct UploadJournal: Codable, Sendable {
             key = try c.decode(String.self, forKey: .key)
             httpStatus = try c.decodeIfPresent(Int.self, forKey: .httpStatus)
             confirmedAt = try c.decodeIfPresent(String.self, forKey: .confirmedAt)
+            sealedPairs = try c.decodeIfPresent([[String]].self, forKey: .sealedPairs) ?? []
             if let url = try c.decodeIfPresent(String.self, forKey: .tusURL) {
                 wire = .tus(url: url, offset: try c.decodeIfPresent(UInt64.self, forKey: .tusOffset) ?? 0)
             } else if let id = try c.decodeIfPresent(String.self, forKey: .s3UploadID),
@@ -76,6 +82,7 @@ package struct UploadJournal: Codable, Sendable {
             try c.encode(key, forKey: .key)
             try c.encodeIfPresent(httpStatus, forKey: .httpStatus)
             try c.encodeIfPresent(confirmedAt, forKey: .confirmedAt)
+            if !sealedPairs.isEmpty { try c.encode(sealedPairs, forKey: .sealedPairs) }
             switch wire {
             case .none: break
             case .tus(let url, let offset):

@@ -14,9 +14,12 @@ extension Uploader {
     /// (``recordConfirmedBatches(in:)``).
     /// The receipt `body` holds for batch `i`, checked, when the destination signs receipts:
     /// signed by its key, for this batch's key, naming exactly its documents (SHA-256 and size,
-    /// in order). Nil when it does not sign receipts.
+    /// in order) or, from a receiver that kept a sealed batch sealed, its sealed files (returned
+    /// as ``HistoryRecord/sealed`` gives them). Nil when it does not sign receipts.
     /// - Throws: ``VaultError/Code/uploadRejected`` when the receipt is missing or not right.
-    func checkReceipt(_ i: Int, _ answered: [UInt8], sealing: PayloadSealing?) throws -> String? {
+    func checkReceipt(
+        _ i: Int, _ answered: [UInt8], sealing: PayloadSealing?
+    ) throws -> (receipt: String, sealed: [String]?)? {
         guard let key = receiptKey else { return nil }
         let n = journal.batches.count
         func refused(_ why: String) -> VaultError {
@@ -46,15 +49,31 @@ extension Uploader {
         // The payload names each document's id unless it is the strings shape; the receipt then
         // must name the same ids.
         let named = options.wire.name == .form || options.shape == .objects
-        guard answer.receipt.documents.count == docs.count,
-            zip(answer.receipt.documents, docs).allSatisfy({
-                $0.sha256 == $1.metadata.sha256 && $0.size == $1.metadata.size && (!named || $0.id == $1.id)
-            })
-        else { throw refused("the receipt names other documents than the batch's") }
-        return String(decoding: body, as: UTF8.self)
+        let signed = answer.receipt.documents
+        let pairs = signed.map { "\(Hex.encode($0.sha256)):\($0.size)" }
+        let byContents =
+            signed.count == docs.count
+            && zip(signed, docs).allSatisfy({ $0.sha256 == $1.metadata.sha256 && $0.size == $1.metadata.size })
+        // A receiver that kept a sealed batch sealed signs one attempt's sealed files.
+        let bySealedFiles = !byContents && journal.batches[i].sealedPairs.contains(pairs)
+        guard byContents || bySealedFiles, !named || zip(signed, docs).allSatisfy({ $0.id == $1.id }) else {
+            throw refused("the receipt names other documents than the batch's")
+        }
+        return (String(decoding: body, as: UTF8.self), bySealedFiles ? pairs : nil)
     }
 
-    func confirm(_ i: Int, status: Int, duplicate: Bool, receipt: String? = nil) throws {
+    /// Keeps the sealed files an attempt at batch `i` sent whole (``PayloadSealing/notesPairs``),
+    /// before its answer is acted on: a receipt for them, now or answered again later, is
+    /// checked against them.
+    func noteSealedPairs(_ i: Int, _ sealing: PayloadSealing?) throws {
+        guard let sealing, sealing.notesPairs else { return }
+        let pairs = journal.batches[i].documents.map(sealing.sealedPair)
+        guard pairs.allSatisfy({ $0 != nil }) else { return }
+        journal.batches[i].sealedPairs.append(pairs.map { "\(Hex.encode($0!.sha256)):\($0!.size)" })
+        try journal.save(to: vault)
+    }
+
+    func confirm(_ i: Int, status: Int, duplicate: Bool, receipt: (receipt: String, sealed: [String]?)? = nil) throws {
         journal.batches[i].status = .complete
         journal.batches[i].confirmedAt = UTCTime(Date()).iso8601
         journal.batches[i].httpStatus = status
@@ -68,7 +87,7 @@ extension Uploader {
             documents, at: identity,
             detail: UploadJournals.deliveryDetail(
                 run: journal.runId, batch: i + 1, of: journal.batches.count, status: status, duplicate: duplicate),
-            receipt: receipt)
+            receipt: receipt?.receipt, sealed: receipt?.sealed)
         PausePoint.reached("upload.delivery-recorded")
         sent.documents += documents.count
         sent.batches += 1

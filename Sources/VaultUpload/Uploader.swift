@@ -316,9 +316,11 @@ public final class Uploader: @unchecked Sendable {
                 PausePoint.reached("upload.attempt")
                 let a = try begin(index: i, attempt: attempt)
                 sealing = a.format.sealing
-                action = attempts.take(.answered(try await sender.attempt(a)))
+                let outcome = try await sender.attempt(a)
+                try noteSealedPairs(i, sealing)
+                action = attempts.take(.answered(outcome))
             case .confirm(let status, let duplicate, let body):
-                let receipt: String?
+                let receipt: (receipt: String, sealed: [String]?)?
                 do {
                     receipt = try checkReceipt(i, body, sealing: sealing)
                 } catch {
@@ -371,6 +373,8 @@ public final class Uploader: @unchecked Sendable {
         let proof =
             try key.map { try UploadJournal.batchProof(vault: vault, key: $0) } ?? UploadJournal.placeholderProof
         let sealing = PayloadSealing(recipients: options.recipients, batchProof: proof)
+        // A receiver without the identity signs for the sealed files: they are noted as they go.
+        sealing.notesPairs = receiptKey != nil
         switch plain {
         case .json: return .sealed(sealing)
         case .raw(let framing): return .raw(framing.sealed(sealing))

@@ -205,7 +205,8 @@ import VaultTestSupport
         var forged = try Array(Data(contentsOf: URL(fileURLWithPath: s.path("forged.age"))))
         forged += [UInt8](repeating: 0, count: max(0, original.count - forged.count))
         _ = try await s3.putObject(
-            bucket: bucket, key: key, body: Array(forged.prefix(original.count)), contentType: "application/octet-stream")
+            bucket: bucket, key: key, body: Array(forged.prefix(original.count)),
+            contentType: "application/octet-stream")
 
         let inPlace = s.run(
             ["--vault", url, "get", victim, "-o", s.path("leak"), "--identity", s.path("office.key")], env: env)

@@ -232,17 +232,19 @@ import VaultTestSupport
         #expect(receiver.log.contains("protocol=form result=200") && receiver.log.contains("protocol=json result=200"))
         // The json batch was counted with its receipt (the destination signs them).
         #expect(s.run("log", "--json").out.contains("\"receipt\""))
-        // A receiver without the identity: a sealed batch is 415 (it cannot be read); a station
-        // sealing to someone else gets 422 from one that has an identity.
+        // A receiver without the identity keeps a sealed batch sealed (BlindReceiverCLITests); a
+        // station sealing to someone else gets 422 from one that has an identity.
         let plain = try ReceiverProcess(s, vault: "plain")
         let plainToken = plain.addStation("station-1")
-        let refused = s.run(
+        let kept = s.run(
             [
                 "upload", "--url", plain.url + "/batches", "--all", "--new-run", "--recipient", recipient, "--retries",
                 "0"
             ],
             env: ["VAULT_UPLOAD_TOKEN": plainToken])
-        #expect(refused.status != 0 && refused.stderr.contains("415"), "\(refused.stderr)")
+        #expect(kept.status == 0, "\(kept.stderr)")
+        #expect(plain.documents.count == Self.documents.count)
+        #expect(plain.documents.allSatisfy { $0["name"] as? String == "(sealed)" })
         #expect(s.shell("age-keygen -o stranger.key 2>/dev/null").status == 0)
         let strangerKey = try Self.recipient(s, "stranger.key")
         // To the destination's URL, its recipients seal the batch too, whatever else is named.

@@ -63,6 +63,14 @@ struct HistoryRecordTests {
             destinations: ["https://example.invalid:8443/batches", ""], detail: "")
         odd.anomalies = [.init(code: "log-torn", message: "ends \"inside\""), .init(code: "x", message: "")]
         odd.timeMillis = -5
+        // An upload whose receipt signs sealed files: the receipt and the pairs beside it.
+        var sealed = HistoryRecord(
+            .upload,
+            documents: [.init(id: Self.someID, name: "n", sha256: String(repeating: "0f", count: 32), size: 1)])
+        sealed.receipt = #"{"receipt":{},"signature":"x"}"#
+        sealed.sealed = [String(repeating: "ab", count: 32) + ":4711"]
+        var noPairs = sealed
+        noPairs.sealed = []
         let records = [
             HistoryRecord(.`init`, detail: "argon2id", now: Date(timeIntervalSince1970: 1_767_225_600.123)),
             HistoryRecord(
@@ -73,7 +81,7 @@ struct HistoryRecordTests {
                         sha256: String(repeating: "0f", count: 32), size: UInt64($0) * 1_000_003)
                 }),
             HistoryRecord(.remove, outcome: .failed, documents: []),
-            odd
+            odd, sealed, noPairs
         ]
         for r in records {
             let bytes = r.json()

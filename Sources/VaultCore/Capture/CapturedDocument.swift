@@ -30,8 +30,9 @@ package enum CapturedDocument {
     /// The most bytes a metadata file may have (a record and a metadata age file to at most 20
     /// hybrid recipients are far less).
     static let maxFileSize = 1 << 20
-    /// The most bytes a metadata age file may have (what a receiver takes of one).
-    package static let maxMetadataFileBytes = maxFileSize
+    /// The most bytes a metadata age file may have (what a receiver takes of one): half a
+    /// metadata file's, so that the record and its framing always fit beside it.
+    package static let maxMetadataFileBytes = maxFileSize / 2
 
     /// A metadata file: ``magic``, ``version``, the length of the station's record (4 bytes,
     /// big-endian), the record sealed under the vault key (what makes the captured document the

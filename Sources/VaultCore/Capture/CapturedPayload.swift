@@ -17,7 +17,8 @@ package struct CapturedFiles: Sendable {
 
     /// The lengths of `records`' metadata files, each read and its record authenticated. A file
     /// that does not read is left out: its document fails when the producer reaches it, with the
-    /// reason, as a damaged envelope does (and `--skip-bad` goes on without it).
+    /// reason, as a damaged envelope does (and an upload that skips damaged documents goes on
+    /// without it).
     package init(vault: Vault, records: [DocumentRecord]) {
         var lengths: [DocumentID: Int] = [:]
         for r in records {

@@ -385,9 +385,14 @@ extension Vault {
                 answer.isSigned(by: requirement.publicKey),
                 answer.receipt.documents.count == r.documents.count
             else { continue }
-            for (d, s) in zip(r.documents, answer.receipt.documents)
-            where Hex.encode(s.sha256) == d.sha256 && s.size == d.size && signed[d.id] == nil {
-                signed[d.id] = position
+            // Each document by its contents, or, for a sealed batch a receiver kept sealed, by the
+            // sealed pair the upload recorded beside it.
+            let sealed = r.sealed?.count == r.documents.count ? r.sealed! : nil
+            for (k, (d, s)) in zip(r.documents, answer.receipt.documents).enumerated() where signed[d.id] == nil {
+                let pair = "\(Hex.encode(s.sha256)):\(s.size)"
+                if (Hex.encode(s.sha256) == d.sha256 && s.size == d.size) || sealed?[k] == pair {
+                    signed[d.id] = position
+                }
             }
         }
         return signed

@@ -1,3 +1,4 @@
+import Crypto
 import Dispatch
 
 /// A document that failed while its entry was being produced, with the payload offset where
@@ -340,6 +341,7 @@ package final class PayloadProducer {
                         encoder.finish(into: UnsafeMutableRawBufferPointer(rebasing: buffer[fill...])), at: fill,
                         in: buffer)
                     openedBefore += reader.openedChunks
+                    notePair(record)
                     if case .captured = format {
                         // The pair's size counts its metadata file too, sent in the head.
                         let rest = record.metadata.size - verifiedOfDocument
@@ -402,7 +404,7 @@ package final class PayloadProducer {
             if let sealing = format.sealing {
                 let sealer = try AgeFileSealer(
                     keying: sealing.keying(.data(record.id)), plaintextSize: record.metadata.size, threads: threads)
-                encoder.seal(with: sealer, scratch: scratch)
+                encoder.seal(with: sealer, scratch: scratch, hashing: sealing.notesPairs)
             }
         } catch {
             throw DocumentFailure(record: record, error: VaultError.from(error), startOffset: entryStart)
@@ -414,6 +416,16 @@ package final class PayloadProducer {
 }
 
 extension PayloadProducer {
+    /// Notes `record`'s sealed pair with the sealing, when it asks (``PayloadSealing/notesPairs``):
+    /// its data file as it went out, and its metadata file (the sealing's, so the head's bytes).
+    private func notePair(_ record: DocumentRecord) {
+        guard case .sealed(let sealing) = format, sealing.notesPairs, let data = encoder.sealedFile else { return }
+        let metadata = sealing.sealWhole(sealing.metadata(record), slot: .metadata(record.id))
+        sealing.notePair(
+            record.id, size: encoder.sealedBytes + UInt64(metadata.count),
+            sha256: CapturedDocument.digest(data: data, metadata: metadata))
+    }
+
     /// Starts a captured document: its metadata file is read (its record authenticated, and the
     /// same as the batch's) for the head, and its data file opened at chunk group `fromChunk`.
     private func startCaptured(_ record: DocumentRecord, fromChunk: UInt64) throws {
@@ -450,16 +462,30 @@ private struct DataCoder {
     private var sealer: AgeFileSealer?
     private var scratch: UnsafeMutableRawBufferPointer?
     private var prefixDone = true
+    /// The sealed file's bytes so far, hashed when asked (``seal(with:scratch:hashing:)``).
+    private var sealedDigest: SHA256?
+    private(set) var sealedBytes: UInt64 = 0
 
     init(format: PayloadFormat, threads: Int) {
         base64 = format.encodesBase64 ? Base64StreamEncoder(threads: threads) : nil
     }
 
     /// Seals the document's plaintext with `sealer`; sealed chunks wait in `scratch` for base64.
-    mutating func seal(with sealer: AgeFileSealer, scratch: UnsafeMutableRawBufferPointer?) {
+    /// With `hashing`, the sealed file is hashed as it goes (``sealedFile``).
+    mutating func seal(with sealer: AgeFileSealer, scratch: UnsafeMutableRawBufferPointer?, hashing: Bool = false) {
         self.sealer = sealer
         self.scratch = scratch
         prefixDone = false
+        sealedDigest = hashing ? SHA256() : nil
+    }
+
+    /// The SHA-256 of the sealed file so far, when hashed.
+    var sealedFile: SHA256? { sealedDigest }
+
+    private mutating func hashSealed(_ bytes: UnsafeRawBufferPointer) {
+        guard sealedDigest != nil else { return }
+        sealedDigest!.update(bufferPointer: bytes)
+        sealedBytes += UInt64(bytes.count)
     }
 
     /// Bytes as the payload carries them (base64, or as they are).
@@ -475,7 +501,10 @@ private struct DataCoder {
     private mutating func prefix(into output: UnsafeMutableRawBufferPointer) -> Int {
         guard !prefixDone, let sealer else { return 0 }
         prefixDone = true
-        return sealer.prefix.withUnsafeBytes { put($0, into: output) }
+        return sealer.prefix.withUnsafeBytes {
+            hashSealed($0)
+            return put($0, into: output)
+        }
     }
 
     /// When sealing: the job the reader runs on each chunk of the next batch as it verifies
@@ -495,7 +524,11 @@ private struct DataCoder {
         let rest = UnsafeMutableRawBufferPointer(rebasing: output[n...])
         guard let sealer else { return n + put(input, into: rest) }
         let sealed = sealer.sealedByJob(input.count)
-        guard let scratch else { return n + sealed }  // sealed in place
+        guard let scratch else {  // sealed in place
+            hashSealed(UnsafeRawBufferPointer(rebasing: rest[0..<sealed]))
+            return n + sealed
+        }
+        hashSealed(UnsafeRawBufferPointer(rebasing: scratch[0..<sealed]))
         return n + put(UnsafeRawBufferPointer(rebasing: scratch[0..<sealed]), into: rest)
     }
 
@@ -504,11 +537,14 @@ private struct DataCoder {
         if let sealer {
             if let scratch {
                 let sealed = sealer.finish(into: scratch)
+                hashSealed(UnsafeRawBufferPointer(rebasing: scratch[0..<sealed]))
                 n += put(
                     UnsafeRawBufferPointer(rebasing: scratch[0..<sealed]),
                     into: UnsafeMutableRawBufferPointer(rebasing: output[n...]))
             } else {
-                n += sealer.finish(into: UnsafeMutableRawBufferPointer(rebasing: output[n...]))
+                let sealed = sealer.finish(into: UnsafeMutableRawBufferPointer(rebasing: output[n...]))
+                hashSealed(UnsafeRawBufferPointer(rebasing: output[n..<n + sealed]))
+                n += sealed
             }
         }
         if base64 != nil { n += base64!.finish(into: UnsafeMutableRawBufferPointer(rebasing: output[n...])) }

@@ -41,6 +41,22 @@ package final class PayloadSealing: @unchecked Sendable {
 
     private let lock = NIOLock()
     private var keyings: [Slot: AgeFileKeying] = [:]
+    private var pairs: [DocumentID: Receipt.Document] = [:]
+
+    /// Whether a producer of this sealing notes each document's sealed files as they go out
+    /// (``sealedPair(_:)``): what a receiver without the identity keeps, and signs for. Costs a
+    /// SHA-256 of the sealed data; on for an upload whose destination signs receipts.
+    package var notesPairs = false
+
+    /// Notes document `id`'s sealed pair as it went out (a producer does, with ``notesPairs``).
+    func notePair(_ id: DocumentID, size: UInt64, sha256: [UInt8]) {
+        lock.withLock { pairs[id] = Receipt.Document(id: id, sha256: sha256, size: size) }
+    }
+
+    /// Document `id`'s sealed pair, as a receiver that keeps it sealed sees it: the size and
+    /// SHA-256 (``CapturedDocument/digest(data:metadata:)``) of its data and metadata age files,
+    /// once a producer of this sealing sent it whole; nil before.
+    package func sealedPair(_ id: DocumentID) -> Receipt.Document? { lock.withLock { pairs[id] } }
 
     /// A sealing to `recipients` (at least one), with the batch's proof when it has one.
     package init(recipients: [AgeRecipient], batchProof: [UInt8]? = nil) {

@@ -128,6 +128,10 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
     /// `upload` to a destination that signs receipts: the receiver's signed receipt for the
     /// batch, as it answered (`{"receipt":…,"signature":…}`, docs/FORMAT.md "Receipts").
     package var receipt: String?
+    /// `upload` of a sealed batch whose receipt signs its sealed files (a receiver that kept them
+    /// sealed, without the identity): each document's `<SHA-256 hex>:<size>` of its sealed pair,
+    /// in the order of ``documents``, as the upload sent them and the receipt names them.
+    package var sealed: [String]?
 
     /// A record of `operation` now, on this host.
     package init(
@@ -146,6 +150,7 @@ package struct HistoryRecord: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case operation = "op", timeMillis = "time", host, outcome, documents, destinations, detail, anomalies, receipt
+        case sealed
     }
 
     /// Where a destination URL may be recorded: scheme, host, port and path, nothing else.
@@ -352,6 +357,15 @@ extension HistoryRecord {
         key("op"); string(operation.rawValue)
         key("outcome"); string(outcome.rawValue)
         if let receipt { key("receipt"); string(receipt) }
+        if let sealed {
+            key("sealed")
+            o.append(0x5B)
+            for (i, p) in sealed.enumerated() {
+                if i > 0 { o.append(0x2C) }
+                string(p)
+            }
+            o.append(0x5D)
+        }
         key("time"); number(timeMillis)
         o.append(0x7D)
     }

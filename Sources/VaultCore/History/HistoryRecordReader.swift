@@ -62,6 +62,18 @@ package struct HistoryRecordReader {
             guard let r = string() else { return nil }
             receipt = r
         }
+        var sealed: [String]?
+        if literal(",\"sealed\":[") {
+            var pairs: [String] = []
+            if !literal("]") {
+                repeat {
+                    guard let p = string() else { return nil }
+                    pairs.append(p)
+                } while literal(",")
+                guard literal("]") else { return nil }
+            }
+            sealed = pairs
+        }
         guard literal(",\"time\":"),
               let time = integer(negative: true),
               literal("}"),
@@ -78,6 +90,7 @@ package struct HistoryRecordReader {
         record.host = host
         record.anomalies = anomalies
         record.receipt = receipt
+        record.sealed = sealed
         return record
     }
 

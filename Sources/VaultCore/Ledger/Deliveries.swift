@@ -176,15 +176,18 @@ extension Vault {
     }
 
     /// ``recordDelivery(_:to:detail:now:)`` at an identity known already (an upload journal's).
-    /// - Parameter receipt: the receiver's signed receipt for the batch, kept in the record.
+    /// - Parameters:
+    ///   - receipt: the receiver's signed receipt for the batch, kept in the record.
+    ///   - sealed: the sealed pairs it signs, when it signs those (``HistoryRecord/sealed``).
     package func recordDelivery(
         _ documents: [DocumentRecord], at identity: DestinationIdentity, detail: String, receipt: String? = nil,
-        now: Date = Date()
+        sealed: [String]? = nil, now: Date = Date()
     ) throws {
         var record = HistoryRecord(
             .upload, documents: documents.map(HistoryRecord.Document.init), destinations: [identity.value],
             detail: detail, now: now)
         record.receipt = receipt
+        record.sealed = sealed
         try appendToHistory(record)
     }
 

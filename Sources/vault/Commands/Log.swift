@@ -80,6 +80,8 @@ extension VaultCommand {
                 var anomalies: [HistoryRecord.Anomaly]?
                 /// An `upload` to a destination that signs receipts: the receipt, as answered.
                 var receipt: String?
+                /// The sealed pairs the receipt names, when a receiver kept the batch sealed.
+                var sealed: [String]?
             }
             var head: String
             var records: [Record]
@@ -123,7 +125,7 @@ extension VaultCommand {
                                     documents: r.documents,
                                     destinations: r.destinations,
                                     detail: OperatorChange.of(r)?.shownDetail ?? r.detail, anomalies: r.anomalies,
-                                    receipt: r.receipt)
+                                    receipt: r.receipt, sealed: r.sealed)
                             }, findings: findings)))
             } else {
                 let width = FittedTable.stdoutWidth
@@ -234,7 +236,7 @@ extension VaultCommand {
                                     time: JSONOutput.iso(millis: r.timeMillis), timeMillis: r.timeMillis, host: r.host,
                                     outcome: r.outcome.rawValue, documents: r.documents, destinations: r.destinations,
                                     detail: OperatorChange.of(r)?.shownDetail ?? r.detail, anomalies: r.anomalies,
-                                    receipt: r.receipt)
+                                    receipt: r.receipt, sealed: r.sealed)
                             }, findings: [])))
                 return
             }

@@ -103,12 +103,13 @@ extension VaultCommand.Receive {
         @Option(
             name: .customLong("identity"),
             help: ArgumentHelp(
-                "Take batches sealed to this age identity (vault keygen's or age-keygen's file); repeatable.",
+                "Open batches sealed to this age identity (vault keygen's or age-keygen's file; without one, "
+                    + "sealed batches are kept sealed as they came); repeatable.",
                 valueName: "file"),
             completion: .file())
         var identities: [String] = []
 
-        @Flag(help: "Refuse plaintext batches (415): with --identity, documents arrive sealed or not at all.")
+        @Flag(help: "Refuse plaintext batches (415): documents arrive sealed or not at all.")
         var requireSealed = false
 
         @Option(
@@ -148,7 +149,6 @@ extension VaultCommand.Receive {
                 guard maxDocuments >= 1 else { throw VaultError(.usage, "--max-documents must be at least 1") }
                 limits.documents = maxDocuments
             }
-            if requireSealed && identities.isEmpty { throw VaultError(.usage, "--require-sealed needs --identity") }
             let ageIdentities = try AgeIdentityFiles.read(identities)
             let receiver = try await options.receiver(
                 serving: true, limits: limits, identities: ageIdentities, requireSealed: requireSealed)
