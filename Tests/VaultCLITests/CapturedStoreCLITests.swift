@@ -106,6 +106,66 @@ import VaultTestSupport
         #expect(left.count == 2 * (ids.count - 1) && !left.contains { $0.contains(one) }, "\(left)")
     }
 
+    /// The attack of CaptureAttackCLITests on the store: 100 documents (odd names, tags, one of
+    /// 50 MB) captured and taken by a receiver serving a store; with the store's every object and
+    /// the office's password, no 32-byte window of any document is found and nothing opens
+    /// without the identity; with it, a clone opens every document byte for byte.
+    @Test func aStoreHoldsNoWindowOfAHundredCapturedDocuments() async throws {
+        guard SealedDeliveryCLITests.requireAge() else { return }
+        let (sw, s3, bucket) = try await S3Fixtures.freshBucket("capattack")
+        defer { Task { await s3.shutdown() } }
+        let s = Sandbox()
+        let url = "s3://\(bucket)/office"
+        var env = S3Fixtures.env(sw)
+        env["VAULT_PASSWORD"] = ReceiverProcess.password
+        env["XDG_CACHE_HOME"] = s.path("cache")
+        #expect(s.shell("age-keygen -o office.key 2>/dev/null").status == 0)
+        s.write("office.recipients", Array("\(try SealedDeliveryCLITests.recipient(s, "office.key"))\n".utf8))
+        #expect(s.run("init", "--kdf", "insecure-test", "--capture-for", s.path("office.recipients")).status == 0)
+        let docs = try CaptureAttackCLITests.documents(s)
+        #expect(s.run("add", "-r", s.path("in"), "--tag", "scanned").status == 0)
+        #expect(CaptureAttackCLITests.writeWindows(s, docs) > 40_000)
+        #expect(CaptureAttackCLITests.filesHoldingWindows(s, "in").count == 100)
+
+        #expect(s.run(["init", "--vault", s.path("setup"), "--kdf", "insecure-test"], env: env).status == 0)
+        #expect(s.run(["--vault", s.path("setup"), "push", url, "-q"], env: env).status == 0)
+        let token = s.run(["receive", "--vault", url, "station", "add", "desk"], env: env).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let receiver = try ReceiverProcess(s, vault: "r", location: url, environment: env)
+        let up = s.run(["upload", "--url", receiver.url + "/batches"], env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(up.status == 0, "\(up.stderr)")
+        Peer.stop(receiver.pid)
+
+        let keys = try await s3.listObjects(bucket: bucket, prefix: "office/", pageSize: 1000).map(\.key)
+        #expect(keys.filter { $0.hasSuffix(".meta.vlt") }.count == 100)
+        try FileManager.default.createDirectory(atPath: s.path("store-copy"), withIntermediateDirectories: true)
+        for k in keys {
+            let bytes = try await s3.object(bucket: bucket, key: k)
+            try Data(bytes).write(
+                to: URL(fileURLWithPath: s.path("store-copy/" + k.replacingOccurrences(of: "/", with: "_"))))
+        }
+        #expect(CaptureAttackCLITests.filesHoldingWindows(s, "store-copy") == [], "the store")
+        let listed = s.run(["--vault", url, "list", "--json"], env: env)
+        let ids = ((try? JSONSerialization.jsonObject(with: Data(listed.stdout))) as? [[String: Any]] ?? [])
+            .compactMap { $0["id"] as? String }
+        #expect(ids.count == 100)
+        for id in ids.prefix(3) {
+            let r = s.run(["--vault", url, "get", id, "-o", s.path("stolen-\(id)")], env: env)
+            #expect(r.status == 64, "\(r.stderr)")
+        }
+        #expect(s.run(["clone", url, "--vault", s.path("copy"), "-q"], env: env).status == 0)
+        #expect(CaptureAttackCLITests.filesHoldingWindows(s, "copy") == [], "a clone of the store")
+        let got = s.run(
+            ["--vault", s.path("copy"), "get", "--all", "-o", s.path("opened"), "--identity", s.path("office.key")],
+            env: env)
+        #expect(got.status == 0, "\(got.stderr)")
+        for d in docs {
+            // `add -r in` names each document by its path under `in`.
+            let opened = try? Array(Data(contentsOf: URL(fileURLWithPath: s.path("opened/" + d.path.dropFirst(3)))))
+            #expect(opened.map(CapturedDeliveryCLITests.hex) == CapturedDeliveryCLITests.hex(d.bytes), "\(d.path)")
+        }
+    }
+
     /// A password change travels with captured pairs: the office changes it while the store holds
     /// pairs another replica received (taken in under the retired key, sealed again), its push
     /// carries the change with every record sealed anew, and the other replica takes it on pull.
