@@ -131,7 +131,8 @@ package struct BatchReader: PieceReader {
 
     /// The refusal of a plaintext batch by a receiver that takes sealed ones only (415).
     static let notSealed = VaultError(
-        .usage, "this receiver takes sealed batches only (age files to its identity): a plaintext batch is refused")
+        .usage,
+        "this receiver takes sealed batches only (age files to the office's recipients): a plaintext batch is refused")
 
     /// The file keys of a sealed batch's documents, in order (empty for a plaintext batch).
     package var sealedFileKeys: [SecretBytes] {

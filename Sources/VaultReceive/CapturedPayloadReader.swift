@@ -224,8 +224,8 @@ package struct CapturedPayloadReader {
     private func refusal(_ expected: String, at i: Int) -> VaultError {
         VaultError(
             .headerMalformed,
-            "the captured payload is not vault's layout at byte \(offset + UInt64(i)) (document \(documents + 1)): "
-                + "expected \(expected.prefix(40))")
+            "the \(sealedLayout ? "sealed" : "captured") payload is not vault's layout at byte \(offset + UInt64(i)) "
+                + "(document \(documents + 1)): expected \(expected.prefix(40))")
     }
 }
 

@@ -367,6 +367,9 @@ package struct FormReader {
     /// or nil for a manifest that is not one.
     static func capturedManifest(_ bytes: [UInt8], max: Int) throws -> [PayloadReader.Header]? {
         guard let m = try? JSONDecoder().decode(CapturedManifest.self, from: Data(bytes)) else { return nil }
+        guard 1 <= m.batch, m.batch <= m.of else {
+            throw VaultError(.headerMalformed, "the form's manifest names batch \(m.batch) of \(m.of)")
+        }
         guard m.documents.count <= max else {
             throw VaultError(.headerMalformed, "the form's manifest names more than \(max) documents")
         }
@@ -406,6 +409,9 @@ package struct FormReader {
     static func manifest(_ bytes: [UInt8], max: Int, sealed: Bool = false) throws -> [PayloadReader.Header] {
         guard let m = try? JSONDecoder().decode(Manifest.self, from: Data(bytes)) else {
             throw VaultError(.headerMalformed, "the form's manifest is not vault's (docs/UPLOAD.md)")
+        }
+        guard 1 <= m.batch, m.batch <= m.of else {
+            throw VaultError(.headerMalformed, "the form's manifest names batch \(m.batch) of \(m.of)")
         }
         guard m.documents.count <= max else {
             throw VaultError(.headerMalformed, "the form's manifest names more than \(max) documents")

@@ -398,7 +398,10 @@ final class GroupCommitter: Sendable {
                 defer { q.running = true }
                 return !q.running
             }
-            if start { DispatchQueue.global().async { self.drain() } }
+            // Not on Dispatch's pool: a commit blocks on the disk and the writer lock, and the
+            // pool's few threads, held by other blocking work, left a group waiting for minutes
+            // (a test under the whole suite's load).
+            if start { DetachedThread.run { self.drain() } }
         }
     }
 

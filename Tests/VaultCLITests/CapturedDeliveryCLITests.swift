@@ -68,7 +68,7 @@ import VaultTestSupport
         let first = try #require(stored.first?["id"] as? String)
         let refused = office.run("get", first, "-o", s.path("one"))
         #expect(refused.status == 64)
-        #expect(refused.stderr.contains("came sealed from a capture-only station"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("came sealed to the office's recipients"), "\(refused.stderr)")
         #expect(refused.stderr.contains("--identity"))
         let got = office.run("get", "--all", "-o", s.path("out"), "--identity", s.path("office.key"))
         #expect(got.status == 0, "\(got.stderr)")

@@ -90,6 +90,12 @@ import VaultCore
         let spaced = Self.manifest([a]).replacingOccurrences(of: ",", with: ", ")
         #expect(refusal(Self.form([a], manifest: spaced))?.code == .headerMalformed)
         #expect(refusal(Self.form([a, a], parts: [meta(a), data(a), meta(a), data(a)]))?.code == .headerMalformed)
+        // A batch number that is not one of the run's (found in review: taken).
+        for (batch, of) in [(0, 1), (2, 1)] {
+            let numbered = Self.manifest([a]).replacingOccurrences(of: #""batch":1"#, with: #""batch":\#(batch)"#)
+                .replacingOccurrences(of: #""of":1"#, with: #""of":\#(of)"#)
+            #expect(refusal(Self.form([a], manifest: numbered))?.message.contains("batch \(batch) of \(of)") == true)
+        }
         // A pair that is not the size and SHA-256 its entry names: one byte of its data changed,
         // its files swapped with another document's, its declared digest another.
         var changed = b

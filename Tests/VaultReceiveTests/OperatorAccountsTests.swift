@@ -10,7 +10,7 @@ import Testing
     static func accounts() async throws -> (OperatorAccounts, String) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(UUID().uuidString)").path
         let vault = try VaultStore(root: dir).create(
-            password: try SecretBytes(copying: Array("office password".utf8).withUnsafeBytes { $0 }), kdf: .minimum)
+            password: try Array("office password".utf8).withUnsafeBytes { try SecretBytes(copying: $0) }, kdf: .minimum)
         let accounts = try await OperatorAccounts(vault: vault)
         try await accounts.add("alice", password: Self.secret("correct horse operator"))
         return (accounts, dir)

@@ -17,7 +17,7 @@ import Testing
 
     init() throws {
         vault = try VaultStore(root: dir).create(
-            password: try SecretBytes(copying: Array("office password".utf8).withUnsafeBytes { $0 }), kdf: .minimum)
+            password: try Array("office password".utf8).withUnsafeBytes { try SecretBytes(copying: $0) }, kdf: .minimum)
     }
 
     /// Runs `body` against the routes of a receiver of the test's vault.

@@ -16,7 +16,7 @@ import Testing
 
     init() throws {
         vault = try VaultStore(root: dir).create(
-            password: try SecretBytes(copying: Array("office password".utf8).withUnsafeBytes { $0 }), kdf: .minimum)
+            password: try Array("office password".utf8).withUnsafeBytes { try SecretBytes(copying: $0) }, kdf: .minimum)
     }
 
     /// Batches committed as `vault receive` commits them, by another process before the receiver
@@ -162,8 +162,8 @@ import Testing
         #expect(try await send(receiver, token: token, key: "one") == 200)
         #expect(home.timesReadWhole == 1)
         // Another command (`vault receive station add`, in its own process) appends a record.
-        let other = try Receiver(vault: try VaultStore(root: dir).unlock(
-            password: try SecretBytes(copying: Array("office password".utf8).withUnsafeBytes { $0 })), serving: false)
+        let password = try Array("office password".utf8).withUnsafeBytes { try SecretBytes(copying: $0) }
+        let other = try Receiver(vault: try VaultStore(root: dir).unlock(password: password), serving: false)
         let secondToken = try await other.addStation("east")
         #expect(try await send(receiver, token: secondToken, key: "two") == 200, "the new station is known")
         #expect(home.timesReadWhole == 2, "the other's record made the receiver read the history whole once")

@@ -72,8 +72,8 @@ package enum CapturedDocument {
     package static func sealedAtOffice(_ id: DocumentID) -> VaultError {
         VaultError(
             .usage,
-            "it came sealed from a capture-only station and is kept sealed: it opens with the office's "
-                + "identity",
+            "it came sealed to the office's recipients (from a capture-only station, or taken without the "
+                + "identity) and is kept sealed: it opens with the office's identity",
             remedy: .openWithIdentity)
     }
 

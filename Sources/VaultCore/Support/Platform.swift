@@ -346,3 +346,10 @@ final class RecursiveLock: @unchecked Sendable {
     func lock() { pthread_mutex_lock(mutex) }
     func unlock() { pthread_mutex_unlock(mutex) }
 }
+
+/// A thread of its own for work that blocks (``Platform/detachThread(_:)``), for the other
+/// modules: a receiver's group commit waits for the disk and for the writer lock.
+package enum DetachedThread {
+    /// Runs `body` on a new detached thread (Dispatch's pool when none can start).
+    package static func run(_ body: @escaping @Sendable () -> Void) { Platform.detachThread(body) }
+}
