@@ -110,6 +110,8 @@ package enum CapturedDocument {
         let staging = try store.staging()
         let dataFile = try AtomicFile(destination: store.objectPath(id), staging: staging, random: random)
         let sealing = PayloadSealing(recipients: recipients)
+        // Both files' keyings at once (their X25519 work is most of a small document's cost).
+        DispatchQueue.concurrentPerform(iterations: 2) { _ = sealing.keying($0 == 0 ? .data(id) : .metadata(id)) }
         let data = try sealData(
             input, keying: sealing.keying(.data(id)), into: dataFile.file, name: name, contentType: contentType,
             progress: progress)
@@ -136,6 +138,28 @@ package enum CapturedDocument {
         return Sealed(record: record, data: dataFile, metadata: metadataFile)
     }
 
+    /// The buffers of ``sealData(_:keying:into:name:contentType:progress:)``: three for the
+    /// plaintext (one sealed, one read, one read ahead), two for the sealed bytes. Only what was
+    /// read is wiped when they are let go: a small document touches few pages of its buffers.
+    private final class SealBuffers {
+        let plain: [UnsafeMutableRawBufferPointer]
+        let sealed: [UnsafeMutableRawBufferPointer]
+        var used = [0, 0, 0]
+
+        init(batch: Int) {
+            plain = (0..<3).map { _ in .allocate(byteCount: batch, alignment: 64) }
+            sealed = (0..<2).map { _ in .allocate(byteCount: AgeFileSealer.maxOutput(for: batch), alignment: 64) }
+        }
+
+        deinit {
+            for (b, n) in zip(plain, used) {
+                Sodium.wipe(UnsafeMutableRawBufferPointer(rebasing: b[0..<n]))
+                b.deallocate()
+            }
+            for o in sealed { o.deallocate() }
+        }
+    }
+
     /// What sealing a document's bytes came to.
     private struct SealedData {
         /// Its content type (given, or detected from its first bytes and name).
@@ -149,9 +173,10 @@ package enum CapturedDocument {
     }
 
     /// Seals `input` into `file` as an age file under `keying`, 16 chunks at a time on every core,
-    /// hashing the bytes read and the bytes written as they go: each batch's plaintext is hashed,
-    /// and the batch before's sealed bytes hashed and written, while its chunks are sealed (one
-    /// job each, on every core), so the two digests and the disk cost the cores' spare time.
+    /// hashing the bytes read and the bytes written as they go: while a batch's chunks are sealed
+    /// (one job each, on every core), its plaintext is hashed, the batch before's sealed bytes
+    /// hashed and written, and the batch after next read, so the two digests, the disk and the
+    /// input cost the cores' spare time.
     private static func sealData(
         _ input: any ByteSource, keying: AgeFileKeying, into file: OpenFile, name: String, contentType: String?,
         progress: ((UInt64) -> Void)?
@@ -160,49 +185,46 @@ package enum CapturedDocument {
             payloadKey: try AgeFileKeying.payloadKey(fileKey: keying.fileKey, nonce: keying.nonce),
             threads: Parallelism.allCores)
         let batch = 16 * AgeFormat.chunkSize
-        let buffers = (0..<2).map { _ in UnsafeMutableRawBufferPointer.allocate(byteCount: batch, alignment: 64) }
-        let outs = (0..<2).map { _ in
-            UnsafeMutableRawBufferPointer.allocate(byteCount: AgeFileSealer.maxOutput(for: batch), alignment: 64)
-        }
-        // Only what was read is wiped: a small document touches few pages of its buffers.
-        var used = [0, 0]
-        defer {
-            for (b, n) in zip(buffers, used) {
-                Sodium.wipe(UnsafeMutableRawBufferPointer(rebasing: b[0..<n]))
-                b.deallocate()
-            }
-            for o in outs { o.deallocate() }
-        }
-        var (current, next) = (0, 1)
-        var count = try input.readFully(into: buffers[current])
-        used[current] = count
+        let space = SealBuffers(batch: batch)
+        defer { withExtendedLifetime(space) {} }  // its buffers are used to the end
+        let (buffers, outs) = (space.plain, space.sealed)
+        var current = 0
+        var count = try input.readFully(into: buffers[0])
+        // A full batch may be the last: only the next read tells.
+        var following = count == batch ? try input.readFully(into: buffers[1]) : 0
+        (space.used[0], space.used[1]) = (count, following)
         let type =
             contentType
-            ?? ContentType.detect(UnsafeRawBufferPointer(rebasing: buffers[current][0..<count]), name: name)
+            ?? ContentType.detect(UnsafeRawBufferPointer(rebasing: buffers[0][0..<count]), name: name)
         var plainDigest = SHA256(), sealedDigest = SHA256()
         sealedDigest.update(data: keying.prefix)
-        try file.write(keying.prefix)
+        // Written back as it grows, as an envelope is (``SequentialFileOutput``): the closing
+        // fsync then has little left to do.
+        let output = SequentialFileOutput(file: file)
+        try keying.prefix.withUnsafeBytes { try output.append($0) }
         var sealedSize = UInt64(keying.prefix.count), chunk: UInt64 = 0, plain: UInt64 = 0
-        // The sealed bytes of the batch before, still to hash and write.
-        var pending = 0
+        // The sealed bytes of the batch before (in `outs[1 - side]`), still to hash and write.
+        var pending = 0, side = 0
         var failure: (any Error)?
         while true {
-            // A full batch may be the last: only the next read tells.
-            let following = count == batch ? try input.readFully(into: buffers[next]) : 0
-            used[next] = max(used[next], following)
             let piece = UnsafeRawBufferPointer(rebasing: buffers[current][0..<count])
             let chunks = max(1, (count + AgeFormat.chunkSize - 1) / AgeFormat.chunkSize)
-            let out = outs[current], before = UnsafeRawBufferPointer(rebasing: outs[next][0..<pending])
+            let out = outs[side], before = UnsafeRawBufferPointer(rebasing: outs[1 - side][0..<pending])
             let final = following == 0, first = chunk
+            let ahead = buffers[(current + 2) % 3], readsAhead = following == batch
+            var read = 0
             let job = { (j: Int) in
                 switch j {
                 case 0: plainDigest.update(bufferPointer: piece)
                 case 1:
                     guard !before.isEmpty else { return }
                     sealedDigest.update(bufferPointer: before)
-                    do { try file.write(before) } catch { failure = error }
+                    do { try output.append(before) } catch { failure = error }
+                case 2:
+                    guard readsAhead else { return }
+                    do { read = try input.readFully(into: ahead) } catch { failure = error }
                 default:
-                    let i = j - 2, cs = AgeFormat.chunkSize, ss = cs + AgeFormat.tagSize
+                    let i = j - 3, cs = AgeFormat.chunkSize, ss = cs + AgeFormat.tagSize
                     let p = UnsafeRawBufferPointer(rebasing: piece[(i * cs)..<min((i + 1) * cs, count)])
                     let into = UnsafeMutableRawBufferPointer(
                         rebasing: out[(i * ss)..<(i * ss + p.count + AgeFormat.tagSize)])
@@ -211,20 +233,21 @@ package enum CapturedDocument {
             }
             withoutActuallyEscaping(job) { job in
                 let work = UncheckedSendable(job)
-                DispatchQueue.concurrentPerform(iterations: 2 + chunks) { work.value($0) }
+                DispatchQueue.concurrentPerform(iterations: 3 + chunks) { work.value($0) }
             }
             if let failure { throw failure }
+            space.used[(current + 2) % 3] = max(space.used[(current + 2) % 3], read)
             pending = count + chunks * AgeFormat.tagSize
             sealedSize += UInt64(pending)
             plain += UInt64(count)
             progress?(plain)
             chunk += UInt64(chunks)
             if final { break }
-            (current, next, count) = (next, current, following)
+            (current, count, following, side) = ((current + 1) % 3, following, read, 1 - side)
         }
-        let last = UnsafeRawBufferPointer(rebasing: outs[current][0..<pending])
+        let last = UnsafeRawBufferPointer(rebasing: outs[side][0..<pending])
         sealedDigest.update(bufferPointer: last)
-        try file.write(last)
+        try output.append(last)
         return SealedData(
             type: type, size: plain, sha256: Array(plainDigest.finalize()), sealedSize: sealedSize,
             sealedDigest: sealedDigest)

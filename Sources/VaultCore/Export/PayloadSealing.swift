@@ -66,15 +66,18 @@ package final class PayloadSealing: @unchecked Sendable {
         headerLength = AgeFormat.headerLength(for: recipients)
     }
 
-    /// The keying of `slot`, made on first use.
+    /// The keying of `slot`, made on first use (outside the lock, so two slots' X25519 work can
+    /// run at once; should two threads make one slot's, the first kept is the one used).
     package func keying(_ slot: Slot) -> AgeFileKeying {
+        if let k = lock.withLock({ keyings[slot] }) { return k }
+        // Recipients are checked when parsed; what can fail here is protected memory for a key.
+        guard let made = try? AgeFileKeying(recipients: recipients) else {
+            preconditionFailure("internal error: no protected memory for an age file key")
+        }
         lock.lock()
         defer { lock.unlock() }
         if let k = keyings[slot] { return k }
-        // Recipients are checked when parsed; what can fail here is protected memory for a key.
-        guard let k = try? AgeFileKeying(recipients: recipients) else {
-            preconditionFailure("internal error: no protected memory for an age file key")
-        }
+        let k = made
         keyings[slot] = k
         return k
     }
