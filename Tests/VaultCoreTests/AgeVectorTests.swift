@@ -255,6 +255,24 @@ import Testing
         }
     }
 
+    /// A capture-only station's keyings are made ahead on another thread: each must still be
+    /// fresh (its own file key, nonce and ephemeral share) and open for the recipient only.
+    @Test func keyingsMadeAheadAreEachFreshAndOpenForTheirRecipient() throws {
+        let office = try AgeIdentity.generate(postQuantum: false)
+        let supply = MadeAhead(depth: 4) { PayloadSealing.newKeying([office.recipient]) }
+        let keyings = try (0..<40).map { _ in try supply.next() }  // ten times the depth: refills ran
+        #expect(Set(keyings.map(\.header)).count == 40)
+        #expect(Set(keyings.map(\.nonce)).count == 40)
+        #expect(Set(keyings.map { k in k.fileKey.withUnsafeBytes { Array($0) } }).count == 40)
+        let stranger = try AgeIdentity.generate(postQuantum: false)
+        for (i, keying) in keyings.enumerated() {
+            let plain = Array("document \(i)".utf8)
+            let file = try Self.seal(plain, keying)
+            #expect(try Self.readAll(AgeReader(input: BytesSource(file), identities: [office])) == plain)
+            #expect(throws: AgeFailure.self) { try AgeReader(input: BytesSource(file), identities: [stranger]) }
+        }
+    }
+
     @Test func keysRoundTripThroughBech32AndSecretsAreRefusedAsRecipients() throws {
         for pq in [false, true] {
             let id = try AgeIdentity.generate(postQuantum: pq)

@@ -49,4 +49,56 @@ import Testing
         try plain.write(to: URL(fileURLWithPath: ordinary.store.configPath))
         #expect(try ordinary.records().records.isEmpty)
     }
+
+    /// A source that yields `count` bytes, then fails (a file that became unreadable mid-add).
+    final class Failing: ByteSource {
+        var left: Int
+        init(after count: Int) { left = count }
+        func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            guard left > 0 else { throw VaultError(.io, "the disk went away") }
+            let n = min(left, buffer.count)
+            for i in 0..<n { buffer[i] = 0x41 }
+            left -= n
+            return n
+        }
+    }
+
+    /// Each document's keyings and staged files are made ahead on another thread, and one set of
+    /// buffers serves every document: each document must still be its own (its bytes, its name,
+    /// fresh keys), a document that fails must leave nothing, and no staged file may outlive the add.
+    @Test func documentsSealedWithWhatWasMadeAheadAreEachTheirOwnAndNothingStagedIsLeft() throws {
+        let office = try AgeIdentity.generate(postQuantum: false)
+        let vault = try VaultStore(root: dir.file("station")).create(
+            password: TestKeys.password(), kdf: .minimum, capture: [office.recipient])
+        let session = try AddSession(vault: vault)
+        // Sizes around the batch (1 MiB): a large document's plaintext must not reach a small one after it.
+        let sizes = [5, (1 << 20) + 7, 3, 0, 70_000] + (0..<25).map { 100 + $0 }
+        var originals: [DocumentID: (name: String, bytes: [UInt8])] = [:]
+        for (i, size) in sizes.enumerated() {
+            if i == 7 {
+                #expect(throws: VaultError.self) { try session.add(from: Failing(after: 300_000), name: "broken.bin") }
+            }
+            let bytes = SystemRandom().bytes(size)
+            let record = try session.add(from: BytesSource(bytes), name: "doc-\(i).bin")
+            originals[record.id] = ("doc-\(i).bin", bytes)
+        }
+        try session.finish()
+        #expect(originals.count == sizes.count)
+        let staged = try FileManager.default.contentsOfDirectory(atPath: vault.store.stagingPath)
+        #expect(staged.filter { $0.hasPrefix(AtomicFile.temporaryPrefix) } == [])
+        let objects = try FileManager.default.contentsOfDirectory(atPath: vault.store.objectsPath)
+        #expect(objects.filter { $0.hasSuffix(".meta.vlt") }.count == sizes.count)
+        #expect(objects.filter { !$0.hasSuffix(".meta.vlt") }.count == sizes.count)
+        var headers = Set<[UInt8]>()
+        for (id, original) in originals {
+            let opening = try vault.openCaptured(id, identities: [office])
+            #expect(opening.metadata.name == original.name)
+            var bytes: [UInt8] = []
+            while let piece = try opening.next() { bytes += piece }
+            #expect(bytes == original.bytes, "\(original.name)")
+            let file = try #require(FileManager.default.contents(atPath: vault.store.objectPath(id)))
+            headers.insert(Array(file.prefix(AgeFormat.headerLength(for: [office.recipient]))))
+        }
+        #expect(headers.count == sizes.count)  // every data file has its own file key and share
+    }
 }

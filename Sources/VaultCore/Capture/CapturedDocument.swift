@@ -96,25 +96,23 @@ package enum CapturedDocument {
         package let metadata: AtomicFile
     }
 
-    /// Seals everything `input` yields for `recipients`, streaming (memory flat whatever its
-    /// size; the size need not be known: one batch is read ahead to find the final chunk).
+    /// Seals everything `input` yields for the recipients of `keyings`, streaming (memory flat
+    /// whatever its size; the size need not be known: one batch is read ahead to find the final
+    /// chunk).
     /// - Parameters:
     ///   - contentType: the document's type, or nil to detect it from its first bytes and name.
     ///   - keepName: false keeps ``sealedName`` in the station's record (names sealed too).
     static func seal(
-        _ input: any ByteSource, id: DocumentID, name: String, contentType: String?, tags: [String],
-        keepName: Bool, now: Date, recipients: [AgeRecipient], store: VaultStore, random: any RandomSource,
-        sealRecord: (DocumentRecord) throws -> [UInt8], progress: ((UInt64) -> Void)?
+        _ input: any ByteSource, name: String, contentType: String?, tags: [String], keepName: Bool, now: Date,
+        workspace: Workspace, sealRecord: (DocumentRecord) throws -> [UInt8], progress: ((UInt64) -> Void)?
     ) throws -> Sealed {
         let name = DocumentName.normalized(name)
-        let staging = try store.staging()
-        let dataFile = try AtomicFile(destination: store.objectPath(id), staging: staging, random: random)
-        let sealing = PayloadSealing(recipients: recipients)
-        // Both files' keyings at once (their X25519 work is most of a small document's cost).
-        DispatchQueue.concurrentPerform(iterations: 2) { _ = sealing.keying($0 == 0 ? .data(id) : .metadata(id)) }
+        let staged = try workspace.staged.next()
+        let id = staged.id
+        let sealing = PayloadSealing(recipients: workspace.recipients, keyings: workspace.keyings)
         let data = try sealData(
-            input, keying: sealing.keying(.data(id)), into: dataFile.file, name: name, contentType: contentType,
-            progress: progress)
+            input, keying: sealing.keying(.data(id)), through: workspace.buffers, into: staged.data.file, name: name,
+            contentType: contentType, progress: progress)
         // What the office will read is checked as any document's metadata is, before it is sealed.
         try DocumentMetadata(
             name: name, contentType: data.type, size: data.size, sha256: data.sha256, addedAtMillis: 0, tags: tags
@@ -132,31 +130,78 @@ package enum CapturedDocument {
                 sha256: digest(data: data.sealedDigest, metadata: metadata),
                 addedAtMillis: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)), tags: []))
         try record.metadata.validate()
-        let metadataFile = try AtomicFile(
-            destination: store.capturedMetadataPath(id), staging: staging, random: random)
-        try metadataFile.file.write(Self.metadataFile(sealedRecord: try sealRecord(record), metadata: metadata))
-        return Sealed(record: record, data: dataFile, metadata: metadataFile)
+        try staged.metadata.file.write(Self.metadataFile(sealedRecord: try sealRecord(record), metadata: metadata))
+        return Sealed(record: record, data: staged.data, metadata: staged.metadata)
     }
 
-    /// The buffers of ``sealData(_:keying:into:name:contentType:progress:)``: three for the
-    /// plaintext (one sealed, one read, one read ahead), two for the sealed bytes. Only what was
-    /// read is wiped when they are let go: a small document touches few pages of its buffers.
-    private final class SealBuffers {
+    /// A new document's id and its two files, created empty in the vault's staging folder
+    /// before its bytes come (``AtomicFile``: unlinked when let go uncommitted).
+    package final class Staged: @unchecked Sendable {
+        // @unchecked: made on one thread and handed to another once (``MadeAhead``), then used there.
+        let id: DocumentID
+        let data: AtomicFile
+        let metadata: AtomicFile
+
+        init(store: VaultStore, random: any RandomSource) throws {
+            id = DocumentID.random(using: random)
+            let staging = try store.staging()
+            data = try AtomicFile(destination: store.objectPath(id), staging: staging, random: random)
+            metadata = try AtomicFile(destination: store.capturedMetadataPath(id), staging: staging, random: random)
+        }
+    }
+
+    /// What every document of one add to a capture-only station is sealed with: the recipients,
+    /// each document's age keyings and staged files made ahead on another core, and one set of
+    /// buffers. ``close()`` (or letting it go) removes the staged files not used.
+    package final class Workspace {
+        let recipients: [AgeRecipient]
+        let keyings: MadeAhead<AgeFileKeying>
+        let staged: MadeAhead<Staged>
+        let buffers = Buffers()
+
+        /// A workspace sealing to `recipients` into `store`. Made only once the unlock has
+        /// checked `vault.json`: recipients put there by someone without the password must not
+        /// get even a staged file.
+        package init(recipients: [AgeRecipient], store: VaultStore, random: any RandomSource) {
+            self.recipients = recipients
+            keyings = MadeAhead { PayloadSealing.newKeying(recipients) }
+            staged = MadeAhead(depth: 8) { try Staged(store: store, random: random) }
+        }
+
+        /// Makes nothing more ahead and removes the staged files not used.
+        package func close() {
+            keyings.close()
+            staged.close()
+        }
+
+        deinit { close() }
+    }
+
+    /// The buffers a document is sealed through: three for the plaintext (one sealed, one read,
+    /// one read ahead), two for the sealed bytes. One set serves every document of an add (a fresh
+    /// set for each 4 KiB document cost more than sealing it); the plaintext each held is wiped
+    /// when its document is sealed, and only what was read: a small document touches few pages.
+    package final class Buffers {
+        let batch = 16 * AgeFormat.chunkSize
         let plain: [UnsafeMutableRawBufferPointer]
         let sealed: [UnsafeMutableRawBufferPointer]
         var used = [0, 0, 0]
 
-        init(batch: Int) {
+        package init() {
+            let batch = batch
             plain = (0..<3).map { _ in .allocate(byteCount: batch, alignment: 64) }
             sealed = (0..<2).map { _ in .allocate(byteCount: AgeFileSealer.maxOutput(for: batch), alignment: 64) }
         }
 
+        /// Wipes the plaintext read into the buffers since the last wipe.
+        func wipe() {
+            for (b, n) in zip(plain, used) { Sodium.wipe(UnsafeMutableRawBufferPointer(rebasing: b[0..<n])) }
+            used = [0, 0, 0]
+        }
+
         deinit {
-            for (b, n) in zip(plain, used) {
-                Sodium.wipe(UnsafeMutableRawBufferPointer(rebasing: b[0..<n]))
-                b.deallocate()
-            }
-            for o in sealed { o.deallocate() }
+            wipe()
+            for b in plain + sealed { b.deallocate() }
         }
     }
 
@@ -178,15 +223,14 @@ package enum CapturedDocument {
     /// hashed and written, and the batch after next read, so the two digests, the disk and the
     /// input cost the cores' spare time.
     private static func sealData(
-        _ input: any ByteSource, keying: AgeFileKeying, into file: OpenFile, name: String, contentType: String?,
-        progress: ((UInt64) -> Void)?
+        _ input: any ByteSource, keying: AgeFileKeying, through space: Buffers, into file: OpenFile, name: String,
+        contentType: String?, progress: ((UInt64) -> Void)?
     ) throws -> SealedData {
         let cipher = AgeChunkCipher(
             payloadKey: try AgeFileKeying.payloadKey(fileKey: keying.fileKey, nonce: keying.nonce),
             threads: Parallelism.allCores)
-        let batch = 16 * AgeFormat.chunkSize
-        let space = SealBuffers(batch: batch)
-        defer { withExtendedLifetime(space) {} }  // its buffers are used to the end
+        let batch = space.batch
+        defer { space.wipe() }
         let (buffers, outs) = (space.plain, space.sealed)
         var current = 0
         var count = try input.readFully(into: buffers[0])
@@ -231,9 +275,14 @@ package enum CapturedDocument {
                     cipher.seal(p, index: first + UInt64(i), last: final && i == chunks - 1, into: into)
                 }
             }
-            withoutActuallyEscaping(job) { job in
-                let work = UncheckedSendable(job)
-                DispatchQueue.concurrentPerform(iterations: 3 + chunks) { work.value($0) }
+            if chunks == 1 && before.isEmpty && !readsAhead {
+                // A small document whole: waking other threads would cost more than the work.
+                for j in 0..<4 { job(j) }
+            } else {
+                withoutActuallyEscaping(job) { job in
+                    let work = UncheckedSendable(job)
+                    DispatchQueue.concurrentPerform(iterations: 3 + chunks) { work.value($0) }
+                }
             }
             if let failure { throw failure }
             space.used[(current + 2) % 3] = max(space.used[(current + 2) % 3], read)

@@ -39,6 +39,9 @@ package final class PayloadSealing: @unchecked Sendable {
         case manifest
     }
 
+    /// Where keyings come from when they are made ahead (a capture-only station's add); nil
+    /// makes each on first use.
+    private let supply: MadeAhead<AgeFileKeying>?
     private let lock = NIOLock()
     private var keyings: [Slot: AgeFileKeying] = [:]
     private var pairs: [DocumentID: Receipt.Document] = [:]
@@ -62,7 +65,18 @@ package final class PayloadSealing: @unchecked Sendable {
     package init(recipients: [AgeRecipient], batchProof: [UInt8]? = nil) {
         precondition(!recipients.isEmpty, "internal error: sealing to no recipient")
         self.recipients = recipients
+        supply = nil
         self.batchProof = batchProof
+        headerLength = AgeFormat.headerLength(for: recipients)
+    }
+
+    /// A sealing to `recipients` whose keyings come from `supply` (made for those recipients,
+    /// each by ``newKeying(_:)``), without a batch proof.
+    package init(recipients: [AgeRecipient], keyings supply: MadeAhead<AgeFileKeying>) {
+        precondition(!recipients.isEmpty, "internal error: sealing to no recipient")
+        self.recipients = recipients
+        batchProof = nil
+        self.supply = supply
         headerLength = AgeFormat.headerLength(for: recipients)
     }
 
@@ -70,16 +84,22 @@ package final class PayloadSealing: @unchecked Sendable {
     /// run at once; should two threads make one slot's, the first kept is the one used).
     package func keying(_ slot: Slot) -> AgeFileKeying {
         if let k = lock.withLock({ keyings[slot] }) { return k }
-        // Recipients are checked when parsed; what can fail here is protected memory for a key.
-        guard let made = try? AgeFileKeying(recipients: recipients) else {
-            preconditionFailure("internal error: no protected memory for an age file key")
-        }
+        let made = (try? supply?.next()) ?? Self.newKeying(recipients)
         lock.lock()
         defer { lock.unlock() }
         if let k = keyings[slot] { return k }
         let k = made
         keyings[slot] = k
         return k
+    }
+
+    /// A new keying for `recipients`. They are checked when parsed; what can fail here is
+    /// protected memory for the file key.
+    package static func newKeying(_ recipients: [AgeRecipient]) -> AgeFileKeying {
+        guard let made = try? AgeFileKeying(recipients: recipients) else {
+            preconditionFailure("internal error: no protected memory for an age file key")
+        }
+        return made
     }
 
     /// The age file of `slot` holding `plaintext`, sealed whole (metadata and manifests are small).
