@@ -8,9 +8,10 @@ import VaultCore
 
 /// Which files found in folders are left out: `--exclude GLOB` patterns (fnmatch(3), matched
 /// against the file's name and its path relative to the folder named), and by default the
-/// litter other systems leave (`.DS_Store`, `Thumbs.db`, `desktop.ini`, AppleDouble `._*`).
+/// litter other systems leave (`.DS_Store`, `Thumbs.db`, `desktop.ini`, AppleDouble `._*`, and
+/// the lock files Office keeps beside a document it has open, `~$report.docx`).
 struct Exclusions {
-    static let defaults = [".DS_Store", "Thumbs.db", "desktop.ini", "._*"]
+    static let defaults = [".DS_Store", "Thumbs.db", "desktop.ini", "._*", "~$*"]
     var patterns: [String] = []
     var defaults = true
 

@@ -63,6 +63,59 @@ import Glibc
             ])
     }
 
+    /// Found in a week of a scanning station: `.docx` and `.mp4` were `application/octet-stream`
+    /// (types came from magic bytes only). The extension now names a type the bytes agree with,
+    /// and never makes binary bytes text nor text a container type.
+    @Test func theExtensionNamesTheTypeWhenTheBytesAgree() throws {
+        let s = Sandbox()
+        s.initVault()
+        let zip: [UInt8] = [0x50, 0x4B, 0x03, 0x04, 0x14, 0x00, 0x06, 0x00]
+        let media: [UInt8] = [0, 0, 0, 0x20] + Array("ftypisom".utf8) + [0, 0, 2, 0]
+        let files: [(String, [UInt8], String)] = [
+            ("report.docx", zip + [1], "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+            ("sheet.XLSX", zip + [2], "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+            ("letter.odt", zip + [3], "application/vnd.oasis.opendocument.text"),
+            ("clip.mp4", media + [4], "video/mp4"), ("clip.mov", media + [5], "video/quicktime"),
+            ("voice.m4a", media + [6], "audio/mp4"), ("table.csv", Array("a,b\n1,2\n".utf8), "text/csv"),
+            ("notes.md", Array("# Notes\n".utf8), "text/markdown"),
+            ("data.json", Array("{\"a\":1}".utf8), "application/json"),
+            // The bytes disagree: the extension is not believed.
+            ("fake.docx", Array("just some text\n".utf8), "text/plain"),
+            ("fake.csv", [0, 1, 2, 3, 0xFF], "application/octet-stream"),
+            ("fake.mp4", zip + [7], "application/octet-stream"),
+            ("scan.pdf.docx", Array("%PDF-1.7\n".utf8) + [0xE2, 0xE3], "application/pdf")
+        ]
+        try FileManager.default.createDirectory(atPath: s.path("in"), withIntermediateDirectories: true)
+        for (name, bytes, _) in files { s.write("in/" + name, bytes) }
+        let added = s.run("add", "-r", "in")
+        #expect(added.status == 0, "\(added.stderr)")
+        let list = try JSONSerialization.jsonObject(with: Data(s.run("list", "--json").stdout)) as! [[String: Any]]
+        let types = Dictionary(uniqueKeysWithValues: list.map { ($0["name"] as! String, $0["contentType"] as! String) })
+        #expect(types == Dictionary(uniqueKeysWithValues: files.map { ($0.0, $0.2) }))
+    }
+
+    /// `add -r` from cron: Office's lock files are litter, and the one-line summary reaches the
+    /// log even though standard error is not a terminal (`-q` silences it).
+    @Test func aRecursiveAddLeavesOutOfficeLockFilesAndSaysWhatItDidInALog() throws {
+        let s = Sandbox()
+        s.initVault()
+        for folder in ["inbox", "more"] {
+            try FileManager.default.createDirectory(atPath: s.path(folder), withIntermediateDirectories: true)
+        }
+        s.write("inbox/report.docx", [0x50, 0x4B, 0x03, 0x04, 9])
+        s.write("inbox/~$report.docx", Array("owner".utf8))
+        s.write("inbox/b.txt", Array("beta".utf8))
+        let added = s.run("add", "-r", "inbox")
+        #expect(added.status == 0)
+        #expect(added.stdout.filter { $0 == 0x0A }.count == 2, "two ids: \(added.out)")
+        #expect(added.stderr == "vault: added 2 documents (9 B), 1 left out by exclusions\n", "\(added.stderr)")
+        s.write("more/c.txt", Array("gamma".utf8))
+        let quiet = s.run("add", "-r", "more", "-q")
+        #expect(quiet.status == 0 && quiet.stdout.isEmpty && quiet.stderr.isEmpty, "\(quiet.stderr)")
+        let names = s.run("list").out
+        #expect(!names.contains("~$"), "\(names)")
+    }
+
     @Test func anUnreadableFolderFailsARecursiveAddLikeAnUnreadableFile() throws {
         let s = Sandbox()
         chmod(s.dir, 0o711)

@@ -153,6 +153,32 @@ import Testing
     }
 }
 
+extension ContentTypeTests {
+    static func detect(_ b: [UInt8], _ name: String) -> String {
+        b.withUnsafeBytes { ContentType.detect($0, name: name) }
+    }
+
+    @Test func theExtensionIsBelievedOnlyWhereTheBytesAgree() {
+        let zip: [UInt8] = [0x50, 0x4B, 0x03, 0x04, 0x14, 0]
+        let office = "application/vnd.openxmlformats-officedocument."
+        #expect(Self.detect(zip, "a.docx") == office + "wordprocessingml.document")
+        #expect(Self.detect(zip, "a.pptx") == office + "presentationml.presentation")
+        #expect(Self.detect(zip, "a.ods") == "application/vnd.oasis.opendocument.spreadsheet")
+        #expect(Self.detect(zip, "a.bin") == "application/octet-stream")
+        #expect(Self.detect(zip, "docx") == "application/octet-stream")  // a name without an extension
+        #expect(Self.detect([0, 0, 0, 0x18] + Array("ftypmp42".utf8), "a.m4v") == "video/mp4")
+        #expect(Self.detect([0, 0, 0, 0x18] + Array("ftypheic".utf8), "a.mp4") == "image/heic")  // the bytes say more
+        #expect(Self.detect([0, 0, 0], "a.mp4") == "application/octet-stream")  // too short for its magic
+        #expect(Self.detect(Array("x\ty\n".utf8), "a.tsv") == "text/tab-separated-values")
+        #expect(Self.detect(Array("<a/>".utf8), "a.xml") == "application/xml")
+        #expect(Self.detect(Array("text".utf8), "a.pdf") == "text/plain")  // text is not made a binary type
+        #expect(Self.detect([0x00, 0x01], "a.txt") == "application/octet-stream")  // nor binary text
+        #expect(Self.detect([], "empty.docx") == office + "wordprocessingml.document")
+        #expect(Self.detect([], "empty.md") == "text/markdown")
+        #expect(Self.detect([], "empty") == "application/octet-stream")
+    }
+}
+
 /// A tiny deterministic byte generator for property tests.
 struct SplitMix {
     var state: UInt64

@@ -37,24 +37,54 @@ package enum ContentType {
         return false
     }
 
-    /// The type of a document named `name` whose first bytes are `head`: from the bytes when
-    /// there are any (``sniff(_:)``), from the name's extension when there are none (an empty
-    /// `notes.txt` is still text), else `application/octet-stream`.
+    /// The type of a document named `name` whose first bytes are `head`: from the bytes
+    /// (``sniff(_:)``), made more specific by the name's extension when the bytes agree with it —
+    /// text that is `.csv`, `.md` or `.json`; a ZIP that is `.docx`, `.xlsx`, `.odt`…; an ISO
+    /// media file that is `.mp4`, `.mov` or `.m4a`. An empty file's extension alone tells (an
+    /// empty `notes.txt` is still text); else `application/octet-stream`. An extension never
+    /// makes binary bytes text, nor text a binary type.
     package static func detect(_ head: UnsafeRawBufferPointer, name: String) -> String {
-        guard head.isEmpty else { return sniff(head) }
-        let ext = name.split(separator: ".", omittingEmptySubsequences: false).last.map { $0.lowercased() }
-        guard name.contains("."),
-              let ext else { return octetStream }
-        return byExtension[ext] ?? octetStream
+        let ext = name.contains(".") ? name.split(separator: ".").last.map { $0.lowercased() } : nil
+        guard !head.isEmpty else { return ext.flatMap { byExtension[$0] ?? byContainer[$0]?.type } ?? octetStream }
+        let sniffed = sniff(head)
+        guard let ext else { return sniffed }
+        if sniffed == "text/plain", let type = byExtension[ext], isText(type) || type == "application/xml" {
+            return type
+        }
+        if sniffed == octetStream, let c = byContainer[ext], head.count >= c.at + c.magic.count,
+            head[c.at..<c.at + c.magic.count].elementsEqual(c.magic)
+        {
+            return c.type
+        }
+        return sniffed
     }
 
-    /// Types an empty file's extension tells.
+    /// Types an empty file's extension tells, and a text file's.
     static let byExtension = [
-        "txt": "text/plain", "text": "text/plain", "md": "text/markdown", "csv": "text/csv", "html": "text/html",
-        "htm": "text/html", "xml": "application/xml", "json": "application/json", "pdf": "application/pdf",
-        "jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp",
-        "tif": "image/tiff", "tiff": "image/tiff", "heic": "image/heic", "heif": "image/heif"
+        "txt": "text/plain", "text": "text/plain", "md": "text/markdown", "markdown": "text/markdown",
+        "csv": "text/csv", "tsv": "text/tab-separated-values", "html": "text/html", "htm": "text/html",
+        "xml": "application/xml", "json": "application/json", "pdf": "application/pdf", "jpg": "image/jpeg",
+        "jpeg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp", "tif": "image/tiff",
+        "tiff": "image/tiff", "heic": "image/heic", "heif": "image/heif"
     ]
+
+    /// Types of files in a container format the bytes show (its magic, at its offset) and only
+    /// the extension tells apart: Office Open XML and OpenDocument files are ZIP archives, MP4,
+    /// QuickTime and M4A files ISO media files.
+    static let byContainer: [String: (magic: [UInt8], at: Int, type: String)] = {
+        let zip: [UInt8] = [0x50, 0x4B, 0x03, 0x04], media = Array("ftyp".utf8)
+        let office = "application/vnd.openxmlformats-officedocument."
+        let open = "application/vnd.oasis.opendocument."
+        return [
+            "docx": (zip, 0, office + "wordprocessingml.document"),
+            "xlsx": (zip, 0, office + "spreadsheetml.sheet"),
+            "pptx": (zip, 0, office + "presentationml.presentation"),
+            "odt": (zip, 0, open + "text"), "ods": (zip, 0, open + "spreadsheet"),
+            "odp": (zip, 0, open + "presentation"), "zip": (zip, 0, "application/zip"),
+            "mp4": (media, 4, "video/mp4"), "m4v": (media, 4, "video/mp4"), "mov": (media, 4, "video/quicktime"),
+            "m4a": (media, 4, "audio/mp4")
+        ]
+    }()
 
     /// True for types that are safe to print on a terminal.
     package static func isText(_ type: String) -> Bool {

@@ -18,9 +18,10 @@ extension VaultCommand {
                 Each file becomes one document; its id is printed on its own line as soon as it is \
                 stored. Use - to read standard input (needs --name). The content type is detected \
                 from the first bytes unless --type is given. In folders (-r), files matching \
-                --exclude are left out, and so are .DS_Store, Thumbs.db, desktop.ini and ._* \
-                unless --no-default-excludes. On a terminal a bar shows large files and a last \
-                line says what was added; --dry-run lists what would be added and adds nothing.
+                --exclude are left out, and so are .DS_Store, Thumbs.db, desktop.ini, ._* and \
+                Office lock files (~$*) unless --no-default-excludes. On a terminal a bar shows \
+                large files; a last line on standard error says what was added (with -r also when \
+                not a terminal; -q silences it); --dry-run lists what would be added and adds nothing.
 
                 Examples:
                   vault add scan.pdf receipt.jpg --tag 2026
@@ -63,7 +64,7 @@ extension VaultCommand {
                 "Leave out files matching GLOB (by name or relative path); repeat for several.", valueName: "glob"))
         var excludes: [String] = []
 
-        @Flag(help: "Also add .DS_Store, Thumbs.db, desktop.ini and ._* files found in folders.")
+        @Flag(help: "Also add .DS_Store, Thumbs.db, desktop.ini, ._* and ~$* files found in folders.")
         var noDefaultExcludes = false
 
         @Flag(help: "List what would be added, with sizes, and add nothing (no password needed).")
@@ -208,8 +209,9 @@ extension VaultCommand {
                         + Self.advice(stopped.error))
             }
             renderer.clear()
-            if progressMode == .bar {
-                // On a terminal, what happened in one line (the ids are on standard output).
+            if progressMode == .bar || (recursive && !result.quiet && !result.json) {
+                // What happened in one line (the ids are on standard output): on a terminal, and for
+                // a folder in a log too, where a count is what a cron job's reader looks for.
                 let bytes = outcome.added.reduce(UInt64(0)) { $0 + $1.size }
                 var line = "vault: added \(Plural.count(outcome.added.count, "document")) (\(Terminal.size(bytes)))"
                 if duplicates > 0 { line += ", \(duplicates) already in the vault" }
