@@ -1,4 +1,5 @@
 import ArgumentParser
+import Synchronization
 import VaultCore
 
 /// The documents a batch command works on: those named, those with a tag, or all.
@@ -21,9 +22,23 @@ struct SelectionOptions: ParsableArguments {
     func selection(in vault: VaultCore.Vault) throws -> DocumentSelection {
         var s = DocumentSelection(
             documents: try documents.map { try DocumentQuery.reference($0, in: vault) }, tags: tags)
-        s.excluding = try excludes.map { try DocumentQuery.reference($0, in: vault) }
+        s.excluding = try excludes.compactMap { query in
+            // Not in the vault (removed since the cron line was written): nothing to leave out,
+            // which is no reason to stop a scheduled command. An ambiguous one still is.
+            do {
+                return try DocumentQuery.reference(query, in: vault)
+            } catch let e as VaultError where e.code == .notFound {
+                if Self.warned.withLock({ $0.insert(query).inserted }) {
+                    Terminal.warn("--exclude \(query): \(e.message); there is nothing to leave out")
+                }
+                return nil
+            }
+        }
         return s
     }
+
+    /// The `--exclude` queries warned about already (a command may resolve its selection twice).
+    private static let warned = Mutex<Set<String>>([])
 
     /// True when the arguments name no documents and no tags (`--exclude` may still leave some out).
     var isEverything: Bool { documents.isEmpty && tags.isEmpty }

@@ -235,6 +235,21 @@ import Glibc
         #expect(credentials.status == 64)
         let s3form = s.run("destination", "add", "x", "s3://bucket/p", "--protocol", "form")
         #expect(s3form.status == 64)
+        // What an upload would refuse is not named: plain http:// off loopback, with the upload's words.
+        let lan = s.run("destination", "add", "lan", "http://192.168.1.10/batches")
+        #expect(
+            lan.status == 64
+                && lan.stderr == """
+                    vault: refusing to send documents unencrypted over http:// to 192.168.1.10
+                    vault: hint: use https://, or --insecure-http on a network you trust
+
+                    """, "\(lan.stderr)")
+        let trusted = s.run("destination", "add", "lan", "http://192.168.1.10/batches", "--insecure-http")
+        #expect(
+            trusted.status == 0
+                && trusted.stderr.contains("added destination lan → http://192.168.1.10/batches")
+                && trusted.stderr.contains("documents cross the network unencrypted"), "\(trusted.stderr)")
+        #expect(s.run("destination", "add", "local", "http://127.0.0.1:8080/batches").status == 0)
         // The list is the history's (vault/3): no file stands for it, and one planted beside the
         // history is never read.
         let path = s.path("vault/destinations.vlt")

@@ -189,4 +189,30 @@ import Glibc
             folder.status == 64 && folder.stderr.hasPrefix("vault: VAULT_PASSWORD_FILE: ")
                 && !folder.stderr.contains("use -r"), "\(folder.stderr)")
     }
+
+    /// `--exclude` of a document not in the vault (removed since the cron line was written) is
+    /// a warning, said once, not an error that stops a scheduled command.
+    @Test func anExcludeOfADocumentNotInTheVaultIsAWarning() throws {
+        let s = Sandbox()
+        s.initVault()
+        s.write("a.txt", Array("alpha".utf8))
+        #expect(s.run("add", "a.txt").status == 0)
+        let gone = s.run("export", "--out", "x", "--exclude", "a.txt", "--exclude", "removed.pdf")
+        #expect(
+            gone.status == 0
+                && gone.stderr
+                    == """
+                        vault: warning: --exclude removed.pdf: no document matches 'removed.pdf'; there is nothing \
+                        to leave out
+                        vault: nothing to export: --exclude leaves out every selected document (nothing was written \
+                        to x)\n
+                        """,
+            "\(gone.stderr)")
+        let r = Receiver(in: s)
+        let up = s.run(["upload", "--url", r.url, "--exclude", "gone.pdf"], env: Fixtures.uploadToken)
+        #expect(up.status == 0 && r.statuses == ["200"], "\(up.stderr)")
+        #expect(
+            up.stderr.hasPrefix("vault: warning: --exclude gone.pdf: no document matches 'gone.pdf'; there is nothing"),
+            "\(up.stderr)")
+    }
 }

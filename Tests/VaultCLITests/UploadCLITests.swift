@@ -136,6 +136,10 @@ import Testing
                         """
             ), "\(one.stderr)")
         #expect(one.stderr.contains("vault: uploaded 2 documents in 2 batches"), "\(one.stderr)")
+        // In a log, the warnings come before the summary line, not after it.
+        let warned = one.stderr.range(of: "vault: warning: skipped")?.lowerBound
+        let summed = one.stderr.range(of: "vault: uploaded 2 documents")?.lowerBound
+        #expect(warned != nil && summed != nil && warned! < summed!, "\(one.stderr)")
         #expect(
             one.stderr.hasSuffix(
                 "vault: 1 document was too large for the server and not delivered: \(bigID.prefix(12)) big.bin\n"
@@ -156,6 +160,42 @@ import Testing
         #expect(excluded.status == 0 && excluded.stderr.contains("nothing new to send"), "\(excluded.stderr)")
         let status = s.run("status", "--json")
         #expect(status.out.contains("\"pending\":1"), "big.bin stays undelivered: \(status.out)")
+    }
+
+    /// A cron line keeps no token: it comes from a file or a command, read as the vault
+    /// password is (one trailing newline dropped), never shown; an empty one stops the upload
+    /// before anything is sent.
+    @Test func theTokenComesFromAFileOrACommand() throws {
+        let s = Sandbox()
+        s.initVault()
+        _ = Fixtures.addDocuments(s, count: 2)
+        let r = Receiver(in: s)  // takes "test-token"
+        s.write("office.token", Array("test-token\n".utf8))
+        let file = s.run(["upload", "--url", r.url], env: ["VAULT_UPLOAD_TOKEN_FILE": s.path("office.token")])
+        #expect(file.status == 0, "\(file.stderr)")
+        #expect(r.statuses == ["200"])
+        _ = Fixtures.addDocuments(s, count: 1, seed: 20)
+        let command = s.run(["upload", "--url", r.url], env: ["VAULT_UPLOAD_TOKEN_COMMAND": "printf test-token"])
+        #expect(command.status == 0 && r.statuses == ["200", "200"], "\(command.stderr)")
+        _ = Fixtures.addDocuments(s, count: 1, seed: 30)
+        s.write("wrong.token", Array("not-the-token\n".utf8))
+        let wrong = s.run(["upload", "--url", r.url], env: ["VAULT_UPLOAD_TOKEN_FILE": s.path("wrong.token")])
+        #expect(wrong.status == 76 && !wrong.stderr.contains("not-the-token"), "\(wrong.stderr)")
+        s.write("empty.token", Array("\n".utf8))
+        let empty = s.run(["upload", "--url", r.url], env: ["VAULT_UPLOAD_TOKEN_FILE": s.path("empty.token")])
+        #expect(
+            empty.status == 64
+                && empty.stderr
+                    == """
+                        vault: the upload token is empty
+                        vault: hint: the file VAULT_UPLOAD_TOKEN_FILE names is empty\n
+                        """,
+            "\(empty.stderr)")
+        let missing = s.run(["upload", "--url", r.url], env: ["VAULT_UPLOAD_TOKEN_FILE": s.path("nowhere.token")])
+        #expect(
+            missing.status == 3 && missing.stderr.hasPrefix("vault: VAULT_UPLOAD_TOKEN_FILE: cannot open "),
+            "\(missing.stderr)")
+        #expect(r.statuses == ["200", "200", "403"], "nothing sent with an empty or missing token")
     }
 
     @Test func credentialsAndRejections() throws {

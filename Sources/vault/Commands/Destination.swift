@@ -112,6 +112,13 @@ extension VaultCommand.Destinations {
         @Flag(help: "Documents need not reach this destination before 'vault remove --delivered' frees them.")
         var optional = false
 
+        @Flag(
+            help: """
+                Accept an http:// URL to a host that is not a loopback address (documents would cross the network \
+                unencrypted; each upload there needs --insecure-http too).
+                """)
+        var insecureHTTP = false
+
         @Option(
             help: ArgumentHelp(
                 """
@@ -148,6 +155,8 @@ extension VaultCommand.Destinations {
             guard !output.quiet else { return }
             Terminal.err(
                 "vault: added destination \(name) → \(identity)" + (optional ? " (optional)" : "")
+                    + (insecureHTTP && UploadTarget(address: url)?.isCleartextOverNetwork == true
+                        ? "; documents cross the network unencrypted" : "")
                     + (receiptKey == nil ? "" : "; batches need its signed receipts")
                     + (recipients.isEmpty ? "" : "; sealed to \(Plural.count(recipients.count, "age recipient"))"))
         }
@@ -200,6 +209,13 @@ extension VaultCommand.Destinations {
                         endpoint)
                         """
                 )
+            }
+            // The upload's cleartext rule (UploadOptions.checkCleartext), with its words, so a
+            // destination an upload would refuse is not named at all.
+            if !s3URL, !insecureHTTP, let target = UploadTarget(address: url), target.isCleartextOverNetwork {
+                let host = URLComponents(string: url)?.host ?? target.redacted
+                throw VaultError(
+                    .usage, "refusing to send documents unencrypted over http:// to \(host)", remedy: .useHTTPS)
             }
             if let c = URLComponents(string: url), c.user != nil || c.password != nil {
                 throw VaultError(

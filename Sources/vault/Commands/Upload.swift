@@ -29,7 +29,8 @@ extension VaultCommand {
             discussion: """
                 Each batch is produced while it is sent (no plaintext temporary files), with its exact \
                 Content-Length, an Idempotency-Key and X-Vault-Batch: i/n. Credentials come from \
-                VAULT_UPLOAD_TOKEN (Bearer) or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD (Basic). \
+                VAULT_UPLOAD_TOKEN (Bearer; or from the file VAULT_UPLOAD_TOKEN_FILE names, or what \
+                VAULT_UPLOAD_TOKEN_COMMAND prints) or VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD (Basic). \
                 Only documents the destination has not confirmed are sent (the delivery ledger; \
                 --new-run sends them again). An interrupted upload to the same URL is finished \
                 first, sending no confirmed batch again. A document the server refuses as too \
@@ -554,9 +555,7 @@ extension VaultCommand {
         /// The `Authorization` header from the credentials taken out of the environment.
         static func authorization() throws -> String? {
             func text(_ s: SecretBytes) -> String { s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
-            if let token = EnvironmentSecrets.value("VAULT_UPLOAD_TOKEN"), token.count > 0 {
-                return "Bearer " + text(token)
-            }
+            if let token = try token() { return "Bearer " + text(token) }
             let user = EnvironmentSecrets.value("VAULT_UPLOAD_USER"),
                 password = EnvironmentSecrets.value("VAULT_UPLOAD_PASSWORD")
             guard user != nil || password != nil else { return nil }
@@ -565,6 +564,25 @@ extension VaultCommand {
                 throw VaultError(.usage, "VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD must be set together")
             }
             return "Basic " + Data((text(user) + ":" + text(password)).utf8).base64EncodedString()
+        }
+
+        /// The upload token, read as the vault password is: `VAULT_UPLOAD_TOKEN`, else the file
+        /// `VAULT_UPLOAD_TOKEN_FILE` names (one trailing newline dropped), else what the command
+        /// `VAULT_UPLOAD_TOKEN_COMMAND` prints; never from argv, never shown. Nil when none is set.
+        static func token() throws -> SecretBytes? {
+            if let token = EnvironmentSecrets.value("VAULT_UPLOAD_TOKEN"), token.count > 0 { return token }
+            let token: SecretBytes, why: String
+            if let path = environment("VAULT_UPLOAD_TOKEN_FILE"), !path.isEmpty {
+                token = try PasswordReader.fromFile(path, named: "VAULT_UPLOAD_TOKEN_FILE")
+                why = "the file VAULT_UPLOAD_TOKEN_FILE names is empty"
+            } else if let command = environment("VAULT_UPLOAD_TOKEN_COMMAND"), !command.isEmpty {
+                token = try PasswordReader.fromCommand(command, named: "VAULT_UPLOAD_TOKEN_COMMAND")
+                why = "the command VAULT_UPLOAD_TOKEN_COMMAND runs printed nothing"
+            } else {
+                return nil
+            }
+            guard token.count > 0 else { throw VaultError(.usage, "the upload token is empty", hint: why) }
+            return token
         }
     }
 }

@@ -105,6 +105,8 @@ struct UploadReport {
                         tooLarge: tooLarge.map(\.id.hex), refused: refused.map(\.id.hex),
                         unsendable: unsendable.map(\.id.hex), removed: (freed + removedNow).map(\.id.hex))))
         }
+        // Warnings first: in a log, the summary is the last line a reader looks for.
+        if warnsAtEnd { for line in leftOut { Terminal.warn(line) } }
         if printsSummary && !json {
             Terminal.err(summaryLine(summary, freed: freed, seconds: seconds))
         }
@@ -113,7 +115,6 @@ struct UploadReport {
         }
         // Counted by the run's ids: a document left out and removed since is not "damaged".
         let damaged = summary.skipped - summary.tooLarge.count - summary.refused.count - summary.unsendable.count
-        if warnsAtEnd { for line in leftOut { Terminal.warn(line) } }
         if let stop = leftOutError(
             summary, unsendable: unsendable, refused: refused, tooLarge: tooLarge, damaged: damaged,
             warned: !leftOut.isEmpty)
