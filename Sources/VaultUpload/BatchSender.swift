@@ -81,7 +81,9 @@ enum AttemptOutcome: Sendable {
                     hint: "ask the office to free space"))
         case .reject:
             // A refusal by place is a client error (4xx); a 3xx, 501 or 505 refuses the batch.
-            if (400..<500).contains(r.status), let refusal = r.refusedDocument {
+            if let station = stationRefusal(r, rejected: what) {
+                .refused(station)
+            } else if (400..<500).contains(r.status), let refusal = r.refusedDocument {
                 .refusedDocument(
                     place: refusal.place, reason: "(\(r.status) \(r.reason))\(refusal.says)",
                     otherwise: VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))
@@ -89,6 +91,34 @@ enum AttemptOutcome: Sendable {
                 .refused(VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))
             }
         case .retry: .retry(reason: "\(r.status) \(r.reason)", retryAfter: RetryPolicy.parseRetryAfter(r.retryAfter))
+        }
+    }
+
+    /// vault's receiver refusing the station itself, for what its history says of the vault
+    /// (docs/RECEIVE.md, "Stations and their history heads"): worded with what to do, not the answer's JSON. Nil
+    /// for any other answer.
+    static func stationRefusal(_ r: UploadResponse, rejected what: String) -> VaultError? {
+        switch r.refusalCode {
+        case "station-forked":
+            VaultError(
+                .uploadRejected,
+                """
+                \(what): the back office knows another history for this station (\(r.status) \(r.reason)): this \
+                vault is not the one its token was given to (it was made again, or replaced)
+                """,
+                hint: "ask the office to remove and add this station again, then use the new token")
+        case "station-rolled-back":
+            VaultError(
+                .uploadRejected,
+                """
+                \(what): this vault's history is behind what this station sent before (\(r.status) \(r.reason)): \
+                the vault folder was put back to an older copy
+                """,
+                hint: """
+                    put the vault's newest copy back and send again; if there is none, ask the office to remove and \
+                    add this station again, then use the new token
+                    """)
+        default: nil
         }
     }
 

@@ -97,4 +97,30 @@ import VaultCore
         #expect(!UploadTarget(address: "http://[::1]:8080/x")!.isCleartextOverNetwork)
         #expect(!UploadTarget(address: "http://127.0.0.1:8080/x")!.isCleartextOverNetwork)
     }
+
+    /// vault's receiver refusing the station for its history: said in words with what to do,
+    /// never as the answer's JSON; another 409 is still shown as the server said it.
+    @Test func aStationRefusedForItsHistoryIsToldWhatToDo() {
+        func outcome(_ code: String) -> VaultError? {
+            let body = #"{"error":{"code":"\#(code)","message":"the station's history 9-ab forks from 7-cd"}}"#
+            let r = UploadResponse(status: 409, reason: "Conflict", retryAfter: nil, body: body)
+            guard case .refused(let e) = AttemptOutcome.of(r, rejected: "the server rejected batch 2/3") else {
+                return nil
+            }
+            return e
+        }
+        let forked = outcome("station-forked")
+        #expect(
+            forked?.message == """
+                the server rejected batch 2/3: the back office knows another history for this station (409 \
+                Conflict): this vault is not the one its token was given to (it was made again, or replaced)
+                """)
+        #expect(forked?.hint == "ask the office to remove and add this station again, then use the new token")
+        let behind = outcome("station-rolled-back")
+        #expect(behind?.message.hasSuffix("the vault folder was put back to an older copy") == true)
+        #expect(behind?.hint?.hasPrefix("put the vault's newest copy back") == true)
+        let other = outcome("batch-in-progress")
+        #expect(other?.message.contains(#""code":"batch-in-progress""#) == true, "\(String(describing: other))")
+        #expect(other?.hint == nil)
+    }
 }
