@@ -329,6 +329,59 @@ final class ReceiverProcess {
         #expect(health.status == 200)
     }
 
+    /// The station's third week: a destination keeps what every cron line repeated — its CA
+    /// file, where its token comes from, its receipt key — changed with `destination set` in its
+    /// history, its deliveries kept; the token itself is never kept, and never shown.
+    @Test func aDestinationKeepsItsCAFileAndTokenSourceAndKeepsItsDeliveries() throws {
+        let s = Sandbox()
+        _ = Fixtures.station(s, count: 2)
+        try Self.makePrivateCA(s)
+        let office = try ReceiverProcess(
+            s, extra: ["--tls-cert", s.path("server.pem"), "--tls-key", s.path("server.key")])
+        let token = office.addStation("st")
+        let key = office.run("receive", "key").out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(s.run("destination", "add", "office", office.url + "/batches").status == 0)
+        let bare = s.run(["upload", "--to", "office"], env: ["VAULT_UPLOAD_TOKEN": token])
+        #expect(bare.status != 0 && bare.stderr.contains("TLS handshake"), "\(bare.stderr)")
+        s.write("office.token", Array((token + "\n").utf8))
+        let set = s.run("destination", "set", "office", "--cacert", "ca.pem", "--token-file", "office.token")
+        let real = { (name: String) in URL(fileURLWithPath: s.path(name)).standardizedFileURL.path }
+        #expect(
+            set.status == 0
+                && set.stderr == """
+                    vault: changed destination office: required, CA file \(real("ca.pem")), token from the file \
+                    \(real("office.token"))\n
+                    """, "\(set.stderr)")
+        // No token in the environment, no --cacert: what the destination keeps.
+        let sent = s.run(["upload", "--to", "office"], env: ["VAULT_UPLOAD_TOKEN": nil])
+        #expect(sent.status == 0, "\(sent.stderr)")
+        #expect(office.documents.count == 2)
+        // A receipt key added later, and the token from a command: the deliveries stay.
+        let later = s.run(
+            "destination", "set", "office", "--receipt-key", key, "--token-command", "cat " + s.path("office.token"))
+        #expect(later.status == 0 && later.stderr.contains("batches need its signed receipts"), "\(later.stderr)")
+        let again = s.run(["upload", "--to", "office"], env: ["VAULT_UPLOAD_TOKEN": nil])
+        #expect(
+            again.status == 0 && again.stderr.hasPrefix("vault: nothing new to send to"), "\(again.stderr)")
+        s.write("scan 9.pdf", [UInt8].random(3000, seed: 99))
+        #expect(s.run("add", "scan 9.pdf").status == 0)
+        let signed = s.run(["upload", "--to", "office"], env: ["VAULT_UPLOAD_TOKEN": nil])
+        #expect(signed.status == 0 && office.documents.count == 3, "\(signed.stderr)")
+        let listed = s.run("destination", "list", "--json").out
+        #expect(
+            listed.contains(#""tokenCommand":"cat "#) && listed.contains(#""cacert":""#)
+                && !listed.contains(token), "\(listed)")
+        let log = s.run("log", "--json").out
+        #expect(!log.contains(token) && !sent.stderr.contains(token) && !set.stderr.contains(token))
+        // What would be refused is refused before the password is asked for.
+        #expect(s.run(["destination", "set", "office"], env: ["VAULT_PASSWORD": nil]).status == 64)
+        let missing = s.run(["destination", "set", "office", "--cacert", "nowhere.pem"], env: ["VAULT_PASSWORD": nil])
+        #expect(missing.status == 3 && missing.stderr.hasPrefix("vault: no file at nowhere.pem (--cacert)"))
+        #expect(s.run("destination", "set", "nobody", "--optional").status == 3)
+        let same = s.run("destination", "set", "office", "--required")
+        #expect(same.status == 0 && same.stderr.contains("already keeps that; nothing changed"), "\(same.stderr)")
+    }
+
     @Test func strangersAreRefusedAndAnAddressThatKeepsGuessingIsSlowedDown() throws {
         let s = Sandbox()
         let office = try ReceiverProcess(s)

@@ -330,6 +330,13 @@ package struct DestinationEntry: NamedListEntry {
     /// The age recipients (`age1…`, `age1pq1…`) every upload there is sealed to (docs/UPLOAD.md,
     /// "Sealed delivery"); nil or empty: plaintext payloads.
     package var recipients: [String]?
+    /// The PEM file of certificate authorities an upload there trusts (an absolute path); nil:
+    /// the system's.
+    package var cacert: String?
+    /// Where an upload there takes its token from when the environment gives none: a file
+    /// (an absolute path) or a command (what it prints). The token itself is never kept.
+    package var tokenFile: String?
+    package var tokenCommand: String?
 
     package init(name: String, url: String, wire: String? = nil, required: Bool = true, s3 place: S3Place? = nil) {
         self.name = name

@@ -12,7 +12,7 @@ extension VaultCommand {
     struct Destinations: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "destination",
-            abstract: "List, add or remove the destinations documents are delivered to (back offices).",
+            abstract: "List, add, change or remove the destinations documents are delivered to (back offices).",
             discussion: """
                 A destination is a short name for where 'vault upload' delivers documents: an \
                 https:// URL, s3://BUCKET/PREFIX, or a presign endpoint. It is kept in the sealed \
@@ -22,7 +22,9 @@ extension VaultCommand {
                 the other kind of place: replicas of the whole vault.
 
                 A destination is required unless added with --optional: 'vault remove --delivered' \
-                removes only documents every required destination confirmed.
+                removes only documents every required destination confirmed. 'vault destination set' \
+                changes what a destination keeps (its CA file, where its token comes from, its \
+                recipients, its receipt key, required or optional) and keeps its deliveries.
 
                 Examples:
                   vault destination add office https://backoffice.example/batches
@@ -32,10 +34,11 @@ extension VaultCommand {
                       --receipt-key "$(cat office-receipt-key.txt)"
                   vault destination add office https://office.example/batches \\
                       --recipients-file office.recipients
+                  vault destination set office --token-file /etc/vault/office.token
                   vault destination
                   vault destination remove archive
                 """,
-            subcommands: [List.self, Add.self, Remove.self],
+            subcommands: [List.self, Add.self, Set.self, Remove.self],
             defaultSubcommand: List.self)
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
@@ -161,6 +164,14 @@ extension VaultCommand.Destinations {
                     + (recipients.isEmpty ? "" : "; sealed to \(Plural.count(recipients.count, "age recipient"))"))
         }
 
+        /// A receipt key as `vault receive key` prints it: 64 lower-case hex digits.
+        static func checkReceiptKey(_ key: String) throws {
+            guard Hex.decode(key)?.count == SigningKey.publicKeySize, key == key.lowercased() else {
+                throw VaultError(
+                    .usage, "--receipt-key takes 64 lower-case hex digits (what 'vault receive key' prints)")
+            }
+        }
+
         /// The name, URL, protocol and receipt key checked before the password is asked for:
         /// the destination's identity, its protocol if named, and for s3:// where it is.
         private func checked() throws -> (identity: String, wire: UploadProtocol.Name?, place: S3Place?) {
@@ -226,12 +237,7 @@ extension VaultCommand.Destinations {
                     """
                 )
             }
-            if let receiptKey,
-                Hex.decode(receiptKey)?.count != SigningKey.publicKeySize || receiptKey != receiptKey.lowercased()
-            {
-                throw VaultError(
-                    .usage, "--receipt-key takes 64 lower-case hex digits (what 'vault receive key' prints)")
-            }
+            if let receiptKey { try Self.checkReceiptKey(receiptKey) }
             if receiptKey != nil, let named, ![.json, .form].contains(named) {
                 throw VaultError(.usage, "receipts are signed for json and form batches, not \(named.rawValue)")
             }

@@ -374,7 +374,7 @@ extension VaultCommand {
                             """
                 )
             }
-            try await naming(entry).send(options, vault: vault)
+            try await naming(entry).send(options, vault: vault, destination: entry)
         }
 
         /// This command as if the destination's URL and protocol had been given (`--url` or
@@ -400,8 +400,10 @@ extension VaultCommand {
 
         /// Sends to the URL given (or resolved); `vault` when it is open already: parses what
         /// the library's delivery needs, runs it, and renders what it did.
-        func send(_ options: GlobalOptions, vault opened: VaultCore.Vault?) async throws {
-            let uploadOptions = try self.uploadOptions()
+        func send(
+            _ options: GlobalOptions, vault opened: VaultCore.Vault?, destination: DestinationEntry? = nil
+        ) async throws {
+            let uploadOptions = try self.uploadOptions(destination: destination)
             let target = uploadOptions.target
             // The cleartext rule, before the password is asked.
             if try uploadOptions.checkCleartext() {
@@ -479,8 +481,9 @@ extension VaultCommand {
         /// The runs `--all`, `--new-run` and `--resume` ask for.
         var mode: DocumentDelivery.Mode { resume ? .resumeOnly : newRun ? .newRun : all ? .everything : .undelivered }
 
-        /// The target, protocol and settings, as validated.
-        func uploadOptions() throws -> UploadOptions {
+        /// The target, protocol and settings, as validated; with what `destination` keeps (its CA
+        /// file, its token source) where the command and the environment give none.
+        func uploadOptions(destination: DestinationEntry? = nil) throws -> UploadOptions {
             let wire = try uploadProtocol()
             var s3: S3Target?
             if case .s3(let t) = wire { s3 = t }
@@ -492,13 +495,15 @@ extension VaultCommand {
             guard
                 var target = UploadTarget(
                     address: s3?.name ?? url, method: method, headers: headers,
-                    authorization: s3 == nil ? try Self.authorization() : nil, idleTimeout: timeout)
+                    authorization: s3 == nil ? try Self.authorization(destination: destination) : nil,
+                    idleTimeout: timeout)
             else {
                 throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a URL")
             }
-            if let cacert {
+            if let cacert = cacert ?? destination?.cacert {
                 guard FileSystem.kind(of: cacert) == .file else {
-                    throw VaultError(.notFound, "no file at \(Terminal.printable(cacert)) (--cacert)")
+                    let named = self.cacert == nil ? "the CA file destination '\(destination!.name)' keeps" : "--cacert"
+                    throw VaultError(.notFound, "no file at \(Terminal.printable(cacert)) (\(named))")
                 }
                 target.trustedCertificates = URL(fileURLWithPath: cacert)
             }
@@ -552,10 +557,11 @@ extension VaultCommand {
                 prefix: c.path, partSize: partSize ?? 8 << 20, parallel: parallel)
         }
 
-        /// The `Authorization` header from the credentials taken out of the environment.
-        static func authorization() throws -> String? {
+        /// The `Authorization` header from the credentials taken out of the environment, else
+        /// from the token source `destination` keeps.
+        static func authorization(destination: DestinationEntry? = nil) throws -> String? {
             func text(_ s: SecretBytes) -> String { s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
-            if let token = try token() { return "Bearer " + text(token) }
+            if let token = try token() ?? destination.flatMap({ try kept(by: $0) }) { return "Bearer " + text(token) }
             let user = EnvironmentSecrets.value("VAULT_UPLOAD_USER"),
                 password = EnvironmentSecrets.value("VAULT_UPLOAD_PASSWORD")
             guard user != nil || password != nil else { return nil }
@@ -578,6 +584,24 @@ extension VaultCommand {
             } else if let command = environment("VAULT_UPLOAD_TOKEN_COMMAND"), !command.isEmpty {
                 token = try PasswordReader.fromCommand(command, named: "VAULT_UPLOAD_TOKEN_COMMAND")
                 why = "the command VAULT_UPLOAD_TOKEN_COMMAND runs printed nothing"
+            } else {
+                return nil
+            }
+            guard token.count > 0 else { throw VaultError(.usage, "the upload token is empty", hint: why) }
+            return token
+        }
+
+        /// The token from the file or command `destination` keeps (`vault destination set`); nil
+        /// when it keeps neither.
+        static func kept(by destination: DestinationEntry) throws -> SecretBytes? {
+            let token: SecretBytes, why: String
+            if let path = destination.tokenFile {
+                token = try PasswordReader.fromFile(path, named: "the token file of destination '\(destination.name)'")
+                why = "the token file destination '\(destination.name)' keeps is empty"
+            } else if let command = destination.tokenCommand {
+                token = try PasswordReader.fromCommand(
+                    command, named: "the token command of destination '\(destination.name)'")
+                why = "the token command destination '\(destination.name)' keeps printed nothing"
             } else {
                 return nil
             }
