@@ -124,6 +124,9 @@ public struct DocumentDelivery: Sendable {
             let summary = try await uploader.run()
             total = total.map { $0.adding(summary) } ?? summary
         }
+        // Journals of uploads finished a week ago or more go (best effort: a journal that
+        // cannot be removed now is removed by a later upload, or by ``UploadJournals/prune(in:abandonedAfter:now:)``).
+        _ = try? UploadJournals.pruneFinished(in: vault)
         return total
     }
 

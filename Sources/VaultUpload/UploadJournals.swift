@@ -130,12 +130,35 @@ package enum UploadJournals {
     /// unfinished ones not updated for `abandonedAfter` seconds. A journal whose upload is
     /// running (its lock is held) is kept. Returns the entries removed.
     package static func prune(in vault: Vault, abandonedAfter: TimeInterval, now: Date = Date()) throws -> [Entry] {
+        try remove(in: vault, now: now) { entry, age in
+            entry.state == .complete || entry.state == .damaged || age >= abandonedAfter
+        }
+    }
+
+    /// How long the journal of a finished upload is kept (to be shown) before an upload removes
+    /// it (docs/UPLOAD.md): a week, so a day of scheduled uploads does not leave its journals
+    /// behind for good.
+    package static let finishedKept: TimeInterval = 7 * 86_400
+
+    /// Removes the journals of complete uploads last updated ``finishedKept`` ago or more (what
+    /// every upload does when it ends); unfinished and damaged ones are left to
+    /// ``prune(in:abandonedAfter:now:)``.
+    @discardableResult
+    package static func pruneFinished(in vault: Vault, now: Date = Date()) throws -> [Entry] {
+        try remove(in: vault, now: now) { entry, age in entry.state == .complete && age >= finishedKept }
+    }
+
+    /// Removes the journals (and their lock files) `chosen` picks, given each one's age in
+    /// seconds, except one whose upload is running (its lock is held).
+    private static func remove(
+        in vault: Vault, now: Date, _ chosen: (Entry, TimeInterval) -> Bool
+    ) throws -> [Entry] {
         let store = vault.store
         let dir = store.path(.uploads)
         var removed: [Entry] = []
         for entry in try list(in: vault) {
             let age = UTCTime.parseISO8601(entry.updated).map { now.timeIntervalSince($0) } ?? .infinity
-            guard entry.state == .complete || entry.state == .damaged || age >= abandonedAfter else { continue }
+            guard chosen(entry, age) else { continue }
             let file =
                 FileSystem.kind(of: UploadJournal.path(in: store, job: entry.job)) == .file
                 ? UploadJournal.path(in: store, job: entry.job) : UploadJournal.legacyPath(in: store, job: entry.job)

@@ -170,6 +170,35 @@ struct ScriptedDrop: Error, CustomStringConvertible { var description: String { 
         #expect(again.bodies.count == 1 && UInt64(again.bodies[0].count) == summary.payloadBytes)
     }
 
+    /// A day of scheduled uploads left its finished journals for good: a finished one now goes
+    /// a week after its last update, an unfinished one never by this (the journal's dates are
+    /// sealed, so the check is made with a `now` a week on).
+    @Test func finishedJournalsGoAfterAWeekAndUnfinishedOnesStay() async throws {
+        let (vault, records, dir) = try Self.vault(2)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try await Uploader(
+            vault: vault, records: [records[0]], options: Self.options(), transport: ScriptedTransport([]),
+            onEvent: { _ in }
+        ).run()
+        let failing = ScriptedTransport([.status(503, retryAfter: "0")])
+        await #expect(throws: VaultError.self) {
+            try await Uploader(
+                vault: vault, records: [records[1]], options: Self.options(retries: 0), transport: failing,
+                onEvent: { _ in }
+            ).run()
+        }
+        let states = { try UploadJournals.list(in: vault).map(\.state.rawValue).sorted() }
+        #expect(try states() == ["complete", "interrupted"])
+        #expect(try UploadJournals.pruneFinished(in: vault).isEmpty, "a journal finished now is kept")
+        let inSixDays = Date().addingTimeInterval(6 * 86_400)
+        #expect(try UploadJournals.pruneFinished(in: vault, now: inSixDays).isEmpty)
+        let inEightDays = Date().addingTimeInterval(8 * 86_400)
+        #expect(try UploadJournals.pruneFinished(in: vault, now: inEightDays).map(\.state) == [.complete])
+        #expect(try states() == ["interrupted"])
+        let inAYear = Date().addingTimeInterval(365 * 86_400)
+        #expect(try UploadJournals.pruneFinished(in: vault, now: inAYear).isEmpty, "an unfinished one stays")
+    }
+
     @Test func transientAnswersAreRetriedWithTheSameBodyAndKey() async throws {
         let (vault, records, dir) = try Self.vault(3)
         defer { try? FileManager.default.removeItem(atPath: dir) }
