@@ -90,7 +90,21 @@ enum AttemptOutcome: Sendable {
             } else {
                 .refused(VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))
             }
-        case .retry: .retry(reason: "\(r.status) \(r.reason)", retryAfter: RetryPolicy.parseRetryAfter(r.retryAfter))
+        case .retry:
+            if r.refusalCode == "too-many-failures" {
+                // vault's receiver refusing this address for a minute after failed
+                // authentications: retrying meanwhile only prolongs it.
+                .refused(
+                    VaultError(
+                        .uploadUnauthorized,
+                        """
+                        the back office refuses this address for a minute after too many failed authentications \
+                        (\(r.status) \(r.reason)); nothing was sent
+                        """,
+                        hint: "check the upload token, then send again in a minute"))
+            } else {
+                .retry(reason: "\(r.status) \(r.reason)", retryAfter: RetryPolicy.parseRetryAfter(r.retryAfter))
+            }
         }
     }
 

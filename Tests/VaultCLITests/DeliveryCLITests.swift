@@ -250,6 +250,13 @@ import Glibc
                 && trusted.stderr.contains("added destination lan → http://192.168.1.10/batches")
                 && trusted.stderr.contains("documents cross the network unencrypted"), "\(trusted.stderr)")
         #expect(s.run("destination", "add", "local", "http://127.0.0.1:8080/batches").status == 0)
+        s.write("lan.token", Array("secret".utf8))
+        let credentials2 = s.run("destination", "set", "lan", "--token-file", "lan.token")
+        #expect(
+            credentials2.status == 64
+                && credentials2.stderr.hasPrefix(
+                    "vault: refusing to send credentials unencrypted over http:// to 192.168.1.10\n"),
+            "\(credentials2.stderr)")
         // The list is the history's (vault/3): no file stands for it, and one planted beside the
         // history is never read.
         let path = s.path("vault/destinations.vlt")

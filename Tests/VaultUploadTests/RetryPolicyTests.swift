@@ -119,6 +119,20 @@ import VaultCore
         let behind = outcome("station-rolled-back")
         #expect(behind?.message.hasSuffix("the vault folder was put back to an older copy") == true)
         #expect(behind?.hint?.hasPrefix("put the vault's newest copy back") == true)
+        let slowed = UploadResponse(
+            status: 429, reason: "Too Many Requests", retryAfter: "60",
+            body: #"{"error":{"code":"too-many-failures","message":"too many failed authentications; wait a minute"}}"#)
+        guard case .refused(let e) = AttemptOutcome.of(slowed, rejected: "the server rejected batch 1/1") else {
+            Issue.record("a receiver refusing the address is not retried for minutes")
+            return
+        }
+        #expect(e.code == .uploadUnauthorized && e.hint == "check the upload token, then send again in a minute")
+        #expect(e.message.hasPrefix("the back office refuses this address for a minute") && !e.message.contains("{"))
+        let busy = UploadResponse(status: 429, reason: "Too Many Requests", retryAfter: "1", body: "slow down")
+        guard case .retry = AttemptOutcome.of(busy, rejected: "the server rejected batch 1/1") else {
+            Issue.record("another 429 is retried")
+            return
+        }
         let other = outcome("batch-in-progress")
         #expect(other?.message.contains(#""code":"batch-in-progress""#) == true, "\(String(describing: other))")
         #expect(other?.hint == nil)

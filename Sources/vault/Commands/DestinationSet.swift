@@ -119,6 +119,14 @@ extension VaultCommand.Destinations {
             if receiptKey != nil, ![.json, .form].contains(wire) {
                 throw VaultError(.usage, "receipts are signed for json and form batches, not \(wire.rawValue)")
             }
+            // The upload's rule: credentials never cross a network in the clear.
+            let cleartext = UploadTarget(address: entry.url)?.isCleartextOverNetwork == true
+            if tokenFile != nil || tokenCommand != nil, cleartext {
+                let host = URLComponents(string: entry.url)?.host ?? entry.url
+                throw VaultError(
+                    .usage, "refusing to send credentials unencrypted over http:// to \(host)",
+                    remedy: .dropCredentials)
+            }
             if let cacert { entry.cacert = cacert } else if noCacert { entry.cacert = nil }
             if tokenFile != nil || tokenCommand != nil || noToken {
                 (entry.tokenFile, entry.tokenCommand) = (tokenFile, tokenCommand)
