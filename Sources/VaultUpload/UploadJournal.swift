@@ -147,13 +147,6 @@ package struct UploadJournal: Codable, Sendable {
     /// journals of earlier versions (then the identity of `target`).
     package var identity: String?
 
-    /// Whether the run ever reached a server that takes batches: a batch was confirmed, or
-    /// some answer other than 404 came. A run that met only refused connections or 404s (a
-    /// mistyped URL, a server that was down) is not an interrupted upload worth showing.
-    package var reachedServer: Bool {
-        batches.contains { $0.status == .complete || ($0.httpStatus.map { $0 != 404 } ?? false) }
-    }
-
     /// The identity the run's deliveries are recorded at; nil when `target` is not a destination.
     package var deliveryIdentity: DestinationIdentity? {
         identity.map(DestinationIdentity.init(recorded:)) ?? DestinationIdentity(url: target)

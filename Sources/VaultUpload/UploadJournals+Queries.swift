@@ -38,14 +38,13 @@ extension UploadJournals {
     }
 
     /// The interrupted runs still worth finishing, by destination identity: how many, and
-    /// their unconfirmed batches. A run that never reached a server (``UploadJournal/reachedServer``)
-    /// is not counted: the same upload still resumes it, but nothing of it is anywhere to finish.
+    /// their unconfirmed batches.
     package static func unfinishedRuns(
         in vault: Vault, journals: [UploadJournals.Read]
     ) throws -> [String: UnfinishedRuns] {
         var out: [String: UnfinishedRuns] = [:]
         for read in journals where read.entry.state == .interrupted {
-            guard let journal = read.journal, journal.reachedServer,
+            guard let journal = read.journal,
                 let identity = journal.deliveryIdentity?.value,
                 let left = try unfinished(journal, in: vault)
             else { continue }

@@ -484,28 +484,6 @@ import Testing
         #expect(s.run(["uploads", "tidy"]).status == 64)
     }
 
-    /// A mistyped URL (a 404) or a server that was down (connection refused) left "1 interrupted
-    /// upload, N batches unconfirmed" in `status` until a prune: a run that never reached a
-    /// server is not shown as one; a run a server answered still is (above, below).
-    @Test func aRunThatNeverReachedAServerIsNoInterruptedUpload() throws {
-        let s = Sandbox()
-        s.initVault()
-        _ = Fixtures.addDocuments(s, count: 2)
-        let office = try ReceiverProcess(s)
-        let token: [String: String?] = ["VAULT_UPLOAD_TOKEN": office.addStation("st")]
-        let typo = s.run(["upload", "--url", office.url + "/batchez", "--retries", "0"], env: token)
-        #expect(typo.status == 69 && typo.stderr.contains("404"), "\(typo.stderr)")
-        let refused = s.run(["upload", "--url", "http://127.0.0.1:9/batches", "--retries", "0"], env: token)
-        #expect(refused.status == 75, "\(refused.stderr)")
-        let status = s.run("status")
-        #expect(status.status == 0 && !status.out.contains("interrupted"), "\(status.out)")
-        let listed = s.run("uploads", "--json").out
-        #expect(listed.components(separatedBy: #""state":"interrupted""#).count == 3, "both journals kept: \(listed)")
-        // The right URL delivers as usual.
-        #expect(s.run(["upload", "--url", office.url + "/batches"], env: token).status == 0)
-        #expect(office.documents.count == 2)
-    }
-
     @Test func resumeNamesTheSettingsAnInterruptedRunWasStartedWith() throws {
         let s = Sandbox()
         s.initVault()
