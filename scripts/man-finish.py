@@ -37,7 +37,7 @@ FILES = [
     ("log.vlt, log.head, log.anchor", "The sealed, chained history of every change and delivery."),
     ("uploads/JOB.journal", "Sealed upload journals, so an interrupted upload resumes."),
     ("remotes.vlt, destinations.vlt", "Sealed lists of named S3 remotes and delivery destinations."),
-    ("staging/", "Temporary files of commands in progress; swept by the next command."),
+    ("staging/", "Temporary files of commands in progress; swept by the next command that writes to the vault."),
 ]
 
 SEE_ALSO = ".Xr age 1 ,\n.Xr restic 1\n.Pp\nThe full reference is installed in share/doc/vault: CLI.md, FORMAT.md, UPLOAD.md, REMOTE.md, SECURITY.md, and JSON Schemas for every --json output in schemas/."

@@ -4,6 +4,7 @@ import Testing
 
 @testable import VaultCore
 @testable import VaultReceive
+import class VaultTestSupport.BlockingTestExecutor
 
 /// A receiver on a vault folder follows its own records (each batch it commits, each alert and
 /// download it records) in memory: the history is read whole, and verified, when the receiver
@@ -89,14 +90,17 @@ import Testing
         let lock = try OpenFile.openOrCreate(vault.store.lockPath)
         #expect(try lock.lockExclusive())
         let first = try await begin(receiver, token: tokens[0], key: "group-0")
-        let firstAnswer = Task { try await first.finish().status }
+        // On threads of their own: under the whole suite's load, the cooperative pool's two
+        // threads, held by other tests' waits, left these tasks unstarted for two minutes.
+        let firstAnswer = Task(executorPreference: BlockingTestExecutor.shared) { try await first.finish().status }
         // The first batch is taken into a group, whose commit now waits for the lock; the others
         // queue behind it.
         try await waitUntil { home.committer.groups == 1 }
         var answers: [Task<Int, any Error>] = []
         for n in 1..<5 {
             let intake = try await begin(receiver, token: tokens[n], key: "group-\(n)")
-            answers.append(Task { try await intake.finish().status })
+            answers.append(
+                Task(executorPreference: BlockingTestExecutor.shared) { try await intake.finish().status })
         }
         try await waitUntil { home.committer.waiting == 4 }
         lock.unlock()

@@ -165,7 +165,9 @@ package enum CapturedDocument {
         package init(recipients: [AgeRecipient], store: VaultStore, random: any RandomSource) {
             self.recipients = recipients
             keyings = MadeAhead { PayloadSealing.newKeying(recipients) }
-            staged = MadeAhead(depth: 8) { try Staged(store: store, random: random) }
+            // Few staged ahead: each holds two descriptors and two inodes, and a killed add
+            // leaves them for the next writer to sweep (a review found 18 with a depth of 8).
+            staged = MadeAhead(depth: 2) { try Staged(store: store, random: random) }
         }
 
         /// Makes nothing more ahead and removes the staged files not used.

@@ -7,9 +7,11 @@ package enum ContentType {
     /// plain text (valid UTF-8 without control characters other than tab, CR, LF, FF);
     /// otherwise `application/octet-stream`.
     package static func sniff(_ head: UnsafeRawBufferPointer) -> String {
-        let b = Array(head.prefix(4096))
+        // Read in place: a copy of a document's first bytes would outlive it, unwiped (found by
+        // a review in a core image of an add).
+        let b = UnsafeRawBufferPointer(rebasing: head.prefix(4096))
         func starts(_ s: [UInt8], at offset: Int = 0) -> Bool {
-            b.count >= offset + s.count && Array(b[offset..<offset + s.count]) == s
+            b.count >= offset + s.count && b[offset..<offset + s.count].elementsEqual(s)
         }
         if starts([0xFF, 0xD8, 0xFF]) { return "image/jpeg" }
         if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return "image/png" }
@@ -26,15 +28,28 @@ package enum ContentType {
         return octetStream
     }
 
-    private static func isText(_ b: [UInt8], complete: Bool) -> Bool {
+    private static func isText(_ b: UnsafeRawBufferPointer, complete: Bool) -> Bool {
         if b.contains(where: { $0 < 0x20 && ![0x09, 0x0A, 0x0C, 0x0D].contains($0) || $0 == 0x7F }) { return false }
-        if String(validating: b, as: UTF8.self) != nil { return true }
+        if isUTF8(b[...]) { return true }
         // A multi-byte character may be cut at the 4096-byte sample's end: drop up to 3 bytes.
         guard !complete else { return false }
         for cut in 1...3 where b.count > cut {
-            if String(validating: b.dropLast(cut), as: UTF8.self) != nil { return true }
+            if isUTF8(b.dropLast(cut)) { return true }
         }
         return false
+    }
+
+    /// Whether `bytes` are valid UTF-8, decoded in place (no String made of them).
+    private static func isUTF8(_ bytes: Slice<UnsafeRawBufferPointer>) -> Bool {
+        var input = bytes.makeIterator()
+        var decoder = Unicode.UTF8.ForwardParser()
+        while true {
+            switch decoder.parseScalar(from: &input) {
+            case .valid: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
     }
 
     /// The type of a document named `name` whose first bytes are `head`: from the bytes
