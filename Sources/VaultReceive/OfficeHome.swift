@@ -207,10 +207,12 @@ package final class FolderHome: OfficeHome {
     /// Runs `work` on a thread of its own and waits for it without holding one of Swift's
     /// cooperative threads (as many as cores): a commit waits for the disk (each envelope's
     /// fsync, the writer lock, the history's), and on those threads it stopped every other
-    /// station's batch from being read meanwhile.
+    /// station's batch from being read meanwhile. Nor on Dispatch's pool: its few threads, held
+    /// by other blocking work, left a batch's fsync waiting for minutes (a test under the whole
+    /// suite's load), as they had the group commit.
     static func offCooperativeThreads<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { done in
-            DispatchQueue.global().async { done.resume(with: Result { try work() }) }
+            DetachedThread.run { done.resume(with: Result { try work() }) }
         }
     }
 
