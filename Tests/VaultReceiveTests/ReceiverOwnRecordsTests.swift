@@ -81,6 +81,16 @@ import class VaultTestSupport.BlockingTestExecutor
     /// theirs; the first commit waits for it alone, the four that came meanwhile go in one group,
     /// and each is its own record, answered with its own receipt.
     @Test func batchesEndingWhileACommitWaitsAreCommittedTogether() async throws {
+        // On threads of its own: under the whole suite's load, the cooperative pool's two
+        // threads and the blocking tests' six, held by other tests' waits, left this test's
+        // tasks unstarted past its two-minute bounds (twice in four runs).
+        try await withTaskExecutorPreference(Self.own) { try await commitsTogether() }
+    }
+
+    /// Threads for ``batchesEndingWhileACommitWaitsAreCommittedTogether()`` alone.
+    static let own = BlockingTestExecutor(threads: 3)
+
+    private func commitsTogether() async throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let receiver = try Receiver(vault: vault, serving: false)
         let home = try #require(receiver.home as? FolderHome)
@@ -90,17 +100,14 @@ import class VaultTestSupport.BlockingTestExecutor
         let lock = try OpenFile.openOrCreate(vault.store.lockPath)
         #expect(try lock.lockExclusive())
         let first = try await begin(receiver, token: tokens[0], key: "group-0")
-        // On threads of their own: under the whole suite's load, the cooperative pool's two
-        // threads, held by other tests' waits, left these tasks unstarted for two minutes.
-        let firstAnswer = Task(executorPreference: BlockingTestExecutor.shared) { try await first.finish().status }
+        let firstAnswer = Task(executorPreference: Self.own) { try await first.finish().status }
         // The first batch is taken into a group, whose commit now waits for the lock; the others
         // queue behind it.
         try await waitUntil { home.committer.groups == 1 }
         var answers: [Task<Int, any Error>] = []
         for n in 1..<5 {
             let intake = try await begin(receiver, token: tokens[n], key: "group-\(n)")
-            answers.append(
-                Task(executorPreference: BlockingTestExecutor.shared) { try await intake.finish().status })
+            answers.append(Task(executorPreference: Self.own) { try await intake.finish().status })
         }
         try await waitUntil { home.committer.waiting == 4 }
         lock.unlock()

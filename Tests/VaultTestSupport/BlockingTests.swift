@@ -35,7 +35,8 @@ package final class BlockingTestExecutor: TaskExecutor, @unchecked Sendable {
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
 
-    private init(threads: Int) {
+    /// An executor of `threads` threads of its own (for a test that must not wait on others').
+    package init(threads: Int) {
         for i in 0..<threads {
             let thread = Thread { [unowned self] in work() }
             thread.name = "blocking-tests-\(i)"
