@@ -26,31 +26,35 @@ extension VaultCommand.Upload {
     /// `VAULT_UPLOAD_TOKEN_COMMAND` prints; never from argv, never shown. Nil when none is set.
     static func token() throws -> SecretBytes? {
         if let token = EnvironmentSecrets.value("VAULT_UPLOAD_TOKEN"), token.count > 0 { return token }
-        let token: SecretBytes, why: String
-        if let path = environment("VAULT_UPLOAD_TOKEN_FILE"), !path.isEmpty {
-            token = try PasswordReader.fromFile(path, named: "VAULT_UPLOAD_TOKEN_FILE")
-            why = "the file VAULT_UPLOAD_TOKEN_FILE names is empty"
-        } else if let command = environment("VAULT_UPLOAD_TOKEN_COMMAND"), !command.isEmpty {
-            token = try PasswordReader.fromCommand(command, named: "VAULT_UPLOAD_TOKEN_COMMAND")
-            why = "the command VAULT_UPLOAD_TOKEN_COMMAND runs printed nothing"
-        } else {
-            return nil
-        }
-        guard token.count > 0 else { throw VaultError(.usage, "the upload token is empty", hint: why) }
-        return token
+        return try read(
+            file: environment("VAULT_UPLOAD_TOKEN_FILE").flatMap { $0.isEmpty ? nil : $0 },
+            command: environment("VAULT_UPLOAD_TOKEN_COMMAND").flatMap { $0.isEmpty ? nil : $0 },
+            named: ("VAULT_UPLOAD_TOKEN_FILE", "VAULT_UPLOAD_TOKEN_COMMAND"),
+            empty: ("the file VAULT_UPLOAD_TOKEN_FILE names is empty",
+                "the command VAULT_UPLOAD_TOKEN_COMMAND runs printed nothing"))
     }
 
     /// The token from the file or command `destination` keeps (`vault destination set`); nil
     /// when it keeps neither.
     static func kept(by destination: DestinationEntry) throws -> SecretBytes? {
+        let d = destination.name
+        return try read(
+            file: destination.tokenFile, command: destination.tokenCommand,
+            named: ("the token file of destination '\(d)'", "the token command of destination '\(d)'"),
+            empty: ("the token file destination '\(d)' keeps is empty",
+                "the token command destination '\(d)' keeps printed nothing"))
+    }
+
+    /// A token read from `file`, else from what `command` prints, as the password is; nil
+    /// when neither is given. An empty one is refused with the hint `empty` gives.
+    private static func read(
+        file: String?, command: String?, named: (file: String, command: String), empty: (file: String, command: String)
+    ) throws -> SecretBytes? {
         let token: SecretBytes, why: String
-        if let path = destination.tokenFile {
-            token = try PasswordReader.fromFile(path, named: "the token file of destination '\(destination.name)'")
-            why = "the token file destination '\(destination.name)' keeps is empty"
-        } else if let command = destination.tokenCommand {
-            token = try PasswordReader.fromCommand(
-                command, named: "the token command of destination '\(destination.name)'")
-            why = "the token command destination '\(destination.name)' keeps printed nothing"
+        if let file {
+            (token, why) = (try PasswordReader.fromFile(file, named: named.file), empty.file)
+        } else if let command {
+            (token, why) = (try PasswordReader.fromCommand(command, named: named.command), empty.command)
         } else {
             return nil
         }
