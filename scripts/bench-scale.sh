@@ -61,7 +61,7 @@ for n in $SIZES; do
         timed r-get-id "$vault" --vault "$v" get "${id:0:8}"
         rm -rf "$work/out1"
         timed r-export-one "$vault" --vault "$v" export --out "$work/out1" --progress none "${id:0:8}"
-        timed r-upload-one "$vault" --vault "$v" upload --url "$url" --progress none --new-run "${id:0:8}"
+        timed r-upload-one "$vault" --vault "$v" upload --url "$url" --progress none --new-run --no-credentials "${id:0:8}"
         timed r-remove "$vault" --vault "$v" remove "${id:0:8}"
     done
     row "$n" "add one 4 KiB file" "$(median r-add)"
@@ -75,7 +75,7 @@ for n in $SIZES; do
     rm -rf "$work/out"
     timed r-export "$vault" --vault "$v" export --out "$work/out" --progress none; row "$n" "export --out DIR of everything" "$(median r-export)" "$n"
     rm -rf "$work/out"
-    timed r-upload "$vault" --vault "$v" upload --url "$url" --progress none --new-run; row "$n" "upload of everything" "$(median r-upload)" "$n"
+    timed r-upload "$vault" --vault "$v" upload --url "$url" --progress none --new-run --no-credentials; row "$n" "upload of everything" "$(median r-upload)" "$n"
     timed r-audit "$vault" --vault "$v" audit; row "$n" "audit (headers)" "$(median r-audit)" "$n"
     timed r-verify "$vault" --vault "$v" verify; row "$n" "verify" "$(median r-verify)" "$n"
     # The first row of list --json, from start to the first bytes on the pipe.

@@ -22,6 +22,16 @@ package enum TransportError {
         return (h.host, h.errorDescription.lowercased())
     }
 
+    /// True when `error` says no connection was made, so nothing was sent: refused, an
+    /// unreachable network or host, a connect timeout, a name that does not resolve.
+    package static func neverConnected(_ error: any Error) -> Bool {
+        if error is NIOConnectionError || unknownHost(error) != nil { return true }
+        if let io = error as? IOError { return [ECONNREFUSED, ENETUNREACH, EHOSTUNREACH].contains(io.errnoCode) }
+        if let h = error as? HTTPClientError, h == .connectTimeout { return true }
+        if let c = error as? ChannelError, case .connectTimeout = c { return true }
+        return false
+    }
+
     /// `error` in words, naming `timeout` (seconds) for the client's timeouts; at most 200
     /// characters of a description this does not know.
     package static func describe(_ error: any Error, timeout: Double) -> String {

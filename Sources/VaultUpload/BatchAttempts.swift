@@ -122,7 +122,7 @@ struct BatchAttempts {
             retries += 1
             state = .waiting(next: 2)
             return .wait(attempt: 1, retryAfter: nil, reason: reason, resumedAt: at)
-        case .retry(let reason, let retryAfter):
+        case .retry(let reason, let retryAfter, _):
             guard attempt < maxAttempts else {
                 state = .finished
                 return .giveUp(attempts: attempt, reason: reason)

@@ -35,8 +35,9 @@ extension BatchSender {
 enum AttemptOutcome: Sendable {
     /// The server has the batch; `body` is what it answered (a receiver's receipt).
     case confirmed(status: Int, duplicate: Bool, body: [UInt8] = [])
-    /// A transient failure: try again after a delay (the server's `Retry-After`, if any).
-    case retry(reason: String, retryAfter: Double?)
+    /// A transient failure: try again after a delay (the server's `Retry-After`, if any);
+    /// `unreached` when no connection was made, so the server received nothing of it.
+    case retry(reason: String, retryAfter: Double?, unreached: Bool = false)
     /// The batch is too large for the server (413): why, and what the server said.
     case split(reason: String, serverSays: String)
     /// A document failed authentication mid-stream; the request was aborted.
@@ -88,7 +89,10 @@ enum AttemptOutcome: Sendable {
                     place: refusal.place, reason: "(\(r.status) \(r.reason))\(refusal.says)",
                     otherwise: VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))
             } else {
-                .refused(VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))
+                .refused(
+                    VaultError(
+                        .uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)",
+                        remedy: r.status == 404 ? .checkURLPath : nil))
             }
         case .retry:
             if r.refusalCode == "too-many-failures" {
@@ -165,7 +169,23 @@ enum AttemptOutcome: Sendable {
                     .uploadRejected, "cannot find the host '\(host.host)' (\(host.reason)); nothing was sent",
                     remedy: .checkHostName))
         }
-        return .retry(reason: TransportError.describe(error, timeout: timeout), retryAfter: nil)
+        return .retry(
+            reason: TransportError.describe(error, timeout: timeout), retryAfter: nil,
+            unreached: TransportError.neverConnected(error))
+    }
+
+    /// True when this attempt shows the server received nothing of the run: no connection was
+    /// made (refused, unreachable, a name that does not resolve, a failed TLS handshake), or it
+    /// has nothing at the URL's path (404 to the run's first batch). An attempt that ends in
+    /// any other way may have reached it.
+    func reachedNothing(firstBatch: Bool) -> Bool {
+        switch self {
+        case .retry(_, _, let unreached): unreached
+        case .refused(let e):
+            e.remedy == .checkHostName || e.remedy == .trustServerCertificate
+                || (firstBatch && e.remedy == .checkURLPath)
+        default: false
+        }
     }
 }
 

@@ -68,7 +68,7 @@ final class TusSender: BatchSender, @unchecked Sendable {
             }
         } catch {
             let outcome = try AttemptOutcome.of(error, timeout: target.idleTimeout)
-            if case .retry(let reason, _) = outcome, a.wire.tusOffset > startedAt {
+            if case .retry(let reason, _, _) = outcome, a.wire.tusOffset > startedAt {
                 return .resume(at: a.wire.tusOffset, reason: reason)
             }
             return outcome
@@ -186,7 +186,7 @@ final class TusSender: BatchSender, @unchecked Sendable {
                 guard let outcome = try failure(r, a) else {
                     return .retry(reason: "PATCH \(r.status) \(r.reason)", retryAfter: nil)
                 }
-                if case .retry(let reason, _) = outcome, offset > startedAt, r.status >= 500 {
+                if case .retry(let reason, _, _) = outcome, offset > startedAt, r.status >= 500 {
                     return .resume(at: offset, reason: reason)
                 }
                 return outcome

@@ -4,6 +4,9 @@ import VaultCore
 extension VaultError.Code {
     /// The upload server refused the credentials (401, 403).
     public static let uploadUnauthorized = Self(rawValue: "upload-unauthorized")
+    /// The upload needs credentials and none were given (no token, no user and password), and
+    /// the destination is not known to take none: refused before anything was sent.
+    public static let uploadNoCredentials = Self(rawValue: "upload-no-credentials")
     /// The upload server rejected a batch for good (4xx other than 401, 403, 408, 429).
     public static let uploadRejected = Self(rawValue: "upload-rejected")
     /// The upload gave up after its retries (network, timeouts, 5xx): run it again to resume.
@@ -29,6 +32,8 @@ extension VaultError.Remedy.Name {
     public static let dropCredentials = Self(rawValue: "drop-credentials")
     /// Trust the server's certificate authority (a private CA), or check the URL's host name.
     public static let trustServerCertificate = Self(rawValue: "trust-server-certificate")
+    /// Check the URL's path (the server has nothing there: 404).
+    public static let checkURLPath = Self(rawValue: "check-url-path")
 }
 
 /// The steps that set right the errors of uploads.
@@ -43,4 +48,6 @@ extension VaultError.Remedy {
     public static let dropCredentials = Self(.dropCredentials)
     /// Trust the server's certificate authority (a private CA), or check the URL's host name.
     public static let trustServerCertificate = Self(.trustServerCertificate)
+    /// Check the URL's path (the server has nothing there: 404).
+    public static let checkURLPath = Self(.checkURLPath)
 }

@@ -148,6 +148,20 @@ package enum UploadJournals {
         try remove(in: vault, now: now) { entry, age in entry.state == .complete && age >= finishedKept }
     }
 
+    /// Removes the journal of `job` (and its change log and lock file) while its upload holds
+    /// the lock: a run that stopped having reached nothing of the server leaves nothing to
+    /// finish, and is not counted as an interrupted upload.
+    package static func discard(job: String, in vault: Vault) throws {
+        let store = vault.store
+        for path in [
+            UploadJournal.path(in: store, job: job), UploadJournal.legacyPath(in: store, job: job),
+            UploadJournal.logPath(in: store, job: job), UploadJournal.lockPath(in: store, job: job)
+        ] where FileSystem.kind(of: path) == .file {
+            try FileSystem.remove(path)
+        }
+        try FileSystem.syncDirectory(store.path(.uploads))
+    }
+
     /// Removes the journals (and their lock files) `chosen` picks, given each one's age in
     /// seconds, except one whose upload is running (its lock is held).
     private static func remove(

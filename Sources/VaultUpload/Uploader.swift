@@ -38,6 +38,10 @@ public final class Uploader: @unchecked Sendable {
     var journal: UploadJournal!
     /// Payload bytes servers already had when batches resumed (not sent again).
     var resumedBytes: UInt64 = 0
+    /// False while every attempt of this run, from its journal's start, showed the server
+    /// received nothing (``AttemptOutcome/reachedNothing(firstBatch:)``): such a run that stops
+    /// leaves no journal, as there is nothing to finish (docs/UPLOAD.md, "Journal").
+    var mayHaveReached = true
     /// Documents a new run left out before sending (``undeliverable(_:shape:)``), told as skipped.
     var leftOutAtStart: [(record: DocumentRecord, error: VaultError)] = []
     /// Documents and plaintext bytes before each batch (for the progress counter), made once
@@ -188,13 +192,21 @@ public final class Uploader: @unchecked Sendable {
         runProgress = ProgressCounter(total: all.reduce(0) { $0 + $1.metadata.size }, documents: all.count)
         var retries = 0
         var i = 0
-        while i < journal.batches.count {
-            if journal.batches[i].status != .complete {
-                let (tries, left) = try await send(index: i)
-                retries += tries
-                if left { continue }  // batch i was a refused document's alone: the next one is at i now
+        mayHaveReached = journal.batches.contains { $0.attempts > 0 }  // a run resumed may have
+        do {
+            while i < journal.batches.count {
+                if journal.batches[i].status != .complete {
+                    let (tries, left) = try await send(index: i)
+                    retries += tries
+                    if left { continue }  // batch i was a refused document's alone: the next one is at i now
+                }
+                i += 1
             }
-            i += 1
+        } catch {
+            if !mayHaveReached && !journal.batches.contains(where: { $0.status == .complete }) {
+                try? UploadJournals.discard(job: job, in: vault)
+            }
+            throw error
         }
         var summary = UploadSummary(
             runID: journal.runId, batches: journal.batches.count, alreadyConfirmed: confirmedBefore,
@@ -316,7 +328,10 @@ public final class Uploader: @unchecked Sendable {
                 PausePoint.reached("upload.attempt")
                 let a = try begin(index: i, attempt: attempt)
                 sealing = a.format.sealing
+                let reachedBefore = mayHaveReached
+                mayHaveReached = true  // until the outcome shows otherwise: an attempt that throws may have
                 let outcome = try await sender.attempt(a)
+                if outcome.reachedNothing(firstBatch: i == 0) { mayHaveReached = reachedBefore }
                 try noteSealedPairs(i, sealing)
                 action = attempts.take(.answered(outcome))
             case .confirm(let status, let duplicate, let body):

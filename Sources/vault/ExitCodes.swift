@@ -16,6 +16,7 @@ enum ExitStatus {
     static let exists: Int32 = 73
     static let io: Int32 = 74
     static let wrongPassword: Int32 = 77
+    static let noCredentials: Int32 = 78
     static let interrupted: Int32 = 130
 
     static func code(for error: VaultError) -> Int32 {
@@ -31,6 +32,7 @@ enum ExitStatus {
         case .uploadRejected, .storeRejected: return uploadRejected
         case .uploadFailed, .storeUnavailable, .busy: return uploadFailed
         case .uploadUnauthorized, .storeUnauthorized: return uploadUnauthorized
+        case .uploadNoCredentials: return noCredentials
         default: return failure
         }
     }

@@ -90,6 +90,7 @@ enum Hints {
         case .trustServerCertificate:
             "trust a private certificate authority with --cacert FILE, or check the host name in the URL"
         case .checkHostName: "check the host name in the URL (or the destination's, 'vault destination')"
+        case .checkURLPath: "check the path in the URL (or the destination's, 'vault destination')"
         case .raiseByteLimit:
             "use --max-bytes \(ByteCount.atLeast(remedy.bytes ?? 0)) or more, or leave this document out"
         case .freeSpace: "free some space and run the command again"

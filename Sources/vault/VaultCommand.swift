@@ -41,6 +41,8 @@ struct VaultCommand: AsyncParsableCommand {
                    the export folder
               76   upload, push, pull: the server refused the credentials
               77   wrong password
+              78   upload: no credentials are set and the destination is not
+                   known to take none (--no-credentials); nothing was sent
               130  interrupted (SIGINT, SIGTERM, SIGHUP); no partial output is left
             """,
         version: BuildInfo.line,

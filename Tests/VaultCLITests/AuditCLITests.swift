@@ -165,7 +165,7 @@ import Glibc
                 "vault: document \(id) (a.txt) was removed (history record 3) and its object is back; nothing was sent")
         )
         #expect(!FileManager.default.fileExists(atPath: s.path("outbox/batch-0001.json")))
-        let upload = s.run("upload", "--url", "http://127.0.0.1:9/in", "--retries", "0")
+        let upload = s.run("upload", "--url", "http://127.0.0.1:9/in", "--retries", "0", "--no-credentials")
         #expect(upload.status == 65)
         #expect(upload.stderr.contains("was removed (history record 3) and its object is back"))
         // The next change does not take it in: it stays a finding until removed again.
@@ -403,12 +403,14 @@ import Glibc
 
     @Test func everyJSONOutputMatchesItsSchema() throws {
         let (s, _) = Self.vaultWithHistory()
-        // An upload that fails leaves a journal for `uploads`.
-        _ = s.run("upload", "--url", "http://127.0.0.1:9/in", "--retries", "0")
+        // An upload that fails after reaching the server leaves a journal for `uploads`.
+        let r = Receiver(in: s, token: nil, faults: #"[{"action": "status", "status": 503}]"#)
+        #expect(s.run("upload", "--url", r.url, "--retries", "0", "--no-credentials").status == 75)
         #expect(s.run("remote", "add", "office", "s3://backoffice/station one").status == 0)
         #expect(s.run("remote", "add", "archive", "s3://archive").status == 0)
         #expect(s.run("destination", "add", "office", "https://backoffice.example/batches").status == 0)
         #expect(s.run("destination", "add", "inbox", "s3://inbox/station", "--optional").status == 0)
+        #expect(s.run("destination", "add", "lan", "http://127.0.0.1:9/in", "--no-credentials").status == 0)
         let outputs: [(String, [String])] = [
             ("remotes", ["remote", "--json"]), ("destinations", ["destination", "--json"]),
             ("status", ["status", "--json"]),

@@ -69,8 +69,9 @@ import VaultS3
         let big = s.measure("export", "--tag", "big", "--out", "big", "--progress", "none")
         // Upload the same selections to the receiver (it only hashes bodies, in sink mode).
         let r = Receiver(in: s, token: nil, mode: "sink")
-        let upSmall = s.measure("upload", "--tag", "small", "--url", r.url, "--progress", "none")
-        let upBig = s.measure("upload", "--tag", "big", "--url", r.url, "--progress", "none")
+        let open = ["--progress", "none", "--no-credentials"]  // the receiver takes no token
+        let upSmall = s.measureWith(["upload", "--tag", "small", "--url", r.url] + open, env: [:])
+        let upBig = s.measureWith(["upload", "--tag", "big", "--url", r.url] + open, env: [:])
         #expect(upSmall.status == 0 && upBig.status == 0, "\(upBig.stderr)")
         #expect(r.statuses == ["200", "200"])
         #expect((r.log.last?["bytes"] as? Int ?? 0) > 20 * Self.each << 20 * 4 / 3)
@@ -82,9 +83,10 @@ import VaultS3
         )
         #expect(upBig.maxRSSKiB - upSmall.maxRSSKiB <= 8 * 1024)
         // The same as multipart/form-data (raw bytes), to the same sink.
-        let formSmall = s.measure(
-            "upload", "--tag", "small", "--url", r.url, "--protocol", "form", "--progress", "none")
-        let formBig = s.measure("upload", "--tag", "big", "--url", r.url, "--protocol", "form", "--progress", "none")
+        let formSmall = s.measureWith(
+            ["upload", "--tag", "small", "--url", r.url, "--protocol", "form"] + open, env: [:])
+        let formBig = s.measureWith(
+            ["upload", "--tag", "big", "--url", r.url, "--protocol", "form"] + open, env: [:])
         #expect(formSmall.status == 0 && formBig.status == 0, "\(formBig.stderr)")
         let formBytes: Int = r.log.last?["bytes"] as? Int ?? 0
         #expect(formBytes > 20 * Self.each << 20)
@@ -97,9 +99,10 @@ import VaultS3
         #expect(formBig.maxRSSKiB - formSmall.maxRSSKiB <= 8 * 1024)
         // And over tus, in 4 MiB checksummed PATCHes, to resumable-upload.
         let tus = try TusServer(in: s, checksums: "sha256")
-        let tusSmall = s.measure(
-            "upload", "--tag", "small", "--url", tus.url, "--protocol", "tus", "--progress", "none")
-        let tusBig = s.measure("upload", "--tag", "big", "--url", tus.url, "--protocol", "tus", "--progress", "none")
+        let tusSmall = s.measureWith(
+            ["upload", "--tag", "small", "--url", tus.url, "--protocol", "tus"] + open, env: [:])
+        let tusBig = s.measureWith(
+            ["upload", "--tag", "big", "--url", tus.url, "--protocol", "tus"] + open, env: [:])
         #expect(tusSmall.status == 0 && tusBig.status == 0, "\(tusBig.stderr)")
         let tusWritten: Int = tus.written.reduce(0, +)
         let bigPayload: Int = 20 * Self.each << 20 * 4 / 3

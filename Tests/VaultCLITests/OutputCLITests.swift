@@ -56,7 +56,7 @@ import Glibc
         let r = Receiver(in: s, token: nil, faults: #"[{"action": "slow", "rate": 400000}]"#)
         let started = Date()
         let screen = Fixtures.onTerminal(
-            s, columns: 100, "upload --url \(r.url) --progress bar", env: ["TERM": "xterm"])
+            s, columns: 100, "upload --url \(r.url) --progress bar --no-credentials", env: ["TERM": "xterm"])
         let seconds = Date().timeIntervalSince(started)
         let bars = Fixtures.redraws(screen).filter { $0.hasPrefix("batch 1/1  upload") }
         #expect(screen.contains("vault: uploaded 1 document"), "\(screen)")
@@ -97,7 +97,7 @@ import Glibc
         #expect(added.first?["contentType"] as? String == "text/plain" && added.first?["size"] as? Int == 5)
         let ids = added.compactMap { $0["id"] as? String }
         let r = Receiver(in: s, token: nil)
-        let upload = object(s.run("upload", "--url", r.url, "--json"))
+        let upload = object(s.run("upload", "--url", r.url, "--json", "--no-credentials"))
         #expect(
             upload?["documents"] as? Int == 2 && upload?["batches"] as? Int == 1
                 && upload?["target"] as? String == r.url)

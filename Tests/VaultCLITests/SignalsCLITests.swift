@@ -109,7 +109,8 @@ import Glibc
         let r = Receiver(in: s, token: nil, faults: #"[{"action": "slow", "rate": 400000}]"#)
         // Held as the first batch's attempt is journaled (VAULT_PAUSE_AT), and interrupted there.
         let (pid, paused) = s.spawn(
-            ["upload", "--url", r.url, "--batch-size", "1", "--progress", "none"], pausingAt: "upload.attempt")
+            ["upload", "--url", r.url, "--batch-size", "1", "--progress", "none", "--no-credentials"],
+            pausingAt: "upload.attempt")
         let sending =
             paused && r.log.isEmpty && Fixtures.entries(s.path("vault/uploads")).contains { $0.hasSuffix(".journal") }
         kill(pid, SIGINT)
@@ -118,7 +119,7 @@ import Glibc
         #expect(stopped.status == 130, "\(stopped.stderr)")
         #expect(stopped.stderr == "vault: interrupted\n")
         #expect(!Fixtures.entries(s.path("vault/uploads")).contains { $0.hasPrefix(".vault-tmp-") })
-        let again = s.run("upload", "--url", r.url, "--batch-size", "1", "--progress", "none")
+        let again = s.run("upload", "--url", r.url, "--batch-size", "1", "--progress", "none", "--no-credentials")
         #expect(again.status == 0, "\(again.stderr)")
         #expect(Set(r.accepted) == Set(ids) && r.accepted.count == 2, "each document arrives once: \(r.accepted)")
         try UploadCLITests.checkStore(r, originals)

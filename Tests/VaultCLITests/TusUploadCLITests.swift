@@ -40,7 +40,8 @@ import Glibc
         // The server takes at most 1 MiB per PATCH; vault starts at 4 MiB and halves on 413.
         let tus = try TusServer(in: s, checksums: checksums, maxChunk: 1 << 20)
         let r = s.run([
-            "upload", "--url", tus.url, "--protocol", "tus", "--batch-size", "2", "--progress", "json", "--json"
+            "upload", "--url", tus.url, "--protocol", "tus", "--no-credentials", "--batch-size", "2", "--progress",
+            "json", "--json"
         ])
         #expect(r.status == 0, "\(r.stderr)")
         let chunkEvents = r.events.compactMap { $0 }.filter { $0["event"] as? String == "chunkSize" }
@@ -82,8 +83,8 @@ import Glibc
         let s = try Self.vault(count: 1, mebibytes: 24, seed: 310)
         let tus = try TusServer(in: s)
         let pid = s.spawn([
-            "upload", "--url", tus.url, "--protocol", "tus", "--chunk-size", "256K", "--progress", "json", "--retries",
-            "8"
+            "upload", "--url", tus.url, "--protocol", "tus", "--no-credentials", "--chunk-size", "256K", "--progress",
+            "json", "--retries", "8"
         ])
         poll(every: 2000) { tus.written.count >= 12 || !Peer.isRunning(pid) }
         guard Peer.isRunning(pid) else {
@@ -113,7 +114,9 @@ import Glibc
     @Test func vaultKilledMidBatchResumesTheSameUploadWithoutResendingAnAcknowledgedByte() throws {
         let s = try Self.vault(count: 2, mebibytes: 12, seed: 320)
         let tus = try TusServer(in: s)
-        let args = ["upload", "--url", tus.url, "--protocol", "tus", "--chunk-size", "256K"]
+        let args = [
+            "upload", "--url", tus.url, "--protocol", "tus", "--no-credentials", "--chunk-size", "256K"
+        ]
         let pid = s.spawn(args)
         poll(every: 2000) { tus.written.count >= 16 || !Peer.isRunning(pid) }
         guard Peer.isRunning(pid) else {
@@ -167,7 +170,9 @@ import Glibc
         bytes[bytes.count - 100] ^= 1
         try Data(bytes).write(to: URL(fileURLWithPath: object))
         let tus = try TusServer(in: s)
-        let r = s.run(["upload", "--url", tus.url, "--protocol", "tus", "--chunk-size", "512K", "--skip-bad"])
+        let r = s.run([
+            "upload", "--url", tus.url, "--protocol", "tus", "--no-credentials", "--chunk-size", "512K", "--skip-bad"
+        ])
         #expect(r.status == 2, "\(r.stderr)")
         #expect(tus.log.contains("Received DELETE request"), "the abandoned upload was terminated")
         #expect(tus.log.components(separatedBy: "Received POST").count - 1 == 2)

@@ -46,7 +46,7 @@ struct UnreachableCLITests {
         s.initVault()
         s.write("a.txt", Array("a document".utf8))
         #expect(s.run("add", s.path("a.txt"), "-q").status == 0)
-        let r = s.run("upload", "--url", "https://\(Self.nowhere)/in")
+        let r = s.run("upload", "--url", "https://\(Self.nowhere)/in", "--no-credentials")
         #expect(r.status == 69, "\(r.stderr)")
         #expect(
             r.stderr

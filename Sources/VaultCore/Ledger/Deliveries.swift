@@ -337,6 +337,10 @@ package struct DestinationEntry: NamedListEntry {
     /// (an absolute path) or a command (what it prints). The token itself is never kept.
     package var tokenFile: String?
     package var tokenCommand: String?
+    /// True when the destination takes uploads with no credentials at all (said when it was
+    /// added or set): an upload there with none goes ahead. Nil: it needs some, and an upload
+    /// with none is refused before anything is sent.
+    package var noCredentials: Bool?
 
     package init(name: String, url: String, wire: String? = nil, required: Bool = true, s3 place: S3Place? = nil) {
         self.name = name

@@ -76,7 +76,7 @@ extension VaultCommand.Destinations {
                         + (d.required ? "" : "  optional") + (d.receiptKey == nil ? "" : "  signs receipts")
                         + ((d.recipients ?? []).isEmpty
                             ? "" : "  sealed (\(Plural.count(d.recipients!.count, "recipient")))")
-                        + "\n")
+                        + (d.noCredentials == true ? "  no credentials" : "") + "\n")
             }
         }
     }
@@ -131,6 +131,13 @@ extension VaultCommand.Destinations {
                 valueName: "hex"))
         var receiptKey: String?
 
+        @Flag(
+            help: """
+                The destination takes uploads without credentials: an upload there with none set goes ahead \
+                (otherwise it is refused before anything is sent).
+                """)
+        var noCredentials = false
+
         @OptionGroup var sealing: SealingOptions
         @OptionGroup var output: QuietOption
 
@@ -153,6 +160,7 @@ extension VaultCommand.Destinations {
             var entry = DestinationEntry(name: name, url: url, wire: named?.rawValue, required: !optional, s3: place)
             entry.receiptKey = receiptKey
             entry.recipients = recipients.isEmpty ? nil : recipients.map(\.description)
+            entry.noCredentials = noCredentials ? true : nil
             list.destinations.append(entry)
             try list.save(vault)
             guard !output.quiet else { return }
@@ -161,6 +169,7 @@ extension VaultCommand.Destinations {
                     + (insecureHTTP && UploadTarget(address: url)?.isCleartextOverNetwork == true
                         ? "; documents cross the network unencrypted" : "")
                     + (receiptKey == nil ? "" : "; batches need its signed receipts")
+                    + (noCredentials ? "; it takes uploads without credentials" : "")
                     + (recipients.isEmpty ? "" : "; sealed to \(Plural.count(recipients.count, "age recipient"))"))
         }
 

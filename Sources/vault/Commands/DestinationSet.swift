@@ -29,6 +29,7 @@ extension VaultCommand.Destinations {
                   vault destination set office --token-file /etc/vault/office.token
                   vault destination set office --token-command 'pass show office-token'
                   vault destination set office --receipt-key 3f9c… --optional
+                  vault destination set lan-tus --no-credentials
                 """)
 
         @OptionGroup(visibility: .hidden) var global: GlobalOptions
@@ -55,6 +56,14 @@ extension VaultCommand.Destinations {
 
         @Flag(help: "Keep no token source (the environment's token only).")
         var noToken = false
+
+        @Flag(
+            inversion: .prefixedNo,
+            help: """
+                Whether uploads there need credentials (--no-credentials: it takes uploads without any, and an \
+                upload there with none set goes ahead).
+                """)
+        var credentials: Bool?
 
         @OptionGroup var sealing: SealingOptions
 
@@ -83,6 +92,9 @@ extension VaultCommand.Destinations {
             if [tokenFile != nil, tokenCommand != nil, noToken].filter({ $0 }).count > 1 {
                 throw ValidationError("Give one of --token-file, --token-command and --no-token.")
             }
+            if credentials == false && (tokenFile != nil || tokenCommand != nil) {
+                throw ValidationError("--no-credentials and a token source do not go together.")
+            }
             let recipients = !sealing.recipients.isEmpty || !sealing.recipientsFiles.isEmpty
             if recipients && noRecipients {
                 throw ValidationError("--recipient or --recipients-file and --no-recipients do not go together.")
@@ -92,7 +104,7 @@ extension VaultCommand.Destinations {
             }
             let changes: [Bool] = [
                 cacert != nil, noCacert, tokenFile != nil, tokenCommand != nil, noToken, recipients, noRecipients,
-                receiptKey != nil, noReceiptKey, need != nil
+                receiptKey != nil, noReceiptKey, need != nil, credentials != nil
             ]
             if !changes.contains(true) {
                 throw ValidationError("Say what to change (--cacert, --token-file, --receipt-key, …; see --help).")
@@ -138,6 +150,9 @@ extension VaultCommand.Destinations {
             }
             if let receiptKey { entry.receiptKey = receiptKey } else if noReceiptKey { entry.receiptKey = nil }
             if let need { entry.required = need == .required }
+            // A token source kept means the destination takes credentials.
+            if let credentials { entry.noCredentials = credentials ? nil : true }
+            if tokenFile != nil || tokenCommand != nil { entry.noCredentials = nil }
             let changed = entry != list.destinations[i]
             list.destinations[i] = entry
             try list.save(vault)
@@ -154,7 +169,11 @@ extension VaultCommand.Destinations {
             parts.append(entry.cacert.map { "CA file \(Terminal.printable($0))" } ?? "the system's CAs")
             if let f = entry.tokenFile { parts.append("token from the file \(Terminal.printable(f))") }
             if let c = entry.tokenCommand { parts.append("token from the command '\(Terminal.printable(c))'") }
-            if entry.tokenFile == nil && entry.tokenCommand == nil { parts.append("token from the environment") }
+            if entry.noCredentials == true {
+                parts.append("takes uploads without credentials")
+            } else if entry.tokenFile == nil && entry.tokenCommand == nil {
+                parts.append("token from the environment")
+            }
             if let r = entry.recipients, !r.isEmpty {
                 parts.append("sealed to \(Plural.count(r.count, "age recipient"))")
             }

@@ -207,6 +207,15 @@ extension VaultCommand {
         )
         var insecureHTTP = false
 
+        @Flag(
+            help:
+                """
+                    The server takes uploads without credentials: send with none (otherwise an upload with none set \
+                    is refused before anything is sent, exit 78).
+                    """
+        )
+        var noCredentials = false
+
         static let reserved = [
             "authorization", "content-length", "content-type", "idempotency-key", "x-vault-batch", "host",
             "transfer-encoding"
@@ -405,6 +414,7 @@ extension VaultCommand {
         ) async throws {
             let uploadOptions = try self.uploadOptions(destination: destination)
             let target = uploadOptions.target
+            if !dryRun { try checkCredentials(uploadOptions, destination: destination) }
             // The cleartext rule, before the password is asked.
             if try uploadOptions.checkCleartext() {
                 Terminal.warn(
@@ -495,7 +505,7 @@ extension VaultCommand {
             guard
                 var target = UploadTarget(
                     address: s3?.name ?? url, method: method, headers: headers,
-                    authorization: s3 == nil ? try Self.authorization(destination: destination) : nil,
+                    authorization: s3 == nil && !noCredentials ? try Self.authorization(destination: destination) : nil,
                     idleTimeout: timeout)
             else {
                 throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a URL")

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import VaultCore
+import VaultUpload
 
 extension VaultCommand.Upload {
     /// The `Authorization` header from the credentials taken out of the environment, else
@@ -19,6 +20,44 @@ extension VaultCommand.Upload {
             throw VaultError(.usage, "VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD must be set together")
         }
         return "Basic " + Data((text(user) + ":" + text(password)).utf8).base64EncodedString()
+    }
+
+    /// Before anything is sent (and, for a URL given, before the password is asked): an upload
+    /// with no credentials goes ahead only where the server is known to take none
+    /// (`--no-credentials`, or the destination keeps it so); one that says so and has some set
+    /// is a contradiction. S3 signs with its own credentials, and plain http:// off loopback
+    /// never carries any.
+    func checkCredentials(_ options: UploadOptions, destination: DestinationEntry?) throws {
+        if noCredentials {
+            let named = ["VAULT_UPLOAD_TOKEN_FILE", "VAULT_UPLOAD_TOKEN_COMMAND"].contains {
+                environment($0)?.isEmpty == false
+            }
+            let secret = ["VAULT_UPLOAD_TOKEN", "VAULT_UPLOAD_USER", "VAULT_UPLOAD_PASSWORD"].contains {
+                (EnvironmentSecrets.value($0)?.count ?? 0) > 0
+            }
+            guard !named && !secret else {
+                throw VaultError(
+                    .usage, "--no-credentials, but credentials are set in the environment",
+                    hint: "unset VAULT_UPLOAD_TOKEN (…_FILE, …_COMMAND) and VAULT_UPLOAD_USER/PASSWORD, "
+                        + "or drop --no-credentials")
+            }
+            return
+        }
+        guard options.target.authorization == nil,
+              options.wire.name != .s3,
+              destination?.noCredentials != true,
+              !options.target.isCleartextOverNetwork else { return }
+        let hint =
+            destination.map { d in
+                "set VAULT_UPLOAD_TOKEN (or VAULT_UPLOAD_TOKEN_FILE, VAULT_UPLOAD_TOKEN_COMMAND), or keep a token "
+                    + "source with 'vault destination set \(d.name) --token-file FILE'; if it takes none, "
+                    + "'vault destination set \(d.name) --no-credentials'"
+            }
+            ?? "set VAULT_UPLOAD_TOKEN (or VAULT_UPLOAD_TOKEN_FILE, VAULT_UPLOAD_TOKEN_COMMAND, or "
+            + "VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD); if the server takes none, add --no-credentials"
+        throw VaultError(
+            .uploadNoCredentials, "no upload credentials are set for \(options.target.redacted); nothing was sent",
+            hint: hint)
     }
 
     /// The upload token, read as the vault password is: `VAULT_UPLOAD_TOKEN`, else the file
