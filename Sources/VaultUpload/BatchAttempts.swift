@@ -39,7 +39,7 @@ struct BatchAttempts {
         case skip(DocumentFailure)
         /// Leave the document at `place` out (the server refused it), then report whether the
         /// batch left the run.
-        case leaveOut(place: Int, reason: String, otherwise: VaultError)
+        case leaveOut(place: Int, reason: String, otherwise: VaultError, remedy: VaultError.Remedy?)
         /// Save the journal and wait (`retryAfter`, or the policy's delay for `attempt`), then
         /// report `waited`. `resumedAt`: the server has this many of the batch's bytes.
         case wait(attempt: Int, retryAfter: Double?, reason: String, resumedAt: UInt64?)
@@ -114,9 +114,9 @@ struct BatchAttempts {
         case .refused(let error):
             state = .finished
             return .refuse(error)
-        case .refusedDocument(let place, let reason, let otherwise):
+        case .refusedDocument(let place, let reason, let otherwise, let remedy):
             state = .handling(next: 1)
-            return .leaveOut(place: place, reason: reason, otherwise: otherwise)
+            return .leaveOut(place: place, reason: reason, otherwise: otherwise, remedy: remedy)
         case .resume(let at, let reason):
             // Progress was made: the retry budget is for attempts that get nowhere.
             retries += 1

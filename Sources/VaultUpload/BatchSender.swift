@@ -47,7 +47,8 @@ enum AttemptOutcome: Sendable {
     /// The server refused the batch for one document, named by its place in it (from 1) with
     /// the server's reason (`(400 Bad Request): what it says`); `otherwise` is the refusal of
     /// the whole batch, for a place that is not in it.
-    case refusedDocument(place: Int, reason: String, otherwise: VaultError)
+    /// `remedy`: what sets it right, when the refusal's code says (a document sealed to others).
+    case refusedDocument(place: Int, reason: String, otherwise: VaultError, remedy: VaultError.Remedy? = nil)
     /// The attempt ended (a dropped connection, a 5xx) after the server acknowledged more of
     /// the batch, up to `at`; the next attempt continues from there.
     case resume(at: UInt64, reason: String)
@@ -87,12 +88,14 @@ enum AttemptOutcome: Sendable {
             } else if (400..<500).contains(r.status), let refusal = r.refusedDocument {
                 .refusedDocument(
                     place: refusal.place, reason: "(\(r.status) \(r.reason))\(refusal.says)",
-                    otherwise: VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"))
+                    otherwise: VaultError(.uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)"),
+                    remedy: refusal.code == "not-sealed-to-this-receiver" ? .checkRecipients : nil)
             } else {
                 .refused(
                     VaultError(
                         .uploadRejected, "\(what): \(r.status) \(r.reason)\(r.serverSays)",
-                        remedy: r.status == 404 ? .checkURLPath : nil))
+                        remedy: r.status == 404
+                            ? .checkURLPath : r.refusalCode == "not-sealed-to-this-receiver" ? .checkRecipients : nil))
             }
         case .retry:
             if r.refusalCode == "too-many-failures" {
@@ -198,8 +201,19 @@ struct TransientFailure: Error, CustomStringConvertible {
 }
 
 extension UploadResponse {
-    /// `: <the body's first 300 Unicode scalars>`, or nothing for an empty body.
+    /// `: <the body's first 300 Unicode scalars>`, or nothing for an empty body; a refusal of
+    /// vault's receiver (`{"error":{"code":…,"message":…}}`) in words: `: message (code)`.
     var serverSays: String {
+        struct Answer: Decodable {
+            struct Refusal: Decodable {
+                var code: String
+                var message: String?
+            }
+            var error: Refusal
+        }
+        if let e = (try? JSONDecoder().decode(Answer.self, from: Data(body.utf8)))?.error {
+            return ": " + UploadResponse.cut([e.message, "(\(e.code))"].compactMap { $0 }.joined(separator: " "))
+        }
         let text = body.trimmingSpacesAndNewlines()
         return text.isEmpty ? "" : ": " + UploadResponse.cut(text)
     }

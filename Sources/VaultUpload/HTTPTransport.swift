@@ -144,7 +144,7 @@ public struct UploadResponse: Sendable {
     /// The document (from 1) a refusal names, as vault's receiver answers one:
     /// `{"error":{"code":…,"document":N,"message":…}}`, and what the server says of it
     /// (`: message (code)`, cut, or nothing); nil when it names no document.
-    var refusedDocument: (place: Int, says: String)? {
+    var refusedDocument: (place: Int, says: String, code: String?)? {
         struct Answer: Decodable {
             struct Refusal: Decodable {
                 var document: Int
@@ -166,7 +166,7 @@ public struct UploadResponse: Sendable {
         }
         guard let error = (try? JSONDecoder().decode(Answer.self, from: Data(body.utf8)))?.error else { return nil }
         let words = [error.message, error.code.map { "(\($0))" }].compactMap { $0 }.joined(separator: " ")
-        return (error.document, words.isEmpty ? "" : ": " + Self.cut(words))
+        return (error.document, words.isEmpty ? "" : ": " + Self.cut(words), error.code)
     }
 
     /// `text` cut to 300 Unicode scalars: a server's words in a message are bounded by what is

@@ -34,6 +34,8 @@ extension VaultError.Remedy.Name {
     public static let trustServerCertificate = Self(rawValue: "trust-server-certificate")
     /// Check the URL's path (the server has nothing there: 404).
     public static let checkURLPath = Self(rawValue: "check-url-path")
+    /// Check the recipients a document was sealed to: the receiver holds no identity among them.
+    public static let checkRecipients = Self(rawValue: "check-recipients")
 }
 
 /// The steps that set right the errors of uploads.
@@ -50,4 +52,6 @@ extension VaultError.Remedy {
     public static let trustServerCertificate = Self(.trustServerCertificate)
     /// Check the URL's path (the server has nothing there: 404).
     public static let checkURLPath = Self(.checkURLPath)
+    /// Check the recipients a document was sealed to: the receiver holds no identity among them.
+    public static let checkRecipients = Self(.checkRecipients)
 }

@@ -58,13 +58,15 @@ extension Uploader {
     /// place that is not in the batch refuses the whole batch (`otherwise`). Each refusal takes
     /// one document out, so a server that refuses every one ends the run after as many
     /// requests. Returns true when batch `i` left the run (it held that document alone).
-    func leaveOut(_ i: Int, place: Int, reason: String, otherwise: VaultError) async throws -> Bool {
+    func leaveOut(
+        _ i: Int, place: Int, reason: String, otherwise: VaultError, remedy: VaultError.Remedy? = nil
+    ) async throws -> Bool {
         let docs = batchRecords(journal.batches[i])
         guard place >= 1 && place <= docs.count else {
             try journal.save(to: vault)
             throw otherwise
         }
-        let error = VaultError(.documentRefused, "the server refused it \(reason)")
+        let error = VaultError(.documentRefused, "the server refused it \(reason)", remedy: remedy)
         if try await leave(docs[place - 1], outOf: i, for: error) { return true }
         // The rest go one document a request: each is sent at most twice (in this batch, then
         // alone) whatever else the server refuses. Sent again together, a large scan went once

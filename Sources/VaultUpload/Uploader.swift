@@ -349,8 +349,8 @@ public final class Uploader: @unchecked Sendable {
             case .skip(let f):
                 try await skip(i, f)
                 action = attempts.take(.handled(left: false))
-            case .leaveOut(let place, let reason, let otherwise):
-                let left = try await leaveOut(i, place: place, reason: reason, otherwise: otherwise)
+            case .leaveOut(let place, let reason, let otherwise, let remedy):
+                let left = try await leaveOut(i, place: place, reason: reason, otherwise: otherwise, remedy: remedy)
                 action = attempts.take(.handled(left: left))
             case .wait(let attempt, let retryAfter, let reason, let resumedAt):
                 try journal.save(to: vault)

@@ -56,6 +56,11 @@ enum Hints {
         return e
     }
 
+    /// An error's message with its remedy, for a line of its own (a document left out).
+    static func withRemedy(_ e: VaultError) -> String {
+        e.remedy.map { e.message + "; " + text($0) } ?? e.message
+    }
+
     /// A remedy as the command that does it.
     static func text(_ remedy: VaultError.Remedy) -> String {
         switch remedy.name {
@@ -90,6 +95,9 @@ enum Hints {
         case .trustServerCertificate:
             "trust a private certificate authority with --cacert FILE, or check the host name in the URL"
         case .checkHostName: "check the host name in the URL (or the destination's, 'vault destination')"
+        case .checkRecipients:
+            "none of the office's identities ('vault receive serve --identity') opens what it was sealed to: "
+                + "check the destination's recipients ('vault destination')"
         case .checkURLPath: "check the path in the URL (or the destination's, 'vault destination')"
         case .raiseByteLimit:
             "use --max-bytes \(ByteCount.atLeast(remedy.bytes ?? 0)) or more, or leave this document out"

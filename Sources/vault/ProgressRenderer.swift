@@ -166,7 +166,7 @@ final class ProgressRenderer: @unchecked Sendable {
         case .documentStarted(_, let name, _, let pos, let of): document = (pos, of, name)
         case .progress(let d, let t): done = d; total = t
         case .documentSkipped(let id, let name, let e):
-            say("vault: warning: skipped \(id.hex.prefix(12)) \(name): \(e.message)")
+            say("vault: warning: skipped \(id.hex.prefix(12)) \(name): \(Hints.withRemedy(e))")
         case .finished: draw()
         default: break
         }
@@ -198,7 +198,7 @@ final class ProgressRenderer: @unchecked Sendable {
                     """
             )
         case .skipped(let id, let name, let e):
-            say("vault: warning: skipped \(id.hex.prefix(12)) \(name): \(e.message)")
+            say("vault: warning: skipped \(id.hex.prefix(12)) \(name): \(Hints.withRemedy(e))")
         case .finished: draw()
         default: break
         }

@@ -259,6 +259,12 @@ import VaultTestSupport
                 "--retries", "0"
             ], env: env)
         #expect(stranger.status != 0 && stranger.stderr.contains("422"), "\(stranger.stderr)")
+        // Said in words with what to do, not as the answer's JSON.
+        #expect(
+            stranger.stderr.contains(
+                "(not-sealed-to-this-receiver)\nvault: hint: none of the office's identities ('vault receive serve "
+                    + "--identity') opens what it was sealed to: check the destination's recipients ('vault destination')\n")
+                && !stranger.stderr.contains("{\""), "\(stranger.stderr)")
         #expect(receiver.documents.count == 4 * Self.documents.count)
     }
 

@@ -22,7 +22,7 @@ import VaultCore
             "confirm \(status)\(duplicate ? " duplicate" : "") \(String(decoding: body, as: UTF8.self))"
         case .split(let reason, _): "split (\(reason))"
         case .skip(let f): "skip \(f.record.metadata.name)"
-        case .leaveOut(let place, _, _): "leave out \(place)"
+        case .leaveOut(let place, _, _, _): "leave out \(place)"
         case .wait(let attempt, let after, let reason, let at):
             "wait \(attempt)\(after.map { " after \($0)" } ?? "")\(at.map { " at \($0)" } ?? "") (\(reason))"
         case .refuse(let e): "refuse \(e.code)"

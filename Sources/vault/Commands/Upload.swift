@@ -443,7 +443,7 @@ extension VaultCommand {
             let leftOut = Mutex<[String]>([])
             let onEvent: @Sendable (UploadEvent) -> Void = { event in
                 if case .skipped(let id, let name, let e) = event {
-                    leftOut.withLock { $0.append("skipped \(id.hex.prefix(12)) \(name): \(e.message)") }
+                    leftOut.withLock { $0.append("skipped \(id.hex.prefix(12)) \(name): \(Hints.withRemedy(e))") }
                 }
                 renderer.handle(event)
             }
