@@ -80,7 +80,7 @@ man-check: deps
 DOCS_MODULES := VaultCore VaultFoundation VaultUpload VaultReceive
 # Every library module: `public` means an app sees it, and no public API hands out tuples.
 LIBRARY_MODULES := VaultCore VaultFoundation VaultUpload VaultS3 VaultRemote VaultReceive
-docs: deps
+docs: build
 	@mkdir -p .build/docs
 	@rm -rf $(addprefix .build/docs/,$(addsuffix .doccarchive,$(DOCS_MODULES)))
 	@$(SWIFT) package --disable-sandbox generate-documentation $(addprefix --target ,$(DOCS_MODULES)) --warnings-as-errors \

@@ -238,8 +238,9 @@ import Glibc
         let s = Sandbox()
         s.initVault()
         _ = try Self.add(s, "a.txt", seed: 4001)
-        #expect(s.run("destination", "add", "office", "http://127.0.0.1:9/office").status == 0)
-        // An upload that fails leaves a journal.
+        let busy = Receiver(in: s, faults: #"[{"action": "status", "status": 503}]"#)
+        #expect(s.run("destination", "add", "office", busy.url).status == 0)
+        // An upload that fails after reaching the server leaves a journal.
         #expect(s.run(["upload", "--to", "office", "--retries", "0"], env: Self.office).status != 0)
         #expect(s.journalJobs.count == 1)
         let changed = s.run(["passwd"], env: ["VAULT_NEW_PASSWORD": "another password"])

@@ -263,7 +263,8 @@ import VaultTestSupport
         #expect(
             stranger.stderr.contains(
                 "(not-sealed-to-this-receiver)\nvault: hint: none of the office's identities ('vault receive serve "
-                    + "--identity') opens what it was sealed to: check the destination's recipients ('vault destination')\n")
+                    + "--identity') opens what it was sealed to: check the destination's recipients "
+                    + "('vault destination')\n")
                 && !stranger.stderr.contains("{\""), "\(stranger.stderr)")
         #expect(receiver.documents.count == 4 * Self.documents.count)
     }
