@@ -144,7 +144,8 @@ ARCH    := $(shell uname -m)
 INSTALLED := $(PREFIX)/bin/vault $(PREFIX)/share/man/man1/vault.1 \
 	$(PREFIX)/share/bash-completion/completions/vault $(PREFIX)/share/zsh/site-functions/_vault \
 	$(PREFIX)/share/fish/vendor_completions.d/vault.fish
-DOCS := README.md docs/CLI.md docs/EXPORT.md docs/FORMAT.md docs/UPLOAD.md docs/REMOTE.md docs/SECURITY.md docs/PERFORMANCE.md
+DOCS := README.md docs/GUIDE.md docs/ARCHITECTURE.md docs/CLI.md docs/EXPORT.md docs/FORMAT.md docs/UPLOAD.md docs/RECEIVE.md \
+	docs/REMOTE.md docs/SECURITY.md docs/PERFORMANCE.md
 
 static: deps
 	@scripts/static-build.sh .build-static
