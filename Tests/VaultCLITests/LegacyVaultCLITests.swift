@@ -206,4 +206,29 @@ import Testing
     static func read(_ s: Sandbox, _ path: String) -> CLIResult {
         s.shell("cat \(path)")
     }
+    /// The format baseline (docs/FORMAT.md, "What this version reads"): a vault of a format this
+    /// build does not know is refused, naming the formats it reads, and is left as it was.
+    @Test func aVaultOfALaterFormatIsRefusedAndLeftAsItWas() throws {
+        let s = Sandbox()
+        s.initVault()
+        let path = s.path("vault/vault.json")
+        let current = try String(contentsOfFile: path, encoding: .utf8)
+        let later = current.replacingOccurrences(
+            of: #""format"\s*:\s*"vault\\?/3""#, with: #""format": "vault/9""#, options: .regularExpression)
+        try #require(later != current, "vault.json names its format: \(current)")
+        try later.write(toFile: path, atomically: true, encoding: .utf8)
+        for command in [["list"], ["audit"], ["status"]] {
+            let r = s.run(command)
+            #expect(r.status == 65, "\(command): \(r.stderr)")
+            #expect(
+                r.stderr
+                    == """
+                        vault: \(s.path("vault"))/vault.json has format 'vault/9'; this build reads 'vault/3', 'vault/2' and \
+                        'vault/1'
+                        vault: hint: a later version of vault wrote it: open it with that version (nothing was changed)
+
+                        """, "\(command): \(r.stderr)")
+        }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == later)
+    }
 }

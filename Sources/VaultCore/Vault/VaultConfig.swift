@@ -117,7 +117,8 @@ package struct VaultConfig: Codable, Equatable {
                 """
                     \(path) has format '\(config.format)'; this build reads '\(currentFormat)', '\(previousFormat)' \
                     and '\(legacyFormat)'
-                    """
+                    """,
+                hint: "a later version of vault wrote it: open it with that version (nothing was changed)"
             )
         }
         guard config.isLegacy ? (config.epoch == nil && config.keyring == nil) : config.epoch != nil else {
