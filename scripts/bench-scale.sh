@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Part of `make bench` (also runs alone: scripts/bench-scale.sh .build/release/vault): each
-# command's cost by vault size (docs/PERFORMANCE.md, "Scale").
+# command's cost by vault size (docs/PERFORMANCE.md, "scale").
 # Method: vaults made by vault-fixture (4 KiB documents, one history record per document, so a
 # vault of N documents has a history of N records), on disk, in the page cache. For each size:
 # RUNS rounds (default 5) of add one 4 KiB file / get it by name / get it by id prefix / export it

@@ -53,7 +53,7 @@ mkdir -p "$build/buildinfo"
 facts=$(printf '#define VAULT_COMMIT "%s"\n#define VAULT_BUILD "release, static"\n' "$commit")
 # Rewritten only when it changes, so an unchanged commit rebuilds nothing.
 [ "$(cat "$build/buildinfo/vault_build_facts.h" 2>/dev/null)" = "$facts" ] || echo "$facts" > "$build/buildinfo/vault_build_facts.h"
-# A lean binary (docs/PERFORMANCE.md, "The installed binary"): Swift code optimized for size
+# A lean binary (docs/PERFORMANCE.md, "start-up and size"): Swift code optimized for size
 # (its hot loops are C and assembly: libsodium, BoringSSL's SHA-256, vault's base64); linked by
 # lld with identical code folded, relative relocations packed (DT_RELR: glibc 2.36 or later) and
 # no symbol exported (the Swift toolchain's static linking exports every symbol of every module

@@ -1,6 +1,6 @@
 // VaultCore's conveniences for Foundation's `FileHandle` and `InputStream`, in a module of their
 // own: VaultCore uses only FoundationEssentials, so that the `vault` binary links neither ICU nor
-// Foundation's classes (docs/PERFORMANCE.md, "A lean binary"); an app that holds these types
+// Foundation's classes (docs/PERFORMANCE.md, "start-up and size"); an app that holds these types
 // imports this module too.
 import Foundation
 import VaultCore

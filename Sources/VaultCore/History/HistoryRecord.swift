@@ -306,7 +306,7 @@ package struct AuditFinding: Codable, Sendable, Equatable {
 extension HistoryRecord {
     /// The record as JSON, keys sorted, as `JSONEncoder` with sorted keys writes it but written
     /// by hand: `JSONEncoder` builds a tree of the whole value first, which cost 63 MB for the
-    /// record of an export of 100,000 documents (docs/PERFORMANCE.md, "Scale").
+    /// record of an export of 100,000 documents (docs/PERFORMANCE.md, "scale").
     package func json() -> [UInt8] {
         var o = [UInt8]()
         json(into: &o)

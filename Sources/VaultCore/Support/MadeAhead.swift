@@ -5,7 +5,7 @@ import NIOConcurrencyHelpers
 /// station's `add` of many small documents waits on otherwise (each document's two age keyings,
 /// an X25519 key pair and key agreement per recipient each, and its two staged files, whose
 /// creation on a journal-less ext4 passes over every inode freed in the last minutes;
-/// docs/PERFORMANCE.md, "Capture-only stations").
+/// docs/PERFORMANCE.md, "add on a capture-only station").
 ///
 /// Each value is made once and handed out once. The taker never waits on the other core: when
 /// none is ready it makes its own, and an error making one is the taker's to see (one made ahead
