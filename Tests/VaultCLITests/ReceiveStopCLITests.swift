@@ -88,7 +88,7 @@ import Glibc
     }
 }
 
-/// What the review of the receiver found, each reproduced here (docs/SECURITY.md, "The receiver").
+/// What the review of the receiver found, each reproduced here (docs/SECURITY.md, "The back office").
 @Suite(.blocking) struct ReceiverStateCLITests {
     /// A cut history (no password needed) would bring back a removed station's token; a
     /// deleted one would let a new receiver key be made. The receiver refuses to serve instead.
