@@ -337,3 +337,18 @@ final class HTTPTransport: UploadTransport {
         if let client = made.withLock({ $0 }) { try? await client.shutdown() }
     }
 }
+
+extension UploadTarget {
+    /// Checks that the file at `path` holds at least one PEM certificate, as
+    /// ``trustedCertificates`` is read: a file of something else is refused before anything is
+    /// sent, in words, rather than at the handshake in the TLS library's.
+    /// - Parameter what: how the file was named, for the message.
+    package static func checkCertificates(atPEM path: String, named what: String) throws {
+        let certificates = (try? NIOSSLCertificate.fromPEMFile(path)) ?? []
+        guard !certificates.isEmpty else {
+            throw VaultError(
+                .usage, "\(what) holds no PEM certificate",
+                hint: "give the PEM file of the certificate authority that signed the server's certificate")
+        }
+    }
+}

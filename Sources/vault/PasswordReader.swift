@@ -136,7 +136,7 @@ enum PasswordReader {
         defer { buffer.initializeMemory(as: UInt8.self, repeating: 0); buffer.deallocate() }
         let n = try f.readFully(into: buffer)
         guard let end = passwordEnd(buffer, count: n) else {
-            throw VaultError(.usage, "password file \(path) is longer than \(maxLength) bytes")
+            throw VaultError(.usage, "\(what) \(path) is longer than \(maxLength) bytes")
         }
         return try SecretBytes(copying: UnsafeRawBufferPointer(rebasing: buffer[0..<end]))
     }
@@ -157,7 +157,10 @@ enum PasswordReader {
     /// `"…"` quote, `\` escapes the next character; nothing is expanded. The program is looked up
     /// on `PATH` unless it holds a `/`. Its standard input and error are vault's (so it can ask on
     /// the terminal); its output goes only into wiped memory, never to a log or a message.
-    static func fromCommand(_ command: String, named what: String) throws -> SecretBytes {
+    /// - Parameter unlocks: what a failure leaves undone, for its message.
+    static func fromCommand(
+        _ command: String, named what: String, unlocks: String = "nothing was unlocked"
+    ) throws -> SecretBytes {
         guard let words = splitWords(command),
               let program = words.first else {
             throw VaultError(.usage, "\(what) is empty or has an unmatched quote")
@@ -197,7 +200,7 @@ enum PasswordReader {
                 """
                     \(what) failed \
                     (\(how)); \
-                    nothing was unlocked
+                    \(unlocks)
                     """
             )
         }

@@ -223,8 +223,8 @@ import Testing
             #expect(
                 r.stderr
                     == """
-                        vault: \(s.path("vault"))/vault.json has format 'vault/9'; this build reads 'vault/3', 'vault/2' and \
-                        'vault/1'
+                        vault: \(s.path("vault"))/vault.json has format 'vault/9'; this build reads 'vault/3', \
+                        'vault/2' and 'vault/1'
                         vault: hint: a later version of vault wrote it: open it with that version (nothing was changed)
 
                         """, "\(command): \(r.stderr)")

@@ -79,4 +79,39 @@ import Glibc
         #expect(s.journalJobs.count == 1)
         #expect(s.run("status").out.contains("1 interrupted upload, 1 batch unconfirmed"))
     }
+    /// What the review of 2026-11-29 found: a token of two lines was named in full by the HTTP
+    /// client's error, a file of no certificates was kept as a CA file, a dry run ran the token
+    /// command, and a destination could keep a token source while taking none.
+    @Test func credentialsThatCannotBeSentAreRefusedUnshown() throws {
+        let s = Sandbox()
+        s.initVault()
+        _ = Fixtures.addDocuments(s, count: 1)
+        let r = Receiver(in: s)
+        s.write("two-lines.token", Array("test-token\n\n".utf8))
+        let file = s.run(["upload", "--url", r.url], env: ["VAULT_UPLOAD_TOKEN_FILE": s.path("two-lines.token")])
+        #expect(
+            file.status == 64
+                && file.stderr.hasPrefix(
+                    "vault: the upload token holds a control character (a line break?); nothing was sent\n"),
+            "\(file.stderr)")
+        let variable = s.run(["upload", "--url", r.url], env: ["VAULT_UPLOAD_TOKEN": "test-\u{1}token"])
+        #expect(variable.status == 64 && variable.stderr.hasPrefix("vault: VAULT_UPLOAD_TOKEN holds a control"))
+        for out in [file, variable] {
+            #expect(!out.stderr.contains("test-token") && !out.stderr.contains("token\u{1}"))
+        }
+        #expect(r.log.isEmpty, "nothing was sent")
+        // A dry run reads no credentials: a failing token command does not stop it.
+        let dry = s.run(["upload", "--url", r.url, "--dry-run"], env: ["VAULT_UPLOAD_TOKEN_COMMAND": "false"])
+        #expect(dry.status == 0, "\(dry.stderr)")
+        // A CA file must hold a certificate; a destination taking none keeps no token source.
+        #expect(s.run("destination", "add", "office", r.url).status == 0)
+        let notPEM = s.run("destination", "set", "office", "--cacert", s.path("two-lines.token"))
+        #expect(notPEM.status == 64 && notPEM.stderr.contains("holds no PEM certificate"), "\(notPEM.stderr)")
+        #expect(s.run("destination", "set", "office", "--token-file", s.path("two-lines.token")).status == 0)
+        #expect(s.run("destination", "set", "office", "--no-credentials").status == 0)
+        let kept = Fixtures.json(s.run("destination", "--json"))["destinations"] as? [[String: Any]] ?? []
+        #expect(kept.first?["tokenFile"] == nil && kept.first?["noCredentials"] as? Bool == true, "\(kept)")
+        let relative = s.run("destination", "set", "office", "--token-command", "./token.sh")
+        #expect(relative.status == 64 && relative.stderr.contains("by a relative path"), "\(relative.stderr)")
+    }
 }

@@ -114,9 +114,19 @@ extension VaultCommand.Destinations {
         func execute(_ options: GlobalOptions) async throws {
             // Checked before the password is asked for: files, the command's words, the key.
             let cacert = try self.cacert.map { try Self.existingFile($0, option: "--cacert") }
+            if let cacert {
+                try UploadTarget.checkCertificates(atPEM: cacert, named: "\(Terminal.printable(cacert)) (--cacert)")
+            }
             let tokenFile = try self.tokenFile.map { try Self.existingFile($0, option: "--token-file") }
-            if let tokenCommand, PasswordReader.splitWords(tokenCommand)?.isEmpty != false {
-                throw VaultError(.usage, "--token-command is empty or has an unmatched quote")
+            if let tokenCommand {
+                guard let program = PasswordReader.splitWords(tokenCommand)?.first else {
+                    throw VaultError(.usage, "--token-command is empty or has an unmatched quote")
+                }
+                if program.contains("/") && !program.hasPrefix("/") {
+                    throw VaultError(
+                        .usage, "--token-command names '\(Terminal.printable(program))' by a relative path",
+                        hint: "give its absolute path, or a program on PATH: a scheduled upload runs elsewhere")
+                }
             }
             if let receiptKey { try Add.checkReceiptKey(receiptKey) }
             let recipients = try sealing.parsed()
@@ -150,8 +160,12 @@ extension VaultCommand.Destinations {
             }
             if let receiptKey { entry.receiptKey = receiptKey } else if noReceiptKey { entry.receiptKey = nil }
             if let need { entry.required = need == .required }
-            // A token source kept means the destination takes credentials.
-            if let credentials { entry.noCredentials = credentials ? nil : true }
+            // A token source kept means the destination takes credentials; one that takes none
+            // keeps no token source.
+            if let credentials {
+                entry.noCredentials = credentials ? nil : true
+                if !credentials { (entry.tokenFile, entry.tokenCommand) = (nil, nil) }
+            }
             if tokenFile != nil || tokenCommand != nil { entry.noCredentials = nil }
             let changed = entry != list.destinations[i]
             list.destinations[i] = entry
@@ -183,7 +197,8 @@ extension VaultCommand.Destinations {
 
         /// `path` made absolute (a cron job runs elsewhere), once it names a readable file.
         static func existingFile(_ path: String, option: String) throws -> String {
-            let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+            let given = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+            let absolute = URL(fileURLWithPath: given).standardizedFileURL.path
             guard FileSystem.kind(of: absolute) == .file else {
                 throw VaultError(.notFound, "no file at \(Terminal.printable(path)) (\(option))")
             }

@@ -324,6 +324,10 @@ extension VaultCommand {
                       parts[0].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
                     throw ValidationError("--header must look like 'Name: value', not '\(h)'.")
                 }
+                // A value the HTTP client would refuse, with its value in the error: refused here, unshown.
+                if parts[1].unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F }) {
+                    throw ValidationError("--header \(parts[0]): its value holds a control character.")
+                }
                 if Self.reserved.contains(parts[0].lowercased()) {
                     throw ValidationError(
                         parts[0].lowercased() == "authorization"
@@ -458,9 +462,12 @@ extension VaultCommand {
                 if e.code == .notFound && resume && e.hint == nil {
                     e.hint = "run the upload without --resume to start one"
                 }
-                if e.code == .uploadUnauthorized && e.hint == nil && uploadOptions.wire.name == .s3 {
+                if e.code == .uploadUnauthorized && e.hint == nil {
                     // S3's own credentials signed it, not VAULT_UPLOAD_* (those are for HTTP and presign endpoints).
-                    e.hint = "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and AWS_REGION"
+                    e.hint =
+                        uploadOptions.wire.name == .s3
+                        ? "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and AWS_REGION"
+                        : Self.refusedCredentialsHint(destination: noCredentials ? nil : destination)
                 }
                 throw e
             } catch {
@@ -505,16 +512,19 @@ extension VaultCommand {
             guard
                 var target = UploadTarget(
                     address: s3?.name ?? url, method: method, headers: headers,
-                    authorization: s3 == nil && !noCredentials ? try Self.authorization(destination: destination) : nil,
+                    // A dry run sends nothing, so it reads no credentials (nor runs a token command).
+                    authorization: s3 == nil && !noCredentials && !dryRun
+                        ? try Self.authorization(destination: destination) : nil,
                     idleTimeout: timeout)
             else {
                 throw VaultError(.usage, "'\(Terminal.printable(String(url.prefix(200))))' is not a URL")
             }
             if let cacert = cacert ?? destination?.cacert {
+                let named = self.cacert == nil ? "the CA file destination '\(destination!.name)' keeps" : "--cacert"
                 guard FileSystem.kind(of: cacert) == .file else {
-                    let named = self.cacert == nil ? "the CA file destination '\(destination!.name)' keeps" : "--cacert"
                     throw VaultError(.notFound, "no file at \(Terminal.printable(cacert)) (\(named))")
                 }
+                try UploadTarget.checkCertificates(atPEM: cacert, named: "\(Terminal.printable(cacert)) (\(named))")
                 target.trustedCertificates = URL(fileURLWithPath: cacert)
             }
             var o = UploadOptions(target: target, wire: wire)

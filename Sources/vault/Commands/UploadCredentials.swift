@@ -19,7 +19,42 @@ extension VaultCommand.Upload {
               let password else {
             throw VaultError(.usage, "VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD must be set together")
         }
+        try checkPrintable(user, "VAULT_UPLOAD_USER")
+        try checkPrintable(password, "VAULT_UPLOAD_PASSWORD")
         return "Basic " + Data((text(user) + ":" + text(password)).utf8).base64EncodedString()
+    }
+
+    /// What to check when the server refused the credentials: where they came from, in the
+    /// order they are read (the environment's token, its file or command, the destination's,
+    /// a user and password), or that none were sent.
+    static func refusedCredentialsHint(destination: DestinationEntry?) -> String {
+        let set = { (name: String) in
+            (environment(name)?.isEmpty == false) || (EnvironmentSecrets.value(name)?.count ?? 0) > 0
+        }
+        if set("VAULT_UPLOAD_TOKEN") { return "check VAULT_UPLOAD_TOKEN" }
+        if set("VAULT_UPLOAD_TOKEN_FILE") { return "check the token in the file VAULT_UPLOAD_TOKEN_FILE names" }
+        if set("VAULT_UPLOAD_TOKEN_COMMAND") { return "check what VAULT_UPLOAD_TOKEN_COMMAND prints" }
+        if let d = destination, let file = d.tokenFile {
+            return "check the token in \(Terminal.printable(file)), the file destination '\(d.name)' keeps"
+        }
+        if let d = destination, d.tokenCommand != nil {
+            return "check what the token command destination '\(d.name)' keeps prints"
+        }
+        if set("VAULT_UPLOAD_USER") { return "check VAULT_UPLOAD_USER and VAULT_UPLOAD_PASSWORD" }
+        return "none were sent: the server needs some (set VAULT_UPLOAD_TOKEN, or keep a token source with "
+            + "'vault destination set NAME --token-file FILE')"
+    }
+
+    /// A credential goes into a header: one holding a control character (a second line of its
+    /// file, say) cannot, and is refused here, before anything is sent and without being shown
+    /// (an HTTP client's own error would name the header's value).
+    static func checkPrintable(_ secret: SecretBytes, _ what: String) throws {
+        let clean = secret.withUnsafeBytes { $0.allSatisfy { $0 >= 0x20 && $0 != 0x7F } }
+        guard clean else {
+            throw VaultError(
+                .usage, "\(what) holds a control character (a line break?); nothing was sent",
+                hint: "a token is one line: check where it comes from")
+        }
     }
 
     /// Before anything is sent (and, for a URL given, before the password is asked): an upload
@@ -64,7 +99,10 @@ extension VaultCommand.Upload {
     /// `VAULT_UPLOAD_TOKEN_FILE` names (one trailing newline dropped), else what the command
     /// `VAULT_UPLOAD_TOKEN_COMMAND` prints; never from argv, never shown. Nil when none is set.
     static func token() throws -> SecretBytes? {
-        if let token = EnvironmentSecrets.value("VAULT_UPLOAD_TOKEN"), token.count > 0 { return token }
+        if let token = EnvironmentSecrets.value("VAULT_UPLOAD_TOKEN"), token.count > 0 {
+            try checkPrintable(token, "VAULT_UPLOAD_TOKEN")
+            return token
+        }
         return try read(
             file: environment("VAULT_UPLOAD_TOKEN_FILE").flatMap { $0.isEmpty ? nil : $0 },
             command: environment("VAULT_UPLOAD_TOKEN_COMMAND").flatMap { $0.isEmpty ? nil : $0 },
@@ -93,11 +131,15 @@ extension VaultCommand.Upload {
         if let file {
             (token, why) = (try PasswordReader.fromFile(file, named: named.file), empty.file)
         } else if let command {
-            (token, why) = (try PasswordReader.fromCommand(command, named: named.command), empty.command)
+            (token, why) = (
+                try PasswordReader.fromCommand(command, named: named.command, unlocks: "nothing was sent"),
+                empty.command
+            )
         } else {
             return nil
         }
         guard token.count > 0 else { throw VaultError(.usage, "the upload token is empty", hint: why) }
+        try checkPrintable(token, "the upload token")
         return token
     }
 }
