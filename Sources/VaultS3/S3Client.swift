@@ -180,7 +180,8 @@ public final class S3Client: Sendable {
                 .storeRejected, "\(what): cannot find the host '\(host.host)' (\(host.reason))",
                 remedy: .checkStoreEndpoint)
         }
-        return VaultError(.storeUnavailable, "\(what): \(describe(error, timeout: timeout))")
+        return VaultError(
+            .storeUnavailable, "\(what): \(describe(error, timeout: timeout))", cause: StatedTransportFailure(error))
     }
 
     /// Fails with the S3 error unless the status is 2xx, or the body holds an error although

@@ -8,6 +8,14 @@ import NIOCore
 import NIOPosix
 import VaultCore
 
+/// A transport failure kept as the cause of a store error whose message says it in words
+/// already (``TransportError/describe(_:timeout:)``): what a caller can still ask of it, such as
+/// whether a connection was made at all.
+package struct StatedTransportFailure: Error, CauseStatedInMessage {
+    package let error: any Error
+    package init(_ error: any Error) { self.error = error }
+}
+
 /// A transport failure (the connection, not a server's answer) in words a user reads. The
 /// clients' own descriptions name Swift types and repeat the errno: an unknown host read
 /// "DNS error: SocketAddressError.UnknownHost: Name or service not known (error -2) for host …",

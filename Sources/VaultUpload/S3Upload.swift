@@ -237,7 +237,11 @@ final class S3Sender: BatchSender, @unchecked Sendable {
         guard let e = error as? VaultError else { return try .of(error, timeout: timeout) }
         switch e.code {
         case .storeUnavailable:
-            return .retry(reason: e.message, retryAfter: nil)
+            // No connection made: the store received nothing (a run of only such attempts leaves no journal).
+            let failure = e.cause as? StatedTransportFailure
+            return .retry(
+                reason: e.message, retryAfter: nil,
+                unreached: failure.map { TransportError.neverConnected($0.error) } ?? false)
         case .notFound:
             return .refused(
                 VaultError(.uploadRejected, e.message, hint: "does the bucket \(s3.bucket) exist?", cause: e.cause))

@@ -63,6 +63,12 @@ import Glibc
         let refused = s.run(["upload", "--url", "http://127.0.0.1:\(port)/in"] + open)
         #expect(refused.status == 75 && refused.stderr.contains("connection refused"), "\(refused.stderr)")
         #expect(s.journalJobs.isEmpty, "no journal: nothing reached the server")
+        // The same for an S3 endpoint nothing listens on.
+        var store = UnreachableCLITests.storeVariables
+        store["AWS_ENDPOINT_URL"] = "http://127.0.0.1:\(port)"
+        let s3 = s.run(["upload", "--url", "s3://inbox/station", "--retries", "0"], env: store)
+        #expect(s3.status == 75 && s3.stderr.contains("connection refused"), "\(s3.stderr)")
+        #expect(s.journalJobs.isEmpty, "no journal for the store either")
         // Nothing at the path: 404 to the first batch.
         let missing = Receiver(in: s, token: nil, faults: #"[{"action": "status", "status": 404}]"#)
         let notFound = s.run(["upload", "--url", missing.url + "/typo"] + open)
