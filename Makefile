@@ -144,7 +144,7 @@ ARCH    := $(shell uname -m)
 INSTALLED := $(PREFIX)/bin/vault $(PREFIX)/share/man/man1/vault.1 \
 	$(PREFIX)/share/bash-completion/completions/vault $(PREFIX)/share/zsh/site-functions/_vault \
 	$(PREFIX)/share/fish/vendor_completions.d/vault.fish
-DOCS := README.md docs/GUIDE.md docs/ARCHITECTURE.md docs/CLI.md docs/EXPORT.md docs/FORMAT.md docs/UPLOAD.md docs/RECEIVE.md \
+DOCS := README.md CHANGELOG.md docs/GUIDE.md docs/ARCHITECTURE.md docs/CLI.md docs/EXPORT.md docs/FORMAT.md docs/UPLOAD.md docs/RECEIVE.md \
 	docs/REMOTE.md docs/SECURITY.md docs/PERFORMANCE.md
 
 static: deps

@@ -5,7 +5,7 @@ import VaultCore
 /// What this binary is: its version, the commit it was built from, how it was built and the
 /// libsodium it runs with (restic's `version` command; `vault --version` prints the same line).
 enum BuildInfo {
-    static let version = "0.1.0"
+    static let version = "0.2.0"
 
     static var commit: String { String(cString: vault_build_commit()) }
 
@@ -36,7 +36,7 @@ enum BuildInfo {
         #endif
     }
 
-    /// `vault 0.1.0 (commit 1a2b3c4, release, static; libsodium 1.0.18; linux/x86_64)`.
+    /// `vault 0.2.0 (commit 1a2b3c4, release, static; libsodium 1.0.18; linux/x86_64)`.
     static var line: String {
         "vault \(version) (commit \(commit), \(build); libsodium \(Libsodium.version); \(platform))"
     }
