@@ -10,7 +10,7 @@ import VaultTestSupport
 /// CA the receiver's certificate is from), and `~` for the sandbox's home.
 @Suite(.blocking) struct ReadmeCLITests {
     /// The `sh` blocks of the README's "Use" section, each as its command lines.
-    static func quickStart() throws -> (station: [String], office: [String]) {
+    static func quickStart() throws -> (office: [String], station: [String]) {
         let readme = try String(
             contentsOf: Sandbox.repository.appendingPathComponent("README.md"), encoding: .utf8)
         let use = try #require(readme.components(separatedBy: "\n## Use\n").dropFirst().first)
@@ -18,12 +18,12 @@ import VaultTestSupport
         let blocks = section.components(separatedBy: "```sh\n").dropFirst().map {
             $0.components(separatedBy: "```").first!.split(separator: "\n").map(String.init)
         }
-        try #require(blocks.count == 2, "a station's block and an office's")
+        try #require(blocks.count == 2, "an office's block and a station's")
         return (blocks[0], blocks[1])
     }
 
     @Test func theQuickStartRunsAsWritten() throws {
-        let (station, office) = try Self.quickStart()
+        let (office, station) = try Self.quickStart()
         let s = Sandbox()
         try FileManager.default.createDirectory(atPath: s.path("bin"), withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: s.path("etc"), withIntermediateDirectories: true)
@@ -44,12 +44,14 @@ import VaultTestSupport
             "PATH": s.path("bin") + ":/usr/bin:/bin", "VAULT_DIR": nil,
             "VAULT_PASSWORD": "correct horse battery", "VAULT_NEW_PASSWORD": "operator password"
         ]
-        func run(_ lines: [String], _ swaps: [(String, String)] = []) -> CLIResult {
+        func run(_ lines: [String], _ swaps: [(String, String)] = [], password: Bool = true) -> CLIResult {
             var script = "set -ex\ncd \(s.path(""))\nexport HOME=\(s.path("home"))\n"
             for line in lines {
                 script += swaps.reduce(line) { $0.replacingOccurrences(of: $1.0, with: $1.1) } + "\n"
             }
             s.write("step.sh", Array(script.utf8))
+            var env = env
+            if !password { env["VAULT_PASSWORD"] = .some(nil) }  // the station's comes from its file
             return s.shell("bash step.sh", env: env)
         }
         // The office: its vault, the station, the receipt key, an operator; then its receiver.
@@ -73,8 +75,8 @@ import VaultTestSupport
         let address = try #require(first?.components(separatedBy: "listening on ").last, "\(s.path("serve.err"))")
         #expect(address.hasPrefix("https://127.0.0.1:"))
         // The station, every line of its block.
-        let swaps = [("https://office.example", address), ("/etc/vault/", s.path("etc/"))]
-        let delivered = run(station, swaps)
+        let swaps = [("https://office.example:8443", address), ("/etc/vault/", s.path("etc/"))]
+        let delivered = run(station, swaps, password: false)
         #expect(delivered.status == 0, "\(delivered.stderr)")
         #expect(FileManager.default.contents(atPath: s.path("scan.pdf")) == Data(scans[0].1))
         // The office again: what arrived, opened as captured.
