@@ -3,7 +3,7 @@ import Testing
 @testable import VaultCore
 
 /// What keeps the `vault` binary free of Foundation's classes, and with them of ICU and libxml2
-/// (docs/PERFORMANCE.md, "A lean binary"): the modules it links import only
+/// (docs/PERFORMANCE.md, "start-up and size"): the modules it links import only
 /// FoundationEssentials, and what replaced Foundation's formatters, parsers and string
 /// functions gives what they gave, compared here with Foundation itself on many inputs.
 @Suite struct LeanBinaryTests {
