@@ -81,6 +81,8 @@ DOCS_MODULES := VaultCore VaultFoundation VaultUpload VaultReceive
 # Every library module: `public` means an app sees it, and no public API hands out tuples.
 LIBRARY_MODULES := VaultCore VaultFoundation VaultUpload VaultS3 VaultRemote VaultReceive
 docs: build
+	@# The symbol graphs cover every module the package builds, the test modules too.
+	@$(SWIFT) build --build-tests > .build/docs-build.log 2>&1 || { tail -40 .build/docs-build.log; exit 1; }
 	@mkdir -p .build/docs
 	@rm -rf $(addprefix .build/docs/,$(addsuffix .doccarchive,$(DOCS_MODULES)))
 	@$(SWIFT) package --disable-sandbox generate-documentation $(addprefix --target ,$(DOCS_MODULES)) --warnings-as-errors \
