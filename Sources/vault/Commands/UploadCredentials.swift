@@ -24,13 +24,17 @@ extension VaultCommand.Upload {
         return "Basic " + Data((text(user) + ":" + text(password)).utf8).base64EncodedString()
     }
 
+    /// Whether the environment gives the variable `name`, non-empty: a secret one (moved into
+    /// locked memory at start) or a plain one (a file's path, a command).
+    static func isSet(_ name: String) -> Bool {
+        (environment(name)?.isEmpty == false) || (EnvironmentSecrets.value(name)?.count ?? 0) > 0
+    }
+
     /// What to check when the server refused the credentials: where they came from, in the
     /// order they are read (the environment's token, its file or command, the destination's,
     /// a user and password), or that none were sent.
     static func refusedCredentialsHint(destination: DestinationEntry?) -> String {
-        let set = { (name: String) in
-            (environment(name)?.isEmpty == false) || (EnvironmentSecrets.value(name)?.count ?? 0) > 0
-        }
+        let set = isSet
         if set("VAULT_UPLOAD_TOKEN") { return "check VAULT_UPLOAD_TOKEN" }
         if set("VAULT_UPLOAD_TOKEN_FILE") { return "check the token in the file VAULT_UPLOAD_TOKEN_FILE names" }
         if set("VAULT_UPLOAD_TOKEN_COMMAND") { return "check what VAULT_UPLOAD_TOKEN_COMMAND prints" }
@@ -64,13 +68,11 @@ extension VaultCommand.Upload {
     /// never carries any.
     func checkCredentials(_ options: UploadOptions, destination: DestinationEntry?) throws {
         if noCredentials {
-            let named = ["VAULT_UPLOAD_TOKEN_FILE", "VAULT_UPLOAD_TOKEN_COMMAND"].contains {
-                environment($0)?.isEmpty == false
-            }
-            let secret = ["VAULT_UPLOAD_TOKEN", "VAULT_UPLOAD_USER", "VAULT_UPLOAD_PASSWORD"].contains {
-                (EnvironmentSecrets.value($0)?.count ?? 0) > 0
-            }
-            guard !named && !secret else {
+            let given = [
+                "VAULT_UPLOAD_TOKEN", "VAULT_UPLOAD_TOKEN_FILE", "VAULT_UPLOAD_TOKEN_COMMAND", "VAULT_UPLOAD_USER",
+                "VAULT_UPLOAD_PASSWORD"
+            ].contains(where: Self.isSet)
+            guard !given else {
                 throw VaultError(
                     .usage, "--no-credentials, but credentials are set in the environment",
                     hint: "unset VAULT_UPLOAD_TOKEN (…_FILE, …_COMMAND) and VAULT_UPLOAD_USER/PASSWORD, "
